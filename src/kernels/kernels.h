@@ -1,0 +1,75 @@
+/*
+ * kernels.h - the CPU kernel table: dequantize, quantize and dot per tensor type, chosen once
+ * at start from CPUID (STYLE 2.8, ggml's type_traits_cpu).
+ *
+ * Quantized weights multiply quantized activations, as llama.cpp does, so both stacks round
+ * the same way: a weight row of type T is dotted with an activation row of
+ * traits(T)->vec_dot_type, made by traits(vec_dot_type)->from_float from f32:
+ *   Q4_0, Q5_0, Q8_0 -> Q8_0;  Q4_1, Q5_1 -> Q8_1;  Q4_K, Q5_K, Q6_K -> Q8_K;
+ *   F16 -> F16;  BF16 -> BF16;  F32 -> F32.
+ *
+ * Kernel sets (HEARTH_KERNELS environment variable; default auto = best the CPU has):
+ *   ref     the reference path: every weight is dequantized to f32 and multiplied with f32
+ *           activations in plain C (vec_dot_type is F32 for every type). It is the numerical
+ *           specification the model is compared with transformers on.
+ *   scalar  quantized activations, plain C (kernels/ref/): the specification of the SIMD sets.
+ *   avx2    AVX2 + FMA + F16C versions (kernels/cpu/x86/*_avx2.c).
+ *   avx512  AVX-512 F/BW/VL/DQ (+VNNI, BF16) versions (kernels/cpu/x86/*_avx512.c).
+ * A set lacking a kernel for some type falls back to the scalar one.
+ *
+ * Thread rule: hearth_kernels_init is idempotent and thread-safe; the tables are immutable after.
+ */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/thread.h"
+#include "tensor/dtype.h"
+
+/* s[0] = dot(x, y) over n elements; x is a row of the weight type, y a row of its vec_dot_type.
+ * n is a multiple of both block sizes. */
+typedef void (*hearth_vec_dot_fn)(int64_t n, float *s, const void *x, const void *y);
+/* Quantize n f32 values into a row of the type. */
+typedef void (*hearth_from_float_fn)(const float *x, void *y, int64_t n);
+/* Dequantize a row of the type into n f32 values. */
+typedef void (*hearth_to_float_fn)(const void *x, float *y, int64_t n);
+
+typedef struct {
+    hearth_to_float_fn   to_float;     /* NULL when the type cannot be dequantized */
+    hearth_from_float_fn from_float;   /* NULL when nothing quantizes into the type */
+    hearth_vec_dot_fn    vec_dot;      /* NULL when the type is not a weight type */
+    hearth_type          vec_dot_type; /* activation type for vec_dot */
+} hearth_kernel_traits;
+
+typedef enum {
+    HEARTH_ISA_REF = 0,
+    HEARTH_ISA_SCALAR,
+    HEARTH_ISA_AVX2,
+    HEARTH_ISA_AVX512,
+    HEARTH_ISA_COUNT,
+} hearth_isa;
+
+/* Detect the CPU and pick the set (HEARTH_KERNELS overrides; an unknown or unavailable value
+ * logs a warning and falls back to auto). Idempotent. */
+void        hearth_kernels_init(void);
+hearth_isa  hearth_kernels_isa(void);         /* the active set */
+const char *hearth_isa_name(hearth_isa isa);  /* "ref", "scalar", "avx2", "avx512" */
+bool        hearth_isa_available(hearth_isa isa); /* does this CPU run it */
+
+/* Traits of type t in the active set / in a given set (NULL for unsupported types, or when
+ * the set is not available on this CPU). */
+const hearth_kernel_traits *hearth_kernels_traits(hearth_type t);
+const hearth_kernel_traits *hearth_kernels_traits_isa(hearth_type t, hearth_isa isa);
+
+/*
+ * y = x W^T, multithreaded on pool (may be NULL), with the active set:
+ *   w      [n_out rows][n_in] of type wtype, row stride w_row_bytes (borrowed, read-only)
+ *   x      [n_tok][n_in] f32, row stride n_in
+ *   y      [n_tok][n_out] f32, row stride ldy (>= n_out)
+ *   scratch  at least hearth_matmul_scratch_bytes(...) bytes, 64-byte aligned (caller-owned)
+ * Every thread of the pool takes part; results do not depend on the thread count.
+ */
+size_t hearth_matmul_scratch_bytes(hearth_type wtype, int64_t n_in, int64_t n_tok, int n_threads);
+void   hearth_matmul(hearth_pool *pool, hearth_type wtype, const void *w, size_t w_row_bytes,
+                     int64_t n_out, int64_t n_in, const float *x, int64_t n_tok, float *y,
+                     int64_t ldy, void *scratch);

@@ -1,0 +1,111 @@
+/*
+ * tokenizer.h - one tokenizer core, fed by front ends (GGUF metadata now, tokenizer.json later).
+ *
+ * The core knows two model kinds:
+ *   BPE_BYTES  gpt2-style byte-level BPE: text is split by the model's pre-tokenizer regex
+ *              (PCRE2, chosen by name: "smollm", "llama3", "qwen2", "gpt2", ...), each piece's
+ *              bytes are mapped to the byte-level alphabet and merged by rank.
+ *   SPM        SentencePiece-style BPE (llama/gemma "llama" vocab): spaces become U+2581,
+ *              pieces merge by score, unknown bytes fall back to <0xXX> tokens.
+ * Special and added tokens (token type CONTROL / USER_DEFINED) are matched in the text before
+ * the model runs when parse_special is set, longest first.
+ *
+ * The front end (model/ for GGUF) fills a hearth_tok_spec whose arrays are borrowed for the
+ * duration of hearth_tok_create only: the tokenizer copies what it keeps. tokenizer/ depends
+ * on base/ only.
+ *
+ * Thread rule: immutable after create; encode/decode from any thread. A hearth_tok_decoder
+ * belongs to one request (one thread at a time).
+ */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/span.h"
+#include "base/status.h"
+
+typedef struct hearth_tok hearth_tok;
+
+typedef enum {
+    HEARTH_TOK_BPE_BYTES = 0,
+    HEARTH_TOK_SPM = 1,
+} hearth_tok_kind;
+
+/* Token types, as GGUF's tokenizer.ggml.token_type stores them. */
+typedef enum {
+    HEARTH_TOKTYPE_UNDEFINED = 0,
+    HEARTH_TOKTYPE_NORMAL = 1,
+    HEARTH_TOKTYPE_UNKNOWN = 2,
+    HEARTH_TOKTYPE_CONTROL = 3,
+    HEARTH_TOKTYPE_USER_DEFINED = 4,
+    HEARTH_TOKTYPE_UNUSED = 5,
+    HEARTH_TOKTYPE_BYTE = 6,
+} hearth_toktype;
+
+typedef struct {
+    hearth_tok_kind    kind;
+    const char        *pre;          /* pre-tokenizer name (BPE_BYTES); NULL = "gpt2" */
+    int32_t            n_vocab;
+    const hearth_span *tokens;       /* [n_vocab] borrowed */
+    const float       *scores;       /* [n_vocab] or NULL (SPM needs them) */
+    const int32_t     *token_types;  /* [n_vocab] hearth_toktype, or NULL (all NORMAL) */
+    const hearth_span *merges;       /* [n_merges] "a b" strings (BPE_BYTES), rank = index */
+    int32_t            n_merges;
+    int32_t            bos_id, eos_id, eot_id, unk_id, pad_id; /* -1 when absent */
+    bool               add_bos, add_eos;
+    bool               add_space_prefix; /* SPM: prepend U+2581 to the text */
+} hearth_tok_spec;
+
+/* Build a tokenizer; copies what it needs from spec. Errors name the bad token or merge. */
+hearth_status hearth_tok_create(const hearth_tok_spec *spec, hearth_tok **out, hearth_err *err);
+void          hearth_tok_destroy(hearth_tok *tok); /* accepts NULL */
+
+int32_t hearth_tok_n_vocab(const hearth_tok *tok);
+int32_t hearth_tok_bos(const hearth_tok *tok);
+int32_t hearth_tok_eos(const hearth_tok *tok);
+/* Is id an end-of-generation token (eos, eot, or another CONTROL token the vocab marks as
+ * ending a turn such as <|im_end|>, <end_of_turn>)? */
+bool    hearth_tok_is_eog(const hearth_tok *tok, int32_t id);
+/* Is id a control/special token (rendered only when asked)? */
+bool    hearth_tok_is_control(const hearth_tok *tok, int32_t id);
+/* Id of the exact token text, or -1. */
+int32_t hearth_tok_find(const hearth_tok *tok, const char *text, size_t n);
+
+/*
+ * Encode text[0..n) into a malloc'ed array *ids of *n_ids tokens (caller frees). add_special
+ * adds BOS/EOS as the vocab asks; parse_special lets special-token text in the input become
+ * special tokens (otherwise it is encoded as plain text). Invalid UTF-8 is encoded byte-wise
+ * (byte-level BPE) or through byte fallback (SPM), never dropped.
+ */
+hearth_status hearth_tok_encode(const hearth_tok *tok, const char *text, size_t n, bool add_special,
+                                bool parse_special, int32_t **ids, size_t *n_ids);
+
+/* The bytes token id stands for (byte-level symbols mapped back to bytes, U+2581 to a space,
+ * <0xXX> to its byte). Control tokens give their text only when special is true, else empty.
+ * The span is borrowed from the tokenizer. Out-of-range ids give an empty span. */
+hearth_span hearth_tok_piece(const hearth_tok *tok, int32_t id, bool special);
+/* The vocab string of id as stored (no mapping). */
+hearth_span hearth_tok_text(const hearth_tok *tok, int32_t id);
+
+/* Decode ids into a malloc'ed NUL-terminated string (caller frees). SPM drops the leading
+ * space that add_space_prefix added when the first token starts the text. */
+char *hearth_tok_decode(const hearth_tok *tok, const int32_t *ids, size_t n_ids, bool special);
+
+/*
+ * Incremental decoder for streaming: push one token, get the bytes that are now complete
+ * UTF-8 (an incomplete trailing sequence is held back until the next token completes it, and
+ * released as-is by flush). out is written NUL-terminated; returns the byte count or -1 when
+ * cap is too small (cap of 64 + the longest token always suffices).
+ */
+typedef struct {
+    const hearth_tok *tok;   /* borrowed */
+    bool     special;        /* render control tokens */
+    bool     first;          /* no token pushed yet (SPM leading-space rule) */
+    uint8_t  pending[8];     /* held-back bytes of an incomplete UTF-8 sequence */
+    int      n_pending;
+} hearth_tok_decoder;
+
+void hearth_tok_decoder_init(hearth_tok_decoder *d, const hearth_tok *tok, bool special);
+int  hearth_tok_decoder_push(hearth_tok_decoder *d, int32_t id, char *out, size_t cap);
+int  hearth_tok_decoder_flush(hearth_tok_decoder *d, char *out, size_t cap);
