@@ -1,12 +1,66 @@
-/* main.c - the hearth command line: verb dispatch. The only place that may exit(). */
+/*
+ * main.c - the hearth command line: verb dispatch. The only place that calls exit() (via the
+ * return of main); verbs return an exit status.
+ */
+#include "cli/cli.h"
+#include "base/log.h"
+
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+void cli_error(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("hearth: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+bool cli_parse_int(const char *flag, const char *s, long long lo, long long hi, long long *out) {
+    char *end = NULL;
+    if (!s || !*s) goto bad;
+    long long v = strtoll(s, &end, 10);
+    if (*end || v < lo || v > hi) goto bad;
+    *out = v;
+    return true;
+bad:
+    cli_error("%s expects an integer in [%lld, %lld] (got \"%s\")", flag, lo, hi, s ? s : "");
+    return false;
+}
+
+bool cli_parse_float(const char *flag, const char *s, double lo, double hi, double *out) {
+    char *end = NULL;
+    if (!s || !*s) goto bad;
+    double v = strtod(s, &end);
+    if (*end || !(v >= lo && v <= hi)) goto bad;
+    *out = v;
+    return true;
+bad:
+    cli_error("%s expects a number in [%g, %g] (got \"%s\")", flag, lo, hi, s ? s : "");
+    return false;
+}
+
 int main(int argc, char **argv) {
-    if (argc > 1 && !strcmp(argv[1], "--version")) {
+    const char *lvl = getenv("HEARTH_LOG");
+    if (lvl) {
+        if (!strcmp(lvl, "debug")) hearth_log_set_level(HEARTH_LOG_DEBUG);
+        else if (!strcmp(lvl, "info")) hearth_log_set_level(HEARTH_LOG_INFO);
+        else if (!strcmp(lvl, "error")) hearth_log_set_level(HEARTH_LOG_ERROR);
+    }
+    if (argc < 2) {
+        fputs(cli_help_text(NULL), stdout);
+        return 2;
+    }
+    const char *verb = argv[1];
+    if (!strcmp(verb, "--version") || !strcmp(verb, "-V") || !strcmp(verb, "version")) {
         printf("hearth %s\n", HEARTH_VERSION);
         return 0;
     }
-    fprintf(stderr, "hearth: no verb given (try 'hearth help')\n");
+    if (!strcmp(verb, "help") || !strcmp(verb, "--help") || !strcmp(verb, "-h")) return cli_help(argc - 1, argv + 1);
+    if (!strcmp(verb, "generate") || !strcmp(verb, "gen")) return cli_generate(argc - 1, argv + 1);
+    cli_error("unknown verb '%s' (try 'hearth help')", verb);
     return 2;
 }

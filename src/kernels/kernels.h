@@ -13,8 +13,8 @@
  *           activations in plain C (vec_dot_type is F32 for every type). It is the numerical
  *           specification the model is compared with transformers on.
  *   scalar  quantized activations, plain C (kernels/ref/): the specification of the SIMD sets.
- *   avx2    AVX2 + FMA + F16C versions (kernels/cpu/x86/*_avx2.c).
- *   avx512  AVX-512 F/BW/VL/DQ (+VNNI, BF16) versions (kernels/cpu/x86/*_avx512.c).
+ *   avx2    AVX2 + FMA + F16C versions (kernels/cpu/x86, files named ..._avx2.c).
+ *   avx512  AVX-512 F/BW/VL/DQ (+VNNI, BF16) versions (kernels/cpu/x86, files named ..._avx512.c).
  * A set lacking a kernel for some type falls back to the scalar one.
  *
  * Thread rule: hearth_kernels_init is idempotent and thread-safe; the tables are immutable after.

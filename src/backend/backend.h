@@ -1,0 +1,104 @@
+/*
+ * backend.h - the op interface the forward functions call (ARCHITECTURE 5).
+ *
+ * A backend is {iface, ctx}: a table of ops over buffers it understands. Model code calls the
+ * hearth_op_* wrappers and never branches on the device. The CPU backend (cpu_backend.c) runs
+ * the ops on the fork-join pool with the kernel set chosen at start (kernels/kernels.h); a
+ * CUDA backend implements the same table.
+ *
+ * Shapes are row-major: "[n][d]" is n rows of d floats, row stride d unless a stride is given.
+ * Thread rule: a backend is driven by one thread (the engine thread).
+ */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/thread.h"
+#include "tensor/tensor.h"
+
+typedef struct hearth_backend hearth_backend;
+
+/* One attention call: every query head of n_tok tokens against its sequence's cache. */
+typedef struct {
+    int64_t        n_tok;
+    int32_t        n_head, n_head_kv;
+    int32_t        head_dim, head_dim_v;
+    const float   *q;        /* [n_tok][n_head*head_dim] */
+    float         *out;      /* [n_tok][n_head*head_dim_v] */
+    const int32_t *pos;      /* [n_tok] position of each query; it sees keys 0..pos */
+    const int32_t *seq;      /* [n_tok] cache slot of each query */
+    const void    *k, *v;    /* cache of this layer: [slot][n_ctx][n_head_kv*head_dim(_v)] */
+    int64_t        slot_stride; /* elements between slots (n_ctx * row width) */
+    bool           kv_f16;   /* cache elements are f16 (else f32) */
+    int32_t        n_swa;    /* sliding window (keys pos-n_swa+1..pos), 0 = full */
+    float          scale;
+    float          softcap;  /* 0 = none */
+} hearth_attn_args;
+
+struct hearth_backend_i {
+    const char *name;
+    /* y[t][o] = sum_i w[o][i] x[t][i];  x: [n_tok][w->ne0], y: [n_tok][ldy] */
+    void (*matmul)(hearth_backend *be, const hearth_weight *w, const float *x, int64_t n_tok, float *y,
+                   int64_t ldy);
+    /* out[t] = row ids[t] of w as f32, times scale;  out: [n][w->ne0] */
+    void (*get_rows)(hearth_backend *be, const hearth_weight *w, const int32_t *ids, int64_t n, float scale,
+                     float *out);
+    /* y[r] = rmsnorm(x[r]) * w;  x, y: [n_rows][dim] (may alias); w: [dim] or NULL */
+    void (*rmsnorm)(hearth_backend *be, const float *x, const float *w, float *y, int64_t n_rows, int64_t dim,
+                    float eps);
+    /* RoPE in place on x: [n_tok][n_head][head_dim], rotating n_rot dims at pos[t] */
+    void (*rope)(hearth_backend *be, float *x, int64_t n_tok, int32_t n_head, int32_t head_dim, int32_t n_rot,
+                 const int32_t *pos, const float *inv_freq, bool neox);
+    /* copy rows x: [n_tok][width] f32 into the cache at (seq[t], pos[t]) as f16 or f32 */
+    void (*kv_store)(hearth_backend *be, const float *x, int64_t n_tok, int64_t width, const int32_t *seq,
+                     const int32_t *pos, void *cache, int64_t slot_stride, bool f16);
+    void (*attention)(hearth_backend *be, const hearth_attn_args *a);
+    /* g = act(g) * u elementwise over n;  act = silu (geglu=false) or gelu_tanh */
+    void (*glu)(hearth_backend *be, float *g, const float *u, int64_t n, bool geglu);
+    /* x[r] += b for each of n_rows rows of width dim */
+    void (*add_rows)(hearth_backend *be, float *x, const float *b, int64_t n_rows, int64_t dim);
+    /* x += y over n */
+    void (*add)(hearth_backend *be, float *x, const float *y, int64_t n);
+    /* x = cap * tanh(x / cap) over n */
+    void (*softcap)(hearth_backend *be, float *x, int64_t n, float cap);
+    void (*destroy)(hearth_backend *be);
+};
+
+struct hearth_backend {
+    const struct hearth_backend_i *iface;
+    void                          *ctx;
+};
+
+/* The CPU backend on a pool of n_threads (<= 0: all CPUs). max_tok and max_width size the
+ * matmul scratch (activation rows quantized once per matmul), max_ctx the attention scores
+ * (tokens of the longest sequence). NULL on failure. */
+hearth_backend *hearth_backend_cpu_create(int n_threads, int64_t max_tok, int64_t max_width, int64_t max_ctx);
+void            hearth_backend_destroy(hearth_backend *be); /* accepts NULL */
+int             hearth_backend_cpu_threads(const hearth_backend *be);
+
+/* Thin wrappers so model code reads as a list of ops. */
+static inline void hearth_op_matmul(hearth_backend *be, const hearth_weight *w, const float *x, int64_t n_tok,
+                                    float *y, int64_t ldy) { be->iface->matmul(be, w, x, n_tok, y, ldy); }
+static inline void hearth_op_get_rows(hearth_backend *be, const hearth_weight *w, const int32_t *ids, int64_t n,
+                                      float scale, float *out) { be->iface->get_rows(be, w, ids, n, scale, out); }
+static inline void hearth_op_rmsnorm(hearth_backend *be, const float *x, const float *w, float *y, int64_t n_rows,
+                                     int64_t dim, float eps) { be->iface->rmsnorm(be, x, w, y, n_rows, dim, eps); }
+static inline void hearth_op_rope(hearth_backend *be, float *x, int64_t n_tok, int32_t n_head, int32_t head_dim,
+                                  int32_t n_rot, const int32_t *pos, const float *inv_freq, bool neox) {
+    be->iface->rope(be, x, n_tok, n_head, head_dim, n_rot, pos, inv_freq, neox);
+}
+static inline void hearth_op_kv_store(hearth_backend *be, const float *x, int64_t n_tok, int64_t width,
+                                      const int32_t *seq, const int32_t *pos, void *cache, int64_t slot_stride,
+                                      bool f16) { be->iface->kv_store(be, x, n_tok, width, seq, pos, cache, slot_stride, f16); }
+static inline void hearth_op_attention(hearth_backend *be, const hearth_attn_args *a) { be->iface->attention(be, a); }
+static inline void hearth_op_glu(hearth_backend *be, float *g, const float *u, int64_t n, bool geglu) {
+    be->iface->glu(be, g, u, n, geglu);
+}
+static inline void hearth_op_add_rows(hearth_backend *be, float *x, const float *b, int64_t n_rows, int64_t dim) {
+    be->iface->add_rows(be, x, b, n_rows, dim);
+}
+static inline void hearth_op_add(hearth_backend *be, float *x, const float *y, int64_t n) { be->iface->add(be, x, y, n); }
+static inline void hearth_op_softcap(hearth_backend *be, float *x, int64_t n, float cap) {
+    be->iface->softcap(be, x, n, cap);
+}

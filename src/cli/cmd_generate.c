@@ -1,0 +1,187 @@
+/*
+ * cmd_generate.c - `hearth generate`: load a model, tokenize the prompt, run one request
+ * through the engine and stream the text (or ids) to stdout; timings go to stderr.
+ */
+#include "cli/cli.h"
+#include "engine/engine.h"
+#include "model/model.h"
+#include "store/hub.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    const char *model, *prompt;
+    bool raw, ids, ignore_eos;
+    long long max_tokens, threads, ctx;
+    hearth_sampler_params sp;
+} gen_opts;
+
+/* Parse flags; returns 0 to go on, else an exit status. */
+static int parse(int argc, char **argv, gen_opts *o) {
+    const char *positional[2] = {0};
+    int n_pos = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+        long long iv;
+        double fv;
+#define FLAG(name) (!strcmp(a, name))
+#define NEEDVAL() do { if (!val) { cli_error("%s needs a value", a); return 2; } i++; } while (0)
+        if (FLAG("--raw")) o->raw = true;
+        else if (FLAG("--ids")) o->ids = true;
+        else if (FLAG("--ignore-eos")) o->ignore_eos = true;
+        else if (FLAG("--prompt") || FLAG("-p")) { NEEDVAL(); o->prompt = val; }
+        else if (FLAG("--model")) { NEEDVAL(); o->model = val; }
+        else if (FLAG("--max-tokens")) {
+            NEEDVAL();
+            if (!cli_parse_int(a, val, 1, 1 << 24, &o->max_tokens)) return 2;
+        } else if (FLAG("--temperature") || FLAG("--temp")) {
+            NEEDVAL();
+            if (!cli_parse_float(a, val, 0, 100, &fv)) return 2;
+            o->sp.temperature = (float)fv;
+        } else if (FLAG("--top-p")) {
+            NEEDVAL();
+            if (!cli_parse_float(a, val, 0, 1, &fv)) return 2;
+            o->sp.top_p = (float)fv;
+        } else if (FLAG("--top-k")) {
+            NEEDVAL();
+            if (!cli_parse_int(a, val, 0, 1 << 24, &iv)) return 2;
+            o->sp.top_k = (int32_t)iv;
+        } else if (FLAG("--min-p")) {
+            NEEDVAL();
+            if (!cli_parse_float(a, val, 0, 1, &fv)) return 2;
+            o->sp.min_p = (float)fv;
+        } else if (FLAG("--repeat-penalty")) {
+            NEEDVAL();
+            if (!cli_parse_float(a, val, 0.01, 100, &fv)) return 2;
+            o->sp.repeat_penalty = (float)fv;
+        } else if (FLAG("--presence-penalty")) {
+            NEEDVAL();
+            if (!cli_parse_float(a, val, -2, 2, &fv)) return 2;
+            o->sp.presence_penalty = (float)fv;
+        } else if (FLAG("--frequency-penalty")) {
+            NEEDVAL();
+            if (!cli_parse_float(a, val, -2, 2, &fv)) return 2;
+            o->sp.frequency_penalty = (float)fv;
+        } else if (FLAG("--seed")) {
+            NEEDVAL();
+            if (!cli_parse_int(a, val, 0, INT64_MAX, &iv)) return 2;
+            o->sp.seed = (uint64_t)iv;
+        } else if (FLAG("--threads")) {
+            NEEDVAL();
+            if (!cli_parse_int(a, val, 1, 1024, &o->threads)) return 2;
+        } else if (FLAG("--ctx")) {
+            NEEDVAL();
+            if (!cli_parse_int(a, val, 16, 1 << 20, &o->ctx)) return 2;
+        } else if (a[0] == '-' && a[1]) {
+            cli_error("unknown flag '%s' (try 'hearth help generate')", a);
+            return 2;
+        } else if (n_pos < 2) {
+            positional[n_pos++] = a;
+        } else {
+            cli_error("unexpected argument '%s'", a);
+            return 2;
+        }
+#undef FLAG
+#undef NEEDVAL
+    }
+    if (!o->model && n_pos > 0) o->model = positional[0];
+    else if (o->model && n_pos > 0 && !o->prompt) o->prompt = positional[0];
+    if (!o->prompt && n_pos > 1) o->prompt = positional[1];
+    if (!o->model) {
+        cli_error("no model given (usage: hearth generate [model] --prompt TEXT)");
+        return 2;
+    }
+    if (!o->prompt) {
+        cli_error("no prompt given (usage: hearth generate [model] --prompt TEXT)");
+        return 2;
+    }
+    if (!o->raw) {
+        cli_error("chat templates are not implemented yet: pass --raw to feed the prompt verbatim");
+        return 2;
+    }
+    return 0;
+}
+
+int cli_generate(int argc, char **argv) {
+    gen_opts o = {.max_tokens = 256, .sp = hearth_sampler_params_default()};
+    int rc = parse(argc, argv, &o);
+    if (rc) return rc;
+
+    hearth_err err = {0};
+    char *path = NULL;
+    hearth_model *m = NULL;
+    hearth_engine *e = NULL;
+    hearth_request *req = NULL;
+    int32_t *ids = NULL;
+    size_t n_ids = 0;
+    rc = 1;
+    if (hearth_hub_resolve(o.model, &path, &err)) {
+        cli_error("%s", err.msg);
+        goto out;
+    }
+    if (hearth_model_load(path, &m, &err)) {
+        cli_error("cannot load %s: %s", path, err.msg);
+        goto out;
+    }
+    const hearth_tok *tok = hearth_model_tok(m);
+    if (hearth_tok_encode(tok, o.prompt, strlen(o.prompt), true, true, &ids, &n_ids)) {
+        cli_error("cannot tokenize the prompt");
+        goto out;
+    }
+    hearth_engine_params ep = hearth_engine_params_default();
+    ep.n_threads = (int)o.threads;
+    ep.n_ctx = (int32_t)o.ctx;
+    if (hearth_engine_create(m, &ep, &e, &err)) {
+        cli_error("%s", err.msg);
+        goto out;
+    }
+    hearth_request_params rp = {.prompt = ids, .n_prompt = n_ids, .max_tokens = (int32_t)o.max_tokens,
+                                .sampling = o.sp, .ignore_eog = o.ignore_eos};
+    if (hearth_engine_submit(e, &rp, &req, &err)) {
+        cli_error("%s", err.msg);
+        goto out;
+    }
+    hearth_tok_decoder dec;
+    hearth_tok_decoder_init(&dec, tok, false);
+    char buf[1024];
+    hearth_event ev;
+    bool first = true;
+    for (;;) {
+        hearth_request_next(req, &ev, -1);
+        if (ev.kind == HEARTH_EV_DONE) break;
+        if (o.ids) {
+            printf(first ? "%d" : " %d", ev.token);
+        } else {
+            int n = hearth_tok_decoder_push(&dec, ev.token, buf, sizeof buf);
+            if (n > 0) fwrite(buf, 1, (size_t)n, stdout);
+        }
+        first = false;
+        fflush(stdout);
+    }
+    if (!o.ids) {
+        int n = hearth_tok_decoder_flush(&dec, buf, sizeof buf);
+        if (n > 0) fwrite(buf, 1, (size_t)n, stdout);
+    }
+    fputc('\n', stdout);
+    if (ev.finish == HEARTH_FINISH_ERROR) {
+        cli_error("%s", ev.msg);
+        goto out;
+    }
+    double pf = ev.prefill_ms > 0 ? ev.n_prompt / (ev.prefill_ms / 1e3) : 0;
+    double dc = ev.decode_ms > 0 && ev.n_generated > 1 ? (ev.n_generated - 1) / (ev.decode_ms / 1e3) : 0;
+    fprintf(stderr, "hearth: %d prompt tokens, %d generated (%s); prefill %.1f tok/s, decode %.1f tok/s\n",
+            ev.n_prompt, ev.n_generated,
+            ev.finish == HEARTH_FINISH_STOP ? "stop" : ev.finish == HEARTH_FINISH_LENGTH ? "length" : "cancelled", pf,
+            dc);
+    rc = 0;
+out:
+    hearth_request_release(req);
+    hearth_engine_destroy(e);
+    hearth_model_destroy(m);
+    free(ids);
+    free(path);
+    return rc;
+}

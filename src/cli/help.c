@@ -1,0 +1,57 @@
+/* help.c - `hearth help [verb]`: the usage text of every verb. */
+#include "cli/cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char usage_main[] =
+    "hearth - a local LLM appliance for Linux\n"
+    "\n"
+    "usage: hearth <verb> [args]\n"
+    "\n"
+    "verbs:\n"
+    "  generate, gen   one-shot generation from a prompt, no server\n"
+    "  help [verb]     this text, or a verb's flags\n"
+    "  --version       print the version\n"
+    "\n"
+    "A model is a path to a .gguf file or a substring of a repo id in the Hugging Face cache\n"
+    "($HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub).\n";
+
+static const char usage_generate[] =
+    "usage: hearth generate [model] --prompt TEXT [flags]\n"
+    "\n"
+    "  --prompt, -p TEXT     the prompt (may also follow the model as a second positional)\n"
+    "  --model MODEL         the model (path or hub-cache query), instead of the positional\n"
+    "  --raw                 feed the prompt verbatim (no chat template). Chat templates are not\n"
+    "                        implemented yet, so --raw is required for now\n"
+    "  --max-tokens N        completion cap (default 256)\n"
+    "  --temperature, --temp T   0 = greedy (default 0)\n"
+    "  --top-p P             nucleus sampling (default 1 = off)\n"
+    "  --top-k K             keep the K most likely tokens (default 0 = off)\n"
+    "  --min-p P             drop tokens below P x the top probability (default 0 = off)\n"
+    "  --repeat-penalty R    llama.cpp-style repetition penalty (default 1 = off)\n"
+    "  --presence-penalty F, --frequency-penalty F   OpenAI-style penalties (default 0)\n"
+    "  --seed S              sampling seed (default 0); same seed, same tokens\n"
+    "  --ids                 print the generated token ids instead of text\n"
+    "  --threads N           compute threads (default: all CPUs)\n"
+    "  --ctx N               context length (default min(training context, 4096))\n"
+    "  --ignore-eos          keep generating past end-of-generation tokens\n"
+    "\n"
+    "Environment: HEARTH_KERNELS=ref|scalar|avx2|avx512 forces a kernel set (ref: the f32\n"
+    "reference path); HEARTH_LOG=info|debug shows engine details.\n";
+
+const char *cli_help_text(const char *verb) {
+    if (!verb) return usage_main;
+    if (!strcmp(verb, "generate") || !strcmp(verb, "gen")) return usage_generate;
+    return NULL;
+}
+
+int cli_help(int argc, char **argv) {
+    const char *text = cli_help_text(argc > 1 ? argv[1] : NULL);
+    if (!text) {
+        cli_error("no such verb '%s' (try 'hearth help')", argv[1]);
+        return 2;
+    }
+    fputs(text, stdout);
+    return 0;
+}

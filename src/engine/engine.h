@@ -1,0 +1,83 @@
+/*
+ * engine.h - the engine seam: one engine thread owns the model's forward context and KV cache;
+ * other threads submit requests, cancel them, and read each request's stream of token events
+ * (ARCHITECTURE 3-4, Redis bio.c's hand-off).
+ *
+ *   hearth_engine_submit(e, &params, &req)      any thread; the prompt is copied
+ *   hearth_request_next(req, &ev, timeout_ms)   the submitter's thread: TOKEN... then DONE
+ *   hearth_engine_cancel(e, req)                any thread; the request ends with DONE/cancelled
+ *   hearth_request_release(req)                 the submitter drops its reference
+ *
+ * Today requests run one at a time in FIFO order on a contiguous KV slot; continuous batching
+ * over a paged pool keeps this API. A request whose prompt + max_tokens exceeds the context
+ * ends at once with DONE/error HEARTH_E_LIMIT.
+ */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/status.h"
+#include "engine/sampler.h"
+#include "model/model.h"
+
+typedef struct hearth_engine hearth_engine;
+typedef struct hearth_request hearth_request;
+
+typedef struct {
+    int     n_threads;     /* compute threads; <= 0: all CPUs */
+    int32_t n_ctx;         /* tokens per sequence; <= 0: min(training context, 4096) */
+    int32_t max_step;      /* prefill chunk, tokens per step; <= 0: 512 */
+    int     kv_f16;        /* 1 f16, 0 f32, -1 auto (f32 on the reference kernel set) */
+} hearth_engine_params;
+
+hearth_engine_params hearth_engine_params_default(void);
+
+/* Start the engine thread on model m (borrowed; must outlive the engine). */
+hearth_status hearth_engine_create(const hearth_model *m, const hearth_engine_params *p, hearth_engine **out,
+                                   hearth_err *err);
+/* Cancel everything, join the thread, free. Accepts NULL. */
+void          hearth_engine_destroy(hearth_engine *e);
+int32_t       hearth_engine_n_ctx(const hearth_engine *e);
+
+typedef struct {
+    const int32_t        *prompt;      /* [n_prompt] copied at submit */
+    size_t                n_prompt;
+    int32_t               max_tokens;  /* > 0 */
+    hearth_sampler_params sampling;
+    bool                  ignore_eog;  /* keep going past end-of-generation tokens */
+} hearth_request_params;
+
+typedef enum {
+    HEARTH_FINISH_NONE = 0,
+    HEARTH_FINISH_STOP,      /* an end-of-generation token was produced (not emitted) */
+    HEARTH_FINISH_LENGTH,    /* max_tokens reached */
+    HEARTH_FINISH_CANCELLED,
+    HEARTH_FINISH_ERROR,
+} hearth_finish;
+
+typedef enum { HEARTH_EV_TOKEN = 0, HEARTH_EV_DONE } hearth_event_kind;
+
+typedef struct {
+    hearth_event_kind kind;
+    int32_t           token;       /* TOKEN */
+    hearth_finish     finish;      /* DONE */
+    hearth_status     status;      /* DONE: HEARTH_OK unless finish is ERROR */
+    char              msg[160];    /* DONE with an error: what went wrong */
+    int32_t           n_prompt;    /* DONE: counts */
+    int32_t           n_generated;
+    double            prefill_ms;  /* DONE: time to the first token */
+    double            decode_ms;   /* DONE: time after the first token */
+} hearth_event;
+
+/* Queue a request. *out holds one reference for the caller. Fails (nothing queued) on invalid
+ * params or when the engine is shutting down. */
+hearth_status hearth_engine_submit(hearth_engine *e, const hearth_request_params *p, hearth_request **out,
+                                   hearth_err *err);
+/* Ask the engine to stop req at its next step; harmless after DONE. */
+void          hearth_engine_cancel(hearth_engine *e, hearth_request *req);
+/* Wait up to timeout_ms (< 0: forever) for the next event. Returns HEARTH_OK with *ev filled,
+ * or HEARTH_E_LIMIT on timeout. After DONE it keeps returning the DONE event. */
+hearth_status hearth_request_next(hearth_request *req, hearth_event *ev, int timeout_ms);
+/* Drop the caller's reference (cancels the request if still running). Accepts NULL. */
+void          hearth_request_release(hearth_request *req);

@@ -1,0 +1,64 @@
+/* kv.c - contiguous per-slot KV storage; see kv.h. */
+#include "engine/kv.h"
+#include "base/size.h"
+
+#include <stdlib.h>
+
+struct hearth_kv {
+    hearth_kv_view view;
+    void          *mem;   /* owned: all layers' K then V */
+    size_t         bytes;
+    void         **ptrs;  /* owned: [2][n_layer] */
+};
+
+size_t hearth_kv_bytes_per_token(const hearth_model *m, bool f16) {
+    const hearth_hparams *hp = hearth_model_hparams(m);
+    size_t e = f16 ? 2 : 4;
+    return (size_t)hp->n_layer * (size_t)hp->n_head_kv * ((size_t)hp->head_dim + (size_t)hp->head_dim_v) * e;
+}
+
+hearth_status hearth_kv_create(const hearth_model *m, int32_t n_slots, int32_t n_ctx, bool f16, hearth_kv **out,
+                               hearth_err *err) {
+    *out = NULL;
+    const hearth_hparams *hp = hearth_model_hparams(m);
+    if (n_slots <= 0 || n_ctx <= 0) return hearth_err_set(err, HEARTH_E_INVALID, -1, "empty KV cache");
+    size_t e = f16 ? 2 : 4, kw = (size_t)hp->n_head_kv * (size_t)hp->head_dim,
+           vw = (size_t)hp->n_head_kv * (size_t)hp->head_dim_v, per_layer_k, per_layer_v, total;
+    if (!hearth_mul_size(kw * e, (size_t)n_ctx * (size_t)n_slots, &per_layer_k) ||
+        !hearth_mul_size(vw * e, (size_t)n_ctx * (size_t)n_slots, &per_layer_v) ||
+        !hearth_mul_size(per_layer_k + per_layer_v, (size_t)hp->n_layer, &total))
+        return hearth_err_set(err, HEARTH_E_LIMIT, -1, "KV cache size overflows");
+    hearth_kv *kv = calloc(1, sizeof *kv);
+    if (!kv) return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
+    kv->ptrs = calloc(2 * (size_t)hp->n_layer, sizeof *kv->ptrs);
+    kv->mem = aligned_alloc(64, (total + 63) & ~(size_t)63);
+    if (!kv->ptrs || !kv->mem) {
+        hearth_kv_destroy(kv);
+        return hearth_err_set(err, HEARTH_E_NOMEM, -1, "cannot allocate %zu MiB of KV cache", total >> 20);
+    }
+    kv->bytes = total;
+    char *p = kv->mem;
+    for (int32_t il = 0; il < hp->n_layer; il++) {
+        kv->ptrs[il] = p;
+        p += per_layer_k;
+        kv->ptrs[hp->n_layer + il] = p;
+        p += per_layer_v;
+    }
+    kv->view.n_slots = n_slots;
+    kv->view.n_ctx = n_ctx;
+    kv->view.f16 = f16;
+    kv->view.k = kv->ptrs;
+    kv->view.v = kv->ptrs + hp->n_layer;
+    *out = kv;
+    return HEARTH_OK;
+}
+
+void hearth_kv_destroy(hearth_kv *kv) {
+    if (!kv) return;
+    free(kv->mem);
+    free(kv->ptrs);
+    free(kv);
+}
+
+const hearth_kv_view *hearth_kv_view_of(const hearth_kv *kv) { return &kv->view; }
+size_t hearth_kv_bytes(const hearth_kv *kv) { return kv->bytes; }

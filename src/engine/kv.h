@@ -1,0 +1,24 @@
+/*
+ * kv.h - the KV cache storage: for every layer, n_slots contiguous runs of n_ctx rows of keys
+ * and of values (f16, or f32 on the reference path). One allocation, made once. The engine's
+ * paged block pool replaces this with blocks behind the same hearth_kv_view.
+ * Thread rule: engine thread only.
+ */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/status.h"
+#include "model/model.h"
+#include "models/forward.h"
+
+typedef struct hearth_kv hearth_kv;
+
+hearth_status hearth_kv_create(const hearth_model *m, int32_t n_slots, int32_t n_ctx, bool f16, hearth_kv **out,
+                               hearth_err *err);
+void          hearth_kv_destroy(hearth_kv *kv); /* accepts NULL */
+const hearth_kv_view *hearth_kv_view_of(const hearth_kv *kv);
+size_t        hearth_kv_bytes(const hearth_kv *kv);
+/* Bytes of K+V one token takes in every layer, for a model and element size. */
+size_t        hearth_kv_bytes_per_token(const hearth_model *m, bool f16);

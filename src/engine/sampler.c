@@ -1,0 +1,242 @@
+/*
+ * sampler.c - the sampling chain of sampler.h. Top-p avoids sorting the whole vocabulary: it
+ * sorts only the candidates above a probability floor, lowering the floor until their mass
+ * reaches p (exact: every token of the nucleus is above any floor whose kept mass is >= p).
+ */
+#include "engine/sampler.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    int32_t id;
+    float   p;
+} cand;
+
+struct hearth_sampler {
+    hearth_sampler_params p;
+    int32_t            n_vocab;
+    hearth_logit_bias *bias;     /* owned [n_bias] */
+    int32_t           *counts;   /* owned [n_vocab]: generated occurrences */
+    int32_t           *recent;   /* owned ring [repeat_last_n] */
+    int32_t            n_recent, recent_head;
+    cand              *cands;    /* owned [n_vocab] */
+    uint64_t           rng[4];
+};
+
+hearth_sampler_params hearth_sampler_params_default(void) {
+    hearth_sampler_params p = {
+        .temperature = 0.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f,
+        .repeat_penalty = 1.0f, .repeat_last_n = 64,
+    };
+    return p;
+}
+
+static uint64_t splitmix64(uint64_t *x) {
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+/* xoshiro256** */
+static uint64_t rng_next(uint64_t *s) {
+    uint64_t r = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return r;
+}
+
+static double rng_uniform(uint64_t *s) { return (double)(rng_next(s) >> 11) * 0x1.0p-53; }
+
+hearth_sampler *hearth_sampler_create(const hearth_sampler_params *p, int32_t n_vocab, hearth_err *err) {
+    if (n_vocab <= 0 || p->repeat_penalty <= 0 || p->repeat_last_n < 0 || isnan(p->temperature) ||
+        isnan(p->top_p) || isnan(p->min_p)) {
+        hearth_err_set(err, HEARTH_E_INVALID, -1, "invalid sampling parameters");
+        return NULL;
+    }
+    for (int32_t i = 0; i < p->n_bias; i++)
+        if (p->bias[i].token < 0 || p->bias[i].token >= n_vocab) {
+            hearth_err_set(err, HEARTH_E_INVALID, -1, "logit_bias token %d is outside the vocabulary (0..%d)",
+                           p->bias[i].token, n_vocab - 1);
+            return NULL;
+        }
+    hearth_sampler *s = calloc(1, sizeof *s);
+    if (!s) goto oom;
+    s->p = *p;
+    s->n_vocab = n_vocab;
+    s->counts = calloc((size_t)n_vocab, sizeof *s->counts);
+    s->cands = malloc((size_t)n_vocab * sizeof *s->cands);
+    s->recent = calloc((size_t)(p->repeat_last_n > 0 ? p->repeat_last_n : 1), sizeof *s->recent);
+    s->bias = p->n_bias ? malloc((size_t)p->n_bias * sizeof *s->bias) : NULL;
+    if (!s->counts || !s->cands || !s->recent || (p->n_bias && !s->bias)) goto oom;
+    if (p->n_bias) memcpy(s->bias, p->bias, (size_t)p->n_bias * sizeof *s->bias);
+    s->p.bias = s->bias;
+    uint64_t x = p->seed;
+    for (int i = 0; i < 4; i++) s->rng[i] = splitmix64(&x);
+    return s;
+oom:
+    hearth_sampler_destroy(s);
+    hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
+    return NULL;
+}
+
+void hearth_sampler_destroy(hearth_sampler *s) {
+    if (!s) return;
+    free(s->bias);
+    free(s->counts);
+    free(s->recent);
+    free(s->cands);
+    free(s);
+}
+
+void hearth_sampler_accept(hearth_sampler *s, int32_t token) {
+    if (token < 0 || token >= s->n_vocab) return;
+    s->counts[token]++;
+    if (s->p.repeat_last_n > 0) {
+        s->recent[s->recent_head] = token;
+        s->recent_head = (s->recent_head + 1) % s->p.repeat_last_n;
+        if (s->n_recent < s->p.repeat_last_n) s->n_recent++;
+    }
+}
+
+static int cmp_cand_desc(const void *a, const void *b) {
+    const cand *x = a, *y = b;
+    if (x->p != y->p) return x->p < y->p ? 1 : -1;
+    return x->id - y->id;
+}
+
+static void apply_penalties(hearth_sampler *s, float *logits) {
+    const hearth_sampler_params *p = &s->p;
+    for (int32_t i = 0; i < p->n_bias; i++) logits[p->bias[i].token] += p->bias[i].bias;
+    if (p->repeat_penalty != 1.0f) {
+        /* each distinct recent token once */
+        for (int32_t i = 0; i < s->n_recent; i++) {
+            int32_t t = s->recent[i];
+            bool seen = false;
+            for (int32_t j = 0; j < i && !seen; j++) seen = s->recent[j] == t;
+            if (seen) continue;
+            logits[t] = logits[t] > 0 ? logits[t] / p->repeat_penalty : logits[t] * p->repeat_penalty;
+        }
+    }
+    if (p->presence_penalty != 0.0f || p->frequency_penalty != 0.0f)
+        for (int32_t t = 0; t < s->n_vocab; t++)
+            if (s->counts[t])
+                logits[t] -= p->frequency_penalty * (float)s->counts[t] + p->presence_penalty;
+}
+
+static int32_t argmax(const float *x, int32_t n) {
+    int32_t best = 0;
+    for (int32_t i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    return best;
+}
+
+/* Keep the k largest of c[0..n) (sorted descending) using a partial selection sort over a
+ * min-heap; returns the new count. */
+static int32_t keep_top_k(cand *c, int32_t n, int32_t k) {
+    if (k >= n) {
+        qsort(c, (size_t)n, sizeof *c, cmp_cand_desc);
+        return n;
+    }
+    /* min-heap of the best k in c[0..k) */
+    for (int32_t i = k / 2 - 1; i >= 0; i--) {
+        for (int32_t r = i;;) {
+            int32_t l = 2 * r + 1, m = r;
+            if (l < k && cmp_cand_desc(&c[l], &c[m]) > 0) m = l;
+            if (l + 1 < k && cmp_cand_desc(&c[l + 1], &c[m]) > 0) m = l + 1;
+            if (m == r) break;
+            cand t = c[r]; c[r] = c[m]; c[m] = t;
+            r = m;
+        }
+    }
+    for (int32_t i = k; i < n; i++) {
+        if (cmp_cand_desc(&c[i], &c[0]) >= 0) continue; /* not better than the heap's worst */
+        c[0] = c[i];
+        for (int32_t r = 0;;) {
+            int32_t l = 2 * r + 1, m = r;
+            if (l < k && cmp_cand_desc(&c[l], &c[m]) > 0) m = l;
+            if (l + 1 < k && cmp_cand_desc(&c[l + 1], &c[m]) > 0) m = l + 1;
+            if (m == r) break;
+            cand t = c[r]; c[r] = c[m]; c[m] = t;
+            r = m;
+        }
+    }
+    qsort(c, (size_t)k, sizeof *c, cmp_cand_desc);
+    return k;
+}
+
+int32_t hearth_sampler_sample(hearth_sampler *s, float *logits) {
+    const hearth_sampler_params *p = &s->p;
+    int32_t n = s->n_vocab;
+    apply_penalties(s, logits);
+    if (p->temperature <= 0.0f) return argmax(logits, n);
+
+    /* softmax of logits / T into candidates */
+    float max = logits[argmax(logits, n)];
+    double sum = 0.0;
+    cand *c = s->cands;
+    for (int32_t i = 0; i < n; i++) {
+        c[i].id = i;
+        c[i].p = expf((logits[i] - max) / p->temperature);
+        sum += c[i].p;
+    }
+    for (int32_t i = 0; i < n; i++) c[i].p = (float)(c[i].p / sum);
+    int32_t nc = n;
+    bool sorted = false;
+    if (p->top_k > 0) {
+        nc = keep_top_k(c, nc, p->top_k);
+        sorted = true;
+    }
+    if (p->top_p < 1.0f && p->top_p > 0.0f) {
+        if (!sorted) {
+            float top = 0;
+            for (int32_t i = 0; i < nc; i++) if (c[i].p > top) top = c[i].p;
+            for (float floor = top * 1e-3f;; floor *= 1e-3f) {
+                double mass = 0;
+                int32_t m = 0;
+                for (int32_t i = 0; i < nc; i++)
+                    if (c[i].p >= floor) mass += c[i].p;
+                if (mass >= p->top_p || floor < 1e-30f) {
+                    for (int32_t i = 0; i < nc; i++)
+                        if (c[i].p >= floor || floor < 1e-30f) c[m++] = c[i];
+                    nc = m;
+                    break;
+                }
+            }
+            qsort(c, (size_t)nc, sizeof *c, cmp_cand_desc);
+            sorted = true;
+        }
+        double cum = 0;
+        for (int32_t i = 0; i < nc; i++) {
+            cum += c[i].p;
+            if (cum >= p->top_p) {
+                nc = i + 1;
+                break;
+            }
+        }
+    }
+    if (p->min_p > 0.0f) {
+        float top = 0;
+        for (int32_t i = 0; i < nc; i++) if (c[i].p > top) top = c[i].p;
+        int32_t m = 0;
+        for (int32_t i = 0; i < nc; i++)
+            if (c[i].p >= p->min_p * top) c[m++] = c[i];
+        nc = m;
+    }
+    double total = 0;
+    for (int32_t i = 0; i < nc; i++) total += c[i].p;
+    double u = rng_uniform(s->rng) * total, cum = 0;
+    for (int32_t i = 0; i < nc; i++) {
+        cum += c[i].p;
+        if (u < cum) return c[i].id;
+    }
+    return c[nc - 1].id;
+}

@@ -1,0 +1,86 @@
+/* ops_ref.c - reference f32 ops; see ops_ref.h for the formulas. */
+#include "kernels/ref/ops_ref.h"
+#include "tensor/dtype.h"
+
+#include <math.h>
+
+void hearth_rmsnorm_ref(const float *x, const float *w, float *y, int64_t n, float eps) {
+    double ss = 0.0;
+    for (int64_t i = 0; i < n; i++) ss += (double)x[i] * (double)x[i];
+    float scale = 1.0f / sqrtf((float)(ss / (double)n) + eps);
+    for (int64_t i = 0; i < n; i++) y[i] = w ? x[i] * scale * w[i] : x[i] * scale;
+}
+
+void hearth_rope_inv_freq(float *inv_freq, int64_t n_rot, float base, float scale) {
+    for (int64_t i = 0; i < n_rot / 2; i++)
+        inv_freq[i] = 1.0f / powf(base, (float)(2 * i) / (float)n_rot) / scale;
+}
+
+void hearth_rope_ref(float *x, int64_t n_rot, int32_t pos, const float *inv_freq, bool neox) {
+    int64_t half = n_rot / 2;
+    for (int64_t i = 0; i < half; i++) {
+        float theta = (float)pos * inv_freq[i];
+        float c = cosf(theta), s = sinf(theta);
+        int64_t a = neox ? i : 2 * i, b = neox ? i + half : 2 * i + 1;
+        float x0 = x[a], x1 = x[b];
+        x[a] = x0 * c - x1 * s;
+        x[b] = x0 * s + x1 * c;
+    }
+}
+
+void hearth_softmax_ref(float *x, int64_t n) {
+    float max = -INFINITY;
+    for (int64_t i = 0; i < n; i++) if (x[i] > max) max = x[i];
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        x[i] = expf(x[i] - max);
+        sum += x[i];
+    }
+    float inv = (float)(1.0 / sum);
+    for (int64_t i = 0; i < n; i++) x[i] *= inv;
+}
+
+void hearth_swiglu_ref(float *g, const float *u, int64_t n) {
+    for (int64_t i = 0; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+}
+
+void hearth_geglu_ref(float *g, const float *u, int64_t n) {
+    const float c = 0.7978845608028654f; /* sqrt(2/pi) */
+    for (int64_t i = 0; i < n; i++) {
+        float x = g[i];
+        g[i] = 0.5f * x * (1.0f + tanhf(c * (x + 0.044715f * x * x * x))) * u[i];
+    }
+}
+
+static float kv_at(const void *base, int64_t idx, bool f16) {
+    return f16 ? hearth_fp16_to_fp32(((const uint16_t *)base)[idx]) : ((const float *)base)[idx];
+}
+
+void hearth_attn_head_ref(const float *q, const void *k, const void *v, int64_t kv_stride,
+                          bool kv_f16, int64_t head_dim, int64_t j0, int64_t j1, float scale,
+                          float softcap, float *scores, float *out) {
+    float qr[HEARTH_ATTN_MAX_HEAD_DIM]; /* the query as the dot sees it */
+    for (int64_t d = 0; d < head_dim; d++)
+        qr[d] = kv_f16 ? hearth_fp16_to_fp32(hearth_fp32_to_fp16(q[d])) : q[d];
+    float max = -INFINITY;
+    for (int64_t j = j0; j < j1; j++) {
+        float s = 0.0f;
+        for (int64_t d = 0; d < head_dim; d++) s += qr[d] * kv_at(k, j * kv_stride + d, kv_f16);
+        s *= scale;
+        if (softcap > 0.0f) s = softcap * tanhf(s / softcap);
+        scores[j] = s;
+        if (s > max) max = s;
+    }
+    double sum = 0.0;
+    for (int64_t j = j0; j < j1; j++) {
+        scores[j] = expf(scores[j] - max);
+        sum += scores[j];
+    }
+    float inv = (float)(1.0 / sum);
+    for (int64_t d = 0; d < head_dim; d++) out[d] = 0.0f;
+    for (int64_t j = j0; j < j1; j++) {
+        float p = scores[j] * inv;
+        if (kv_f16) p = hearth_fp16_to_fp32(hearth_fp32_to_fp16(p));
+        for (int64_t d = 0; d < head_dim; d++) out[d] += p * kv_at(v, j * kv_stride + d, kv_f16);
+    }
+}

@@ -1,0 +1,45 @@
+/*
+ * ops_ref.h - reference f32 kernels for the non-matmul ops of a transformer step.
+ *
+ * Plain loops, written to be read (llama2.c's run.c): each function states its formula and
+ * the shape of every argument. They are the specification for any SIMD/CUDA twin, and what
+ * the CPU backend runs today (these ops are a small share of a step's time next to matmul).
+ * Pure functions of their arguments; any thread.
+ */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+
+/* y[i] = x[i] / sqrt(mean(x^2) + eps) * w[i]   x, y: [n]; w: [n] or NULL (no weight).
+ * The mean is accumulated in double, as llama.cpp's ggml_rms_norm does. y may alias x. */
+void hearth_rmsnorm_ref(const float *x, const float *w, float *y, int64_t n, float eps);
+
+/* Rotary embedding of one head vector in place, x: [head_dim]; only the first n_rot dims
+ * rotate. theta_i = pos * inv_freq[i], i < n_rot/2 (inv_freq from hearth_rope_inv_freq).
+ * neox=false rotates adjacent pairs (x[2i], x[2i+1]) (GGUF llama: weights pre-permuted);
+ * neox=true rotates halves (x[i], x[i + n_rot/2]) as Hugging Face's rotate_half does. */
+void hearth_rope_ref(float *x, int64_t n_rot, int32_t pos, const float *inv_freq, bool neox);
+
+/* inv_freq[i] = 1 / base^(2i / n_rot) / scale, i < n_rot/2, computed in float as
+ * transformers' default rope init does (scale = linear position scaling factor, 1 = none). */
+void hearth_rope_inv_freq(float *inv_freq, int64_t n_rot, float base, float scale);
+
+/* x[i] = exp(x[i] - max) / sum, in place over n. */
+void hearth_softmax_ref(float *x, int64_t n);
+
+/* SwiGLU: g[i] = silu(g[i]) * u[i];  GeGLU (tanh GELU): g[i] = gelu_tanh(g[i]) * u[i]. */
+void hearth_swiglu_ref(float *g, const float *u, int64_t n);
+void hearth_geglu_ref(float *g, const float *u, int64_t n);
+
+/*
+ * Causal attention of one query head over one sequence's cached keys/values:
+ *   out[d] = sum_j softmax_j(scale * q.k_j + mask_j) v_j[d],  j in [j0, j1)
+ * q: [head_dim] f32; k_j, v_j: rows of [head_dim] at k + j*kv_stride (f32 or f16 elements, per
+ * kv_f16); scores: [j1] scratch; out: [head_dim]. With kv_f16 the query is rounded to f16
+ * and the probabilities too before the value sum, as llama.cpp's f16 KV path computes it.
+ * head_dim <= HEARTH_ATTN_MAX_HEAD_DIM.
+ */
+#define HEARTH_ATTN_MAX_HEAD_DIM 512
+void hearth_attn_head_ref(const float *q, const void *k, const void *v, int64_t kv_stride,
+                          bool kv_f16, int64_t head_dim, int64_t j0, int64_t j1, float scale,
+                          float softcap, float *scores, float *out);

@@ -1,0 +1,72 @@
+/*
+ * arch.h - the architecture table: one row per model family, mapping GGUF metadata to one
+ * hparams struct and naming each family's features (STYLE 2.9). A family that differs only
+ * in flags (qwen2's QKV bias, qwen3's QK-norm) is a row here, not a new forward function.
+ * Immutable tables; any thread.
+ */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef enum {
+    HEARTH_ARCH_LLAMA = 0,
+    HEARTH_ARCH_QWEN2,
+    HEARTH_ARCH_QWEN3,
+    HEARTH_ARCH_GEMMA3,
+    HEARTH_ARCH_COUNT,
+} hearth_arch;
+
+typedef enum {
+    HEARTH_FFN_SWIGLU = 0, /* silu(gate) * up */
+    HEARTH_FFN_GEGLU,      /* gelu_tanh(gate) * up */
+} hearth_ffn_kind;
+
+/* Everything a forward pass needs to know about a model's shape. Plain data. */
+typedef struct {
+    hearth_arch arch;
+    int32_t n_vocab;
+    int32_t n_ctx_train;     /* tokens */
+    int32_t n_embd;          /* model width */
+    int32_t n_layer;
+    int32_t n_head;
+    int32_t n_head_kv;
+    int32_t head_dim;        /* per-head width of q and k */
+    int32_t head_dim_v;      /* per-head width of v */
+    int32_t n_ff;            /* feed-forward width */
+    int32_t n_rot;           /* rotated dims per head (<= head_dim) */
+    float   norm_eps;
+    float   rope_base;       /* global layers */
+    float   rope_base_swa;   /* sliding-window layers (gemma3: 10000) */
+    float   rope_scale;      /* linear position scaling (1 = none) */
+    int32_t n_swa;           /* sliding window in tokens; 0 = none */
+    int32_t swa_pattern;     /* layer il is sliding iff n_swa > 0 && il % swa_pattern < swa_pattern - 1 */
+    float   attn_scale;      /* multiplies q.k */
+    float   attn_softcap;    /* 0 = none */
+    float   final_softcap;   /* 0 = none */
+    float   embd_scale;      /* multiplies token embeddings (gemma: sqrt(n_embd)); 1 = none */
+    bool    rope_neox;       /* rotate halves (true) or adjacent pairs */
+    bool    qkv_bias;        /* q/k/v projections carry biases */
+    bool    qk_norm;         /* RMSNorm on each q and k head before RoPE */
+    bool    post_norms;      /* gemma: norms after attention and after the ffn */
+    hearth_ffn_kind ffn;
+} hearth_hparams;
+
+typedef struct {
+    hearth_arch     arch;
+    const char     *gguf_name;   /* general.architecture */
+    const char     *hf_name;     /* config.json architectures[0] */
+    bool            rope_neox;
+    bool            qkv_bias;
+    bool            qk_norm;
+    bool            post_norms;
+    bool            embd_scaled;
+    hearth_ffn_kind ffn;
+    int32_t         swa_pattern;   /* default when the file does not say; 0 = no SWA */
+    float           rope_base_swa; /* default local RoPE base for SWA layers */
+} hearth_arch_info;
+
+/* Row for a GGUF architecture name, or NULL when hearth does not support it. */
+const hearth_arch_info *hearth_arch_by_gguf_name(const char *name);
+const hearth_arch_info *hearth_arch_info_of(hearth_arch arch);
+/* Is layer il a sliding-window layer? */
+bool hearth_hparams_is_swa(const hearth_hparams *hp, int32_t il);

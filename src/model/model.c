@@ -1,0 +1,295 @@
+/*
+ * model.c - load a GGUF model: hparams from metadata through the arch table, weights bound by
+ * name with type and shape checked, tokenizer and chat template from metadata.
+ *
+ * Tensor names follow GGUF's convention (token_embd, output_norm, output, blk.N.attn_q, ...).
+ * A missing required tensor, a shape that disagrees with the hparams, or a tensor type hearth
+ * cannot multiply is a load error naming the tensor: a model never half-loads.
+ */
+#include "model/model.h"
+#include "model/model_internal.h"
+#include "model/tok_gguf.h"
+#include "kernels/kernels.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    hearth_model *m;
+    const char   *arch;  /* GGUF architecture name, the key prefix */
+    hearth_err   *err;
+} loader;
+
+static bool key_u32(loader *L, const char *suffix, uint32_t *out) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", L->arch, suffix);
+    return hearth_gguf_get_u32(L->m->gguf, key, out);
+}
+
+static bool key_f32(loader *L, const char *suffix, float *out) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", L->arch, suffix);
+    return hearth_gguf_get_f32(L->m->gguf, key, out);
+}
+
+static hearth_status need_u32(loader *L, const char *suffix, int32_t *out, uint32_t max) {
+    uint32_t v;
+    if (!key_u32(L, suffix, &v))
+        return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "missing metadata key %s.%s", L->arch, suffix);
+    if (v == 0 || v > max)
+        return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "metadata %s.%s = %u is out of range (1..%u)",
+                              L->arch, suffix, v, max);
+    *out = (int32_t)v;
+    return HEARTH_OK;
+}
+
+static hearth_status read_hparams(loader *L, const hearth_arch_info *ai) {
+    hearth_hparams *hp = &L->m->hp;
+    hearth_status st;
+    memset(hp, 0, sizeof *hp);
+    hp->arch = ai->arch;
+    if ((st = need_u32(L, "embedding_length", &hp->n_embd, 1 << 16)) ||
+        (st = need_u32(L, "block_count", &hp->n_layer, 1024)) ||
+        (st = need_u32(L, "feed_forward_length", &hp->n_ff, 1 << 20)) ||
+        (st = need_u32(L, "attention.head_count", &hp->n_head, 1024)))
+        return st;
+    uint32_t v;
+    hp->n_head_kv = key_u32(L, "attention.head_count_kv", &v) ? (int32_t)v : hp->n_head;
+    hp->n_ctx_train = key_u32(L, "context_length", &v) ? (int32_t)v : 4096;
+    hp->head_dim = key_u32(L, "attention.key_length", &v) ? (int32_t)v : hp->n_embd / hp->n_head;
+    hp->head_dim_v = key_u32(L, "attention.value_length", &v) ? (int32_t)v : hp->head_dim;
+    hp->n_rot = key_u32(L, "rope.dimension_count", &v) ? (int32_t)v : hp->head_dim;
+    if (hp->n_head_kv <= 0 || hp->n_head % hp->n_head_kv || hp->head_dim <= 0 ||
+        hp->head_dim > 512 || hp->head_dim_v <= 0 || hp->head_dim_v > 512 || hp->n_rot > hp->head_dim ||
+        hp->n_rot % 2)
+        return hearth_err_set(L->err, HEARTH_E_FORMAT, -1,
+                              "inconsistent attention shape: %d heads, %d kv heads, head dim %d/%d, %d rotated",
+                              hp->n_head, hp->n_head_kv, hp->head_dim, hp->head_dim_v, hp->n_rot);
+    hp->norm_eps = 1e-5f;
+    if (!key_f32(L, "attention.layer_norm_rms_epsilon", &hp->norm_eps))
+        key_f32(L, "attention.layer_norm_epsilon", &hp->norm_eps);
+    hp->rope_base = 10000.0f;
+    key_f32(L, "rope.freq_base", &hp->rope_base);
+    hp->rope_base_swa = ai->rope_base_swa > 0 ? ai->rope_base_swa : hp->rope_base;
+    hp->rope_scale = 1.0f;
+    float f;
+    if (key_f32(L, "rope.scaling.factor", &f) && f > 0) {
+        hearth_span type = {0};
+        char key[128];
+        snprintf(key, sizeof key, "%s.rope.scaling.type", L->arch);
+        if (hearth_gguf_get_str(L->m->gguf, key, &type) && !hearth_span_eq(type, "linear") &&
+            !hearth_span_eq(type, "none"))
+            return hearth_err_set(L->err, HEARTH_E_UNSUPPORTED, -1, "rope scaling type '%.*s' is not supported yet",
+                                  (int)type.len, type.ptr);
+        if (hearth_span_eq(type, "linear")) hp->rope_scale = f;
+    }
+    if (key_u32(L, "attention.sliding_window", &v)) hp->n_swa = (int32_t)v;
+    hp->swa_pattern = ai->swa_pattern;
+    if (key_u32(L, "attention.sliding_window_pattern", &v)) hp->swa_pattern = (int32_t)v;
+    key_f32(L, "attn_logit_softcapping", &hp->attn_softcap);
+    key_f32(L, "final_logit_softcapping", &hp->final_softcap);
+    /* Gemma scales q by query_pre_attn_scalar^-1/2, which equals head_dim for the released
+     * text models; everyone else by head_dim^-1/2. */
+    hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
+    hp->embd_scale = ai->embd_scaled ? sqrtf((float)hp->n_embd) : 1.0f;
+    hp->rope_neox = ai->rope_neox;
+    hp->qkv_bias = ai->qkv_bias;
+    hp->qk_norm = ai->qk_norm;
+    hp->post_norms = ai->post_norms;
+    hp->ffn = ai->ffn;
+    return HEARTH_OK;
+}
+
+/* Bind a 2-D weight: ne0 must equal in, ne1 out (when out > 0). Absent + !required is fine. */
+static hearth_status bind_mat(loader *L, const char *name, int64_t in, int64_t out, bool required,
+                              hearth_weight *w) {
+    memset(w, 0, sizeof *w);
+    const hearth_gguf_tensor *t = hearth_gguf_find_tensor(L->m->gguf, name);
+    if (!t) {
+        if (!required) return HEARTH_OK;
+        return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "missing tensor '%s'", name);
+    }
+    const hearth_type_traits *tr = hearth_type_traits_of((int)t->type);
+    const hearth_kernel_traits *kt = hearth_kernels_traits(t->type);
+    if (!tr || !tr->supported || !kt || !kt->vec_dot)
+        return hearth_err_set(L->err, HEARTH_E_UNSUPPORTED, -1, "tensor '%s' has type %s, which hearth cannot multiply",
+                              name, hearth_type_name((int)t->type));
+    if (t->n_dims > 2 || t->ne[0] != in || (out > 0 && t->ne[1] != out))
+        return hearth_err_set(L->err, HEARTH_E_FORMAT, -1,
+                              "tensor '%s' has shape [%lld, %lld], expected [%lld, %lld]", name,
+                              (long long)t->ne[0], (long long)t->ne[1], (long long)in, (long long)out);
+    w->type = t->type;
+    w->ne0 = t->ne[0];
+    w->ne1 = t->ne[1];
+    w->row_bytes = hearth_row_size(t->type, t->ne[0]);
+    w->data = t->data;
+    return HEARTH_OK;
+}
+
+/* Bind a vector of n elements as an f32 copy in the model arena. */
+static hearth_status bind_vec(loader *L, const char *name, int64_t n, bool required, const float **out) {
+    *out = NULL;
+    const hearth_gguf_tensor *t = hearth_gguf_find_tensor(L->m->gguf, name);
+    if (!t) {
+        if (!required) return HEARTH_OK;
+        return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "missing tensor '%s'", name);
+    }
+    if (t->n_dims != 1 || t->ne[0] != n)
+        return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "tensor '%s' has %lld elements in %d dims, expected %lld",
+                              name, (long long)t->ne[0], t->n_dims, (long long)n);
+    const hearth_kernel_traits *kt = hearth_kernels_traits_isa(t->type, HEARTH_ISA_SCALAR);
+    if (!kt || !kt->to_float)
+        return hearth_err_set(L->err, HEARTH_E_UNSUPPORTED, -1, "tensor '%s' has type %s, which hearth cannot read",
+                              name, hearth_type_name((int)t->type));
+    float *v = hearth_arena_alloc_aligned(&L->m->arena, (size_t)n * sizeof(float), 64);
+    if (!v) return hearth_err_set(L->err, HEARTH_E_NOMEM, -1, "out of memory loading '%s'", name);
+    kt->to_float(t->data, v, n);
+    *out = v;
+    return HEARTH_OK;
+}
+
+static hearth_status bind_layer(loader *L, int il) {
+    const hearth_hparams *hp = &L->m->hp;
+    hearth_layer *l = &L->m->layers[il];
+    int64_t E = hp->n_embd, q_out = (int64_t)hp->n_head * hp->head_dim,
+            k_out = (int64_t)hp->n_head_kv * hp->head_dim, v_out = (int64_t)hp->n_head_kv * hp->head_dim_v;
+    char n[96];
+    hearth_status st;
+#define NAME(s) (snprintf(n, sizeof n, "blk.%d." s, il), n)
+    if ((st = bind_vec(L, NAME("attn_norm.weight"), E, true, &l->attn_norm)) ||
+        (st = bind_mat(L, NAME("attn_q.weight"), E, q_out, true, &l->wq)) ||
+        (st = bind_mat(L, NAME("attn_k.weight"), E, k_out, true, &l->wk)) ||
+        (st = bind_mat(L, NAME("attn_v.weight"), E, v_out, true, &l->wv)) ||
+        (st = bind_mat(L, NAME("attn_output.weight"), (int64_t)hp->n_head * hp->head_dim_v, E, true, &l->wo)) ||
+        (st = bind_vec(L, NAME("ffn_norm.weight"), E, !hp->post_norms, &l->ffn_norm)) ||
+        (st = bind_mat(L, NAME("ffn_gate.weight"), E, hp->n_ff, true, &l->w_gate)) ||
+        (st = bind_mat(L, NAME("ffn_up.weight"), E, hp->n_ff, true, &l->w_up)) ||
+        (st = bind_mat(L, NAME("ffn_down.weight"), hp->n_ff, E, true, &l->w_down)))
+        return st;
+    if (hp->qkv_bias &&
+        ((st = bind_vec(L, NAME("attn_q.bias"), q_out, true, &l->bq)) ||
+         (st = bind_vec(L, NAME("attn_k.bias"), k_out, true, &l->bk)) ||
+         (st = bind_vec(L, NAME("attn_v.bias"), v_out, true, &l->bv))))
+        return st;
+    if (hp->qk_norm &&
+        ((st = bind_vec(L, NAME("attn_q_norm.weight"), hp->head_dim, true, &l->q_norm)) ||
+         (st = bind_vec(L, NAME("attn_k_norm.weight"), hp->head_dim, true, &l->k_norm))))
+        return st;
+    if (hp->post_norms) {
+        /* gemma: the pre-ffn norm is called ffn_norm in GGUF, the post ones have their own names */
+        if ((st = bind_vec(L, NAME("post_attention_norm.weight"), E, true, &l->post_attn_norm)) ||
+            (st = bind_vec(L, NAME("post_ffw_norm.weight"), E, true, &l->post_ffn_norm)))
+            return st;
+        if (!l->ffn_norm) return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "missing tensor '%s'",
+                                                NAME("ffn_norm.weight"));
+    }
+#undef NAME
+    return HEARTH_OK;
+}
+
+static void describe_quant(hearth_model *m) {
+    int64_t counts[HEARTH_TYPE_COUNT] = {0};
+    size_t bytes = 0;
+    for (int64_t i = 0; i < hearth_gguf_n_tensors(m->gguf); i++) {
+        const hearth_gguf_tensor *t = hearth_gguf_tensor_at(m->gguf, i);
+        if ((unsigned)t->type < HEARTH_TYPE_COUNT) counts[t->type]++;
+        bytes += t->n_bytes;
+    }
+    m->weight_bytes = bytes;
+    size_t off = 0;
+    m->quant_desc[0] = 0;
+    for (int pass = 0; pass < HEARTH_TYPE_COUNT; pass++) {
+        /* most frequent first */
+        int best = -1;
+        for (int t = 0; t < HEARTH_TYPE_COUNT; t++)
+            if (counts[t] > 0 && (best < 0 || counts[t] > counts[best])) best = t;
+        if (best < 0) break;
+        int w = snprintf(m->quant_desc + off, sizeof m->quant_desc - off, "%s%s (%lld)", off ? ", " : "",
+                         hearth_type_name(best), (long long)counts[best]);
+        if (w < 0 || (size_t)w >= sizeof m->quant_desc - off) break;
+        off += (size_t)w;
+        counts[best] = 0;
+    }
+}
+
+hearth_status hearth_model_load(const char *path, hearth_model **out, hearth_err *err) {
+    *out = NULL;
+    hearth_kernels_init();
+    hearth_model *m = calloc(1, sizeof *m);
+    if (!m) return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
+    hearth_arena_init(&m->arena, 0);
+    loader L = {m, NULL, err};
+    hearth_status st = hearth_gguf_open(path, &m->gguf, err);
+    if (st) goto fail;
+    hearth_span arch = {0};
+    if (!hearth_gguf_get_str(m->gguf, "general.architecture", &arch)) {
+        st = hearth_err_set(err, HEARTH_E_FORMAT, -1, "missing metadata key general.architecture");
+        goto fail;
+    }
+    char *arch_name = hearth_arena_strndup(&m->arena, arch.ptr, arch.len);
+    const hearth_arch_info *ai = arch_name ? hearth_arch_by_gguf_name(arch_name) : NULL;
+    if (!ai) {
+        st = hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "model architecture '%.*s' is not supported "
+                            "(supported: llama, qwen2, qwen3, gemma3)", (int)arch.len, arch.ptr);
+        goto fail;
+    }
+    L.arch = arch_name;
+    if ((st = read_hparams(&L, ai))) goto fail;
+    hearth_hparams *hp = &m->hp;
+
+    if ((st = bind_mat(&L, "token_embd.weight", hp->n_embd, 0, true, &m->tok_embd))) goto fail;
+    if (m->tok_embd.ne1 <= 0 || m->tok_embd.ne1 > (1 << 24)) {
+        st = hearth_err_set(err, HEARTH_E_FORMAT, -1, "token_embd.weight has %lld rows",
+                            (long long)m->tok_embd.ne1);
+        goto fail;
+    }
+    hp->n_vocab = (int32_t)m->tok_embd.ne1;
+    if ((st = bind_vec(&L, "output_norm.weight", hp->n_embd, true, &m->output_norm))) goto fail;
+    if ((st = bind_mat(&L, "output.weight", hp->n_embd, hp->n_vocab, false, &m->output))) goto fail;
+    if (!m->output.data) m->output = m->tok_embd; /* tied embeddings */
+    m->layers = hearth_arena_calloc(&m->arena, (size_t)hp->n_layer, sizeof *m->layers);
+    if (!m->layers) {
+        st = hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
+        goto fail;
+    }
+    for (int il = 0; il < hp->n_layer; il++)
+        if ((st = bind_layer(&L, il))) goto fail;
+
+    if ((st = hearth_tok_from_gguf(m->gguf, &m->tok, err))) goto fail;
+    if (hearth_tok_n_vocab(m->tok) > hp->n_vocab) {
+        st = hearth_err_set(err, HEARTH_E_FORMAT, -1, "vocabulary has %d tokens but token_embd has %d rows",
+                            hearth_tok_n_vocab(m->tok), hp->n_vocab);
+        goto fail;
+    }
+    hearth_span s;
+    if (hearth_gguf_get_str(m->gguf, "general.name", &s)) m->name = hearth_arena_strndup(&m->arena, s.ptr, s.len);
+    if (!m->name) {
+        const char *slash = strrchr(path, '/');
+        m->name = hearth_arena_strndup(&m->arena, slash ? slash + 1 : path, strlen(slash ? slash + 1 : path));
+    }
+    if (hearth_gguf_get_str(m->gguf, "tokenizer.chat_template", &s))
+        m->chat_template = hearth_arena_strndup(&m->arena, s.ptr, s.len);
+    describe_quant(m);
+    *out = m;
+    return HEARTH_OK;
+fail:
+    hearth_model_destroy(m);
+    return st;
+}
+
+void hearth_model_destroy(hearth_model *m) {
+    if (!m) return;
+    hearth_tok_destroy(m->tok);
+    hearth_gguf_close(m->gguf);
+    hearth_arena_fini(&m->arena);
+    free(m);
+}
+
+const hearth_hparams *hearth_model_hparams(const hearth_model *m) { return &m->hp; }
+const hearth_tok *hearth_model_tok(const hearth_model *m) { return m->tok; }
+const char *hearth_model_name(const hearth_model *m) { return m->name ? m->name : "model"; }
+const char *hearth_model_chat_template(const hearth_model *m) { return m->chat_template; }
+size_t hearth_model_weight_bytes(const hearth_model *m) { return m->weight_bytes; }
+const char *hearth_model_quant_desc(const hearth_model *m) { return m->quant_desc; }

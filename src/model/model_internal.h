@@ -1,0 +1,42 @@
+/*
+ * model_internal.h - the layout of a loaded model, for the forward functions in models/ and
+ * for tests. Everything here is immutable after hearth_model_load.
+ */
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/arena.h"
+#include "model/gguf.h"
+#include "model/model.h"
+#include "tensor/dtype.h"
+#include "tensor/tensor.h"
+
+/* Per-layer tensors. Vectors are f32 copies in the model arena (NULL when absent). */
+typedef struct {
+    const float  *attn_norm;      /* [n_embd] */
+    hearth_weight wq, wk, wv;     /* [n_head*head_dim | n_head_kv*head_dim | n_head_kv*head_dim_v][n_embd] */
+    const float  *bq, *bk, *bv;   /* biases (qkv_bias) */
+    const float  *q_norm, *k_norm;/* [head_dim] (qk_norm) */
+    hearth_weight wo;             /* [n_embd][n_head*head_dim_v] */
+    const float  *post_attn_norm; /* [n_embd] (post_norms) */
+    const float  *ffn_norm;       /* [n_embd] */
+    hearth_weight w_gate, w_up;   /* [n_ff][n_embd] */
+    hearth_weight w_down;         /* [n_embd][n_ff] */
+    const float  *post_ffn_norm;  /* [n_embd] (post_norms) */
+} hearth_layer;
+
+struct hearth_model {
+    hearth_hparams hp;
+    hearth_gguf   *gguf;         /* owned: the mapping the weights point into */
+    hearth_tok    *tok;          /* owned */
+    hearth_arena   arena;        /* owned: f32 vectors, strings */
+    hearth_weight  tok_embd;     /* [n_vocab][n_embd] */
+    const float   *output_norm;  /* [n_embd] */
+    hearth_weight  output;       /* [n_vocab][n_embd]; tok_embd when tied */
+    hearth_layer  *layers;       /* [n_layer], in arena */
+    const char    *name;         /* in arena */
+    const char    *chat_template;/* in arena, or NULL */
+    size_t         weight_bytes;
+    char           quant_desc[128];
+};

@@ -1,0 +1,71 @@
+/*
+ * blocks.c - the layer pieces every family shares: attention (projections, optional QKV bias
+ * and QK-norm, RoPE, cache store, causal/sliding attention, output projection), the gated
+ * feed-forward (SwiGLU or GeGLU), and the logits head. Each is a list of backend ops.
+ */
+#include "models/forward_internal.h"
+
+void hearth_blk_attn(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view *kv, int32_t il) {
+    const hearth_hparams *hp = &f->m->hp;
+    const hearth_layer *l = &f->m->layers[il];
+    hearth_backend *be = f->be;
+    int64_t T = b->n_tokens;
+    int64_t q_w = (int64_t)hp->n_head * hp->head_dim, k_w = (int64_t)hp->n_head_kv * hp->head_dim,
+            v_w = (int64_t)hp->n_head_kv * hp->head_dim_v;
+
+    hearth_op_matmul(be, &l->wq, f->xb, T, f->q, q_w);
+    hearth_op_matmul(be, &l->wk, f->xb, T, f->k, k_w);
+    hearth_op_matmul(be, &l->wv, f->xb, T, f->v, v_w);
+    if (hp->qkv_bias) {
+        hearth_op_add_rows(be, f->q, l->bq, T, q_w);
+        hearth_op_add_rows(be, f->k, l->bk, T, k_w);
+        hearth_op_add_rows(be, f->v, l->bv, T, v_w);
+    }
+    if (hp->qk_norm) {
+        hearth_op_rmsnorm(be, f->q, l->q_norm, f->q, T * hp->n_head, hp->head_dim, hp->norm_eps);
+        hearth_op_rmsnorm(be, f->k, l->k_norm, f->k, T * hp->n_head_kv, hp->head_dim, hp->norm_eps);
+    }
+    bool swa = hearth_hparams_is_swa(hp, il);
+    const float *inv_freq = swa ? f->inv_freq_swa : f->inv_freq;
+    hearth_op_rope(be, f->q, T, hp->n_head, hp->head_dim, hp->n_rot, b->pos, inv_freq, hp->rope_neox);
+    hearth_op_rope(be, f->k, T, hp->n_head_kv, hp->head_dim, hp->n_rot, b->pos, inv_freq, hp->rope_neox);
+
+    int64_t slot_stride = (int64_t)kv->n_ctx * k_w;
+    hearth_op_kv_store(be, f->k, T, k_w, b->seq, b->pos, kv->k[il], slot_stride, kv->f16);
+    hearth_op_kv_store(be, f->v, T, v_w, b->seq, b->pos, kv->v[il], slot_stride, kv->f16);
+
+    hearth_attn_args a = {
+        .n_tok = T, .n_head = hp->n_head, .n_head_kv = hp->n_head_kv,
+        .head_dim = hp->head_dim, .head_dim_v = hp->head_dim_v,
+        .q = f->q, .out = f->att, .pos = b->pos, .seq = b->seq,
+        .k = kv->k[il], .v = kv->v[il], .slot_stride = slot_stride, .kv_f16 = kv->f16,
+        .n_swa = swa ? hp->n_swa : 0, .scale = hp->attn_scale, .softcap = hp->attn_softcap,
+    };
+    hearth_op_attention(be, &a);
+    hearth_op_matmul(be, &l->wo, f->att, T, f->xb, hp->n_embd);
+}
+
+void hearth_blk_ffn(hearth_fwd *f, int32_t n_tok, int32_t il) {
+    const hearth_hparams *hp = &f->m->hp;
+    const hearth_layer *l = &f->m->layers[il];
+    hearth_op_matmul(f->be, &l->w_gate, f->xb, n_tok, f->g, hp->n_ff);
+    hearth_op_matmul(f->be, &l->w_up, f->xb, n_tok, f->u, hp->n_ff);
+    hearth_op_glu(f->be, f->g, f->u, (int64_t)n_tok * hp->n_ff, hp->ffn == HEARTH_FFN_GEGLU);
+    hearth_op_matmul(f->be, &l->w_down, f->g, n_tok, f->xb, hp->n_embd);
+}
+
+void hearth_blk_logits(hearth_fwd *f, const hearth_batch *b, float *logits) {
+    const hearth_hparams *hp = &f->m->hp;
+    int64_t E = hp->n_embd, n_out = 0;
+    /* gather the rows that want logits into xb (in token order) */
+    for (int32_t t = 0; t < b->n_tokens; t++) {
+        bool want = b->want_logits ? b->want_logits[t] != 0 : t == b->n_tokens - 1;
+        if (!want) continue;
+        for (int64_t i = 0; i < E; i++) f->xb[n_out * E + i] = f->x[(int64_t)t * E + i];
+        n_out++;
+    }
+    if (n_out == 0) return;
+    hearth_op_rmsnorm(f->be, f->xb, f->m->output_norm, f->xb, n_out, E, hp->norm_eps);
+    hearth_op_matmul(f->be, &f->m->output, f->xb, n_out, logits, hp->n_vocab);
+    if (hp->final_softcap > 0) hearth_op_softcap(f->be, logits, n_out * hp->n_vocab, hp->final_softcap);
+}

@@ -1,0 +1,79 @@
+/*
+ * forward.c - the forward context (activation scratch sized once for the largest step) and
+ * the per-family dispatch with the batch checks that protect the cache.
+ */
+#include "models/forward_internal.h"
+#include "kernels/ref/ops_ref.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static size_t up64(size_t n) { return (n + 63) & ~(size_t)63; }
+
+hearth_fwd *hearth_fwd_create(const hearth_model *m, hearth_backend *be, int32_t max_tok) {
+    const hearth_hparams *hp = &m->hp;
+    hearth_fwd *f = calloc(1, sizeof *f);
+    if (!f || max_tok <= 0) {
+        free(f);
+        return NULL;
+    }
+    f->m = m;
+    f->be = be;
+    f->max_tok = max_tok;
+    size_t T = (size_t)max_tok, E = (size_t)hp->n_embd;
+    size_t qw = (size_t)hp->n_head * (size_t)hp->head_dim, kw = (size_t)hp->n_head_kv * (size_t)hp->head_dim,
+           vw = (size_t)hp->n_head_kv * (size_t)hp->head_dim_v, aw = (size_t)hp->n_head * (size_t)hp->head_dim_v;
+    size_t sizes[] = {T * E, T * E, T * qw, T * kw, T * vw, T * aw, T * (size_t)hp->n_ff, T * (size_t)hp->n_ff,
+                      T, (size_t)hp->n_rot / 2, (size_t)hp->n_rot / 2};
+    size_t total = 0;
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) total += up64(sizes[i] * sizeof(float));
+    f->mem = aligned_alloc(64, total);
+    if (!f->mem) {
+        free(f);
+        return NULL;
+    }
+    char *p = f->mem;
+    float **slots[] = {&f->x, &f->xb, &f->q, &f->k, &f->v, &f->att, &f->g, &f->u};
+    for (size_t i = 0; i < 8; i++) {
+        *slots[i] = (float *)p;
+        p += up64(sizes[i] * sizeof(float));
+    }
+    f->out_rows = (int32_t *)p;
+    p += up64(sizes[8] * sizeof(float));
+    f->inv_freq = (float *)p;
+    p += up64(sizes[9] * sizeof(float));
+    f->inv_freq_swa = (float *)p;
+    hearth_rope_inv_freq(f->inv_freq, hp->n_rot, hp->rope_base, hp->rope_scale);
+    hearth_rope_inv_freq(f->inv_freq_swa, hp->n_rot, hp->rope_base_swa, 1.0f);
+    return f;
+}
+
+void hearth_fwd_destroy(hearth_fwd *f) {
+    if (!f) return;
+    free(f->mem);
+    free(f);
+}
+
+int32_t hearth_fwd_max_tokens(const hearth_fwd *f) { return f->max_tok; }
+
+hearth_status hearth_forward(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view *kv, float *logits) {
+    if (b->n_tokens <= 0 || b->n_tokens > f->max_tok) return HEARTH_E_INVALID;
+    for (int32_t t = 0; t < b->n_tokens; t++) {
+        if (b->seq[t] < 0 || b->seq[t] >= kv->n_slots || b->pos[t] < 0 || b->pos[t] >= kv->n_ctx ||
+            b->token[t] < 0 || b->token[t] >= f->m->hp.n_vocab)
+            return HEARTH_E_INVALID;
+    }
+    switch (f->m->hp.arch) {
+    case HEARTH_ARCH_GEMMA3:
+        hearth_gemma3_forward(f, b, kv, logits);
+        break;
+    case HEARTH_ARCH_LLAMA:
+    case HEARTH_ARCH_QWEN2:
+    case HEARTH_ARCH_QWEN3:
+        hearth_llama_forward(f, b, kv, logits);
+        break;
+    default:
+        return HEARTH_E_UNSUPPORTED;
+    }
+    return HEARTH_OK;
+}

@@ -1,0 +1,50 @@
+/*
+ * forward.h - one engine step through a model (ARCHITECTURE 3).
+ *
+ * A step is the flattened tokens of several sequences: token t has its own position pos[t]
+ * and cache slot seq[t]. Within a step a sequence's tokens appear in position order and its
+ * earlier positions are already in the cache (or earlier in this step): every layer stores
+ * the step's keys and values first, then each query attends to its own slot's 0..pos[t].
+ * Logits come out for the tokens marked in want_logits (all of them in order), or for the
+ * last token when want_logits is NULL.
+ *
+ * The KV cache is owned by the caller (engine/); the forward only reads and writes through
+ * a hearth_kv_view. Today each slot is a contiguous [n_ctx] run of rows; the paged pool of
+ * the engine's continuous batching replaces the view, not this API.
+ *
+ * Thread rule: a hearth_fwd belongs to the thread that drives its backend (the engine thread).
+ */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backend/backend.h"
+#include "base/status.h"
+#include "model/model.h"
+
+typedef struct {
+    int32_t        n_tokens;
+    const int32_t *token;       /* [n_tokens] */
+    const int32_t *pos;         /* [n_tokens] */
+    const int32_t *seq;         /* [n_tokens] cache slot */
+    const int8_t  *want_logits; /* [n_tokens] or NULL (= last token only) */
+} hearth_batch;
+
+typedef struct {
+    int32_t n_slots;
+    int32_t n_ctx;        /* positions per slot */
+    bool    f16;          /* element type of k and v: f16, else f32 */
+    void  **k, **v;       /* borrowed: [n_layer] -> [n_slots][n_ctx][n_head_kv * head_dim] */
+} hearth_kv_view;
+
+typedef struct hearth_fwd hearth_fwd;
+
+/* Scratch for steps of up to max_tok tokens on backend be (borrowed, as is m). NULL on OOM. */
+hearth_fwd   *hearth_fwd_create(const hearth_model *m, hearth_backend *be, int32_t max_tok);
+void          hearth_fwd_destroy(hearth_fwd *f); /* accepts NULL */
+int32_t       hearth_fwd_max_tokens(const hearth_fwd *f);
+
+/* Run one step; logits: [n_out][n_vocab] where n_out is the number of tokens asking for them.
+ * Returns HEARTH_E_INVALID (and computes nothing) when the batch is inconsistent with the
+ * view (slot or position out of range, too many tokens). */
+hearth_status hearth_forward(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view *kv, float *logits);

@@ -1,0 +1,32 @@
+/*
+ * forward_internal.h - the forward context shared by the family files and blocks.c.
+ */
+#pragma once
+#include "model/model_internal.h"
+#include "models/forward.h"
+
+struct hearth_fwd {
+    const hearth_model *m;   /* borrowed */
+    hearth_backend     *be;  /* borrowed */
+    int32_t             max_tok;
+    /* activations, [max_tok][width] each; owned, one allocation */
+    float *x;                /* residual stream [T][n_embd] */
+    float *xb;               /* normed input / block output [T][n_embd] */
+    float *q, *k, *v;        /* [T][n_head*head_dim], [T][n_head_kv*head_dim], [T][n_head_kv*head_dim_v] */
+    float *att;              /* [T][n_head*head_dim_v] */
+    float *g, *u;            /* [T][n_ff] */
+    int32_t *out_rows;       /* [T] indices of tokens that want logits */
+    float *inv_freq;         /* [n_rot/2] global layers */
+    float *inv_freq_swa;     /* [n_rot/2] sliding-window layers */
+    void  *mem;              /* owned */
+};
+
+/* Blocks (blocks.c). Each reads f->xb (the normed input) and leaves its output in f->xb. */
+void hearth_blk_attn(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view *kv, int32_t il);
+void hearth_blk_ffn(hearth_fwd *f, int32_t n_tok, int32_t il);
+/* Final norm + output projection for the rows that want logits. */
+void hearth_blk_logits(hearth_fwd *f, const hearth_batch *b, float *logits);
+
+/* Family forwards (llama.c: llama, qwen2, qwen3; gemma3.c). */
+void hearth_llama_forward(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view *kv, float *logits);
+void hearth_gemma3_forward(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view *kv, float *logits);

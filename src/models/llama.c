@@ -1,0 +1,27 @@
+/*
+ * llama.c - the forward pass of llama-shaped decoders: llama (SmolLM2), qwen2 (QKV bias) and
+ * qwen3 (QK-norm); the differences are flags of the arch table read inside the blocks.
+ *
+ *   x = embed(tokens)
+ *   for each layer:  x += attn(rmsnorm(x));  x += ffn(rmsnorm(x))
+ *   logits = output(rmsnorm(x))
+ */
+#include "models/forward_internal.h"
+
+void hearth_llama_forward(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view *kv, float *logits) {
+    const hearth_model *m = f->m;
+    const hearth_hparams *hp = &m->hp;
+    int64_t T = b->n_tokens, E = hp->n_embd;
+
+    hearth_op_get_rows(f->be, &m->tok_embd, b->token, T, hp->embd_scale, f->x);
+    for (int32_t il = 0; il < hp->n_layer; il++) {
+        const hearth_layer *l = &m->layers[il];
+        hearth_op_rmsnorm(f->be, f->x, l->attn_norm, f->xb, T, E, hp->norm_eps);
+        hearth_blk_attn(f, b, kv, il);
+        hearth_op_add(f->be, f->x, f->xb, T * E);
+        hearth_op_rmsnorm(f->be, f->x, l->ffn_norm, f->xb, T, E, hp->norm_eps);
+        hearth_blk_ffn(f, (int32_t)T, il);
+        hearth_op_add(f->be, f->x, f->xb, T * E);
+    }
+    hearth_blk_logits(f, b, logits);
+}

@@ -1,0 +1,162 @@
+/* hub.c - model lookup in the hub cache; see hub.h. */
+#include "store/hub.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+int hearth_hub_cache_dir(char *buf, size_t n) {
+    const char *v = getenv("HF_HUB_CACHE");
+    int w;
+    if (v && *v) w = snprintf(buf, n, "%s", v);
+    else if ((v = getenv("HF_HOME")) && *v) w = snprintf(buf, n, "%s/hub", v);
+    else {
+        const char *home = getenv("HOME");
+        w = snprintf(buf, n, "%s/.cache/huggingface/hub", home && *home ? home : ".");
+    }
+    return w > 0 && (size_t)w < n;
+}
+
+static bool icontains(const char *hay, const char *needle) {
+    size_t n = strlen(needle);
+    for (const char *p = hay; *p; p++) {
+        size_t i = 0;
+        while (i < n && p[i] && tolower((unsigned char)p[i]) == tolower((unsigned char)needle[i])) i++;
+        if (i == n) return true;
+    }
+    return n == 0;
+}
+
+static bool ends_with(const char *s, const char *suffix) {
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && !strcmp(s + a - b, suffix);
+}
+
+/* "models--org--name" -> "org/name" */
+static void repo_id_of(const char *dir, char *out, size_t n) {
+    const char *p = dir + strlen("models--");
+    size_t j = 0;
+    for (; *p && j + 1 < n; p++) {
+        if (p[0] == '-' && p[1] == '-' && j + 1 < n) {
+            out[j++] = '/';
+            p++;
+        } else {
+            out[j++] = *p;
+        }
+    }
+    out[j] = 0;
+}
+
+/* The snapshot directory of a repo: refs/main when it names one that exists, else the most
+ * recently modified snapshot. Returns false when there is none. */
+static bool snapshot_dir(const char *repo_dir, char *out, size_t n) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/refs/main", repo_dir);
+    FILE *f = fopen(path, "r");
+    if (f) {
+        char rev[128] = {0};
+        bool ok = fgets(rev, sizeof rev, f) != NULL;
+        fclose(f);
+        rev[strcspn(rev, "\r\n")] = 0;
+        struct stat st;
+        if (ok && rev[0] && !strchr(rev, '/')) {
+            snprintf(out, n, "%s/snapshots/%s", repo_dir, rev);
+            if (stat(out, &st) == 0 && S_ISDIR(st.st_mode)) return true;
+        }
+    }
+    snprintf(path, sizeof path, "%s/snapshots", repo_dir);
+    DIR *d = opendir(path);
+    if (!d) return false;
+    struct dirent *de;
+    time_t best = 0;
+    bool found = false;
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.') continue;
+        char p2[4352];
+        struct stat st;
+        snprintf(p2, sizeof p2, "%s/%s", path, de->d_name);
+        if (stat(p2, &st) == 0 && S_ISDIR(st.st_mode) && (!found || st.st_mtime > best)) {
+            best = st.st_mtime;
+            snprintf(out, n, "%s", p2);
+            found = true;
+        }
+    }
+    closedir(d);
+    return found;
+}
+
+typedef struct {
+    char repo[512];
+    char path[4608];
+} match;
+
+hearth_status hearth_hub_resolve(const char *query, char **path, hearth_err *err) {
+    *path = NULL;
+    struct stat st;
+    if (stat(query, &st) == 0 && S_ISREG(st.st_mode)) {
+        *path = strdup(query);
+        return *path ? HEARTH_OK : hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
+    }
+    if (strchr(query, '/') && (ends_with(query, ".gguf") || query[0] == '/' || query[0] == '.'))
+        return hearth_err_set(err, HEARTH_E_NOTFOUND, -1, "no such file: %s", query);
+    char cache[4096];
+    if (!hearth_hub_cache_dir(cache, sizeof cache))
+        return hearth_err_set(err, HEARTH_E_INVALID, -1, "hub cache path is too long");
+    DIR *d = opendir(cache);
+    if (!d) return hearth_err_set(err, HEARTH_E_NOTFOUND, -1, "no model matches '%s' (hub cache %s is empty)",
+                                  query, cache);
+    enum { MAX_MATCH = 16 };
+    match *m = calloc(MAX_MATCH, sizeof *m);
+    if (!m) {
+        closedir(d);
+        return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
+    }
+    int n_match = 0, n_total = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (strncmp(de->d_name, "models--", 8)) continue;
+        char repo[512], repo_dir[4608], snap[4608];
+        repo_id_of(de->d_name, repo, sizeof repo);
+        snprintf(repo_dir, sizeof repo_dir, "%s/%s", cache, de->d_name);
+        if (!snapshot_dir(repo_dir, snap, sizeof snap)) continue;
+        DIR *sd = opendir(snap);
+        if (!sd) continue;
+        struct dirent *fe;
+        while ((fe = readdir(sd))) {
+            if (!ends_with(fe->d_name, ".gguf")) continue;
+            char label[1024];
+            snprintf(label, sizeof label, "%s/%s", repo, fe->d_name);
+            if (!icontains(label, query)) continue;
+            n_total++;
+            if (n_match < MAX_MATCH) {
+                snprintf(m[n_match].repo, sizeof m[n_match].repo, "%s", label);
+                snprintf(m[n_match].path, sizeof m[n_match].path, "%s/%s", snap, fe->d_name);
+                n_match++;
+            }
+        }
+        closedir(sd);
+    }
+    closedir(d);
+    hearth_status s;
+    if (n_total == 1) {
+        *path = strdup(m[0].path);
+        s = *path ? HEARTH_OK : hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
+    } else if (n_total == 0) {
+        s = hearth_err_set(err, HEARTH_E_NOTFOUND, -1, "no model in %s matches '%s'", cache, query);
+    } else {
+        char list[200] = {0};
+        size_t off = 0;
+        for (int i = 0; i < n_match && off < sizeof list; i++) {
+            int w = snprintf(list + off, sizeof list - off, "%s%s", i ? ", " : "", m[i].repo);
+            if (w < 0) break;
+            off += (size_t)w;
+        }
+        s = hearth_err_set(err, HEARTH_E_AMBIGUOUS, -1, "'%s' matches %d models: %s", query, n_total, list);
+    }
+    free(m);
+    return s;
+}
