@@ -1,0 +1,184 @@
+/* test_sampler.c - the sampling chain: greedy, truncations, penalties, bias, seeding. */
+#include "engine/sampler.h"
+#include "test.h"
+
+#include <math.h>
+
+enum { V = 8 };
+
+static hearth_sampler *make(hearth_sampler_params p) {
+    hearth_err err;
+    hearth_sampler *s = hearth_sampler_create(&p, V, &err);
+    CHECK(s != NULL);
+    return s;
+}
+
+static int32_t draw(hearth_sampler *s, const float *base) {
+    float l[V];
+    memcpy(l, base, sizeof l);
+    return hearth_sampler_sample(s, l);
+}
+
+static const float logits0[V] = {1.0f, 3.0f, 2.5f, -1.0f, 0.0f, 2.9f, -4.0f, 0.5f};
+
+TEST(greedy_is_argmax_lowest_id_on_ties) {
+    hearth_sampler *s = make(hearth_sampler_params_default());
+    CHECK_EQ(draw(s, logits0), 1);
+    float tie[V] = {0, 5, 1, 5, 0, 0, 0, 0};
+    CHECK_EQ(draw(s, tie), 1);
+    hearth_sampler_destroy(s);
+}
+
+TEST(top_k_1_is_greedy_at_any_temperature) {
+    hearth_sampler_params p = hearth_sampler_params_default();
+    p.temperature = 5.0f;
+    p.top_k = 1;
+    p.seed = 7;
+    hearth_sampler *s = make(p);
+    for (int i = 0; i < 200; i++) CHECK_EQ(draw(s, logits0), 1);
+    hearth_sampler_destroy(s);
+}
+
+TEST(top_k_and_top_p_restrict_support) {
+    hearth_sampler_params p = hearth_sampler_params_default();
+    p.temperature = 1.0f;
+    p.top_k = 3; /* ids 1, 5, 2 */
+    p.seed = 1;
+    hearth_sampler *s = make(p);
+    int seen[V] = {0};
+    for (int i = 0; i < 3000; i++) seen[draw(s, logits0)]++;
+    CHECK(seen[1] > 0 && seen[5] > 0 && seen[2] > 0);
+    CHECK_EQ(seen[0] + seen[3] + seen[4] + seen[6] + seen[7], 0);
+    hearth_sampler_destroy(s);
+
+    /* top_p: p(1) ~ 0.35, p(5) ~ 0.32, p(2) ~ 0.21: 0.6 keeps exactly {1, 5} */
+    p.top_k = 0;
+    p.top_p = 0.6f;
+    s = make(p);
+    memset(seen, 0, sizeof seen);
+    for (int i = 0; i < 3000; i++) seen[draw(s, logits0)]++;
+    CHECK(seen[1] > 0 && seen[5] > 0);
+    CHECK_EQ(3000 - seen[1] - seen[5], 0);
+    hearth_sampler_destroy(s);
+}
+
+TEST(min_p_drops_unlikely) {
+    hearth_sampler_params p = hearth_sampler_params_default();
+    p.temperature = 1.0f;
+    p.min_p = 0.5f; /* keeps tokens with p >= 0.5 p_max: ids 1 (3.0), 5 (2.9), 2 (2.5: e^-0.5=0.61) */
+    p.seed = 3;
+    hearth_sampler *s = make(p);
+    int seen[V] = {0};
+    for (int i = 0; i < 3000; i++) seen[draw(s, logits0)]++;
+    CHECK(seen[1] > 0 && seen[5] > 0 && seen[2] > 0);
+    CHECK_EQ(3000 - seen[1] - seen[5] - seen[2], 0);
+    hearth_sampler_destroy(s);
+}
+
+TEST(frequencies_follow_softmax) {
+    hearth_sampler_params p = hearth_sampler_params_default();
+    p.temperature = 1.0f;
+    p.seed = 42;
+    hearth_sampler *s = make(p);
+    enum { N = 40000 };
+    int seen[V] = {0};
+    for (int i = 0; i < N; i++) seen[draw(s, logits0)]++;
+    double z = 0;
+    for (int i = 0; i < V; i++) z += exp(logits0[i]);
+    for (int i = 0; i < V; i++) {
+        double pe = exp(logits0[i]) / z, sd = sqrt(pe * (1 - pe) / N);
+        CHECK_NEAR((double)seen[i] / N, pe, 5 * sd + 1e-4);
+    }
+    hearth_sampler_destroy(s);
+}
+
+TEST(temperature_sharpens) {
+    hearth_sampler_params p = hearth_sampler_params_default();
+    p.temperature = 0.1f;
+    p.seed = 9;
+    hearth_sampler *s = make(p);
+    int top = 0;
+    for (int i = 0; i < 2000; i++) top += draw(s, logits0) == 1;
+    /* p(1)/p(5) = e^(0.1/0.1) = e: p(1) ~ 0.73 */
+    CHECK(top > 1300 && top < 1620);
+    hearth_sampler_destroy(s);
+}
+
+TEST(same_seed_same_tokens_other_seed_differs) {
+    hearth_sampler_params p = hearth_sampler_params_default();
+    p.temperature = 1.5f;
+    p.seed = 1234;
+    hearth_sampler *a = make(p), *b = make(p);
+    p.seed = 1235;
+    hearth_sampler *c = make(p);
+    int differ = 0;
+    for (int i = 0; i < 100; i++) {
+        int32_t ta = draw(a, logits0), tb = draw(b, logits0), tc = draw(c, logits0);
+        CHECK_EQ(ta, tb);
+        differ += ta != tc;
+    }
+    CHECK(differ > 10);
+    hearth_sampler_destroy(a);
+    hearth_sampler_destroy(b);
+    hearth_sampler_destroy(c);
+}
+
+TEST(penalties_and_bias_change_logits_exactly) {
+    hearth_logit_bias bias[] = {{3, 10.0f}, {1, -INFINITY}};
+    hearth_sampler_params p = hearth_sampler_params_default();
+    p.bias = bias;
+    p.n_bias = 2;
+    hearth_sampler *s = make(p);
+    float l[V];
+    memcpy(l, logits0, sizeof l);
+    CHECK_EQ(hearth_sampler_sample(s, l), 3); /* -1 + 10 = 9 */
+    CHECK_NEAR(l[3], 9.0f, 1e-6);
+    hearth_sampler_destroy(s);
+
+    p = hearth_sampler_params_default();
+    p.repeat_penalty = 2.0f;
+    p.frequency_penalty = 0.5f;
+    p.presence_penalty = 0.25f;
+    s = make(p);
+    hearth_sampler_accept(s, 1);
+    hearth_sampler_accept(s, 1);
+    hearth_sampler_accept(s, 3);
+    memcpy(l, logits0, sizeof l);
+    int32_t t = hearth_sampler_sample(s, l);
+    /* id 1: 3/2 - 0.5*2 - 0.25 = 0.25; id 3: -1*2 - 0.5 - 0.25 = -2.75 */
+    CHECK_NEAR(l[1], 0.25f, 1e-6);
+    CHECK_NEAR(l[3], -2.75f, 1e-6);
+    CHECK_NEAR(l[5], 2.9f, 1e-6);
+    CHECK_EQ(t, 5);
+    hearth_sampler_destroy(s);
+}
+
+TEST(repeat_window_forgets_old_tokens) {
+    hearth_sampler_params p = hearth_sampler_params_default();
+    p.repeat_penalty = 10.0f;
+    p.repeat_last_n = 2;
+    hearth_sampler *s = make(p);
+    hearth_sampler_accept(s, 1);
+    hearth_sampler_accept(s, 4);
+    hearth_sampler_accept(s, 4); /* window now {4, 4}: 1 no longer penalized */
+    float l[V];
+    memcpy(l, logits0, sizeof l);
+    CHECK_EQ(hearth_sampler_sample(s, l), 1);
+    CHECK_NEAR(l[1], 3.0f, 1e-6);
+    hearth_sampler_destroy(s);
+}
+
+TEST(invalid_params_refused) {
+    hearth_logit_bias bias[] = {{V, 1.0f}};
+    hearth_sampler_params p = hearth_sampler_params_default();
+    p.bias = bias;
+    p.n_bias = 1;
+    hearth_err err;
+    CHECK(hearth_sampler_create(&p, V, &err) == NULL);
+    CHECK(strstr(err.msg, "outside the vocabulary") != NULL);
+    p = hearth_sampler_params_default();
+    p.repeat_penalty = 0.0f;
+    CHECK(hearth_sampler_create(&p, V, &err) == NULL);
+}
+
+int main(int argc, char **argv) { return test_main(argc, argv); }
