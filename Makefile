@@ -1,0 +1,61 @@
+# hearth - a thin driver over CMake and scripts/. The two commands a newcomer needs:
+#
+#   make run     set up this machine, build, and run hearth on the starter model
+#   make test    set up, build, and run every test suite (what CI runs: .ci/run)
+#
+# `make help` lists every target. Builds use their own directories: build/ (Release) and
+# build-asan/ (Debug, AddressSanitizer + UBSan). Nothing here installs outside the repository
+# except what scripts/setup.sh documents (Debian packages, ~/.cache/huggingface, ~/.cache/hearth).
+
+SHELL  := /bin/bash
+JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
+PY     := .venv/bin/python
+PROMPT ?= Write a haiku about a lighthouse.
+
+# Starter model paths for the tests, resolved when a recipe runs (so after `setup`); empty until
+# the models are fetched, and then the tests that need them skip. Set them to override.
+export HEARTH_SMOLLM2_GGUF ?= $(shell scripts/model-path.sh smollm2 2>/dev/null)
+export HEARTH_GEMMA3_GGUF  ?= $(shell scripts/model-path.sh gemma3 2>/dev/null)
+
+# One target at a time: each step already uses every core, and `test` relies on the order.
+.NOTPARALLEL:
+.DEFAULT_GOAL := build
+.PHONY: help setup build build-asan check check-asan test run oracles goldens clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## /  \1\t/' | expand -t 14
+
+setup: ## install Debian packages, the .venv and the starter models (idempotent, ~1 s when done)
+	@scripts/setup.sh
+
+build: ## configure and build build/ (Release, warnings are errors)
+	@cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DHEARTH_WERROR=ON >/dev/null
+	@cmake --build build -j$(JOBS)
+
+build-asan: ## configure and build build-asan/ (Debug, AddressSanitizer + UBSan)
+	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DHEARTH_WERROR=ON \
+		-DHEARTH_SANITIZE='address;undefined' >/dev/null
+	@cmake --build build-asan -j$(JOBS)
+
+check: build ## fast tier: every C test binary of build/ (unit, kernel, golden; < 2 min)
+	@scripts/run-tests.sh build
+
+check-asan: build-asan ## the same tests under AddressSanitizer + UBSan
+	@scripts/run-tests.sh build-asan
+
+test: setup build build-asan ## everything CI runs: setup, both builds, check + check-asan + pytest e2e
+	@scripts/run-tests.sh build build-asan $(if $(wildcard tests/e2e),--pytest tests/e2e)
+
+# NOTE: until the server lands (`hearth serve` + web app), `run` is a one-shot generation with
+# the starter model; it fails while the CLI has no `generate` verb.
+run: setup build ## run hearth on the starter model (PROMPT="..." to change the prompt)
+	./build/hearth generate "$$(scripts/model-path.sh smollm2)" --prompt "$(PROMPT)"
+
+oracles: ## set up, plus the oracle libraries of requirements/oracle.txt (compiles llama.cpp)
+	@scripts/setup.sh --oracles
+
+goldens: oracles ## regenerate tests/golden/llamacpp/ with llama.cpp (minutes; commit the result)
+	$(PY) tools/golden_llamacpp.py
+
+clean: ## remove the build directories (keeps .venv and the model cache)
+	rm -rf build build-asan
