@@ -64,8 +64,11 @@ void          hearth_tok_destroy(hearth_tok *tok); /* accepts NULL */
 int32_t hearth_tok_n_vocab(const hearth_tok *tok);
 int32_t hearth_tok_bos(const hearth_tok *tok);
 int32_t hearth_tok_eos(const hearth_tok *tok);
+/* Bytes of the longest piece (hearth_tok_piece with special = true): a decoder buffer of
+ * 64 + this many bytes always suffices. */
+size_t  hearth_tok_max_piece(const hearth_tok *tok);
 /* Is id an end-of-generation token (eos, eot, or another CONTROL token the vocab marks as
- * ending a turn such as <|im_end|>, <end_of_turn>)? */
+ * ending a turn such as <|im_end|>, <end_of_turn>)? The list of names is in tokenizer.c. */
 bool    hearth_tok_is_eog(const hearth_tok *tok, int32_t id);
 /* Is id a control/special token (rendered only when asked)? */
 bool    hearth_tok_is_control(const hearth_tok *tok, int32_t id);

@@ -1,0 +1,163 @@
+/*
+ * containers.c - the tokenizer's small containers: a growable int32 array, the string hash
+ * table (string -> token id), and the bigram heap of the merge loops.
+ *
+ * The hash table is open addressing with linear probing over 64-bit slots that keep the high
+ * half of the hash next to the id, so a probe compares bytes only on a likely hit. It is
+ * sized to a load factor <= 1/2 at build time and never grows afterwards (the vocab is
+ * immutable), which keeps a 262144-token vocab at 4 MiB of slots and its build in a few ms.
+ */
+#include "tokenizer/tok_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/size.h"
+
+bool tok_vec_reserve(tok_vec *a, size_t n) {
+    if (n <= a->cap) return true;
+    size_t cap = a->cap ? a->cap : 16;
+    while (cap < n) {
+        if (cap > SIZE_MAX / 2 / sizeof *a->v) return false;
+        cap *= 2;
+    }
+    int32_t *v = realloc(a->v, cap * sizeof *v);
+    if (!v) return false;
+    a->v = v;
+    a->cap = cap;
+    return true;
+}
+
+bool tok_vec_push(tok_vec *a, int32_t x) {
+    if (a->n == a->cap && !tok_vec_reserve(a, a->n + 1)) return false;
+    a->v[a->n++] = x;
+    return true;
+}
+
+void tok_vec_free(tok_vec *a) {
+    free(a->v);
+    a->v = NULL;
+    a->n = a->cap = 0;
+}
+
+/* A multiply-xorshift hash over 8-byte words (murmur3/splitmix finalizer constants). */
+uint64_t tok_hash(const void *p, size_t n) {
+    const uint8_t *s = p;
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ ((uint64_t)n * 0xff51afd7ed558ccdull);
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, s, 8);
+        h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
+        h ^= h >> 31;
+        s += 8;
+        n -= 8;
+    }
+    uint64_t w = 0;
+    if (n) memcpy(&w, s, n);
+    h = (h ^ w) * 0x94d049bb133111ebull;
+    h ^= h >> 29;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 32;
+    return h;
+}
+
+bool tok_strmap_init(tok_strmap *m, size_t n_expected) {
+    size_t cap = 64;
+    while (cap < n_expected * 2) {
+        if (cap > ((size_t)1 << 31)) return false;
+        cap *= 2;
+    }
+    m->slots = calloc(cap, sizeof *m->slots);
+    m->mask = (uint32_t)(cap - 1);
+    return m->slots != NULL;
+}
+
+void tok_strmap_free(tok_strmap *m) {
+    free(m->slots);
+    m->slots = NULL;
+    m->mask = 0;
+}
+
+static inline bool str_eq(const char *blob, const tok_str *strs, int32_t id, const char *s, size_t n) {
+    const tok_str *t = &strs[id];
+    return t->len == n && (n == 0 || memcmp(blob + t->off, s, n) == 0);
+}
+
+int32_t tok_strmap_find(const tok_strmap *m, const char *blob, const tok_str *strs, const char *s,
+                        size_t n) {
+    uint64_t h = tok_hash(s, n);
+    uint32_t fp = (uint32_t)(h >> 32);
+    for (uint32_t i = (uint32_t)h & m->mask;; i = (i + 1) & m->mask) {
+        uint64_t slot = m->slots[i];
+        if (!slot) return -1;
+        if ((uint32_t)(slot >> 32) == fp) {
+            int32_t id = (int32_t)(uint32_t)slot - 1;
+            if (str_eq(blob, strs, id, s, n)) return id;
+        }
+    }
+}
+
+int32_t tok_strmap_insert(tok_strmap *m, const char *blob, const tok_str *strs, const char *s,
+                          size_t n, int32_t id) {
+    uint64_t h = tok_hash(s, n);
+    uint32_t fp = (uint32_t)(h >> 32);
+    for (uint32_t i = (uint32_t)h & m->mask;; i = (i + 1) & m->mask) {
+        uint64_t slot = m->slots[i];
+        if (!slot) {
+            m->slots[i] = ((uint64_t)fp << 32) | (uint32_t)(id + 1);
+            return -1;
+        }
+        if ((uint32_t)(slot >> 32) == fp) {
+            int32_t old = (int32_t)(uint32_t)slot - 1;
+            if (str_eq(blob, strs, old, s, n)) return old;
+        }
+    }
+}
+
+/* a pops before b */
+static inline bool bigram_before(const tok_bigram *a, const tok_bigram *b) {
+    return a->key > b->key || (a->key == b->key && a->left < b->left);
+}
+
+bool tok_heap_push(tok_heap *h, tok_bigram b) {
+    if (h->n == h->cap) {
+        size_t cap = h->cap ? h->cap * 2 : 64;
+        size_t bytes;
+        if (!hearth_mul_size(cap, sizeof *h->v, &bytes)) return false;
+        tok_bigram *v = realloc(h->v, bytes);
+        if (!v) return false;
+        h->v = v;
+        h->cap = cap;
+    }
+    size_t i = h->n++;
+    while (i > 0) {
+        size_t parent = (i - 1) / 2;
+        if (!bigram_before(&b, &h->v[parent])) break;
+        h->v[i] = h->v[parent];
+        i = parent;
+    }
+    h->v[i] = b;
+    return true;
+}
+
+tok_bigram tok_heap_pop(tok_heap *h) {
+    tok_bigram top = h->v[0];
+    tok_bigram last = h->v[--h->n];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= h->n) break;
+        if (c + 1 < h->n && bigram_before(&h->v[c + 1], &h->v[c])) c++;
+        if (!bigram_before(&h->v[c], &last)) break;
+        h->v[i] = h->v[c];
+        i = c;
+    }
+    if (h->n) h->v[i] = last;
+    return top;
+}
+
+void tok_heap_free(tok_heap *h) {
+    free(h->v);
+    h->v = NULL;
+    h->n = h->cap = 0;
+}
