@@ -11,6 +11,8 @@ SHELL  := /bin/bash
 JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
 PY     := .venv/bin/python
 PROMPT ?= Write a haiku about a lighthouse.
+# cmake --build runs its own make: as a top-level one, so it prints no "Entering directory".
+CMAKE_BUILD = env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL cmake --build
 
 # Starter model paths for the tests, resolved when a recipe runs (so after `setup`); empty until
 # the models are fetched, and then the tests that need them skip. Set them to override.
@@ -30,12 +32,12 @@ setup: ## install Debian packages, the .venv and the starter models (idempotent,
 
 build: ## configure and build build/ (Release, warnings are errors)
 	@cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DHEARTH_WERROR=ON >/dev/null
-	@cmake --build build -j$(JOBS)
+	@$(CMAKE_BUILD) build -j$(JOBS)
 
 build-asan: ## configure and build build-asan/ (Debug, AddressSanitizer + UBSan)
 	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DHEARTH_WERROR=ON \
 		-DHEARTH_SANITIZE='address;undefined' >/dev/null
-	@cmake --build build-asan -j$(JOBS)
+	@$(CMAKE_BUILD) build-asan -j$(JOBS)
 
 check: build ## fast tier: every C test binary of build/ (unit, kernel, golden; < 2 min)
 	@scripts/run-tests.sh build
