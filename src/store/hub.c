@@ -53,9 +53,12 @@ static void repo_id_of(const char *dir, char *out, size_t n) {
 
 /* The snapshot directory of a repo: refs/main when it names one that exists, else the most
  * recently modified snapshot. Returns false when there is none. */
+/* snprintf that reports truncation as failure */
+static bool fmt_ok(int w, size_t n) { return w >= 0 && (size_t)w < n; }
+
 static bool snapshot_dir(const char *repo_dir, char *out, size_t n) {
     char path[4096];
-    snprintf(path, sizeof path, "%s/refs/main", repo_dir);
+    if (!fmt_ok(snprintf(path, sizeof path, "%s/refs/main", repo_dir), sizeof path)) return false;
     FILE *f = fopen(path, "r");
     if (f) {
         char rev[128] = {0};
@@ -63,12 +66,12 @@ static bool snapshot_dir(const char *repo_dir, char *out, size_t n) {
         fclose(f);
         rev[strcspn(rev, "\r\n")] = 0;
         struct stat st;
-        if (ok && rev[0] && !strchr(rev, '/')) {
-            snprintf(out, n, "%s/snapshots/%s", repo_dir, rev);
-            if (stat(out, &st) == 0 && S_ISDIR(st.st_mode)) return true;
-        }
+        if (ok && rev[0] && !strchr(rev, '/') &&
+            fmt_ok(snprintf(out, n, "%s/snapshots/%s", repo_dir, rev), n) && stat(out, &st) == 0 &&
+            S_ISDIR(st.st_mode))
+            return true;
     }
-    snprintf(path, sizeof path, "%s/snapshots", repo_dir);
+    if (!fmt_ok(snprintf(path, sizeof path, "%s/snapshots", repo_dir), sizeof path)) return false;
     DIR *d = opendir(path);
     if (!d) return false;
     struct dirent *de;
@@ -78,10 +81,10 @@ static bool snapshot_dir(const char *repo_dir, char *out, size_t n) {
         if (de->d_name[0] == '.') continue;
         char p2[4352];
         struct stat st;
-        snprintf(p2, sizeof p2, "%s/%s", path, de->d_name);
-        if (stat(p2, &st) == 0 && S_ISDIR(st.st_mode) && (!found || st.st_mtime > best)) {
+        if (!fmt_ok(snprintf(p2, sizeof p2, "%s/%s", path, de->d_name), sizeof p2)) continue;
+        if (stat(p2, &st) == 0 && S_ISDIR(st.st_mode) && (!found || st.st_mtime > best) &&
+            fmt_ok(snprintf(out, n, "%s", p2), n)) {
             best = st.st_mtime;
-            snprintf(out, n, "%s", p2);
             found = true;
         }
     }
@@ -90,7 +93,7 @@ static bool snapshot_dir(const char *repo_dir, char *out, size_t n) {
 }
 
 typedef struct {
-    char repo[512];
+    char repo[1024];
     char path[4608];
 } match;
 
@@ -121,22 +124,24 @@ hearth_status hearth_hub_resolve(const char *query, char **path, hearth_err *err
         if (strncmp(de->d_name, "models--", 8)) continue;
         char repo[512], repo_dir[4608], snap[4608];
         repo_id_of(de->d_name, repo, sizeof repo);
-        snprintf(repo_dir, sizeof repo_dir, "%s/%s", cache, de->d_name);
-        if (!snapshot_dir(repo_dir, snap, sizeof snap)) continue;
+        if (!fmt_ok(snprintf(repo_dir, sizeof repo_dir, "%s/%s", cache, de->d_name), sizeof repo_dir) ||
+            !snapshot_dir(repo_dir, snap, sizeof snap))
+            continue;
         DIR *sd = opendir(snap);
         if (!sd) continue;
         struct dirent *fe;
         while ((fe = readdir(sd))) {
             if (!ends_with(fe->d_name, ".gguf")) continue;
             char label[1024];
-            snprintf(label, sizeof label, "%s/%s", repo, fe->d_name);
-            if (!icontains(label, query)) continue;
+            if (!fmt_ok(snprintf(label, sizeof label, "%s/%s", repo, fe->d_name), sizeof label) ||
+                !icontains(label, query))
+                continue;
             n_total++;
-            if (n_match < MAX_MATCH) {
-                snprintf(m[n_match].repo, sizeof m[n_match].repo, "%s", label);
-                snprintf(m[n_match].path, sizeof m[n_match].path, "%s/%s", snap, fe->d_name);
+            if (n_match < MAX_MATCH &&
+                fmt_ok(snprintf(m[n_match].repo, sizeof m[n_match].repo, "%s", label), sizeof m[n_match].repo) &&
+                fmt_ok(snprintf(m[n_match].path, sizeof m[n_match].path, "%s/%s", snap, fe->d_name),
+                       sizeof m[n_match].path))
                 n_match++;
-            }
         }
         closedir(sd);
     }
