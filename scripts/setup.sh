@@ -51,15 +51,17 @@ apt_packages=(pkg-config cmake make gcc g++ libc6-dev
     libcmocka-dev clang libclang-rt-14-dev valgrind unzip)
 
 setup_apt() {
-    local want=("${apt_packages[@]}") missing=() p status
+    local want=("${apt_packages[@]}") missing=() p
     if ! command -v "$python" >/dev/null 2>&1; then
         want+=(python3 python3-venv)
     elif ! "$python" -c 'import venv, ensurepip' >/dev/null 2>&1; then
         want+=(python3-venv)
     fi
+    # One dpkg-query for all of them; a package it does not know prints nothing.
+    local installed
+    installed=" $(dpkg-query -W -f='${Package}:${db:Status-Status} ' "${want[@]}" 2>/dev/null || true)"
     for p in "${want[@]}"; do
-        status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
-        [ "$status" = installed ] || missing+=("$p")
+        [[ $installed == *" $p:installed "* ]] || missing+=("$p")
     done
     [ ${#missing[@]} -eq 0 ] && return 0
     command -v apt-get >/dev/null 2>&1 || die "missing packages and no apt-get: ${missing[*]}"
