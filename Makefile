@@ -48,8 +48,8 @@ check-asan: build-asan ## the same tests under AddressSanitizer + UBSan
 test: setup build build-asan ## everything CI runs: setup, both builds, check + check-asan + pytest e2e
 	@scripts/run-tests.sh build build-asan $(if $(wildcard tests/e2e),--pytest tests/e2e)
 
-# NOTE: until the server lands (`hearth serve` + web app), `run` is a one-shot generation with
-# the starter model; it fails while the CLI has no `generate` verb.
+# NOTE: until the server lands (`hearth serve` + web app), `run` is a one-shot `hearth generate`
+# with the starter model; then it becomes `hearth serve` with the chat UI.
 run: setup build ## run hearth on the starter model (PROMPT="..." to change the prompt)
 	./build/hearth generate "$$(scripts/model-path.sh smollm2)" --prompt "$(PROMPT)"
 
