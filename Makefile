@@ -10,7 +10,9 @@
 SHELL  := /bin/bash
 JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
 PY     := .venv/bin/python
-PROMPT ?= Write a haiku about a lighthouse.
+PROMPT ?= The lighthouse keeper climbed the stairs one last time and
+# --raw: the prompt goes in verbatim until chat templates land (then drop it and ask a question).
+RUN_FLAGS ?= --raw --max-tokens 128
 # cmake --build runs its own make: as a top-level one, so it prints no "Entering directory".
 CMAKE_BUILD = env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL cmake --build
 
@@ -50,8 +52,8 @@ test: setup build build-asan ## everything CI runs: setup, both builds, check + 
 
 # NOTE: until the server lands (`hearth serve` + web app), `run` is a one-shot `hearth generate`
 # with the starter model; then it becomes `hearth serve` with the chat UI.
-run: setup build ## run hearth on the starter model (PROMPT="..." to change the prompt)
-	./build/hearth generate "$$(scripts/model-path.sh smollm2)" --prompt "$(PROMPT)"
+run: setup build ## run hearth on the starter model (PROMPT="...", RUN_FLAGS="..." to change)
+	./build/hearth generate "$$(scripts/model-path.sh smollm2)" $(RUN_FLAGS) --prompt "$(PROMPT)"
 
 oracles: ## set up, plus the oracle libraries of requirements/oracle.txt (compiles llama.cpp)
 	@scripts/setup.sh --oracles
