@@ -35,7 +35,8 @@ static hearth_status read_str_array(const hearth_gguf *g, const char *key, uint6
     if (et != HEARTH_GGUF_STRING)
         return hearth_err_set(err, HEARTH_E_FORMAT, -1, "%s is not an array of strings", key);
     if (*n > INT32_MAX / 2)
-        return hearth_err_set(err, HEARTH_E_LIMIT, -1, "%s has %llu entries", key, (unsigned long long)*n);
+        return hearth_err_set(err, HEARTH_E_LIMIT, -1, "%s has %llu entries", key,
+                              (unsigned long long)*n);
     hearth_span *a = malloc((*n ? *n : 1) * sizeof *a);
     if (!a) return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
     for (uint64_t j = 0; j < *n; j++)
@@ -155,9 +156,8 @@ hearth_status hearth_tok_from_gguf(const hearth_gguf *g, hearth_tok **out, heart
     if (hearth_gguf_get_bool(g, KEY("add_bos_token"), &b)) spec.add_bos = b;
     if (hearth_gguf_get_bool(g, KEY("add_eos_token"), &b)) spec.add_eos = b;
     if (hearth_gguf_get_bool(g, KEY("add_space_prefix"), &b)) spec.add_space_prefix = b;
-    if (spm && !scores) hearth_log(HEARTH_LOG_WARN, "tokenizer: SentencePiece vocab without scores");
-
     if (spm && !scores) {
+        hearth_log(HEARTH_LOG_WARN, "tokenizer: SentencePiece vocab without scores");
         /* llama.cpp reads missing scores as 0: give the core an explicit zero array */
         scores = calloc(n, sizeof *scores);
         if (!scores) {

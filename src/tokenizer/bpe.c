@@ -198,7 +198,8 @@ static int32_t word_token(const hearth_tok *tok, bpe_work *w, const uint8_t *p, 
     return id < tok->n_vocab ? id : -1;
 }
 
-static bool encode_word(const hearth_tok *tok, bpe_work *w, const uint8_t *p, size_t n, tok_vec *out) {
+static bool encode_word(const hearth_tok *tok, bpe_work *w, const uint8_t *p, size_t n,
+                        tok_vec *out) {
     if (n == 1) return emit_bytes(tok, p, 1, out);
     if (tok->ignore_merges) {
         int32_t id = word_token(tok, w, p, n);
@@ -253,7 +254,8 @@ static bool sanitize(const uint8_t *t, size_t n, char **san, size_t *san_n, int3
     *map = NULL;
     if (i == n) return true;
     size_t cap;
-    if (!hearth_mul_size(n, 3, &cap) || !hearth_add_size(cap, 1, &cap) || cap > INT32_MAX) return false;
+    if (!hearth_mul_size(n, 3, &cap) || !hearth_add_size(cap, 1, &cap) || cap > INT32_MAX)
+        return false;
     char *s = malloc(cap);
     int32_t *m = malloc(cap * sizeof *m);
     if (!s || !m) {

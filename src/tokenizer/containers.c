@@ -64,21 +64,30 @@ uint64_t tok_hash(const void *p, size_t n) {
 bool tok_strmap_init(tok_strmap *m, size_t n_expected) {
     size_t cap = 64;
     while (cap < n_expected * 2) {
-        if (cap > ((size_t)1 << 31)) return false;
+        if (cap > ((size_t)1 << 30)) return false;
         cap *= 2;
     }
+    size_t bits = cap * 4; /* >= 8 bits per expected entry */
     m->slots = calloc(cap, sizeof *m->slots);
+    m->bloom = calloc(bits / 64, sizeof *m->bloom);
     m->mask = (uint32_t)(cap - 1);
-    return m->slots != NULL;
+    m->bloom_mask = (uint32_t)(bits - 1);
+    return m->slots && m->bloom;
 }
 
 void tok_strmap_free(tok_strmap *m) {
     free(m->slots);
-    m->slots = NULL;
-    m->mask = 0;
+    free(m->bloom);
+    memset(m, 0, sizeof *m);
 }
 
-static inline bool str_eq(const char *blob, const tok_str *strs, int32_t id, const char *s, size_t n) {
+/* Bloom bit of a hash: taken from bits the slot index does not use. */
+static inline uint32_t bloom_bit(const tok_strmap *m, uint64_t h) {
+    return (uint32_t)(h >> 29) & m->bloom_mask;
+}
+
+static inline bool str_eq(const char *blob, const tok_str *strs, int32_t id, const char *s,
+                          size_t n) {
     const tok_str *t = &strs[id];
     return t->len == n && (n == 0 || memcmp(blob + t->off, s, n) == 0);
 }
@@ -86,7 +95,8 @@ static inline bool str_eq(const char *blob, const tok_str *strs, int32_t id, con
 int32_t tok_strmap_find(const tok_strmap *m, const char *blob, const tok_str *strs, const char *s,
                         size_t n) {
     uint64_t h = tok_hash(s, n);
-    uint32_t fp = (uint32_t)(h >> 32);
+    uint32_t fp = (uint32_t)(h >> 32), b = bloom_bit(m, h);
+    if (!(m->bloom[b >> 6] >> (b & 63) & 1)) return -1;
     for (uint32_t i = (uint32_t)h & m->mask;; i = (i + 1) & m->mask) {
         uint64_t slot = m->slots[i];
         if (!slot) return -1;
@@ -100,11 +110,12 @@ int32_t tok_strmap_find(const tok_strmap *m, const char *blob, const tok_str *st
 int32_t tok_strmap_insert(tok_strmap *m, const char *blob, const tok_str *strs, const char *s,
                           size_t n, int32_t id) {
     uint64_t h = tok_hash(s, n);
-    uint32_t fp = (uint32_t)(h >> 32);
+    uint32_t fp = (uint32_t)(h >> 32), b = bloom_bit(m, h);
     for (uint32_t i = (uint32_t)h & m->mask;; i = (i + 1) & m->mask) {
         uint64_t slot = m->slots[i];
         if (!slot) {
             m->slots[i] = ((uint64_t)fp << 32) | (uint32_t)(id + 1);
+            m->bloom[b >> 6] |= (uint64_t)1 << (b & 63);
             return -1;
         }
         if ((uint32_t)(slot >> 32) == fp) {

@@ -53,7 +53,8 @@ char *hearth_tok_decode(const hearth_tok *tok, const int32_t *ids, size_t n_ids,
     if (!tok || (!ids && n_ids)) return NULL;
     size_t total = 1;
     for (size_t i = 0; i < n_ids; i++) {
-        if (!hearth_add_size(total, piece_at(tok, ids[i], special, i == 0).len, &total)) return NULL;
+        size_t len = piece_at(tok, ids[i], special, i == 0).len;
+        if (!hearth_add_size(total, len, &total)) return NULL;
     }
     char *out = malloc(total);
     if (!out) return NULL;

@@ -36,7 +36,9 @@
 
 #include "base/log.h"
 
-#define WS "\\t-\\r \\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}"
+#define WS                                                                          \
+    "\\t-\\r \\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}" \
+    "\\x{3000}"
 #define S_ "[" WS "]"
 #define NS_ "[^" WS "]"
 
@@ -124,7 +126,8 @@ hearth_status tok_pretok_create(const char *name, tok_pretok **out, bool *ignore
         }
         p->n_re = i + 1;
         p->jit[i] = pcre2_jit_compile(p->re[i], PCRE2_JIT_COMPLETE) == 0;
-        if (!p->jit[i]) hearth_log(HEARTH_LOG_DEBUG, "tokenizer: PCRE2 JIT unavailable for '%s'", name);
+        if (!p->jit[i])
+            hearth_log(HEARTH_LOG_DEBUG, "tokenizer: PCRE2 JIT unavailable for '%s'", name);
     }
     *ignore_merges = def->ignore_merges;
     *out = p;
@@ -141,6 +144,10 @@ static int run_match(const tok_pretok *p, int i, const char *subj, size_t len, s
          * the heap, retry there. */
     }
     return pcre2_match(p->re[i], (PCRE2_SPTR)subj, len, start, PCRE2_NO_UTF_CHECK, md, NULL);
+}
+
+static bool push_pair(tok_vec *v, size_t s, size_t e) {
+    return tok_vec_push(v, (int32_t)s) && tok_vec_push(v, (int32_t)e);
 }
 
 bool tok_pretok_split(const tok_pretok *p, const char *text, size_t n, tok_vec *bounds) {
@@ -164,13 +171,11 @@ bool tok_pretok_split(const tok_pretok *p, const char *text, size_t n, tok_vec *
                     if (pos > e) pos = e;
                     continue;
                 }
-                if (ms > gap && (!tok_vec_push(&next, (int32_t)gap) || !tok_vec_push(&next, (int32_t)ms)))
-                    goto done;
-                if (!tok_vec_push(&next, (int32_t)ms) || !tok_vec_push(&next, (int32_t)me)) goto done;
+                if (ms > gap && !push_pair(&next, gap, ms)) goto done;
+                if (!push_pair(&next, ms, me)) goto done;
                 pos = gap = me;
             }
-            if (gap < e && (!tok_vec_push(&next, (int32_t)gap) || !tok_vec_push(&next, (int32_t)e)))
-                goto done;
+            if (gap < e && !push_pair(&next, gap, e)) goto done;
         }
         tok_vec t = cur;
         cur = next;

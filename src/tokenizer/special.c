@@ -14,7 +14,8 @@
  * the same answer another way:
  *
  *   1. one pass over the text with a byte trie of all special tokens lists every occurrence
- *      (rank, pos), rank being the token's place in the priority order;
+ *      (rank, pos), rank being the token's place in the priority order (consecutive
+ *      occurrences of one token, as in a long run of spaces, are kept as one run);
  *   2. the occurrences are ordered by (rank, pos) (a counting sort when there are many);
  *   3. they are accepted in that order when neither their first nor their last byte is
  *      already covered. Checking the two ends suffices: every accepted occurrence is at
@@ -67,7 +68,8 @@ hearth_status tok_special_build(hearth_tok *tok, hearth_err *err) {
     tok->n_user = 0;
     tok->specials = malloc(((size_t)n + 1) * sizeof *tok->specials);
     tok->trie = malloc((n_bytes + 1) * sizeof *tok->trie);
-    if (!tok->specials || !tok->trie) return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
+    if (!tok->specials || !tok->trie)
+        return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
     n = 0;
     for (int32_t id = 0; id < tok->n_vocab; id++)
         if ((tok->attr[id] & (TOK_ATTR_CONTROL | TOK_ATTR_USER | TOK_ATTR_UNKNOWN)) &&
@@ -102,35 +104,50 @@ hearth_status tok_special_build(hearth_tok *tok, hearth_err *err) {
     return HEARTH_OK;
 }
 
-static int cmp_u64(const void *pa, const void *pb) {
-    uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
-    return (a > b) - (a < b);
+/* Occurrences of one special token at consecutive positions pos .. pos+count-1. Only a token
+ * made of one repeated byte (Gemma's runs of spaces, newlines, tabs) can occur at consecutive
+ * positions, and there a run of R bytes holds ~31 R occurrences: keeping them as runs keeps
+ * memory linear in the number of runs, not in R times the number of such tokens. */
+typedef struct {
+    uint32_t rank, pos, count;
+} occ_run;
+
+static int cmp_run(const void *pa, const void *pb) {
+    const occ_run *a = pa, *b = pb;
+    if (a->rank != b->rank) return a->rank < b->rank ? -1 : 1;
+    return (a->pos > b->pos) - (a->pos < b->pos);
 }
 
-/* Order the (rank << 32 | pos) keys; they arrive with pos ascending. */
-static bool sort_occ(uint64_t *occ, size_t k, int32_t n_ranks) {
+/* Order runs by (rank, pos); they arrive with pos ascending per rank. */
+static bool sort_runs(occ_run *occ, size_t k, int32_t n_ranks) {
     if (k < 4096) {
-        qsort(occ, k, sizeof *occ, cmp_u64);
+        qsort(occ, k, sizeof *occ, cmp_run);
         return true;
     }
     size_t *start = calloc((size_t)n_ranks + 1, sizeof *start);
-    uint64_t *tmp = malloc(k * sizeof *tmp);
+    occ_run *tmp = malloc(k * sizeof *tmp);
     if (!start || !tmp) {
         free(start);
         free(tmp);
         return false;
     }
-    for (size_t i = 0; i < k; i++) start[(occ[i] >> 32) + 1]++;
+    for (size_t i = 0; i < k; i++) start[occ[i].rank + 1]++;
     for (int32_t r = 0; r < n_ranks; r++) start[r + 1] += start[r];
-    for (size_t i = 0; i < k; i++) tmp[start[occ[i] >> 32]++] = occ[i]; /* stable: pos stays sorted */
+    for (size_t i = 0; i < k; i++) tmp[start[occ[i].rank]++] = occ[i]; /* stable */
     memcpy(occ, tmp, k * sizeof *occ);
     free(start);
     free(tmp);
     return true;
 }
 
+static int cmp_u64(const void *pa, const void *pb) {
+    uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
+    return (a > b) - (a < b);
+}
+
 static bool push_frag(tok_vec *frags, size_t s, size_t e, int32_t id) {
-    return tok_vec_push(frags, (int32_t)s) && tok_vec_push(frags, (int32_t)e) && tok_vec_push(frags, id);
+    return tok_vec_push(frags, (int32_t)s) && tok_vec_push(frags, (int32_t)e) &&
+           tok_vec_push(frags, id);
 }
 
 bool tok_special_split(const hearth_tok *tok, const char *text, size_t n, bool parse_special,
@@ -141,25 +158,34 @@ bool tok_special_split(const hearth_tok *tok, const char *text, size_t n, bool p
         return push_frag(frags, 0, n, -1);
 
     const uint8_t *t = (const uint8_t *)text;
-    uint64_t *occ = NULL, *acc = NULL;
+    occ_run *occ = NULL;
+    uint32_t *last = NULL; /* per rank: 1 + index of its latest run, 0 = none */
+    uint64_t *acc = NULL;
     uint8_t *covered = NULL;
     size_t n_occ = 0, cap_occ = 0, n_acc = 0;
     bool ok = false;
 
-    /* 1. every occurrence of every enabled special token */
+    /* 1. every occurrence of every enabled special token, as runs */
     for (size_t p = 0; p < n; p++) {
         int32_t node = tok->root_child[t[p]];
         for (size_t q = p + 1; node >= 0; q++) {
             int32_t r = tok->trie[node].rank;
             if (r >= 0 && (parse_special || matched_without_parse(tok->attr[tok->specials[r]]))) {
-                if (n_occ == cap_occ) {
-                    size_t cap = cap_occ ? cap_occ * 2 : 64;
-                    uint64_t *o = realloc(occ, cap * sizeof *o);
-                    if (!o) goto done;
-                    occ = o;
-                    cap_occ = cap;
+                if (!last && !(last = calloc((size_t)tok->n_specials, sizeof *last))) goto done;
+                occ_run *prev = last[r] ? &occ[last[r] - 1] : NULL;
+                if (prev && prev->pos + prev->count == p) {
+                    prev->count++;
+                } else {
+                    if (n_occ == cap_occ) {
+                        size_t cap = cap_occ ? cap_occ * 2 : 64;
+                        occ_run *o = realloc(occ, cap * sizeof *o);
+                        if (!o) goto done;
+                        occ = o;
+                        cap_occ = cap;
+                    }
+                    occ[n_occ++] = (occ_run){(uint32_t)r, (uint32_t)p, 1};
+                    last[r] = (uint32_t)n_occ;
                 }
-                occ[n_occ++] = ((uint64_t)(uint32_t)r << 32) | (uint32_t)p;
             }
             if (q >= n) break;
             node = trie_child(tok, node, t[q]);
@@ -171,32 +197,39 @@ bool tok_special_split(const hearth_tok *tok, const char *text, size_t n, bool p
     }
 
     /* 2-3. accept by priority, leftmost first within a token */
-    if (!sort_occ(occ, n_occ, tok->n_specials)) goto done;
+    if (!sort_runs(occ, n_occ, tok->n_specials)) goto done;
     covered = calloc(n, 1);
-    acc = malloc(n_occ * sizeof *acc);
+    acc = malloc(n * sizeof *acc);
     if (!covered || !acc) goto done;
     for (size_t i = 0; i < n_occ; i++) {
-        int32_t r = (int32_t)(occ[i] >> 32);
-        size_t p = (uint32_t)occ[i], len = spec_str(tok, r)->len;
-        if (covered[p] || covered[p + len - 1]) continue;
-        memset(covered + p, 1, len);
-        acc[n_acc++] = ((uint64_t)p << 32) | (uint32_t)r;
+        size_t len = spec_str(tok, (int32_t)occ[i].rank)->len;
+        size_t end = (size_t)occ[i].pos + occ[i].count;
+        for (size_t p = occ[i].pos; p < end;) {
+            if (covered[p] || covered[p + len - 1]) {
+                p++;
+                continue;
+            }
+            memset(covered + p, 1, len);
+            acc[n_acc++] = ((uint64_t)p << 32) | occ[i].rank;
+            p += len; /* the run's next positions overlap this one */
+        }
     }
     qsort(acc, n_acc, sizeof *acc, cmp_u64);
 
-    size_t last = 0;
+    size_t done_to = 0;
     for (size_t i = 0; i < n_acc; i++) {
         size_t p = (size_t)(acc[i] >> 32);
         int32_t r = (int32_t)(uint32_t)acc[i];
         size_t len = spec_str(tok, r)->len;
-        if (p > last && !push_frag(frags, last, p, -1)) goto done;
+        if (p > done_to && !push_frag(frags, done_to, p, -1)) goto done;
         if (!push_frag(frags, p, p + len, tok->specials[r])) goto done;
-        last = p + len;
+        done_to = p + len;
     }
-    if (last < n && !push_frag(frags, last, n, -1)) goto done;
+    if (done_to < n && !push_frag(frags, done_to, n, -1)) goto done;
     ok = true;
 done:
     free(occ);
+    free(last);
     free(acc);
     free(covered);
     return ok;

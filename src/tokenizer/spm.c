@@ -51,7 +51,8 @@ static bool try_add(spm_work *w, int32_t l, int32_t r) {
 
 static bool emit_symbol(const hearth_tok *tok, const uint8_t *p, const tok_sym *s, tok_vec *out) {
     int32_t id = s->id;
-    if (id < 0) id = tok_strmap_find(&tok->map, tok->blob, tok->strs, (const char *)p + s->start, s->len);
+    if (id < 0)
+        id = tok_strmap_find(&tok->map, tok->blob, tok->strs, (const char *)p + s->start, s->len);
     if (id >= 0 && id < tok->n_vocab) return tok_vec_push(out, id);
     for (uint32_t i = 0; i < s->len; i++) {
         int32_t b = tok->byte_tok[p[s->start + i]];

@@ -53,10 +53,14 @@ bool tok_vec_push(tok_vec *a, int32_t x);
 void tok_vec_free(tok_vec *a);
 
 /* String -> id hash table over a blob + tok_str table (not owning either). Slots hold
- * (hash high 32 bits << 32) | (id + 1); 0 is an empty slot. */
+ * (hash high 32 bits << 32) | (id + 1); 0 is an empty slot. A one-hash Bloom filter of ~8 bits
+ * per entry (small enough to stay in L2) answers most misses without touching the slots:
+ * half of SPM's pair lookups are misses. */
 typedef struct {
     uint64_t *slots; /* owned: [mask + 1] */
     uint32_t  mask;
+    uint64_t *bloom; /* owned: [(bloom_mask + 1) / 64] bits */
+    uint32_t  bloom_mask;
 } tok_strmap;
 
 uint64_t tok_hash(const void *p, size_t n);
@@ -104,7 +108,7 @@ typedef struct {
 /* Special-token trie node (special.c). */
 typedef struct {
     int32_t first_child, next_sibling; /* node indices, -1 = none */
-    int32_t rank;                      /* index into tok->specials of the token ending here, or -1 */
+    int32_t rank;                      /* tok->specials index of the token ending here, or -1 */
     uint8_t byte;
 } tok_trie_node;
 
@@ -131,7 +135,7 @@ struct hearth_tok {
     /* special tokens: ids sorted by text length descending, then id ascending */
     int32_t       *specials;     /* owned: [n_specials] */
     int32_t        n_specials;
-    int32_t        n_user;       /* how many of them are USER_DEFINED (matched without parse_special) */
+    int32_t        n_user;       /* how many are matched without parse_special (USER_DEFINED) */
     tok_trie_node *trie;         /* owned: [n_trie]; node 0 is the root */
     int32_t        n_trie;
     int32_t        root_child[256]; /* fast first level of the trie, -1 = none */

@@ -41,13 +41,15 @@
 static const char *const eog_names[] = {
     "<|eot_id|>", "<|eom_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>",
     "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>", "<EOT>", "_<EOT>", "<end_of_utterance>",
-    "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",
+    /* <｜end▁of▁sentence｜> (DeepSeek) */
+    ("<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>"),
     "<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "<|fim_repo|>", "<|repo_name|>",
     "<fim-repo>", "<REPO>", "<reponame>", "<|file_sep|>",
 };
 
 /* gpt-oss: llama.cpp always renders these (USER_DEFINED). */
-static const char *const user_names[] = {"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"};
+static const char *const user_names[] = {"<|channel|>", "<|message|>", "<|start|>",
+                                          "<|constrain|>"};
 
 void hearth_tok_destroy(hearth_tok *tok) {
     if (!tok) return;
@@ -124,7 +126,8 @@ static hearth_status build_pieces(hearth_tok *tok, hearth_err *err) {
     for (int32_t id = 0; id < tok->n_vocab; id++) total += tok->strs[id].len;
     tok->piece_blob = malloc(total + 1);
     tok->pieces = malloc((size_t)tok->n_vocab * sizeof *tok->pieces);
-    if (!tok->piece_blob || !tok->pieces) return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
+    if (!tok->piece_blob || !tok->pieces)
+        return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
     size_t o = 0;
     for (int32_t id = 0; id < tok->n_vocab; id++) {
         const uint8_t *s = (const uint8_t *)tok->blob + tok->strs[id].off;
@@ -193,13 +196,15 @@ hearth_status hearth_tok_create(const hearth_tok_spec *spec, hearth_tok **out, h
     if (!spec || !out || !spec->tokens || spec->n_vocab <= 0)
         return hearth_err_set(err, HEARTH_E_INVALID, -1, "tokenizer spec without tokens");
     if (spec->kind != HEARTH_TOK_BPE_BYTES && spec->kind != HEARTH_TOK_SPM)
-        return hearth_err_set(err, HEARTH_E_INVALID, -1, "unknown tokenizer kind %d", (int)spec->kind);
+        return hearth_err_set(err, HEARTH_E_INVALID, -1, "unknown tokenizer kind %d",
+                              (int)spec->kind);
     if (spec->n_vocab > MAX_VOCAB)
         return hearth_err_set(err, HEARTH_E_LIMIT, -1, "vocab of %d tokens exceeds %d",
                               spec->n_vocab, MAX_VOCAB);
     if (spec->kind == HEARTH_TOK_SPM && !spec->scores)
         return hearth_err_set(err, HEARTH_E_FORMAT, -1, "SentencePiece vocab without scores");
-    if (spec->n_merges < 0 || (spec->n_merges > 0 && !spec->merges) || spec->n_merges > MAX_VOCAB * 4)
+    if (spec->n_merges < 0 || (spec->n_merges > 0 && !spec->merges) ||
+        spec->n_merges > MAX_VOCAB * 4)
         return hearth_err_set(err, HEARTH_E_INVALID, -1, "bad merge count %d", spec->n_merges);
 
     int32_t n = spec->n_vocab;
@@ -219,8 +224,10 @@ hearth_status hearth_tok_create(const hearth_tok_spec *spec, hearth_tok **out, h
     tok->strs = malloc((size_t)n * sizeof *tok->strs);
     tok->scores = calloc((size_t)n, sizeof *tok->scores);
     tok->attr = malloc((size_t)n);
-    size_t n_map = (size_t)n + (spec->kind == HEARTH_TOK_BPE_BYTES ? 3 * (size_t)spec->n_merges : 0);
-    if (!tok->blob || !tok->strs || !tok->scores || !tok->attr || !tok_strmap_init(&tok->map, n_map)) {
+    size_t n_map = (size_t)n;
+    if (spec->kind == HEARTH_TOK_BPE_BYTES) n_map += 3 * (size_t)spec->n_merges;
+    if (!tok->blob || !tok->strs || !tok->scores || !tok->attr ||
+        !tok_strmap_init(&tok->map, n_map)) {
         st = hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
         goto fail;
     }
@@ -237,7 +244,8 @@ hearth_status hearth_tok_create(const hearth_tok_spec *spec, hearth_tok **out, h
         } else {
             int32_t dup = tok_strmap_insert(&tok->map, tok->blob, tok->strs, t.ptr, t.len, i);
             if (dup >= 0) {
-                st = hearth_err_set(err, HEARTH_E_FORMAT, i, "duplicate token '%.*s' (ids %d and %d)",
+                st = hearth_err_set(err, HEARTH_E_FORMAT, i,
+                                    "duplicate token '%.*s' (ids %d and %d)",
                                     (int)(t.len > 64 ? 64 : t.len), t.ptr, dup, i);
                 goto fail;
             }

@@ -8,7 +8,9 @@
  *   SPM        SentencePiece-style BPE (llama/gemma "llama" vocab): spaces become U+2581,
  *              pieces merge by score, unknown bytes fall back to <0xXX> tokens.
  * Special and added tokens (token type CONTROL / USER_DEFINED) are matched in the text before
- * the model runs when parse_special is set, longest first.
+ * the model runs, longest first (llama.cpp's order, see special.c): CONTROL tokens only when
+ * parse_special is set, USER_DEFINED ones (Gemma's runs of spaces, HTML tags) always, as
+ * llama.cpp and Hugging Face tokenizers do. The ids are llama.cpp's for the same GGUF.
  *
  * The front end (model/ for GGUF) fills a hearth_tok_spec whose arrays are borrowed for the
  * duration of hearth_tok_create only: the tokenizer copies what it keeps. tokenizer/ depends
@@ -79,7 +81,9 @@ int32_t hearth_tok_find(const hearth_tok *tok, const char *text, size_t n);
  * Encode text[0..n) into a malloc'ed array *ids of *n_ids tokens (caller frees). add_special
  * adds BOS/EOS as the vocab asks; parse_special lets special-token text in the input become
  * special tokens (otherwise it is encoded as plain text). Invalid UTF-8 is encoded byte-wise
- * (byte-level BPE) or through byte fallback (SPM), never dropped.
+ * (byte-level BPE) or through byte fallback (SPM), never dropped (a byte that a byte-level
+ * vocab has no symbol for, such as 0xFF in SmolLM2's, becomes the tokens of U+FFFD).
+ * Errors: HEARTH_E_INVALID (bad arguments), HEARTH_E_LIMIT (n > 512 MiB), HEARTH_E_NOMEM.
  */
 hearth_status hearth_tok_encode(const hearth_tok *tok, const char *text, size_t n, bool add_special,
                                 bool parse_special, int32_t **ids, size_t *n_ids);
