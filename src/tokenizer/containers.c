@@ -107,9 +107,17 @@ int32_t tok_strmap_find(const tok_strmap *m, const char *blob, const tok_str *st
     }
 }
 
+void tok_strmap_prefetch(const tok_strmap *m, uint64_t h) {
+    __builtin_prefetch(&m->slots[(uint32_t)h & m->mask], 1);
+}
+
 int32_t tok_strmap_insert(tok_strmap *m, const char *blob, const tok_str *strs, const char *s,
                           size_t n, int32_t id) {
-    uint64_t h = tok_hash(s, n);
+    return tok_strmap_insert_h(m, blob, strs, s, n, id, tok_hash(s, n));
+}
+
+int32_t tok_strmap_insert_h(tok_strmap *m, const char *blob, const tok_str *strs, const char *s,
+                            size_t n, int32_t id, uint64_t h) {
     uint32_t fp = (uint32_t)(h >> 32), b = bloom_bit(m, h);
     for (uint32_t i = (uint32_t)h & m->mask;; i = (i + 1) & m->mask) {
         uint64_t slot = m->slots[i];

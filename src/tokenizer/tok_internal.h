@@ -69,6 +69,11 @@ void     tok_strmap_free(tok_strmap *m);
 /* Insert id for s[0..n); returns the id already there (duplicate) or -1 when inserted. */
 int32_t  tok_strmap_insert(tok_strmap *m, const char *blob, const tok_str *strs, const char *s,
                            size_t n, int32_t id);
+/* The same with h = tok_hash(s, n) computed by the caller, who may have prefetched its slot
+ * (a vocab build inserts 262144 strings into a table larger than the L2 cache). */
+int32_t  tok_strmap_insert_h(tok_strmap *m, const char *blob, const tok_str *strs, const char *s,
+                             size_t n, int32_t id, uint64_t h);
+void     tok_strmap_prefetch(const tok_strmap *m, uint64_t h);
 int32_t  tok_strmap_find(const tok_strmap *m, const char *blob, const tok_str *strs, const char *s,
                          size_t n);
 

@@ -209,6 +209,7 @@ hearth_status hearth_tok_create(const hearth_tok_spec *spec, hearth_tok **out, h
 
     int32_t n = spec->n_vocab;
     size_t total = 0;
+    uint64_t *hashes = NULL;
     for (int32_t i = 0; i < n; i++) {
         if (!spec->tokens[i].ptr && spec->tokens[i].len)
             return hearth_err_set(err, HEARTH_E_INVALID, i, "token %d has no text", i);
@@ -232,17 +233,29 @@ hearth_status hearth_tok_create(const hearth_tok_spec *spec, hearth_tok **out, h
         goto fail;
     }
 
+    /* hashes first, so that each insert can prefetch the slot of a later one */
+    hashes = malloc((size_t)n * sizeof *hashes);
+    if (!hashes) {
+        st = hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
+        goto fail;
+    }
     size_t o = 0;
     for (int32_t i = 0; i < n; i++) {
         hearth_span t = spec->tokens[i];
         if (t.len) memcpy(tok->blob + o, t.ptr, t.len);
         tok->strs[i] = (tok_str){(uint32_t)o, (uint32_t)t.len};
+        hashes[i] = tok_hash(tok->blob + o, t.len);
         o += t.len;
+    }
+    for (int32_t i = 0; i < n; i++) {
+        hearth_span t = spec->tokens[i];
+        if (i + 16 < n) tok_strmap_prefetch(&tok->map, hashes[i + 16]);
         if (t.len > tok->max_token_bytes) tok->max_token_bytes = t.len;
         if (t.len == 0) {
             hearth_log(HEARTH_LOG_WARN, "tokenizer: token %d is empty", i);
         } else {
-            int32_t dup = tok_strmap_insert(&tok->map, tok->blob, tok->strs, t.ptr, t.len, i);
+            int32_t dup = tok_strmap_insert_h(&tok->map, tok->blob, tok->strs, t.ptr, t.len, i,
+                                              hashes[i]);
             if (dup >= 0) {
                 st = hearth_err_set(err, HEARTH_E_FORMAT, i,
                                     "duplicate token '%.*s' (ids %d and %d)",
@@ -271,6 +284,8 @@ hearth_status hearth_tok_create(const hearth_tok_spec *spec, hearth_tok **out, h
         goto fail;
     }
 
+    free(hashes);
+    hashes = NULL;
     mark_eog(tok);
     if ((st = tok_special_build(tok, err))) goto fail;
     if (tok->kind == HEARTH_TOK_BPE_BYTES) {
@@ -282,6 +297,7 @@ hearth_status hearth_tok_create(const hearth_tok_spec *spec, hearth_tok **out, h
     *out = tok;
     return HEARTH_OK;
 fail:
+    free(hashes);
     hearth_tok_destroy(tok);
     return st;
 }
