@@ -12,8 +12,9 @@
  * Checked: magic, version, counts against the file size, string lengths, nesting (arrays of
  * arrays are refused), value type ids, duplicate keys and tensor names, n_dims <= 4, every
  * dimension > 0 and the element count without overflow, tensor type known and the row a whole
- * number of blocks, general.alignment a power of two, each tensor's data offset aligned and its
- * bytes inside the data section, tensors not overlapping.
+ * number of blocks, general.alignment a power of two, the padding before the data section
+ * present (data offset <= file size, also with no tensors), each tensor's data offset aligned
+ * and its bytes inside the data section, tensors not overlapping.
  *
  * Thread rule: immutable after open; any thread may read concurrently.
  */
@@ -54,7 +55,7 @@ void hearth_gguf_close(hearth_gguf *g);
 
 uint32_t hearth_gguf_version(const hearth_gguf *g);
 size_t   hearth_gguf_alignment(const hearth_gguf *g);   /* general.alignment or 32 */
-size_t   hearth_gguf_data_offset(const hearth_gguf *g); /* byte offset of the data section */
+size_t   hearth_gguf_data_offset(const hearth_gguf *g); /* byte offset of the data section, <= file size */
 size_t   hearth_gguf_file_bytes(const hearth_gguf *g);
 
 /* --- metadata: key/value pairs, in file order --- */
@@ -72,6 +73,11 @@ bool hearth_gguf_get_u64(const hearth_gguf *g, const char *key, uint64_t *out);
 bool hearth_gguf_get_f32(const hearth_gguf *g, const char *key, float *out);
 bool hearth_gguf_get_bool(const hearth_gguf *g, const char *key, bool *out);
 bool hearth_gguf_get_str(const hearth_gguf *g, const char *key, hearth_span *out); /* borrowed */
+/* Added with the reader: the same rules for int64 and float64. Bool is not an integer (only
+ * get_bool reads it); get_f32 refuses a finite float64 beyond the float range; integers
+ * convert to floats rounded to nearest. */
+bool hearth_gguf_get_i64(const hearth_gguf *g, const char *key, int64_t *out);
+bool hearth_gguf_get_f64(const hearth_gguf *g, const char *key, double *out);
 
 /* Arrays: element type, count, raw element data (numeric types; borrowed, maybe unaligned),
  * and string elements. arr_* return 0/NULL/false when the key is missing or not an array. */
@@ -92,7 +98,17 @@ typedef struct {
 } hearth_gguf_value;
 bool hearth_gguf_kv_value(const hearth_gguf *g, int64_t i, hearth_gguf_value *out);
 
-/* --- tensors --- */
+/* Name of a value type as gguf-py spells it in lower case ("uint32", "string"), or "unknown". */
+const char *hearth_gguf_type_name(hearth_gguf_type t);
+
+/* --- tensors ---
+ * Type policy: a tensor's `type` is the raw GGML type id from the file. Opening accepts every
+ * id whose block layout is known: those in tensor/dtype.h, supported or not (q2_K, i8, ...),
+ * and GGML formats hearth does not implement (IQ*, TQ*, MXFP4), for which
+ * hearth_type_traits_of(type) is NULL. The loader refuses what it cannot run, naming the
+ * tensor. Ids with no known layout fail the open with HEARTH_E_FORMAT. */
+/* GGML name of a tensor type id ("q4_K", "iq2_xxs"), or "unknown". Any thread. */
+const char *hearth_gguf_tensor_type_name(int type);
 int64_t                   hearth_gguf_n_tensors(const hearth_gguf *g);
 const hearth_gguf_tensor *hearth_gguf_tensor_at(const hearth_gguf *g, int64_t i);
 const hearth_gguf_tensor *hearth_gguf_find_tensor(const hearth_gguf *g, const char *name); /* or NULL */
