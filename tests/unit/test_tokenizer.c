@@ -20,6 +20,7 @@
 #include "tokenizer/tok_internal.h"
 #include "tokenizer/tokenizer.h"
 
+#include <pthread.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -231,8 +232,17 @@ TEST(pretokenizers_by_name) {
     SPLIT_EQ("qwen2", "ab 123", "ab", " ", "1", "2", "3");
     SPLIT_EQ("default", "a,b 1234", "a", ",", "b", " ", "123", "4");
     SPLIT_EQ("gpt2", "a\xC2\x85\xC2\x85" "b", "a", "\xC2\x85", "\xC2\x85", "b"); /* NEL is \s */
+    /* every name we accept compiles (the DeepSeek lists have no oracle model here) */
+    const char *names[] = {"gpt2", "gpt-2", "default", "smollm", "starcoder", "llama3", "llama-bpe",
+                           "dbrx", "qwen2", "stablelm2", "deepseek-coder", "deepseek-v3"};
     tok_pretok *p = NULL;
     bool im;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        CHECK_EQ(tok_pretok_create(names[i], &p, &im, NULL), HEARTH_OK);
+        CHECK_EQ(im, !strcmp(names[i], "llama3") || !strcmp(names[i], "llama-bpe"));
+        tok_pretok_destroy(p);
+    }
+    SPLIT_EQ("deepseek-coder", "ab12\ncd", "ab", "1", "2", "\n", "cd");
     hearth_err e;
     CHECK_EQ(tok_pretok_create("nonesuch-7b", &p, &im, &e), HEARTH_E_UNSUPPORTED);
     CHECK(strstr(e.msg, "nonesuch-7b") != NULL);
@@ -517,6 +527,47 @@ TEST(create_errors_name_the_culprit) {
     s.scores = NULL;
     CHECK_EQ(hearth_tok_create(&s, &t, &e), HEARTH_E_FORMAT);
     hearth_tok_destroy(NULL);
+    free(v);
+}
+
+/* ---------------------------------------------------------------- threads */
+
+typedef struct {
+    const hearth_tok *tok;
+    const char       *text;
+    size_t            n;
+    uint64_t          sum; /* checksum of 50 encodes */
+} enc_job;
+
+static void *enc_thread(void *arg) {
+    enc_job *j = arg;
+    for (int r = 0; r < 50; r++) {
+        int32_t *ids;
+        size_t k;
+        if (hearth_tok_encode(j->tok, j->text, j->n, true, true, &ids, &k)) return NULL;
+        for (size_t i = 0; i < k; i++) j->sum = j->sum * 31 + (uint32_t)ids[i];
+        free(ids);
+    }
+    return NULL;
+}
+
+TEST(encode_from_many_threads) {
+    vocab_b *v = vb_bytelevel();
+    vb_add(v, "ab", 0, 1);
+    vb_add(v, "<|x|>", 0, HEARTH_TOKTYPE_CONTROL);
+    vb_merge(v, "a b");
+    hearth_tok *t = vb_build(vb_spec(v, HEARTH_TOK_BPE_BYTES));
+    const char *text = "ab abab <|x|> 12345 caf\xC3\xA9 \xFF!!  \n\n tail's";
+    enc_job jobs[4];
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) {
+        jobs[i] = (enc_job){t, text, strlen(text), 0};
+        CHECK_EQ(pthread_create(&th[i], NULL, enc_thread, &jobs[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+    CHECK(jobs[0].sum != 0);
+    for (int i = 1; i < 4; i++) CHECK(jobs[i].sum == jobs[0].sum);
+    hearth_tok_destroy(t);
     free(v);
 }
 
