@@ -23,9 +23,12 @@
  * and the fill-in-the-middle pad / repo / file-separator tokens llama.cpp also stops on:
  *     <|fim_pad|> <fim-pad> <fim_pad> <PAD> <|fim_repo|> <|repo_name|> <fim-repo> <REPO>
  *     <reponame> <|file_sep|>
- * (llama.cpp's list as of llama-cpp-python 0.3.16; SmolLM2 gets {<|endoftext|>, <|im_end|>,
- * <reponame>}, Gemma 3 {<eos>, <end_of_turn>}). As in llama.cpp, when <|return|>, <|call|> and
- * <|end|> are all present (gpt-oss), <|end|> is not an end of generation.
+ * (llama.cpp's list as of llama-cpp-python 0.3.16, plus DeepSeek's end of sentence, which
+ * later llama.cpp lists too; SmolLM2 gets {<|endoftext|>, <|im_end|>, <reponame>}, Gemma 3
+ * {<eos>, <end_of_turn>}, both checked against llama.cpp by the goldens). As in llama.cpp,
+ * when <|return|>, <|call|> and <|end|> are all present (gpt-oss), <|end|> is not an end of
+ * generation. One difference: llama.cpp marks only the first FIM token of each kind it finds,
+ * hearth every one of the list.
  */
 #include "tokenizer/tok_internal.h"
 
