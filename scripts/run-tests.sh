@@ -15,7 +15,8 @@
 # timeout); one that exits 0 without a summary line counts as one passed test.
 #
 # Env: HEARTH_TEST_TIMEOUT (seconds per binary, default 600). Empty HEARTH_*_GGUF variables are
-# unset, so tests see "not configured" (and skip) rather than an empty path.
+# unset, so tests see "not configured" (and skip) rather than an empty path. Tests of a build
+# with HEARTH_SANITIZE set run with HEARTH_TEST_SANITIZED=1 (heavy tests may do less there).
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -65,6 +66,13 @@ run_build_dir() {
         echo "run-tests: $dir is not a configured build directory" >&2
         account "$dir" 1 0 1 0 "not built"
         return
+    fi
+    # Sanitized builds run several times slower: tell the tests, so that heavy ones (real-model
+    # forward passes) can trim their work to what finds memory errors.
+    if grep -q '^HEARTH_SANITIZE:[A-Z]*=..*' "$dir/CMakeCache.txt" 2>/dev/null; then
+        export HEARTH_TEST_SANITIZED=1
+    else
+        unset HEARTH_TEST_SANITIZED
     fi
     local tests
     if ! tests=$(list_ctest "$dir"); then
