@@ -55,6 +55,10 @@ void        hearth_kernels_init(void);
 hearth_isa  hearth_kernels_isa(void);         /* the active set */
 const char *hearth_isa_name(hearth_isa isa);  /* "ref", "scalar", "avx2", "avx512" */
 bool        hearth_isa_available(hearth_isa isa); /* does this CPU run it */
+/* Make isa the active set (the CLI's --kernels switch, tests). Returns false, changing
+ * nothing, when this CPU cannot run it. Call it while no kernel runs: the set is read once at
+ * the start of each hearth_matmul. */
+bool        hearth_kernels_select(hearth_isa isa);
 
 /* Traits of type t in the active set / in a given set (NULL for unsupported types, or when
  * the set is not available on this CPU). */
@@ -68,6 +72,8 @@ const hearth_kernel_traits *hearth_kernels_traits_isa(hearth_type t, hearth_isa 
  *   y      [n_tok][n_out] f32, row stride ldy (>= n_out)
  *   scratch  at least hearth_matmul_scratch_bytes(...) bytes, 64-byte aligned (caller-owned)
  * Every thread of the pool takes part; results do not depend on the thread count.
+ * hearth_matmul_scratch_bytes covers every set this CPU runs (so hearth_kernels_select may
+ * switch sets between sizing and use) and a pool of at most n_threads threads.
  */
 size_t hearth_matmul_scratch_bytes(hearth_type wtype, int64_t n_in, int64_t n_tok, int n_threads);
 void   hearth_matmul(hearth_pool *pool, hearth_type wtype, const void *w, size_t w_row_bytes,

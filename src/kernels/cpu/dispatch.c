@@ -1,0 +1,223 @@
+/*
+ * dispatch.c - CPU feature detection and the per-ISA kernel trait tables (ggml's
+ * type_traits_cpu + its x86 feature checks).
+ *
+ * The four tables are static and const: one row per tensor type, filled at compile time with
+ * the functions of that set (a set without its own kernel for a type names the scalar one).
+ * What is decided at run time is only which sets this CPU can run (CPUID + XGETBV, once, under
+ * pthread_once) and which one is active (HEARTH_KERNELS, or hearth_kernels_select).
+ *
+ * Requirements, matching the -m flags CMake compiles the ISA files with:
+ *   avx2    AVX2, FMA, F16C, BMI2, and the OS saving YMM state (XCR0 bits 1-2)
+ *   avx512  all of avx2, plus AVX-512 F/BW/VL/DQ and VNNI, and the OS saving opmask and ZMM
+ *           state (XCR0 bits 5-7). VNNI is required rather than branched on: the integer
+ *           dots are written around vpdpbusd/vpdpwssd, and AVX-512 CPUs without VNNI
+ *           (Skylake-SP/X) run the avx2 set well. AVX512-BF16 is reported, not used.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "kernels/kernels.h"
+#include "kernels/ref/dot_ref.h"
+#include "kernels/ref/quant_ref.h"
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+
+#include "kernels/cpu/x86/quant_x86.h"
+#define HEARTH_HAVE_X86 1
+#else
+#define HEARTH_HAVE_X86 0
+#endif
+
+/* Short names for the table rows: to_float, from_float, vec_dot, vec_dot_type. */
+#define ROW(tf, ff, vd, vdt) {tf, ff, vd, HEARTH_TYPE_##vdt}
+#define TF(t) hearth_##t##_to_float_ref
+#define FF(t) hearth_##t##_from_float_ref
+
+/* ref: every weight dequantized and dotted with f32 activations in plain C. */
+static const hearth_kernel_traits tab_ref[HEARTH_TYPE_COUNT] = {
+    [HEARTH_TYPE_F32]  = ROW(TF(f32), FF(f32), hearth_vec_dot_f32_ref, F32),
+    [HEARTH_TYPE_F16]  = ROW(TF(f16), FF(f16), hearth_vec_dot_f16_f32_ref, F32),
+    [HEARTH_TYPE_BF16] = ROW(TF(bf16), FF(bf16), hearth_vec_dot_bf16_f32_ref, F32),
+    [HEARTH_TYPE_Q4_0] = ROW(TF(q4_0), FF(q4_0), hearth_vec_dot_q4_0_f32_ref, F32),
+    [HEARTH_TYPE_Q4_1] = ROW(TF(q4_1), FF(q4_1), hearth_vec_dot_q4_1_f32_ref, F32),
+    [HEARTH_TYPE_Q5_0] = ROW(TF(q5_0), FF(q5_0), hearth_vec_dot_q5_0_f32_ref, F32),
+    [HEARTH_TYPE_Q5_1] = ROW(TF(q5_1), FF(q5_1), hearth_vec_dot_q5_1_f32_ref, F32),
+    [HEARTH_TYPE_Q8_0] = ROW(TF(q8_0), FF(q8_0), hearth_vec_dot_q8_0_f32_ref, F32),
+    [HEARTH_TYPE_Q8_1] = ROW(TF(q8_1), FF(q8_1), NULL, F32),
+    [HEARTH_TYPE_Q4_K] = ROW(TF(q4_K), FF(q4_K), hearth_vec_dot_q4_K_f32_ref, F32),
+    [HEARTH_TYPE_Q5_K] = ROW(TF(q5_K), FF(q5_K), hearth_vec_dot_q5_K_f32_ref, F32),
+    [HEARTH_TYPE_Q6_K] = ROW(TF(q6_K), FF(q6_K), hearth_vec_dot_q6_K_f32_ref, F32),
+    [HEARTH_TYPE_Q8_K] = ROW(TF(q8_K), FF(q8_K), NULL, F32),
+};
+
+/* scalar: quantized activations, plain C; the specification of the SIMD sets. */
+static const hearth_kernel_traits tab_scalar[HEARTH_TYPE_COUNT] = {
+    [HEARTH_TYPE_F32]  = ROW(TF(f32), FF(f32), hearth_vec_dot_f32_ref, F32),
+    [HEARTH_TYPE_F16]  = ROW(TF(f16), FF(f16), hearth_vec_dot_f16_ref, F16),
+    [HEARTH_TYPE_BF16] = ROW(TF(bf16), FF(bf16), hearth_vec_dot_bf16_ref, BF16),
+    [HEARTH_TYPE_Q4_0] = ROW(TF(q4_0), FF(q4_0), hearth_vec_dot_q4_0_q8_0_ref, Q8_0),
+    [HEARTH_TYPE_Q4_1] = ROW(TF(q4_1), FF(q4_1), hearth_vec_dot_q4_1_q8_1_ref, Q8_1),
+    [HEARTH_TYPE_Q5_0] = ROW(TF(q5_0), FF(q5_0), hearth_vec_dot_q5_0_q8_0_ref, Q8_0),
+    [HEARTH_TYPE_Q5_1] = ROW(TF(q5_1), FF(q5_1), hearth_vec_dot_q5_1_q8_1_ref, Q8_1),
+    [HEARTH_TYPE_Q8_0] = ROW(TF(q8_0), FF(q8_0), hearth_vec_dot_q8_0_q8_0_ref, Q8_0),
+    [HEARTH_TYPE_Q8_1] = ROW(TF(q8_1), FF(q8_1), NULL, F32),
+    [HEARTH_TYPE_Q4_K] = ROW(TF(q4_K), FF(q4_K), hearth_vec_dot_q4_K_q8_K_ref, Q8_K),
+    [HEARTH_TYPE_Q5_K] = ROW(TF(q5_K), FF(q5_K), hearth_vec_dot_q5_K_q8_K_ref, Q8_K),
+    [HEARTH_TYPE_Q6_K] = ROW(TF(q6_K), FF(q6_K), hearth_vec_dot_q6_K_q8_K_ref, Q8_K),
+    [HEARTH_TYPE_Q8_K] = ROW(TF(q8_K), FF(q8_K), NULL, F32),
+};
+
+#if HEARTH_HAVE_X86
+/* The SIMD sets: dots and q8 quantizers per ISA; dequantizers and weight quantizers scalar. */
+#define SIMD_TABLE(isa)                                                                          \
+    {                                                                                            \
+        [HEARTH_TYPE_F32]  = ROW(TF(f32), FF(f32), hearth_vec_dot_f32_##isa, F32),               \
+        [HEARTH_TYPE_F16]  = ROW(TF(f16), FF(f16), hearth_vec_dot_f16_##isa, F16),               \
+        [HEARTH_TYPE_BF16] = ROW(TF(bf16), FF(bf16), hearth_vec_dot_bf16_##isa, BF16),           \
+        [HEARTH_TYPE_Q4_0] = ROW(TF(q4_0), FF(q4_0), hearth_vec_dot_q4_0_q8_0_##isa, Q8_0),      \
+        [HEARTH_TYPE_Q4_1] = ROW(TF(q4_1), FF(q4_1), hearth_vec_dot_q4_1_q8_1_##isa, Q8_1),      \
+        [HEARTH_TYPE_Q5_0] = ROW(TF(q5_0), FF(q5_0), hearth_vec_dot_q5_0_q8_0_##isa, Q8_0),      \
+        [HEARTH_TYPE_Q5_1] = ROW(TF(q5_1), FF(q5_1), hearth_vec_dot_q5_1_q8_1_##isa, Q8_1),      \
+        [HEARTH_TYPE_Q8_0] = ROW(TF(q8_0), hearth_q8_0_from_float_##isa,                         \
+                                 hearth_vec_dot_q8_0_q8_0_##isa, Q8_0),                          \
+        [HEARTH_TYPE_Q8_1] = ROW(TF(q8_1), hearth_q8_1_from_float_##isa, NULL, F32),             \
+        [HEARTH_TYPE_Q4_K] = ROW(TF(q4_K), FF(q4_K), hearth_vec_dot_q4_K_q8_K_##isa, Q8_K),      \
+        [HEARTH_TYPE_Q5_K] = ROW(TF(q5_K), FF(q5_K), hearth_vec_dot_q5_K_q8_K_##isa, Q8_K),      \
+        [HEARTH_TYPE_Q6_K] = ROW(TF(q6_K), FF(q6_K), hearth_vec_dot_q6_K_q8_K_##isa, Q8_K),      \
+        [HEARTH_TYPE_Q8_K] = ROW(TF(q8_K), hearth_q8_K_from_float_##isa, NULL, F32),             \
+    }
+static const hearth_kernel_traits tab_avx2[HEARTH_TYPE_COUNT] = SIMD_TABLE(avx2);
+static const hearth_kernel_traits tab_avx512[HEARTH_TYPE_COUNT] = SIMD_TABLE(avx512);
+#endif
+
+static const hearth_kernel_traits *const tables[HEARTH_ISA_COUNT] = {
+    [HEARTH_ISA_REF] = tab_ref,
+    [HEARTH_ISA_SCALAR] = tab_scalar,
+#if HEARTH_HAVE_X86
+    [HEARTH_ISA_AVX2] = tab_avx2,
+    [HEARTH_ISA_AVX512] = tab_avx512,
+#endif
+};
+
+static const char *const isa_names[HEARTH_ISA_COUNT] = {"ref", "scalar", "avx2", "avx512"};
+
+/* Written once under init_once, read-only after (active_isa may be switched by select). */
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static bool           isa_ok[HEARTH_ISA_COUNT];
+static _Atomic int    active_isa = HEARTH_ISA_SCALAR;
+
+typedef struct {
+    bool avx2, fma, f16c, bmi2, ymm_os;
+    bool avx512f, avx512bw, avx512vl, avx512dq, avx512vnni, avx512bf16, zmm_os;
+} cpu_features;
+
+#if HEARTH_HAVE_X86
+static uint64_t xgetbv0(void) {
+    uint32_t lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return (uint64_t)hi << 32 | lo;
+}
+
+static cpu_features detect(void) {
+    cpu_features f = {0};
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
+    bool osxsave = c >> 27 & 1, avx = c >> 28 & 1;
+    f.fma = c >> 12 & 1;
+    f.f16c = c >> 29 & 1;
+    uint64_t xcr0 = osxsave ? xgetbv0() : 0;
+    f.ymm_os = avx && (xcr0 & 0x6) == 0x6;        /* SSE + AVX state */
+    f.zmm_os = f.ymm_os && (xcr0 & 0xe0) == 0xe0; /* opmask, ZMM_Hi256, Hi16_ZMM */
+    if (__get_cpuid_max(0, NULL) < 7) return f;
+    __cpuid_count(7, 0, a, b, c, d);
+    unsigned max_sub = a;
+    f.avx2 = b >> 5 & 1;
+    f.bmi2 = b >> 8 & 1;
+    f.avx512f = b >> 16 & 1;
+    f.avx512dq = b >> 17 & 1;
+    f.avx512bw = b >> 30 & 1;
+    f.avx512vl = b >> 31 & 1;
+    f.avx512vnni = c >> 11 & 1;
+    if (max_sub >= 1) {
+        __cpuid_count(7, 1, a, b, c, d);
+        f.avx512bf16 = a >> 5 & 1;
+    }
+    return f;
+}
+#else
+static cpu_features detect(void) { return (cpu_features){0}; }
+#endif
+
+static hearth_isa best_isa(void) {
+    for (int i = HEARTH_ISA_COUNT - 1; i > HEARTH_ISA_SCALAR; i--)
+        if (isa_ok[i]) return (hearth_isa)i;
+    return HEARTH_ISA_SCALAR;
+}
+
+static void init(void) {
+    cpu_features f = detect();
+    isa_ok[HEARTH_ISA_REF] = isa_ok[HEARTH_ISA_SCALAR] = true;
+    isa_ok[HEARTH_ISA_AVX2] = HEARTH_HAVE_X86 && f.ymm_os && f.avx2 && f.fma && f.f16c && f.bmi2;
+    isa_ok[HEARTH_ISA_AVX512] = isa_ok[HEARTH_ISA_AVX2] && f.zmm_os && f.avx512f && f.avx512bw &&
+                                f.avx512vl && f.avx512dq && f.avx512vnni;
+    hearth_isa pick = best_isa();
+    const char *env = getenv("HEARTH_KERNELS");
+    if (env && *env && strcmp(env, "auto") != 0) {
+        int want = -1;
+        for (int i = 0; i < HEARTH_ISA_COUNT; i++)
+            if (!strcmp(env, isa_names[i])) want = i;
+        if (want < 0)
+            hearth_log(HEARTH_LOG_WARN,
+                       "HEARTH_KERNELS=%s: unknown set (ref|scalar|avx2|avx512|auto), using %s",
+                       env, isa_names[pick]);
+        else if (!isa_ok[want])
+            hearth_log(HEARTH_LOG_WARN, "HEARTH_KERNELS=%s: this CPU cannot run it, using %s", env,
+                       isa_names[pick]);
+        else
+            pick = (hearth_isa)want;
+    }
+    atomic_store_explicit(&active_isa, (int)pick, memory_order_relaxed);
+    hearth_log(HEARTH_LOG_INFO,
+               "kernels: %s (cpu:%s%s%s%s%s%s%s%s%s%s)", isa_names[pick], f.avx2 ? " avx2" : "",
+               f.fma ? " fma" : "", f.f16c ? " f16c" : "", f.avx512f ? " avx512f" : "",
+               f.avx512bw ? " bw" : "", f.avx512vl ? " vl" : "", f.avx512dq ? " dq" : "",
+               f.avx512vnni ? " vnni" : "", f.avx512bf16 ? " bf16" : "",
+               f.ymm_os ? (f.zmm_os ? "" : " (os: no zmm)") : " (os: no ymm)");
+}
+
+void hearth_kernels_init(void) { pthread_once(&init_once, init); }
+
+hearth_isa hearth_kernels_isa(void) {
+    hearth_kernels_init();
+    return (hearth_isa)atomic_load_explicit(&active_isa, memory_order_relaxed);
+}
+
+bool hearth_kernels_select(hearth_isa isa) {
+    if (!hearth_isa_available(isa)) return false;
+    atomic_store_explicit(&active_isa, (int)isa, memory_order_relaxed);
+    return true;
+}
+
+const char *hearth_isa_name(hearth_isa isa) {
+    return (unsigned)isa < HEARTH_ISA_COUNT ? isa_names[isa] : "unknown";
+}
+
+bool hearth_isa_available(hearth_isa isa) {
+    hearth_kernels_init();
+    return (unsigned)isa < HEARTH_ISA_COUNT && isa_ok[isa];
+}
+
+const hearth_kernel_traits *hearth_kernels_traits_isa(hearth_type t, hearth_isa isa) {
+    if (!hearth_isa_available(isa) || (unsigned)t >= HEARTH_TYPE_COUNT) return NULL;
+    const hearth_kernel_traits *tr = &tables[isa][t];
+    return tr->to_float ? tr : NULL;
+}
+
+const hearth_kernel_traits *hearth_kernels_traits(hearth_type t) {
+    return hearth_kernels_traits_isa(t, hearth_kernels_isa());
+}

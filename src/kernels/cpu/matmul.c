@@ -1,0 +1,200 @@
+/*
+ * matmul.c - y = x W^T on the fork-join pool, with the active kernel set (kernels.h).
+ *
+ * One pool job, two phases (ggml_compute_forward_mul_mat's shape):
+ *
+ *   1. quantize   the n_tok activation rows into the weight type's vec_dot_type, into scratch.
+ *                 The rows are cut into units (one block, or 256 elements of a plain type) and
+ *                 each thread converts a contiguous range of units; then a pool barrier.
+ *   2. dot        output rows are cut into chunks of chunk_rows; threads take chunks from an
+ *                 atomic counter (relaxed: the counter only hands out indices). For a chunk,
+ *                 tokens are taken TOK_TILE at a time and each weight row of the chunk is dotted
+ *                 with every token of the tile while it is in L1:
+ *
+ *                         tokens ->   t0 .. t0+TOK_TILE
+ *                   row r0   [ vec_dot  vec_dot ... ]
+ *                   row r0+1 [ vec_dot  vec_dot ... ]     one chunk (chunk_rows rows)
+ *                   ...
+ *
+ * Every output element is exactly one vec_dot of one weight row with one activation row, and
+ * the quantization of a block does not depend on who does it, so results do not depend on the
+ * thread count or the chunking.
+ *
+ * The ref set (vec_dot_type F32 for a non-f32 weight) skips phase 1 and instead dequantizes
+ * each weight row once per call into the thread's slice of scratch, then dots it with every
+ * token in f32 (the f32 reference dot, which equals the set's own vec_dot bit for bit).
+ *
+ * No allocation, locks or logging inside; scratch is the caller's.
+ */
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "base/assert.h"
+#include "base/size.h"
+#include "kernels/kernels.h"
+
+/* Tokens per tile in phase 2: 8 activation rows of a 4096-wide q8_0 layer are 35 KB, which
+ * stay in L1/L2 while the chunk's weight rows stream past. -DHEARTH_MM_TOK_TILE=N to measure. */
+#ifndef HEARTH_MM_TOK_TILE
+#define HEARTH_MM_TOK_TILE 8
+#endif
+enum {
+    TOK_TILE = HEARTH_MM_TOK_TILE,
+    PLAIN_UNIT = 256,        /* phase-1 unit of a plain activation type, elements */
+    CHUNKS_PER_THREAD = 8,   /* target chunks per thread, for load balance ... */
+    CHUNK_MIN = 4,           /* ... within these rows per chunk */
+    CHUNK_MAX = 64,
+};
+
+typedef struct {
+    hearth_pool          *pool;       /* borrowed */
+    hearth_vec_dot_fn     vec_dot;
+    hearth_from_float_fn  quantize;   /* phase 1; NULL when x is used as is */
+    hearth_to_float_fn    dequant;    /* ref path: weight row -> f32; NULL otherwise */
+    const uint8_t        *w;          /* borrowed: [n_out] rows of w_row_bytes */
+    size_t                w_row_bytes;
+    int64_t               n_out, n_in, n_tok, ldy;
+    const float          *x;          /* borrowed: [n_tok][n_in] */
+    float                *y;          /* borrowed: [n_tok][ldy] */
+    uint8_t              *act;        /* activations as vec_dot reads them: scratch or x */
+    size_t                act_row_bytes;
+    int64_t               act_blck;   /* block size of the activation type */
+    size_t                act_type_size;
+    int64_t               unit, units_per_row; /* phase-1 split, in elements */
+    float                *deq;        /* view into scratch: [nth][deq_stride] floats (ref path) */
+    size_t                deq_stride;
+    int64_t               chunk_rows, n_chunks;
+    _Atomic int64_t       next_chunk;
+} mm_job;
+
+static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
+
+static void quantize_rows(mm_job *j, int ith, int nth) {
+    int64_t total = j->n_tok * j->units_per_row;
+    int64_t u = total * ith / nth, u_end = total * (ith + 1) / nth;
+    while (u < u_end) {
+        int64_t t = u / j->units_per_row, k = u % j->units_per_row;
+        int64_t k_end = k + (u_end - u) < j->units_per_row ? k + (u_end - u) : j->units_per_row;
+        int64_t e0 = k * j->unit, e1 = k_end * j->unit < j->n_in ? k_end * j->unit : j->n_in;
+        uint8_t *dst = j->act + (size_t)t * j->act_row_bytes +
+                       (size_t)(e0 / j->act_blck) * j->act_type_size;
+        j->quantize(j->x + t * j->n_in + e0, dst, e1 - e0);
+        u += k_end - k;
+    }
+}
+
+/* Rows [r0, r1) of the ref path: dequantize each row once, dot it with every token. */
+static void rows_dequant(mm_job *j, float *row, int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; r++) {
+        j->dequant(j->w + (size_t)r * j->w_row_bytes, row, j->n_in);
+        for (int64_t t = 0; t < j->n_tok; t++)
+            j->vec_dot(j->n_in, &j->y[t * j->ldy + r], row, j->act + (size_t)t * j->act_row_bytes);
+    }
+}
+
+/* Rows [r0, r1), tokens in tiles of TOK_TILE. */
+static void rows_tiled(mm_job *j, int64_t r0, int64_t r1) {
+    for (int64_t t0 = 0; t0 < j->n_tok; t0 += TOK_TILE) {
+        int64_t t1 = t0 + TOK_TILE < j->n_tok ? t0 + TOK_TILE : j->n_tok;
+        for (int64_t r = r0; r < r1; r++) {
+            const uint8_t *wr = j->w + (size_t)r * j->w_row_bytes;
+            for (int64_t t = t0; t < t1; t++) {
+                const uint8_t *xt = j->act + (size_t)t * j->act_row_bytes;
+                j->vec_dot(j->n_in, &j->y[t * j->ldy + r], wr, xt);
+            }
+        }
+    }
+}
+
+static void mm_worker(void *arg, int ith, int nth) {
+    mm_job *j = arg;
+    if (j->quantize) {
+        quantize_rows(j, ith, nth);
+        hearth_pool_barrier(j->pool);
+    }
+    float *row = j->deq ? j->deq + (size_t)ith * j->deq_stride : NULL;
+    for (;;) {
+        int64_t c = atomic_fetch_add_explicit(&j->next_chunk, 1, memory_order_relaxed);
+        if (c >= j->n_chunks) break;
+        int64_t r0 = c * j->chunk_rows;
+        int64_t r1 = r0 + j->chunk_rows < j->n_out ? r0 + j->chunk_rows : j->n_out;
+        if (row) rows_dequant(j, row, r0, r1);
+        else rows_tiled(j, r0, r1);
+    }
+}
+
+/* Scratch one set needs: quantized activations, or per-thread dequantized rows (ref path). */
+static size_t scratch_for(const hearth_kernel_traits *tr, hearth_type wtype, int64_t n_in,
+                          int64_t n_tok, int n_threads) {
+    size_t bytes = 0;
+    if (tr->vec_dot_type != HEARTH_TYPE_F32) {
+        size_t row = hearth_row_size(tr->vec_dot_type, n_in);
+        if (!hearth_mul_size(row, (size_t)n_tok, &bytes)) return SIZE_MAX;
+    } else if (wtype != HEARTH_TYPE_F32) {
+        if (!hearth_mul_size(align64((size_t)n_in * sizeof(float)), (size_t)n_threads, &bytes))
+            return SIZE_MAX;
+    }
+    return bytes > SIZE_MAX - 64 ? SIZE_MAX : align64(bytes);
+}
+
+size_t hearth_matmul_scratch_bytes(hearth_type wtype, int64_t n_in, int64_t n_tok, int n_threads) {
+    /* the largest over the sets this CPU runs, so hearth_kernels_select between sizing and
+     * use cannot make the scratch too small */
+    if (n_threads < 1) n_threads = 1;
+    size_t need = 0;
+    for (int isa = 0; isa < HEARTH_ISA_COUNT; isa++) {
+        const hearth_kernel_traits *tr = hearth_kernels_traits_isa(wtype, (hearth_isa)isa);
+        if (!tr || !tr->vec_dot) continue;
+        size_t b = scratch_for(tr, wtype, n_in, n_tok, n_threads);
+        if (b > need) need = b;
+    }
+    return need;
+}
+
+void hearth_matmul(hearth_pool *pool, hearth_type wtype, const void *w, size_t w_row_bytes,
+                   int64_t n_out, int64_t n_in, const float *x, int64_t n_tok, float *y,
+                   int64_t ldy, void *scratch) {
+    const hearth_kernel_traits *tr = hearth_kernels_traits(wtype);
+    HEARTH_ASSERT(tr && tr->vec_dot);
+    HEARTH_ASSERT(n_in > 0 && n_out >= 0 && n_tok >= 0 && ldy >= n_out);
+    HEARTH_ASSERT(hearth_row_size(wtype, n_in) != 0 && w_row_bytes >= hearth_row_size(wtype, n_in));
+    if (n_out == 0 || n_tok == 0) return;
+    const int nth = hearth_pool_size(pool);
+    const hearth_type vdt = tr->vec_dot_type;
+    const hearth_type_traits *at = hearth_type_traits_of((int)vdt);
+    const hearth_kernel_traits *atr = hearth_kernels_traits(vdt);
+    HEARTH_ASSERT(at && atr && n_in % at->blck_size == 0);
+
+    mm_job j = {
+        .pool = pool, .w = w, .w_row_bytes = w_row_bytes,
+        .n_out = n_out, .n_in = n_in, .n_tok = n_tok, .ldy = ldy, .x = x, .y = y,
+        .act_blck = at->blck_size, .act_type_size = at->type_size,
+        .act_row_bytes = hearth_row_size(vdt, n_in),
+    };
+    if (vdt != HEARTH_TYPE_F32) {
+        /* phase 1 quantizes x into scratch; vec_dot pairs the weight with it */
+        HEARTH_ASSERT(scratch != NULL);
+        j.vec_dot = tr->vec_dot;
+        j.quantize = atr->from_float;
+        j.act = scratch;
+        j.unit = at->is_quantized ? at->blck_size : PLAIN_UNIT;
+        j.units_per_row = (n_in + j.unit - 1) / j.unit;
+    } else {
+        j.act = (uint8_t *)(uintptr_t)x; /* read only */
+        if (wtype == HEARTH_TYPE_F32) {
+            j.vec_dot = tr->vec_dot;
+        } else {
+            /* ref path: dequantized rows . f32 with the f32 dot of the same set */
+            HEARTH_ASSERT(scratch != NULL);
+            j.dequant = tr->to_float;
+            j.vec_dot = atr->vec_dot;
+            j.deq = scratch;
+            j.deq_stride = align64((size_t)n_in * sizeof(float)) / sizeof(float);
+        }
+    }
+    int64_t per = n_out / ((int64_t)nth * CHUNKS_PER_THREAD);
+    j.chunk_rows = per < CHUNK_MIN ? CHUNK_MIN : per > CHUNK_MAX ? CHUNK_MAX : per;
+    j.n_chunks = (n_out + j.chunk_rows - 1) / j.chunk_rows;
+    atomic_init(&j.next_chunk, 0);
+    hearth_pool_run(pool, mm_worker, &j);
+}

@@ -1,0 +1,43 @@
+/*
+ * quant_x86.h - the x86 SIMD kernels that dispatch.c puts in the avx2 and avx512 tables.
+ *
+ * Same signatures and results as their reference twins in kernels/ref/ (dot_ref.h,
+ * quant_ref.h): integer block sums are exact, so a SIMD dot differs from the reference only by
+ * float summation order; the q8 from_float functions are bit-identical to the reference.
+ * The *_avx2 functions need AVX2+FMA+F16C+BMI2, the *_avx512 ones AVX-512 F/BW/VL/DQ+VNNI as
+ * well; call them only through the tables (dispatch.c checks CPUID). Any thread.
+ */
+#pragma once
+#include <stdint.h>
+
+/* avx2 */
+void hearth_vec_dot_f32_avx2(int64_t n, float *s, const void *x, const void *y);
+void hearth_vec_dot_f16_avx2(int64_t n, float *s, const void *x, const void *y);
+void hearth_vec_dot_bf16_avx2(int64_t n, float *s, const void *x, const void *y);
+void hearth_vec_dot_q4_0_q8_0_avx2(int64_t n, float *s, const void *x, const void *y);
+void hearth_vec_dot_q4_1_q8_1_avx2(int64_t n, float *s, const void *x, const void *y);
+void hearth_vec_dot_q5_0_q8_0_avx2(int64_t n, float *s, const void *x, const void *y);
+void hearth_vec_dot_q5_1_q8_1_avx2(int64_t n, float *s, const void *x, const void *y);
+void hearth_vec_dot_q8_0_q8_0_avx2(int64_t n, float *s, const void *x, const void *y);
+void hearth_vec_dot_q4_K_q8_K_avx2(int64_t n, float *s, const void *x, const void *y);
+void hearth_vec_dot_q5_K_q8_K_avx2(int64_t n, float *s, const void *x, const void *y);
+void hearth_vec_dot_q6_K_q8_K_avx2(int64_t n, float *s, const void *x, const void *y);
+void hearth_q8_0_from_float_avx2(const float *x, void *y, int64_t n);
+void hearth_q8_1_from_float_avx2(const float *x, void *y, int64_t n);
+void hearth_q8_K_from_float_avx2(const float *x, void *y, int64_t n);
+
+/* avx512 */
+void hearth_vec_dot_f32_avx512(int64_t n, float *s, const void *x, const void *y);
+void hearth_vec_dot_f16_avx512(int64_t n, float *s, const void *x, const void *y);
+void hearth_vec_dot_bf16_avx512(int64_t n, float *s, const void *x, const void *y);
+void hearth_vec_dot_q4_0_q8_0_avx512(int64_t n, float *s, const void *x, const void *y);
+void hearth_vec_dot_q4_1_q8_1_avx512(int64_t n, float *s, const void *x, const void *y);
+void hearth_vec_dot_q5_0_q8_0_avx512(int64_t n, float *s, const void *x, const void *y);
+void hearth_vec_dot_q5_1_q8_1_avx512(int64_t n, float *s, const void *x, const void *y);
+void hearth_vec_dot_q8_0_q8_0_avx512(int64_t n, float *s, const void *x, const void *y);
+void hearth_vec_dot_q4_K_q8_K_avx512(int64_t n, float *s, const void *x, const void *y);
+void hearth_vec_dot_q5_K_q8_K_avx512(int64_t n, float *s, const void *x, const void *y);
+void hearth_vec_dot_q6_K_q8_K_avx512(int64_t n, float *s, const void *x, const void *y);
+void hearth_q8_0_from_float_avx512(const float *x, void *y, int64_t n);
+void hearth_q8_1_from_float_avx512(const float *x, void *y, int64_t n);
+void hearth_q8_K_from_float_avx512(const float *x, void *y, int64_t n);
