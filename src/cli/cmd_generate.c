@@ -166,6 +166,7 @@ int cli_generate(int argc, char **argv) {
         if (n > 0) fwrite(buf, 1, (size_t)n, stdout);
     }
     fputc('\n', stdout);
+    fflush(stdout);
     if (ev.finish == HEARTH_FINISH_ERROR) {
         cli_error("%s", ev.msg);
         goto out;
