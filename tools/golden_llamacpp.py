@@ -116,6 +116,10 @@ COMMON_PROMPTS = [
 ]
 
 CHAT_PROMPTS = {
+    "tiny-qwen2": ("chat", "<|im_start|>user\nGive me three tips for staying focused while "
+                           "studying.<|im_end|>\n<|im_start|>assistant\n"),
+    "tiny-qwen3": ("chat", "<|im_start|>user\nGive me three tips for staying focused while "
+                           "studying.<|im_end|>\n<|im_start|>assistant\n"),
     "smollm2": ("chat", "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n"
                         "<|im_start|>user\nGive me three tips for staying focused while "
                         "studying.<|im_end|>\n<|im_start|>assistant\n"),
@@ -136,7 +140,14 @@ def read_manifest():
     return rows
 
 
+# The tiny random checkpoints of tools/make_tiny_models.py (committed, SmolLM2's vocabulary).
+TINY_MODELS = {"tiny-qwen2": "tests/golden/tiny/tiny-qwen2.gguf",
+               "tiny-qwen3": "tests/golden/tiny/tiny-qwen3.gguf"}
+
+
 def model_path(name):
+    if name in TINY_MODELS:
+        return os.path.join(ROOT, TINY_MODELS[name])
     env = os.environ.get("HEARTH_%s_GGUF" % name.upper())
     if env:
         return env

@@ -15,9 +15,16 @@
 #include <stdint.h>
 
 #include "base/thread.h"
+#include "kernels/ref/ops_ref.h"
 #include "tensor/tensor.h"
 
 typedef struct hearth_backend hearth_backend;
+
+typedef enum {
+    HEARTH_GLU_SWIGLU = 0, /* silu(g) * u */
+    HEARTH_GLU_GEGLU,      /* gelu_tanh(g) * u, in f32 */
+    HEARTH_GLU_GEGLU_F16,  /* gelu_tanh from an f16 table, as llama.cpp computes it */
+} hearth_glu_kind;
 
 /* One attention call: every query head of n_tok tokens against its sequence's cache. */
 typedef struct {
@@ -49,13 +56,13 @@ struct hearth_backend_i {
                     float eps);
     /* RoPE in place on x: [n_tok][n_head][head_dim], rotating n_rot dims at pos[t] */
     void (*rope)(hearth_backend *be, float *x, int64_t n_tok, int32_t n_head, int32_t head_dim, int32_t n_rot,
-                 const int32_t *pos, const float *inv_freq, bool neox);
+                 const int32_t *pos, const hearth_rope_params *rp);
     /* copy rows x: [n_tok][width] f32 into the cache at (seq[t], pos[t]) as f16 or f32 */
     void (*kv_store)(hearth_backend *be, const float *x, int64_t n_tok, int64_t width, const int32_t *seq,
                      const int32_t *pos, void *cache, int64_t slot_stride, bool f16);
     void (*attention)(hearth_backend *be, const hearth_attn_args *a);
-    /* g = act(g) * u elementwise over n;  act = silu (geglu=false) or gelu_tanh */
-    void (*glu)(hearth_backend *be, float *g, const float *u, int64_t n, bool geglu);
+    /* g = act(g) * u elementwise over n */
+    void (*glu)(hearth_backend *be, float *g, const float *u, int64_t n, hearth_glu_kind kind);
     /* x[r] += b for each of n_rows rows of width dim */
     void (*add_rows)(hearth_backend *be, float *x, const float *b, int64_t n_rows, int64_t dim);
     /* x += y over n */
@@ -85,15 +92,15 @@ static inline void hearth_op_get_rows(hearth_backend *be, const hearth_weight *w
 static inline void hearth_op_rmsnorm(hearth_backend *be, const float *x, const float *w, float *y, int64_t n_rows,
                                      int64_t dim, float eps) { be->iface->rmsnorm(be, x, w, y, n_rows, dim, eps); }
 static inline void hearth_op_rope(hearth_backend *be, float *x, int64_t n_tok, int32_t n_head, int32_t head_dim,
-                                  int32_t n_rot, const int32_t *pos, const float *inv_freq, bool neox) {
-    be->iface->rope(be, x, n_tok, n_head, head_dim, n_rot, pos, inv_freq, neox);
+                                  int32_t n_rot, const int32_t *pos, const hearth_rope_params *rp) {
+    be->iface->rope(be, x, n_tok, n_head, head_dim, n_rot, pos, rp);
 }
 static inline void hearth_op_kv_store(hearth_backend *be, const float *x, int64_t n_tok, int64_t width,
                                       const int32_t *seq, const int32_t *pos, void *cache, int64_t slot_stride,
                                       bool f16) { be->iface->kv_store(be, x, n_tok, width, seq, pos, cache, slot_stride, f16); }
 static inline void hearth_op_attention(hearth_backend *be, const hearth_attn_args *a) { be->iface->attention(be, a); }
-static inline void hearth_op_glu(hearth_backend *be, float *g, const float *u, int64_t n, bool geglu) {
-    be->iface->glu(be, g, u, n, geglu);
+static inline void hearth_op_glu(hearth_backend *be, float *g, const float *u, int64_t n, hearth_glu_kind kind) {
+    be->iface->glu(be, g, u, n, kind);
 }
 static inline void hearth_op_add_rows(hearth_backend *be, float *x, const float *b, int64_t n_rows, int64_t dim) {
     be->iface->add_rows(be, x, b, n_rows, dim);

@@ -89,11 +89,11 @@ static void cpu_rmsnorm(hearth_backend *be, const float *x, const float *w, floa
 }
 
 static void cpu_rope(hearth_backend *be, float *x, int64_t n_tok, int32_t n_head, int32_t head_dim, int32_t n_rot,
-                     const int32_t *pos, const float *inv_freq, bool neox) {
+                     const int32_t *pos, const hearth_rope_params *rp) {
     (void)be;
     for (int64_t t = 0; t < n_tok; t++)
         for (int32_t h = 0; h < n_head; h++)
-            hearth_rope_ref(x + (t * n_head + h) * head_dim, n_rot, pos[t], inv_freq, neox);
+            hearth_rope_ref(x + (t * n_head + h) * head_dim, n_rot, pos[t], rp);
 }
 
 static void cpu_kv_store(hearth_backend *be, const float *x, int64_t n_tok, int64_t width, const int32_t *seq,
@@ -147,10 +147,13 @@ static void cpu_attention(hearth_backend *be, const hearth_attn_args *a) {
     hearth_pool_run(ctx_of(be)->pool, attn_fn, &j);
 }
 
-static void cpu_glu(hearth_backend *be, float *g, const float *u, int64_t n, bool geglu) {
+static void cpu_glu(hearth_backend *be, float *g, const float *u, int64_t n, hearth_glu_kind kind) {
     (void)be;
-    if (geglu) hearth_geglu_ref(g, u, n);
-    else hearth_swiglu_ref(g, u, n);
+    switch (kind) {
+    case HEARTH_GLU_SWIGLU: hearth_swiglu_ref(g, u, n); break;
+    case HEARTH_GLU_GEGLU: hearth_geglu_ref(g, u, n); break;
+    case HEARTH_GLU_GEGLU_F16: hearth_geglu_f16_ref(g, u, n); break;
+    }
 }
 
 static void cpu_add_rows(hearth_backend *be, float *x, const float *b, int64_t n_rows, int64_t dim) {

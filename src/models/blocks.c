@@ -26,9 +26,9 @@ void hearth_blk_attn(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view 
         hearth_op_rmsnorm(be, f->k, l->k_norm, f->k, T * hp->n_head_kv, hp->head_dim, hp->norm_eps);
     }
     bool swa = hearth_hparams_is_swa(hp, il);
-    const float *inv_freq = swa ? f->inv_freq_swa : f->inv_freq;
-    hearth_op_rope(be, f->q, T, hp->n_head, hp->head_dim, hp->n_rot, b->pos, inv_freq, hp->rope_neox);
-    hearth_op_rope(be, f->k, T, hp->n_head_kv, hp->head_dim, hp->n_rot, b->pos, inv_freq, hp->rope_neox);
+    const hearth_rope_params *rp = swa ? &f->rope_swa : &f->rope;
+    hearth_op_rope(be, f->q, T, hp->n_head, hp->head_dim, hp->n_rot, b->pos, rp);
+    hearth_op_rope(be, f->k, T, hp->n_head_kv, hp->head_dim, hp->n_rot, b->pos, rp);
 
     int64_t slot_stride = (int64_t)kv->n_ctx * k_w;
     hearth_op_kv_store(be, f->k, T, k_w, b->seq, b->pos, kv->k[il], slot_stride, kv->f16);
@@ -50,7 +50,7 @@ void hearth_blk_ffn(hearth_fwd *f, int32_t n_tok, int32_t il) {
     const hearth_layer *l = &f->m->layers[il];
     hearth_op_matmul(f->be, &l->w_gate, f->xb, n_tok, f->g, hp->n_ff);
     hearth_op_matmul(f->be, &l->w_up, f->xb, n_tok, f->u, hp->n_ff);
-    hearth_op_glu(f->be, f->g, f->u, (int64_t)n_tok * hp->n_ff, hp->ffn == HEARTH_FFN_GEGLU);
+    hearth_op_glu(f->be, f->g, f->u, (int64_t)n_tok * hp->n_ff, f->glu);
     hearth_op_matmul(f->be, &l->w_down, f->g, n_tok, f->xb, hp->n_embd);
 }
 

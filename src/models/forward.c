@@ -3,7 +3,10 @@
  * the per-family dispatch with the batch checks that protect the cache.
  */
 #include "models/forward_internal.h"
+#include "kernels/kernels.h"
 #include "kernels/ref/ops_ref.h"
+
+#include <math.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +48,17 @@ hearth_fwd *hearth_fwd_create(const hearth_model *m, hearth_backend *be, int32_t
     f->inv_freq_swa = (float *)p;
     hearth_rope_inv_freq(f->inv_freq, hp->n_rot, hp->rope_base, hp->rope_scale);
     hearth_rope_inv_freq(f->inv_freq_swa, hp->n_rot, hp->rope_base_swa, 1.0f);
+    /* NOTE: the reference kernel set computes as transformers does (the f32 specification it is
+     * compared with); the quantized sets round as llama.cpp does, since with 8-bit activations
+     * and f16 KV every rounding difference can flip a later rounding. */
+    bool ref = hearth_kernels_isa() == HEARTH_ISA_REF;
+    f->rope = (hearth_rope_params){.inv_freq = ref ? f->inv_freq : NULL, .neox = hp->rope_neox,
+                                   .theta_scale = powf(hp->rope_base, -2.0f / (float)hp->n_rot),
+                                   .freq_scale = 1.0f / hp->rope_scale};
+    f->rope_swa = (hearth_rope_params){.inv_freq = ref ? f->inv_freq_swa : NULL, .neox = hp->rope_neox,
+                                       .theta_scale = powf(hp->rope_base_swa, -2.0f / (float)hp->n_rot),
+                                       .freq_scale = 1.0f};
+    f->glu = hp->ffn == HEARTH_FFN_SWIGLU ? HEARTH_GLU_SWIGLU : ref ? HEARTH_GLU_GEGLU : HEARTH_GLU_GEGLU_F16;
     return f;
 }
 

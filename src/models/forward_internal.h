@@ -18,6 +18,8 @@ struct hearth_fwd {
     int32_t *out_rows;       /* [T] indices of tokens that want logits */
     float *inv_freq;         /* [n_rot/2] global layers */
     float *inv_freq_swa;     /* [n_rot/2] sliding-window layers */
+    hearth_rope_params rope, rope_swa; /* the recipe per layer kind (see forward.c) */
+    hearth_glu_kind    glu;            /* the ffn activation as this kernel set computes it */
     void  *mem;              /* owned */
 };
 

@@ -3,10 +3,11 @@
 #include "tensor/dtype.h"
 
 #include <math.h>
+#include <pthread.h>
 
 void hearth_rmsnorm_ref(const float *x, const float *w, float *y, int64_t n, float eps) {
     double ss = 0.0;
-    for (int64_t i = 0; i < n; i++) ss += (double)x[i] * (double)x[i];
+    for (int64_t i = 0; i < n; i++) ss += (double)(x[i] * x[i]);
     float scale = 1.0f / sqrtf((float)(ss / (double)n) + eps);
     for (int64_t i = 0; i < n; i++) y[i] = w ? x[i] * scale * w[i] : x[i] * scale;
 }
@@ -16,12 +17,19 @@ void hearth_rope_inv_freq(float *inv_freq, int64_t n_rot, float base, float scal
         inv_freq[i] = 1.0f / powf(base, (float)(2 * i) / (float)n_rot) / scale;
 }
 
-void hearth_rope_ref(float *x, int64_t n_rot, int32_t pos, const float *inv_freq, bool neox) {
+void hearth_rope_ref(float *x, int64_t n_rot, int32_t pos, const hearth_rope_params *rp) {
     int64_t half = n_rot / 2;
+    float theta_it = (float)pos; /* llama.cpp recipe */
     for (int64_t i = 0; i < half; i++) {
-        float theta = (float)pos * inv_freq[i];
+        float theta;
+        if (rp->inv_freq) {
+            theta = (float)pos * rp->inv_freq[i];
+        } else {
+            theta = rp->freq_scale * theta_it;
+            theta_it *= rp->theta_scale;
+        }
         float c = cosf(theta), s = sinf(theta);
-        int64_t a = neox ? i : 2 * i, b = neox ? i + half : 2 * i + 1;
+        int64_t a = rp->neox ? i : 2 * i, b = rp->neox ? i + half : 2 * i + 1;
         float x0 = x[a], x1 = x[b];
         x[a] = x0 * c - x1 * s;
         x[b] = x0 * s + x1 * c;
@@ -49,6 +57,30 @@ void hearth_geglu_ref(float *g, const float *u, int64_t n) {
     for (int64_t i = 0; i < n; i++) {
         float x = g[i];
         g[i] = 0.5f * x * (1.0f + tanhf(c * (x + 0.044715f * x * x * x))) * u[i];
+    }
+}
+
+static float gelu_tanh(float x) {
+    const float c = 0.7978845608028654f; /* sqrt(2/pi) */
+    return 0.5f * x * (1.0f + tanhf(c * x * (1.0f + 0.044715f * x * x)));
+}
+
+/* gelu_tanh over every f16 bit pattern, rounded to f16: an immutable table filled once. */
+static uint16_t       gelu_f16_table[1 << 16];
+static pthread_once_t gelu_f16_once = PTHREAD_ONCE_INIT;
+
+static void gelu_f16_fill(void) {
+    for (uint32_t h = 0; h < (1u << 16); h++)
+        gelu_f16_table[h] = hearth_fp32_to_fp16(gelu_tanh(hearth_fp16_to_fp32((uint16_t)h)));
+}
+
+void hearth_geglu_f16_ref(float *g, const float *u, int64_t n) {
+    pthread_once(&gelu_f16_once, gelu_f16_fill);
+    for (int64_t i = 0; i < n; i++) {
+        float x = g[i];
+        if (x <= -10.0f) g[i] = 0.0f;
+        else if (x >= 10.0f) g[i] = x * u[i];
+        else g[i] = hearth_fp16_to_fp32(gelu_f16_table[hearth_fp32_to_fp16(x)]) * u[i];
     }
 }
 

@@ -11,14 +11,27 @@
 #include <stdint.h>
 
 /* y[i] = x[i] / sqrt(mean(x^2) + eps) * w[i]   x, y: [n]; w: [n] or NULL (no weight).
- * The mean is accumulated in double, as llama.cpp's ggml_rms_norm does. y may alias x. */
+ * Each square is taken in float and summed in double, as llama.cpp's ggml_rms_norm does.
+ * y may alias x. */
 void hearth_rmsnorm_ref(const float *x, const float *w, float *y, int64_t n, float eps);
 
+/* How RoPE angles are made. Two recipes that differ only in float rounding:
+ *   transformers: theta_i = pos * inv_freq[i], inv_freq from hearth_rope_inv_freq (the
+ *                 reference path, compared with transformers);
+ *   llama.cpp:    theta_0 = pos, theta_{i+1} = theta_i * theta_scale (theta_scale =
+ *                 base^(-2/n_rot)), angle freq_scale * theta_i (the default path, compared with
+ *                 llama.cpp: each rounding difference can flip an f16 or 8-bit rounding later). */
+typedef struct {
+    const float *inv_freq;    /* [n_rot/2], or NULL for the llama.cpp recipe */
+    float        theta_scale; /* llama.cpp recipe */
+    float        freq_scale;  /* llama.cpp recipe: 1 / linear scaling factor */
+    bool         neox;        /* rotate halves (x[i], x[i + n_rot/2]) as rotate_half does, else
+                               * adjacent pairs (x[2i], x[2i+1]) (GGUF llama: weights pre-permuted) */
+} hearth_rope_params;
+
 /* Rotary embedding of one head vector in place, x: [head_dim]; only the first n_rot dims
- * rotate. theta_i = pos * inv_freq[i], i < n_rot/2 (inv_freq from hearth_rope_inv_freq).
- * neox=false rotates adjacent pairs (x[2i], x[2i+1]) (GGUF llama: weights pre-permuted);
- * neox=true rotates halves (x[i], x[i + n_rot/2]) as Hugging Face's rotate_half does. */
-void hearth_rope_ref(float *x, int64_t n_rot, int32_t pos, const float *inv_freq, bool neox);
+ * rotate, by angle theta_i (see hearth_rope_params), i < n_rot/2. */
+void hearth_rope_ref(float *x, int64_t n_rot, int32_t pos, const hearth_rope_params *rp);
 
 /* inv_freq[i] = 1 / base^(2i / n_rot) / scale, i < n_rot/2, computed in float as
  * transformers' default rope init does (scale = linear position scaling factor, 1 = none). */
@@ -30,6 +43,10 @@ void hearth_softmax_ref(float *x, int64_t n);
 /* SwiGLU: g[i] = silu(g[i]) * u[i];  GeGLU (tanh GELU): g[i] = gelu_tanh(g[i]) * u[i]. */
 void hearth_swiglu_ref(float *g, const float *u, int64_t n);
 void hearth_geglu_ref(float *g, const float *u, int64_t n);
+/* GeGLU as llama.cpp computes it: for |x| < 10 the GELU is looked up at x rounded to f16 and
+ * the result is an f16 value (a 64K table of gelu_tanh over every f16); x <= -10 gives 0 and
+ * x >= 10 gives x. The default path uses it so Gemma rounds as llama.cpp does. */
+void hearth_geglu_f16_ref(float *g, const float *u, int64_t n);
 
 /*
  * Causal attention of one query head over one sequence's cached keys/values:
