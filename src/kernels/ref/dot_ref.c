@@ -14,11 +14,17 @@
 
 /* ---- plain dots: s = sum_i x[i] * y[i], in double ------------------------------------ */
 
+/* Four partial sums (element i goes to sum[i % 4], added in order at the end): the same result
+ * on every machine, and four independent chains instead of one long dependent one, which is
+ * what keeps the whole-model reference path (HEARTH_KERNELS=ref) usable in tests. */
 void hearth_vec_dot_f32_ref(int64_t n, float *s, const void *vx, const void *vy) {
     const float *x = vx, *y = vy;
-    double sum = 0.0;
-    for (int64_t i = 0; i < n; i++) sum += (double)x[i] * (double)y[i];
-    *s = (float)sum;
+    double sum[4] = {0.0, 0.0, 0.0, 0.0};
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        for (int k = 0; k < 4; k++) sum[k] += (double)x[i + k] * (double)y[i + k];
+    for (; i < n; i++) sum[i % 4] += (double)x[i] * (double)y[i];
+    *s = (float)(((sum[0] + sum[1]) + sum[2]) + sum[3]);
 }
 
 void hearth_vec_dot_f16_ref(int64_t n, float *s, const void *vx, const void *vy) {
