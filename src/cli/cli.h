@@ -9,6 +9,10 @@
 /* A verb returns the process exit status: 0 ok, 1 failure, 2 usage error. */
 int cli_generate(int argc, char **argv);
 int cli_help(int argc, char **argv);
+/* The model store verbs (cmd_scan.c, cmd_ls.c, ...); each file also defines its usage text. */
+int cli_scan(int argc, char **argv);
+int cli_ls(int argc, char **argv);
+extern const char cli_usage_scan[], cli_usage_ls[];
 
 /* Print "hearth: <msg>" to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -11,6 +11,8 @@ static const char usage_main[] =
     "\n"
     "verbs:\n"
     "  generate, gen   one-shot generation from a prompt, no server\n"
+    "  ls [query]      the models in the hub cache\n"
+    "  scan            re-index the hub cache into the registry\n"
     "  help [verb]     this text, or a verb's flags\n"
     "  --version       print the version\n"
     "\n"
@@ -43,6 +45,8 @@ static const char usage_generate[] =
 const char *cli_help_text(const char *verb) {
     if (!verb) return usage_main;
     if (!strcmp(verb, "generate") || !strcmp(verb, "gen")) return usage_generate;
+    if (!strcmp(verb, "scan")) return cli_usage_scan;
+    if (!strcmp(verb, "ls")) return cli_usage_ls;
     return NULL;
 }
 

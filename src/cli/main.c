@@ -61,6 +61,8 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(verb, "help") || !strcmp(verb, "--help") || !strcmp(verb, "-h")) return cli_help(argc - 1, argv + 1);
     if (!strcmp(verb, "generate") || !strcmp(verb, "gen")) return cli_generate(argc - 1, argv + 1);
+    if (!strcmp(verb, "scan")) return cli_scan(argc - 1, argv + 1);
+    if (!strcmp(verb, "ls")) return cli_ls(argc - 1, argv + 1);
     cli_error("unknown verb '%s' (try 'hearth help')", verb);
     return 2;
 }

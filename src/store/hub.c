@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <dirent.h>
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +22,7 @@ int hearth_hub_cache_dir(char *buf, size_t n) {
     return w > 0 && (size_t)w < n;
 }
 
-static bool icontains(const char *hay, const char *needle) {
+bool hearth_hub_match(const char *hay, const char *needle) {
     size_t n = strlen(needle);
     for (const char *p = hay; *p; p++) {
         size_t i = 0;
@@ -36,12 +37,47 @@ static bool ends_with(const char *s, const char *suffix) {
     return a >= b && !strcmp(s + a - b, suffix);
 }
 
+/* snprintf that reports truncation as failure */
+static bool fmt_ok(int w, size_t n) { return w >= 0 && (size_t)w < n; }
+
+bool hearth_hub_state_dir(char *buf, size_t n) {
+    const char *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (x && *x) return fmt_ok(snprintf(buf, n, "%s/hearth", x), n);
+    return fmt_ok(snprintf(buf, n, "%s/.cache/hearth", home && *home ? home : "."), n);
+}
+
+static bool valid_part(const char *s, size_t len) {
+    if (len == 0 || len > 96 || s[0] == '-' || s[0] == '.' || s[len - 1] == '-' || s[len - 1] == '.')
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (!isalnum(c) && c != '-' && c != '_' && c != '.') return false;
+        if (i + 1 < len && ((c == '-' && s[i + 1] == '-') || (c == '.' && s[i + 1] == '.'))) return false;
+    }
+    return true;
+}
+
+bool hearth_hub_valid_repo_id(const char *id) {
+    const char *slash = strchr(id, '/');
+    if (!slash) return valid_part(id, strlen(id));
+    return !strchr(slash + 1, '/') && valid_part(id, (size_t)(slash - id)) && valid_part(slash + 1, strlen(slash + 1));
+}
+
+bool hearth_hub_repo_folder(const char *repo_id, char *buf, size_t n) {
+    if (!hearth_hub_valid_repo_id(repo_id)) return false;
+    const char *slash = strchr(repo_id, '/');
+    if (!slash) return fmt_ok(snprintf(buf, n, "models--%s", repo_id), n);
+    return fmt_ok(snprintf(buf, n, "models--%.*s--%s", (int)(slash - repo_id), repo_id, slash + 1), n);
+}
+
 /* "models--org--name" -> "org/name" */
-static void repo_id_of(const char *dir, char *out, size_t n) {
-    const char *p = dir + strlen("models--");
+bool hearth_hub_repo_id_of(const char *folder, char *out, size_t n) {
+    if (strncmp(folder, "models--", 8) || !folder[8] || n == 0) return false;
+    const char *p = folder + 8;
     size_t j = 0;
-    for (; *p && j + 1 < n; p++) {
-        if (p[0] == '-' && p[1] == '-' && j + 1 < n) {
+    for (; *p; p++) {
+        if (j + 1 >= n) return false;
+        if (p[0] == '-' && p[1] == '-') {
             out[j++] = '/';
             p++;
         } else {
@@ -49,14 +85,29 @@ static void repo_id_of(const char *dir, char *out, size_t n) {
         }
     }
     out[j] = 0;
+    return true;
 }
 
-/* The snapshot directory of a repo: refs/main when it names one that exists, else the most
- * recently modified snapshot. Returns false when there is none. */
-/* snprintf that reports truncation as failure */
-static bool fmt_ok(int w, size_t n) { return w >= 0 && (size_t)w < n; }
+hearth_status hearth_hub_mkdirs(const char *path, hearth_err *err) {
+    char buf[4096];
+    if (!fmt_ok(snprintf(buf, sizeof buf, "%s", path), sizeof buf))
+        return hearth_err_set(err, HEARTH_E_INVALID, -1, "path is too long: %s", path);
+    for (char *p = buf + 1;; p++) {
+        if (*p != '/' && *p) continue;
+        char c = *p;
+        *p = 0;
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+            return hearth_err_set(err, HEARTH_E_IO, -1, "cannot create %s: %s", buf, strerror(errno));
+        *p = c;
+        if (!c) break;
+    }
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+        return hearth_err_set(err, HEARTH_E_IO, -1, "%s is not a directory", path);
+    return HEARTH_OK;
+}
 
-static bool snapshot_dir(const char *repo_dir, char *out, size_t n) {
+bool hearth_hub_snapshot_dir(const char *repo_dir, char *out, size_t n) {
     char path[4096];
     if (!fmt_ok(snprintf(path, sizeof path, "%s/refs/main", repo_dir), sizeof path)) return false;
     FILE *f = fopen(path, "r");
@@ -66,7 +117,7 @@ static bool snapshot_dir(const char *repo_dir, char *out, size_t n) {
         fclose(f);
         rev[strcspn(rev, "\r\n")] = 0;
         struct stat st;
-        if (ok && rev[0] && !strchr(rev, '/') &&
+        if (ok && rev[0] && rev[0] != '.' && !strchr(rev, '/') &&
             fmt_ok(snprintf(out, n, "%s/snapshots/%s", repo_dir, rev), n) && stat(out, &st) == 0 &&
             S_ISDIR(st.st_mode))
             return true;
@@ -123,9 +174,9 @@ hearth_status hearth_hub_resolve(const char *query, char **path, hearth_err *err
     while ((de = readdir(d))) {
         if (strncmp(de->d_name, "models--", 8)) continue;
         char repo[512], repo_dir[4608], snap[4608];
-        repo_id_of(de->d_name, repo, sizeof repo);
-        if (!fmt_ok(snprintf(repo_dir, sizeof repo_dir, "%s/%s", cache, de->d_name), sizeof repo_dir) ||
-            !snapshot_dir(repo_dir, snap, sizeof snap))
+        if (!hearth_hub_repo_id_of(de->d_name, repo, sizeof repo) ||
+            !fmt_ok(snprintf(repo_dir, sizeof repo_dir, "%s/%s", cache, de->d_name), sizeof repo_dir) ||
+            !hearth_hub_snapshot_dir(repo_dir, snap, sizeof snap))
             continue;
         DIR *sd = opendir(snap);
         if (!sd) continue;
@@ -134,7 +185,7 @@ hearth_status hearth_hub_resolve(const char *query, char **path, hearth_err *err
             if (!ends_with(fe->d_name, ".gguf")) continue;
             char label[1024];
             if (!fmt_ok(snprintf(label, sizeof label, "%s/%s", repo, fe->d_name), sizeof label) ||
-                !icontains(label, query))
+                !hearth_hub_match(label, query))
                 continue;
             n_total++;
             if (n_match < MAX_MATCH &&

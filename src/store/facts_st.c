@@ -1,0 +1,223 @@
+/*
+ * facts_st.c - model facts of a safetensors snapshot (Hugging Face or MLX layout): shape and
+ * context from config.json (or its text_config), parameters and bytes from each
+ * *.safetensors header (u64 little-endian length, then a JSON object of
+ * name -> {dtype, shape, data_offsets}). MLX affine-quantized weights are packed u32 words:
+ * their element count is multiplied back by 32 / bits. See facts.h.
+ *
+ * Files are untrusted: header lengths are bounded (64 MiB), JSON goes through cJSON, sizes are
+ * summed with overflow checks. hearth cannot run safetensors yet, so these models are listed
+ * and fitted but never marked supported.
+ */
+#include "store/facts.h"
+
+#include "base/rd.h"
+#include "base/size.h"
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+enum { MAX_CONFIG_BYTES = 4 << 20, MAX_HEADER_BYTES = 64 << 20 };
+
+/* Read a whole small file into a NUL-terminated malloc'ed buffer, or NULL. */
+static char *slurp(const char *path, size_t max, size_t *len) {
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return NULL;
+    char *buf = NULL;
+    struct stat st;
+    if (fstat(fileno(fp), &st) != 0 || st.st_size < 0 || (size_t)st.st_size > max) goto done;
+    buf = malloc((size_t)st.st_size + 1);
+    if (!buf) goto done;
+    if (fread(buf, 1, (size_t)st.st_size, fp) != (size_t)st.st_size) {
+        free(buf);
+        buf = NULL;
+        goto done;
+    }
+    buf[st.st_size] = 0;
+    if (len) *len = (size_t)st.st_size;
+done:
+    fclose(fp);
+    return buf;
+}
+
+static int64_t jint(const cJSON *o, const char *key, int64_t dflt) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble < 9e15 ? (int64_t)v->valuedouble : dflt;
+}
+
+static const char *jstr(const cJSON *o, const char *key) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* One safetensors header: add parameters and bytes; remember the embedding's bytes and the
+ * dominant dtype. Returns false on a malformed file. */
+typedef struct {
+    int64_t n_params, data_bytes, embd_bytes;
+    int64_t dtype_bytes[8];
+    int     bits;
+} st_sum;
+
+static const char *dtypes[8] = {"F32", "F16", "BF16", "U32", "I8", "U8", "F8_E4M3", "I32"};
+
+static bool read_header(const char *path, st_sum *sum) {
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return false;
+    bool ok = false;
+    char *json = NULL;
+    cJSON *root = NULL;
+    uint8_t len8[8];
+    struct stat st;
+    if (fstat(fileno(fp), &st) != 0 || fread(len8, 1, 8, fp) != 8) goto done;
+    hearth_rd r = hearth_rd_init(len8, 8);
+    uint64_t hlen = hearth_rd_u64(&r);
+    if (hlen == 0 || hlen > MAX_HEADER_BYTES || hlen + 8 > (uint64_t)st.st_size) goto done;
+    json = malloc(hlen + 1);
+    if (!json || fread(json, 1, hlen, fp) != hlen) goto done;
+    json[hlen] = 0;
+    root = cJSON_ParseWithLength(json, hlen);
+    if (!cJSON_IsObject(root)) goto done;
+    int64_t data_bytes = (int64_t)st.st_size - 8 - (int64_t)hlen;
+    for (const cJSON *t = root->child; t; t = t->next) {
+        if (!strcmp(t->string, "__metadata__")) continue;
+        const char *dt = jstr(t, "dtype");
+        const cJSON *shape = cJSON_GetObjectItemCaseSensitive(t, "shape");
+        const cJSON *offs = cJSON_GetObjectItemCaseSensitive(t, "data_offsets");
+        if (!dt || !cJSON_IsArray(shape) || cJSON_GetArraySize(offs) != 2) goto done;
+        int64_t n = 1;
+        for (const cJSON *d = shape->child; d; d = d->next)
+            if (!cJSON_IsNumber(d) || d->valuedouble < 0 || !hearth_mul_i64(n, (int64_t)d->valuedouble, &n)) goto done;
+        double o0 = cJSON_GetArrayItem(offs, 0)->valuedouble, o1 = cJSON_GetArrayItem(offs, 1)->valuedouble;
+        if (!(o0 >= 0 && o1 >= o0 && o1 <= (double)data_bytes)) goto done;
+        int64_t nb = (int64_t)(o1 - o0);
+        if (!strcmp(dt, "U32") && sum->bits > 0 && sum->bits < 32) n *= 32 / sum->bits; /* packed */
+        sum->n_params += n;
+        for (int i = 0; i < 8; i++)
+            if (!strcmp(dt, dtypes[i])) sum->dtype_bytes[i] += nb;
+        const char *nm = t->string;
+        size_t ln = strlen(nm);
+        if (ln >= 19 && !strcmp(nm + ln - 19, "embed_tokens.weight")) sum->embd_bytes += nb;
+    }
+    sum->data_bytes += data_bytes;
+    ok = true;
+done:
+    cJSON_Delete(root);
+    free(json);
+    fclose(fp);
+    return ok;
+}
+
+static bool has_suffix(const char *s, const char *suf) {
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && !strcmp(s + a - b, suf);
+}
+
+static bool exists(const char *dir, const char *name) {
+    char p[4352];
+    struct stat st;
+    return snprintf(p, sizeof p, "%s/%s", dir, name) < (int)sizeof p && stat(p, &st) == 0;
+}
+
+hearth_status hearth_facts_safetensors(const char *dir, hearth_model_facts *f, hearth_err *err) {
+    memset(f, 0, sizeof *f);
+    snprintf(f->format, sizeof f->format, "safetensors");
+    char path[4352];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    char *cfg_text = slurp(path, MAX_CONFIG_BYTES, NULL);
+    if (!cfg_text) return hearth_err_set(err, HEARTH_E_NOTFOUND, -1, "no readable config.json in %s", dir);
+    cJSON *cfg = cJSON_Parse(cfg_text);
+    free(cfg_text);
+    if (!cJSON_IsObject(cfg)) {
+        cJSON_Delete(cfg);
+        return hearth_err_set(err, HEARTH_E_FORMAT, -1, "config.json in %s is not a JSON object", dir);
+    }
+    const cJSON *tc = cJSON_GetObjectItemCaseSensitive(cfg, "text_config");
+    if (!cJSON_IsObject(tc)) tc = cfg;
+    const char *mt = jstr(tc, "model_type") ? jstr(tc, "model_type") : jstr(cfg, "model_type");
+    snprintf(f->arch, sizeof f->arch, "%s", mt ? mt : "?");
+    const cJSON *q = cJSON_GetObjectItemCaseSensitive(cfg, "quantization");
+    st_sum sum = {0};
+    if (cJSON_IsObject(q)) {
+        sum.bits = (int)jint(q, "bits", 0);
+        snprintf(f->quant, sizeof f->quant, "%d-bit g%d", sum.bits, (int)jint(q, "group_size", 0));
+    }
+
+    DIR *d = opendir(dir);
+    hearth_status st = HEARTH_OK;
+    if (!d) {
+        st = hearth_err_set(err, HEARTH_E_IO, -1, "cannot read %s", dir);
+        goto done;
+    }
+    struct dirent *de;
+    int n_files = 0;
+    while ((de = readdir(d))) {
+        if (!has_suffix(de->d_name, ".safetensors")) continue;
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        struct stat fs;
+        if (stat(path, &fs) != 0) continue; /* a dangling link: the blob is gone */
+        if (!read_header(path, &sum)) {
+            st = hearth_err_set(err, HEARTH_E_FORMAT, -1, "malformed safetensors header in %s", de->d_name);
+            break;
+        }
+        f->file_bytes += (int64_t)fs.st_size;
+        n_files++;
+    }
+    closedir(d);
+    if (st) goto done;
+    if (n_files == 0) {
+        st = hearth_err_set(err, HEARTH_E_NOTFOUND, -1, "no *.safetensors in %s", dir);
+        goto done;
+    }
+    f->n_params = sum.n_params;
+    f->weight_bytes = sum.data_bytes;
+    const cJSON *tie = cJSON_GetObjectItemCaseSensitive(tc, "tie_word_embeddings");
+    bool tied = !tie ? true : cJSON_IsTrue(tie);
+    f->weight_read_bytes = sum.data_bytes - (tied ? 0 : sum.embd_bytes);
+    if (!f->quant[0]) {
+        int best = 0;
+        for (int i = 1; i < 8; i++)
+            if (sum.dtype_bytes[i] > sum.dtype_bytes[best]) best = i;
+        snprintf(f->quant, sizeof f->quant, "%s", dtypes[best]);
+        for (char *p = f->quant; *p; p++) *p = (char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p);
+    }
+
+    int64_t n_layer = jint(tc, "num_hidden_layers", 0), n_head = jint(tc, "num_attention_heads", 0);
+    int64_t n_head_kv = jint(tc, "num_key_value_heads", n_head), n_embd = jint(tc, "hidden_size", 0);
+    int64_t head_dim = jint(tc, "head_dim", n_head > 0 ? n_embd / n_head : 0);
+    int64_t n_swa = jint(tc, "sliding_window", 0), pattern = jint(tc, "sliding_window_pattern", 0);
+    const cJSON *types = cJSON_GetObjectItemCaseSensitive(tc, "layer_types");
+    if (n_layer > 4096 || n_head_kv > 4096 || head_dim > 4096) n_layer = 0;
+    f->n_layer = (int32_t)n_layer;
+    f->n_ctx_train = (int32_t)jint(tc, "max_position_embeddings", 4096);
+    f->n_vocab = (int32_t)jint(tc, "vocab_size", 0);
+    int64_t per_layer = n_head_kv * head_dim * 2 * 2;
+    for (int64_t il = 0; il < n_layer; il++) {
+        bool swa = false;
+        const cJSON *lt = cJSON_IsArray(types) ? cJSON_GetArrayItem(types, (int)il) : NULL;
+        if (n_swa > 0 && cJSON_IsString(lt)) swa = !strcmp(lt->valuestring, "sliding_attention");
+        else if (n_swa > 0 && pattern > 0) swa = il % pattern < pattern - 1;
+        f->kv_bytes_per_token += per_layer;
+        if (swa) {
+            f->n_layer_swa++;
+            f->kv_swa_bytes_per_token += per_layer;
+        }
+    }
+    f->n_swa = f->n_layer_swa ? (int32_t)n_swa : 0;
+    int64_t n_ff = jint(tc, "intermediate_size", 0);
+    f->act_bytes_per_token = 4 * (2 * n_embd + 2 * n_head * head_dim + 2 * n_head_kv * head_dim + 2 * n_ff + 1);
+    if (exists(dir, "chat_template.jinja") || exists(dir, "chat_template.json")) f->caps |= HEARTH_CAP_CHAT;
+    snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
+    char *tok = slurp(path, MAX_CONFIG_BYTES, NULL);
+    if (tok && strstr(tok, "\"chat_template\"")) f->caps |= HEARTH_CAP_CHAT;
+    if (tok && strstr(tok, "tools")) f->caps |= f->caps & HEARTH_CAP_CHAT ? HEARTH_CAP_TOOLS : 0;
+    free(tok);
+    if (exists(dir, "modules.json")) f->caps |= HEARTH_CAP_EMBED;
+done:
+    cJSON_Delete(cfg);
+    return st;
+}
