@@ -8,6 +8,7 @@
  * immutable), which keeps a 262144-token vocab at 4 MiB of slots and its build in a few ms.
  */
 #include "tokenizer/tok_internal.h"
+#include "tokenizer/tok_pipe.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -179,4 +180,51 @@ void tok_heap_free(tok_heap *h) {
     free(h->v);
     h->v = NULL;
     h->n = h->cap = 0;
+}
+
+/* --- byte buffers and piece lists of the tokenizer.json pipeline (tok_pipe.h) --- */
+
+bool tok_buf_reserve(tok_buf *b, size_t extra) {
+    if (extra <= b->cap - b->n) return true;
+    size_t need;
+    if (!hearth_add_size(b->n, extra, &need)) return false;
+    size_t cap = b->cap ? b->cap : 64;
+    while (cap < need) {
+        if (cap > SIZE_MAX / 2) return false;
+        cap *= 2;
+    }
+    char *p = realloc(b->p, cap);
+    if (!p) return false;
+    b->p = p;
+    b->cap = cap;
+    return true;
+}
+
+bool tok_buf_put(tok_buf *b, const void *s, size_t n) {
+    if (!tok_buf_reserve(b, n)) return false;
+    if (n) memcpy(b->p + b->n, s, n);
+    b->n += n;
+    return true;
+}
+
+bool tok_buf_put_cp(tok_buf *b, uint32_t cp) {
+    char u[4];
+    return tok_buf_put(b, u, tok_utf8_encode(cp, u));
+}
+
+void tok_buf_free(tok_buf *b) {
+    free(b->p);
+    memset(b, 0, sizeof *b);
+}
+
+bool tok_pieces_push(tok_pieces *p, uint32_t off, uint32_t len, bool first) {
+    if (p->n == p->cap) {
+        size_t cap = p->cap ? p->cap * 2 : 32;
+        tok_piece *v = realloc(p->v, cap * sizeof *v);
+        if (!v) return false;
+        p->v = v;
+        p->cap = cap;
+    }
+    p->v[p->n++] = (tok_piece){off, len, first};
+    return true;
 }

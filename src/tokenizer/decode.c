@@ -18,6 +18,7 @@
  * complete are emitted as they are. flush() releases whatever is held.
  */
 #include "tokenizer/tok_internal.h"
+#include "tokenizer/tok_pipe.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +52,7 @@ static hearth_span piece_at(const hearth_tok *tok, int32_t id, bool special, boo
 
 char *hearth_tok_decode(const hearth_tok *tok, const int32_t *ids, size_t n_ids, bool special) {
     if (!tok || (!ids && n_ids)) return NULL;
+    if (tok->pipe) return tok_pipe_decode(tok, ids, n_ids, special);
     size_t total = 1;
     for (size_t i = 0; i < n_ids; i++) {
         size_t len = piece_at(tok, ids[i], special, i == 0).len;

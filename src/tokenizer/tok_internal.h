@@ -34,6 +34,7 @@ enum {
     TOK_ATTR_USER      = 1 << 4, /* USER_DEFINED */
     TOK_ATTR_BYTE      = 1 << 5,
     TOK_ATTR_EOG       = 1 << 6, /* ends generation (hearth's own bit) */
+    TOK_ATTR_SPECIAL   = 1 << 7, /* tokenizer.json: an added token with "special": true */
 };
 
 /* A byte range of a blob. */
@@ -118,6 +119,7 @@ typedef struct {
 } tok_trie_node;
 
 typedef struct tok_pretok tok_pretok;
+typedef struct tok_pipe tok_pipe;
 
 struct hearth_tok {
     hearth_tok_kind kind;
@@ -156,7 +158,17 @@ struct hearth_tok {
 
     /* SPM */
     int32_t  byte_tok[256];      /* byte -> id of "<0xXX>", or -1 */
+
+    /* tokenizer.json: the pipeline that encodes and decodes instead of the GGUF paths above
+     * (kind, pre, the special-token trie and add_* flags are then unused); NULL for GGUF */
+    tok_pipe *pipe;              /* owned */
 };
+
+/* --- tokenizer.c --- */
+/* Steps 1-2 of hearth_tok_create: strings, string map, attributes, scores, special ids and the
+ * end-of-generation marks; no model tables, no pieces. The tokenizer.json front end builds the
+ * rest itself. */
+hearth_status tok_create_vocab(const hearth_tok_spec *spec, hearth_tok **out, hearth_err *err);
 
 /* --- unicode.c --- */
 /* Length of the UTF-8 sequence a lead byte announces, by its high nibble, as llama.cpp counts

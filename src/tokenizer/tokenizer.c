@@ -31,6 +31,7 @@
  * hearth every one of the list.
  */
 #include "tokenizer/tok_internal.h"
+#include "tokenizer/tok_pipe.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +57,7 @@ static const char *const user_names[] = {"<|channel|>", "<|message|>", "<|start|
 
 void hearth_tok_destroy(hearth_tok *tok) {
     if (!tok) return;
+    tok_pipe_destroy(tok->pipe);
     tok_pretok_destroy(tok->pre);
     tok_strmap_free(&tok->map);
     free(tok->blob);
@@ -193,7 +195,7 @@ static void build_byte_tokens(hearth_tok *tok) {
     }
 }
 
-hearth_status hearth_tok_create(const hearth_tok_spec *spec, hearth_tok **out, hearth_err *err) {
+hearth_status tok_create_vocab(const hearth_tok_spec *spec, hearth_tok **out, hearth_err *err) {
     hearth_status st;
     if (out) *out = NULL;
     if (!spec || !out || !spec->tokens || spec->n_vocab <= 0)
@@ -288,8 +290,21 @@ hearth_status hearth_tok_create(const hearth_tok_spec *spec, hearth_tok **out, h
     }
 
     free(hashes);
-    hashes = NULL;
     mark_eog(tok);
+    *out = tok;
+    return HEARTH_OK;
+fail:
+    free(hashes);
+    hearth_tok_destroy(tok);
+    return st;
+}
+
+hearth_status hearth_tok_create(const hearth_tok_spec *spec, hearth_tok **out, hearth_err *err) {
+    hearth_tok *tok = NULL;
+    if (out) *out = NULL;
+    if (!out) return hearth_err_set(err, HEARTH_E_INVALID, -1, "tokenizer spec without tokens");
+    hearth_status st = tok_create_vocab(spec, &tok, err);
+    if (st) return st;
     if ((st = tok_special_build(tok, err))) goto fail;
     if (tok->kind == HEARTH_TOK_BPE_BYTES) {
         if ((st = tok_bpe_build(tok, spec, err))) goto fail;
@@ -300,7 +315,6 @@ hearth_status hearth_tok_create(const hearth_tok_spec *spec, hearth_tok **out, h
     *out = tok;
     return HEARTH_OK;
 fail:
-    free(hashes);
     hearth_tok_destroy(tok);
     return st;
 }
@@ -330,6 +344,8 @@ hearth_status hearth_tok_encode(const hearth_tok *tok, const char *text, size_t 
     if (n_ids) *n_ids = 0;
     if (!tok || !ids || !n_ids || (!text && n)) return HEARTH_E_INVALID;
     if (n > INT32_MAX / 4) return HEARTH_E_LIMIT;
+    if (tok->pipe)
+        return tok_pipe_encode(tok, text, n, NULL, 0, false, add_special, parse_special, ids, n_ids);
 
     tok_vec out = {0}, frags = {0};
     hearth_status st = HEARTH_E_NOMEM;
@@ -360,4 +376,15 @@ done:
     tok_vec_free(&out);
     tok_vec_free(&frags);
     return st;
+}
+
+hearth_status hearth_tok_encode_pair(const hearth_tok *tok, const char *a, size_t na, const char *b,
+                                     size_t nb, bool add_special, bool parse_special,
+                                     int32_t **ids, size_t *n_ids) {
+    if (ids) *ids = NULL;
+    if (n_ids) *n_ids = 0;
+    if (!tok || !ids || !n_ids || (!a && na) || (!b && nb)) return HEARTH_E_INVALID;
+    if (na > INT32_MAX / 8 || nb > INT32_MAX / 8) return HEARTH_E_LIMIT;
+    if (!tok->pipe) return HEARTH_E_UNSUPPORTED;
+    return tok_pipe_encode(tok, a, na, b, nb, true, add_special, parse_special, ids, n_ids);
 }

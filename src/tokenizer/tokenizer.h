@@ -1,5 +1,6 @@
 /*
- * tokenizer.h - one tokenizer core, fed by front ends (GGUF metadata now, tokenizer.json later).
+ * tokenizer.h - one tokenizer core, fed by two front ends: GGUF metadata (model/tok_gguf.h
+ * builds a hearth_tok_spec) and Hugging Face tokenizer.json (hearth_tok_from_json below).
  *
  * The core knows two model kinds:
  *   BPE_BYTES  gpt2-style byte-level BPE: text is split by the model's pre-tokenizer regex
@@ -61,6 +62,29 @@ typedef struct {
 
 /* Build a tokenizer; copies what it needs from spec. Errors name the bad token or merge. */
 hearth_status hearth_tok_create(const hearth_tok_spec *spec, hearth_tok **out, hearth_err *err);
+
+/*
+ * Build a tokenizer from the bytes of a Hugging Face tokenizer.json (json[0..n), need not be
+ * NUL-terminated; copied, not kept). Encode and decode then give the ids and strings of
+ * tokenizers' Tokenizer.encode(text, add_special_tokens = add_special) with
+ * encode_special_tokens = !parse_special, and of Tokenizer.decode(ids, skip_special_tokens =
+ * !special). Supported (everything else is HEARTH_E_UNSUPPORTED naming the component or
+ * option, never a silent difference; see tok_json.c for the list):
+ *   models BPE (byte-level or with byte_fallback, ignore_merges, continuing_subword_prefix,
+ *     end_of_word_suffix), WordPiece, Unigram; normalizers NFC NFD NFKC NFKD Lowercase Prepend
+ *     Replace Strip StripAccents BertNormalizer Sequence; pre-tokenizers ByteLevel Split
+ *     Metaspace Whitespace WhitespaceSplit Digits Punctuation BertPreTokenizer Sequence;
+ *     post-processors TemplateProcessing BertProcessing RobertaProcessing ByteLevel Sequence;
+ *     decoders ByteLevel Metaspace ByteFallback Fuse Strip WordPiece Replace BPEDecoder
+ *     Sequence; added tokens with special / lstrip / rstrip / normalized / single_word.
+ * Input text that is not valid UTF-8 is first decoded as Python's bytes.decode("utf-8",
+ * "replace") does (each maximal invalid subpart becomes U+FFFD), since tokenizers only takes
+ * strings. The file's "truncation" and "padding" are not applied (transformers overrides
+ * them on every call; hearth callers truncate themselves).
+ * Errors: HEARTH_E_FORMAT (not JSON, wrong shapes, unknown tokens), HEARTH_E_UNSUPPORTED,
+ * HEARTH_E_NOMEM. Any thread.
+ */
+hearth_status hearth_tok_from_json(const char *json, size_t n, hearth_tok **out, hearth_err *err);
 void          hearth_tok_destroy(hearth_tok *tok); /* accepts NULL */
 
 int32_t hearth_tok_n_vocab(const hearth_tok *tok);
@@ -87,6 +111,13 @@ int32_t hearth_tok_find(const hearth_tok *tok, const char *text, size_t n);
  */
 hearth_status hearth_tok_encode(const hearth_tok *tok, const char *text, size_t n, bool add_special,
                                 bool parse_special, int32_t **ids, size_t *n_ids);
+
+/* Encode a pair of texts (a, b) as tokenizers' encode((a, b)) does: each is encoded on its own,
+ * then the post-processor's pair template joins them (plain concatenation without
+ * add_special). tokenizer.json tokenizers only: HEARTH_E_UNSUPPORTED for GGUF ones. */
+hearth_status hearth_tok_encode_pair(const hearth_tok *tok, const char *a, size_t na, const char *b,
+                                     size_t nb, bool add_special, bool parse_special,
+                                     int32_t **ids, size_t *n_ids);
 
 /* The bytes token id stands for (byte-level symbols mapped back to bytes, U+2581 to a space,
  * <0xXX> to its byte). Control tokens give their text only when special is true, else empty.

@@ -1,0 +1,452 @@
+/*
+ * tok_json.c - the tokenizer.json front end: Hugging Face tokenizers' serialized Tokenizer
+ * -> a hearth_tok with a pipeline (tok_pipe.h).
+ *
+ * Load order:
+ *   1. parse (cJSON) and check the top-level keys;
+ *   2. the vocab: the model's vocab (an object token -> id for BPE / WordPiece, a list of
+ *      [piece, score] for Unigram) and the added tokens (their "id" and "content") become one
+ *      id -> string table, built by the core's tok_create_vocab (string map, attributes). An
+ *      added token marked special is CONTROL + TOK_ATTR_SPECIAL, another added token
+ *      USER_DEFINED, the model's unk UNKNOWN, <0xXX> tokens of a byte-fallback model BYTE;
+ *   3. the model's tables: BPE merges into the core's merge table ((left id, right id) ->
+ *      (rank, merged id); a duplicate pair keeps its last rank, as tokenizers' HashMap does;
+ *      every merge side and result must be a vocab token, as tokenizers requires), the
+ *      byte-level alphabet and <0xXX> tables, the Unigram trie;
+ *   4. normalizer, pre-tokenizer, post-processor and decoder (tok_json_parts.c), then the
+ *      added-token tries (pipe.c) and each token's decoded piece (hf_decode.c).
+ *
+ * Not supported (each a load error naming it): models WordLevel and BPE dropout; normalizers
+ * Precompiled, Nmt, ByteLevel; pre-tokenizers CharDelimiterSplit, UnicodeScripts, a
+ * ByteLevel that is not the last pre-tokenizer; decoders CTC; any unknown option. "truncation"
+ * and "padding" are read for shape only and not applied (see tokenizer.h).
+ * A gap in the ids (no token has id k) becomes an empty UNUSED token, which encodes to nothing.
+ */
+#include "tokenizer/tok_pipe.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+
+#define MAX_ID (1 << 26)
+
+typedef struct {
+    hearth_span *tokens; /* [n] borrowed from the cJSON tree */
+    int32_t     *types;
+    float       *scores;
+    int32_t      n;
+} vocab_tab;
+
+static hearth_status nomem(hearth_err *err) {
+    return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
+}
+
+static hearth_status set_token(vocab_tab *v, int32_t id, const char *s, int32_t type,
+                               hearth_err *err) {
+    size_t n = strlen(s);
+    if (v->tokens[id].ptr) {
+        if (v->tokens[id].len == n && !memcmp(v->tokens[id].ptr, s, n)) {
+            v->types[id] = type;
+            return HEARTH_OK;
+        }
+        return hearth_err_set(err, HEARTH_E_UNSUPPORTED, id,
+                              "id %d is both '%.*s' and '%.60s'", id,
+                              (int)(v->tokens[id].len > 60 ? 60 : v->tokens[id].len),
+                              v->tokens[id].ptr, s);
+    }
+    v->tokens[id] = (hearth_span){s, n};
+    v->types[id] = type;
+    return HEARTH_OK;
+}
+
+static int32_t json_id(const cJSON *c) {
+    if (!cJSON_IsNumber(c) || c->valuedouble < 0 || c->valuedouble >= MAX_ID ||
+        c->valuedouble != (double)(int32_t)c->valuedouble)
+        return -1;
+    return (int32_t)c->valuedouble;
+}
+
+/* Highest id of the model vocab and the added tokens, checking shapes. */
+static hearth_status max_id(const cJSON *model_vocab, bool unigram, const cJSON *added,
+                            int32_t *out, hearth_err *err) {
+    int32_t mx = -1, k = 0;
+    for (const cJSON *c = model_vocab->child; c; c = c->next, k++) {
+        int32_t id = unigram ? k : json_id(c);
+        if (unigram ? (!cJSON_IsArray(c) || !cJSON_IsString(cJSON_GetArrayItem(c, 0)) ||
+                       !cJSON_IsNumber(cJSON_GetArrayItem(c, 1)))
+                    : id < 0)
+            return hearth_err_set(err, HEARTH_E_FORMAT, k, "model vocab entry %d is malformed", k);
+        if (id >= MAX_ID) return hearth_err_set(err, HEARTH_E_LIMIT, k, "vocab too large");
+        if (id > mx) mx = id;
+    }
+    for (const cJSON *c = added ? added->child : NULL; c; c = c->next) {
+        int32_t id = json_id(cJSON_GetObjectItemCaseSensitive(c, "id"));
+        if (id < 0 || !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(c, "content")))
+            return hearth_err_set(err, HEARTH_E_FORMAT, -1, "added token without id / content");
+        if (id > mx) mx = id;
+    }
+    *out = mx;
+    return mx >= 0 ? HEARTH_OK : hearth_err_set(err, HEARTH_E_FORMAT, -1, "empty vocab");
+}
+
+/* ------------------------------------------------------------------ BPE merges */
+
+static inline uint32_t merge_slot(uint64_t key, uint32_t mask) {
+    key ^= key >> 33;
+    key *= 0xff51afd7ed558ccdull;
+    key ^= key >> 33;
+    return (uint32_t)key & mask;
+}
+
+static hearth_status build_merges(hearth_tok *tok, const tok_model *m, const cJSON *merges,
+                                  hearth_err *err) {
+    int n = cJSON_GetArraySize(merges);
+    size_t cap = 64;
+    while (cap < (size_t)n * 2) cap *= 2;
+    tok->merges = malloc(cap * sizeof *tok->merges);
+    if (!tok->merges) return nomem(err);
+    for (size_t i = 0; i < cap; i++) tok->merges[i].key = UINT64_MAX;
+    tok->merge_mask = (uint32_t)(cap - 1);
+    tok_buf cat = {0};
+    hearth_status st = HEARTH_OK;
+    int rank = 0;
+    for (const cJSON *c = merges ? merges->child : NULL; c; c = c->next, rank++) {
+        const char *a, *b;
+        size_t na, nb;
+        if (cJSON_IsString(c)) {
+            const char *s = c->valuestring, *sp = strchr(s, ' ');
+            if (!sp || strchr(sp + 1, ' ')) {
+                st = hearth_err_set(err, HEARTH_E_FORMAT, rank, "merge %d '%.60s' is not 'a b'",
+                                    rank, s);
+                break;
+            }
+            a = s, na = (size_t)(sp - s), b = sp + 1, nb = strlen(sp + 1);
+        } else if (cJSON_IsArray(c) && cJSON_GetArraySize(c) == 2 &&
+                   cJSON_IsString(c->child) && cJSON_IsString(c->child->next)) {
+            a = c->child->valuestring, na = strlen(a);
+            b = c->child->next->valuestring, nb = strlen(b);
+        } else {
+            st = hearth_err_set(err, HEARTH_E_FORMAT, rank, "merge %d is malformed", rank);
+            break;
+        }
+        size_t skip = m->prefix && nb >= m->prefix_n ? m->prefix_n : 0;
+        cat.n = 0;
+        if (!tok_buf_put(&cat, a, na) || !tok_buf_put(&cat, b + skip, nb - skip)) {
+            st = nomem(err);
+            break;
+        }
+        int32_t l = hearth_tok_find(tok, a, na), r = hearth_tok_find(tok, b, nb);
+        int32_t res = hearth_tok_find(tok, cat.p, cat.n);
+        if (l < 0 || r < 0 || res < 0) {
+            st = hearth_err_set(err, HEARTH_E_FORMAT, rank,
+                                "merge %d '%.*s %.*s': %s is not in the vocab", rank,
+                                (int)(na > 40 ? 40 : na), a, (int)(nb > 40 ? 40 : nb), b,
+                                l < 0 ? "the left side" : r < 0 ? "the right side" : "the result");
+            break;
+        }
+        uint64_t key = ((uint64_t)(uint32_t)l << 32) | (uint32_t)r;
+        for (uint32_t k = merge_slot(key, tok->merge_mask);; k = (k + 1) & tok->merge_mask) {
+            tok_merge_slot *s = &tok->merges[k];
+            if (s->key == key || s->key == UINT64_MAX) {
+                *s = (tok_merge_slot){key, rank, res}; /* a later duplicate wins */
+                break;
+            }
+        }
+    }
+    tok_buf_free(&cat);
+    return st;
+}
+
+/* ------------------------------------------------------------------ the model section */
+
+static hearth_status dup_opt(const char *s, char **out, size_t *n, hearth_err *err) {
+    if (!s || !*s) return HEARTH_OK;
+    *n = strlen(s);
+    if (!(*out = malloc(*n + 1))) return nomem(err);
+    memcpy(*out, s, *n + 1);
+    return HEARTH_OK;
+}
+
+/* Options of the model (after the vocab exists). */
+static hearth_status model_opts(const cJSON *j, hearth_tok *tok, tok_model *m, hearth_err *err) {
+    hearth_status st = HEARTH_OK;
+    const char *what = m->kind == MODEL_BPE ? "model BPE" : m->kind == MODEL_WORDPIECE
+                                                            ? "model WordPiece" : "model Unigram";
+    if (m->kind == MODEL_BPE) {
+        static const char *const k[] = {"type", "dropout", "unk_token",
+                                        "continuing_subword_prefix", "end_of_word_suffix",
+                                        "fuse_unk", "byte_fallback", "ignore_merges", "vocab",
+                                        "merges", NULL};
+        double drop = tokjson_num(j, "dropout", 0, what, &st, err);
+        const char *unk = tokjson_str(j, "unk_token", what, &st, err);
+        const char *pre = tokjson_str(j, "continuing_subword_prefix", what, &st, err);
+        const char *suf = tokjson_str(j, "end_of_word_suffix", what, &st, err);
+        m->fuse_unk = tokjson_bool(j, "fuse_unk", false, what, &st, err);
+        m->byte_fallback = tokjson_bool(j, "byte_fallback", false, what, &st, err);
+        m->ignore_merges = tokjson_bool(j, "ignore_merges", false, what, &st, err);
+        if (!st) st = tokjson_keys(j, what, k, err);
+        if (st) return st;
+        if (drop > 0)
+            return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "%s: dropout %g", what, drop);
+        m->unk_id = unk ? hearth_tok_find(tok, unk, strlen(unk)) : -1;
+        if (unk && m->unk_id < 0)
+            return hearth_err_set(err, HEARTH_E_FORMAT, -1, "%s: unk_token '%.60s' not in vocab",
+                                  what, unk);
+        if ((st = dup_opt(pre, &m->prefix, &m->prefix_n, err))) return st;
+        if ((st = dup_opt(suf, &m->suffix, &m->suffix_n, err))) return st;
+        const cJSON *merges = cJSON_GetObjectItemCaseSensitive(j, "merges");
+        if (merges && !cJSON_IsArray(merges))
+            return hearth_err_set(err, HEARTH_E_FORMAT, -1, "%s: 'merges' is not a list", what);
+        return build_merges(tok, m, merges, err);
+    }
+    if (m->kind == MODEL_WORDPIECE) {
+        static const char *const k[] = {"type", "unk_token", "continuing_subword_prefix",
+                                        "max_input_chars_per_word", "vocab", NULL};
+        const char *unk = tokjson_str(j, "unk_token", what, &st, err);
+        const char *pre = tokjson_str(j, "continuing_subword_prefix", what, &st, err);
+        double mx = tokjson_num(j, "max_input_chars_per_word", 100, what, &st, err);
+        if (!st) st = tokjson_keys(j, what, k, err);
+        if (st) return st;
+        if (!unk) unk = "[UNK]";
+        if (!pre) pre = "##";
+        m->unk_id = hearth_tok_find(tok, unk, strlen(unk));
+        if (m->unk_id < 0)
+            return hearth_err_set(err, HEARTH_E_FORMAT, -1, "%s: unk_token '%.60s' not in vocab",
+                                  what, unk);
+        m->max_chars = mx < 0 ? 0 : mx > 1e9 ? 1000000000 : (int32_t)mx;
+        if (!(m->prefix = malloc(strlen(pre) + 1))) return nomem(err);
+        m->prefix_n = strlen(pre);
+        memcpy(m->prefix, pre, m->prefix_n + 1);
+        return HEARTH_OK;
+    }
+    static const char *const k[] = {"type", "unk_id", "vocab", "byte_fallback", NULL};
+    double unk = tokjson_num(j, "unk_id", -1, what, &st, err);
+    m->byte_fallback = tokjson_bool(j, "byte_fallback", false, what, &st, err);
+    m->fuse_unk = true;
+    if (!st) st = tokjson_keys(j, what, k, err);
+    if (st) return st;
+    if (unk < 0 || unk >= tok->n_vocab)
+        return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "%s without a valid unk_id", what);
+    m->unk_id = (int32_t)unk;
+    return tok_model_unigram_build(tok, m, err);
+}
+
+/* ------------------------------------------------------------------ pieces */
+
+static hearth_status build_pieces(hearth_tok *tok, hearth_err *err) {
+    tok_buf all = {0};
+    tok->pieces = malloc((size_t)tok->n_vocab * sizeof *tok->pieces);
+    if (!tok->pieces) return nomem(err);
+    for (int32_t id = 0; id < tok->n_vocab; id++) {
+        size_t start = all.n;
+        if (tok->strs[id].len && !tok_pipe_piece(tok, id, &all)) {
+            tok_buf_free(&all);
+            return nomem(err);
+        }
+        if (all.n > UINT32_MAX) {
+            tok_buf_free(&all);
+            return hearth_err_set(err, HEARTH_E_LIMIT, -1, "pieces exceed 4 GiB");
+        }
+        tok->pieces[id] = (tok_str){(uint32_t)start, (uint32_t)(all.n - start)};
+        if (all.n - start > tok->max_piece_bytes) tok->max_piece_bytes = all.n - start;
+    }
+    if (!tok_buf_put(&all, "", 1)) {
+        tok_buf_free(&all);
+        return nomem(err);
+    }
+    tok->piece_blob = all.p;
+    return HEARTH_OK;
+}
+
+/* ------------------------------------------------------------------ the loader */
+
+static hearth_status load(const cJSON *root, hearth_tok **out, hearth_err *err) {
+    static const char *const top[] = {"version", "truncation", "padding", "added_tokens",
+                                      "normalizer", "pre_tokenizer", "model", "post_processor",
+                                      "decoder", NULL};
+    hearth_status st;
+    if (!cJSON_IsObject(root))
+        return hearth_err_set(err, HEARTH_E_FORMAT, -1, "tokenizer.json is not an object");
+    if ((st = tokjson_keys(root, "tokenizer.json", top, err))) return st;
+    const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
+    const cJSON *added = cJSON_GetObjectItemCaseSensitive(root, "added_tokens");
+    const cJSON *mtype = cJSON_GetObjectItemCaseSensitive(model, "type");
+    const cJSON *mvocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
+    if (!cJSON_IsString(mtype))
+        return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "model without a 'type'");
+    tok_model_kind kind;
+    if (!strcmp(mtype->valuestring, "BPE")) kind = MODEL_BPE;
+    else if (!strcmp(mtype->valuestring, "WordPiece")) kind = MODEL_WORDPIECE;
+    else if (!strcmp(mtype->valuestring, "Unigram")) kind = MODEL_UNIGRAM;
+    else return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "model '%s' is not supported",
+                               mtype->valuestring);
+    if (kind == MODEL_UNIGRAM ? !cJSON_IsArray(mvocab) : !cJSON_IsObject(mvocab))
+        return hearth_err_set(err, HEARTH_E_FORMAT, -1, "model 'vocab' has the wrong shape");
+    if (added && !cJSON_IsNull(added) && !cJSON_IsArray(added))
+        return hearth_err_set(err, HEARTH_E_FORMAT, -1, "'added_tokens' is not a list");
+    if (added && !cJSON_IsArray(added)) added = NULL;
+    for (const char *const *k = top + 1; k < top + 3; k++) { /* truncation, padding */
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, *k);
+        if (v && !cJSON_IsNull(v) && !cJSON_IsObject(v))
+            return hearth_err_set(err, HEARTH_E_FORMAT, -1, "'%s' is not an object", *k);
+        if (v && cJSON_IsObject(v))
+            hearth_log(HEARTH_LOG_DEBUG, "tokenizer.json: '%s' is not applied", *k);
+    }
+
+    int32_t mx;
+    if ((st = max_id(mvocab, kind == MODEL_UNIGRAM, added, &mx, err))) return st;
+    int32_t n = mx + 1;
+    vocab_tab v = {calloc((size_t)n, sizeof *v.tokens), calloc((size_t)n, sizeof *v.types),
+                   calloc((size_t)n, sizeof *v.scores), n};
+    double *uscores = kind == MODEL_UNIGRAM ? calloc((size_t)n, sizeof *uscores) : NULL;
+    hearth_tok *tok = NULL;
+    tok_pipe *p = NULL;
+    if (!v.tokens || !v.types || !v.scores || (kind == MODEL_UNIGRAM && !uscores)) {
+        st = nomem(err);
+        goto fail;
+    }
+    int32_t k = 0;
+    for (const cJSON *c = mvocab->child; c; c = c->next, k++) {
+        const char *s = kind == MODEL_UNIGRAM ? c->child->valuestring : c->string;
+        int32_t id = kind == MODEL_UNIGRAM ? k : json_id(c);
+        if (!s) {
+            st = hearth_err_set(err, HEARTH_E_FORMAT, k, "vocab entry %d has no text", k);
+            goto fail;
+        }
+        if ((st = set_token(&v, id, s, HEARTH_TOKTYPE_NORMAL, err))) goto fail;
+        if (uscores) {
+            uscores[id] = c->child->next->valuedouble;
+            v.scores[id] = (float)uscores[id];
+        }
+    }
+    for (const cJSON *c = added ? added->child : NULL; c; c = c->next) {
+        static const char *const ka[] = {"id", "content", "single_word", "lstrip", "rstrip",
+                                         "normalized", "special", NULL};
+        if ((st = tokjson_keys(c, "added token", ka, err))) goto fail;
+        bool special = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "special"));
+        if ((st = set_token(&v, json_id(cJSON_GetObjectItemCaseSensitive(c, "id")),
+                            cJSON_GetObjectItemCaseSensitive(c, "content")->valuestring,
+                            special ? HEARTH_TOKTYPE_CONTROL : HEARTH_TOKTYPE_USER_DEFINED, err)))
+            goto fail;
+    }
+    for (int32_t id = 0; id < n; id++)
+        if (!v.tokens[id].ptr) {
+            v.tokens[id] = (hearth_span){"", 0};
+            v.types[id] = HEARTH_TOKTYPE_UNUSED;
+        }
+
+    hearth_tok_spec spec = {0};
+    spec.kind = kind == MODEL_BPE ? HEARTH_TOK_BPE_BYTES : HEARTH_TOK_SPM;
+    spec.n_vocab = n;
+    spec.tokens = v.tokens;
+    spec.scores = v.scores;
+    spec.token_types = v.types;
+    spec.bos_id = spec.eos_id = spec.eot_id = spec.unk_id = spec.pad_id = -1;
+    if ((st = tok_create_vocab(&spec, &tok, err))) goto fail;
+    if (!(p = tok->pipe = calloc(1, sizeof *p))) {
+        st = nomem(err);
+        goto fail;
+    }
+    p->model.kind = kind;
+    p->model.unk_id = -1;
+    p->model.uscores = uscores;
+    uscores = NULL;
+    if (kind == MODEL_UNIGRAM) {
+        p->model.min_score = 1e300;
+        for (int32_t id = 0; id < n; id++)
+            if (tok->strs[id].len && p->model.uscores[id] < p->model.min_score)
+                p->model.min_score = p->model.uscores[id];
+    }
+    if ((st = model_opts(model, tok, &p->model, err))) goto fail;
+
+    /* attributes the pipeline relies on */
+    int n_added = cJSON_GetArraySize(added);
+    if (!(p->added = calloc((size_t)n_added + 1, sizeof *p->added))) {
+        st = nomem(err);
+        goto fail;
+    }
+    for (const cJSON *c = added ? added->child : NULL; c; c = c->next) {
+        tok_added *a = &p->added[p->n_added++];
+        hearth_status bst = HEARTH_OK;
+        a->id = json_id(cJSON_GetObjectItemCaseSensitive(c, "id"));
+        a->special = tokjson_bool(c, "special", false, "added token", &bst, err);
+        a->lstrip = tokjson_bool(c, "lstrip", false, "added token", &bst, err);
+        a->rstrip = tokjson_bool(c, "rstrip", false, "added token", &bst, err);
+        a->single_word = tokjson_bool(c, "single_word", false, "added token", &bst, err);
+        a->normalized = tokjson_bool(c, "normalized", !a->special, "added token", &bst, err);
+        if ((st = bst)) goto fail;
+        if (a->special) tok->attr[a->id] |= TOK_ATTR_SPECIAL | TOK_ATTR_CONTROL;
+    }
+    if (p->model.unk_id >= 0 && !(tok->attr[p->model.unk_id] & TOK_ATTR_SPECIAL))
+        tok->attr[p->model.unk_id] = TOK_ATTR_UNKNOWN | (tok->attr[p->model.unk_id] & TOK_ATTR_EOG);
+    for (int b = 0; b < 256; b++) {
+        char name[8], u[4];
+        snprintf(name, sizeof name, "<0x%02X>", b);
+        tok->byte_tok[b] = p->model.byte_fallback ? hearth_tok_find(tok, name, 6) : -1;
+        if (tok->byte_tok[b] >= 0 && !(tok->attr[tok->byte_tok[b]] & TOK_ATTR_SPECIAL))
+            tok->attr[tok->byte_tok[b]] = TOK_ATTR_BYTE;
+        tok->byte_sym[b] = hearth_tok_find(tok, u, tok_utf8_encode(tok_byte_to_cp((uint8_t)b), u));
+    }
+
+    if ((st = tokjson_normalizer(cJSON_GetObjectItemCaseSensitive(root, "normalizer"), p, err)) ||
+        (st = tokjson_pre_tokenizer(cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer"), p,
+                                    err)) ||
+        (st = tokjson_post_processor(cJSON_GetObjectItemCaseSensitive(root, "post_processor"), tok,
+                                     p, err)) ||
+        (st = tokjson_decoder(cJSON_GetObjectItemCaseSensitive(root, "decoder"), p, err)))
+        goto fail;
+    if (p->n_pts && p->pts[p->n_pts - 1].kind == PT_BYTELEVEL) {
+        if (kind != MODEL_BPE) {
+            st = hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1,
+                                "pre_tokenizer ByteLevel with a %s model", mtype->valuestring);
+            goto fail;
+        }
+        p->model.byte_level = true;
+    }
+    if ((st = tok_pipe_build_added(tok, err))) goto fail;
+
+    /* the special ids the rest of hearth asks for: the single template's specials around A */
+    for (int i = 0, seen_a = 0; p->has_post && i < p->post.n_single; i++) {
+        const tok_tmpl_item *it = &p->post.single[i];
+        if (it->seq >= 0) seen_a = 1;
+        else if (it->n_ids && !seen_a && tok->bos_id < 0) tok->bos_id = it->ids[0];
+        else if (it->n_ids && seen_a && tok->eos_id < 0) tok->eos_id = it->ids[0];
+    }
+    for (int i = 0; i < p->n_decs; i++) {
+        const tok_dec *d = &p->decs[i];
+        if ((d->kind == DEC_METASPACE && d->prepend != PREPEND_NEVER) || d->kind == DEC_WORDPIECE ||
+            (d->kind == DEC_STRIP && d->start > 0 && d->str_n == 1 && d->str[0] == ' '))
+            tok->add_space_prefix = true; /* the streaming decoder drops the first space */
+    }
+    if ((st = build_pieces(tok, err))) goto fail;
+    free(v.tokens);
+    free(v.types);
+    free(v.scores);
+    *out = tok;
+    return HEARTH_OK;
+fail:
+    free(v.tokens);
+    free(v.types);
+    free(v.scores);
+    free(uscores);
+    hearth_tok_destroy(tok);
+    return st;
+}
+
+hearth_status hearth_tok_from_json(const char *json, size_t n, hearth_tok **out, hearth_err *err) {
+    if (out) *out = NULL;
+    if (!out || (!json && n)) return hearth_err_set(err, HEARTH_E_INVALID, -1, "bad arguments");
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(json ? json : "", n, &end, false);
+    if (!root) {
+        int64_t pos = end ? (int64_t)(end - json) : -1;
+        return hearth_err_set(err, HEARTH_E_FORMAT, pos, "tokenizer.json is not valid JSON "
+                              "(near byte %lld)", (long long)pos);
+    }
+    hearth_status st = load(root, out, err);
+    cJSON_Delete(root);
+    return st;
+}
