@@ -10,6 +10,7 @@ static const char usage_main[] =
     "usage: hearth <verb> [args]\n"
     "\n"
     "verbs:\n"
+    "  serve [model]   the OpenAI-compatible HTTP server (bare `hearth`: the starter model)\n"
     "  generate, gen   one-shot generation from a prompt, no server\n"
     "  ls [query]      the models in the hub cache\n"
     "  scan            re-index the hub cache into the registry\n"
@@ -44,6 +45,7 @@ static const char usage_generate[] =
 
 const char *cli_help_text(const char *verb) {
     if (!verb) return usage_main;
+    if (!strcmp(verb, "serve")) return cli_usage_serve;
     if (!strcmp(verb, "generate") || !strcmp(verb, "gen")) return usage_generate;
     if (!strcmp(verb, "scan")) return cli_usage_scan;
     if (!strcmp(verb, "ls")) return cli_usage_ls;

@@ -50,16 +50,15 @@ int main(int argc, char **argv) {
         else if (!strcmp(lvl, "info")) hearth_log_set_level(HEARTH_LOG_INFO);
         else if (!strcmp(lvl, "error")) hearth_log_set_level(HEARTH_LOG_ERROR);
     }
-    if (argc < 2) {
-        fputs(cli_help_text(NULL), stdout);
-        return 2;
-    }
+    if (argc < 2) return cli_serve(argc, argv); /* bare `hearth` serves the starter model */
     const char *verb = argv[1];
     if (!strcmp(verb, "--version") || !strcmp(verb, "-V") || !strcmp(verb, "version")) {
         printf("hearth %s\n", HEARTH_VERSION);
         return 0;
     }
     if (!strcmp(verb, "help") || !strcmp(verb, "--help") || !strcmp(verb, "-h")) return cli_help(argc - 1, argv + 1);
+    if (!strcmp(verb, "serve")) return cli_serve(argc - 1, argv + 1);
+    if (verb[0] == '-' && verb[1] == '-') return cli_serve(argc, argv); /* `hearth --port N` */
     if (!strcmp(verb, "generate") || !strcmp(verb, "gen")) return cli_generate(argc - 1, argv + 1);
     if (!strcmp(verb, "scan")) return cli_scan(argc - 1, argv + 1);
     if (!strcmp(verb, "ls")) return cli_ls(argc - 1, argv + 1);

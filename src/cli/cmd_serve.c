@@ -1,0 +1,303 @@
+/*
+ * cmd_serve.c - `hearth serve [model]` and bare `hearth`: load a model, start the engine and
+ * the HTTP server, print the ready card, serve until SIGINT/SIGTERM.
+ *
+ * Before any weights load, the port is probed: if something already answers there, starting
+ * would only fail later at bind time (or worse, confuse a user who has hearth running in
+ * another terminal), so we say who is there and exit 1 at once.
+ *
+ * Signals: SIGINT and SIGTERM are blocked before the first thread starts (every thread
+ * inherits the mask) and the main thread waits for them with sigwait, then shuts down in
+ * order: server (ends connections, cancels their requests), engine, model.
+ */
+#include "cli/cli.h"
+#include "engine/engine.h"
+#include "model/model.h"
+#include "server/server.h"
+#include "store/hub.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define STARTER_QUERY "SmolLM2"
+
+const char cli_usage_serve[] =
+    "usage: hearth serve [model] [flags]     (bare `hearth` serves the starter model, SmolLM2)\n"
+    "\n"
+    "OpenAI-compatible API on http://HOST:PORT/v1: chat/completions, completions, models;\n"
+    "plus /health, /stats, /metrics. See docs/server.md.\n"
+    "\n"
+    "  --model MODEL         the model (path or hub-cache query), instead of the positional\n"
+    "  --host ADDR           bind address (default 127.0.0.1; 0.0.0.0 exposes it on the LAN)\n"
+    "  --port N              port (default 8080; 0 = any free port)\n"
+    "  --api-key KEY         require 'Authorization: Bearer KEY' or 'x-api-key: KEY' (/health stays open)\n"
+    "  --cors ORIGINS        allow browsers from these origins (comma-separated, or *)\n"
+    "  --max-tokens N        completion cap when a request sets none (default: the rest of the\n"
+    "                        context for chat, 512 for completions)\n"
+    "  --temperature, --temp T   default temperature (default 0.7); requests may override\n"
+    "  --top-p P             default nucleus sampling (default 1 = off)\n"
+    "  --top-k K             default top-k (default 0 = off)\n"
+    "  --thinking true|false default enable_thinking for chat templates that read it\n"
+    "  --threads N           compute threads (default: all CPUs)\n"
+    "  --ctx N               context length (default min(training context, 4096))\n"
+    "  --no-open             do not open the web app (accepted; there is no web app yet)\n"
+    "\n"
+    "Not yet: --adapter-path/--adapter, --batch/--decode-concurrency, --prompt-cache, --kv-budget,\n"
+    "--memory-budget, --paged-kv-block-size (requests run one at a time, in arrival order).\n";
+
+typedef struct {
+    const char *model, *host, *api_key, *cors;
+    long long   port, max_tokens, top_k, threads, ctx;
+    double      temperature, top_p;
+    int         thinking;
+} serve_opts;
+
+static const char *const not_yet[] = {"--adapter-path", "--adapter", "--batch", "--decode-concurrency",
+                                      "--prompt-cache", "--kv-budget", "--memory-budget", "--paged-kv-block-size"};
+
+static int parse(int argc, char **argv, serve_opts *o) {
+    int n_pos = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+        double fv;
+#define FLAG(name) (!strcmp(a, name))
+#define NEEDVAL() do { if (!val) { cli_error("%s needs a value", a); return 2; } i++; } while (0)
+        for (size_t k = 0; k < sizeof not_yet / sizeof not_yet[0]; k++)
+            if (FLAG(not_yet[k])) {
+                cli_error("%s is not supported yet (requests run one at a time; adapters and the prompt "
+                          "cache are later work)", a);
+                return 2;
+            }
+        if (FLAG("--no-open")) continue;
+        else if (FLAG("--model")) { NEEDVAL(); o->model = val; }
+        else if (FLAG("--host")) { NEEDVAL(); o->host = val; }
+        else if (FLAG("--api-key")) { NEEDVAL(); o->api_key = val; }
+        else if (FLAG("--cors")) { NEEDVAL(); o->cors = val; }
+        else if (FLAG("--port")) {
+            NEEDVAL();
+            if (!cli_parse_int(a, val, 0, 65535, &o->port)) return 2;
+        } else if (FLAG("--max-tokens")) {
+            NEEDVAL();
+            if (!cli_parse_int(a, val, 1, 1 << 24, &o->max_tokens)) return 2;
+        } else if (FLAG("--temperature") || FLAG("--temp")) {
+            NEEDVAL();
+            if (!cli_parse_float(a, val, 0, 10, &o->temperature)) return 2;
+        } else if (FLAG("--top-p")) {
+            NEEDVAL();
+            if (!cli_parse_float(a, val, 0, 1, &fv)) return 2;
+            o->top_p = fv;
+        } else if (FLAG("--top-k")) {
+            NEEDVAL();
+            if (!cli_parse_int(a, val, 0, 1 << 24, &o->top_k)) return 2;
+        } else if (FLAG("--thinking")) {
+            NEEDVAL();
+            if (!strcmp(val, "true") || !strcmp(val, "on") || !strcmp(val, "1")) o->thinking = 1;
+            else if (!strcmp(val, "false") || !strcmp(val, "off") || !strcmp(val, "0")) o->thinking = 0;
+            else {
+                cli_error("--thinking expects true or false (got \"%s\")", val);
+                return 2;
+            }
+        } else if (FLAG("--threads")) {
+            NEEDVAL();
+            if (!cli_parse_int(a, val, 1, 1024, &o->threads)) return 2;
+        } else if (FLAG("--ctx")) {
+            NEEDVAL();
+            if (!cli_parse_int(a, val, 16, 1 << 20, &o->ctx)) return 2;
+        } else if (a[0] == '-' && a[1]) {
+            cli_error("unknown flag '%s' (try 'hearth help serve')", a);
+            return 2;
+        } else if (n_pos++ == 0 && !o->model) {
+            o->model = a;
+        } else {
+            cli_error("unexpected argument '%s'", a);
+            return 2;
+        }
+#undef FLAG
+#undef NEEDVAL
+    }
+    return 0;
+}
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/*
+ * Is something listening on host:port? 0 nothing, 1 hearth, 2 something else. A wildcard
+ * bind address is probed on loopback.
+ */
+static int probe(const char *host, int port) {
+    if (!strcmp(host, "0.0.0.0")) host = "127.0.0.1";
+    if (!strcmp(host, "::")) host = "::1";
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV}, *ai;
+    char ps[16];
+    snprintf(ps, sizeof ps, "%d", port);
+    if (getaddrinfo(host, ps, &hints, &ai) != 0) return 0;
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    int found = 0;
+    if (fd < 0) goto out;
+    if (connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
+        if (errno != EINPROGRESS) goto out;
+        struct pollfd p = {.fd = fd, .events = POLLOUT};
+        int err = 0;
+        socklen_t len = sizeof err;
+        if (poll(&p, 1, 500) != 1 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) || err) goto out;
+    }
+    found = 2;
+    char req[256], buf[2048];
+    int n = snprintf(req, sizeof req, "GET /v1 HTTP/1.0\r\nHost: %s:%d\r\n\r\n", host, port);
+    if (send(fd, req, (size_t)n, MSG_NOSIGNAL) != n) goto out;
+    size_t got = 0;
+    double deadline = now_ms() + 1000;
+    while (got < sizeof buf - 1 && now_ms() < deadline) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, 100) != 1) continue;
+        ssize_t k = recv(fd, buf + got, sizeof buf - 1 - got, 0);
+        if (k <= 0) break;
+        got += (size_t)k;
+    }
+    buf[got] = 0;
+    if (strstr(buf, "Server: hearth") || strstr(buf, "\"name\":\"hearth\"")) found = 1;
+out:
+    if (fd >= 0) close(fd);
+    freeaddrinfo(ai);
+    return found;
+}
+
+/* "org/name" for a file in the hub cache (models--org--name/snapshots/...), else the file name
+ * without .gguf. Written into out. */
+static void model_id_of(const char *path, char *out, size_t cap) {
+    const char *m = strstr(path, "models--");
+    if (m) {
+        m += 8;
+        const char *end = strchr(m, '/');
+        const char *sep = strstr(m, "--");
+        if (end && sep && sep < end) {
+            snprintf(out, cap, "%.*s/%.*s", (int)(sep - m), m, (int)(end - sep - 2), sep + 2);
+            return;
+        }
+    }
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t n = strlen(base);
+    if (n > 5 && !strcmp(base + n - 5, ".gguf")) n -= 5;
+    snprintf(out, cap, "%.*s", (int)n, base);
+}
+
+int cli_serve(int argc, char **argv) {
+    double t0 = now_ms();
+    serve_opts o = {.host = "127.0.0.1", .port = 8080, .temperature = -1, .top_p = -1, .top_k = -1,
+                    .thinking = -1};
+    int rc = parse(argc, argv, &o);
+    if (rc) return rc;
+    bool starter = !o.model;
+    if (starter) o.model = STARTER_QUERY;
+
+    if (o.port != 0) {
+        int who = probe(o.host, (int)o.port);
+        if (who == 1) {
+            cli_error("hearth is already serving on http://%s:%lld (stop it, or pick another --port)", o.host, o.port);
+            return 1;
+        }
+        if (who == 2) {
+            cli_error("port %lld on %s is in use by another program (pick another --port)", o.port, o.host);
+            return 1;
+        }
+    }
+
+    hearth_err err = {0};
+    char *path = NULL;
+    hearth_model *m = NULL;
+    hearth_engine *e = NULL;
+    hearth_server *srv = NULL;
+    rc = 1;
+    if (hearth_hub_resolve(o.model, &path, &err)) {
+        if (starter && err.code == HEARTH_E_NOTFOUND) {
+            char dir[1024] = "";
+            hearth_hub_cache_dir(dir, sizeof dir);
+            cli_error("the starter model (%s) is not in the Hugging Face cache at %s: run `make setup` to fetch "
+                      "it, or name a model: hearth serve path/to/model.gguf", STARTER_QUERY, dir);
+        } else {
+            cli_error("%s", err.msg);
+        }
+        goto out;
+    }
+    /* Block the stop signals before any thread starts, so only sigwait below sees them. */
+    sigset_t stop_sigs;
+    sigemptyset(&stop_sigs);
+    sigaddset(&stop_sigs, SIGINT);
+    sigaddset(&stop_sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop_sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    if (hearth_model_load(path, &m, &err)) {
+        cli_error("cannot load %s: %s", path, err.msg);
+        goto out;
+    }
+    hearth_engine_params ep = hearth_engine_params_default();
+    ep.n_threads = (int)o.threads;
+    ep.n_ctx = (int32_t)o.ctx;
+    if (hearth_engine_create(m, &ep, &e, &err)) {
+        cli_error("%s", err.msg);
+        goto out;
+    }
+    char model_id[256];
+    model_id_of(path, model_id, sizeof model_id);
+    hearth_server_params sp = hearth_server_params_default();
+    sp.host = o.host;
+    sp.port = (int)o.port;
+    sp.model_id = model_id;
+    sp.api_key = o.api_key;
+    sp.cors = o.cors;
+    sp.temperature = o.temperature;
+    sp.top_p = o.top_p;
+    sp.top_k = (int32_t)o.top_k;
+    sp.max_tokens = o.max_tokens > 0 ? (int32_t)o.max_tokens : -1;
+    sp.enable_thinking = o.thinking;
+    if (hearth_server_create(&sp, m, e, &srv, &err)) {
+        cli_error("%s", err.msg);
+        goto out;
+    }
+    double ready_ms = now_ms() - t0;
+    bool v6 = strchr(o.host, ':') != NULL;
+    char tk[32] = "off", mt[32] = "auto", th[32];
+    if (o.top_k > 0) snprintf(tk, sizeof tk, "%lld", o.top_k);
+    if (o.max_tokens > 0) snprintf(mt, sizeof mt, "%lld", o.max_tokens);
+    snprintf(th, sizeof th, "%lld", o.threads > 0 ? o.threads : (long long)sysconf(_SC_NPROCESSORS_ONLN));
+    fprintf(stderr,
+            "hearth %s ready in %.0f ms\n"
+            "  API      http://%s%s%s:%d/v1\n"
+            "  model    %s  (%s, %zu MiB, %s)\n"
+            "  context  %d tokens\n"
+            "  levers   temperature %g, top-p %g, top-k %s, max-tokens %s, threads %s, api-key %s, cors %s\n"
+            "  Ctrl-C stops the server\n",
+            HEARTH_VERSION, ready_ms, v6 ? "[" : "", o.host, v6 ? "]" : "", hearth_server_port(srv), model_id,
+            hearth_model_name(m), hearth_model_weight_bytes(m) >> 20, hearth_model_quant_desc(m),
+            hearth_engine_n_ctx(e), o.temperature >= 0 ? o.temperature : 0.7, o.top_p >= 0 ? o.top_p : 1.0, tk, mt,
+            th, o.api_key && *o.api_key ? "on" : "off", o.cors ? o.cors : "off");
+    fflush(stderr);
+
+    int sig = 0;
+    sigwait(&stop_sigs, &sig);
+    fprintf(stderr, "hearth: %s, stopping\n", sig == SIGINT ? "interrupted" : "terminated");
+    rc = 0;
+out:
+    hearth_server_destroy(srv);
+    hearth_engine_destroy(e);
+    hearth_model_destroy(m);
+    free(path);
+    return rc;
+}

@@ -1,0 +1,301 @@
+/*
+ * http.c - the libmicrohttpd glue: daemon start/stop, request bodies, responses, disconnects.
+ *
+ * Threading model: MHD_USE_THREAD_PER_CONNECTION (with poll). The engine's API is blocking -
+ * a connection waits for its tokens in hearth_request_next - so every connection gets its own
+ * thread and may block in its handler (non-streaming) or in its content reader (SSE) without
+ * holding up any other connection: /health answers at once however many streams are open,
+ * and a stream is just a loop on its own thread. A local appliance has tens of connections,
+ * not tens of thousands, so a thread each is cheap (stacks are reserved, not committed). When
+ * the engine grows an event callback, MHD's suspend/resume can park idle streams instead.
+ *
+ * Disconnects: a waiting connection wakes every 50 ms (hearth_request_next's timeout) and
+ * polls its socket for POLLRDHUP/POLLHUP; a client that went away is seen within that time,
+ * and its generation is cancelled (the engine stops it at its next step). MHD's own write
+ * errors end a stream too (the content reader is told via the response's free callback).
+ *
+ * Bodies: collected up to max_body_bytes; past that the rest is read and dropped (up to 4x
+ * the cap, then the connection is closed) and the answer is 413 - reading it all first means
+ * the client sees the 413 instead of a reset while it is still sending.
+ */
+#include "server/server_internal.h"
+#include "base/log.h"
+
+#include <microhttpd.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+double hearth_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+const char *hearth_http_header(hearth_http_req *r, const char *name) {
+    return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+/* Is origin one of the comma-separated entries of list ("*" allows any)? */
+static bool origin_allowed(const char *list, const char *origin) {
+    size_t n = strlen(origin);
+    for (const char *p = list; *p;) {
+        while (*p == ' ' || *p == ',') p++;
+        const char *q = p;
+        while (*q && *q != ',') q++;
+        const char *e = q;
+        while (e > p && e[-1] == ' ') e--;
+        if ((size_t)(e - p) == 1 && *p == '*') return true;
+        if ((size_t)(e - p) == n && n && !memcmp(p, origin, n)) return true;
+        p = q;
+    }
+    return false;
+}
+
+static void common_headers(hearth_http_req *r, struct MHD_Response *resp) {
+    MHD_add_response_header(resp, "Server", "hearth/" HEARTH_VERSION);
+    const char *cors = r->srv->cors;
+    const char *origin = hearth_http_header(r, "Origin");
+    if (cors && origin && origin_allowed(cors, origin)) {
+        MHD_add_response_header(resp, "Access-Control-Allow-Origin", origin);
+        MHD_add_response_header(resp, "Vary", "Origin");
+    }
+}
+
+static bool queue(hearth_http_req *r, int http, struct MHD_Response *resp, const char *ctype) {
+    if (!resp) return false;
+    common_headers(r, resp);
+    if (ctype) MHD_add_response_header(resp, "Content-Type", ctype);
+    enum MHD_Result ok = MHD_queue_response(r->conn, (unsigned)http, resp);
+    MHD_destroy_response(resp);
+    if (ok == MHD_YES) r->http = http;
+    return ok == MHD_YES;
+}
+
+bool hearth_http_send(hearth_http_req *r, int http, const char *ctype, const char *body, size_t n) {
+    struct MHD_Response *resp = MHD_create_response_from_buffer(n, (void *)(n ? body : ""), MHD_RESPMEM_MUST_COPY);
+    return queue(r, http, resp, ctype);
+}
+
+bool hearth_http_send_json(hearth_http_req *r, int http, const hearth_jw *w) {
+    if (w->oom) {
+        static const char oom[] = "{\"error\":{\"message\":\"out of memory writing the response\","
+                                  "\"type\":\"server_error\",\"param\":null,\"code\":null}}";
+        return hearth_http_send(r, 500, "application/json", oom, sizeof oom - 1);
+    }
+    return hearth_http_send(r, http, "application/json", w->buf ? w->buf : "", w->len);
+}
+
+bool hearth_http_send_error(hearth_http_req *r, const hearth_api_err *e) {
+    hearth_jw w;
+    hearth_jw_init(&w);
+    hearth_api_err_json(&w, e);
+    bool ok = hearth_http_send_json(r, e->http, &w);
+    hearth_jw_fini(&w);
+    return ok;
+}
+
+bool hearth_http_send_preflight(hearth_http_req *r) {
+    struct MHD_Response *resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    if (!resp) return false;
+    const char *origin = hearth_http_header(r, "Origin");
+    if (r->srv->cors && origin && origin_allowed(r->srv->cors, origin)) {
+        const char *want = hearth_http_header(r, "Access-Control-Request-Headers");
+        MHD_add_response_header(resp, "Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+        MHD_add_response_header(resp, "Access-Control-Allow-Headers",
+                                want ? want : "Authorization, Content-Type, X-Api-Key");
+        MHD_add_response_header(resp, "Access-Control-Max-Age", "600");
+    }
+    return queue(r, 204, resp, NULL);
+}
+
+typedef struct {
+    hearth_http_reader reader;
+    void (*free_fn)(void *);
+    void *cls;
+} reader_box;
+
+static ssize_t box_read(void *cls, uint64_t pos, char *buf, size_t max) {
+    (void)pos;
+    reader_box *b = cls;
+    long n = b->reader(b->cls, buf, max);
+    if (n == -1) return MHD_CONTENT_READER_END_OF_STREAM;
+    if (n < 0) return MHD_CONTENT_READER_END_WITH_ERROR;
+    return (ssize_t)n;
+}
+
+static void box_free(void *cls) {
+    reader_box *b = cls;
+    b->free_fn(b->cls);
+    free(b);
+}
+
+bool hearth_http_send_reader(hearth_http_req *r, int http, const char *ctype, hearth_http_reader reader,
+                             void (*free_fn)(void *cls), void *cls) {
+    reader_box *b = malloc(sizeof *b);
+    if (!b) {
+        free_fn(cls);
+        return false;
+    }
+    b->reader = reader;
+    b->free_fn = free_fn;
+    b->cls = cls;
+    struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, box_read, b, box_free);
+    if (!resp) {
+        box_free(b);
+        return false;
+    }
+    MHD_add_response_header(resp, "Cache-Control", "no-cache");
+    MHD_add_response_header(resp, "X-Accel-Buffering", "no");
+    return queue(r, http, resp, ctype); /* destroying resp runs box_free once MHD is done */
+}
+
+int hearth_http_fd(hearth_http_req *r) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return ci ? ci->connect_fd : -1;
+}
+
+bool hearth_fd_peer_gone(int fd) {
+    if (fd < 0) return false;
+    struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+    if (poll(&p, 1, 0) <= 0) return false;
+    return (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
+}
+
+bool hearth_http_authorized(hearth_http_req *r) {
+    const char *key = r->srv->api_key;
+    if (!key || !*key) return true;
+    const char *got = hearth_http_header(r, "x-api-key");
+    const char *auth = hearth_http_header(r, "Authorization");
+    if (!got && auth && !strncasecmp(auth, "Bearer ", 7)) {
+        got = auth + 7;
+        while (*got == ' ') got++;
+    }
+    if (!got) return false;
+    size_t n = strlen(key), m = strlen(got);
+    unsigned diff = (unsigned)(n ^ m);
+    for (size_t i = 0; i < n; i++) diff |= (unsigned)(key[i] ^ got[i < m ? i : 0]); /* no early exit */
+    return diff == 0;
+}
+
+/* MHD calls this with the headers (first call), each piece of the body, then once more. */
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                                 const char *version, const char *upload_data, size_t *upload_size,
+                                 void **con_cls) {
+    (void)version;
+    hearth_server *s = cls;
+    hearth_http_req *r = *con_cls;
+    size_t cap = s->p.max_body_bytes;
+    if (!r) {
+        r = calloc(1, sizeof *r);
+        if (!r) return MHD_NO;
+        r->srv = s;
+        r->conn = c;
+        r->method = method;
+        r->path = url;
+        r->ep = HEARTH_EP_OTHER;
+        *con_cls = r;
+        hearth_stats_request_begin(s->stats);
+        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+        unsigned long long want = cl ? strtoull(cl, NULL, 10) : 0;
+        if (want > (unsigned long long)cap * 4) { /* not worth reading: answer now, then close */
+            hearth_api_err e;
+            hearth_api_err_set(&e, 413, "request_too_large", NULL,
+                               "the request body (%llu bytes) is over the limit of %zu bytes", want, cap);
+            return hearth_http_send_error(r, &e) ? MHD_YES : MHD_NO;
+        }
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        size_t n = *upload_size;
+        *upload_size = 0;
+        if (r->http) return MHD_YES; /* already answered (413 up front): drop the rest */
+        if (r->n_over || r->n_body + n > cap) {
+            r->n_over += n;
+            return r->n_over > cap * 3 ? MHD_NO : MHD_YES;
+        }
+        if (r->n_body + n + 1 > r->cap_body) {
+            size_t nc = r->cap_body ? r->cap_body : 4096;
+            while (nc < r->n_body + n + 1) nc *= 2;
+            char *b = realloc(r->body, nc);
+            if (!b) return MHD_NO;
+            r->body = b;
+            r->cap_body = nc;
+        }
+        memcpy(r->body + r->n_body, upload_data, n);
+        r->n_body += n;
+        r->body[r->n_body] = 0;
+        return MHD_YES;
+    }
+    if (r->http) return MHD_YES; /* answered already */
+    r->t_done_ms = hearth_now_ms();
+    if (r->n_over) {
+        hearth_api_err e;
+        hearth_api_err_set(&e, 413, "request_too_large", NULL,
+                           "the request body (%zu bytes) is over the limit of %zu bytes", r->n_body + r->n_over, cap);
+        return hearth_http_send_error(r, &e) ? MHD_YES : MHD_NO;
+    }
+    if (!r->body) {
+        r->body = calloc(1, 1);
+        if (!r->body) return MHD_NO;
+    }
+    hearth_route(r);
+    return r->http ? MHD_YES : MHD_NO;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe) {
+    (void)c;
+    hearth_server *s = cls;
+    hearth_http_req *r = *con_cls;
+    if (!r) return;
+    hearth_stats_request_end(s->stats, r->ep, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? r->http : 0);
+    free(r->body);
+    free(r);
+    *con_cls = NULL;
+}
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
+    (void)cls;
+    char b[256];
+    vsnprintf(b, sizeof b, fmt, ap);
+    size_t n = strlen(b);
+    while (n && (b[n - 1] == '\n' || b[n - 1] == '\r')) b[--n] = 0;
+    hearth_log(HEARTH_LOG_DEBUG, "http: %s", b);
+}
+
+hearth_status hearth_http_start(hearth_server *s, hearth_err *err) {
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV}, *ai = NULL;
+    char port[16];
+    snprintf(port, sizeof port, "%d", s->p.port);
+    int rc = getaddrinfo(s->host, port, &hints, &ai);
+    if (rc != 0 || !ai)
+        return hearth_err_set(err, HEARTH_E_IO, -1, "cannot resolve the host '%s': %s", s->host, gai_strerror(rc));
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
+                     MHD_USE_ERROR_LOG;
+    if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
+    s->d = MHD_start_daemon(flags, (uint16_t)s->p.port, NULL, NULL, on_access, s,
+                            MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->p.max_connections,
+                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600,
+                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+                            MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
+                            MHD_OPTION_END);
+    freeaddrinfo(ai);
+    if (!s->d)
+        return hearth_err_set(err, HEARTH_E_IO, -1, "cannot listen on %s:%d (in use, or not an address of this host?)",
+                              s->host, s->p.port);
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
+    s->port = di && di->port ? di->port : s->p.port;
+    return HEARTH_OK;
+}
+
+void hearth_http_stop(hearth_server *s) {
+    if (s->d) MHD_stop_daemon(s->d);
+    s->d = NULL;
+}

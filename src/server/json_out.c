@@ -1,0 +1,238 @@
+/*
+ * json_out.c - the response JSON writer and the UTF-8 checker (see json_out.h).
+ *
+ * Escaping writes runs of plain bytes with one memcpy and only stops at '"', '\\', control
+ * bytes and the lead byte of a multi-byte sequence, which is checked (RFC 3629's table:
+ * E0 needs A0..BF next, ED needs 80..9F, F0 needs 90..BF, F4 needs 80..8F) and copied whole.
+ */
+#include "server/json_out.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void hearth_jw_init(hearth_jw *w) { memset(w, 0, sizeof *w); }
+
+void hearth_jw_fini(hearth_jw *w) {
+    free(w->buf);
+    memset(w, 0, sizeof *w);
+}
+
+void hearth_jw_reset(hearth_jw *w) {
+    w->len = 0;
+    if (w->buf) w->buf[0] = 0;
+    w->oom = false;
+    w->after_key = false;
+    w->depth = 0;
+    w->first = 0;
+}
+
+/* Make room for n more bytes plus the NUL. */
+static bool reserve(hearth_jw *w, size_t n) {
+    if (w->oom) return false;
+    if (w->len + n + 1 <= w->cap) return true;
+    size_t cap = w->cap ? w->cap : 256;
+    while (cap < w->len + n + 1) {
+        if (cap > SIZE_MAX / 2) {
+            w->oom = true;
+            return false;
+        }
+        cap *= 2;
+    }
+    char *b = realloc(w->buf, cap);
+    if (!b) {
+        w->oom = true;
+        return false;
+    }
+    w->buf = b;
+    w->cap = cap;
+    return true;
+}
+
+static void put(hearth_jw *w, const char *s, size_t n) {
+    if (!reserve(w, n)) return;
+    memcpy(w->buf + w->len, s, n);
+    w->len += n;
+    w->buf[w->len] = 0;
+}
+
+/* Before a value or key: a comma unless it is the first in its container or follows a key. */
+static void sep(hearth_jw *w) {
+    if (w->after_key) {
+        w->after_key = false;
+        return;
+    }
+    if (w->depth == 0) return;
+    uint64_t bit = 1ull << w->depth;
+    if (w->first & bit) w->first &= ~bit;
+    else put(w, ",", 1);
+}
+
+static void open_c(hearth_jw *w, char c) {
+    sep(w);
+    put(w, &c, 1);
+    if (w->depth >= HEARTH_JW_MAX_DEPTH) {
+        w->oom = true; /* a bug in the caller: treat as a failed write */
+        return;
+    }
+    w->depth++;
+    w->first |= 1ull << w->depth;
+}
+
+static void close_c(hearth_jw *w, char c) {
+    if (w->depth > 0) {
+        w->first &= ~(1ull << w->depth);
+        w->depth--;
+    }
+    w->after_key = false;
+    put(w, &c, 1);
+}
+
+void hearth_jw_obj(hearth_jw *w) { open_c(w, '{'); }
+void hearth_jw_obj_end(hearth_jw *w) { close_c(w, '}'); }
+void hearth_jw_arr(hearth_jw *w) { open_c(w, '['); }
+void hearth_jw_arr_end(hearth_jw *w) { close_c(w, ']'); }
+
+size_t hearth_utf8_seq(const unsigned char *s, size_t n) {
+    if (n == 0) return 0;
+    unsigned c = s[0];
+    if (c < 0x80) return 1;
+    size_t len;
+    unsigned lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) len = 2;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        len = 3;
+        if (c == 0xE0) lo = 0xA0;
+        if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        len = 4;
+        if (c == 0xF0) lo = 0x90;
+        if (c == 0xF4) hi = 0x8F;
+    } else return 0;
+    if (n < len) return 0;
+    if (s[1] < lo || s[1] > hi) return 0;
+    for (size_t i = 2; i < len; i++)
+        if ((s[i] & 0xC0) != 0x80) return 0;
+    return len;
+}
+
+bool hearth_utf8_valid(const char *s, size_t n, size_t *bad_at) {
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < n) {
+        if (p[i] < 0x80) {
+            i++;
+            continue;
+        }
+        size_t k = hearth_utf8_seq(p + i, n - i);
+        if (!k) {
+            if (bad_at) *bad_at = i;
+            return false;
+        }
+        i += k;
+    }
+    return true;
+}
+
+static void escape(hearth_jw *w, const char *s, size_t n) {
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *p = (const unsigned char *)s;
+    put(w, "\"", 1);
+    size_t run = 0; /* start of the pending run of plain bytes */
+    size_t i = 0;
+    while (i < n) {
+        unsigned c = p[i];
+        if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80) {
+            i++;
+            continue;
+        }
+        if (c >= 0x80) {
+            size_t k = hearth_utf8_seq(p + i, n - i);
+            if (k) {
+                i += k; /* valid: part of the run */
+                continue;
+            }
+        }
+        put(w, s + run, i - run);
+        char esc[8];
+        size_t m = 2;
+        esc[0] = '\\';
+        switch (c) {
+        case '"': esc[1] = '"'; break;
+        case '\\': esc[1] = '\\'; break;
+        case '\n': esc[1] = 'n'; break;
+        case '\r': esc[1] = 'r'; break;
+        case '\t': esc[1] = 't'; break;
+        case '\b': esc[1] = 'b'; break;
+        case '\f': esc[1] = 'f'; break;
+        default:
+            if (c < 0x20) {
+                memcpy(esc, "\\u00", 4);
+                esc[4] = hex[c >> 4];
+                esc[5] = hex[c & 15];
+                m = 6;
+            } else {
+                memcpy(esc, "\xEF\xBF\xBD", 3); /* U+FFFD for a bad byte */
+                m = 3;
+            }
+        }
+        put(w, esc, m);
+        i++;
+        run = i;
+    }
+    put(w, s + run, n - run);
+    put(w, "\"", 1);
+}
+
+void hearth_jw_key(hearth_jw *w, const char *k) {
+    sep(w);
+    escape(w, k, strlen(k));
+    put(w, ":", 1);
+    w->after_key = true;
+}
+
+void hearth_jw_str(hearth_jw *w, const char *s, size_t n) {
+    sep(w);
+    escape(w, s ? s : "", s ? n : 0);
+}
+
+void hearth_jw_cstr(hearth_jw *w, const char *s) {
+    if (!s) hearth_jw_null(w);
+    else hearth_jw_str(w, s, strlen(s));
+}
+
+void hearth_jw_int(hearth_jw *w, int64_t v) {
+    char b[24];
+    int n = snprintf(b, sizeof b, "%lld", (long long)v);
+    sep(w);
+    put(w, b, (size_t)n);
+}
+
+void hearth_jw_num(hearth_jw *w, double v) {
+    if (!isfinite(v)) {
+        hearth_jw_null(w);
+        return;
+    }
+    char b[32];
+    int n = snprintf(b, sizeof b, "%.10g", v);
+    sep(w);
+    put(w, b, (size_t)n);
+}
+
+void hearth_jw_bool(hearth_jw *w, bool v) {
+    sep(w);
+    put(w, v ? "true" : "false", v ? 4 : 5);
+}
+
+void hearth_jw_null(hearth_jw *w) {
+    sep(w);
+    put(w, "null", 4);
+}
+
+void hearth_jw_json(hearth_jw *w, const char *json, size_t n) {
+    sep(w);
+    put(w, json, n);
+}
+
+void hearth_jw_raw(hearth_jw *w, const char *s, size_t n) { put(w, s, n); }

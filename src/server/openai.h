@@ -1,0 +1,18 @@
+/*
+ * openai.h - the OpenAI dialect: /v1/chat/completions, /v1/completions, /v1/models, /v1.
+ *
+ * Request semantics follow api.openai.com where it defines them, mlx_lm.server and mlx-bun
+ * where it does not (see docs/server.md): unknown fields are ignored, wrong types and values
+ * out of range are 400 with the field in "param", features hearth does not have yet (n > 1,
+ * logprobs, tools, structured output) are 400 "not supported yet" rather than ignored.
+ *
+ * Thread rule: handlers run on the connection's thread.
+ */
+#pragma once
+#include "server/server_internal.h"
+
+void hearth_openai_chat(hearth_http_req *r);
+void hearth_openai_completions(hearth_http_req *r);
+void hearth_openai_models(hearth_http_req *r);
+void hearth_openai_model(hearth_http_req *r);  /* GET /v1/models/<id> */
+void hearth_openai_index(hearth_http_req *r);  /* GET /v1 */

@@ -1,0 +1,95 @@
+/*
+ * router.c - method + path -> handler, the API-key gate, and the small endpoints
+ * (/health, /stats, /metrics). Unknown paths get 404 and known paths with the wrong method
+ * 405, both in OpenAI's error shape. /health and CORS preflights stay public when an API key
+ * is set (mlx_lm.server and llama-server do the same), so monitors and browsers work.
+ */
+#include "server/openai.h"
+#include "server/server_internal.h"
+
+#include <string.h>
+
+static void h_health(hearth_http_req *r) {
+    static const char ok[] = "{\"status\":\"ok\"}";
+    hearth_http_send(r, 200, "application/json", ok, sizeof ok - 1);
+}
+
+static void h_stats(hearth_http_req *r) {
+    hearth_jw w;
+    hearth_jw_init(&w);
+    hearth_stats_json(r->srv->stats, &r->srv->info, &w);
+    hearth_http_send_json(r, 200, &w);
+    hearth_jw_fini(&w);
+}
+
+static void h_metrics(hearth_http_req *r) {
+    hearth_jw w;
+    hearth_jw_init(&w);
+    hearth_stats_prometheus(r->srv->stats, &r->srv->info, &w);
+    if (w.oom) hearth_http_send_json(r, 500, &w);
+    else hearth_http_send(r, 200, "text/plain; version=0.0.4; charset=utf-8", w.buf ? w.buf : "", w.len);
+    hearth_jw_fini(&w);
+}
+
+typedef struct {
+    const char     *method;
+    const char     *path;
+    bool            prefix;  /* path is a prefix ("/v1/models/" + id) */
+    bool            open;    /* no API key needed */
+    hearth_endpoint ep;
+    void (*fn)(hearth_http_req *r);
+} route;
+
+static const route routes[] = {
+    {"GET", "/health", false, true, HEARTH_EP_HEALTH, h_health},
+    {"GET", "/v1", false, false, HEARTH_EP_INDEX, hearth_openai_index},
+    {"GET", "/v1/", false, false, HEARTH_EP_INDEX, hearth_openai_index},
+    {"GET", "/v1/models", false, false, HEARTH_EP_MODELS, hearth_openai_models},
+    {"GET", "/v1/models/", true, false, HEARTH_EP_MODELS, hearth_openai_model},
+    {"POST", "/v1/chat/completions", false, false, HEARTH_EP_CHAT, hearth_openai_chat},
+    {"POST", "/chat/completions", false, false, HEARTH_EP_CHAT, hearth_openai_chat},
+    {"POST", "/v1/completions", false, false, HEARTH_EP_COMPLETIONS, hearth_openai_completions},
+    {"POST", "/completions", false, false, HEARTH_EP_COMPLETIONS, hearth_openai_completions},
+    {"GET", "/stats", false, false, HEARTH_EP_STATS, h_stats},
+    {"GET", "/metrics", false, false, HEARTH_EP_METRICS, h_metrics},
+};
+
+static bool path_match(const route *rt, const char *path) {
+    if (rt->prefix) return !strncmp(path, rt->path, strlen(rt->path)) && path[strlen(rt->path)];
+    return !strcmp(path, rt->path);
+}
+
+void hearth_route(hearth_http_req *r) {
+    hearth_api_err e;
+    if (!strcmp(r->method, "OPTIONS")) {
+        hearth_http_send_preflight(r);
+        return;
+    }
+    const char *method = !strcmp(r->method, "HEAD") ? "GET" : r->method;
+    const route *hit = NULL;
+    bool path_known = false;
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
+        if (!path_match(&routes[i], r->path)) continue;
+        path_known = true;
+        if (!strcmp(routes[i].method, method)) {
+            hit = &routes[i];
+            break;
+        }
+    }
+    if (!hit) {
+        if (path_known)
+            hearth_api_err_set(&e, 405, "method_not_allowed", NULL, "%s is not supported on %s", r->method, r->path);
+        else
+            hearth_api_err_set(&e, 404, "unknown_url", NULL, "Invalid URL (%s %s)", r->method, r->path);
+        hearth_http_send_error(r, &e);
+        return;
+    }
+    r->ep = hit->ep;
+    if (!hit->open && !hearth_http_authorized(r)) {
+        hearth_api_err_set(&e, 401, "invalid_api_key", NULL,
+                           "Incorrect or missing API key: send it as 'Authorization: Bearer KEY' or 'x-api-key: KEY'");
+        hearth_http_send_error(r, &e);
+        return;
+    }
+    hit->fn(r);
+}

@@ -1,0 +1,89 @@
+/*
+ * server.c - the server object: parameters, the chat template, counters, then http.c's
+ * daemon; and the response ids.
+ */
+#include "server/chat.h"
+#include "server/server_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+hearth_server_params hearth_server_params_default(void) {
+    hearth_server_params p = {
+        .host = "127.0.0.1", .port = 8080, .model_id = NULL, .api_key = NULL, .cors = NULL,
+        .temperature = -1, .top_p = -1, .top_k = -1, .max_tokens = -1, .enable_thinking = -1,
+        .max_body_bytes = 8u << 20, .max_connections = 256,
+    };
+    return p;
+}
+
+static char *dup_or_null(const char *s) { return s && *s ? strdup(s) : NULL; }
+
+hearth_status hearth_server_create(const hearth_server_params *p, const hearth_model *m, hearth_engine *e,
+                                   hearth_server **out, hearth_err *err) {
+    *out = NULL;
+    hearth_server *s = calloc(1, sizeof *s);
+    if (!s) return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
+    s->p = *p;
+    s->m = m;
+    s->e = e;
+    if (!s->p.max_body_bytes) s->p.max_body_bytes = 8u << 20;
+    if (s->p.max_connections <= 0) s->p.max_connections = 256;
+    s->host = strdup(p->host && *p->host ? p->host : "127.0.0.1");
+    s->model_id = strdup(p->model_id && *p->model_id ? p->model_id : hearth_model_name(m));
+    s->api_key = dup_or_null(p->api_key);
+    s->cors = dup_or_null(p->cors);
+    s->stats = hearth_stats_create();
+    hearth_status st;
+    if (!s->host || !s->model_id || !s->stats || (p->api_key && *p->api_key && !s->api_key) ||
+        (p->cors && *p->cors && !s->cors)) {
+        st = hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
+        goto fail;
+    }
+    s->p.host = s->host;
+    s->p.model_id = s->model_id;
+    s->p.api_key = s->api_key;
+    s->p.cors = s->cors;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    s->id_salt = ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)ts.tv_nsec ^ (uint64_t)(uintptr_t)s;
+    hearth_chat_init(s);
+    if ((st = hearth_http_start(s, err))) goto fail;
+    s->info = (hearth_stats_info){.model = s->model_id, .host = s->host, .version = HEARTH_VERSION,
+                                  .port = s->port, .started_at = (int64_t)ts.tv_sec,
+                                  .n_ctx = hearth_engine_n_ctx(e)};
+    *out = s;
+    return HEARTH_OK;
+fail:
+    hearth_server_destroy(s);
+    return st;
+}
+
+int hearth_server_port(const hearth_server *s) { return s->port; }
+
+void hearth_server_destroy(hearth_server *s) {
+    if (!s) return;
+    hearth_http_stop(s);
+    hearth_chat_fini(s);
+    hearth_stats_destroy(s->stats);
+    free(s->host);
+    free(s->model_id);
+    free(s->api_key);
+    free(s->cors);
+    free(s);
+}
+
+/* splitmix64's finalizer: distinct counters give unrelated-looking ids. */
+static uint64_t mix(uint64_t x) {
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+void hearth_server_new_id(hearth_server *s, const char *prefix, char *out, size_t cap) {
+    uint64_t n = atomic_fetch_add_explicit(&s->n_ids, 1, memory_order_relaxed);
+    uint64_t a = mix(s->id_salt + n), b = mix(a ^ n);
+    snprintf(out, cap, "%s%016llx%08llx", prefix, (unsigned long long)a, (unsigned long long)(b >> 32));
+}

@@ -1,0 +1,53 @@
+/*
+ * server.h - `hearth serve`: the HTTP server with the OpenAI-compatible API.
+ *
+ *   POST /v1/chat/completions   chat through the model's chat template (SSE when stream=true)
+ *   POST /v1/completions        raw prompt (string or token ids), no template
+ *   GET  /v1/models[/ID], /v1, /health, /stats, /metrics
+ *
+ * The server borrows a loaded model and a running engine and serves them on host:port with
+ * libmicrohttpd, one thread per connection (http.c says why). It never exits or prints: it
+ * logs through base/log.h, and the CLI owns the process.
+ *
+ * Thread rule: create and destroy from one thread; everything else happens on the server's
+ * own threads.
+ */
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/status.h"
+#include "engine/engine.h"
+#include "model/model.h"
+
+typedef struct hearth_server hearth_server;
+
+typedef struct {
+    const char *host;           /* bind address, default "127.0.0.1" (copied) */
+    int         port;           /* 0: any free port (see hearth_server_port) */
+    const char *model_id;       /* the id /v1/models reports and responses echo (copied) */
+    const char *api_key;        /* NULL/"": no auth; else Bearer or x-api-key (copied) */
+    const char *cors;           /* NULL: no CORS headers; "*" or comma-separated origins (copied) */
+    /* Server-wide sampling defaults; a request's own fields win. Negative = unset. */
+    double      temperature;    /* unset: 0.7 (mlx-bun's fallback) */
+    double      top_p;          /* unset: 1 (off) */
+    int32_t     top_k;          /* unset: 0 (off) */
+    int32_t     max_tokens;     /* unset: the rest of the context for chat, 512 for completions */
+    int         enable_thinking; /* -1 unset; 0/1 becomes the template's enable_thinking */
+    size_t      max_body_bytes; /* request bodies above this get 413; default 8 MiB */
+    int         max_connections; /* default 256 */
+} hearth_server_params;
+
+hearth_server_params hearth_server_params_default(void);
+
+/* Bind and start serving m through e (both borrowed; they must outlive the server). Fails with
+ * HEARTH_E_IO when the address cannot be bound (err says why), HEARTH_E_FORMAT when the
+ * model's chat template does not parse (chat then answers 400; the rest still works: the
+ * error is only logged). */
+hearth_status hearth_server_create(const hearth_server_params *p, const hearth_model *m, hearth_engine *e,
+                                   hearth_server **out, hearth_err *err);
+/* The port actually bound (useful with port 0). */
+int           hearth_server_port(const hearth_server *s);
+/* Stop accepting, end every connection (their generations are cancelled), join, free.
+ * Accepts NULL. */
+void          hearth_server_destroy(hearth_server *s);

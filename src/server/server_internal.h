@@ -1,0 +1,90 @@
+/*
+ * server_internal.h - what the server's files share: the server object, one HTTP exchange as
+ * a handler sees it, and the helpers of http.c that answer it.
+ *
+ * Flow: http.c collects a request (headers, body under the size cap) and calls hearth_route
+ * (router.c) on the connection's own thread. The route's handler (openai.c, or the small ones
+ * in router.c) answers exactly once through hearth_http_send* or, for a stream, through
+ * hearth_sse_start (sse.c); generate.c runs generations for both.
+ */
+#pragma once
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "server/errors.h"
+#include "server/json_out.h"
+#include "server/server.h"
+#include "server/stats.h"
+
+struct MHD_Daemon;
+struct MHD_Connection;
+struct hearth_tmpl;
+
+struct hearth_server {
+    hearth_server_params p;       /* its strings point at the owned copies below */
+    char                *host, *model_id, *api_key, *cors; /* owned */
+    const hearth_model  *m;       /* borrowed */
+    hearth_engine       *e;       /* borrowed */
+    struct hearth_tmpl  *tmpl;    /* owned: the parsed chat template, NULL when none */
+    char                 tmpl_error[256]; /* why chat is unavailable when tmpl is NULL */
+    struct MHD_Daemon   *d;       /* owned */
+    hearth_stats        *stats;   /* owned */
+    hearth_stats_info    info;    /* strings borrowed from the fields above */
+    int                  port;
+    _Atomic uint64_t     n_ids;   /* response ids: a counter mixed with id_salt */
+    uint64_t             id_salt;
+};
+
+/* One HTTP request from first header to the end of its response. */
+typedef struct {
+    hearth_server         *srv;     /* borrowed */
+    struct MHD_Connection *conn;    /* borrowed: MHD's */
+    const char            *method;  /* borrowed from MHD, valid for the request */
+    const char            *path;
+    char                  *body;    /* owned, NUL-terminated, [n_body] */
+    size_t                 n_body, cap_body;
+    size_t                 n_over;  /* body bytes dropped past max_body_bytes */
+    double                 t_done_ms; /* monotonic ms when the body was complete */
+    hearth_endpoint        ep;      /* for the request counters */
+    int                    http;    /* the status queued, 0 before */
+} hearth_http_req;
+
+/* Monotonic milliseconds. */
+double hearth_now_ms(void);
+
+/* A request header (case-insensitive name), or NULL. */
+const char *hearth_http_header(hearth_http_req *r, const char *name);
+/* Answer with a copy of body[0..n). Returns false when MHD refused the response. */
+bool hearth_http_send(hearth_http_req *r, int http, const char *ctype, const char *body, size_t n);
+bool hearth_http_send_json(hearth_http_req *r, int http, const hearth_jw *w);
+/* The OpenAI error body for e (its HTTP status). */
+bool hearth_http_send_error(hearth_http_req *r, const hearth_api_err *e);
+/* 204 for a CORS preflight. */
+bool hearth_http_send_preflight(hearth_http_req *r);
+
+/* A response of unknown length whose bytes come from reader (MHD's content-reader contract:
+ * bytes written, or -1 end of stream, -2 abort); free_fn(cls) runs once when it is done,
+ * however it ends. On false free_fn has already run. */
+typedef long (*hearth_http_reader)(void *cls, char *buf, size_t max);
+bool hearth_http_send_reader(hearth_http_req *r, int http, const char *ctype, hearth_http_reader reader,
+                             void (*free_fn)(void *cls), void *cls);
+
+/* The connection's socket, for hearth_fd_peer_gone; -1 when MHD does not say. */
+int  hearth_http_fd(hearth_http_req *r);
+/* Has the peer of socket fd closed or reset its side? Never blocks. */
+bool hearth_fd_peer_gone(int fd);
+
+/* Does the request carry the server's API key (or is there none)? */
+bool hearth_http_authorized(hearth_http_req *r);
+
+/* Start MHD on s->host:s->p.port (sets s->d, s->port) / stop it, ending every connection. */
+hearth_status hearth_http_start(hearth_server *s, hearth_err *err);
+void          hearth_http_stop(hearth_server *s);
+
+/* Dispatch a complete request to its handler (router.c). */
+void hearth_route(hearth_http_req *r);
+
+/* A fresh response id: prefix + 24 hex digits ("chatcmpl-..."). */
+void hearth_server_new_id(hearth_server *s, const char *prefix, char *out, size_t cap);

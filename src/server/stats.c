@@ -1,0 +1,262 @@
+/*
+ * stats.c - counters and histograms behind /stats and /metrics (see stats.h).
+ *
+ * A histogram keeps per-bucket counts (not cumulative: one atomic add per observation) plus
+ * the count and the sum in microseconds; the Prometheus writer accumulates the buckets into
+ * the cumulative `le` series the format asks for. /stats reports means and bucket-estimated
+ * p50/p95 (the upper bound of the bucket that holds the quantile).
+ */
+#include "server/stats.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define N_BUCKETS 14
+
+typedef struct {
+    const double   *le;                  /* [N_BUCKETS - 1] upper bounds, seconds; last is +Inf */
+    _Atomic int64_t n[N_BUCKETS];
+    _Atomic int64_t count, sum_us;
+} histo;
+
+static const double ttft_le[N_BUCKETS - 1] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
+static const double itl_le[N_BUCKETS - 1] = {0.001, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.08,
+                                             0.16, 0.32, 0.64, 1.28, 2.5, 5};
+
+/* Two status classes per endpoint are enough to alert on: 2xx and the rest by class. */
+enum { CLS_2XX, CLS_4XX, CLS_5XX, CLS_COUNT };
+
+struct hearth_stats {
+    _Atomic int64_t requests[HEARTH_EP_COUNT][CLS_COUNT];
+    _Atomic int64_t active;
+    _Atomic int64_t gen[HEARTH_GEN_COUNT];
+    _Atomic int64_t gen_active;
+    _Atomic int64_t prompt_tokens, completion_tokens;
+    histo           ttft, itl;
+};
+
+static const char *const ep_name[HEARTH_EP_COUNT] = {"chat_completions", "completions", "models", "index",
+                                                     "health", "stats", "metrics", "other"};
+static const char *const cls_name[CLS_COUNT] = {"2xx", "4xx", "5xx"};
+static const char *const gen_name[HEARTH_GEN_COUNT] = {"completed", "cancelled", "failed"};
+
+#define LD(x) atomic_load_explicit(&(x), memory_order_relaxed)
+#define ADD(x, v) atomic_fetch_add_explicit(&(x), (v), memory_order_relaxed)
+
+hearth_stats *hearth_stats_create(void) {
+    hearth_stats *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->ttft.le = ttft_le;
+    s->itl.le = itl_le;
+    return s;
+}
+
+void hearth_stats_destroy(hearth_stats *s) { free(s); }
+
+void hearth_stats_request_begin(hearth_stats *s) { ADD(s->active, 1); }
+
+void hearth_stats_request_end(hearth_stats *s, hearth_endpoint ep, int http) {
+    ADD(s->active, -1);
+    if ((unsigned)ep >= HEARTH_EP_COUNT) ep = HEARTH_EP_OTHER;
+    int cls = http >= 500 || http == 0 ? CLS_5XX : http >= 400 ? CLS_4XX : CLS_2XX;
+    ADD(s->requests[ep][cls], 1);
+}
+
+void hearth_stats_generation_begin(hearth_stats *s) { ADD(s->gen_active, 1); }
+
+void hearth_stats_generation(hearth_stats *s, hearth_gen_outcome how, int64_t n_prompt, int64_t n_completion) {
+    ADD(s->gen_active, -1);
+    ADD(s->gen[how], 1);
+    ADD(s->prompt_tokens, n_prompt);
+    ADD(s->completion_tokens, n_completion);
+}
+
+static void observe(histo *h, double ms) {
+    double sec = ms / 1e3;
+    int b = 0;
+    while (b < N_BUCKETS - 1 && sec > h->le[b]) b++;
+    ADD(h->n[b], 1);
+    ADD(h->count, 1);
+    ADD(h->sum_us, (int64_t)llround(ms * 1e3));
+}
+
+void hearth_stats_ttft(hearth_stats *s, double ms) { observe(&s->ttft, ms); }
+void hearth_stats_itl(hearth_stats *s, double ms) { observe(&s->itl, ms); }
+
+int64_t hearth_stats_n_cancelled(const hearth_stats *s) { return LD(s->gen[HEARTH_GEN_CANCELLED]); }
+
+/* Upper bound (ms) of the bucket holding quantile q; the last finite bound for +Inf. */
+static double quantile_ms(const histo *h, double q) {
+    int64_t total = LD(h->count), acc = 0;
+    if (total == 0) return 0;
+    for (int b = 0; b < N_BUCKETS; b++) {
+        acc += LD(h->n[b]);
+        if ((double)acc >= q * (double)total) return h->le[b < N_BUCKETS - 1 ? b : N_BUCKETS - 2] * 1e3;
+    }
+    return h->le[N_BUCKETS - 2] * 1e3;
+}
+
+static void histo_json(hearth_jw *w, const char *key, const histo *h) {
+    int64_t n = LD(h->count);
+    hearth_jw_key(w, key);
+    hearth_jw_obj(w);
+    hearth_jw_key(w, "count");
+    hearth_jw_int(w, n);
+    hearth_jw_key(w, "mean");
+    hearth_jw_num(w, n ? (double)LD(h->sum_us) / 1e3 / (double)n : 0);
+    hearth_jw_key(w, "p50_le");
+    hearth_jw_num(w, quantile_ms(h, 0.5));
+    hearth_jw_key(w, "p95_le");
+    hearth_jw_num(w, quantile_ms(h, 0.95));
+    hearth_jw_obj_end(w);
+}
+
+void hearth_stats_json(const hearth_stats *s, const hearth_stats_info *info, hearth_jw *w) {
+    hearth_jw_obj(w);
+    hearth_jw_key(w, "server");
+    hearth_jw_obj(w);
+    hearth_jw_key(w, "owner");
+    hearth_jw_cstr(w, "hearth");
+    hearth_jw_key(w, "version");
+    hearth_jw_cstr(w, info->version);
+    hearth_jw_key(w, "model");
+    hearth_jw_cstr(w, info->model);
+    hearth_jw_key(w, "host");
+    hearth_jw_cstr(w, info->host);
+    hearth_jw_key(w, "port");
+    hearth_jw_int(w, info->port);
+    hearth_jw_key(w, "started_at");
+    hearth_jw_int(w, info->started_at);
+    hearth_jw_key(w, "uptime_s");
+    hearth_jw_int(w, (int64_t)time(NULL) - info->started_at);
+    hearth_jw_key(w, "n_ctx");
+    hearth_jw_int(w, info->n_ctx);
+    hearth_jw_obj_end(w);
+
+    hearth_jw_key(w, "requests");
+    hearth_jw_obj(w);
+    hearth_jw_key(w, "active");
+    hearth_jw_int(w, LD(s->active));
+    int64_t total = 0;
+    hearth_jw_key(w, "by_endpoint");
+    hearth_jw_obj(w);
+    for (int ep = 0; ep < HEARTH_EP_COUNT; ep++) {
+        hearth_jw_key(w, ep_name[ep]);
+        hearth_jw_obj(w);
+        for (int c = 0; c < CLS_COUNT; c++) {
+            int64_t v = LD(s->requests[ep][c]);
+            total += v;
+            hearth_jw_key(w, cls_name[c]);
+            hearth_jw_int(w, v);
+        }
+        hearth_jw_obj_end(w);
+    }
+    hearth_jw_obj_end(w);
+    hearth_jw_key(w, "total");
+    hearth_jw_int(w, total);
+    hearth_jw_obj_end(w);
+
+    hearth_jw_key(w, "generations");
+    hearth_jw_obj(w);
+    hearth_jw_key(w, "active");
+    hearth_jw_int(w, LD(s->gen_active));
+    for (int g = 0; g < HEARTH_GEN_COUNT; g++) {
+        hearth_jw_key(w, gen_name[g]);
+        hearth_jw_int(w, LD(s->gen[g]));
+    }
+    hearth_jw_obj_end(w);
+
+    hearth_jw_key(w, "tokens");
+    hearth_jw_obj(w);
+    hearth_jw_key(w, "prompt");
+    hearth_jw_int(w, LD(s->prompt_tokens));
+    hearth_jw_key(w, "completion");
+    hearth_jw_int(w, LD(s->completion_tokens));
+    hearth_jw_obj_end(w);
+
+    hearth_jw_key(w, "latency_ms");
+    hearth_jw_obj(w);
+    histo_json(w, "ttft", &s->ttft);
+    histo_json(w, "inter_token", &s->itl);
+    hearth_jw_obj_end(w);
+
+    hearth_jw_key(w, "prompt_cache");
+    hearth_jw_obj(w);
+    hearth_jw_key(w, "enabled");
+    hearth_jw_bool(w, false);
+    hearth_jw_obj_end(w);
+    hearth_jw_obj_end(w);
+}
+
+static void line(hearth_jw *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void line(hearth_jw *w, const char *fmt, ...) {
+    char b[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(b, sizeof b, fmt, ap);
+    va_end(ap);
+    if (n > 0) hearth_jw_raw(w, b, (size_t)n < sizeof b ? (size_t)n : sizeof b - 1);
+}
+
+/* A label value: backslash, quote and newline escaped as the text format asks. */
+static void label(hearth_jw *w, const char *v) {
+    for (const char *p = v ? v : ""; *p; p++) {
+        if (*p == '\\' || *p == '"') hearth_jw_raw(w, "\\", 1);
+        if (*p == '\n') hearth_jw_raw(w, "\\n", 2);
+        else hearth_jw_raw(w, p, 1);
+    }
+}
+
+static void histo_prom(hearth_jw *w, const char *name, const char *help, const histo *h) {
+    line(w, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+    int64_t acc = 0;
+    for (int b = 0; b < N_BUCKETS; b++) {
+        acc += LD(h->n[b]);
+        if (b < N_BUCKETS - 1) line(w, "%s_bucket{le=\"%g\"} %lld\n", name, h->le[b], (long long)acc);
+        else line(w, "%s_bucket{le=\"+Inf\"} %lld\n", name, (long long)acc);
+    }
+    line(w, "%s_sum %.6f\n%s_count %lld\n", name, (double)LD(h->sum_us) / 1e6, name, (long long)LD(h->count));
+}
+
+void hearth_stats_prometheus(const hearth_stats *s, const hearth_stats_info *info, hearth_jw *w) {
+    line(w, "# HELP hearth_info Build and model of this server.\n# TYPE hearth_info gauge\n");
+    hearth_jw_raw(w, "hearth_info{version=\"", 21);
+    label(w, info->version);
+    hearth_jw_raw(w, "\",model=\"", 9);
+    label(w, info->model);
+    line(w, "\"} 1\n");
+    line(w, "# HELP hearth_start_time_seconds Unix time the server started.\n"
+            "# TYPE hearth_start_time_seconds gauge\nhearth_start_time_seconds %lld\n",
+         (long long)info->started_at);
+    line(w, "# HELP hearth_requests_total HTTP requests by endpoint and status class.\n"
+            "# TYPE hearth_requests_total counter\n");
+    for (int ep = 0; ep < HEARTH_EP_COUNT; ep++)
+        for (int c = 0; c < CLS_COUNT; c++)
+            line(w, "hearth_requests_total{endpoint=\"%s\",code=\"%s\"} %lld\n", ep_name[ep], cls_name[c],
+                 (long long)LD(s->requests[ep][c]));
+    line(w, "# HELP hearth_requests_active HTTP requests being served.\n# TYPE hearth_requests_active gauge\n"
+            "hearth_requests_active %lld\n", (long long)LD(s->active));
+    line(w, "# HELP hearth_generations_total Generations by outcome.\n# TYPE hearth_generations_total counter\n");
+    for (int g = 0; g < HEARTH_GEN_COUNT; g++)
+        line(w, "hearth_generations_total{outcome=\"%s\"} %lld\n", gen_name[g], (long long)LD(s->gen[g]));
+    line(w, "# HELP hearth_generations_active Generations queued or running.\n"
+            "# TYPE hearth_generations_active gauge\nhearth_generations_active %lld\n",
+         (long long)LD(s->gen_active));
+    line(w, "# HELP hearth_prompt_tokens_total Prompt tokens of finished generations.\n"
+            "# TYPE hearth_prompt_tokens_total counter\nhearth_prompt_tokens_total %lld\n",
+         (long long)LD(s->prompt_tokens));
+    line(w, "# HELP hearth_completion_tokens_total Generated tokens.\n"
+            "# TYPE hearth_completion_tokens_total counter\nhearth_completion_tokens_total %lld\n",
+         (long long)LD(s->completion_tokens));
+    histo_prom(w, "hearth_time_to_first_token_seconds", "Time from a complete request to its first token.",
+               &s->ttft);
+    histo_prom(w, "hearth_inter_token_latency_seconds", "Time between consecutive tokens of a generation.",
+               &s->itl);
+    line(w, "# HELP hearth_context_tokens Context length of the served model.\n"
+            "# TYPE hearth_context_tokens gauge\nhearth_context_tokens %d\n", info->n_ctx);
+}

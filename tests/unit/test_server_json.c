@@ -1,0 +1,119 @@
+/* test_server_json.c - the response JSON writer (escaping, commas, U+FFFD for bad bytes,
+ * buffer reuse) and the strict UTF-8 check applied to request bodies. */
+#include "server/errors.h"
+#include "server/json_out.h"
+#include "test.h"
+
+#include <math.h>
+
+TEST(jw_shapes_and_commas) {
+    hearth_jw w;
+    hearth_jw_init(&w);
+    hearth_jw_obj(&w);
+    hearth_jw_key(&w, "a");
+    hearth_jw_int(&w, -3);
+    hearth_jw_key(&w, "b");
+    hearth_jw_arr(&w);
+    hearth_jw_bool(&w, true);
+    hearth_jw_null(&w);
+    hearth_jw_num(&w, 0.5);
+    hearth_jw_num(&w, NAN);
+    hearth_jw_obj(&w);
+    hearth_jw_obj_end(&w);
+    hearth_jw_arr(&w);
+    hearth_jw_arr_end(&w);
+    hearth_jw_arr_end(&w);
+    hearth_jw_key(&w, "c");
+    hearth_jw_cstr(&w, NULL);
+    hearth_jw_key(&w, "d");
+    hearth_jw_json(&w, "{\"x\":1}", 7);
+    hearth_jw_obj_end(&w);
+    CHECK_STR(w.buf, "{\"a\":-3,\"b\":[true,null,0.5,null,{},[]],\"c\":null,\"d\":{\"x\":1}}");
+    CHECK(!w.oom);
+    /* two top-level values in a row (SSE frames) get no comma */
+    hearth_jw_reset(&w);
+    hearth_jw_raw(&w, "data: ", 6);
+    hearth_jw_obj(&w);
+    hearth_jw_obj_end(&w);
+    hearth_jw_raw(&w, "\n\ndata: ", 8);
+    hearth_jw_obj(&w);
+    hearth_jw_obj_end(&w);
+    CHECK_STR(w.buf, "data: {}\n\ndata: {}");
+    hearth_jw_fini(&w);
+}
+
+TEST(jw_escapes) {
+    hearth_jw w;
+    hearth_jw_init(&w);
+    const char s[] = "q\"b\\n\nr\rt\t\x01\x1f\x7f caf\xc3\xa9 \xf0\x9f\x94\xa5";
+    hearth_jw_str(&w, s, sizeof s - 1);
+    CHECK_STR(w.buf, "\"q\\\"b\\\\n\\nr\\rt\\t\\u0001\\u001f\x7f caf\xc3\xa9 \xf0\x9f\x94\xa5\"");
+    hearth_jw_reset(&w);
+    /* bad bytes: a lone continuation, a truncated sequence, an overlong form, a surrogate */
+    const char bad[] = "a\x80" "b\xe2\x82" "c\xc0\xaf" "d\xed\xa0\x80";
+    hearth_jw_str(&w, bad, sizeof bad - 1);
+    CHECK(hearth_utf8_valid(w.buf, w.len, NULL));
+    CHECK_STR(w.buf, "\"a\xef\xbf\xbd" "b\xef\xbf\xbd\xef\xbf\xbd" "c\xef\xbf\xbd\xef\xbf\xbd"
+                     "d\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"");
+    hearth_jw_fini(&w);
+}
+
+TEST(jw_reuses_its_buffer) {
+    hearth_jw w;
+    hearth_jw_init(&w);
+    for (int i = 0; i < 100; i++) hearth_jw_str(&w, "0123456789", 10);
+    char *buf = w.buf;
+    size_t cap = w.cap;
+    for (int frame = 0; frame < 1000; frame++) {
+        hearth_jw_reset(&w);
+        hearth_jw_obj(&w);
+        hearth_jw_key(&w, "content");
+        hearth_jw_str(&w, "token", 5);
+        hearth_jw_obj_end(&w);
+    }
+    CHECK(w.buf == buf && w.cap == cap);
+    CHECK_STR(w.buf, "{\"content\":\"token\"}");
+    hearth_jw_fini(&w);
+}
+
+TEST(utf8_valid) {
+    struct { const char *s; bool ok; size_t bad; } cases[] = {
+        {"plain", true, 0},
+        {"\xc3\xa9\xe2\x82\xac\xf0\x9f\x94\xa5\xf4\x8f\xbf\xbf", true, 0},
+        {"ab\xc3", false, 2},
+        {"\xc0\x80", false, 0},          /* overlong NUL */
+        {"x\xe0\x80\xaf", false, 1},     /* overlong 3-byte */
+        {"\xed\xa0\x80", false, 0},      /* UTF-16 surrogate */
+        {"\xf4\x90\x80\x80", false, 0},  /* past U+10FFFF */
+        {"\xf5\x80\x80\x80", false, 0},
+        {"ok\xff", false, 2},
+        {"\xe2\x28\xa1", false, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t bad = 99;
+        bool ok = hearth_utf8_valid(cases[i].s, strlen(cases[i].s), &bad);
+        CHECK_EQ(ok, cases[i].ok);
+        if (!cases[i].ok) CHECK_EQ(bad, cases[i].bad);
+    }
+}
+
+TEST(api_error_body) {
+    hearth_api_err e;
+    hearth_api_err_set(&e, 400, "invalid_type", "max_tokens", "'%s' must be an integer", "max_tokens");
+    hearth_jw w;
+    hearth_jw_init(&w);
+    hearth_api_err_json(&w, &e);
+    CHECK_STR(w.buf, "{\"error\":{\"message\":\"'max_tokens' must be an integer\",\"type\":\"invalid_request_error\","
+                     "\"param\":\"max_tokens\",\"code\":\"invalid_type\"}}");
+    hearth_jw_reset(&w);
+    hearth_api_err_from_status(&e, HEARTH_E_IO, NULL, "disk on fire");
+    hearth_api_err_json(&w, &e);
+    CHECK_EQ(e.http, 500);
+    CHECK_STR(w.buf, "{\"error\":{\"message\":\"disk on fire\",\"type\":\"server_error\",\"param\":null,\"code\":null}}");
+    CHECK_EQ(hearth_api_http_status(HEARTH_E_INVALID), 400);
+    CHECK_EQ(hearth_api_http_status(HEARTH_E_NOTFOUND), 404);
+    CHECK_EQ(hearth_api_http_status(HEARTH_E_NOMEM), 503);
+    hearth_jw_fini(&w);
+}
+
+int main(int argc, char **argv) { return test_main(argc, argv); }
