@@ -52,7 +52,7 @@ class Server:
                 pytest.fail(f"hearth serve exited with {self.proc.returncode}:\n{self.stderr()}")
             time.sleep(0.02)
         if self.port is None:
-            self.stop()
+            self.stop(check=False)
             pytest.fail(f"hearth serve was not ready within {timeout} s:\n{self.stderr()}")
         m = re.search(r"ready in (\d+) ms", self.stderr())
         self.ready_ms = int(m.group(1)) if m else None
@@ -83,16 +83,24 @@ class Server:
         assert st == 200
         return json.loads(body)
 
-    def stop(self):
+    def stop(self, check=True):
+        """SIGTERM, then check the shutdown was clean: exit 0 and no sanitizer report."""
+        hung = False
         if self.proc.poll() is None:
             os.kill(self.proc.pid, signal.SIGTERM)
             try:
                 self.proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
+                hung = True
                 os.kill(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
+        err = self.stderr()
         self.log.close()
         os.unlink(self.log.name)
+        if check:
+            assert not hung, "hearth serve did not stop within 10 s of SIGTERM"
+            assert "Sanitizer" not in err and "runtime error:" not in err, err[-4000:]
+            assert self.proc.returncode == 0, err[-2000:]
 
 
 @pytest.fixture(scope="module")
@@ -492,9 +500,16 @@ def test_load_concurrent_streams(tiny):
 
 # ---- auth, CORS, start-up ------------------------------------------------------------------
 
-def test_auth_and_cors():
-    s = Server(TINY, "--api-key", "sekrit", "--cors", "http://app.example")
+def test_auth_cors_and_server_defaults(tiny):
+    s = Server(TINY, "--api-key", "sekrit", "--cors", "http://app.example", "--temp", "0", "--max-tokens", "5")
     try:
+        # server flags are the defaults: temperature 0 and 5 tokens unless the request says otherwise
+        c = s.client(api_key="sekrit")
+        r = c.completions.create(model="t", prompt=PROMPT, extra_body={"ignore_eos": True})
+        want = complete(tiny, max_tokens=5, temperature=0, extra_body={"ignore_eos": True}).choices[0].text
+        assert r.usage.completion_tokens == 5 and r.choices[0].text == want
+        r = c.completions.create(model="t", prompt=PROMPT, max_tokens=7, extra_body={"ignore_eos": True})
+        assert r.usage.completion_tokens == 7
         with pytest.raises(openai.AuthenticationError):
             s.client(api_key="wrong").models.list()
         st, _, body = s.raw("GET", "/v1/models")
@@ -559,7 +574,7 @@ def smol():
         pytest.skip("HEARTH_SMOLLM2_GGUF is not set")
     s = Server(p)
     if not s.client().models.list().data[0].model_extra.get("chat_template"):
-        s.stop()
+        s.stop(check=False)
         pytest.skip("this build has no chat templates yet")
     yield s
     s.stop()
