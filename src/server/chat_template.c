@@ -14,7 +14,7 @@ void hearth_chat_init(hearth_server *s) {
     s->tmpl = NULL;
     if (!hearth_model_chat_template(s->m))
         snprintf(s->tmpl_error, sizeof s->tmpl_error,
-                 "the model '%s' has no chat template: use /v1/completions with a raw prompt", s->model_id);
+                 "the model '%.200s' has no chat template: use /v1/completions with a raw prompt", s->model_id);
     else
         snprintf(s->tmpl_error, sizeof s->tmpl_error,
                  "chat templates are not implemented in this hearth build yet: use /v1/completions");

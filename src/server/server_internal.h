@@ -28,7 +28,7 @@ struct hearth_server {
     const hearth_model  *m;       /* borrowed */
     hearth_engine       *e;       /* borrowed */
     struct hearth_tmpl  *tmpl;    /* owned: the parsed chat template, NULL when none */
-    char                 tmpl_error[256]; /* why chat is unavailable when tmpl is NULL */
+    char                 tmpl_error[512]; /* why chat is unavailable when tmpl is NULL */
     struct MHD_Daemon   *d;       /* owned */
     hearth_stats        *stats;   /* owned */
     hearth_stats_info    info;    /* strings borrowed from the fields above */
