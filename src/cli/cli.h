@@ -15,7 +15,8 @@ int cli_help(int argc, char **argv);
 /* The model store verbs (cmd_scan.c, cmd_ls.c, ...); each file also defines its usage text. */
 int cli_scan(int argc, char **argv);
 int cli_ls(int argc, char **argv);
-extern const char cli_usage_scan[], cli_usage_ls[];
+int cli_get(int argc, char **argv);
+extern const char cli_usage_scan[], cli_usage_ls[], cli_usage_get[];
 
 /* Print "hearth: <msg>" to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

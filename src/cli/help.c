@@ -12,6 +12,7 @@ static const char usage_main[] =
     "verbs:\n"
     "  serve [model]   the OpenAI-compatible HTTP server (bare `hearth`: the starter model)\n"
     "  generate, gen   one-shot generation from a prompt, no server\n"
+    "  get ORG/NAME    download a model repo from the hub, verified and resumable\n"
     "  ls [query]      the models in the hub cache\n"
     "  scan            re-index the hub cache into the registry\n"
     "  help [verb]     this text, or a verb's flags\n"
@@ -49,6 +50,7 @@ const char *cli_help_text(const char *verb) {
     if (!strcmp(verb, "generate") || !strcmp(verb, "gen")) return usage_generate;
     if (!strcmp(verb, "scan")) return cli_usage_scan;
     if (!strcmp(verb, "ls")) return cli_usage_ls;
+    if (!strcmp(verb, "get")) return cli_usage_get;
     return NULL;
 }
 

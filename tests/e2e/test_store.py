@@ -1,0 +1,297 @@
+"""The model store from the command line: `hearth get` against a loopback hub (fakehub.py)
+with injected faults, and `hearth ls` / `scan` / `gc` / `fit` on the caches it makes.
+
+Every test gets its own hub cache, hearth state dir and HOME under tmp_path, and HF_ENDPOINT
+points at the fake hub on 127.0.0.1: nothing here can reach a real hub or touch the user's
+caches. The binary is $HEARTH_BIN, else build/hearth.
+"""
+import fcntl
+import hashlib
+import os
+import pathlib
+import signal
+import subprocess
+import time
+
+import pytest
+
+from fakehub import FakeHub, git_blob_id, random_bytes, sha256
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+TINY = ROOT / "tests" / "golden" / "tiny" / "tiny-qwen2.gguf"
+MB = 1 << 20
+
+
+@pytest.fixture(scope="module")
+def exe():
+    p = pathlib.Path(os.environ.get("HEARTH_BIN") or ROOT / "build" / "hearth")
+    if not p.exists():
+        pytest.fail(f"{p} is missing: run `make build` first")
+    return p
+
+
+@pytest.fixture
+def hub():
+    h = FakeHub().start()
+    yield h
+    h.stop()
+
+
+@pytest.fixture
+def env(tmp_path, hub):
+    e = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGING", "XDG_"))}
+    e.update(HF_HUB_CACHE=str(tmp_path / "hub"), XDG_CACHE_HOME=str(tmp_path / "xdg"), HOME=str(tmp_path / "home"),
+             HF_ENDPOINT=hub.url, NO_PROXY="127.0.0.1,localhost", no_proxy="127.0.0.1,localhost")
+    return e
+
+
+@pytest.fixture
+def run(exe, env):
+    def go(*args, extra=None, timeout=60):
+        e = dict(env, **(extra or {}))
+        return subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=timeout, env=e)
+    return go
+
+
+def repo_dir(env, repo):
+    return pathlib.Path(env["HF_HUB_CACHE"]) / ("models--" + repo.replace("/", "--"))
+
+
+def standard_repo(hub, name="acme/tiny", **kw):
+    files = {
+        "tiny-qwen2.gguf": TINY.read_bytes(),
+        "big.bin": random_bytes(3 * MB + 123, 1),
+        "README.md": b"# tiny\nA test repo.\n",
+        "sub/config.json": b'{"model_type": "qwen2"}\n',
+    }
+    return hub.add_repo(name, files, **kw)
+
+
+def assert_snapshot(env, repo, files=None):
+    """The layout huggingface_hub writes: relative links into blobs named by checksum."""
+    d = repo_dir(env, repo.repo_id)
+    snap = d / "snapshots" / repo.commit
+    for path in files or repo.files:
+        data = repo.files[path]
+        link = snap / path
+        assert link.is_symlink(), path
+        target = os.readlink(link)
+        oid = sha256(data) if path in repo.lfs else git_blob_id(data)
+        assert target == "../" * path.count("/") + "../../blobs/" + oid
+        assert link.read_bytes() == data
+    assert not list((d / "blobs").glob("*.incomplete"))
+    return snap
+
+
+def no_snapshot(env, repo_id):
+    d = repo_dir(env, repo_id)
+    return not (d / "snapshots").exists() and not (d / "refs").exists()
+
+
+def test_get_whole_repo_and_reget(run, hub, env):
+    repo = standard_repo(hub)
+    r = run("get", "acme/tiny")
+    assert r.returncode == 0, r.stderr
+    assert_snapshot(env, repo)
+    assert (repo_dir(env, "acme/tiny") / "refs" / "main").read_text() == repo.commit
+    assert "4 files" in r.stdout and "4 downloaded" in r.stdout
+    assert "verified" in r.stderr
+    # LFS files came through the CDN redirect, small files straight from the hub
+    assert {e["path"].split("/")[-1] for e in hub.requests("cdn")} == {sha256(repo.files["tiny-qwen2.gguf"]),
+                                                                         sha256(repo.files["big.bin"])}
+    # the registry knows it now
+    r = run("ls")
+    assert r.returncode == 0 and "acme/tiny" in r.stdout and "tiny-qwen2.gguf" in r.stdout
+    # again: nothing to fetch
+    n = len(hub.requests("cdn"))
+    r = run("get", "acme/tiny")
+    assert r.returncode == 0 and "4 already present" in r.stdout
+    assert len(hub.requests("cdn")) == n
+    # a query without '/' re-gets a downloaded repo
+    r = run("get", "TINY")
+    assert r.returncode == 0 and "acme/tiny@" in r.stdout
+
+
+def test_get_glob_and_revision(run, hub, env):
+    repo = standard_repo(hub)
+    repo.refs["v1"] = repo.commit
+    r = run("get", "acme/tiny:*.gguf", "--revision", "v1")
+    assert r.returncode == 0, r.stderr
+    assert_snapshot(env, repo, ["tiny-qwen2.gguf"])
+    snap = repo_dir(env, "acme/tiny") / "snapshots" / repo.commit
+    assert sorted(p.name for p in snap.iterdir()) == ["tiny-qwen2.gguf"]
+    assert (repo_dir(env, "acme/tiny") / "refs" / "v1").read_text() == repo.commit
+    assert not (repo_dir(env, "acme/tiny") / "refs" / "main").exists()
+    # a commit hash names itself: no ref is written for it
+    r = run("get", "acme/tiny:README.md", "--revision", repo.commit)
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in (repo_dir(env, "acme/tiny") / "refs").iterdir()) == ["v1"]
+    r = run("get", "acme/tiny:*.nothing")
+    assert r.returncode == 1 and "no file" in r.stderr and "tiny-qwen2.gguf" in r.stderr
+
+
+def test_connection_cut_then_rerun_resumes(run, hub, env):
+    repo = standard_repo(hub)
+    hub.faults["big.bin"] = {"cut": MB + 7, "times": 1}
+    r = run("get", "acme/tiny", "--retries", "0")
+    assert r.returncode == 1
+    assert "big.bin" in r.stderr and "run again" in r.stderr
+    part = repo_dir(env, "acme/tiny") / "blobs" / (sha256(repo.files["big.bin"]) + ".incomplete")
+    assert part.stat().st_size == MB + 7
+    assert no_snapshot(env, "acme/tiny")  # nothing looks complete
+    r = run("get", "acme/tiny")
+    assert r.returncode == 0, r.stderr
+    assert_snapshot(env, repo)
+    assert "bytes=%d-" % (MB + 7) in [e["range"] for e in hub.requests("cdn")]
+    assert "resuming" in r.stderr
+
+
+def test_connection_cut_retried_in_the_same_run(run, hub, env):
+    repo = standard_repo(hub)
+    hub.faults["big.bin"] = {"cut": 2 * MB, "times": 2}
+    r = run("get", "acme/tiny")
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.count("retrying") == 2
+    assert_snapshot(env, repo)
+    assert [e["range"] for e in hub.requests("cdn") if e["range"]] == ["bytes=%d-" % (2 * MB)] * 2
+
+
+def test_corrupt_bytes_are_rejected(run, hub, env):
+    repo = standard_repo(hub)
+    hub.faults["big.bin"] = {"corrupt": True}
+    r = run("get", "acme/tiny")
+    assert r.returncode == 1
+    assert "checksum mismatch" in r.stderr and "deleted" in r.stderr
+    blobs = repo_dir(env, "acme/tiny") / "blobs"
+    assert not (blobs / sha256(repo.files["big.bin"])).exists()
+    assert not list(blobs.glob("*.incomplete"))
+    assert no_snapshot(env, "acme/tiny")
+    # a small (git blob id) file too
+    hub.add_repo("acme/small", {"notes.txt": b"some notes\n"})
+    hub.faults["notes.txt"] = {"corrupt": True}
+    r = run("get", "acme/small")
+    assert r.returncode == 1 and "checksum mismatch" in r.stderr
+    assert no_snapshot(env, "acme/small")
+
+
+@pytest.mark.parametrize("fault,words", [({"extra": 1000}, "more than"), ({"short": MB}, "fewer than")])
+def test_wrong_size_is_rejected(run, hub, env, fault, words):
+    repo = standard_repo(hub)
+    hub.faults["big.bin"] = fault
+    r = run("get", "acme/tiny", extra={})
+    assert r.returncode == 1
+    assert words in r.stderr and "deleted" in r.stderr
+    assert not list((repo_dir(env, "acme/tiny") / "blobs").glob("*.incomplete"))
+    assert no_snapshot(env, "acme/tiny")
+
+
+def test_server_that_ignores_range_restarts(run, hub, env):
+    repo = standard_repo(hub)
+    hub.faults["big.bin"] = {"cut": MB, "times": 1}
+    assert run("get", "acme/tiny", "--retries", "0").returncode == 1
+    hub.faults["big.bin"] = {"ignore_range": True}
+    r = run("get", "acme/tiny")
+    assert r.returncode == 0, r.stderr
+    assert "ignored Range" in r.stderr
+    assert_snapshot(env, repo)
+
+
+def test_headers_that_disagree_are_refused(run, hub, env):
+    standard_repo(hub)
+    hub.faults["README.md"] = {"wrong_commit": True}
+    r = run("get", "acme/tiny:README.md")
+    assert r.returncode == 1 and "commit" in r.stderr
+
+
+@pytest.mark.parametrize("gated", [True, "files"])
+def test_gated_repo(run, hub, env, gated):
+    repo = standard_repo(hub, "acme/gated", gated=gated)
+    r = run("get", "acme/gated")
+    assert r.returncode == 1
+    assert "gated" in r.stderr and "HF_TOKEN" in r.stderr
+    assert no_snapshot(env, "acme/gated")
+    r = run("get", "acme/gated", extra={"HF_TOKEN": "wrong"})
+    assert r.returncode == 1 and "gated" in r.stderr
+    r = run("get", "acme/gated", extra={"HF_TOKEN": hub.token})
+    assert r.returncode == 0, r.stderr
+    assert_snapshot(env, repo)
+    assert not [e for e in hub.requests("cdn") if e.get("leak")]  # the token stayed on the hub
+    # the token file of `hf auth login` works as well
+    token_file = pathlib.Path(env["HOME"]) / ".cache" / "huggingface" / "token"
+    token_file.parent.mkdir(parents=True)
+    token_file.write_text(hub.token + "\n")
+    r = run("get", "acme/gated")
+    assert r.returncode == 0, r.stderr
+
+
+def test_unknown_repo_and_bad_names(run, hub):
+    r = run("get", "acme/nothing")
+    assert r.returncode == 1 and "acme/nothing" in r.stderr
+    r = run("get", "../etc/passwd")
+    assert r.returncode == 2
+    r = run("get", "acme/x", "--revision", "../../x")
+    assert r.returncode == 1 and "revision" in r.stderr
+    r = run("get")
+    assert r.returncode == 2
+
+
+def test_unsafe_file_names_from_the_hub_are_refused(run, hub, env):
+    hub.add_repo("acme/evil", {"../../escape.txt": b"x", "ok.txt": b"y"})
+    r = run("get", "acme/evil")
+    assert r.returncode == 1 and "unsafe" in r.stderr
+    assert not (pathlib.Path(env["HF_HUB_CACHE"]) / "escape.txt").exists()
+
+
+def test_parallel_downloads(run, hub, env):
+    files = {"part-%d.bin" % i: random_bytes(2 * MB, 10 + i) for i in range(6)}
+    for p in files:
+        hub.faults[p] = {"throttle": 8 * MB}
+    repo = hub.add_repo("acme/many", files)
+    r = run("get", "acme/many", "--jobs", "3")
+    assert r.returncode == 0, r.stderr
+    assert_snapshot(env, repo)
+    assert hub.max_active == 3
+
+
+def test_locks_stale_stolen_live_respected(run, hub, env, tmp_path):
+    repo = standard_repo(hub)
+    oid = sha256(repo.files["big.bin"])
+    locks = pathlib.Path(env["HF_HUB_CACHE"]) / ".locks" / "models--acme--tiny"
+    locks.mkdir(parents=True)
+    # a live holder: a flock on the blob's lock file
+    lock = locks / (oid + ".lock")
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    os.write(fd, b"%d\n" % os.getpid())
+    r = run("get", "acme/tiny")
+    assert r.returncode == 1 and "pid %d" % os.getpid() in r.stderr
+    assert no_snapshot(env, "acme/tiny")
+    os.close(fd)  # the holder "crashes": the lock file stays, naming a pid
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    lock.write_text("%d\n" % dead.pid)
+    r = run("get", "acme/tiny")
+    assert r.returncode == 0, r.stderr
+    assert "took over the lock of pid %d" % dead.pid in r.stderr
+    assert lock.exists() and lock.read_text() == ""  # released, not deleted (as huggingface_hub does)
+
+
+def test_interrupt_keeps_partial_and_resumes(exe, env, hub):
+    repo = hub.add_repo("acme/slow", {"slow.bin": random_bytes(4 * MB, 3)})
+    hub.faults["slow.bin"] = {"throttle": 2 * MB}
+    p = subprocess.Popen([str(exe), "get", "acme/slow"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    part = repo_dir(env, "acme/slow") / "blobs" / (sha256(repo.files["slow.bin"]) + ".incomplete")
+    deadline = time.time() + 20
+    while time.time() < deadline and not (part.exists() and part.stat().st_size > 256 * 1024):
+        time.sleep(0.05)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=20)
+    assert p.returncode == 130, err
+    assert "interrupted" in err
+    assert 0 < part.stat().st_size < 4 * MB
+    assert no_snapshot(env, "acme/slow")
+    hub.faults.clear()
+    r = subprocess.run([str(exe), "get", "acme/slow"], env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert_snapshot(env, repo)
