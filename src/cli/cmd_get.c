@@ -4,6 +4,7 @@
  * the partial downloads for the next run. Afterwards the registry is rescanned for the repo.
  */
 #include "cli/cli.h"
+#include "store/gc.h"
 #include "store/get.h"
 #include "store/hub.h"
 #include "store/registry.h"
@@ -226,9 +227,14 @@ int cli_get(int argc, char **argv) {
            res.commit, res.n_files, res.n_files == 1 ? "" : "s", total, res.n_downloaded, res.n_present, fetched, dt,
            rate);
     printf("snapshot: %s\n", res.snapshot_dir);
-    if (res.previous_commit[0])
-        printf("%s moved from %.12s to %.12s; `hearth gc` lists what the old snapshot holds\n",
-               gp.revision ? gp.revision : "main", res.previous_commit, res.commit);
+    hearth_gc_plan plan;
+    if (res.previous_commit[0] && hearth_gc_plan_make(NULL, repo, false, &plan, &err) == HEARTH_OK) {
+        char size[24];
+        hearth_fmt_bytes(plan.reclaim_bytes, size, sizeof size);
+        printf("%s moved from %.12s to %.12s: `hearth gc --yes` would reclaim %s\n", gp.revision ? gp.revision : "main",
+               res.previous_commit, res.commit, size);
+        hearth_gc_plan_free(&plan);
+    }
     hearth_registry *reg = NULL;
     if (hearth_registry_open(NULL, &reg, &err) == HEARTH_OK) hearth_registry_scan(reg, NULL, repo, NULL, &err);
     hearth_registry_close(reg);

@@ -15,6 +15,7 @@ static const char usage_main[] =
     "  get ORG/NAME    download a model repo from the hub, verified and resumable\n"
     "  ls [query]      the models in the hub cache\n"
     "  scan            re-index the hub cache into the registry\n"
+    "  gc              reclaim superseded snapshots and unused blobs\n"
     "  help [verb]     this text, or a verb's flags\n"
     "  --version       print the version\n"
     "\n"
@@ -51,6 +52,7 @@ const char *cli_help_text(const char *verb) {
     if (!strcmp(verb, "scan")) return cli_usage_scan;
     if (!strcmp(verb, "ls")) return cli_usage_ls;
     if (!strcmp(verb, "get")) return cli_usage_get;
+    if (!strcmp(verb, "gc")) return cli_usage_gc;
     return NULL;
 }
 

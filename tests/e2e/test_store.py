@@ -295,3 +295,58 @@ def test_interrupt_keeps_partial_and_resumes(exe, env, hub):
     r = subprocess.run([str(exe), "get", "acme/slow"], env=env, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert_snapshot(env, repo)
+
+
+def test_gc_after_upstream_moves(run, hub, env):
+    """Two revisions from the hub: the old snapshot is superseded, its blobs go, shared ones stay."""
+    repo = standard_repo(hub)
+    old_commit = repo.commit
+    assert run("get", "acme/tiny").returncode == 0
+    # upstream pushes a new revision: big.bin changes, the rest stays
+    repo.files["big.bin"] = random_bytes(3 * MB, 99)
+    repo.commit = "b" * 40
+    repo.refs["main"] = repo.commit
+    hub.add_repo("acme/tiny", repo.files, commit=repo.commit)
+    r = run("get", "acme/tiny")
+    assert r.returncode == 0, r.stderr
+    assert "moved from" in r.stdout and "reclaim 3.15 MB" in r.stdout
+    d = repo_dir(env, "acme/tiny")
+    blobs = d / "blobs"
+    (blobs / ("f" * 64 + ".incomplete")).write_bytes(b"partial")
+    r = run("gc")
+    assert r.returncode == 0, r.stderr
+    assert "nothing deleted" in r.stdout and "3.15 MB" in r.stdout
+    assert (d / "snapshots" / old_commit).exists()
+    r = run("gc", "--yes", "--dry-run")
+    assert r.returncode == 0 and "nothing deleted (--dry-run)" in r.stdout
+    assert (d / "snapshots" / old_commit).exists()
+    r = run("gc", "--yes")
+    assert r.returncode == 0, r.stderr
+    assert "deleted 1 snapshot and 1 blob" in r.stdout
+    assert not (d / "snapshots" / old_commit).exists()
+    assert (blobs / ("f" * 64 + ".incomplete")).exists()
+    new = repo_dir(env, "acme/tiny") / "snapshots" / repo.commit
+    for p, data in repo.files.items():
+        assert (new / p).read_bytes() == data
+    r = run("gc")
+    assert "nothing to delete" in r.stdout
+    r = run("ls", "--all-revisions")
+    assert r.returncode == 0 and old_commit[:8] not in r.stdout and repo.commit[:8] in r.stdout
+
+
+def test_gc_keeps_the_only_copy_unless_forced(run, hub, env):
+    repo = hub.add_repo("acme/q", {"m-q4.gguf": TINY.read_bytes(), "m-q8.gguf": TINY.read_bytes()[::-1]})
+    old_commit = repo.commit
+    assert run("get", "acme/q").returncode == 0
+    del repo.files["m-q8.gguf"]  # upstream drops a quantization
+    repo2 = hub.add_repo("acme/q", repo.files, commit="c" * 40)
+    assert run("get", "acme/q").returncode == 0
+    r = run("gc", "--yes")
+    assert r.returncode == 0
+    assert "m-q8.gguf" in r.stdout and "--force" in r.stdout
+    assert (repo_dir(env, "acme/q") / "snapshots" / old_commit / "m-q8.gguf").exists()
+    r = run("gc", "--yes", "--force")
+    assert r.returncode == 0 and "deleted 1 snapshot and 1 blob" in r.stdout
+    assert not (repo_dir(env, "acme/q") / "snapshots" / old_commit).exists()
+    assert (repo_dir(env, "acme/q") / "snapshots" / repo2.commit / "m-q4.gguf").exists()
+    assert run("gc", "--bogus").returncode == 2
