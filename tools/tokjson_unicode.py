@@ -38,6 +38,22 @@ BITS = ["WS", "NUM", "PUNC", "BPUNC", "BDROP", "BWS", "MN", "WORD", "CJK", "OL",
         "BMN"]
 
 
+CLASSES = ["L", "Lu", "Ll", "Lt", "Lm", "Lo", "M", "Mn", "Mc", "N", "Nd", "Nl", "No", "P", "S",
+           "Z", "s", "w"]
+WHITE_SPACE = list(range(9, 14)) + [0x20, 0x85, 0xA0, 0x1680] + list(range(0x2000, 0x200B)) + \
+    [0x2028, 0x2029, 0x202F, 0x205F, 0x3000]
+
+
+def ranges(s):
+    out = []
+    for c in sorted(s):
+        if out and out[-1][1] == c - 1:
+            out[-1][1] = c
+        else:
+            out.append([c, c])
+    return [tuple(r) for r in out]
+
+
 def cps():
     for c in range(0x110000):
         if 0xD800 <= c <= 0xDFFF:
@@ -114,6 +130,26 @@ def main():
         for c in regex_set(pt, Regex, pat):
             flags[c] = flags.get(c, 0) | (1 << bit)
 
+    # Regex classes: Oniguruma's sets against what PCRE2 (Unicode %s, the same tables as
+    # this Python's unicodedata) gives for the spelling hf_pretok.c compiles them to.
+    import unicodedata
+    classes = []
+    for cname in CLASSES + ["[%s]" % c for c in CLASSES]:
+        # Oniguruma's \w inside a bracket class is not its \w outside one (superscript digits
+        # are word characters only outside), so both forms are probed
+        br = cname.startswith("[")
+        name = cname.strip("[]")
+        pat = "\\s" if name == "s" else "\\w" if name == "w" else "\\p{%s}" % name
+        onig = regex_set(pt, Regex, "[%s]" % pat if br else pat)
+        if name == "s":
+            base = set(WHITE_SPACE)
+        elif name == "w":
+            base = {c for c in cps() if unicodedata.category(chr(c))[0] in "LM" or
+                    unicodedata.category(chr(c)) in ("Nd", "Pc")}
+        else:
+            base = {c for c in cps() if unicodedata.category(chr(c)).startswith(name)}
+        classes.append((cname, ranges(onig - base), ranges(base - onig)))
+
     # two-level table: 4352 blocks of 256 code points, identical blocks shared
     blocks, index = [], []
     seen = {}
@@ -157,6 +193,23 @@ def main():
         lines.append("    {0x%X, 0x%X, 0x%X, 0x%X}," % (c, v[0], v[1], v[2]))
     lines.append("};")
     lines.append("const int hf_uni_n_lower = %d;" % len(lower_map))
+    lines.append("")
+    lines.append("/* Regex classes: code points Oniguruma has and PCRE2 (Unicode %s) lacks (add),"
+                 % unicodedata.unidata_version)
+    lines.append(" * and the other way round (sub), as [first, last] pairs. */")
+    for name, add, sub in classes:
+        cid = name.replace("[", "br_").replace("]", "")
+        for kind, rs in (("add", add), ("sub", sub)):
+            lines.append("static const uint32_t cls_%s_%s[][2] = {%s};" % (
+                cid, kind, ", ".join("{0x%X, 0x%X}" % r for r in rs) or "{0, 0}"))
+    lines.append("const hf_uni_class hf_uni_classes[] = {")
+    for name, add, sub in classes:
+        cid = name.replace("[", "br_").replace("]", "")
+        lines.append('    {"%s", cls_%s_add, %d, cls_%s_sub, %d},' % (name, cid, len(add), cid,
+                                                                     len(sub)))
+    lines.append("    {NULL, NULL, 0, NULL, 0},")
+    lines.append("};")
+    lines.append('const char hf_uni_pcre2_unicode[] = "%s";' % unicodedata.unidata_version)
     with open(args.out, "w") as f:
         f.write("\n".join(lines) + "\n")
     print("tokjson_unicode: %d flagged code points, %d blocks, %d lowercase -> %s"

@@ -134,6 +134,19 @@ int32_t tok_strmap_insert_h(tok_strmap *m, const char *blob, const tok_str *strs
     }
 }
 
+void tok_strmap_replace(tok_strmap *m, const char *blob, const tok_str *strs, const char *s,
+                        size_t n, int32_t id, uint64_t h) {
+    uint32_t fp = (uint32_t)(h >> 32);
+    for (uint32_t i = (uint32_t)h & m->mask;; i = (i + 1) & m->mask) {
+        uint64_t slot = m->slots[i];
+        if (!slot) return;
+        if ((uint32_t)(slot >> 32) == fp && str_eq(blob, strs, (int32_t)(uint32_t)slot - 1, s, n)) {
+            m->slots[i] = ((uint64_t)fp << 32) | (uint32_t)(id + 1);
+            return;
+        }
+    }
+}
+
 /* a pops before b */
 static inline bool bigram_before(const tok_bigram *a, const tok_bigram *b) {
     return a->key > b->key || (a->key == b->key && a->left < b->left);

@@ -310,7 +310,10 @@ char *tok_pipe_decode(const hearth_tok *tok, const int32_t *ids, size_t n_ids, b
         int32_t id = ids[i];
         if (id < 0 || id >= tok->n_vocab || tok->strs[id].len == 0) continue;
         if (!special && (tok->attr[id] & TOK_ATTR_SPECIAL)) continue;
-        ok = sl_push(&l, tok->blob + tok->strs[id].off, tok->strs[id].len);
+        if (p->dec_text && p->dec_text[id].len)
+            ok = sl_push(&l, p->dec_blob + p->dec_text[id].off, p->dec_text[id].len);
+        else
+            ok = sl_push(&l, tok->blob + tok->strs[id].off, tok->strs[id].len);
     }
     ok = ok && run_chain(p, &l, false, &out) && tok_buf_put(&out, "", 1);
     sl_free(&l);
@@ -322,9 +325,12 @@ char *tok_pipe_decode(const hearth_tok *tok, const int32_t *ids, size_t n_ids, b
 }
 
 bool tok_pipe_piece(const hearth_tok *tok, int32_t id, tok_buf *out) {
+    const tok_pipe *p = tok->pipe;
     strlist l = {0};
-    bool ok = sl_push(&l, tok->blob + tok->strs[id].off, tok->strs[id].len) &&
-              run_chain(tok->pipe, &l, true, out);
+    bool ok = p->dec_text && p->dec_text[id].len
+                  ? sl_push(&l, p->dec_blob + p->dec_text[id].off, p->dec_text[id].len)
+                  : sl_push(&l, tok->blob + tok->strs[id].off, tok->strs[id].len);
+    ok = ok && run_chain(p, &l, true, out);
     sl_free(&l);
     return ok;
 }

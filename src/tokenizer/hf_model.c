@@ -261,7 +261,7 @@ hearth_status tok_model_unigram_build(const hearth_tok *tok, tok_model *m, heart
             }
             node = m->edges[s].child;
         }
-        if (m->node_tok[node] < 0) m->node_tok[node] = id; /* a duplicate keeps the first */
+        m->node_tok[node] = id; /* a repeated piece: the last, as tokenizers' map has it */
     }
     return HEARTH_OK;
 }

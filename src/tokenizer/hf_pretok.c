@@ -4,9 +4,10 @@
  * Patterns. tokenizers compiles {"Regex": r} with Oniguruma and {"String": s} as an escaped
  * regex; both are searched left to right for non-overlapping leftmost matches. We compile
  * regexes with PCRE2 (UTF + UCP, JIT) after translating the escapes whose meaning differs
- * between the two engines: Oniguruma's \s is White_Space, \w is Alphabetic + Mark +
- * Decimal_Number + Connector_Punctuation + Join_Control, \h is a hex digit. Literal strings
- * are searched with memmem.
+ * between the two engines: \s \w \d and \p{..} of the general categories become PCRE2
+ * classes corrected by the code points where the two disagree (Oniguruma's Unicode tables are
+ * newer than PCRE2 10.42's Unicode 14, and its \w is its own), from hf_unicode_data.c;
+ * \h is Oniguruma's hex digit. Literal strings are searched with memmem.
  *
  * Splitting (NormalizedString::split). A pattern cuts a piece into (range, is_match) parts
  * that cover it: regex matches and the gaps between them, or, for a character class, every
@@ -29,7 +30,7 @@
  *   Split            the pattern with its behaviour and invert;
  *   Metaspace        ' ' -> replacement, prepend the replacement (always / first piece of the
  *                    text / never) unless the piece starts with it, split on it MergedWithNext;
- *   Whitespace       keep the matches of \w+|[^\w\s]+ (Oniguruma classes), drop the rest;
+ *   Whitespace       keep the matches of \w+|[^\w\s]+ (Rust regex classes), drop the rest;
  *   WhitespaceSplit  drop each whitespace character (Rust char::is_whitespace);
  *   Digits           each numeric character Isolated (individual_digits) or Contiguous;
  *   Punctuation      each punctuation character, with its behaviour (default Isolated);
@@ -41,8 +42,11 @@
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "base/log.h"
 
 /* ------------------------------------------------------------------ patterns */
 
@@ -53,21 +57,103 @@ struct tok_regex {
     size_t      lit_n;
 };
 
-#define OWORD "\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\p{Join_Control}"
-
-/* Oniguruma -> PCRE2 spelling of one escape; in_class: inside [...]. NULL: copy as is. */
-static const char *translate_escape(char c, bool in_class) {
-    switch (c) {
-    case 's': return "\\p{White_Space}";
-    case 'S': return "\\P{White_Space}";
-    case 'd': return "\\p{Nd}";
-    case 'D': return "\\P{Nd}";
-    case 'w': return in_class ? OWORD : "[" OWORD "]";
-    case 'W': return in_class ? "" : "[^" OWORD "]"; /* in a class: refused by the caller */
-    case 'h': return in_class ? "0-9a-fA-F" : "[0-9a-fA-F]";
-    case 'H': return in_class ? "" : "[^0-9a-fA-F]";
-    default:  return NULL;
+/* One class in PCRE2 spelling, made to hold what Oniguruma's holds: PCRE2's class plus the
+ * code points its older tables lack (cls->add) minus those Oniguruma lacks (cls->sub).
+ * base: PCRE2's class items (no brackets). neg: the complement. in_class: inside [...],
+ * where only additions can be expressed (a subtraction there is refused). */
+static bool put_class(tok_buf *b, const char *base, const hf_uni_class *cls, bool neg,
+                      bool in_class, bool *refuse) {
+    tok_buf add = {0}, sub = {0};
+    bool ok = true;
+    for (int i = 0; cls && i < cls->n_add && ok; i++) {
+        char r[40];
+        snprintf(r, sizeof r, "\\x{%X}-\\x{%X}", (unsigned)cls->add[i][0], (unsigned)cls->add[i][1]);
+        ok = tok_buf_put(&add, r, strlen(r));
     }
+    for (int i = 0; cls && i < cls->n_sub && ok; i++) {
+        char r[40];
+        snprintf(r, sizeof r, "\\x{%X}-\\x{%X}", (unsigned)cls->sub[i][0], (unsigned)cls->sub[i][1]);
+        ok = tok_buf_put(&sub, r, strlen(r));
+    }
+    if (ok && in_class) {
+        if (sub.n || (neg && add.n)) *refuse = true;
+        else if (neg && !strncmp(base, "\\p{", 3) && !strchr(base + 3, '\\'))
+            ok = tok_buf_put(b, "\\P", 2) && tok_buf_put(b, base + 2, strlen(base + 2));
+        else if (neg) *refuse = true;
+        else ok = tok_buf_put(b, base, strlen(base)) && tok_buf_put(b, add.p, add.n);
+    } else if (ok) {
+        /* [base add] minus sub;  complement: [^base add] or sub */
+        ok = tok_buf_put(b, "(?:", 3);
+        if (ok && sub.n && !neg) ok = tok_buf_put(b, "(?![", 4) && tok_buf_put(b, sub.p, sub.n) &&
+                                      tok_buf_put(b, "])", 2);
+        ok = ok && tok_buf_put(b, neg ? "[^" : "[", neg ? 2 : 1) &&
+             tok_buf_put(b, base, strlen(base)) && tok_buf_put(b, add.p, add.n) &&
+             tok_buf_put(b, "]", 1);
+        if (ok && sub.n && neg) ok = tok_buf_put(b, "|[", 2) && tok_buf_put(b, sub.p, sub.n) &&
+                                     tok_buf_put(b, "]", 1);
+        ok = ok && tok_buf_put(b, ")", 1);
+    }
+    tok_buf_free(&add);
+    tok_buf_free(&sub);
+    return ok;
+}
+
+/* Oniguruma's class of that name: its bracketed form ("[w]") inside a class, where \w means
+ * less than outside one. */
+static const hf_uni_class *find_class(const char *name, size_t n, bool in_class) {
+    char key[48];
+    if (n > 40) return NULL;
+    snprintf(key, sizeof key, in_class ? "[%.*s]" : "%.*s", (int)n, name);
+    for (const hf_uni_class *c = hf_uni_classes; c->name; c++)
+        if (!strcmp(c->name, key)) return c;
+    return NULL;
+}
+
+/* Translate the escape at pat[i] (after the backslash: pat[i] is the letter); *used: pattern
+ * bytes consumed after the backslash. false: out of memory or *refuse. */
+static bool translate_escape(const char *pat, size_t n, size_t i, bool in_class, tok_buf *b,
+                             size_t *used, bool *refuse) {
+    char e = pat[i];
+    char base[64];
+    const hf_uni_class *cls = NULL;
+    bool neg = false;
+    *used = 1;
+    switch (e) {
+    case 's': case 'S':
+        cls = find_class("s", 1, in_class), neg = e == 'S';
+        return put_class(b, "\\p{White_Space}", cls, neg, in_class, refuse);
+    case 'w': case 'W':
+        cls = find_class("w", 1, in_class), neg = e == 'W';
+        return put_class(b, "\\p{L}\\p{M}\\p{Nd}\\p{Pc}", cls, neg, in_class, refuse);
+    case 'd': case 'D':
+        cls = find_class("Nd", 2, in_class), neg = e == 'D';
+        return put_class(b, "\\p{Nd}", cls, neg, in_class, refuse);
+    case 'h':
+        return tok_buf_put(b, in_class ? "0-9a-fA-F" : "[0-9a-fA-F]", in_class ? 9 : 11);
+    case 'H':
+        if (in_class) *refuse = true;
+        return in_class || tok_buf_put(b, "[^0-9a-fA-F]", 12);
+    case 'p': case 'P': {
+        const char *close = i + 1 < n && pat[i + 1] == '{' ? memchr(pat + i + 2, '}', n - i - 2)
+                                                           : NULL;
+        if (!close) break;
+        const char *name = pat + i + 2;
+        size_t len = (size_t)(close - name);
+        neg = e == 'P';
+        if (len && name[0] == '^') name++, len--, neg = !neg;
+        *used = (size_t)(close - (pat + i)) + 1;
+        cls = find_class(name, len, in_class);
+        if (!cls || len > 40) { /* a property we keep as PCRE2 has it */
+            return tok_buf_put(b, "\\", 1) && tok_buf_put(b, neg ? "P{" : "p{", 2) &&
+                   tok_buf_put(b, name, len) && tok_buf_put(b, "}", 1);
+        }
+        snprintf(base, sizeof base, "\\p{%.*s}", (int)len, name);
+        return put_class(b, base, cls, neg, in_class, refuse);
+    }
+    default:
+        break;
+    }
+    return tok_buf_put(b, pat + i - 1, 2);
 }
 
 hearth_status tok_regex_compile(const char *pat, size_t n, bool literal, tok_regex **out,
@@ -90,20 +176,28 @@ hearth_status tok_regex_compile(const char *pat, size_t n, bool literal, tok_reg
         *out = r;
         return HEARTH_OK;
     }
+    const char *uv = "";
+    char ver[32] = "";
+    if (pcre2_config(PCRE2_CONFIG_UNICODE_VERSION, ver) > 0) uv = ver;
+    if (strcmp(uv, hf_uni_pcre2_unicode))
+        hearth_log(HEARTH_LOG_WARN, "tokenizer: PCRE2 has Unicode %s, hearth's class tables were "
+                   "made for %s: regex splits may differ from tokenizers on some characters", uv,
+                   hf_uni_pcre2_unicode);
     tok_buf b = {0};
     bool in_class = false, ok = true;
     for (size_t i = 0; i < n && ok; i++) {
         char c = pat[i];
         if (c == '\\' && i + 1 < n) {
-            char e = pat[++i];
-            const char *t = translate_escape(e, in_class);
-            if (in_class && (e == 'W' || e == 'H')) {
+            size_t used;
+            bool refuse = false;
+            ok = translate_escape(pat, n, i + 1, in_class, &b, &used, &refuse);
+            if (refuse) {
                 tok_buf_free(&b);
                 free(r);
                 return hearth_err_set(err, HEARTH_E_UNSUPPORTED, (int64_t)i,
-                                      "regex escape \\%c inside a class", e);
+                                      "regex escape \\%c inside a class", pat[i + 1]);
             }
-            ok = t ? tok_buf_put(&b, t, strlen(t)) : tok_buf_put(&b, pat + i - 1, 2);
+            i += used;
         } else if (c == '[' && !in_class) {
             in_class = true;
             ok = tok_buf_put(&b, "[", 1);
@@ -345,7 +439,28 @@ static bool apply_one(const tok_pt *pt, tok_buf *buf, tok_piece p, tok_pieces *o
                split_parts(ps, SPLIT_MERGED_NEXT, false, p, out);
     }
     case PT_WHITESPACE:
-        return cut_regex(pt->re, s, p.len, md, ps) && split_parts(ps, SPLIT_REMOVED, true, p, out);
+        /* \w+|[^\w\s]+ of the Rust regex crate (its \w has Join_Control): runs of word
+         * characters and runs of other non-space characters; spaces go */
+        for (uint32_t i = 0; i < p.len;) {
+            uint32_t cp;
+            size_t k = hf_utf8_next(s + i, p.len - i, &cp);
+            uint16_t f = hf_uni_flags(cp);
+            if (f & HFU_WS && !(f & HFU_WORD)) {
+                i += (uint32_t)k;
+                continue;
+            }
+            bool word = f & HFU_WORD;
+            uint32_t e = i + (uint32_t)k;
+            while (e < p.len) {
+                size_t k2 = hf_utf8_next(s + e, p.len - e, &cp);
+                uint16_t f2 = hf_uni_flags(cp);
+                if (word ? !(f2 & HFU_WORD) : (f2 & (HFU_WORD | HFU_WS)) != 0) break;
+                e += (uint32_t)k2;
+            }
+            if (!tok_pieces_push(out, p.off + i, e - i, p.first && i == 0)) return false;
+            i = e;
+        }
+        return true;
     case PT_WHITESPACE_SPLIT:
         return cut_chars(s, p.len, HFU_WS, 0, ps) && split_parts(ps, SPLIT_REMOVED, false, p, out);
     case PT_DIGITS:

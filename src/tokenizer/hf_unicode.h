@@ -31,6 +31,19 @@ enum {
     HFU_BMN   = 1 << 13, /* BertNormalizer strip_accents removes it (after NFD) */
 };
 
+/* A regex class as Oniguruma has it, relative to PCRE2's own: the code points to add to and
+ * to take from PCRE2's class (its tables are hf_uni_pcre2_unicode, which the C code checks). */
+typedef struct {
+    const char     *name;           /* "L", "Lu", ..., "s" for \s, "w" for \w; NULL ends */
+    const uint32_t (*add)[2];       /* [first, last] ranges */
+    int             n_add;
+    const uint32_t (*sub)[2];
+    int             n_sub;
+} hf_uni_class;
+
+extern const hf_uni_class hf_uni_classes[];
+extern const char         hf_uni_pcre2_unicode[];
+
 extern const uint16_t hf_uni_index[4352];
 extern const uint16_t hf_uni_blocks[][256];
 extern const uint32_t hf_uni_lower[][4];

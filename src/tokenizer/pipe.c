@@ -72,7 +72,7 @@ static bool atrie_init(tok_atrie *t) {
 
 hearth_status tok_pipe_build_added(hearth_tok *tok, hearth_err *err) {
     tok_pipe *p = tok->pipe;
-    tok_buf nb = {0}, tmp = {0};
+    tok_buf nb = {0}, tmp = {0}, dec = {0};
     void *md = tok_regex_md_create();
     hearth_status st = HEARTH_OK;
     if (!md || !atrie_init(&p->raw) || !atrie_init(&p->norm)) goto oom;
@@ -88,13 +88,22 @@ hearth_status tok_pipe_build_added(hearth_tok *tok, hearth_err *err) {
         bool cut;
         if (!tok_norm_apply(p->norms, p->n_norms, s, n, &nb, &tmp, md, &cut)) goto oom;
         if (nb.n && !atrie_add(&p->norm, nb.p, nb.n, k)) goto oom;
+        if (nb.n == n && !memcmp(nb.p, s, n)) continue;
+        if (!p->dec_text && !(p->dec_text = calloc((size_t)tok->n_vocab, sizeof *p->dec_text)))
+            goto oom;
+        p->dec_text[a->id] = (tok_str){(uint32_t)dec.n, (uint32_t)nb.n};
+        if (!tok_buf_put(&dec, nb.p, nb.n)) goto oom;
+        tok->attr[a->id] = TOK_ATTR_USER; /* decoded and rendered like any added token */
     }
+    p->dec_blob = dec.p;
+    dec.p = NULL;
     goto done;
 oom:
     st = hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
 done:
     tok_buf_free(&nb);
     tok_buf_free(&tmp);
+    tok_buf_free(&dec);
     tok_regex_md_free(md);
     return st;
 }
@@ -123,6 +132,8 @@ void tok_pipe_destroy(tok_pipe *p) {
     }
     free(p->decs);
     free(p->added);
+    free(p->dec_text);
+    free(p->dec_blob);
     free(p->raw.nodes);
     free(p->norm.nodes);
     free(p);

@@ -75,6 +75,9 @@ int32_t  tok_strmap_insert(tok_strmap *m, const char *blob, const tok_str *strs,
 int32_t  tok_strmap_insert_h(tok_strmap *m, const char *blob, const tok_str *strs, const char *s,
                              size_t n, int32_t id, uint64_t h);
 void     tok_strmap_prefetch(const tok_strmap *m, uint64_t h);
+/* Point the entry of s[0..n) (present, h = its hash) at id instead. */
+void     tok_strmap_replace(tok_strmap *m, const char *blob, const tok_str *strs, const char *s,
+                            size_t n, int32_t id, uint64_t h);
 int32_t  tok_strmap_find(const tok_strmap *m, const char *blob, const tok_str *strs, const char *s,
                          size_t n);
 
@@ -167,8 +170,10 @@ struct hearth_tok {
 /* --- tokenizer.c --- */
 /* Steps 1-2 of hearth_tok_create: strings, string map, attributes, scores, special ids and the
  * end-of-generation marks; no model tables, no pieces. The tokenizer.json front end builds the
- * rest itself. */
-hearth_status tok_create_vocab(const hearth_tok_spec *spec, hearth_tok **out, hearth_err *err);
+ * rest itself. dup_last: a repeated text is no error, its last id is the one found (Unigram
+ * vocabs may repeat a piece; tokenizers' map keeps the last). */
+hearth_status tok_create_vocab(const hearth_tok_spec *spec, bool dup_last, hearth_tok **out,
+                               hearth_err *err);
 
 /* --- unicode.c --- */
 /* Length of the UTF-8 sequence a lead byte announces, by its high nibble, as llama.cpp counts

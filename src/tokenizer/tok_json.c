@@ -33,6 +33,52 @@
 
 #define MAX_ID (1 << 26)
 
+/* cJSON strings end at their first NUL, so "\u0000" (a vocab piece of a tokenizer trained on
+ * text with NULs) would cut the string short. hearth_tok_from_json rewrites each \u0000 escape
+ * as \uDBFF\uDFFF (U+10FFFF, a noncharacter no tokenizer has), and spans read from the tree
+ * turn that back into NUL bytes. */
+#define NUL_MARK "\xF4\x8F\xBF\xBF"
+
+typedef struct {
+    char **v;    /* owned: strings rebuilt with their NULs */
+    int    n, cap;
+} owned_strs;
+
+static void owned_free(owned_strs *o) {
+    for (int i = 0; i < o->n; i++) free(o->v[i]);
+    free(o->v);
+}
+
+/* The text of a JSON string, NULs restored. NULL on out of memory. */
+static const char *jtext(const char *s, size_t *n, owned_strs *o) {
+    if (!strstr(s, NUL_MARK)) {
+        *n = strlen(s);
+        return s;
+    }
+    if (o->n == o->cap) {
+        int cap = o->cap ? o->cap * 2 : 16;
+        char **v = realloc(o->v, (size_t)cap * sizeof *v);
+        if (!v) return NULL;
+        o->v = v;
+        o->cap = cap;
+    }
+    size_t len = strlen(s), k = 0;
+    char *d = malloc(len + 1);
+    if (!d) return NULL;
+    for (size_t i = 0; i < len;) {
+        if (i + 4 <= len && !memcmp(s + i, NUL_MARK, 4)) {
+            d[k++] = 0;
+            i += 4;
+        } else {
+            d[k++] = s[i++];
+        }
+    }
+    d[k] = 0;
+    o->v[o->n++] = d;
+    *n = k;
+    return d;
+}
+
 typedef struct {
     hearth_span *tokens; /* [n] borrowed from the cJSON tree */
     int32_t     *types;
@@ -44,18 +90,20 @@ static hearth_status nomem(hearth_err *err) {
     return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
 }
 
-static hearth_status set_token(vocab_tab *v, int32_t id, const char *s, int32_t type,
-                               hearth_err *err) {
-    size_t n = strlen(s);
+static hearth_status set_token(vocab_tab *v, int32_t id, const char *js, int32_t type,
+                               owned_strs *o, hearth_err *err) {
+    size_t n;
+    const char *s = jtext(js, &n, o);
+    if (!s) return nomem(err);
     if (v->tokens[id].ptr) {
         if (v->tokens[id].len == n && !memcmp(v->tokens[id].ptr, s, n)) {
             v->types[id] = type;
             return HEARTH_OK;
         }
         return hearth_err_set(err, HEARTH_E_UNSUPPORTED, id,
-                              "id %d is both '%.*s' and '%.60s'", id,
+                              "id %d is both '%.*s' and '%.*s'", id,
                               (int)(v->tokens[id].len > 60 ? 60 : v->tokens[id].len),
-                              v->tokens[id].ptr, s);
+                              v->tokens[id].ptr, (int)(n > 60 ? 60 : n), s);
     }
     v->tokens[id] = (hearth_span){s, n};
     v->types[id] = type;
@@ -92,6 +140,42 @@ static hearth_status max_id(const cJSON *model_vocab, bool unigram, const cJSON 
     return mx >= 0 ? HEARTH_OK : hearth_err_set(err, HEARTH_E_FORMAT, -1, "empty vocab");
 }
 
+/* ------------------------------------------------------------------ numbers */
+
+/* Unigram scores as tokenizers has them. serde_json's default float parser (tokenizers does not
+ * enable its float_roundtrip feature) is not correctly rounded: it reads the digits into an
+ * integer significand, converts that to f64 and multiplies or divides by an f64 power of ten.
+ * With a 16-17 digit significand above 2^53 that rounds twice, and the score can be one ulp
+ * away from the correctly rounded value cJSON gives, enough to break Viterbi ties the other
+ * way. The files' numbers are shortest round-trip representations (ryu, Python repr), so we
+ * regenerate those digits from the correctly rounded double and redo serde's arithmetic. */
+static double serde_f64(double v, const double *pow10) {
+    if (v == 0 || v != v || v - v != 0) return v;
+    char buf[40];
+    for (int p = 1; p <= 17; p++) {
+        snprintf(buf, sizeof buf, "%.*e", p - 1, v);
+        if (strtod(buf, NULL) == v) break;
+    }
+    const char *s = buf + (buf[0] == '-');
+    uint64_t sig = 0;
+    int nd = 0;
+    for (; *s && *s != 'e'; s++)
+        if (*s >= '0' && *s <= '9') sig = sig * 10 + (uint64_t)(*s - '0'), nd++;
+    int e = (*s ? atoi(s + 1) : 0) - (nd - 1);
+    double f = (double)sig;
+    for (;;) {
+        int a = e < 0 ? -e : e;
+        if (a <= 308) {
+            f = e >= 0 ? f * pow10[a] : f / pow10[a];
+            break;
+        }
+        if (f == 0 || e > 0) break;
+        f /= 1e308;
+        e += 308;
+    }
+    return buf[0] == '-' ? -f : f;
+}
+
 /* ------------------------------------------------------------------ BPE merges */
 
 static inline uint32_t merge_slot(uint64_t key, uint32_t mask) {
@@ -102,7 +186,7 @@ static inline uint32_t merge_slot(uint64_t key, uint32_t mask) {
 }
 
 static hearth_status build_merges(hearth_tok *tok, const tok_model *m, const cJSON *merges,
-                                  hearth_err *err) {
+                                  owned_strs *o, hearth_err *err) {
     int n = cJSON_GetArraySize(merges);
     size_t cap = 64;
     while (cap < (size_t)n * 2) cap *= 2;
@@ -126,8 +210,12 @@ static hearth_status build_merges(hearth_tok *tok, const tok_model *m, const cJS
             a = s, na = (size_t)(sp - s), b = sp + 1, nb = strlen(sp + 1);
         } else if (cJSON_IsArray(c) && cJSON_GetArraySize(c) == 2 &&
                    cJSON_IsString(c->child) && cJSON_IsString(c->child->next)) {
-            a = c->child->valuestring, na = strlen(a);
-            b = c->child->next->valuestring, nb = strlen(b);
+            a = jtext(c->child->valuestring, &na, o);
+            b = jtext(c->child->next->valuestring, &nb, o);
+            if (!a || !b) {
+                st = nomem(err);
+                break;
+            }
         } else {
             st = hearth_err_set(err, HEARTH_E_FORMAT, rank, "merge %d is malformed", rank);
             break;
@@ -171,7 +259,8 @@ static hearth_status dup_opt(const char *s, char **out, size_t *n, hearth_err *e
 }
 
 /* Options of the model (after the vocab exists). */
-static hearth_status model_opts(const cJSON *j, hearth_tok *tok, tok_model *m, hearth_err *err) {
+static hearth_status model_opts(const cJSON *j, hearth_tok *tok, tok_model *m, owned_strs *o,
+                                hearth_err *err) {
     hearth_status st = HEARTH_OK;
     const char *what = m->kind == MODEL_BPE ? "model BPE" : m->kind == MODEL_WORDPIECE
                                                             ? "model WordPiece" : "model Unigram";
@@ -200,7 +289,7 @@ static hearth_status model_opts(const cJSON *j, hearth_tok *tok, tok_model *m, h
         const cJSON *merges = cJSON_GetObjectItemCaseSensitive(j, "merges");
         if (merges && !cJSON_IsArray(merges))
             return hearth_err_set(err, HEARTH_E_FORMAT, -1, "%s: 'merges' is not a list", what);
-        return build_merges(tok, m, merges, err);
+        return build_merges(tok, m, merges, o, err);
     }
     if (m->kind == MODEL_WORDPIECE) {
         static const char *const k[] = {"type", "unk_token", "continuing_subword_prefix",
@@ -304,9 +393,16 @@ static hearth_status load(const cJSON *root, hearth_tok **out, hearth_err *err) 
     double *uscores = kind == MODEL_UNIGRAM ? calloc((size_t)n, sizeof *uscores) : NULL;
     hearth_tok *tok = NULL;
     tok_pipe *p = NULL;
+    owned_strs owned = {0};
     if (!v.tokens || !v.types || !v.scores || (kind == MODEL_UNIGRAM && !uscores)) {
         st = nomem(err);
         goto fail;
+    }
+    double pow10[309]; /* Rust's 1e0..1e308 literals: correctly rounded, as strtod gives */
+    for (int i = 0; kind == MODEL_UNIGRAM && i < 309; i++) {
+        char lit[8];
+        snprintf(lit, sizeof lit, "1e%d", i);
+        pow10[i] = strtod(lit, NULL);
     }
     int32_t k = 0;
     for (const cJSON *c = mvocab->child; c; c = c->next, k++) {
@@ -316,9 +412,9 @@ static hearth_status load(const cJSON *root, hearth_tok **out, hearth_err *err) 
             st = hearth_err_set(err, HEARTH_E_FORMAT, k, "vocab entry %d has no text", k);
             goto fail;
         }
-        if ((st = set_token(&v, id, s, HEARTH_TOKTYPE_NORMAL, err))) goto fail;
+        if ((st = set_token(&v, id, s, HEARTH_TOKTYPE_NORMAL, &owned, err))) goto fail;
         if (uscores) {
-            uscores[id] = c->child->next->valuedouble;
+            uscores[id] = serde_f64(c->child->next->valuedouble, pow10);
             v.scores[id] = (float)uscores[id];
         }
     }
@@ -329,7 +425,8 @@ static hearth_status load(const cJSON *root, hearth_tok **out, hearth_err *err) 
         bool special = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "special"));
         if ((st = set_token(&v, json_id(cJSON_GetObjectItemCaseSensitive(c, "id")),
                             cJSON_GetObjectItemCaseSensitive(c, "content")->valuestring,
-                            special ? HEARTH_TOKTYPE_CONTROL : HEARTH_TOKTYPE_USER_DEFINED, err)))
+                            special ? HEARTH_TOKTYPE_CONTROL : HEARTH_TOKTYPE_USER_DEFINED,
+                            &owned, err)))
             goto fail;
     }
     for (int32_t id = 0; id < n; id++)
@@ -345,7 +442,7 @@ static hearth_status load(const cJSON *root, hearth_tok **out, hearth_err *err) 
     spec.scores = v.scores;
     spec.token_types = v.types;
     spec.bos_id = spec.eos_id = spec.eot_id = spec.unk_id = spec.pad_id = -1;
-    if ((st = tok_create_vocab(&spec, &tok, err))) goto fail;
+    if ((st = tok_create_vocab(&spec, kind == MODEL_UNIGRAM, &tok, err))) goto fail;
     if (!(p = tok->pipe = calloc(1, sizeof *p))) {
         st = nomem(err);
         goto fail;
@@ -360,7 +457,7 @@ static hearth_status load(const cJSON *root, hearth_tok **out, hearth_err *err) 
             if (tok->strs[id].len && p->model.uscores[id] < p->model.min_score)
                 p->model.min_score = p->model.uscores[id];
     }
-    if ((st = model_opts(model, tok, &p->model, err))) goto fail;
+    if ((st = model_opts(model, tok, &p->model, &owned, err))) goto fail;
 
     /* attributes the pipeline relies on */
     int n_added = cJSON_GetArraySize(added);
@@ -379,6 +476,20 @@ static hearth_status load(const cJSON *root, hearth_tok **out, hearth_err *err) 
         a->normalized = tokjson_bool(c, "normalized", !a->special, "added token", &bst, err);
         if ((st = bst)) goto fail;
         if (a->special) tok->attr[a->id] |= TOK_ATTR_SPECIAL | TOK_ATTR_CONTROL;
+    }
+    if (kind == MODEL_UNIGRAM) {
+        /* tokenizers skips special tokens by their text: a piece repeated in the vocab is
+         * special at every id when one of them is (the map finds the last of a text) */
+        for (int32_t id = 0; id < n; id++) {
+            int32_t last = hearth_tok_find(tok, tok->blob + tok->strs[id].off, tok->strs[id].len);
+            if (last >= 0 && (tok->attr[id] & TOK_ATTR_SPECIAL))
+                tok->attr[last] |= TOK_ATTR_SPECIAL | TOK_ATTR_CONTROL;
+        }
+        for (int32_t id = 0; id < n; id++) {
+            int32_t last = hearth_tok_find(tok, tok->blob + tok->strs[id].off, tok->strs[id].len);
+            if (last >= 0 && (tok->attr[last] & TOK_ATTR_SPECIAL))
+                tok->attr[id] |= TOK_ATTR_SPECIAL | TOK_ATTR_CONTROL;
+        }
     }
     if (p->model.unk_id >= 0 && !(tok->attr[p->model.unk_id] & TOK_ATTR_SPECIAL))
         tok->attr[p->model.unk_id] = TOK_ATTR_UNKNOWN | (tok->attr[p->model.unk_id] & TOK_ATTR_EOG);
@@ -425,6 +536,7 @@ static hearth_status load(const cJSON *root, hearth_tok **out, hearth_err *err) 
     free(v.tokens);
     free(v.types);
     free(v.scores);
+    owned_free(&owned);
     *out = tok;
     return HEARTH_OK;
 fail:
@@ -432,6 +544,7 @@ fail:
     free(v.types);
     free(v.scores);
     free(uscores);
+    owned_free(&owned);
     hearth_tok_destroy(tok);
     return st;
 }
@@ -440,13 +553,34 @@ hearth_status hearth_tok_from_json(const char *json, size_t n, hearth_tok **out,
     if (out) *out = NULL;
     if (!out || (!json && n)) return hearth_err_set(err, HEARTH_E_INVALID, -1, "bad arguments");
     const char *end = NULL;
+    char *marked = NULL; /* json with \u0000 escapes rewritten (see NUL_MARK) */
+    if (json && memmem(json, n, "\\u0000", 6)) {
+        size_t k = 0;
+        if (!(marked = calloc(n * 2 + 1, 1))) return nomem(err);
+        for (size_t i = 0; i < n;) {
+            if (json[i] == '\\' && i + 5 < n && !memcmp(json + i + 1, "u0000", 5)) {
+                memcpy(marked + k, "\\uDBFF\\uDFFF", 12);
+                k += 12;
+                i += 6;
+            } else if (json[i] == '\\' && i + 1 < n) {
+                marked[k++] = json[i++];
+                marked[k++] = json[i++];
+            } else {
+                marked[k++] = json[i++];
+            }
+        }
+        json = marked;
+        n = k;
+    }
     cJSON *root = cJSON_ParseWithLengthOpts(json ? json : "", n, &end, false);
     if (!root) {
-        int64_t pos = end ? (int64_t)(end - json) : -1;
+        int64_t pos = end && !marked ? (int64_t)(end - json) : -1;
+        free(marked);
         return hearth_err_set(err, HEARTH_E_FORMAT, pos, "tokenizer.json is not valid JSON "
                               "(near byte %lld)", (long long)pos);
     }
     hearth_status st = load(root, out, err);
     cJSON_Delete(root);
+    free(marked);
     return st;
 }

@@ -267,7 +267,6 @@ static hearth_status add_pt(const cJSON *j, tok_pipe *p, int depth, hearth_err *
     } else if (!strcmp(type, "Whitespace")) {
         pt->kind = PT_WHITESPACE;
         st = tokjson_keys(j, what, k_type, err);
-        if (!st) st = tok_regex_compile("\\w+|[^\\w\\s]+", 14, false, &pt->re, err);
     } else if (!strcmp(type, "WhitespaceSplit") || !strcmp(type, "BertPreTokenizer")) {
         pt->kind = type[0] == 'W' ? PT_WHITESPACE_SPLIT : PT_BERT;
         st = tokjson_keys(j, what, k_type, err);

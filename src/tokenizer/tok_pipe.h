@@ -223,6 +223,12 @@ struct tok_pipe {
     tok_added *added;   int n_added;   /* owned */
     char      *added_norm;             /* owned: normalized contents of normalized tokens */
     tok_atrie  raw, norm;              /* tries over non-normalized / normalized contents */
+    /* [n_vocab] or NULL: the text decode gives for an id, where it is not the vocab text. A
+     * normalized added token whose content the normalizer changes ("<Think>" lowercased)
+     * decodes as its normalized text in tokenizers, and is then no longer found among the
+     * special tokens (which are looked up by text) */
+    tok_str   *dec_text;               /* owned; offsets into dec_blob */
+    char      *dec_blob;               /* owned */
 };
 typedef struct tok_pipe tok_pipe;
 

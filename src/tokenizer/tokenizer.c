@@ -195,7 +195,8 @@ static void build_byte_tokens(hearth_tok *tok) {
     }
 }
 
-hearth_status tok_create_vocab(const hearth_tok_spec *spec, hearth_tok **out, hearth_err *err) {
+hearth_status tok_create_vocab(const hearth_tok_spec *spec, bool dup_last, hearth_tok **out,
+                               hearth_err *err) {
     hearth_status st;
     if (out) *out = NULL;
     if (!spec || !out || !spec->tokens || spec->n_vocab <= 0)
@@ -261,7 +262,9 @@ hearth_status tok_create_vocab(const hearth_tok_spec *spec, hearth_tok **out, he
         } else {
             int32_t dup = tok_strmap_insert_h(&tok->map, tok->blob, tok->strs, t.ptr, t.len, i,
                                               hashes[i]);
-            if (dup >= 0) {
+            if (dup >= 0 && dup_last) {
+                tok_strmap_replace(&tok->map, tok->blob, tok->strs, t.ptr, t.len, i, hashes[i]);
+            } else if (dup >= 0) {
                 st = hearth_err_set(err, HEARTH_E_FORMAT, i,
                                     "duplicate token '%.*s' (ids %d and %d)",
                                     (int)(t.len > 64 ? 64 : t.len), t.ptr, dup, i);
@@ -303,7 +306,7 @@ hearth_status hearth_tok_create(const hearth_tok_spec *spec, hearth_tok **out, h
     hearth_tok *tok = NULL;
     if (out) *out = NULL;
     if (!out) return hearth_err_set(err, HEARTH_E_INVALID, -1, "tokenizer spec without tokens");
-    hearth_status st = tok_create_vocab(spec, &tok, err);
+    hearth_status st = tok_create_vocab(spec, false, &tok, err);
     if (st) return st;
     if ((st = tok_special_build(tok, err))) goto fail;
     if (tok->kind == HEARTH_TOK_BPE_BYTES) {
