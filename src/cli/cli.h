@@ -17,7 +17,8 @@ int cli_scan(int argc, char **argv);
 int cli_ls(int argc, char **argv);
 int cli_get(int argc, char **argv);
 int cli_gc(int argc, char **argv);
-extern const char cli_usage_scan[], cli_usage_ls[], cli_usage_get[], cli_usage_gc[];
+int cli_fit(int argc, char **argv);
+extern const char cli_usage_scan[], cli_usage_ls[], cli_usage_get[], cli_usage_gc[], cli_usage_fit[];
 
 /* Print "hearth: <msg>" to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

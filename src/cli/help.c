@@ -16,6 +16,7 @@ static const char usage_main[] =
     "  ls [query]      the models in the hub cache\n"
     "  scan            re-index the hub cache into the registry\n"
     "  gc              reclaim superseded snapshots and unused blobs\n"
+    "  fit MODEL       will a model fit in memory here, at what context, how fast\n"
     "  help [verb]     this text, or a verb's flags\n"
     "  --version       print the version\n"
     "\n"
@@ -53,6 +54,7 @@ const char *cli_help_text(const char *verb) {
     if (!strcmp(verb, "ls")) return cli_usage_ls;
     if (!strcmp(verb, "get")) return cli_usage_get;
     if (!strcmp(verb, "gc")) return cli_usage_gc;
+    if (!strcmp(verb, "fit")) return cli_usage_fit;
     return NULL;
 }
 

@@ -350,3 +350,42 @@ def test_gc_keeps_the_only_copy_unless_forced(run, hub, env):
     assert not (repo_dir(env, "acme/q") / "snapshots" / old_commit).exists()
     assert (repo_dir(env, "acme/q") / "snapshots" / repo2.commit / "m-q4.gguf").exists()
     assert run("gc", "--bogus").returncode == 2
+
+
+def test_fit_from_the_cache(run, hub, env):
+    standard_repo(hub)
+    assert run("get", "acme/tiny:*.gguf").returncode == 0
+    # a cached bandwidth figure of today: fit uses it and says where it came from
+    state = pathlib.Path(env["XDG_CACHE_HOME"]) / "hearth"
+    state.mkdir(parents=True, exist_ok=True)
+    (state / "membw").write_text("bytes_per_s=10000000000\nthreads=%d\nbuffer_bytes=268435456\ndate=%s\n"
+                                 % (os.cpu_count(), time.strftime("%Y-%m-%d")))
+    r = run("fit", "acme/tiny", "--ctx", "1024")
+    assert r.returncode == 0, r.stderr
+    assert "FITS at 1024 tokens" in r.stdout
+    assert "10.0 GB/s" in r.stdout and "cached in" in r.stdout
+    # tiny-qwen2: 2 layers x 2 kv heads x (16 + 16) x 2 bytes = 256 B/token
+    assert "1024 tokens x 256 B/token" in r.stdout
+    r = run("fit", str(TINY), "--budget", "0.035")
+    assert r.returncode == 0
+    assert "DOES NOT FIT" in r.stdout and "largest safe context: none" in r.stdout
+    r = run("fit", "nothing-like-this")
+    assert r.returncode == 1 and "nothing-like-this" in r.stderr
+    assert run("fit").returncode == 2
+    assert run("fit", "acme/tiny", "--ctx", "zero").returncode == 2
+
+
+def test_ls_filters(run, hub, env):
+    standard_repo(hub)
+    hub.add_repo("acme/other", {"other.gguf": TINY.read_bytes()[::-1]})  # not a GGUF: listed as unreadable
+    assert run("get", "acme/tiny:*.gguf").returncode == 0
+    assert run("get", "acme/other").returncode == 0
+    r = run("ls")
+    assert r.returncode == 0 and "acme/tiny" in r.stdout and "unreadable" in r.stdout
+    r = run("ls", "TINY")
+    assert "acme/tiny" in r.stdout and "acme/other" not in r.stdout
+    r = run("ls", "--max-size", "1MB")
+    assert "no model" in r.stdout
+    assert run("ls", "--max-size", "lots").returncode == 2
+    r = run("scan")
+    assert r.returncode == 0 and "2 models in 2 repos" in r.stdout and "1 unreadable" not in r.stdout
