@@ -6,11 +6,20 @@
  *
  * The render context is one JSON object (the variables: messages, tools, add_generation_prompt,
  * bos_token, eos_token, enable_thinking, and any extra kwargs), so callers (CLI, server) build
- * plain JSON and never see the interpreter's value model. template/ depends on base/ only
- * (plus cJSON for reading the context).
+ * plain JSON and never see the interpreter's value model. Pass it the way transformers calls
+ * the template: tools and documents present (null when there are none), the tokenizer's
+ * special tokens, then the caller's kwargs. template/ depends on base/ only, plus utf8proc for
+ * Unicode case mapping; it reads the JSON itself (json_ctx.c) because Python keeps 1 and 1.0
+ * apart and `tojson` prints them back.
  *
- * Limits (output bytes, loop iterations, call depth) keep a hostile template from exhausting
- * the process; a parse or render error carries the template line and column in hearth_err.
+ * Limits (output bytes, loop iterations, call depth, memory) keep a hostile template from
+ * exhausting the process; a parse or render error carries the template line and column in
+ * hearth_err (1-based; column in characters), and err->pos the byte offset in the template
+ * after newline normalization. Parse errors are HEARTH_E_FORMAT (HEARTH_E_UNSUPPORTED for a
+ * jinja2 feature hearth does not implement, such as {% include %}); render errors are
+ * HEARTH_E_INVALID (what jinja2 would raise: undefined attribute access, type errors,
+ * raise_exception), HEARTH_E_LIMIT, HEARTH_E_FORMAT (the context is not valid JSON),
+ * HEARTH_E_UNSUPPORTED or HEARTH_E_NOMEM.
  *
  * Thread rule: a parsed template is immutable; render it from any number of threads.
  */
@@ -22,11 +31,14 @@
 typedef struct hearth_tmpl hearth_tmpl;
 
 typedef struct {
-    size_t max_output_bytes; /* default 8 MiB */
+    size_t max_output_bytes; /* default 8 MiB; also the longest string a render may build */
     size_t max_steps;        /* loop iterations + calls; default 10 million */
     int    max_depth;        /* nesting of calls/macros/includes; default 64 */
+    size_t max_memory_bytes; /* everything one render allocates; default 256 MiB */
 } hearth_tmpl_limits;
 
+/* The defaults above. A field left 0 in the limits given to hearth_tmpl_render means its
+ * default too. */
 hearth_tmpl_limits hearth_tmpl_limits_default(void);
 
 /* Parse src[0..n). On failure *out = NULL and err has line/col of the problem. */
