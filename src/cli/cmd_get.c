@@ -109,6 +109,7 @@ static void on_progress(const hearth_dl_progress *p, void *user) {
             fputc(']', stderr);
         }
         fputs(tail, stderr);
+        fputs("\033[K", stderr); /* clear what a longer previous line left */
         v->drawn = (bar >= 5 ? bar + 2 : 0) + tl;
         fflush(stderr);
     } else if (p->event == HEARTH_DL_TICK && p->bytes_per_s > 0 && now_s() - v->last_line >= 5) {
