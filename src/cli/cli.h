@@ -19,6 +19,9 @@ int cli_get(int argc, char **argv);
 int cli_gc(int argc, char **argv);
 int cli_fit(int argc, char **argv);
 extern const char cli_usage_scan[], cli_usage_ls[], cli_usage_get[], cli_usage_gc[], cli_usage_fit[];
+/* `hearth template` (cmd_template.c): render a chat template, print the prompt or its ids. */
+int cli_template(int argc, char **argv);
+extern const char cli_usage_template[];
 
 /* Print "hearth: <msg>" to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -1,7 +1,9 @@
 /*
- * cmd_generate.c - `hearth generate`: load a model, tokenize the prompt, run one request
- * through the engine and stream the text (or ids) to stdout; timings go to stderr.
+ * cmd_generate.c - `hearth generate`: load a model, turn the prompt into tokens (verbatim with
+ * --raw, else as one user message through the model's chat template), run one request through
+ * the engine and stream the text (or ids) to stdout; timings go to stderr.
  */
+#include "cli/chat.h"
 #include "cli/cli.h"
 #include "engine/engine.h"
 #include "model/model.h"
@@ -98,11 +100,37 @@ static int parse(int argc, char **argv, gen_opts *o) {
         cli_error("no prompt given (usage: hearth generate [model] --prompt TEXT)");
         return 2;
     }
-    if (!o->raw) {
-        cli_error("chat templates are not implemented yet: pass --raw to feed the prompt verbatim");
-        return 2;
-    }
     return 0;
+}
+
+/* The prompt as one user message through the model's chat template (add_generation_prompt
+ * on), tokenized without a doubled BOS. Returns 0, or 1 after printing why not. */
+static int chat_prompt(const hearth_model *m, const char *path, const char *prompt, int32_t **ids, size_t *n_ids) {
+    int rc = 1;
+    char *src = NULL, *msgs = NULL, *ctx = NULL, *text = NULL;
+    size_t n_text = 0;
+    if (!(src = cli_chat_template(m, path, false, NULL, 0))) {
+        cli_error("the model %s has no chat template: pass --raw to feed the prompt verbatim", path);
+        goto out;
+    }
+    msgs = cli_chat_user_message(prompt);
+    ctx = msgs ? cli_chat_context(msgs, NULL, true, hearth_model_tok(m), NULL) : NULL;
+    if (!ctx) {
+        cli_error("out of memory");
+        goto out;
+    }
+    if (cli_chat_render(src, ctx, &text, &n_text)) goto out;
+    if (cli_chat_tokenize(hearth_model_tok(m), text, n_text, ids, n_ids)) {
+        cli_error("cannot tokenize the prompt");
+        goto out;
+    }
+    rc = 0;
+out:
+    free(text);
+    free(ctx);
+    free(msgs);
+    free(src);
+    return rc;
 }
 
 int cli_generate(int argc, char **argv) {
@@ -127,8 +155,12 @@ int cli_generate(int argc, char **argv) {
         goto out;
     }
     const hearth_tok *tok = hearth_model_tok(m);
-    if (hearth_tok_encode(tok, o.prompt, strlen(o.prompt), true, true, &ids, &n_ids)) {
-        cli_error("cannot tokenize the prompt");
+    if (o.raw) {
+        if (hearth_tok_encode(tok, o.prompt, strlen(o.prompt), true, true, &ids, &n_ids)) {
+            cli_error("cannot tokenize the prompt");
+            goto out;
+        }
+    } else if (chat_prompt(m, path, o.prompt, &ids, &n_ids)) {
         goto out;
     }
     hearth_engine_params ep = hearth_engine_params_default();

@@ -17,6 +17,7 @@ static const char usage_main[] =
     "  scan            re-index the hub cache into the registry\n"
     "  gc              reclaim superseded snapshots and unused blobs\n"
     "  fit MODEL       will a model fit in memory here, at what context, how fast\n"
+    "  template        render a chat template (the prompt a model sees), or its token ids\n"
     "  help [verb]     this text, or a verb's flags\n"
     "  --version       print the version\n"
     "\n"
@@ -28,8 +29,9 @@ static const char usage_generate[] =
     "\n"
     "  --prompt, -p TEXT     the prompt (may also follow the model as a second positional)\n"
     "  --model MODEL         the model (path or hub-cache query), instead of the positional\n"
-    "  --raw                 feed the prompt verbatim (no chat template). Chat templates are not\n"
-    "                        implemented yet, so --raw is required for now\n"
+    "  --raw                 feed the prompt verbatim. Without it the prompt is one user message\n"
+    "                        rendered with the model's chat template (add_generation_prompt on;\n"
+    "                        `hearth template` shows the result)\n"
     "  --max-tokens N        completion cap (default 256)\n"
     "  --temperature, --temp T   0 = greedy (default 0)\n"
     "  --top-p P             nucleus sampling (default 1 = off)\n"
@@ -55,6 +57,7 @@ const char *cli_help_text(const char *verb) {
     if (!strcmp(verb, "get")) return cli_usage_get;
     if (!strcmp(verb, "gc")) return cli_usage_gc;
     if (!strcmp(verb, "fit")) return cli_usage_fit;
+    if (!strcmp(verb, "template")) return cli_usage_template;
     return NULL;
 }
 
