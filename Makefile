@@ -50,10 +50,11 @@ check-asan: build-asan ## the same tests under AddressSanitizer + UBSan
 test: setup build build-asan ## everything CI runs: setup, both builds, check + check-asan + pytest e2e
 	@scripts/run-tests.sh build build-asan $(if $(wildcard tests/e2e),--pytest tests/e2e)
 
-# NOTE: until the server lands (`hearth serve` + web app), `run` is a one-shot `hearth generate`
-# with the starter model; then it becomes `hearth serve` with the chat UI.
-run: setup build ## run hearth on the starter model (PROMPT="...", RUN_FLAGS="..." to change)
-	./build/hearth generate "$$(scripts/model-path.sh smollm2)" $(RUN_FLAGS) --prompt "$(PROMPT)"
+# `run` serves the starter model: the OpenAI-compatible API (and the web app as it lands) on
+# 127.0.0.1:8080. PORT=... and RUN_FLAGS="..." pass through to `hearth serve`.
+PORT ?= 8080
+run: setup build ## serve the starter model on 127.0.0.1:$(PORT) (RUN_FLAGS="..." for more flags)
+	./build/hearth serve "$$(scripts/model-path.sh smollm2)" --port $(PORT) $(RUN_FLAGS)
 
 oracles: ## set up, plus the oracle libraries of requirements/oracle.txt (compiles llama.cpp)
 	@scripts/setup.sh --oracles
