@@ -10,9 +10,6 @@
 SHELL  := /bin/bash
 JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
 PY     := .venv/bin/python
-PROMPT ?= The lighthouse keeper climbed the stairs one last time and
-# --raw: the prompt goes in verbatim until chat templates land (then drop it and ask a question).
-RUN_FLAGS ?= --raw --max-tokens 128
 # cmake --build runs its own make: as a top-level one, so it prints no "Entering directory".
 CMAKE_BUILD = env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL cmake --build
 
