@@ -10,6 +10,7 @@
 #include "store/registry.h"
 #include "store/units.h"
 
+#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,36 +119,27 @@ static void on_progress(const hearth_dl_progress *p, void *user) {
     }
 }
 
-/* A query without '/': the one downloaded repo whose id contains it. */
+/* A query without '/': the one repo in the hub cache whose id contains it. */
 static int repo_of_query(const char *q, char *repo, size_t n) {
-    hearth_err err = {0};
-    hearth_registry *reg = NULL;
-    hearth_registry_row *rows = NULL;
-    size_t nr = 0;
-    hearth_registry_filter f = {.query = q};
-    int rc = 1;
-    if (hearth_registry_open(NULL, &reg, &err) || hearth_registry_scan(reg, NULL, NULL, NULL, &err) ||
-        hearth_registry_list(reg, &f, &rows, &nr, &err)) {
-        cli_error("%s", err.msg);
-        goto done;
+    char hub[4096], list[256] = "", id[256];
+    hearth_hub_cache_dir(hub, sizeof hub);
+    struct dirent **names = NULL;
+    int n_names = scandir(hub, &names, NULL, alphasort), n_repos = 0;
+    for (int i = 0; i < n_names; i++) {
+        if (hearth_hub_repo_id_of(names[i]->d_name, id, sizeof id) && hearth_hub_match(id, q)) {
+            n_repos++;
+            snprintf(repo, n, "%s", id);
+            size_t off = strlen(list);
+            if (off < sizeof list - 1 && snprintf(list + off, sizeof list - off, "%s%s", off ? ", " : "", id) < 0)
+                list[off] = 0;
+        }
+        free(names[i]);
     }
-    repo[0] = 0;
-    int n_repos = 0;
-    char list[256] = "";
-    for (size_t i = 0; i < nr; i++) {
-        if (i && !strcmp(rows[i].repo_id, rows[i - 1].repo_id)) continue;
-        n_repos++;
-        snprintf(repo, n, "%s", rows[i].repo_id);
-        size_t off = strlen(list);
-        snprintf(list + off, sizeof list - off, "%s%s", off ? ", " : "", rows[i].repo_id);
-    }
-    if (n_repos == 1) rc = 0;
-    else if (n_repos == 0) cli_error("no downloaded repo matches '%s'; name it as ORG/NAME to download it", q);
+    free(names);
+    if (n_repos == 1) return 0;
+    if (n_repos == 0) cli_error("no repo in %s matches '%s'; name it as ORG/NAME to download it", hub, q);
     else cli_error("'%s' matches %d repos: %s", q, n_repos, list);
-done:
-    free(rows);
-    hearth_registry_close(reg);
-    return rc;
+    return 1;
 }
 
 int cli_get(int argc, char **argv) {

@@ -77,5 +77,6 @@ hearth_status hearth_registry_resolve(hearth_registry *r, const char *query, hea
 /* The registry's file path (owned by r). */
 const char *hearth_registry_path(const hearth_registry *r);
 
-/* The schema version this build writes (bumped with any change to the table). */
+/* The schema version this build writes: bump it with any change to the table or to what
+ * store/facts.h extracts, so old rows are rebuilt rather than trusted. */
 #define HEARTH_REGISTRY_SCHEMA 1
