@@ -9,7 +9,9 @@ Writes, deterministically (seeded), from hearth's own word lists and templates b
                and runs of characters from many scripts;
   invalid.txt  lines with invalid UTF-8, written with \\xHH escapes (and \\\\ for a backslash);
                the C test and tools/tokjson_golden.py unescape them to the raw bytes.
-Commit both with the goldens made from them (tools/tokjson_golden.py).
+Commit both with the goldens made from them (tools/tokjson_golden.py). It also writes the seeds
+of fuzz/fuzz_tokenizer.c into fuzz/corpus/tokenizer/: text seeds (first byte: which of the
+fuzzer's tokenizers) and tokenizer.json seeds (first byte 0xFF).
 
 Usage: python3 tools/make_tokjson_corpus.py
 """
@@ -230,6 +232,39 @@ def invalid():
     return out
 
 
+FUZZ_TEXTS = [b"Hello world, the keeper's lantern.", b"<|x|> <tool> mask x<tool>y masked",
+              b"[CLS] hello [MASK] world [SEP] don't", b"<bos><start> 11 ab a.b, ab!",
+              "東京 é e\u0301 ＡＢＣ ① 😀👨\u200d👩\u200d👧 مرحبا".encode(), b"\xff\xc3(\xe2\x82 ok",
+              b"   \t\n  \r\n spaces  ", b"12345 3.14 \xd9\xa3\xd9\xa4", b"", b"\x00a\x00",
+              b"\xe2\x96\x81\xe2\x96\x81ab", b"<0x41><0xE2>"]
+FUZZ_JSON = [
+    b'{"model":{"type":"WordPiece","unk_token":"[UNK]","vocab":{"[UNK]":0,"a":1,"##b":2}}}',
+    b'{"model":{"type":"BPE","vocab":{"a":0,"b":1,"ab":2},"merges":["a b"]},"pre_tokenizer":'
+    b'{"type":"Split","pattern":{"Regex":"\\\\s+"},"behavior":"Removed","invert":false}}',
+    b'{"model":{"type":"Unigram","unk_id":0,"vocab":[["<unk>",0],["a",-1],["ab",-1.5]]},'
+    b'"normalizer":{"type":"Sequence","normalizers":[{"type":"NFKD"},{"type":"StripAccents"}]}}',
+    b'{"model":{"type":"BPE","vocab":{"a":0},"merges":["a a"]}}',
+    b'{"model":{"type":"WordLevel","vocab":{}}}', b'{"model":', b"[]",
+    b'{"added_tokens":[{"id":5,"content":"<s>","special":true,"lstrip":true}],"model":'
+    b'{"type":"WordPiece","unk_token":"[UNK]","vocab":{"[UNK]":0,"a":1}},"decoder":'
+    b'{"type":"Strip","content":" ","start":3,"stop":3}}',
+]
+
+
+def fuzz_seeds():
+    d = os.path.join(ROOT, "fuzz", "corpus", "tokenizer")
+    os.makedirs(d, exist_ok=True)
+    k = 0
+    for sel in range(4):
+        for t in FUZZ_TEXTS:
+            with open(os.path.join(d, "seed_text_%d_%02d" % (sel, k)), "wb") as f:
+                f.write(bytes([sel]) + t)
+            k += 1
+    for i, j in enumerate(FUZZ_JSON):
+        with open(os.path.join(d, "seed_json_%02d" % i), "wb") as f:
+            f.write(b"\xff" + j)
+
+
 def main():
     with open(os.path.join(ROOT, "tests", "golden", "tok", "corpus.txt"), encoding="utf-8") as f:
         base = f.read().split("\n")
@@ -245,6 +280,7 @@ def main():
         f.write(text)
     with open(os.path.join(OUT, "invalid.txt"), "w", encoding="ascii", newline="") as f:
         f.write("\n".join(invalid()) + "\n")
+    fuzz_seeds()
     print("make_tokjson_corpus: %d lines, %d bytes" % (len(lines), len(text.encode())))
 
 

@@ -198,7 +198,9 @@ void tok_heap_free(tok_heap *h) {
 /* --- byte buffers and piece lists of the tokenizer.json pipeline (tok_pipe.h) --- */
 
 bool tok_buf_reserve(tok_buf *b, size_t extra) {
-    if (extra <= b->cap - b->n) return true;
+    /* allocates even for 0 bytes: a buffer that was written to is never NULL, so callers may
+     * do pointer arithmetic on b->p */
+    if (b->p && extra <= b->cap - b->n) return true;
     size_t need;
     if (!hearth_add_size(b->n, extra, &need)) return false;
     size_t cap = b->cap ? b->cap : 64;

@@ -33,6 +33,7 @@ typedef struct {
 } strlist;
 
 static bool sl_add(strlist *l, size_t off) {
+    if (!tok_buf_reserve(&l->b, 0)) return false; /* never a NULL blob under an entry */
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 32;
         tok_str *v = realloc(l->v, cap * sizeof *v);

@@ -447,4 +447,48 @@ TEST(pairs_need_a_tokenizer_json) {
     hearth_tok_destroy(t);
 }
 
+/* ---------------------------------------------------------------- fuzz corpus */
+
+/* fuzz/fuzz_tokenizer.c, its broken promises counted here instead of aborting */
+static int fuzz_failures;
+#define TOKFUZZ_FAIL(what)                                               \
+    do {                                                                 \
+        fuzz_failures++;                                                 \
+        fprintf(stderr, "  fuzz_tokenizer promise broken: %s\n", what); \
+    } while (0)
+#include "../../fuzz/fuzz_tokenizer.c"
+
+#define FUZZ_DIR "fuzz/corpus/tokenizer"
+
+/* Every file of the fuzzer's corpus through the fuzzer's own checks (SQLite fuzzcheck's idea):
+ * the committed seeds, and crashers once fixed (crash_* files). */
+TEST(fuzz_corpus_replay) {
+    DIR *dir = opendir(FUZZ_DIR);
+    CHECK(dir != NULL);
+    if (!dir) return;
+    int n_files = 0;
+    struct dirent *de;
+    while ((de = readdir(dir))) {
+        if (de->d_name[0] == '.') continue;
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", FUZZ_DIR, de->d_name);
+        size_t n;
+        char *buf = read_file(path, &n);
+        if (!buf) continue;
+        int before = fuzz_failures;
+        LLVMFuzzerTestOneInput((const uint8_t *)buf, n);
+        if (fuzz_failures != before) fprintf(stderr, "  in %s\n", path);
+        free(buf);
+        n_files++;
+    }
+    closedir(dir);
+    CHECK_EQ(fuzz_failures, 0);
+    CHECK(n_files >= 50);
+    fprintf(stderr, "  %d corpus files replayed\n", n_files);
+    for (int i = 0; i < 4; i++) {
+        hearth_tok_destroy(toks[i]);
+        toks[i] = NULL;
+    }
+}
+
 int main(int argc, char **argv) { return test_main(argc, argv); }
