@@ -249,6 +249,7 @@ setup_tokjson() {
 [ "$do_venv" -eq 0 ] || setup_venv
 [ "$do_models" -eq 0 ] || setup_models
 [ "$do_models" -eq 0 ] || setup_tokjson
+[ "$do_models" -eq 0 ] || scripts/fetch-templates.sh   # real chat templates for tests/e2e/test_templates.py
 
 t_end=$(date +%s.%N)
 say "ok ($(awk -v a="$t_start" -v b="$t_end" 'BEGIN { printf "%.1f", b - a }') s; hub cache $(hub_dir))"

@@ -80,10 +80,22 @@ def context(messages, tools=None, add_generation_prompt=True, special_tokens=Non
     return ctx
 
 
-def render(template, ctx):
-    """(True, text) or (False, "ExceptionType: message") for template text and a context dict."""
+def compile(template):
+    """A compiled template, or the exception jinja2 raises for it (a syntax error)."""
     try:
-        return True, environment().from_string(template).render(**ctx)
+        return environment().from_string(template)
+    except Exception as e:
+        return e
+
+
+def render(template, ctx):
+    """(True, text) or (False, "ExceptionType: message") for template text (or what compile()
+    gave for it) and a context dict."""
+    compiled = compile(template) if isinstance(template, str) else template
+    if isinstance(compiled, Exception):
+        return False, f"{type(compiled).__name__}: {compiled}"
+    try:
+        return True, compiled.render(**ctx)
     except Exception as e:  # what transformers would let propagate to the caller
         return False, f"{type(e).__name__}: {e}"
 
