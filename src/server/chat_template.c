@@ -1,33 +1,39 @@
 /*
  * chat_template.c - the server's use of template/: parse the model's chat template once at
- * start, render it per request.
- *
- * NOTE(server): the Jinja interpreter (template.h) is being written; until it lands this
- * file reports chat as unavailable, so /v1/chat/completions answers 501 with that message.
+ * start, render it per request (the parsed template is immutable, so every connection thread
+ * renders it concurrently).
  */
 #include "server/chat.h"
+#include "base/log.h"
 #include "template/template.h"
 
 #include <stdio.h>
+#include <string.h>
 
 void hearth_chat_init(hearth_server *s) {
     s->tmpl = NULL;
-    if (!hearth_model_chat_template(s->m))
+    const char *src = hearth_model_chat_template(s->m);
+    if (!src) {
         snprintf(s->tmpl_error, sizeof s->tmpl_error,
                  "the model '%.200s' has no chat template: use /v1/completions with a raw prompt", s->model_id);
-    else
+        return;
+    }
+    hearth_err err = {0};
+    if (hearth_tmpl_parse(src, strlen(src), &s->tmpl, &err)) {
+        s->tmpl = NULL;
         snprintf(s->tmpl_error, sizeof s->tmpl_error,
-                 "chat templates are not implemented in this hearth build yet: use /v1/completions");
+                 "the chat template of '%.100s' does not parse (line %d, column %d: %.256s): use /v1/completions",
+                 s->model_id, err.line, err.col, err.msg);
+        hearth_log(HEARTH_LOG_WARN, "server: %s", s->tmpl_error);
+    }
 }
 
-void hearth_chat_fini(hearth_server *s) { s->tmpl = NULL; }
+void hearth_chat_fini(hearth_server *s) {
+    hearth_tmpl_destroy(s->tmpl);
+    s->tmpl = NULL;
+}
 
 hearth_status hearth_chat_render(hearth_server *s, const char *ctx_json, size_t n, char **out, size_t *out_len,
                                  hearth_err *err) {
-    (void)s;
-    (void)ctx_json;
-    (void)n;
-    *out = NULL;
-    *out_len = 0;
-    return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "chat templates are not implemented yet");
+    return hearth_tmpl_render(s->tmpl, ctx_json, n, NULL, out, out_len, err);
 }

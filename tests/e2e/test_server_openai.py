@@ -598,3 +598,36 @@ def test_chat(smol):
     assert chunks[-1].usage.completion_tokens == r.usage.completion_tokens
     r2 = c.chat.completions.create(model="smol", messages=msgs, max_completion_tokens=3, temperature=0)
     assert r2.usage.completion_tokens <= 3
+
+
+def test_chat_message_normalization(smol):
+    c = smol.client()
+
+    def run(msgs, **kw):
+        r = c.chat.completions.create(model="smol", messages=msgs, max_tokens=12, temperature=0, **kw)
+        return r.usage.prompt_tokens, r.choices[0].message.content
+
+    # developer is system; text parts are joined by newlines; null content is ""
+    assert run([{"role": "developer", "content": "Answer in French."}, {"role": "user", "content": "Hello"}]) == \
+        run([{"role": "system", "content": "Answer in French."}, {"role": "user", "content": "Hello"}])
+    assert run([{"role": "user", "content": [{"type": "text", "text": "Name a color."},
+                                             {"type": "text", "text": "Only one."}]}]) == \
+        run([{"role": "user", "content": "Name a color.\nOnly one."}])
+    # chat_template_kwargs reach the template: no generation prompt, fewer prompt tokens
+    n_with, _ = run([{"role": "user", "content": "Hi"}])
+    n_without, _ = run([{"role": "user", "content": "Hi"}],
+                       extra_body={"chat_template_kwargs": {"add_generation_prompt": False}})
+    assert n_without < n_with
+    # the ChatML prompt of SmolLM2: the default system turn, the user turn, the assistant header
+    # (37 tokens for this question, as llama.cpp tokenizes the jinja2 rendering)
+    n, _ = run([{"role": "user", "content": "What is the capital of France?"}])
+    assert n == 37
+    # a stop string in chat
+    full = run([{"role": "user", "content": "Count from one to ten."}])[1]
+    words = full.split()
+    if len(words) >= 3:
+        stop = words[2]
+        r = c.chat.completions.create(model="smol", messages=[{"role": "user", "content": "Count from one to ten."}],
+                                      max_tokens=12, temperature=0, stop=stop)
+        assert r.choices[0].message.content == full[: full.index(stop)]
+        assert r.choices[0].finish_reason == "stop"
