@@ -18,7 +18,11 @@
  *
  * Pieces (hearth_tok_piece, the streaming decoder) run the same chain on one token as if it
  * stood in the middle of a text, without the lossy step, so that concatenated pieces give
- * bytes a UTF-8 check can hold back (decode.c).
+ * bytes a UTF-8 check can hold back (decode.c); the chain stops at a decoder that joins the
+ * tokens (Fuse, ByteLevel), since what follows works on the whole text, and a tokenizer
+ * without decoder gets a space before every piece. The streaming decoder drops the first
+ * piece's leading space where the chain would (tok->add_space_prefix, set by tok_json.c).
+ * Where decode() replaces invalid UTF-8 by U+FFFD, streaming passes the bytes on.
  */
 #include "tokenizer/hf_unicode.h"
 #include "tokenizer/tok_pipe.h"
@@ -292,9 +296,12 @@ static bool run_chain(const tok_pipe *p, strlist *l, bool piece, tok_buf *out) {
         strlist t = *l;
         *l = o;
         o = t;
+        /* after Fuse / ByteLevel the rest of the chain sees the whole text as one token: a
+         * piece stops here (a Strip of the text's start is the streaming decoder's job) */
+        if (piece && (p->decs[k].kind == DEC_FUSE || p->decs[k].kind == DEC_BYTELEVEL)) break;
     }
     for (size_t i = 0; ok && i < l->n; i++) {
-        if (!p->has_decoder && i > 0) ok = tok_buf_put(out, " ", 1);
+        if (!p->has_decoder && (i > 0 || piece)) ok = tok_buf_put(out, " ", 1);
         ok = ok && tok_buf_put(out, l->b.p + l->v[i].off, l->v[i].len);
     }
     sl_free(&o);

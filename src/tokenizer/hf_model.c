@@ -54,24 +54,19 @@ static const tok_merge_slot *merge_find(const hearth_tok *tok, int32_t l, int32_
     }
 }
 
-typedef struct {
-    tok_sym *v;
-    size_t   n, cap;
-    int32_t  unk_len; /* pending unk run (fuse_unk), bytes; -1 none */
-} bpe_word;
-
-static bool word_add(bpe_word *w, int32_t id, uint32_t len) {
-    if (w->n == w->cap) {
-        size_t cap = w->cap ? w->cap * 2 : 64;
-        tok_sym *v = realloc(w->v, cap * sizeof *v);
+static bool word_add(tok_model_work *w, int32_t id, uint32_t len) {
+    if (w->n_sym == w->cap_sym) {
+        size_t cap = w->cap_sym ? w->cap_sym * 2 : 64;
+        tok_sym *v = realloc(w->sym, cap * sizeof *v);
         if (!v) return false;
-        w->v = v;
-        w->cap = cap;
+        w->sym = v;
+        w->cap_sym = cap;
     }
-    uint32_t start = w->n ? w->v[w->n - 1].start + w->v[w->n - 1].len : 0;
-    w->v[w->n] = (tok_sym){(int32_t)w->n - 1, -1, id, start, len};
-    if (w->n) w->v[w->n - 1].next = (int32_t)w->n;
-    w->n++;
+    size_t n = w->n_sym;
+    uint32_t start = n ? w->sym[n - 1].start + w->sym[n - 1].len : 0;
+    w->sym[n] = (tok_sym){(int32_t)n - 1, -1, id, start, len};
+    if (n) w->sym[n - 1].next = (int32_t)n;
+    w->n_sym++;
     return true;
 }
 
@@ -84,26 +79,31 @@ static bool push_merge(const hearth_tok *tok, tok_heap *h, const tok_sym *v, int
 
 /* The characters of s as symbols (merge_word's first half). */
 static bool bpe_symbols(const hearth_tok *tok, const tok_model *m, const char *s, size_t n,
-                        bpe_word *w, tok_buf *scratch) {
+                        tok_model_work *w) {
+    tok_buf *scratch = &w->scratch;
     int32_t unk_id = -1;
     uint32_t unk_len = 0;
     for (size_t i = 0; i < n;) {
-        uint32_t cp;
+        uint32_t cp = 0;
         size_t k = m->byte_level ? 1 : hf_utf8_next(s + i, n - i, &cp);
         int32_t id;
-        scratch->n = 0;
         const char *str = s + i;
         size_t str_n = k;
+        bool affixed = (m->prefix && i > 0) || (m->suffix && i + k == n);
         if (m->byte_level) {
             id = tok->byte_sym[(uint8_t)s[i]];
             if (id >= tok->n_vocab) id = -1;
             if (id < 0 && (m->byte_fallback || m->unk_id >= 0)) {
+                scratch->n = 0;
                 if (!tok_buf_put_cp(scratch, tok_byte_to_cp((uint8_t)s[i]))) return false;
                 str = scratch->p;
                 str_n = scratch->n;
             }
+        } else if (!affixed && cp < 0x800) {
+            id = m->char_id[cp];
         } else {
-            if ((m->prefix && i > 0) || (m->suffix && i + k == n)) {
+            if (affixed) {
+                scratch->n = 0;
                 if ((m->prefix && i > 0 && !tok_buf_put(scratch, m->prefix, m->prefix_n)) ||
                     !tok_buf_put(scratch, s + i, k) ||
                     (m->suffix && i + k == n && !tok_buf_put(scratch, m->suffix, m->suffix_n)))
@@ -147,43 +147,44 @@ static bool bpe_symbols(const hearth_tok *tok, const tok_model *m, const char *s
 }
 
 static bool bpe_encode(const hearth_tok *tok, const tok_model *m, const char *s, size_t n,
-                       tok_vec *out, tok_buf *scratch) {
+                       tok_vec *out, tok_model_work *w) {
     if (m->ignore_merges) {
         int32_t id;
         if (m->byte_level) {
-            scratch->n = 0;
+            w->scratch.n = 0;
             for (size_t i = 0; i < n; i++)
-                if (!tok_buf_put_cp(scratch, tok_byte_to_cp((uint8_t)s[i]))) return false;
-            id = vocab_id(tok, scratch->p, scratch->n);
+                if (!tok_buf_put_cp(&w->scratch, tok_byte_to_cp((uint8_t)s[i]))) return false;
+            id = vocab_id(tok, w->scratch.p, w->scratch.n);
         } else {
             id = vocab_id(tok, s, n);
         }
         if (id >= 0) return tok_vec_push(out, id);
     }
-    bpe_word w = {0};
-    tok_heap h = {0};
-    bool ok = bpe_symbols(tok, m, s, n, &w, scratch);
-    for (int32_t i = 0; ok && i + 1 < (int32_t)w.n; i++) ok = push_merge(tok, &h, w.v, i);
-    while (ok && h.n) {
-        tok_bigram b = tok_heap_pop(&h);
-        tok_sym *l = &w.v[b.left];
+    w->n_sym = 0;
+    w->heap.n = 0;
+    if (!bpe_symbols(tok, m, s, n, w)) return false;
+    tok_sym *v = w->sym;
+    tok_heap *h = &w->heap;
+    for (int32_t i = 0; i + 1 < (int32_t)w->n_sym; i++)
+        if (!push_merge(tok, h, v, i)) return false;
+    while (h->n) {
+        tok_bigram b = tok_heap_pop(h);
+        tok_sym *l = &v[b.left];
         if (l->len == 0 || l->next < 0) continue;
         int32_t nx = l->next;
-        const tok_merge_slot *cur = merge_find(tok, l->id, w.v[nx].id);
+        const tok_merge_slot *cur = merge_find(tok, l->id, v[nx].id);
         if (!cur || cur->result != b.id) continue; /* stale */
-        tok_sym *r = &w.v[nx];
+        tok_sym *r = &v[nx];
         l->id = b.id;
         l->len += r->len;
         l->next = r->next;
-        if (r->next >= 0) w.v[r->next].prev = b.left;
+        if (r->next >= 0) v[r->next].prev = b.left;
         r->len = 0;
-        ok = push_merge(tok, &h, w.v, l->prev) && push_merge(tok, &h, w.v, b.left);
+        if (!push_merge(tok, h, v, l->prev) || !push_merge(tok, h, v, b.left)) return false;
     }
-    for (size_t i = 0; ok && i < w.n; i++)
-        if (w.v[i].len > 0) ok = tok_vec_push(out, w.v[i].id);
-    free(w.v);
-    tok_heap_free(&h);
-    return ok;
+    for (size_t i = 0; i < w->n_sym; i++)
+        if (v[i].len > 0 && !tok_vec_push(out, v[i].id)) return false;
+    return true;
 }
 
 /* ------------------------------------------------------------------ WordPiece */
@@ -289,12 +290,18 @@ static bool unigram_emit(const hearth_tok *tok, const tok_model *m, const char *
 }
 
 static bool unigram_encode(const hearth_tok *tok, const tok_model *m, const char *s, size_t n,
-                           tok_vec *out) {
+                           tok_vec *out, tok_model_work *w) {
     if (n == 0) return true;
-    uni_node *best = malloc((n + 1) * sizeof *best);
-    tok_vec seg = {0}; /* (start, end, fused) triples, backwards */
-    bool ok = best != NULL;
-    if (!ok) return false;
+    if (n + 1 > w->cap_best) {
+        uni_node *nb = realloc(w->best, (n + 1) * sizeof *nb);
+        if (!nb) return false;
+        w->best = nb;
+        w->cap_best = n + 1;
+    }
+    uni_node *best = w->best;
+    tok_vec *segv = &w->seg; /* (start, end, fused) triples, backwards */
+    segv->n = 0;
+    bool ok = true;
     for (size_t i = 0; i <= n; i++) best[i] = (uni_node){0, -1, -1};
     double unk_score = m->min_score - 10.0;
     for (size_t at = 0; at < n;) {
@@ -325,30 +332,37 @@ static bool unigram_encode(const hearth_tok *tok, const tok_model *m, const char
     for (size_t end = n; ok && end > 0;) {
         size_t start = (size_t)best[end].start;
         bool is_unk = m->unk_id >= 0 && best[end].id == m->unk_id;
-        if (is_unk && seg.n >= 3 && seg.v[seg.n - 1] == 1 && (size_t)seg.v[seg.n - 3] == end) {
-            seg.v[seg.n - 3] = (int32_t)start; /* extend the unk run leftwards */
+        if (is_unk && segv->n >= 3 && segv->v[segv->n - 1] == 1 && (size_t)segv->v[segv->n - 3] == end) {
+            segv->v[segv->n - 3] = (int32_t)start; /* extend the unk run leftwards */
         } else {
-            ok = tok_vec_push(&seg, (int32_t)start) && tok_vec_push(&seg, (int32_t)end) &&
-                 tok_vec_push(&seg, is_unk ? 1 : 0);
+            ok = tok_vec_push(segv, (int32_t)start) && tok_vec_push(segv, (int32_t)end) &&
+                 tok_vec_push(segv, is_unk ? 1 : 0);
         }
         end = start;
     }
-    for (size_t k = seg.n; ok && k >= 3; k -= 3) {
-        size_t a = (size_t)seg.v[k - 3], b = (size_t)seg.v[k - 2];
+    for (size_t k = segv->n; ok && k >= 3; k -= 3) {
+        size_t a = (size_t)segv->v[k - 3], b = (size_t)segv->v[k - 2];
         ok = unigram_emit(tok, m, s + a, b - a, out);
     }
-    free(best);
-    tok_vec_free(&seg);
     return ok;
 }
 
 bool tok_model_encode(const hearth_tok *tok, const tok_model *m, const char *s, size_t n,
-                      tok_vec *out, tok_buf *scratch) {
+                      tok_vec *out, tok_model_work *w) {
     if (n == 0) return true;
     switch (m->kind) {
-    case MODEL_BPE:       return bpe_encode(tok, m, s, n, out, scratch);
-    case MODEL_WORDPIECE: return wordpiece_encode(tok, m, s, n, out, scratch);
-    case MODEL_UNIGRAM:   return unigram_encode(tok, m, s, n, out);
+    case MODEL_BPE:       return bpe_encode(tok, m, s, n, out, w);
+    case MODEL_WORDPIECE: return wordpiece_encode(tok, m, s, n, out, &w->scratch);
+    case MODEL_UNIGRAM:   return unigram_encode(tok, m, s, n, out, w);
     }
     return false;
+}
+
+void tok_model_work_free(tok_model_work *w) {
+    tok_buf_free(&w->scratch);
+    free(w->sym);
+    tok_heap_free(&w->heap);
+    free(w->best);
+    tok_vec_free(&w->seg);
+    memset(w, 0, sizeof *w);
 }

@@ -182,11 +182,11 @@ static bool norm_one(const tok_norm *nm, const char *s, size_t n, tok_buf *dst, 
 }
 
 bool tok_norm_apply(const tok_norm *norms, int n, const char *in, size_t len, tok_buf *out,
-                    tok_buf *tmp, void *md, bool *lead_cut) {
+                    tok_buf *tmp, tok_buf *mid, void *md, bool *lead_cut) {
     *lead_cut = false;
     out->n = 0;
     if (n == 0) return tok_buf_put(out, in, len);
-    tok_buf mid = {0}, *bufs[2] = {out, &mid};
+    tok_buf *bufs[2] = {out, mid};
     /* normalizer i writes bufs[(n - 1 - i) % 2] so that the last one writes out */
     const char *cur = in;
     size_t cur_n = len;
@@ -199,6 +199,5 @@ bool tok_norm_apply(const tok_norm *norms, int n, const char *in, size_t len, to
         cur = dst->p;
         cur_n = dst->n;
     }
-    tok_buf_free(&mid);
     return ok;
 }

@@ -72,7 +72,7 @@ static bool atrie_init(tok_atrie *t) {
 
 hearth_status tok_pipe_build_added(hearth_tok *tok, hearth_err *err) {
     tok_pipe *p = tok->pipe;
-    tok_buf nb = {0}, tmp = {0}, dec = {0};
+    tok_buf nb = {0}, tmp = {0}, mid = {0}, dec = {0};
     void *md = tok_regex_md_create();
     hearth_status st = HEARTH_OK;
     if (!md || !atrie_init(&p->raw) || !atrie_init(&p->norm)) goto oom;
@@ -86,7 +86,7 @@ hearth_status tok_pipe_build_added(hearth_tok *tok, hearth_err *err) {
             continue;
         }
         bool cut;
-        if (!tok_norm_apply(p->norms, p->n_norms, s, n, &nb, &tmp, md, &cut)) goto oom;
+        if (!tok_norm_apply(p->norms, p->n_norms, s, n, &nb, &tmp, &mid, md, &cut)) goto oom;
         if (nb.n && !atrie_add(&p->norm, nb.p, nb.n, k)) goto oom;
         if (nb.n == n && !memcmp(nb.p, s, n)) continue;
         if (!p->dec_text && !(p->dec_text = calloc((size_t)tok->n_vocab, sizeof *p->dec_text)))
@@ -103,6 +103,7 @@ oom:
 done:
     tok_buf_free(&nb);
     tok_buf_free(&tmp);
+    tok_buf_free(&mid);
     tok_buf_free(&dec);
     tok_regex_md_free(md);
     return st;
@@ -217,9 +218,9 @@ static bool find_added(const tok_pipe *p, const tok_atrie *t, const char *s, siz
 
 typedef struct {
     tok_buf    text;             /* the input, made valid UTF-8 */
-    tok_buf    norm, ntmp;       /* a normalized segment and normalizer scratch */
+    tok_buf    norm, ntmp, nmid; /* a normalized segment and normalizer scratch */
     tok_buf    buf;              /* bytes of the pieces */
-    tok_buf    scratch;          /* model scratch */
+    tok_model_work mw;           /* model scratch */
     tok_pieces cur, tmp;
     tok_vec    segs, nsegs;
     void      *md;
@@ -229,8 +230,9 @@ static void work_free(pipe_work *w) {
     tok_buf_free(&w->text);
     tok_buf_free(&w->norm);
     tok_buf_free(&w->ntmp);
+    tok_buf_free(&w->nmid);
     tok_buf_free(&w->buf);
-    tok_buf_free(&w->scratch);
+    tok_model_work_free(&w->mw);
     free(w->cur.v);
     free(w->tmp.v);
     tok_vec_free(&w->segs);
@@ -250,7 +252,7 @@ static bool encode_segment(const hearth_tok *tok, pipe_work *w, const char *s, s
         return false;
     for (size_t i = 0; i < w->cur.n; i++)
         if (!tok_model_encode(tok, &p->model, w->buf.p + w->cur.v[i].off, w->cur.v[i].len, out,
-                              &w->scratch))
+                              &w->mw))
             return false;
     return true;
 }
@@ -269,8 +271,8 @@ static bool encode_seq(const hearth_tok *tok, pipe_work *w, const char *text, si
             continue;
         }
         bool cut;
-        if (!tok_norm_apply(p->norms, p->n_norms, text + s, e - s, &w->norm, &w->ntmp, w->md,
-                            &cut))
+        if (!tok_norm_apply(p->norms, p->n_norms, text + s, e - s, &w->norm, &w->ntmp, &w->nmid,
+                            w->md, &cut))
             return false;
         w->nsegs.n = 0;
         if (!find_added(p, &p->norm, w->norm.p, w->norm.n, parse_special, &w->nsegs)) return false;

@@ -458,6 +458,10 @@ static hearth_status load(const cJSON *root, hearth_tok **out, hearth_err *err) 
                 p->model.min_score = p->model.uscores[id];
     }
     if ((st = model_opts(model, tok, &p->model, &owned, err))) goto fail;
+    for (uint32_t cp = 0; cp < 0x800; cp++) {
+        char u[4];
+        p->model.char_id[cp] = hearth_tok_find(tok, u, tok_utf8_encode(cp, u));
+    }
 
     /* attributes the pipeline relies on */
     int n_added = cJSON_GetArraySize(added);
@@ -526,6 +530,7 @@ static hearth_status load(const cJSON *root, hearth_tok **out, hearth_err *err) 
         else if (it->n_ids && !seen_a && tok->bos_id < 0) tok->bos_id = it->ids[0];
         else if (it->n_ids && seen_a && tok->eos_id < 0) tok->eos_id = it->ids[0];
     }
+    if (!p->has_decoder) tok->add_space_prefix = true; /* tokens joined by spaces */
     for (int i = 0; i < p->n_decs; i++) {
         const tok_dec *d = &p->decs[i];
         if ((d->kind == DEC_METASPACE && d->prepend != PREPEND_NEVER) || d->kind == DEC_WORDPIECE ||

@@ -74,12 +74,13 @@ typedef struct {
     bool       clean_text, chinese, accents, lower;  /* BertNormalizer */
 } tok_norm;
 
-/* Apply norms[0..n) to in[0..len) (valid UTF-8) into *out (reset first). *lead_cut is set
+/* Apply norms[0..n) to in[0..len) (valid UTF-8) into *out (reset first); tmp and mid are
+ * scratch. *lead_cut is set
  * when the first output character does not come from the first input one (Strip or
  * clean_text removed the start), which tokenizers' offsets see and Metaspace's "first"
  * prepend scheme depends on. */
 bool tok_norm_apply(const tok_norm *norms, int n, const char *in, size_t len, tok_buf *out,
-                    tok_buf *tmp, void *md, bool *lead_cut);
+                    tok_buf *tmp, tok_buf *mid, void *md, bool *lead_cut);
 
 /* ------------------------------------------------------------------ pre-tokenizers */
 
@@ -155,11 +156,25 @@ typedef struct {
     uint32_t edge_mask;
     int32_t *node_tok;         /* owned: [n_nodes] token id ending at the node, -1 = none */
     int32_t  n_nodes;
+    int32_t  char_id[0x800];   /* BPE: id of the one-character string of each code point below
+                                  U+0800, -1 = none (saves a hash lookup per character) */
 } tok_model;
 
+/* Scratch of the models, owned by one encode call and reused from piece to piece. */
+typedef struct {
+    tok_buf  scratch;      /* strings being looked up */
+    tok_sym *sym;          /* owned: BPE symbols */
+    size_t   n_sym, cap_sym;
+    tok_heap heap;         /* BPE merge queue */
+    void    *best;         /* owned: Unigram best paths */
+    size_t   cap_best;     /* entries */
+    tok_vec  seg;          /* Unigram segments */
+} tok_model_work;
+
+void tok_model_work_free(tok_model_work *w);
 /* Encode one piece; append ids to *out. */
 bool tok_model_encode(const hearth_tok *tok, const tok_model *m, const char *s, size_t n,
-                      tok_vec *out, tok_buf *scratch);
+                      tok_vec *out, tok_model_work *w);
 /* Build the Unigram trie over the vocab. */
 hearth_status tok_model_unigram_build(const hearth_tok *tok, tok_model *m, hearth_err *err);
 
