@@ -6,6 +6,7 @@
  */
 #include "server/openai.h"
 #include "server/server_internal.h"
+#include "server/web.h"
 
 #include <string.h>
 
@@ -52,6 +53,12 @@ static const route routes[] = {
     {"POST", "/completions", false, false, HEARTH_EP_COMPLETIONS, hearth_openai_completions},
     {"GET", "/stats", false, false, HEARTH_EP_STATS, h_stats},
     {"GET", "/metrics", false, false, HEARTH_EP_METRICS, h_metrics},
+    {"GET", "/v1/app/config", false, false, HEARTH_EP_OTHER, hearth_web_config},
+    {"GET", "/", false, true, HEARTH_EP_OTHER, hearth_web_index},
+    {"GET", "/chat", false, true, HEARTH_EP_OTHER, hearth_web_deep_link},
+    {"GET", "/status", false, true, HEARTH_EP_OTHER, hearth_web_deep_link},
+    {"GET", "/library", false, true, HEARTH_EP_OTHER, hearth_web_deep_link},
+    {"GET", "/app/", true, true, HEARTH_EP_OTHER, hearth_web_file},
 };
 
 static bool path_match(const route *rt, const char *path) {
