@@ -12,12 +12,13 @@
  *        ─> post-processor (TemplateProcessing, Bert, Roberta) when add_special
  *
  * and decode is tokens -> decoder chain -> joined string. Every stage is a list of small
- * tagged structs filled by the loader; the files that run them are
- *   hf_norm.c (normalizers), hf_pretok.c (pre-tokenizers and regexes), hf_model.c (models),
- *   hf_decode.c (decoders), pipe.c (added tokens, orchestration, post-processing).
+ * tagged structs filled by the loader (tok_json.c, tok_json_parts.c); the files that run
+ * them are hf_norm.c (normalizers), hf_pretok.c (pre-tokenizers and regexes), hf_model.c
+ * (models), hf_decode.c (decoders), pipe.c (added tokens, orchestration, post-processing);
+ * hf_unicode.[ch] hold the character classes tokenizers uses (tables probed from it).
  * Names follow tokenizers' JSON ("MergedWithPrevious", "prepend_scheme", ...) so a reader can
  * hold the two side by side. Everything is immutable after load; encode keeps its scratch in
- * a tok_pipe_work owned by the call.
+ * a pipe_work owned by the call, so any number of threads may encode at once.
  */
 #pragma once
 #include <stdbool.h>
@@ -109,8 +110,8 @@ typedef struct {
 } tok_pt;
 
 /* A piece of the pre-tokenized text: bytes [off, off + len) of the work buffer. first: it
- * starts at offset 0 of the original text (Metaspace "first"). bytes: its content is raw
- * bytes that ByteLevel has logically mapped to its alphabet (the model maps them). */
+ * starts at offset 0 of the original text (Metaspace "first"). After a ByteLevel
+ * pre-tokenizer the bytes stay raw; the model maps them to the alphabet (byte_level). */
 typedef struct {
     uint32_t off, len;
     bool     first;

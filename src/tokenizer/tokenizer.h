@@ -85,6 +85,8 @@ hearth_status hearth_tok_create(const hearth_tok_spec *spec, hearth_tok **out, h
  * HEARTH_E_NOMEM. Any thread.
  */
 hearth_status hearth_tok_from_json(const char *json, size_t n, hearth_tok **out, hearth_err *err);
+/* (A Unigram model needs an unk_id; tokenizers fails the encode of an unknown character
+ * without one, hearth refuses the file.) */
 void          hearth_tok_destroy(hearth_tok *tok); /* accepts NULL */
 
 int32_t hearth_tok_n_vocab(const hearth_tok *tok);
@@ -131,6 +133,12 @@ hearth_span hearth_tok_text(const hearth_tok *tok, int32_t id);
 char *hearth_tok_decode(const hearth_tok *tok, const int32_t *ids, size_t n_ids, bool special);
 
 /*
+ * For tokenizer.json tokenizers a piece is the decoder chain run on that one token as if it
+ * stood mid-text (up to a decoder that joins tokens, such as Fuse); streamed pieces then equal
+ * decode() except where decode() replaces invalid UTF-8 with U+FFFD or a decoder looks at
+ * whole runs of tokens (ByteFallback's invalid runs, WordPiece cleanup, Metaspace's first
+ * token): test_tokjson reports how often, 99% of its corpus lines for most tokenizers.
+ *
  * Incremental decoder for streaming: push one token, get the bytes that are now complete
  * UTF-8 (an incomplete trailing sequence is held back until the next token completes it, and
  * released as-is by flush). out is written NUL-terminated; returns the byte count or -1 when
