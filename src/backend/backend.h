@@ -26,6 +26,15 @@ typedef enum {
     HEARTH_GLU_GEGLU_F16,  /* gelu_tanh from an f16 table, as llama.cpp computes it */
 } hearth_glu_kind;
 
+/* How a layer's cache is addressed (ARCHITECTURE 4): the cache is a pool of blocks of
+ * block_size rows; position p of the sequence in slot s is row p % block_size of block
+ * table[s * max_blocks + p / block_size]. A contiguous slot is one block of n_ctx rows. */
+typedef struct {
+    const int32_t *table;      /* [n_slots][max_blocks] block ids */
+    int32_t        max_blocks; /* row length of table */
+    int32_t        block_size; /* rows per block */
+} hearth_kv_blocks;
+
 /* One attention call: every query head of n_tok tokens against its sequence's cache. */
 typedef struct {
     int64_t        n_tok;
@@ -35,8 +44,8 @@ typedef struct {
     float         *out;      /* [n_tok][n_head*head_dim_v] */
     const int32_t *pos;      /* [n_tok] position of each query; it sees keys 0..pos */
     const int32_t *seq;      /* [n_tok] cache slot of each query */
-    const void    *k, *v;    /* cache of this layer: [slot][n_ctx][n_head_kv*head_dim(_v)] */
-    int64_t        slot_stride; /* elements between slots (n_ctx * row width) */
+    const void    *k, *v;    /* cache of this layer: [block][block_size][n_head_kv*head_dim(_v)] */
+    hearth_kv_blocks blocks; /* row seq[t] of the block table maps its positions to blocks */
     bool           kv_f16;   /* cache elements are f16 (else f32) */
     int32_t        n_swa;    /* sliding window (keys pos-n_swa+1..pos), 0 = full */
     float          scale;
@@ -57,9 +66,10 @@ struct hearth_backend_i {
     /* RoPE in place on x: [n_tok][n_head][head_dim], rotating n_rot dims at pos[t] */
     void (*rope)(hearth_backend *be, float *x, int64_t n_tok, int32_t n_head, int32_t head_dim, int32_t n_rot,
                  const int32_t *pos, const hearth_rope_params *rp);
-    /* copy rows x: [n_tok][width] f32 into the cache at (seq[t], pos[t]) as f16 or f32 */
+    /* copy rows x: [n_tok][width] f32 into the cache at (seq[t], pos[t]) through the block
+     * table, as f16 or f32; cache: [block][block_size][width] */
     void (*kv_store)(hearth_backend *be, const float *x, int64_t n_tok, int64_t width, const int32_t *seq,
-                     const int32_t *pos, void *cache, int64_t slot_stride, bool f16);
+                     const int32_t *pos, void *cache, const hearth_kv_blocks *blocks, bool f16);
     void (*attention)(hearth_backend *be, const hearth_attn_args *a);
     /* g = act(g) * u elementwise over n */
     void (*glu)(hearth_backend *be, float *g, const float *u, int64_t n, hearth_glu_kind kind);
@@ -96,8 +106,10 @@ static inline void hearth_op_rope(hearth_backend *be, float *x, int64_t n_tok, i
     be->iface->rope(be, x, n_tok, n_head, head_dim, n_rot, pos, rp);
 }
 static inline void hearth_op_kv_store(hearth_backend *be, const float *x, int64_t n_tok, int64_t width,
-                                      const int32_t *seq, const int32_t *pos, void *cache, int64_t slot_stride,
-                                      bool f16) { be->iface->kv_store(be, x, n_tok, width, seq, pos, cache, slot_stride, f16); }
+                                      const int32_t *seq, const int32_t *pos, void *cache,
+                                      const hearth_kv_blocks *blocks, bool f16) {
+    be->iface->kv_store(be, x, n_tok, width, seq, pos, cache, blocks, f16);
+}
 static inline void hearth_op_attention(hearth_backend *be, const hearth_attn_args *a) { be->iface->attention(be, a); }
 static inline void hearth_op_glu(hearth_backend *be, float *g, const float *u, int64_t n, hearth_glu_kind kind) {
     be->iface->glu(be, g, u, n, kind);

@@ -3,12 +3,14 @@
  *
  * matmul goes to kernels/ (quantized dots, SIMD chosen at start); the other ops call the
  * reference kernels in kernels/ref/ops_ref.c, split over the pool by rows (or by
- * (token, head) pairs for attention). Scratch is allocated once at create, sized for the
+ * (token, head) pairs for attention; the KV cache is read and written through block tables,
+ * attn_paged_ref.c). Scratch is allocated once at create, sized for the
  * largest step, so no op allocates.
  */
 #include "backend/backend.h"
 #include "base/assert.h"
 #include "kernels/kernels.h"
+#include "kernels/ref/attn_paged_ref.h"
 #include "kernels/ref/ops_ref.h"
 
 #include <math.h>
@@ -97,10 +99,11 @@ static void cpu_rope(hearth_backend *be, float *x, int64_t n_tok, int32_t n_head
 }
 
 static void cpu_kv_store(hearth_backend *be, const float *x, int64_t n_tok, int64_t width, const int32_t *seq,
-                         const int32_t *pos, void *cache, int64_t slot_stride, bool f16) {
+                         const int32_t *pos, void *cache, const hearth_kv_blocks *bl, bool f16) {
     (void)be;
     for (int64_t t = 0; t < n_tok; t++) {
-        int64_t base = (int64_t)seq[t] * slot_stride + (int64_t)pos[t] * width;
+        int32_t blk = bl->table[(int64_t)seq[t] * bl->max_blocks + pos[t] / bl->block_size];
+        int64_t base = ((int64_t)blk * bl->block_size + pos[t] % bl->block_size) * width;
         const float *src = x + t * width;
         if (f16) {
             uint16_t *dst = (uint16_t *)cache + base;
@@ -131,13 +134,13 @@ static void attn_fn(void *arg, int ith, int nth) {
         int64_t p = a->pos[t];
         int64_t j0 = a->n_swa > 0 && p - a->n_swa + 1 > 0 ? p - a->n_swa + 1 : 0;
         HEARTH_ASSERT(p + 1 <= j->c->attn_cap);
-        const char *kb = (const char *)a->k + ((int64_t)a->seq[t] * a->slot_stride * esz) +
-                         (size_t)(hkv * a->head_dim) * esz;
-        const char *vb = (const char *)a->v + ((int64_t)a->seq[t] * a->slot_stride * esz) +
-                         (size_t)(hkv * a->head_dim_v) * esz;
-        hearth_attn_head_ref(a->q + (t * a->n_head + h) * a->head_dim, kb, vb,
-                             (int64_t)a->n_head_kv * a->head_dim, a->kv_f16, a->head_dim, j0, p + 1, a->scale,
-                             a->softcap, scores, a->out + (t * a->n_head + h) * a->head_dim_v);
+        const char *kb = (const char *)a->k + (size_t)(hkv * a->head_dim) * esz;
+        const char *vb = (const char *)a->v + (size_t)(hkv * a->head_dim_v) * esz;
+        const int32_t *row = a->blocks.table + (int64_t)a->seq[t] * a->blocks.max_blocks;
+        hearth_attn_head_paged_ref(a->q + (t * a->n_head + h) * a->head_dim, kb, vb,
+                                   (int64_t)a->n_head_kv * a->head_dim, row, a->blocks.block_size, a->kv_f16,
+                                   a->head_dim, j0, p + 1, a->scale, a->softcap, scores,
+                                   a->out + (t * a->n_head + h) * a->head_dim_v);
     }
 }
 

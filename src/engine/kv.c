@@ -9,6 +9,7 @@ struct hearth_kv {
     void          *mem;   /* owned: all layers' K then V */
     size_t         bytes;
     void         **ptrs;  /* owned: [2][n_layer] */
+    int32_t       *table; /* owned: [n_slots][1], slot s is block s */
 };
 
 size_t hearth_kv_bytes_per_token(const hearth_model *m, bool f16) {
@@ -32,7 +33,8 @@ hearth_status hearth_kv_create(const hearth_model *m, int32_t n_slots, int32_t n
     if (!kv) return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
     kv->ptrs = calloc(2 * (size_t)hp->n_layer, sizeof *kv->ptrs);
     kv->mem = aligned_alloc(64, (total + 63) & ~(size_t)63);
-    if (!kv->ptrs || !kv->mem) {
+    kv->table = malloc((size_t)n_slots * sizeof *kv->table);
+    if (!kv->ptrs || !kv->mem || !kv->table) {
         hearth_kv_destroy(kv);
         return hearth_err_set(err, HEARTH_E_NOMEM, -1, "cannot allocate %zu MiB of KV cache", total >> 20);
     }
@@ -44,8 +46,11 @@ hearth_status hearth_kv_create(const hearth_model *m, int32_t n_slots, int32_t n
         kv->ptrs[hp->n_layer + il] = p;
         p += per_layer_v;
     }
+    for (int32_t s = 0; s < n_slots; s++) kv->table[s] = s;
     kv->view.n_slots = n_slots;
     kv->view.n_ctx = n_ctx;
+    kv->view.n_blocks = n_slots;
+    kv->view.blocks = (hearth_kv_blocks){.table = kv->table, .max_blocks = 1, .block_size = n_ctx};
     kv->view.f16 = f16;
     kv->view.k = kv->ptrs;
     kv->view.v = kv->ptrs + hp->n_layer;
@@ -57,6 +62,7 @@ void hearth_kv_destroy(hearth_kv *kv) {
     if (!kv) return;
     free(kv->mem);
     free(kv->ptrs);
+    free(kv->table);
     free(kv);
 }
 

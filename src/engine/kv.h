@@ -1,7 +1,8 @@
 /*
  * kv.h - the KV cache storage: for every layer, n_slots contiguous runs of n_ctx rows of keys
- * and of values (f16, or f32 on the reference path). One allocation, made once. The engine's
- * paged block pool replaces this with blocks behind the same hearth_kv_view.
+ * and of values (f16, or f32 on the reference path). One allocation, made once. Its view is
+ * the paged one with one block of n_ctx rows per slot; the engine itself runs on the paged
+ * block pool (kv_pool.h), this stays for direct forward runs (tests, tools).
  * Thread rule: engine thread only.
  */
 #pragma once

@@ -30,15 +30,14 @@ void hearth_blk_attn(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view 
     hearth_op_rope(be, f->q, T, hp->n_head, hp->head_dim, hp->n_rot, b->pos, rp);
     hearth_op_rope(be, f->k, T, hp->n_head_kv, hp->head_dim, hp->n_rot, b->pos, rp);
 
-    int64_t slot_stride = (int64_t)kv->n_ctx * k_w;
-    hearth_op_kv_store(be, f->k, T, k_w, b->seq, b->pos, kv->k[il], slot_stride, kv->f16);
-    hearth_op_kv_store(be, f->v, T, v_w, b->seq, b->pos, kv->v[il], slot_stride, kv->f16);
+    hearth_op_kv_store(be, f->k, T, k_w, b->seq, b->pos, kv->k[il], &kv->blocks, kv->f16);
+    hearth_op_kv_store(be, f->v, T, v_w, b->seq, b->pos, kv->v[il], &kv->blocks, kv->f16);
 
     hearth_attn_args a = {
         .n_tok = T, .n_head = hp->n_head, .n_head_kv = hp->n_head_kv,
         .head_dim = hp->head_dim, .head_dim_v = hp->head_dim_v,
         .q = f->q, .out = f->att, .pos = b->pos, .seq = b->seq,
-        .k = kv->k[il], .v = kv->v[il], .slot_stride = slot_stride, .kv_f16 = kv->f16,
+        .k = kv->k[il], .v = kv->v[il], .blocks = kv->blocks, .kv_f16 = kv->f16,
         .n_swa = swa ? hp->n_swa : 0, .scale = hp->attn_scale, .softcap = hp->attn_softcap,
     };
     hearth_op_attention(be, &a);

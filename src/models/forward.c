@@ -76,6 +76,9 @@ hearth_status hearth_forward(hearth_fwd *f, const hearth_batch *b, const hearth_
         if (b->seq[t] < 0 || b->seq[t] >= kv->n_slots || b->pos[t] < 0 || b->pos[t] >= kv->n_ctx ||
             b->token[t] < 0 || b->token[t] >= f->m->hp.n_vocab)
             return HEARTH_E_INVALID;
+        const hearth_kv_blocks *bl = &kv->blocks;
+        int32_t blk = bl->table[(int64_t)b->seq[t] * bl->max_blocks + b->pos[t] / bl->block_size];
+        if (blk < 0 || blk >= kv->n_blocks) return HEARTH_E_INVALID;
     }
     switch (f->m->hp.arch) {
     case HEARTH_ARCH_GEMMA3:

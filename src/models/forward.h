@@ -9,8 +9,9 @@
  * last token when want_logits is NULL.
  *
  * The KV cache is owned by the caller (engine/); the forward only reads and writes through
- * a hearth_kv_view. Today each slot is a contiguous [n_ctx] run of rows; the paged pool of
- * the engine's continuous batching replaces the view, not this API.
+ * a hearth_kv_view: a pool of blocks per layer and one block-table row per slot (the engine's
+ * paged pool, engine/kv_pool.h). A contiguous cache (engine/kv.h) is the case of one block
+ * of n_ctx rows per slot.
  *
  * Thread rule: a hearth_fwd belongs to the thread that drives its backend (the engine thread).
  */
@@ -31,10 +32,13 @@ typedef struct {
 } hearth_batch;
 
 typedef struct {
-    int32_t n_slots;
-    int32_t n_ctx;        /* positions per slot */
-    bool    f16;          /* element type of k and v: f16, else f32 */
-    void  **k, **v;       /* borrowed: [n_layer] -> [n_slots][n_ctx][n_head_kv * head_dim] */
+    int32_t          n_slots;    /* rows of the block table (sequences) */
+    int32_t          n_ctx;      /* positions per slot: <= blocks.max_blocks * blocks.block_size */
+    int32_t          n_blocks;   /* blocks in each layer's pool */
+    hearth_kv_blocks blocks;     /* borrowed table [n_slots][max_blocks]; the positions a step
+                                  * touches must map to blocks in [0, n_blocks) */
+    bool             f16;        /* element type of k and v: f16, else f32 */
+    void           **k, **v;     /* borrowed: [n_layer] -> [n_blocks][block_size][n_head_kv * head_dim] */
 } hearth_kv_view;
 
 typedef struct hearth_fwd hearth_fwd;
@@ -46,5 +50,5 @@ int32_t       hearth_fwd_max_tokens(const hearth_fwd *f);
 
 /* Run one step; logits: [n_out][n_vocab] where n_out is the number of tokens asking for them.
  * Returns HEARTH_E_INVALID (and computes nothing) when the batch is inconsistent with the
- * view (slot or position out of range, too many tokens). */
+ * view (slot or position out of range, a position without a block, too many tokens). */
 hearth_status hearth_forward(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view *kv, float *logits);
