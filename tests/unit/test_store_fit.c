@@ -15,6 +15,7 @@
 #include "store/fit.h"
 #include "store/starter.h"
 
+#include <limits.h>
 #include <malloc.h>
 #include <time.h>
 
@@ -121,13 +122,21 @@ TEST(membw_cache) {
 }
 
 /* Bytes of the process's mappings of path (from /proc/self/smaps). */
+/* Bytes mapped from path's file. /proc/self/maps names the file the mapping resolved to (a hub
+ * snapshot entry is a symlink to its blob), so match the resolved path. */
 static int64_t mapped_bytes_of(const char *path) {
+    char real[PATH_MAX];
+    if (!realpath(path, real)) return -1;
     FILE *f = fopen("/proc/self/maps", "r");
     char line[4096];
     int64_t total = 0;
     while (f && fgets(line, sizeof line, f)) {
         unsigned long a, b;
-        if (strstr(line, path) && sscanf(line, "%lx-%lx", &a, &b) == 2) total += (int64_t)(b - a);
+        size_t n = strcspn(line, "\n");
+        line[n] = 0;
+        size_t rl = strlen(real);
+        if (n >= rl && !strcmp(line + n - rl, real) && sscanf(line, "%lx-%lx", &a, &b) == 2)
+            total += (int64_t)(b - a);
     }
     if (f) fclose(f);
     return total;
