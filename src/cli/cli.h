@@ -6,6 +6,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "store/download.h"
+
 /* A verb returns the process exit status: 0 ok, 1 failure, 2 usage error. */
 int cli_generate(int argc, char **argv);
 /* `hearth serve` and bare `hearth` (cmd_serve.c, which also defines its usage text). */
@@ -29,6 +31,22 @@ void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Flag values: parse strictly; false (with an error printed) on a malformed number. */
 bool cli_parse_int(const char *flag, const char *s, long long lo, long long hi, long long *out);
 bool cli_parse_float(const char *flag, const char *s, double lo, double hi, double *out);
+
+/* Download progress on stderr (cmd_get.c): a bar on a terminal, a line every 5 s otherwise,
+ * and one line per file. Pass as hearth_get_params.on_progress with a cli_dl_view as user;
+ * cli_dl_clear wipes the bar before anything else is printed. */
+typedef struct {
+    bool   tty;
+    double last_line; /* seconds: the last plain progress line */
+    int    drawn;     /* columns of the bar on screen */
+} cli_dl_view;
+void cli_dl_progress(const hearth_dl_progress *p, void *user);
+void cli_dl_clear(cli_dl_view *v);
+
+/* Bare `hearth` with no starter model in the hub cache (firstrun.c): pick one by fit for this
+ * machine, download it with progress and return its path (malloc'ed) in *path. The exit
+ * status: 0, 1 failure (printed), 130 interrupted. */
+int cli_first_run(char **path);
 
 /* The help text of a verb, or NULL. */
 const char *cli_help_text(const char *verb);

@@ -2,6 +2,7 @@
  * cmd_get.c - `hearth get org/repo[:glob] [--revision REV]`: download into the hub cache
  * (store/get.h) with a progress bar on a terminal and plain lines otherwise; Ctrl-C keeps
  * the partial downloads for the next run. Afterwards the registry is rescanned for the repo.
+ * The progress display (cli_dl_progress) is shared with the first run's starter download.
  */
 #include "cli/cli.h"
 #include "store/gc.h"
@@ -44,12 +45,6 @@ static void on_signal(int sig) {
     g_cancel = 1;
 }
 
-typedef struct {
-    bool   tty;
-    double last_line; /* seconds: the last plain progress line */
-    int    drawn;     /* columns of the bar on screen */
-} view;
-
 static double now_s(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -62,13 +57,13 @@ static void fmt_eta(double s, char *buf, size_t n) {
     else snprintf(buf, n, "%d:%02d", (int)s / 60, (int)s % 60);
 }
 
-static void clear_bar(view *v) {
+void cli_dl_clear(cli_dl_view *v) {
     if (v->tty && v->drawn) fprintf(stderr, "\r%*s\r", v->drawn, "");
     v->drawn = 0;
 }
 
-static void on_progress(const hearth_dl_progress *p, void *user) {
-    view *v = user;
+void cli_dl_progress(const hearth_dl_progress *p, void *user) {
+    cli_dl_view *v = user;
     char done[24], total[24], rate[24], eta[24];
     hearth_fmt_bytes(p->done_bytes, done, sizeof done);
     hearth_fmt_bytes(p->total_bytes, total, sizeof total);
@@ -79,7 +74,7 @@ static void on_progress(const hearth_dl_progress *p, void *user) {
         const hearth_dl_item *it = p->item;
         char size[24];
         hearth_fmt_bytes(it->size, size, sizeof size);
-        clear_bar(v);
+        cli_dl_clear(v);
         if (p->event == HEARTH_DL_START && !it->present) {
             if (!v->tty) fprintf(stderr, "get: %s (%s)%s\n", it->name, size, it->resumed ? ", resuming" : "");
         } else if (p->event == HEARTH_DL_DONE) {
@@ -187,8 +182,8 @@ int cli_get(int argc, char **argv) {
         return 2;
     }
     gp.repo_id = repo;
-    view v = {.tty = isatty(STDERR_FILENO) == 1};
-    gp.on_progress = on_progress;
+    cli_dl_view v = {.tty = isatty(STDERR_FILENO) == 1};
+    gp.on_progress = cli_dl_progress;
     gp.user = &v;
     gp.cancel = &g_cancel;
     struct sigaction sa, old_int, old_term;
@@ -202,7 +197,7 @@ int cli_get(int argc, char **argv) {
     hearth_status st = hearth_get(&gp, &res, &err);
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
-    clear_bar(&v);
+    cli_dl_clear(&v);
     if (st == HEARTH_E_CANCELLED) {
         cli_error("interrupted: partial downloads are kept; run the same command again to resume");
         return 130;

@@ -32,7 +32,8 @@
 #define STARTER_QUERY "SmolLM2"
 
 const char cli_usage_serve[] =
-    "usage: hearth serve [model] [flags]     (bare `hearth` serves the starter model, SmolLM2)\n"
+    "usage: hearth serve [model] [flags]     (bare `hearth` serves the starter model, SmolLM2,\n"
+    "                                        or on first run fetches the one that fits: docs/server.md)\n"
     "\n"
     "OpenAI-compatible API on http://HOST:PORT/v1: chat/completions, completions, models;\n"
     "plus /health, /stats, /metrics. See docs/server.md.\n"
@@ -225,15 +226,14 @@ int cli_serve(int argc, char **argv) {
     hearth_server *srv = NULL;
     rc = 1;
     if (hearth_hub_resolve(o.model, &path, &err)) {
-        if (starter && err.code == HEARTH_E_NOTFOUND) {
-            char dir[1024] = "";
-            hearth_hub_cache_dir(dir, sizeof dir);
-            cli_error("the starter model (%s) is not in the Hugging Face cache at %s: run `make setup` to fetch "
-                      "it, or name a model: hearth serve path/to/model.gguf", STARTER_QUERY, dir);
-        } else {
+        if (!starter || err.code != HEARTH_E_NOTFOUND) {
             cli_error("%s", err.msg);
+            goto out;
         }
-        goto out;
+        free(path);
+        path = NULL;
+        if ((rc = cli_first_run(&path))) goto out; /* first run: fetch the starter that fits */
+        rc = 1;
     }
     /* Block the stop signals before any thread starts, so only sigwait below sees them. */
     sigset_t stop_sigs;
@@ -260,6 +260,7 @@ int cli_serve(int argc, char **argv) {
     sp.host = o.host;
     sp.port = (int)o.port;
     sp.model_id = model_id;
+    sp.model_path = path;
     sp.api_key = o.api_key;
     sp.cors = o.cors;
     sp.temperature = o.temperature;

@@ -6,6 +6,7 @@
  */
 #include "server/openai.h"
 #include "server/server_internal.h"
+#include "server/store_api.h"
 #include "server/web.h"
 
 #include <string.h>
@@ -57,7 +58,10 @@ static const route routes[] = {
     {"GET", "/", false, true, HEARTH_EP_OTHER, hearth_web_index},
     {"GET", "/chat", false, true, HEARTH_EP_OTHER, hearth_web_deep_link},
     {"GET", "/status", false, true, HEARTH_EP_OTHER, hearth_web_deep_link},
-    {"GET", "/library", false, true, HEARTH_EP_OTHER, hearth_web_deep_link},
+    {"GET", "/library", false, true, HEARTH_EP_OTHER, hearth_store_library}, /* its own key check */
+    {"GET", "/fit", false, false, HEARTH_EP_OTHER, hearth_store_fit},
+    {"GET", "/downloads", false, false, HEARTH_EP_OTHER, hearth_store_downloads},
+    {"POST", "/downloads", false, false, HEARTH_EP_OTHER, hearth_store_download_start},
     {"GET", "/app/", true, true, HEARTH_EP_OTHER, hearth_web_file},
 };
 

@@ -3,8 +3,10 @@
  * daemon; and the response ids.
  */
 #include "server/chat.h"
+#include "server/downloads.h"
 #include "server/server_internal.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +39,13 @@ hearth_status hearth_server_create(const hearth_server_params *p, const hearth_m
     s->cors = dup_or_null(p->cors);
     s->stats = hearth_stats_create();
     hearth_status st;
+    char real[PATH_MAX];
+    if (p->model_path && realpath(p->model_path, real) && !(s->model_path = strdup(real))) {
+        st = hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
+        goto fail;
+    }
+    hearth_downloads_params dp = {.max_active = p->max_downloads};
+    if ((st = hearth_downloads_create(&dp, &s->dl, err))) goto fail;
     if (!s->host || !s->model_id || !s->stats || (p->api_key && *p->api_key && !s->api_key) ||
         (p->cors && *p->cors && !s->cors)) {
         st = hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
@@ -46,6 +55,7 @@ hearth_status hearth_server_create(const hearth_server_params *p, const hearth_m
     s->p.model_id = s->model_id;
     s->p.api_key = s->api_key;
     s->p.cors = s->cors;
+    s->p.model_path = s->model_path;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     s->id_salt = ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)ts.tv_nsec ^ (uint64_t)(uintptr_t)s;
@@ -66,12 +76,14 @@ int hearth_server_port(const hearth_server *s) { return s->port; }
 void hearth_server_destroy(hearth_server *s) {
     if (!s) return;
     hearth_http_stop(s);
+    hearth_downloads_destroy(s->dl); /* after the connections: none can start another */
     hearth_chat_fini(s);
     hearth_stats_destroy(s->stats);
     free(s->host);
     free(s->model_id);
     free(s->api_key);
     free(s->cors);
+    free(s->model_path);
     free(s);
 }
 

@@ -4,6 +4,7 @@
  *   POST /v1/chat/completions   chat through the model's chat template (SSE when stream=true)
  *   POST /v1/completions        raw prompt (string or token ids), no template
  *   GET  /v1/models[/ID], /v1, /health, /stats, /metrics
+ *   GET  /library, /fit, /downloads; POST /downloads   the model store (store_api.h)
  *
  * The server borrows a loaded model and a running engine and serves them on host:port with
  * libmicrohttpd, one thread per connection (http.c says why). It never exits or prints: it
@@ -26,6 +27,8 @@ typedef struct {
     const char *host;           /* bind address, default "127.0.0.1" (copied) */
     int         port;           /* 0: any free port (see hearth_server_port) */
     const char *model_id;       /* the id /v1/models reports and responses echo (copied) */
+    const char *model_path;     /* the served file, for /library's "serving" flag (NULL: unknown) */
+    int         max_downloads;  /* POST /downloads running at once; <= 0: 2 */
     const char *api_key;        /* NULL/"": no auth; else Bearer or x-api-key (copied) */
     const char *cors;           /* NULL: no CORS headers; "*" or comma-separated origins (copied) */
     /* Server-wide sampling defaults; a request's own fields win. Negative = unset. */

@@ -25,6 +25,8 @@ struct hearth_tmpl;
 struct hearth_server {
     hearth_server_params p;       /* its strings point at the owned copies below */
     char                *host, *model_id, *api_key, *cors; /* owned */
+    char                *model_path;  /* owned: the served file's real path, NULL if unknown */
+    struct hearth_downloads *dl;      /* owned: POST /downloads jobs (downloads.h) */
     const hearth_model  *m;       /* borrowed */
     hearth_engine       *e;       /* borrowed */
     struct hearth_tmpl  *tmpl;    /* owned: the parsed chat template, NULL when none */

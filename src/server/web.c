@@ -131,8 +131,10 @@ void hearth_web_config(hearth_http_req *r) {
     hearth_jw_obj_end(&w);
     hearth_jw_key(&w, "endpoints");
     hearth_jw_obj(&w);
-    hearth_jw_key(&w, "library");
-    hearth_jw_bool(&w, false);
+    hearth_jw_key(&w, "library"); /* GET /library, /fit, GET and POST /downloads (store_api.h) */
+    hearth_jw_bool(&w, true);
+    hearth_jw_key(&w, "downloads");
+    hearth_jw_bool(&w, true);
     hearth_jw_obj_end(&w);
     hearth_jw_obj_end(&w);
     hearth_http_send_json(r, 200, &w);

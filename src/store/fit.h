@@ -76,5 +76,8 @@ typedef struct {
 /* The cached figure, or a fresh measurement (also when remeasure). Takes about a second when
  * it measures. */
 hearth_status hearth_membw_get(bool remeasure, hearth_membw *out, hearth_err *err);
+/* The cached figure only, never measuring (for callers that must not stall, such as the
+ * server's /library): false when there is no valid cache file. */
+bool          hearth_membw_cached(hearth_membw *out);
 /* One measurement: n_threads (<= 0: all CPUs) reading buffer_bytes; bytes/s, 0 on failure. */
 double        hearth_membw_measure(int n_threads, int64_t buffer_bytes);

@@ -106,6 +106,15 @@ static bool read_cache(const char *path, int n_threads, hearth_membw *out) {
     return true;
 }
 
+bool hearth_membw_cached(hearth_membw *out) {
+    memset(out, 0, sizeof *out);
+    char dir[4096];
+    if (!hearth_hub_state_dir(dir, sizeof dir) || snprintf(out->path, sizeof out->path, "%s/membw", dir) >= (int)sizeof out->path)
+        return false;
+    out->from_cache = read_cache(out->path, hearth_cpu_count(), out);
+    return out->from_cache;
+}
+
 hearth_status hearth_membw_get(bool remeasure, hearth_membw *out, hearth_err *err) {
     memset(out, 0, sizeof *out);
     char dir[4096];

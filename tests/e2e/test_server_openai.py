@@ -560,8 +560,9 @@ def test_cli_flags(tmp_path):
     assert r.returncode == 2 and "--bogus" in r.stderr
     r = run_cli("help", "serve")
     assert r.returncode == 0 and "--api-key" in r.stdout
-    # bare `hearth` looks for the starter model in the hub cache
-    r = run_cli(env={"HF_HUB_CACHE": str(tmp_path)})
+    # bare `hearth` looks for the starter model in the hub cache (offline: it may not fetch one;
+    # the first-run download is tested against a fake hub in test_store_server.py)
+    r = run_cli(env={"HF_HUB_CACHE": str(tmp_path), "HF_HUB_OFFLINE": "1"})
     assert r.returncode == 1 and "starter model" in r.stderr and "SmolLM2" in r.stderr
 
 
