@@ -8,9 +8,10 @@
  *   hearth_engine_cancel(e, req)                any thread; the request ends with DONE/cancelled
  *   hearth_request_release(req)                 the submitter drops its reference
  *
- * Today requests run one at a time in FIFO order on a contiguous KV slot; continuous batching
- * over a paged pool keeps this API. A request whose prompt + max_tokens exceeds the context
- * ends at once with DONE/error HEARTH_E_LIMIT.
+ * The engine thread runs requests by continuous batching over a paged KV block pool with
+ * automatic prefix caching (sched.h, kv_pool.h, prefix_cache.h): up to `batch` sequences per
+ * step, FIFO queueing when the pool is full, preemption by recompute. A request whose
+ * prompt + max_tokens exceeds the context ends at once with DONE/error HEARTH_E_LIMIT.
  */
 #pragma once
 #include <stdbool.h>
@@ -29,6 +30,12 @@ typedef struct {
     int32_t n_ctx;         /* tokens per sequence; <= 0: min(training context, 4096) */
     int32_t max_step;      /* prefill chunk, tokens per step; <= 0: 512 */
     int     kv_f16;        /* 1 f16, 0 f32, -1 auto (f32 on the reference kernel set) */
+    int32_t batch;         /* sequences per step; <= 0: 8; 1 = strictly serial */
+    int64_t kv_budget;     /* bytes of the KV block pool; <= 0: n_ctx tokens (one full context) */
+    int32_t block_size;    /* tokens per KV block; <= 0: 16 */
+    int64_t prompt_cache;  /* bytes of unreferenced cached blocks kept; < 0: as many as the pool
+                            * holds (default); 0: no prefix caching */
+    bool    debug_checks;  /* check the pool's invariants after every step (tests) */
 } hearth_engine_params;
 
 hearth_engine_params hearth_engine_params_default(void);
@@ -66,12 +73,31 @@ typedef struct {
     char              msg[160];    /* DONE with an error: what went wrong */
     int32_t           n_prompt;    /* DONE: counts */
     int32_t           n_generated;
+    int32_t           n_cached;    /* DONE: prompt tokens whose KV came from the prefix cache */
     double            prefill_ms;  /* DONE: time to the first token */
     double            decode_ms;   /* DONE: time after the first token */
 } hearth_event;
 
+/* Counters of the engine, as of its last step (any thread; each field is read atomically, the
+ * set is not one snapshot). */
+typedef struct {
+    int64_t running, waiting;          /* sequences */
+    int64_t blocks_total, blocks_free; /* KV pool */
+    int64_t blocks_cached;             /* indexed by the prefix cache (referenced or not) */
+    int64_t blocks_evictable;          /* cached and referenced by no sequence */
+    int64_t cache_hit_tokens;          /* prompt tokens served from the cache */
+    int64_t cache_query_tokens;        /* prompt tokens looked up */
+    int64_t cache_evictions;           /* blocks */
+    int64_t preemptions;
+    int64_t steps, step_tokens;        /* forwards run and tokens they carried */
+    int64_t check_failures;            /* debug_checks: steps after which an invariant failed */
+} hearth_engine_stats;
+
+void          hearth_engine_stats_get(const hearth_engine *e, hearth_engine_stats *out);
+
 /* Queue a request. *out holds one reference for the caller. Fails (nothing queued) on invalid
- * params or when the engine is shutting down. */
+ * params (HEARTH_E_INVALID), when prompt + max_tokens fits the context but could never fit the
+ * KV pool (HEARTH_E_LIMIT, the limit in the message), or when the engine is shutting down. */
 hearth_status hearth_engine_submit(hearth_engine *e, const hearth_request_params *p, hearth_request **out,
                                    hearth_err *err);
 /* Ask the engine to stop req at its next step; harmless after DONE. */

@@ -2,10 +2,15 @@
  * test_engine.c - the engine seam: submit / events / cancel on the engine thread, with the
  * committed tiny qwen2 model. Token values are checked against a direct forward pass (the
  * harness), so the test fails if the engine feeds positions, cache or sampling wrongly.
+ * The scheduler: concurrent requests give the tokens each gives alone, under queueing and
+ * preemption; cancellation frees blocks; the prefix cache serves repeated prefixes and evicts
+ * under pressure; the pool's invariants hold after every step (debug_checks).
  */
 #include "engine/engine.h"
 #include "../models/model_harness.h"
 #include "test.h"
+
+#include <time.h>
 
 #define TINY "tests/golden/tiny/tiny-qwen2.gguf"
 
@@ -156,6 +161,326 @@ TEST(cancel_and_errors) {
     rp.n_prompt = N_PROMPT;
     CHECK_EQ(hearth_engine_submit(e, &rp, &r, &err), HEARTH_OK);
     hearth_request_release(r);
+    hearth_engine_destroy(e);
+    hearth_model_destroy(m);
+}
+
+/* ---- the scheduler ---- */
+
+static uint32_t lcg(uint32_t *s) {
+    *s = *s * 1664525u + 1013904223u;
+    return *s >> 8;
+}
+
+/* Greedy tokens of any prompt by the forward pass alone. */
+static void reference_of(const int32_t *p, int n_p, int32_t *out, int n) {
+    harness *h = harness_open(TINY, 64, 128, true, 1);
+    CHECK(h != NULL);
+    if (!h) return;
+    float *logits = malloc((size_t)h->n_vocab * sizeof(float));
+    harness_run(h, p, n_p, 0, false, logits);
+    for (int s = 0; s < n; s++) {
+        out[s] = argmax_f(logits, h->n_vocab);
+        harness_run(h, &out[s], 1, n_p + s, false, logits);
+    }
+    free(logits);
+    harness_close(h);
+}
+
+enum { NQ = 6, QLEN = 40, QGEN = 20 };
+
+/* NQ prompts: pairs share their first 24 tokens, lengths vary. */
+static void make_prompts(int32_t p[NQ][QLEN], int *len) {
+    uint32_t s = 5;
+    for (int i = 0; i < NQ; i++) {
+        len[i] = 20 + (int)(lcg(&s) % 21);
+        for (int j = 0; j < QLEN; j++) p[i][j] = 1 + (int32_t)(lcg(&s) % 1999);
+        if (i % 2 == 1) memcpy(p[i], p[i - 1], 24 * sizeof(int32_t));
+    }
+}
+
+static void wait_idle(hearth_engine *e, hearth_engine_stats *st) {
+    for (int i = 0; i < 2000; i++) {
+        hearth_engine_stats_get(e, st);
+        if (st->running == 0 && st->waiting == 0) return;
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* Submit all NQ prompts at once on an engine with these params; every request must give the
+ * tokens it gives alone. Returns the engine's counters at idle. */
+static hearth_engine_stats run_concurrent(hearth_engine_params ep, int32_t pool_tokens) {
+    static int32_t want[NQ][QGEN];
+    static bool have_want;
+    int32_t p[NQ][QLEN];
+    int len[NQ];
+    make_prompts(p, len);
+    if (!have_want) {
+        for (int i = 0; i < NQ; i++) reference_of(p[i], len[i], want[i], QGEN);
+        have_want = true;
+    }
+    hearth_engine_stats st = {0};
+    hearth_model *m = load();
+    if (!m) return st;
+    ep.n_threads = 2;
+    ep.n_ctx = 64;
+    ep.kv_f16 = 1;
+    ep.debug_checks = true;
+    ep.kv_budget = (int64_t)hearth_kv_bytes_per_token(m, true) * pool_tokens;
+    hearth_engine *e = NULL;
+    hearth_err err;
+    CHECK_EQ(hearth_engine_create(m, &ep, &e, &err), HEARTH_OK);
+    if (!e) {
+        hearth_model_destroy(m);
+        return st;
+    }
+    hearth_request *r[NQ];
+    for (int i = 0; i < NQ; i++) {
+        hearth_request_params rp = {.prompt = p[i], .n_prompt = (size_t)len[i], .max_tokens = QGEN,
+                                    .sampling = hearth_sampler_params_default(), .ignore_eog = true};
+        CHECK_EQ(hearth_engine_submit(e, &rp, &r[i], &err), HEARTH_OK);
+    }
+    int diff = 0;
+    for (int i = 0; i < NQ; i++) {
+        int32_t got[QGEN];
+        hearth_event done;
+        CHECK_EQ(collect(r[i], got, QGEN, &done), QGEN);
+        CHECK_EQ(done.finish, HEARTH_FINISH_LENGTH);
+        diff += memcmp(got, want[i], sizeof got) != 0;
+        hearth_request_release(r[i]);
+    }
+    CHECK_EQ(diff, 0);
+    wait_idle(e, &st);
+    CHECK_EQ(st.check_failures, 0);
+    CHECK_EQ(st.running + st.waiting, 0);
+    CHECK_EQ(st.blocks_free + st.blocks_evictable, st.blocks_total); /* nothing leaks at idle */
+    hearth_engine_destroy(e);
+    hearth_model_destroy(m);
+    return st;
+}
+
+TEST(concurrent_requests_match_each_alone) {
+    hearth_engine_params ep = hearth_engine_params_default();
+    ep.batch = 4; /* two wait in the queue at first */
+    ep.max_step = 48; /* prefill chunks mix with decode */
+    hearth_engine_stats st = run_concurrent(ep, 64 * 8);
+    CHECK_EQ(st.preemptions, 0);
+    CHECK(st.steps < NQ * (QGEN + 2)); /* batched: fewer steps than one request after another */
+    /* pairs share 24 tokens = one full block of 16: the second of a pair may reuse it */
+    CHECK(st.cache_hit_tokens % 16 == 0);
+    ep.batch = 1; /* strictly serial */
+    st = run_concurrent(ep, 64);
+    CHECK_EQ(st.preemptions, 0);
+    CHECK(st.cache_hit_tokens >= 3 * 16); /* each second of a pair runs after the first */
+}
+
+TEST(preemption_under_a_tiny_pool) {
+    hearth_engine_params ep = hearth_engine_params_default();
+    ep.batch = 6;
+    ep.block_size = 4;
+    ep.max_step = 32;
+    hearth_engine_stats st = run_concurrent(ep, 64); /* 16 blocks: room for about one and a half */
+    CHECK(st.preemptions > 0);
+    ep.prompt_cache = 0; /* the same without prefix caching */
+    st = run_concurrent(ep, 64);
+    CHECK(st.preemptions > 0);
+    CHECK_EQ(st.blocks_free, st.blocks_total);
+    CHECK_EQ(st.cache_hit_tokens, 0);
+}
+
+static hearth_engine *small_engine(hearth_model *m, int32_t pool_tokens, int64_t prompt_cache) {
+    hearth_engine_params ep = hearth_engine_params_default();
+    ep.n_threads = 2;
+    ep.n_ctx = 128;
+    ep.kv_f16 = 1;
+    ep.debug_checks = true;
+    ep.prompt_cache = prompt_cache;
+    ep.kv_budget = (int64_t)hearth_kv_bytes_per_token(m, true) * pool_tokens;
+    hearth_engine *e = NULL;
+    hearth_err err;
+    CHECK_EQ(hearth_engine_create(m, &ep, &e, &err), HEARTH_OK);
+    return e;
+}
+
+static int run_one(hearth_engine *e, const int32_t *p, int n_p, int max_tokens, int32_t *toks, hearth_event *done) {
+    hearth_request_params rp = {.prompt = p, .n_prompt = (size_t)n_p, .max_tokens = max_tokens,
+                                .sampling = hearth_sampler_params_default(), .ignore_eog = true};
+    hearth_request *r = NULL;
+    hearth_err err;
+    CHECK_EQ(hearth_engine_submit(e, &rp, &r, &err), HEARTH_OK);
+    if (!r) return -1;
+    int n = collect(r, toks, max_tokens, done);
+    hearth_request_release(r);
+    return n;
+}
+
+TEST(cancel_frees_blocks_at_once) {
+    hearth_model *m = load();
+    if (!m) return;
+    hearth_engine *e = small_engine(m, 128, 0);
+    if (!e) return;
+    hearth_request_params rp = {.prompt = prompt, .n_prompt = N_PROMPT, .max_tokens = 100,
+                                .sampling = hearth_sampler_params_default(), .ignore_eog = true};
+    hearth_request *r = NULL;
+    hearth_err err;
+    CHECK_EQ(hearth_engine_submit(e, &rp, &r, &err), HEARTH_OK);
+    hearth_event ev, done;
+    CHECK_EQ(hearth_request_next(r, &ev, 20000), HEARTH_OK);
+    hearth_engine_stats st;
+    for (int i = 0; i < 2000; i++) { /* counters are published after the step */
+        hearth_engine_stats_get(e, &st);
+        if (st.running == 1) break;
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    CHECK(st.blocks_free < st.blocks_total); /* running: it holds blocks */
+    hearth_engine_cancel(e, r);
+    int32_t toks[128];
+    collect(r, toks, 128, &done);
+    CHECK_EQ(done.finish, HEARTH_FINISH_CANCELLED);
+    hearth_request_release(r);
+    wait_idle(e, &st);
+    CHECK_EQ(st.blocks_free, st.blocks_total);
+    CHECK_EQ(st.check_failures, 0);
+    hearth_engine_destroy(e);
+    hearth_model_destroy(m);
+}
+
+TEST(prefix_cache_hit_gives_same_tokens) {
+    hearth_model *m = load();
+    if (!m) return;
+    hearth_engine *e = small_engine(m, 256, -1);
+    if (!e) return;
+    int32_t p[QLEN], a[16], b[16];
+    uint32_t s = 3;
+    for (int i = 0; i < QLEN; i++) p[i] = 1 + (int32_t)(lcg(&s) % 1999);
+    hearth_event da, db;
+    CHECK_EQ(run_one(e, p, QLEN, 16, a, &da), 16);
+    CHECK_EQ(run_one(e, p, QLEN, 16, b, &db), 16);
+    CHECK_EQ(da.n_cached, 0);
+    CHECK_EQ(db.n_cached, 32); /* the full blocks of the 40-token prompt */
+    CHECK(memcmp(a, b, sizeof a) == 0);
+    int32_t want[16];
+    reference_of(p, QLEN, want, 16);
+    CHECK(memcmp(a, want, sizeof a) == 0);
+    /* a prompt that ends on a block boundary reuses all but its last block */
+    CHECK_EQ(run_one(e, p, 32, 4, a, &da), 4);
+    CHECK_EQ(da.n_cached, 16);
+    hearth_engine_stats st;
+    wait_idle(e, &st);
+    CHECK_EQ(st.check_failures, 0);
+    CHECK(st.cache_hit_tokens >= 48);
+    hearth_engine_destroy(e);
+    hearth_model_destroy(m);
+}
+
+TEST(prefix_cache_evicts_under_pressure_and_by_cap) {
+    hearth_model *m = load();
+    if (!m) return;
+    hearth_engine *e = small_engine(m, 96, -1); /* 6 blocks */
+    if (!e) return;
+    int32_t p[2][QLEN], t[24];
+    uint32_t s = 9;
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < QLEN; i++) p[k][i] = 1 + (int32_t)(lcg(&s) % 1999);
+    hearth_event d;
+    /* 40 + 24 tokens, the last never fed: 63 in the cache, its 3 full blocks stay cached */
+    CHECK_EQ(run_one(e, p[0], QLEN, 24, t, &d), 24);
+    hearth_engine_stats st;
+    wait_idle(e, &st);
+    CHECK_EQ(st.blocks_evictable, 3);
+    CHECK_EQ(st.cache_evictions, 0);
+    CHECK_EQ(run_one(e, p[1], QLEN, 24, t, &d), 24); /* its 4th block evicts p[0]'s LRU one */
+    wait_idle(e, &st);
+    CHECK_EQ(st.cache_evictions, 1);
+    CHECK_EQ(st.check_failures, 0);
+    int32_t want[24];
+    reference_of(p[1], QLEN, want, 24);
+    CHECK(memcmp(t, want, sizeof t) == 0);
+    /* the tail block went first: p[0]'s first two blocks still serve */
+    CHECK_EQ(run_one(e, p[0], QLEN, 4, t, &d), 4);
+    CHECK_EQ(d.n_cached, 32);
+    hearth_engine_destroy(e);
+    /* a cap of one block keeps at most one evictable block */
+    e = small_engine(m, 256, (int64_t)hearth_kv_bytes_per_token(m, true) * 16);
+    if (e) {
+        CHECK_EQ(run_one(e, p[0], QLEN, 24, t, &d), 24);
+        wait_idle(e, &st);
+        CHECK(st.blocks_evictable <= 1);
+        CHECK_EQ(st.blocks_free + st.blocks_evictable, st.blocks_total);
+        hearth_engine_destroy(e);
+    }
+    hearth_model_destroy(m);
+}
+
+TEST(admission_refuses_what_can_never_fit) {
+    hearth_model *m = load();
+    if (!m) return;
+    hearth_engine *e = small_engine(m, 64, -1); /* 4 blocks of 16 */
+    if (!e) return;
+    hearth_request_params rp = {.prompt = prompt, .n_prompt = N_PROMPT, .max_tokens = 60,
+                                .sampling = hearth_sampler_params_default(), .ignore_eog = true};
+    hearth_request *r = NULL;
+    hearth_err err = {0};
+    CHECK_EQ(hearth_engine_submit(e, &rp, &r, &err), HEARTH_E_LIMIT);
+    CHECK(r == NULL);
+    CHECK(strstr(err.msg, "the pool holds 64") != NULL);
+    rp.max_tokens = 55; /* 10 + 55 - 1 = 64 tokens of KV: fits exactly */
+    int32_t t[64];
+    hearth_event d;
+    CHECK_EQ(hearth_engine_submit(e, &rp, &r, &err), HEARTH_OK);
+    CHECK_EQ(collect(r, t, 64, &d), 55);
+    hearth_request_release(r);
+    hearth_engine_destroy(e);
+    hearth_model_destroy(m);
+}
+
+/* Random submits and cancels on a small pool: the invariants hold after every step and
+ * nothing leaks at idle. */
+TEST(random_submit_cancel_keeps_the_pool_sound) {
+    hearth_model *m = load();
+    if (!m) return;
+    hearth_engine_params ep = hearth_engine_params_default();
+    ep.n_threads = 2;
+    ep.n_ctx = 64;
+    ep.kv_f16 = 1;
+    ep.debug_checks = true;
+    ep.batch = 4;
+    ep.block_size = 4;
+    ep.max_step = 24;
+    ep.kv_budget = (int64_t)hearth_kv_bytes_per_token(m, true) * 96;
+    hearth_engine *e = NULL;
+    hearth_err err;
+    CHECK_EQ(hearth_engine_create(m, &ep, &e, &err), HEARTH_OK);
+    if (!e) return;
+    int rounds = getenv("HEARTH_TEST_SANITIZED") ? 20 : 80;
+    uint32_t s = 17;
+    enum { LIVE = 6 };
+    hearth_request *live[LIVE] = {0};
+    int32_t p[40];
+    for (int i = 0; i < 40; i++) p[i] = 1 + (int32_t)(lcg(&s) % 1999);
+    for (int k = 0; k < rounds; k++) {
+        int slot = (int)(lcg(&s) % LIVE);
+        if (live[slot]) {
+            if (lcg(&s) % 2) hearth_engine_cancel(e, live[slot]);
+            hearth_event ev;
+            do CHECK_EQ(hearth_request_next(live[slot], &ev, 20000), HEARTH_OK);
+            while (ev.kind != HEARTH_EV_DONE);
+            CHECK(ev.finish == HEARTH_FINISH_LENGTH || ev.finish == HEARTH_FINISH_CANCELLED);
+            hearth_request_release(live[slot]);
+            live[slot] = NULL;
+        }
+        hearth_request_params rp = {.prompt = p + lcg(&s) % 8, .n_prompt = 4 + lcg(&s) % 28,
+                                    .max_tokens = 1 + (int32_t)(lcg(&s) % 24),
+                                    .sampling = hearth_sampler_params_default(), .ignore_eog = true};
+        CHECK_EQ(hearth_engine_submit(e, &rp, &live[slot], &err), HEARTH_OK);
+    }
+    for (int i = 0; i < LIVE; i++) hearth_request_release(live[i]); /* cancels the rest */
+    hearth_engine_stats st;
+    wait_idle(e, &st);
+    CHECK_EQ(st.check_failures, 0);
+    CHECK_EQ(st.blocks_free + st.blocks_evictable, st.blocks_total);
     hearth_engine_destroy(e);
     hearth_model_destroy(m);
 }

@@ -1,0 +1,177 @@
+/*
+ * prefix_cache.c - content-addressed full blocks with LRU eviction; see prefix_cache.h.
+ *
+ * Everything is indexed by block id (the pool's size, allocated once): the hash table is a
+ * power-of-two array of chain heads with a `next` link per block, and the evictable blocks
+ * form a doubly linked list from least (lru_head) to most (lru_tail) recently released.
+ */
+#include "engine/prefix_cache.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+struct hearth_prefix_cache {
+    hearth_kv_pool *pool;      /* borrowed */
+    int32_t         n_blocks, bs;
+    size_t          cap_blocks; /* evictable blocks kept at most */
+    uint32_t        mask;      /* buckets - 1 */
+    int32_t        *bucket;    /* owned [mask + 1]: first block of the chain, -1 */
+    int32_t        *next;      /* owned [n_blocks]: chain link */
+    uint64_t       *hash, *parent; /* owned [n_blocks] */
+    int32_t        *tokens;    /* owned [n_blocks][bs] */
+    bool           *cached;    /* owned [n_blocks] */
+    int32_t        *prev_l, *next_l; /* owned [n_blocks]: LRU links, -2 = not on the list */
+    int32_t         lru_head, lru_tail, n_lru, n_cached;
+    int64_t         evictions;
+};
+
+uint64_t hearth_prefix_hash(uint64_t parent, const int32_t *tokens, int32_t block_size) {
+    return XXH3_64bits_withSeed(tokens, (size_t)block_size * sizeof(int32_t), parent);
+}
+
+hearth_prefix_cache *hearth_prefix_cache_create(hearth_kv_pool *pool, size_t cap_bytes) {
+    hearth_prefix_cache *pc = calloc(1, sizeof *pc);
+    if (!pc) return NULL;
+    pc->pool = pool;
+    pc->n_blocks = hearth_kv_pool_n_blocks(pool);
+    pc->bs = hearth_kv_pool_block_size(pool);
+    pc->cap_blocks = cap_bytes / hearth_kv_pool_block_bytes(pool);
+    uint32_t nb = 16;
+    while (nb < 2u * (uint32_t)pc->n_blocks && nb < (1u << 30)) nb <<= 1;
+    pc->mask = nb - 1;
+    size_t n = (size_t)pc->n_blocks;
+    pc->bucket = malloc(nb * sizeof(int32_t));
+    pc->next = malloc(n * sizeof(int32_t));
+    pc->hash = malloc(n * sizeof(uint64_t));
+    pc->parent = malloc(n * sizeof(uint64_t));
+    pc->tokens = malloc(n * (size_t)pc->bs * sizeof(int32_t));
+    pc->cached = calloc(n, sizeof(bool));
+    pc->prev_l = malloc(n * sizeof(int32_t));
+    pc->next_l = malloc(n * sizeof(int32_t));
+    if (!pc->bucket || !pc->next || !pc->hash || !pc->parent || !pc->tokens || !pc->cached || !pc->prev_l ||
+        !pc->next_l) {
+        hearth_prefix_cache_destroy(pc);
+        return NULL;
+    }
+    for (uint32_t i = 0; i < nb; i++) pc->bucket[i] = -1;
+    for (size_t i = 0; i < n; i++) pc->prev_l[i] = pc->next_l[i] = -2;
+    pc->lru_head = pc->lru_tail = -1;
+    return pc;
+}
+
+static void lru_remove(hearth_prefix_cache *pc, int32_t b) {
+    int32_t p = pc->prev_l[b], q = pc->next_l[b];
+    if (p >= 0) pc->next_l[p] = q;
+    else pc->lru_head = q;
+    if (q >= 0) pc->prev_l[q] = p;
+    else pc->lru_tail = p;
+    pc->prev_l[b] = pc->next_l[b] = -2;
+    pc->n_lru--;
+}
+
+static void lru_push(hearth_prefix_cache *pc, int32_t b) {
+    pc->prev_l[b] = pc->lru_tail;
+    pc->next_l[b] = -1;
+    if (pc->lru_tail >= 0) pc->next_l[pc->lru_tail] = b;
+    else pc->lru_head = b;
+    pc->lru_tail = b;
+    pc->n_lru++;
+}
+
+static void unindex(hearth_prefix_cache *pc, int32_t b) {
+    int32_t *link = &pc->bucket[pc->hash[b] & pc->mask];
+    while (*link != b) link = &pc->next[*link];
+    *link = pc->next[b];
+    pc->cached[b] = false;
+    pc->n_cached--;
+}
+
+/* Evict the least recently used evictable block. */
+static void evict_one(hearth_prefix_cache *pc) {
+    int32_t b = pc->lru_head;
+    lru_remove(pc, b);
+    unindex(pc, b);
+    pc->evictions++;
+    hearth_kv_pool_unref(pc->pool, b);
+}
+
+void hearth_prefix_cache_destroy(hearth_prefix_cache *pc) {
+    if (!pc) return;
+    if (pc->cached)
+        for (int32_t b = 0; b < pc->n_blocks; b++)
+            if (pc->cached[b]) hearth_kv_pool_unref(pc->pool, b);
+    free(pc->bucket);
+    free(pc->next);
+    free(pc->hash);
+    free(pc->parent);
+    free(pc->tokens);
+    free(pc->cached);
+    free(pc->prev_l);
+    free(pc->next_l);
+    free(pc);
+}
+
+static int32_t lookup(const hearth_prefix_cache *pc, uint64_t h, uint64_t parent, const int32_t *tokens) {
+    for (int32_t b = pc->bucket[h & pc->mask]; b >= 0; b = pc->next[b])
+        if (pc->hash[b] == h && pc->parent[b] == parent &&
+            memcmp(pc->tokens + (size_t)b * (size_t)pc->bs, tokens, (size_t)pc->bs * sizeof(int32_t)) == 0)
+            return b;
+    return -1;
+}
+
+int32_t hearth_prefix_cache_match(hearth_prefix_cache *pc, const int32_t *tokens, int32_t max_blocks, int32_t slot,
+                                  uint64_t *hashes) {
+    uint64_t parent = 0;
+    int32_t n = 0;
+    for (; n < max_blocks; n++) {
+        const int32_t *t = tokens + (size_t)n * (size_t)pc->bs;
+        uint64_t h = hearth_prefix_hash(parent, t, pc->bs);
+        int32_t b = lookup(pc, h, parent, t);
+        if (b < 0) break;
+        if (pc->prev_l[b] != -2) lru_remove(pc, b); /* referenced again: not evictable */
+        hearth_kv_pool_ref(pc->pool, b);
+        if (!hearth_kv_pool_seq_push(pc->pool, slot, b)) {
+            hearth_prefix_cache_release(pc, b);
+            break;
+        }
+        hashes[n] = h;
+        parent = h;
+    }
+    return n;
+}
+
+void hearth_prefix_cache_insert(hearth_prefix_cache *pc, uint64_t h, uint64_t parent, const int32_t *tokens,
+                                int32_t blk) {
+    if (pc->cached[blk] || lookup(pc, h, parent, tokens) >= 0) return;
+    pc->cached[blk] = true;
+    pc->hash[blk] = h;
+    pc->parent[blk] = parent;
+    memcpy(pc->tokens + (size_t)blk * (size_t)pc->bs, tokens, (size_t)pc->bs * sizeof(int32_t));
+    uint32_t i = (uint32_t)(h & pc->mask);
+    pc->next[blk] = pc->bucket[i];
+    pc->bucket[i] = blk;
+    pc->n_cached++;
+    hearth_kv_pool_ref(pc->pool, blk);
+}
+
+void hearth_prefix_cache_release(hearth_prefix_cache *pc, int32_t blk) {
+    hearth_kv_pool_unref(pc->pool, blk);
+    if (!pc->cached[blk] || hearth_kv_pool_refs(pc->pool, blk) != 1) return;
+    lru_push(pc, blk);
+    while ((size_t)pc->n_lru > pc->cap_blocks) evict_one(pc);
+}
+
+int32_t hearth_prefix_cache_evict(hearth_prefix_cache *pc, int32_t want_free) {
+    int32_t n = 0;
+    while (hearth_kv_pool_n_free(pc->pool) < want_free && pc->n_lru > 0) {
+        evict_one(pc);
+        n++;
+    }
+    return n;
+}
+
+int32_t hearth_prefix_cache_n_evictable(const hearth_prefix_cache *pc) { return pc->n_lru; }
+int32_t hearth_prefix_cache_n_cached(const hearth_prefix_cache *pc) { return pc->n_cached; }
+bool    hearth_prefix_cache_holds(const hearth_prefix_cache *pc, int32_t blk) { return pc->cached[blk]; }
+int64_t hearth_prefix_cache_evictions(const hearth_prefix_cache *pc) { return pc->evictions; }

@@ -1,0 +1,50 @@
+/*
+ * prefix_cache.h - automatic prefix caching over the KV block pool (ARCHITECTURE 4; vLLM's
+ * automatic prefix caching).
+ *
+ * A full block of a sequence is content-addressed by h = XXH3(its tokens, seed = the hash of
+ * the block before it; 0 for the first), so equal hashes mean equal prefixes up to and
+ * including that block (the tokens and the parent hash are also compared, so a hash collision
+ * cannot hand out wrong KV). The cache holds one pool reference on every block it indexes.
+ * A block that only the cache references is "evictable": such blocks sit in LRU order and are
+ * evicted (their reference dropped, the block freed) when their bytes exceed the cap or when
+ * the scheduler needs free blocks. A new sequence takes its longest cached prefix by reference.
+ *
+ * Blocks are only shared when full and never written again: a sequence appends to its own
+ * last block, and the scheduler never reuses the block holding a prompt's last token.
+ * Thread rule: engine thread only.
+ */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/kv_pool.h"
+
+typedef struct hearth_prefix_cache hearth_prefix_cache;
+
+/* cap_bytes: most bytes of evictable blocks kept. pool is borrowed. NULL on OOM. */
+hearth_prefix_cache *hearth_prefix_cache_create(hearth_kv_pool *pool, size_t cap_bytes);
+/* Drops every reference the cache holds. Accepts NULL. */
+void     hearth_prefix_cache_destroy(hearth_prefix_cache *pc);
+
+/* The hash of a block of block_size tokens after a block hashed parent (0 for the first). */
+uint64_t hearth_prefix_hash(uint64_t parent, const int32_t *tokens, int32_t block_size);
+
+/* Push the longest cached run of the first max_blocks full blocks of tokens onto the slot's
+ * (empty) row, one reference each; hashes[i] receives block i's hash. Returns the blocks taken. */
+int32_t  hearth_prefix_cache_match(hearth_prefix_cache *pc, const int32_t *tokens, int32_t max_blocks, int32_t slot,
+                                   uint64_t *hashes);
+/* Index block blk (full, its KV computed) under hash h after parent: the cache takes a
+ * reference. Nothing happens when an equal block is already indexed. */
+void     hearth_prefix_cache_insert(hearth_prefix_cache *pc, uint64_t h, uint64_t parent, const int32_t *tokens,
+                                    int32_t blk);
+/* Drop a sequence's reference on blk (use this instead of hearth_kv_pool_unref). */
+void     hearth_prefix_cache_release(hearth_prefix_cache *pc, int32_t blk);
+/* Evict least recently used evictable blocks until the pool has want_free free blocks or none
+ * is left. Returns the number evicted. */
+int32_t  hearth_prefix_cache_evict(hearth_prefix_cache *pc, int32_t want_free);
+int32_t  hearth_prefix_cache_n_evictable(const hearth_prefix_cache *pc);
+int32_t  hearth_prefix_cache_n_cached(const hearth_prefix_cache *pc); /* indexed blocks */
+bool     hearth_prefix_cache_holds(const hearth_prefix_cache *pc, int32_t blk);
+int64_t  hearth_prefix_cache_evictions(const hearth_prefix_cache *pc);

@@ -1,0 +1,68 @@
+/* request.c - the request's event queue and lifetime; see request.h. */
+#include "engine/request.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+double hearth_now_mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+void hearth_req_unref(hearth_request *r) {
+    if (!r || atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) != 1) return;
+    pthread_mutex_destroy(&r->mu);
+    pthread_cond_destroy(&r->cv);
+    free(r->events);
+    free(r->prompt);
+    free((void *)r->p.sampling.bias);
+    free(r);
+}
+
+bool hearth_req_cancelled(const hearth_request *r) {
+    return atomic_load_explicit(&r->cancelled, memory_order_relaxed);
+}
+
+static bool push_event(hearth_request *r, const hearth_event *ev) {
+    pthread_mutex_lock(&r->mu);
+    bool ok = true;
+    if (ev->kind == HEARTH_EV_DONE) {
+        r->done = true;
+        r->done_ev = *ev;
+    } else {
+        if (r->head > 0 && r->head == r->n_events) r->head = r->n_events = 0; /* all read: rewind */
+        if (r->n_events == r->cap_events) {
+            size_t cap = r->cap_events ? r->cap_events * 2 : 64;
+            hearth_event *e = realloc(r->events, cap * sizeof *e);
+            if (!e) ok = false;
+            else {
+                r->events = e;
+                r->cap_events = cap;
+            }
+        }
+        if (ok) r->events[r->n_events++] = *ev;
+    }
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+    return ok;
+}
+
+bool hearth_req_token(hearth_request *r, int32_t token) {
+    hearth_event ev = {.kind = HEARTH_EV_TOKEN, .token = token};
+    return push_event(r, &ev);
+}
+
+void hearth_req_finish(hearth_request *r, hearth_finish why, hearth_status st, const char *msg, int32_t n_gen,
+                       int32_t n_cached, double t0, double t_first) {
+    hearth_event ev = {.kind = HEARTH_EV_DONE, .finish = why, .status = st};
+    if (msg) snprintf(ev.msg, sizeof ev.msg, "%s", msg);
+    ev.n_prompt = (int32_t)r->p.n_prompt;
+    ev.n_generated = n_gen;
+    ev.n_cached = n_cached;
+    double t1 = hearth_now_mono_ms();
+    ev.prefill_ms = t_first > 0 ? t_first - t0 : t1 - t0;
+    ev.decode_ms = t_first > 0 ? t1 - t_first : 0;
+    push_event(r, &ev);
+}

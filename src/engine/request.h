@@ -1,0 +1,38 @@
+/*
+ * request.h - a request as the engine sees it (internal to engine/): the submitter's copy of
+ * the params, the cancellation flag, and the event queue the reader drains.
+ *
+ * Thread rule: the engine thread appends events (hearth_req_token / hearth_req_finish) under
+ * the request's own mutex, the submitter reads them (hearth_request_next); `cancelled` is an
+ * atomic any thread may set. Two references (submitter + engine) so either side may end first.
+ */
+#pragma once
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "engine/engine.h"
+
+struct hearth_request {
+    _Atomic int           refs;
+    _Atomic bool          cancelled;
+    hearth_request_params p;         /* prompt points at own copy */
+    int32_t              *prompt;    /* owned */
+    hearth_request       *next;      /* submit FIFO link, guarded by the engine's mu */
+    pthread_mutex_t       mu;        /* guards the event queue below */
+    pthread_cond_t        cv;
+    hearth_event         *events;    /* owned queue: [head, n_events) unread */
+    size_t                n_events, cap_events, head;
+    bool                  done;
+    hearth_event          done_ev;
+};
+
+double hearth_now_mono_ms(void);
+void   hearth_req_unref(hearth_request *r);
+bool   hearth_req_cancelled(const hearth_request *r);
+/* Append a TOKEN event. False on OOM (the caller then fails the request). */
+bool   hearth_req_token(hearth_request *r, int32_t token);
+/* Append the DONE event: counts and timings from t0 (admission) and t_first (first token, 0 if
+ * none). msg may be NULL. */
+void   hearth_req_finish(hearth_request *r, hearth_finish why, hearth_status st, const char *msg, int32_t n_gen,
+                         int32_t n_cached, double t0, double t_first);

@@ -1,0 +1,410 @@
+/*
+ * sched.c - continuous batching over the paged KV pool; see sched.h for the policy.
+ *
+ * A sequence's tokens are its prompt then what it generated; n_done of them have their KV in
+ * the cache. The next token it feeds is toks[n_done]; when a step feeds up to its last known
+ * token the logits of that row give the next one. Full blocks whose KV is computed are
+ * indexed in the prefix cache right after the step that filled them, so a request sharing a
+ * prefix with a running one reuses its blocks.
+ */
+#include "engine/sched.h"
+#include "base/log.h"
+#include "engine/request.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct seq {
+    hearth_request *r;        /* the engine's reference */
+    hearth_sampler *smp;      /* owned, kept across preemption */
+    int32_t        *toks;     /* owned [n_prompt + max_tokens] */
+    uint64_t       *hashes;   /* owned [max_blocks]: hashes of the full blocks indexed so far */
+    int32_t         n_toks, n_done, n_gen, n_cached, n_hashed, slot;
+    int32_t         take;     /* tokens fed in this step */
+    bool            started;  /* admitted before (a preempted sequence comes back) */
+    double          t0, t_first;
+    struct seq     *next;     /* waiting list */
+} seq;
+
+struct hearth_sched {
+    const hearth_model  *m;    /* borrowed */
+    hearth_fwd          *fwd;  /* borrowed */
+    hearth_kv_pool      *pool; /* borrowed */
+    hearth_prefix_cache *pc;   /* borrowed, may be NULL */
+    hearth_sched_params  p;
+    int32_t              n_vocab, bs, max_blocks;
+    seq                **run;  /* owned [batch], admission order */
+    int32_t              n_run;
+    seq                 *wait_head, *wait_tail;
+    int32_t              n_wait;
+    int32_t             *free_slots; /* owned stack [batch] */
+    int32_t              n_free_slots;
+    int32_t             *tok, *pos, *sq; /* owned [max_step] */
+    int8_t              *want;           /* owned [max_step] */
+    float               *logits;         /* owned [batch][n_vocab] */
+    hearth_engine_stats  st;
+};
+
+hearth_sched *hearth_sched_create(const hearth_model *m, hearth_fwd *fwd, hearth_kv_pool *pool,
+                                  hearth_prefix_cache *pc, const hearth_sched_params *p) {
+    hearth_sched *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->m = m;
+    s->fwd = fwd;
+    s->pool = pool;
+    s->pc = pc;
+    s->p = *p;
+    s->n_vocab = hearth_model_hparams(m)->n_vocab;
+    s->bs = hearth_kv_pool_block_size(pool);
+    s->max_blocks = (p->n_ctx + s->bs - 1) / s->bs;
+    size_t B = (size_t)p->batch, T = (size_t)p->max_step;
+    s->run = calloc(B, sizeof *s->run);
+    s->free_slots = malloc(B * sizeof(int32_t));
+    s->tok = malloc(T * sizeof(int32_t));
+    s->pos = malloc(T * sizeof(int32_t));
+    s->sq = malloc(T * sizeof(int32_t));
+    s->want = malloc(T);
+    s->logits = malloc(B * (size_t)s->n_vocab * sizeof(float));
+    if (!s->run || !s->free_slots || !s->tok || !s->pos || !s->sq || !s->want || !s->logits) {
+        hearth_sched_destroy(s);
+        return NULL;
+    }
+    for (int32_t i = 0; i < p->batch; i++) s->free_slots[i] = p->batch - 1 - i;
+    s->n_free_slots = p->batch;
+    s->st.blocks_total = hearth_kv_pool_n_blocks(pool);
+    return s;
+}
+
+/* Give every block of the sequence back (to the prefix cache's LRU when it indexes them),
+ * last block first so that a chain's tail is evicted before its head. */
+static void release_blocks(hearth_sched *s, seq *q) {
+    if (q->slot < 0) return;
+    int32_t b;
+    while ((b = hearth_kv_pool_seq_pop(s->pool, q->slot)) >= 0) {
+        if (s->pc) hearth_prefix_cache_release(s->pc, b);
+        else hearth_kv_pool_unref(s->pool, b);
+    }
+    s->free_slots[s->n_free_slots++] = q->slot;
+    q->slot = -1;
+    q->n_done = 0;
+    q->n_hashed = 0;
+}
+
+static void seq_free(hearth_sched *s, seq *q) {
+    release_blocks(s, q);
+    hearth_sampler_destroy(q->smp);
+    hearth_req_unref(q->r);
+    free(q->toks);
+    free(q->hashes);
+    free(q);
+}
+
+static void end(hearth_sched *s, seq *q, hearth_finish why, hearth_status st, const char *msg) {
+    hearth_req_finish(q->r, why, st, msg, q->n_gen, q->n_cached, q->t0, q->t_first);
+    seq_free(s, q);
+}
+
+void hearth_sched_destroy(hearth_sched *s) {
+    if (!s) return;
+    for (int32_t i = 0; i < s->n_run; i++) end(s, s->run[i], HEARTH_FINISH_CANCELLED, HEARTH_E_CANCELLED, "cancelled");
+    for (seq *q = s->wait_head, *n; q; q = n) {
+        n = q->next;
+        end(s, q, HEARTH_FINISH_CANCELLED, HEARTH_E_CANCELLED, "cancelled");
+    }
+    free(s->run);
+    free(s->free_slots);
+    free(s->tok);
+    free(s->pos);
+    free(s->sq);
+    free(s->want);
+    free(s->logits);
+    free(s);
+}
+
+static void wait_push_back(hearth_sched *s, seq *q) {
+    q->next = NULL;
+    if (s->wait_tail) s->wait_tail->next = q;
+    else s->wait_head = q;
+    s->wait_tail = q;
+    s->n_wait++;
+}
+
+static void wait_push_front(hearth_sched *s, seq *q) {
+    q->next = s->wait_head;
+    s->wait_head = q;
+    if (!s->wait_tail) s->wait_tail = q;
+    s->n_wait++;
+}
+
+static seq *wait_pop(hearth_sched *s) {
+    seq *q = s->wait_head;
+    if (!q) return NULL;
+    s->wait_head = q->next;
+    if (!s->wait_head) s->wait_tail = NULL;
+    s->n_wait--;
+    q->next = NULL;
+    return q;
+}
+
+void hearth_sched_add(hearth_sched *s, hearth_request *r) {
+    char msg[160];
+    double t0 = hearth_now_mono_ms();
+    int32_t n_prompt = (int32_t)r->p.n_prompt;
+    if ((int64_t)n_prompt + r->p.max_tokens > s->p.n_ctx) {
+        snprintf(msg, sizeof msg, "prompt (%d tokens) + max_tokens (%d) exceeds the context of %d tokens", n_prompt,
+                 r->p.max_tokens, s->p.n_ctx);
+        hearth_req_finish(r, HEARTH_FINISH_ERROR, HEARTH_E_LIMIT, msg, 0, 0, t0, 0);
+        hearth_req_unref(r);
+        return;
+    }
+    hearth_err err = {0};
+    seq *q = calloc(1, sizeof *q);
+    if (q) {
+        q->toks = malloc(((size_t)n_prompt + (size_t)r->p.max_tokens) * sizeof(int32_t));
+        q->hashes = malloc((size_t)s->max_blocks * sizeof(uint64_t));
+        q->smp = hearth_sampler_create(&r->p.sampling, s->n_vocab, &err);
+    }
+    if (!q || !q->toks || !q->hashes || !q->smp) {
+        hearth_req_finish(r, HEARTH_FINISH_ERROR, q && !q->smp && err.code ? err.code : HEARTH_E_NOMEM,
+                          q && !q->smp && err.code ? err.msg : "out of memory", 0, 0, t0, 0);
+        hearth_req_unref(r);
+        if (q) {
+            hearth_sampler_destroy(q->smp);
+            free(q->toks);
+            free(q->hashes);
+            free(q);
+        }
+        return;
+    }
+    q->r = r;
+    memcpy(q->toks, r->prompt, (size_t)n_prompt * sizeof(int32_t));
+    q->n_toks = n_prompt;
+    q->slot = -1;
+    q->t0 = t0;
+    wait_push_back(s, q);
+}
+
+bool hearth_sched_idle(const hearth_sched *s) { return s->n_run == 0 && s->n_wait == 0; }
+
+void hearth_sched_cancel_all(hearth_sched *s) {
+    for (int32_t i = 0; i < s->n_run; i++) atomic_store(&s->run[i]->r->cancelled, true);
+    for (seq *q = s->wait_head; q; q = q->next) atomic_store(&q->r->cancelled, true);
+}
+
+const hearth_engine_stats *hearth_sched_stats(const hearth_sched *s) { return &s->st; }
+
+static void run_remove(hearth_sched *s, int32_t i) {
+    memmove(s->run + i, s->run + i + 1, (size_t)(s->n_run - i - 1) * sizeof *s->run);
+    s->n_run--;
+}
+
+/* Free blocks, evicting cached ones first; true when `need` are free. */
+static bool make_room(hearth_sched *s, int32_t need) {
+    if (hearth_kv_pool_n_free(s->pool) < need && s->pc) hearth_prefix_cache_evict(s->pc, need);
+    return hearth_kv_pool_n_free(s->pool) >= need;
+}
+
+/* Preempt the youngest running sequence (recompute later). */
+static seq *preempt_youngest(hearth_sched *s) {
+    seq *v = s->run[s->n_run - 1];
+    s->n_run--;
+    release_blocks(s, v);
+    wait_push_front(s, v);
+    s->st.preemptions++;
+    hearth_log(HEARTH_LOG_DEBUG, "engine: preempted a sequence at %d tokens", v->n_toks);
+    return v;
+}
+
+/* Take the longest cached prefix for a sequence getting a slot (never its last known token,
+ * whose logits must be computed). */
+static void take_prefix(hearth_sched *s, seq *q) {
+    if (!s->pc) return;
+    int32_t max = (q->n_toks - 1) / s->bs;
+    int32_t n = hearth_prefix_cache_match(s->pc, q->toks, max, q->slot, q->hashes);
+    q->n_done = q->n_hashed = n;
+    q->n_done *= s->bs;
+    if (!q->started) q->n_cached = q->n_done; /* a resumed sequence hits its own blocks: no prompt hit */
+}
+
+/* Index the sequence's newly completed full blocks. */
+static void index_blocks(hearth_sched *s, seq *q) {
+    if (!s->pc) return;
+    const int32_t *row = hearth_kv_pool_row(s->pool, q->slot);
+    for (int32_t i = q->n_hashed; (i + 1) * s->bs <= q->n_done; i++) {
+        uint64_t parent = i > 0 ? q->hashes[i - 1] : 0;
+        const int32_t *t = q->toks + (size_t)i * (size_t)s->bs;
+        q->hashes[i] = hearth_prefix_hash(parent, t, s->bs);
+        hearth_prefix_cache_insert(s->pc, q->hashes[i], parent, t, row[i]);
+        q->n_hashed = i + 1;
+    }
+}
+
+/* Append q's next `take` tokens to the step. */
+static int32_t pack(hearth_sched *s, seq *q, int32_t n, int32_t take) {
+    for (int32_t i = 0; i < take; i++, n++) {
+        s->tok[n] = q->toks[q->n_done + i];
+        s->pos[n] = q->n_done + i;
+        s->sq[n] = q->slot;
+        s->want[n] = q->n_done + i == q->n_toks - 1;
+    }
+    q->take = take;
+    return n;
+}
+
+/* Sample q's next token from its logits row; false when q is finished (and freed). */
+static bool advance(hearth_sched *s, seq *q, float *logits) {
+    const hearth_tok *tk = hearth_model_tok(s->m);
+    int32_t t = hearth_sampler_sample(q->smp, logits);
+    if (!q->t_first) q->t_first = hearth_now_mono_ms();
+    if (!q->r->p.ignore_eog && hearth_tok_is_eog(tk, t)) {
+        end(s, q, HEARTH_FINISH_STOP, HEARTH_OK, NULL);
+        return false;
+    }
+    hearth_sampler_accept(q->smp, t);
+    if (!hearth_req_token(q->r, t)) {
+        end(s, q, HEARTH_FINISH_ERROR, HEARTH_E_NOMEM, "out of memory queueing a token");
+        return false;
+    }
+    q->toks[q->n_toks++] = t;
+    if (++q->n_gen >= q->r->p.max_tokens) {
+        end(s, q, HEARTH_FINISH_LENGTH, HEARTH_OK, NULL);
+        return false;
+    }
+    return true;
+}
+
+static void reap_cancelled(hearth_sched *s) {
+    for (int32_t i = 0; i < s->n_run;) {
+        seq *q = s->run[i];
+        if (hearth_req_cancelled(q->r)) {
+            run_remove(s, i);
+            end(s, q, HEARTH_FINISH_CANCELLED, HEARTH_E_CANCELLED, "cancelled");
+        } else i++;
+    }
+    seq **link = &s->wait_head, *last = NULL;
+    while (*link) {
+        seq *q = *link;
+        if (hearth_req_cancelled(q->r)) {
+            *link = q->next;
+            s->n_wait--;
+            end(s, q, HEARTH_FINISH_CANCELLED, HEARTH_E_CANCELLED, "cancelled");
+        } else {
+            last = q;
+            link = &q->next;
+        }
+    }
+    s->wait_tail = last;
+}
+
+static void publish(hearth_sched *s) {
+    s->st.running = s->n_run;
+    s->st.waiting = s->n_wait;
+    s->st.blocks_free = hearth_kv_pool_n_free(s->pool);
+    s->st.blocks_cached = s->pc ? hearth_prefix_cache_n_cached(s->pc) : 0;
+    s->st.blocks_evictable = s->pc ? hearth_prefix_cache_n_evictable(s->pc) : 0;
+    s->st.cache_evictions = s->pc ? hearth_prefix_cache_evictions(s->pc) : 0;
+}
+
+void hearth_sched_step(hearth_sched *s) {
+    reap_cancelled(s);
+    int32_t budget = s->p.max_step, n = 0;
+    /* 1. running sequences, oldest first; the youngest give way when blocks run out */
+    for (int32_t i = 0; i < s->n_run && budget > 0; i++) {
+        seq *q = s->run[i];
+        int32_t take = q->n_toks - q->n_done < budget ? q->n_toks - q->n_done : budget;
+        int32_t need = hearth_kv_pool_seq_need(s->pool, q->slot, q->n_done + take);
+        while (!make_room(s, need) && s->n_run - 1 > i) preempt_youngest(s);
+        if (!make_room(s, need)) { /* q itself is the youngest: it waits */
+            preempt_youngest(s);
+            break;
+        }
+        hearth_kv_pool_seq_reserve(s->pool, q->slot, q->n_done + take);
+        n = pack(s, q, n, take);
+        budget -= take;
+    }
+    /* 2. admit waiting requests in FIFO order while the batch, the budget and the pool allow */
+    while (s->wait_head && s->n_run < s->p.batch && budget > 0) {
+        seq *q = s->wait_head;
+        q->slot = s->free_slots[--s->n_free_slots];
+        take_prefix(s, q);
+        /* admit only if the whole known sequence fits now, so admission does not thrash */
+        int32_t need_all = hearth_kv_pool_seq_need(s->pool, q->slot, q->n_toks);
+        if (!make_room(s, need_all)) {
+            bool never = s->n_run == 0; /* even an idle pool cannot hold it */
+            release_blocks(s, q);
+            if (!never) break;
+            wait_pop(s);
+            char msg[160];
+            snprintf(msg, sizeof msg, "the request needs %d KV blocks of %d tokens; the pool holds %d",
+                     (q->n_toks + s->bs - 1) / s->bs, s->bs, hearth_kv_pool_n_blocks(s->pool));
+            end(s, q, HEARTH_FINISH_ERROR, HEARTH_E_LIMIT, msg);
+            continue;
+        }
+        wait_pop(s);
+        if (!q->started) {
+            q->started = true;
+            s->st.cache_hit_tokens += q->n_cached;
+            s->st.cache_query_tokens += q->n_toks;
+        }
+        int32_t take = q->n_toks - q->n_done < budget ? q->n_toks - q->n_done : budget;
+        hearth_kv_pool_seq_reserve(s->pool, q->slot, q->n_done + take);
+        n = pack(s, q, n, take);
+        budget -= take;
+        s->run[s->n_run++] = q;
+    }
+    if (n == 0) {
+        publish(s);
+        return;
+    }
+    hearth_batch b = {.n_tokens = n, .token = s->tok, .pos = s->pos, .seq = s->sq, .want_logits = s->want};
+    hearth_status st = hearth_forward(s->fwd, &b, hearth_kv_pool_view(s->pool), s->logits);
+    s->st.steps++;
+    s->st.step_tokens += n;
+    /* 3. advance every sequence of the step; rows of logits follow the packing order */
+    int32_t row = 0;
+    for (int32_t i = 0; i < s->n_run;) {
+        seq *q = s->run[i];
+        if (q->take == 0) {
+            i++;
+            continue;
+        }
+        q->n_done += q->take;
+        q->take = 0;
+        bool out = q->n_done == q->n_toks;
+        float *lg = s->logits + (size_t)row * (size_t)s->n_vocab;
+        row += out;
+        if (st) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "forward pass failed: %s", hearth_status_str(st));
+            run_remove(s, i);
+            end(s, q, HEARTH_FINISH_ERROR, st, msg);
+            continue;
+        }
+        index_blocks(s, q);
+        if (out && !advance(s, q, lg)) {
+            run_remove(s, i);
+            continue;
+        }
+        i++;
+    }
+    publish(s);
+}
+
+bool hearth_sched_check(const hearth_sched *s) {
+    if (!hearth_kv_pool_check(s->pool)) return false;
+    int32_t nb = hearth_kv_pool_n_blocks(s->pool);
+    int32_t *cnt = calloc((size_t)nb, sizeof(int32_t));
+    if (!cnt) return false;
+    for (int32_t slot = 0; slot < s->p.batch; slot++) {
+        const int32_t *row = hearth_kv_pool_row(s->pool, slot);
+        for (int32_t i = 0; i < hearth_kv_pool_seq_blocks(s->pool, slot); i++) cnt[row[i]]++;
+    }
+    bool ok = true;
+    for (int32_t b = 0; b < nb && ok; b++)
+        ok = hearth_kv_pool_refs(s->pool, b) == cnt[b] + (s->pc && hearth_prefix_cache_holds(s->pc, b) ? 1 : 0);
+    /* slots: each running sequence has one, the rest are free */
+    ok = ok && s->n_free_slots + s->n_run == s->p.batch;
+    free(cnt);
+    return ok;
+}

@@ -1,0 +1,52 @@
+/*
+ * sched.h - the engine's scheduler: continuous batching over the paged KV pool (ARCHITECTURE
+ * 4; vLLM v1's scheduler vocabulary).
+ *
+ * Requests wait in FIFO order and run as sequences: up to `batch` at once, each with a slot
+ * (block-table row) in the pool. Every step packs, oldest sequence first, the next tokens of
+ * each running sequence under a budget of max_step tokens: one token for a decoding sequence,
+ * a chunk for one still in prefill; then admits waiting requests while the budget, the batch
+ * and the free blocks allow. One forward runs the whole step; the sequences whose chunk
+ * reached their last known token sample their next one.
+ *
+ * When a sequence needs a block and none is free (nor evictable from the prefix cache), the
+ * youngest running sequence is preempted by recompute: its blocks are released and it goes
+ * back to the front of the queue with its prompt and generated tokens, to be prefilled again.
+ * Its sampler state is kept, so at temperature 0 (and with a seed) it produces the same
+ * tokens. A cancelled request ends at the next step and its blocks are freed at once.
+ *
+ * Thread rule: engine thread only (no locks).
+ */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "engine/engine.h"
+#include "engine/kv_pool.h"
+#include "engine/prefix_cache.h"
+#include "models/forward.h"
+
+typedef struct hearth_sched hearth_sched;
+
+typedef struct {
+    int32_t batch;    /* sequences at once (= the pool's slots) */
+    int32_t max_step; /* tokens per step (<= the forward's max) */
+    int32_t n_ctx;    /* positions per sequence */
+} hearth_sched_params;
+
+/* m, fwd, pool and pc (NULL: no prefix caching) are borrowed. NULL on OOM. */
+hearth_sched *hearth_sched_create(const hearth_model *m, hearth_fwd *fwd, hearth_kv_pool *pool,
+                                  hearth_prefix_cache *pc, const hearth_sched_params *p);
+/* Ends every request still held with DONE/cancelled. Accepts NULL. */
+void          hearth_sched_destroy(hearth_sched *s);
+/* Queue a request; the scheduler takes over the engine's reference. */
+void          hearth_sched_add(hearth_sched *s, hearth_request *r);
+bool          hearth_sched_idle(const hearth_sched *s);
+/* One step: reap cancellations, pack, forward, sample, emit. */
+void          hearth_sched_step(hearth_sched *s);
+/* Cancel everything (engine shutdown); the next step ends them. */
+void          hearth_sched_cancel_all(hearth_sched *s);
+const hearth_engine_stats *hearth_sched_stats(const hearth_sched *s);
+/* Invariants: the pool's free list is sound and every block's reference count equals the
+ * block-table rows plus the prefix cache holding it. */
+bool          hearth_sched_check(const hearth_sched *s);
