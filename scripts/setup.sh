@@ -47,11 +47,13 @@ python=${PYTHON:-python3}
 
 # --- 1. Debian packages ---------------------------------------------------------------------
 # The libraries and tools of shared/reference/dependencies.md, plus the compilers and make a
-# minimal image may lack, unzip (wheels), and python3-venv where python3 cannot make a venv.
+# minimal image may lack, unzip (wheels), Debian's chromium + chromedriver (the web app's browser
+# tests; never a downloaded browser), and python3-venv where python3 cannot make a venv.
 apt_packages=(pkg-config cmake make gcc g++ libc6-dev
     libmicrohttpd-dev libcjson-dev libcurl4-openssl-dev libssl-dev libsqlite3-dev libpcre2-dev
     libutf8proc-dev libxxhash-dev libzstd-dev libopenblas-dev libopenblas-pthread-dev
-    libcmocka-dev clang libclang-rt-14-dev valgrind unzip)
+    libcmocka-dev clang libclang-rt-14-dev valgrind unzip
+    chromium chromium-driver)   # the web app's browser tests (tests/e2e/test_webapp.py)
 
 setup_apt() {
     local want=("${apt_packages[@]}") missing=() p

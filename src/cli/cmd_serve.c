@@ -6,6 +6,11 @@
  * would only fail later at bind time (or worse, confuse a user who has hearth running in
  * another terminal), so we say who is there and exit 1 at once.
  *
+ * The web app: when stdout is a terminal, a display is there (DISPLAY or WAYLAND_DISPLAY) and
+ * --no-open is absent, the chat is opened with xdg-open (if it is on PATH; nothing happens when it
+ * is not). xdg-open is spawned detached, with the stop signals unblocked and /dev/null for its
+ * standard streams, so it can neither read the terminal nor scribble on the ready card.
+ *
  * Signals: SIGINT and SIGTERM are blocked before the first thread starts (every thread
  * inherits the mask) and the main thread waits for them with sigwait, then shuts down in
  * order: server (ends connections, cancels their requests), engine, model.
@@ -22,10 +27,13 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <spawn.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -36,7 +44,8 @@ const char cli_usage_serve[] =
     "                                        or on first run fetches the one that fits: docs/server.md)\n"
     "\n"
     "OpenAI-compatible API on http://HOST:PORT/v1: chat/completions, completions, models;\n"
-    "plus /health, /stats, /metrics. See docs/server.md.\n"
+    "plus /health, /stats, /metrics, and the web app (chat, status, library) at http://HOST:PORT/.\n"
+    "See docs/server.md and docs/web.md.\n"
     "\n"
     "  --model MODEL         the model (path or hub-cache query), instead of the positional\n"
     "  --host ADDR           bind address (default 127.0.0.1; 0.0.0.0 exposes it on the LAN)\n"
@@ -51,7 +60,8 @@ const char cli_usage_serve[] =
     "  --thinking true|false default enable_thinking for chat templates that read it\n"
     "  --threads N           compute threads (default: all CPUs)\n"
     "  --ctx N               context length (default min(training context, 4096))\n"
-    "  --no-open             do not open the web app (accepted; there is no web app yet)\n"
+    "  --no-open             do not open the chat in a browser (opened with xdg-open when\n"
+    "                        stdout is a terminal and a display is set)\n"
     "\n"
     "Not yet: --adapter-path/--adapter, --batch/--decode-concurrency, --prompt-cache, --kv-budget,\n"
     "--memory-budget, --paged-kv-block-size (requests run one at a time, in arrival order).\n";
@@ -61,6 +71,7 @@ typedef struct {
     long long   port, max_tokens, top_k, threads, ctx;
     double      temperature, top_p;
     int         thinking;
+    bool        no_open;
 } serve_opts;
 
 static const char *const not_yet[] = {"--adapter-path", "--adapter", "--batch", "--decode-concurrency",
@@ -80,7 +91,7 @@ static int parse(int argc, char **argv, serve_opts *o) {
                           "cache are later work)", a);
                 return 2;
             }
-        if (FLAG("--no-open")) continue;
+        if (FLAG("--no-open")) { o->no_open = true; continue; }
         else if (FLAG("--model")) { NEEDVAL(); o->model = val; }
         else if (FLAG("--host")) { NEEDVAL(); o->host = val; }
         else if (FLAG("--api-key")) { NEEDVAL(); o->api_key = val; }
@@ -198,6 +209,33 @@ static void model_id_of(const char *path, char *out, size_t cap) {
     snprintf(out, cap, "%.*s", (int)n, base);
 }
 
+static void *reap(void *arg) {
+    waitpid((pid_t)(intptr_t)arg, NULL, 0);
+    return NULL;
+}
+
+/* Open url with xdg-open, detached; quietly nothing when it is not installed. */
+static void open_browser(const char *url) {
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    sigset_t none;
+    sigemptyset(&none);
+    posix_spawn_file_actions_init(&fa);
+    for (int fd = 0; fd < 3; fd++) posix_spawn_file_actions_addopen(&fa, fd, "/dev/null", fd ? O_WRONLY : O_RDONLY, 0);
+    posix_spawnattr_init(&at);
+    posix_spawnattr_setsigmask(&at, &none);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSID);
+    char *args[] = {"xdg-open", (char *)url, NULL};
+    extern char **environ;
+    pid_t pid;
+    if (posix_spawnp(&pid, "xdg-open", &fa, &at, args, environ) == 0) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, reap, (void *)(intptr_t)pid) == 0) pthread_detach(t);
+    }
+    posix_spawnattr_destroy(&at);
+    posix_spawn_file_actions_destroy(&fa);
+}
+
 int cli_serve(int argc, char **argv) {
     double t0 = now_ms();
     serve_opts o = {.host = "127.0.0.1", .port = 8080, .temperature = -1, .top_p = -1, .top_k = -1,
@@ -281,15 +319,26 @@ int cli_serve(int argc, char **argv) {
     fprintf(stderr,
             "hearth %s ready in %.0f ms\n"
             "  API      http://%s%s%s:%d/v1\n"
+            "  App      http://%s%s%s:%d/  (chat, status, library)\n"
             "  model    %s  (%s, %zu MiB, %s)\n"
             "  context  %d tokens\n"
             "  levers   temperature %g, top-p %g, top-k %s, max-tokens %s, threads %s, api-key %s, cors %s\n"
             "  Ctrl-C stops the server\n",
-            HEARTH_VERSION, ready_ms, v6 ? "[" : "", o.host, v6 ? "]" : "", hearth_server_port(srv), model_id,
+            HEARTH_VERSION, ready_ms, v6 ? "[" : "", o.host, v6 ? "]" : "", hearth_server_port(srv), v6 ? "[" : "",
+            o.host, v6 ? "]" : "", hearth_server_port(srv), model_id,
             hearth_model_name(m), hearth_model_weight_bytes(m) >> 20, hearth_model_quant_desc(m),
             hearth_engine_n_ctx(e), o.temperature >= 0 ? o.temperature : 0.7, o.top_p >= 0 ? o.top_p : 1.0, tk, mt,
             th, o.api_key && *o.api_key ? "on" : "off", o.cors ? o.cors : "off");
     fflush(stderr);
+    const char *display = getenv("DISPLAY"), *wayland = getenv("WAYLAND_DISPLAY");
+    if (!o.no_open && isatty(STDOUT_FILENO) && ((display && *display) || (wayland && *wayland))) {
+        /* A wildcard bind is reached on loopback. */
+        const char *h = !strcmp(o.host, "0.0.0.0") || !strcmp(o.host, "::") ? "localhost" : o.host;
+        bool h6 = strchr(h, ':') != NULL;
+        char url[320];
+        snprintf(url, sizeof url, "http://%s%s%s:%d/#/chat", h6 ? "[" : "", h, h6 ? "]" : "", hearth_server_port(srv));
+        open_browser(url);
+    }
 
     int sig = 0;
     sigwait(&stop_sigs, &sig);

@@ -116,10 +116,10 @@ function setConn(ok, why) {
 const INLINE = /(`+)([\s\S]*?[^`])\1(?!`)|\*\*([^*]+?)\*\*|__([^_]+?)__|\*([^*\s][^*]*?)\*|(^|[^\w])_([^_\s][^_]*?)_(?!\w)|~~([^~]+?)~~|\[([^\]]+)\]\((https?:\/\/[^\s)]+)\)|(https?:\/\/[^\s<>()]+[^\s<>().,;:!?'"])/g;
 
 function inline(parent, text) {
+  const re = new RegExp(INLINE.source, "g"); // own state: inline() recurses for **bold** etc.
   let last = 0;
-  INLINE.lastIndex = 0;
   let m;
-  while ((m = INLINE.exec(text)) !== null) {
+  while ((m = re.exec(text)) !== null) {
     let start = m.index;
     if (m[6] !== undefined) start += m[6].length; // the char before _italic_
     if (start > last) parent.appendChild(document.createTextNode(text.slice(last, start)));
@@ -130,7 +130,7 @@ function inline(parent, text) {
     else if (m[8] !== undefined) inlineInto(parent, "del", m[8]);
     else if (m[9] !== undefined) link(parent, m[9], m[10]);
     else if (m[11] !== undefined) link(parent, m[11], m[11]);
-    last = INLINE.lastIndex;
+    last = re.lastIndex;
   }
   if (last < text.length) parent.appendChild(document.createTextNode(text.slice(last)));
 }
@@ -742,6 +742,7 @@ function card(title, big, sub) {
 }
 
 function renderStats(s) {
+  if ($("view-status").hidden) return;
   const box = $("status-cards");
   box.textContent = "";
   const sv = s.server || {};
@@ -756,7 +757,8 @@ function renderStats(s) {
   box.appendChild(card("Uptime", fmtDuration(sv.uptime_s || 0), "hearth " + (sv.version || "") + " on " +
                        (sv.host || "") + ":" + (sv.port || "")));
   box.appendChild(card("Generating now", fmtNum(gen.active || 0),
-                       fmtNum(req.active || 0) + " open requests (this poll included)"));
+                       fmtNum(req.active || 0) + (req.active === 1 ? " open request" : " open requests") +
+                       " (this poll included)"));
   box.appendChild(card("Generations", fmtNum((gen.completed || 0) + (gen.cancelled || 0) + (gen.failed || 0)),
                        fmtNum(gen.completed) + " completed \u00b7 " + fmtNum(gen.cancelled) + " cancelled \u00b7 " +
                        fmtNum(gen.failed) + " failed"));
@@ -770,8 +772,25 @@ function renderStats(s) {
   box.appendChild(card("Decode speed", itl.count && itl.mean > 0 ? (1000 / itl.mean).toFixed(1) + " tok/s" : "-",
                        itl.count ? "from the mean gap between tokens (" + itl.mean.toFixed(1) + " ms)" : "no tokens yet"));
   const pc = s.prompt_cache;
-  if (pc) box.appendChild(card("Prompt cache", pc.enabled ? "on" : "off",
-                               pc.enabled ? JSON.stringify(pc) : "not built yet"));
+  if (pc) {
+    const looks = pc.lookups || pc.queries || (pc.hits || 0) + (pc.misses || 0);
+    const rate = pc.hit_rate !== undefined ? pc.hit_rate : looks ? (pc.hits || 0) / looks : null;
+    box.appendChild(card("Prompt cache", !pc.enabled ? "off" : rate !== null ? (100 * rate).toFixed(0) + "% hits" : "on",
+                         !pc.enabled ? "not enabled" : pairs(pc, ["enabled", "hit_rate"])));
+  }
+  // Sections this app does not know yet (KV pool, memory budget, ...): shown as they come.
+  const known = ["server", "requests", "generations", "tokens", "latency_ms", "prompt_cache"];
+  for (const k of Object.keys(s)) {
+    if (known.includes(k) || !s[k] || typeof s[k] !== "object") continue;
+    box.appendChild(card(k.replace(/_/g, " "), "", pairs(s[k], [])));
+  }
+}
+
+function pairs(o, skip) {
+  return Object.entries(o).filter(([k, v]) => !skip.includes(k) && (typeof v !== "object" || v === null))
+    .map(([k, v]) => k.replace(/_/g, " ") + ": " + (typeof v === "number" ?
+      (/bytes/.test(k) ? fmtBytes(v) : Number.isInteger(v) ? fmtNum(v) : v.toFixed(2)) : String(v)))
+    .join(" \u00b7 ");
 }
 
 function drawChart() {
@@ -789,8 +808,8 @@ function drawChart() {
   const muted = css.getPropertyValue("--muted").trim();
   g.clearRect(0, 0, w, hgt);
   const h = app.stats.history;
-  const max = Math.max(1, ...h.map((p) => p.tps));
-  const top = niceCeil(max);
+  const peak = Math.max(0, ...h.map((p) => p.tps));
+  const top = niceCeil(Math.max(1, peak));
   const pad = { l: 34, r: 6, t: 8, b: 18 };
   const pw = w - pad.l - pad.r, ph = hgt - pad.t - pad.b;
   g.font = "11px system-ui, sans-serif";
@@ -800,7 +819,8 @@ function drawChart() {
   for (let k = 0; k <= 2; k++) {
     const y = pad.t + ph - (ph * k) / 2;
     g.beginPath(); g.moveTo(pad.l, y + 0.5); g.lineTo(w - pad.r, y + 0.5); g.stroke();
-    g.fillText(String(Math.round((top * k) / 2)), 2, y + 4);
+    const v = (top * k) / 2;
+    g.fillText(top < 10 ? v.toFixed(1) : String(Math.round(v)), 2, y + 4);
   }
   g.fillText("5 min ago", pad.l, hgt - 4);
   g.fillText("now", w - pad.r - 22, hgt - 4);
@@ -816,7 +836,7 @@ function drawChart() {
     g.stroke();
   }
   const last = h.length ? h[h.length - 1].tps : 0;
-  $("chart-note").textContent = h.length ? "now " + last.toFixed(1) + " tok/s \u00b7 peak " + max.toFixed(1) : "collecting\u2026";
+  $("chart-note").textContent = h.length ? "now " + last.toFixed(1) + " tok/s \u00b7 peak " + peak.toFixed(1) : "collecting\u2026";
 }
 
 function niceCeil(v) {
@@ -825,59 +845,79 @@ function niceCeil(v) {
   return 10 * p;
 }
 
+/* Every 2 s on the status view; every 10 s elsewhere while the tab is visible, so the chart
+ * already has the last minutes when the view opens. */
 function startStats() {
-  if (app.stats.timer) return;
+  clearInterval(app.stats.timer);
   pollStats();
   app.stats.timer = setInterval(pollStats, 2000);
 }
 
 function stopStats() {
   clearInterval(app.stats.timer);
-  app.stats.timer = null;
+  app.stats.timer = setInterval(() => { if (document.visibilityState === "visible") pollStats(); }, 10000);
 }
 
 /* ---------- library view ---------- */
 
 async function renderLibrary() {
   const box = $("library");
-  box.textContent = "";
   const cfg = app.config || {};
-  let models = null;
+  let lib = null;
   if (cfg.endpoints && cfg.endpoints.library) {
     try {
-      const j = await api("/library");
-      models = Array.isArray(j) ? j : j.models || j.data || null;
+      lib = await api("/library");
     } catch (e) {
+      box.textContent = "";
       box.appendChild(el("p", "error", "Could not read the library: " + e.message));
     }
   }
+  box.textContent = "";
+  const models = (lib && Array.isArray(lib.models)) ? lib.models.slice() : [];
+  if (!models.some((m) => m.serving)) // served from a file outside the cache (or no store yet)
+    models.unshift({ id: cfg.model, size: cfg.model_bytes, quantization: cfg.quant, context_length: cfg.n_ctx,
+                     serving: true, outside: true });
+  if (lib && lib.machine) {
+    const mc = lib.machine;
+    box.appendChild(el("p", "muted small", "This machine: " + fmtBytes(mc.ram_bytes) + " RAM, budget " +
+      fmtBytes(mc.budget_bytes) + (mc.bandwidth_bytes_per_s ? ", memory bandwidth " +
+      (mc.bandwidth_bytes_per_s / 1e9).toFixed(1) + " GB/s" : "")));
+  }
+  const wrap = el("div", "table-wrap");
   const t = el("table", "lib-table");
   const hr = el("tr");
-  for (const h of ["Model", "Size", "Quantization", "Context", ""]) hr.appendChild(el("th", null, h));
+  for (const h of ["Model", "Size", "Quantization", "Context", "Fit here", ""]) hr.appendChild(el("th", null, h));
   const thead = el("thead");
   thead.appendChild(hr);
   t.appendChild(thead);
   const tb = el("tbody");
-  const rows = models || [{ id: cfg.model, size: cfg.model_bytes, quant: cfg.quant, n_ctx: cfg.n_ctx, serving: true }];
-  for (const m of rows) {
+  for (const m of models) {
     const tr = el("tr");
-    tr.appendChild(el("td", null, m.id || m.name || m.model || "-"));
-    tr.appendChild(el("td", null, m.size || m.bytes ? fmtBytes(m.size || m.bytes) : "-"));
-    tr.appendChild(el("td", null, m.quant || m.quantization || "-"));
-    tr.appendChild(el("td", null, fmtNum(m.n_ctx || m.context_length)));
+    const name = el("td");
+    name.appendChild(el("div", null, m.repo || m.id || "-"));
+    if (m.file) name.appendChild(el("div", "muted small", m.file));
+    if (m.error) name.appendChild(el("div", "error small", m.error));
+    tr.appendChild(name);
+    tr.appendChild(el("td", null, m.size ? fmtBytes(m.size) : "-"));
+    tr.appendChild(el("td", null, m.quantization || "-"));
+    tr.appendChild(el("td", null, m.context_length ? fmtNum(m.context_length) : "-"));
+    const f = m.fit;
+    tr.appendChild(el("td", null, !f ? (m.outside ? "serving from a file outside the cache" : "-") :
+      (f.fits ? "fits" : "does not fit") + " at " + fmtNum(f.ctx) + " ctx \u00b7 max " + fmtNum(f.max_ctx) +
+      (f.decode_tok_s ? " \u00b7 ~" + f.decode_tok_s.toFixed(0) + " tok/s" : "")));
     const td = el("td");
-    if (m.serving || m.id === cfg.model) td.appendChild(el("span", "badge", "serving"));
+    if (m.serving) td.appendChild(el("span", "badge", "serving"));
+    else if (m.supported === false) td.appendChild(el("span", "muted small", "not supported"));
     tr.appendChild(td);
     tb.appendChild(tr);
   }
   t.appendChild(tb);
-  box.appendChild(t);
-  if (!models) {
-    box.appendChild(el("p", "muted small",
-      "This is the model being served. The full library (every model on this machine, with its size, " +
-      "quantization, context and fit) comes with the store's /library and /fit endpoints; until then, " +
-      "`hearth ls` lists them in a terminal."));
-  }
+  wrap.appendChild(t);
+  box.appendChild(wrap);
+  box.appendChild(el("p", "muted small", lib ?
+    "Every model in the Hugging Face cache, from /library (hearth get adds more; hearth serve MODEL switches)." :
+    "The library (every model on this machine, its size, quantization, context and fit) needs the " +
+    "store's /library endpoint, which this server does not have; hearth ls lists them in a terminal."));
 }
 
 /* ---------- routing ---------- */

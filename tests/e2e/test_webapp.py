@@ -1,0 +1,465 @@
+"""The built-in web app in a real browser: Debian's chromium, headless, driven by Selenium.
+
+One `hearth serve` with the SmolLM2 starter model (HEARTH_SMOLLM2_GGUF) on a free loopback port
+and one browser session serve the whole module; the tests run in file order and build on each
+other (the conversation of the streaming test is the one found again after a reload). Every
+test ends by reading chromium's console log: any SEVERE entry fails it.
+
+Screenshots of each view go to HEARTH_TEST_ARTIFACTS (default: a fresh temp dir, printed).
+Skips when chromium or chromedriver is missing (make setup installs both) or the model is unset.
+Bounded: every wait has a deadline, replies are capped by the sampling popover's max tokens.
+"""
+import http.client
+import json
+import os
+import pathlib
+import pty
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+from conftest import ROOT
+
+webdriver = pytest.importorskip("selenium.webdriver")
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+EXE = pathlib.Path(os.environ.get("HEARTH_BIN", ROOT / "build" / "hearth"))
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+DRIVER = shutil.which("chromedriver")
+MODEL = os.environ.get("HEARTH_SMOLLM2_GGUF")
+
+pytestmark = [
+    pytest.mark.skipif(not CHROMIUM or not DRIVER, reason="chromium and chromium-driver are not installed"),
+    pytest.mark.skipif(not MODEL, reason="HEARTH_SMOLLM2_GGUF is not set"),
+]
+
+
+def start_server(*args, env=None, stdout=subprocess.DEVNULL, timeout=30):
+    """(process, port, log path) of a `hearth serve` on 127.0.0.1, port chosen by the kernel."""
+    if not EXE.exists():
+        pytest.fail(f"{EXE} is missing: run `make build` first")
+    log = tempfile.NamedTemporaryFile(prefix="hearth-web-", suffix=".log", delete=False)
+    e = dict(os.environ)
+    e.update(env or {})
+    proc = subprocess.Popen([str(EXE), "serve", MODEL, "--host", "127.0.0.1", "--port", "0", *args],
+                            stdout=stdout, stderr=log, stdin=subprocess.DEVNULL, env=e, cwd=ROOT)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        text = pathlib.Path(log.name).read_text(errors="replace")
+        m = re.search(r"App +http://127\.0\.0\.1:(\d+)/", text)
+        if m:
+            return proc, int(m.group(1)), log.name
+        if proc.poll() is not None:
+            pytest.fail(f"hearth serve exited with {proc.returncode}:\n{text}")
+        time.sleep(0.02)
+    proc.kill()
+    pytest.fail("hearth serve was not ready in time")
+
+
+def stop_server(proc):
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture(scope="module")
+def server():
+    proc, port, log = start_server("--no-open")
+    yield f"http://127.0.0.1:{port}", port
+    stop_server(proc)
+    os.unlink(log)
+
+
+@pytest.fixture(scope="module")
+def shots():
+    d = os.environ.get("HEARTH_TEST_ARTIFACTS") or tempfile.mkdtemp(prefix="hearth-webapp-")
+    os.makedirs(d, exist_ok=True)
+    print(f"\nweb app screenshots: {d}")
+    return pathlib.Path(d)
+
+
+@pytest.fixture(scope="module")
+def browser(server):
+    o = webdriver.ChromeOptions()
+    o.binary_location = CHROMIUM
+    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+              "--window-size=1200,800", "--disable-extensions", "--no-first-run", "--disable-sync",
+              "--disable-background-networking"):
+        o.add_argument(a)
+    o.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    d = webdriver.Chrome(options=o, service=Service(DRIVER))
+    d.set_page_load_timeout(20)
+    d.set_script_timeout(10)
+    yield d
+    d.quit()
+
+
+class Hung(Exception):
+    pass
+
+
+def on_alarm(signum, frame):
+    raise Hung("the test ran past its 60 s limit (a hung page or server?)")
+
+
+@pytest.fixture(autouse=True)
+def console_clean(request):
+    """Each test: at most 60 s (a page stuck in a script loop also stalls chromedriver, which
+    Selenium's own timeouts do not cover); after it, chromium's console holds no errors."""
+    old = signal.signal(signal.SIGALRM, on_alarm)
+    signal.alarm(60)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    if "browser" not in request.fixturenames:
+        return
+    d = request.getfixturevalue("browser")
+    bad = [e for e in d.get_log("browser") if e.get("level") == "SEVERE"]
+    assert not bad, f"console errors: {bad}"
+
+
+def http_get(port, path, headers=None):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        c.request("GET", path, headers=headers or {})
+        r = c.getresponse()
+        return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+    finally:
+        c.close()
+
+
+def stats(port):
+    return json.loads(http_get(port, "/stats")[2])
+
+
+def wait(d, cond, timeout=10, what="condition"):
+    return WebDriverWait(d, timeout, poll_frequency=0.05).until(lambda _: cond(), message=what)
+
+
+def js(d, script, *args):
+    return d.execute_script(script, *args)
+
+
+def last_reply(d):
+    return js(d, "const m=[...document.querySelectorAll('.msg.assistant')].pop();"
+                 "return m ? {text: m.querySelector('.body').textContent, meta: (m.querySelector('.meta')||{}).textContent||'',"
+                 "error: (m.querySelector('.error')||{}).textContent||'', pending: !!m.querySelector('.cursor')} : null;")
+
+
+def set_max_tokens(d, n):
+    d.find_element(By.ID, "samp-btn").click()
+    box = d.find_element(By.ID, "s-max_tokens")
+    box.clear()
+    box.send_keys(str(n))
+    d.find_element(By.ID, "samp-close").click()
+    assert js(d, "return JSON.parse(localStorage.getItem('hearth.sampling.v1')).max_tokens") == n
+
+
+def no_horizontal_scroll(d):
+    return js(d, "return document.documentElement.scrollWidth <= document.documentElement.clientWidth + 1"
+                 " && document.body.scrollWidth <= document.documentElement.clientWidth + 1")
+
+
+# ---------- the server side of the app ----------
+
+def test_assets_routes_and_caching(server):
+    _, port = server
+    st, h, body = http_get(port, "/")
+    assert st == 200 and h["content-type"].startswith("text/html")
+    assert h["cache-control"] == "no-cache" and h["etag"].startswith('"')
+    assert "script-src 'self'" in h["content-security-policy"]
+    assert b"/app/app.js" in body
+    st, h, _ = http_get(port, "/app/app.js")
+    assert st == 200 and h["content-type"].startswith("text/javascript")
+    st, _, body = http_get(port, "/app/app.js", {"If-None-Match": h["etag"]})
+    assert st == 304 and body == b""
+    st, h, _ = http_get(port, "/app/app.css")
+    assert st == 200 and h["content-type"].startswith("text/css")
+    for view in ("chat", "status"):
+        st, h, _ = http_get(port, "/" + view)
+        assert st == 302 and h["location"] == "/#/" + view
+    st, h, _ = http_get(port, "/library", {"Accept": "text/html,*/*"})
+    assert st == 302 and h["location"] == "/#/library"
+    st, h, body = http_get(port, "/library")  # an API client gets the store's listing
+    assert st == 200 and h["content-type"].startswith("application/json") and "models" in json.loads(body)
+    assert http_get(port, "/app/nope.js")[0] == 404
+    st, _, body = http_get(port, "/v1/app/config")
+    cfg = json.loads(body)
+    assert st == 200 and cfg["chat"] is True and cfg["defaults"]["temperature"] == 0.7
+    assert cfg["n_ctx"] > 0
+
+
+# ---------- chat ----------
+
+def test_chat_streams_a_reply(server, browser, shots):
+    base, port = server
+    d = browser
+    d.get(base + "/")
+    js(d, "localStorage.clear()")
+    d.get(base + "/chat")  # deep link: lands on #/chat
+    wait(d, lambda: d.current_url.endswith("/#/chat"), what="the /chat redirect")
+    wait(d, lambda: "SmolLM2" in d.find_element(By.ID, "model-pill").text, what="the config")
+    set_max_tokens(d, 40)
+    box = d.find_element(By.ID, "input")
+    box.send_keys("Write three short lines about the sea.")
+    box.send_keys(Keys.SHIFT, Keys.ENTER)  # Shift+Enter: a new line, not a send
+    assert "\n" in box.get_attribute("value") and not d.find_elements(By.CSS_SELECTOR, ".msg")
+    box.send_keys("Thanks!", Keys.ENTER)
+    lengths = []
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        r = last_reply(d)
+        if r:
+            if not lengths or len(r["text"]) != lengths[-1]:
+                lengths.append(len(r["text"]))
+            if not r["pending"] and "tok/s" in r["meta"]:
+                break
+        time.sleep(0.03)
+    r = last_reply(d)
+    assert r and not r["pending"], f"no finished reply: {r}"
+    assert not r["error"], r["error"]
+    # Streamed: the text was seen at several growing lengths before the end.
+    grown = [n for n in lengths if 0 < n < lengths[-1]]
+    assert len(grown) >= 3 and lengths == sorted(lengths), lengths
+    assert re.search(r"\d+ prompt · \d+ tokens · [\d.]+ tok/s", r["meta"]), r["meta"]
+    assert d.find_element(By.ID, "send").is_displayed() and not d.find_element(By.ID, "stop").is_displayed()
+    title = d.find_element(By.CSS_SELECTOR, "#conv-list li.current .conv-open").text
+    assert title.startswith("Write three short lines")
+    d.save_screenshot(str(shots / "chat.png"))
+
+
+def test_esc_stops_the_generation(server, browser):
+    _, port = server
+    d = browser
+    set_max_tokens(d, 1000)
+    before = stats(port)["generations"]["cancelled"]
+    box = d.find_element(By.ID, "input")
+    box.send_keys("Count from 1 to 500, one number per line.", Keys.ENTER)
+    wait(d, lambda: len((last_reply(d) or {}).get("text", "")) > 10 or not (last_reply(d) or {}).get("pending", 1),
+         timeout=20, what="a reply starting")
+    r = last_reply(d)
+    assert r["pending"] and not r["error"], r
+    assert d.find_element(By.ID, "stop").is_displayed()
+    box.send_keys(Keys.ESCAPE)
+    wait(d, lambda: not last_reply(d)["pending"], timeout=5, what="the reply to stop")
+    r = last_reply(d)
+    assert "stopped" in r["meta"] and not r["error"]
+    # The server saw the disconnect and cancelled the generation; its token count stops rising.
+    wait(d, lambda: stats(port)["generations"]["cancelled"] > before, timeout=5, what="a cancelled generation")
+    s = stats(port)
+    assert s["generations"]["active"] == 0
+    tok = s["tokens"]["completion"]
+    time.sleep(0.5)
+    assert stats(port)["tokens"]["completion"] == tok
+    set_max_tokens(d, 40)
+
+
+def test_regenerate_and_edit(server, browser):
+    d = browser
+    n_msgs = len(d.find_elements(By.CSS_SELECTOR, ".msg"))
+    d.find_element(By.XPATH, "//div[contains(@class,'assistant')][last()]//button[text()='Regenerate']").click()
+    wait(d, lambda: (last_reply(d) or {}).get("pending") is False and "tok/s" in last_reply(d)["meta"],
+         timeout=30, what="the regenerated reply")
+    assert len(d.find_elements(By.CSS_SELECTOR, ".msg")) == n_msgs
+    d.find_element(By.XPATH, "//div[contains(@class,'msg user')][last()]//button[text()='Edit']").click()
+    box = d.find_element(By.ID, "input")
+    assert box.get_attribute("value").startswith("Count from 1")
+    assert len(d.find_elements(By.CSS_SELECTOR, ".msg")) == n_msgs - 2
+    box.clear()
+    box.send_keys("Say hello.", Keys.ENTER)
+    wait(d, lambda: (last_reply(d) or {}).get("pending") is False and "tok/s" in last_reply(d)["meta"],
+         timeout=30, what="the reply to the edited message")
+
+
+def test_reload_finds_the_conversation(server, browser):
+    base, _ = server
+    d = browser
+    d.find_element(By.ID, "new-chat").click()
+    assert len(d.find_elements(By.CSS_SELECTOR, "#conv-list li")) == 2
+    d.refresh()
+    wait(d, lambda: len(d.find_elements(By.CSS_SELECTOR, "#conv-list li")) == 2, what="the list after a reload")
+    titles = [e.text for e in d.find_elements(By.CSS_SELECTOR, "#conv-list .conv-open")]
+    hit = [i for i, t in enumerate(titles) if t.startswith("Write three short lines")]
+    assert hit, titles
+    d.find_elements(By.CSS_SELECTOR, "#conv-list .conv-open")[hit[0]].click()
+    wait(d, lambda: len(d.find_elements(By.CSS_SELECTOR, ".msg.assistant")) == 2, what="the old messages")
+    assert "Say hello." in d.find_element(By.ID, "messages").text
+    # Delete the empty one.
+    empty = [i for i, t in enumerate(titles) if t == "New chat"]
+    assert empty
+    js(d, "document.querySelectorAll('#conv-list .conv-del')[arguments[0]].click()", empty[0])
+    assert len(d.find_elements(By.CSS_SELECTOR, "#conv-list li")) == 1
+
+
+# ---------- rendering: markdown, and markup in replies stays text ----------
+
+REPLY = """# Heading
+
+Some **bold**, *italic* and `code`, a [link](https://example.com) and <b>not bold</b>.
+
+<script>window.__pwned = 1</script>
+<img src=x onerror="window.__pwned = 2">
+
+| col a | col b |
+|---|---|
+| 1 | <i>two</i> |
+
+- one
+- two
+  - nested
+
+```python
+print("<script>hi</script>")
+```
+
+A long line: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.
+"""
+
+
+def test_markdown_and_markup_as_text(server, browser, shots):
+    base, _ = server
+    d = browser
+    conv = {"id": "xss", "title": "markup test", "created": 1, "updated": 9e15, "system": "",
+            "messages": [{"role": "user", "content": "<script>window.__pwned = 3</script> hi"},
+                         {"role": "assistant", "content": REPLY, "usage": {"prompt_tokens": 5, "completion_tokens": 9},
+                          "tps": 12.5}]}
+    js(d, "const c = JSON.parse(localStorage.getItem('hearth.convs.v1')); c.unshift(arguments[0]);"
+          "localStorage.setItem('hearth.convs.v1', JSON.stringify(c)); localStorage.setItem('hearth.current', 'xss');",
+       conv)
+    d.refresh()
+    wait(d, lambda: d.find_elements(By.CSS_SELECTOR, ".msg.assistant h1"), what="the rendered reply")
+    msgs = d.find_element(By.ID, "messages")
+    assert js(d, "return window.__pwned") is None
+    assert not msgs.find_elements(By.TAG_NAME, "script") and not msgs.find_elements(By.TAG_NAME, "img")
+    assert not msgs.find_elements(By.CSS_SELECTOR, ".body b, .body i")
+    text = msgs.text
+    assert "<script>window.__pwned = 1</script>" in text and "<b>not bold</b>" in text
+    assert "<script>window.__pwned = 3</script> hi" in text
+    body = msgs.find_element(By.CSS_SELECTOR, ".msg.assistant .body")
+    assert body.find_element(By.TAG_NAME, "h1").text == "Heading"
+    assert body.find_element(By.TAG_NAME, "strong").text == "bold"
+    assert body.find_element(By.TAG_NAME, "em").text == "italic"
+    a = body.find_element(By.TAG_NAME, "a")
+    assert a.get_attribute("href") == "https://example.com/" and a.get_attribute("rel") == "noopener noreferrer"
+    assert [c.text for c in body.find_elements(By.CSS_SELECTOR, "table td")] == ["1", "<i>two</i>"]
+    assert len(body.find_elements(By.CSS_SELECTOR, "ul ul li")) == 1
+    code = body.find_element(By.CSS_SELECTOR, ".codeblock code")
+    assert code.text == 'print("<script>hi</script>")'
+    assert body.find_element(By.CSS_SELECTOR, ".codeblock .code-head").text.startswith("python")
+    body.find_element(By.CSS_SELECTOR, ".codeblock button").click()
+    wait(d, lambda: body.find_element(By.CSS_SELECTOR, ".codeblock button").text in ("Copied", "Copy failed"),
+         what="the copy button")
+    assert no_horizontal_scroll(d)
+    d.save_screenshot(str(shots / "markdown.png"))
+
+
+def test_narrow_layout_360px(server, browser, shots):
+    d = browser
+    d.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                      {"width": 360, "height": 740, "deviceScaleFactor": 2, "mobile": True})
+    try:
+        d.refresh()
+        wait(d, lambda: d.find_elements(By.CSS_SELECTOR, ".msg.assistant h1"), what="the reply at 360 px")
+        assert js(d, "return document.documentElement.clientWidth") == 360
+        assert no_horizontal_scroll(d)
+        assert not d.find_element(By.ID, "sidebar").is_displayed() or \
+            js(d, "return document.getElementById('sidebar').getBoundingClientRect().right") <= 0
+        assert d.find_element(By.ID, "send").is_displayed() and d.find_element(By.ID, "input").is_displayed()
+        d.save_screenshot(str(shots / "chat-360.png"))
+        d.find_element(By.ID, "menu-btn").click()
+        wait(d, lambda: js(d, "return document.getElementById('sidebar').getBoundingClientRect().left") >= 0,
+             what="the drawer")
+        assert no_horizontal_scroll(d)
+        d.save_screenshot(str(shots / "drawer-360.png"))
+        d.get(d.current_url.split("#")[0] + "#/status")
+        wait(d, lambda: len(d.find_elements(By.CSS_SELECTOR, "#status-cards .card")) >= 6, what="status at 360 px")
+        assert no_horizontal_scroll(d)
+        d.save_screenshot(str(shots / "status-360.png"))
+    finally:
+        d.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+# ---------- status and library ----------
+
+def test_status_view(server, browser, shots):
+    base, port = server
+    d = browser
+    d.get(base + "/status")
+    wait(d, lambda: d.current_url.endswith("/#/status"), what="the /status redirect")
+    wait(d, lambda: len(d.find_elements(By.CSS_SELECTOR, "#status-cards .card")) >= 6, what="the status cards")
+    cards = {c.find_element(By.TAG_NAME, "h2").text.lower(): c.find_element(By.CLASS_NAME, "big").text
+             for c in d.find_elements(By.CSS_SELECTOR, "#status-cards .card")}
+    assert "SmolLM2" in cards["model"]
+    assert int(cards["generations"].replace(",", "")) >= 3
+    assert int(cards["tokens"].replace(",", "")) > 0
+    assert cards["decode speed"].endswith("tok/s")
+    wait(d, lambda: "tok/s" in d.find_element(By.ID, "chart-note").text, timeout=6, what="two polls for the chart")
+    assert js(d, "return document.getElementById('tps-chart').width") > 0
+    d.save_screenshot(str(shots / "status.png"))
+
+
+def test_library_view(server, browser, shots):
+    base, _ = server
+    d = browser
+    d.get(base + "/#/library")
+    wait(d, lambda: d.find_elements(By.CSS_SELECTOR, "#library .badge"), what="the library table")
+    rows = [r.text for r in d.find_elements(By.CSS_SELECTOR, "#library tbody tr")]
+    serving = [r for r in rows if "serving" in r]
+    assert len(serving) == 1 and "SmolLM2" in serving[0], rows
+    assert "/library" in d.find_element(By.ID, "library").text
+    d.save_screenshot(str(shots / "library.png"))
+
+
+# ---------- `hearth serve` opens the browser ----------
+
+def test_opens_the_chat_with_xdg_open(tmp_path):
+    """With stdout on a terminal and a display set, hearth runs xdg-open on the chat URL; with
+    --no-open, or without xdg-open on PATH, it starts just the same and opens nothing."""
+    marker = tmp_path / "opened"
+    fake = tmp_path / "bin" / "xdg-open"
+    fake.parent.mkdir()
+    fake.write_text(f"#!/bin/sh\nprintf '%s' \"$1\" > {marker}\n")
+    fake.chmod(0o755)
+    env = {"PATH": f"{fake.parent}:{os.environ.get('PATH', '')}", "DISPLAY": ":99"}
+    for args, want in ((["--no-open"], False), ([], True)):
+        master, slave = pty.openpty()
+        proc, port, log = start_server(*args, env=env, stdout=slave)
+        try:
+            deadline = time.monotonic() + (5 if want else 1)
+            while time.monotonic() < deadline and not marker.exists():
+                time.sleep(0.02)
+            if want:
+                assert marker.exists(), "xdg-open was not run"
+                assert marker.read_text() == f"http://127.0.0.1:{port}/#/chat"
+            else:
+                assert not marker.exists()
+        finally:
+            stop_server(proc)
+            os.close(master)
+            os.close(slave)
+            os.unlink(log)
+    # No xdg-open anywhere: still serves.
+    marker.unlink()
+    master, slave = pty.openpty()
+    proc, port, log = start_server(env={"PATH": "/nonexistent", "DISPLAY": ":99"}, stdout=slave)
+    try:
+        assert http_get(port, "/health")[0] == 200
+    finally:
+        stop_server(proc)
+        os.close(master)
+        os.close(slave)
+        os.unlink(log)
