@@ -61,7 +61,8 @@ tv tv_getitem(rt *r, const node *at, tv obj, tv key) {
     int64_t k = key.kind == TV_BOOL ? (int64_t)key.u.b : key.u.i;
     switch ((tv_kind)obj.kind) {
     case TV_DICT:
-        if ((key.kind == TV_LIST && !(key.flags & TVF_TUPLE)) || key.kind == TV_DICT) return tv_undef();
+        if ((key.kind == TV_LIST && !(key.flags & TVF_TUPLE) && !key.u.l->gen) || key.kind == TV_DICT)
+            return tv_undef();
         if (dict_get(obj.u.d, key, &out)) return out;
         break;
     case TV_LIST:
@@ -94,10 +95,19 @@ tv tv_getitem(rt *r, const node *at, tv obj, tv key) {
 tlist *tv_iter(rt *r, const node *at, tv v) {
     switch ((tv_kind)v.kind) {
     case TV_UNDEF: return rt_list(r, 0);
-    case TV_LIST:
-        if (v.u.l->gen == 2) return rt_list(r, 0); /* a generator runs once */
-        if (v.u.l->gen == 1) v.u.l->gen = 2;
-        return v.u.l;
+    case TV_LIST: {
+        tlist *l = v.u.l;
+        if (l->gen == 2) return rt_list(r, 0); /* a generator runs once */
+        if (l->gen == 1) {
+            l->gen = 2;
+            if (l->thunk) {
+                const gen_thunk *g = l->thunk;
+                l->thunk = NULL;
+                return gen_run(r, g);
+            }
+        }
+        return l;
+    }
     case TV_DICT: {
         tlist *l = rt_list(r, v.u.d->n);
         for (size_t i = 0; i < v.u.d->n; i++) l->v[l->n++] = v.u.d->k[i];
@@ -110,9 +120,7 @@ tlist *tv_iter(rt *r, const node *at, tv v) {
         for (size_t off = 0; off < s->len;) {
             size_t len;
             utf8_dec(s->p + off, s->len - off, &len);
-            tv c = rt_strv(r, s->p + off, len);
-            c.flags = v.flags & TVF_MARKUP;
-            l->v[l->n++] = c;
+            l->v[l->n++] = rt_strv(r, s->p + off, len); /* str.__iter__: plain str, even of a Markup */
             off += len;
         }
         return l;

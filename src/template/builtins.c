@@ -196,6 +196,8 @@ static tv fill_dict(rt *r, const node *at, tdict *d, const targs *a, const char 
     if (a->n_pos > 1) rt_fail(r, at, HEARTH_E_INVALID, "%s expected at most 1 positional argument", what);
     if (a->n_pos == 1) {
         tv src = a->pos[0];
+        if (src.kind == TV_UNDEF) /* dict() asks the undefined value for .keys, which raises */
+            rt_fail(r, at, HEARTH_E_INVALID, "%s: an undefined value is not a mapping", what);
         if (src.kind == TV_DICT || src.kind == TV_NS) {
             for (size_t i = 0; i < src.u.d->n; i++) dict_set(r, d, src.u.d->k[i], src.u.d->v[i]);
         } else {
@@ -230,6 +232,10 @@ static tv do_range(rt *r, const node *at, const targs *a) {
     rt_step(r, at, n);
     tlist *l = rt_list(r, n);
     for (size_t i = 0; i < n; i++) l->v[l->n++] = tv_int(start + (int64_t)i * step);
+    l->is_range = true;
+    l->r_start = start;
+    l->r_stop = stop;
+    l->r_step = step;
     return tv_listv(l);
 }
 
@@ -321,6 +327,12 @@ static tv str_method(rt *r, const node *at, int id, tv self, const targs *a) {
     tv p[3] = {{0}, {0}, {0}};
     bool set[3] = {false, false, false};
     size_t lo, hi;
+    /* Python's str methods take positional arguments only, except split, rsplit, splitlines
+     * and format; the case mappings and is*() take none at all */
+    if (a->n_kw && id != FN_S_SPLIT && id != FN_S_RSPLIT && id != FN_S_SPLITLINES && id != FN_S_FORMAT)
+        rt_fail(r, at, HEARTH_E_INVALID, "str method takes no keyword arguments");
+    if (((id >= FN_S_UPPER && id <= FN_S_CASEFOLD) || (id >= FN_S_ISDIGIT && id <= FN_S_ISASCII)) && a->n_pos)
+        rt_fail(r, at, HEARTH_E_INVALID, "str method takes no arguments");
     switch ((fn_id)id) {
     case FN_S_UPPER: return str_case(r, self, CASE_UPPER);
     case FN_S_LOWER:
@@ -482,10 +494,13 @@ tv builtin_call(rt *r, scope *sc, const node *at, const tfunc *fn, const targs *
         d.kind = TV_NS;
         return d;
     }
-    case FN_RAISE: {
+    case FN_RAISE: { /* transformers: def raise_exception(message): raise TemplateError(message) */
+        static const char *const names[] = {"message"};
+        args_bind(r, at, "raise_exception()", a, 1, names, p, set);
+        if (!set[0]) rt_fail(r, at, HEARTH_E_INVALID, "raise_exception() missing 1 required positional argument: 'message'");
         tbuf b = {0};
-        if (a->n_pos > 0) tv_str(r, &b, a->pos[0]);
-        rt_fail(r, at, HEARTH_E_INVALID, "%s", b.p ? b.p : "");
+        tv_str(r, &b, p[0]);
+        rt_fail(r, at, HEARTH_E_INVALID, "%s", b.len ? b.p : "raise_exception() with an empty message");
     }
     case FN_STRFTIME: return do_strftime(r, at, a);
     case FN_D_ITEMS:
@@ -500,10 +515,11 @@ tv builtin_call(rt *r, scope *sc, const node *at, const tfunc *fn, const targs *
         return tv_listv(l);
     }
     case FN_D_GET: {
+        if (a->n_kw) rt_fail(r, at, HEARTH_E_INVALID, "get() takes no keyword arguments");
         static const char *const names[] = {"key", "default"};
         args_bind(r, at, "get()", a, 2, names, p, set);
         if (!set[0]) rt_fail(r, at, HEARTH_E_INVALID, "get expected at least 1 argument");
-        if ((p[0].kind == TV_LIST && !(p[0].flags & TVF_TUPLE)) || p[0].kind == TV_DICT)
+        if ((p[0].kind == TV_LIST && !(p[0].flags & TVF_TUPLE) && !p[0].u.l->gen) || p[0].kind == TV_DICT)
             rt_fail(r, at, HEARTH_E_INVALID, "unhashable type: '%s'", tv_type_name(p[0]));
         tv out;
         if (dict_get(self.u.d, p[0], &out)) return out;
@@ -516,6 +532,7 @@ tv builtin_call(rt *r, scope *sc, const node *at, const tfunc *fn, const targs *
     }
     case FN_L_INDEX:
     case FN_L_COUNT: {
+        if (a->n_kw) rt_fail(r, at, HEARTH_E_INVALID, "%s() takes no keyword arguments", fn->name);
         static const char *const names[] = {"value"};
         args_bind(r, at, "index()", a, 1, names, p, set);
         int64_t count = 0;

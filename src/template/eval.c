@@ -234,7 +234,10 @@ tv tv_binop(rt *r, const node *at, int op, tv a, tv b) {
             if (fx == 0 && fy < 0) rt_fail(r, at, HEARTH_E_INVALID, "0.0 cannot be raised to a negative power");
             if (fx < 0 && fy != floor(fy))
                 rt_fail(r, at, HEARTH_E_UNSUPPORTED, "a negative number raised to a fractional power is complex");
-            return tv_float(pow(fx, fy));
+            double pw = pow(fx, fy);
+            if (isinf(pw) && isfinite(fx) && isfinite(fy)) /* Python raises where C says HUGE_VAL */
+                rt_fail(r, at, HEARTH_E_INVALID, "numerical result out of range");
+            return tv_float(pw);
         }
     }
     static const char *const names[] = {[OP_ADD] = "+", [OP_SUB] = "-", [OP_MUL] = "*", [OP_DIV] = "/",
@@ -246,7 +249,8 @@ tv tv_binop(rt *r, const node *at, int op, tv a, tv b) {
             if (mb && !ma) a = str_escape(r, a);
             return str_concat(r, at, a.u.s, b.u.s, ma || mb);
         }
-        if (a.kind == TV_LIST && b.kind == TV_LIST && !a.u.l->gen && !b.u.l->gen &&
+        if (a.kind == TV_LIST && b.kind == TV_LIST && !a.u.l->gen && !b.u.l->gen && !a.u.l->is_range &&
+            !b.u.l->is_range &&
             (a.flags & TVF_TUPLE) == (b.flags & TVF_TUPLE)) {
             size_t n;
             if (!hearth_add_size(a.u.l->n, b.u.l->n, &n)) rt_fail(r, at, HEARTH_E_LIMIT, "list too long");
@@ -261,13 +265,12 @@ tv tv_binop(rt *r, const node *at, int op, tv a, tv b) {
         }
     }
     if (op == OP_MUL) {
-        bool sa = a.kind == TV_STR || (a.kind == TV_LIST && !a.u.l->gen);
-        bool sb = b.kind == TV_STR || (b.kind == TV_LIST && !b.u.l->gen);
+        bool sa = a.kind == TV_STR || (a.kind == TV_LIST && !a.u.l->gen && !a.u.l->is_range);
+        bool sb = b.kind == TV_STR || (b.kind == TV_LIST && !b.u.l->gen && !b.u.l->is_range);
         if (sa && is_int(b)) return repeat(r, at, a, ival(b));
         if (sb && is_int(a)) return repeat(r, at, b, ival(a));
     }
-    if (op == OP_MOD && a.kind == TV_STR)
-        rt_fail(r, at, HEARTH_E_UNSUPPORTED, "printf-style string formatting ('%%') is not supported");
+    if (op == OP_MOD && a.kind == TV_STR) return py_percent_format(r, at, a, b);
     bad_operands(r, at, names[op], a, b);
 overflow:
     rt_fail(r, at, HEARTH_E_UNSUPPORTED, "integer overflow (hearth's integers are 64-bit)");
@@ -289,7 +292,7 @@ static bool contains(rt *r, const node *at, tv hay, tv needle) {
         return false;
     }
     case TV_DICT: {
-        if ((needle.kind == TV_LIST && !(needle.flags & TVF_TUPLE)) || needle.kind == TV_DICT)
+        if ((needle.kind == TV_LIST && !(needle.flags & TVF_TUPLE) && !needle.u.l->gen) || needle.kind == TV_DICT)
             rt_fail(r, at, HEARTH_E_INVALID, "unhashable type: '%s'", tv_type_name(needle));
         tv dummy;
         return dict_get(hay.u.d, needle, &dummy);
@@ -430,6 +433,10 @@ static tv apply_filters(rt *r, scope *sc, const node *f, tv input) {
 }
 
 static tv eval_slice(rt *r, scope *sc, const node *e) {
+    /* A slice among several subscripts (`x[1, 2:]`) is a Python slice object inside a tuple
+     * key: nothing is indexed by such a tuple, and jinja2's getitem turns the TypeError into
+     * undefined. Stand for it with undefined (the tuple then finds nothing either). */
+    if (!e->a) return tv_undef();
     tv obj = eval_expr(r, sc, e->a);
     tv parts[3];
     const node *pn[3] = {e->b, e->c, e->d};
@@ -471,6 +478,13 @@ static tv eval_slice(rt *r, scope *sc, const node *e) {
     if (obj.kind == TV_LIST) {
         tlist *l = rt_list(r, (size_t)count);
         for (int64_t i = 0, k = start; i < count; i++, k += step) l->v[l->n++] = obj.u.l->v[k];
+        if (obj.u.l->is_range) { /* range(a, b, s)[i:j:k] is range(a + i*s, a + j*s, s*k) */
+            const tlist *o = obj.u.l;
+            l->is_range = true;
+            l->r_start = o->r_start + start * o->r_step;
+            l->r_stop = o->r_start + stop * o->r_step;
+            l->r_step = o->r_step * step;
+        }
         tv v = tv_listv(l);
         v.flags = obj.flags & TVF_TUPLE;
         return v;

@@ -18,7 +18,7 @@
 #include <utf8proc.h>
 
 typedef enum {
-    F_ABS, F_ATTR, F_BATCH, F_CAPITALIZE, F_CENTER, F_DEFAULT, F_DICTSORT, F_ESCAPE, F_FIRST, F_FLOAT,
+    F_ABS, F_ATTR, F_BATCH, F_CAPITALIZE, F_CENTER, F_DEFAULT, F_DICTSORT, F_ESCAPE, F_FIRST, F_FLOAT, F_FORMAT,
     F_FORCEESCAPE, F_INDENT, F_INT, F_ITEMS, F_JOIN, F_LAST, F_LENGTH, F_LIST, F_LOWER, F_MAP, F_MAX,
     F_MIN, F_REJECT, F_REJECTATTR, F_REPLACE, F_REVERSE, F_ROUND, F_SAFE, F_SELECT, F_SELECTATTR,
     F_SORT, F_STRING, F_SUM, F_TITLE, F_TOJSON, F_TRIM, F_UNIQUE, F_UPPER, F_WORDCOUNT,
@@ -30,7 +30,7 @@ static const struct {
 } filters[] = {
     {"abs", F_ABS}, {"attr", F_ATTR}, {"batch", F_BATCH}, {"capitalize", F_CAPITALIZE}, {"center", F_CENTER},
     {"count", F_LENGTH}, {"d", F_DEFAULT}, {"default", F_DEFAULT}, {"dictsort", F_DICTSORT}, {"e", F_ESCAPE},
-    {"escape", F_ESCAPE}, {"first", F_FIRST}, {"float", F_FLOAT}, {"forceescape", F_FORCEESCAPE},
+    {"escape", F_ESCAPE}, {"first", F_FIRST}, {"float", F_FLOAT}, {"forceescape", F_FORCEESCAPE}, {"format", F_FORMAT},
     {"indent", F_INDENT}, {"int", F_INT}, {"items", F_ITEMS}, {"join", F_JOIN}, {"last", F_LAST},
     {"length", F_LENGTH}, {"list", F_LIST}, {"lower", F_LOWER}, {"map", F_MAP}, {"max", F_MAX},
     {"min", F_MIN}, {"reject", F_REJECT}, {"rejectattr", F_REJECTATTR}, {"replace", F_REPLACE},
@@ -39,7 +39,7 @@ static const struct {
     {"title", F_TITLE}, {"tojson", F_TOJSON}, {"trim", F_TRIM}, {"unique", F_UNIQUE}, {"upper", F_UPPER},
     {"wordcount", F_WORDCOUNT},
     /* jinja2 builtins hearth does not implement */
-    {"filesizeformat", -2}, {"format", -2}, {"groupby", -2}, {"pprint", -2}, {"random", -2},
+    {"filesizeformat", -2}, {"groupby", -2}, {"pprint", -2}, {"random", -2},
     {"slice", -2}, {"striptags", -2}, {"truncate", -2}, {"urlencode", -2}, {"urlize", -2},
     {"wordwrap", -2}, {"xmlattr", -2},
 };
@@ -92,16 +92,16 @@ static tv plain_str(rt *r, tv v) {
 
 static tv lower_if_str(rt *r, tv v) { return v.kind == TV_STR ? str_case(r, v, CASE_LOWER) : v; }
 
-/* make_attrgetter: attribute path (string, or integer index), default for undefined results,
- * optional lower-casing. attr NULL-kind (TV_UNDEF/TV_NONE) means the item itself. */
+/* make_attrgetter: a dotted attribute path for a string, an item lookup for any other key, the
+ * item itself for None (the parameter's default); default replaces an undefined result;
+ * optional lower-casing. */
 static tv get_attr(rt *r, const node *at, tv item, tv attr, tv def, bool lower) {
     if (attr.kind == TV_STR) item = tv_attr_path(r, at, item, attr.u.s);
-    else if (attr.kind == TV_INT) item = tv_getitem(r, at, item, attr);
+    else if (attr.kind != TV_NONE) item = tv_getitem(r, at, item, attr);
     if (def.kind != TV_UNDEF && def.kind != TV_NONE && item.kind == TV_UNDEF) item = def;
     return lower ? lower_if_str(r, item) : item;
 }
 
-static bool is_set_kind(tv v) { return v.kind != TV_UNDEF && v.kind != TV_NONE; }
 
 /* Stable merge sort of items by keys (Python's sorted(key=..., reverse=...)). */
 static void merge_sort(rt *r, const node *at, tv *items, tv *keys, size_t n, bool reverse, tv *tmp_i, tv *tmp_k) {
@@ -164,7 +164,9 @@ static size_t py_len(rt *r, const node *at, tv v) {
 
 /* ---- numbers from strings, as Python's int() and float() read them ----------------------------- */
 
-static bool parse_py_int(const tstr *s, int base, int64_t *out) {
+/* Python's int(s, base): 1 with *out, 0 when s is not an integer, 2 when it is one beyond
+ * 64 bits (Python would make a big integer). */
+static int parse_py_int(const tstr *s, int base, int64_t *out) {
     size_t a = 0, b = s->len;
     while (a < b && py_isspace((unsigned char)s->p[a])) a++;
     while (b > a && py_isspace((unsigned char)s->p[b - 1])) b--;
@@ -180,26 +182,26 @@ static bool parse_py_int(const tstr *s, int base, int64_t *out) {
         }
     }
     if (base == 0) base = 10;
-    if (a >= b) return false;
+    if (a >= b) return 0;
     uint64_t v = 0;
-    bool prev_us = true;
+    bool prev_us = true, overflow = false;
     for (size_t i = a; i < b; i++) {
         char c = s->p[i];
         if (c == '_') {
-            if (prev_us) return false;
+            if (prev_us) return 0;
             prev_us = true;
             continue;
         }
         int d = c >= '0' && c <= '9' ? c - '0' : (c | 32) >= 'a' && (c | 32) <= 'z' ? (c | 32) - 'a' + 10 : 99;
-        if (d >= base) return false;
-        if (v > (UINT64_MAX - (uint64_t)d) / (uint64_t)base) return false;
-        v = v * (uint64_t)base + (uint64_t)d;
+        if (d >= base) return 0;
+        if (v > (UINT64_MAX - (uint64_t)d) / (uint64_t)base) overflow = true;
+        if (!overflow) v = v * (uint64_t)base + (uint64_t)d;
         prev_us = false;
     }
-    if (prev_us) return false;
-    if (v > (uint64_t)INT64_MAX + neg) return false;
+    if (prev_us) return 0;
+    if (overflow || v > (uint64_t)INT64_MAX + neg) return 2;
     *out = neg ? (int64_t)(0 - v) : (int64_t)v;
-    return true;
+    return 1;
 }
 
 static bool parse_py_float(rt *r, const tstr *s, double *out) {
@@ -217,7 +219,7 @@ static bool parse_py_float(rt *r, const tstr *s, double *out) {
                 return false;
             continue;
         }
-        if (!(c >= '0' && c <= '9') && !strchr("+-.eEinfatyINFATY", c)) return false;
+        if (!(c >= '0' && c <= '9') && (c == 0 || !strchr("+-.eEinfatyINFATY", c))) return false;
         tmp[n++] = c;
     }
     tmp[n] = 0;
@@ -394,7 +396,109 @@ static tv do_map(rt *r, scope *sc, const node *at, tv in, const targs *a) {
     bool set[N];                                                           \
     args_bind(r, at, what, a, N, names, p, set)
 
+/* ---- the generator filters ------------------------------------------------------------------ */
+
+/* jinja2's map, select, reject, selectattr, rejectattr, unique, items and batch are generator
+ * functions: calling one only records the call, and the work (argument checks included) runs
+ * when the result is first iterated - so a generator that is printed or dropped never raises.
+ * A generator value is a tlist with gen = 1 and this thunk until tv_iter runs it. */
+struct gen_thunk {
+    int         id;
+    tv          in;
+    targs       args;
+    const node *at;
+};
+
+static tv gen_batch(rt *r, const node *at, tv in, const targs *a) {
+    BIND("batch", "linecount", "fill_with");
+    int64_t n = as_int(r, at, p[0], "batch linecount");
+    if (n <= 0) rt_fail(r, at, HEARTH_E_INVALID, "batch linecount must be positive");
+    tlist *out = rt_list(r, 0), *cur = NULL;
+    tlist *items = tv_iter(r, at, in);
+    for (size_t i = 0; i < items->n; i++) {
+        if (!cur || (int64_t)cur->n == n) {
+            cur = rt_list(r, 0);
+            list_push(r, out, tv_listv(cur));
+        }
+        list_push(r, cur, items->v[i]);
+    }
+    if (cur && set[1] && p[1].kind != TV_NONE)
+        while ((int64_t)cur->n < n) list_push(r, cur, p[1]);
+    return gen_of(out);
+}
+
+static tv gen_items(rt *r, const node *at, tv in) {
+    tlist *out = rt_list(r, 0);
+    if (in.kind == TV_UNDEF) return gen_of(out);
+    if (in.kind != TV_DICT) rt_fail(r, at, HEARTH_E_INVALID, "can only get item pairs from a mapping");
+    for (size_t i = 0; i < in.u.d->n; i++) {
+        tlist *t = rt_list(r, 2);
+        t->v[0] = in.u.d->k[i];
+        t->v[1] = in.u.d->v[i];
+        t->n = 2;
+        tv tup = tv_listv(t);
+        tup.flags = TVF_TUPLE;
+        list_push(r, out, tup);
+    }
+    return gen_of(out);
+}
+
+static tv gen_unique(rt *r, const node *at, tv in, const targs *a) {
+    BIND("unique", "case_sensitive", "attribute");
+    bool cs = set[0] && tv_truthy(p[0]);
+    tlist *items = tv_iter(r, at, in), *out = rt_list(r, 0);
+    tdict *seen = rt_dict(r, 0);
+    for (size_t i = 0; i < items->n; i++) {
+        tv k = get_attr(r, at, items->v[i], set[1] ? p[1] : tv_none(), tv_undef(), !cs), dummy;
+        if (dict_get(seen, k, &dummy)) continue;
+        dict_set(r, seen, k, tv_none());
+        list_push(r, out, items->v[i]);
+    }
+    return gen_of(out);
+}
+
+tlist *gen_run(rt *r, const gen_thunk *g) {
+    tv out;
+    switch ((filter_id)g->id) {
+    case F_MAP: out = do_map(r, NULL, g->at, g->in, &g->args); break;
+    case F_REJECT: out = select_items(r, NULL, g->at, g->in, &g->args, false, false); break;
+    case F_SELECT: out = select_items(r, NULL, g->at, g->in, &g->args, false, true); break;
+    case F_REJECTATTR: out = select_items(r, NULL, g->at, g->in, &g->args, true, false); break;
+    case F_SELECTATTR: out = select_items(r, NULL, g->at, g->in, &g->args, true, true); break;
+    case F_UNIQUE: out = gen_unique(r, g->at, g->in, &g->args); break;
+    case F_ITEMS: out = gen_items(r, g->at, g->in); break;
+    case F_BATCH: out = gen_batch(r, g->at, g->in, &g->args); break;
+    default: rt_fail(r, g->at, HEARTH_E_INVALID, "not a generator filter");
+    }
+    return out.u.l;
+}
+
+static tv lazy(rt *r, const node *at, int id, tv in, const targs *a) {
+    /* Python binds a generator function's parameters at the call; only the body waits */
+    tv p[2];
+    bool set[2];
+    static const char *const batch[] = {"linecount", "fill_with"}, *const unique[] = {"case_sensitive", "attribute"};
+    if (id == F_BATCH) {
+        args_bind(r, at, "batch", a, 2, batch, p, set);
+        if (!set[0]) rt_fail(r, at, HEARTH_E_INVALID, "batch: missing the required argument 'linecount'");
+    } else if (id == F_UNIQUE) {
+        args_bind(r, at, "unique", a, 2, unique, p, set);
+    } else if (id == F_ITEMS && (a->n_pos || a->n_kw)) {
+        rt_fail(r, at, HEARTH_E_INVALID, "items takes no arguments");
+    }
+    gen_thunk *g = rt_alloc(r, sizeof *g);
+    g->id = id;
+    g->in = in;
+    g->args = *a; /* the argument arrays are this call's own (eval_args makes them fresh) */
+    g->at = at;
+    tlist *l = rt_list(r, 0);
+    l->gen = 1;
+    l->thunk = g;
+    return tv_listv(l);
+}
+
 static tv filter_inner(rt *r, scope *sc, const node *at, int id, tv in, const targs *a) {
+    (void)sc; /* filters need no scope today; map and select reach tests through gen_run */
     switch ((filter_id)id) {
     case F_ABS:
         if (a->n_pos || a->n_kw) rt_fail(r, at, HEARTH_E_INVALID, "abs takes no arguments");
@@ -407,8 +511,10 @@ static tv filter_inner(rt *r, scope *sc, const node *at, int id, tv in, const ta
         rt_fail(r, at, HEARTH_E_INVALID, "bad operand type for abs(): '%s'", tv_type_name(in));
     case F_ATTR: {
         BIND("attr", "name");
+        if (!set[0]) rt_fail(r, at, HEARTH_E_INVALID, "attr needs the attribute name");
         tv name = tv_to_strv(r, p[0]);
-        if (in.kind == TV_UNDEF) return tv_undef();
+        if (in.kind == TV_UNDEF) /* getattr on jinja2's Undefined raises */
+            rt_fail(r, at, HEARTH_E_INVALID, "an undefined value has no attribute '%.*s'", (int)name.u.s->len, name.u.s->p);
         if (name.u.s->len && name.u.s->p[0] == '_') {
             tv u = tv_undef_named(name.u.s);
             u.flags = TVF_UNSAFE;
@@ -418,23 +524,6 @@ static tv filter_inner(rt *r, scope *sc, const node *at, int id, tv in, const ta
         if (in.kind == TV_NS && dict_get(in.u.d, name, &out)) return out;
         if (builtin_attr(r, at, in, name.u.s, &out)) return out;
         return tv_undef_named(name.u.s);
-    }
-    case F_BATCH: {
-        BIND("batch", "linecount", "fill_with");
-        int64_t n = as_int(r, at, p[0], "batch linecount");
-        if (n <= 0) rt_fail(r, at, HEARTH_E_INVALID, "batch linecount must be positive");
-        tlist *out = rt_list(r, 0), *cur = NULL;
-        tlist *items = tv_iter(r, at, in);
-        for (size_t i = 0; i < items->n; i++) {
-            if (!cur || (int64_t)cur->n == n) {
-                cur = rt_list(r, 0);
-                list_push(r, out, tv_listv(cur));
-            }
-            list_push(r, cur, items->v[i]);
-        }
-        if (cur && set[1] && p[1].kind != TV_NONE)
-            while ((int64_t)cur->n < n) list_push(r, cur, p[1]);
-        return gen_of(out);
     }
     case F_CAPITALIZE: return str_case(r, soft_str(r, in), CASE_CAPITALIZE);
     case F_CENTER: {
@@ -487,12 +576,28 @@ static tv filter_inner(rt *r, scope *sc, const node *at, int id, tv in, const ta
     case F_FLOAT: {
         BIND("float", "default");
         tv def = set[0] ? p[0] : tv_float(0.0);
+        if (in.kind == TV_UNDEF) rt_fail(r, at, HEARTH_E_INVALID, "an undefined value is not a number");
         if (in.kind == TV_FLOAT) return in;
         if (in.kind == TV_INT) return tv_float((double)in.u.i);
         if (in.kind == TV_BOOL) return tv_float(in.u.b);
         double d;
         if (in.kind == TV_STR && parse_py_float(r, in.u.s, &d)) return tv_float(d);
         return def;
+    }
+    case F_FORMAT: { /* soft_str(value) % (kwargs or args) */
+        if (a->n_pos && a->n_kw) rt_fail(r, at, HEARTH_E_INVALID, "format can't handle positional and keyword arguments at the same time");
+        tv args;
+        if (a->n_kw) {
+            tdict *d = rt_dict(r, (size_t)a->n_kw);
+            for (int i = 0; i < a->n_kw; i++) dict_set(r, d, tv_strv(a->kw_names[i]), a->kw_vals[i]);
+            args = tv_dictv(d);
+        } else {
+            tlist *l = rt_list(r, (size_t)a->n_pos);
+            for (int i = 0; i < a->n_pos; i++) l->v[l->n++] = a->pos[i];
+            args = tv_listv(l);
+            args.flags = TVF_TUPLE;
+        }
+        return py_percent_format(r, at, soft_str(r, in), args);
     }
     case F_INDENT: {
         BIND("indent", "width", "first", "blank");
@@ -508,31 +613,24 @@ static tv filter_inner(rt *r, scope *sc, const node *at, int id, tv in, const ta
         int64_t base = set[1] ? as_int(r, at, p[1], "base") : 10;
         int64_t iv;
         double d;
+        if (in.kind == TV_UNDEF) rt_fail(r, at, HEARTH_E_INVALID, "an undefined value is not a number");
         if (in.kind == TV_INT) return in;
         if (in.kind == TV_BOOL) return tv_int(in.u.b);
-        if (in.kind == TV_FLOAT) {
-            if (!isfinite(in.u.f) || fabs(in.u.f) >= 9.2e18) return def;
+        if (in.kind == TV_FLOAT) { /* int(x): nan is a ValueError (-> default), inf raises */
+            if (isnan(in.u.f)) return def;
+            if (isinf(in.u.f)) rt_fail(r, at, HEARTH_E_INVALID, "cannot convert float infinity to integer");
+            if (fabs(in.u.f) >= 9.2e18) rt_fail(r, at, HEARTH_E_UNSUPPORTED, "integer out of 64-bit range");
             return tv_int((int64_t)in.u.f);
         }
         if (in.kind != TV_STR) return def;
-        if ((base == 0 || (base >= 2 && base <= 36)) && parse_py_int(in.u.s, (int)base, &iv)) return tv_int(iv);
-        if (parse_py_float(r, in.u.s, &d) && isfinite(d) && fabs(d) < 9.2e18) return tv_int((int64_t)d);
-        return def;
-    }
-    case F_ITEMS: {
-        tlist *out = rt_list(r, 0);
-        if (in.kind == TV_UNDEF) return gen_of(out);
-        if (in.kind != TV_DICT) rt_fail(r, at, HEARTH_E_INVALID, "can only get item pairs from a mapping");
-        for (size_t i = 0; i < in.u.d->n; i++) {
-            tlist *t = rt_list(r, 2);
-            t->v[0] = in.u.d->k[i];
-            t->v[1] = in.u.d->v[i];
-            t->n = 2;
-            tv tup = tv_listv(t);
-            tup.flags = TVF_TUPLE;
-            list_push(r, out, tup);
+        int ok = base == 0 || (base >= 2 && base <= 36) ? parse_py_int(in.u.s, (int)base, &iv) : 0;
+        if (ok == 1) return tv_int(iv);
+        if (ok == 2) rt_fail(r, at, HEARTH_E_UNSUPPORTED, "integer out of 64-bit range");
+        if (parse_py_float(r, in.u.s, &d) && isfinite(d)) { /* int(float(s)); nan and inf -> default */
+            if (fabs(d) >= 9.2e18) rt_fail(r, at, HEARTH_E_UNSUPPORTED, "integer out of 64-bit range");
+            return tv_int((int64_t)d);
         }
-        return gen_of(out);
+        return def;
     }
     case F_JOIN: {
         BIND("join", "d", "attribute");
@@ -542,7 +640,7 @@ static tv filter_inner(rt *r, scope *sc, const node *at, int id, tv in, const ta
         tbuf b = {0};
         for (size_t i = 0; i < items->n; i++) {
             if (i) buf_put(r, &b, sep.u.s->p, sep.u.s->len);
-            tv x = set[1] && is_set_kind(p[1]) ? get_attr(r, at, items->v[i], p[1], tv_undef(), false) : items->v[i];
+            tv x = set[1] ? get_attr(r, at, items->v[i], p[1], tv_undef(), false) : items->v[i];
             tv_str(r, &b, x);
         }
         return rt_strv(r, b.p ? b.p : "", b.len);
@@ -558,14 +656,21 @@ static tv filter_inner(rt *r, scope *sc, const node *at, int id, tv in, const ta
     case F_LOWER: return str_case(r, soft_str(r, in), CASE_LOWER);
     case F_UPPER: return str_case(r, soft_str(r, in), CASE_UPPER);
     case F_TITLE: return str_case(r, soft_str(r, in), CASE_JINJA_TITLE);
-    case F_MAP: return do_map(r, sc, at, in, a);
+    case F_MAP:
+    case F_REJECT:
+    case F_SELECT:
+    case F_REJECTATTR:
+    case F_SELECTATTR:
+    case F_UNIQUE:
+    case F_ITEMS:
+    case F_BATCH: return lazy(r, at, id, in, a);
     case F_MIN:
     case F_MAX: {
         BIND("min", "case_sensitive", "attribute");
         tlist *items = tv_iter(r, at, in);
         if (items->n == 0) return tv_undef();
         bool cs = set[0] && tv_truthy(p[0]);
-        tv attr = set[1] ? p[1] : tv_undef();
+        tv attr = set[1] ? p[1] : tv_none();
         size_t best = 0;
         tv bk = get_attr(r, at, items->v[0], attr, tv_undef(), !cs);
         for (size_t i = 1; i < items->n; i++) {
@@ -578,10 +683,6 @@ static tv filter_inner(rt *r, scope *sc, const node *at, int id, tv in, const ta
         }
         return items->v[best];
     }
-    case F_REJECT: return select_items(r, sc, at, in, a, false, false);
-    case F_SELECT: return select_items(r, sc, at, in, a, false, true);
-    case F_REJECTATTR: return select_items(r, sc, at, in, a, true, false);
-    case F_SELECTATTR: return select_items(r, sc, at, in, a, true, true);
     case F_REPLACE: {
         BIND("replace", "old", "new", "count");
         if (!set[0] || !set[1]) rt_fail(r, at, HEARTH_E_INVALID, "replace needs old and new");
@@ -636,7 +737,7 @@ static tv filter_inner(rt *r, scope *sc, const node *at, int id, tv in, const ta
             }
         } else {
             for (size_t i = 0; i < items->n; i++)
-                keys[i] = get_attr(r, at, items->v[i], set[2] ? p[2] : tv_undef(), tv_undef(), !cs);
+                keys[i] = get_attr(r, at, items->v[i], set[2] ? p[2] : tv_none(), tv_undef(), !cs);
         }
         return tv_listv(sorted_by(r, at, items, keys, set[0] && tv_truthy(p[0])));
     }
@@ -647,7 +748,7 @@ static tv filter_inner(rt *r, scope *sc, const node *at, int id, tv in, const ta
         tlist *items = tv_iter(r, at, in);
         rt_step(r, at, items->n);
         for (size_t i = 0; i < items->n; i++) {
-            tv x = set[0] && is_set_kind(p[0]) ? get_attr(r, at, items->v[i], p[0], tv_undef(), false) : items->v[i];
+            tv x = set[0] ? get_attr(r, at, items->v[i], p[0], tv_undef(), false) : items->v[i];
             if (acc.kind == TV_STR) rt_fail(r, at, HEARTH_E_INVALID, "sum() can't sum strings");
             acc = tv_binop(r, at, OP_ADD, acc, x);
         }
@@ -656,21 +757,10 @@ static tv filter_inner(rt *r, scope *sc, const node *at, int id, tv in, const ta
     case F_TOJSON: return do_tojson(r, at, in, a);
     case F_TRIM: {
         BIND("trim", "chars");
-        const tstr *chars = set[0] && p[0].kind != TV_NONE ? tv_to_strv(r, p[0]).u.s : NULL;
+        if (set[0] && p[0].kind != TV_NONE && p[0].kind != TV_STR)
+            rt_fail(r, at, HEARTH_E_INVALID, "strip arg must be None or str");
+        const tstr *chars = set[0] && p[0].kind == TV_STR ? p[0].u.s : NULL;
         return str_strip(r, soft_str(r, in), chars, true, true);
-    }
-    case F_UNIQUE: {
-        BIND("unique", "case_sensitive", "attribute");
-        bool cs = set[0] && tv_truthy(p[0]);
-        tlist *items = tv_iter(r, at, in), *out = rt_list(r, 0);
-        tdict *seen = rt_dict(r, 0);
-        for (size_t i = 0; i < items->n; i++) {
-            tv k = get_attr(r, at, items->v[i], set[1] ? p[1] : tv_undef(), tv_undef(), !cs), dummy;
-            if (dict_get(seen, k, &dummy)) continue;
-            dict_set(r, seen, k, tv_none());
-            list_push(r, out, items->v[i]);
-        }
-        return gen_of(out);
     }
     case F_WORDCOUNT: {
         const tstr *s = soft_str(r, in).u.s;
@@ -692,7 +782,19 @@ static tv filter_inner(rt *r, scope *sc, const node *at, int id, tv in, const ta
     rt_fail(r, at, HEARTH_E_UNSUPPORTED, "filter not supported");
 }
 
+/* Filters whose only parameter is the value (jinja2 raises a TypeError for more). */
+static bool takes_no_arguments(filter_id id) {
+    switch (id) {
+    case F_ABS: case F_CAPITALIZE: case F_ESCAPE: case F_FIRST: case F_FORCEESCAPE: case F_LAST:
+    case F_LENGTH: case F_LIST: case F_LOWER: case F_REVERSE: case F_SAFE: case F_STRING: case F_TITLE:
+    case F_UPPER: case F_WORDCOUNT: return true;
+    default: return false;
+    }
+}
+
 tv filter_apply(rt *r, scope *sc, const node *at, int id, tv in, const targs *a) {
     rt_step(r, at, 1);
+    if (takes_no_arguments((filter_id)id) && (a->n_pos || a->n_kw))
+        rt_fail(r, at, HEARTH_E_INVALID, "this filter takes no arguments");
     return filter_inner(r, sc, at, id, in, a);
 }

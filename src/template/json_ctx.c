@@ -364,8 +364,9 @@ static void dump(jdump *d, tv v, int level) {
     case TV_FLOAT: dump_float(d, v.u.f); return;
     case TV_STR: dump_str(d, v.u.s); return;
     case TV_LIST:
-        if (v.u.l->gen)
-            rt_fail(d->r, d->at, HEARTH_E_INVALID, "tojson: object of type generator is not JSON serializable");
+        if (v.u.l->gen || v.u.l->is_range)
+            rt_fail(d->r, d->at, HEARTH_E_INVALID, "tojson: object of type %s is not JSON serializable",
+                    tv_type_name(v));
         if (v.u.l->n == 0) {
             buf_puts(d->r, d->b, "[]");
             return;

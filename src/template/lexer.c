@@ -439,6 +439,7 @@ static size_t raw_open_end(const lexer *lx, size_t i) {
 
 /* Find {% endraw %} from i: its start, sign, and the end of the whole match. */
 static void lex_raw(lexer *lx, size_t open_pos) {
+    if (lx->pos >= lx->n) return; /* as for comments: nothing after the tag is accepted */
     for (size_t i = lx->pos; i + 1 < lx->n; i++) {
         if (lx->s[i] != '{' || lx->s[i + 1] != '%') continue;
         size_t j = i + 2;
@@ -462,6 +463,7 @@ static void lex_raw(lexer *lx, size_t open_pos) {
 
 static void lex_comment(lexer *lx, size_t open_pos) {
     size_t from = lx->pos;
+    if (from >= lx->n) return; /* jinja2's lexer stops at the end of the source in any state */
     for (size_t q = from; q + 1 < lx->n; q++) {
         if (lx->s[q] != '#' || lx->s[q + 1] != '}') continue;
         size_t end;

@@ -467,7 +467,7 @@ static node *parse_primary(parser *p) {
     case T_OP:
         if (t->op == OP_LPAREN) {
             px_advance(p);
-            e = px_tuple(p, false, true, NULL, true);
+            e = px_tuple(p, false, true, false, true);
             px_expect_op(p, OP_RPAREN, "')'");
             return e;
         }
@@ -502,23 +502,41 @@ static node *parse_primary(parser *p) {
     px_unexpected(p, "an expression");
 }
 
-static bool is_tuple_end(const parser *p, const char *extra_end) {
+/* NOTE: jinja2 3.1's is_tuple_end also takes "extra end rules" (`in` after a for target), but
+ * hands them to Token.test_any as one tuple, so they never match: `{% for x, in y %}` is a
+ * syntax error there. We keep that. */
+static bool is_tuple_end(const parser *p) {
     const token *t = px_cur(p);
-    if (t->type == T_VAR_END || t->type == T_BLOCK_END || px_op(t, OP_RPAREN)) return true;
-    return extra_end && px_name(t, extra_end);
+    return t->type == T_VAR_END || t->type == T_BLOCK_END || px_op(t, OP_RPAREN);
 }
 
-node *px_tuple(parser *p, bool simplified, bool with_condexpr, const char *extra_end, bool explicit_paren) {
+/* A primary of an assignment target: a name, a literal (refused later), or with_namespace
+ * a namespace attribute `ns.attr` (jinja2's parse_primary(with_namespace=True)). */
+static node *target_primary(parser *p, bool with_namespace) {
+    const token *t = px_cur(p);
+    if (with_namespace && t->type == T_NAME && px_op(px_look(p), OP_DOT) && !px_name(t, "true") &&
+        !px_name(t, "false") && !px_name(t, "True") && !px_name(t, "False") && !px_name(t, "none") &&
+        !px_name(t, "None")) {
+        node *e = px_node(p, X_NSREF, t->pos);
+        e->name = px_expect_name(p);
+        px_advance(p);
+        e->name2 = px_expect_name(p);
+        return e;
+    }
+    return parse_primary(p);
+}
+
+node *px_tuple(parser *p, bool simplified, bool with_condexpr, bool with_namespace, bool explicit_paren) {
     size_t pos = px_cur(p)->pos;
     nlist items = {0};
     bool is_tuple = false;
     for (;;) {
         if (items.n) px_expect_op(p, OP_COMMA, "','");
-        if (is_tuple_end(p, extra_end)) break;
+        if (is_tuple_end(p)) break;
         node *e;
         if (simplified) {
             px_enter(p, px_cur(p)->pos);
-            e = parse_primary(p);
+            e = target_primary(p, with_namespace);
             p->depth--;
         } else {
             e = px_expression(p, with_condexpr);

@@ -46,5 +46,7 @@ static inline bool px_op(const token *t, top op) { return t->type == T_OP && t->
 
 /* Expressions (parse_expr.c), named after jinja2's Parser methods. */
 node *px_expression(parser *p, bool with_condexpr);
-node *px_tuple(parser *p, bool simplified, bool with_condexpr, const char *extra_end, bool explicit_paren);
+/* jinja2's parse_tuple: simplified parses names and literals only (assignment targets),
+ * with_namespace also `ns.attr` there. */
+node *px_tuple(parser *p, bool simplified, bool with_condexpr, bool with_namespace, bool explicit_paren);
 node *px_filter(parser *p, node *e, bool start_inline);

@@ -123,17 +123,9 @@ static bool assignable(const node *e) {
     return true;
 }
 
-static node *parse_assign_target(parser *p, bool with_namespace, const char *extra_end) {
+static node *parse_assign_target(parser *p, bool with_namespace) {
     size_t pos = px_cur(p)->pos;
-    node *e;
-    if (with_namespace && px_cur(p)->type == T_NAME && px_op(px_look(p), OP_DOT)) {
-        e = px_node(p, X_NSREF, pos);
-        e->name = px_expect_name(p);
-        px_advance(p);
-        e->name2 = px_expect_name(p);
-    } else {
-        e = px_tuple(p, true, true, extra_end, false);
-    }
+    node *e = px_tuple(p, true, true, with_namespace, false);
     if (!assignable(e)) px_fail(p, pos, HEARTH_E_FORMAT, "can't assign to this expression");
     return e;
 }
@@ -161,7 +153,7 @@ static nlist subparse(parser *p, const char *const *ends) {
         } else if (t->type == T_VAR_BEGIN) {
             px_advance(p);
             node *e = px_node(p, S_PRINT, t->pos);
-            e->a = px_tuple(p, false, true, NULL, false);
+            e->a = px_tuple(p, false, true, false, false);
             expect_type(p, T_VAR_END, "end of print statement");
             px_push(p, &body, e);
         } else if (t->type == T_BLOCK_BEGIN) {
@@ -276,10 +268,10 @@ static bool defines_macro(const nlist *l) {
 
 static node *parse_for(parser *p, size_t pos) {
     node *n = px_node(p, S_FOR, pos);
-    n->a = parse_assign_target(p, false, "in");
+    n->a = parse_assign_target(p, false);
     if (!px_name(px_cur(p), "in")) px_unexpected(p, "'in'");
     px_advance(p);
-    n->b = px_tuple(p, false, false, "recursive", false);
+    n->b = px_tuple(p, false, false, false, false);
     if (px_name(px_cur(p), "if")) {
         px_advance(p);
         n->c = px_expression(p, true);
@@ -308,7 +300,7 @@ static node *parse_if(parser *p, size_t pos) {
     static const char *const ends2[] = {"endif", NULL};
     node *head = px_node(p, S_IF, pos), *n = head;
     for (;;) {
-        n->a = px_tuple(p, false, false, NULL, false);
+        n->a = px_tuple(p, false, false, false, false);
         n->l1 = parse_statements(p, ends, false);
         if (px_name(px_cur(p), "elif")) {
             node *e = px_node(p, S_IF, px_cur(p)->pos);
@@ -340,12 +332,12 @@ static node *parse_statement(parser *p) {
     } else if (name_is(tag, "if")) {
         n = parse_if(p, pos);
     } else if (name_is(tag, "set")) {
-        node *target = parse_assign_target(p, true, NULL);
+        node *target = parse_assign_target(p, true);
         if (px_op(px_cur(p), OP_ASSIGN)) {
             px_advance(p);
             n = px_node(p, S_SET, pos);
             n->a = target;
-            n->b = px_tuple(p, false, true, NULL, false);
+            n->b = px_tuple(p, false, true, false, false);
         } else {
             static const char *const ends[] = {"endset", NULL};
             n = px_node(p, S_SETBLOCK, pos);
@@ -385,7 +377,7 @@ static node *parse_statement(parser *p) {
         nlist names = {0}, vals = {0};
         while (px_cur(p)->type != T_BLOCK_END) {
             if (names.n) px_expect_op(p, OP_COMMA, "','");
-            node *target = parse_assign_target(p, false, NULL);
+            node *target = parse_assign_target(p, false);
             if (target->kind != X_NAME) px_fail(p, target->pos, HEARTH_E_UNSUPPORTED, "with: only plain names are supported");
             px_push(p, &names, target);
             px_expect_op(p, OP_ASSIGN, "'='");
@@ -398,7 +390,7 @@ static node *parse_statement(parser *p) {
         n->l1 = parse_statements(p, ends, true);
     } else if (name_is(tag, "print")) {
         n = px_node(p, S_PRINT, pos);
-        n->a = px_tuple(p, false, true, NULL, false);
+        n->a = px_tuple(p, false, true, false, false);
     } else if (name_is(tag, "break") || name_is(tag, "continue")) {
         if (p->loop_depth == 0) px_fail(p, pos, HEARTH_E_FORMAT, "'%s' outside a loop", tag->p);
         n = px_node(p, name_is(tag, "break") ? S_BREAK : S_CONTINUE, pos);

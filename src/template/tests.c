@@ -49,9 +49,16 @@ static tv mod2(rt *r, const node *at, tv v) {
     return tv_binop(r, at, OP_MOD, v, tv_int(2));
 }
 
+static bool takes_argument(test_id id) {
+    return id == T_DIVISIBLEBY || id == T_EQ || id == T_NE || id == T_GE || id == T_GT || id == T_LE ||
+           id == T_LT || id == T_IN || id == T_SAMEAS;
+}
+
 bool test_apply(rt *r, scope *sc, const node *at, int id, tv v, const targs *a) {
     (void)sc;
     rt_step(r, at, 1);
+    if (!takes_argument((test_id)id) && (a->n_pos || a->n_kw))
+        rt_fail(r, at, HEARTH_E_INVALID, "this test takes no arguments");
     switch ((test_id)id) {
     case T_BOOLEAN: return v.kind == TV_BOOL;
     case T_CALLABLE: return v.kind == TV_MACRO || v.kind == TV_FUNC || v.kind == TV_UNDEF;

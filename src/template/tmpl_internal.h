@@ -89,11 +89,17 @@ struct tstr {
     strbuf     *owner; /* may be NULL */
 };
 
+typedef struct gen_thunk gen_thunk;
+
 struct tlist {
     size_t  n, cap;
     tv     *v;
     uint8_t gen; /* 0: a list; 1: a generator (what map/select/... return in jinja2: always
                     truthy, no len(), one pass); 2: a generator already consumed */
+    const gen_thunk *thunk; /* a generator's pending work (filters.c), NULL once it ran */
+    bool    is_range;        /* a Python range object: prints as range(start, stop[, step]),
+                                is no list to + or tojson; the items are materialized */
+    int64_t r_start, r_stop, r_step;
 };
 
 struct tdict {
@@ -355,6 +361,10 @@ tv      str_pad(rt *r, tv s, int64_t width, const tstr *fill, int align); /* 0 l
 /* digit, decimal, numeric, alpha, alnum, space, lower, upper, ascii (kinds 0..8). */
 bool    str_is(const tstr *s, int kind);
 
+/* Python's printf-style `fmt % args` (pyformat.c): args a tuple, a mapping for %(key)s, or one
+ * value. */
+tv      py_percent_format(rt *r, const node *at, tv fmt, tv args);
+
 /* ---- JSON (json_ctx.c) ------------------------------------------------------------------------ */
 
 /* Parse JSON text the way Python's json.loads does (ints stay ints, NaN/Infinity accepted,
@@ -387,6 +397,9 @@ tv   tv_getitem(rt *r, const node *at, tv obj, tv key);
 tlist *tv_iter(rt *r, const node *at, tv v);
 /* Dotted attribute path as map()/selectattr()/sort(attribute=) read it ("a.b", "0"). */
 tv   tv_attr_path(rt *r, const node *at, tv obj, const tstr *path);
+
+/* Run a generator filter's pending work: its items (filters.c; tv_iter calls it). */
+tlist *gen_run(rt *r, const gen_thunk *g);
 
 /* Filters and tests by id; `in` is the filtered value. */
 tv   filter_apply(rt *r, scope *sc, const node *at, int id, tv in, const targs *a);

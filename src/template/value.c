@@ -181,9 +181,8 @@ tv str_concat(rt *r, const node *at, const tstr *a, const tstr *b, bool markup) 
 tv str_escape(rt *r, tv v) {
     if (v.kind == TV_STR && (v.flags & TVF_MARKUP)) return v;
     tbuf b = {0};
-    if (v.kind != TV_STR) {
-        tv_str(r, &b, v);
-    } else {
+    if (v.kind != TV_STR) v = tv_to_strv(r, v);
+    {
         for (size_t i = 0; i < v.u.s->len; i++) {
             char c = v.u.s->p[i];
             switch (c) {
@@ -252,11 +251,14 @@ static uint64_t tv_hash(tv k) {
         if (k.u.f == floor(k.u.f) && fabs(k.u.f) < 9.2e18) return (uint64_t)(int64_t)k.u.f * 0x9E3779B97F4A7C15ull;
         return hash_bytes((const char *)&k.u.f, sizeof k.u.f);
     case TV_NONE: return 0x51ED270B27ull;
+    case TV_UNDEF: return 0x0DEF1E7ull; /* jinja2: every Undefined hashes alike and is equal */
     case TV_LIST: {
+        if (k.u.l->gen) return (uint64_t)(uintptr_t)k.u.l * 0x9E3779B97F4A7C15ull; /* identity */
         uint64_t h = 0x345678;
         for (size_t i = 0; i < k.u.l->n; i++) h = (h ^ tv_hash(k.u.l->v[i])) * 1000003ull;
         return h;
     }
+    case TV_NS: return (uint64_t)(uintptr_t)k.u.d;
     default: return 7;
     }
 }
@@ -275,14 +277,17 @@ static bool key_eq(tv a, tv b) {
         return x == y;
     }
     if (a.kind != b.kind) return false;
-    if (a.kind == TV_NONE) return true;
+    if (a.kind == TV_NONE || a.kind == TV_UNDEF) return true;
     if (a.kind == TV_LIST) {
+        if (a.u.l->gen || b.u.l->gen) return a.u.l == b.u.l;
         if (a.u.l->n != b.u.l->n || (a.flags & TVF_TUPLE) != (b.flags & TVF_TUPLE)) return false;
         for (size_t i = 0; i < a.u.l->n; i++)
             if (!key_eq(a.u.l->v[i], b.u.l->v[i])) return false;
         return true;
     }
-    return false;
+    /* namespaces, macros, functions, loops: Python objects hashed by identity */
+    return a.kind == TV_NS ? a.u.d == b.u.d : a.kind == TV_MACRO ? a.u.m == b.u.m
+         : a.kind == TV_FUNC ? a.u.fn == b.u.fn : a.kind == TV_LOOP && a.u.loop == b.u.loop;
 }
 
 static void dict_reindex(rt *r, tdict *d, size_t cap) {
@@ -311,8 +316,9 @@ static long dict_find(const tdict *d, tv k) {
 }
 
 void dict_set(rt *r, tdict *d, tv k, tv v) {
-    if (k.kind == TV_LIST && !(k.flags & TVF_TUPLE)) rt_fail(r, NULL, HEARTH_E_INVALID, "unhashable type: 'list'");
-    if (k.kind == TV_DICT || k.kind == TV_NS) rt_fail(r, NULL, HEARTH_E_INVALID, "unhashable type: 'dict'");
+    if (k.kind == TV_LIST && !(k.flags & TVF_TUPLE) && !k.u.l->gen)
+        rt_fail(r, NULL, HEARTH_E_INVALID, "unhashable type: 'list'");
+    if (k.kind == TV_DICT) rt_fail(r, NULL, HEARTH_E_INVALID, "unhashable type: 'dict'");
     long e = dict_find(d, k);
     if (e >= 0) {
         d->v[e] = v;
@@ -387,6 +393,7 @@ bool tv_eq(rt *r, tv a, tv b) {
     case TV_LIST:
         if (a.u.l == b.u.l) return true;
         if (a.u.l->gen || b.u.l->gen) return false; /* a generator equals only itself */
+        if (a.u.l->is_range != b.u.l->is_range) return false; /* range(2) != [0, 1] */
         if ((a.flags & TVF_TUPLE) != (b.flags & TVF_TUPLE) || a.u.l->n != b.u.l->n) return false;
         rt_enter(r, NULL);
         for (size_t i = 0; i < a.u.l->n; i++)
@@ -425,7 +432,7 @@ const char *tv_type_name(tv v) {
     case TV_INT: return "int";
     case TV_FLOAT: return "float";
     case TV_STR: return v.flags & TVF_MARKUP ? "Markup" : "str";
-    case TV_LIST: return v.flags & TVF_TUPLE ? "tuple" : "list";
+    case TV_LIST: return v.u.l->gen ? "generator" : v.u.l->is_range ? "range" : v.flags & TVF_TUPLE ? "tuple" : "list";
     case TV_DICT: return "dict";
     case TV_NS: return "Namespace";
     case TV_MACRO: return "Macro";
@@ -590,7 +597,7 @@ static void repr_dict(rt *r, tbuf *b, const tdict *d) {
 }
 
 static void put_repr(rt *r, tbuf *b, tv v, bool as_str) {
-    char tmp[48];
+    char tmp[96];
     switch ((tv_kind)v.kind) {
     case TV_UNDEF:
         if (!as_str) buf_puts(r, b, "Undefined");
@@ -622,6 +629,15 @@ static void put_repr(rt *r, tbuf *b, tv v, bool as_str) {
             buf_puts(r, b, "<generator object>");
             return;
         }
+        if (v.u.l->is_range) {
+            if (v.u.l->r_step == 1)
+                snprintf(tmp, sizeof tmp, "range(%lld, %lld)", (long long)v.u.l->r_start, (long long)v.u.l->r_stop);
+            else
+                snprintf(tmp, sizeof tmp, "range(%lld, %lld, %lld)", (long long)v.u.l->r_start,
+                         (long long)v.u.l->r_stop, (long long)v.u.l->r_step);
+            buf_puts(r, b, tmp);
+            return;
+        }
         rt_enter(r, NULL);
         buf_putc(r, b, tuple ? '(' : '[');
         for (size_t i = 0; i < v.u.l->n; i++) {
@@ -647,11 +663,8 @@ static void put_repr(rt *r, tbuf *b, tv v, bool as_str) {
         return;
     case TV_MACRO:
         buf_puts(r, b, "<Macro ");
-        if (v.u.m->name) {
-            repr_str(r, b, v.u.m->name);
-        } else {
-            buf_puts(r, b, "'caller'");
-        }
+        if (v.u.m->name) repr_str(r, b, v.u.m->name);
+        else buf_puts(r, b, "anonymous"); /* a call block's caller */
         buf_putc(r, b, '>');
         return;
     case TV_FUNC:

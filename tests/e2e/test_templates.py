@@ -22,6 +22,7 @@ The Gemma 3 starter GGUF carries no template: hearth must say so.
 
 HEARTH_BIN overrides the binary (default build/hearth).
 """
+import concurrent.futures
 import json
 import mmap
 import os
@@ -63,10 +64,20 @@ FAMILY_TOKENS = [
 
 TOOL_SETS = {"tool_calls", "tool_calls_string_args", "user_only", "system_user"}
 THINK_SETS = {"thinking", "system_user", "multi_turn"}
+EXTRA_SETS = {"user_only", "multi_turn", "tool_calls"}
+# Variables some templates need beyond transformers' defaults: RAG documents (Command-R),
+# firefunction's `functions` and `datetime` texts, GigaChat's additional_special_tokens.
+EXTRA = {
+    "documents": [{"title": "Tall penguins", "text": "Emperor penguins are the tallest."},
+                  {"title": "Penguin habitats", "text": "Emperor penguins only live in Antarctica."}],
+    "functions": "[{\"name\": \"get_weather\", \"parameters\": {\"location\": \"string\"}}]",
+    "additional_special_tokens": ["<|message_sep|>", "<|role_sep|>", "<|function_call|>", "<|file_sep|>"],
+    "datetime": "2025-01-01 12:00",
+}
 
 
 def message_sets():
-    return sorted(p.stem for p in CASES.glob("*.json") if p.stem != "tools")
+    return sorted(p.stem for p in CASES.glob("*.json") if not p.stem.startswith("tools"))
 
 
 def variants(name):
@@ -76,6 +87,8 @@ def variants(name):
         out += [("tools.json", True, {}), ("tools.json", False, {})]
     if name in THINK_SETS:
         out += [(None, True, {"enable_thinking": True}), (None, True, {"enable_thinking": False})]
+    if name in EXTRA_SETS:  # Cohere's older flat tool format (name, description, parameter_definitions)
+        out += [(None, True, EXTRA), ("tools_cohere.json", True, EXTRA)]
     if name == "system_user":
         out.append((None, True, {"date_string": "01 Jan 2025", "custom_instructions": "Be terse.",
                                  "ratio": 1.0, "count": 2, "nested": {"x": [1, 2.5, None, True]}}))
@@ -111,36 +124,40 @@ def first_difference(want, got):
 
 
 def check_template(template_args, template_text, tokens):
-    """Render every case with both; return (number of renders, list of failure descriptions)."""
+    """Render every case with both; return (number of renders, list of failure descriptions).
+    The hearth processes run in parallel (jinja2 renders in this process meanwhile)."""
     compiled = tg.compile(template_text)
-    failures, n = [], 0
+    cases = []
     for name in message_sets():
         messages = json.loads((CASES / f"{name}.json").read_text(encoding="utf-8"))
         for tools_file, agp, kwargs in variants(name):
             tools = json.loads((CASES / tools_file).read_text(encoding="utf-8")) if tools_file else None
-            ok, want = tg.render(compiled, tg.context(messages, tools, agp, tokens, kwargs))
             args = [*template_args, "--messages", str(CASES / f"{name}.json"), "--kwargs", json.dumps({**tokens, **kwargs})]
             if tools_file:
                 args += ["--tools", str(CASES / tools_file)]
             if not agp:
                 args.append("--no-generation-prompt")
-            r = run_hearth(*args)
-            n += 1
             what = f"{name} tools={tools_file is not None} agp={agp} kwargs={kwargs}"
-            if ok:
-                got = r.stdout.decode("utf-8", "replace")
-                if r.returncode != 0:
-                    failures.append(f"{what}: jinja2 renders, hearth fails: {r.stderr.decode(errors='replace').strip()}")
-                elif got != want:
-                    failures.append(f"{what}: outputs differ; {first_difference(want, got)}")
-            else:
-                if r.returncode != 1:
-                    failures.append(f"{what}: jinja2 raises ({want}), hearth exits {r.returncode}: "
-                                    f"{r.stdout[:200]!r} {r.stderr.decode(errors='replace').strip()}")
-                elif want.startswith("TemplateError: ") and want[len("TemplateError: "):] not in r.stderr.decode():
-                    failures.append(f"{what}: raise_exception message '{want}' not in hearth's error: "
-                                    f"{r.stderr.decode(errors='replace').strip()}")
-    return n, failures
+            cases.append((what, args, tg.context(messages, tools, agp, tokens, kwargs)))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        runs = [pool.submit(run_hearth, *args) for _, args, _ in cases]
+        wants = [tg.render(compiled, ctx) for _, _, ctx in cases]
+        results = [f.result() for f in runs]
+    failures = []
+    for (what, _, _), (ok, want), r in zip(cases, wants, results):
+        if ok:
+            got = r.stdout.decode("utf-8", "replace")
+            if r.returncode != 0:
+                failures.append(f"{what}: jinja2 renders, hearth fails: {r.stderr.decode(errors='replace').strip()}")
+            elif got != want:
+                failures.append(f"{what}: outputs differ; {first_difference(want, got)}")
+        elif r.returncode != 1:
+            failures.append(f"{what}: jinja2 raises ({want}), hearth exits {r.returncode}: "
+                            f"{r.stdout[:200]!r} {r.stderr.decode(errors='replace').strip()}")
+        elif want.startswith("TemplateError: ") and want[len("TemplateError: "):] not in r.stderr.decode():
+            failures.append(f"{what}: raise_exception message '{want}' not in hearth's error: "
+                            f"{r.stderr.decode(errors='replace').strip()}")
+    return len(cases), failures
 
 
 ENTRIES = manifest()

@@ -155,6 +155,26 @@ static const golden_case goldens[] = {
      "|||False|False||"},
     {"{{ s[0] }} {{ s[-1] }} {{ s[5] }}| {{ s[::-1] }} {{ s[1:] }} {{ s[:-1] }} {{ l[::-2] }} {{ l[1:2] }} {{ u[1:4] }} {{ u[-3:] }} {{ u[::-1] }} {{ s[true:] }}| {{ l.0 }} {{ msgs[-1].content }}\n",
      "a c | cba bc ab [2, 3] [1] éll rld dlröw olléh bc| 3 yo"},
+    {"{{ \"%s, %s\" % (\"a\", \"b\") }} {{ '%d items' % 3 }} {{ '%5.2f|%-6s|%+d|%05d|%x|%#o|%#X|%e|%g' % (3.14159, 'ab', 4, -42, 255, 8, 255, 12345.678, 0.0001) }} {{ '%(a)s=%(b)r' % {'a': 1, 'b': 'x'} }} {{ '%s' % [1, 2] }} {{ '%%|%c|%c' % (65, 'z') }} {{ '%.3s|%*d|%-*d|' % ('abcdef', 4, 7, 3, 1) }} {{ '%i' % 3.9 }} {{ 'abc' % {} }}",
+     "a, b 3 items  3.14|ab    |+4|-0042|ff|0o10|0XFF|1.234568e+04|0.0001 1='x' [1, 2] %|A|z abc|   7|1  | 3 abc"},
+    {"{{ '%s-%s'|format('a', 'b') }} {{ '%(x)s'|format(x=1) }} {{ '%s'|format([1]) }} {{ '%x' % -255 }}\n",
+     "a-b 1 [1] -ff"},
+    {"{{ range(4) }} {{ range(1, 7, 2) }} {{ range(10)[2:5] }} {{ range(10)[::-1] }} {{ range(3)|list }} {{ range(3) == [0, 1, 2] }} {{ range(0) == range(2, 2) }} {{ 2 in range(3) }}",
+     "range(0, 4) range(1, 7, 2) range(2, 5) range(9, -1, -1) [0, 1, 2] False True True"},
+    {"{% set a = 1|select %}{% set b = 'abc'|map(attribute='x.y') %}{% set c = 'a'|items %}{% set e = [1]|map('nosuch') %}lazy|{% set g = [3, 1]|select %}{{ g|sort }}{{ g|list }}|{% set h = 'ab'|select %}{{ {h: 1}|length }} {{ h in {h: 1} }}",
+     "lazy|[1, 3][]|1 True"},
+    {"{{ [none, 1, 'x']|map(attribute='zz')|unique|list }} {{ msgs|map(attribute=0)|list }} {{ msgs|map(attribute=none)|list|length }} {{ [1, 2]|join(attribute=none) }}",
+     "[Undefined] [Undefined, Undefined] 2 12"},
+    {"{% for c in 'a<'|safe %}{{ c ~ '&' }}{% endfor %} {{ ('<x>'|safe)[1] }} {{ 3|e }} {{ {'a': \"'\"}|e }}",
+     "a&<& x 3 {&#39;a&#39;: &#34;&#39;&#34;}"},
+    {"{% set ns = namespace(a=0, b=0) %}{% set ns.a, ns.b = 1, 2 %}{{ ns.a }}{{ ns.b }} {% set x, y = 'ab' %}{{ y }} {% set (p, q) = [1, 2] %}{{ p }}",
+     "12 b 1"},
+    {"{% macro m() %}{{ caller }}{% endmacro %}{% call m() %}{% endcall %} {{ m }}",
+     "<Macro anonymous> <Macro 'm'>"},
+    {"{{ 'inf'|int }}|{{ 'nan'|int }}|{{ 1e18|int }}|{{ '1.5e3'|int(7) }}|{{ none|int }}|{{ none|float }}|{{ [1]|int }}|{{ '0x10'|int(0, 16) }}|{{ '010'|int(base=0) }}|{{ '4\\x002'|int }}",
+     "0|0|1000000000000000000|1500|0|0.0|0|16|10|0"},
+    {"{#\n",
+     ""},
 };
 
 /* Render tmpl over ctx with limits (NULL: defaults). Returns the output (caller frees) or NULL
@@ -241,8 +261,10 @@ TEST(parse_errors) {
         {"{% call x %}{% endcall %}", HEARTH_E_FORMAT, 1, 4, "expected call"},
         {"{{ 99999999999999999999 }}", HEARTH_E_FORMAT, 1, 4, "integer literal too large"},
         {"{{ x is defined is defined }}", HEARTH_E_FORMAT, 1, 17, "chain multiple tests"},
+        {"{% for m, in l %}{% endfor %}", HEARTH_E_FORMAT, 1, 14, "expected 'in', got 'l'"},
+        {"{% set a, = l %}", HEARTH_E_FORMAT, 1, 11, "expected an expression"},
         {"{% if %}{% endif %}", HEARTH_E_FORMAT, 1, 7, "expected an expression"},
-        {"{% for in l %}{% endfor %}", HEARTH_E_FORMAT, 1, 8, "expected an expression"},
+        {"{% for in l %}{% endfor %}", HEARTH_E_FORMAT, 1, 11, "expected 'in', got 'l'"},
         {"line one\nline two {{ x.y.z |\n  nosuch }}", HEARTH_E_FORMAT, 3, 3, "no filter named 'nosuch'"},
         {"caf\xc3\xa9 {% bad %}", HEARTH_E_FORMAT, 1, 9, "unknown tag 'bad'"},
         {"ok\xff", HEARTH_E_FORMAT, 1, 3, "not valid UTF-8"},
@@ -325,7 +347,10 @@ TEST(render_errors) {
         {"{{ namespace(a=1)|tojson }}", HEARTH_E_INVALID, 1, 19, "Namespace is not JSON serializable"},
         {"{{ 2 ** 100 }}", HEARTH_E_UNSUPPORTED, 1, 6, "integer overflow"},
         {"{{ 9223372036854775807 + 1 }}", HEARTH_E_UNSUPPORTED, 1, 24, "integer overflow"},
-        {"{{ '%s' % 1 }}", HEARTH_E_UNSUPPORTED, 1, 9, "formatting"},
+        {"{{ '%s %s' % (1,) }}", HEARTH_E_INVALID, 1, 12, "not enough arguments"},
+        {"{{ '%s' % (1, 2) }}", HEARTH_E_INVALID, 1, 9, "not all arguments converted"},
+        {"{{ '%d' % 'x' }}", HEARTH_E_INVALID, 1, 9, "a real number is required"},
+        {"{{ '%s'|format(1, a=2) }}", HEARTH_E_INVALID, 1, 9, "positional and keyword"},
         {"{{ lipsum() }}", HEARTH_E_UNSUPPORTED, 1, 10, "'lipsum' is not supported"},
         {"{{ s.encode() }}", HEARTH_E_UNSUPPORTED, 1, 12, "'encode' is not supported"},
         {"{% set x = 1 %}{% set x.y = 2 %}", HEARTH_E_INVALID, 1, 23, "non-namespace object"},
@@ -337,7 +362,21 @@ TEST(render_errors) {
         {"{{ n[1:] }}", HEARTH_E_INVALID, 1, 5, "cannot be sliced"},
         {"{{ s[1.5:] }}", HEARTH_E_INVALID, 1, 5, "slice indices"},
         {"{{ 5|length }}", HEARTH_E_INVALID, 1, 6, "has no len()"},
-        {"{{ 'a'|items }}", HEARTH_E_INVALID, 1, 8, "from a mapping"},
+        {"{{ 'a'|items|list }}", HEARTH_E_INVALID, 1, 8, "from a mapping"},
+        {"{{ 'x'|upper(1) }}", HEARTH_E_INVALID, 1, 8, "takes no arguments"},
+        {"{{ 1 is boolean 2 }}", HEARTH_E_INVALID, 1, 6, "takes no arguments"},
+        {"{{ 2.0 ** 10000 }}", HEARTH_E_INVALID, 1, 8, "out of range"},
+        {"{{ '99999999999999999999'|int }}", HEARTH_E_UNSUPPORTED, 1, 27, "64-bit"},
+        {"{{ nothing|int }}", HEARTH_E_INVALID, 1, 12, "not a number"},
+        {"{{ nothing|attr('x') }}", HEARTH_E_INVALID, 1, 12, "no attribute 'x'"},
+        {"{{ range(3)|tojson }}", HEARTH_E_INVALID, 1, 13, "range is not JSON serializable"},
+        {"{{ range(3) + [1] }}", HEARTH_E_INVALID, 1, 13, "'range' and 'list'"},
+        {"{{ 'a'.upper(1) }}", HEARTH_E_INVALID, 1, 13, "takes no arguments"},
+        {"{{ 'a'.strip(chars='a') }}", HEARTH_E_INVALID, 1, 13, "no keyword arguments"},
+        {"{{ [1]|map('nosuch')|list }}", HEARTH_E_INVALID, 1, 8, "no filter named 'nosuch'"},
+        {"{{ 2.5|batch }}", HEARTH_E_INVALID, 1, 8, "linecount"},
+        {"{{ 'x'|trim(1) }}", HEARTH_E_INVALID, 1, 8, "strip arg"},
+        {"{{ dict(nothing) }}", HEARTH_E_INVALID, 1, 8, "not a mapping"},
         {"{{ [1, 'a']|sort }}", HEARTH_E_INVALID, 1, 13, "'<' not supported"},
         {"{{ l|join(x=1) }}", HEARTH_E_INVALID, 1, 6, "unexpected keyword argument 'x'"},
         {"{{ l|indent }}", HEARTH_E_INVALID, 1, 6, "indent needs a string"},
@@ -533,7 +572,9 @@ static const char FUZZ_CTX[] =
 
 /* Replays every file of the fuzz corpus (SQLite fuzzcheck's idea): parse, and render with the
  * fuzzer's context and tight limits. Nothing may crash or leak; an error must be a clean status
- * with a message and no output. Names starting with ok_ must render. */
+ * with a message and no output. Names starting with ok_ must render, bad_ ones must fail (to
+ * parse, or to render under these limits); anything else (crash_* inputs found by
+ * fuzz/fuzz_template.c) may go either way. */
 TEST(fuzz_corpus_replay) {
     DIR *dir = opendir(CORPUS_DIR);
     CHECK(dir != NULL);
@@ -543,7 +584,7 @@ TEST(fuzz_corpus_replay) {
     }
     hearth_tmpl_limits lim = {.max_output_bytes = 1 << 16, .max_steps = 100000, .max_depth = 16,
                               .max_memory_bytes = 16 << 20};
-    int n_files = 0, n_parsed = 0, n_rendered = 0, n_ok_named = 0;
+    int n_files = 0, n_parsed = 0, n_rendered = 0, n_ok_named = 0, n_bad_named = 0;
     struct dirent *de;
     while ((de = readdir(dir))) {
         char path[1024];
@@ -557,8 +598,9 @@ TEST(fuzz_corpus_replay) {
         size_t n = fread(buf, 1, (size_t)st.st_size, f);
         fclose(f);
         CHECK_EQ(n, st.st_size);
-        bool want_ok = !strncmp(de->d_name, "ok_", 3);
+        bool want_ok = !strncmp(de->d_name, "ok_", 3), want_bad = !strncmp(de->d_name, "bad_", 4);
         n_ok_named += want_ok;
+        n_bad_named += want_bad;
         int failed_before = test_cur_failed;
         hearth_tmpl *t = (hearth_tmpl *)1;
         hearth_err err;
@@ -580,13 +622,14 @@ TEST(fuzz_corpus_replay) {
             CHECK(t == NULL && err.code == ps && err.msg[0] && err.line >= 1 && err.col >= 1);
         }
         if (want_ok) CHECK_EQ(rs, HEARTH_OK);
+        if (want_bad) CHECK(rs != HEARTH_OK);
         if (test_cur_failed != failed_before)
             fprintf(stderr, "  in %s: %s %s\n", path, hearth_status_str(rs), rs ? err.msg : "");
         free(buf);
         n_files++;
     }
     closedir(dir);
-    CHECK(n_files > 0 && n_ok_named > 0);
+    CHECK(n_files > 0 && n_ok_named > 0 && n_bad_named > 0);
     fprintf(stderr, "  %d corpus files: %d parse, %d render\n", n_files, n_parsed, n_rendered);
 }
 
