@@ -360,7 +360,7 @@ static tv str_method(rt *r, const node *at, int id, tv self, const targs *a) {
     case FN_S_SPLITLINES: {
         static const char *const names[] = {"keepends"};
         args_bind(r, at, "splitlines()", a, 1, names, p, set);
-        return tv_listv(str_splitlines(r, s, set[0] && tv_truthy(p[0])));
+        return tv_listv(str_splitlines(r, s, set[0] && req_int(r, at, p[0], "keepends") != 0));
     }
     case FN_S_STARTSWITH:
     case FN_S_ENDSWITH: {

@@ -133,6 +133,14 @@ static void merge_sort(rt *r, const node *at, tv *items, tv *keys, size_t n, boo
     memcpy(keys, tmp_k, n * sizeof(tv));
 }
 
+/* sorted()'s reverse= must be an int or bool ('x' is a TypeError in Python). */
+static bool reverse_flag(rt *r, const node *at, const tv *v, bool set) {
+    if (!set) return false;
+    if (v->kind == TV_BOOL) return v->u.b;
+    if (v->kind == TV_INT) return v->u.i != 0;
+    rt_fail(r, at, HEARTH_E_INVALID, "'%s' object cannot be interpreted as an integer", tv_type_name(*v));
+}
+
 static tlist *sorted_by(rt *r, const node *at, tlist *src, tv *keys, bool reverse) {
     size_t n = src->n;
     rt_step(r, at, n);
@@ -324,6 +332,8 @@ static tv do_tojson(rt *r, const node *at, tv v, const targs *a) {
 
 /* select/reject/selectattr/rejectattr: keep items whose test (or truthiness) equals `keep`. */
 static tv select_items(rt *r, scope *sc, const node *at, tv in, const targs *a, bool by_attr, bool keep) {
+    tlist *out = rt_list(r, 0);
+    if (!tv_truthy(in)) return gen_of(out); /* jinja2 looks at the arguments only for a true value */
     int off = 0;
     tv attr = tv_undef();
     if (by_attr) {
@@ -344,8 +354,6 @@ static tv select_items(rt *r, scope *sc, const node *at, tv in, const targs *a, 
         rest.kw_names = a->kw_names;
         rest.kw_vals = a->kw_vals;
     }
-    tlist *out = rt_list(r, 0);
-    if (!tv_truthy(in)) return gen_of(out);
     tlist *items = tv_iter(r, at, in);
     rt_step(r, at, items->n);
     for (size_t i = 0; i < items->n; i++) {
@@ -561,7 +569,7 @@ static tv filter_inner(rt *r, scope *sc, const node *at, int id, tv in, const ta
             pairs->v[pairs->n++] = tup;
             keys[i] = cs ? t->v[pos] : lower_if_str(r, t->v[pos]);
         }
-        return tv_listv(sorted_by(r, at, pairs, keys, set[2] && tv_truthy(p[2])));
+        return tv_listv(sorted_by(r, at, pairs, keys, reverse_flag(r, at, &p[2], set[2])));
     }
     case F_ESCAPE: return str_escape(r, in);
     case F_FORCEESCAPE: return str_escape(r, plain_str(r, in));
@@ -610,7 +618,9 @@ static tv filter_inner(rt *r, scope *sc, const node *at, int id, tv in, const ta
     case F_INT: {
         BIND("int", "default", "base");
         tv def = set[0] ? p[0] : tv_int(0);
-        int64_t base = set[1] ? as_int(r, at, p[1], "base") : 10;
+        /* int(value, base) with a base that is no integer is a TypeError: on to int(float(value)) */
+        bool base_ok = !set[1] || p[1].kind == TV_INT || p[1].kind == TV_BOOL;
+        int64_t base = !set[1] ? 10 : !base_ok ? -1 : p[1].kind == TV_BOOL ? p[1].u.b : p[1].u.i;
         int64_t iv;
         double d;
         if (in.kind == TV_UNDEF) rt_fail(r, at, HEARTH_E_INVALID, "an undefined value is not a number");
@@ -623,7 +633,7 @@ static tv filter_inner(rt *r, scope *sc, const node *at, int id, tv in, const ta
             return tv_int((int64_t)in.u.f);
         }
         if (in.kind != TV_STR) return def;
-        int ok = base == 0 || (base >= 2 && base <= 36) ? parse_py_int(in.u.s, (int)base, &iv) : 0;
+        int ok = base_ok && (base == 0 || (base >= 2 && base <= 36)) ? parse_py_int(in.u.s, (int)base, &iv) : 0;
         if (ok == 1) return tv_int(iv);
         if (ok == 2) rt_fail(r, at, HEARTH_E_UNSUPPORTED, "integer out of 64-bit range");
         if (parse_py_float(r, in.u.s, &d) && isfinite(d)) { /* int(float(s)); nan and inf -> default */
@@ -739,7 +749,7 @@ static tv filter_inner(rt *r, scope *sc, const node *at, int id, tv in, const ta
             for (size_t i = 0; i < items->n; i++)
                 keys[i] = get_attr(r, at, items->v[i], set[2] ? p[2] : tv_none(), tv_undef(), !cs);
         }
-        return tv_listv(sorted_by(r, at, items, keys, set[0] && tv_truthy(p[0])));
+        return tv_listv(sorted_by(r, at, items, keys, reverse_flag(r, at, &p[0], set[0])));
     }
     case F_STRING: return soft_str(r, in);
     case F_SUM: {

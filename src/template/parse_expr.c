@@ -395,8 +395,7 @@ static node *parse_postfix(parser *p, node *e) {
                 px_push(p, &args, parse_subscribed(p));
             }
             px_expect_op(p, OP_RBRACKET, "']'");
-            if (args.n == 0) px_fail(p, t->pos, HEARTH_E_FORMAT, "expected an expression inside []");
-            node *key;
+            node *key; /* x[] is x[()] in jinja2: an empty tuple key */
             if (args.n == 1) {
                 key = args.v[0];
             } else {

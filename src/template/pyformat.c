@@ -20,6 +20,8 @@ typedef struct {
     const tv   *args; /* positional arguments */
     size_t      n_args, next;
     const tdict *map;  /* %(key)s source, or NULL */
+    bool        mapping_like; /* the argument has __getitem__: no "not all converted" check */
+    bool        markup; /* a Markup format escapes what %s and %r insert */
 } fmt_state;
 
 static tv next_arg(fmt_state *f) {
@@ -107,6 +109,11 @@ static void put_text(fmt_state *f, tbuf *b, tv v, bool repr, const char *flags, 
     tbuf t = {0};
     if (repr) tv_repr(f->r, &t, v);
     else tv_str(f->r, &t, v);
+    if (f->markup && !(v.kind == TV_STR && (v.flags & TVF_MARKUP) && !repr)) { /* Markup % escapes */
+        tv esc = str_escape(f->r, rt_strv(f->r, t.p ? t.p : "", t.len));
+        t.p = (char *)esc.u.s->p;
+        t.len = esc.u.s->len;
+    }
     const char *p = t.p ? t.p : "";
     size_t n = t.len;
     size_t cps = utf8_count(p, n, NULL);
@@ -124,7 +131,7 @@ static void put_text(fmt_state *f, tbuf *b, tv v, bool repr, const char *flags, 
 }
 
 tv py_percent_format(rt *r, const node *at, tv fmt, tv args) {
-    fmt_state f = {r, at, NULL, 0, 0, NULL};
+    fmt_state f = {r, at, NULL, 0, 0, NULL, false, (fmt.flags & TVF_MARKUP) != 0};
     if (args.kind == TV_LIST && (args.flags & TVF_TUPLE)) {
         f.args = args.u.l->v;
         f.n_args = args.u.l->n;
@@ -132,6 +139,9 @@ tv py_percent_format(rt *r, const node *at, tv fmt, tv args) {
         f.args = &args;
         f.n_args = 1;
         if (args.kind == TV_DICT) f.map = args.u.d;
+        /* Python skips the "not all arguments converted" check for any argument with
+         * __getitem__ other than a tuple or str: dicts, lists, ranges */
+        if (args.kind == TV_DICT || (args.kind == TV_LIST && !args.u.l->gen)) f.mapping_like = true;
     }
     const tstr *s = fmt.u.s;
     tbuf b = {0};
@@ -228,9 +238,10 @@ tv py_percent_format(rt *r, const node *at, tv fmt, tv args) {
             rt_fail(r, at, HEARTH_E_INVALID, "unsupported format character '%c' at index %zu", conv, i);
         }
     }
-    if (!f.map && f.next < f.n_args)
+    if (!f.mapping_like && f.next < f.n_args)
         rt_fail(r, at, HEARTH_E_INVALID, "not all arguments converted during string formatting");
     (void)used_map;
     tv out = rt_strv(r, b.p ? b.p : "", b.len);
+    if (f.markup) out.flags = TVF_MARKUP;
     return out;
 }

@@ -454,7 +454,8 @@ int tv_cmp(rt *r, const node *at, tv a, tv b) {
         if (c) return c < 0 ? -1 : 1;
         return a.u.s->len < b.u.s->len ? -1 : a.u.s->len > b.u.s->len;
     }
-    if (a.kind == TV_LIST && b.kind == TV_LIST && (a.flags & TVF_TUPLE) == (b.flags & TVF_TUPLE)) {
+    if (a.kind == TV_LIST && b.kind == TV_LIST && (a.flags & TVF_TUPLE) == (b.flags & TVF_TUPLE) && !a.u.l->gen &&
+        !b.u.l->gen && a.u.l->is_range == b.u.l->is_range && !a.u.l->is_range) {
         rt_enter(r, at);
         for (size_t i = 0; i < a.u.l->n && i < b.u.l->n; i++) {
             if (tv_eq(r, a.u.l->v[i], b.u.l->v[i])) continue;

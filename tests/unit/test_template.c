@@ -175,6 +175,10 @@ static const golden_case goldens[] = {
      "0|0|1000000000000000000|1500|0|0.0|0|16|10|0"},
     {"{#\n",
      ""},
+    {"{{ s[] }}|{{ {(): 'empty'}[] }}|{{ 'abc' % [1] }} {{ '%s' % [1] }} {{ 'abc' % {} }} {{ ('<%s>'|safe) % '&' }} {{ ('%s'|safe) % ('<b>'|safe) }} {{ ('%r'|safe) % '<' }}",
+     "|empty|abc [1] abc <&amp;> <b> &#39;&lt;&#39;"},
+    {"{{ nothing|selectattr|list }} {{ nothing|select('nosuch')|list }} {{ []|map|list }} {{ '42'|int(20, 'a') }} {{ 'x'|int(20, 'a') }} {{ [2, 1, 3]|sort(reverse=1) }} {{ [2, 1]|sort(true) }} {{ 'a\\nb'.splitlines(1) }}\n",
+     "[] [] [] 42 20 [3, 2, 1] [2, 1] ['a\\n', 'b']"},
 };
 
 /* Render tmpl over ctx with limits (NULL: defaults). Returns the output (caller frees) or NULL
@@ -377,6 +381,10 @@ TEST(render_errors) {
         {"{{ 2.5|batch }}", HEARTH_E_INVALID, 1, 8, "linecount"},
         {"{{ 'x'|trim(1) }}", HEARTH_E_INVALID, 1, 8, "strip arg"},
         {"{{ dict(nothing) }}", HEARTH_E_INVALID, 1, 8, "not a mapping"},
+        {"{{ [2, 1]|sort(reverse='x') }}", HEARTH_E_INVALID, 1, 11, "cannot be interpreted as an integer"},
+        {"{{ 'a'.splitlines('x') }}", HEARTH_E_INVALID, 1, 18, "keepends must be an integer"},
+        {"{{ [1]|select < [1] }}", HEARTH_E_INVALID, 1, 4, "'<' not supported between instances of 'generator' and 'list'"},
+        {"{{ 'abc' % 5 }}", HEARTH_E_INVALID, 1, 10, "not all arguments converted"},
         {"{{ [1, 'a']|sort }}", HEARTH_E_INVALID, 1, 13, "'<' not supported"},
         {"{{ l|join(x=1) }}", HEARTH_E_INVALID, 1, 6, "unexpected keyword argument 'x'"},
         {"{{ l|indent }}", HEARTH_E_INVALID, 1, 6, "indent needs a string"},
