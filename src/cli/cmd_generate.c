@@ -5,6 +5,7 @@
  */
 #include "cli/chat.h"
 #include "cli/cli.h"
+#include "cli/engine_flags.h"
 #include "engine/engine.h"
 #include "model/model.h"
 #include "store/hub.h"
@@ -18,6 +19,7 @@ typedef struct {
     bool raw, ids, ignore_eos;
     long long max_tokens, threads, ctx;
     hearth_sampler_params sp;
+    cli_engine_flags ef;
 } gen_opts;
 
 /* Parse flags; returns 0 to go on, else an exit status. */
@@ -31,6 +33,9 @@ static int parse(int argc, char **argv, gen_opts *o) {
         double fv;
 #define FLAG(name) (!strcmp(a, name))
 #define NEEDVAL() do { if (!val) { cli_error("%s needs a value", a); return 2; } i++; } while (0)
+        int ef = cli_engine_flag(argc, argv, &i, &o->ef);
+        if (ef < 0) return 2;
+        if (ef > 0) continue;
         if (FLAG("--raw")) o->raw = true;
         else if (FLAG("--ids")) o->ids = true;
         else if (FLAG("--ignore-eos")) o->ignore_eos = true;
@@ -135,6 +140,7 @@ out:
 
 int cli_generate(int argc, char **argv) {
     gen_opts o = {.max_tokens = 256, .sp = hearth_sampler_params_default()};
+    cli_engine_flags_init(&o.ef);
     int rc = parse(argc, argv, &o);
     if (rc) return rc;
 
@@ -166,8 +172,9 @@ int cli_generate(int argc, char **argv) {
     hearth_engine_params ep = hearth_engine_params_default();
     ep.n_threads = (int)o.threads;
     ep.n_ctx = (int32_t)o.ctx;
+    cli_engine_flags_apply(&o.ef, &ep);
     if (hearth_engine_create(m, &ep, &e, &err)) {
-        cli_error("%s", err.msg);
+        cli_error("cannot run %s: %s", path, err.msg);
         goto out;
     }
     hearth_request_params rp = {.prompt = ids, .n_prompt = n_ids, .max_tokens = (int32_t)o.max_tokens,

@@ -16,6 +16,7 @@
  * order: server (ends connections, cancels their requests), engine, model.
  */
 #include "cli/cli.h"
+#include "cli/engine_flags.h"
 #include "engine/engine.h"
 #include "model/model.h"
 #include "server/server.h"
@@ -60,11 +61,11 @@ const char cli_usage_serve[] =
     "  --thinking true|false default enable_thinking for chat templates that read it\n"
     "  --threads N           compute threads (default: all CPUs)\n"
     "  --ctx N               context length (default min(training context, 4096))\n"
+    CLI_ENGINE_FLAGS_USAGE
     "  --no-open             do not open the chat in a browser (opened with xdg-open when\n"
     "                        stdout is a terminal and a display is set)\n"
     "\n"
-    "Not yet: --adapter-path/--adapter, --batch/--decode-concurrency, --prompt-cache, --kv-budget,\n"
-    "--memory-budget, --paged-kv-block-size (requests run one at a time, in arrival order).\n";
+    "Not yet: --adapter-path/--adapter.\n";
 
 typedef struct {
     const char *model, *host, *api_key, *cors;
@@ -72,10 +73,10 @@ typedef struct {
     double      temperature, top_p;
     int         thinking;
     bool        no_open;
+    cli_engine_flags ef;
 } serve_opts;
 
-static const char *const not_yet[] = {"--adapter-path", "--adapter", "--batch", "--decode-concurrency",
-                                      "--prompt-cache", "--kv-budget", "--memory-budget", "--paged-kv-block-size"};
+static const char *const not_yet[] = {"--adapter-path", "--adapter"};
 
 static int parse(int argc, char **argv, serve_opts *o) {
     int n_pos = 0;
@@ -87,10 +88,12 @@ static int parse(int argc, char **argv, serve_opts *o) {
 #define NEEDVAL() do { if (!val) { cli_error("%s needs a value", a); return 2; } i++; } while (0)
         for (size_t k = 0; k < sizeof not_yet / sizeof not_yet[0]; k++)
             if (FLAG(not_yet[k])) {
-                cli_error("%s is not supported yet (requests run one at a time; adapters and the prompt "
-                          "cache are later work)", a);
+                cli_error("%s is not supported yet (adapters are later work)", a);
                 return 2;
             }
+        int ef = cli_engine_flag(argc, argv, &i, &o->ef);
+        if (ef < 0) return 2;
+        if (ef > 0) continue;
         if (FLAG("--no-open")) { o->no_open = true; continue; }
         else if (FLAG("--model")) { NEEDVAL(); o->model = val; }
         else if (FLAG("--host")) { NEEDVAL(); o->host = val; }
@@ -240,6 +243,7 @@ int cli_serve(int argc, char **argv) {
     double t0 = now_ms();
     serve_opts o = {.host = "127.0.0.1", .port = 8080, .temperature = -1, .top_p = -1, .top_k = -1,
                     .thinking = -1};
+    cli_engine_flags_init(&o.ef);
     int rc = parse(argc, argv, &o);
     if (rc) return rc;
     bool starter = !o.model;
@@ -288,8 +292,9 @@ int cli_serve(int argc, char **argv) {
     hearth_engine_params ep = hearth_engine_params_default();
     ep.n_threads = (int)o.threads;
     ep.n_ctx = (int32_t)o.ctx;
+    cli_engine_flags_apply(&o.ef, &ep);
     if (hearth_engine_create(m, &ep, &e, &err)) {
-        cli_error("%s", err.msg);
+        cli_error("cannot serve %s: %s", path, err.msg);
         goto out;
     }
     char model_id[256];
@@ -312,7 +317,8 @@ int cli_serve(int argc, char **argv) {
     }
     double ready_ms = now_ms() - t0;
     bool v6 = strchr(o.host, ':') != NULL;
-    char tk[32] = "off", mt[32] = "auto", th[32];
+    char tk[32] = "off", mt[32] = "auto", th[32], levers[256];
+    cli_engine_levers(e, levers, sizeof levers);
     if (o.top_k > 0) snprintf(tk, sizeof tk, "%lld", o.top_k);
     if (o.max_tokens > 0) snprintf(mt, sizeof mt, "%lld", o.max_tokens);
     snprintf(th, sizeof th, "%lld", o.threads > 0 ? o.threads : (long long)sysconf(_SC_NPROCESSORS_ONLN));
@@ -323,12 +329,13 @@ int cli_serve(int argc, char **argv) {
             "  model    %s  (%s, %zu MiB, %s)\n"
             "  context  %d tokens\n"
             "  levers   temperature %g, top-p %g, top-k %s, max-tokens %s, threads %s, api-key %s, cors %s\n"
+            "  engine   %s\n"
             "  Ctrl-C stops the server\n",
             HEARTH_VERSION, ready_ms, v6 ? "[" : "", o.host, v6 ? "]" : "", hearth_server_port(srv), v6 ? "[" : "",
             o.host, v6 ? "]" : "", hearth_server_port(srv), model_id,
             hearth_model_name(m), hearth_model_weight_bytes(m) >> 20, hearth_model_quant_desc(m),
             hearth_engine_n_ctx(e), o.temperature >= 0 ? o.temperature : 0.7, o.top_p >= 0 ? o.top_p : 1.0, tk, mt,
-            th, o.api_key && *o.api_key ? "on" : "off", o.cors ? o.cors : "off");
+            th, o.api_key && *o.api_key ? "on" : "off", o.cors ? o.cors : "off", levers);
     fflush(stderr);
     const char *display = getenv("DISPLAY"), *wayland = getenv("WAYLAND_DISPLAY");
     if (!o.no_open && isatty(STDOUT_FILENO) && ((display && *display) || (wayland && *wayland))) {

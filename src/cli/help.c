@@ -1,5 +1,6 @@
 /* help.c - `hearth help [verb]`: the usage text of every verb. */
 #include "cli/cli.h"
+#include "cli/engine_flags.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -44,6 +45,7 @@ static const char usage_generate[] =
     "  --threads N           compute threads (default: all CPUs)\n"
     "  --ctx N               context length (default min(training context, 4096))\n"
     "  --ignore-eos          keep generating past end-of-generation tokens\n"
+    CLI_ENGINE_FLAGS_USAGE
     "\n"
     "Environment: HEARTH_KERNELS=ref|scalar|avx2|avx512 forces a kernel set (ref: the f32\n"
     "reference path); HEARTH_LOG=info|debug shows engine details.\n";

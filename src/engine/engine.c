@@ -43,6 +43,7 @@ struct hearth_engine {
     hearth_request      *head, *tail;
     bool                 stop;
     int32_t              n_blocks; /* the pool's, fixed at create (read by submitters) */
+    hearth_engine_info   info;     /* fixed at create */
     _Atomic int64_t      stats[N_STATS]; /* hearth_engine_stats, field by field */
 };
 
@@ -92,6 +93,62 @@ static void engine_free(hearth_engine *e) {
     free(e);
 }
 
+#define MB(n) ((double)(n) / 1e6)
+
+/* Bytes the engine allocates besides weights and KV: the forward's activations and the
+ * backend's scratch for the largest step, the logits of a full batch, attention scores, and a
+ * fixed allowance for the runtime (threads, tokenizer, allocator), as `hearth fit` counts it. */
+static int64_t transient_bytes(const hearth_engine *e, const hearth_hparams *hp, int64_t width) {
+    int64_t T = e->p.max_step, q = (int64_t)hp->n_head * hp->head_dim, kv = (int64_t)hp->n_head_kv * hp->head_dim;
+    int64_t act = T * (2 * (int64_t)hp->n_embd + q + 2 * kv + q + 2 * (int64_t)hp->n_ff) * 4;
+    int64_t mm = T * width * 4;                                  /* quantized activations, at most f32 */
+    int64_t logits = (int64_t)e->p.batch * hp->n_vocab * 4;
+    int64_t scores = (int64_t)e->p.n_ctx * 4 * 64;               /* per compute thread */
+    return act + mm + logits + scores + (32 << 20) + 64 * (int64_t)hp->n_vocab;
+}
+
+/* The pool's bytes (see hearth_engine_params): explicit, from the memory budget, or one full
+ * context. Refuses a budget that cannot serve one request of the full context. */
+static hearth_status size_pool(hearth_engine *e, const hearth_model *m, bool f16, int64_t width, size_t *out,
+                               hearth_err *err) {
+    const hearth_hparams *hp = hearth_model_hparams(m);
+    int64_t per_tok = (int64_t)hearth_kv_bytes_per_token(m, f16), bs = e->p.block_size;
+    int64_t block = per_tok * bs, ctx_blocks = (e->p.n_ctx + bs - 1) / bs;
+    int64_t weights = (int64_t)hearth_model_weight_bytes(m), trans = transient_bytes(e, hp, width);
+    e->info.weight_bytes = weights;
+    e->info.transient_bytes = trans;
+    e->info.memory_budget = e->p.memory_budget > 0 ? e->p.memory_budget : 0;
+    if (e->p.kv_budget > 0) {
+        if (e->p.memory_budget > 0 && weights + trans + e->p.kv_budget > e->p.memory_budget)
+            return hearth_err_set(err, HEARTH_E_LIMIT, -1,
+                                  "the KV budget (%.0f MB) with the weights (%.0f MB) and transients (%.0f MB) "
+                                  "exceeds the memory budget (%.0f MB): lower --kv-budget or raise --memory-budget",
+                                  MB(e->p.kv_budget), MB(weights), MB(trans), MB(e->p.memory_budget));
+        *out = (size_t)e->p.kv_budget;
+        return HEARTH_OK;
+    }
+    if (e->p.memory_budget <= 0) { /* one full context, the memory `hearth fit` plans for */
+        *out = (size_t)(block * ctx_blocks);
+        return HEARTH_OK;
+    }
+    int64_t left = e->p.memory_budget - weights - trans;
+    if (left < block * ctx_blocks)
+        return hearth_err_set(err, HEARTH_E_LIMIT, -1,
+                              "the memory budget (%.0f MB) minus the weights (%.0f MB) and transients (%.0f MB) "
+                              "leaves %.0f MB for the KV cache; one request of the %d-token context needs %.0f MB: "
+                              "raise --memory-budget or lower --ctx",
+                              MB(e->p.memory_budget), MB(weights), MB(trans), MB(left > 0 ? left : 0), e->p.n_ctx,
+                              MB(block * ctx_blocks));
+    /* no more than the batch's full contexts plus the prompt cache can use, and the cache at
+     * most 7 batches of full contexts more (a tiny model would otherwise get millions of
+     * blocks of bookkeeping for nothing) */
+    int64_t live = block * ctx_blocks * e->p.batch, useful = live;
+    if (e->p.prompt_cache != 0) useful += e->p.prompt_cache > 0 && e->p.prompt_cache < 7 * live
+                                              ? e->p.prompt_cache : 7 * live;
+    *out = (size_t)(left < useful ? left : useful);
+    return HEARTH_OK;
+}
+
 hearth_status hearth_engine_create(const hearth_model *m, const hearth_engine_params *p, hearth_engine **out,
                                    hearth_err *err) {
     *out = NULL;
@@ -110,15 +167,27 @@ hearth_status hearth_engine_create(const hearth_model *m, const hearth_engine_pa
     int64_t width = hp->n_embd;
     int64_t cands[] = {hp->n_ff, (int64_t)hp->n_head * hp->head_dim_v};
     for (int i = 0; i < 2; i++) if (cands[i] > width) width = cands[i];
-    /* the default pool holds one full context, the memory `hearth fit` plans for */
-    size_t per_tok = hearth_kv_bytes_per_token(m, f16);
-    int32_t ctx_blocks = (e->p.n_ctx + e->p.block_size - 1) / e->p.block_size;
-    hearth_kv_pool_params pp = {
-        .budget_bytes = e->p.kv_budget > 0 ? (size_t)e->p.kv_budget
-                                           : per_tok * (size_t)e->p.block_size * (size_t)ctx_blocks,
-        .block_size = e->p.block_size, .n_seqs = e->p.batch, .max_seq_len = e->p.n_ctx, .f16 = f16};
+    hearth_kv_pool_params pp = {.block_size = e->p.block_size, .n_seqs = e->p.batch, .max_seq_len = e->p.n_ctx,
+                                .f16 = f16};
+    if ((st = size_pool(e, m, f16, width, &pp.budget_bytes, err))) goto fail;
     if ((st = hearth_kv_pool_create(m, &pp, &e->pool, err))) goto fail;
     e->n_blocks = hearth_kv_pool_n_blocks(e->pool);
+    e->info.n_ctx = e->p.n_ctx;
+    e->info.batch = e->p.batch;
+    e->info.block_size = e->p.block_size;
+    e->info.n_blocks = e->n_blocks;
+    e->info.max_step = e->p.max_step;
+    e->info.block_bytes = (int64_t)hearth_kv_pool_block_bytes(e->pool);
+    e->info.pool_bytes = (int64_t)hearth_kv_pool_bytes(e->pool);
+    e->info.kv_bytes_per_token = (int64_t)hearth_kv_bytes_per_token(m, f16);
+    e->info.kv_f16 = f16;
+    {
+        int64_t cap = (int64_t)e->n_blocks * e->p.block_size + 1; /* the last token needs no KV */
+        e->info.max_request_tokens = cap < e->p.n_ctx ? (int32_t)cap : e->p.n_ctx;
+        int64_t pc = e->p.prompt_cache < 0 || e->p.prompt_cache > e->info.pool_bytes ? e->info.pool_bytes
+                                                                                      : e->p.prompt_cache;
+        e->info.prompt_cache_bytes = pc;
+    }
     e->be = hearth_backend_cpu_create(p->n_threads, e->p.max_step, width, e->p.n_ctx);
     e->fwd = e->be ? hearth_fwd_create(m, e->be, e->p.max_step) : NULL;
     if (e->p.prompt_cache != 0)
@@ -129,6 +198,7 @@ hearth_status hearth_engine_create(const hearth_model *m, const hearth_engine_pa
         st = hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory creating the engine");
         goto fail;
     }
+    publish(e);
     pthread_mutex_init(&e->mu, NULL);
     pthread_cond_init(&e->cv, NULL);
     if (pthread_create(&e->thread, NULL, engine_main, e) != 0) {
@@ -168,6 +238,8 @@ void hearth_engine_stats_get(const hearth_engine *e, hearth_engine_stats *out) {
 }
 
 int32_t hearth_engine_n_ctx(const hearth_engine *e) { return e->p.n_ctx; }
+
+void hearth_engine_info_get(const hearth_engine *e, hearth_engine_info *out) { *out = e->info; }
 
 hearth_status hearth_engine_submit(hearth_engine *e, const hearth_request_params *p, hearth_request **out,
                                    hearth_err *err) {

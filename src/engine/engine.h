@@ -31,7 +31,12 @@ typedef struct {
     int32_t max_step;      /* prefill chunk, tokens per step; <= 0: 512 */
     int     kv_f16;        /* 1 f16, 0 f32, -1 auto (f32 on the reference kernel set) */
     int32_t batch;         /* sequences per step; <= 0: 8; 1 = strictly serial */
-    int64_t kv_budget;     /* bytes of the KV block pool; <= 0: n_ctx tokens (one full context) */
+    int64_t kv_budget;     /* bytes of the KV block pool; <= 0: from memory_budget (below) */
+    int64_t memory_budget; /* bytes for weights + KV + transients (the CLI passes 0.75 x RAM);
+                            * with kv_budget <= 0 the pool gets what is left after the weights
+                            * and transients, at most what the batch and the prompt cache can
+                            * use; <= 0 and kv_budget <= 0: one full context (as `hearth fit`
+                            * plans) */
     int32_t block_size;    /* tokens per KV block; <= 0: 16 */
     int64_t prompt_cache;  /* bytes of unreferenced cached blocks kept; < 0: as many as the pool
                             * holds (default); 0: no prefix caching */
@@ -40,7 +45,9 @@ typedef struct {
 
 hearth_engine_params hearth_engine_params_default(void);
 
-/* Start the engine thread on model m (borrowed; must outlive the engine). */
+/* Start the engine thread on model m (borrowed; must outlive the engine). Fails with
+ * HEARTH_E_LIMIT, saying why, when the memory budget cannot hold the weights, the transients
+ * and the KV cache of one full context (a model that cannot serve even one request). */
 hearth_status hearth_engine_create(const hearth_model *m, const hearth_engine_params *p, hearth_engine **out,
                                    hearth_err *err);
 /* Cancel everything, join the thread, free. Accepts NULL. */
@@ -86,6 +93,7 @@ typedef struct {
     int64_t blocks_cached;             /* indexed by the prefix cache (referenced or not) */
     int64_t blocks_evictable;          /* cached and referenced by no sequence */
     int64_t cache_hit_tokens;          /* prompt tokens served from the cache */
+    int64_t cache_hits, cache_misses;  /* admitted requests with / without a cached prefix */
     int64_t cache_query_tokens;        /* prompt tokens looked up */
     int64_t cache_evictions;           /* blocks */
     int64_t preemptions;
@@ -94,6 +102,21 @@ typedef struct {
 } hearth_engine_stats;
 
 void          hearth_engine_stats_get(const hearth_engine *e, hearth_engine_stats *out);
+
+/* How the engine was sized at create (fixed for its life; any thread). */
+typedef struct {
+    int32_t n_ctx, batch, block_size, n_blocks, max_step;
+    int64_t block_bytes, pool_bytes;    /* K+V of one block (all layers); of the pool */
+    int64_t kv_bytes_per_token;
+    int64_t memory_budget;              /* 0: none given */
+    int64_t weight_bytes, transient_bytes;
+    int64_t prompt_cache_bytes;         /* cap on unreferenced cached blocks; 0: caching off */
+    int32_t max_request_tokens;         /* prompt + max_tokens one request may have: min(n_ctx,
+                                         * what the pool holds) - the largest safe context */
+    bool    kv_f16;
+} hearth_engine_info;
+
+void          hearth_engine_info_get(const hearth_engine *e, hearth_engine_info *out);
 
 /* Queue a request. *out holds one reference for the caller. Fails (nothing queued) on invalid
  * params (HEARTH_E_INVALID), when prompt + max_tokens fits the context but could never fit the

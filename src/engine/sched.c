@@ -192,7 +192,6 @@ void hearth_sched_cancel_all(hearth_sched *s) {
     for (seq *q = s->wait_head; q; q = q->next) atomic_store(&q->r->cancelled, true);
 }
 
-const hearth_engine_stats *hearth_sched_stats(const hearth_sched *s) { return &s->st; }
 
 static void run_remove(hearth_sched *s, int32_t i) {
     memmove(s->run + i, s->run + i + 1, (size_t)(s->n_run - i - 1) * sizeof *s->run);
@@ -306,6 +305,11 @@ static void publish(hearth_sched *s) {
     s->st.cache_evictions = s->pc ? hearth_prefix_cache_evictions(s->pc) : 0;
 }
 
+const hearth_engine_stats *hearth_sched_stats(hearth_sched *s) {
+    publish(s);
+    return &s->st;
+}
+
 void hearth_sched_step(hearth_sched *s) {
     reap_cancelled(s);
     int32_t budget = s->p.max_step, n = 0;
@@ -346,6 +350,7 @@ void hearth_sched_step(hearth_sched *s) {
             q->started = true;
             s->st.cache_hit_tokens += q->n_cached;
             s->st.cache_query_tokens += q->n_toks;
+            if (s->pc) *(q->n_cached > 0 ? &s->st.cache_hits : &s->st.cache_misses) += 1;
         }
         int32_t take = q->n_toks - q->n_done < budget ? q->n_toks - q->n_done : budget;
         hearth_kv_pool_seq_reserve(s->pool, q->slot, q->n_done + take);

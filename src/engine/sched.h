@@ -46,7 +46,8 @@ bool          hearth_sched_idle(const hearth_sched *s);
 void          hearth_sched_step(hearth_sched *s);
 /* Cancel everything (engine shutdown); the next step ends them. */
 void          hearth_sched_cancel_all(hearth_sched *s);
-const hearth_engine_stats *hearth_sched_stats(const hearth_sched *s);
+/* The counters, with the gauges (running, waiting, pool and cache) refreshed. */
+const hearth_engine_stats *hearth_sched_stats(hearth_sched *s);
 /* Invariants: the pool's free list is sound and every block's reference count equals the
  * block-table rows plus the prefix cache holding it. */
 bool          hearth_sched_check(const hearth_sched *s);

@@ -314,7 +314,13 @@ void hearth_gen_run(hearth_http_req *r, hearth_gen_spec *spec) {
                            "larger --ctx.", n_ctx, g->spec.n_prompt);
         goto fail;
     }
+    /* an unset max_tokens takes what the KV pool can hold, not only the context */
+    hearth_engine_info ei;
+    hearth_engine_info_get(s->e, &ei);
+    int64_t pool_room = (int64_t)ei.max_request_tokens - (int64_t)g->spec.n_prompt;
     if (g->spec.max_tokens <= 0 || g->spec.max_tokens > room) g->spec.max_tokens = (int32_t)room;
+    if (!g->spec.max_tokens_set && pool_room >= 1 && g->spec.max_tokens > pool_room)
+        g->spec.max_tokens = (int32_t)pool_room;
 
     const hearth_tok *tok = hearth_model_tok(s->m);
     g->cap_piece = 64 + hearth_tok_max_piece(tok);
@@ -335,6 +341,11 @@ void hearth_gen_run(hearth_http_req *r, hearth_gen_spec *spec) {
                                 .ignore_eog = g->spec.ignore_eos};
     hearth_err herr = {0};
     hearth_status st = hearth_engine_submit(s->e, &rp, &g->req, &herr);
+    if (st == HEARTH_E_LIMIT) { /* the engine's admission: it could never fit the KV pool */
+        hearth_api_err_set(&e, 400, "context_over_budget", "max_tokens", "%s", herr.msg);
+        e.type = "memory_admission";
+        goto fail;
+    }
     if (st) {
         hearth_api_err_from_status(&e, st, NULL, herr.msg);
         goto fail;

@@ -21,6 +21,7 @@ typedef struct {
     int32_t              *prompt;         /* owned (malloc) [n_prompt] */
     size_t                n_prompt;
     int32_t               max_tokens;     /* <= 0: the rest of the context */
+    bool                  max_tokens_set; /* the request gave it (else a default, clamped to the KV pool) */
     bool                  ignore_eos;
     hearth_sampler_params sampling;       /* .bias points at bias below */
     hearth_logit_bias    *bias;           /* owned (malloc) [sampling.n_bias] */

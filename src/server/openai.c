@@ -232,6 +232,7 @@ static bool parse_common(hearth_server *s, const cJSON *root, bool chat, hearth_
     if (mt_set) {
         if (mt < 1) return hearth_api_err_set(e, 400, "invalid_value", "max_tokens", "'max_tokens' must be at least 1");
         g->max_tokens = mt > INT32_MAX ? INT32_MAX : (int32_t)mt;
+        g->max_tokens_set = true;
     }
     if ((rc = opt_num(root, "temperature", 0, 10, &d, e)) < 0) return false;
     if (rc) g->sampling.temperature = (float)d;

@@ -63,7 +63,7 @@ hearth_status hearth_server_create(const hearth_server_params *p, const hearth_m
     if ((st = hearth_http_start(s, err))) goto fail;
     s->info = (hearth_stats_info){.model = s->model_id, .host = s->host, .version = HEARTH_VERSION,
                                   .port = s->port, .started_at = (int64_t)ts.tv_sec,
-                                  .n_ctx = hearth_engine_n_ctx(e)};
+                                  .n_ctx = hearth_engine_n_ctx(e), .engine = e};
     *out = s;
     return HEARTH_OK;
 fail:

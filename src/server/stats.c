@@ -116,6 +116,68 @@ static void histo_json(hearth_jw *w, const char *key, const histo *h) {
     hearth_jw_obj_end(w);
 }
 
+static void kv(hearth_jw *w, const char *key, int64_t v) {
+    hearth_jw_key(w, key);
+    hearth_jw_int(w, v);
+}
+
+/* The engine's scheduler, prefix cache and pool, and how they were sized. */
+static void engine_json(const hearth_engine *e, hearth_jw *w) {
+    hearth_engine_stats st;
+    hearth_engine_info in;
+    hearth_engine_stats_get(e, &st);
+    hearth_engine_info_get(e, &in);
+    hearth_jw_key(w, "engine");
+    hearth_jw_obj(w);
+    kv(w, "running", st.running);
+    kv(w, "waiting", st.waiting);
+    kv(w, "preemptions", st.preemptions);
+    kv(w, "batch", in.batch);
+    kv(w, "steps", st.steps);
+    kv(w, "step_tokens", st.step_tokens);
+    hearth_jw_key(w, "tokens_per_step");
+    hearth_jw_num(w, st.steps ? (double)st.step_tokens / (double)st.steps : 0);
+    hearth_jw_obj_end(w);
+
+    hearth_jw_key(w, "prompt_cache");
+    hearth_jw_obj(w);
+    hearth_jw_key(w, "enabled");
+    hearth_jw_bool(w, in.prompt_cache_bytes > 0);
+    kv(w, "hits", st.cache_hits);
+    kv(w, "misses", st.cache_misses);
+    hearth_jw_key(w, "hit_rate");
+    hearth_jw_num(w, st.cache_hits + st.cache_misses
+                         ? (double)st.cache_hits / (double)(st.cache_hits + st.cache_misses) : 0);
+    kv(w, "hit_tokens", st.cache_hit_tokens);
+    kv(w, "query_tokens", st.cache_query_tokens);
+    kv(w, "cached_blocks", st.blocks_cached);
+    kv(w, "cached_bytes", st.blocks_cached * in.block_bytes);
+    kv(w, "evictable_blocks", st.blocks_evictable);
+    kv(w, "evictions", st.cache_evictions);
+    kv(w, "cap_bytes", in.prompt_cache_bytes);
+    hearth_jw_obj_end(w);
+
+    hearth_jw_key(w, "kv_pool");
+    hearth_jw_obj(w);
+    kv(w, "blocks_total", st.blocks_total);
+    kv(w, "blocks_free", st.blocks_free);
+    kv(w, "blocks_used", st.blocks_total - st.blocks_free);
+    kv(w, "block_tokens", in.block_size);
+    kv(w, "block_bytes", in.block_bytes);
+    kv(w, "bytes", in.pool_bytes);
+    kv(w, "kv_bytes_per_token", in.kv_bytes_per_token);
+    hearth_jw_obj_end(w);
+
+    hearth_jw_key(w, "memory");
+    hearth_jw_obj(w);
+    kv(w, "budget_bytes", in.memory_budget);
+    kv(w, "weights_bytes", in.weight_bytes);
+    kv(w, "kv_bytes", in.pool_bytes);
+    kv(w, "transient_bytes", in.transient_bytes);
+    kv(w, "max_request_tokens", in.max_request_tokens);
+    hearth_jw_obj_end(w);
+}
+
 void hearth_stats_json(const hearth_stats *s, const hearth_stats_info *info, hearth_jw *w) {
     hearth_jw_obj(w);
     hearth_jw_key(w, "server");
@@ -185,11 +247,7 @@ void hearth_stats_json(const hearth_stats *s, const hearth_stats_info *info, hea
     histo_json(w, "inter_token", &s->itl);
     hearth_jw_obj_end(w);
 
-    hearth_jw_key(w, "prompt_cache");
-    hearth_jw_obj(w);
-    hearth_jw_key(w, "enabled");
-    hearth_jw_bool(w, false);
-    hearth_jw_obj_end(w);
+    if (info->engine) engine_json(info->engine, w);
     hearth_jw_obj_end(w);
 }
 
@@ -221,6 +279,42 @@ static void histo_prom(hearth_jw *w, const char *name, const char *help, const h
         else line(w, "%s_bucket{le=\"+Inf\"} %lld\n", name, (long long)acc);
     }
     line(w, "%s_sum %.6f\n%s_count %lld\n", name, (double)LD(h->sum_us) / 1e6, name, (long long)LD(h->count));
+}
+
+static void metric(hearth_jw *w, const char *name, const char *type, const char *help, double v) {
+    line(w, "# HELP %s %s\n# TYPE %s %s\n%s %.17g\n", name, help, name, type, name, v);
+}
+
+static void engine_prom(const hearth_engine *e, hearth_jw *w) {
+    hearth_engine_stats st;
+    hearth_engine_info in;
+    hearth_engine_stats_get(e, &st);
+    hearth_engine_info_get(e, &in);
+    metric(w, "hearth_engine_running", "gauge", "Sequences in the running batch.", (double)st.running);
+    metric(w, "hearth_engine_waiting", "gauge", "Requests queued for admission.", (double)st.waiting);
+    metric(w, "hearth_engine_preemptions_total", "counter", "Sequences preempted (recomputed later).",
+           (double)st.preemptions);
+    metric(w, "hearth_engine_steps_total", "counter", "Forward steps run.", (double)st.steps);
+    metric(w, "hearth_engine_step_tokens_total", "counter", "Tokens carried by forward steps.",
+           (double)st.step_tokens);
+    metric(w, "hearth_prompt_cache_hits_total", "counter", "Admitted requests that reused a cached prefix.",
+           (double)st.cache_hits);
+    metric(w, "hearth_prompt_cache_misses_total", "counter", "Admitted requests with no cached prefix.",
+           (double)st.cache_misses);
+    metric(w, "hearth_prompt_cache_hit_tokens_total", "counter", "Prompt tokens served from the prefix cache.",
+           (double)st.cache_hit_tokens);
+    metric(w, "hearth_prompt_cache_bytes", "gauge", "KV bytes of blocks the prefix cache indexes.",
+           (double)(st.blocks_cached * in.block_bytes));
+    metric(w, "hearth_prompt_cache_evictions_total", "counter", "Cached blocks evicted.",
+           (double)st.cache_evictions);
+    metric(w, "hearth_kv_blocks_used", "gauge", "KV pool blocks in use (sequences or cache).",
+           (double)(st.blocks_total - st.blocks_free));
+    metric(w, "hearth_kv_blocks_free", "gauge", "KV pool blocks free.", (double)st.blocks_free);
+    metric(w, "hearth_kv_pool_bytes", "gauge", "Bytes of the KV block pool.", (double)in.pool_bytes);
+    metric(w, "hearth_memory_budget_bytes", "gauge", "Memory budget for weights, KV and transients.",
+           (double)in.memory_budget);
+    metric(w, "hearth_max_request_tokens", "gauge", "Largest prompt + max_tokens one request may have.",
+           (double)in.max_request_tokens);
 }
 
 void hearth_stats_prometheus(const hearth_stats *s, const hearth_stats_info *info, hearth_jw *w) {
@@ -259,4 +353,5 @@ void hearth_stats_prometheus(const hearth_stats *s, const hearth_stats_info *inf
                &s->itl);
     line(w, "# HELP hearth_context_tokens Context length of the served model.\n"
             "# TYPE hearth_context_tokens gauge\nhearth_context_tokens %d\n", info->n_ctx);
+    if (info->engine) engine_prom(info->engine, w);
 }

@@ -10,6 +10,7 @@
  * Thread rule: any thread.
  */
 #pragma once
+#include "engine/engine.h"
 #include <stdint.h>
 
 #include "server/json_out.h"
@@ -41,6 +42,7 @@ typedef struct {
     int         port;
     int64_t     started_at; /* unix seconds */
     int32_t     n_ctx;
+    const hearth_engine *engine; /* its counters and sizes are reported; may be NULL */
 } hearth_stats_info;
 
 hearth_stats *hearth_stats_create(void);
