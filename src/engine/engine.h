@@ -80,7 +80,7 @@ typedef struct {
     char              msg[160];    /* DONE with an error: what went wrong */
     int32_t           n_prompt;    /* DONE: counts */
     int32_t           n_generated;
-    int32_t           n_cached;    /* DONE: prompt tokens whose KV came from the prefix cache */
+    int32_t           n_cached;    /* TOKEN and DONE: prompt tokens whose KV came from the prefix cache */
     double            prefill_ms;  /* DONE: time to the first token */
     double            decode_ms;   /* DONE: time after the first token */
 } hearth_event;

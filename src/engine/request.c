@@ -49,8 +49,8 @@ static bool push_event(hearth_request *r, const hearth_event *ev) {
     return ok;
 }
 
-bool hearth_req_token(hearth_request *r, int32_t token) {
-    hearth_event ev = {.kind = HEARTH_EV_TOKEN, .token = token};
+bool hearth_req_token(hearth_request *r, int32_t token, int32_t n_cached) {
+    hearth_event ev = {.kind = HEARTH_EV_TOKEN, .token = token, .n_cached = n_cached};
     return push_event(r, &ev);
 }
 

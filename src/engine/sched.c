@@ -261,7 +261,7 @@ static bool advance(hearth_sched *s, seq *q, float *logits) {
         return false;
     }
     hearth_sampler_accept(q->smp, t);
-    if (!hearth_req_token(q->r, t)) {
+    if (!hearth_req_token(q->r, t, q->n_cached)) {
         end(s, q, HEARTH_FINISH_ERROR, HEARTH_E_NOMEM, "out of memory queueing a token");
         return false;
     }

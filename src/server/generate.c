@@ -1,62 +1,95 @@
 /*
- * generate.c - one generation from engine events to the OpenAI response (see generate.h).
+ * generate.c - one generation from engine events to a dialect's writer (see generate.h).
  *
  *   engine TOKEN --decoder--> bytes (whole UTF-8 characters) --stop matcher--> final text
  *                                                                   |
- *                    non-streaming: appended to one buffer; streaming: one SSE chunk each
+ *                         dialect writer: one stream frame per piece, or one body at the end
  *
  * Waiting uses hearth_request_next with a 50 ms timeout; each timeout and each token polls
  * the client's socket, so a client that disconnects is noticed within one decode step (or
  * 50 ms while queued) and its request is cancelled. A stop string cancels the engine request
  * at once; tokens the engine still produced are ignored.
  *
- * Stream grammar (OpenAI): for chat a first chunk with delta {"role":"assistant",
- * "content":""}, then content deltas, then a chunk with an empty delta and finish_reason,
- * then (with stream_options.include_usage) a chunk with "choices":[] and usage - every other
- * chunk then carries "usage":null - and finally data: [DONE]. Completions stream
- * text_completion chunks with "text" the same way.
+ * The writer's `start` runs after the engine's first event, not at once: the first token
+ * event says how much of the prompt the prefix cache served, which Anthropic's message_start
+ * reports. Final text is also kept whole (out.text) for writers that repeat it at the end.
  */
 #include "server/generate.h"
 #include "base/log.h"
 #include "server/sse.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #define WAIT_MS 50
+#define DEFAULT_TEMPERATURE 0.7
+
+void hearth_gen_spec_init(hearth_server *s, hearth_gen_spec *g, const hearth_gen_dialect *d, int32_t default_max) {
+    memset(g, 0, sizeof *g);
+    g->dialect = d;
+    g->prompt_param = "messages";
+    g->sampling = hearth_sampler_params_default();
+    g->sampling.temperature = (float)(s->p.temperature >= 0 ? s->p.temperature : DEFAULT_TEMPERATURE);
+    g->sampling.top_p = (float)(s->p.top_p >= 0 ? s->p.top_p : 1.0);
+    g->sampling.top_k = s->p.top_k >= 0 ? s->p.top_k : 0;
+    g->max_tokens = s->p.max_tokens > 0 ? s->p.max_tokens : default_max;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    g->sampling.seed = ((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec) ^
+                       atomic_fetch_add_explicit(&s->n_ids, 1, memory_order_relaxed) * 0x9E3779B97F4A7C15ull;
+}
+
+bool hearth_gen_add_stop(hearth_gen_spec *g, const char *s, const char *param, hearth_api_err *e) {
+    size_t len = strlen(s);
+    if (len > HEARTH_STOP_MAX_BYTES)
+        return hearth_api_err_set(e, 400, "invalid_value", param, "a stop string is longer than %d bytes",
+                                  HEARTH_STOP_MAX_BYTES);
+    if (!len) return true;
+    if (g->n_stops == HEARTH_STOP_MAX)
+        return hearth_api_err_set(e, 400, "invalid_value", param, "at most %d stop strings are allowed",
+                                  HEARTH_STOP_MAX);
+    char *copy = strdup(s);
+    if (!copy) return hearth_api_err_set(e, 503, "out_of_memory", NULL, "out of memory");
+    g->stop_text[g->n_stops] = copy;
+    g->stops[g->n_stops].ptr = copy;
+    g->stops[g->n_stops].len = len;
+    g->n_stops++;
+    return true;
+}
 
 void hearth_gen_spec_free(hearth_gen_spec *spec) {
     free(spec->prompt);
     free(spec->bias);
     for (int i = 0; i < HEARTH_STOP_MAX; i++) free(spec->stop_text[i]);
+    if (spec->ctx && spec->dialect && spec->dialect->ctx_free) spec->dialect->ctx_free(spec->ctx);
     memset(spec, 0, sizeof *spec);
 }
 
 typedef struct {
-    hearth_server    *srv;        /* borrowed */
-    hearth_gen_spec   spec;       /* owned */
-    hearth_request   *req;        /* owned reference */
+    hearth_server     *srv;        /* borrowed */
+    hearth_gen_spec    spec;       /* owned */
+    hearth_gen_out     out;        /* the writer's view */
+    hearth_request    *req;        /* owned reference */
     hearth_tok_decoder dec;
-    hearth_stop       stop;       /* owned buffers */
-    char             *piece;      /* owned [cap_piece]: decoder output */
-    size_t            cap_piece;
-    char              id[48];
-    int64_t           created;
-    int               fd;         /* the client's socket (valid while we are called) */
-    double            t0_ms, t_last_ms;
-    int32_t           n_gen;
-    const char       *finish;     /* "stop" / "length" once over */
-    hearth_api_err    err;        /* an engine error */
-    bool              recorded;   /* stats written */
-    bool              role_sent;
-    hearth_jw         text;       /* non-streaming: the whole completion */
+    hearth_stop        stop;       /* owned buffers */
+    char              *piece;      /* owned [cap_piece]: decoder output */
+    size_t             cap_piece;
+    char               id[48];
+    int                fd;         /* the client's socket (valid while we are called) */
+    double             t0_ms, t_last_ms;
+    bool               over;       /* the generation ended (out.end set) */
+    bool               recorded;   /* stats written */
+    bool               started;    /* the writer's start ran */
+    hearth_api_err     err;        /* an engine error */
+    hearth_jw          text;       /* every piece of final text */
 } gen;
 
 static void record(gen *g, hearth_gen_outcome how) {
     if (g->recorded) return;
     g->recorded = true;
-    hearth_stats_generation(g->srv->stats, how, (int64_t)g->spec.n_prompt, g->n_gen);
+    hearth_stats_generation(g->srv->stats, how, (int64_t)g->spec.n_prompt, g->out.n_gen);
 }
 
 static void gen_free(gen *g) {
@@ -75,9 +108,22 @@ static void gen_free(gen *g) {
 
 static void gen_done_cb(void *ctx) { gen_free(ctx); }
 
+/* Keep final text and refresh the writer's view of it. */
+static void keep(gen *g, hearth_span t) {
+    hearth_jw_raw(&g->text, t.ptr, t.len);
+    g->out.text.ptr = g->text.buf ? g->text.buf : "";
+    g->out.text.len = g->text.len;
+}
+
+static void stopped_by_string(gen *g) {
+    g->over = true;
+    g->out.end = HEARTH_GEN_END_STOP;
+    g->out.stop = g->stop.hit >= 0 ? g->stop.stops[g->stop.hit] : (hearth_span){"", 0};
+}
+
 /*
  * Wait for the next piece of final text. Returns 1 with *a (maybe empty) after a token;
- * 0 when the generation is over (*a and *b: the last text, either may be empty, g->finish
+ * 0 when the generation is over (*a and *b: the last text, either may be empty, g->over
  * set); -1 when the client is gone (request cancelled); -2 on an engine error (g->err).
  */
 static int next_text(gen *g, hearth_span *a, hearth_span *b) {
@@ -89,15 +135,16 @@ static int next_text(gen *g, hearth_span *a, hearth_span *b) {
             if (hearth_fd_peer_gone(g->fd)) goto gone;
             continue;
         }
+        g->out.n_cached = ev.n_cached;
         if (ev.kind == HEARTH_EV_TOKEN) {
             double now = hearth_now_ms();
-            if (g->n_gen == 0) hearth_stats_ttft(g->srv->stats, now - g->t0_ms);
+            if (g->out.n_gen == 0) hearth_stats_ttft(g->srv->stats, now - g->t0_ms);
             else hearth_stats_itl(g->srv->stats, now - g->t_last_ms);
             g->t_last_ms = now;
-            g->n_gen++;
+            g->out.n_gen++;
             int n = hearth_tok_decoder_push(&g->dec, ev.token, g->piece, g->cap_piece);
             if (hearth_stop_push(&g->stop, g->piece, n > 0 ? (size_t)n : 0, a)) {
-                g->finish = "stop";
+                stopped_by_string(g);
                 hearth_engine_cancel(g->srv->e, g->req);
                 record(g, HEARTH_GEN_COMPLETED);
                 return 0;
@@ -106,8 +153,8 @@ static int next_text(gen *g, hearth_span *a, hearth_span *b) {
             return 1;
         }
         switch (ev.finish) {
-        case HEARTH_FINISH_STOP: g->finish = "stop"; break;
-        case HEARTH_FINISH_LENGTH: g->finish = "length"; break;
+        case HEARTH_FINISH_STOP: g->out.end = HEARTH_GEN_END_EOG; break;
+        case HEARTH_FINISH_LENGTH: g->out.end = HEARTH_GEN_END_LENGTH; break;
         case HEARTH_FINISH_CANCELLED:
             hearth_api_err_set(&g->err, 503, "cancelled", NULL, "the generation was cancelled (server shutting down)");
             record(g, HEARTH_GEN_FAILED);
@@ -117,8 +164,9 @@ static int next_text(gen *g, hearth_span *a, hearth_span *b) {
             record(g, HEARTH_GEN_FAILED);
             return -2;
         }
+        g->over = true;
         int n = hearth_tok_decoder_flush(&g->dec, g->piece, g->cap_piece);
-        if (hearth_stop_push(&g->stop, g->piece, n > 0 ? (size_t)n : 0, a)) g->finish = "stop";
+        if (hearth_stop_push(&g->stop, g->piece, n > 0 ? (size_t)n : 0, a)) stopped_by_string(g);
         else *b = hearth_stop_flush(&g->stop);
         record(g, HEARTH_GEN_COMPLETED);
         return 0;
@@ -126,119 +174,40 @@ static int next_text(gen *g, hearth_span *a, hearth_span *b) {
 gone:
     hearth_engine_cancel(g->srv->e, g->req);
     record(g, HEARTH_GEN_CANCELLED);
-    hearth_log(HEARTH_LOG_INFO, "server: %s: client disconnected after %d tokens; cancelled", g->id, g->n_gen);
+    hearth_log(HEARTH_LOG_INFO, "server: %s: client disconnected after %d tokens; cancelled", g->id, g->out.n_gen);
     return -1;
 }
 
-static void usage_json(const gen *g, hearth_jw *w) {
-    hearth_jw_key(w, "usage");
-    hearth_jw_obj(w);
-    hearth_jw_key(w, "prompt_tokens");
-    hearth_jw_int(w, (int64_t)g->spec.n_prompt);
-    hearth_jw_key(w, "completion_tokens");
-    hearth_jw_int(w, g->n_gen);
-    hearth_jw_key(w, "total_tokens");
-    hearth_jw_int(w, (int64_t)g->spec.n_prompt + g->n_gen);
-    hearth_jw_key(w, "prompt_tokens_details");
-    hearth_jw_obj(w);
-    hearth_jw_key(w, "cached_tokens");
-    hearth_jw_int(w, 0);
-    hearth_jw_obj_end(w);
-    hearth_jw_obj_end(w);
-}
-
-/* {"id":..,"object":..,"created":..,"model":..,"choices":[ -- the caller writes the choices. */
-static void head_json(const gen *g, hearth_jw *w, const char *object) {
-    hearth_jw_obj(w);
-    hearth_jw_key(w, "id");
-    hearth_jw_cstr(w, g->id);
-    hearth_jw_key(w, "object");
-    hearth_jw_cstr(w, object);
-    hearth_jw_key(w, "created");
-    hearth_jw_int(w, g->created);
-    hearth_jw_key(w, "model");
-    hearth_jw_cstr(w, g->srv->model_id);
-    hearth_jw_key(w, "system_fingerprint");
-    hearth_jw_cstr(w, "hearth-" HEARTH_VERSION);
-    hearth_jw_key(w, "choices");
-    hearth_jw_arr(w);
-}
-
-/* One stream chunk. role: write the role delta; text: content (may be NULL); finish or NULL. */
-static void chunk(const gen *g, hearth_jw *w, bool role, const hearth_span *text, const char *finish) {
-    hearth_sse_begin(w);
-    head_json(g, w, g->spec.chat ? "chat.completion.chunk" : "text_completion");
-    hearth_jw_obj(w);
-    hearth_jw_key(w, "index");
-    hearth_jw_int(w, 0);
-    if (g->spec.chat) {
-        hearth_jw_key(w, "delta");
-        hearth_jw_obj(w);
-        if (role) {
-            hearth_jw_key(w, "role");
-            hearth_jw_cstr(w, "assistant");
-        }
-        if (text || role) {
-            hearth_jw_key(w, "content");
-            hearth_jw_str(w, text ? text->ptr : "", text ? text->len : 0);
-        }
-        hearth_jw_obj_end(w);
-    } else {
-        hearth_jw_key(w, "text");
-        hearth_jw_str(w, text ? text->ptr : "", text ? text->len : 0);
-    }
-    hearth_jw_key(w, "logprobs");
-    hearth_jw_null(w);
-    hearth_jw_key(w, "finish_reason");
-    hearth_jw_cstr(w, finish);
-    hearth_jw_obj_end(w);
-    hearth_jw_arr_end(w);
-    if (g->spec.include_usage) {
-        hearth_jw_key(w, "usage");
-        hearth_jw_null(w);
-    }
-    hearth_jw_obj_end(w);
-    hearth_sse_end(w);
-}
-
-static void stream_end(gen *g, hearth_jw *w, const hearth_span *a, const hearth_span *b) {
-    if (a->len) chunk(g, w, false, a, NULL);
-    if (b->len) chunk(g, w, false, b, NULL);
-    chunk(g, w, false, NULL, g->finish);
-    if (g->spec.include_usage) {
-        hearth_sse_begin(w);
-        head_json(g, w, g->spec.chat ? "chat.completion.chunk" : "text_completion");
-        hearth_jw_arr_end(w);
-        usage_json(g, w);
-        hearth_jw_obj_end(w);
-        hearth_sse_end(w);
-    }
-    hearth_sse_done(w);
+static void stream_piece(gen *g, hearth_jw *w, hearth_span t) {
+    if (!t.len) return;
+    keep(g, t);
+    g->spec.dialect->text(&g->out, w, t);
 }
 
 static int stream_fill(void *ctx, hearth_jw *w) {
     gen *g = ctx;
-    if (g->spec.chat && !g->role_sent) {
-        g->role_sent = true;
-        chunk(g, w, true, NULL, NULL);
-        return 1;
-    }
+    const hearth_gen_dialect *d = g->spec.dialect;
     for (;;) {
         hearth_span a, b;
         int rc = next_text(g, &a, &b);
+        if (rc == -1) return -1;
+        if (!g->started) {
+            g->started = true;
+            d->start(&g->out, w);
+        }
         if (rc == 1) {
-            if (!a.len) continue;
-            chunk(g, w, false, &a, NULL);
+            if (!a.len && !w->len) continue;
+            stream_piece(g, w, a);
             return 1;
         }
-        if (rc == 0) {
-            stream_end(g, w, &a, &b);
+        if (rc == -2) {
+            d->error(&g->out, w, &g->err);
             return 0;
         }
-        if (rc == -1) return -1;
-        hearth_sse_begin(w); /* OpenAI's in-stream error event */
-        hearth_api_err_json(w, &g->err);
-        hearth_sse_end(w);
+        stream_piece(g, w, a);
+        stream_piece(g, w, b);
+        if (d->finished) d->finished(&g->out);
+        d->end(&g->out, w);
         return 0;
     }
 }
@@ -252,40 +221,16 @@ static void run_sync(hearth_http_req *r, gen *g) {
             hearth_http_send_error(r, &g->err);
             return;
         }
-        hearth_jw_raw(&g->text, a.ptr, a.len);
+        keep(g, a);
         if (rc == 0) {
-            hearth_jw_raw(&g->text, b.ptr, b.len);
+            keep(g, b);
             break;
         }
     }
+    if (g->spec.dialect->finished) g->spec.dialect->finished(&g->out);
     hearth_jw w;
     hearth_jw_init(&w);
-    head_json(g, &w, g->spec.chat ? "chat.completion" : "text_completion");
-    hearth_jw_obj(&w);
-    hearth_jw_key(&w, "index");
-    hearth_jw_int(&w, 0);
-    if (g->spec.chat) {
-        hearth_jw_key(&w, "message");
-        hearth_jw_obj(&w);
-        hearth_jw_key(&w, "role");
-        hearth_jw_cstr(&w, "assistant");
-        hearth_jw_key(&w, "content");
-        hearth_jw_str(&w, g->text.buf, g->text.len);
-        hearth_jw_key(&w, "refusal");
-        hearth_jw_null(&w);
-        hearth_jw_obj_end(&w);
-    } else {
-        hearth_jw_key(&w, "text");
-        hearth_jw_str(&w, g->text.buf, g->text.len);
-    }
-    hearth_jw_key(&w, "logprobs");
-    hearth_jw_null(&w);
-    hearth_jw_key(&w, "finish_reason");
-    hearth_jw_cstr(&w, g->finish);
-    hearth_jw_obj_end(&w);
-    hearth_jw_arr_end(&w);
-    usage_json(g, &w);
-    hearth_jw_obj_end(&w);
+    g->spec.dialect->body(&g->out, &w);
     hearth_http_send_json(r, g->text.oom ? 500 : 200, &w);
     hearth_jw_fini(&w);
 }
@@ -304,11 +249,12 @@ void hearth_gen_run(hearth_http_req *r, hearth_gen_spec *spec) {
     g->spec = *spec;
     memset(spec, 0, sizeof *spec);
     hearth_jw_init(&g->text);
+    g->out = (hearth_gen_out){.srv = s, .spec = &g->spec, .ctx = g->spec.ctx, .id = g->id, .text = {"", 0}};
 
     int32_t n_ctx = hearth_engine_n_ctx(s->e);
     int64_t room = (int64_t)n_ctx - (int64_t)g->spec.n_prompt;
     if (room < 1) {
-        hearth_api_err_set(&e, 400, "context_length_exceeded", g->spec.chat ? "messages" : "prompt",
+        hearth_api_err_set(&e, 400, "context_length_exceeded", g->spec.prompt_param,
                            "This model's maximum context length is %d tokens. However, your prompt is %zu tokens, "
                            "which leaves no room for a completion. Shorten the prompt or start the server with a "
                            "larger --ctx.", n_ctx, g->spec.n_prompt);
@@ -330,8 +276,8 @@ void hearth_gen_run(hearth_http_req *r, hearth_gen_spec *spec) {
         goto fail;
     }
     hearth_tok_decoder_init(&g->dec, tok, false);
-    hearth_server_new_id(s, g->spec.chat ? "chatcmpl-" : "cmpl-", g->id, sizeof g->id);
-    g->created = (int64_t)time(NULL);
+    hearth_server_new_id(s, g->spec.dialect->id_prefix, g->id, sizeof g->id);
+    g->out.created = (int64_t)time(NULL);
     g->fd = hearth_http_fd(r);
     g->t0_ms = r->t_done_ms;
 

@@ -1,12 +1,18 @@
 /*
  * generate.h - run one parsed completion request on the engine and answer it, as one JSON
- * body or as an SSE stream, in OpenAI's chat.completion or text_completion shapes.
+ * body or as an SSE stream, in the shapes of the dialect that parsed it.
  *
- * The dialect parser (openai.c) fills a hearth_gen_spec; hearth_gen_run takes it over:
- * checks the prompt against the context, submits to the engine, detokenizes incrementally
- * (incomplete UTF-8 held back), applies stop strings (stop.h), records the latency and token
- * counters, and cancels the engine request when the client goes away or a stop string ends
- * the text early.
+ * A dialect's parser (openai.c, anthropic.c, responses.c) fills a hearth_gen_spec: the prompt
+ * tokens, sampling, stop strings, and a writer (hearth_gen_dialect) with its per-request
+ * context. hearth_gen_run takes it over and does what every dialect shares: checks the
+ * prompt against the context, submits to the engine, detokenizes incrementally (incomplete
+ * UTF-8 held back), applies stop strings (stop.h), records the latency and token counters,
+ * cancels the engine request when the client goes away or a stop string ends the text, and
+ * calls the writer for each piece of final text:
+ *
+ *   stream:      start, text*, end          (or start, text*, error on an engine failure)
+ *   non-stream:  body                       (errors go out through hearth_http_send_error)
+ *   both:        finished, after a generation that completed (the responses store)
  *
  * Thread rule: the connection's thread.
  */
@@ -15,14 +21,24 @@
 #include "server/server_internal.h"
 #include "server/stop.h"
 
+typedef enum {
+    HEARTH_GEN_END_EOG = 0, /* the model ended its turn (an end-of-generation token) */
+    HEARTH_GEN_END_STOP,    /* a stop string matched: hearth_gen_out.stop says which */
+    HEARTH_GEN_END_LENGTH,  /* max_tokens (or the context) was reached */
+} hearth_gen_end;
+
+typedef struct hearth_gen_dialect hearth_gen_dialect;
+
 typedef struct {
-    bool                  chat;           /* chat.completion(.chunk), else text_completion */
-    bool                  stream, include_usage;
+    const hearth_gen_dialect *dialect;    /* static; required */
+    void                 *ctx;            /* owned: the dialect's per-request data (dialect->ctx_free) */
+    bool                  stream;
     int32_t              *prompt;         /* owned (malloc) [n_prompt] */
     size_t                n_prompt;
     int32_t               max_tokens;     /* <= 0: the rest of the context */
     bool                  max_tokens_set; /* the request gave it (else a default, clamped to the KV pool) */
     bool                  ignore_eos;
+    const char           *prompt_param;   /* the request field named by a context error */
     hearth_sampler_params sampling;       /* .bias points at bias below */
     hearth_logit_bias    *bias;           /* owned (malloc) [sampling.n_bias] */
     char                 *stop_text[HEARTH_STOP_MAX]; /* owned (malloc) */
@@ -30,7 +46,45 @@ typedef struct {
     int                   n_stops;
 } hearth_gen_spec;
 
-/* Free what spec owns and clear it. */
+/* What a writer sees of its generation. Fields are valid from `start` on unless noted. */
+typedef struct {
+    hearth_server         *srv;      /* borrowed */
+    const hearth_gen_spec *spec;
+    void                  *ctx;      /* spec->ctx */
+    const char            *id;       /* dialect->id_prefix + 24 hex digits */
+    int64_t                created;  /* unix seconds */
+    int32_t                n_cached; /* prompt tokens whose KV came from the prefix cache */
+    int32_t                n_gen;    /* tokens generated so far */
+    hearth_gen_end         end;      /* in end, body and finished */
+    hearth_span            stop;     /* END_STOP: the stop string that matched */
+    hearth_span            text;     /* every piece of final text so far (all of it in end/body) */
+} hearth_gen_out;
+
+struct hearth_gen_dialect {
+    const char *id_prefix;  /* "chatcmpl-", "msg_", "resp_" ... */
+    /* Streaming: the first frames, once the engine's first event arrived (so n_cached is
+     * known); a piece of final text (never empty); the last frames. */
+    void (*start)(hearth_gen_out *g, hearth_jw *w);
+    void (*text)(hearth_gen_out *g, hearth_jw *w, hearth_span piece);
+    void (*end)(hearth_gen_out *g, hearth_jw *w);
+    /* Streaming: the engine failed after the stream began (start has been written). */
+    void (*error)(hearth_gen_out *g, hearth_jw *w, const hearth_api_err *e);
+    /* Non-streaming: the whole response body. */
+    void (*body)(hearth_gen_out *g, hearth_jw *w);
+    /* (optional) the generation completed, streamed or not; runs before end / body. */
+    void (*finished)(hearth_gen_out *g);
+    /* (optional) free spec->ctx. */
+    void (*ctx_free)(void *ctx);
+};
+
+/* Start a spec: sampling from the server's flags (else hearth's defaults: temperature 0.7,
+ * top_p 1, top_k off), a fresh seed, and max_tokens from --max-tokens else default_max
+ * (0 = the rest of the context). */
+void hearth_gen_spec_init(hearth_server *s, hearth_gen_spec *spec, const hearth_gen_dialect *d, int32_t default_max);
+/* Add one stop string (copied; empty strings are skipped). False with e filled (400 naming
+ * param) when there are too many or it is too long. */
+bool hearth_gen_add_stop(hearth_gen_spec *spec, const char *s, const char *param, hearth_api_err *e);
+/* Free what spec owns (ctx included) and clear it. */
 void hearth_gen_spec_free(hearth_gen_spec *spec);
-/* Answer r by running spec; takes over spec's arrays (spec is cleared). */
+/* Answer r by running spec; takes over spec's arrays and ctx (spec is cleared). */
 void hearth_gen_run(hearth_http_req *r, hearth_gen_spec *spec);

@@ -13,121 +13,26 @@
 #include "server/openai.h"
 #include "server/chat.h"
 #include "server/generate.h"
+#include "server/reqjson.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#define MAX_DEPTH 64
 #define MAX_LOGIT_BIAS 1024
-#define DEFAULT_TEMPERATURE 0.7
 #define DEFAULT_COMPLETION_TOKENS 512
 
-/* Deepest nesting of [ and { outside strings. */
-static int json_depth(const char *s, size_t n) {
-    int d = 0, max = 0;
-    bool str = false;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (str) {
-            if (c == '\\') i++;
-            else if (c == '"') str = false;
-        } else if (c == '"') str = true;
-        else if (c == '[' || c == '{') {
-            if (++d > max) max = d;
-        } else if (c == ']' || c == '}') d--;
-    }
-    return max;
+/* Short names for the field readers of reqjson.h, used on every line below. */
+static const cJSON *field(const cJSON *o, const char *k) { return hearth_req_field(o, k); }
+static int opt_num(const cJSON *o, const char *k, double lo, double hi, double *out, hearth_api_err *e) {
+    return hearth_req_num(o, k, lo, hi, out, e);
 }
-
-static cJSON *parse_body(hearth_http_req *r, hearth_api_err *e) {
-    size_t bad = 0;
-    if (r->n_body == 0) {
-        hearth_api_err_set(e, 400, "invalid_json", NULL, "the request body is empty: send a JSON object");
-        return NULL;
-    }
-    if (!hearth_utf8_valid(r->body, r->n_body, &bad)) {
-        hearth_api_err_set(e, 400, "invalid_encoding", NULL, "the request body is not valid UTF-8 (byte %zu)", bad);
-        return NULL;
-    }
-    if (json_depth(r->body, r->n_body) > MAX_DEPTH) {
-        hearth_api_err_set(e, 400, "invalid_json", NULL, "the request JSON nests deeper than %d levels", MAX_DEPTH);
-        return NULL;
-    }
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(r->body, r->n_body, &end, 0);
-    if (root && end) {
-        while (end < r->body + r->n_body && (*end == ' ' || *end == '\n' || *end == '\r' || *end == '\t')) end++;
-        if (end != r->body + r->n_body) {
-            cJSON_Delete(root);
-            root = NULL;
-        }
-    }
-    if (!root) {
-        size_t at = end && end >= r->body ? (size_t)(end - r->body) : 0;
-        hearth_api_err_set(e, 400, "invalid_json", NULL,
-                           "We could not parse the JSON body of your request (near byte %zu).", at);
-        return NULL;
-    }
-    if (!cJSON_IsObject(root)) {
-        cJSON_Delete(root);
-        hearth_api_err_set(e, 400, "invalid_json", NULL, "the request body must be a JSON object");
-        return NULL;
-    }
-    return root;
+static int opt_int(const cJSON *o, const char *k, double lo, double hi, int64_t *out, hearth_api_err *e) {
+    return hearth_req_int(o, k, lo, hi, out, e);
 }
-
-/* A field, with JSON null read as absent. */
-static const cJSON *field(const cJSON *root, const char *k) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, k);
-    return v && !cJSON_IsNull(v) ? v : NULL;
-}
-
-/* Optional number in [lo, hi]: 1 read, 0 absent, -1 error (e filled). */
-static int opt_num(const cJSON *root, const char *k, double lo, double hi, double *out, hearth_api_err *e) {
-    const cJSON *v = field(root, k);
-    if (!v) return 0;
-    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)) {
-        hearth_api_err_set(e, 400, "invalid_type", k, "'%s' must be a number", k);
-        return -1;
-    }
-    if (v->valuedouble < lo || v->valuedouble > hi) {
-        hearth_api_err_set(e, 400, "invalid_value", k, "'%s' must be between %g and %g (got %g)", k, lo, hi,
-                           v->valuedouble);
-        return -1;
-    }
-    *out = v->valuedouble;
-    return 1;
-}
-
-static int opt_int(const cJSON *root, const char *k, double lo, double hi, int64_t *out, hearth_api_err *e) {
-    const cJSON *v = field(root, k);
-    if (!v) return 0;
-    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || !isfinite(v->valuedouble)) {
-        hearth_api_err_set(e, 400, "invalid_type", k, "'%s' must be an integer", k);
-        return -1;
-    }
-    if (v->valuedouble < lo || v->valuedouble > hi) {
-        hearth_api_err_set(e, 400, "invalid_value", k, "'%s' must be between %.0f and %.0f (got %.0f)", k, lo, hi,
-                           v->valuedouble);
-        return -1;
-    }
-    *out = (int64_t)v->valuedouble;
-    return 1;
-}
-
-static int opt_bool(const cJSON *root, const char *k, bool *out, hearth_api_err *e) {
-    const cJSON *v = field(root, k);
-    if (!v) return 0;
-    if (!cJSON_IsBool(v)) {
-        hearth_api_err_set(e, 400, "invalid_type", k, "'%s' must be a boolean", k);
-        return -1;
-    }
-    *out = cJSON_IsTrue(v);
-    return 1;
+static int opt_bool(const cJSON *o, const char *k, bool *out, hearth_api_err *e) {
+    return hearth_req_bool(o, k, out, e);
 }
 
 static bool unsupported(hearth_api_err *e, const char *param, const char *what) {
@@ -140,24 +45,10 @@ static bool parse_stop(const cJSON *root, hearth_gen_spec *g, hearth_api_err *e)
     const cJSON *one = cJSON_IsString(v) ? v : NULL;
     if (!one && !cJSON_IsArray(v))
         return hearth_api_err_set(e, 400, "invalid_type", "stop", "'stop' must be a string or a list of strings");
-    int n = one ? 1 : cJSON_GetArraySize(v);
-    if (n > HEARTH_STOP_MAX)
-        return hearth_api_err_set(e, 400, "invalid_value", "stop", "at most %d stop strings are allowed", HEARTH_STOP_MAX);
-    for (int i = 0; i < n; i++) {
-        const cJSON *s = one ? one : cJSON_GetArrayItem(v, i);
+    for (const cJSON *s = one ? one : v->child; s; s = one ? NULL : s->next) {
         if (!cJSON_IsString(s))
             return hearth_api_err_set(e, 400, "invalid_type", "stop", "'stop' must be a string or a list of strings");
-        size_t len = strlen(s->valuestring);
-        if (len > HEARTH_STOP_MAX_BYTES)
-            return hearth_api_err_set(e, 400, "invalid_value", "stop", "a stop string is longer than %d bytes",
-                                      HEARTH_STOP_MAX_BYTES);
-        if (!len) continue;
-        char *copy = strdup(s->valuestring);
-        if (!copy) return hearth_api_err_set(e, 503, "out_of_memory", NULL, "out of memory");
-        g->stop_text[g->n_stops] = copy;
-        g->stops[g->n_stops].ptr = copy;
-        g->stops[g->n_stops].len = len;
-        g->n_stops++;
+        if (!hearth_gen_add_stop(g, s->valuestring, "stop", e)) return false;
     }
     return true;
 }
@@ -199,12 +90,12 @@ static bool parse_common(hearth_server *s, const cJSON *root, bool chat, hearth_
     int64_t i;
     bool b;
     int rc;
-    g->chat = chat;
-    g->sampling = hearth_sampler_params_default();
-    g->sampling.temperature = (float)(s->p.temperature >= 0 ? s->p.temperature : DEFAULT_TEMPERATURE);
-    g->sampling.top_p = (float)(s->p.top_p >= 0 ? s->p.top_p : 1.0);
-    g->sampling.top_k = s->p.top_k >= 0 ? s->p.top_k : 0;
-    g->max_tokens = s->p.max_tokens > 0 ? s->p.max_tokens : chat ? 0 : DEFAULT_COMPLETION_TOKENS;
+    hearth_openai_out *o = calloc(1, sizeof *o);
+    hearth_gen_spec_init(s, g, chat ? &hearth_openai_chat_out : &hearth_openai_text_out,
+                         chat ? 0 : DEFAULT_COMPLETION_TOKENS);
+    g->ctx = o;
+    if (!o) return hearth_api_err_set(e, 503, "out_of_memory", NULL, "out of memory");
+    g->prompt_param = chat ? "messages" : "prompt";
 
     if ((rc = opt_int(root, "n", -1e9, 1e9, &i, e)) < 0) return false;
     if (rc && i != 1) {
@@ -218,8 +109,8 @@ static bool parse_common(hearth_server *s, const cJSON *root, bool chat, hearth_
     if (so) {
         if (!cJSON_IsObject(so))
             return hearth_api_err_set(e, 400, "invalid_type", "stream_options", "'stream_options' must be an object");
-        if (opt_bool(so, "include_usage", &g->include_usage, e) < 0) return false;
-        g->include_usage = g->include_usage && g->stream;
+        if (opt_bool(so, "include_usage", &o->include_usage, e) < 0) return false;
+        o->include_usage = o->include_usage && g->stream;
     }
     if ((rc = opt_int(root, "max_tokens", -1e12, 1e12, &i, e)) < 0) return false;
     int64_t mt = rc ? i : 0;
@@ -244,12 +135,6 @@ static bool parse_common(hearth_server *s, const cJSON *root, bool chat, hearth_
     if (rc) g->sampling.min_p = (float)d;
     if ((rc = opt_int(root, "seed", -9.2e18, 9.2e18, &i, e)) < 0) return false;
     if (rc) g->sampling.seed = (uint64_t)i;
-    else {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        g->sampling.seed = ((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec) ^
-                           atomic_fetch_add_explicit(&s->n_ids, 1, memory_order_relaxed) * 0x9E3779B97F4A7C15ull;
-    }
     const char *rp_key = field(root, "repetition_penalty") ? "repetition_penalty" : "repeat_penalty";
     if ((rc = opt_num(root, rp_key, 0.01, 100, &d, e)) < 0) return false;
     if (rc) g->sampling.repeat_penalty = (float)d;
@@ -296,7 +181,7 @@ static bool parse_common(hearth_server *s, const cJSON *root, bool chat, hearth_
 void hearth_openai_chat(hearth_http_req *r) {
     hearth_api_err e;
     hearth_gen_spec g = {0};
-    cJSON *root = parse_body(r, &e);
+    cJSON *root = hearth_req_parse(r, &e);
     if (!root) goto fail;
     if (!parse_common(r->srv, root, true, &g, &e)) goto fail;
     if (!hearth_chat_prompt(r->srv, root, &g.prompt, &g.n_prompt, &e)) goto fail;
@@ -345,7 +230,7 @@ static bool completion_prompt(hearth_server *s, const cJSON *root, hearth_gen_sp
 void hearth_openai_completions(hearth_http_req *r) {
     hearth_api_err e;
     hearth_gen_spec g = {0};
-    cJSON *root = parse_body(r, &e);
+    cJSON *root = hearth_req_parse(r, &e);
     if (!root) goto fail;
     if (!parse_common(r->srv, root, false, &g, &e)) goto fail;
     if (!completion_prompt(r->srv, root, &g, &e)) goto fail;

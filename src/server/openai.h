@@ -9,7 +9,16 @@
  * Thread rule: handlers run on the connection's thread.
  */
 #pragma once
+#include "server/generate.h"
 #include "server/server_internal.h"
+
+/* The writers of OpenAI's chat.completion(.chunk) and text_completion shapes (openai_out.c);
+ * their per-request context is a hearth_openai_out. */
+typedef struct {
+    bool include_usage; /* stream_options.include_usage (streams only) */
+} hearth_openai_out;
+extern const hearth_gen_dialect hearth_openai_chat_out;
+extern const hearth_gen_dialect hearth_openai_text_out;
 
 void hearth_openai_chat(hearth_http_req *r);
 void hearth_openai_completions(hearth_http_req *r);

@@ -13,6 +13,7 @@
 
 hearth_status hearth_stop_init(hearth_stop *s, const hearth_span *stops, int n) {
     memset(s, 0, sizeof *s);
+    s->hit = -1;
     if (n < 0 || n > HEARTH_STOP_MAX) return HEARTH_E_LIMIT;
     for (int i = 0; i < n; i++) {
         if (stops[i].len > HEARTH_STOP_MAX_BYTES) return HEARTH_E_LIMIT;
@@ -67,6 +68,7 @@ bool hearth_stop_push(hearth_stop *s, const char *text, size_t n, hearth_span *o
      * those ending there the earliest start. Any split of the text into pieces gives the same
      * cut, since held keeps every incomplete occurrence. */
     const char *best = NULL, *best_end = NULL;
+    int         best_i = -1;
     for (int i = 0; i < s->n_stops; i++) {
         const char *hit = memmem(s->held, s->n_held, s->stops[i].ptr, s->stops[i].len);
         if (!hit) continue;
@@ -74,10 +76,12 @@ bool hearth_stop_push(hearth_stop *s, const char *text, size_t n, hearth_span *o
         if (!best || end < best_end || (end == best_end && hit < best)) {
             best = hit;
             best_end = end;
+            best_i = i;
         }
     }
     if (best) {
         s->stopped = true;
+        s->hit = best_i;
         out->ptr = s->held;
         out->len = (size_t)(best - s->held);
         return true;

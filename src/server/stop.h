@@ -29,6 +29,7 @@ typedef struct {
     char       *held;       /* owned: text not yet released, [n_held) */
     size_t      n_held, cap, n_released; /* n_released: front of held already handed out */
     bool        stopped;    /* a stop string was found; later pushes release nothing */
+    int         hit;        /* stopped: the index in stops[] of the string that matched, else -1 */
 } hearth_stop;
 
 /* Set up a matcher over stops[0..n) (borrowed). Empty strings are ignored. HEARTH_E_LIMIT when

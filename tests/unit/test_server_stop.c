@@ -57,6 +57,24 @@ TEST(stop_across_pieces) {
     CHECK_STR(out, "");
 }
 
+TEST(stop_reports_which_string_matched) {
+    /* "b c" completes first (ends earliest) though "a b c d" began earlier; the empty string
+     * is skipped, so hit indexes the non-empty strings in order */
+    hearth_span ss[] = {sp("a b c d"), sp(""), sp("b c"), sp("zz")};
+    hearth_stop m;
+    CHECK_EQ(hearth_stop_init(&m, ss, 4), HEARTH_OK);
+    CHECK_EQ(m.hit, -1);
+    hearth_span r;
+    CHECK(!hearth_stop_push(&m, "x a b", 5, &r));
+    CHECK(r.len == 2 && !memcmp(r.ptr, "x ", 2)); /* "a b" may begin a stop string: held */
+    CHECK_EQ(m.hit, -1);
+    CHECK(hearth_stop_push(&m, " c d", 4, &r));
+    CHECK_EQ(m.hit, 1);
+    CHECK(hearth_span_eq(m.stops[m.hit], "b c"));
+    CHECK(r.len == 2 && !memcmp(r.ptr, "a ", 2));
+    hearth_stop_fini(&m);
+}
+
 TEST(stop_holds_back_only_prefixes) {
     hearth_span ss[] = {sp("END")};
     hearth_stop m;
