@@ -25,6 +25,11 @@ extern const char cli_usage_scan[], cli_usage_ls[], cli_usage_get[], cli_usage_g
 int cli_template(int argc, char **argv);
 extern const char cli_usage_template[];
 
+/* `hearth benchmark` and `hearth evals` (cmd_benchmark.c): speed runs and their records. */
+int cli_benchmark(int argc, char **argv);
+int cli_evals(int argc, char **argv);
+extern const char cli_usage_benchmark[], cli_usage_evals[];
+
 /* Print "hearth: <msg>" to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -19,6 +19,8 @@ static const char usage_main[] =
     "  gc              reclaim superseded snapshots and unused blobs\n"
     "  fit MODEL       will a model fit in memory here, at what context, how fast\n"
     "  template        render a chat template (the prompt a model sees), or its token ids\n"
+    "  benchmark [model]  prefill and decode tok/s here, recorded in the evals database\n"
+    "  evals           the recorded benchmark runs\n"
     "  help [verb]     this text, or a verb's flags\n"
     "  --version       print the version\n"
     "\n"
@@ -60,6 +62,8 @@ const char *cli_help_text(const char *verb) {
     if (!strcmp(verb, "gc")) return cli_usage_gc;
     if (!strcmp(verb, "fit")) return cli_usage_fit;
     if (!strcmp(verb, "template")) return cli_usage_template;
+    if (!strcmp(verb, "benchmark") || !strcmp(verb, "bench")) return cli_usage_benchmark;
+    if (!strcmp(verb, "evals")) return cli_usage_evals;
     return NULL;
 }
 

@@ -65,6 +65,8 @@ int main(int argc, char **argv) {
     if (!strcmp(verb, "get")) return cli_get(argc - 1, argv + 1);
     if (!strcmp(verb, "gc")) return cli_gc(argc - 1, argv + 1);
     if (!strcmp(verb, "fit")) return cli_fit(argc - 1, argv + 1);
+    if (!strcmp(verb, "benchmark") || !strcmp(verb, "bench")) return cli_benchmark(argc - 1, argv + 1);
+    if (!strcmp(verb, "evals")) return cli_evals(argc - 1, argv + 1);
     if (!strcmp(verb, "template")) return cli_template(argc - 1, argv + 1);
     cli_error("unknown verb '%s' (try 'hearth help')", verb);
     return 2;
