@@ -21,7 +21,7 @@ export HEARTH_GEMMA3_GGUF  ?= $(shell scripts/model-path.sh gemma3 2>/dev/null)
 # One target at a time: each step already uses every core, and `test` relies on the order.
 .NOTPARALLEL:
 .DEFAULT_GOAL := build
-.PHONY: help setup build build-asan check check-asan test run oracles goldens clean
+.PHONY: help setup build build-asan check check-asan test run oracles goldens bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## /  \1\t/' | expand -t 14
@@ -58,6 +58,13 @@ oracles: ## set up, plus the oracle libraries of requirements/oracle.txt (compil
 
 goldens: oracles ## regenerate tests/golden/llamacpp/ with llama.cpp (minutes; commit the result)
 	$(PY) tools/golden_llamacpp.py
+
+# `bench` measures hearth against llama.cpp (bench/README.md): minutes, and meaningful only on a
+# quiet machine. BENCH_FLAGS="..." passes through to bench/speed.py (e.g. --reps 3 --threads 2).
+bench: oracles build ## hearth vs llama.cpp: pp512/tg128 tok/s, peak RSS, roofline (build/bench/)
+	@mkdir -p build/bench
+	cc -O3 -march=native -std=gnu11 -Wall -Wextra -pthread bench/membw.c -o build/membw
+	$(PY) bench/speed.py $(BENCH_FLAGS)
 
 clean: ## remove the build directories (keeps .venv and the model cache)
 	rm -rf build build-asan
