@@ -71,6 +71,39 @@ void hearth_api_err_json(hearth_jw *w, const hearth_api_err *e) {
     hearth_jw_obj_end(w);
 }
 
+/* Anthropic's error types by HTTP status (its API reference, "Errors"). */
+static const char *anthropic_type(int http) {
+    switch (http) {
+    case 401: return "authentication_error";
+    case 403: return "permission_error";
+    case 404: return "not_found_error";
+    case 413: return "request_too_large";
+    case 429: return "rate_limit_error";
+    case 503:
+    case 529: return "overloaded_error";
+    default: return http >= 500 ? "api_error" : "invalid_request_error";
+    }
+}
+
+void hearth_api_err_json_anthropic(hearth_jw *w, const hearth_api_err *e) {
+    hearth_jw_obj(w);
+    hearth_jw_key(w, "type");
+    hearth_jw_cstr(w, "error");
+    hearth_jw_key(w, "error");
+    hearth_jw_obj(w);
+    hearth_jw_key(w, "type");
+    hearth_jw_cstr(w, anthropic_type(e->http));
+    hearth_jw_key(w, "message");
+    hearth_jw_cstr(w, e->msg);
+    hearth_jw_obj_end(w);
+    hearth_jw_obj_end(w);
+}
+
+bool hearth_api_path_anthropic(const char *path) {
+    static const char p[] = "/v1/messages";
+    return path && !strncmp(path, p, sizeof p - 1) && (!path[sizeof p - 1] || path[sizeof p - 1] == '/');
+}
+
 const char *hearth_http_reason(int http) {
     switch (http) {
     case 200: return "OK";

@@ -4,6 +4,10 @@
  *
  *   {"error":{"message":"...","type":"invalid_request_error","param":"messages","code":null}}
  *
+ * and, for the Anthropic Messages API (paths under /v1/messages), Anthropic's shape:
+ *
+ *   {"type":"error","error":{"type":"invalid_request_error","message":"..."}}
+ *
  * A request handler fills a hearth_api_err where it finds the problem (with the parameter it
  * concerns and, where OpenAI has one, a code such as "context_length_exceeded") and the HTTP
  * layer writes it. Plain data; any thread.
@@ -29,7 +33,10 @@ bool hearth_api_err_set(hearth_api_err *e, int http, const char *code, const cha
 bool hearth_api_err_from_status(hearth_api_err *e, hearth_status st, const char *param, const char *msg);
 /* The HTTP status of a hearth_status, per the table. */
 int  hearth_api_http_status(hearth_status st);
-/* Write the error body as one JSON value. */
+/* Write the error body as one JSON value: OpenAI's shape / Anthropic's. */
 void hearth_api_err_json(hearth_jw *w, const hearth_api_err *e);
+void hearth_api_err_json_anthropic(hearth_jw *w, const hearth_api_err *e);
+/* Is path part of the Anthropic API, whose errors take Anthropic's shape? */
+bool hearth_api_path_anthropic(const char *path);
 /* The reason phrase of an HTTP status ("Bad Request"), for messages. */
 const char *hearth_http_reason(int http);

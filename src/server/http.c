@@ -94,7 +94,8 @@ bool hearth_http_send_json(hearth_http_req *r, int http, const hearth_jw *w) {
 bool hearth_http_send_error(hearth_http_req *r, const hearth_api_err *e) {
     hearth_jw w;
     hearth_jw_init(&w);
-    hearth_api_err_json(&w, e);
+    if (hearth_api_path_anthropic(r->path)) hearth_api_err_json_anthropic(&w, e);
+    else hearth_api_err_json(&w, e);
     bool ok = hearth_http_send_json(r, e->http, &w);
     hearth_jw_fini(&w);
     return ok;

@@ -4,6 +4,7 @@
  * 405, both in OpenAI's error shape. /health and CORS preflights stay public when an API key
  * is set (mlx_lm.server and llama-server do the same), so monitors and browsers work.
  */
+#include "server/anthropic.h"
 #include "server/openai.h"
 #include "server/server_internal.h"
 #include "server/store_api.h"
@@ -52,6 +53,8 @@ static const route routes[] = {
     {"POST", "/chat/completions", false, false, HEARTH_EP_CHAT, hearth_openai_chat},
     {"POST", "/v1/completions", false, false, HEARTH_EP_COMPLETIONS, hearth_openai_completions},
     {"POST", "/completions", false, false, HEARTH_EP_COMPLETIONS, hearth_openai_completions},
+    {"POST", "/v1/messages", false, false, HEARTH_EP_MESSAGES, hearth_anthropic_messages},
+    {"POST", "/v1/messages/count_tokens", false, false, HEARTH_EP_MESSAGES, hearth_anthropic_count_tokens},
     {"GET", "/stats", false, false, HEARTH_EP_STATS, h_stats},
     {"GET", "/metrics", false, false, HEARTH_EP_METRICS, h_metrics},
     {"GET", "/v1/app/config", false, false, HEARTH_EP_OTHER, hearth_web_config},

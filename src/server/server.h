@@ -1,8 +1,9 @@
 /*
- * server.h - `hearth serve`: the HTTP server with the OpenAI-compatible API.
+ * server.h - `hearth serve`: the HTTP server with the OpenAI- and Anthropic-compatible APIs.
  *
  *   POST /v1/chat/completions   chat through the model's chat template (SSE when stream=true)
  *   POST /v1/completions        raw prompt (string or token ids), no template
+ *   POST /v1/messages[/count_tokens]  the Anthropic Messages API (anthropic.h)
  *   GET  /v1/models[/ID], /v1, /health, /stats, /metrics
  *   GET  /library, /fit, /downloads; POST /downloads   the model store (store_api.h)
  *

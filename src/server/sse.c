@@ -58,4 +58,9 @@ bool hearth_sse_start(hearth_http_req *r, hearth_sse_fill_fn fill, void (*done)(
 
 void hearth_sse_begin(hearth_jw *w) { hearth_jw_raw(w, "data: ", 6); }
 void hearth_sse_end(hearth_jw *w) { hearth_jw_raw(w, "\n\n", 2); }
+void hearth_sse_event(hearth_jw *w, const char *name) {
+    hearth_jw_raw(w, "event: ", 7);
+    hearth_jw_raw(w, name, strlen(name));
+    hearth_jw_raw(w, "\ndata: ", 7);
+}
 void hearth_sse_done(hearth_jw *w) { hearth_jw_raw(w, "data: [DONE]\n\n", 14); }

@@ -26,5 +26,8 @@ bool hearth_sse_start(hearth_http_req *r, hearth_sse_fill_fn fill, void (*done)(
 /* Frame helpers: "data: " + one JSON value + "\n\n". */
 void hearth_sse_begin(hearth_jw *w);
 void hearth_sse_end(hearth_jw *w);
+/* A named event's head: "event: NAME\ndata: " (Anthropic's and the Responses API's frames);
+ * hearth_sse_end closes it. */
+void hearth_sse_event(hearth_jw *w, const char *name);
 /* "data: [DONE]\n\n" */
 void hearth_sse_done(hearth_jw *w);

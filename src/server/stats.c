@@ -41,7 +41,8 @@ struct hearth_stats {
 };
 
 static const char *const ep_name[HEARTH_EP_COUNT] = {"chat_completions", "completions", "models", "index",
-                                                     "health", "stats", "metrics", "other"};
+                                                     "health", "stats", "metrics", "messages", "responses",
+                                                     "other"};
 static const char *const cls_name[CLS_COUNT] = {"2xx", "4xx", "5xx"};
 static const char *const gen_name[HEARTH_GEN_COUNT] = {"completed", "cancelled", "failed"};
 

@@ -23,6 +23,8 @@ typedef enum {
     HEARTH_EP_HEALTH,
     HEARTH_EP_STATS,
     HEARTH_EP_METRICS,
+    HEARTH_EP_MESSAGES,   /* /v1/messages and count_tokens */
+    HEARTH_EP_RESPONSES,
     HEARTH_EP_OTHER,
     HEARTH_EP_COUNT
 } hearth_endpoint;

@@ -1,0 +1,145 @@
+/*
+ * chatmap.c - OpenAI chat bodies built from other dialects (see chatmap.h).
+ */
+#include "server/chatmap.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static bool oom(hearth_api_err *e) { return hearth_api_err_set(e, 503, "out_of_memory", NULL, "out of memory"); }
+
+cJSON *hearth_chatmap_new(void) {
+    cJSON *b = cJSON_CreateObject();
+    if (b && !cJSON_AddArrayToObject(b, "messages")) {
+        cJSON_Delete(b);
+        b = NULL;
+    }
+    return b;
+}
+
+cJSON *hearth_chatmap_msg(cJSON *body, const char *role, const char *text, hearth_api_err *e) {
+    cJSON *m = cJSON_CreateObject();
+    if (!m || !cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(body, "messages"), m)) {
+        cJSON_Delete(m);
+        oom(e);
+        return NULL;
+    }
+    if (!cJSON_AddStringToObject(m, "role", role) || !cJSON_AddStringToObject(m, "content", text)) {
+        oom(e);
+        return NULL;
+    }
+    return m;
+}
+
+bool hearth_chatmap_tool_call(cJSON *msg, const char *id, const char *name, const cJSON *args, const char *param,
+                              hearth_api_err *e) {
+    cJSON *a = NULL;
+    if (cJSON_IsString(args)) {
+        a = cJSON_Parse(args->valuestring);
+        if (!a || !cJSON_IsObject(a)) {
+            cJSON_Delete(a);
+            return hearth_api_err_set(e, 400, "invalid_value", param, "the arguments of tool call '%.60s' are not a "
+                                      "JSON object", name);
+        }
+    } else if (cJSON_IsObject(args)) {
+        a = cJSON_Duplicate(args, true);
+    } else if (!args || cJSON_IsNull(args)) {
+        a = cJSON_CreateObject();
+    } else {
+        return hearth_api_err_set(e, 400, "invalid_type", param, "the arguments of tool call '%.60s' must be an "
+                                  "object", name);
+    }
+    if (!a) return oom(e);
+    cJSON *calls = cJSON_GetObjectItemCaseSensitive(msg, "tool_calls");
+    if (!calls) calls = cJSON_AddArrayToObject(msg, "tool_calls");
+    cJSON *c = cJSON_CreateObject(), *f = NULL;
+    if (!calls || !c || !cJSON_AddItemToArray(calls, c)) {
+        cJSON_Delete(c);
+        cJSON_Delete(a);
+        return oom(e);
+    }
+    if (!cJSON_AddStringToObject(c, "id", id) || !cJSON_AddStringToObject(c, "type", "function") ||
+        !(f = cJSON_AddObjectToObject(c, "function")) || !cJSON_AddStringToObject(f, "name", name)) {
+        cJSON_Delete(a);
+        return oom(e);
+    }
+    cJSON_AddItemToObject(f, "arguments", a);
+    return true;
+}
+
+bool hearth_chatmap_tool(cJSON *body, const char *name, const char *description, const cJSON *parameters,
+                         hearth_api_err *e) {
+    cJSON *tools = cJSON_GetObjectItemCaseSensitive(body, "tools");
+    if (!tools) tools = cJSON_AddArrayToObject(body, "tools");
+    cJSON *t = cJSON_CreateObject(), *f = NULL;
+    if (!tools || !t || !cJSON_AddItemToArray(tools, t)) {
+        cJSON_Delete(t);
+        return oom(e);
+    }
+    cJSON *p = parameters ? cJSON_Duplicate(parameters, true) : cJSON_Parse("{\"type\":\"object\",\"properties\":{}}");
+    if (!p || !cJSON_AddStringToObject(t, "type", "function") || !(f = cJSON_AddObjectToObject(t, "function")) ||
+        !cJSON_AddStringToObject(f, "name", name) ||
+        (description && !cJSON_AddStringToObject(f, "description", description))) {
+        cJSON_Delete(p);
+        return oom(e);
+    }
+    cJSON_AddItemToObject(f, "parameters", p);
+    return true;
+}
+
+bool hearth_chatmap_kwarg(cJSON *body, const char *key, cJSON *value, hearth_api_err *e) {
+    cJSON *kw = cJSON_GetObjectItemCaseSensitive(body, "chat_template_kwargs");
+    if (!kw) kw = cJSON_AddObjectToObject(body, "chat_template_kwargs");
+    if (!kw || !value) {
+        cJSON_Delete(value);
+        return oom(e);
+    }
+    cJSON_DeleteItemFromObjectCaseSensitive(kw, key);
+    cJSON_AddItemToObject(kw, key, value);
+    return true;
+}
+
+static bool type_in(const char *t, const char *const *types) {
+    for (; *types; types++)
+        if (!strcmp(t, *types)) return true;
+    return false;
+}
+
+bool hearth_chatmap_text(const cJSON *content, const char *const *text_types, const char *param, char **out,
+                         hearth_api_err *e) {
+    *out = NULL;
+    if (cJSON_IsString(content)) {
+        *out = strdup(content->valuestring);
+        return *out || oom(e);
+    }
+    if (!cJSON_IsArray(content))
+        return hearth_api_err_set(e, 400, "invalid_type", param, "'%s' must be a string or a list of content blocks",
+                                  param);
+    size_t n = 1;
+    for (const cJSON *p = content->child; p; p = p->next) {
+        const cJSON *type = cJSON_IsObject(p) ? cJSON_GetObjectItemCaseSensitive(p, "type") : NULL;
+        const cJSON *text = cJSON_IsObject(p) ? cJSON_GetObjectItemCaseSensitive(p, "text") : NULL;
+        if (!cJSON_IsString(type))
+            return hearth_api_err_set(e, 400, "invalid_type", param, "each block of '%s' needs a string 'type'", param);
+        if (!type_in(type->valuestring, text_types))
+            return hearth_api_err_set(e, 400, "unsupported", param,
+                                      "content blocks of type '%.40s' are not supported here by hearth (text only)",
+                                      type->valuestring);
+        if (!cJSON_IsString(text))
+            return hearth_api_err_set(e, 400, "invalid_type", param, "a text block of '%s' needs a string 'text'",
+                                      param);
+        n += strlen(text->valuestring) + 1;
+    }
+    char *buf = malloc(n), *q = buf;
+    if (!buf) return oom(e);
+    for (const cJSON *p = content->child; p; p = p->next) {
+        const char *t = cJSON_GetObjectItemCaseSensitive(p, "text")->valuestring;
+        if (p != content->child) *q++ = '\n';
+        size_t k = strlen(t);
+        memcpy(q, t, k);
+        q += k;
+    }
+    *q = 0;
+    *out = buf;
+    return true;
+}
