@@ -185,9 +185,11 @@ static void escape(hearth_jw *w, const char *s, size_t n) {
     put(w, "\"", 1);
 }
 
-void hearth_jw_key(hearth_jw *w, const char *k) {
+void hearth_jw_key(hearth_jw *w, const char *k) { hearth_jw_keyn(w, k, strlen(k)); }
+
+void hearth_jw_keyn(hearth_jw *w, const char *k, size_t n) {
     sep(w);
-    escape(w, k, strlen(k));
+    escape(w, k, n);
     put(w, ":", 1);
     w->after_key = true;
 }

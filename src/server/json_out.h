@@ -38,6 +38,8 @@ void hearth_jw_arr(hearth_jw *w);
 void hearth_jw_arr_end(hearth_jw *w);
 /* An object key (NUL-terminated); the next call writes its value. */
 void hearth_jw_key(hearth_jw *w, const char *k);
+/* A key of n bytes (escaped as a string is). */
+void hearth_jw_keyn(hearth_jw *w, const char *k, size_t n);
 /* A string value of n bytes, escaped; invalid UTF-8 becomes U+FFFD. */
 void hearth_jw_str(hearth_jw *w, const char *s, size_t n);
 /* A NUL-terminated string value, or null when s is NULL. */

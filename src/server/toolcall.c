@@ -1,0 +1,415 @@
+/*
+ * toolcall.c - the streaming tool-call parser (see toolcall.h).
+ *
+ * State: buf holds the text not yet handed out. In text mode the parser looks for the earliest
+ * opening marker of its format (marks.h), releases the text before it, and holds back a tail
+ * that may still become a marker. In call mode it waits until the markup is complete (its
+ * closing marker, or the end of a balanced JSON value for formats without one), parses it
+ * (toolcall_args.c turns Python-call and call:{} bodies into JSON), and either records the
+ * calls or gives the markup back as content. Bodies are short, so re-scanning a growing body on
+ * each push costs little.
+ */
+#include "server/toolcall.h"
+#include "server/jraw.h"
+#include "server/json_out.h"
+#include "server/marks.h"
+#include "server/toolcall_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { K_HERMES, K_PYTAG, K_MISTRAL, K_TOOL_CODE, K_GEMMA_CALL, K_GEMMA4_CALL, K_BARE };
+
+typedef struct {
+    const char *open, *close; /* close NULL: the body is JSON, complete when balanced */
+    int         kind;
+} trig;
+
+static const trig T_HERMES[] = {{"<tool_call>", "</tool_call>", K_HERMES}};
+static const trig T_LLAMA3[] = {{"<|python_tag|>", NULL, K_PYTAG}};
+static const trig T_MISTRAL[] = {{"[TOOL_CALLS]", NULL, K_MISTRAL}};
+static const trig T_GEMMA[] = {{"```tool_code", "```", K_TOOL_CODE},
+                               {"<start_function_call>", "<end_function_call>", K_GEMMA_CALL},
+                               {"<|tool_call>", "<tool_call|>", K_GEMMA4_CALL}};
+#define MAX_TRIGS 3
+
+static const struct {
+    const char *name;
+    const trig *t;
+    int         n;
+} FORMATS[HEARTH_TC_COUNT] = {
+    [HEARTH_TC_NONE] = {"none", NULL, 0},
+    [HEARTH_TC_HERMES] = {"hermes", T_HERMES, 1},
+    [HEARTH_TC_LLAMA3] = {"llama3", T_LLAMA3, 1},
+    [HEARTH_TC_MISTRAL] = {"mistral", T_MISTRAL, 1},
+    [HEARTH_TC_GEMMA] = {"gemma", T_GEMMA, 3},
+};
+
+struct hearth_tc {
+    hearth_tc_format  f;
+    const trig       *t;        /* borrowed: FORMATS[f] */
+    const char       *opens[MAX_TRIGS];
+    int               n_t;
+    uint64_t          seed;
+    hearth_jw         buf;      /* owned: text not handed out yet */
+    hearth_jw         content;  /* owned: content released by the current push */
+    int               cur;      /* -1 text mode, else the kind of the open markup */
+    size_t            body;     /* call mode: offset in buf where the markup's body starts */
+    bool              lead;     /* LLAMA3: only whitespace (and ';' after a call) so far */
+    bool              finished, failed;
+    hearth_tool_call *calls;    /* owned [n_calls] */
+    int               n_calls, cap_calls;
+};
+
+const char *hearth_tc_format_name(hearth_tc_format f) {
+    return f >= 0 && f < HEARTH_TC_COUNT ? FORMATS[f].name : "none";
+}
+
+hearth_tc_format hearth_tc_format_from_name(const char *name) {
+    for (int f = 0; f < HEARTH_TC_COUNT; f++)
+        if (name && !strcmp(name, FORMATS[f].name)) return (hearth_tc_format)f;
+    return HEARTH_TC_COUNT;
+}
+
+bool hearth_tc_is_marker(hearth_tc_format f, const char *text, size_t n) {
+    static const char *const extra[] = {"[ARGS]", "[CALL_ID]", "<|\"|>", "<escape>"};
+    if (f <= HEARTH_TC_NONE || f >= HEARTH_TC_COUNT || !n) return false;
+    hearth_span s = {text, n};
+    for (int i = 0; i < FORMATS[f].n; i++)
+        if (hearth_span_eq(s, FORMATS[f].t[i].open) || (FORMATS[f].t[i].close && hearth_span_eq(s, FORMATS[f].t[i].close)))
+            return true;
+    for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++)
+        if (hearth_span_eq(s, extra[i])) return true;
+    return false;
+}
+
+hearth_tc_format hearth_tc_detect(const char *tmpl, const char *arch) {
+    if (tmpl) {
+        if (strstr(tmpl, "[TOOL_CALLS]")) return HEARTH_TC_MISTRAL;
+        if (strstr(tmpl, "<tool_call>")) return HEARTH_TC_HERMES;
+        if (strstr(tmpl, "<|python_tag|>") || strstr(tmpl, "\"parameters\": ")) return HEARTH_TC_LLAMA3;
+        if (strstr(tmpl, "<|tool_call>") || strstr(tmpl, "<start_function_call>") || strstr(tmpl, "tool_code"))
+            return HEARTH_TC_GEMMA;
+    }
+    if (arch) {
+        if (!strncmp(arch, "gemma", 5)) return HEARTH_TC_GEMMA;
+        if (strstr(arch, "mistral") || strstr(arch, "mixtral")) return HEARTH_TC_MISTRAL;
+        if (tmpl && strstr(tmpl, "<|start_header_id|>")) return HEARTH_TC_LLAMA3;
+    }
+    return HEARTH_TC_HERMES;
+}
+
+hearth_tc *hearth_tc_create(hearth_tc_format f, uint64_t id_seed) {
+    if (f < 0 || f >= HEARTH_TC_COUNT) return NULL;
+    hearth_tc *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    p->f = f;
+    p->t = FORMATS[f].t;
+    p->n_t = FORMATS[f].n;
+    for (int i = 0; i < p->n_t; i++) p->opens[i] = p->t[i].open;
+    p->seed = id_seed;
+    p->cur = -1;
+    p->lead = f == HEARTH_TC_LLAMA3;
+    hearth_jw_init(&p->buf);
+    hearth_jw_init(&p->content);
+    return p;
+}
+
+void hearth_tc_destroy(hearth_tc *p) {
+    if (!p) return;
+    for (int i = 0; i < p->n_calls; i++) {
+        free(p->calls[i].id);
+        free(p->calls[i].name);
+        free(p->calls[i].arguments);
+    }
+    free(p->calls);
+    hearth_jw_fini(&p->buf);
+    hearth_jw_fini(&p->content);
+    free(p);
+}
+
+const hearth_tool_call *hearth_tc_calls(const hearth_tc *p, int *n) {
+    *n = p->n_calls;
+    return p->calls;
+}
+
+static char *dupn(const char *s, size_t n) {
+    char *d = malloc(n + 1);
+    if (d) {
+        memcpy(d, s, n);
+        d[n] = 0;
+    }
+    return d;
+}
+
+static bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+cJSON *hearth_tc_parse_exact(const char *s, size_t n) {
+    const char *end = NULL;
+    cJSON *v = n ? cJSON_ParseWithLengthOpts(s, n, &end, 0) : NULL;
+    while (v && end < s + n && is_ws(*end)) end++;
+    if (v && end != s + n) {
+        cJSON_Delete(v);
+        v = NULL;
+    }
+    return v;
+}
+
+static uint64_t mix(uint64_t x) {
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+bool hearth_tc_add(hearth_tc *p, const char *name, size_t n_name, const char *args, size_t n_args, const char *id,
+                   size_t n_id) {
+    if (p->n_calls == p->cap_calls) {
+        int cap = p->cap_calls ? p->cap_calls * 2 : 4;
+        hearth_tool_call *c = realloc(p->calls, (size_t)cap * sizeof *c);
+        if (!c) return false;
+        p->calls = c;
+        p->cap_calls = cap;
+    }
+    char made[40];
+    if (!id || !n_id) {
+        uint64_t a = mix(p->seed ^ ((uint64_t)p->n_calls << 32)), b = mix(a);
+        if (p->f == HEARTH_TC_MISTRAL) {
+            static const char al[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+            for (int i = 0; i < 9; i++, a /= 62) made[i] = al[a % 62];
+            made[9] = 0;
+        } else {
+            snprintf(made, sizeof made, "call_%016llx%08llx", (unsigned long long)a,
+                     (unsigned long long)(b & 0xffffffffu));
+        }
+        id = made;
+        n_id = strlen(made);
+    }
+    hearth_tool_call *c = &p->calls[p->n_calls];
+    c->index = p->n_calls;
+    c->id = dupn(id, n_id);
+    c->name = dupn(name, n_name);
+    c->arguments = dupn(args, n_args);
+    if (!c->id || !c->name || !c->arguments) {
+        free(c->id);
+        free(c->name);
+        free(c->arguments);
+        return false;
+    }
+    p->n_calls++;
+    return true;
+}
+
+/* A JSON object {"name": .., "arguments"|"parameters": {..} or "{..}", "id"?: ..} -> a call.
+ * 1 added, -1 not a call, -2 OOM. */
+static int json_call(hearth_tc *p, hearth_span obj) {
+    cJSON *root = hearth_tc_parse_exact(obj.ptr, obj.len);
+    int rc = -1;
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(root, "name");
+    hearth_span args = {"{}", 2}, id = {NULL, 0};
+    if (!cJSON_IsObject(root) || !cJSON_IsString(name) || !*name->valuestring) goto out;
+    const char *ak = cJSON_HasObjectItem(root, "arguments") ? "arguments" : "parameters";
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(root, ak);
+    if (a && cJSON_IsString(a)) { /* arguments given as a JSON string holding the object */
+        cJSON *inner = hearth_tc_parse_exact(a->valuestring, strlen(a->valuestring));
+        bool ok = cJSON_IsObject(inner);
+        cJSON_Delete(inner);
+        if (!ok) goto out;
+        args = hearth_jraw_trim(a->valuestring, strlen(a->valuestring));
+    } else if (a && !cJSON_IsNull(a)) {
+        if (!cJSON_IsObject(a) || !hearth_jraw_get(obj, ak, &args)) goto out;
+    }
+    const cJSON *jid = cJSON_GetObjectItemCaseSensitive(root, "id");
+    if (cJSON_IsString(jid)) id = hearth_span_cstr(jid->valuestring);
+    rc = hearth_tc_add(p, name->valuestring, strlen(name->valuestring), args.ptr, args.len, id.ptr, id.len) ? 1 : -2;
+out:
+    cJSON_Delete(root);
+    return rc;
+}
+
+
+/* Mistral after [TOOL_CALLS]: a JSON array of calls, or name[CALL_ID]id[ARGS]{..}.
+ * 1 done (*used bytes of body), 0 incomplete, -1 not a call, -2 OOM. */
+static int mistral(hearth_tc *p, const char *b, size_t n, size_t *used) {
+    size_t i = 0;
+    while (i < n && is_ws(b[i])) i++;
+    if (i == n) return 0;
+    if (b[i] == '[') {
+        size_t len = hearth_jraw_skip(b + i, n - i);
+        if (!len) return 0;
+        hearth_jraw_it it;
+        hearth_span el;
+        int before = p->n_calls, rc = 1;
+        hearth_jraw_iter((hearth_span){b + i, len}, &it);
+        while (rc == 1 && hearth_jraw_next(&it, NULL, &el)) rc = json_call(p, el);
+        if (rc == 1 && (it.err || p->n_calls == before)) rc = -1;
+        *used = i + len;
+        return rc;
+    }
+    size_t ns = i;
+    while (i < n && b[i] != '[' && !is_ws(b[i])) i++;
+    if (i == n) return 0;
+    if (b[i] != '[' || i == ns) return -1;
+    size_t ne = i, is = 0, ie = 0;
+    static const char cid[] = "[CALL_ID]", args[] = "[ARGS]";
+    if (n - i < sizeof cid - 1 && !memcmp(b + i, cid, n - i)) return 0;
+    if (n - i >= sizeof cid - 1 && !memcmp(b + i, cid, sizeof cid - 1)) {
+        is = i += sizeof cid - 1;
+        while (i < n && b[i] != '[') i++;
+        if (i == n) return 0;
+        ie = i;
+    }
+    if (n - i < sizeof args - 1) return memcmp(b + i, args, n - i) ? -1 : 0;
+    if (memcmp(b + i, args, sizeof args - 1)) return -1;
+    i += sizeof args - 1;
+    size_t len = hearth_jraw_skip(b + i, n - i);
+    if (!len) return 0;
+    hearth_span a = hearth_jraw_trim(b + i, len);
+    cJSON *v = hearth_tc_parse_exact(a.ptr, a.len);
+    bool ok = cJSON_IsObject(v);
+    cJSON_Delete(v);
+    if (!ok) return -1;
+    *used = i + len;
+    return hearth_tc_add(p, b + ns, ne - ns, a.ptr, a.len, is ? b + is : NULL, ie - is) ? 1 : -2;
+}
+
+/* The body of the open markup at buf[p->body..]: 1 parsed (calls added), 0 needs more text,
+ * -1 not a call, -2 OOM; *used: body bytes the markup took, its closing marker included. */
+static int parse_markup(hearth_tc *p, bool final, size_t *used) {
+    const char *b = p->buf.buf + p->body;
+    size_t n = p->buf.len - p->body;
+    int kind = p->cur;
+    if (kind == K_PYTAG || kind == K_BARE) {
+        size_t i = 0;
+        while (i < n && is_ws(b[i])) i++;
+        if (i == n) return final ? -1 : 0;
+        if (b[i] != '{') {
+            *used = n;
+            return -1;
+        }
+        size_t len = hearth_jraw_skip(b, n);
+        if (!len) return final ? (*used = n, -1) : 0;
+        *used = len;
+        return json_call(p, hearth_jraw_trim(b, len));
+    }
+    if (kind == K_MISTRAL) {
+        int rc = mistral(p, b, n, used);
+        if (rc == 0 && final) rc = -1;
+        if (rc == -1) *used = n;
+        return rc;
+    }
+    const trig *t = NULL;
+    for (int i = 0; i < p->n_t; i++)
+        if (p->t[i].kind == kind) t = &p->t[i];
+    const char *close = memmem(b, n, t->close, strlen(t->close));
+    if (!close && !final) return 0;
+    size_t nb = close ? (size_t)(close - b) : n;
+    *used = close ? nb + strlen(t->close) : n;
+    hearth_span body = hearth_jraw_trim(b, nb);
+    switch (kind) {
+    case K_HERMES:
+        if (body.len && body.ptr[0] == '{') return json_call(p, body);
+        return hearth_tc_xml_call(p, body.ptr, body.len);
+    case K_TOOL_CODE: return hearth_tc_python_calls(p, body.ptr, body.len);
+    case K_GEMMA_CALL: return hearth_tc_gemma_call(p, body.ptr, body.len, "<escape>");
+    default: return hearth_tc_gemma_call(p, body.ptr, body.len, "<|\"|>");
+    }
+}
+
+static void emit(hearth_tc *p, const char *s, size_t n) { hearth_jw_raw(&p->content, s, n); }
+
+/* Consume as much of buf as can be decided. */
+static int run(hearth_tc *p, bool final) {
+    size_t pos = 0;
+    for (;;) {
+        const char *s = p->buf.buf + pos;
+        size_t n = p->buf.len - pos;
+        if (p->cur < 0) {
+            if (p->lead) {
+                size_t w = 0;
+                while (w < n && (is_ws(s[w]) || (s[w] == ';' && p->n_calls))) w++;
+                if (w == n) { /* whitespace only: hold (it is dropped if a call follows) */
+                    if (final) {
+                        if (!p->n_calls) emit(p, s, n);
+                        pos += n;
+                    }
+                    break;
+                }
+                if (s[w] == '{') {
+                    pos += w; /* whitespace before a call, or ';' between calls, is dropped */
+                    p->cur = K_BARE;
+                    p->body = pos;
+                    continue;
+                }
+                p->lead = false;
+            }
+            size_t at = 0, hold = 0;
+            int i = n ? hearth_marks_find(s, n, p->opens, p->n_t, &at, &hold) : -1;
+            if (i < 0) {
+                size_t r = final ? n : n - hold;
+                emit(p, s, r);
+                pos += r;
+                break;
+            }
+            emit(p, s, at);
+            pos += at;
+            p->cur = p->t[i].kind;
+            p->body = pos + strlen(p->t[i].open);
+            continue;
+        }
+        size_t used = 0;
+        int before = p->n_calls;
+        int rc = parse_markup(p, final, &used);
+        if (rc == 0) break;
+        if (rc == -2) return -2;
+        if (rc == -1) {
+            while (p->n_calls > before) { /* a half-parsed array: take its calls back */
+                hearth_tool_call *c = &p->calls[--p->n_calls];
+                free(c->id);
+                free(c->name);
+                free(c->arguments);
+            }
+            emit(p, p->buf.buf + pos, p->body + used - pos);
+        }
+        bool bare = p->cur == K_BARE || p->cur == K_PYTAG;
+        pos = p->body + used;
+        p->cur = -1;
+        p->lead = bare && rc == 1;
+    }
+    memmove(p->buf.buf, p->buf.buf + pos, p->buf.len - pos);
+    p->buf.len -= pos;
+    if (p->cur >= 0) p->body -= pos;
+    return p->content.oom || p->buf.oom ? -2 : 0;
+}
+
+static hearth_status step(hearth_tc *p, const char *text, size_t n, bool final, hearth_tc_out *out) {
+    memset(out, 0, sizeof *out);
+    out->content.ptr = "";
+    if (p->failed) return HEARTH_E_NOMEM;
+    if (p->finished) return HEARTH_OK;
+    int before = p->n_calls;
+    hearth_jw_reset(&p->content);
+    if (p->f == HEARTH_TC_NONE) {
+        out->content = (hearth_span){text, n};
+        p->finished = final;
+        return HEARTH_OK;
+    }
+    hearth_jw_raw(&p->buf, text, n);
+    if (run(p, final) < 0) {
+        p->failed = true;
+        return HEARTH_E_NOMEM;
+    }
+    p->finished = final;
+    out->content = (hearth_span){p->content.buf ? p->content.buf : "", p->content.len};
+    out->calls = p->calls + before;
+    out->n_calls = p->n_calls - before;
+    out->in_call = p->cur >= 0;
+    return HEARTH_OK;
+}
+
+hearth_status hearth_tc_push(hearth_tc *p, const char *text, size_t n, hearth_tc_out *out) {
+    return step(p, text, n, false, out);
+}
+
+hearth_status hearth_tc_finish(hearth_tc *p, hearth_tc_out *out) { return step(p, "", 0, true, out); }
