@@ -107,7 +107,7 @@ bool hearth_http_send_preflight(hearth_http_req *r) {
     const char *origin = hearth_http_header(r, "Origin");
     if (r->srv->cors && origin && origin_allowed(r->srv->cors, origin)) {
         const char *want = hearth_http_header(r, "Access-Control-Request-Headers");
-        MHD_add_response_header(resp, "Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+        MHD_add_response_header(resp, "Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS");
         MHD_add_response_header(resp, "Access-Control-Allow-Headers",
                                 want ? want : "Authorization, Content-Type, X-Api-Key");
         MHD_add_response_header(resp, "Access-Control-Max-Age", "600");

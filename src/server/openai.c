@@ -293,7 +293,8 @@ void hearth_openai_model(hearth_http_req *r) {
 void hearth_openai_index(hearth_http_req *r) {
     static const char *const endpoints[] = {
         "POST /v1/chat/completions", "POST /v1/completions", "POST /v1/messages",
-        "POST /v1/messages/count_tokens", "GET /v1/models", "GET /v1",
+        "POST /v1/messages/count_tokens", "POST /v1/responses", "GET /v1/responses/{id}",
+        "DELETE /v1/responses/{id}", "GET /v1/models", "GET /v1",
         "GET /health", "GET /stats", "GET /metrics",
     };
     hearth_jw w;

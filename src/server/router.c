@@ -6,6 +6,7 @@
  */
 #include "server/anthropic.h"
 #include "server/openai.h"
+#include "server/responses.h"
 #include "server/server_internal.h"
 #include "server/store_api.h"
 #include "server/web.h"
@@ -55,6 +56,9 @@ static const route routes[] = {
     {"POST", "/completions", false, false, HEARTH_EP_COMPLETIONS, hearth_openai_completions},
     {"POST", "/v1/messages", false, false, HEARTH_EP_MESSAGES, hearth_anthropic_messages},
     {"POST", "/v1/messages/count_tokens", false, false, HEARTH_EP_MESSAGES, hearth_anthropic_count_tokens},
+    {"POST", "/v1/responses", false, false, HEARTH_EP_RESPONSES, hearth_responses_create},
+    {"GET", "/v1/responses/", true, false, HEARTH_EP_RESPONSES, hearth_responses_get},
+    {"DELETE", "/v1/responses/", true, false, HEARTH_EP_RESPONSES, hearth_responses_delete},
     {"GET", "/stats", false, false, HEARTH_EP_STATS, h_stats},
     {"GET", "/metrics", false, false, HEARTH_EP_METRICS, h_metrics},
     {"GET", "/v1/app/config", false, false, HEARTH_EP_OTHER, hearth_web_config},

@@ -4,6 +4,7 @@
  */
 #include "server/chat.h"
 #include "server/downloads.h"
+#include "server/resp_store.h"
 #include "server/server_internal.h"
 
 #include <limits.h>
@@ -38,6 +39,7 @@ hearth_status hearth_server_create(const hearth_server_params *p, const hearth_m
     s->api_key = dup_or_null(p->api_key);
     s->cors = dup_or_null(p->cors);
     s->stats = hearth_stats_create();
+    s->responses = hearth_resp_store_create((hearth_resp_store_params){0});
     hearth_status st;
     char real[PATH_MAX];
     if (p->model_path && realpath(p->model_path, real) && !(s->model_path = strdup(real))) {
@@ -46,7 +48,7 @@ hearth_status hearth_server_create(const hearth_server_params *p, const hearth_m
     }
     hearth_downloads_params dp = {.max_active = p->max_downloads};
     if ((st = hearth_downloads_create(&dp, &s->dl, err))) goto fail;
-    if (!s->host || !s->model_id || !s->stats || (p->api_key && *p->api_key && !s->api_key) ||
+    if (!s->host || !s->model_id || !s->stats || !s->responses || (p->api_key && *p->api_key && !s->api_key) ||
         (p->cors && *p->cors && !s->cors)) {
         st = hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
         goto fail;
@@ -79,6 +81,7 @@ void hearth_server_destroy(hearth_server *s) {
     hearth_downloads_destroy(s->dl); /* after the connections: none can start another */
     hearth_chat_fini(s);
     hearth_stats_destroy(s->stats);
+    hearth_resp_store_destroy(s->responses);
     free(s->host);
     free(s->model_id);
     free(s->api_key);

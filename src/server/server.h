@@ -1,9 +1,10 @@
 /*
- * server.h - `hearth serve`: the HTTP server with the OpenAI- and Anthropic-compatible APIs.
+ * server.h - `hearth serve`: the HTTP server with the OpenAI-, Anthropic- and Responses-compatible APIs.
  *
  *   POST /v1/chat/completions   chat through the model's chat template (SSE when stream=true)
  *   POST /v1/completions        raw prompt (string or token ids), no template
  *   POST /v1/messages[/count_tokens]  the Anthropic Messages API (anthropic.h)
+ *   POST /v1/responses, GET|DELETE /v1/responses/ID   the OpenAI Responses API (responses.h)
  *   GET  /v1/models[/ID], /v1, /health, /stats, /metrics
  *   GET  /library, /fit, /downloads; POST /downloads   the model store (store_api.h)
  *

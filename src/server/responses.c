@@ -1,0 +1,292 @@
+/*
+ * responses.c - Responses API requests -> a chat body and a hearth_gen_spec, and the
+ * stored-response endpoints (see responses.h; the answer's shapes are in responses_out.c).
+ *
+ * Mapping onto the chat template's messages (chatmap.h):
+ *
+ *   instructions                          -> a first `system` message (this request only)
+ *   input "text"                          -> one `user` message
+ *   {role, content} items (type "message" or none): user / assistant / system / developer,
+ *     content a string or input_text / output_text parts -> that role's message
+ *   {type: "function_call", call_id, name, arguments}     -> a tool call of an `assistant`
+ *                                                             message (consecutive calls join one)
+ *   {type: "function_call_output", call_id, output}       -> a `tool` message
+ *   {type: "reasoning"} items             -> dropped
+ *   tools [{type: "function", name, description, parameters}] -> function tools; other tool
+ *                                            types (web_search, file_search...) are dropped
+ *   tool_choice "none"                    -> no tools
+ *   reasoning.effort                      -> enable_thinking (false for "none"/"minimal")
+ *
+ * max_output_tokens (>= 1), temperature [0, 2], top_p [0, 1], stream, store (default true),
+ * previous_response_id; text.format other than "text", background mode and image or file
+ * inputs are 400 "not supported"; other fields (truncation, include, user, metadata...) are
+ * accepted and, where the response object has them, echoed.
+ */
+#include "server/responses.h"
+#include "server/chat.h"
+#include "server/chatmap.h"
+#include "server/reqjson.h"
+#include "server/resp_store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_ITEMS 4096
+
+static const char *const text_types[] = {"input_text", "output_text", "text", NULL};
+
+static bool oom(hearth_api_err *e) { return hearth_api_err_set(e, 503, "out_of_memory", NULL, "out of memory"); }
+
+static bool unsupported(hearth_api_err *e, const char *param, const char *what) {
+    return hearth_api_err_set(e, 400, "unsupported", param, "%s is not supported by hearth yet", what);
+}
+
+/* The last message of body if it is an assistant turn (function calls join it). */
+static cJSON *last_assistant(cJSON *body) {
+    cJSON *msgs = cJSON_GetObjectItemCaseSensitive(body, "messages");
+    cJSON *last = msgs->child ? msgs->child->prev : NULL; /* cJSON keeps the tail in head->prev */
+    const cJSON *role = last ? cJSON_GetObjectItemCaseSensitive(last, "role") : NULL;
+    return role && !strcmp(role->valuestring, "assistant") ? last : NULL;
+}
+
+static bool map_item(cJSON *body, const cJSON *it, const char *param, hearth_api_err *e) {
+    if (!cJSON_IsObject(it)) return hearth_api_err_set(e, 400, "invalid_type", param, "'%s' must be an object", param);
+    const char *type = NULL;
+    if (hearth_req_str(it, "type", &type, e) < 0) return false;
+    if (!type || !strcmp(type, "message")) {
+        const char *role = NULL;
+        if (hearth_req_str(it, "role", &role, e) < 0) return false;
+        if (!role || (strcmp(role, "user") && strcmp(role, "assistant") && strcmp(role, "system") &&
+                      strcmp(role, "developer")))
+            return hearth_api_err_set(e, 400, "invalid_value", param,
+                                      "'%s.role' must be user, assistant, system or developer", param);
+        const cJSON *c = hearth_req_field(it, "content");
+        if (!c) return hearth_api_err_set(e, 400, "missing_required_parameter", param, "'%s.content' is required",
+                                          param);
+        char *text = NULL;
+        if (!hearth_chatmap_text(c, text_types, param, &text, e)) return false;
+        bool ok = hearth_chatmap_msg(body, !strcmp(role, "developer") ? "system" : role, text, e) != NULL;
+        free(text);
+        return ok;
+    }
+    if (!strcmp(type, "function_call")) {
+        const char *id = NULL, *name = NULL;
+        if (hearth_req_str(it, "call_id", &id, e) < 0 || hearth_req_str(it, "name", &name, e) < 0) return false;
+        if (!id || !name)
+            return hearth_api_err_set(e, 400, "missing_required_parameter", param,
+                                      "a function_call item needs 'call_id' and 'name'");
+        cJSON *m = last_assistant(body);
+        if (!m && !(m = hearth_chatmap_msg(body, "assistant", "", e))) return false;
+        return hearth_chatmap_tool_call(m, id, name, hearth_req_field(it, "arguments"), param, e);
+    }
+    if (!strcmp(type, "function_call_output")) {
+        const char *id = NULL;
+        if (hearth_req_str(it, "call_id", &id, e) < 0) return false;
+        if (!id) return hearth_api_err_set(e, 400, "missing_required_parameter", param,
+                                           "a function_call_output item needs 'call_id'");
+        const cJSON *out = hearth_req_field(it, "output");
+        char *text = NULL;
+        if (out && !hearth_chatmap_text(out, text_types, param, &text, e)) return false;
+        cJSON *m = hearth_chatmap_msg(body, "tool", text ? text : "", e);
+        free(text);
+        return m && (cJSON_AddStringToObject(m, "tool_call_id", id) || oom(e));
+    }
+    if (!strcmp(type, "reasoning")) return true;
+    return hearth_api_err_set(e, 400, "unsupported", param, "input items of type '%.40s' are not supported by "
+                              "hearth yet", type);
+}
+
+static bool map_input(const cJSON *root, cJSON *body, hearth_api_err *e) {
+    const cJSON *in = hearth_req_field(root, "input");
+    if (!in) return hearth_api_err_set(e, 400, "missing_required_parameter", "input", "'input' is required");
+    if (cJSON_IsString(in)) return hearth_chatmap_msg(body, "user", in->valuestring, e) != NULL;
+    if (!cJSON_IsArray(in))
+        return hearth_api_err_set(e, 400, "invalid_type", "input", "'input' must be a string or a list of items");
+    int n = cJSON_GetArraySize(in);
+    if (n == 0) return hearth_api_err_set(e, 400, "invalid_value", "input", "'input' must hold at least one item");
+    if (n > MAX_ITEMS)
+        return hearth_api_err_set(e, 400, "invalid_value", "input", "at most %d input items are allowed", MAX_ITEMS);
+    int i = 0;
+    for (const cJSON *it = in->child; it; it = it->next, i++) {
+        char param[32];
+        snprintf(param, sizeof param, "input[%d]", i);
+        if (!map_item(body, it, param, e)) return false;
+    }
+    return true;
+}
+
+static bool map_tools(const cJSON *root, cJSON *body, hearth_responses_out *o, hearth_api_err *e) {
+    const cJSON *choice = hearth_req_field(root, "tool_choice");
+    const cJSON *tools = hearth_req_field(root, "tools");
+    if (tools && !cJSON_IsArray(tools))
+        return hearth_api_err_set(e, 400, "invalid_type", "tools", "'tools' must be a list of tools");
+    if (tools && cJSON_GetArraySize(tools) && !(o->tools = cJSON_PrintUnformatted(tools))) return oom(e);
+    if (cJSON_IsString(choice) && !strcmp(choice->valuestring, "none")) return true;
+    int i = 0;
+    for (const cJSON *t = tools ? tools->child : NULL; t; t = t->next, i++) {
+        char param[32];
+        snprintf(param, sizeof param, "tools[%d]", i);
+        const char *type = NULL, *name = NULL, *desc = NULL;
+        if (!cJSON_IsObject(t))
+            return hearth_api_err_set(e, 400, "invalid_type", param, "'%s' must be an object", param);
+        if (hearth_req_str(t, "type", &type, e) < 0) return false;
+        if (!type || strcmp(type, "function")) continue; /* built-in tools hearth does not have */
+        if (hearth_req_str(t, "name", &name, e) < 0 || hearth_req_str(t, "description", &desc, e) < 0) return false;
+        if (!name || !*name)
+            return hearth_api_err_set(e, 400, "missing_required_parameter", param, "a function tool needs a 'name'");
+        const cJSON *params = hearth_req_field(t, "parameters");
+        if (params && !cJSON_IsObject(params))
+            return hearth_api_err_set(e, 400, "invalid_type", param, "'%s.parameters' must be an object", param);
+        if (!hearth_chatmap_tool(body, name, desc, params, e)) return false;
+    }
+    return true;
+}
+
+static bool map_options(const cJSON *root, cJSON *body, hearth_api_err *e) {
+    const cJSON *text = hearth_req_field(root, "text");
+    const cJSON *fmt = cJSON_IsObject(text) ? hearth_req_field(text, "format") : NULL;
+    if (text && !cJSON_IsObject(text))
+        return hearth_api_err_set(e, 400, "invalid_type", "text", "'text' must be an object");
+    const cJSON *ft = cJSON_IsObject(fmt) ? hearth_req_field(fmt, "type") : NULL;
+    if (fmt && !cJSON_IsString(ft))
+        return hearth_api_err_set(e, 400, "invalid_type", "text.format", "'text.format' needs a string 'type'");
+    if (ft && strcmp(ft->valuestring, "text")) return unsupported(e, "text.format", "structured output (text.format)");
+    bool bg = false;
+    if (hearth_req_bool(root, "background", &bg, e) < 0) return false;
+    if (bg) return unsupported(e, "background", "background mode");
+    const cJSON *rs = hearth_req_field(root, "reasoning");
+    if (rs && !cJSON_IsObject(rs))
+        return hearth_api_err_set(e, 400, "invalid_type", "reasoning", "'reasoning' must be an object");
+    const char *effort = NULL;
+    if (rs && hearth_req_str(rs, "effort", &effort, e) < 0) return false;
+    if (effort)
+        return hearth_chatmap_kwarg(body, "enable_thinking",
+                                    cJSON_CreateBool(strcmp(effort, "none") && strcmp(effort, "minimal")), e);
+    return true;
+}
+
+/* The earlier turns of previous_response_id into body. */
+static bool resume(hearth_server *s, const cJSON *root, cJSON *body, hearth_responses_out *o, hearth_api_err *e) {
+    const char *prev = NULL;
+    if (hearth_req_str(root, "previous_response_id", &prev, e) < 0) return false;
+    if (!prev) return true;
+    char *conv = NULL;
+    if (!hearth_resp_store_get(s->responses, prev, &conv, NULL))
+        return hearth_api_err_set(e, 404, "previous_response_not_found", "previous_response_id",
+                                  "Previous response with id '%.100s' not found.", prev);
+    cJSON *turns = cJSON_Parse(conv); /* the store wrote it: a failure is out of memory */
+    free(conv);
+    if (!turns || !cJSON_IsArray(turns) || !cJSON_ReplaceItemInObjectCaseSensitive(body, "messages", turns)) {
+        cJSON_Delete(turns);
+        return oom(e);
+    }
+    return (o->previous_id = strdup(prev)) != NULL || oom(e);
+}
+
+static bool parse(hearth_server *s, const cJSON *root, hearth_gen_spec *g, hearth_api_err *e) {
+    double d;
+    int64_t i;
+    int rc;
+    const char *instr = NULL;
+    hearth_responses_out *o = calloc(1, sizeof *o);
+    hearth_gen_spec_init(s, g, &hearth_responses_writer, 0);
+    g->ctx = o;
+    g->prompt_param = "input";
+    if (!o) return oom(e);
+    o->store = true;
+    hearth_server_new_id(s, "msg_", o->msg_id, sizeof o->msg_id);
+    if ((rc = hearth_req_int(root, "max_output_tokens", -1e12, 1e12, &i, e)) < 0) return false;
+    if (rc) {
+        if (i < 1)
+            return hearth_api_err_set(e, 400, "invalid_value", "max_output_tokens",
+                                      "'max_output_tokens' must be at least 1");
+        g->max_tokens = o->max_output_tokens = i > INT32_MAX ? INT32_MAX : (int32_t)i;
+        g->max_tokens_set = true;
+    }
+    if (hearth_req_bool(root, "stream", &g->stream, e) < 0 || hearth_req_bool(root, "store", &o->store, e) < 0)
+        return false;
+    if ((rc = hearth_req_num(root, "temperature", 0, 2, &d, e)) < 0) return false;
+    if (rc) g->sampling.temperature = (float)d;
+    if ((rc = hearth_req_num(root, "top_p", 0, 1, &d, e)) < 0) return false;
+    if (rc) g->sampling.top_p = d <= 0 ? 1e-6f : (float)d;
+    if (hearth_req_str(root, "instructions", &instr, e) < 0) return false;
+    if (instr && !(o->instructions = strdup(instr))) return oom(e);
+    const cJSON *md = hearth_req_field(root, "metadata");
+    if (md && !cJSON_IsObject(md))
+        return hearth_api_err_set(e, 400, "invalid_type", "metadata", "'metadata' must be an object");
+    if (md && !(o->metadata = cJSON_PrintUnformatted(md))) return oom(e);
+
+    cJSON *body = hearth_chatmap_new();
+    if (!body) return oom(e);
+    bool ok = resume(s, root, body, o, e) && map_input(root, body, e) && map_tools(root, body, o, e) &&
+              map_options(root, body, e);
+    if (ok) { /* the conversation to store excludes the instructions */
+        cJSON *msgs = cJSON_GetObjectItemCaseSensitive(body, "messages");
+        o->conv = cJSON_Duplicate(msgs, true);
+        if (!o->conv) ok = oom(e);
+        if (ok && instr) {
+            cJSON *sys = cJSON_CreateObject();
+            if (!sys || !cJSON_AddStringToObject(sys, "role", "system") ||
+                !cJSON_AddStringToObject(sys, "content", instr) || !cJSON_InsertItemInArray(msgs, 0, sys)) {
+                cJSON_Delete(sys);
+                ok = oom(e);
+            }
+        }
+    }
+    ok = ok && hearth_chat_prompt(s, body, &g->prompt, &g->n_prompt, e);
+    cJSON_Delete(body);
+    return ok;
+}
+
+void hearth_responses_create(hearth_http_req *r) {
+    hearth_api_err e;
+    hearth_gen_spec g = {0};
+    cJSON *root = hearth_req_parse(r, &e);
+    if (!root) goto fail;
+    if (!parse(r->srv, root, &g, &e)) goto fail;
+    cJSON_Delete(root);
+    hearth_gen_run(r, &g);
+    return;
+fail:
+    cJSON_Delete(root);
+    hearth_gen_spec_free(&g);
+    hearth_http_send_error(r, &e);
+}
+
+static const char *id_of(hearth_http_req *r) { return r->path + strlen("/v1/responses/"); }
+
+static void not_found(hearth_http_req *r) {
+    hearth_api_err e;
+    hearth_api_err_set(&e, 404, "not_found", NULL, "Response with id '%.100s' not found.", id_of(r));
+    hearth_http_send_error(r, &e);
+}
+
+void hearth_responses_get(hearth_http_req *r) {
+    char *resp = NULL;
+    if (!hearth_resp_store_get(r->srv->responses, id_of(r), NULL, &resp)) {
+        not_found(r);
+        return;
+    }
+    hearth_http_send(r, 200, "application/json", resp, strlen(resp));
+    free(resp);
+}
+
+void hearth_responses_delete(hearth_http_req *r) {
+    if (!hearth_resp_store_del(r->srv->responses, id_of(r))) {
+        not_found(r);
+        return;
+    }
+    hearth_jw w;
+    hearth_jw_init(&w);
+    hearth_jw_obj(&w);
+    hearth_jw_key(&w, "id");
+    hearth_jw_cstr(&w, id_of(r));
+    hearth_jw_key(&w, "object");
+    hearth_jw_cstr(&w, "response");
+    hearth_jw_key(&w, "deleted");
+    hearth_jw_bool(&w, true);
+    hearth_jw_obj_end(&w);
+    hearth_http_send_json(r, 200, &w);
+    hearth_jw_fini(&w);
+}

@@ -1,0 +1,313 @@
+/*
+ * responses_out.c - the Responses API's shapes for a generation (generate.h's writer), and
+ * what a completed response leaves in the store.
+ *
+ * The response object: {"id":"resp_...","object":"response","created_at","status",
+ * "error","incomplete_details","instructions","max_output_tokens","model","output":[message
+ * item],"previous_response_id","store","temperature","top_p","text","tool_choice","tools",
+ * "truncation","usage","metadata",...}; status is "completed", or "incomplete" with
+ * incomplete_details.reason "max_output_tokens" when the token limit ended it.
+ *
+ * Stream, each frame "event: TYPE\ndata: {"type":TYPE,"sequence_number":N,...}" with N
+ * counting from 0:
+ *
+ *   response.created, response.in_progress              (the response, status in_progress)
+ *   response.output_item.added, response.content_part.added   (at the first text)
+ *   response.output_text.delta*
+ *   response.output_text.done, response.content_part.done, response.output_item.done
+ *   response.completed | response.incomplete            (the full response)
+ *
+ * An engine failure after the start is response.failed with the error.
+ */
+#include "server/responses.h"
+#include "server/resp_store.h"
+#include "server/sse.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static hearth_responses_out *ctx_of(const hearth_gen_out *g) { return g->ctx; }
+
+/* A float sampling value as the request wrote it (0.7f is 0.69999998 as a double). */
+static double round6(float v) { return round((double)v * 1e6) / 1e6; }
+
+static const char *status_of(const hearth_gen_out *g) {
+    return g->end == HEARTH_GEN_END_LENGTH ? "incomplete" : "completed";
+}
+
+static void raw_or_null(hearth_jw *w, const char *json, const char *dflt) {
+    if (json) hearth_jw_json(w, json, strlen(json));
+    else if (dflt) hearth_jw_json(w, dflt, strlen(dflt));
+    else hearth_jw_null(w);
+}
+
+/* {"type":"output_text","text":...,"annotations":[],"logprobs":[]} */
+static void part_json(hearth_jw *w, hearth_span text) {
+    hearth_jw_obj(w);
+    hearth_jw_key(w, "type");
+    hearth_jw_cstr(w, "output_text");
+    hearth_jw_key(w, "text");
+    hearth_jw_str(w, text.ptr, text.len);
+    hearth_jw_key(w, "annotations");
+    hearth_jw_arr(w);
+    hearth_jw_arr_end(w);
+    hearth_jw_key(w, "logprobs");
+    hearth_jw_arr(w);
+    hearth_jw_arr_end(w);
+    hearth_jw_obj_end(w);
+}
+
+/* The message item; done: completed with its text, else in progress and empty. */
+static void item_json(const hearth_gen_out *g, hearth_jw *w, bool done) {
+    hearth_jw_obj(w);
+    hearth_jw_key(w, "id");
+    hearth_jw_cstr(w, ctx_of(g)->msg_id);
+    hearth_jw_key(w, "type");
+    hearth_jw_cstr(w, "message");
+    hearth_jw_key(w, "status");
+    hearth_jw_cstr(w, done ? status_of(g) : "in_progress");
+    hearth_jw_key(w, "role");
+    hearth_jw_cstr(w, "assistant");
+    hearth_jw_key(w, "content");
+    hearth_jw_arr(w);
+    if (done) part_json(w, g->text);
+    hearth_jw_arr_end(w);
+    hearth_jw_obj_end(w);
+}
+
+static void usage_json(const hearth_gen_out *g, hearth_jw *w) {
+    hearth_jw_obj(w);
+    hearth_jw_key(w, "input_tokens");
+    hearth_jw_int(w, (int64_t)g->spec->n_prompt);
+    hearth_jw_key(w, "input_tokens_details");
+    hearth_jw_obj(w);
+    hearth_jw_key(w, "cached_tokens");
+    hearth_jw_int(w, g->n_cached);
+    hearth_jw_obj_end(w);
+    hearth_jw_key(w, "output_tokens");
+    hearth_jw_int(w, g->n_gen);
+    hearth_jw_key(w, "output_tokens_details");
+    hearth_jw_obj(w);
+    hearth_jw_key(w, "reasoning_tokens");
+    hearth_jw_int(w, 0);
+    hearth_jw_obj_end(w);
+    hearth_jw_key(w, "total_tokens");
+    hearth_jw_int(w, (int64_t)g->spec->n_prompt + g->n_gen);
+    hearth_jw_obj_end(w);
+}
+
+/* The response object with status: "in_progress" (no output yet), "failed" (error e), or
+ * the final one (NULL: completed / incomplete). */
+static void response_json(const hearth_gen_out *g, hearth_jw *w, const char *status, const hearth_api_err *e) {
+    const hearth_responses_out *o = ctx_of(g);
+    bool final = !status;
+    if (final) status = status_of(g);
+    hearth_jw_obj(w);
+    hearth_jw_key(w, "id");
+    hearth_jw_cstr(w, g->id);
+    hearth_jw_key(w, "object");
+    hearth_jw_cstr(w, "response");
+    hearth_jw_key(w, "created_at");
+    hearth_jw_int(w, g->created);
+    hearth_jw_key(w, "status");
+    hearth_jw_cstr(w, status);
+    hearth_jw_key(w, "background");
+    hearth_jw_bool(w, false);
+    hearth_jw_key(w, "error");
+    if (e) {
+        hearth_jw_obj(w);
+        hearth_jw_key(w, "code");
+        hearth_jw_cstr(w, e->code ? e->code : "server_error");
+        hearth_jw_key(w, "message");
+        hearth_jw_cstr(w, e->msg);
+        hearth_jw_obj_end(w);
+    } else hearth_jw_null(w);
+    hearth_jw_key(w, "incomplete_details");
+    if (final && g->end == HEARTH_GEN_END_LENGTH) {
+        hearth_jw_obj(w);
+        hearth_jw_key(w, "reason");
+        hearth_jw_cstr(w, "max_output_tokens");
+        hearth_jw_obj_end(w);
+    } else hearth_jw_null(w);
+    hearth_jw_key(w, "instructions");
+    hearth_jw_cstr(w, o->instructions);
+    hearth_jw_key(w, "max_output_tokens");
+    if (o->max_output_tokens) hearth_jw_int(w, o->max_output_tokens);
+    else hearth_jw_null(w);
+    hearth_jw_key(w, "model");
+    hearth_jw_cstr(w, g->srv->model_id);
+    hearth_jw_key(w, "output");
+    hearth_jw_arr(w);
+    if (final) item_json(g, w, true);
+    hearth_jw_arr_end(w);
+    hearth_jw_key(w, "parallel_tool_calls");
+    hearth_jw_bool(w, true);
+    hearth_jw_key(w, "previous_response_id");
+    hearth_jw_cstr(w, o->previous_id);
+    hearth_jw_key(w, "reasoning");
+    raw_or_null(w, "{\"effort\":null,\"summary\":null}", NULL);
+    hearth_jw_key(w, "store");
+    hearth_jw_bool(w, o->store);
+    hearth_jw_key(w, "temperature");
+    hearth_jw_num(w, round6(g->spec->sampling.temperature));
+    hearth_jw_key(w, "text");
+    raw_or_null(w, "{\"format\":{\"type\":\"text\"}}", NULL);
+    hearth_jw_key(w, "tool_choice");
+    hearth_jw_cstr(w, "auto");
+    hearth_jw_key(w, "tools");
+    raw_or_null(w, o->tools, "[]");
+    hearth_jw_key(w, "top_p");
+    hearth_jw_num(w, round6(g->spec->sampling.top_p));
+    hearth_jw_key(w, "truncation");
+    hearth_jw_cstr(w, "disabled");
+    hearth_jw_key(w, "usage");
+    if (final) usage_json(g, w);
+    else hearth_jw_null(w);
+    hearth_jw_key(w, "user");
+    hearth_jw_null(w);
+    hearth_jw_key(w, "metadata");
+    raw_or_null(w, o->metadata, "{}");
+    hearth_jw_obj_end(w);
+}
+
+/* event: NAME / data: {"type":NAME,"sequence_number":N -- closed by frame_end. */
+static void frame(const hearth_gen_out *g, hearth_jw *w, const char *name) {
+    hearth_sse_event(w, name);
+    hearth_jw_obj(w);
+    hearth_jw_key(w, "type");
+    hearth_jw_cstr(w, name);
+    hearth_jw_key(w, "sequence_number");
+    hearth_jw_int(w, ctx_of(g)->seq++);
+}
+
+static void frame_end(hearth_jw *w) {
+    hearth_jw_obj_end(w);
+    hearth_sse_end(w);
+}
+
+/* "item_id", "output_index", "content_index" of the one text part. */
+static void part_ids(const hearth_gen_out *g, hearth_jw *w) {
+    hearth_jw_key(w, "item_id");
+    hearth_jw_cstr(w, ctx_of(g)->msg_id);
+    hearth_jw_key(w, "output_index");
+    hearth_jw_int(w, 0);
+    hearth_jw_key(w, "content_index");
+    hearth_jw_int(w, 0);
+}
+
+static void stream_start(hearth_gen_out *g, hearth_jw *w) {
+    static const char *const names[] = {"response.created", "response.in_progress"};
+    for (int i = 0; i < 2; i++) {
+        frame(g, w, names[i]);
+        hearth_jw_key(w, "response");
+        response_json(g, w, "in_progress", NULL);
+        frame_end(w);
+    }
+}
+
+static void open_item(hearth_gen_out *g, hearth_jw *w) {
+    hearth_responses_out *o = ctx_of(g);
+    if (o->item_open) return;
+    o->item_open = true;
+    frame(g, w, "response.output_item.added");
+    hearth_jw_key(w, "output_index");
+    hearth_jw_int(w, 0);
+    hearth_jw_key(w, "item");
+    item_json(g, w, false);
+    frame_end(w);
+    frame(g, w, "response.content_part.added");
+    part_ids(g, w);
+    hearth_jw_key(w, "part");
+    part_json(w, (hearth_span){"", 0});
+    frame_end(w);
+}
+
+static void stream_text(hearth_gen_out *g, hearth_jw *w, hearth_span piece) {
+    open_item(g, w);
+    frame(g, w, "response.output_text.delta");
+    part_ids(g, w);
+    hearth_jw_key(w, "delta");
+    hearth_jw_str(w, piece.ptr, piece.len);
+    hearth_jw_key(w, "logprobs");
+    hearth_jw_arr(w);
+    hearth_jw_arr_end(w);
+    frame_end(w);
+}
+
+static void stream_end(hearth_gen_out *g, hearth_jw *w) {
+    open_item(g, w);
+    frame(g, w, "response.output_text.done");
+    part_ids(g, w);
+    hearth_jw_key(w, "text");
+    hearth_jw_str(w, g->text.ptr, g->text.len);
+    hearth_jw_key(w, "logprobs");
+    hearth_jw_arr(w);
+    hearth_jw_arr_end(w);
+    frame_end(w);
+    frame(g, w, "response.content_part.done");
+    part_ids(g, w);
+    hearth_jw_key(w, "part");
+    part_json(w, g->text);
+    frame_end(w);
+    frame(g, w, "response.output_item.done");
+    hearth_jw_key(w, "output_index");
+    hearth_jw_int(w, 0);
+    hearth_jw_key(w, "item");
+    item_json(g, w, true);
+    frame_end(w);
+    frame(g, w, g->end == HEARTH_GEN_END_LENGTH ? "response.incomplete" : "response.completed");
+    hearth_jw_key(w, "response");
+    response_json(g, w, NULL, NULL);
+    frame_end(w);
+}
+
+static void stream_error(hearth_gen_out *g, hearth_jw *w, const hearth_api_err *e) {
+    frame(g, w, "response.failed");
+    hearth_jw_key(w, "response");
+    response_json(g, w, "failed", e);
+    frame_end(w);
+}
+
+static void body(hearth_gen_out *g, hearth_jw *w) { response_json(g, w, NULL, NULL); }
+
+/* Keep the conversation (this turn's answer appended) and the response for later requests. */
+static void finished(hearth_gen_out *g) {
+    hearth_responses_out *o = ctx_of(g);
+    if (!o->store) return;
+    cJSON *a = cJSON_CreateObject();
+    char *text = malloc(g->text.len + 1);
+    if (text) {
+        memcpy(text, g->text.ptr, g->text.len);
+        text[g->text.len] = 0;
+    }
+    if (!a || !text || !cJSON_AddStringToObject(a, "role", "assistant") ||
+        !cJSON_AddStringToObject(a, "content", text) || !cJSON_AddItemToArray(o->conv, a)) {
+        cJSON_Delete(a);
+        free(text);
+        return;
+    }
+    free(text);
+    char *conv = cJSON_PrintUnformatted(o->conv);
+    hearth_jw w;
+    hearth_jw_init(&w);
+    response_json(g, &w, NULL, NULL);
+    if (conv && !w.oom) hearth_resp_store_put(g->srv->responses, g->id, conv, w.buf);
+    hearth_jw_fini(&w);
+    cJSON_free(conv);
+}
+
+static void ctx_free(void *ctx) {
+    hearth_responses_out *o = ctx;
+    cJSON_Delete(o->conv);
+    free(o->instructions);
+    free(o->previous_id);
+    free(o->tools);
+    free(o->metadata);
+    free(o);
+}
+
+const hearth_gen_dialect hearth_responses_writer = {
+    .id_prefix = "resp_", .start = stream_start, .text = stream_text, .end = stream_end,
+    .error = stream_error, .body = body, .finished = finished, .ctx_free = ctx_free,
+};
