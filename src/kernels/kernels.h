@@ -6,7 +6,8 @@
  * the same way: a weight row of type T is dotted with an activation row of
  * traits(T)->vec_dot_type, made by traits(vec_dot_type)->from_float from f32:
  *   Q4_0, Q5_0, Q8_0 -> Q8_0;  Q4_1, Q5_1 -> Q8_1;  Q4_K, Q5_K, Q6_K -> Q8_K;
- *   F16 -> F16;  BF16 -> BF16;  F32 -> F32.
+ *   F16 -> F16;  BF16 -> BF16;  F32 -> F32;  MLX affine (mlx4_g32 ...) -> F32, read directly
+ *   (f32_direct: MLX computes with unquantized activations, and so does hearth).
  *
  * Kernel sets (HEARTH_KERNELS environment variable; default auto = best the CPU has):
  *   ref     the reference path: every weight is dequantized to f32 and multiplied with f32
@@ -39,6 +40,9 @@ typedef struct {
     hearth_from_float_fn from_float;   /* NULL when nothing quantizes into the type */
     hearth_vec_dot_fn    vec_dot;      /* NULL when the type is not a weight type */
     hearth_type          vec_dot_type; /* activation type for vec_dot */
+    bool                 f32_direct;   /* vec_dot reads f32 activations as they are (MLX types off
+                                        * the ref set); otherwise a non-f32 weight with
+                                        * vec_dot_type F32 is dequantized row by row (ref set) */
 } hearth_kernel_traits;
 
 typedef enum {

@@ -13,6 +13,10 @@ typedef enum {
     HEARTH_ARCH_QWEN2,
     HEARTH_ARCH_QWEN3,
     HEARTH_ARCH_GEMMA3,
+    HEARTH_ARCH_MISTRAL,  /* safetensors only (GGUF files of Mistral say llama) */
+    HEARTH_ARCH_GEMMA2,   /* safetensors only */
+    HEARTH_ARCH_PHI3,     /* safetensors only */
+    HEARTH_ARCH_SMOLLM3,  /* safetensors only */
     HEARTH_ARCH_COUNT,
 } hearth_arch;
 
@@ -20,6 +24,15 @@ typedef enum {
     HEARTH_FFN_SWIGLU = 0, /* silu(gate) * up */
     HEARTH_FFN_GEGLU,      /* gelu_tanh(gate) * up */
 } hearth_ffn_kind;
+
+/* How RoPE frequencies are scaled (Hugging Face rope_type; model/hf_rope.c). */
+typedef enum {
+    HEARTH_ROPE_DEFAULT = 0,
+    HEARTH_ROPE_LINEAR,   /* positions / factor */
+    HEARTH_ROPE_DYNAMIC,  /* NTK-aware base growth past the training context (see hf_rope.c) */
+    HEARTH_ROPE_YARN,     /* YaRN: frequency ramp between beta_fast and beta_slow, mscale */
+    HEARTH_ROPE_LLAMA3,   /* Llama 3.1: low/high frequency bands */
+} hearth_rope_kind;
 
 /* Everything a forward pass needs to know about a model's shape. Plain data. */
 typedef struct {
@@ -38,6 +51,17 @@ typedef struct {
     float   rope_base;       /* global layers */
     float   rope_base_swa;   /* sliding-window layers (gemma3: 10000) */
     float   rope_scale;      /* linear position scaling (1 = none) */
+    /* Hugging Face rope scaling of the global layers (sliding layers use plain rope_base_swa) */
+    hearth_rope_kind rope_kind;
+    float   rope_factor;     /* rope_parameters.factor */
+    int32_t rope_orig_ctx;   /* original_max_position_embeddings (yarn, llama3, dynamic) */
+    float   rope_lo_freq, rope_hi_freq; /* llama3 low_freq_factor, high_freq_factor */
+    float   yarn_beta_fast, yarn_beta_slow;
+    float   rope_mscale;     /* cos and sin are multiplied by it (yarn attention_factor); 1 = none */
+    bool    hf_numerics;     /* computed as transformers does on every kernel set (RoPE angles
+                              * pos * inv_freq, exact tanh GELU): Hugging Face checkpoints. GGUF
+                              * models follow llama.cpp's recipes off the ref set */
+    int32_t nope_interval;   /* layer il skips RoPE iff nope_interval > 0 && (il + 1) % nope_interval == 0 (smollm3) */
     int32_t n_swa;           /* sliding window in tokens; 0 = none */
     int32_t swa_pattern;     /* layer il is sliding iff n_swa > 0 && il % swa_pattern < swa_pattern - 1 */
     float   attn_scale;      /* multiplies q.k */
@@ -55,6 +79,7 @@ typedef struct {
     hearth_arch     arch;
     const char     *gguf_name;   /* general.architecture */
     const char     *hf_name;     /* config.json architectures[0] */
+    const char     *hf_type;     /* config.json model_type */
     bool            rope_neox;
     bool            qkv_bias;
     bool            qk_norm;
@@ -67,6 +92,10 @@ typedef struct {
 
 /* Row for a GGUF architecture name, or NULL when hearth does not support it. */
 const hearth_arch_info *hearth_arch_by_gguf_name(const char *name);
+/* Row for a config.json model_type ("llama", "gemma3_text"), or NULL. */
+const hearth_arch_info *hearth_arch_by_hf_type(const char *model_type);
 const hearth_arch_info *hearth_arch_info_of(hearth_arch arch);
 /* Is layer il a sliding-window layer? */
 bool hearth_hparams_is_swa(const hearth_hparams *hp, int32_t il);
+/* Does layer il apply RoPE? */
+bool hearth_hparams_has_rope(const hearth_hparams *hp, int32_t il);

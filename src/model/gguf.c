@@ -135,7 +135,7 @@ static const struct {
 /* Block layout of GGML type id t; false when unknown. */
 static bool type_layout(uint32_t t, int64_t *blck, size_t *tsize, const char **name) {
     const hearth_type_traits *tr = t < (uint32_t)HEARTH_TYPE_COUNT ? hearth_type_traits_of((int)t) : NULL;
-    if (tr) {
+    if (tr && !tr->internal) {
         *blck = tr->blck_size;
         *tsize = tr->type_size;
         *name = tr->name;

@@ -1,5 +1,5 @@
 /*
- * model.c - load a GGUF model: hparams from metadata through the arch table, weights bound by
+ * model.c - load a GGUF model (Hugging Face checkpoints go to model_st.c): hparams from metadata through the arch table, weights bound by
  * name with type and shape checked, tokenizer and chat template from metadata.
  *
  * Tensor names follow GGUF's convention (token_embd, output_norm, output, blk.N.attn_q, ...).
@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 typedef struct {
     hearth_model *m;
@@ -214,9 +215,17 @@ static void describe_quant(hearth_model *m) {
     }
 }
 
+static bool is_hf_checkpoint(const char *path) {
+    struct stat st;
+    size_t n = strlen(path);
+    return (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) ||
+           (n > 12 && !strcmp(path + n - 12, ".safetensors"));
+}
+
 hearth_status hearth_model_load(const char *path, hearth_model **out, hearth_err *err) {
     *out = NULL;
     hearth_kernels_init();
+    if (is_hf_checkpoint(path)) return hearth_model_load_st(path, out, err);
     hearth_model *m = calloc(1, sizeof *m);
     if (!m) return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
     hearth_arena_init(&m->arena, 0);
@@ -272,6 +281,8 @@ hearth_status hearth_model_load(const char *path, hearth_model **out, hearth_err
     if (hearth_gguf_get_str(m->gguf, "tokenizer.chat_template", &s))
         m->chat_template = hearth_arena_strndup(&m->arena, s.ptr, s.len);
     describe_quant(m);
+    m->gen.bos = hearth_tok_bos(m->tok);
+    hearth_gen_add_eos(&m->gen, hearth_tok_eos(m->tok));
     *out = m;
     return HEARTH_OK;
 fail:
@@ -283,6 +294,7 @@ void hearth_model_destroy(hearth_model *m) {
     if (!m) return;
     hearth_tok_destroy(m->tok);
     hearth_gguf_close(m->gguf);
+    hearth_st_close(m->st);
     hearth_arena_fini(&m->arena);
     free(m);
 }
@@ -293,3 +305,4 @@ const char *hearth_model_name(const hearth_model *m) { return m->name ? m->name 
 const char *hearth_model_chat_template(const hearth_model *m) { return m->chat_template; }
 size_t hearth_model_weight_bytes(const hearth_model *m) { return m->weight_bytes; }
 const char *hearth_model_quant_desc(const hearth_model *m) { return m->quant_desc; }
+const hearth_gen_defaults *hearth_model_gen_defaults(const hearth_model *m) { return &m->gen; }

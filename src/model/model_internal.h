@@ -8,6 +8,8 @@
 
 #include "base/arena.h"
 #include "model/gguf.h"
+#include "model/hf_config.h"
+#include "model/safetensors.h"
 #include "model/model.h"
 #include "tensor/dtype.h"
 #include "tensor/tensor.h"
@@ -19,6 +21,7 @@ typedef struct {
     const float  *bq, *bk, *bv;   /* biases (qkv_bias) */
     const float  *q_norm, *k_norm;/* [head_dim] (qk_norm) */
     hearth_weight wo;             /* [n_embd][n_head*head_dim_v] */
+    const float  *bo;             /* [n_embd] output bias (llama attention_bias), or NULL */
     const float  *post_attn_norm; /* [n_embd] (post_norms) */
     const float  *ffn_norm;       /* [n_embd] */
     hearth_weight w_gate, w_up;   /* [n_ff][n_embd] */
@@ -28,7 +31,8 @@ typedef struct {
 
 struct hearth_model {
     hearth_hparams hp;
-    hearth_gguf   *gguf;         /* owned: the mapping the weights point into */
+    hearth_gguf   *gguf;         /* owned: the mapping the weights point into (GGUF), or NULL */
+    hearth_st     *st;           /* owned: the mappings of a safetensors checkpoint, or NULL */
     hearth_tok    *tok;          /* owned */
     hearth_arena   arena;        /* owned: f32 vectors, strings */
     hearth_weight  tok_embd;     /* [n_vocab][n_embd] */
@@ -37,6 +41,10 @@ struct hearth_model {
     hearth_layer  *layers;       /* [n_layer], in arena */
     const char    *name;         /* in arena */
     const char    *chat_template;/* in arena, or NULL */
+    hearth_gen_defaults gen;     /* generation_config.json defaults and the eos union */
     size_t         weight_bytes;
     char           quant_desc[128];
 };
+
+/* Load a Hugging Face checkpoint (model_st.c): path is its folder or one .safetensors file. */
+hearth_status hearth_model_load_st(const char *path, hearth_model **out, hearth_err *err);

@@ -27,8 +27,10 @@ void hearth_blk_attn(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view 
     }
     bool swa = hearth_hparams_is_swa(hp, il);
     const hearth_rope_params *rp = swa ? &f->rope_swa : &f->rope;
-    hearth_op_rope(be, f->q, T, hp->n_head, hp->head_dim, hp->n_rot, b->pos, rp);
-    hearth_op_rope(be, f->k, T, hp->n_head_kv, hp->head_dim, hp->n_rot, b->pos, rp);
+    if (hearth_hparams_has_rope(hp, il)) {
+        hearth_op_rope(be, f->q, T, hp->n_head, hp->head_dim, hp->n_rot, b->pos, rp);
+        hearth_op_rope(be, f->k, T, hp->n_head_kv, hp->head_dim, hp->n_rot, b->pos, rp);
+    }
 
     hearth_op_kv_store(be, f->k, T, k_w, b->seq, b->pos, kv->k[il], &kv->blocks, kv->f16);
     hearth_op_kv_store(be, f->v, T, v_w, b->seq, b->pos, kv->v[il], &kv->blocks, kv->f16);
@@ -42,6 +44,7 @@ void hearth_blk_attn(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view 
     };
     hearth_op_attention(be, &a);
     hearth_op_matmul(be, &l->wo, f->att, T, f->xb, hp->n_embd);
+    if (l->bo) hearth_op_add_rows(be, f->xb, l->bo, T, hp->n_embd);
 }
 
 void hearth_blk_ffn(hearth_fwd *f, int32_t n_tok, int32_t il) {

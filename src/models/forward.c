@@ -5,6 +5,7 @@
 #include "models/forward_internal.h"
 #include "kernels/kernels.h"
 #include "kernels/ref/ops_ref.h"
+#include "model/hf_config.h"
 
 #include <math.h>
 
@@ -46,19 +47,32 @@ hearth_fwd *hearth_fwd_create(const hearth_model *m, hearth_backend *be, int32_t
     f->inv_freq = (float *)p;
     p += up64(sizes[9] * sizeof(float));
     f->inv_freq_swa = (float *)p;
-    hearth_rope_inv_freq(f->inv_freq, hp->n_rot, hp->rope_base, hp->rope_scale);
-    hearth_rope_inv_freq(f->inv_freq_swa, hp->n_rot, hp->rope_base_swa, 1.0f);
     /* NOTE: the reference kernel set computes as transformers does (the f32 specification it is
-     * compared with); the quantized sets round as llama.cpp does, since with 8-bit activations
-     * and f16 KV every rounding difference can flip a later rounding. */
+     * compared with); the quantized sets round as llama.cpp does for GGUF models, since with
+     * 8-bit activations and f16 KV every rounding difference can flip a later rounding.
+     * Hugging Face checkpoints (hf_numerics) always take transformers' angles (scaling included)
+     * and exact GELU. */
     bool ref = hearth_kernels_isa() == HEARTH_ISA_REF;
-    f->rope = (hearth_rope_params){.inv_freq = ref ? f->inv_freq : NULL, .neox = hp->rope_neox,
+    bool hf_angles = ref || hp->hf_numerics;
+    if (hp->hf_numerics) {
+        hearth_hparams_inv_freq(hp, false, f->inv_freq);
+        hearth_hparams_inv_freq(hp, true, f->inv_freq_swa);
+    } else {
+        hearth_rope_inv_freq(f->inv_freq, hp->n_rot, hp->rope_base, hp->rope_scale);
+        hearth_rope_inv_freq(f->inv_freq_swa, hp->n_rot, hp->rope_base_swa, 1.0f);
+    }
+    float mscale = hp->rope_mscale > 0 ? hp->rope_mscale : 1.0f;
+    f->rope = (hearth_rope_params){.inv_freq = hf_angles ? f->inv_freq : NULL, .neox = hp->rope_neox,
                                    .theta_scale = powf(hp->rope_base, -2.0f / (float)hp->n_rot),
-                                   .freq_scale = 1.0f / hp->rope_scale};
-    f->rope_swa = (hearth_rope_params){.inv_freq = ref ? f->inv_freq_swa : NULL, .neox = hp->rope_neox,
+                                   .freq_scale = 1.0f / hp->rope_scale, .mscale = mscale};
+    f->rope_swa = (hearth_rope_params){.inv_freq = hf_angles ? f->inv_freq_swa : NULL, .neox = hp->rope_neox,
                                        .theta_scale = powf(hp->rope_base_swa, -2.0f / (float)hp->n_rot),
-                                       .freq_scale = 1.0f};
-    f->glu = hp->ffn == HEARTH_FFN_SWIGLU ? HEARTH_GLU_SWIGLU : ref ? HEARTH_GLU_GEGLU : HEARTH_GLU_GEGLU_F16;
+                                       .freq_scale = 1.0f, .mscale = mscale};
+    /* mscale applies to the global layers' scaled rope only (yarn); sliding gemma3 layers are plain */
+    if (hearth_arch_info_of(hp->arch) && hearth_arch_info_of(hp->arch)->rope_base_swa > 0) f->rope_swa.mscale = 1.0f;
+    f->glu = hp->ffn == HEARTH_FFN_SWIGLU ? HEARTH_GLU_SWIGLU
+             : hf_angles                  ? HEARTH_GLU_GEGLU
+                                          : HEARTH_GLU_GEGLU_F16;
     return f;
 }
 
@@ -81,12 +95,16 @@ hearth_status hearth_forward(hearth_fwd *f, const hearth_batch *b, const hearth_
         if (blk < 0 || blk >= kv->n_blocks) return HEARTH_E_INVALID;
     }
     switch (f->m->hp.arch) {
+    case HEARTH_ARCH_GEMMA2:
     case HEARTH_ARCH_GEMMA3:
         hearth_gemma3_forward(f, b, kv, logits);
         break;
     case HEARTH_ARCH_LLAMA:
     case HEARTH_ARCH_QWEN2:
     case HEARTH_ARCH_QWEN3:
+    case HEARTH_ARCH_MISTRAL:
+    case HEARTH_ARCH_PHI3:
+    case HEARTH_ARCH_SMOLLM3:
         hearth_llama_forward(f, b, kv, logits);
         break;
     default:

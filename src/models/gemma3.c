@@ -1,5 +1,6 @@
 /*
- * gemma3.c - the Gemma 3 text decoder (transformers' Gemma3TextModel):
+ * gemma3.c - the Gemma 3 text decoder (transformers' Gemma3TextModel), and Gemma 2, which is
+ * the same list of ops without QK-norm and with soft-capped attention and logits (flags):
  *
  *   x = embed(tokens) * sqrt(n_embd)
  *   for each layer:
@@ -7,7 +8,8 @@
  *     x += post_ffn_norm(geglu_ffn(ffn_norm(x)))   1M on global ones (every sixth layer)
  *   logits = tok_embd(final_norm(x))               tied output
  *
- * GGUF stores Gemma's RMSNorm weights with the +1 already added, so they multiply directly.
+ * GGUF stores Gemma's RMSNorm weights with the +1 already added (the safetensors loader adds it),
+ * so they multiply directly.
  */
 #include "models/forward_internal.h"
 

@@ -1,6 +1,8 @@
 /*
- * llama.c - the forward pass of llama-shaped decoders: llama (SmolLM2), qwen2 (QKV bias) and
- * qwen3 (QK-norm); the differences are flags of the arch table read inside the blocks.
+ * llama.c - the forward pass of llama-shaped decoders: llama (SmolLM2), qwen2 (QKV bias),
+ * qwen3 (QK-norm), mistral (sliding window), phi3 (fused projections, bound as row views;
+ * partial rotary) and smollm3 (layers without RoPE); the differences are flags of the arch
+ * table and hparams read inside the blocks.
  *
  *   x = embed(tokens)
  *   for each layer:  x += attn(rmsnorm(x));  x += ffn(rmsnorm(x))

@@ -6,13 +6,15 @@
  * their element count is multiplied back by 32 / bits. See facts.h.
  *
  * Files are untrusted: header lengths are bounded (64 MiB), JSON goes through cJSON, sizes are
- * summed with overflow checks. hearth cannot run safetensors yet, so these models are listed
- * and fitted but never marked supported.
+ * summed with overflow checks. A snapshot is marked supported when model/hf_config.c accepts its
+ * config.json (the loader's own parser, which also gives the layer pattern for the KV numbers)
+ * and a tokenizer.json is present.
  */
 #include "store/facts.h"
 
 #include "base/rd.h"
 #include "base/size.h"
+#include "model/hf_config.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -128,12 +130,18 @@ hearth_status hearth_facts_safetensors(const char *dir, hearth_model_facts *f, h
     snprintf(f->format, sizeof f->format, "safetensors");
     char path[4352];
     snprintf(path, sizeof path, "%s/config.json", dir);
-    char *cfg_text = slurp(path, MAX_CONFIG_BYTES, NULL);
+    size_t cfg_len = 0;
+    char *cfg_text = slurp(path, MAX_CONFIG_BYTES, &cfg_len);
     if (!cfg_text) return hearth_err_set(err, HEARTH_E_NOTFOUND, -1, "no readable config.json in %s", dir);
     cJSON *cfg = cJSON_Parse(cfg_text);
+    /* what the loader will make of it: supported families give the exact hparams */
+    hearth_hf_config *hc = calloc(1, sizeof *hc);
+    hearth_err hc_err = {0};
+    bool runs = hc && hearth_hf_config_parse(cfg_text, cfg_len, hc, &hc_err) == HEARTH_OK;
     free(cfg_text);
     if (!cJSON_IsObject(cfg)) {
         cJSON_Delete(cfg);
+        free(hc);
         return hearth_err_set(err, HEARTH_E_FORMAT, -1, "config.json in %s is not a JSON object", dir);
     }
     const cJSON *tc = cJSON_GetObjectItemCaseSensitive(cfg, "text_config");
@@ -176,7 +184,7 @@ hearth_status hearth_facts_safetensors(const char *dir, hearth_model_facts *f, h
     f->n_params = sum.n_params;
     f->weight_bytes = sum.data_bytes;
     const cJSON *tie = cJSON_GetObjectItemCaseSensitive(tc, "tie_word_embeddings");
-    bool tied = !tie ? true : cJSON_IsTrue(tie);
+    bool tied = runs ? hc->tied : !tie ? true : cJSON_IsTrue(tie);
     f->weight_read_bytes = sum.data_bytes - (tied ? 0 : sum.embd_bytes);
     if (!f->quant[0]) {
         int best = 0;
@@ -208,6 +216,22 @@ hearth_status hearth_facts_safetensors(const char *dir, hearth_model_facts *f, h
         }
     }
     f->n_swa = f->n_layer_swa ? (int32_t)n_swa : 0;
+    if (runs) { /* the loader's view of the layers (model/hf_config.c) */
+        const hearth_hparams *hp = &hc->hp;
+        int64_t pl = (int64_t)hp->n_head_kv * (hp->head_dim + hp->head_dim_v) * 2;
+        f->n_layer = hp->n_layer;
+        f->n_layer_swa = 0;
+        f->kv_bytes_per_token = f->kv_swa_bytes_per_token = 0;
+        for (int32_t il = 0; il < hp->n_layer; il++) {
+            f->kv_bytes_per_token += pl;
+            if (hearth_hparams_is_swa(hp, il)) {
+                f->n_layer_swa++;
+                f->kv_swa_bytes_per_token += pl;
+            }
+        }
+        f->n_swa = f->n_layer_swa ? hp->n_swa : 0;
+        if (exists(dir, "tokenizer.json")) f->caps |= HEARTH_CAP_SUPPORTED;
+    }
     int64_t n_ff = jint(tc, "intermediate_size", 0);
     f->act_bytes_per_token = 4 * (2 * n_embd + 2 * n_head * head_dim + 2 * n_head_kv * head_dim + 2 * n_ff + 1);
     if (exists(dir, "chat_template.jinja") || exists(dir, "chat_template.json")) f->caps |= HEARTH_CAP_CHAT;
@@ -216,8 +240,14 @@ hearth_status hearth_facts_safetensors(const char *dir, hearth_model_facts *f, h
     if (tok && strstr(tok, "\"chat_template\"")) f->caps |= HEARTH_CAP_CHAT;
     if (tok && strstr(tok, "tools")) f->caps |= f->caps & HEARTH_CAP_CHAT ? HEARTH_CAP_TOOLS : 0;
     free(tok);
+    snprintf(path, sizeof path, "%s/chat_template.jinja", dir);
+    tok = slurp(path, MAX_CONFIG_BYTES, NULL);
+    if (tok && strstr(tok, "tools")) f->caps |= HEARTH_CAP_TOOLS;
+    if (tok && (strstr(tok, "<think>") || strstr(tok, "enable_thinking"))) f->caps |= HEARTH_CAP_THINKING;
+    free(tok);
     if (exists(dir, "modules.json")) f->caps |= HEARTH_CAP_EMBED;
 done:
+    free(hc);
     cJSON_Delete(cfg);
     return st;
 }

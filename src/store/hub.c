@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 int hearth_hub_cache_dir(char *buf, size_t n) {
@@ -148,13 +149,24 @@ typedef struct {
     char path[4608];
 } match;
 
+/* A Hugging Face checkpoint folder: config.json and safetensors weights. */
+static bool is_st_snapshot(const char *dir) {
+    char p[4700];
+    struct stat st;
+    if (!fmt_ok(snprintf(p, sizeof p, "%s/config.json", dir), sizeof p) || stat(p, &st) != 0) return false;
+    if (fmt_ok(snprintf(p, sizeof p, "%s/model.safetensors", dir), sizeof p) && stat(p, &st) == 0) return true;
+    return fmt_ok(snprintf(p, sizeof p, "%s/model.safetensors.index.json", dir), sizeof p) && stat(p, &st) == 0;
+}
+
 hearth_status hearth_hub_resolve(const char *query, char **path, hearth_err *err) {
     *path = NULL;
     struct stat st;
-    if (stat(query, &st) == 0 && S_ISREG(st.st_mode)) {
+    if (stat(query, &st) == 0 && (S_ISREG(st.st_mode) || (S_ISDIR(st.st_mode) && is_st_snapshot(query)))) {
         *path = strdup(query);
         return *path ? HEARTH_OK : hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
     }
+    if (stat(query, &st) == 0 && S_ISDIR(st.st_mode))
+        return hearth_err_set(err, HEARTH_E_NOTFOUND, -1, "%s has no config.json with safetensors weights", query);
     if (strchr(query, '/') && (ends_with(query, ".gguf") || query[0] == '/' || query[0] == '.'))
         return hearth_err_set(err, HEARTH_E_NOTFOUND, -1, "no such file: %s", query);
     char cache[4096];
@@ -169,7 +181,7 @@ hearth_status hearth_hub_resolve(const char *query, char **path, hearth_err *err
         closedir(d);
         return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
     }
-    int n_match = 0, n_total = 0;
+    int n_match = 0, n_total = 0, exact = -1;
     struct dirent *de;
     while ((de = readdir(d))) {
         if (strncmp(de->d_name, "models--", 8)) continue;
@@ -178,6 +190,15 @@ hearth_status hearth_hub_resolve(const char *query, char **path, hearth_err *err
             !fmt_ok(snprintf(repo_dir, sizeof repo_dir, "%s/%s", cache, de->d_name), sizeof repo_dir) ||
             !hearth_hub_snapshot_dir(repo_dir, snap, sizeof snap))
             continue;
+        /* a safetensors checkpoint is one candidate, labelled by its repo id */
+        if (is_st_snapshot(snap) && hearth_hub_match(repo, query)) {
+            if (exact < 0 && !strcasecmp(repo, query)) exact = n_match < MAX_MATCH ? n_match : -1;
+            n_total++;
+            if (n_match < MAX_MATCH && fmt_ok(snprintf(m[n_match].repo, sizeof m[n_match].repo, "%s", repo),
+                                              sizeof m[n_match].repo) &&
+                fmt_ok(snprintf(m[n_match].path, sizeof m[n_match].path, "%s", snap), sizeof m[n_match].path))
+                n_match++;
+        }
         DIR *sd = opendir(snap);
         if (!sd) continue;
         struct dirent *fe;
@@ -198,8 +219,8 @@ hearth_status hearth_hub_resolve(const char *query, char **path, hearth_err *err
     }
     closedir(d);
     hearth_status s;
-    if (n_total == 1) {
-        *path = strdup(m[0].path);
+    if (n_total == 1 || exact >= 0) {
+        *path = strdup(m[exact >= 0 ? exact : 0].path);
         s = *path ? HEARTH_OK : hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
     } else if (n_total == 0) {
         s = hearth_err_set(err, HEARTH_E_NOTFOUND, -1, "no model in %s matches '%s'", cache, query);

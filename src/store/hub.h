@@ -4,10 +4,12 @@
  *   $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub
  *   models--ORG--NAME/{blobs/, snapshots/<rev>/<files>, refs/main}
  *
- * hearth_hub_resolve turns what a user typed into one GGUF file: an existing path is used as
- * it is; otherwise the query is matched case-insensitively as a substring of "org/name" (and of
- * the GGUF file names in the repo's snapshot named by refs/main, or the newest snapshot). No
- * match, or more than one, is an error whose message lists what was found.
+ * hearth_hub_resolve turns what a user typed into one GGUF file or one safetensors checkpoint
+ * folder (config.json with model.safetensors or model.safetensors.index.json): an existing
+ * path is used as it is; otherwise the query is matched case-insensitively as a substring of
+ * "org/name" (a checkpoint snapshot) and of "org/name/file.gguf" (the GGUF files), in the
+ * repo's snapshot named by refs/main, or the newest snapshot. A query equal to a checkpoint's
+ * repo id picks it; otherwise no match, or more than one, is an error listing what was found.
  *
  * The helpers below name the other places of the layout, shared by the registry, downloads
  * and gc: hearth's own state directory, repo folders, the canonical snapshot.
@@ -23,7 +25,7 @@
 /* Write the hub cache directory into buf. Returns false when it does not fit. */
 int hearth_hub_cache_dir(char *buf, size_t n);
 
-/* Resolve query to a malloc'ed path of a .gguf file (caller frees). */
+/* Resolve query to a malloc'ed path of a .gguf file or a checkpoint folder (caller frees). */
 hearth_status hearth_hub_resolve(const char *query, char **path, hearth_err *err);
 
 /* hearth's own state directory, ${XDG_CACHE_HOME:-~/.cache}/hearth, into buf (not created).

@@ -24,7 +24,17 @@ static const hearth_type_traits traits[HEARTH_TYPE_COUNT] = {
     [HEARTH_TYPE_I64]  = {"i64", 1, 8, false, false},
     [HEARTH_TYPE_F64]  = {"f64", 1, 8, false, false},
     [HEARTH_TYPE_BF16] = {"bf16", 1, 2, false, true},
+    [HEARTH_TYPE_MLX4_G32] = {"mlx4_g32", 32, 8 + 16, true, true, true},
+    [HEARTH_TYPE_MLX4_G64] = {"mlx4_g64", 64, 8 + 32, true, true, true},
+    [HEARTH_TYPE_MLX8_G32] = {"mlx8_g32", 32, 8 + 32, true, true, true},
+    [HEARTH_TYPE_MLX8_G64] = {"mlx8_g64", 64, 8 + 64, true, true, true},
 };
+
+int hearth_type_mlx(int bits, int group_size) {
+    if (bits == 4) return group_size == 32 ? HEARTH_TYPE_MLX4_G32 : group_size == 64 ? HEARTH_TYPE_MLX4_G64 : -1;
+    if (bits == 8) return group_size == 32 ? HEARTH_TYPE_MLX8_G32 : group_size == 64 ? HEARTH_TYPE_MLX8_G64 : -1;
+    return -1;
+}
 
 const hearth_type_traits *hearth_type_traits_of(int t) {
     if (t < 0 || t >= HEARTH_TYPE_COUNT || !traits[t].name) return NULL;

@@ -36,7 +36,14 @@ typedef enum {
     HEARTH_TYPE_F64  = 28,
     /* 29: IQ1_M, not supported */
     HEARTH_TYPE_BF16 = 30,
-    HEARTH_TYPE_COUNT = 31,
+    /* 31..63: GGML ids (retired or foreign, see model/gguf.c) */
+    /* 64..67: hearth's in-memory layouts of MLX affine quantization (tensor/quant.h), built at
+     * load from a safetensors weight/scales/biases triple; never valid in a GGUF file */
+    HEARTH_TYPE_MLX4_G32 = 64,
+    HEARTH_TYPE_MLX4_G64 = 65,
+    HEARTH_TYPE_MLX8_G32 = 66,
+    HEARTH_TYPE_MLX8_G64 = 67,
+    HEARTH_TYPE_COUNT = 68,
 } hearth_type;
 
 typedef struct {
@@ -45,12 +52,15 @@ typedef struct {
     size_t      type_size;    /* bytes per block */
     bool        is_quantized;
     bool        supported;    /* hearth can dequantize and multiply it */
+    bool        internal;     /* an in-memory layout only, not a file type id */
 } hearth_type_traits;
 
 /* Traits of t, or NULL when t is not a known type id (t comes from files: check it). */
 const hearth_type_traits *hearth_type_traits_of(int t);
 /* Name of t or "unknown". */
 const char *hearth_type_name(int t);
+/* The MLX affine type of bits (4, 8) and group size (32, 64), or -1. */
+int hearth_type_mlx(int bits, int group_size);
 /* Bytes of a row of ne0 elements; 0 when ne0 is not a multiple of the block size or t unknown. */
 size_t hearth_row_size(hearth_type t, int64_t ne0);
 

@@ -157,6 +157,20 @@ typedef struct {
     int16_t bsums[HEARTH_QK_K / 16];
 } hearth_block_q8_K;
 
+/*
+ * MLX affine (mlx.core.quantize, mode "affine"): a checkpoint stores, per linear layer, a packed
+ * uint32 weight [out][in * bits / 32], scales and biases [out][in / G] (f16, bf16 or f32);
+ * element e of a row sits at bits (e % (32 / bits)) * bits of word e / (32 / bits), so as
+ * little-endian bytes a 4-bit row is byte j = element 2j (lo) | element 2j+1 (hi), an 8-bit row
+ * byte j = element j. The loader repacks each row into blocks of G elements, scale and bias
+ * widened to f32 (exact from every source dtype):
+ *   | scale: f32 | bias: f32 | q[G * bits / 8] (the checkpoint's bytes, as above) |
+ *   y[e] = scale * q[e] + bias,  q unsigned
+ * Block sizes: mlx4_g32 24 B, mlx4_g64 40 B, mlx8_g32 40 B, mlx8_g64 72 B. Blocks are
+ * byte-aligned only: read scale and bias with memcpy.
+ */
+#define HEARTH_MLX_BLOCK_HDR 8
+
 _Static_assert(sizeof(hearth_block_q4_0) == 18, "q4_0 block size");
 _Static_assert(sizeof(hearth_block_q4_1) == 20, "q4_1 block size");
 _Static_assert(sizeof(hearth_block_q5_0) == 22, "q5_0 block size");

@@ -324,6 +324,20 @@ fail:
 
 int32_t hearth_tok_n_vocab(const hearth_tok *tok) { return tok->n_vocab; }
 int32_t hearth_tok_bos(const hearth_tok *tok) { return tok->bos_id; }
+
+void hearth_tok_set_eos(hearth_tok *tok, int32_t id) {
+    if (id < 0 || id >= tok->n_vocab) return;
+    tok->eos_id = id;
+    tok->attr[id] |= TOK_ATTR_EOG;
+}
+
+void hearth_tok_set_bos(hearth_tok *tok, int32_t id) {
+    if (id >= 0 && id < tok->n_vocab) tok->bos_id = id;
+}
+
+void hearth_tok_mark_eog(hearth_tok *tok, int32_t id) {
+    if (id >= 0 && id < tok->n_vocab) tok->attr[id] |= TOK_ATTR_EOG;
+}
 int32_t hearth_tok_eos(const hearth_tok *tok) { return tok->eos_id; }
 size_t  hearth_tok_max_piece(const hearth_tok *tok) { return tok->max_piece_bytes; }
 

@@ -91,6 +91,12 @@ void          hearth_tok_destroy(hearth_tok *tok); /* accepts NULL */
 
 int32_t hearth_tok_n_vocab(const hearth_tok *tok);
 int32_t hearth_tok_bos(const hearth_tok *tok);
+/* Loader-time settings from a checkpoint's other files (tokenizer_config.json,
+ * generation_config.json): set the eos id when the tokenizer has none, mark an id as end of
+ * generation. Only before the tokenizer is shared; ids out of range are ignored. */
+void    hearth_tok_set_eos(hearth_tok *tok, int32_t id);
+void    hearth_tok_set_bos(hearth_tok *tok, int32_t id);
+void    hearth_tok_mark_eog(hearth_tok *tok, int32_t id);
 int32_t hearth_tok_eos(const hearth_tok *tok);
 /* Bytes of the longest piece (hearth_tok_piece with special = true): a decoder buffer of
  * 64 + this many bytes always suffices. */

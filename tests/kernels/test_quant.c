@@ -27,6 +27,7 @@ static const hearth_type weight_types[] = {
     HEARTH_TYPE_F32,  HEARTH_TYPE_F16,  HEARTH_TYPE_BF16, HEARTH_TYPE_Q4_0,
     HEARTH_TYPE_Q4_1, HEARTH_TYPE_Q5_0, HEARTH_TYPE_Q5_1, HEARTH_TYPE_Q8_0,
     HEARTH_TYPE_Q4_K, HEARTH_TYPE_Q5_K, HEARTH_TYPE_Q6_K,
+    HEARTH_TYPE_MLX4_G32, HEARTH_TYPE_MLX4_G64, HEARTH_TYPE_MLX8_G32, HEARTH_TYPE_MLX8_G64,
 };
 enum { N_WEIGHT_TYPES = sizeof weight_types / sizeof weight_types[0] };
 
@@ -44,6 +45,10 @@ static double simd_tol(hearth_type t) {
     case HEARTH_TYPE_BF16: return 5e-6;  /* float lanes vs double reference, n up to 4099 */
     case HEARTH_TYPE_Q4_1:
     case HEARTH_TYPE_Q5_1: return 1e-5;  /* + the m * s terms summed separately */
+    case HEARTH_TYPE_MLX4_G32:
+    case HEARTH_TYPE_MLX4_G64:
+    case HEARTH_TYPE_MLX8_G32:
+    case HEARTH_TYPE_MLX8_G64: return 5e-6; /* dequantize-then-FMA lanes vs per-group float sums */
     default:               return 5e-6;  /* q4_0 q5_0 q8_0 q4_K q5_K q6_K */
     }
 }
@@ -99,6 +104,11 @@ static void make_row(hearth_type t, void *row, int64_t n, bool random_bytes) {
             for (const int *o = half_fields(t); *o >= 0; o++) {
                 uint16_t h = hearth_fp32_to_fp16(rnd_unit() * 0.05f);
                 memcpy(b + (size_t)k * tt(t)->type_size + *o, &h, 2);
+            }
+        if (tt(t)->internal) /* MLX blocks: f32 scale and bias first */
+            for (int64_t k = 0; k < n / blck(t); k++) {
+                float sb[2] = {rnd_unit() * 0.05f, rnd_unit() * 0.5f};
+                memcpy(b + (size_t)k * tt(t)->type_size, sb, 8);
             }
     }
     free(f);
@@ -252,7 +262,8 @@ TEST(dot_against_ones) {
             if (!tr) continue;
             uint8_t ones[3 * 292];
             hearth_type a = tr->vec_dot_type;
-            for (int64_t k = 0; k < n / blck(a); k++) {
+            for (int64_t i = 0; a == HEARTH_TYPE_F32 && i < n; i++) memcpy(ones + 4 * i, &(float){1.0f}, 4);
+            for (int64_t k = 0; a != HEARTH_TYPE_F32 && k < n / blck(a); k++) {
                 uint8_t *blk = ones + (size_t)k * tt(a)->type_size;
                 if (a == HEARTH_TYPE_Q8_K) {
                     hearth_block_q8_K *q = (hearth_block_q8_K *)blk;
@@ -498,6 +509,43 @@ TEST(ref_set_dot_is_dequant_dot) {
         free(x);
         free(d);
     }
+}
+
+/* MLX affine blocks built by hand from the layout in tensor/quant.h: the packed bytes of a
+ * checkpoint's uint32 words, element k of a word at bits k * bits. */
+TEST(ref_dequant_mlx) {
+    /* 4-bit: words 0x87654321 then 0xfedcba90 ... give elements 1..8, 0, 9, 10, ... */
+    uint8_t b4[8 + 32];
+    float sc = 0.5f, bi = -1.0f;
+    memcpy(b4, &sc, 4);
+    memcpy(b4 + 4, &bi, 4);
+    for (int j = 0; j < 32; j++) b4[8 + j] = (uint8_t)((2 * j) % 16 | ((2 * j + 1) % 16) << 4);
+    uint32_t w0 = 0x87654321u;
+    memcpy(b4 + 8, &w0, 4);
+    float y[64];
+    hearth_kernels_traits_isa(HEARTH_TYPE_MLX4_G64, HEARTH_ISA_SCALAR)->to_float(b4, y, 64);
+    for (int e = 0; e < 8; e++) CHECK_NEAR(y[e], 0.5f * (float)(e + 1) - 1.0f, 0);
+    for (int e = 8; e < 64; e++) CHECK_NEAR(y[e], 0.5f * (float)(e % 16) - 1.0f, 0);
+    /* 8-bit group 32: byte j = element j */
+    uint8_t b8[8 + 32];
+    sc = 0.25f, bi = 2.0f;
+    memcpy(b8, &sc, 4);
+    memcpy(b8 + 4, &bi, 4);
+    for (int j = 0; j < 32; j++) b8[8 + j] = (uint8_t)(j * 8 + 3);
+    hearth_kernels_traits_isa(HEARTH_TYPE_MLX8_G32, HEARTH_ISA_SCALAR)->to_float(b8, y, 32);
+    for (int e = 0; e < 32; e++) CHECK_NEAR(y[e], 0.25f * (float)(e * 8 + 3) + 2.0f, 0);
+    /* the test quantizer is the affine rule: the ends of each group come back exactly */
+    float x[32];
+    for (int e = 0; e < 32; e++) x[e] = (float)e / 31.0f * 3.0f - 1.0f;
+    hearth_kernels_traits_isa(HEARTH_TYPE_MLX4_G32, HEARTH_ISA_SCALAR)->from_float(x, b8, 32);
+    hearth_kernels_traits_isa(HEARTH_TYPE_MLX4_G32, HEARTH_ISA_SCALAR)->to_float(b8, y, 32);
+    CHECK_NEAR(y[0], -1.0f, 1e-6);
+    CHECK_NEAR(y[31], 2.0f, 1e-6);
+    for (int e = 0; e < 32; e++) CHECK_NEAR(y[e], x[e], 3.0f / 15 / 2 + 1e-6);
+    /* the MLX types are in-memory layouts, never GGUF ids */
+    CHECK(hearth_type_traits_of(HEARTH_TYPE_MLX4_G32)->internal);
+    CHECK_EQ(hearth_type_mlx(8, 64), HEARTH_TYPE_MLX8_G64);
+    CHECK_EQ(hearth_type_mlx(3, 64), -1);
 }
 
 /* ---- dispatch ------------------------------------------------------------------------------ */

@@ -22,6 +22,7 @@
 #include "base/log.h"
 #include "kernels/kernels.h"
 #include "kernels/ref/dot_ref.h"
+#include "kernels/ref/mlx_ref.h"
 #include "kernels/ref/quant_ref.h"
 
 #if defined(__x86_64__)
@@ -37,6 +38,8 @@
 #define ROW(tf, ff, vd, vdt) {tf, ff, vd, HEARTH_TYPE_##vdt}
 #define TF(t) hearth_##t##_to_float_ref
 #define FF(t) hearth_##t##_from_float_ref
+/* MLX rows off the ref set: f32 activations dotted directly (the ref set dequantizes) */
+#define MLX_DIRECT(T, t, dot) [HEARTH_TYPE_##T] = {TF(t), FF(t), dot, HEARTH_TYPE_F32, true}
 
 /* ref: every weight dequantized and dotted with f32 activations in plain C. */
 static const hearth_kernel_traits tab_ref[HEARTH_TYPE_COUNT] = {
@@ -53,6 +56,10 @@ static const hearth_kernel_traits tab_ref[HEARTH_TYPE_COUNT] = {
     [HEARTH_TYPE_Q5_K] = ROW(TF(q5_K), FF(q5_K), hearth_vec_dot_q5_K_f32_ref, F32),
     [HEARTH_TYPE_Q6_K] = ROW(TF(q6_K), FF(q6_K), hearth_vec_dot_q6_K_f32_ref, F32),
     [HEARTH_TYPE_Q8_K] = ROW(TF(q8_K), FF(q8_K), NULL, F32),
+    [HEARTH_TYPE_MLX4_G32] = ROW(TF(mlx4_g32), FF(mlx4_g32), hearth_vec_dot_mlx4_g32_f32_ref, F32),
+    [HEARTH_TYPE_MLX4_G64] = ROW(TF(mlx4_g64), FF(mlx4_g64), hearth_vec_dot_mlx4_g64_f32_ref, F32),
+    [HEARTH_TYPE_MLX8_G32] = ROW(TF(mlx8_g32), FF(mlx8_g32), hearth_vec_dot_mlx8_g32_f32_ref, F32),
+    [HEARTH_TYPE_MLX8_G64] = ROW(TF(mlx8_g64), FF(mlx8_g64), hearth_vec_dot_mlx8_g64_f32_ref, F32),
 };
 
 /* scalar: quantized activations, plain C; the specification of the SIMD sets. */
@@ -70,6 +77,10 @@ static const hearth_kernel_traits tab_scalar[HEARTH_TYPE_COUNT] = {
     [HEARTH_TYPE_Q5_K] = ROW(TF(q5_K), FF(q5_K), hearth_vec_dot_q5_K_q8_K_ref, Q8_K),
     [HEARTH_TYPE_Q6_K] = ROW(TF(q6_K), FF(q6_K), hearth_vec_dot_q6_K_q8_K_ref, Q8_K),
     [HEARTH_TYPE_Q8_K] = ROW(TF(q8_K), FF(q8_K), NULL, F32),
+    MLX_DIRECT(MLX4_G32, mlx4_g32, hearth_vec_dot_mlx4_g32_ref),
+    MLX_DIRECT(MLX4_G64, mlx4_g64, hearth_vec_dot_mlx4_g64_ref),
+    MLX_DIRECT(MLX8_G32, mlx8_g32, hearth_vec_dot_mlx8_g32_ref),
+    MLX_DIRECT(MLX8_G64, mlx8_g64, hearth_vec_dot_mlx8_g64_ref),
 };
 
 #if HEARTH_HAVE_X86
@@ -90,6 +101,10 @@ static const hearth_kernel_traits tab_scalar[HEARTH_TYPE_COUNT] = {
         [HEARTH_TYPE_Q5_K] = ROW(TF(q5_K), FF(q5_K), hearth_vec_dot_q5_K_q8_K_##isa, Q8_K),      \
         [HEARTH_TYPE_Q6_K] = ROW(TF(q6_K), FF(q6_K), hearth_vec_dot_q6_K_q8_K_##isa, Q8_K),      \
         [HEARTH_TYPE_Q8_K] = ROW(TF(q8_K), hearth_q8_K_from_float_##isa, NULL, F32),             \
+        MLX_DIRECT(MLX4_G32, mlx4_g32, hearth_vec_dot_mlx4_g32_##isa),                           \
+        MLX_DIRECT(MLX4_G64, mlx4_g64, hearth_vec_dot_mlx4_g64_##isa),                           \
+        MLX_DIRECT(MLX8_G32, mlx8_g32, hearth_vec_dot_mlx8_g32_##isa),                           \
+        MLX_DIRECT(MLX8_G64, mlx8_g64, hearth_vec_dot_mlx8_g64_##isa),                           \
     }
 static const hearth_kernel_traits tab_avx2[HEARTH_TYPE_COUNT] = SIMD_TABLE(avx2);
 static const hearth_kernel_traits tab_avx512[HEARTH_TYPE_COUNT] = SIMD_TABLE(avx512);

@@ -20,6 +20,7 @@
  * the quantization of a block does not depend on who does it, so results do not depend on the
  * thread count or the chunking.
  *
+ * MLX affine weights off the ref set (f32_direct) dot f32 activations directly, no phase 1.
  * The ref set (vec_dot_type F32 for a non-f32 weight) skips phase 1 and instead dequantizes
  * each weight row once per call into the thread's slice of scratch, then dots it with every
  * token in f32 (the f32 reference dot, which equals the set's own vec_dot bit for bit).
@@ -130,7 +131,7 @@ static size_t scratch_for(const hearth_kernel_traits *tr, hearth_type wtype, int
     if (tr->vec_dot_type != HEARTH_TYPE_F32) {
         size_t row = hearth_row_size(tr->vec_dot_type, n_in);
         if (!hearth_mul_size(row, (size_t)n_tok, &bytes)) return SIZE_MAX;
-    } else if (wtype != HEARTH_TYPE_F32) {
+    } else if (wtype != HEARTH_TYPE_F32 && !tr->f32_direct) {
         if (!hearth_mul_size(align64((size_t)n_in * sizeof(float)), (size_t)n_threads, &bytes))
             return SIZE_MAX;
     }
@@ -181,7 +182,7 @@ void hearth_matmul(hearth_pool *pool, hearth_type wtype, const void *w, size_t w
         j.units_per_row = (n_in + j.unit - 1) / j.unit;
     } else {
         j.act = (uint8_t *)(uintptr_t)x; /* read only */
-        if (wtype == HEARTH_TYPE_F32) {
+        if (wtype == HEARTH_TYPE_F32 || tr->f32_direct) {
             j.vec_dot = tr->vec_dot;
         } else {
             /* ref path: dequantized rows . f32 with the f32 dot of the same set */

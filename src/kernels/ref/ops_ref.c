@@ -29,6 +29,10 @@ void hearth_rope_ref(float *x, int64_t n_rot, int32_t pos, const hearth_rope_par
             theta_it *= rp->theta_scale;
         }
         float c = cosf(theta), s = sinf(theta);
+        if (rp->mscale != 0 && rp->mscale != 1) {
+            c *= rp->mscale;
+            s *= rp->mscale;
+        }
         int64_t a = rp->neox ? i : 2 * i, b = rp->neox ? i + half : 2 * i + 1;
         float x0 = x[a], x1 = x[b];
         x[a] = x0 * c - x1 * s;

@@ -27,6 +27,7 @@ typedef struct {
     float        freq_scale;  /* llama.cpp recipe: 1 / linear scaling factor */
     bool         neox;        /* rotate halves (x[i], x[i + n_rot/2]) as rotate_half does, else
                                * adjacent pairs (x[2i], x[2i+1]) (GGUF llama: weights pre-permuted) */
+    float        mscale;      /* cos and sin are multiplied by it (YaRN attention factor); 0 or 1 = none */
 } hearth_rope_params;
 
 /* Rotary embedding of one head vector in place, x: [head_dim]; only the first n_rot dims

@@ -41,3 +41,13 @@ void hearth_vec_dot_q6_K_q8_K_avx512(int64_t n, float *s, const void *x, const v
 void hearth_q8_0_from_float_avx512(const float *x, void *y, int64_t n);
 void hearth_q8_1_from_float_avx512(const float *x, void *y, int64_t n);
 void hearth_q8_K_from_float_avx512(const float *x, void *y, int64_t n);
+
+/* MLX affine weights . f32 activations (mlx_avx2.c, mlx_avx512.c) */
+void hearth_vec_dot_mlx4_g32_avx2(int64_t n, float *s, const void *x, const void *y);
+void hearth_vec_dot_mlx4_g64_avx2(int64_t n, float *s, const void *x, const void *y);
+void hearth_vec_dot_mlx8_g32_avx2(int64_t n, float *s, const void *x, const void *y);
+void hearth_vec_dot_mlx8_g64_avx2(int64_t n, float *s, const void *x, const void *y);
+void hearth_vec_dot_mlx4_g32_avx512(int64_t n, float *s, const void *x, const void *y);
+void hearth_vec_dot_mlx4_g64_avx512(int64_t n, float *s, const void *x, const void *y);
+void hearth_vec_dot_mlx8_g32_avx512(int64_t n, float *s, const void *x, const void *y);
+void hearth_vec_dot_mlx8_g64_avx512(int64_t n, float *s, const void *x, const void *y);

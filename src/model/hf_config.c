@@ -1,0 +1,397 @@
+/*
+ * hf_config.c - config.json / generation_config.json to hparams (see hf_config.h).
+ *
+ * The defaults are transformers' per-family defaults for keys a config may omit. Per-layer
+ * lists become the two patterns the forward knows: which layers slide (swa_pattern, found by
+ * trying every period; "every layer" is the period n_layer + 1) and which skip RoPE
+ * (nope_interval).
+ */
+#include "model/hf_config.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A number under key (null and absent are "not there"). */
+static bool jnum(const cJSON *o, const char *key, double *out) {
+    const cJSON *v = o ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
+    if (!cJSON_IsNumber(v)) return false;
+    *out = v->valuedouble;
+    return true;
+}
+
+static const char *jstr(const cJSON *o, const char *key) {
+    const cJSON *v = o ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static int jbool(const cJSON *o, const char *key) { /* 1, 0, or -1 when absent */
+    const cJSON *v = o ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
+    return cJSON_IsBool(v) ? cJSON_IsTrue(v) : -1;
+}
+
+/* A required positive integer key, at most max. */
+static hearth_status need_int(const cJSON *o, const char *key, int32_t max, int32_t *out, hearth_err *err) {
+    double d;
+    if (!jnum(o, key, &d)) return hearth_err_set(err, HEARTH_E_FORMAT, -1, "config.json has no %s", key);
+    if (!(d >= 1 && d <= max) || d != floor(d))
+        return hearth_err_set(err, HEARTH_E_FORMAT, -1, "config.json %s = %g is out of range (1..%d)", key, d, max);
+    *out = (int32_t)d;
+    return HEARTH_OK;
+}
+
+static hearth_status opt_int(const cJSON *o, const char *key, int32_t max, int32_t *out, hearth_err *err) {
+    double d;
+    if (!jnum(o, key, &d)) return HEARTH_OK;
+    if (!(d >= 0 && d <= max) || d != floor(d))
+        return hearth_err_set(err, HEARTH_E_FORMAT, -1, "config.json %s = %g is out of range (0..%d)", key, d, max);
+    *out = (int32_t)d;
+    return HEARTH_OK;
+}
+
+void hearth_gen_add_eos(hearth_gen_defaults *gen, int32_t id) {
+    if (id < 0 || gen->n_eos >= HEARTH_MAX_EOS) return;
+    for (int i = 0; i < gen->n_eos; i++)
+        if (gen->eos[i] == id) return;
+    gen->eos[gen->n_eos++] = id;
+}
+
+/* eos_token_id: an integer or a list of integers. */
+static void add_eos_of(hearth_gen_defaults *gen, const cJSON *o) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "eos_token_id");
+    if (cJSON_IsNumber(v)) hearth_gen_add_eos(gen, (int32_t)v->valuedouble);
+    const cJSON *e;
+    if (cJSON_IsArray(v))
+        cJSON_ArrayForEach(e, v) if (cJSON_IsNumber(e)) hearth_gen_add_eos(gen, (int32_t)e->valuedouble);
+    double d;
+    if (jnum(o, "bos_token_id", &d) && d >= 0 && d < 1e9) gen->bos = (int32_t)d;
+}
+
+/* One RoPE parameter dict (v5) or the top-level config (v4 with rope_scaling). */
+static hearth_status read_rope(const cJSON *rp, const cJSON *scaling, const cJSON *cfg, hearth_hparams *hp,
+                               bool global, hearth_err *err) {
+    double d;
+    const cJSON *src = rp ? rp : cfg;
+    if (jnum(src, "rope_theta", &d) && d > 0) {
+        if (global) hp->rope_base = (float)d;
+        else hp->rope_base_swa = (float)d;
+    }
+    const cJSON *sc = rp ? rp : scaling;
+    const char *type = sc ? jstr(sc, "rope_type") : NULL;
+    if (!type && sc) type = jstr(sc, "type");
+    if (!type || !strcmp(type, "default")) return HEARTH_OK;
+    if (!global && strcmp(type, "default"))
+        return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "rope scaling '%s' on sliding-window layers", type);
+    double factor = 1;
+    jnum(sc, "factor", &factor);
+    if (!(factor > 0)) return hearth_err_set(err, HEARTH_E_FORMAT, -1, "rope scaling factor %g", factor);
+    hp->rope_factor = (float)factor;
+    double orig = 0;
+    if (!jnum(cfg, "original_max_position_embeddings", &orig) || !(orig > 0))
+        if (!jnum(sc, "original_max_position_embeddings", &orig)) orig = hp->n_ctx_train;
+    hp->rope_orig_ctx = (int32_t)orig;
+    if (!strcmp(type, "linear")) {
+        hp->rope_kind = HEARTH_ROPE_LINEAR;
+        hp->rope_scale = (float)factor;
+    } else if (!strcmp(type, "dynamic")) {
+        hp->rope_kind = HEARTH_ROPE_DYNAMIC;
+    } else if (!strcmp(type, "llama3")) {
+        hp->rope_kind = HEARTH_ROPE_LLAMA3;
+        double lo = 1, hi = 4;
+        jnum(sc, "low_freq_factor", &lo);
+        jnum(sc, "high_freq_factor", &hi);
+        if (!(hi > lo)) return hearth_err_set(err, HEARTH_E_FORMAT, -1, "llama3 rope: high_freq_factor <= low_freq_factor");
+        hp->rope_lo_freq = (float)lo;
+        hp->rope_hi_freq = (float)hi;
+    } else if (!strcmp(type, "yarn")) {
+        hp->rope_kind = HEARTH_ROPE_YARN;
+        double bf = 0, bs = 0, af = 0, ms = 0, msa = 0;
+        hp->yarn_beta_fast = jnum(sc, "beta_fast", &bf) && bf != 0 ? (float)bf : 32.0f;
+        hp->yarn_beta_slow = jnum(sc, "beta_slow", &bs) && bs != 0 ? (float)bs : 1.0f;
+        if (jbool(sc, "truncate") == 0)
+            return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "yarn rope with truncate = false");
+        if (jnum(sc, "attention_factor", &af)) {
+            hp->rope_mscale = (float)af;
+        } else {
+#define GET_MSCALE(s, m) ((s) <= 1 ? 1.0 : 0.1 * (m) * log(s) + 1.0)
+            jnum(sc, "mscale", &ms);
+            jnum(sc, "mscale_all_dim", &msa);
+            hp->rope_mscale = ms != 0 && msa != 0 ? (float)(GET_MSCALE(factor, ms) / GET_MSCALE(factor, msa))
+                                                  : (float)GET_MSCALE(factor, 1.0);
+#undef GET_MSCALE
+        }
+    } else {
+        return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "rope scaling type '%s' is not supported", type);
+    }
+    return HEARTH_OK;
+}
+
+/* Which layers slide, as one period of the formula in arch.h. */
+static hearth_status set_swa_pattern(hearth_hparams *hp, const bool *swa, hearth_err *err) {
+    bool any = false;
+    for (int il = 0; il < hp->n_layer; il++) any |= swa[il];
+    if (!any || hp->n_swa <= 0) {
+        hp->n_swa = 0;
+        hp->swa_pattern = 0;
+        return HEARTH_OK;
+    }
+    for (int p = 2; p <= hp->n_layer + 1; p++) {
+        bool ok = true;
+        for (int il = 0; il < hp->n_layer && ok; il++) ok = (il % p < p - 1) == swa[il];
+        if (ok) {
+            hp->swa_pattern = p;
+            return HEARTH_OK;
+        }
+    }
+    return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "config.json layer_types: this order of sliding and "
+                          "full-attention layers is not supported");
+}
+
+static hearth_status read_layers(const cJSON *tc, const hearth_hf_config *cfg, hearth_hparams *hp, hearth_err *err) {
+    bool *swa = calloc((size_t)hp->n_layer, sizeof *swa);
+    if (!swa) return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
+    hearth_status st = HEARTH_OK;
+    double d;
+    hp->n_swa = jnum(tc, "sliding_window", &d) && d >= 1 && d < 1e9 ? (int32_t)d : 0;
+    const cJSON *lt = cJSON_GetObjectItemCaseSensitive(tc, "layer_types");
+    if (cJSON_IsArray(lt)) {
+        if (cJSON_GetArraySize(lt) != hp->n_layer) {
+            st = hearth_err_set(err, HEARTH_E_FORMAT, -1, "config.json layer_types has %d entries for %d layers",
+                                cJSON_GetArraySize(lt), hp->n_layer);
+            goto done;
+        }
+        int il = 0;
+        const cJSON *e;
+        cJSON_ArrayForEach(e, lt) {
+            const char *s = cJSON_IsString(e) ? e->valuestring : "";
+            if (!strcmp(s, "sliding_attention")) swa[il] = true;
+            else if (strcmp(s, "full_attention")) {
+                st = hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "config.json layer_types: '%s' layers", s);
+                goto done;
+            }
+            il++;
+        }
+    } else {
+        hearth_arch a = cfg->ai->arch;
+        double pat = 6, mwl = 0;
+        jnum(tc, "sliding_window_pattern", &pat);
+        jnum(tc, "max_window_layers", &mwl);
+        int use = jbool(tc, "use_sliding_window");
+        for (int il = 0; il < hp->n_layer; il++)
+            swa[il] = a == HEARTH_ARCH_MISTRAL                             ? true
+                      : a == HEARTH_ARCH_GEMMA2                            ? il % 2 == 0
+                      : a == HEARTH_ARCH_GEMMA3                            ? (il + 1) % (int)pat != 0
+                      : (a == HEARTH_ARCH_QWEN2 || a == HEARTH_ARCH_QWEN3) ? use == 1 && il >= (int)mwl
+                      : a == HEARTH_ARCH_PHI3                              ? hp->n_swa > 0
+                                                                           : false;
+    }
+    if ((st = set_swa_pattern(hp, swa, err))) goto done;
+    /* smollm3: no_rope_layers[il] = 1 when layer il uses RoPE */
+    const cJSON *nr = cJSON_GetObjectItemCaseSensitive(tc, "no_rope_layers");
+    if (cfg->ai->arch == HEARTH_ARCH_SMOLLM3) {
+        double iv = 4;
+        jnum(tc, "no_rope_layer_interval", &iv);
+        hp->nope_interval = iv >= 1 && iv < 1e6 ? (int32_t)iv : 0;
+        if (cJSON_IsArray(nr)) {
+            int il = 0;
+            const cJSON *e;
+            bool ok = cJSON_GetArraySize(nr) == hp->n_layer;
+            cJSON_ArrayForEach(e, nr) {
+                if (!ok) break;
+                ok = cJSON_IsNumber(e) && (e->valuedouble != 0) == hearth_hparams_has_rope(hp, il);
+                il++;
+            }
+            if (!ok) {
+                st = hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "config.json no_rope_layers does not follow "
+                                    "no_rope_layer_interval");
+                goto done;
+            }
+        }
+    }
+done:
+    free(swa);
+    return st;
+}
+
+static hearth_status parse_text(const cJSON *root, const cJSON *tc, hearth_hf_config *cfg, hearth_err *err) {
+    hearth_hparams *hp = &cfg->hp;
+    const hearth_arch_info *ai = cfg->ai;
+    hearth_status st;
+    hp->arch = ai->arch;
+    if ((st = need_int(tc, "hidden_size", 1 << 16, &hp->n_embd, err)) ||
+        (st = need_int(tc, "num_hidden_layers", 1024, &hp->n_layer, err)) ||
+        (st = need_int(tc, "intermediate_size", 1 << 20, &hp->n_ff, err)) ||
+        (st = need_int(tc, "num_attention_heads", 1024, &hp->n_head, err)) ||
+        (st = need_int(tc, "vocab_size", 1 << 24, &hp->n_vocab, err)))
+        return st;
+    hp->n_head_kv = hp->n_head;
+    hp->head_dim = hp->n_embd / hp->n_head;
+    hp->n_ctx_train = 4096;
+    if ((st = opt_int(tc, "num_key_value_heads", 1024, &hp->n_head_kv, err)) ||
+        (st = opt_int(tc, "head_dim", 512, &hp->head_dim, err)) ||
+        (st = opt_int(tc, "max_position_embeddings", 1 << 30, &hp->n_ctx_train, err)))
+        return st;
+    hp->head_dim_v = hp->head_dim;
+    if (hp->n_head_kv <= 0 || hp->n_head % hp->n_head_kv || hp->head_dim <= 0 || hp->head_dim % 2)
+        return hearth_err_set(err, HEARTH_E_FORMAT, -1, "config.json: %d heads, %d kv heads, head dim %d do not fit",
+                              hp->n_head, hp->n_head_kv, hp->head_dim);
+    double d;
+    hp->norm_eps = 1e-6f;
+    if (jnum(tc, "rms_norm_eps", &d) && d > 0) hp->norm_eps = (float)d;
+    hp->rope_base = 10000.0f;
+    hp->rope_scale = 1.0f;
+    hp->rope_mscale = 1.0f;
+    hp->hf_numerics = true;
+    hp->rope_neox = true; /* transformers' rotate_half; only GGUF llama files have permuted q/k */
+    hp->qkv_bias = ai->qkv_bias;
+    hp->qk_norm = ai->qk_norm;
+    hp->post_norms = ai->post_norms;
+    hp->ffn = ai->ffn;
+    hp->embd_scale = ai->embd_scaled ? sqrtf((float)hp->n_embd) : 1.0f;
+    hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
+    if (jnum(tc, "query_pre_attn_scalar", &d) && d > 0) hp->attn_scale = (float)(1.0 / sqrt(d));
+    if (jnum(tc, "attn_logit_softcapping", &d) && d > 0) hp->attn_softcap = (float)d;
+    if (jnum(tc, "final_logit_softcapping", &d) && d > 0) hp->final_softcap = (float)d;
+    cfg->norm_plus_one = ai->embd_scaled; /* the gemma rows */
+    cfg->fused_qkv = ai->arch == HEARTH_ARCH_PHI3;
+
+    int bias = jbool(tc, "attention_bias");
+    if (bias == 1) {
+        if (ai->arch == HEARTH_ARCH_GEMMA2 || ai->arch == HEARTH_ARCH_GEMMA3)
+            return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "config.json attention_bias on gemma");
+        hp->qkv_bias = true;
+        cfg->attn_out_bias = true;
+    }
+    if (jbool(tc, "mlp_bias") == 1)
+        return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "config.json mlp_bias = true is not supported");
+    const char *act = jstr(tc, "hidden_activation");
+    if (!act) act = jstr(tc, "hidden_act");
+    if (act) {
+        bool gelu_tanh = !strcmp(act, "gelu_pytorch_tanh") || !strcmp(act, "gelu_new");
+        bool silu = !strcmp(act, "silu") || !strcmp(act, "swish");
+        if ((hp->ffn == HEARTH_FFN_GEGLU && !gelu_tanh) || (hp->ffn == HEARTH_FFN_SWIGLU && !silu))
+            return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "config.json activation '%s' for %s", act, ai->hf_type);
+    }
+    int tied = jbool(tc, "tie_word_embeddings");
+    if (tied < 0) tied = jbool(root, "tie_word_embeddings");
+    cfg->tied = tied >= 0 ? tied == 1
+                          : (ai->arch == HEARTH_ARCH_GEMMA2 || ai->arch == HEARTH_ARCH_GEMMA3 ||
+                             ai->arch == HEARTH_ARCH_SMOLLM3);
+
+    /* RoPE: v5 rope_parameters (flat, or per layer type), else v4 keys */
+    const cJSON *rp = cJSON_GetObjectItemCaseSensitive(tc, "rope_parameters");
+    const cJSON *rp_full = NULL, *rp_swa = NULL;
+    if (cJSON_IsObject(rp)) {
+        rp_full = cJSON_GetObjectItemCaseSensitive(rp, "full_attention");
+        rp_swa = cJSON_GetObjectItemCaseSensitive(rp, "sliding_attention");
+        if (!cJSON_IsObject(rp_full)) rp_full = rp;
+        if (!cJSON_IsObject(rp_swa)) rp_swa = NULL;
+    } else {
+        rp = NULL;
+    }
+    const cJSON *scaling = cJSON_GetObjectItemCaseSensitive(tc, "rope_scaling");
+    if (!cJSON_IsObject(scaling)) scaling = NULL;
+    if ((st = read_rope(rp_full, scaling, tc, hp, true, err))) return st;
+    hp->rope_base_swa = ai->rope_base_swa > 0 ? ai->rope_base_swa : hp->rope_base;
+    if (jnum(tc, "rope_local_base_freq", &d) && d > 0) hp->rope_base_swa = (float)d;
+    if (rp_swa && (st = read_rope(rp_swa, NULL, tc, hp, false, err))) return st;
+    double prf = 1;
+    if (!(rp_full && jnum(rp_full, "partial_rotary_factor", &prf))) jnum(tc, "partial_rotary_factor", &prf);
+    if (!(prf > 0 && prf <= 1))
+        return hearth_err_set(err, HEARTH_E_FORMAT, -1, "config.json partial_rotary_factor %g", prf);
+    hp->n_rot = (int32_t)(hp->head_dim * prf);
+    hp->n_rot -= hp->n_rot % 2;
+    if (hp->n_rot <= 0) return hearth_err_set(err, HEARTH_E_FORMAT, -1, "config.json: no rotated dimensions");
+    if (ai->arch == HEARTH_ARCH_PHI3 && (rp_full ? jstr(rp_full, "rope_type") : NULL) &&
+        !strcmp(jstr(rp_full, "rope_type"), "longrope"))
+        return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "rope scaling type 'longrope' is not supported");
+    return read_layers(tc, cfg, hp, err);
+}
+
+hearth_status hearth_hf_config_parse(const char *json, size_t n, hearth_hf_config *cfg, hearth_err *err) {
+    memset(cfg, 0, sizeof *cfg);
+    cfg->gen.bos = -1;
+    cJSON *root = cJSON_ParseWithLength(json, n);
+    if (!cJSON_IsObject(root)) {
+        cJSON_Delete(root);
+        return hearth_err_set(err, HEARTH_E_FORMAT, -1, "config.json is not a JSON object");
+    }
+    hearth_status st = HEARTH_OK;
+    const cJSON *tc = root;
+    const cJSON *text = cJSON_GetObjectItemCaseSensitive(root, "text_config");
+    if (cJSON_IsObject(text)) {
+        tc = text;
+        cfg->text_config = true;
+    }
+    const char *mt = jstr(tc, "model_type");
+    if (!mt) mt = jstr(root, "model_type");
+    if (mt && cfg->text_config && !strcmp(mt, "gemma3")) mt = "gemma3_text";
+    cfg->ai = mt ? hearth_arch_by_hf_type(mt) : NULL;
+    if (!cfg->ai) {
+        st = hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "model_type '%s' is not supported (supported: llama, "
+                            "mistral, qwen2, qwen3, gemma2, gemma3, phi3, smollm3)", mt ? mt : "(none)");
+        goto done;
+    }
+    if ((st = parse_text(root, tc, cfg, err))) goto done;
+    add_eos_of(&cfg->gen, root);
+    if (tc != root) add_eos_of(&cfg->gen, tc);
+    const cJSON *q = cJSON_GetObjectItemCaseSensitive(root, "quantization");
+    if (!cJSON_IsObject(q)) q = cJSON_GetObjectItemCaseSensitive(root, "quantization_config");
+    if (cJSON_IsObject(q)) {
+        double bits = 0, gs = 0;
+        jnum(q, "bits", &bits);
+        jnum(q, "group_size", &gs);
+        const char *mode = jstr(q, "mode");
+        if ((mode && strcmp(mode, "affine")) || (bits != 4 && bits != 8) || (gs != 32 && gs != 64)) {
+            st = hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "quantization %s %g-bit group %g is not supported "
+                                "(MLX affine 4 or 8 bits, group 32 or 64)", mode ? mode : "affine", bits, gs);
+            goto done;
+        }
+        cfg->quant = (hearth_mlx_quant){(int32_t)bits, (int32_t)gs};
+        if (!cJSON_PrintPreallocated((cJSON *)q, cfg->quant_json, (int)sizeof cfg->quant_json, 0)) {
+            st = hearth_err_set(err, HEARTH_E_LIMIT, -1, "config.json quantization block is too long");
+            goto done;
+        }
+    }
+done:
+    cJSON_Delete(root);
+    return st;
+}
+
+hearth_mlx_quant hearth_hf_config_quant_of(const hearth_hf_config *cfg, const char *module) {
+    hearth_mlx_quant r = cfg->quant;
+    if (!cfg->quant_json[0]) return r;
+    cJSON *q = cJSON_Parse(cfg->quant_json);
+    const cJSON *o = q ? cJSON_GetObjectItemCaseSensitive(q, module) : NULL;
+    double d;
+    if (cJSON_IsFalse(o)) r = (hearth_mlx_quant){0, 0};
+    if (cJSON_IsObject(o)) {
+        if (jnum(o, "bits", &d)) r.bits = (int32_t)d;
+        if (jnum(o, "group_size", &d)) r.group_size = (int32_t)d;
+    }
+    cJSON_Delete(q);
+    return r;
+}
+
+hearth_status hearth_hf_gen_config_parse(const char *json, size_t n, hearth_hf_config *cfg, hearth_err *err) {
+    cJSON *root = cJSON_ParseWithLength(json, n);
+    if (!cJSON_IsObject(root)) {
+        cJSON_Delete(root);
+        return hearth_err_set(err, HEARTH_E_FORMAT, -1, "generation_config.json is not a JSON object");
+    }
+    hearth_gen_defaults *g = &cfg->gen;
+    double d;
+    if (jnum(root, "temperature", &d) && d >= 0) g->has_temperature = true, g->temperature = (float)d;
+    if (jnum(root, "top_p", &d) && d > 0 && d <= 1) g->has_top_p = true, g->top_p = (float)d;
+    if (jnum(root, "top_k", &d) && d >= 0 && d < 1e9) g->has_top_k = true, g->top_k = (int32_t)d;
+    if (jnum(root, "min_p", &d) && d >= 0 && d <= 1) g->has_min_p = true, g->min_p = (float)d;
+    if (jnum(root, "repetition_penalty", &d) && d > 0) g->has_repetition_penalty = true, g->repetition_penalty = (float)d;
+    if (jnum(root, "max_new_tokens", &d) && d > 0 && d < 1e9) g->has_max_new_tokens = true, g->max_new_tokens = (int32_t)d;
+    int ds = jbool(root, "do_sample");
+    if (ds >= 0) g->has_do_sample = true, g->do_sample = ds == 1;
+    add_eos_of(g, root);
+    cJSON_Delete(root);
+    return HEARTH_OK;
+}

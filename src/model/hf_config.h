@@ -1,0 +1,73 @@
+/*
+ * hf_config.h - a Hugging Face checkpoint's config.json and generation_config.json, read into
+ * the hparams the forward pass uses plus what the safetensors loader needs to bind weights.
+ *
+ * Families (config model_type): llama, mistral, qwen2, qwen3, gemma2, gemma3_text (also a
+ * gemma3 config whose text_config holds the text model), phi3, smollm3. Both config layouts of
+ * transformers are read: v5's rope_parameters (one dict, or one per layer type) and v4's
+ * rope_theta / rope_scaling / rope_local_base_freq. Per-layer features are checked against
+ * the patterns hearth runs (layer_types must follow a period the arch table can express;
+ * smollm3's no_rope_layers must follow no_rope_layer_interval); anything else is
+ * HEARTH_E_UNSUPPORTED naming the key, never a silent difference.
+ *
+ * Plain data; the parse functions are pure; any thread.
+ */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/status.h"
+#include "model/arch.h"
+
+enum { HEARTH_MAX_EOS = 8 };
+
+/* Default sampling and stop tokens of a checkpoint (generation_config.json). A field applies
+ * only when its has_ flag is set; the request's own values override these, which override the
+ * server's defaults. eos lists every end-of-sequence id (generation_config's eos_token_id,
+ * config.json's, and the tokenizer's eos), without repeats. */
+typedef struct {
+    bool    has_temperature, has_top_p, has_top_k, has_min_p, has_repetition_penalty, has_do_sample,
+            has_max_new_tokens;
+    float   temperature, top_p, min_p, repetition_penalty;
+    int32_t top_k, max_new_tokens;
+    bool    do_sample;
+    int32_t n_eos;
+    int32_t eos[HEARTH_MAX_EOS];
+    int32_t bos; /* generation_config / config bos_token_id, or -1 */
+} hearth_gen_defaults;
+
+/* MLX affine quantization as config.json states it: the default for every quantized module
+ * and per-module overrides ("model.layers.0.mlp.down_proj": {"bits": 8, "group_size": 64}). */
+typedef struct {
+    int32_t bits, group_size; /* 0 = the checkpoint is not quantized */
+} hearth_mlx_quant;
+
+typedef struct {
+    hearth_hparams          hp;
+    const hearth_arch_info *ai;
+    bool   tied;          /* tie_word_embeddings (family default when absent) */
+    bool   attn_out_bias; /* o_proj carries a bias (llama/qwen3/smollm3 attention_bias) */
+    bool   norm_plus_one; /* RMSNorm multiplies by (1 + w) (gemma) */
+    bool   fused_qkv;     /* phi3: qkv_proj and gate_up_proj */
+    bool   text_config;   /* weights live under a language model prefix */
+    hearth_mlx_quant quant;
+    char   quant_json[4096]; /* the "quantization" object as JSON ("" when none): overrides */
+    hearth_gen_defaults gen;
+} hearth_hf_config;
+
+/* Parse config.json (json[0..n)) into cfg. Errors: HEARTH_E_FORMAT (not JSON, a key of the
+ * wrong type or out of range), HEARTH_E_UNSUPPORTED (unknown model_type, a feature hearth does
+ * not run), both with a message naming the key. */
+hearth_status hearth_hf_config_parse(const char *json, size_t n, hearth_hf_config *cfg, hearth_err *err);
+/* Read generation_config.json (json[0..n)) into cfg->gen, adding its eos ids. */
+hearth_status hearth_hf_gen_config_parse(const char *json, size_t n, hearth_hf_config *cfg, hearth_err *err);
+/* Add id to gen's eos list when it is not there (ignored when full or id < 0). */
+void          hearth_gen_add_eos(hearth_gen_defaults *gen, int32_t id);
+/* Bits and group size the config gives the module (e.g. "model.layers.0.mlp.down_proj"):
+ * its override or the default; {0, 0} when the config says it is not quantized. */
+hearth_mlx_quant hearth_hf_config_quant_of(const hearth_hf_config *cfg, const char *module);
+
+/* RoPE inverse frequencies of the global (swa = false) or sliding layers, [n_rot / 2], in
+ * float as transformers' rope init functions compute them (default, linear, dynamic, yarn,
+ * llama3). Dynamic NTK equals default within the training context, which is what is used. */
+void hearth_hparams_inv_freq(const hearth_hparams *hp, bool swa, float *inv_freq);

@@ -1,0 +1,417 @@
+/*
+ * model_st.c - load a Hugging Face checkpoint: config.json through hf_config.c, weights from
+ * *.safetensors by their transformers names, tokenizer.json, tokenizer_config.json /
+ * chat_template.jinja, generation_config.json.
+ *
+ * Weights: f32, f16 and bf16 matrices are used in place in the mapping (copied only when the
+ * writer left them unaligned for their element size). A module with "<name>.scales" is MLX
+ * affine quantized: its uint32 "weight", "scales" and "biases" are repacked row by row into
+ * hearth's MLX block types (tensor/quant.h), with bits and group size taken from the shapes and
+ * checked against config.json's "quantization" (the default and per-module overrides). Norm
+ * and bias vectors become f32 copies; Gemma's RMSNorm weights get their + 1 here, as GGUF
+ * stores them. Phi-3's fused qkv_proj and gate_up_proj are bound once and cut into row views.
+ * As in model.c, a missing or misshapen tensor is a load error that names it.
+ */
+#include "model/model_internal.h"
+
+#include "base/size.h"
+#include "kernels/kernels.h"
+#include "tensor/quant.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+enum { MAX_CONFIG_BYTES = 4 << 20, MAX_TOKENIZER_BYTES = 256 << 20 };
+
+typedef struct {
+    hearth_model     *m;
+    hearth_hf_config *cfg;
+    hearth_err       *err;
+    const char       *pfx;   /* "model.", "model.language_model.", "language_model.model." */
+    int64_t           n_by_type[HEARTH_TYPE_COUNT];
+} loader;
+
+static char *slurp(const char *path, size_t max, size_t *len) {
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return NULL;
+    char *buf = NULL;
+    struct stat st;
+    if (fstat(fileno(fp), &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size <= max &&
+        (buf = malloc((size_t)st.st_size + 1)) != NULL) {
+        if (fread(buf, 1, (size_t)st.st_size, fp) != (size_t)st.st_size) {
+            free(buf);
+            buf = NULL;
+        } else {
+            buf[st.st_size] = 0;
+            if (len) *len = (size_t)st.st_size;
+        }
+    }
+    fclose(fp);
+    return buf;
+}
+
+static float elem_f32(hearth_st_dtype dt, const uint8_t *p) {
+    if (dt == HEARTH_ST_F32) {
+        float f;
+        memcpy(&f, p, 4);
+        return f;
+    }
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return dt == HEARTH_ST_F16 ? hearth_fp16_to_fp32(h) : hearth_bf16_to_fp32(h);
+}
+
+static bool float_dtype(hearth_st_dtype dt) {
+    return dt == HEARTH_ST_F32 || dt == HEARTH_ST_F16 || dt == HEARTH_ST_BF16;
+}
+
+/* An MLX triple weight/scales/biases of module mod into w: [out][in] of an MLX block type. */
+static hearth_status bind_mlx(loader *L, const char *mod, const hearth_st_tensor *t, const hearth_st_tensor *sc,
+                              int64_t in, int64_t out, hearth_weight *w) {
+    char name[192];
+    snprintf(name, sizeof name, "%s.biases", mod);
+    const hearth_st_tensor *bi = hearth_st_find(L->m->st, name);
+    if (!bi) return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "missing tensor '%s'", name);
+    int64_t rows = t->n_dims == 2 ? t->shape[0] : -1, words = t->n_dims == 2 ? t->shape[1] : 0;
+    if (t->dtype != HEARTH_ST_U32 || rows <= 0 || (out > 0 && rows != out) || words <= 0)
+        return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "tensor '%s.weight' is %s %s, expected packed U32 [%lld, ..]",
+                              mod, hearth_st_dtype_name(t->dtype), t->n_dims == 2 ? "2-D" : "not 2-D", (long long)out);
+    int bits = words * 32 % in == 0 ? (int)(words * 32 / in) : 0;
+    int64_t n_groups = sc->n_dims == 2 ? sc->shape[1] : 0;
+    int g = n_groups > 0 && in % n_groups == 0 ? (int)(in / n_groups) : 0;
+    int type = hearth_type_mlx(bits, g);
+    if (type < 0)
+        return hearth_err_set(L->err, HEARTH_E_UNSUPPORTED, -1, "tensor '%s.weight' packs %lld inputs as %d bits in "
+                              "groups of %d; hearth runs 4 or 8 bits in groups of 32 or 64",
+                              mod, (long long)in, bits, g);
+    if (!float_dtype(sc->dtype) || sc->shape[0] != rows || bi->dtype != sc->dtype || bi->n_dims != 2 ||
+        bi->shape[0] != rows || bi->shape[1] != n_groups)
+        return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "tensors '%s.scales' / '%s.biases' do not match [%lld, %lld] "
+                              "of one float type", mod, mod, (long long)rows, (long long)n_groups);
+    hearth_mlx_quant q = hearth_hf_config_quant_of(L->cfg, mod);
+    if (L->cfg->quant.bits && (q.bits != bits || q.group_size != g))
+        return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "tensor '%s.weight' is %d-bit group %d but config.json "
+                              "says %d-bit group %d", mod, bits, g, q.bits, q.group_size);
+    size_t row_bytes = hearth_row_size((hearth_type)type, in), total;
+    if (!hearth_mul_size(row_bytes, (size_t)rows, &total))
+        return hearth_err_set(L->err, HEARTH_E_LIMIT, -1, "tensor '%s.weight' is too large", mod);
+    uint8_t *dst = hearth_arena_alloc_aligned(&L->m->arena, total, 64);
+    if (!dst) return hearth_err_set(L->err, HEARTH_E_NOMEM, -1, "out of memory repacking '%s.weight'", mod);
+    size_t es = hearth_st_dtype_size(sc->dtype), q_bytes = (size_t)(g * bits / 8);
+    const uint8_t *src = t->data, *ps = sc->data, *pb = bi->data;
+    for (int64_t r = 0; r < rows; r++) {
+        uint8_t *row = dst + (size_t)r * row_bytes;
+        for (int64_t k = 0; k < n_groups; k++) {
+            size_t ik = (size_t)(r * n_groups + k);
+            float s = elem_f32(sc->dtype, ps + ik * es), b = elem_f32(sc->dtype, pb + ik * es);
+            uint8_t *blk = row + (size_t)k * (HEARTH_MLX_BLOCK_HDR + q_bytes);
+            memcpy(blk, &s, 4);
+            memcpy(blk + 4, &b, 4);
+            memcpy(blk + 8, src + (size_t)r * (size_t)words * 4 + (size_t)k * q_bytes, q_bytes);
+        }
+    }
+    *w = (hearth_weight){.type = (hearth_type)type, .ne0 = in, .ne1 = rows, .row_bytes = row_bytes, .data = dst};
+    L->n_by_type[type]++;
+    return HEARTH_OK;
+}
+
+/* Bind the matrix of module mod ("model.layers.0.self_attn.q_proj"): [out][in] (out 0 = any). */
+static hearth_status bind_mat(loader *L, const char *mod, int64_t in, int64_t out, bool required, hearth_weight *w) {
+    memset(w, 0, sizeof *w);
+    char name[192];
+    snprintf(name, sizeof name, "%s.weight", mod);
+    const hearth_st_tensor *t = hearth_st_find(L->m->st, name);
+    if (!t) {
+        if (!required) return HEARTH_OK;
+        return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "missing tensor '%s'", name);
+    }
+    snprintf(name, sizeof name, "%s.scales", mod);
+    const hearth_st_tensor *sc = hearth_st_find(L->m->st, name);
+    if (sc) return bind_mlx(L, mod, t, sc, in, out, w);
+    int type = hearth_st_dtype_to_type(t->dtype);
+    const hearth_kernel_traits *kt = type >= 0 ? hearth_kernels_traits((hearth_type)type) : NULL;
+    if (!kt || !kt->vec_dot)
+        return hearth_err_set(L->err, HEARTH_E_UNSUPPORTED, -1, "tensor '%s.weight' has dtype %s, which hearth cannot "
+                              "multiply", mod, hearth_st_dtype_name(t->dtype));
+    if (t->n_dims != 2 || t->shape[1] != in || (out > 0 && t->shape[0] != out) || t->shape[0] <= 0)
+        return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "tensor '%s.weight' has shape [%lld, %lld], expected [%lld, %lld]",
+                              mod, (long long)t->shape[0], (long long)(t->n_dims > 1 ? t->shape[1] : 0),
+                              (long long)out, (long long)in);
+    const void *data = t->data;
+    size_t es = hearth_st_dtype_size(t->dtype);
+    if ((uintptr_t)data % es) { /* an unpadded header: copy to an aligned home */
+        void *copy = hearth_arena_alloc_aligned(&L->m->arena, t->n_bytes, 64);
+        if (!copy) return hearth_err_set(L->err, HEARTH_E_NOMEM, -1, "out of memory copying '%s.weight'", mod);
+        memcpy(copy, data, t->n_bytes);
+        data = copy;
+    }
+    *w = (hearth_weight){.type = (hearth_type)type, .ne0 = in, .ne1 = t->shape[0],
+                         .row_bytes = (size_t)in * es, .data = data};
+    L->n_by_type[type]++;
+    return HEARTH_OK;
+}
+
+/* Rows [r0, r0 + n) of w as a weight of its own (Phi-3's fused projections). */
+static hearth_weight rows_of(const hearth_weight *w, int64_t r0, int64_t n) {
+    hearth_weight v = *w;
+    v.ne1 = n;
+    v.data = (const uint8_t *)w->data + (size_t)r0 * w->row_bytes;
+    return v;
+}
+
+/* A vector of n floats as an f32 copy (plus_one: Gemma's 1 + w). */
+static hearth_status bind_vec(loader *L, const char *name, int64_t n, bool required, bool plus_one,
+                              const float **out) {
+    *out = NULL;
+    const hearth_st_tensor *t = hearth_st_find(L->m->st, name);
+    if (!t) {
+        if (!required) return HEARTH_OK;
+        return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "missing tensor '%s'", name);
+    }
+    if (t->n_dims != 1 || t->shape[0] != n || !float_dtype(t->dtype))
+        return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "tensor '%s' is %s with %lld elements in %d dims, expected "
+                              "%lld floats", name, hearth_st_dtype_name(t->dtype), (long long)t->n_elem, t->n_dims,
+                              (long long)n);
+    float *v = hearth_arena_alloc_aligned(&L->m->arena, (size_t)n * sizeof(float), 64);
+    if (!v) return hearth_err_set(L->err, HEARTH_E_NOMEM, -1, "out of memory loading '%s'", name);
+    size_t es = hearth_st_dtype_size(t->dtype);
+    for (int64_t i = 0; i < n; i++) {
+        v[i] = elem_f32(t->dtype, (const uint8_t *)t->data + (size_t)i * es);
+        if (plus_one) v[i] = 1.0f + v[i];
+    }
+    *out = v;
+    return HEARTH_OK;
+}
+
+static hearth_status bind_layer(loader *L, int il) {
+    const hearth_hparams *hp = &L->m->hp;
+    const hearth_hf_config *c = L->cfg;
+    hearth_layer *l = &L->m->layers[il];
+    int64_t E = hp->n_embd, q_out = (int64_t)hp->n_head * hp->head_dim,
+            k_out = (int64_t)hp->n_head_kv * hp->head_dim, v_out = (int64_t)hp->n_head_kv * hp->head_dim_v;
+    bool p1 = c->norm_plus_one;
+    char n[192];
+    hearth_status st;
+#define NAME(s) (snprintf(n, sizeof n, "%slayers.%d." s, L->pfx, il), n)
+    if ((st = bind_vec(L, NAME("input_layernorm.weight"), E, true, p1, &l->attn_norm)) ||
+        (st = bind_mat(L, NAME("self_attn.o_proj"), (int64_t)hp->n_head * hp->head_dim_v, E, true, &l->wo)) ||
+        (st = bind_mat(L, NAME("mlp.down_proj"), hp->n_ff, E, true, &l->w_down)))
+        return st;
+    if (c->fused_qkv) {
+        hearth_weight qkv, gu;
+        if ((st = bind_mat(L, NAME("self_attn.qkv_proj"), E, q_out + k_out + v_out, true, &qkv)) ||
+            (st = bind_mat(L, NAME("mlp.gate_up_proj"), E, 2 * (int64_t)hp->n_ff, true, &gu)))
+            return st;
+        l->wq = rows_of(&qkv, 0, q_out);
+        l->wk = rows_of(&qkv, q_out, k_out);
+        l->wv = rows_of(&qkv, q_out + k_out, v_out);
+        l->w_gate = rows_of(&gu, 0, hp->n_ff);
+        l->w_up = rows_of(&gu, hp->n_ff, hp->n_ff);
+    } else if ((st = bind_mat(L, NAME("self_attn.q_proj"), E, q_out, true, &l->wq)) ||
+               (st = bind_mat(L, NAME("self_attn.k_proj"), E, k_out, true, &l->wk)) ||
+               (st = bind_mat(L, NAME("self_attn.v_proj"), E, v_out, true, &l->wv)) ||
+               (st = bind_mat(L, NAME("mlp.gate_proj"), E, hp->n_ff, true, &l->w_gate)) ||
+               (st = bind_mat(L, NAME("mlp.up_proj"), E, hp->n_ff, true, &l->w_up))) {
+        return st;
+    }
+    if (hp->qkv_bias &&
+        ((st = bind_vec(L, NAME("self_attn.q_proj.bias"), q_out, true, false, &l->bq)) ||
+         (st = bind_vec(L, NAME("self_attn.k_proj.bias"), k_out, true, false, &l->bk)) ||
+         (st = bind_vec(L, NAME("self_attn.v_proj.bias"), v_out, true, false, &l->bv))))
+        return st;
+    if (c->attn_out_bias && (st = bind_vec(L, NAME("self_attn.o_proj.bias"), E, true, false, &l->bo))) return st;
+    if (hp->qk_norm &&
+        ((st = bind_vec(L, NAME("self_attn.q_norm.weight"), hp->head_dim, true, p1, &l->q_norm)) ||
+         (st = bind_vec(L, NAME("self_attn.k_norm.weight"), hp->head_dim, true, p1, &l->k_norm))))
+        return st;
+    if (hp->post_norms) {
+        if ((st = bind_vec(L, NAME("post_attention_layernorm.weight"), E, true, p1, &l->post_attn_norm)) ||
+            (st = bind_vec(L, NAME("pre_feedforward_layernorm.weight"), E, true, p1, &l->ffn_norm)) ||
+            (st = bind_vec(L, NAME("post_feedforward_layernorm.weight"), E, true, p1, &l->post_ffn_norm)))
+            return st;
+    } else if ((st = bind_vec(L, NAME("post_attention_layernorm.weight"), E, true, p1, &l->ffn_norm))) {
+        return st;
+    }
+#undef NAME
+    return HEARTH_OK;
+}
+
+/* "org/name" for a hub-cache snapshot folder (models--org--name/snapshots/rev), else the
+ * folder's name. */
+static char *name_of(hearth_arena *a, const char *dir) {
+    const char *p = strstr(dir, "models--");
+    const char *snap = p ? strstr(p, "/snapshots/") : NULL;
+    if (p && snap) {
+        p += 8;
+        size_t n = (size_t)(snap - p);
+        char *s = hearth_arena_strndup(a, p, n);
+        char *dd = s ? strstr(s, "--") : NULL;
+        if (dd) {
+            dd[0] = '/';
+            memmove(dd + 1, dd + 2, strlen(dd + 2) + 1);
+        }
+        return s;
+    }
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/') n--;
+    const char *b = dir + n;
+    while (b > dir && b[-1] != '/') b--;
+    return hearth_arena_strndup(a, b, (size_t)(dir + n - b));
+}
+
+/* A special token of tokenizer_config.json: "eos_token": "<x>" or {"content": "<x>"}. */
+static int32_t config_token(const hearth_tok *tok, const cJSON *tc, const char *key) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(tc, key);
+    if (cJSON_IsObject(v)) v = cJSON_GetObjectItemCaseSensitive(v, "content");
+    return cJSON_IsString(v) ? hearth_tok_find(tok, v->valuestring, strlen(v->valuestring)) : -1;
+}
+
+/* tokenizer.json, then tokenizer_config.json's special tokens and chat template, or
+ * chat_template.jinja (which transformers writes in preference). */
+static hearth_status load_tokenizer(loader *L, const char *dir) {
+    hearth_model *m = L->m;
+    char path[4200];
+    size_t len = 0;
+    snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+    char *text = slurp(path, MAX_TOKENIZER_BYTES, &len);
+    if (!text)
+        return hearth_err_set(L->err, HEARTH_E_NOTFOUND, -1, "'%.200s' has no readable tokenizer.json", dir);
+    hearth_status st = hearth_tok_from_json(text, len, &m->tok, L->err);
+    free(text);
+    if (st) return st;
+    snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
+    text = slurp(path, MAX_CONFIG_BYTES, &len);
+    cJSON *tc = text ? cJSON_ParseWithLength(text, len) : NULL;
+    free(text);
+    if (tc) {
+        hearth_tok_set_eos(m->tok, config_token(m->tok, tc, "eos_token"));
+        hearth_tok_set_bos(m->tok, config_token(m->tok, tc, "bos_token"));
+        const cJSON *ct = cJSON_GetObjectItemCaseSensitive(tc, "chat_template");
+        if (cJSON_IsArray(ct)) { /* [{"name": "default", "template": ...}, ...] */
+            const cJSON *e, *pick = NULL;
+            cJSON_ArrayForEach(e, ct) {
+                const cJSON *nm = cJSON_GetObjectItemCaseSensitive(e, "name");
+                if (cJSON_IsString(nm) && !strcmp(nm->valuestring, "default")) pick = e;
+            }
+            ct = pick ? cJSON_GetObjectItemCaseSensitive(pick, "template") : NULL;
+        }
+        if (cJSON_IsString(ct))
+            m->chat_template = hearth_arena_strndup(&m->arena, ct->valuestring, strlen(ct->valuestring));
+        cJSON_Delete(tc);
+    }
+    snprintf(path, sizeof path, "%s/chat_template.jinja", dir);
+    text = slurp(path, MAX_CONFIG_BYTES, &len);
+    if (text) {
+        m->chat_template = hearth_arena_strndup(&m->arena, text, len);
+        free(text);
+    }
+    return HEARTH_OK;
+}
+
+static void describe(loader *L) {
+    hearth_model *m = L->m;
+    for (int64_t i = 0; i < hearth_st_n_tensors(m->st); i++) m->weight_bytes += hearth_st_tensor_at(m->st, i)->n_bytes;
+    size_t off = 0;
+    m->quant_desc[0] = 0;
+    for (;;) {
+        int best = -1;
+        for (int t = 0; t < HEARTH_TYPE_COUNT; t++)
+            if (L->n_by_type[t] > 0 && (best < 0 || L->n_by_type[t] > L->n_by_type[best])) best = t;
+        if (best < 0) break;
+        int w = snprintf(m->quant_desc + off, sizeof m->quant_desc - off, "%s%s (%lld)", off ? ", " : "",
+                         hearth_type_name(best), (long long)L->n_by_type[best]);
+        if (w < 0 || (size_t)w >= sizeof m->quant_desc - off) break;
+        off += (size_t)w;
+        L->n_by_type[best] = 0;
+    }
+}
+
+hearth_status hearth_model_load_st(const char *path, hearth_model **out, hearth_err *err) {
+    *out = NULL;
+    hearth_model *m = calloc(1, sizeof *m);
+    hearth_hf_config *cfg = calloc(1, sizeof *cfg);
+    char dir[4000];
+    char *text = NULL;
+    hearth_status st = HEARTH_OK;
+    if (!m || !cfg) {
+        st = hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
+        goto fail;
+    }
+    hearth_arena_init(&m->arena, 0);
+    loader L = {.m = m, .cfg = cfg, .err = err};
+    struct stat sb;
+    snprintf(dir, sizeof dir, "%s", path);
+    if (stat(path, &sb) == 0 && !S_ISDIR(sb.st_mode)) {
+        char *slash = strrchr(dir, '/');
+        if (slash) *slash = 0;
+        else snprintf(dir, sizeof dir, ".");
+    }
+    char file[4200];
+    size_t len = 0;
+    snprintf(file, sizeof file, "%s/config.json", dir);
+    if (!(text = slurp(file, MAX_CONFIG_BYTES, &len))) {
+        st = hearth_err_set(err, HEARTH_E_NOTFOUND, -1, "'%.200s' has no readable config.json", dir);
+        goto fail;
+    }
+    if ((st = hearth_hf_config_parse(text, len, cfg, err))) goto fail;
+    free(text);
+    snprintf(file, sizeof file, "%s/generation_config.json", dir);
+    if ((text = slurp(file, MAX_CONFIG_BYTES, &len)) && (st = hearth_hf_gen_config_parse(text, len, cfg, err))) goto fail;
+    free(text);
+    text = NULL;
+    if ((st = hearth_st_open(path, &m->st, err))) goto fail;
+    m->hp = cfg->hp;
+    hearth_hparams *hp = &m->hp;
+
+    static const char *const prefixes[] = {"model.", "model.language_model.", "language_model.model."};
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0] && !L.pfx; i++) {
+        snprintf(file, sizeof file, "%sembed_tokens.weight", prefixes[i]);
+        if (hearth_st_find(m->st, file)) L.pfx = prefixes[i];
+    }
+    if (!L.pfx) {
+        st = hearth_err_set(err, HEARTH_E_FORMAT, -1, "missing tensor 'model.embed_tokens.weight'");
+        goto fail;
+    }
+    snprintf(file, sizeof file, "%sembed_tokens", L.pfx);
+    if ((st = bind_mat(&L, file, hp->n_embd, hp->n_vocab, true, &m->tok_embd))) goto fail;
+    snprintf(file, sizeof file, "%snorm.weight", L.pfx);
+    if ((st = bind_vec(&L, file, hp->n_embd, true, cfg->norm_plus_one, &m->output_norm))) goto fail;
+    if (!cfg->tied) {
+        const char *head = strncmp(L.pfx, "language_model.", 15) ? "lm_head" : "language_model.lm_head";
+        if ((st = bind_mat(&L, head, hp->n_embd, hp->n_vocab, true, &m->output))) goto fail;
+    } else {
+        m->output = m->tok_embd;
+    }
+    m->layers = hearth_arena_calloc(&m->arena, (size_t)hp->n_layer, sizeof *m->layers);
+    if (!m->layers) {
+        st = hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
+        goto fail;
+    }
+    for (int il = 0; il < hp->n_layer; il++)
+        if ((st = bind_layer(&L, il))) goto fail;
+
+    if ((st = load_tokenizer(&L, dir))) goto fail;
+    if (hearth_tok_n_vocab(m->tok) > hp->n_vocab) {
+        st = hearth_err_set(err, HEARTH_E_FORMAT, -1, "tokenizer.json has %d tokens but the model %d",
+                            hearth_tok_n_vocab(m->tok), hp->n_vocab);
+        goto fail;
+    }
+    m->gen = cfg->gen;
+    hearth_gen_add_eos(&m->gen, hearth_tok_eos(m->tok));
+    for (int i = 0; i < m->gen.n_eos; i++) hearth_tok_mark_eog(m->tok, m->gen.eos[i]);
+    if (hearth_tok_eos(m->tok) < 0 && m->gen.n_eos > 0) hearth_tok_set_eos(m->tok, m->gen.eos[0]);
+    if (m->gen.bos < 0) m->gen.bos = hearth_tok_bos(m->tok);
+    m->name = name_of(&m->arena, dir);
+    describe(&L);
+    free(cfg);
+    *out = m;
+    return HEARTH_OK;
+fail:
+    free(text);
+    free(cfg);
+    hearth_model_destroy(m);
+    return st;
+}

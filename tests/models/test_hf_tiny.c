@@ -1,0 +1,233 @@
+/*
+ * test_hf_tiny.c - Hugging Face checkpoints (safetensors + config.json) of every family hearth
+ * loads, against transformers (goldens by tools/make_hf_tiny.py; transformers is not needed
+ * here, only the committed files in tests/golden/hf/).
+ *
+ * For each family there are three checkpoints: f32, bf16 and MLX affine quantized (4-bit group
+ * 64 with 8-bit group 32, 8-bit group 64 and 4-bit group 32 overrides). The goldens are
+ * transformers' f32 forward on the exact weights hearth computes with (bf16 widened, MLX
+ * dequantized), so on the ref kernel set (f32 everywhere, f32 KV cache) every checkpoint must
+ * give the same logits:
+ *   - |dlogit| <= 1e-3 at every position of every prompt, the argmax equal at every position,
+ *     the 32-token greedy continuation (decoded one token at a time on the cache) identical.
+ * On the default kernel set (AVX2 / AVX-512) with an f16 KV cache, as `hearth generate` runs:
+ *   - f32 and MLX weights multiply f32 activations (f32 dots; MLX weights dequantized in
+ *     registers), so the differences come from the f16 cache, the f16-rounded query and
+ *     attention weights (relative error 2^-11 each) and summation order;
+ *   - bf16 weights multiply activations rounded to bf16 (8 significant bits: relative error
+ *     up to 2^-9 per product, in every matmul of both layers).
+ *   Bound, with the reasoning: these logits are sums of ~64 products of magnitude up to ~3
+ *   (init range 0.25, inputs of unit RMS), so a relative rounding of 2^-9 in the activations
+ *   moves a logit by up to 64 * 3 * 2^-9 * (error growth through two layers, ~2) ~= 0.75 when
+ *   every rounding goes the same way, and by its square-root share (~0.1) typically: we
+ *   require 0.5 for bf16 (measured up to 0.19) and, for the f16 cache paths (2^-11 relative,
+ *   applied to the attention only), 0.05 (measured up to 0.03). Every set this CPU runs is
+ *   checked (scalar, avx2, avx512). Greedy continuations are compared on the ref set only: a
+ *   rounding-level difference may legitimately flip a near-tie on the others.
+ */
+#include "golden_json.h"
+#include "kernels/kernels.h"
+#include "model/model_internal.h"
+#include "model_harness.h"
+#include "store/facts.h"
+#include "test.h"
+
+#include <math.h>
+
+#define GOLD "tests/golden/hf/"
+
+static hearth_isa auto_isa; /* the set chosen at start, restored after each family */
+
+
+typedef struct {
+    double max_d;   /* over every position of every prompt */
+    int    am_diff; /* positions whose argmax differs */
+    int    greedy_mismatch; /* prompts whose greedy continuation differs */
+} result;
+
+static result run_checkpoint(const char *name, hearth_isa isa, bool kv_f16, bool greedy) {
+    result r = {0, 0, 0};
+    char path[512];
+    CHECK(hearth_kernels_select(isa));
+    snprintf(path, sizeof path, GOLD "%s.json", name);
+    char *json = golden_slurp(path, NULL);
+    snprintf(path, sizeof path, GOLD "%s.logits.bin", name);
+    size_t n_bin = 0;
+    char *bin = golden_slurp(path, &n_bin);
+    CHECK(json != NULL && bin != NULL);
+    snprintf(path, sizeof path, GOLD "%s", name);
+    harness *h = json && bin ? harness_open(path, 64, 128, kv_f16, 2) : NULL;
+    CHECK(h != NULL);
+    if (!h) {
+        r.max_d = INFINITY;
+        goto out;
+    }
+    int n_prompts = golden_count(json, "ids");
+    CHECK(n_prompts > 0);
+    float *logits = malloc((size_t)64 * (size_t)h->n_vocab * sizeof(float));
+    size_t row = 0;
+    for (int ip = 0; ip < n_prompts; ip++) {
+        int n_ids = 0, n_am = 0, n_greedy = 0;
+        int32_t *ids = golden_int_array(json, "ids", ip, &n_ids);
+        int32_t *am = golden_int_array(json, "argmax", ip, &n_am);
+        int32_t *gr = golden_int_array(json, "greedy32", ip, &n_greedy);
+        CHECK(ids && am && gr && n_am == n_ids && n_greedy == 32 && n_ids <= 32);
+        CHECK((row + (size_t)n_ids) * (size_t)h->n_vocab * sizeof(float) <= n_bin);
+        if (!ids || !am || !gr || n_ids > 32 ||
+            (row + (size_t)n_ids) * (size_t)h->n_vocab * sizeof(float) > n_bin) {
+            r.max_d = INFINITY;
+            free(ids), free(am), free(gr);
+            break;
+        }
+        CHECK_EQ(harness_run(h, ids, n_ids, 0, true, logits), HEARTH_OK);
+        for (int t = 0; t < n_ids; t++) {
+            const float *ref = (const float *)bin + (row + (size_t)t) * (size_t)h->n_vocab;
+            const float *got = logits + (size_t)t * (size_t)h->n_vocab;
+            for (int32_t v = 0; v < h->n_vocab; v++) r.max_d = fmax(r.max_d, fabs((double)got[v] - ref[v]));
+            r.am_diff += argmax_f(got, h->n_vocab) != am[t];
+        }
+        row += (size_t)n_ids;
+        if (greedy) {
+            int32_t next = argmax_f(logits + (size_t)(n_ids - 1) * (size_t)h->n_vocab, h->n_vocab), mism = -1;
+            for (int s = 0; s < 32; s++) {
+                if (next != gr[s] && mism < 0) mism = s;
+                if (s == 31) break;
+                CHECK_EQ(harness_run(h, &next, 1, n_ids + s, false, logits), HEARTH_OK);
+                next = argmax_f(logits, h->n_vocab);
+            }
+            if (mism >= 0) {
+                fprintf(stderr, "  %s prompt %d: greedy differs from step %d\n", name, ip, mism);
+                r.greedy_mismatch++;
+            }
+        }
+        free(ids), free(am), free(gr);
+    }
+    CHECK_EQ(row * (size_t)h->n_vocab * sizeof(float), n_bin);
+    free(logits);
+out:
+    harness_close(h);
+    free(json);
+    free(bin);
+    return r;
+}
+
+static void check_family(const char *family) {
+    static const char *const variants[] = {"", "-bf16", "-mlx"};
+    for (int iv = 0; iv < 3; iv++) {
+        char name[96];
+        snprintf(name, sizeof name, "%s%s", family, variants[iv]);
+        result ref = run_checkpoint(name, HEARTH_ISA_REF, false, true);
+        fprintf(stderr, "  %-18s ref:     max |dlogit| %.2e, argmax diffs %d, greedy mismatches %d\n", name,
+                ref.max_d, ref.am_diff, ref.greedy_mismatch);
+        CHECK(ref.max_d <= 1e-3);
+        CHECK_EQ(ref.am_diff, 0);
+        CHECK_EQ(ref.greedy_mismatch, 0);
+        for (int isa = HEARTH_ISA_SCALAR; isa < HEARTH_ISA_COUNT; isa++) {
+            if (!hearth_isa_available((hearth_isa)isa)) continue;
+            result def = run_checkpoint(name, (hearth_isa)isa, true, false);
+            double bound = iv == 1 ? 0.5 : 0.05;
+            fprintf(stderr, "  %-18s %-7s: max |dlogit| %.2e (bound %.2f), argmax diffs %d\n", name,
+                    hearth_isa_name((hearth_isa)isa), def.max_d, bound, def.am_diff);
+            CHECK(def.max_d <= bound);
+        }
+    }
+    hearth_kernels_select(auto_isa);
+}
+
+TEST(llama) { check_family("llama"); }
+TEST(mistral) { check_family("mistral"); }
+TEST(qwen2) { check_family("qwen2"); }
+TEST(qwen3) { check_family("qwen3"); }
+TEST(gemma2) { check_family("gemma2"); }
+TEST(gemma3) { check_family("gemma3_text"); }
+TEST(phi3) { check_family("phi3"); }
+TEST(smollm3) { check_family("smollm3"); }
+
+/* What the loader read from config.json, generation_config.json and the tokenizer files. */
+TEST(configs_and_generation_defaults) {
+    hearth_err err = {0};
+    hearth_model *m = NULL;
+    CHECK_EQ(hearth_model_load(GOLD "llama", &m, &err), HEARTH_OK);
+    if (!m) return;
+    const hearth_hparams *hp = hearth_model_hparams(m);
+    CHECK_EQ(hp->rope_kind, HEARTH_ROPE_LLAMA3);
+    CHECK_EQ(hp->rope_orig_ctx, 32);
+    CHECK(m->layers[0].bo != NULL); /* attention_bias */
+    CHECK(m->output.data != m->tok_embd.data);
+    const hearth_gen_defaults *g = hearth_model_gen_defaults(m);
+    CHECK(g->has_temperature && fabsf(g->temperature - 0.7f) < 1e-6f);
+    CHECK(g->has_top_p && g->has_top_k && g->top_k == 20 && g->has_do_sample && g->do_sample);
+    /* eos: generation_config [2, 0], config 2, tokenizer_config <|im_end|> (id 2): {2, 0} */
+    CHECK_EQ(g->n_eos, 2);
+    const hearth_tok *tok = hearth_model_tok(m);
+    CHECK_EQ(hearth_tok_find(tok, "<|im_end|>", 10), 2);
+    CHECK_EQ(hearth_tok_eos(tok), 2);
+    CHECK(hearth_tok_is_eog(tok, 0) && hearth_tok_is_eog(tok, 2));
+    CHECK(hearth_model_chat_template(m) != NULL);
+    hearth_model_destroy(m);
+
+    CHECK_EQ(hearth_model_load(GOLD "qwen3-mlx", &m, &err), HEARTH_OK);
+    if (!m) return;
+    CHECK_EQ(m->layers[0].wq.type, HEARTH_TYPE_MLX4_G64);
+    CHECK_EQ(m->layers[0].w_down.type, HEARTH_TYPE_MLX8_G32);
+    CHECK_EQ(m->layers[0].w_up.type, HEARTH_TYPE_MLX4_G32);
+    CHECK_EQ(m->layers[1].wo.type, HEARTH_TYPE_MLX8_G64);
+    CHECK_EQ(m->tok_embd.type, HEARTH_TYPE_MLX4_G64);
+    CHECK(m->output.data == m->tok_embd.data); /* tied */
+    hearth_model_destroy(m);
+
+    CHECK_EQ(hearth_model_load(GOLD "mistral-mlx", &m, &err), HEARTH_OK);
+    if (!m) return;
+    CHECK_EQ(m->output.type, HEARTH_TYPE_BF16); /* "lm_head": false */
+    CHECK_EQ(m->hp.swa_pattern, 3);             /* every layer slides */
+    CHECK_EQ(m->hp.n_swa, 8);
+    hearth_model_destroy(m);
+
+    CHECK_EQ(hearth_model_load(GOLD "smollm3-bf16", &m, &err), HEARTH_OK);
+    if (!m) return;
+    CHECK(hearth_hparams_has_rope(&m->hp, 0) && !hearth_hparams_has_rope(&m->hp, 1));
+    hearth_model_destroy(m);
+}
+
+/* Registry facts from the headers and config only (store/facts.h), against the counts
+ * transformers gave and the layer pattern the loader uses. */
+TEST(registry_facts) {
+    static const char *const fams[] = {"llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3_text", "phi3", "smollm3"};
+    for (int i = 0; i < 8; i++) {
+        char path[256];
+        snprintf(path, sizeof path, GOLD "%s.json", fams[i]);
+        char *json = golden_slurp(path, NULL);
+        int n = 0;
+        int32_t *np = json ? golden_int_array(json, "n_params", 0, &n) : NULL;
+        CHECK(np && n == 1);
+        hearth_model_facts f;
+        hearth_err err = {0};
+        snprintf(path, sizeof path, GOLD "%s", fams[i]);
+        CHECK_EQ(hearth_facts_safetensors(path, &f, &err), HEARTH_OK);
+        CHECK(f.caps & HEARTH_CAP_SUPPORTED);
+        CHECK(f.caps & HEARTH_CAP_CHAT);
+        if (np) CHECK_EQ(f.n_params, np[0]);
+        CHECK_STR(f.quant, "f32");
+        CHECK_EQ(f.n_layer, 2);
+        CHECK_EQ(f.kv_bytes_per_token, 2 * 2 * (16 + 16) * 2); /* layers x kv heads x (k + v dims) x f16 */
+        bool swa = !strcmp(fams[i], "mistral") || !strncmp(fams[i], "gemma", 5);
+        CHECK_EQ(f.n_swa, swa ? 8 : 0);
+        CHECK_EQ(f.n_layer_swa, !strcmp(fams[i], "mistral") ? 2 : swa ? 1 : 0);
+        CHECK_EQ(f.n_ctx_train, 256);
+        free(np);
+        free(json);
+    }
+    hearth_model_facts f;
+    hearth_err err = {0};
+    CHECK_EQ(hearth_facts_safetensors(GOLD "qwen3-mlx", &f, &err), HEARTH_OK);
+    CHECK_STR(f.quant, "4-bit g64");
+    CHECK(f.caps & HEARTH_CAP_SUPPORTED);
+    CHECK_EQ(hearth_facts_safetensors(GOLD "qwen3-bf16", &f, &err), HEARTH_OK);
+    CHECK_STR(f.quant, "bf16");
+}
+
+int main(int argc, char **argv) {
+    hearth_kernels_init();
+    auto_isa = hearth_kernels_isa();
+    return test_main(argc, argv);
+}
