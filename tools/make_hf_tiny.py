@@ -16,7 +16,7 @@ For each family (llama, mistral, qwen2, qwen3, gemma2, gemma3_text, phi3, smollm
   2. writes three checkpoints, each with a tiny byte-level BPE tokenizer.json made with the
      tokenizers library (tokenizer_config.json, chat_template.jinja) and generation_config.json:
        <family>/        save_pretrained in f32
-       <family>-bf16/   save_pretrained in bf16
+       <family>-bf16/   save_pretrained in bf16 (qwen2's sharded in 64 KB files with an index)
        <family>-mlx/    MLX affine quantized (this script's quantizer, written from the format's
                         definition: per group of G inputs, w ~ scale * q + bias with q unsigned
                         `bits`-bit; q packed little-endian into uint32 words, element k of a word
@@ -237,7 +237,9 @@ def main():
             if variant == "-bf16":
                 m16 = build(family)
                 m16.load_state_dict(f32_state)
-                m16.to(torch.bfloat16).save_pretrained(d)
+                # one sharded checkpoint (model.safetensors.index.json + shards)
+                shard = {"max_shard_size": "64KB"} if family == "qwen2" else {}
+                m16.to(torch.bfloat16).save_pretrained(d, **shard)
                 state = {k: v.to(torch.bfloat16).float() for k, v in f32_state.items()}
             else:
                 model.load_state_dict(f32_state)

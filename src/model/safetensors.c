@@ -223,6 +223,7 @@ static hearth_status parse_shard(hearth_st *s, int ish, hearth_err *err) {
     }
     /* no two tensors of this file share a byte */
     int64_t n = s->n_tensors - first;
+    if (n == 0) goto done; /* s->tensors may still be NULL */
     hearth_st_tensor *t = s->tensors + first;
     qsort(t, (size_t)n, sizeof *t, cmp_offset);
     for (int64_t i = 1; i < n; i++) {
@@ -239,6 +240,7 @@ done:
 }
 
 static hearth_status finish(hearth_st *s, hearth_err *err) {
+    if (s->n_tensors == 0) return HEARTH_OK;
     qsort(s->tensors, (size_t)s->n_tensors, sizeof *s->tensors, cmp_name);
     for (int64_t i = 1; i < s->n_tensors; i++)
         if (!strcmp(s->tensors[i].name, s->tensors[i - 1].name))

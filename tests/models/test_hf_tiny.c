@@ -3,8 +3,9 @@
  * loads, against transformers (goldens by tools/make_hf_tiny.py; transformers is not needed
  * here, only the committed files in tests/golden/hf/).
  *
- * For each family there are three checkpoints: f32, bf16 and MLX affine quantized (4-bit group
- * 64 with 8-bit group 32, 8-bit group 64 and 4-bit group 32 overrides). The goldens are
+ * For each family there are three checkpoints: f32, bf16 (qwen2's sharded with an index) and
+ * MLX affine quantized (4-bit group 64 with 8-bit group 32, 8-bit group 64 and 4-bit group 32
+ * overrides). The goldens are
  * transformers' f32 forward on the exact weights hearth computes with (bf16 widened, MLX
  * dequantized), so on the ref kernel set (f32 everywhere, f32 KV cache) every checkpoint must
  * give the same logits:
@@ -224,6 +225,16 @@ TEST(registry_facts) {
     CHECK(f.caps & HEARTH_CAP_SUPPORTED);
     CHECK_EQ(hearth_facts_safetensors(GOLD "qwen3-bf16", &f, &err), HEARTH_OK);
     CHECK_STR(f.quant, "bf16");
+    /* the sharded one: three files and an index, the same parameters as its f32 twin */
+    hearth_model_facts f32;
+    CHECK_EQ(hearth_facts_safetensors(GOLD "qwen2", &f32, &err), HEARTH_OK);
+    CHECK_EQ(hearth_facts_safetensors(GOLD "qwen2-bf16", &f, &err), HEARTH_OK);
+    CHECK_EQ(f.n_params, f32.n_params);
+    CHECK_EQ(f.weight_bytes * 2, f32.weight_bytes);
+    hearth_model *m = NULL;
+    CHECK_EQ(hearth_model_load(GOLD "qwen2-bf16", &m, &err), HEARTH_OK);
+    CHECK(m && hearth_st_n_shards(m->st) == 3);
+    hearth_model_destroy(m);
 }
 
 int main(int argc, char **argv) {

@@ -3,12 +3,14 @@
  * byte as the format defines them, every truncation of a valid file, seeded random mutations
  * (each opened from an exact-size heap copy so ASan sees any read past its end), a table of
  * hostile headers whose errors must name the tensor and the problem, and sharded folders
- * (index checks, file names that try to leave the folder).
+ * (index checks, file names that try to leave the folder), and the replay of the fuzz corpus
+ * (fuzz/fuzz_safetensors.c).
  * HEARTH_ST_MUTATIONS sets the number of mutated files (default 20000).
  */
 #include "model/safetensors.h"
 #include "test.h"
 
+#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -286,6 +288,45 @@ TEST(sharded) {
     hearth_st *s = NULL;
     CHECK_EQ(hearth_st_open(dir, &s, &err), HEARTH_E_NOTFOUND);
     rmdir(dir);
+}
+
+/* ---- fuzz corpus ----------------------------------------------------------------------- */
+
+/* Every seed and crasher of fuzz/corpus/safetensors (tools/make_st_corpus.py writes the seeds
+ * with the safetensors library): ok_* must open and be walked, bad_* must be refused. */
+TEST(fuzz_corpus_replay) {
+    DIR *d = opendir("fuzz/corpus/safetensors");
+    CHECK(d != NULL);
+    if (!d) return;
+    struct dirent *de;
+    int n = 0, n_ok = 0;
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.') continue;
+        char path[512];
+        snprintf(path, sizeof path, "fuzz/corpus/safetensors/%s", de->d_name);
+        FILE *f = fopen(path, "rb");
+        if (!f) continue;
+        uint8_t *buf = malloc(1 << 20);
+        size_t len = fread(buf, 1, 1 << 20, f);
+        fclose(f);
+        uint8_t *copy;
+        hearth_st *s = NULL;
+        hearth_err err = {0};
+        hearth_status st = open_copy(buf, len, &copy, &s, &err);
+        if (!strncmp(de->d_name, "ok_", 3)) CHECK_EQ(st, HEARTH_OK);
+        if (!strncmp(de->d_name, "bad_", 4)) CHECK(st != HEARTH_OK);
+        if (s) {
+            n_ok++;
+            walk(s, copy, len);
+        }
+        hearth_st_close(s);
+        free(copy);
+        free(buf);
+        n++;
+    }
+    closedir(d);
+    fprintf(stderr, "  %d corpus files, %d open\n", n, n_ok);
+    CHECK(n >= 10);
 }
 
 int main(int argc, char **argv) { return test_main(argc, argv); }
