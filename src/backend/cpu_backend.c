@@ -25,7 +25,14 @@ typedef struct {
     size_t       mm_bytes;
     int64_t      max_tok, max_width;
     float       *attn_scores; /* owned: [nth][attn_cap] */
-    int64_t      attn_cap;    /* floats per thread: the longest context */
+    int64_t      attn_cap;    /* floats per thread: the longest context + 16 */
+    /* the SIMD attention's scratch (see cpu_attention) */
+    float       *kt;          /* owned: [kt_cap] one sequence's keys, transposed, every kv head */
+    int64_t      kt_cap;      /* floats */
+    int32_t     *attn_order;  /* owned: [max_tok] token indices grouped by sequence */
+    int32_t     *grp_start;   /* owned: [max_tok + 1] */
+    int64_t     *grp_range;   /* owned: [max_tok][2] keys [jb, j1) each group reads, jb % 16 == 0 */
+    _Atomic int64_t *grp_next; /* owned: [max_tok] work counters */
 } cpu_ctx;
 
 static cpu_ctx *ctx_of(hearth_backend *be) { return be->ctx; }
@@ -144,10 +151,118 @@ static void attn_fn(void *arg, int ith, int nth) {
     }
 }
 
+/*
+ * The SIMD attention (kernels.h hearth_attn_kernels): the step's tokens are grouped by sequence;
+ * for each sequence, in one pool job with barriers between the phases,
+ *   1. keys   every kv head's keys [jb, j1) that the group's queries read are copied once,
+ *             transposed to f32, into kt (split over the threads by 64-key chunks);
+ *   2. heads  each (token, query head) of the group runs against the copy (atomic counter).
+ * The copy serves every query head of a kv group and every token of the sequence, so a prefill
+ * chunk transposes each key once instead of once per query.
+ */
+typedef struct {
+    const hearth_attn_args    *a;
+    cpu_ctx                   *c;
+    const hearth_attn_kernels *kern;
+    int32_t                    n_groups;
+} attn_simd_job;
+
+enum { KT_CHUNK = 64 }; /* keys per phase-1 work item */
+
+static void attn_simd_fn(void *arg, int ith, int nth) {
+    attn_simd_job *j = arg;
+    const hearth_attn_args *a = j->a;
+    cpu_ctx *c = j->c;
+    const int64_t hd = a->head_dim, stride = (int64_t)a->n_head_kv * hd, group = a->n_head / a->n_head_kv;
+    float *scores = c->attn_scores + (int64_t)ith * c->attn_cap;
+    for (int32_t g = 0; g < j->n_groups; g++) {
+        const int64_t jb = c->grp_range[2 * g], j1 = c->grp_range[2 * g + 1], ld = (j1 - jb + 15) & ~(int64_t)15;
+        const int32_t *order = c->attn_order + c->grp_start[g];
+        const int64_t n_tok = c->grp_start[g + 1] - c->grp_start[g];
+        const int32_t *row = a->blocks.table + (int64_t)a->seq[order[0]] * a->blocks.max_blocks;
+        int64_t jmin = j1;
+        for (int64_t i = 0; i < n_tok; i++) {
+            int64_t p = a->pos[order[i]], w = a->n_swa > 0 && p - a->n_swa + 1 > 0 ? p - a->n_swa + 1 : 0;
+            if (w < jmin) jmin = w;
+        }
+        const int64_t n_chunks = (ld + KT_CHUNK - 1) / KT_CHUNK;
+        for (int64_t it = ith; it < a->n_head_kv * n_chunks; it += nth) {
+            int64_t hkv = it / n_chunks, jc = jb + (it % n_chunks) * KT_CHUNK;
+            int64_t lo = jc > jmin ? jc : jmin, hi = jc + KT_CHUNK < j1 ? jc + KT_CHUNK : j1;
+            if (lo >= hi) continue;
+            j->kern->keys_t((const uint16_t *)a->k + hkv * hd, stride, row, a->blocks.block_size, hd, lo, hi,
+                            c->kt + hkv * hd * ld + (jc - jb), ld);
+        }
+        hearth_pool_barrier(c->pool);
+        for (;;) {
+            int64_t idx = atomic_fetch_add_explicit(&c->grp_next[g], 1, memory_order_relaxed);
+            if (idx >= n_tok * a->n_head) break;
+            int64_t t = order[idx / a->n_head], h = idx % a->n_head, hkv = h / group;
+            int64_t p = a->pos[t], w = a->n_swa > 0 && p - a->n_swa + 1 > 0 ? p - a->n_swa + 1 : 0;
+            j->kern->head_kt(a->q + (t * a->n_head + h) * hd, c->kt + hkv * hd * ld, ld, jb,
+                             (const uint16_t *)a->v + hkv * hd, stride, row, a->blocks.block_size, hd, w, p + 1,
+                             a->scale, a->softcap, scores, a->out + (t * a->n_head + h) * a->head_dim_v);
+        }
+        hearth_pool_barrier(c->pool); /* the next group overwrites kt */
+    }
+}
+
 static void cpu_attention(hearth_backend *be, const hearth_attn_args *a) {
     HEARTH_ASSERT(a->head_dim == a->head_dim_v); /* one kv row stride for k and v */
-    attn_job j = {a, ctx_of(be), 0};
-    hearth_pool_run(ctx_of(be)->pool, attn_fn, &j);
+    cpu_ctx *c = ctx_of(be);
+    const hearth_attn_kernels *kern = hearth_kernels_attn();
+    if (kern && a->kv_f16 && a->head_dim % 16 == 0 && a->n_tok <= c->max_tok) {
+        /* group the tokens by sequence: order lists each group's tokens, in step order */
+        int32_t ng = 0;
+        int32_t *gseq = c->grp_start; /* reused below as offsets once counted */
+        int64_t *cnt = c->grp_range;  /* [2g]: count, then fill cursor */
+        for (int64_t t = 0; t < a->n_tok; t++) {
+            int32_t g = 0;
+            while (g < ng && gseq[g] != a->seq[t]) g++;
+            if (g == ng) {
+                gseq[ng] = a->seq[t];
+                cnt[ng++] = 0;
+            }
+            cnt[g]++;
+        }
+        /* offsets, then fill */
+        int64_t off = 0;
+        for (int32_t g = 0; g < ng; g++) {
+            int64_t n = cnt[g];
+            cnt[g] = off;
+            off += n;
+        }
+        for (int64_t t = 0; t < a->n_tok; t++) {
+            int32_t g = 0;
+            while (gseq[g] != a->seq[t]) g++;
+            c->attn_order[cnt[g]++] = (int32_t)t;
+        }
+        /* cnt[g] is now the end of group g: starts and key ranges */
+        for (int32_t g = ng - 1; g >= 0; g--) c->grp_start[g + 1] = (int32_t)cnt[g];
+        c->grp_start[0] = 0;
+        bool fits = true;
+        for (int32_t g = 0; g < ng; g++) {
+            int64_t jb = INT64_MAX, j1 = 0;
+            for (int32_t i = c->grp_start[g]; i < c->grp_start[g + 1]; i++) {
+                int64_t p = a->pos[c->attn_order[i]], w = a->n_swa > 0 && p - a->n_swa + 1 > 0 ? p - a->n_swa + 1 : 0;
+                if (w < jb) jb = w;
+                if (p + 1 > j1) j1 = p + 1;
+            }
+            jb &= ~(int64_t)15;
+            c->grp_range[2 * g] = jb;
+            c->grp_range[2 * g + 1] = j1;
+            atomic_store_explicit(&c->grp_next[g], 0, memory_order_relaxed);
+            int64_t ld = (j1 - jb + 15) & ~(int64_t)15;
+            if ((int64_t)a->n_head_kv * a->head_dim * ld > c->kt_cap || ld + jb + 16 > c->attn_cap) fits = false;
+        }
+        if (fits) {
+            attn_simd_job j = {a, c, kern, ng};
+            hearth_pool_run(c->pool, attn_simd_fn, &j);
+            return;
+        }
+    }
+    attn_job j = {a, c, 0};
+    hearth_pool_run(c->pool, attn_fn, &j);
 }
 
 static void cpu_glu(hearth_backend *be, float *g, const float *u, int64_t n, hearth_glu_kind kind) {
@@ -181,6 +296,11 @@ static void cpu_destroy(hearth_backend *be) {
         hearth_pool_destroy(c->pool);
         free(c->mm_scratch);
         free(c->attn_scores);
+        free(c->kt);
+        free(c->attn_order);
+        free(c->grp_start);
+        free(c->grp_range);
+        free(c->grp_next);
         free(c);
     }
     free(be);
@@ -227,9 +347,17 @@ hearth_backend *hearth_backend_cpu_create(int n_threads, int64_t max_tok, int64_
     c->mm_bytes = (c->mm_bytes + 63) & ~(size_t)63;
     c->mm_scratch = c->mm_bytes ? aligned_alloc(64, c->mm_bytes) : NULL;
     if (c->mm_bytes && !c->mm_scratch) goto fail;
-    c->attn_cap = max_ctx;
-    c->attn_scores = malloc((size_t)max_ctx * (size_t)c->nth * sizeof(float));
+    c->attn_cap = max_ctx + 16; /* the SIMD heads write whole vectors of 16 scores */
+    c->attn_scores = malloc((size_t)c->attn_cap * (size_t)c->nth * sizeof(float));
     if (!c->attn_scores) goto fail;
+    /* pages of kt are touched only as far as the longest sequence reaches */
+    c->kt_cap = max_width * (max_ctx + 16);
+    c->kt = malloc((size_t)c->kt_cap * sizeof(float));
+    c->attn_order = malloc((size_t)max_tok * sizeof(int32_t));
+    c->grp_start = malloc(((size_t)max_tok + 1) * sizeof(int32_t));
+    c->grp_range = malloc(2 * (size_t)max_tok * sizeof(int64_t));
+    c->grp_next = malloc((size_t)max_tok * sizeof *c->grp_next);
+    if (!c->kt || !c->attn_order || !c->grp_start || !c->grp_range || !c->grp_next) goto fail;
     return be;
 fail:
     cpu_destroy(be);

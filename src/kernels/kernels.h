@@ -22,6 +22,7 @@
  */
 #pragma once
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "base/thread.h"
@@ -35,6 +36,10 @@ typedef void (*hearth_from_float_fn)(const float *x, void *y, int64_t n);
 /* Dequantize a row of the type into n f32 values. */
 typedef void (*hearth_to_float_fn)(const void *x, float *y, int64_t n);
 
+/* s[i * bs] = dot(x, y_i) for the 4 activation rows y_i = y + i * by (bytes): 4 vec_dot calls
+ * in one, bit-identical to them, the weight row unpacked once (prefill). */
+typedef void (*hearth_vec_dot_4_fn)(int64_t n, float *s, int64_t bs, const void *x, const void *y, size_t by);
+
 typedef struct {
     hearth_to_float_fn   to_float;     /* NULL when the type cannot be dequantized */
     hearth_from_float_fn from_float;   /* NULL when nothing quantizes into the type */
@@ -43,6 +48,7 @@ typedef struct {
     bool                 f32_direct;   /* vec_dot reads f32 activations as they are (MLX types off
                                         * the ref set); otherwise a non-f32 weight with
                                         * vec_dot_type F32 is dequantized row by row (ref set) */
+    hearth_vec_dot_4_fn  vec_dot_4;    /* optional (NULL: 4 vec_dot calls) */
 } hearth_kernel_traits;
 
 typedef enum {
@@ -68,6 +74,21 @@ bool        hearth_kernels_select(hearth_isa isa);
  * the set is not available on this CPU). */
 const hearth_kernel_traits *hearth_kernels_traits(hearth_type t);
 const hearth_kernel_traits *hearth_kernels_traits_isa(hearth_type t, hearth_isa isa);
+
+/* Attention over a paged f16 KV cache in two steps (kernels/cpu/x86/attn_x86.h has the
+ * contracts): keys_t copies one head's keys transposed to f32 once per step, head_kt runs one
+ * query head against that copy. Together they equal hearth_attn_head_paged_ref
+ * (kernels/ref/attn_paged_ref.h) bit for bit, for head sizes that are multiples of 16. The ref
+ * and scalar sets have none (NULL): their callers run the reference per head. */
+typedef struct {
+    void (*keys_t)(const void *k, int64_t kv_stride, const int32_t *table_row, int32_t block_size,
+                   int64_t head_dim, int64_t j0, int64_t j1, float *kt, int64_t ld);
+    void (*head_kt)(const float *q, const float *kt, int64_t ld, int64_t kt_j0, const void *v, int64_t kv_stride,
+                    const int32_t *table_row, int32_t block_size, int64_t head_dim, int64_t j0, int64_t j1,
+                    float scale, float softcap, float *scores, float *out);
+} hearth_attn_kernels;
+const hearth_attn_kernels *hearth_kernels_attn(void);               /* of the active set, or NULL */
+const hearth_attn_kernels *hearth_kernels_attn_isa(hearth_isa isa); /* NULL: none, or unavailable */
 
 /*
  * y = x W^T, multithreaded on pool (may be NULL), with the active set:

@@ -28,14 +28,18 @@
 #if defined(__x86_64__)
 #include <cpuid.h>
 
+#include "kernels/cpu/x86/attn_x86.h"
 #include "kernels/cpu/x86/quant_x86.h"
 #define HEARTH_HAVE_X86 1
 #else
 #define HEARTH_HAVE_X86 0
 #endif
 
-/* Short names for the table rows: to_float, from_float, vec_dot, vec_dot_type. */
-#define ROW(tf, ff, vd, vdt) {tf, ff, vd, HEARTH_TYPE_##vdt}
+/* Short names for the table rows: to_float, from_float, vec_dot, vec_dot_type (and vec_dot_4). */
+#define ROW4(tf, ff, vd, vdt, vd4)                                                                 \
+    {.to_float = tf, .from_float = ff, .vec_dot = vd, .vec_dot_type = HEARTH_TYPE_##vdt,            \
+     .vec_dot_4 = vd4}
+#define ROW(tf, ff, vd, vdt) ROW4(tf, ff, vd, vdt, NULL)
 #define TF(t) hearth_##t##_to_float_ref
 #define FF(t) hearth_##t##_from_float_ref
 /* MLX rows off the ref set: f32 activations dotted directly (the ref set dequantizes) */
@@ -84,18 +88,26 @@ static const hearth_kernel_traits tab_scalar[HEARTH_TYPE_COUNT] = {
 };
 
 #if HEARTH_HAVE_X86
-/* The SIMD sets: dots and q8 quantizers per ISA; dequantizers and weight quantizers scalar. */
+/* The SIMD sets: dots and q8 quantizers per ISA; dequantizers and weight quantizers scalar.
+ * avx512 takes the two-blocks-per-vector forms of the 32-element dots (dot2_avx512.c,
+ * bit-identical to quant_avx512.c's) and their 4-token forms. */
+#define DOT2_avx2(t)   hearth_vec_dot_##t##_avx2
+#define DOT4_avx2(t)   NULL
+#define DOT2_avx512(t) hearth_vec_dot_##t##_dot2_avx512
+#define DOT4_avx512(t) hearth_vec_dot_4_##t##_avx512
 #define SIMD_TABLE(isa)                                                                          \
     {                                                                                            \
         [HEARTH_TYPE_F32]  = ROW(TF(f32), FF(f32), hearth_vec_dot_f32_##isa, F32),               \
         [HEARTH_TYPE_F16]  = ROW(TF(f16), FF(f16), hearth_vec_dot_f16_##isa, F16),               \
         [HEARTH_TYPE_BF16] = ROW(TF(bf16), FF(bf16), hearth_vec_dot_bf16_##isa, BF16),           \
         [HEARTH_TYPE_Q4_0] = ROW(TF(q4_0), FF(q4_0), hearth_vec_dot_q4_0_q8_0_##isa, Q8_0),      \
-        [HEARTH_TYPE_Q4_1] = ROW(TF(q4_1), FF(q4_1), hearth_vec_dot_q4_1_q8_1_##isa, Q8_1),      \
-        [HEARTH_TYPE_Q5_0] = ROW(TF(q5_0), FF(q5_0), hearth_vec_dot_q5_0_q8_0_##isa, Q8_0),      \
+        [HEARTH_TYPE_Q4_1] = ROW4(TF(q4_1), FF(q4_1), DOT2_##isa(q4_1_q8_1), Q8_1,               \
+                                  DOT4_##isa(q4_1_q8_1)),                                       \
+        [HEARTH_TYPE_Q5_0] = ROW4(TF(q5_0), FF(q5_0), DOT2_##isa(q5_0_q8_0), Q8_0,               \
+                                  DOT4_##isa(q5_0_q8_0)),                                       \
         [HEARTH_TYPE_Q5_1] = ROW(TF(q5_1), FF(q5_1), hearth_vec_dot_q5_1_q8_1_##isa, Q8_1),      \
-        [HEARTH_TYPE_Q8_0] = ROW(TF(q8_0), hearth_q8_0_from_float_##isa,                         \
-                                 hearth_vec_dot_q8_0_q8_0_##isa, Q8_0),                          \
+        [HEARTH_TYPE_Q8_0] = ROW4(TF(q8_0), hearth_q8_0_from_float_##isa,                        \
+                                  DOT2_##isa(q8_0_q8_0), Q8_0, DOT4_##isa(q8_0_q8_0)),           \
         [HEARTH_TYPE_Q8_1] = ROW(TF(q8_1), hearth_q8_1_from_float_##isa, NULL, F32),             \
         [HEARTH_TYPE_Q4_K] = ROW(TF(q4_K), FF(q4_K), hearth_vec_dot_q4_K_q8_K_##isa, Q8_K),      \
         [HEARTH_TYPE_Q5_K] = ROW(TF(q5_K), FF(q5_K), hearth_vec_dot_q5_K_q8_K_##isa, Q8_K),      \
@@ -116,6 +128,17 @@ static const hearth_kernel_traits *const tables[HEARTH_ISA_COUNT] = {
 #if HEARTH_HAVE_X86
     [HEARTH_ISA_AVX2] = tab_avx2,
     [HEARTH_ISA_AVX512] = tab_avx512,
+#endif
+};
+
+#if HEARTH_HAVE_X86
+static const hearth_attn_kernels attn_avx2 = {hearth_attn_keys_t_avx2, hearth_attn_head_kt_avx2};
+static const hearth_attn_kernels attn_avx512 = {hearth_attn_keys_t_avx512, hearth_attn_head_kt_avx512};
+#endif
+static const hearth_attn_kernels *const attn_sets[HEARTH_ISA_COUNT] = {
+#if HEARTH_HAVE_X86
+    [HEARTH_ISA_AVX2] = &attn_avx2,
+    [HEARTH_ISA_AVX512] = &attn_avx512,
 #endif
 };
 
@@ -236,3 +259,9 @@ const hearth_kernel_traits *hearth_kernels_traits_isa(hearth_type t, hearth_isa 
 const hearth_kernel_traits *hearth_kernels_traits(hearth_type t) {
     return hearth_kernels_traits_isa(t, hearth_kernels_isa());
 }
+
+const hearth_attn_kernels *hearth_kernels_attn_isa(hearth_isa isa) {
+    return hearth_isa_available(isa) ? attn_sets[isa] : NULL;
+}
+
+const hearth_attn_kernels *hearth_kernels_attn(void) { return attn_sets[hearth_kernels_isa()]; }

@@ -50,6 +50,7 @@ enum {
 typedef struct {
     hearth_pool          *pool;       /* borrowed */
     hearth_vec_dot_fn     vec_dot;
+    hearth_vec_dot_4_fn   vec_dot_4;  /* optional: 4 tokens per call, bit-identical to vec_dot */
     hearth_from_float_fn  quantize;   /* phase 1; NULL when x is used as is */
     hearth_to_float_fn    dequant;    /* ref path: weight row -> f32; NULL otherwise */
     const uint8_t        *w;          /* borrowed: [n_out] rows of w_row_bytes */
@@ -99,7 +100,12 @@ static void rows_tiled(mm_job *j, int64_t r0, int64_t r1) {
         int64_t t1 = t0 + TOK_TILE < j->n_tok ? t0 + TOK_TILE : j->n_tok;
         for (int64_t r = r0; r < r1; r++) {
             const uint8_t *wr = j->w + (size_t)r * j->w_row_bytes;
-            for (int64_t t = t0; t < t1; t++) {
+            int64_t t = t0;
+            if (j->vec_dot_4)
+                for (; t + 4 <= t1; t += 4)
+                    j->vec_dot_4(j->n_in, &j->y[t * j->ldy + r], j->ldy, wr, j->act + (size_t)t * j->act_row_bytes,
+                                 j->act_row_bytes);
+            for (; t < t1; t++) {
                 const uint8_t *xt = j->act + (size_t)t * j->act_row_bytes;
                 j->vec_dot(j->n_in, &j->y[t * j->ldy + r], wr, xt);
             }
@@ -176,6 +182,7 @@ void hearth_matmul(hearth_pool *pool, hearth_type wtype, const void *w, size_t w
         /* phase 1 quantizes x into scratch; vec_dot pairs the weight with it */
         HEARTH_ASSERT(scratch != NULL);
         j.vec_dot = tr->vec_dot;
+        j.vec_dot_4 = tr->vec_dot_4;
         j.quantize = atr->from_float;
         j.act = scratch;
         j.unit = at->is_quantized ? at->blck_size : PLAIN_UNIT;

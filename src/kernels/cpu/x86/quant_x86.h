@@ -8,6 +8,7 @@
  * well; call them only through the tables (dispatch.c checks CPUID). Any thread.
  */
 #pragma once
+#include <stddef.h>
 #include <stdint.h>
 
 /* avx2 */
@@ -51,3 +52,12 @@ void hearth_vec_dot_mlx4_g32_avx512(int64_t n, float *s, const void *x, const vo
 void hearth_vec_dot_mlx4_g64_avx512(int64_t n, float *s, const void *x, const void *y);
 void hearth_vec_dot_mlx8_g32_avx512(int64_t n, float *s, const void *x, const void *y);
 void hearth_vec_dot_mlx8_g64_avx512(int64_t n, float *s, const void *x, const void *y);
+
+/* avx512, two blocks per vector (dot2_avx512.c): bit-identical to the quant_avx512.c dots above;
+ * the _4 forms dot one weight row with 4 activation rows (kernels.h hearth_vec_dot_4_fn). */
+void hearth_vec_dot_q4_1_q8_1_dot2_avx512(int64_t n, float *s, const void *x, const void *y);
+void hearth_vec_dot_q5_0_q8_0_dot2_avx512(int64_t n, float *s, const void *x, const void *y);
+void hearth_vec_dot_q8_0_q8_0_dot2_avx512(int64_t n, float *s, const void *x, const void *y);
+void hearth_vec_dot_4_q4_1_q8_1_avx512(int64_t n, float *s, int64_t bs, const void *x, const void *y, size_t by);
+void hearth_vec_dot_4_q5_0_q8_0_avx512(int64_t n, float *s, int64_t bs, const void *x, const void *y, size_t by);
+void hearth_vec_dot_4_q8_0_q8_0_avx512(int64_t n, float *s, int64_t bs, const void *x, const void *y, size_t by);
