@@ -97,28 +97,62 @@ static void cpu_rmsnorm(hearth_backend *be, const float *x, const float *w, floa
     else hearth_pool_run(ctx_of(be)->pool, rmsnorm_fn, &j);
 }
 
+/* The elementwise ops below split their rows (or elements) over the pool when there is enough
+ * work to pay for waking it (a prefill chunk), else run inline (decode). Each element is computed
+ * by the same code either way, so the split never changes a result. */
+enum { PAR_MIN_ELEMS = 32768 };
+
+typedef struct {
+    float *x;
+    int64_t n_tok;
+    int32_t n_head, head_dim, n_rot;
+    const int32_t *pos;
+    const hearth_rope_params *rp;
+} rope_job;
+
+static void rope_fn(void *arg, int ith, int nth) {
+    rope_job *j = arg;
+    for (int64_t r = ith; r < j->n_tok * j->n_head; r += nth)
+        hearth_rope_ref(j->x + r * j->head_dim, j->n_rot, j->pos[r / j->n_head], j->rp);
+}
+
 static void cpu_rope(hearth_backend *be, float *x, int64_t n_tok, int32_t n_head, int32_t head_dim, int32_t n_rot,
                      const int32_t *pos, const hearth_rope_params *rp) {
-    (void)be;
-    for (int64_t t = 0; t < n_tok; t++)
-        for (int32_t h = 0; h < n_head; h++)
-            hearth_rope_ref(x + (t * n_head + h) * head_dim, n_rot, pos[t], rp);
+    rope_job j = {x, n_tok, n_head, head_dim, n_rot, pos, rp};
+    if (n_tok * n_head * head_dim < PAR_MIN_ELEMS) rope_fn(&j, 0, 1);
+    else hearth_pool_run(ctx_of(be)->pool, rope_fn, &j);
+}
+
+typedef struct {
+    const float *x;
+    int64_t n_tok, width;
+    const int32_t *seq, *pos;
+    void *cache;
+    const hearth_kv_blocks *bl;
+    bool f16;
+} kv_store_job;
+
+static void kv_store_fn(void *arg, int ith, int nth) {
+    kv_store_job *j = arg;
+    const hearth_kv_blocks *bl = j->bl;
+    for (int64_t t = ith; t < j->n_tok; t += nth) {
+        int32_t blk = bl->table[(int64_t)j->seq[t] * bl->max_blocks + j->pos[t] / bl->block_size];
+        int64_t base = ((int64_t)blk * bl->block_size + j->pos[t] % bl->block_size) * j->width;
+        const float *src = j->x + t * j->width;
+        if (j->f16) {
+            uint16_t *dst = (uint16_t *)j->cache + base;
+            for (int64_t i = 0; i < j->width; i++) dst[i] = hearth_fp32_to_fp16(src[i]);
+        } else {
+            memcpy((float *)j->cache + base, src, (size_t)j->width * sizeof(float));
+        }
+    }
 }
 
 static void cpu_kv_store(hearth_backend *be, const float *x, int64_t n_tok, int64_t width, const int32_t *seq,
                          const int32_t *pos, void *cache, const hearth_kv_blocks *bl, bool f16) {
-    (void)be;
-    for (int64_t t = 0; t < n_tok; t++) {
-        int32_t blk = bl->table[(int64_t)seq[t] * bl->max_blocks + pos[t] / bl->block_size];
-        int64_t base = ((int64_t)blk * bl->block_size + pos[t] % bl->block_size) * width;
-        const float *src = x + t * width;
-        if (f16) {
-            uint16_t *dst = (uint16_t *)cache + base;
-            for (int64_t i = 0; i < width; i++) dst[i] = hearth_fp32_to_fp16(src[i]);
-        } else {
-            memcpy((float *)cache + base, src, (size_t)width * sizeof(float));
-        }
-    }
+    kv_store_job j = {x, n_tok, width, seq, pos, cache, bl, f16};
+    if (n_tok * width < PAR_MIN_ELEMS) kv_store_fn(&j, 0, 1);
+    else hearth_pool_run(ctx_of(be)->pool, kv_store_fn, &j);
 }
 
 typedef struct {
@@ -265,13 +299,27 @@ static void cpu_attention(hearth_backend *be, const hearth_attn_args *a) {
     hearth_pool_run(c->pool, attn_fn, &j);
 }
 
-static void cpu_glu(hearth_backend *be, float *g, const float *u, int64_t n, hearth_glu_kind kind) {
-    (void)be;
-    switch (kind) {
-    case HEARTH_GLU_SWIGLU: hearth_swiglu_ref(g, u, n); break;
-    case HEARTH_GLU_GEGLU: hearth_geglu_ref(g, u, n); break;
-    case HEARTH_GLU_GEGLU_F16: hearth_geglu_f16_ref(g, u, n); break;
+typedef struct {
+    float *g;
+    const float *u;
+    int64_t n;
+    hearth_glu_kind kind;
+} glu_job;
+
+static void glu_fn(void *arg, int ith, int nth) {
+    glu_job *j = arg;
+    int64_t a = j->n * ith / nth, b = j->n * (ith + 1) / nth;
+    switch (j->kind) {
+    case HEARTH_GLU_SWIGLU: hearth_swiglu_ref(j->g + a, j->u + a, b - a); break;
+    case HEARTH_GLU_GEGLU: hearth_geglu_ref(j->g + a, j->u + a, b - a); break;
+    case HEARTH_GLU_GEGLU_F16: hearth_geglu_f16_ref(j->g + a, j->u + a, b - a); break;
     }
+}
+
+static void cpu_glu(hearth_backend *be, float *g, const float *u, int64_t n, hearth_glu_kind kind) {
+    glu_job j = {g, u, n, kind};
+    if (n < PAR_MIN_ELEMS) glu_fn(&j, 0, 1);
+    else hearth_pool_run(ctx_of(be)->pool, glu_fn, &j);
 }
 
 static void cpu_add_rows(hearth_backend *be, float *x, const float *b, int64_t n_rows, int64_t dim) {
@@ -280,9 +328,21 @@ static void cpu_add_rows(hearth_backend *be, float *x, const float *b, int64_t n
         for (int64_t i = 0; i < dim; i++) x[r * dim + i] += b[i];
 }
 
+typedef struct {
+    float *x;
+    const float *y;
+    int64_t n;
+} add_job;
+
+static void add_fn(void *arg, int ith, int nth) {
+    add_job *j = arg;
+    for (int64_t i = j->n * ith / nth, e = j->n * (ith + 1) / nth; i < e; i++) j->x[i] += j->y[i];
+}
+
 static void cpu_add(hearth_backend *be, float *x, const float *y, int64_t n) {
-    (void)be;
-    for (int64_t i = 0; i < n; i++) x[i] += y[i];
+    add_job j = {x, y, n};
+    if (n < PAR_MIN_ELEMS) add_fn(&j, 0, 1);
+    else hearth_pool_run(ctx_of(be)->pool, add_fn, &j);
 }
 
 static void cpu_softcap(hearth_backend *be, float *x, int64_t n, float cap) {

@@ -7,8 +7,9 @@
  * so every result must be equal as bits, not merely close. Weights are random bytes with sane
  * scales (every quant bit pattern) and realistically quantized rows; activations are quantized
  * from random floats by the avx512 quantizers; block counts 1..9 and 18, 20, 48 (odd counts take
- * the reference tail). The 4-token forms are compared with 4 calls of the single dot, with the
- * outputs strided as the matmul writes them.
+ * the reference tail; q4_K blocks are 256 elements, with random scale bytes). The 4-token
+ * forms are compared with 4 calls of the single dot, with the outputs strided as the matmul
+ * writes them.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -49,14 +50,14 @@ static void fill_weights(hearth_type t, uint8_t *w, int64_t nb, bool quantized, 
     size_t bsz = hearth_type_traits_of((int)t)->type_size;
     for (size_t i = 0; i < (size_t)nb * bsz; i++) w[i] = (uint8_t)next();
     for (int64_t b = 0; b < nb; b++) {
-        uint16_t *h = (uint16_t *)(w + (size_t)b * bsz); /* d (and m for q4_1) lead every block */
+        uint16_t *h = (uint16_t *)(w + (size_t)b * bsz); /* d (and m / dmin) lead every block */
         h[0] = hearth_fp32_to_fp16(0.01f + 0.02f * (rnd() + 1.0f));
-        if (t == HEARTH_TYPE_Q4_1) h[1] = hearth_fp32_to_fp16(-0.05f * (rnd() + 1.0f));
+        if (t == HEARTH_TYPE_Q4_1 || t == HEARTH_TYPE_Q4_K) h[1] = hearth_fp32_to_fp16(0.05f * (rnd() + 1.0f));
     }
 }
 
 static int run_case(const case_t *c, int64_t nb, bool quantized) {
-    const int64_t n = nb * 32;
+    const int64_t n = nb * hearth_type_traits_of((int)c->wtype)->blck_size;
     size_t wb = hearth_row_size(c->wtype, n), ab = hearth_row_size(c->atype, n);
     uint8_t *w = malloc(wb), *a = malloc(4 * ab);
     float *f = malloc((size_t)n * sizeof(float));
@@ -96,6 +97,9 @@ TEST(dot2_and_dot4_equal_quant_avx512_bitwise) {
          hearth_vec_dot_4_q5_0_q8_0_avx512},
         {HEARTH_TYPE_Q8_0, HEARTH_TYPE_Q8_0, hearth_vec_dot_q8_0_q8_0_avx512, hearth_vec_dot_q8_0_q8_0_dot2_avx512,
          hearth_vec_dot_4_q8_0_q8_0_avx512},
+        /* K-quants have no dot2 form: the single dot stands in for it */
+        {HEARTH_TYPE_Q4_K, HEARTH_TYPE_Q8_K, hearth_vec_dot_q4_K_q8_K_avx512, hearth_vec_dot_q4_K_q8_K_avx512,
+         hearth_vec_dot_4_q4_K_q8_K_avx512},
     };
     static const int64_t nbs[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 18, 20, 48};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)

@@ -109,7 +109,8 @@ static const hearth_kernel_traits tab_scalar[HEARTH_TYPE_COUNT] = {
         [HEARTH_TYPE_Q8_0] = ROW4(TF(q8_0), hearth_q8_0_from_float_##isa,                        \
                                   DOT2_##isa(q8_0_q8_0), Q8_0, DOT4_##isa(q8_0_q8_0)),           \
         [HEARTH_TYPE_Q8_1] = ROW(TF(q8_1), hearth_q8_1_from_float_##isa, NULL, F32),             \
-        [HEARTH_TYPE_Q4_K] = ROW(TF(q4_K), FF(q4_K), hearth_vec_dot_q4_K_q8_K_##isa, Q8_K),      \
+        [HEARTH_TYPE_Q4_K] = ROW4(TF(q4_K), FF(q4_K), hearth_vec_dot_q4_K_q8_K_##isa, Q8_K,      \
+                                  DOT4_##isa(q4_K_q8_K)),                                       \
         [HEARTH_TYPE_Q5_K] = ROW(TF(q5_K), FF(q5_K), hearth_vec_dot_q5_K_q8_K_##isa, Q8_K),      \
         [HEARTH_TYPE_Q6_K] = ROW(TF(q6_K), FF(q6_K), hearth_vec_dot_q6_K_q8_K_##isa, Q8_K),      \
         [HEARTH_TYPE_Q8_K] = ROW(TF(q8_K), hearth_q8_K_from_float_##isa, NULL, F32),             \

@@ -132,3 +132,36 @@ void hearth_vec_dot_q6_K_q8_K_avx512(int64_t n, float *s, const void *vx, const 
     }
     *s = _mm512_reduce_add_ps(acc);
 }
+
+/* hearth_vec_dot_q4_K_q8_K_avx512 for 4 activation rows (kernels.h hearth_vec_dot_4_fn): the
+ * weight nibbles and scales are unpacked once, each token keeps its own accumulators, so every
+ * result is bit-identical to the single-row dot (tests/kernels/test_dot2.c). */
+void hearth_vec_dot_4_q4_K_q8_K_avx512(int64_t n, float *s, int64_t bs, const void *vx, const void *vy, size_t by) {
+    const hearth_block_q4_K *x = vx;
+    const hearth_block_q8_K *y[4];
+    for (int i = 0; i < 4; i++) y[i] = (const hearth_block_q8_K *)((const char *)vy + (size_t)i * by);
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    float summf[4] = {0};
+    for (int64_t b = 0; b < n / HEARTH_QK_K; b++) {
+        uint8_t sc[8], mn[8];
+        hearth_k_scales_unpack(x[b].scales, sc, mn);
+        __m512i q[4], scv[4];
+        for (int g = 0; g < 4; g++) {
+            q[g] = unpack_nibbles64(x[b].qs + 32 * g);
+            scv[g] = halves_epi16(sc[2 * g], sc[2 * g + 1]);
+        }
+        const float xd = _cvtsh_ss(x[b].d), xdmin = _cvtsh_ss(x[b].dmin);
+        for (int i = 0; i < 4; i++) {
+            const hearth_block_q8_K *yb = y[i] + b;
+            uint8_t sc2[8];
+            int summ = k_scales(x[b].scales, yb->bsums, sc2);
+            __m512i sumi = _mm512_setzero_si512();
+            for (int g = 0; g < 4; g++)
+                sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q[g], load64(yb->qs + 64 * g)), scv[g]);
+            float d = yb->d * xd;
+            acc[i] = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sumi), acc[i]);
+            summf[i] += yb->d * xdmin * (float)summ;
+        }
+    }
+    for (int i = 0; i < 4; i++) s[i * bs] = _mm512_reduce_add_ps(acc[i]) - summf[i];
+}

@@ -61,3 +61,4 @@ void hearth_vec_dot_q8_0_q8_0_dot2_avx512(int64_t n, float *s, const void *x, co
 void hearth_vec_dot_4_q4_1_q8_1_avx512(int64_t n, float *s, int64_t bs, const void *x, const void *y, size_t by);
 void hearth_vec_dot_4_q5_0_q8_0_avx512(int64_t n, float *s, int64_t bs, const void *x, const void *y, size_t by);
 void hearth_vec_dot_4_q8_0_q8_0_avx512(int64_t n, float *s, int64_t bs, const void *x, const void *y, size_t by);
+void hearth_vec_dot_4_q4_K_q8_K_avx512(int64_t n, float *s, int64_t bs, const void *x, const void *y, size_t by);
