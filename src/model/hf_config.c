@@ -350,8 +350,8 @@ hearth_status hearth_hf_config_parse(const char *json, size_t n, hearth_hf_confi
             goto done;
         }
         cfg->quant = (hearth_mlx_quant){(int32_t)bits, (int32_t)gs};
-        if (!cJSON_PrintPreallocated((cJSON *)q, cfg->quant_json, (int)sizeof cfg->quant_json, 0)) {
-            st = hearth_err_set(err, HEARTH_E_LIMIT, -1, "config.json quantization block is too long");
+        if (!(cfg->quant_json = cJSON_PrintUnformatted(q))) {
+            st = hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
             goto done;
         }
     }
@@ -360,9 +360,15 @@ done:
     return st;
 }
 
+void hearth_hf_config_fini(hearth_hf_config *cfg) {
+    if (!cfg) return;
+    cJSON_free(cfg->quant_json);
+    cfg->quant_json = NULL;
+}
+
 hearth_mlx_quant hearth_hf_config_quant_of(const hearth_hf_config *cfg, const char *module) {
     hearth_mlx_quant r = cfg->quant;
-    if (!cfg->quant_json[0]) return r;
+    if (!cfg->quant_json) return r;
     cJSON *q = cJSON_Parse(cfg->quant_json);
     const cJSON *o = q ? cJSON_GetObjectItemCaseSensitive(q, module) : NULL;
     double d;

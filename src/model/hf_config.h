@@ -51,14 +51,16 @@ typedef struct {
     bool   fused_qkv;     /* phi3: qkv_proj and gate_up_proj */
     bool   text_config;   /* weights live under a language model prefix */
     hearth_mlx_quant quant;
-    char   quant_json[4096]; /* the "quantization" object as JSON ("" when none): overrides */
+    char  *quant_json;    /* owned: the "quantization" object as JSON (per-module overrides), or NULL */
     hearth_gen_defaults gen;
 } hearth_hf_config;
 
-/* Parse config.json (json[0..n)) into cfg. Errors: HEARTH_E_FORMAT (not JSON, a key of the
+/* Parse config.json (json[0..n)) into cfg (release it with hearth_hf_config_fini, also after
+ * a failure). Errors: HEARTH_E_FORMAT (not JSON, a key of the
  * wrong type or out of range), HEARTH_E_UNSUPPORTED (unknown model_type, a feature hearth does
  * not run), both with a message naming the key. */
 hearth_status hearth_hf_config_parse(const char *json, size_t n, hearth_hf_config *cfg, hearth_err *err);
+void          hearth_hf_config_fini(hearth_hf_config *cfg);
 /* Read generation_config.json (json[0..n)) into cfg->gen, adding its eos ids. */
 hearth_status hearth_hf_gen_config_parse(const char *json, size_t n, hearth_hf_config *cfg, hearth_err *err);
 /* Add id to gen's eos list when it is not there (ignored when full or id < 0). */

@@ -406,11 +406,13 @@ hearth_status hearth_model_load_st(const char *path, hearth_model **out, hearth_
     if (m->gen.bos < 0) m->gen.bos = hearth_tok_bos(m->tok);
     m->name = name_of(&m->arena, dir);
     describe(&L);
+    hearth_hf_config_fini(cfg);
     free(cfg);
     *out = m;
     return HEARTH_OK;
 fail:
     free(text);
+    hearth_hf_config_fini(cfg);
     free(cfg);
     hearth_model_destroy(m);
     return st;

@@ -141,6 +141,7 @@ hearth_status hearth_facts_safetensors(const char *dir, hearth_model_facts *f, h
     free(cfg_text);
     if (!cJSON_IsObject(cfg)) {
         cJSON_Delete(cfg);
+        hearth_hf_config_fini(hc);
         free(hc);
         return hearth_err_set(err, HEARTH_E_FORMAT, -1, "config.json in %s is not a JSON object", dir);
     }
@@ -247,6 +248,7 @@ hearth_status hearth_facts_safetensors(const char *dir, hearth_model_facts *f, h
     free(tok);
     if (exists(dir, "modules.json")) f->caps |= HEARTH_CAP_EMBED;
 done:
+    hearth_hf_config_fini(hc);
     free(hc);
     cJSON_Delete(cfg);
     return st;

@@ -31,6 +31,8 @@
 #include "model/model_internal.h"
 #include "model_harness.h"
 #include "store/facts.h"
+#include "store/hub.h"
+#include "store_cache.h"
 #include "test.h"
 
 #include <math.h>
@@ -235,6 +237,111 @@ TEST(registry_facts) {
     CHECK_EQ(hearth_model_load(GOLD "qwen2-bf16", &m, &err), HEARTH_OK);
     CHECK(m && hearth_st_n_shards(m->st) == 3);
     hearth_model_destroy(m);
+}
+
+/* config.json cases the checkpoints above do not cover: refusals name the key, a long MLX
+ * override list, v4 key layouts. */
+TEST(config_parse_cases) {
+    static const char *base = "\"hidden_size\":64,\"num_hidden_layers\":4,\"intermediate_size\":128,"
+                              "\"num_attention_heads\":4,\"vocab_size\":100";
+    static const struct {
+        const char   *extra;
+        hearth_status st;
+        const char   *in_msg;
+    } cases[] = {
+        {"\"model_type\":\"gpt_neox\"", HEARTH_E_UNSUPPORTED, "model_type 'gpt_neox'"},
+        {"\"model_type\":\"phi3\",\"rope_scaling\":{\"type\":\"longrope\",\"factor\":4}", HEARTH_E_UNSUPPORTED,
+         "longrope"},
+        {"\"model_type\":\"llama\",\"mlp_bias\":true", HEARTH_E_UNSUPPORTED, "mlp_bias"},
+        {"\"model_type\":\"llama\",\"hidden_act\":\"relu\"", HEARTH_E_UNSUPPORTED, "activation 'relu'"},
+        {"\"model_type\":\"gemma2\",\"sliding_window\":16,\"layer_types\":[\"sliding_attention\","
+         "\"full_attention\",\"full_attention\",\"sliding_attention\"]", HEARTH_E_UNSUPPORTED, "layer_types"},
+        {"\"model_type\":\"gemma2\",\"layer_types\":[\"full_attention\"]", HEARTH_E_FORMAT, "layer_types has 1"},
+        {"\"model_type\":\"llama\",\"quantization\":{\"bits\":3,\"group_size\":64}", HEARTH_E_UNSUPPORTED,
+         "3-bit group 64"},
+        {"\"model_type\":\"llama\",\"quantization\":{\"bits\":4,\"group_size\":32,\"mode\":\"mxfp4\"}",
+         HEARTH_E_UNSUPPORTED, "mxfp4"},
+        {"\"model_type\":\"llama\",\"num_key_value_heads\":3", HEARTH_E_FORMAT, "kv heads"},
+        {"\"model_type\":\"smollm3\",\"no_rope_layers\":[1,0,1,1]", HEARTH_E_UNSUPPORTED, "no_rope_layers"},
+        {"\"model_type\":\"llama\",\"rope_scaling\":{\"rope_type\":\"su\"}", HEARTH_E_UNSUPPORTED, "'su'"},
+    };
+    char json[8192];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(json, sizeof json, "{%s,%s}", base, cases[i].extra);
+        hearth_hf_config cfg;
+        hearth_err err = {0};
+        hearth_status st = hearth_hf_config_parse(json, strlen(json), &cfg, &err);
+        if (st != cases[i].st || !strstr(err.msg, cases[i].in_msg))
+            fprintf(stderr, "  case %zu: status %d, '%s'\n", i, st, err.msg);
+        CHECK_EQ(st, cases[i].st);
+        CHECK(strstr(err.msg, cases[i].in_msg) != NULL);
+        hearth_hf_config_fini(&cfg);
+    }
+    /* v4 layout: rope_theta + rope_scaling (yarn) + rope_local_base_freq; gemma3 in text_config;
+     * 300 per-module MLX overrides (a mixed-precision recipe) */
+    size_t off = (size_t)snprintf(json, sizeof json,
+                                  "{\"model_type\":\"gemma3\",\"quantization\":{\"bits\":4,\"group_size\":64");
+    for (int i = 0; i < 300 && off < sizeof json - 100; i++)
+        off += (size_t)snprintf(json + off, sizeof json - off, ",\"m.%d\":{\"bits\":8}", i);
+    snprintf(json + off, sizeof json - off, "},\"text_config\":{%s,\"rope_theta\":1000000,\"rope_local_base_freq\":"
+             "10000,\"sliding_window_pattern\":2,\"sliding_window\":512,\"head_dim\":32,\"rope_scaling\":"
+             "{\"rope_type\":\"yarn\",\"factor\":4,\"original_max_position_embeddings\":8192}}}", base);
+    hearth_hf_config cfg;
+    hearth_err err = {0};
+    CHECK_EQ(hearth_hf_config_parse(json, strlen(json), &cfg, &err), HEARTH_OK);
+    CHECK(cfg.text_config && cfg.ai && cfg.ai->arch == HEARTH_ARCH_GEMMA3);
+    CHECK_NEAR(cfg.hp.rope_base, 1e6, 0);
+    CHECK_NEAR(cfg.hp.rope_base_swa, 1e4, 0);
+    CHECK_EQ(cfg.hp.rope_kind, HEARTH_ROPE_YARN);
+    CHECK_NEAR(cfg.hp.rope_mscale, 0.1 * log(4.0) + 1.0, 1e-6);
+    CHECK_EQ(cfg.hp.swa_pattern, 2);
+    CHECK_EQ(hearth_hf_config_quant_of(&cfg, "m.299").bits, 8);
+    CHECK_EQ(hearth_hf_config_quant_of(&cfg, "m.300").bits, 4);
+    CHECK_NEAR(cfg.hp.attn_scale, 1.0 / sqrt(32.0), 1e-7);
+    hearth_hf_config_fini(&cfg);
+}
+
+/* A checkpoint in the hub cache is found by its repo id (an exact id wins over fragments that
+ * also match other repos), and by a fragment when it is the only match. */
+TEST(hub_resolve_checkpoint) {
+    char hub[512];
+    sc_tmpdir(hub, sizeof hub, "hub");
+    static const char *const files[] = {"config.json", "model.safetensors", "tokenizer.json"};
+    const char *repos[] = {"tiny/qwen3", "tiny/qwen3-mlx"};
+    const char *srcs[] = {GOLD "qwen3", GOLD "qwen3-mlx"};
+    for (int r = 0; r < 2; r++)
+        for (int i = 0; i < 3; i++) {
+            char src[256], blob[64];
+            snprintf(src, sizeof src, "%s/%s", srcs[r], files[i]);
+            size_t n = 0;
+            char *bytes = golden_slurp(src, &n);
+            CHECK(bytes != NULL);
+            snprintf(blob, sizeof blob, "b%d%d", r, i);
+            sc_blob(hub, repos[r], blob, bytes ? bytes : "", bytes ? n : 0);
+            sc_link(hub, repos[r], "rev1", files[i], blob);
+            free(bytes);
+        }
+    sc_ref(hub, "tiny/qwen3", "main", "rev1");
+    sc_ref(hub, "tiny/qwen3-mlx", "main", "rev1");
+    setenv("HF_HUB_CACHE", hub, 1);
+    hearth_err err = {0};
+    char *path = NULL;
+    CHECK_EQ(hearth_hub_resolve("tiny/qwen3", &path, &err), HEARTH_OK);
+    CHECK(path && strstr(path, "models--tiny--qwen3/snapshots/rev1") != NULL);
+    hearth_model *m = NULL;
+    CHECK(path && hearth_model_load(path, &m, &err) == HEARTH_OK);
+    CHECK(m && !strcmp(hearth_model_name(m), "tiny/qwen3"));
+    CHECK(m && m->tok_embd.type == HEARTH_TYPE_F32);
+    hearth_model_destroy(m);
+    free(path);
+    path = NULL;
+    CHECK_EQ(hearth_hub_resolve("QWEN3-mlx", &path, &err), HEARTH_OK);
+    CHECK(path && strstr(path, "models--tiny--qwen3-mlx/") != NULL);
+    free(path);
+    path = NULL;
+    CHECK_EQ(hearth_hub_resolve("qwen", &path, &err), HEARTH_E_AMBIGUOUS);
+    unsetenv("HF_HUB_CACHE");
+    sc_rmrf(hub);
 }
 
 int main(int argc, char **argv) {
