@@ -62,22 +62,49 @@ static inline __m512i fifth_pair(const uint8_t *qha, const uint8_t *qhb) {
 
 static inline __m512i dot_us8(__m512i u, __m512i y) { return _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, y); }
 
+/* The leading f16 pair (d, and m or s) of up to 16 blocks of `stride` bytes, with one gather:
+ * *lo gets the first f16 of each block as f32, *hi the second. Lanes past m are zero. */
+static inline void gather_scales(const void *blocks, int stride, int m, __m512 *lo, __m512 *hi) {
+    const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                           _mm512_set1_epi32(stride));
+    const __mmask16 k = (__mmask16)(m >= 16 ? 0xffff : (1u << m) - 1);
+    __m512i w = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), k, idx, blocks, 1);
+    *lo = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(w));
+    if (hi) *hi = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(w, 16)));
+}
+
+/* lanes 0-7: sc[2k], lanes 8-15: sc[2k+1] (scale16 of a block pair, from 16 scales at once) */
+static inline __m512 pair_scale(__m512 sc, int k) {
+    const __m512i base = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+    return _mm512_permutexvar_ps(_mm512_add_epi32(base, _mm512_set1_epi32(2 * k)), sc);
+}
+
 /* ---- q4_1 x q8_1 ------------------------------------------------------------------------- */
 
 void hearth_vec_dot_q4_1_q8_1_dot2_avx512(int64_t n, float *s, const void *vx, const void *vy) {
     const hearth_block_q4_1 *x = vx;
     const hearth_block_q8_1 *y = vy;
-    const int64_t nb = n / HEARTH_QK4_1;
+    const int64_t nb = n / HEARTH_QK4_1, npb = nb & ~(int64_t)1;
     __m512 acc = _mm512_setzero_ps();
-    float summs = 0.0f, tail = 0.0f;
-    int64_t b = 0;
-    for (; b + 2 <= nb; b += 2) {
-        __m512i p = dot_us8(unpack_pair(x[b].qs, x[b + 1].qs), load_pair(y[b].qs, y[b + 1].qs));
-        __m512 sc = scale16(h2f(x[b].d) * h2f(y[b].d), h2f(x[b + 1].d) * h2f(y[b + 1].d));
-        acc = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(p), acc);
-        summs += h2f(x[b].m) * h2f(y[b].s) + h2f(x[b + 1].m) * h2f(y[b + 1].s);
+    float summs = 0.0f, tail = 0.0f, ms[16];
+    for (int64_t g = 0; g < npb; g += 16) {
+        /* the scales of 16 blocks at once: products d_x d_y (exact: f16 x f16), and the pair
+         * sums m_x s_y + m_x' s_y' the one-block form adds to summs, in the same order */
+        const int m = npb - g < 16 ? (int)(npb - g) : 16;
+        __m512 xd, xm, yd, ys;
+        gather_scales(x + g, (int)sizeof *x, m, &xd, &xm);
+        gather_scales(y + g, (int)sizeof *y, m, &yd, &ys);
+        const __m512 sc = _mm512_mul_ps(xd, yd), mp = _mm512_mul_ps(xm, ys);
+        _mm512_storeu_ps(ms, _mm512_add_ps(mp, _mm512_permute_ps(mp, 0xb1))); /* lane 2k: pair k's sum */
+        for (int b = 0; b < m; b += 2) {
+            const hearth_block_q4_1 *xb = x + g + b;
+            const hearth_block_q8_1 *yb = y + g + b;
+            __m512i p = dot_us8(unpack_pair(xb[0].qs, xb[1].qs), load_pair(yb[0].qs, yb[1].qs));
+            acc = _mm512_fmadd_ps(pair_scale(sc, b / 2), _mm512_cvtepi32_ps(p), acc);
+            summs += ms[b];
+        }
     }
-    if (b < nb) hearth_vec_dot_q4_1_q8_1_ref((nb - b) * HEARTH_QK4_1, &tail, x + b, y + b);
+    if (npb < nb) hearth_vec_dot_q4_1_q8_1_ref((nb - npb) * HEARTH_QK4_1, &tail, x + npb, y + npb);
     *s = hsum_pair(acc) + summs + tail;
 }
 
@@ -110,20 +137,27 @@ void hearth_vec_dot_4_q4_1_q8_1_avx512(int64_t n, float *s, int64_t bs, const vo
 void hearth_vec_dot_q5_0_q8_0_dot2_avx512(int64_t n, float *s, const void *vx, const void *vy) {
     const hearth_block_q5_0 *x = vx;
     const hearth_block_q8_0 *y = vy;
-    const int64_t nb = n / HEARTH_QK5_0;
+    const int64_t nb = n / HEARTH_QK5_0, npb = nb & ~(int64_t)1;
     const __m512i c16 = _mm512_set1_epi8(16);
     __m512 acc = _mm512_setzero_ps();
     float tail = 0.0f;
-    int64_t b = 0;
-    for (; b + 2 <= nb; b += 2) {
-        /* q = nibble | fifth bit << 4 in 0..31; sum (q - 16) y = sum q y - sum 16 y */
-        __m512i q = _mm512_or_si512(unpack_pair(x[b].qs, x[b + 1].qs), fifth_pair(x[b].qh, x[b + 1].qh));
-        __m512i yy = load_pair(y[b].qs, y[b + 1].qs);
-        __m512i p = _mm512_sub_epi32(dot_us8(q, yy), dot_us8(c16, yy));
-        __m512 sc = scale16(h2f(x[b].d) * h2f(y[b].d), h2f(x[b + 1].d) * h2f(y[b + 1].d));
-        acc = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(p), acc);
+    for (int64_t g = 0; g < npb; g += 16) {
+        const int m = npb - g < 16 ? (int)(npb - g) : 16;
+        __m512 xd, yd;
+        gather_scales(x + g, (int)sizeof *x, m, &xd, NULL);
+        gather_scales(y + g, (int)sizeof *y, m, &yd, NULL);
+        const __m512 sc = _mm512_mul_ps(xd, yd);
+        for (int b = 0; b < m; b += 2) {
+            const hearth_block_q5_0 *xb = x + g + b;
+            const hearth_block_q8_0 *yb = y + g + b;
+            /* q = nibble | fifth bit << 4 in 0..31; sum (q - 16) y = sum q y - sum 16 y */
+            __m512i q = _mm512_or_si512(unpack_pair(xb[0].qs, xb[1].qs), fifth_pair(xb[0].qh, xb[1].qh));
+            __m512i yy = load_pair(yb[0].qs, yb[1].qs);
+            __m512i p = _mm512_sub_epi32(dot_us8(q, yy), dot_us8(c16, yy));
+            acc = _mm512_fmadd_ps(pair_scale(sc, b / 2), _mm512_cvtepi32_ps(p), acc);
+        }
     }
-    if (b < nb) hearth_vec_dot_q5_0_q8_0_ref((nb - b) * HEARTH_QK5_0, &tail, x + b, y + b);
+    if (npb < nb) hearth_vec_dot_q5_0_q8_0_ref((nb - npb) * HEARTH_QK5_0, &tail, x + npb, y + npb);
     *s = hsum_pair(acc) + tail;
 }
 
@@ -165,16 +199,21 @@ static inline __m512i dot_q8_pair(__m512i xx, __m512i yy) {
 void hearth_vec_dot_q8_0_q8_0_dot2_avx512(int64_t n, float *s, const void *vx, const void *vy) {
     const hearth_block_q8_0 *x = vx;
     const hearth_block_q8_0 *y = vy;
-    const int64_t nb = n / HEARTH_QK8_0;
+    const int64_t nb = n / HEARTH_QK8_0, npb = nb & ~(int64_t)1;
     __m512 acc = _mm512_setzero_ps();
     float tail = 0.0f;
-    int64_t b = 0;
-    for (; b + 2 <= nb; b += 2) {
-        __m512i p = dot_q8_pair(load_pair(x[b].qs, x[b + 1].qs), load_pair(y[b].qs, y[b + 1].qs));
-        __m512 sc = scale16(h2f(x[b].d) * h2f(y[b].d), h2f(x[b + 1].d) * h2f(y[b + 1].d));
-        acc = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(p), acc);
+    for (int64_t g = 0; g < npb; g += 16) {
+        const int m = npb - g < 16 ? (int)(npb - g) : 16;
+        __m512 xd, yd;
+        gather_scales(x + g, (int)sizeof *x, m, &xd, NULL);
+        gather_scales(y + g, (int)sizeof *y, m, &yd, NULL);
+        const __m512 sc = _mm512_mul_ps(xd, yd);
+        for (int b = 0; b < m; b += 2) {
+            __m512i p = dot_q8_pair(load_pair(x[g + b].qs, x[g + b + 1].qs), load_pair(y[g + b].qs, y[g + b + 1].qs));
+            acc = _mm512_fmadd_ps(pair_scale(sc, b / 2), _mm512_cvtepi32_ps(p), acc);
+        }
     }
-    if (b < nb) hearth_vec_dot_q8_0_q8_0_ref((nb - b) * HEARTH_QK8_0, &tail, x + b, y + b);
+    if (npb < nb) hearth_vec_dot_q8_0_q8_0_ref((nb - npb) * HEARTH_QK8_0, &tail, x + npb, y + npb);
     *s = hsum_pair(acc) + tail;
 }
 
