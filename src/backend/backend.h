@@ -57,6 +57,10 @@ struct hearth_backend_i {
     /* y[t][o] = sum_i w[o][i] x[t][i];  x: [n_tok][w->ne0], y: [n_tok][ldy] */
     void (*matmul)(hearth_backend *be, const hearth_weight *w, const float *x, int64_t n_tok, float *y,
                    int64_t ldy);
+    /* (optional: NULL runs matmul per weight) the same as n matmul calls that share x: y[i] =
+     * x w[i]^T with row stride ldy[i], n <= 4; the weights have the same ne0 */
+    void (*matmul_n)(hearth_backend *be, const hearth_weight *const *w, float *const *y, const int64_t *ldy, int n,
+                     const float *x, int64_t n_tok);
     /* out[t] = row ids[t] of w as f32, times scale;  out: [n][w->ne0] */
     void (*get_rows)(hearth_backend *be, const hearth_weight *w, const int32_t *ids, int64_t n, float scale,
                      float *out);
@@ -97,6 +101,11 @@ int             hearth_backend_cpu_threads(const hearth_backend *be);
 /* Thin wrappers so model code reads as a list of ops. */
 static inline void hearth_op_matmul(hearth_backend *be, const hearth_weight *w, const float *x, int64_t n_tok,
                                     float *y, int64_t ldy) { be->iface->matmul(be, w, x, n_tok, y, ldy); }
+static inline void hearth_op_matmul_n(hearth_backend *be, const hearth_weight *const *w, float *const *y,
+                                      const int64_t *ldy, int n, const float *x, int64_t n_tok) {
+    if (be->iface->matmul_n) be->iface->matmul_n(be, w, y, ldy, n, x, n_tok);
+    else for (int i = 0; i < n; i++) be->iface->matmul(be, w[i], x, n_tok, y[i], ldy[i]);
+}
 static inline void hearth_op_get_rows(hearth_backend *be, const hearth_weight *w, const int32_t *ids, int64_t n,
                                       float scale, float *out) { be->iface->get_rows(be, w, ids, n, scale, out); }
 static inline void hearth_op_rmsnorm(hearth_backend *be, const float *x, const float *w, float *y, int64_t n_rows,

@@ -47,6 +47,19 @@ static void cpu_matmul(hearth_backend *be, const hearth_weight *w, const float *
     hearth_matmul(c->pool, w->type, w->data, w->row_bytes, w->ne1, w->ne0, x, n_tok, y, ldy, c->mm_scratch);
 }
 
+static void cpu_matmul_n(hearth_backend *be, const hearth_weight *const *w, float *const *y, const int64_t *ldy,
+                         int n, const float *x, int64_t n_tok) {
+    cpu_ctx *c = ctx_of(be);
+    HEARTH_ASSERT(n >= 1 && n <= HEARTH_MATMUL_MAX_PARTS && n_tok <= c->max_tok);
+    hearth_matmul_part parts[HEARTH_MATMUL_MAX_PARTS];
+    for (int i = 0; i < n; i++) {
+        HEARTH_ASSERT(w[i]->ne0 == w[0]->ne0 && w[i]->ne0 <= c->max_width);
+        HEARTH_ASSERT(hearth_matmul_scratch_bytes(w[i]->type, w[i]->ne0, n_tok, c->nth) <= c->mm_bytes);
+        parts[i] = (hearth_matmul_part){w[i]->type, w[i]->data, w[i]->row_bytes, w[i]->ne1, y[i], ldy[i]};
+    }
+    hearth_matmul_n(c->pool, parts, n, w[0]->ne0, x, n_tok, c->mm_scratch);
+}
+
 /* ---- row-parallel helpers ---- */
 
 typedef struct {
@@ -369,6 +382,7 @@ static void cpu_destroy(hearth_backend *be) {
 static const struct hearth_backend_i cpu_iface = {
     .name = "cpu",
     .matmul = cpu_matmul,
+    .matmul_n = cpu_matmul_n,
     .get_rows = cpu_get_rows,
     .rmsnorm = cpu_rmsnorm,
     .rope = cpu_rope,

@@ -104,3 +104,19 @@ size_t hearth_matmul_scratch_bytes(hearth_type wtype, int64_t n_in, int64_t n_to
 void   hearth_matmul(hearth_pool *pool, hearth_type wtype, const void *w, size_t w_row_bytes,
                      int64_t n_out, int64_t n_in, const float *x, int64_t n_tok, float *y,
                      int64_t ldy, void *scratch);
+
+/* Several matrices over the same activations x: [n_tok][n_in], as one pool job (matmul.c): the
+ * activations are quantized once and the rows of every part are shared out together. Results
+ * equal separate hearth_matmul calls; parts whose weights want different activation types are
+ * run one by one. scratch: the largest hearth_matmul_scratch_bytes of the parts. */
+#define HEARTH_MATMUL_MAX_PARTS 4
+typedef struct {
+    hearth_type wtype;
+    const void *w;           /* borrowed: [n_out rows][n_in] of wtype, row stride w_row_bytes */
+    size_t      w_row_bytes;
+    int64_t     n_out;
+    float      *y;           /* borrowed: [n_tok][ldy] */
+    int64_t     ldy;
+} hearth_matmul_part;
+void hearth_matmul_n(hearth_pool *pool, const hearth_matmul_part *parts, int n_parts, int64_t n_in, const float *x,
+                     int64_t n_tok, void *scratch);

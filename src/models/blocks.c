@@ -13,9 +13,11 @@ void hearth_blk_attn(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view 
     int64_t q_w = (int64_t)hp->n_head * hp->head_dim, k_w = (int64_t)hp->n_head_kv * hp->head_dim,
             v_w = (int64_t)hp->n_head_kv * hp->head_dim_v;
 
-    hearth_op_matmul(be, &l->wq, f->xb, T, f->q, q_w);
-    hearth_op_matmul(be, &l->wk, f->xb, T, f->k, k_w);
-    hearth_op_matmul(be, &l->wv, f->xb, T, f->v, v_w);
+    /* q, k and v read the same normed input: one job, the input quantized once */
+    const hearth_weight *qkv[3] = {&l->wq, &l->wk, &l->wv};
+    float *const out[3] = {f->q, f->k, f->v};
+    const int64_t ld[3] = {q_w, k_w, v_w};
+    hearth_op_matmul_n(be, qkv, out, ld, 3, f->xb, T);
     if (hp->qkv_bias) {
         hearth_op_add_rows(be, f->q, l->bq, T, q_w);
         hearth_op_add_rows(be, f->k, l->bk, T, k_w);
@@ -50,8 +52,10 @@ void hearth_blk_attn(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view 
 void hearth_blk_ffn(hearth_fwd *f, int32_t n_tok, int32_t il) {
     const hearth_hparams *hp = &f->m->hp;
     const hearth_layer *l = &f->m->layers[il];
-    hearth_op_matmul(f->be, &l->w_gate, f->xb, n_tok, f->g, hp->n_ff);
-    hearth_op_matmul(f->be, &l->w_up, f->xb, n_tok, f->u, hp->n_ff);
+    const hearth_weight *gu[2] = {&l->w_gate, &l->w_up};
+    float *const out[2] = {f->g, f->u};
+    const int64_t ld[2] = {hp->n_ff, hp->n_ff};
+    hearth_op_matmul_n(f->be, gu, out, ld, 2, f->xb, n_tok);
     hearth_op_glu(f->be, f->g, f->u, (int64_t)n_tok * hp->n_ff, f->glu);
     hearth_op_matmul(f->be, &l->w_down, f->g, n_tok, f->xb, hp->n_embd);
 }

@@ -25,6 +25,11 @@
  * each weight row once per call into the thread's slice of scratch, then dots it with every
  * token in f32 (the f32 reference dot, which equals the set's own vec_dot bit for bit).
  *
+ * hearth_matmul_n runs up to HEARTH_MATMUL_MAX_PARTS matrices that read the same activations
+ * (q, k, v; gate, up) as one job: phase 1 once, then the chunks of all of them from one counter,
+ * so the step pays one quantization and one wake-up instead of one per matrix. Each output
+ * element is still exactly one vec_dot, so the results equal separate calls.
+ *
  * No allocation, locks or logging inside; scratch is the caller's.
  */
 #include <stdatomic.h>
@@ -47,17 +52,25 @@ enum {
     CHUNK_MAX = 64,
 };
 
+/* One weight matrix of a job (hearth_matmul_n runs several on the same activations). */
 typedef struct {
-    hearth_pool          *pool;       /* borrowed */
     hearth_vec_dot_fn     vec_dot;
     hearth_vec_dot_4_fn   vec_dot_4;  /* optional: 4 tokens per call, bit-identical to vec_dot */
-    hearth_from_float_fn  quantize;   /* phase 1; NULL when x is used as is */
     hearth_to_float_fn    dequant;    /* ref path: weight row -> f32; NULL otherwise */
     const uint8_t        *w;          /* borrowed: [n_out] rows of w_row_bytes */
     size_t                w_row_bytes;
-    int64_t               n_out, n_in, n_tok, ldy;
-    const float          *x;          /* borrowed: [n_tok][n_in] */
+    int64_t               n_out, ldy;
     float                *y;          /* borrowed: [n_tok][ldy] */
+    int64_t               chunk_rows, chunk_end; /* chunks [previous part's end, chunk_end) */
+} mm_part;
+
+typedef struct {
+    hearth_pool          *pool;       /* borrowed */
+    mm_part               parts[HEARTH_MATMUL_MAX_PARTS];
+    int                   n_parts;
+    hearth_from_float_fn  quantize;   /* phase 1; NULL when x is used as is */
+    int64_t               n_in, n_tok;
+    const float          *x;          /* borrowed: [n_tok][n_in] */
     uint8_t              *act;        /* activations as vec_dot reads them: scratch or x */
     size_t                act_row_bytes;
     int64_t               act_blck;   /* block size of the activation type */
@@ -65,7 +78,7 @@ typedef struct {
     int64_t               unit, units_per_row; /* phase-1 split, in elements */
     float                *deq;        /* view into scratch: [nth][deq_stride] floats (ref path) */
     size_t                deq_stride;
-    int64_t               chunk_rows, n_chunks;
+    int64_t               n_chunks;   /* over all parts */
     _Atomic int64_t       next_chunk;
 } mm_job;
 
@@ -85,29 +98,29 @@ static void quantize_rows(mm_job *j, int ith, int nth) {
     }
 }
 
-/* Rows [r0, r1) of the ref path: dequantize each row once, dot it with every token. */
-static void rows_dequant(mm_job *j, float *row, int64_t r0, int64_t r1) {
+/* Rows [r0, r1) of part p on the ref path: dequantize each row once, dot it with every token. */
+static void rows_dequant(const mm_job *j, const mm_part *p, float *row, int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; r++) {
-        j->dequant(j->w + (size_t)r * j->w_row_bytes, row, j->n_in);
+        p->dequant(p->w + (size_t)r * p->w_row_bytes, row, j->n_in);
         for (int64_t t = 0; t < j->n_tok; t++)
-            j->vec_dot(j->n_in, &j->y[t * j->ldy + r], row, j->act + (size_t)t * j->act_row_bytes);
+            p->vec_dot(j->n_in, &p->y[t * p->ldy + r], row, j->act + (size_t)t * j->act_row_bytes);
     }
 }
 
-/* Rows [r0, r1), tokens in tiles of TOK_TILE. */
-static void rows_tiled(mm_job *j, int64_t r0, int64_t r1) {
+/* Rows [r0, r1) of part p, tokens in tiles of TOK_TILE. */
+static void rows_tiled(const mm_job *j, const mm_part *p, int64_t r0, int64_t r1) {
     for (int64_t t0 = 0; t0 < j->n_tok; t0 += TOK_TILE) {
         int64_t t1 = t0 + TOK_TILE < j->n_tok ? t0 + TOK_TILE : j->n_tok;
         for (int64_t r = r0; r < r1; r++) {
-            const uint8_t *wr = j->w + (size_t)r * j->w_row_bytes;
+            const uint8_t *wr = p->w + (size_t)r * p->w_row_bytes;
             int64_t t = t0;
-            if (j->vec_dot_4)
+            if (p->vec_dot_4)
                 for (; t + 4 <= t1; t += 4)
-                    j->vec_dot_4(j->n_in, &j->y[t * j->ldy + r], j->ldy, wr, j->act + (size_t)t * j->act_row_bytes,
+                    p->vec_dot_4(j->n_in, &p->y[t * p->ldy + r], p->ldy, wr, j->act + (size_t)t * j->act_row_bytes,
                                  j->act_row_bytes);
             for (; t < t1; t++) {
                 const uint8_t *xt = j->act + (size_t)t * j->act_row_bytes;
-                j->vec_dot(j->n_in, &j->y[t * j->ldy + r], wr, xt);
+                p->vec_dot(j->n_in, &p->y[t * p->ldy + r], wr, xt);
             }
         }
     }
@@ -123,10 +136,13 @@ static void mm_worker(void *arg, int ith, int nth) {
     for (;;) {
         int64_t c = atomic_fetch_add_explicit(&j->next_chunk, 1, memory_order_relaxed);
         if (c >= j->n_chunks) break;
-        int64_t r0 = c * j->chunk_rows;
-        int64_t r1 = r0 + j->chunk_rows < j->n_out ? r0 + j->chunk_rows : j->n_out;
-        if (row) rows_dequant(j, row, r0, r1);
-        else rows_tiled(j, r0, r1);
+        int ip = 0;
+        while (c >= j->parts[ip].chunk_end) ip++;
+        const mm_part *p = &j->parts[ip];
+        int64_t r0 = (c - (ip ? j->parts[ip - 1].chunk_end : 0)) * p->chunk_rows;
+        int64_t r1 = r0 + p->chunk_rows < p->n_out ? r0 + p->chunk_rows : p->n_out;
+        if (p->dequant) rows_dequant(j, p, row, r0, r1);
+        else rows_tiled(j, p, r0, r1);
     }
 }
 
@@ -158,51 +174,84 @@ size_t hearth_matmul_scratch_bytes(hearth_type wtype, int64_t n_in, int64_t n_to
     return need;
 }
 
-void hearth_matmul(hearth_pool *pool, hearth_type wtype, const void *w, size_t w_row_bytes,
-                   int64_t n_out, int64_t n_in, const float *x, int64_t n_tok, float *y,
-                   int64_t ldy, void *scratch) {
-    const hearth_kernel_traits *tr = hearth_kernels_traits(wtype);
-    HEARTH_ASSERT(tr && tr->vec_dot);
-    HEARTH_ASSERT(n_in > 0 && n_out >= 0 && n_tok >= 0 && ldy >= n_out);
-    HEARTH_ASSERT(hearth_row_size(wtype, n_in) != 0 && w_row_bytes >= hearth_row_size(wtype, n_in));
-    if (n_out == 0 || n_tok == 0) return;
+/* Fill j (activation side) and its parts from d[0..n); false when the parts' weights would
+ * pair with different activation types (the caller then runs them one by one). */
+static bool job_init(mm_job *j, hearth_pool *pool, const hearth_matmul_part *d, int n, int64_t n_in,
+                     const float *x, int64_t n_tok, void *scratch) {
     const int nth = hearth_pool_size(pool);
-    const hearth_type vdt = tr->vec_dot_type;
+    const hearth_kernel_traits *tr0 = hearth_kernels_traits(d[0].wtype);
+    HEARTH_ASSERT(tr0 && tr0->vec_dot && n >= 1 && n <= HEARTH_MATMUL_MAX_PARTS);
+    const hearth_type vdt = tr0->vec_dot_type;
     const hearth_type_traits *at = hearth_type_traits_of((int)vdt);
     const hearth_kernel_traits *atr = hearth_kernels_traits(vdt);
     HEARTH_ASSERT(at && atr && n_in % at->blck_size == 0);
-
-    mm_job j = {
-        .pool = pool, .w = w, .w_row_bytes = w_row_bytes,
-        .n_out = n_out, .n_in = n_in, .n_tok = n_tok, .ldy = ldy, .x = x, .y = y,
+    *j = (mm_job){
+        .pool = pool, .n_parts = n, .n_in = n_in, .n_tok = n_tok, .x = x,
         .act_blck = at->blck_size, .act_type_size = at->type_size,
         .act_row_bytes = hearth_row_size(vdt, n_in),
     };
     if (vdt != HEARTH_TYPE_F32) {
         /* phase 1 quantizes x into scratch; vec_dot pairs the weight with it */
         HEARTH_ASSERT(scratch != NULL);
-        j.vec_dot = tr->vec_dot;
-        j.vec_dot_4 = tr->vec_dot_4;
-        j.quantize = atr->from_float;
-        j.act = scratch;
-        j.unit = at->is_quantized ? at->blck_size : PLAIN_UNIT;
-        j.units_per_row = (n_in + j.unit - 1) / j.unit;
+        j->quantize = atr->from_float;
+        j->act = scratch;
+        j->unit = at->is_quantized ? at->blck_size : PLAIN_UNIT;
+        j->units_per_row = (n_in + j->unit - 1) / j->unit;
     } else {
-        j.act = (uint8_t *)(uintptr_t)x; /* read only */
-        if (wtype == HEARTH_TYPE_F32 || tr->f32_direct) {
-            j.vec_dot = tr->vec_dot;
+        j->act = (uint8_t *)(uintptr_t)x; /* read only */
+    }
+    int64_t chunks = 0;
+    for (int i = 0; i < n; i++) {
+        const hearth_kernel_traits *tr = hearth_kernels_traits(d[i].wtype);
+        HEARTH_ASSERT(tr && tr->vec_dot);
+        HEARTH_ASSERT(d[i].n_out >= 0 && d[i].ldy >= d[i].n_out);
+        HEARTH_ASSERT(hearth_row_size(d[i].wtype, n_in) != 0 && d[i].w_row_bytes >= hearth_row_size(d[i].wtype, n_in));
+        if (tr->vec_dot_type != vdt || tr->f32_direct != tr0->f32_direct) return false;
+        mm_part *p = &j->parts[i];
+        *p = (mm_part){.w = d[i].w, .w_row_bytes = d[i].w_row_bytes, .n_out = d[i].n_out, .ldy = d[i].ldy,
+                       .y = d[i].y};
+        if (vdt != HEARTH_TYPE_F32 || d[i].wtype == HEARTH_TYPE_F32 || tr->f32_direct) {
+            p->vec_dot = tr->vec_dot;
+            p->vec_dot_4 = vdt != HEARTH_TYPE_F32 ? tr->vec_dot_4 : NULL;
         } else {
             /* ref path: dequantized rows . f32 with the f32 dot of the same set */
             HEARTH_ASSERT(scratch != NULL);
-            j.dequant = tr->to_float;
-            j.vec_dot = atr->vec_dot;
-            j.deq = scratch;
-            j.deq_stride = align64((size_t)n_in * sizeof(float)) / sizeof(float);
+            p->dequant = tr->to_float;
+            p->vec_dot = atr->vec_dot;
+            j->deq = scratch;
+            j->deq_stride = align64((size_t)n_in * sizeof(float)) / sizeof(float);
         }
+        int64_t per = d[i].n_out / ((int64_t)nth * CHUNKS_PER_THREAD);
+        p->chunk_rows = per < CHUNK_MIN ? CHUNK_MIN : per > CHUNK_MAX ? CHUNK_MAX : per;
+        chunks += (d[i].n_out + p->chunk_rows - 1) / p->chunk_rows;
+        p->chunk_end = chunks;
     }
-    int64_t per = n_out / ((int64_t)nth * CHUNKS_PER_THREAD);
-    j.chunk_rows = per < CHUNK_MIN ? CHUNK_MIN : per > CHUNK_MAX ? CHUNK_MAX : per;
-    j.n_chunks = (n_out + j.chunk_rows - 1) / j.chunk_rows;
-    atomic_init(&j.next_chunk, 0);
+    j->n_chunks = chunks;
+    atomic_init(&j->next_chunk, 0);
+    return true;
+}
+
+void hearth_matmul_n(hearth_pool *pool, const hearth_matmul_part *parts, int n_parts, int64_t n_in, const float *x,
+                     int64_t n_tok, void *scratch) {
+    HEARTH_ASSERT(n_in > 0 && n_tok >= 0 && n_parts >= 1 && n_parts <= HEARTH_MATMUL_MAX_PARTS);
+    if (n_tok == 0) return;
+    mm_job j;
+    if (job_init(&j, pool, parts, n_parts, n_in, x, n_tok, scratch)) {
+        if (j.n_chunks > 0) hearth_pool_run(pool, mm_worker, &j);
+        return;
+    }
+    for (int i = 0; i < n_parts; i++)
+        hearth_matmul(pool, parts[i].wtype, parts[i].w, parts[i].w_row_bytes, parts[i].n_out, n_in, x, n_tok,
+                      parts[i].y, parts[i].ldy, scratch);
+}
+
+void hearth_matmul(hearth_pool *pool, hearth_type wtype, const void *w, size_t w_row_bytes,
+                   int64_t n_out, int64_t n_in, const float *x, int64_t n_tok, float *y,
+                   int64_t ldy, void *scratch) {
+    HEARTH_ASSERT(n_in > 0 && n_out >= 0 && n_tok >= 0 && ldy >= n_out);
+    if (n_out == 0 || n_tok == 0) return;
+    hearth_matmul_part d = {wtype, w, w_row_bytes, n_out, y, ldy};
+    mm_job j;
+    HEARTH_ASSERT(job_init(&j, pool, &d, 1, n_in, x, n_tok, scratch));
     hearth_pool_run(pool, mm_worker, &j);
 }
