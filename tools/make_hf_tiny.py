@@ -17,6 +17,7 @@ For each family (llama, mistral, qwen2, qwen3, gemma2, gemma3_text, phi3, smollm
      tokenizers library (tokenizer_config.json, chat_template.jinja) and generation_config.json:
        <family>/        save_pretrained in f32
        <family>-bf16/   save_pretrained in bf16 (qwen2's sharded in 64 KB files with an index)
+       llama-f16/       save_pretrained in f16 (one family: the f16 path is the bf16 one's twin)
        <family>-mlx/    MLX affine quantized (this script's quantizer, written from the format's
                         definition: per group of G inputs, w ~ scale * q + bias with q unsigned
                         `bits`-bit; q packed little-endian into uint32 words, element k of a word
@@ -229,18 +230,19 @@ def main():
         model.generation_config = transformers.GenerationConfig(eos_token_id=[2, 0], temperature=0.7, top_p=0.9,
                                                                 top_k=20, do_sample=True)
         f32_state = {k: v.clone() for k, v in model.state_dict().items()}
-        for variant in ("", "-bf16", "-mlx"):
+        for variant in ("", "-bf16", "-mlx") + (("-f16",) if family == "llama" else ()):
             d = os.path.join(args.out, family + variant)
             shutil.rmtree(d, ignore_errors=True)
             os.makedirs(d)
             tok.save_pretrained(d)
-            if variant == "-bf16":
+            if variant in ("-bf16", "-f16"):
+                dt = torch.bfloat16 if variant == "-bf16" else torch.float16
                 m16 = build(family)
                 m16.load_state_dict(f32_state)
                 # one sharded checkpoint (model.safetensors.index.json + shards)
                 shard = {"max_shard_size": "64KB"} if family == "qwen2" else {}
-                m16.to(torch.bfloat16).save_pretrained(d, **shard)
-                state = {k: v.to(torch.bfloat16).float() for k, v in f32_state.items()}
+                m16.to(dt).save_pretrained(d, **shard)
+                state = {k: v.to(dt).float() for k, v in f32_state.items()}
             else:
                 model.load_state_dict(f32_state)
                 model.save_pretrained(d)
