@@ -5,8 +5,9 @@
  * name -> {dtype, shape, data_offsets}). MLX affine-quantized weights are packed u32 words:
  * their element count is multiplied back by 32 / bits. See facts.h.
  *
- * Files are untrusted: header lengths are bounded (64 MiB), JSON goes through cJSON, sizes are
- * summed with overflow checks. A snapshot is marked supported when model/hf_config.c accepts its
+ * MLX scales and biases are not counted as parameters, and a packed weight is unpacked at its
+ * own module's bits (config.json overrides). Files are untrusted: header lengths are bounded
+ * (64 MiB), JSON goes through cJSON, sizes are summed with overflow checks. A snapshot is marked supported when model/hf_config.c accepts its
  * config.json (the loader's own parser, which also gives the layer pattern for the KV numbers)
  * and a tokenizer.json is present.
  */
@@ -62,8 +63,11 @@ static const char *jstr(const cJSON *o, const char *key) {
 typedef struct {
     int64_t n_params, data_bytes, embd_bytes;
     int64_t dtype_bytes[8];
-    int     bits;
+    int     bits;                 /* default MLX bits, 0 = not quantized */
+    const hearth_hf_config *hc;   /* borrowed: per-module bits (NULL when the loader refuses it) */
 } st_sum;
+
+static bool has_suffix(const char *s, const char *suf);
 
 static const char *dtypes[8] = {"F32", "F16", "BF16", "U32", "I8", "U8", "F8_E4M3", "I32"};
 
@@ -97,12 +101,24 @@ static bool read_header(const char *path, st_sum *sum) {
         double o0 = cJSON_GetArrayItem(offs, 0)->valuedouble, o1 = cJSON_GetArrayItem(offs, 1)->valuedouble;
         if (!(o0 >= 0 && o1 >= o0 && o1 <= (double)data_bytes)) goto done;
         int64_t nb = (int64_t)(o1 - o0);
-        if (!strcmp(dt, "U32") && sum->bits > 0 && sum->bits < 32) n *= 32 / sum->bits; /* packed */
-        sum->n_params += n;
-        for (int i = 0; i < 8; i++)
-            if (!strcmp(dt, dtypes[i])) sum->dtype_bytes[i] += nb;
         const char *nm = t->string;
         size_t ln = strlen(nm);
+        if (!strcmp(dt, "U32") && sum->bits > 0 && sum->bits < 32) { /* packed: the module's own bits */
+            int bits = sum->bits;
+            if (sum->hc && ln > 7 && ln < 200 && has_suffix(nm, ".weight")) {
+                char mod[200];
+                memcpy(mod, nm, ln - 7);
+                mod[ln - 7] = 0;
+                hearth_mlx_quant q = hearth_hf_config_quant_of(sum->hc, mod);
+                if (q.bits > 0 && q.bits < 32) bits = q.bits;
+            }
+            n *= 32 / bits;
+        }
+        /* an MLX module's scales and biases describe its weight; they are not parameters */
+        bool qmeta = sum->bits > 0 && (has_suffix(nm, ".scales") || has_suffix(nm, ".biases"));
+        if (!qmeta) sum->n_params += n;
+        for (int i = 0; i < 8; i++)
+            if (!strcmp(dt, dtypes[i])) sum->dtype_bytes[i] += nb;
         if (ln >= 19 && !strcmp(nm + ln - 19, "embed_tokens.weight")) sum->embd_bytes += nb;
     }
     sum->data_bytes += data_bytes;
@@ -150,7 +166,7 @@ hearth_status hearth_facts_safetensors(const char *dir, hearth_model_facts *f, h
     const char *mt = jstr(tc, "model_type") ? jstr(tc, "model_type") : jstr(cfg, "model_type");
     snprintf(f->arch, sizeof f->arch, "%s", mt ? mt : "?");
     const cJSON *q = cJSON_GetObjectItemCaseSensitive(cfg, "quantization");
-    st_sum sum = {0};
+    st_sum sum = {.hc = runs ? hc : NULL};
     if (cJSON_IsObject(q)) {
         sum.bits = (int)jint(q, "bits", 0);
         snprintf(f->quant, sizeof f->quant, "%d-bit g%d", sum.bits, (int)jint(q, "group_size", 0));

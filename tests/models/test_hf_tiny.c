@@ -219,6 +219,11 @@ TEST(registry_facts) {
         CHECK_EQ(f.n_swa, swa ? 8 : 0);
         CHECK_EQ(f.n_layer_swa, !strcmp(fams[i], "mistral") ? 2 : swa ? 1 : 0);
         CHECK_EQ(f.n_ctx_train, 256);
+        /* the MLX twin: packed weights counted unpacked at their own bits, scales and biases not */
+        snprintf(path, sizeof path, GOLD "%s-mlx", fams[i]);
+        hearth_model_facts fq;
+        CHECK_EQ(hearth_facts_safetensors(path, &fq, &err), HEARTH_OK);
+        if (np) CHECK_EQ(fq.n_params, np[0]);
         free(np);
         free(json);
     }
