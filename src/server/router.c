@@ -1,8 +1,10 @@
 /*
  * router.c - method + path -> handler, the API-key gate, and the small endpoints
- * (/health, /stats, /metrics). Unknown paths get 404 and known paths with the wrong method
- * 405, both in OpenAI's error shape. /health and CORS preflights stay public when an API key
- * is set (mlx_lm.server and llama-server do the same), so monitors and browsers work.
+ * (/health, /stats, /metrics, /openapi.json). Unknown paths get 404 and known paths with the
+ * wrong method 405, in OpenAI's error shape (Anthropic's under /v1/messages). /health,
+ * /openapi.json and CORS preflights stay public when an API key is set (mlx_lm.server and
+ * llama-server do the same), so monitors, browsers and API tools work. The description in
+ * src/server/api/openapi.json lists every route of the table below; a test checks that.
  */
 #include "server/anthropic.h"
 #include "server/openai.h"
@@ -10,6 +12,7 @@
 #include "server/server_internal.h"
 #include "server/store_api.h"
 #include "server/web.h"
+#include "server/web_assets.h"
 
 #include <string.h>
 
@@ -33,6 +36,11 @@ static void h_metrics(hearth_http_req *r) {
     if (w.oom) hearth_http_send_json(r, 500, &w);
     else hearth_http_send(r, 200, "text/plain; version=0.0.4; charset=utf-8", w.buf ? w.buf : "", w.len);
     hearth_jw_fini(&w);
+}
+
+static void h_openapi(hearth_http_req *r) {
+    const hearth_web_asset *a = &hearth_api_assets[0];
+    hearth_http_send(r, 200, a->ctype, (const char *)a->data, a->len);
 }
 
 typedef struct {
@@ -61,6 +69,7 @@ static const route routes[] = {
     {"DELETE", "/v1/responses/", true, false, HEARTH_EP_RESPONSES, hearth_responses_delete},
     {"GET", "/stats", false, false, HEARTH_EP_STATS, h_stats},
     {"GET", "/metrics", false, false, HEARTH_EP_METRICS, h_metrics},
+    {"GET", "/openapi.json", false, true, HEARTH_EP_OTHER, h_openapi},
     {"GET", "/v1/app/config", false, false, HEARTH_EP_OTHER, hearth_web_config},
     {"GET", "/", false, true, HEARTH_EP_OTHER, hearth_web_index},
     {"GET", "/chat", false, true, HEARTH_EP_OTHER, hearth_web_deep_link},

@@ -19,5 +19,10 @@ typedef struct {
 extern const hearth_web_asset hearth_web_assets[];
 extern const size_t           hearth_web_n_assets;
 
+/* The OpenAPI description of the HTTP API (src/server/api/openapi.json), embedded the same way
+ * (api_assets.c) and served at /openapi.json. */
+extern const hearth_web_asset hearth_api_assets[];
+extern const size_t           hearth_api_n_assets;
+
 /* The asset at URL path, or NULL. */
 const hearth_web_asset *hearth_web_asset_find(const char *path);
