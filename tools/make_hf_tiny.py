@@ -18,6 +18,8 @@ For each family (llama, mistral, qwen2, qwen3, gemma2, gemma3_text, phi3, smollm
        <family>/        save_pretrained in f32
        <family>-bf16/   save_pretrained in bf16 (qwen2's sharded in 64 KB files with an index)
        llama-f16/       save_pretrained in f16 (one family: the f16 path is the bf16 one's twin)
+       gemma3-mm/       gemma3_text-bf16's weights in a multimodal Gemma 3 layout (text_config,
+                        language_model.model.* names), checked against gemma3_text-bf16's golden
        <family>-mlx/    MLX affine quantized (this script's quantizer, written from the format's
                         definition: per group of G inputs, w ~ scale * q + bias with q unsigned
                         `bits`-bit; q packed little-endian into uint32 words, element k of a word
@@ -186,6 +188,22 @@ def write_mlx(model, family, path):
     return ref
 
 
+def write_multimodal_layout(src, d):
+    """gemma3-mm/: the bf16 gemma3_text weights in the layout of a multimodal Gemma 3 checkpoint
+    as mlx-community repos have it (config model_type "gemma3" with a text_config, tensors under
+    "language_model.model."); the vision tower is left out. Its golden is gemma3_text-bf16's."""
+    from safetensors.torch import load_file
+    shutil.rmtree(d, ignore_errors=True)
+    shutil.copytree(src, d)
+    sd = load_file(os.path.join(d, "model.safetensors"))
+    save_file({"language_model." + k: v for k, v in sd.items()}, os.path.join(d, "model.safetensors"),
+              metadata={"format": "mlx"})
+    text = json.load(open(os.path.join(d, "config.json")))
+    cfg = {"architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3", "text_config": text,
+           "vision_config": {"model_type": "siglip_vision_model"}, "eos_token_id": text.get("eos_token_id")}
+    json.dump(cfg, open(os.path.join(d, "config.json"), "w"), indent=2)
+
+
 def reference(model, state, name, out_dir, provenance):
     """Load state (f32) into model and record logits / argmax / greedy for PROMPTS."""
     model.load_state_dict(state, strict=False)
@@ -258,6 +276,8 @@ def main():
             ref_model = build(family)
             reference(ref_model, state, family + variant, args.out, provenance)
             print(family + variant, "ok", file=sys.stderr)
+            if family == "gemma3_text" and variant == "-bf16":
+                write_multimodal_layout(d, os.path.join(args.out, "gemma3-mm"))
 
 
 if __name__ == "__main__":
