@@ -261,32 +261,8 @@ hearth_status hearth_engine_submit(hearth_engine *e, const hearth_request_params
         if (p->prompt[i] < 0 || p->prompt[i] >= n_vocab)
             return hearth_err_set(err, HEARTH_E_INVALID, (int64_t)i, "prompt token %d is outside the vocabulary",
                                   p->prompt[i]);
-    hearth_request *r = calloc(1, sizeof *r);
+    hearth_request *r = hearth_req_create(p);
     if (!r) return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
-    r->prompt = malloc(p->n_prompt * sizeof(int32_t));
-    if (!r->prompt) {
-        free(r);
-        return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
-    }
-    memcpy(r->prompt, p->prompt, p->n_prompt * sizeof(int32_t));
-    r->p = *p;
-    r->p.prompt = r->prompt;
-    r->p.sampling.bias = NULL; /* the sampler copies bias at create; keep ours */
-    r->p.sampling.n_bias = 0;
-    if (p->sampling.n_bias > 0) {
-        hearth_logit_bias *b = malloc((size_t)p->sampling.n_bias * sizeof *b);
-        if (!b) {
-            free(r->prompt);
-            free(r);
-            return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
-        }
-        memcpy(b, p->sampling.bias, (size_t)p->sampling.n_bias * sizeof *b);
-        r->p.sampling.bias = b; /* owned: freed by hearth_req_unref */
-        r->p.sampling.n_bias = p->sampling.n_bias;
-    }
-    pthread_mutex_init(&r->mu, NULL);
-    pthread_cond_init(&r->cv, NULL);
-    atomic_store(&r->refs, 2); /* caller + engine */
     pthread_mutex_lock(&e->mu);
     if (e->stop) {
         pthread_mutex_unlock(&e->mu);
@@ -322,7 +298,7 @@ hearth_status hearth_request_next(hearth_request *r, hearth_event *ev, int timeo
     pthread_mutex_lock(&r->mu);
     while (r->head == r->n_events && !r->done) {
         if (timeout_ms < 0) pthread_cond_wait(&r->cv, &r->mu);
-        else if (pthread_cond_timedwait(&r->cv, &r->mu, &deadline) == ETIMEDOUT) {
+        else if (timeout_ms == 0 || pthread_cond_timedwait(&r->cv, &r->mu, &deadline) == ETIMEDOUT) {
             pthread_mutex_unlock(&r->mu);
             return HEARTH_E_LIMIT;
         }

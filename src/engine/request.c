@@ -3,12 +3,36 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 double hearth_now_mono_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+hearth_request *hearth_req_create(const hearth_request_params *p) {
+    hearth_request *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    r->prompt = malloc(p->n_prompt * sizeof(int32_t));
+    hearth_logit_bias *b = p->sampling.n_bias > 0 ? malloc((size_t)p->sampling.n_bias * sizeof *b) : NULL;
+    if (!r->prompt || (p->sampling.n_bias > 0 && !b)) {
+        free(r->prompt);
+        free(b);
+        free(r);
+        return NULL;
+    }
+    memcpy(r->prompt, p->prompt, p->n_prompt * sizeof(int32_t));
+    r->p = *p;
+    r->p.prompt = r->prompt;
+    r->p.sampling.bias = b; /* owned: freed by hearth_req_unref (the sampler copies it at create) */
+    r->p.sampling.n_bias = b ? p->sampling.n_bias : 0;
+    if (b) memcpy(b, p->sampling.bias, (size_t)p->sampling.n_bias * sizeof *b);
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_cond_init(&r->cv, NULL);
+    atomic_store(&r->refs, 2);
+    return r;
 }
 
 void hearth_req_unref(hearth_request *r) {

@@ -28,6 +28,9 @@ struct hearth_request {
 };
 
 double hearth_now_mono_ms(void);
+/* A request for params p (prompt and logit bias copied; p is not checked) with two references
+ * (submitter + engine). NULL on OOM. */
+hearth_request *hearth_req_create(const hearth_request_params *p);
 void   hearth_req_unref(hearth_request *r);
 bool   hearth_req_cancelled(const hearth_request *r);
 /* Append a TOKEN event (n_cached: prompt tokens the prefix cache served). False on OOM (the

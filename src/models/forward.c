@@ -76,6 +76,16 @@ hearth_fwd *hearth_fwd_create(const hearth_model *m, hearth_backend *be, int32_t
     return f;
 }
 
+hearth_fwd *hearth_fwd_create_scripted(const hearth_model *m, int32_t max_tok, hearth_fwd_script_fn fn, void *ctx) {
+    hearth_fwd *f = max_tok > 0 && fn ? calloc(1, sizeof *f) : NULL;
+    if (!f) return NULL;
+    f->m = m;
+    f->max_tok = max_tok;
+    f->script = fn;
+    f->script_ctx = ctx;
+    return f;
+}
+
 void hearth_fwd_destroy(hearth_fwd *f) {
     if (!f) return;
     free(f->mem);
@@ -94,6 +104,7 @@ hearth_status hearth_forward(hearth_fwd *f, const hearth_batch *b, const hearth_
         int32_t blk = bl->table[(int64_t)b->seq[t] * bl->max_blocks + b->pos[t] / bl->block_size];
         if (blk < 0 || blk >= kv->n_blocks) return HEARTH_E_INVALID;
     }
+    if (f->script) return f->script(f->script_ctx, b, kv, logits);
     switch (f->m->hp.arch) {
     case HEARTH_ARCH_GEMMA2:
     case HEARTH_ARCH_GEMMA3:

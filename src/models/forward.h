@@ -48,6 +48,12 @@ hearth_fwd   *hearth_fwd_create(const hearth_model *m, hearth_backend *be, int32
 void          hearth_fwd_destroy(hearth_fwd *f); /* accepts NULL */
 int32_t       hearth_fwd_max_tokens(const hearth_fwd *f);
 
+/* Tests: a forward with no weights and no backend, whose arithmetic is fn (the same batch
+ * checks run first). It lets engine tests script tokens from what the KV view holds. */
+typedef hearth_status (*hearth_fwd_script_fn)(void *ctx, const hearth_batch *b, const hearth_kv_view *kv,
+                                              float *logits);
+hearth_fwd   *hearth_fwd_create_scripted(const hearth_model *m, int32_t max_tok, hearth_fwd_script_fn fn, void *ctx);
+
 /* Run one step; logits: [n_out][n_vocab] where n_out is the number of tokens asking for them.
  * Returns HEARTH_E_INVALID (and computes nothing) when the batch is inconsistent with the
  * view (slot or position out of range, a position without a block, too many tokens). */

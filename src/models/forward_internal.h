@@ -21,6 +21,8 @@ struct hearth_fwd {
     hearth_rope_params rope, rope_swa; /* the recipe per layer kind (see forward.c) */
     hearth_glu_kind    glu;            /* the ffn activation as this kernel set computes it */
     void  *mem;              /* owned */
+    hearth_fwd_script_fn script; /* tests: replaces the family forward (be and scratch unused) */
+    void  *script_ctx;
 };
 
 /* Blocks (blocks.c). Each reads f->xb (the normed input) and leaves its output in f->xb. */

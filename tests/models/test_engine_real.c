@@ -1,0 +1,149 @@
+/*
+ * test_engine_real.c - the engine on the real starter models (SmolLM2, Gemma 3 with its
+ * sliding-window layers), greedy, token for token:
+ *
+ *   cold       each of 8 prompts alone, strictly serial, no prefix cache: the reference
+ *   together   the 8 submitted at once into a batch of 8
+ *   cached     the 8 again on the same engine: every full prompt block comes from the prefix
+ *              cache (n_cached > 0), the tokens must not change
+ *   preempted  the 8 at once into a pool (blocks of 4) that holds about three of them, without
+ *              the cache: sequences are preempted and recomputed, the tokens must not change
+ *
+ * The prompts are pairs sharing a 16-token stem, so prefixes also meet inside a batch. Models
+ * come from HEARTH_SMOLLM2_GGUF / HEARTH_GEMMA3_GGUF; skipped under the sanitizers (the tiny
+ * model covers the same paths there: tests/unit/test_engine.c).
+ */
+#include "engine/engine.h"
+#include "engine/kv.h"
+#include "test.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum { NQ = 8, PLEN = 20, NGEN = 8, CTX = 64 };
+
+static int collect(hearth_request *r, int32_t *toks, int cap, hearth_event *done) {
+    int n = 0;
+    for (;;) {
+        hearth_event ev;
+        if (hearth_request_next(r, &ev, 120000) != HEARTH_OK) {
+            CHECK(!"timed out waiting for a token");
+            return n;
+        }
+        if (ev.kind == HEARTH_EV_DONE) {
+            *done = ev;
+            return n;
+        }
+        if (n < cap) toks[n] = ev.token;
+        n++;
+    }
+}
+
+static hearth_engine *engine(hearth_model *m, int32_t batch, int32_t block_size, int32_t pool_tokens,
+                             int64_t prompt_cache) {
+    hearth_engine_params ep = hearth_engine_params_default();
+    ep.n_threads = 2;
+    ep.n_ctx = CTX;
+    ep.batch = batch;
+    ep.block_size = block_size;
+    ep.max_step = 64;
+    ep.prompt_cache = prompt_cache;
+    ep.debug_checks = true;
+    ep.kv_budget = (int64_t)hearth_kv_bytes_per_token(m, true) * pool_tokens;
+    hearth_engine *e = NULL;
+    hearth_err err;
+    CHECK_EQ(hearth_engine_create(m, &ep, &e, &err), HEARTH_OK);
+    return e;
+}
+
+/* Submit prompts [0, n) at once; tokens into out, n_cached into cached. */
+static void run(hearth_engine *e, int32_t p[NQ][PLEN], int n, int32_t out[NQ][NGEN], int32_t *cached) {
+    hearth_request *r[NQ] = {0};
+    hearth_err err;
+    for (int i = 0; i < n; i++) {
+        hearth_request_params rp = {.prompt = p[i], .n_prompt = PLEN, .max_tokens = NGEN,
+                                    .sampling = hearth_sampler_params_default(), .ignore_eog = true};
+        rp.sampling.temperature = 0;
+        CHECK_EQ(hearth_engine_submit(e, &rp, &r[i], &err), HEARTH_OK);
+    }
+    for (int i = 0; i < n; i++) {
+        if (!r[i]) continue;
+        hearth_event done = {0};
+        CHECK_EQ(collect(r[i], out[i], NGEN, &done), NGEN);
+        CHECK_EQ(done.finish, HEARTH_FINISH_LENGTH);
+        if (cached) cached[i] = done.n_cached;
+        hearth_request_release(r[i]);
+    }
+}
+
+static void idle_stats(hearth_engine *e, hearth_engine_stats *st) {
+    for (int i = 0; i < 5000; i++) {
+        hearth_engine_stats_get(e, st);
+        if (st->running == 0 && st->waiting == 0) return;
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static int differing(int32_t a[NQ][NGEN], int32_t b[NQ][NGEN]) {
+    int n = 0;
+    for (int i = 0; i < NQ; i++) n += memcmp(a[i], b[i], sizeof a[i]) != 0;
+    return n;
+}
+
+static void check_model(const char *path) {
+    if (getenv("HEARTH_TEST_SANITIZED")) TEST_SKIP("real models run in the normal build");
+    if (!path) TEST_SKIP("model path not set");
+    hearth_model *m = NULL;
+    hearth_err err;
+    CHECK_EQ(hearth_model_load(path, &m, &err), HEARTH_OK);
+    if (!m) return;
+    int32_t n_vocab = hearth_model_hparams(m)->n_vocab;
+    int32_t p[NQ][PLEN];
+    uint32_t s = 12345;
+    for (int i = 0; i < NQ; i++)
+        for (int j = 0; j < PLEN; j++) {
+            s = s * 1103515245u + 12345u;
+            p[i][j] = (i % 2 && j < 16) ? p[i - 1][j] : 100 + (int32_t)((s >> 8) % (uint32_t)(n_vocab / 2));
+        }
+    static int32_t cold[NQ][NGEN], got[NQ][NGEN];
+    int32_t cached[NQ];
+    hearth_engine_stats st;
+
+    hearth_engine *e = engine(m, 1, 16, CTX, 0);
+    for (int i = 0; e && i < NQ; i++) run(e, &p[i], 1, &cold[i], NULL);
+    hearth_engine_destroy(e);
+
+    e = engine(m, NQ, 16, NQ * CTX, -1);
+    if (e) {
+        run(e, p, NQ, got, NULL);
+        CHECK_EQ(differing(got, cold), 0);
+        memset(got, 0, sizeof got);
+        run(e, p, NQ, got, cached);
+        CHECK_EQ(differing(got, cold), 0);
+        for (int i = 0; i < NQ; i++) CHECK_EQ(cached[i], 16); /* the full block of 16 (never the last token's) */
+        idle_stats(e, &st);
+        CHECK_EQ(st.check_failures, 0);
+        CHECK(st.steps < 2 * NQ * NGEN); /* batched, not one after another */
+    }
+    hearth_engine_destroy(e);
+
+    e = engine(m, NQ, 4, 3 * (PLEN + NGEN), 0);
+    if (e) {
+        memset(got, 0, sizeof got);
+        run(e, p, NQ, got, NULL);
+        CHECK_EQ(differing(got, cold), 0);
+        idle_stats(e, &st);
+        CHECK(st.preemptions > 0);
+        CHECK_EQ(st.check_failures, 0);
+        CHECK_EQ(st.blocks_free, st.blocks_total);
+    }
+    hearth_engine_destroy(e);
+    hearth_model_destroy(m);
+}
+
+TEST(smollm2_batched_cached_preempted_match_alone) { check_model(getenv("HEARTH_SMOLLM2_GGUF")); }
+TEST(gemma3_batched_cached_preempted_match_alone) { check_model(getenv("HEARTH_GEMMA3_GGUF")); }
+
+int main(int argc, char **argv) { return test_main(argc, argv); }

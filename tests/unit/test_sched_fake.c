@@ -1,0 +1,255 @@
+/*
+ * test_sched_fake.c - the scheduler, KV pool and prefix cache under thousands of randomized
+ * add / step / cancel sequences, with a scripted model instead of weights.
+ *
+ * The model (hearth_fwd_create_scripted) stores each token's id and position as its key row in
+ * the paged cache, and the logits of a token are one-hot at a hash of every token id it reads
+ * back through its block table (positions 0..pos, each row checked to hold its own position).
+ * So a request's greedy output is a known function of its whole token history, and any block
+ * handed to the wrong sequence, shared before it was complete, freed while in use, or lost by
+ * preemption changes the tokens. After every step the test checks the pool's invariants (free
+ * list sound, reference counts equal block-table references plus the cache's, free + used =
+ * total); every finished request is compared with the script run directly; at idle no
+ * sequence holds a block and evicting the cache frees the whole pool.
+ */
+#include "engine/kv.h"
+#include "engine/prefix_cache.h"
+#include "engine/request.h"
+#include "engine/sched.h"
+#include "model/model_internal.h"
+#include "test.h"
+
+#include <stdlib.h>
+
+enum { V = 61, N_CTX = 64, MAX_LIVE = 14 };
+
+typedef struct {
+    int32_t toks[N_CTX];
+    int64_t bad;            /* rows that did not hold their own position */
+} script;
+
+static int32_t next_of(const int32_t *toks, int32_t n) {
+    uint64_t h = 1469598103934665603ull;
+    for (int32_t i = 0; i < n; i++) h = (h ^ (uint64_t)(toks[i] + 1)) * 1099511628211ull;
+    return (int32_t)(h % V);
+}
+
+static hearth_status script_fwd(void *ctx, const hearth_batch *b, const hearth_kv_view *kv, float *logits) {
+    script *sc = ctx;
+    const hearth_kv_blocks *bl = &kv->blocks;
+    float *k = kv->k[0];
+    for (int32_t t = 0; t < b->n_tokens; t++) { /* every layer stores first ... */
+        int32_t blk = bl->table[b->seq[t] * bl->max_blocks + b->pos[t] / bl->block_size];
+        float *row = k + ((int64_t)blk * bl->block_size + b->pos[t] % bl->block_size) * 2;
+        row[0] = (float)b->token[t];
+        row[1] = (float)b->pos[t];
+    }
+    int32_t n_out = 0;
+    for (int32_t t = 0; t < b->n_tokens; t++) { /* ... then reads */
+        if (!b->want_logits[t]) continue;
+        for (int32_t j = 0; j <= b->pos[t]; j++) {
+            int32_t blk = bl->table[b->seq[t] * bl->max_blocks + j / bl->block_size];
+            if (blk < 0 || blk >= kv->n_blocks) {
+                sc->bad++;
+                sc->toks[j] = 0;
+                continue;
+            }
+            const float *row = k + ((int64_t)blk * bl->block_size + j % bl->block_size) * 2;
+            sc->bad += row[1] != (float)j;
+            sc->toks[j] = (int32_t)row[0];
+        }
+        float *lg = logits + (int64_t)n_out++ * V;
+        for (int32_t i = 0; i < V; i++) lg[i] = 0;
+        lg[next_of(sc->toks, b->pos[t] + 1)] = 1;
+    }
+    return HEARTH_OK;
+}
+
+typedef struct {
+    hearth_request *r;
+    int32_t         all[N_CTX]; /* prompt, then the script's continuation */
+    int32_t         n_prompt, max_tokens, n_got;
+    int32_t         got[N_CTX];
+} live;
+
+static uint64_t rng = 0x2545f4914f6cdd1dull;
+static uint32_t rnd(uint32_t n) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint32_t)(rng % n);
+}
+
+typedef struct {
+    int32_t block_size, n_blocks, batch, max_step;
+    int64_t cache_blocks; /* -1: no prefix cache */
+} config;
+
+static hearth_model fake_model(void) {
+    hearth_model m = {0};
+    m.hp.n_layer = 1;
+    m.hp.n_head = m.hp.n_head_kv = 1;
+    m.hp.head_dim = m.hp.head_dim_v = 2; /* K rows of 2 f32 values: token, position */
+    m.hp.n_vocab = V;
+    m.hp.n_ctx_train = N_CTX;
+    return m;
+}
+
+/* Drain r's events; true when it is done (and checked). */
+static bool drain(live *l, int64_t *n_done) {
+    hearth_event ev;
+    while (hearth_request_next(l->r, &ev, 0) == HEARTH_OK) {
+        if (ev.kind == HEARTH_EV_TOKEN) {
+            if (l->n_got < N_CTX) l->got[l->n_got] = ev.token;
+            l->n_got++;
+            continue;
+        }
+        CHECK(ev.finish == HEARTH_FINISH_LENGTH || ev.finish == HEARTH_FINISH_CANCELLED);
+        if (ev.finish == HEARTH_FINISH_LENGTH) CHECK_EQ(l->n_got, l->max_tokens);
+        CHECK(l->n_got <= l->max_tokens);
+        int diff = 0;
+        for (int32_t i = 0; i < l->n_got && i < N_CTX; i++) diff += l->got[i] != l->all[l->n_prompt + i];
+        CHECK_EQ(diff, 0);
+        CHECK(ev.n_cached >= 0 && ev.n_cached < l->n_prompt);
+        hearth_req_unref(l->r);
+        (*n_done)++;
+        return true;
+    }
+    return false;
+}
+
+static void run_config(const config *c, int iters, hearth_engine_stats *out) {
+    hearth_model m = fake_model();
+    script sc = {0};
+    hearth_fwd *fwd = hearth_fwd_create_scripted(&m, c->max_step, script_fwd, &sc);
+    hearth_kv_pool *pool = NULL;
+    hearth_err err;
+    hearth_kv_pool_params pp = {.budget_bytes = hearth_kv_bytes_per_token(&m, false) * (size_t)c->block_size *
+                                                (size_t)c->n_blocks,
+                                .block_size = c->block_size, .n_seqs = c->batch, .max_seq_len = N_CTX, .f16 = false};
+    CHECK_EQ(hearth_kv_pool_create(&m, &pp, &pool, &err), HEARTH_OK);
+    CHECK(fwd != NULL && pool != NULL);
+    if (!fwd || !pool) return;
+    CHECK_EQ(hearth_kv_pool_n_blocks(pool), c->n_blocks);
+    size_t bb = hearth_kv_pool_block_bytes(pool);
+    hearth_prefix_cache *pc = c->cache_blocks < 0 ? NULL : hearth_prefix_cache_create(pool, (size_t)c->cache_blocks * bb);
+    hearth_sched_params sp = {.batch = c->batch, .max_step = c->max_step, .n_ctx = N_CTX};
+    hearth_sched *s = hearth_sched_create(&m, fwd, pool, pc, &sp);
+    CHECK(s != NULL);
+    /* three shared stems, so prompts share prefixes of several blocks */
+    int32_t stem[3][40];
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 40; j++) stem[i][j] = (int32_t)rnd(V);
+    live lv[MAX_LIVE];
+    int n_live = 0;
+    int64_t n_added = 0, n_done = 0, bad_checks = 0, bad_sum = 0;
+    for (int it = 0; it < iters || n_live > 0; it++) {
+        bool adding = it < iters;
+        if (adding && n_live < MAX_LIVE && rnd(3) != 0) { /* add */
+            live *l = &lv[n_live];
+            l->n_prompt = 1 + (int32_t)rnd(36);
+            l->max_tokens = 1 + (int32_t)rnd(N_CTX - l->n_prompt < 24 ? (uint32_t)(N_CTX - l->n_prompt) : 24);
+            int32_t k = (int32_t)rnd(3), shared = (int32_t)rnd((uint32_t)l->n_prompt + 1);
+            for (int32_t i = 0; i < l->n_prompt; i++) l->all[i] = i < shared ? stem[k][i] : (int32_t)rnd(V);
+            for (int32_t i = l->n_prompt; i < l->n_prompt + l->max_tokens; i++) l->all[i] = next_of(l->all, i);
+            l->n_got = 0;
+            hearth_sampler_params smp = hearth_sampler_params_default();
+            smp.temperature = 0;
+            hearth_request_params rp = {.prompt = l->all, .n_prompt = (size_t)l->n_prompt,
+                                        .max_tokens = l->max_tokens, .sampling = smp, .ignore_eog = true};
+            l->r = hearth_req_create(&rp);
+            CHECK(l->r != NULL);
+            if (!l->r) break;
+            hearth_sched_add(s, l->r); /* the scheduler takes the second reference */
+            n_live++;
+            n_added++;
+        }
+        if (adding && n_live > 0 && rnd(9) == 0) atomic_store(&lv[rnd((uint32_t)n_live)].r->cancelled, true);
+        hearth_sched_step(s);
+        bad_checks += !hearth_sched_check(s);
+        int32_t used = 0;
+        for (int32_t b = 0; b < c->n_blocks; b++) used += hearth_kv_pool_refs(pool, b) > 0;
+        bad_sum += used + hearth_kv_pool_n_free(pool) != c->n_blocks;
+        for (int i = 0; i < n_live;)
+            if (drain(&lv[i], &n_done)) lv[i] = lv[--n_live];
+            else i++;
+        if (it > iters + 100000) break; /* a hang: the checks below fail */
+    }
+    CHECK_EQ(bad_checks, 0);
+    CHECK_EQ(bad_sum, 0);
+    CHECK_EQ(sc.bad, 0);
+    CHECK_EQ(n_live, 0);
+    CHECK_EQ(n_done, n_added);
+    CHECK(hearth_sched_idle(s));
+    /* idle: no sequence holds a block; only the cache's evictable blocks are not free */
+    for (int32_t slot = 0; slot < c->batch; slot++) CHECK_EQ(hearth_kv_pool_seq_blocks(pool, slot), 0);
+    int32_t evictable = pc ? hearth_prefix_cache_n_evictable(pc) : 0;
+    CHECK_EQ(hearth_kv_pool_n_free(pool) + evictable, c->n_blocks);
+    if (pc) {
+        CHECK_EQ(hearth_prefix_cache_n_cached(pc), evictable);
+        CHECK(evictable <= c->cache_blocks);
+        hearth_prefix_cache_evict(pc, c->n_blocks);
+    }
+    CHECK_EQ(hearth_kv_pool_n_free(pool), c->n_blocks);
+    *out = *hearth_sched_stats(s);
+    fprintf(stderr, "  %lld requests, %lld steps, %lld preemptions, %lld cache hits, %lld evictions\n",
+            (long long)n_added, (long long)out->steps, (long long)out->preemptions, (long long)out->cache_hits,
+            (long long)out->cache_evictions);
+    hearth_sched_destroy(s);
+    hearth_prefix_cache_destroy(pc);
+    hearth_kv_pool_destroy(pool);
+    hearth_fwd_destroy(fwd);
+}
+
+static int iters(void) { return getenv("HEARTH_TEST_SANITIZED") ? 3000 : 20000; }
+
+TEST(random_sequences_with_prefix_cache_and_preemption) {
+    config c = {.block_size = 4, .n_blocks = 20, .batch = 6, .max_step = 16, .cache_blocks = 20};
+    hearth_engine_stats st;
+    run_config(&c, iters(), &st);
+    CHECK(st.preemptions > 0);
+    CHECK(st.cache_hits > 0 && st.cache_hit_tokens > 0);
+    CHECK(st.cache_evictions > 0);
+}
+
+TEST(random_sequences_with_a_small_cache_cap) {
+    config c = {.block_size = 8, .n_blocks = 14, .batch = 4, .max_step = 9, .cache_blocks = 3};
+    hearth_engine_stats st;
+    run_config(&c, iters() / 2, &st);
+    CHECK(st.preemptions > 0);
+    CHECK(st.cache_hits > 0);
+}
+
+TEST(random_sequences_without_prefix_cache) {
+    config c = {.block_size = 1, .n_blocks = 70, .batch = 8, .max_step = 7, .cache_blocks = -1};
+    hearth_engine_stats st;
+    run_config(&c, iters() / 2, &st);
+    CHECK(st.preemptions > 0);
+    CHECK_EQ(st.cache_hits, 0);
+}
+
+TEST(scripted_forward_keeps_the_batch_checks) {
+    hearth_model m = fake_model();
+    script sc = {0};
+    hearth_fwd *fwd = hearth_fwd_create_scripted(&m, 4, script_fwd, &sc);
+    hearth_kv_pool *pool = NULL;
+    hearth_err err;
+    hearth_kv_pool_params pp = {.budget_bytes = hearth_kv_bytes_per_token(&m, false) * 16, .block_size = 4,
+                                .n_seqs = 1, .max_seq_len = 16, .f16 = false};
+    CHECK_EQ(hearth_kv_pool_create(&m, &pp, &pool, &err), HEARTH_OK);
+    int32_t tok[1] = {3}, pos[1] = {0}, seq[1] = {0};
+    int8_t want[1] = {1};
+    float logits[V];
+    hearth_batch b = {.n_tokens = 1, .token = tok, .pos = pos, .seq = seq, .want_logits = want};
+    /* no block for position 0 yet: refused before the script runs */
+    CHECK_EQ(hearth_forward(fwd, &b, hearth_kv_pool_view(pool), logits), HEARTH_E_INVALID);
+    CHECK(hearth_kv_pool_seq_reserve(pool, 0, 1));
+    CHECK_EQ(hearth_forward(fwd, &b, hearth_kv_pool_view(pool), logits), HEARTH_OK);
+    CHECK_EQ(logits[next_of(tok, 1)], 1);
+    tok[0] = V; /* outside the vocabulary */
+    CHECK_EQ(hearth_forward(fwd, &b, hearth_kv_pool_view(pool), logits), HEARTH_E_INVALID);
+    hearth_kv_pool_destroy(pool);
+    hearth_fwd_destroy(fwd);
+}
+
+int main(int argc, char **argv) { return test_main(argc, argv); }
