@@ -1,19 +1,21 @@
 /*
  * bench_engine.c - the engine's scheduler under concurrent load, on a real model.
  *
- * Not built by CMake. From the repo root, against a built hearth_core:
- *   cc -O2 -std=c11 -D_GNU_SOURCE -Isrc bench/bench_engine.c build/libhearth_core.a \
- *      -lxxhash -lutf8proc -lpcre2-8 -lpthread -lm -o build/bench_engine
- *   build/bench_engine MODEL.gguf [threads [gen_tokens [max_streams]]]   (defaults: 2, 64, 8)
+ * Not built by CMake; bench/README.md has the command. Usage:
+ *   build/bench_engine MODEL.gguf [threads [gen_tokens [repeats [what]]]]   (defaults: 2, 64, 3, all)
+ *   what: all | streams | prefix | serial
  *
- * Reports, greedy with random prompts of 32 tokens:
- *   serial   a plain loop of hearth_forward over a contiguous cache, one token per step:
- *            the single-stream decode rate with no scheduler;
- *   streams  N concurrent requests through the engine (batch N): aggregate tok/s over the
- *            wall time from submit to the last DONE (prefill included), and the single-stream
- *            rate through the scheduler against the serial loop;
+ * Reports, greedy with random prompts of 32 tokens, the median over `repeats` runs (and every
+ * run), with the load average before and after:
+ *   serial   a plain loop of hearth_forward over a contiguous cache, one token per step: the
+ *            single-stream decode rate with no scheduler; and one request through the engine
+ *            (batch 1): its decode rate (tokens after the first / time after the first) as a
+ *            ratio to the loop's;
+ *   streams  N = 1, 2, 4, 8, 16 concurrent requests through the engine (batch N): aggregate
+ *            decode tok/s = tokens after each stream's first / the longest stream's decode time,
+ *            and the ratio to one stream;
  *   prefix   time to first token of a request whose 2,000-token prefix an earlier request
- *            already computed, against the same request cold (prefix caching off).
+ *            already computed (16 own tokens), against the same request cold (caching off).
  * Measurements, never assertions.
  */
 #include "backend/backend.h"
@@ -21,6 +23,7 @@
 #include "engine/kv.h"
 #include "models/forward.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,79 +96,141 @@ static hearth_event wait_done(hearth_request *r) {
     return ev;
 }
 
+static double median(double *x, int n) {
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && x[j] < x[j - 1]; j--) {
+            double t = x[j];
+            x[j] = x[j - 1];
+            x[j - 1] = t;
+        }
+    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+}
+
+static void loadavg(const char *when) {
+    char buf[128] = "?";
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (!fgets(buf, sizeof buf, f)) buf[0] = 0;
+        fclose(f);
+    }
+    printf("load average %s: %s", when, buf);
+    if (!strchr(buf, '\n')) printf("\n");
+}
+
+/* Aggregate decode tok/s of n concurrent requests through an engine of batch n. */
+static double streams(const hearth_model *m, int threads, int n, int gen) {
+    hearth_engine *e = engine(m, threads, n, 256, -1);
+    if (!e) return 0;
+    hearth_request **r = calloc((size_t)n, sizeof *r);
+    hearth_err err;
+    int32_t p[32];
+    for (int i = 0; i < n; i++) {
+        for (int j = 0; j < 32; j++) p[j] = rnd_tok();
+        hearth_request_params rp = {.prompt = p, .n_prompt = 32, .max_tokens = gen,
+                                    .sampling = hearth_sampler_params_default(), .ignore_eog = true};
+        rp.sampling.temperature = 0;
+        hearth_engine_submit(e, &rp, &r[i], &err);
+    }
+    long tokens = 0;
+    double longest = 0;
+    for (int i = 0; i < n; i++) {
+        hearth_event d = wait_done(r[i]);
+        tokens += d.n_generated - 1;
+        if (d.decode_ms > longest) longest = d.decode_ms;
+        hearth_request_release(r[i]);
+    }
+    free(r);
+    hearth_engine_destroy(e);
+    return longest > 0 ? (double)tokens / (longest / 1000.0) : 0;
+}
+
+/* Time to first token (ms) of a request sharing a 2,000-token prefix with an earlier one. */
+static double prefix_ttft(const hearth_model *m, int threads, bool warm, int32_t *n_cached) {
+    enum { PRE = 2000, OWN = 16 };
+    int32_t *p = malloc((PRE + OWN) * sizeof(int32_t));
+    for (int j = 0; j < PRE + OWN; j++) p[j] = rnd_tok();
+    hearth_engine *e = engine(m, threads, 2, 4096, warm ? -1 : 0);
+    hearth_request_params rp = {.prompt = p, .n_prompt = PRE + OWN, .max_tokens = 1,
+                                .sampling = hearth_sampler_params_default(), .ignore_eog = true};
+    hearth_request *r = NULL;
+    hearth_err err;
+    hearth_engine_submit(e, &rp, &r, &err); /* the earlier request */
+    wait_done(r);
+    hearth_request_release(r);
+    for (int j = PRE; j < PRE + OWN; j++) p[j] = rnd_tok(); /* a different tail */
+    hearth_engine_submit(e, &rp, &r, &err);
+    hearth_event d = wait_done(r);
+    *n_cached = d.n_cached;
+    hearth_request_release(r);
+    hearth_engine_destroy(e);
+    free(p);
+    return d.prefill_ms;
+}
+
+enum { MAX_REP = 15 };
+
+static void report(const char *what, double *x, int n, const char *unit) {
+    printf("%-34s", what);
+    for (int i = 0; i < n; i++) printf(" %8.1f", x[i]);
+    printf("   median %8.1f %s\n", median(x, n), unit);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: bench_engine MODEL.gguf [threads [gen_tokens [max_streams]]]\n");
+        fprintf(stderr, "usage: bench_engine MODEL.gguf [threads [gen_tokens [repeats [all|streams|prefix|serial]]]]\n");
         return 2;
     }
     int threads = argc > 2 ? atoi(argv[2]) : 2, gen = argc > 3 ? atoi(argv[3]) : 64;
-    int max_streams = argc > 4 ? atoi(argv[4]) : 8;
+    int reps = argc > 4 ? atoi(argv[4]) : 3;
+    const char *what = argc > 5 ? argv[5] : "all";
+    if (reps < 1) reps = 1;
+    if (reps > MAX_REP) reps = MAX_REP;
+    bool all = !strcmp(what, "all");
     hearth_model *m = NULL;
     hearth_err err;
     if (hearth_model_load(argv[1], &m, &err)) {
         fprintf(stderr, "cannot load %s: %s\n", argv[1], err.msg);
         return 1;
     }
-    double serial = serial_loop(m, threads, gen);
-    printf("serial loop          1 stream   %7.1f tok/s\n", serial);
-    double single = 0;
-    for (int n = 1; n <= max_streams; n *= 2) {
-        hearth_engine *e = engine(m, threads, n, 256, -1);
-        if (!e) return 1;
-        hearth_request **r = calloc((size_t)n, sizeof *r);
-        int32_t p[32];
-        double t0 = now_s();
-        for (int i = 0; i < n; i++) {
-            for (int j = 0; j < 32; j++) p[j] = rnd_tok();
-            hearth_request_params rp = {.prompt = p, .n_prompt = 32, .max_tokens = gen,
-                                        .sampling = hearth_sampler_params_default(), .ignore_eog = true};
-            hearth_engine_submit(e, &rp, &r[i], &err);
+    printf("model %s, %d threads, %d tokens per stream, %d runs\n", hearth_model_name(m), threads, gen, reps);
+    loadavg("before");
+    double x[MAX_REP], y[MAX_REP], ratio[MAX_REP];
+    if (all || !strcmp(what, "serial")) {
+        for (int i = 0; i < reps; i++) {
+            x[i] = serial_loop(m, threads, gen);
+            y[i] = streams(m, threads, 1, gen);
+            ratio[i] = y[i] / x[i];
         }
-        long total = 0;
-        double decode_ms = 0;
-        for (int i = 0; i < n; i++) {
-            hearth_event d = wait_done(r[i]);
-            total += d.n_generated;
-            decode_ms += d.decode_ms / (d.n_generated > 1 ? d.n_generated - 1 : 1);
-            hearth_request_release(r[i]);
-        }
-        double wall = now_s() - t0;
-        printf("engine, batch %-2d   %2d streams  %7.1f tok/s aggregate (wall, prefill included)", n, n,
-               (double)total / wall);
-        if (n == 1) {
-            single = 1000.0 / decode_ms;
-            printf("; decode %.1f tok/s = %.3f x serial loop", single, single / serial);
-        } else {
-            printf("; %.2f x one stream", (double)total / wall / single);
-        }
-        printf("\n");
-        free(r);
-        hearth_engine_destroy(e);
+        report("serial loop, tok/s", x, reps, "tok/s");
+        report("one request via the engine, tok/s", y, reps, "tok/s");
+        for (int i = 0; i < reps; i++) ratio[i] *= 1000; /* shown in thousandths */
+        report("engine / serial loop (x1000)", ratio, reps, "");
     }
-    /* prefix: 2,000 shared tokens + 16 own */
-    enum { PRE = 2000, OWN = 16 };
-    int32_t *p = malloc((PRE + OWN) * sizeof(int32_t));
-    for (int j = 0; j < PRE + OWN; j++) p[j] = rnd_tok();
-    double ttft[2];
-    for (int warm = 0; warm < 2; warm++) {
-        hearth_engine *e = engine(m, threads, 2, 4096, warm ? -1 : 0);
-        hearth_request_params rp = {.prompt = p, .n_prompt = PRE + OWN, .max_tokens = 1,
-                                    .sampling = hearth_sampler_params_default(), .ignore_eog = true};
-        hearth_request *r = NULL;
-        hearth_engine_submit(e, &rp, &r, &err); /* the earlier request */
-        wait_done(r);
-        hearth_request_release(r);
-        for (int j = PRE; j < PRE + OWN; j++) p[j] = rnd_tok(); /* a different tail */
-        hearth_engine_submit(e, &rp, &r, &err);
-        hearth_event d = wait_done(r);
-        ttft[warm] = d.prefill_ms;
-        printf("prefix %s: time to first token %.1f ms, %d prompt tokens cached\n", warm ? "warm" : "cold",
-               d.prefill_ms, d.n_cached);
-        hearth_request_release(r);
-        hearth_engine_destroy(e);
+    if (all || !strcmp(what, "streams")) {
+        double one = 0;
+        for (int n = 1; n <= 16; n *= 2) {
+            for (int i = 0; i < reps; i++) x[i] = streams(m, threads, n, gen);
+            char label[64];
+            snprintf(label, sizeof label, "%2d streams, aggregate decode tok/s", n);
+            report(label, x, reps, "tok/s");
+            double med = median(x, reps);
+            if (n == 1) one = med;
+            else printf("%-34s %.2f x one stream\n", "", med / one);
+        }
     }
-    printf("prefix hit / cold = %.3f\n", ttft[1] / ttft[0]);
-    free(p);
+    if (all || !strcmp(what, "prefix")) {
+        int32_t cached = 0;
+        for (int i = 0; i < reps; i++) {
+            x[i] = prefix_ttft(m, threads, false, &cached);
+            y[i] = prefix_ttft(m, threads, true, &cached);
+            ratio[i] = 1000 * y[i] / x[i];
+        }
+        report("TTFT cold, ms", x, reps, "ms");
+        report("TTFT sharing a 2,000-token prefix", y, reps, "ms");
+        report("shared / cold (x1000)", ratio, reps, "");
+        printf("(%d prompt tokens came from the cache)\n", cached);
+    }
+    loadavg("after");
     hearth_model_destroy(m);
     return 0;
 }
