@@ -4,6 +4,7 @@
  * reaches p (exact: every token of the nucleus is above any floor whose kept mass is >= p).
  */
 #include "engine/sampler.h"
+#include "kernels/kernels.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -177,7 +178,7 @@ int32_t hearth_sampler_sample(hearth_sampler *s, float *logits) {
     const hearth_sampler_params *p = &s->p;
     int32_t n = s->n_vocab;
     apply_penalties(s, logits);
-    if (p->temperature <= 0.0f) return argmax(logits, n);
+    if (p->temperature <= 0.0f) return (int32_t)hearth_kernels_argmax(logits, n);
 
     /* softmax of logits / T into candidates */
     float max = logits[argmax(logits, n)];

@@ -120,3 +120,7 @@ typedef struct {
 } hearth_matmul_part;
 void hearth_matmul_n(hearth_pool *pool, const hearth_matmul_part *parts, int n_parts, int64_t n_in, const float *x,
                      int64_t n_tok, void *scratch);
+
+/* The first index of the largest of x[0..n) (kernels/ref/argmax_ref.h: ties keep the earliest,
+ * NaNs are never chosen), with the active set: greedy sampling over the vocabulary. */
+int64_t hearth_kernels_argmax(const float *x, int64_t n);

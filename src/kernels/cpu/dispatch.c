@@ -21,6 +21,7 @@
 
 #include "base/log.h"
 #include "kernels/kernels.h"
+#include "kernels/ref/argmax_ref.h"
 #include "kernels/ref/dot_ref.h"
 #include "kernels/ref/mlx_ref.h"
 #include "kernels/ref/quant_ref.h"
@@ -266,3 +267,10 @@ const hearth_attn_kernels *hearth_kernels_attn_isa(hearth_isa isa) {
 }
 
 const hearth_attn_kernels *hearth_kernels_attn(void) { return attn_sets[hearth_kernels_isa()]; }
+
+int64_t hearth_kernels_argmax(const float *x, int64_t n) {
+#if HEARTH_HAVE_X86
+    if (hearth_kernels_isa() == HEARTH_ISA_AVX512) return hearth_argmax_avx512(x, n);
+#endif
+    return hearth_argmax_ref(x, n);
+}

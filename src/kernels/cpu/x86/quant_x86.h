@@ -62,3 +62,6 @@ void hearth_vec_dot_4_q4_1_q8_1_avx512(int64_t n, float *s, int64_t bs, const vo
 void hearth_vec_dot_4_q5_0_q8_0_avx512(int64_t n, float *s, int64_t bs, const void *x, const void *y, size_t by);
 void hearth_vec_dot_4_q8_0_q8_0_avx512(int64_t n, float *s, int64_t bs, const void *x, const void *y, size_t by);
 void hearth_vec_dot_4_q4_K_q8_K_avx512(int64_t n, float *s, int64_t bs, const void *x, const void *y, size_t by);
+
+/* argmax_avx512.c: hearth_argmax_ref's answer, vectorized */
+int64_t hearth_argmax_avx512(const float *x, int64_t n);
