@@ -70,7 +70,8 @@ int main(int argc, char **argv) {
     static const hearth_type types[] = {
         HEARTH_TYPE_F32,  HEARTH_TYPE_F16,  HEARTH_TYPE_BF16, HEARTH_TYPE_Q4_0, HEARTH_TYPE_Q4_1,
         HEARTH_TYPE_Q5_0, HEARTH_TYPE_Q5_1, HEARTH_TYPE_Q8_0, HEARTH_TYPE_Q4_K, HEARTH_TYPE_Q5_K,
-        HEARTH_TYPE_Q6_K,
+        HEARTH_TYPE_Q6_K, HEARTH_TYPE_MLX4_G32, HEARTH_TYPE_MLX4_G64, HEARTH_TYPE_MLX8_G32,
+        HEARTH_TYPE_MLX8_G64,
     };
     float *xf = xalloc((size_t)n_tok * N_IN * sizeof(float));
     for (int64_t i = 0; i < n_tok * N_IN; i++) xf[i] = rnd_unit();
@@ -79,7 +80,7 @@ int main(int argc, char **argv) {
     printf("threads %d; GB/s of weight bytes (hot: one row in L1; stream: %dx%d matrix, 1 thread;"
            " mm1: matmul n_tok=1 on the pool), GFLOP/s of mm%lld\n",
            nth, N_OUT, N_IN, (long long)n_tok);
-    printf("%-5s %-7s %8s %8s %8s %8s%-3lld %s\n", "type", "set", "hot", "stream", "mm1", "mm",
+    printf("%-8s %-7s %8s %8s %8s %8s%-3lld %s\n", "type", "set", "hot", "stream", "mm1", "mm",
            (long long)n_tok, "checksum");
     for (size_t it = 0; it < sizeof types / sizeof types[0]; it++) {
         hearth_type t = types[it];
@@ -127,7 +128,7 @@ int main(int argc, char **argv) {
             qsort(mmn, REPS, sizeof(double), cmp_double);
             double ysum = 0;
             for (int64_t i = 0; i < n_tok * N_OUT; i++) ysum += y[i];
-            printf("%-5s %-7s %8.2f %8.2f %8.2f %11.2f  %.6g\n", hearth_type_name((int)t),
+            printf("%-8s %-7s %8.2f %8.2f %8.2f %11.2f  %.6g\n", hearth_type_name((int)t),
                    hearth_isa_name((hearth_isa)isa), hot[REPS / 2], stream[REPS / 2], mm1[REPS / 2],
                    mmn[REPS / 2], ysum);
             free(act);
