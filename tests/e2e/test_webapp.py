@@ -183,6 +183,10 @@ def test_assets_routes_and_caching(server):
     assert h["cache-control"] == "no-cache" and h["etag"].startswith('"')
     assert "script-src 'self'" in h["content-security-policy"]
     assert b"/app/app.js" in body
+    for name in ("core", "markdown", "chat", "status", "library", "app"):  # the app's scripts, in order
+        assert f'<script src="/app/{name}.js" defer>'.encode() in body
+        st, h, _ = http_get(port, f"/app/{name}.js")
+        assert st == 200 and h["content-type"].startswith("text/javascript"), name
     st, h, _ = http_get(port, "/app/app.js")
     assert st == 200 and h["content-type"].startswith("text/javascript")
     st, _, body = http_get(port, "/app/app.js", {"If-None-Match": h["etag"]})
@@ -395,9 +399,28 @@ def test_narrow_layout_360px(server, browser, shots):
 
 # ---------- status and library ----------
 
+def chat_once(port, system):
+    body = json.dumps({"messages": [{"role": "system", "content": system}, {"role": "user", "content": "Hi"}],
+                       "max_tokens": 4, "temperature": 0}).encode()
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    try:
+        c.request("POST", "/v1/chat/completions", body=body, headers={"Content-Type": "application/json"})
+        r = c.getresponse()
+        assert r.status == 200, r.read()
+        r.read()
+    finally:
+        c.close()
+
+
 def test_status_view(server, browser, shots):
     base, port = server
     d = browser
+    # the same long system prompt twice: the second request reuses the first one's KV blocks
+    system = "You are a careful assistant who answers in one short sentence. " * 4
+    chat_once(port, system)
+    chat_once(port, system)
+    s = stats(port)
+    assert s["prompt_cache"]["hits"] >= 1 and s["prompt_cache"]["cached_bytes"] > 0, s["prompt_cache"]
     d.get(base + "/status")
     wait(d, lambda: d.current_url.endswith("/#/status"), what="the /status redirect")
     wait(d, lambda: len(d.find_elements(By.CSS_SELECTOR, "#status-cards .card")) >= 6, what="the status cards")
@@ -407,6 +430,18 @@ def test_status_view(server, browser, shots):
     assert int(cards["generations"].replace(",", "")) >= 3
     assert int(cards["tokens"].replace(",", "")) > 0
     assert cards["decode speed"].endswith("tok/s")
+    subs = {c.find_element(By.TAG_NAME, "h2").text.lower(): c.find_element(By.CLASS_NAME, "sub").text
+            for c in d.find_elements(By.CSS_SELECTOR, "#status-cards .card")}
+    assert re.fullmatch(r"\d+ / 8", cards["requests running"]), cards["requests running"]
+    assert re.search(r"\d+ waiting", subs["requests running"])
+    hit = re.fullmatch(r"(\d+)% hits", cards["prefix cache"])
+    assert hit and int(hit.group(1)) > 0, cards["prefix cache"]
+    m = re.search(r"([\d,]+) hits", subs["prefix cache"])
+    assert m and int(m.group(1).replace(",", "")) >= 1 and " B cached" not in subs["prefix cache"], subs["prefix cache"]
+    assert re.fullmatch(r"\d+(\.\d)?% used", cards["kv pool"]), cards["kv pool"]
+    used = re.match(r"([\d,]+) of ([\d,]+) blocks", subs["kv pool"])
+    assert used and int(used.group(1).replace(",", "")) > 0, subs["kv pool"]
+    assert cards["memory budget"] != "none" and "max safe context" in subs["memory budget"]
     wait(d, lambda: "tok/s" in d.find_element(By.ID, "chart-note").text, timeout=6, what="two polls for the chart")
     assert js(d, "return document.getElementById('tps-chart').width") > 0
     d.save_screenshot(str(shots / "status.png"))

@@ -1,0 +1,411 @@
+/*
+ * chat.js - the #/chat view: conversations in localStorage, message rendering, sending and
+ * streaming through POST /v1/chat/completions (SSE over fetch), stop / regenerate / edit, and
+ * the sampling popover (core.js says how the app's scripts fit together).
+ */
+"use strict";
+
+/* ---------- conversations ---------- */
+
+function conv() {
+  return app.convs.find((c) => c.id === app.current) || null;
+}
+
+function saveConvs() {
+  // Newest first; drop streaming flags so a reload never shows a reply "still running".
+  app.convs.sort((a, b) => b.updated - a.updated);
+  saveJSON(STORE_CONVS, app.convs.map((c) => ({
+    ...c, messages: c.messages.map((m) => { const { pending, ...rest } = m; return rest; }),
+  })));
+  if (app.current) localStorage.setItem(STORE_CURRENT, app.current);
+}
+
+function newChat() {
+  if (app.busy) stop();
+  const c = conv();
+  if (c && !c.messages.length) { // reuse an empty one
+    renderChat();
+    $("input").focus();
+    return;
+  }
+  const n = { id: uid(), title: "New chat", created: Date.now(), updated: Date.now(), system: "", messages: [] };
+  app.convs.unshift(n);
+  app.current = n.id;
+  saveConvs();
+  renderConvList();
+  renderChat();
+  closeDrawer();
+  $("input").focus();
+}
+
+function openConv(id) {
+  if (app.busy) stop();
+  app.current = id;
+  localStorage.setItem(STORE_CURRENT, id);
+  renderConvList();
+  renderChat();
+  closeDrawer();
+}
+
+function deleteConv(id) {
+  if (app.busy && conv() && conv().id === id) stop();
+  app.convs = app.convs.filter((c) => c.id !== id);
+  if (app.current === id) app.current = app.convs.length ? app.convs[0].id : null;
+  saveConvs();
+  if (!app.current) localStorage.removeItem(STORE_CURRENT);
+  renderConvList();
+  renderChat();
+}
+
+function renderConvList() {
+  const ul = $("conv-list");
+  ul.textContent = "";
+  for (const c of app.convs) {
+    const li = el("li", c.id === app.current ? "current" : null);
+    const open = el("button", "conv-open", c.title || "New chat");
+    open.type = "button";
+    open.title = c.title || "New chat";
+    open.addEventListener("click", () => openConv(c.id));
+    const del = el("button", "btn link conv-del", "\u2715");
+    del.type = "button";
+    del.setAttribute("aria-label", "Delete conversation: " + (c.title || "New chat"));
+    del.addEventListener("click", () => deleteConv(c.id));
+    li.appendChild(open);
+    li.appendChild(del);
+    ul.appendChild(li);
+  }
+}
+
+/* ---------- chat rendering ---------- */
+
+function renderChat() {
+  const box = $("messages");
+  box.textContent = "";
+  const c = conv();
+  $("sys-text").value = c ? c.system || "" : "";
+  if (!c || !c.messages.length) {
+    const e = el("div", "empty");
+    e.appendChild(el("h2", null, "Chat with " + (app.config ? app.config.model : "hearth")));
+    e.appendChild(el("p", null, "Runs on this machine. Enter sends, Shift+Enter adds a line, Esc stops."));
+    if (app.config && !app.config.chat) e.appendChild(el("p", "error", "Chat is unavailable: " + app.config.chat_error));
+    box.appendChild(e);
+    return;
+  }
+  c.messages.forEach((m, k) => box.appendChild(renderMsg(c, m, k)));
+  box.scrollTop = box.scrollHeight;
+}
+
+function lastIndex(c, role) {
+  for (let k = c.messages.length - 1; k >= 0; k--) if (c.messages[k].role === role) return k;
+  return -1;
+}
+
+function renderMsg(c, m, k) {
+  const wrap = el("div", "msg " + m.role);
+  wrap.dataset.index = String(k);
+  const body = el("div", "body" + (m.role === "assistant" ? " md" : ""));
+  fillBody(body, m);
+  wrap.appendChild(body);
+  if (m.error) wrap.appendChild(el("div", "error", m.error));
+  const meta = el("div", "meta");
+  if (m.role === "assistant") {
+    const s = metaText(m);
+    if (s) meta.appendChild(el("span", "stats", s));
+    if (!m.pending && k === c.messages.length - 1) {
+      meta.appendChild(action("Regenerate", () => regenerate()));
+      if (m.content) meta.appendChild(action("Copy", (b) => copyText(m.content, b)));
+    } else if (!m.pending && m.content) {
+      meta.appendChild(action("Copy", (b) => copyText(m.content, b)));
+    }
+  } else if (m.role === "user" && k === lastIndex(c, "user") && !app.busy) {
+    meta.appendChild(action("Edit", () => editLast()));
+  }
+  if (meta.childNodes.length) wrap.appendChild(meta);
+  return wrap;
+}
+
+function action(label, fn) {
+  const b = el("button", "btn link", label);
+  b.type = "button";
+  b.addEventListener("click", () => fn(b));
+  return b;
+}
+
+function fillBody(body, m) {
+  body.textContent = "";
+  if (m.role !== "assistant") {
+    body.textContent = m.content;
+    return;
+  }
+  if (m.reasoning) {
+    const d = el("details", "think");
+    d.open = !!m.pending && !m.content;
+    d.appendChild(el("summary", null, m.pending && !m.content ? "Thinking\u2026" : "Reasoning"));
+    d.appendChild(el("div", "think-body", m.reasoning));
+    body.appendChild(d);
+  }
+  if (m.content) body.appendChild(markdown(m.content));
+  if (m.tool_calls && m.tool_calls.length) {
+    for (const t of m.tool_calls) {
+      const d = el("div", "tool");
+      d.appendChild(el("strong", null, "Tool call: " + ((t.function && t.function.name) || "?")));
+      d.appendChild(el("pre", null, (t.function && t.function.arguments) || ""));
+      body.appendChild(d);
+    }
+  }
+  if (m.pending) body.appendChild(el("span", "cursor"));
+}
+
+function metaText(m) {
+  const u = m.usage;
+  const parts = [];
+  if (u) {
+    parts.push(fmtNum(u.prompt_tokens) + " prompt");
+    parts.push(fmtNum(u.completion_tokens) + " tokens");
+  } else if (m.pending && m.chunks) {
+    parts.push(fmtNum(m.chunks) + " chunks");
+  }
+  if (m.tps) parts.push(m.tps.toFixed(1) + " tok/s");
+  if (m.ttft_ms !== undefined) parts.push("first token " + Math.round(m.ttft_ms) + " ms");
+  if (m.finish === "length") parts.push("cut at the token limit");
+  if (m.stopped) parts.push("stopped");
+  return parts.join(" \u00b7 ");
+}
+
+/* Re-render one message in place (at most once per animation frame while streaming). */
+function updateMsg(m) {
+  const c = conv();
+  if (!c) return;
+  const k = c.messages.indexOf(m);
+  const node = $("messages").querySelector('.msg[data-index="' + k + '"]');
+  if (!node) return;
+  const box = $("messages");
+  const stick = box.scrollHeight - box.scrollTop - box.clientHeight < 40;
+  node.replaceWith(renderMsg(c, m, k));
+  if (stick) box.scrollTop = box.scrollHeight;
+}
+
+/* ---------- sending and streaming ---------- */
+
+function samplingBody() {
+  const d = (app.config && app.config.defaults) || {};
+  const s = { ...d, ...app.sampling };
+  const out = {};
+  if (s.temperature !== undefined && s.temperature !== null) out.temperature = Number(s.temperature);
+  if (s.top_p !== undefined && s.top_p !== null) out.top_p = Number(s.top_p);
+  if (s.top_k) out.top_k = Number(s.top_k);
+  if (s.max_tokens) out.max_tokens = Number(s.max_tokens);
+  return out;
+}
+
+function requestMessages(c) {
+  const out = [];
+  if (c.system && c.system.trim()) out.push({ role: "system", content: c.system });
+  for (const m of c.messages) {
+    if (m.pending) continue;
+    if (m.role === "assistant" && !m.content) continue; // failed or empty replies are not context
+    out.push({ role: m.role, content: m.content });
+  }
+  return out;
+}
+
+async function send(text) {
+  if (app.busy) return;
+  let c = conv();
+  if (!c) {
+    newChat();
+    c = conv();
+  }
+  if (text !== null) {
+    c.messages.push({ role: "user", content: text });
+    if (c.title === "New chat" || !c.title) c.title = text.replace(/\s+/g, " ").trim().slice(0, 48) || "New chat";
+  }
+  c.updated = Date.now();
+  const m = { role: "assistant", content: "", pending: true };
+  const msgs = requestMessages(c);
+  c.messages.push(m);
+  saveConvs();
+  renderConvList();
+  renderChat();
+  await stream(c, m, msgs);
+}
+
+async function stream(c, m, msgs) {
+  const controller = new AbortController();
+  app.busy = { controller, msg: m };
+  setBusy(true);
+  const t0 = performance.now();
+  let tFirst = 0, frame = 0;
+  const redraw = () => {
+    if (frame) return;
+    frame = requestAnimationFrame(() => { frame = 0; updateMsg(m); });
+  };
+  try {
+    const body = { model: (app.config && app.config.model) || "hearth", messages: msgs, stream: true,
+                   stream_options: { include_usage: true }, ...samplingBody() };
+    const r = await fetch("/v1/chat/completions", { method: "POST", headers: headers(true),
+                                                     body: JSON.stringify(body), signal: controller.signal });
+    if (!r.ok) {
+      if (r.status === 401) askKey();
+      m.error = await errorText(r);
+    } else {
+      const reader = r.body.getReader();
+      const dec = new TextDecoder();
+      let buf = "", done = false;
+      while (!done) {
+        const { value, done: end } = await reader.read();
+        if (end) break;
+        buf += dec.decode(value, { stream: true });
+        let cut;
+        while ((cut = buf.search(/\r?\n\r?\n/)) >= 0) {
+          const event = buf.slice(0, cut);
+          buf = buf.slice(cut).replace(/^\r?\n\r?\n/, "");
+          const data = event.split(/\r?\n/).filter((l) => l.startsWith("data:"))
+            .map((l) => l.slice(5).replace(/^ /, "")).join("\n");
+          if (!data) continue;
+          if (data === "[DONE]") { done = true; break; }
+          let obj;
+          try { obj = JSON.parse(data); } catch (e) { continue; }
+          if (obj.error) {
+            m.error = obj.error.message || "the server reported an error";
+            continue;
+          }
+          if (obj.usage) m.usage = obj.usage;
+          const ch = obj.choices && obj.choices[0];
+          if (ch) {
+            const d = ch.delta || {};
+            if (d.content) {
+              if (!tFirst) { tFirst = performance.now(); m.ttft_ms = tFirst - t0; }
+              m.content += d.content;
+              m.chunks = (m.chunks || 0) + 1;
+            }
+            const rc = d.reasoning_content || d.reasoning;
+            if (rc) m.reasoning = (m.reasoning || "") + rc;
+            if (d.tool_calls) mergeToolCalls(m, d.tool_calls);
+            if (ch.finish_reason) m.finish = ch.finish_reason;
+          }
+          redraw();
+        }
+      }
+      if (!done && !m.error) m.error = "The connection closed before the reply finished.";
+    }
+  } catch (e) {
+    if (e.name === "AbortError") {
+      m.stopped = true;
+    } else {
+      m.error = "Could not reach the server: " + e.message;
+      setConn(false, e.message);
+    }
+  }
+  if (frame) cancelAnimationFrame(frame);
+  const tEnd = performance.now();
+  const n = m.usage ? m.usage.completion_tokens : m.chunks || 0;
+  if (tFirst && n > 1 && tEnd > tFirst) m.tps = (n - 1) / ((tEnd - tFirst) / 1000);
+  delete m.pending;
+  delete m.chunks;
+  app.busy = null;
+  c.updated = Date.now();
+  saveConvs();
+  setBusy(false);
+  if (conv() === c) renderChat();
+  renderConvList();
+}
+
+function mergeToolCalls(m, deltas) {
+  m.tool_calls = m.tool_calls || [];
+  for (const d of deltas) {
+    const k = d.index || 0;
+    const t = m.tool_calls[k] || (m.tool_calls[k] = { function: { name: "", arguments: "" } });
+    if (d.function) {
+      if (d.function.name) t.function.name += d.function.name;
+      if (d.function.arguments) t.function.arguments += d.function.arguments;
+    }
+  }
+}
+
+async function errorText(r) {
+  let msg = "HTTP " + r.status;
+  try {
+    const j = await r.json();
+    if (j && j.error && j.error.message) msg = j.error.message + " (HTTP " + r.status + ")";
+  } catch (e) { /* not JSON */ }
+  if (r.status === 429 || r.status === 503) msg = "The server is busy: " + msg;
+  return msg;
+}
+
+function stop() {
+  if (app.busy) app.busy.controller.abort();
+}
+
+function setBusy(on) {
+  $("send").hidden = on;
+  $("stop").hidden = !on;
+}
+
+function regenerate() {
+  const c = conv();
+  if (!c || app.busy) return;
+  while (c.messages.length && c.messages[c.messages.length - 1].role === "assistant") c.messages.pop();
+  if (!c.messages.length) return;
+  send(null);
+}
+
+function editLast() {
+  const c = conv();
+  if (!c || app.busy) return;
+  const k = lastIndex(c, "user");
+  if (k < 0) return;
+  const text = c.messages[k].content;
+  c.messages.splice(k);
+  saveConvs();
+  renderChat();
+  const input = $("input");
+  input.value = text;
+  autosize();
+  input.focus();
+}
+
+function autosize() {
+  const t = $("input");
+  t.style.height = "auto";
+  t.style.height = Math.min(t.scrollHeight + 2, window.innerHeight * 0.4) + "px";
+}
+
+/* ---------- sampling popover ---------- */
+
+const SAMPLING_KEYS = ["temperature", "top_p", "top_k", "max_tokens"];
+
+function fillSampling() {
+  const d = (app.config && app.config.defaults) || {};
+  for (const k of SAMPLING_KEYS) {
+    const input = $("s-" + k);
+    const v = app.sampling[k] !== undefined ? app.sampling[k] : d[k];
+    input.value = v === null || v === undefined ? "" : String(v);
+    if (k === "max_tokens") input.placeholder = "auto (" + fmtNum(app.config ? app.config.n_ctx : 0) + " ctx)";
+  }
+}
+
+function readSampling() {
+  const d = (app.config && app.config.defaults) || {};
+  const s = {};
+  for (const k of SAMPLING_KEYS) {
+    const v = $("s-" + k).value.trim();
+    if (v === "") continue;
+    const n = Number(v);
+    if (!Number.isFinite(n)) continue;
+    if (d[k] !== undefined && d[k] !== null && Number(d[k]) === n) continue; // same as the server: no override
+    s[k] = n;
+  }
+  app.sampling = s;
+  saveJSON(STORE_SAMPLING, s);
+}
+
+function toggleSampling(open) {
+  const pop = $("samp-pop");
+  const show = open === undefined ? pop.hidden : open;
+  if (show) fillSampling();
+  else readSampling();
+  pop.hidden = !show;
+  $("samp-btn").setAttribute("aria-expanded", String(show));
+  if (show) $("s-temperature").focus();
+}
