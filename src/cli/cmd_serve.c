@@ -15,6 +15,7 @@
  * inherits the mask) and the main thread waits for them with sigwait, then shuts down in
  * order: server (ends connections, cancels their requests), engine, model.
  */
+#include "cli/chat.h"
 #include "cli/cli.h"
 #include "cli/engine_flags.h"
 #include "engine/engine.h"
@@ -59,6 +60,7 @@ const char cli_usage_serve[] =
     "  --top-p P             default nucleus sampling (default 1 = off)\n"
     "  --top-k K             default top-k (default 0 = off)\n"
     "  --thinking true|false default enable_thinking for chat templates that read it\n"
+    "  --chat-template-file FILE  use this Jinja chat template instead of the model's\n"
     "  --threads N           compute threads (default: all CPUs)\n"
     "  --ctx N               context length (default min(training context, 4096))\n"
     CLI_ENGINE_FLAGS_USAGE
@@ -68,7 +70,7 @@ const char cli_usage_serve[] =
     "Not yet: --adapter-path/--adapter.\n";
 
 typedef struct {
-    const char *model, *host, *api_key, *cors;
+    const char *model, *host, *api_key, *cors, *template_file;
     long long   port, max_tokens, top_k, threads, ctx;
     double      temperature, top_p;
     int         thinking;
@@ -99,6 +101,7 @@ static int parse(int argc, char **argv, serve_opts *o) {
         else if (FLAG("--host")) { NEEDVAL(); o->host = val; }
         else if (FLAG("--api-key")) { NEEDVAL(); o->api_key = val; }
         else if (FLAG("--cors")) { NEEDVAL(); o->cors = val; }
+        else if (FLAG("--chat-template-file")) { NEEDVAL(); o->template_file = val; }
         else if (FLAG("--port")) {
             NEEDVAL();
             if (!cli_parse_int(a, val, 0, 65535, &o->port)) return 2;
@@ -266,6 +269,7 @@ int cli_serve(int argc, char **argv) {
     hearth_model *m = NULL;
     hearth_engine *e = NULL;
     hearth_server *srv = NULL;
+    char *tmpl_text = NULL; /* --chat-template-file's text */
     rc = 1;
     if (hearth_hub_resolve(o.model, &path, &err)) {
         if (!starter || err.code != HEARTH_E_NOTFOUND) {
@@ -311,6 +315,11 @@ int cli_serve(int argc, char **argv) {
     sp.top_k = (int32_t)o.top_k;
     sp.max_tokens = o.max_tokens > 0 ? (int32_t)o.max_tokens : -1;
     sp.enable_thinking = o.thinking;
+    if (o.template_file) {
+        size_t n_tmpl = 0;
+        if (!(tmpl_text = cli_read_file("--chat-template-file", o.template_file, &n_tmpl))) goto out;
+        sp.chat_template = tmpl_text;
+    }
     if (hearth_server_create(&sp, m, e, &srv, &err)) {
         cli_error("%s", err.msg);
         goto out;
@@ -355,6 +364,7 @@ out:
     hearth_server_destroy(srv);
     hearth_engine_destroy(e);
     hearth_model_destroy(m);
+    free(tmpl_text);
     free(path);
     return rc;
 }

@@ -2,12 +2,18 @@
  * chat.c - chat messages -> template context -> prompt tokens (see chat.h).
  *
  * The context is built as a cJSON tree and printed once: the template interpreter takes JSON
- * (template.h), so the server never touches its value model. BOS: templates such as Llama 3's
+ * (template.h), so the server never touches its value model. Values copied from the request
+ * (tool schemas, tool-call arguments, kwargs) go in as cJSON raw items holding the request's
+ * own text (jraw.h) when the caller has it, so `tojson` prints 1.0 as 1.0, as transformers
+ * does; a parsed number would come back as 1. BOS: templates such as Llama 3's
  * write the BOS token text themselves while the tokenizer may add one too; when the encoded
  * prompt starts with two BOS tokens the second is dropped (llama.cpp warns and does the same).
  */
 #include "server/chat.h"
 #include "base/log.h"
+#include "server/jraw.h"
+#include "server/reqjson.h"
+#include "server/toolcall_internal.h"
 #include "template/template.h"
 
 #include <stdio.h>
@@ -59,8 +65,90 @@ static bool content_text(const cJSON *c, int im, cJSON **out, hearth_api_err *e)
     return *out != NULL || hearth_api_err_set(e, 503, "out_of_memory", NULL, "out of memory");
 }
 
+static bool oom(hearth_api_err *e) { return hearth_api_err_set(e, 503, "out_of_memory", NULL, "out of memory"); }
+
+/* The raw text of child c of container v, whose raw text is rv (both parsed from the same
+ * bytes, so members appear in the same order); empty when rv is. */
+static hearth_span raw_child(hearth_span rv, const cJSON *v, const cJSON *c) {
+    hearth_span none = {NULL, 0}, val;
+    hearth_jraw_it it;
+    if (!rv.len || !hearth_jraw_iter(rv, &it)) return none;
+    for (const cJSON *x = v->child; x; x = x->next) {
+        if (!hearth_jraw_next(&it, NULL, &val)) return none;
+        if (x == c) return val;
+    }
+    return none;
+}
+
+/* A copy of v for the context: its raw text verbatim when known (numbers as sent), else a
+ * copy of the tree. */
+static cJSON *copy_val(const cJSON *v, hearth_span raw) {
+    if (!raw.len) return cJSON_Duplicate(v, true);
+    char *t = malloc(raw.len + 1);
+    if (!t) return NULL;
+    memcpy(t, raw.ptr, raw.len);
+    t[raw.len] = 0;
+    cJSON *r = cJSON_CreateRaw(t);
+    free(t);
+    return r;
+}
+
+static bool add_copy(cJSON *obj, const char *key, const cJSON *v, hearth_span raw, hearth_api_err *e) {
+    cJSON *c = copy_val(v, raw);
+    if (!c || !cJSON_AddItemToObject(obj, key, c)) {
+        cJSON_Delete(c);
+        return oom(e);
+    }
+    return true;
+}
+
+/* An assistant message's tool_calls -> [{id, type: "function", function: {name, arguments}}]
+ * with arguments as an object (what templates iterate over; a string holding a JSON object is
+ * parsed, as mlx-bun and vLLM do; another string is kept as is). */
+static bool tool_calls(const cJSON *tc, hearth_span raw, cJSON *nm, const char *param, hearth_api_err *e) {
+    if (!cJSON_IsArray(tc))
+        return hearth_api_err_set(e, 400, "invalid_type", param, "'%s.tool_calls' must be a list", param);
+    cJSON *out = cJSON_AddArrayToObject(nm, "tool_calls");
+    if (!out) return oom(e);
+    hearth_jraw_it it;
+    bool have_raw = raw.len && hearth_jraw_iter(raw, &it);
+    for (const cJSON *c = tc->child; c; c = c->next) {
+        hearth_span rc = {NULL, 0};
+        if (have_raw && !hearth_jraw_next(&it, NULL, &rc)) rc.len = 0;
+        const cJSON *f = cJSON_IsObject(c) ? cJSON_GetObjectItemCaseSensitive(c, "function") : NULL;
+        const cJSON *name = cJSON_IsObject(f) ? cJSON_GetObjectItemCaseSensitive(f, "name") : NULL;
+        const cJSON *args = cJSON_IsObject(f) ? cJSON_GetObjectItemCaseSensitive(f, "arguments") : NULL;
+        const cJSON *id = cJSON_IsObject(c) ? cJSON_GetObjectItemCaseSensitive(c, "id") : NULL;
+        if (!cJSON_IsString(name))
+            return hearth_api_err_set(e, 400, "invalid_type", param,
+                                      "each of '%s.tool_calls' needs a 'function' with a string 'name'", param);
+        cJSON *nc = cJSON_CreateObject(), *nf = NULL;
+        if (!nc || !cJSON_AddItemToArray(out, nc)) {
+            cJSON_Delete(nc);
+            return oom(e);
+        }
+        if ((cJSON_IsString(id) && !cJSON_AddStringToObject(nc, "id", id->valuestring)) ||
+            !cJSON_AddStringToObject(nc, "type", "function") || !(nf = cJSON_AddObjectToObject(nc, "function")) ||
+            !cJSON_AddStringToObject(nf, "name", name->valuestring))
+            return oom(e);
+        if (cJSON_IsString(args)) {
+            cJSON *parsed = hearth_tc_parse_exact(args->valuestring, strlen(args->valuestring));
+            bool obj = cJSON_IsObject(parsed);
+            cJSON_Delete(parsed);
+            hearth_span as = hearth_span_cstr(args->valuestring);
+            if (!add_copy(nf, "arguments", args, obj ? as : (hearth_span){NULL, 0}, e)) return false;
+        } else if (args && !cJSON_IsNull(args)) {
+            hearth_span ra = raw_child(raw_child(rc, c, f), f, args);
+            if (!add_copy(nf, "arguments", args, ra, e)) return false;
+        } else if (!cJSON_AddObjectToObject(nf, "arguments")) {
+            return oom(e);
+        }
+    }
+    return true;
+}
+
 /* messages -> a normalized cJSON array (added to ctx). */
-static bool normalize(const cJSON *root, cJSON *ctx, hearth_api_err *e) {
+static bool normalize(const cJSON *root, hearth_span raw, cJSON *ctx, hearth_api_err *e) {
     const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(root, "messages");
     if (!msgs || cJSON_IsNull(msgs))
         return hearth_api_err_set(e, 400, "missing_required_parameter", "messages", "'messages' is required");
@@ -72,10 +160,15 @@ static bool normalize(const cJSON *root, cJSON *ctx, hearth_api_err *e) {
     if (n > MAX_MESSAGES)
         return hearth_api_err_set(e, 400, "invalid_value", "messages", "at most %d messages are allowed", MAX_MESSAGES);
     cJSON *out = cJSON_AddArrayToObject(ctx, "messages");
-    if (!out) return hearth_api_err_set(e, 503, "out_of_memory", NULL, "out of memory");
+    if (!out) return oom(e);
+    hearth_span raw_msgs = raw_child(raw, root, msgs);
+    hearth_jraw_it it;
+    bool have_raw = raw_msgs.len && hearth_jraw_iter(raw_msgs, &it);
     int im = 0;
     for (const cJSON *m = msgs->child; m; m = m->next, im++) {
         char param[48];
+        hearth_span rm = {NULL, 0};
+        if (have_raw && !hearth_jraw_next(&it, NULL, &rm)) rm.len = 0;
         snprintf(param, sizeof param, "messages[%d]", im);
         if (!cJSON_IsObject(m)) return hearth_api_err_set(e, 400, "invalid_type", param, "'%s' must be an object", param);
         const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
@@ -88,56 +181,155 @@ static bool normalize(const cJSON *root, cJSON *ctx, hearth_api_err *e) {
                                       "'%s.role' must be system, developer, user, assistant or tool (got '%.40s')",
                                       param, role->valuestring);
         cJSON *nm = cJSON_CreateObject(), *text = NULL;
-        if (!nm || !cJSON_AddItemToArray(out, nm) || !cJSON_AddStringToObject(nm, "role", r))
-            return hearth_api_err_set(e, 503, "out_of_memory", NULL, "out of memory");
+        if (!nm || !cJSON_AddItemToArray(out, nm) || !cJSON_AddStringToObject(nm, "role", r)) return oom(e);
         if (!content_text(cJSON_GetObjectItemCaseSensitive(m, "content"), im, &text, e)) return false;
         cJSON_AddItemToObject(nm, "content", text);
-        /* passed through for templates that render them (tool results, names) */
-        static const char *const keep[] = {"name", "tool_call_id", "tool_calls"};
+        /* passed through for templates that render them (tool results, names, past reasoning) */
+        static const char *const keep[] = {"name", "tool_call_id", "reasoning_content", "thinking"};
         for (size_t k = 0; k < sizeof keep / sizeof keep[0]; k++) {
             const cJSON *v = cJSON_GetObjectItemCaseSensitive(m, keep[k]);
-            if (v && !cJSON_IsNull(v)) cJSON_AddItemToObject(nm, keep[k], cJSON_Duplicate(v, true));
+            if (v && !cJSON_IsNull(v) && !add_copy(nm, keep[k], v, raw_child(rm, m, v), e)) return false;
         }
+        const cJSON *tc = cJSON_GetObjectItemCaseSensitive(m, "tool_calls");
+        if (tc && !cJSON_IsNull(tc) && !(cJSON_IsArray(tc) && !tc->child) &&
+            !tool_calls(tc, raw_child(rm, m, tc), nm, param, e))
+            return false;
     }
     return true;
 }
 
-static void add_token_text(cJSON *ctx, const char *key, const hearth_tok *tok, int32_t id) {
-    hearth_span t = id >= 0 ? hearth_tok_text(tok, id) : (hearth_span){"", 0};
-    char *s = malloc(t.len + 1);
-    if (!s) return;
-    memcpy(s, t.ptr, t.len);
-    s[t.len] = 0;
-    cJSON_AddStringToObject(ctx, key, s);
-    free(s);
+/* tools + tool_choice -> ctx.tools (null when none apply); *parse: replies are parsed for calls. */
+static bool add_tools(const cJSON *root, hearth_span raw, cJSON *ctx, bool *parse, hearth_api_err *e) {
+    const cJSON *tools = hearth_req_field(root, "tools"), *choice = hearth_req_field(root, "tool_choice");
+    const char *only = NULL; /* a named function */
+    *parse = false;
+    if (tools && !cJSON_IsArray(tools))
+        return hearth_api_err_set(e, 400, "invalid_type", "tools", "'tools' must be a list of tools");
+    for (const cJSON *t = tools ? tools->child : NULL; t; t = t->next) {
+        const cJSON *type = cJSON_IsObject(t) ? cJSON_GetObjectItemCaseSensitive(t, "type") : NULL;
+        const cJSON *f = cJSON_IsObject(t) ? cJSON_GetObjectItemCaseSensitive(t, "function") : NULL;
+        const cJSON *name = cJSON_IsObject(f) ? cJSON_GetObjectItemCaseSensitive(f, "name") : NULL;
+        if (!cJSON_IsString(type) || strcmp(type->valuestring, "function") || !cJSON_IsString(name) ||
+            !*name->valuestring)
+            return hearth_api_err_set(e, 400, "invalid_value", "tools",
+                                      "each tool must be {\"type\": \"function\", \"function\": {\"name\": ...}}");
+    }
+    if (choice) {
+        const cJSON *f = cJSON_IsObject(choice) ? cJSON_GetObjectItemCaseSensitive(choice, "function") : NULL;
+        const cJSON *name = cJSON_IsObject(f) ? cJSON_GetObjectItemCaseSensitive(f, "name") : NULL;
+        if (cJSON_IsString(choice) && !strcmp(choice->valuestring, "none")) tools = NULL;
+        else if (cJSON_IsString(choice) &&
+                 (!strcmp(choice->valuestring, "auto") || !strcmp(choice->valuestring, "required"))) {
+            if (!strcmp(choice->valuestring, "required") && (!tools || !tools->child))
+                return hearth_api_err_set(e, 400, "invalid_value", "tool_choice",
+                                          "tool_choice 'required' needs at least one tool in 'tools'");
+        } else if (cJSON_IsString(name)) {
+            only = name->valuestring;
+        } else {
+            return hearth_api_err_set(e, 400, "invalid_value", "tool_choice",
+                                      "'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": "
+                                      "\"function\", \"function\": {\"name\": ...}}");
+        }
+    }
+    cJSON *out = NULL;
+    if (tools && tools->child) {
+        hearth_span rt = raw_child(raw, root, tools);
+        hearth_jraw_it it;
+        bool have_raw = rt.len && hearth_jraw_iter(rt, &it);
+        if (!(out = cJSON_AddArrayToObject(ctx, "tools"))) return oom(e);
+        for (const cJSON *t = tools->child; t; t = t->next) {
+            hearth_span r1 = {NULL, 0};
+            if (have_raw && !hearth_jraw_next(&it, NULL, &r1)) r1.len = 0;
+            const char *name = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(t, "function"),
+                                                                "name")->valuestring;
+            if (only && strcmp(only, name)) continue;
+            cJSON *c = copy_val(t, r1);
+            if (!c || !cJSON_AddItemToArray(out, c)) {
+                cJSON_Delete(c);
+                return oom(e);
+            }
+        }
+        if (only && !out->child)
+            return hearth_api_err_set(e, 400, "invalid_value", "tool_choice",
+                                      "tool_choice names the function '%.60s', which is not in 'tools'", only);
+        *parse = true;
+    } else if (only) {
+        return hearth_api_err_set(e, 400, "invalid_value", "tool_choice",
+                                  "tool_choice names the function '%.60s', which is not in 'tools'", only);
+    } else if (!cJSON_AddNullToObject(ctx, "tools")) {
+        return oom(e);
+    }
+    return true;
 }
 
-/* Build the template context of a request; NULL with e filled on failure. */
-static cJSON *build_context(hearth_server *s, const cJSON *root, hearth_api_err *e) {
+static bool add_token_text(cJSON *ctx, const char *key, const hearth_tok *tok, int32_t id) {
+    if (id < 0) return true; /* transformers leaves a token the tokenizer lacks out of the context */
+    hearth_span t = hearth_tok_text(tok, id);
+    char *s = malloc(t.len + 1);
+    if (!s) return false;
+    memcpy(s, t.ptr, t.len);
+    s[t.len] = 0;
+    bool ok = cJSON_AddStringToObject(ctx, key, s) != NULL;
+    free(s);
+    return ok;
+}
+
+/* enable_thinking: chat_template_kwargs (added later, wins) > reasoning_effort > --thinking. */
+static bool add_thinking(hearth_server *s, const cJSON *root, cJSON *ctx, hearth_api_err *e) {
+    static const char *const efforts[] = {"none", "minimal", "low", "medium", "high", "xhigh"};
+    const char *effort = NULL;
+    if (hearth_req_str(root, "reasoning_effort", &effort, e) < 0) return false;
+    int think = s->p.enable_thinking;
+    if (effort) {
+        bool known = false;
+        for (size_t i = 0; i < sizeof efforts / sizeof efforts[0]; i++) known |= !strcmp(effort, efforts[i]);
+        if (!known)
+            return hearth_api_err_set(e, 400, "invalid_value", "reasoning_effort",
+                                      "'reasoning_effort' must be none, minimal, low, medium, high or xhigh");
+        think = strcmp(effort, "none") != 0;
+        /* templates with effort levels (gpt-oss) read the variable itself */
+        if (think && !cJSON_AddStringToObject(ctx, "reasoning_effort", effort)) return oom(e);
+    }
+    if (think >= 0 && !cJSON_AddBoolToObject(ctx, "enable_thinking", think)) return oom(e);
+    return true;
+}
+
+/* Build the template context of a request, in transformers' order (later keys win):
+ * {messages, tools, documents, add_generation_prompt, bos_token, eos_token, enable_thinking,
+ * reasoning_effort, ...chat_template_kwargs}; NULL with e filled on failure. */
+static cJSON *build_context(hearth_server *s, const cJSON *root, hearth_span raw, bool *tools, hearth_api_err *e) {
     cJSON *ctx = cJSON_CreateObject();
     if (!ctx) {
-        hearth_api_err_set(e, 503, "out_of_memory", NULL, "out of memory");
+        oom(e);
         return NULL;
     }
-    if (!normalize(root, ctx, e)) goto fail;
-    const cJSON *tools = cJSON_GetObjectItemCaseSensitive(root, "tools");
-    if (cJSON_IsArray(tools) && cJSON_GetArraySize(tools) > 0)
-        cJSON_AddItemToObject(ctx, "tools", cJSON_Duplicate(tools, true));
-    cJSON_AddBoolToObject(ctx, "add_generation_prompt", 1);
+    if (!normalize(root, raw, ctx, e) || !add_tools(root, raw, ctx, tools, e)) goto fail;
+    const cJSON *docs = hearth_req_field(root, "documents");
+    if (docs && !cJSON_IsArray(docs)) {
+        hearth_api_err_set(e, 400, "invalid_type", "documents", "'documents' must be a list");
+        goto fail;
+    }
+    if (docs ? !add_copy(ctx, "documents", docs, raw_child(raw, root, docs), e) : !cJSON_AddNullToObject(ctx, "documents"))
+        goto fail;
     const hearth_tok *tok = hearth_model_tok(s->m);
-    add_token_text(ctx, "bos_token", tok, hearth_tok_bos(tok));
-    add_token_text(ctx, "eos_token", tok, hearth_tok_eos(tok));
-    if (s->p.enable_thinking >= 0) cJSON_AddBoolToObject(ctx, "enable_thinking", s->p.enable_thinking);
+    if (!cJSON_AddBoolToObject(ctx, "add_generation_prompt", 1) ||
+        !add_token_text(ctx, "bos_token", tok, hearth_tok_bos(tok)) ||
+        !add_token_text(ctx, "eos_token", tok, hearth_tok_eos(tok))) {
+        oom(e);
+        goto fail;
+    }
+    if (!add_thinking(s, root, ctx, e)) goto fail;
     const cJSON *kw = cJSON_GetObjectItemCaseSensitive(root, "chat_template_kwargs");
     if (kw && !cJSON_IsNull(kw)) {
         if (!cJSON_IsObject(kw)) {
             hearth_api_err_set(e, 400, "invalid_type", "chat_template_kwargs", "'chat_template_kwargs' must be an object");
             goto fail;
         }
+        hearth_span rk = raw_child(raw, root, kw);
         for (const cJSON *it = kw->child; it; it = it->next) {
             if (!strcmp(it->string, "messages")) continue; /* the request's own messages win */
             cJSON_DeleteItemFromObjectCaseSensitive(ctx, it->string);
-            cJSON_AddItemToObject(ctx, it->string, cJSON_Duplicate(it, true));
+            if (!add_copy(ctx, it->string, it, raw_child(rk, kw, it), e)) goto fail;
         }
     }
     return ctx;
@@ -147,9 +339,16 @@ fail:
 }
 
 bool hearth_chat_prompt(hearth_server *s, const cJSON *root, int32_t **ids, size_t *n_ids, hearth_api_err *e) {
+    return hearth_chat_prompt_opts(s, root, NULL, ids, n_ids, e);
+}
+
+bool hearth_chat_prompt_opts(hearth_server *s, const cJSON *root, hearth_chat_opts *opts, int32_t **ids,
+                             size_t *n_ids, hearth_api_err *e) {
     *ids = NULL;
     *n_ids = 0;
-    cJSON *ctx = build_context(s, root, e); /* validate the messages even when chat cannot run */
+    bool tools = false;
+    hearth_span raw = opts ? opts->raw : (hearth_span){NULL, 0};
+    cJSON *ctx = build_context(s, root, raw, &tools, e); /* validate the messages even when chat cannot run */
     if (!ctx) return false;
     bool ok = false;
     char *json = NULL, *text = NULL;
@@ -175,6 +374,12 @@ bool hearth_chat_prompt(hearth_server *s, const cJSON *root, int32_t **ids, size
     if (hearth_tok_encode(tok, text, n_text, true, true, ids, n_ids)) {
         hearth_api_err_set(e, 400, "invalid_value", "messages", "the rendered prompt could not be tokenized");
         goto out;
+    }
+    if (opts) {
+        size_t tail = n_text > 64 ? n_text - 64 : 0; /* the generation prompt's end */
+        opts->tools = tools ? s->tc_format : HEARTH_TC_NONE;
+        opts->reasoning = s->rs_format;
+        opts->reasoning_open = hearth_rs_prompt_open(s->rs_format, text + tail, n_text - tail);
     }
     int32_t bos = hearth_tok_bos(tok);
     if (*n_ids >= 2 && bos >= 0 && (*ids)[0] == bos && (*ids)[1] == bos) {

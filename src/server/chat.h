@@ -4,8 +4,9 @@
  * Messages are normalized first (mlx-bun's normalizeMessages): `developer` becomes `system`,
  * content-part arrays become one string (text parts joined by newlines; image or audio parts
  * are refused: no vision yet), null content becomes "". The template context is the JSON
- * object {messages, tools?, add_generation_prompt: true, bos_token, eos_token,
- * enable_thinking?, ...chat_template_kwargs}; the rendered text is tokenized with special
+ * object {messages, tools (or null), documents (or null), add_generation_prompt: true,
+ * bos_token, eos_token, enable_thinking?, reasoning_effort?, ...chat_template_kwargs} as
+ * transformers builds it; assistant tool_calls carry their arguments as objects. The rendered text is tokenized with special
  * tokens parsed, and a BOS the template wrote is not doubled by the tokenizer's own.
  *
  * Thread rule: any thread (the template is immutable once parsed).
@@ -13,12 +14,31 @@
 #pragma once
 #include <cjson/cJSON.h>
 
+#include "server/reasoning.h"
 #include "server/server_internal.h"
+#include "server/toolcall.h"
 
 /* Build the prompt of a chat request (root: the parsed body). On success *ids (malloc'ed,
  * caller frees) holds *n_ids tokens; on failure e says why (400 for bad messages, a template
  * that raises, or a model without a template). */
 bool hearth_chat_prompt(hearth_server *s, const cJSON *root, int32_t **ids, size_t *n_ids, hearth_api_err *e);
+
+/* What a dialect passes in and gets back besides the tokens. */
+typedef struct {
+    hearth_span      raw;            /* in: the text root was parsed from, if any: values copied
+                                      * into the context keep their spelling (1.0 stays 1.0) */
+    hearth_tc_format tools;          /* out: parse replies for tool calls in this format (NONE:
+                                      * no tools, or tool_choice "none") */
+    hearth_rs_format reasoning;      /* out: the model's reasoning markup */
+    bool             reasoning_open; /* out: the prompt ends inside an open reasoning block */
+} hearth_chat_opts;
+
+/* hearth_chat_prompt with opts (may be NULL). Also reads `tools` (validated; a named
+ * tool_choice keeps only that function, "none" drops them), `tool_choice`, `documents`,
+ * `reasoning_effort` (none = enable_thinking false, a level = true; chat_template_kwargs wins,
+ * then this, then --thinking). */
+bool hearth_chat_prompt_opts(hearth_server *s, const cJSON *root, hearth_chat_opts *opts, int32_t **ids,
+                             size_t *n_ids, hearth_api_err *e);
 
 /* The model's template, parsed once at start (chat_template.c). On failure s->tmpl stays NULL
  * and s->tmpl_error says why (chat then answers with it); never fails the server. */

@@ -12,7 +12,10 @@
 
 void hearth_chat_init(hearth_server *s) {
     s->tmpl = NULL;
-    const char *src = hearth_model_chat_template(s->m);
+    const char *src = s->tmpl_src ? s->tmpl_src : hearth_model_chat_template(s->m);
+    const hearth_arch_info *ai = hearth_arch_info_of(hearth_model_hparams(s->m)->arch);
+    s->tc_format = hearth_tc_detect(src, ai ? ai->gguf_name : NULL);
+    s->rs_format = hearth_rs_detect(src);
     if (!src) {
         snprintf(s->tmpl_error, sizeof s->tmpl_error,
                  "the model '%.200s' has no chat template: use /v1/completions with a raw prompt", s->model_id);

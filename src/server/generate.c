@@ -83,7 +83,10 @@ typedef struct {
     bool               recorded;   /* stats written */
     bool               started;    /* the writer's start ran */
     hearth_api_err     err;        /* an engine error */
-    hearth_jw          text;       /* every piece of final text */
+    hearth_jw          text;       /* every piece of final content */
+    hearth_jw          reasoning;  /* every piece of reasoning */
+    hearth_rs         *rs;         /* owned: NULL when spec.reasoning is NONE */
+    hearth_tc         *tc;         /* owned: NULL when spec.tools is NONE */
 } gen;
 
 static void record(gen *g, hearth_gen_outcome how) {
@@ -102,17 +105,84 @@ static void gen_free(gen *g) {
     hearth_stop_fini(&g->stop);
     hearth_gen_spec_free(&g->spec);
     hearth_jw_fini(&g->text);
+    hearth_jw_fini(&g->reasoning);
+    hearth_rs_destroy(g->rs);
+    hearth_tc_destroy(g->tc);
     free(g->piece);
     free(g);
 }
 
 static void gen_done_cb(void *ctx) { gen_free(ctx); }
 
-/* Keep final text and refresh the writer's view of it. */
-static void keep(gen *g, hearth_span t) {
-    hearth_jw_raw(&g->text, t.ptr, t.len);
-    g->out.text.ptr = g->text.buf ? g->text.buf : "";
-    g->out.text.len = g->text.len;
+/* FNV-1a of the response id: the seed of the tool-call ids it makes (unique per response). */
+static uint64_t id_hash(const char *s) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return h;
+}
+
+static void deliver_reasoning(gen *g, hearth_span r, hearth_jw *w) {
+    if (!r.len) return;
+    hearth_jw_raw(&g->reasoning, r.ptr, r.len);
+    g->out.reasoning = (hearth_span){g->reasoning.buf ? g->reasoning.buf : "", g->reasoning.len};
+    if (w && g->spec.dialect->reasoning) g->spec.dialect->reasoning(&g->out, w, r);
+}
+
+static void deliver(gen *g, hearth_span c, const hearth_tool_call *calls, int n_calls, hearth_jw *w) {
+    if (c.len) {
+        hearth_jw_raw(&g->text, c.ptr, c.len);
+        g->out.text = (hearth_span){g->text.buf ? g->text.buf : "", g->text.len};
+        if (w) g->spec.dialect->text(&g->out, w, c);
+    }
+    if (g->tc) g->out.calls = hearth_tc_calls(g->tc, &g->out.n_calls);
+    for (int i = 0; i < n_calls; i++)
+        if (w && g->spec.dialect->tool_call) g->spec.dialect->tool_call(&g->out, w, &calls[i]);
+}
+
+/* Content -> tool-call parser (when on) -> the writer. */
+static void content(gen *g, hearth_span c, bool final, hearth_jw *w) {
+    if (!g->tc) {
+        deliver(g, c, NULL, 0, w);
+        return;
+    }
+    hearth_tc_out o;
+    hearth_tc_push(g->tc, c.ptr, c.len, &o);
+    deliver(g, o.content, o.calls, o.n_calls, w);
+    if (!final) return;
+    hearth_tc_finish(g->tc, &o);
+    deliver(g, o.content, o.calls, o.n_calls, w);
+}
+
+/* Final text (after stop strings) -> reasoning splitter (when on) -> content. Kept for the
+ * writer's view and, when streaming (w), handed to the writer piece by piece. final: the
+ * reply ended, the splitters release what they hold. */
+static void split(gen *g, hearth_span t, bool final, hearth_jw *w) {
+    if (!g->rs) {
+        content(g, t, final, w);
+        return;
+    }
+    hearth_rs_out o;
+    hearth_rs_push(g->rs, t.ptr, t.len, &o);
+    deliver_reasoning(g, o.reasoning, w);
+    content(g, o.content, false, w);
+    if (!final) return;
+    hearth_rs_finish(g->rs, &o);
+    deliver_reasoning(g, o.reasoning, w);
+    content(g, o.content, true, w);
+}
+
+/* A control token the decoder drops whose text is part of the reply's tool-call or reasoning
+ * markup ([TOOL_CALLS], <|channel|>...): its text, into g->piece. */
+static int marker_text(gen *g, int32_t token) {
+    const hearth_tok *tok = hearth_model_tok(g->srv->m);
+    if (!hearth_tok_is_control(tok, token)) return 0;
+    hearth_span t = hearth_tok_piece(tok, token, true);
+    if (t.len >= g->cap_piece) return 0;
+    if (!hearth_tc_is_marker(g->spec.tools, t.ptr, t.len) && !hearth_rs_is_marker(g->spec.reasoning, t.ptr, t.len))
+        return 0;
+    memcpy(g->piece, t.ptr, t.len);
+    g->piece[t.len] = 0;
+    return (int)t.len;
 }
 
 static void stopped_by_string(gen *g) {
@@ -143,6 +213,7 @@ static int next_text(gen *g, hearth_span *a, hearth_span *b) {
             g->t_last_ms = now;
             g->out.n_gen++;
             int n = hearth_tok_decoder_push(&g->dec, ev.token, g->piece, g->cap_piece);
+            if (n <= 0 && (g->rs || g->tc)) n = marker_text(g, ev.token);
             if (hearth_stop_push(&g->stop, g->piece, n > 0 ? (size_t)n : 0, a)) {
                 stopped_by_string(g);
                 hearth_engine_cancel(g->srv->e, g->req);
@@ -178,11 +249,6 @@ gone:
     return -1;
 }
 
-static void stream_piece(gen *g, hearth_jw *w, hearth_span t) {
-    if (!t.len) return;
-    keep(g, t);
-    g->spec.dialect->text(&g->out, w, t);
-}
 
 static int stream_fill(void *ctx, hearth_jw *w) {
     gen *g = ctx;
@@ -196,16 +262,16 @@ static int stream_fill(void *ctx, hearth_jw *w) {
             d->start(&g->out, w);
         }
         if (rc == 1) {
-            if (!a.len && !w->len) continue;
-            stream_piece(g, w, a);
+            if (a.len) split(g, a, false, w);
+            if (!w->len) continue;
             return 1;
         }
         if (rc == -2) {
             d->error(&g->out, w, &g->err);
             return 0;
         }
-        stream_piece(g, w, a);
-        stream_piece(g, w, b);
+        split(g, a, false, w);
+        split(g, b, true, w);
         if (d->finished) d->finished(&g->out);
         d->end(&g->out, w);
         return 0;
@@ -221,9 +287,9 @@ static void run_sync(hearth_http_req *r, gen *g) {
             hearth_http_send_error(r, &g->err);
             return;
         }
-        keep(g, a);
+        split(g, a, false, NULL);
         if (rc == 0) {
-            keep(g, b);
+            split(g, b, true, NULL);
             break;
         }
     }
@@ -231,7 +297,7 @@ static void run_sync(hearth_http_req *r, gen *g) {
     hearth_jw w;
     hearth_jw_init(&w);
     g->spec.dialect->body(&g->out, &w);
-    hearth_http_send_json(r, g->text.oom ? 500 : 200, &w);
+    hearth_http_send_json(r, g->text.oom || g->reasoning.oom ? 500 : 200, &w);
     hearth_jw_fini(&w);
 }
 
@@ -249,7 +315,9 @@ void hearth_gen_run(hearth_http_req *r, hearth_gen_spec *spec) {
     g->spec = *spec;
     memset(spec, 0, sizeof *spec);
     hearth_jw_init(&g->text);
-    g->out = (hearth_gen_out){.srv = s, .spec = &g->spec, .ctx = g->spec.ctx, .id = g->id, .text = {"", 0}};
+    hearth_jw_init(&g->reasoning);
+    g->out = (hearth_gen_out){.srv = s, .spec = &g->spec, .ctx = g->spec.ctx, .id = g->id, .text = {"", 0},
+                              .reasoning = {"", 0}};
 
     int32_t n_ctx = hearth_engine_n_ctx(s->e);
     int64_t room = (int64_t)n_ctx - (int64_t)g->spec.n_prompt;
@@ -277,6 +345,11 @@ void hearth_gen_run(hearth_http_req *r, hearth_gen_spec *spec) {
     }
     hearth_tok_decoder_init(&g->dec, tok, false);
     hearth_server_new_id(s, g->spec.dialect->id_prefix, g->id, sizeof g->id);
+    if ((g->spec.reasoning && !(g->rs = hearth_rs_create(g->spec.reasoning, g->spec.reasoning_open))) ||
+        (g->spec.tools && !(g->tc = hearth_tc_create(g->spec.tools, id_hash(g->id))))) {
+        hearth_api_err_set(&e, 503, "out_of_memory", NULL, "out of memory");
+        goto fail;
+    }
     g->out.created = (int64_t)time(NULL);
     g->fd = hearth_http_fd(r);
     g->t0_ms = r->t_done_ms;

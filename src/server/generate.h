@@ -7,10 +7,11 @@
  * context. hearth_gen_run takes it over and does what every dialect shares: checks the
  * prompt against the context, submits to the engine, detokenizes incrementally (incomplete
  * UTF-8 held back), applies stop strings (stop.h), records the latency and token counters,
- * cancels the engine request when the client goes away or a stop string ends the text, and
- * calls the writer for each piece of final text:
+ * cancels the engine request when the client goes away or a stop string ends the text, splits
+ * reasoning (reasoning.h) and tool calls (toolcall.h) off the text when the spec asks, and
+ * calls the writer for each piece:
  *
- *   stream:      start, text*, end          (or start, text*, error on an engine failure)
+ *   stream:      start, (text | reasoning | tool_call)*, end   (or ..., error on an engine failure)
  *   non-stream:  body                       (errors go out through hearth_http_send_error)
  *   both:        finished, after a generation that completed (the responses store)
  *
@@ -18,8 +19,10 @@
  */
 #pragma once
 #include "engine/engine.h"
+#include "server/reasoning.h"
 #include "server/server_internal.h"
 #include "server/stop.h"
+#include "server/toolcall.h"
 
 typedef enum {
     HEARTH_GEN_END_EOG = 0, /* the model ended its turn (an end-of-generation token) */
@@ -44,6 +47,9 @@ typedef struct {
     char                 *stop_text[HEARTH_STOP_MAX]; /* owned (malloc) */
     hearth_span           stops[HEARTH_STOP_MAX];     /* views of stop_text */
     int                   n_stops;
+    hearth_tc_format      tools;          /* parse tool calls in this format (NONE: off) */
+    hearth_rs_format      reasoning;      /* split reasoning off in this format (NONE: off) */
+    bool                  reasoning_open; /* the reply starts inside a reasoning block */
 } hearth_gen_spec;
 
 /* What a writer sees of its generation. Fields are valid from `start` on unless noted. */
@@ -57,7 +63,10 @@ typedef struct {
     int32_t                n_gen;    /* tokens generated so far */
     hearth_gen_end         end;      /* in end, body and finished */
     hearth_span            stop;     /* END_STOP: the stop string that matched */
-    hearth_span            text;     /* every piece of final text so far (all of it in end/body) */
+    hearth_span            text;     /* every piece of final content so far (all of it in end/body) */
+    hearth_span            reasoning; /* every piece of reasoning so far (spec->reasoning) */
+    const hearth_tool_call *calls;   /* every tool call so far [n_calls] (spec->tools) */
+    int                    n_calls;
 } hearth_gen_out;
 
 struct hearth_gen_dialect {
@@ -71,6 +80,11 @@ struct hearth_gen_dialect {
     void (*error)(hearth_gen_out *g, hearth_jw *w, const hearth_api_err *e);
     /* Non-streaming: the whole response body. */
     void (*body)(hearth_gen_out *g, hearth_jw *w);
+    /* (optional) streaming: a piece of reasoning (never empty); without it reasoning is only
+     * in out.reasoning. */
+    void (*reasoning)(hearth_gen_out *g, hearth_jw *w, hearth_span piece);
+    /* (optional) streaming: a tool call whose markup closed (out.calls has it too). */
+    void (*tool_call)(hearth_gen_out *g, hearth_jw *w, const hearth_tool_call *c);
     /* (optional) the generation completed, streamed or not; runs before end / body. */
     void (*finished)(hearth_gen_out *g);
     /* (optional) free spec->ctx. */

@@ -161,12 +161,9 @@ static bool parse_common(hearth_server *s, const cJSON *root, bool chat, hearth_
         const cJSON *sfx = field(root, "suffix");
         if (sfx && (!cJSON_IsString(sfx) || *sfx->valuestring)) return unsupported(e, "suffix", "suffix (insertion)");
     }
-    const char *tool_keys[] = {"tools", "functions"};
-    for (int k = 0; k < 2; k++) {
-        const cJSON *t = field(root, tool_keys[k]);
-        if (t && (!cJSON_IsArray(t) || cJSON_GetArraySize(t) > 0))
-            return unsupported(e, tool_keys[k], "tool calling (tools / tool_calls)");
-    }
+    const cJSON *fn = field(root, "functions"); /* the deprecated spelling of tools */
+    if (fn && (!cJSON_IsArray(fn) || cJSON_GetArraySize(fn) > 0))
+        return unsupported(e, "functions", "'functions' (the deprecated form of 'tools'; send 'tools')");
     const cJSON *rf = field(root, "response_format");
     if (rf) {
         const cJSON *t = cJSON_IsObject(rf) ? field(rf, "type") : NULL;
@@ -184,7 +181,11 @@ void hearth_openai_chat(hearth_http_req *r) {
     cJSON *root = hearth_req_parse(r, &e);
     if (!root) goto fail;
     if (!parse_common(r->srv, root, true, &g, &e)) goto fail;
-    if (!hearth_chat_prompt(r->srv, root, &g.prompt, &g.n_prompt, &e)) goto fail;
+    hearth_chat_opts co = {.raw = {r->body, r->n_body}};
+    if (!hearth_chat_prompt_opts(r->srv, root, &co, &g.prompt, &g.n_prompt, &e)) goto fail;
+    g.tools = co.tools;
+    g.reasoning = co.reasoning;
+    g.reasoning_open = co.reasoning_open;
     cJSON_Delete(root);
     hearth_gen_run(r, &g);
     return;

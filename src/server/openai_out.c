@@ -3,7 +3,8 @@
  * chat.completion and text_completion bodies and their stream chunks.
  *
  * Stream grammar: for chat a first chunk with delta {"role":"assistant","content":""}, then
- * content deltas, then a chunk with an empty delta and finish_reason, then (with
+ * content deltas ({"content"}, {"reasoning_content"}, or {"tool_calls": [{"index", "id",
+ * "type", "function": {"name", "arguments"}}]}: each call whole, in one delta), then a chunk with an empty delta and finish_reason, then (with
  * stream_options.include_usage) a chunk with "choices":[] and usage - every other chunk then
  * carries "usage":null - and finally data: [DONE]. Completions stream text_completion chunks
  * with "text" the same way. An engine failure mid-stream is one data: {"error":{...}} frame.
@@ -13,8 +14,31 @@
 
 #include <stdlib.h>
 
+/* A reply that called tools ends with "tool_calls", whatever ended the generation. */
 static const char *finish_reason(const hearth_gen_out *g) {
+    if (g->n_calls > 0) return "tool_calls";
     return g->end == HEARTH_GEN_END_LENGTH ? "length" : "stop";
+}
+
+/* {"index"?, "id", "type": "function", "function": {"name", "arguments"}} */
+static void call_json(hearth_jw *w, const hearth_tool_call *c, bool index) {
+    hearth_jw_obj(w);
+    if (index) {
+        hearth_jw_key(w, "index");
+        hearth_jw_int(w, c->index);
+    }
+    hearth_jw_key(w, "id");
+    hearth_jw_cstr(w, c->id);
+    hearth_jw_key(w, "type");
+    hearth_jw_cstr(w, "function");
+    hearth_jw_key(w, "function");
+    hearth_jw_obj(w);
+    hearth_jw_key(w, "name");
+    hearth_jw_cstr(w, c->name);
+    hearth_jw_key(w, "arguments");
+    hearth_jw_cstr(w, c->arguments);
+    hearth_jw_obj_end(w);
+    hearth_jw_obj_end(w);
 }
 
 static bool is_chat(const hearth_gen_out *g) { return g->spec->dialect == &hearth_openai_chat_out; }
@@ -53,9 +77,20 @@ static void head_json(const hearth_gen_out *g, hearth_jw *w, const char *object)
     hearth_jw_arr(w);
 }
 
-/* One stream chunk. role: write the role delta; text: content (may be NULL); finish or NULL. */
-static void chunk(const hearth_gen_out *g, hearth_jw *w, bool role, const hearth_span *text, const char *finish) {
+/* What one stream chunk carries (chat: in its delta). */
+typedef struct {
+    bool                    role;      /* the first chunk: role and empty content */
+    const hearth_span      *text;      /* content / completion text */
+    const hearth_span      *reasoning; /* chat: reasoning_content */
+    const hearth_tool_call *call;      /* chat: one tool call, whole */
+    const char             *finish;
+} delta;
+
+static void chunk(const hearth_gen_out *g, hearth_jw *w, const delta *dl) {
     const hearth_openai_out *o = g->ctx;
+    bool role = dl->role;
+    const hearth_span *text = dl->text;
+    const char *finish = dl->finish;
     bool chat = is_chat(g);
     hearth_sse_begin(w);
     head_json(g, w, chat ? "chat.completion.chunk" : "text_completion");
@@ -72,6 +107,16 @@ static void chunk(const hearth_gen_out *g, hearth_jw *w, bool role, const hearth
         if (text || role) {
             hearth_jw_key(w, "content");
             hearth_jw_str(w, text ? text->ptr : "", text ? text->len : 0);
+        }
+        if (dl->reasoning) {
+            hearth_jw_key(w, "reasoning_content");
+            hearth_jw_str(w, dl->reasoning->ptr, dl->reasoning->len);
+        }
+        if (dl->call) {
+            hearth_jw_key(w, "tool_calls");
+            hearth_jw_arr(w);
+            call_json(w, dl->call, true);
+            hearth_jw_arr_end(w);
         }
         hearth_jw_obj_end(w);
     } else {
@@ -93,14 +138,22 @@ static void chunk(const hearth_gen_out *g, hearth_jw *w, bool role, const hearth
 }
 
 static void stream_start(hearth_gen_out *g, hearth_jw *w) {
-    if (is_chat(g)) chunk(g, w, true, NULL, NULL);
+    if (is_chat(g)) chunk(g, w, &(delta){.role = true});
 }
 
-static void stream_text(hearth_gen_out *g, hearth_jw *w, hearth_span piece) { chunk(g, w, false, &piece, NULL); }
+static void stream_text(hearth_gen_out *g, hearth_jw *w, hearth_span piece) { chunk(g, w, &(delta){.text = &piece}); }
+
+static void stream_reasoning(hearth_gen_out *g, hearth_jw *w, hearth_span piece) {
+    chunk(g, w, &(delta){.reasoning = &piece});
+}
+
+static void stream_call(hearth_gen_out *g, hearth_jw *w, const hearth_tool_call *c) {
+    chunk(g, w, &(delta){.call = c});
+}
 
 static void stream_end(hearth_gen_out *g, hearth_jw *w) {
     const hearth_openai_out *o = g->ctx;
-    chunk(g, w, false, NULL, finish_reason(g));
+    chunk(g, w, &(delta){.finish = finish_reason(g)});
     if (o->include_usage) {
         hearth_sse_begin(w);
         head_json(g, w, is_chat(g) ? "chat.completion.chunk" : "text_completion");
@@ -131,7 +184,18 @@ static void body(hearth_gen_out *g, hearth_jw *w) {
         hearth_jw_key(w, "role");
         hearth_jw_cstr(w, "assistant");
         hearth_jw_key(w, "content");
-        hearth_jw_str(w, g->text.ptr, g->text.len);
+        if (g->n_calls && !g->text.len) hearth_jw_null(w); /* OpenAI: null when only tools were called */
+        else hearth_jw_str(w, g->text.ptr, g->text.len);
+        if (g->reasoning.len) {
+            hearth_jw_key(w, "reasoning_content");
+            hearth_jw_str(w, g->reasoning.ptr, g->reasoning.len);
+        }
+        if (g->n_calls) {
+            hearth_jw_key(w, "tool_calls");
+            hearth_jw_arr(w);
+            for (int i = 0; i < g->n_calls; i++) call_json(w, &g->calls[i], false);
+            hearth_jw_arr_end(w);
+        }
         hearth_jw_key(w, "refusal");
         hearth_jw_null(w);
         hearth_jw_obj_end(w);
@@ -153,7 +217,8 @@ static void ctx_free(void *ctx) { free(ctx); }
 
 const hearth_gen_dialect hearth_openai_chat_out = {
     .id_prefix = "chatcmpl-", .start = stream_start, .text = stream_text, .end = stream_end,
-    .error = stream_error, .body = body, .ctx_free = ctx_free,
+    .error = stream_error, .body = body, .reasoning = stream_reasoning, .tool_call = stream_call,
+    .ctx_free = ctx_free,
 };
 
 const hearth_gen_dialect hearth_openai_text_out = {

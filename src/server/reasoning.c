@@ -1,6 +1,7 @@
 /*
  * reasoning.c - the reasoning splitter (see reasoning.h): a two-state scanner (content,
- * reasoning) over held text, cutting at the earliest marker of the format's table.
+ * reasoning) over held text, cutting at the earliest marker of the format's table. In reasoning,
+ * trailing whitespace is held until more text follows, so none is left before the close.
  */
 #include "server/reasoning.h"
 #include "server/json_out.h"
@@ -108,6 +109,11 @@ static void emit(hearth_rs *s, const char *p, size_t n) {
     hearth_jw_raw(&s->out[s->reasoning], p, n);
 }
 
+static size_t trim_end(const char *p, size_t n) {
+    while (n && (p[n - 1] == ' ' || p[n - 1] == '\n' || p[n - 1] == '\r' || p[n - 1] == '\t')) n--;
+    return n;
+}
+
 static hearth_status step(hearth_rs *s, const char *text, size_t n, bool final, hearth_rs_out *out) {
     out->content = out->reasoning = (hearth_span){"", 0};
     if (s->failed) return HEARTH_E_NOMEM;
@@ -127,11 +133,13 @@ static hearth_status step(hearth_rs *s, const char *text, size_t n, bool final, 
         int i = left ? hearth_marks_find(p, left, s->marks, s->n, &at, &hold) : -1;
         if (i < 0) {
             size_t r = final ? left : left - hold;
+            if (s->reasoning && !final) r = trim_end(p, r); /* whitespace waits: dropped at the close */
             emit(s, p, r);
             pos += r;
             break;
         }
-        emit(s, p, at);
+        int act0 = TABLE[s->f].m[i].act;
+        emit(s, p, s->reasoning && act0 == CLOSE ? trim_end(p, at) : at);
         pos += at + strlen(s->marks[i]);
         int act = TABLE[s->f].m[i].act;
         if (act == OPEN && !s->reasoning) s->reasoning = s->skip_ws = true;

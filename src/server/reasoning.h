@@ -8,8 +8,8 @@
  *   GEMMA4   <|channel>thought ... <channel|>             Gemma 4
  *
  * Text is fed in pieces split anywhere; a tail that may still become a marker is held back
- * (marks.h). Whitespace right after an opening or closing marker is dropped (the templates put
- * a newline there). When the rendered prompt already ends inside an open block (DeepSeek-R1's
+ * (marks.h). Whitespace right after an opening or closing marker, and right before a closing
+ * one, is dropped (the templates put newlines there). When the rendered prompt already ends inside an open block (DeepSeek-R1's
  * and Qwen3's templates can end with "<think>\n"), the splitter starts in reasoning:
  * hearth_rs_prompt_open says so. A closing marker met in content is dropped.
  *

@@ -32,6 +32,9 @@ struct hearth_server {
     hearth_engine       *e;       /* borrowed */
     struct hearth_tmpl  *tmpl;    /* owned: the parsed chat template, NULL when none */
     char                 tmpl_error[512]; /* why chat is unavailable when tmpl is NULL */
+    char                *tmpl_src;    /* owned: p.chat_template's copy, NULL: the model's template */
+    int                  tc_format;   /* hearth_tc_format of the model's replies (toolcall.h) */
+    int                  rs_format;   /* hearth_rs_format (reasoning.h) */
     struct MHD_Daemon   *d;       /* owned */
     hearth_stats        *stats;   /* owned */
     hearth_stats_info    info;    /* strings borrowed from the fields above */

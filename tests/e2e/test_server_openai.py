@@ -370,10 +370,14 @@ def test_bad_input_sdk(tiny):
                     tools=[{"type": "function", "function": {"name": "f", "parameters": {}}}])]:
         with pytest.raises(openai.BadRequestError):
             chat.create(model="tiny", **kw)
-    with pytest.raises(openai.BadRequestError) as ei:
-        chat.create(model="tiny", messages=[{"role": "user", "content": "hi"}], tools=[
-            {"type": "function", "function": {"name": "f", "parameters": {}}}])
-    assert "not supported yet" in ei.value.message
+    # malformed tools and a tool_choice naming a function that is not there: 400 naming the field
+    for kw, param in [(dict(tools=[{"type": "function", "function": {"parameters": {}}}]), "tools"),
+                      (dict(tools=[{"type": "function", "function": {"name": "f"}}],
+                            tool_choice={"type": "function", "function": {"name": "g"}}), "tool_choice"),
+                      (dict(tool_choice="sometimes"), "tool_choice"), (dict(reasoning_effort="max"), "reasoning_effort")]:
+        with pytest.raises(openai.BadRequestError) as ei:
+            chat.create(model="tiny", messages=[{"role": "user", "content": "hi"}], **kw)
+        assert ei.value.param == param, (kw, ei.value.body)
     with pytest.raises(openai.BadRequestError) as ei:
         c.post("/chat/completions", body={"model": "tiny"}, cast_to=object)
     assert ei.value.param == "messages"

@@ -263,7 +263,8 @@ static void rs_expect(hearth_rs_format f, bool open, const char *text, const cha
 
 TEST(rs_think) {
     rs_expect(HEARTH_RS_THINK, false, "<think>\nThe user wants 2+2.\n</think>\n\nIt is 4.", "It is 4.",
-              "The user wants 2+2.\n");
+              "The user wants 2+2.");
+    rs_expect(HEARTH_RS_THINK, false, "<think> a \n b \n</think>", "", "a \n b");
     rs_expect(HEARTH_RS_THINK, true, "Hmm, 2+2.</think>4", "4", "Hmm, 2+2.");
     rs_expect(HEARTH_RS_THINK, false, "No thinking here.", "No thinking here.", "");
     rs_expect(HEARTH_RS_THINK, false, "<think>cut off", "", "cut off");
