@@ -21,7 +21,7 @@ export HEARTH_GEMMA3_GGUF  ?= $(shell scripts/model-path.sh gemma3 2>/dev/null)
 # One target at a time: each step already uses every core, and `test` relies on the order.
 .NOTPARALLEL:
 .DEFAULT_GOAL := build
-.PHONY: help setup build build-asan check check-asan test run oracles goldens bench clean
+.PHONY: help setup build build-asan check check-asan test run oracles goldens bench bench-engine clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## /  \1\t/' | expand -t 14
@@ -65,6 +65,15 @@ bench: oracles build ## hearth vs llama.cpp: pp512/tg128 tok/s, peak RSS, roofli
 	@mkdir -p build/bench
 	cc -O3 -march=native -std=gnu11 -Wall -Wextra -pthread bench/membw.c -o build/membw
 	$(PY) bench/speed.py $(BENCH_FLAGS)
+
+# `bench-engine` measures the engine's scheduler on SmolLM2 (bench/README.md): streams, prefix
+# TTFT, one request against a plain loop. ENGINE_BENCH="threads gen_tokens repeats" overrides.
+ENGINE_BENCH ?= 2 64 5
+bench-engine: build ## the engine: 1-16 streams, shared-prefix TTFT, scheduler vs plain loop (medians)
+	cc -O2 -std=c11 -D_GNU_SOURCE -Isrc bench/bench_engine.c build/libhearth_core.a $$(pkg-config --libs \
+		libxxhash libutf8proc libpcre2-8 libcjson libmicrohttpd libcurl sqlite3 libcrypto) -lpthread -lm \
+		-o build/bench_engine
+	build/bench_engine "$$(scripts/model-path.sh smollm2)" $(ENGINE_BENCH)
 
 clean: ## remove the build directories (keeps .venv and the model cache)
 	rm -rf build build-asan

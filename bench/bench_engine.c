@@ -1,7 +1,7 @@
 /*
  * bench_engine.c - the engine's scheduler under concurrent load, on a real model.
  *
- * Not built by CMake; bench/README.md has the command. Usage:
+ * Not built by CMake: `make bench-engine` builds and runs it (bench/README.md). Usage:
  *   build/bench_engine MODEL.gguf [threads [gen_tokens [repeats [what]]]]   (defaults: 2, 64, 3, all)
  *   what: all | streams | prefix | serial
  *
@@ -186,6 +186,7 @@ int main(int argc, char **argv) {
     if (reps < 1) reps = 1;
     if (reps > MAX_REP) reps = MAX_REP;
     bool all = !strcmp(what, "all");
+    setvbuf(stdout, NULL, _IOLBF, 0); /* each figure as it comes, also into a file */
     hearth_model *m = NULL;
     hearth_err err;
     if (hearth_model_load(argv[1], &m, &err)) {

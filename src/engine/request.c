@@ -16,9 +16,14 @@ hearth_request *hearth_req_create(const hearth_request_params *p) {
     hearth_request *r = calloc(1, sizeof *r);
     if (!r) return NULL;
     r->prompt = malloc(p->n_prompt * sizeof(int32_t));
+    /* the event queue's room, taken now so that the engine's steps do not allocate while the
+     * reader keeps up (it grows only when the reader falls 64 events behind) */
+    r->cap_events = 64;
+    r->events = malloc(r->cap_events * sizeof *r->events);
     hearth_logit_bias *b = p->sampling.n_bias > 0 ? malloc((size_t)p->sampling.n_bias * sizeof *b) : NULL;
-    if (!r->prompt || (p->sampling.n_bias > 0 && !b)) {
+    if (!r->prompt || !r->events || (p->sampling.n_bias > 0 && !b)) {
         free(r->prompt);
+        free(r->events);
         free(b);
         free(r);
         return NULL;
