@@ -60,6 +60,8 @@ typedef struct {
     int32_t               max_tokens;  /* > 0 */
     hearth_sampler_params sampling;
     bool                  ignore_eog;  /* keep going past end-of-generation tokens */
+    bool                  logprobs;    /* TOKEN events carry the chosen token's logprob ... */
+    int32_t               top_logprobs; /* ... and this many alternatives (<= HEARTH_TOP_LOGPROBS_MAX) */
 } hearth_request_params;
 
 typedef enum {
@@ -81,6 +83,8 @@ typedef struct {
     int32_t           n_prompt;    /* DONE: counts */
     int32_t           n_generated;
     int32_t           n_cached;    /* TOKEN and DONE: prompt tokens whose KV came from the prefix cache */
+    bool              has_logprobs; /* TOKEN of a request that asked for logprobs: lp is set */
+    hearth_token_logprobs lp;
     double            prefill_ms;  /* DONE: time to the first token */
     double            decode_ms;   /* DONE: time after the first token */
 } hearth_event;

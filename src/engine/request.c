@@ -78,8 +78,9 @@ static bool push_event(hearth_request *r, const hearth_event *ev) {
     return ok;
 }
 
-bool hearth_req_token(hearth_request *r, int32_t token, int32_t n_cached) {
-    hearth_event ev = {.kind = HEARTH_EV_TOKEN, .token = token, .n_cached = n_cached};
+bool hearth_req_token(hearth_request *r, int32_t token, int32_t n_cached, const hearth_token_logprobs *lp) {
+    hearth_event ev = {.kind = HEARTH_EV_TOKEN, .token = token, .n_cached = n_cached, .has_logprobs = lp != NULL};
+    if (lp) ev.lp = *lp;
     return push_event(r, &ev);
 }
 

@@ -33,9 +33,9 @@ double hearth_now_mono_ms(void);
 hearth_request *hearth_req_create(const hearth_request_params *p);
 void   hearth_req_unref(hearth_request *r);
 bool   hearth_req_cancelled(const hearth_request *r);
-/* Append a TOKEN event (n_cached: prompt tokens the prefix cache served). False on OOM (the
- * caller then fails the request). */
-bool   hearth_req_token(hearth_request *r, int32_t token, int32_t n_cached);
+/* Append a TOKEN event (n_cached: prompt tokens the prefix cache served; lp: its logprobs, or
+ * NULL). False on OOM (the caller then fails the request). */
+bool   hearth_req_token(hearth_request *r, int32_t token, int32_t n_cached, const hearth_token_logprobs *lp);
 /* Append the DONE event: counts and timings from t0 (admission) and t_first (first token, 0 if
  * none). msg may be NULL. */
 void   hearth_req_finish(hearth_request *r, hearth_finish why, hearth_status st, const char *msg, int32_t n_gen,

@@ -241,3 +241,30 @@ int32_t hearth_sampler_sample(hearth_sampler *s, float *logits) {
     }
     return c[nc - 1].id;
 }
+
+void hearth_sampler_logprobs(const float *logits, int32_t n, int32_t chosen, int32_t k, hearth_token_logprobs *out) {
+    if (k < 0) k = 0;
+    if (k > HEARTH_TOP_LOGPROBS_MAX) k = HEARTH_TOP_LOGPROBS_MAX;
+    if (k > n) k = n;
+    float max = logits[0];
+    for (int32_t i = 1; i < n; i++)
+        if (logits[i] > max) max = logits[i];
+    double sum = 0.0;
+    for (int32_t i = 0; i < n; i++) sum += exp((double)logits[i] - max);
+    double log_z = max + log(sum);
+    out->logprob = (float)(logits[chosen] - log_z);
+    /* the k best by insertion into a sorted array (k <= 20: a pass over the vocab) */
+    int32_t m = 0;
+    for (int32_t i = 0; i < n && k > 0; i++) {
+        float v = logits[i];
+        if (m == k && v <= logits[out->top_id[m - 1]]) continue; /* equal: the lower id stays */
+        int32_t j = m < k ? m++ : k - 1;
+        while (j > 0 && logits[out->top_id[j - 1]] < v) {
+            out->top_id[j] = out->top_id[j - 1];
+            j--;
+        }
+        out->top_id[j] = i;
+    }
+    out->n_top = m;
+    for (int32_t j = 0; j < m; j++) out->top_logprob[j] = (float)(logits[out->top_id[j]] - log_z);
+}

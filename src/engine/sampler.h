@@ -40,6 +40,18 @@ typedef struct {
 
 typedef struct hearth_sampler hearth_sampler;
 
+#define HEARTH_TOP_LOGPROBS_MAX 20
+
+/* Log-probabilities of one sampled position (OpenAI's logprobs): natural logs of the
+ * distribution after logit bias and penalties, before temperature and truncation (what the
+ * model, as the request shaped it, says), as mlx-lm and vLLM report them. */
+typedef struct {
+    float   logprob;                             /* the chosen token's */
+    int32_t n_top;                               /* alternatives below, most likely first */
+    int32_t top_id[HEARTH_TOP_LOGPROBS_MAX];     /* ties: the lower id first */
+    float   top_logprob[HEARTH_TOP_LOGPROBS_MAX];
+} hearth_token_logprobs;
+
 /* Greedy, no penalties, seed 0. */
 hearth_sampler_params hearth_sampler_params_default(void);
 
@@ -48,5 +60,10 @@ hearth_sampler *hearth_sampler_create(const hearth_sampler_params *p, int32_t n_
 void            hearth_sampler_destroy(hearth_sampler *s); /* accepts NULL */
 /* Record a generated token for the penalties. */
 void            hearth_sampler_accept(hearth_sampler *s, int32_t token);
-/* Choose a token from logits[n_vocab] (modified in place). */
+/* Choose a token from logits[n_vocab] (modified in place: afterwards they hold the logits with
+ * bias and penalties applied, the input of hearth_sampler_logprobs). */
 int32_t         hearth_sampler_sample(hearth_sampler *s, float *logits);
+/* The log-softmax of logits[n_vocab] at chosen, and the k (<= HEARTH_TOP_LOGPROBS_MAX) most
+ * likely tokens. Pure function; any thread. */
+void            hearth_sampler_logprobs(const float *logits, int32_t n_vocab, int32_t chosen, int32_t k,
+                                        hearth_token_logprobs *out);

@@ -261,7 +261,9 @@ static bool advance(hearth_sched *s, seq *q, float *logits) {
         return false;
     }
     hearth_sampler_accept(q->smp, t);
-    if (!hearth_req_token(q->r, t, q->n_cached)) {
+    hearth_token_logprobs lp; /* opt-in per request: a pass over the vocab */
+    if (q->r->p.logprobs) hearth_sampler_logprobs(logits, s->n_vocab, t, q->r->p.top_logprobs, &lp);
+    if (!hearth_req_token(q->r, t, q->n_cached, q->r->p.logprobs ? &lp : NULL)) {
         end(s, q, HEARTH_FINISH_ERROR, HEARTH_E_NOMEM, "out of memory queueing a token");
         return false;
     }

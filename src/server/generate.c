@@ -87,6 +87,8 @@ typedef struct {
     hearth_jw          reasoning;  /* every piece of reasoning */
     hearth_rs         *rs;         /* owned: NULL when spec.reasoning is NONE */
     hearth_tc         *tc;         /* owned: NULL when spec.tools is NONE */
+    hearth_gen_logprob *lps;       /* owned [cap_lps]: spec.logprobs */
+    int32_t            cap_lps;
 } gen;
 
 static void record(gen *g, hearth_gen_outcome how) {
@@ -108,6 +110,7 @@ static void gen_free(gen *g) {
     hearth_jw_fini(&g->reasoning);
     hearth_rs_destroy(g->rs);
     hearth_tc_destroy(g->tc);
+    free(g->lps);
     free(g->piece);
     free(g);
 }
@@ -171,6 +174,19 @@ static void split(gen *g, hearth_span t, bool final, hearth_jw *w) {
     content(g, o.content, true, w);
 }
 
+static void keep_logprobs(gen *g, const hearth_event *ev) {
+    if (g->out.n_logprobs == g->cap_lps) {
+        int32_t cap = g->cap_lps ? g->cap_lps * 2 : 64;
+        hearth_gen_logprob *p = realloc(g->lps, (size_t)cap * sizeof *p);
+        if (!p) return; /* out of memory: the rest of the tokens go without */
+        g->lps = p;
+        g->cap_lps = cap;
+    }
+    g->lps[g->out.n_logprobs] = (hearth_gen_logprob){.token = ev->token, .lp = ev->lp};
+    g->out.logprobs = g->lps;
+    g->out.n_logprobs++;
+}
+
 /* A control token the decoder drops whose text is part of the reply's tool-call or reasoning
  * markup ([TOOL_CALLS], <|channel|>...): its text, into g->piece. */
 static int marker_text(gen *g, int32_t token) {
@@ -212,6 +228,7 @@ static int next_text(gen *g, hearth_span *a, hearth_span *b) {
             else hearth_stats_itl(g->srv->stats, now - g->t_last_ms);
             g->t_last_ms = now;
             g->out.n_gen++;
+            if (ev.has_logprobs) keep_logprobs(g, &ev);
             int n = hearth_tok_decoder_push(&g->dec, ev.token, g->piece, g->cap_piece);
             if (n <= 0 && (g->rs || g->tc)) n = marker_text(g, ev.token);
             if (hearth_stop_push(&g->stop, g->piece, n > 0 ? (size_t)n : 0, a)) {
@@ -357,7 +374,8 @@ void hearth_gen_run(hearth_http_req *r, hearth_gen_spec *spec) {
     g->spec.sampling.bias = g->spec.bias;
     hearth_request_params rp = {.prompt = g->spec.prompt, .n_prompt = g->spec.n_prompt,
                                 .max_tokens = g->spec.max_tokens, .sampling = g->spec.sampling,
-                                .ignore_eog = g->spec.ignore_eos};
+                                .ignore_eog = g->spec.ignore_eos, .logprobs = g->spec.logprobs,
+                                .top_logprobs = g->spec.top_logprobs};
     hearth_err herr = {0};
     hearth_status st = hearth_engine_submit(s->e, &rp, &g->req, &herr);
     if (st == HEARTH_E_LIMIT) { /* the engine's admission: it could never fit the KV pool */

@@ -50,7 +50,15 @@ typedef struct {
     hearth_tc_format      tools;          /* parse tool calls in this format (NONE: off) */
     hearth_rs_format      reasoning;      /* split reasoning off in this format (NONE: off) */
     bool                  reasoning_open; /* the reply starts inside a reasoning block */
+    bool                  logprobs;       /* collect each generated token's logprob ... */
+    int32_t               top_logprobs;   /* ... and this many alternatives (<= HEARTH_TOP_LOGPROBS_MAX) */
 } hearth_gen_spec;
+
+/* One generated token's log-probabilities (spec->logprobs). */
+typedef struct {
+    int32_t               token;
+    hearth_token_logprobs lp;
+} hearth_gen_logprob;
 
 /* What a writer sees of its generation. Fields are valid from `start` on unless noted. */
 typedef struct {
@@ -67,6 +75,9 @@ typedef struct {
     hearth_span            reasoning; /* every piece of reasoning so far (spec->reasoning) */
     const hearth_tool_call *calls;   /* every tool call so far [n_calls] (spec->tools) */
     int                    n_calls;
+    const hearth_gen_logprob *logprobs; /* every generated token so far [n_logprobs] (spec->logprobs);
+                                       * a streaming writer sends those it has not sent yet */
+    int32_t                n_logprobs;
 } hearth_gen_out;
 
 struct hearth_gen_dialect {

@@ -149,13 +149,19 @@ static bool parse_common(hearth_server *s, const cJSON *root, bool chat, hearth_
     if (!parse_logit_bias(root, hearth_tok_n_vocab(hearth_model_tok(s->m)), g, e)) return false;
     if (!parse_stop(root, g, e)) return false;
 
-    /* Later work: say so rather than ignore it. */
-    if (chat) {
-        if ((rc = opt_bool(root, "logprobs", &b, e)) < 0) return false;
-        if (rc && b) return unsupported(e, "logprobs", "logprobs");
-    } else {
-        if ((rc = opt_int(root, "logprobs", 0, 20, &i, e)) < 0) return false;
-        if (rc && i > 0) return unsupported(e, "logprobs", "logprobs");
+    if (chat) { /* logprobs: bool, top_logprobs: 0..20 alternatives */
+        if (opt_bool(root, "logprobs", &g->logprobs, e) < 0) return false;
+        if ((rc = opt_int(root, "top_logprobs", 0, HEARTH_TOP_LOGPROBS_MAX, &i, e)) < 0) return false;
+        if (rc && !g->logprobs && i > 0)
+            return hearth_api_err_set(e, 400, "invalid_value", "top_logprobs",
+                                      "'top_logprobs' needs 'logprobs' set to true");
+        if (rc) g->top_logprobs = (int32_t)i;
+    } else { /* logprobs: N alternatives besides the chosen token (0..20) */
+        if ((rc = opt_int(root, "logprobs", 0, HEARTH_TOP_LOGPROBS_MAX, &i, e)) < 0) return false;
+        if (rc) {
+            g->logprobs = true;
+            g->top_logprobs = (int32_t)i;
+        }
         if ((rc = opt_bool(root, "echo", &b, e)) < 0) return false;
         if (rc && b) return unsupported(e, "echo", "echo");
         const cJSON *sfx = field(root, "suffix");

@@ -15,7 +15,9 @@
 /* The writers of OpenAI's chat.completion(.chunk) and text_completion shapes (openai_out.c);
  * their per-request context is a hearth_openai_out. */
 typedef struct {
-    bool include_usage; /* stream_options.include_usage (streams only) */
+    bool    include_usage; /* stream_options.include_usage (streams only) */
+    int32_t lp_sent;       /* streaming: logprob entries already written */
+    int64_t lp_offset;     /* streaming completions: text_offset of the next entry */
 } hearth_openai_out;
 extern const hearth_gen_dialect hearth_openai_chat_out;
 extern const hearth_gen_dialect hearth_openai_text_out;

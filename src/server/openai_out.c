@@ -43,6 +43,84 @@ static void call_json(hearth_jw *w, const hearth_tool_call *c, bool index) {
 
 static bool is_chat(const hearth_gen_out *g) { return g->spec->dialect == &hearth_openai_chat_out; }
 
+static hearth_span piece_of(const hearth_gen_out *g, int32_t id) {
+    return hearth_tok_piece(hearth_model_tok(g->srv->m), id, true);
+}
+
+/* {"token", "logprob", "bytes"[, "top_logprobs": [...]]} of chat's logprobs.content. */
+static void chat_lp_entry(const hearth_gen_out *g, hearth_jw *w, int32_t id, float lp, const hearth_token_logprobs *top) {
+    hearth_span t = piece_of(g, id);
+    hearth_jw_obj(w);
+    hearth_jw_key(w, "token");
+    hearth_jw_str(w, t.ptr, t.len);
+    hearth_jw_key(w, "logprob");
+    hearth_jw_num(w, lp);
+    hearth_jw_key(w, "bytes");
+    hearth_jw_arr(w);
+    for (size_t i = 0; i < t.len; i++) hearth_jw_int(w, (unsigned char)t.ptr[i]);
+    hearth_jw_arr_end(w);
+    if (top) {
+        hearth_jw_key(w, "top_logprobs");
+        hearth_jw_arr(w);
+        for (int32_t j = 0; j < top->n_top; j++) chat_lp_entry(g, w, top->top_id[j], top->top_logprob[j], NULL);
+        hearth_jw_arr_end(w);
+    }
+    hearth_jw_obj_end(w);
+}
+
+/* The "logprobs" of a choice for entries [from, to): chat's {"content": [...], "refusal": null}
+ * or completions' {"tokens", "token_logprobs", "top_logprobs", "text_offset"}; null when the
+ * request did not ask. *offset: text_offset of entry `from` (advanced). */
+static void logprobs_json(const hearth_gen_out *g, hearth_jw *w, int32_t from, int32_t to, int64_t *offset) {
+    hearth_jw_key(w, "logprobs");
+    if (!g->spec->logprobs) {
+        hearth_jw_null(w);
+        return;
+    }
+    const hearth_gen_logprob *e = g->logprobs;
+    hearth_jw_obj(w);
+    if (is_chat(g)) {
+        hearth_jw_key(w, "content");
+        hearth_jw_arr(w);
+        for (int32_t i = from; i < to; i++) chat_lp_entry(g, w, e[i].token, e[i].lp.logprob, &e[i].lp);
+        hearth_jw_arr_end(w);
+        hearth_jw_key(w, "refusal");
+        hearth_jw_null(w);
+    } else {
+        hearth_jw_key(w, "tokens");
+        hearth_jw_arr(w);
+        for (int32_t i = from; i < to; i++) {
+            hearth_span t = piece_of(g, e[i].token);
+            hearth_jw_str(w, t.ptr, t.len);
+        }
+        hearth_jw_arr_end(w);
+        hearth_jw_key(w, "token_logprobs");
+        hearth_jw_arr(w);
+        for (int32_t i = from; i < to; i++) hearth_jw_num(w, e[i].lp.logprob);
+        hearth_jw_arr_end(w);
+        hearth_jw_key(w, "top_logprobs");
+        hearth_jw_arr(w);
+        for (int32_t i = from; i < to; i++) {
+            hearth_jw_obj(w);
+            for (int32_t j = 0; j < e[i].lp.n_top; j++) {
+                hearth_span t = piece_of(g, e[i].lp.top_id[j]);
+                hearth_jw_keyn(w, t.ptr, t.len);
+                hearth_jw_num(w, e[i].lp.top_logprob[j]);
+            }
+            hearth_jw_obj_end(w);
+        }
+        hearth_jw_arr_end(w);
+        hearth_jw_key(w, "text_offset");
+        hearth_jw_arr(w);
+        for (int32_t i = from; i < to; i++) {
+            hearth_jw_int(w, *offset);
+            *offset += (int64_t)piece_of(g, e[i].token).len;
+        }
+        hearth_jw_arr_end(w);
+    }
+    hearth_jw_obj_end(w);
+}
+
 static void usage_json(const hearth_gen_out *g, hearth_jw *w) {
     hearth_jw_key(w, "usage");
     hearth_jw_obj(w);
@@ -87,7 +165,7 @@ typedef struct {
 } delta;
 
 static void chunk(const hearth_gen_out *g, hearth_jw *w, const delta *dl) {
-    const hearth_openai_out *o = g->ctx;
+    hearth_openai_out *o = g->ctx;
     bool role = dl->role;
     const hearth_span *text = dl->text;
     const char *finish = dl->finish;
@@ -123,8 +201,10 @@ static void chunk(const hearth_gen_out *g, hearth_jw *w, const delta *dl) {
         hearth_jw_key(w, "text");
         hearth_jw_str(w, text ? text->ptr : "", text ? text->len : 0);
     }
-    hearth_jw_key(w, "logprobs");
-    hearth_jw_null(w);
+    /* the entries of the tokens since the last chunk (the role chunk has none) */
+    int32_t upto = dl->role ? o->lp_sent : g->n_logprobs;
+    logprobs_json(g, w, o->lp_sent, upto, &o->lp_offset);
+    o->lp_sent = upto;
     hearth_jw_key(w, "finish_reason");
     hearth_jw_cstr(w, finish);
     hearth_jw_obj_end(w);
@@ -203,8 +283,8 @@ static void body(hearth_gen_out *g, hearth_jw *w) {
         hearth_jw_key(w, "text");
         hearth_jw_str(w, g->text.ptr, g->text.len);
     }
-    hearth_jw_key(w, "logprobs");
-    hearth_jw_null(w);
+    int64_t offset = 0;
+    logprobs_json(g, w, 0, g->n_logprobs, &offset);
     hearth_jw_key(w, "finish_reason");
     hearth_jw_cstr(w, finish_reason(g));
     hearth_jw_obj_end(w);

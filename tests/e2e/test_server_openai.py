@@ -341,7 +341,7 @@ def test_bad_input_sdk(tiny):
         dict(temperature=-1),
         dict(top_p=3),
         dict(n=2),
-        dict(logprobs=2),
+        dict(logprobs=21),
         dict(echo=True),
         dict(stop=[1, 2]),
         dict(logit_bias={"not-a-token": 5}),
@@ -365,7 +365,8 @@ def test_bad_input_sdk(tiny):
     for kw in [dict(messages=[]), dict(messages=[{"role": "wizard", "content": "hi"}]),
                dict(messages=[{"role": "user", "content": 5}]), dict(messages="hello"),
                dict(messages=[{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]),
-               dict(messages=[{"role": "user", "content": "hi"}], logprobs=True),
+               dict(messages=[{"role": "user", "content": "hi"}], logprobs=True, top_logprobs=21),
+               dict(messages=[{"role": "user", "content": "hi"}], top_logprobs=2),
                dict(messages=[{"role": "user", "content": "hi"}],
                     tools=[{"type": "function", "function": {"name": "f", "parameters": {}}}])]:
         with pytest.raises(openai.BadRequestError):

@@ -181,4 +181,50 @@ TEST(invalid_params_refused) {
     CHECK(hearth_sampler_create(&p, V, &err) == NULL);
 }
 
+/* Reference for hearth_sampler_logprobs: a full log-softmax in double and a stable sort. */
+static int lp_ref_cmp(const void *a, const void *b) {
+    const double *x = a, *y = b; /* {logit, id} pairs */
+    if (x[0] != y[0]) return x[0] < y[0] ? 1 : -1;
+    return x[1] < y[1] ? -1 : 1;
+}
+
+TEST(logprobs_match_full_log_softmax) {
+    enum { N = 1000 };
+    static float logits[N];
+    static double pairs[N][2];
+    uint64_t x = 12345;
+    for (int trial = 0; trial < 20; trial++) {
+        for (int i = 0; i < N; i++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            logits[i] = (float)((double)(x >> 40) / (double)(1ull << 24) * 20.0 - 10.0);
+            if (trial % 4 == 0 && i % 7 == 0) logits[i] = 3.0f; /* ties */
+        }
+        double max = logits[0], sum = 0;
+        for (int i = 1; i < N; i++) if (logits[i] > max) max = logits[i];
+        for (int i = 0; i < N; i++) sum += exp((double)logits[i] - max);
+        double lz = max + log(sum);
+        for (int i = 0; i < N; i++) pairs[i][0] = logits[i], pairs[i][1] = i;
+        qsort(pairs, N, sizeof pairs[0], lp_ref_cmp);
+        int k = trial % (HEARTH_TOP_LOGPROBS_MAX + 1), chosen = (trial * 37) % N;
+        hearth_token_logprobs lp;
+        hearth_sampler_logprobs(logits, N, chosen, k, &lp);
+        CHECK_NEAR(lp.logprob, logits[chosen] - lz, 1e-5);
+        CHECK_EQ(lp.n_top, k);
+        double mass = 0;
+        for (int j = 0; j < lp.n_top; j++) {
+            CHECK_EQ(lp.top_id[j], (int)pairs[j][1]);
+            CHECK_NEAR(lp.top_logprob[j], pairs[j][0] - lz, 1e-5);
+            if (j) CHECK(lp.top_logprob[j] <= lp.top_logprob[j - 1]);
+            mass += exp(lp.top_logprob[j]);
+        }
+        CHECK(mass <= 1.0 + 1e-6);
+    }
+    hearth_token_logprobs lp;
+    float two[2] = {0.0f, 0.0f};
+    hearth_sampler_logprobs(two, 2, 1, 99, &lp); /* k clamped to the vocab */
+    CHECK_EQ(lp.n_top, 2);
+    CHECK_NEAR(lp.logprob, log(0.5), 1e-6);
+    CHECK_EQ(lp.top_id[0], 0);
+}
+
 int main(int argc, char **argv) { return test_main(argc, argv); }
