@@ -6,9 +6,10 @@
  * A run submits one request: a prompt of --prompt-tokens pseudo-random ids (the cost of a
  * forward does not depend on which ids), then --tokens greedy tokens with end-of-generation
  * ignored. Prefill tok/s = prompt tokens / time to the first token; decode tok/s = tokens after
- * the first / the time after it (the engine's own timings, hearth_event). One warm-up request
- * runs first and is not counted. The engine runs one sequence at a time with prefix caching
- * off, so every run computes its whole prompt. Peak memory is the process's peak RSS
+ * the first / the time after it (the engine's own timings, hearth_event); the CLI thread reads
+ * the events every 20 ms rather than per token, so it does not contend for a CPU. One warm-up
+ * request runs first and is not counted. The engine runs one sequence at a time with prefix
+ * caching off, so every run computes its whole prompt. Peak memory is the process's peak RSS
  * (getrusage), which includes the mapped weights the runs touched.
  */
 #include "cli/cli.h"
@@ -132,9 +133,15 @@ static int one_run(hearth_engine *e, const int32_t *prompt, int32_t n_prompt, in
         cli_error("%s", err.msg);
         return 1;
     }
-    hearth_event ev;
-    do hearth_request_next(req, &ev, -1);
-    while (ev.kind != HEARTH_EV_DONE);
+    /* Drain the events every 20 ms instead of waking on each token: a waiter woken per token
+     * would compete with the engine thread for a CPU and measure the scheduler's latency too. */
+    hearth_event ev = {0};
+    const struct timespec nap = {0, 20 * 1000 * 1000};
+    for (;;) {
+        while (ev.kind != HEARTH_EV_DONE && hearth_request_next(req, &ev, 0) == HEARTH_OK) {}
+        if (ev.kind == HEARTH_EV_DONE) break;
+        nanosleep(&nap, NULL);
+    }
     hearth_request_release(req);
     if (ev.finish != HEARTH_FINISH_LENGTH || ev.n_generated != n_gen) {
         cli_error("the benchmark request ended early: %s", ev.msg[0] ? ev.msg : "no reason given");
