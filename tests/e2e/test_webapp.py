@@ -5,6 +5,9 @@ and one browser session serve the whole module; the tests run in file order and 
 other (the conversation of the streaming test is the one found again after a reload). Every
 test ends by reading chromium's console log: any SEVERE entry fails it.
 
+The download tests start a second server on the tiny test model, with HF_ENDPOINT at the loopback
+hub of fakehub.py and an empty HF_HUB_CACHE in a temp dir: nothing reaches a real hub or cache.
+
 Screenshots of each view go to HEARTH_TEST_ARTIFACTS (default: a fresh temp dir, printed).
 Skips when chromium or chromedriver is missing (make setup installs both) or the model is unset.
 Bounded: every wait has a deadline, replies are capped by the sampling popover's max tokens.
@@ -24,6 +27,7 @@ import time
 import pytest
 
 from conftest import ROOT
+from fakehub import FakeHub
 
 webdriver = pytest.importorskip("selenium.webdriver")
 from selenium.webdriver.chrome.service import Service  # noqa: E402
@@ -35,6 +39,7 @@ EXE = pathlib.Path(os.environ.get("HEARTH_BIN", ROOT / "build" / "hearth"))
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
 MODEL = os.environ.get("HEARTH_SMOLLM2_GGUF")
+TINY = ROOT / "tests" / "golden" / "tiny" / "tiny-qwen2.gguf"
 
 pytestmark = [
     pytest.mark.skipif(not CHROMIUM or not DRIVER, reason="chromium and chromium-driver are not installed"),
@@ -42,14 +47,14 @@ pytestmark = [
 ]
 
 
-def start_server(*args, env=None, stdout=subprocess.DEVNULL, timeout=30):
+def start_server(*args, env=None, stdout=subprocess.DEVNULL, timeout=30, model=None):
     """(process, port, log path) of a `hearth serve` on 127.0.0.1, port chosen by the kernel."""
     if not EXE.exists():
         pytest.fail(f"{EXE} is missing: run `make build` first")
     log = tempfile.NamedTemporaryFile(prefix="hearth-web-", suffix=".log", delete=False)
     e = dict(os.environ)
     e.update(env or {})
-    proc = subprocess.Popen([str(EXE), "serve", MODEL, "--host", "127.0.0.1", "--port", "0", *args],
+    proc = subprocess.Popen([str(EXE), "serve", model or MODEL, "--host", "127.0.0.1", "--port", "0", *args],
                             stdout=stdout, stderr=log, stdin=subprocess.DEVNULL, env=e, cwd=ROOT)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -457,6 +462,107 @@ def test_library_view(server, browser, shots):
     assert len(serving) == 1 and "SmolLM2" in serving[0], rows
     assert "/library" in d.find_element(By.ID, "library").text
     d.save_screenshot(str(shots / "library.png"))
+
+
+# ---------- downloads from the library view ----------
+
+@pytest.fixture(scope="module")
+def hub_server(tmp_path_factory):
+    """(base URL, port, hub): a server on the tiny model, its store an empty cache fed by a fake hub."""
+    hub = FakeHub().start()
+    tmp = tmp_path_factory.mktemp("webdl")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGING", "XDG_"))}
+    env.update(HF_HUB_CACHE=str(tmp / "hub"), XDG_CACHE_HOME=str(tmp / "xdg"), HOME=str(tmp / "home"),
+               HF_ENDPOINT=hub.url, HF_TOKEN="", NO_PROXY="127.0.0.1,localhost", no_proxy="127.0.0.1,localhost")
+    proc, port, log = start_server("--no-open", env=env, model=str(TINY))
+    yield f"http://127.0.0.1:{port}", port, hub
+    stop_server(proc)
+    os.unlink(log)
+    hub.stop()
+
+
+def http_post_json(port, path, body):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        c.request("POST", path, body=json.dumps(body), headers={"Content-Type": "application/json"})
+        r = c.getresponse()
+        return r.status, json.loads(r.read())
+    finally:
+        c.close()
+
+
+def jobs_in_view(d):
+    return js(d, "return [...document.querySelectorAll('#downloads .dl-job')].map(li => ({id: li.dataset.id,"
+                 "state: li.querySelector('.dl-state').textContent, text: li.textContent,"
+                 "done: +li.querySelector('.dl-bytes').dataset.done, total: +li.querySelector('.dl-bytes').dataset.total,"
+                 "error: (li.querySelector('.error') || {}).textContent || ''}))")
+
+
+def test_download_from_the_library_view(hub_server, browser, shots):
+    base, port, hub = hub_server
+    size = TINY.stat().st_size
+    hub.add_repo("acme/webdl", {"tiny-qwen2.gguf": TINY.read_bytes(), "README.md": b"# webdl\n"})
+    hub.faults["tiny-qwen2.gguf"] = {"throttle": size // 3}  # about 3 s: the view sees it running
+    d = browser
+    d.get(base + "/#/library")
+    wait(d, lambda: d.find_element(By.ID, "dl-form").is_displayed(), what="the download form")
+    assert "acme/webdl" not in d.find_element(By.ID, "library").text
+    # labelled fields, filled and sent from the keyboard (Enter in the last field submits)
+    for fid, label in (("dl-repo", "Repository"), ("dl-file", "Files"), ("dl-rev", "Revision")):
+        assert js(d, "return document.getElementById(arguments[0]).labels[0].textContent.trim()", fid).startswith(label)
+    d.find_element(By.ID, "dl-repo").send_keys("acme/webdl")
+    d.find_element(By.ID, "dl-repo").send_keys(Keys.TAB, "*.gguf", Keys.TAB, "main")
+    assert js(d, "return document.activeElement.id") == "dl-rev"
+    d.find_element(By.ID, "dl-rev").send_keys(Keys.ENTER)
+    wait(d, lambda: jobs_in_view(d), what="the download in the list")
+    first = jobs_in_view(d)[0]
+    assert "acme/webdl:*.gguf" in first["text"] and first["state"] in ("running", "done"), first
+    seen = {first["state"]}
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and jobs_in_view(d)[0]["state"] == "running":
+        seen.add("running")
+        time.sleep(0.1)
+    job = jobs_in_view(d)[0]
+    assert "running" in seen and job["state"] == "done", (seen, job)
+    assert job["done"] == job["total"] == size and not job["error"], job
+    # the server agrees, and the library list was refreshed without a reload
+    server_job = next(j for j in json.loads(http_get(port, "/downloads")[2])["downloads"] if j["id"] == job["id"])
+    assert server_job["state"] == "done" and server_job["bytes_done"] == size
+    assert not d.find_element(By.ID, "dl-error").is_displayed()
+    wait(d, lambda: "acme/webdl" in d.find_element(By.ID, "library").text, what="the model in the library")
+    row = [r.text for r in d.find_elements(By.CSS_SELECTOR, "#library tbody tr") if "acme/webdl" in r.text]
+    assert row and "tiny-qwen2.gguf" in row[0], row
+    d.save_screenshot(str(shots / "library-download.png"))
+
+
+def test_download_errors_in_the_view(hub_server, browser, shots):
+    base, port, _ = hub_server
+    d = browser
+    d.get(base + "/#/library")
+    wait(d, lambda: d.find_element(By.ID, "dl-form").is_displayed(), what="the download form")
+    n_jobs = len(json.loads(http_get(port, "/downloads")[2])["downloads"])
+    st, want = http_post_json(port, "/downloads", {"repo": "not-a-repo"})  # what the server says to it
+    assert st == 400 and want["error"]["message"]
+    box = d.find_element(By.ID, "dl-repo")
+    box.send_keys("not-a-repo", Keys.ENTER)
+    wait(d, lambda: d.find_element(By.ID, "dl-error").is_displayed(), what="the error in the view")
+    shown = d.find_element(By.ID, "dl-error").text
+    assert want["error"]["message"] in shown, shown
+    assert d.find_element(By.ID, "dl-error").get_attribute("role") == "alert"
+    assert box.get_attribute("value") == "not-a-repo"  # kept for fixing
+    assert len(json.loads(http_get(port, "/downloads")[2])["downloads"]) == n_jobs
+    # the refused POST is chromium's one console error here (a network entry); nothing else
+    bad = [e for e in d.get_log("browser") if e.get("level") == "SEVERE"]
+    assert len(bad) == 1 and "/downloads" in bad[0]["message"] and "400" in bad[0]["message"], bad
+    # a repo the hub does not have: the job fails, and its error shows in the list
+    box.clear()
+    box.send_keys("acme/absent", Keys.ENTER)
+    wait(d, lambda: not d.find_element(By.ID, "dl-error").is_displayed(), what="the old error cleared")
+    wait(d, lambda: any(j["state"] == "failed" for j in jobs_in_view(d)), timeout=20, what="a failed job")
+    job = next(j for j in jobs_in_view(d) if j["state"] == "failed")
+    server_job = next(j for j in json.loads(http_get(port, "/downloads")[2])["downloads"] if j["id"] == job["id"])
+    assert server_job["error"] and server_job["error"] in job["error"], (job, server_job)
+    d.save_screenshot(str(shots / "library-download-error.png"))
 
 
 # ---------- `hearth serve` opens the browser ----------

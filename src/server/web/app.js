@@ -7,7 +7,8 @@
  *              ReadableStream), markdown rendering, stop / regenerate / edit, conversations in
  *              localStorage, system prompt, sampling popover seeded from GET /v1/app/config.
  *   #/status   /stats polled every 2 s while visible, with a tokens/s chart on a canvas.
- *   #/library  the models of the store when the server has GET /library; else the one serving.
+ *   #/library  the models of the store when the server has GET /library; else the one serving;
+ *              a form that starts downloads (POST /downloads) and their progress.
  *
  * Safety rule: text from the model or the user only ever reaches the page through
  * document.createTextNode / textContent (the markdown renderer builds elements itself), never
@@ -30,7 +31,7 @@ function route() {
   }
   $("menu-btn").hidden = view !== "chat";
   if (view === "status") startStats(); else stopStats();
-  if (view === "library") renderLibrary();
+  if (view === "library") { renderLibrary(); pollDownloads(); } else stopDownloads();
   if (view === "chat") $("input").focus();
   document.title = "hearth \u00b7 " + view;
 }
@@ -55,6 +56,7 @@ async function loadConfig() {
 }
 
 function bind() {
+  $("dl-form").addEventListener("submit", startDownload);
   $("composer").addEventListener("submit", (ev) => {
     ev.preventDefault();
     const text = $("input").value;
@@ -132,6 +134,7 @@ async function main() {
   route();
   await loadConfig();
   renderChat();
+  if (!$("view-library").hidden) { renderLibrary(); pollDownloads(); } // a deep link ran before the config
 }
 
 main();

@@ -1,6 +1,8 @@
 /*
  * library.js - the #/library view: the models of the store from GET /library, or the one
- * serving when the server has no store API (core.js says how the app's scripts fit together).
+ * serving when the server has no store API (core.js says how the app's scripts fit together);
+ * and downloads: a form that POSTs /downloads, and the jobs of GET /downloads, polled every
+ * second while one runs and this view is open; a job that ends done refreshes the models.
  */
 "use strict";
 
@@ -64,4 +66,99 @@ async function renderLibrary() {
     "Every model in the Hugging Face cache, from /library (hearth get adds more; hearth serve MODEL switches)." :
     "The library (every model on this machine, its size, quantization, context and fit) needs the " +
     "store's /library endpoint, which this server does not have; hearth ls lists them in a terminal."));
+}
+
+/* ---------- downloads ---------- */
+
+const dl = { timer: null, running: new Set() };
+
+async function startDownload(ev) {
+  ev.preventDefault();
+  const err = $("dl-error"), btn = $("dl-start");
+  const body = { repo: $("dl-repo").value.trim() };
+  const file = $("dl-file").value.trim(), rev = $("dl-rev").value.trim();
+  if (file) body.file = file;
+  if (rev) body.revision = rev;
+  err.hidden = true;
+  btn.disabled = true;
+  try {
+    const r = await fetch("/downloads", { method: "POST", headers: headers(true), body: JSON.stringify(body) });
+    if (r.status === 401) askKey();
+    const j = await r.json().catch(() => null);
+    if (!r.ok) throw new Error((j && j.error && j.error.message) || "HTTP " + r.status);
+    if (j && j.id) dl.running.add(j.id); // seen running even when it ends before the first poll
+    $("dl-repo").value = "";
+    $("dl-file").value = "";
+    $("dl-rev").value = "";
+  } catch (e) {
+    err.textContent = "Could not start the download: " + e.message;
+    err.hidden = false;
+  } finally {
+    btn.disabled = false;
+  }
+  pollDownloads();
+}
+
+function stopDownloads() {
+  clearTimeout(dl.timer);
+  dl.timer = null;
+}
+
+async function pollDownloads() {
+  stopDownloads();
+  const cfg = app.config;
+  if (!cfg || !cfg.endpoints || !cfg.endpoints.downloads) return;
+  $("dl-form").hidden = false;
+  let jobs;
+  try {
+    jobs = (await api("/downloads")).downloads || [];
+  } catch (e) {
+    $("downloads").textContent = "";
+    $("downloads").appendChild(el("p", "error", "Could not read the downloads: " + e.message));
+    return;
+  }
+  let finished = false;
+  for (const j of jobs) {
+    if (j.state === "running") dl.running.add(j.id);
+    else if (dl.running.delete(j.id) && j.state === "done") finished = true;
+  }
+  renderDownloads(jobs);
+  if (finished) renderLibrary();
+  if (dl.running.size && !$("view-library").hidden) dl.timer = setTimeout(pollDownloads, 1000);
+}
+
+function renderDownloads(jobs) {
+  const box = $("downloads");
+  box.textContent = "";
+  if (!jobs.length) return;
+  box.appendChild(el("h2", null, "Downloads"));
+  const ul = el("ul", "dl-list");
+  for (const j of jobs) {
+    const li = el("li", "dl-job " + j.state);
+    li.dataset.id = j.id;
+    const head = el("div", "dl-head");
+    head.appendChild(el("span", "dl-repo", j.repo + (j.file ? ":" + j.file : "") +
+      (j.revision && j.revision !== "main" ? " @ " + j.revision : "")));
+    head.appendChild(el("span", "dl-state badge", j.state));
+    li.appendChild(head);
+    const done = j.bytes_done || 0, total = j.bytes_total || 0;
+    if (total) {
+      const bar = el("progress");
+      bar.max = total;
+      bar.value = done;
+      bar.setAttribute("aria-label", j.repo + " progress");
+      li.appendChild(bar);
+    }
+    let line = fmtBytes(done) + " of " + (total ? fmtBytes(total) : "?");
+    if (j.files_total) line += " \u00b7 " + j.files_done + "/" + j.files_total + " files";
+    if (j.state === "running" && j.bytes_per_s) line += " \u00b7 " + fmtBytes(j.bytes_per_s) + "/s";
+    if (j.state === "running" && j.eta_s) line += " \u00b7 " + fmtDuration(j.eta_s) + " left";
+    const b = el("div", "muted small dl-bytes", line);
+    b.dataset.done = done;
+    b.dataset.total = total;
+    li.appendChild(b);
+    if (j.error) li.appendChild(el("div", "error small", j.error));
+    ul.appendChild(li);
+  }
+  box.appendChild(ul);
 }
