@@ -12,8 +12,11 @@
  *   assistant thinking blocks              -> dropped (templates re-derive reasoning)
  *   tools [{name, description, input_schema}] -> function tools; server tools (a `type`
  *                                             other than "custom") are dropped, as mlx-bun does
- *   tool_choice {"type":"none"}            -> no tools; auto/any/tool -> the tools as given
+ *   tool_choice none / auto / any / tool   -> "none" / "auto" / "required" / that function
  *   thinking {"type":"enabled"|"disabled"} -> chat_template_kwargs.enable_thinking
+ *
+ * The model's reply is parsed like a chat completion's (generate.h: reasoning and tool calls
+ * in the family's markup); anthropic_out.c writes them as thinking and tool_use blocks.
  *
  * Validation follows the API: max_tokens is required (>= 1), messages must be a non-empty
  * list of user/assistant turns, temperature and top_p lie in [0, 1]; unknown fields
@@ -154,15 +157,39 @@ static bool map_messages(const cJSON *root, cJSON *body, hearth_api_err *e) {
     return true;
 }
 
-static bool map_tools(const cJSON *root, cJSON *body, hearth_api_err *e) {
+/* Anthropic's tool_choice -> the chat body's (OpenAI's spelling, which chat.c applies). */
+static bool map_tool_choice(const cJSON *root, cJSON *body, hearth_api_err *e) {
     const cJSON *choice = hearth_req_field(root, "tool_choice");
-    if (choice) {
-        const cJSON *t = cJSON_IsObject(choice) ? hearth_req_field(choice, "type") : NULL;
-        if (!cJSON_IsString(t)) return bad_type(e, "tool_choice", "must be an object with a string 'type'");
-        if (!strcmp(t->valuestring, "none")) return true;
+    if (!choice) return true;
+    const cJSON *t = cJSON_IsObject(choice) ? hearth_req_field(choice, "type") : NULL;
+    if (!cJSON_IsString(t)) return bad_type(e, "tool_choice", "must be an object with a string 'type'");
+    cJSON *c = NULL;
+    if (!strcmp(t->valuestring, "none") || !strcmp(t->valuestring, "auto")) c = cJSON_CreateString(t->valuestring);
+    else if (!strcmp(t->valuestring, "any")) c = cJSON_CreateString("required");
+    else if (!strcmp(t->valuestring, "tool")) {
+        const cJSON *name = hearth_req_field(choice, "name");
+        if (!cJSON_IsString(name)) return bad_type(e, "tool_choice", "a tool_choice of type 'tool' needs a 'name'");
+        cJSON *f = NULL;
+        if ((c = cJSON_CreateObject()) && (!cJSON_AddStringToObject(c, "type", "function") ||
+                                           !(f = cJSON_AddObjectToObject(c, "function")) ||
+                                           !cJSON_AddStringToObject(f, "name", name->valuestring))) {
+            cJSON_Delete(c);
+            c = NULL;
+        }
+    } else {
+        return hearth_api_err_set(e, 400, "invalid_value", "tool_choice",
+                                  "tool_choice: type must be auto, any, tool or none (got '%.40s')", t->valuestring);
     }
+    if (!c || !cJSON_AddItemToObject(body, "tool_choice", c)) {
+        cJSON_Delete(c);
+        return hearth_api_err_set(e, 503, "out_of_memory", NULL, "out of memory");
+    }
+    return true;
+}
+
+static bool map_tools(const cJSON *root, cJSON *body, hearth_api_err *e) {
     const cJSON *tools = hearth_req_field(root, "tools");
-    if (!tools) return true;
+    if (!tools) return map_tool_choice(root, body, e);
     if (!cJSON_IsArray(tools)) return bad_type(e, "tools", "must be a list of tools");
     int i = 0;
     for (const cJSON *t = tools->child; t; t = t->next, i++) {
@@ -178,7 +205,7 @@ static bool map_tools(const cJSON *root, cJSON *body, hearth_api_err *e) {
         if (!cJSON_IsObject(schema)) return bad_type(e, param, "a tool needs an object 'input_schema'");
         if (!hearth_chatmap_tool(body, name->valuestring, desc ? desc->valuestring : NULL, schema, e)) return false;
     }
-    return true;
+    return map_tool_choice(root, body, e);
 }
 
 static bool map_thinking(const cJSON *root, cJSON *body, hearth_api_err *e) {
@@ -189,12 +216,14 @@ static bool map_thinking(const cJSON *root, cJSON *body, hearth_api_err *e) {
     return hearth_chatmap_kwarg(body, "enable_thinking", cJSON_CreateBool(strcmp(t->valuestring, "disabled") != 0), e);
 }
 
-/* The prompt of a Messages request (shared by messages and count_tokens). */
-static bool prompt_of(hearth_server *s, const cJSON *root, int32_t **ids, size_t *n, hearth_api_err *e) {
+/* The prompt of a Messages request (shared by messages and count_tokens); co gets what the
+ * reply parsing needs (tool-call and reasoning formats). */
+static bool prompt_of(hearth_server *s, const cJSON *root, hearth_chat_opts *co, int32_t **ids, size_t *n,
+                      hearth_api_err *e) {
     cJSON *body = hearth_chatmap_new();
     if (!body) return hearth_api_err_set(e, 503, "out_of_memory", NULL, "out of memory");
     bool ok = map_messages(root, body, e) && map_tools(root, body, e) && map_thinking(root, body, e) &&
-              hearth_chat_prompt(s, body, ids, n, e);
+              hearth_chat_prompt_opts(s, body, co, ids, n, e);
     cJSON_Delete(body);
     return ok;
 }
@@ -234,7 +263,11 @@ void hearth_anthropic_messages(hearth_http_req *r) {
     cJSON *root = hearth_req_parse(r, &e);
     if (!root) goto fail;
     if (!parse_sampling(r->srv, root, &g, &e)) goto fail;
-    if (!prompt_of(r->srv, root, &g.prompt, &g.n_prompt, &e)) goto fail;
+    hearth_chat_opts co = {0};
+    if (!prompt_of(r->srv, root, &co, &g.prompt, &g.n_prompt, &e)) goto fail;
+    g.tools = co.tools;
+    g.reasoning = co.reasoning;
+    g.reasoning_open = co.reasoning_open;
     cJSON_Delete(root);
     hearth_gen_run(r, &g);
     return;
@@ -249,7 +282,8 @@ void hearth_anthropic_count_tokens(hearth_http_req *r) {
     int32_t *ids = NULL;
     size_t n = 0;
     cJSON *root = hearth_req_parse(r, &e);
-    if (!root || !prompt_of(r->srv, root, &ids, &n, &e)) {
+    hearth_chat_opts co = {0};
+    if (!root || !prompt_of(r->srv, root, &co, &ids, &n, &e)) {
         cJSON_Delete(root);
         hearth_http_send_error(r, &e);
         return;

@@ -11,8 +11,11 @@
  *   message_delta (stop_reason, stop_sequence, final usage), message_stop;
  *   an engine failure after the start is one `error` event.
  *
- * Blocks open when their first text arrives, so a reply that is only a tool call has no
- * empty text block in front of it. Usage follows Anthropic's split: input_tokens counts the
+ * Block kinds: `thinking` (the model's reasoning, thinking_delta), `text` (text_delta) and
+ * `tool_use` (a parsed tool call: its arguments arrive whole as one input_json_delta, since
+ * the parser delivers a call when its markup closes). A block opens when its first piece
+ * arrives and closes when another kind begins, so a reply that is only a tool call has no
+ * empty text block in front of it; a reply with tool calls stops with "tool_use". Usage follows Anthropic's split: input_tokens counts the
  * prompt tokens the prefix cache did not serve, cache_read_input_tokens the ones it did;
  * their sum is what count_tokens reports for the same request.
  */
@@ -20,8 +23,10 @@
 #include "server/sse.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 static const char *stop_reason(const hearth_gen_out *g) {
+    if (g->n_calls > 0) return "tool_use";
     switch (g->end) {
     case HEARTH_GEN_END_STOP: return "stop_sequence";
     case HEARTH_GEN_END_LENGTH: return "max_tokens";
@@ -49,6 +54,35 @@ static void usage_json(const hearth_gen_out *g, hearth_jw *w, int32_t n_out) {
     hearth_jw_obj_end(w);
 }
 
+/* {"type":"thinking","thinking":...,"signature":""}: hearth signs nothing, and thinking
+ * blocks sent back are dropped, so an empty signature round-trips. */
+static void thinking_json(hearth_jw *w, hearth_span text) {
+    hearth_jw_obj(w);
+    hearth_jw_key(w, "type");
+    hearth_jw_cstr(w, "thinking");
+    hearth_jw_key(w, "thinking");
+    hearth_jw_str(w, text.ptr, text.len);
+    hearth_jw_key(w, "signature");
+    hearth_jw_cstr(w, "");
+    hearth_jw_obj_end(w);
+}
+
+/* {"type":"tool_use","id","name","input"}: input the call's arguments, or {} when streaming
+ * (they follow as input_json_delta). */
+static void tool_use_json(hearth_jw *w, const hearth_tool_call *c, bool with_input) {
+    hearth_jw_obj(w);
+    hearth_jw_key(w, "type");
+    hearth_jw_cstr(w, "tool_use");
+    hearth_jw_key(w, "id");
+    hearth_jw_cstr(w, c->id);
+    hearth_jw_key(w, "name");
+    hearth_jw_cstr(w, c->name);
+    hearth_jw_key(w, "input");
+    if (with_input) hearth_jw_json(w, c->arguments, strlen(c->arguments));
+    else hearth_jw_json(w, "{}", 2);
+    hearth_jw_obj_end(w);
+}
+
 /* The message object; final: with its content, stop reason and output usage. */
 static void message_json(const hearth_gen_out *g, hearth_jw *w, bool final) {
     hearth_jw_obj(w);
@@ -62,6 +96,7 @@ static void message_json(const hearth_gen_out *g, hearth_jw *w, bool final) {
     hearth_jw_cstr(w, g->srv->model_id);
     hearth_jw_key(w, "content");
     hearth_jw_arr(w);
+    if (final && g->reasoning.len) thinking_json(w, g->reasoning);
     if (final && g->text.len) {
         hearth_jw_obj(w);
         hearth_jw_key(w, "type");
@@ -70,6 +105,7 @@ static void message_json(const hearth_gen_out *g, hearth_jw *w, bool final) {
         hearth_jw_str(w, g->text.ptr, g->text.len);
         hearth_jw_obj_end(w);
     }
+    for (int i = 0; final && i < g->n_calls; i++) tool_use_json(w, &g->calls[i], true);
     hearth_jw_arr_end(w);
     hearth_jw_key(w, "stop_reason");
     if (final) hearth_jw_cstr(w, stop_reason(g));
@@ -98,11 +134,38 @@ static void frame_end(hearth_jw *w) {
 
 static void block_stop(hearth_gen_out *g, hearth_jw *w) {
     hearth_anthropic_out *o = g->ctx;
-    if (!o->text_open) return;
-    o->text_open = false;
+    if (!o->open) return;
+    o->open = 0;
     frame(w, "content_block_stop");
     hearth_jw_key(w, "index");
     hearth_jw_int(w, o->n_blocks - 1);
+    frame_end(w);
+}
+
+/* content_block_start of a new block; the caller writes the block object. */
+static void block_start(hearth_gen_out *g, hearth_jw *w, char kind) {
+    hearth_anthropic_out *o = g->ctx;
+    block_stop(g, w);
+    frame(w, "content_block_start");
+    hearth_jw_key(w, "index");
+    hearth_jw_int(w, o->n_blocks++);
+    hearth_jw_key(w, "content_block");
+    o->open = kind;
+}
+
+/* content_block_delta {"type": type, key: piece} into the open block. */
+static void block_delta(hearth_gen_out *g, hearth_jw *w, const char *type, const char *key, hearth_span piece) {
+    hearth_anthropic_out *o = g->ctx;
+    frame(w, "content_block_delta");
+    hearth_jw_key(w, "index");
+    hearth_jw_int(w, o->n_blocks - 1);
+    hearth_jw_key(w, "delta");
+    hearth_jw_obj(w);
+    hearth_jw_key(w, "type");
+    hearth_jw_cstr(w, type);
+    hearth_jw_key(w, key);
+    hearth_jw_str(w, piece.ptr, piece.len);
+    hearth_jw_obj_end(w);
     frame_end(w);
 }
 
@@ -117,11 +180,8 @@ static void stream_start(hearth_gen_out *g, hearth_jw *w) {
 
 static void stream_text(hearth_gen_out *g, hearth_jw *w, hearth_span piece) {
     hearth_anthropic_out *o = g->ctx;
-    if (!o->text_open) {
-        frame(w, "content_block_start");
-        hearth_jw_key(w, "index");
-        hearth_jw_int(w, o->n_blocks);
-        hearth_jw_key(w, "content_block");
+    if (o->open != 't') {
+        block_start(g, w, 't');
         hearth_jw_obj(w);
         hearth_jw_key(w, "type");
         hearth_jw_cstr(w, "text");
@@ -129,20 +189,26 @@ static void stream_text(hearth_gen_out *g, hearth_jw *w, hearth_span piece) {
         hearth_jw_cstr(w, "");
         hearth_jw_obj_end(w);
         frame_end(w);
-        o->n_blocks++;
-        o->text_open = true;
     }
-    frame(w, "content_block_delta");
-    hearth_jw_key(w, "index");
-    hearth_jw_int(w, o->n_blocks - 1);
-    hearth_jw_key(w, "delta");
-    hearth_jw_obj(w);
-    hearth_jw_key(w, "type");
-    hearth_jw_cstr(w, "text_delta");
-    hearth_jw_key(w, "text");
-    hearth_jw_str(w, piece.ptr, piece.len);
-    hearth_jw_obj_end(w);
+    block_delta(g, w, "text_delta", "text", piece);
+}
+
+static void stream_reasoning(hearth_gen_out *g, hearth_jw *w, hearth_span piece) {
+    hearth_anthropic_out *o = g->ctx;
+    if (o->open != 'r') {
+        block_start(g, w, 'r');
+        thinking_json(w, (hearth_span){"", 0});
+        frame_end(w);
+    }
+    block_delta(g, w, "thinking_delta", "thinking", piece);
+}
+
+static void stream_call(hearth_gen_out *g, hearth_jw *w, const hearth_tool_call *c) {
+    block_start(g, w, 'c');
+    tool_use_json(w, c, false);
     frame_end(w);
+    block_delta(g, w, "input_json_delta", "partial_json", hearth_span_cstr(c->arguments));
+    block_stop(g, w);
 }
 
 static void stream_end(hearth_gen_out *g, hearth_jw *w) {
@@ -173,5 +239,6 @@ static void ctx_free(void *ctx) { free(ctx); }
 
 const hearth_gen_dialect hearth_anthropic_writer = {
     .id_prefix = "msg_", .start = stream_start, .text = stream_text, .end = stream_end,
-    .error = stream_error, .body = body, .ctx_free = ctx_free,
+    .error = stream_error, .body = body, .reasoning = stream_reasoning, .tool_call = stream_call,
+    .ctx_free = ctx_free,
 };

@@ -14,7 +14,8 @@
  *   {type: "reasoning"} items             -> dropped
  *   tools [{type: "function", name, description, parameters}] -> function tools; other tool
  *                                            types (web_search, file_search...) are dropped
- *   tool_choice "none"                    -> no tools
+ *   tool_choice "none" / "auto" / "required" / {type: "function", name} -> the same choice
+ *   the model's tool calls                -> function_call output items (responses_out.c)
  *   reasoning.effort                      -> enable_thinking (false for "none"/"minimal")
  *
  * max_output_tokens (>= 1), temperature [0, 2], top_p [0, 1], stream, store (default true),
@@ -122,7 +123,24 @@ static bool map_tools(const cJSON *root, cJSON *body, hearth_responses_out *o, h
     if (tools && !cJSON_IsArray(tools))
         return hearth_api_err_set(e, 400, "invalid_type", "tools", "'tools' must be a list of tools");
     if (tools && cJSON_GetArraySize(tools) && !(o->tools = cJSON_PrintUnformatted(tools))) return oom(e);
-    if (cJSON_IsString(choice) && !strcmp(choice->valuestring, "none")) return true;
+    if (choice) { /* Responses' spelling -> chat's: strings pass, {type: function, name} nests */
+        const cJSON *name = cJSON_IsObject(choice) ? hearth_req_field(choice, "name") : NULL;
+        cJSON *c = NULL, *f = NULL;
+        if (cJSON_IsString(choice)) c = cJSON_CreateString(choice->valuestring);
+        else if (cJSON_IsString(name) && (c = cJSON_CreateObject()) &&
+                 (!cJSON_AddStringToObject(c, "type", "function") || !(f = cJSON_AddObjectToObject(c, "function")) ||
+                  !cJSON_AddStringToObject(f, "name", name->valuestring))) {
+            cJSON_Delete(c);
+            return oom(e);
+        } else if (!cJSON_IsString(name))
+            return hearth_api_err_set(e, 400, "invalid_value", "tool_choice",
+                                      "'tool_choice' must be \"none\", \"auto\", \"required\" or "
+                                      "{\"type\": \"function\", \"name\": ...}");
+        if (!c || !cJSON_AddItemToObject(body, "tool_choice", c)) {
+            cJSON_Delete(c);
+            return oom(e);
+        }
+    }
     int i = 0;
     for (const cJSON *t = tools ? tools->child : NULL; t; t = t->next, i++) {
         char param[32];
@@ -195,6 +213,7 @@ static bool parse(hearth_server *s, const cJSON *root, hearth_gen_spec *g, heart
     g->prompt_param = "input";
     if (!o) return oom(e);
     o->store = true;
+    o->msg_index = -1;
     hearth_server_new_id(s, "msg_", o->msg_id, sizeof o->msg_id);
     if ((rc = hearth_req_int(root, "max_output_tokens", -1e12, 1e12, &i, e)) < 0) return false;
     if (rc) {
@@ -234,7 +253,11 @@ static bool parse(hearth_server *s, const cJSON *root, hearth_gen_spec *g, heart
             }
         }
     }
-    ok = ok && hearth_chat_prompt(s, body, &g->prompt, &g->n_prompt, e);
+    hearth_chat_opts co = {0};
+    ok = ok && hearth_chat_prompt_opts(s, body, &co, &g->prompt, &g->n_prompt, e);
+    g->tools = co.tools;
+    g->reasoning = co.reasoning;
+    g->reasoning_open = co.reasoning_open;
     cJSON_Delete(body);
     return ok;
 }

@@ -33,5 +33,7 @@ typedef struct {
     char    msg_id[48];         /* the output message item's id */
     int64_t seq;                /* the next event's sequence_number */
     bool    item_open;          /* the message item was announced (stream) */
+    int     msg_index;          /* stream: its output_index once announced */
+    int     n_items;            /* stream: output items announced so far */
 } hearth_responses_out;
 extern const hearth_gen_dialect hearth_responses_writer;

@@ -14,16 +14,24 @@
  *   response.created, response.in_progress              (the response, status in_progress)
  *   response.output_item.added, response.content_part.added   (at the first text)
  *   response.output_text.delta*
+ *   per tool call: response.output_item.added, response.function_call_arguments.delta
+ *     (the arguments whole: the parser delivers a call when its markup closes),
+ *     response.function_call_arguments.done, response.output_item.done
  *   response.output_text.done, response.content_part.done, response.output_item.done
  *   response.completed | response.incomplete            (the full response)
+ *
+ * Output items take their output_index in the order they begin; the message item (present
+ * when there is text, or nothing else) stays open while calls are announced after it.
  *
  * An engine failure after the start is response.failed with the error.
  */
 #include "server/responses.h"
+#include "server/chatmap.h"
 #include "server/resp_store.h"
 #include "server/sse.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -74,6 +82,37 @@ static void item_json(const hearth_gen_out *g, hearth_jw *w, bool done) {
     if (done) part_json(w, g->text);
     hearth_jw_arr_end(w);
     hearth_jw_obj_end(w);
+}
+
+/* A function_call item: done with its arguments, else in progress with none yet. */
+static void call_item_json(hearth_jw *w, const hearth_tool_call *c, bool done) {
+    char id[96];
+    snprintf(id, sizeof id, "fc_%s", c->id);
+    hearth_jw_obj(w);
+    hearth_jw_key(w, "id");
+    hearth_jw_cstr(w, id);
+    hearth_jw_key(w, "type");
+    hearth_jw_cstr(w, "function_call");
+    hearth_jw_key(w, "status");
+    hearth_jw_cstr(w, done ? "completed" : "in_progress");
+    hearth_jw_key(w, "call_id");
+    hearth_jw_cstr(w, c->id);
+    hearth_jw_key(w, "name");
+    hearth_jw_cstr(w, c->name);
+    hearth_jw_key(w, "arguments");
+    hearth_jw_cstr(w, done ? c->arguments : "");
+    hearth_jw_obj_end(w);
+}
+
+/* The final output items in output_index order. */
+static void output_json(const hearth_gen_out *g, hearth_jw *w) {
+    const hearth_responses_out *o = ctx_of(g);
+    int msg_at = o->item_open ? o->msg_index : (g->text.len || !g->n_calls) ? 0 : -1;
+    int n = g->n_calls + (msg_at >= 0), k = 0;
+    for (int i = 0; i < n; i++) {
+        if (i == msg_at) item_json(g, w, true);
+        else call_item_json(w, &g->calls[k++], true);
+    }
 }
 
 static void usage_json(const hearth_gen_out *g, hearth_jw *w) {
@@ -139,7 +178,7 @@ static void response_json(const hearth_gen_out *g, hearth_jw *w, const char *sta
     hearth_jw_cstr(w, g->srv->model_id);
     hearth_jw_key(w, "output");
     hearth_jw_arr(w);
-    if (final) item_json(g, w, true);
+    if (final) output_json(g, w);
     hearth_jw_arr_end(w);
     hearth_jw_key(w, "parallel_tool_calls");
     hearth_jw_bool(w, true);
@@ -191,7 +230,7 @@ static void part_ids(const hearth_gen_out *g, hearth_jw *w) {
     hearth_jw_key(w, "item_id");
     hearth_jw_cstr(w, ctx_of(g)->msg_id);
     hearth_jw_key(w, "output_index");
-    hearth_jw_int(w, 0);
+    hearth_jw_int(w, ctx_of(g)->msg_index);
     hearth_jw_key(w, "content_index");
     hearth_jw_int(w, 0);
 }
@@ -210,9 +249,10 @@ static void open_item(hearth_gen_out *g, hearth_jw *w) {
     hearth_responses_out *o = ctx_of(g);
     if (o->item_open) return;
     o->item_open = true;
+    o->msg_index = o->n_items++;
     frame(g, w, "response.output_item.added");
     hearth_jw_key(w, "output_index");
-    hearth_jw_int(w, 0);
+    hearth_jw_int(w, o->msg_index);
     hearth_jw_key(w, "item");
     item_json(g, w, false);
     frame_end(w);
@@ -235,8 +275,7 @@ static void stream_text(hearth_gen_out *g, hearth_jw *w, hearth_span piece) {
     frame_end(w);
 }
 
-static void stream_end(hearth_gen_out *g, hearth_jw *w) {
-    open_item(g, w);
+static void close_item(hearth_gen_out *g, hearth_jw *w) {
     frame(g, w, "response.output_text.done");
     part_ids(g, w);
     hearth_jw_key(w, "text");
@@ -252,15 +291,57 @@ static void stream_end(hearth_gen_out *g, hearth_jw *w) {
     frame_end(w);
     frame(g, w, "response.output_item.done");
     hearth_jw_key(w, "output_index");
-    hearth_jw_int(w, 0);
+    hearth_jw_int(w, ctx_of(g)->msg_index);
     hearth_jw_key(w, "item");
     item_json(g, w, true);
     frame_end(w);
+}
+
+static void stream_call(hearth_gen_out *g, hearth_jw *w, const hearth_tool_call *c) {
+    hearth_responses_out *o = ctx_of(g);
+    int at = o->n_items++;
+    char id[96];
+    snprintf(id, sizeof id, "fc_%s", c->id);
+    frame(g, w, "response.output_item.added");
+    hearth_jw_key(w, "output_index");
+    hearth_jw_int(w, at);
+    hearth_jw_key(w, "item");
+    call_item_json(w, c, false);
+    frame_end(w);
+    static const char *const names[] = {"response.function_call_arguments.delta",
+                                        "response.function_call_arguments.done"};
+    for (int i = 0; i < 2; i++) {
+        frame(g, w, names[i]);
+        hearth_jw_key(w, "item_id");
+        hearth_jw_cstr(w, id);
+        hearth_jw_key(w, "output_index");
+        hearth_jw_int(w, at);
+        if (i) {
+            hearth_jw_key(w, "name");
+            hearth_jw_cstr(w, c->name);
+        }
+        hearth_jw_key(w, i ? "arguments" : "delta");
+        hearth_jw_cstr(w, c->arguments);
+        frame_end(w);
+    }
+    frame(g, w, "response.output_item.done");
+    hearth_jw_key(w, "output_index");
+    hearth_jw_int(w, at);
+    hearth_jw_key(w, "item");
+    call_item_json(w, c, true);
+    frame_end(w);
+}
+
+static void stream_end(hearth_gen_out *g, hearth_jw *w) {
+    hearth_responses_out *o = ctx_of(g);
+    if (g->text.len || !g->n_calls) open_item(g, w);
+    if (o->item_open) close_item(g, w);
     frame(g, w, g->end == HEARTH_GEN_END_LENGTH ? "response.incomplete" : "response.completed");
     hearth_jw_key(w, "response");
     response_json(g, w, NULL, NULL);
     frame_end(w);
 }
+
 
 static void stream_error(hearth_gen_out *g, hearth_jw *w, const hearth_api_err *e) {
     frame(g, w, "response.failed");
@@ -288,6 +369,13 @@ static void finished(hearth_gen_out *g) {
         return;
     }
     free(text);
+    hearth_api_err e;
+    for (int i = 0; i < g->n_calls; i++) {
+        cJSON *args = cJSON_CreateString(g->calls[i].arguments);
+        bool ok = args && hearth_chatmap_tool_call(a, g->calls[i].id, g->calls[i].name, args, "output", &e);
+        cJSON_Delete(args);
+        if (!ok) return;
+    }
     char *conv = cJSON_PrintUnformatted(o->conv);
     hearth_jw w;
     hearth_jw_init(&w);
@@ -309,5 +397,5 @@ static void ctx_free(void *ctx) {
 
 const hearth_gen_dialect hearth_responses_writer = {
     .id_prefix = "resp_", .start = stream_start, .text = stream_text, .end = stream_end,
-    .error = stream_error, .body = body, .finished = finished, .ctx_free = ctx_free,
+    .error = stream_error, .body = body, .tool_call = stream_call, .finished = finished, .ctx_free = ctx_free,
 };

@@ -264,3 +264,64 @@ def test_auth(smol):
         assert st == 200 and json.loads(out)["input_tokens"] > 0
     finally:
         s.stop()
+
+
+# ---- tools (the echo few-shot of test_server_tools.py makes the small model write the markup) ----
+
+CALL = '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris", "days": 2}}</tool_call>'
+TOOL = {"name": "get_weather", "description": "Weather for a city",
+        "input_schema": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}}
+OA_TOOL = {"type": "function", "function": {"name": TOOL["name"], "description": TOOL["description"],
+                                            "parameters": TOOL["input_schema"]}}
+
+
+def echo(final):
+    shots = ["hello world", '<b>{"a": 1}</b>', '<x>{"name": "f", "arguments": {"k": "v"}}</x>']
+    msgs = []
+    for s in shots:
+        msgs += [{"role": "user", "content": s}, {"role": "assistant", "content": s}]
+    return msgs + [{"role": "user", "content": final}]
+
+
+SYSTEM = "Repeat the user's message exactly."
+
+
+def test_tool_use_round_trip(smol):
+    kw = dict(system=SYSTEM, messages=echo(CALL), max_tokens=60)
+    assert create(smol, **kw).content[0].text == CALL  # the model writes the markup itself
+    m = create(smol, tools=[TOOL], **kw)
+    assert m.stop_reason == "tool_use"
+    uses = [b for b in m.content if b.type == "tool_use"]
+    assert len(uses) == 1 and uses[0].name == "get_weather" and uses[0].input == {"city": "Paris", "days": 2}
+    assert uses[0].id and not [b for b in m.content if b.type == "text" and b.text.strip()]
+    # streamed: a tool_use block whose input arrives as input_json_delta
+    events = sse_events(smol, {"max_tokens": 60, "temperature": 0, "stream": True, "system": SYSTEM,
+                               "messages": echo(CALL), "tools": [TOOL]})
+    starts = [d for n, d in events if n == "content_block_start"]
+    assert starts[-1]["content_block"]["type"] == "tool_use" and starts[-1]["content_block"]["name"] == "get_weather"
+    deltas = [d["delta"] for n, d in events if n == "content_block_delta" and d["index"] == starts[-1]["index"]]
+    assert [d["type"] for d in deltas] == ["input_json_delta"]
+    assert json.loads(deltas[0]["partial_json"]) == {"city": "Paris", "days": 2}
+    assert events[-2][1]["delta"]["stop_reason"] == "tool_use"
+    with client(smol).messages.stream(model="smol", tools=[TOOL], extra_body={"temperature": 0}, **kw) as st:
+        final = st.get_final_message()
+    assert [b.input for b in final.content if b.type == "tool_use"] == [{"city": "Paris", "days": 2}]
+    # tool_choice none: no tools reach the template, the markup stays text
+    m = create(smol, tools=[TOOL], tool_choice={"type": "none"}, **kw)
+    assert m.stop_reason != "tool_use" and m.content[0].text == CALL
+    # the result goes back as a tool message: the same prompt as the chat path's
+    follow = echo(CALL)[:-1] + [
+        {"role": "user", "content": "Weather in Paris?"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": uses[0].id, "name": "get_weather",
+                                           "input": {"city": "Paris", "days": 2}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": uses[0].id, "content": "sunny, 21 C"}]}]
+    n = client(smol).messages.count_tokens(model="smol", system=SYSTEM, messages=follow, tools=[TOOL]).input_tokens
+    chat = [{"role": "system", "content": SYSTEM}] + echo(CALL)[:-1] + [
+        {"role": "user", "content": "Weather in Paris?"},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": uses[0].id, "type": "function", "function": {
+            "name": "get_weather", "arguments": "{\"city\": \"Paris\", \"days\": 2}"}}]},
+        {"role": "tool", "tool_call_id": uses[0].id, "content": "sunny, 21 C"}]
+    ref = smol.client().chat.completions.create(model="smol", messages=chat, tools=[OA_TOOL], max_tokens=1)
+    assert n == ref.usage.prompt_tokens
+    m = create(smol, system=SYSTEM, messages=follow, tools=[TOOL], max_tokens=8)
+    assert m.usage.input_tokens + m.usage.cache_read_input_tokens == n

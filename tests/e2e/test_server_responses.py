@@ -237,3 +237,38 @@ def test_bad_input(smol):
     assert r.usage.output_tokens <= 2
     st, _, _ = smol.raw("GET", "/health")
     assert st == 200
+
+
+def test_function_call_round_trip(smol):
+    from test_server_anthropic import CALL, OA_TOOL, SYSTEM, echo
+    tool = {"type": "function", "name": "get_weather", "description": OA_TOOL["function"]["description"],
+            "parameters": OA_TOOL["function"]["parameters"]}
+    kw = dict(instructions=SYSTEM, input=echo(CALL), max_output_tokens=60)
+    assert create(smol, **kw).output_text == CALL  # the model writes the markup itself
+    r = create(smol, tools=[tool], **kw)
+    calls = [o for o in r.output if o.type == "function_call"]
+    assert r.status == "completed" and len(calls) == 1 and calls[0].name == "get_weather"
+    assert json.loads(calls[0].arguments) == {"city": "Paris", "days": 2} and calls[0].call_id
+    assert all(o.type != "message" or not o.content[0].text.strip() for o in r.output)
+    # streamed: a function_call item with its arguments events, then the same final response
+    events = sse_events(smol, {"instructions": SYSTEM, "input": echo(CALL), "max_output_tokens": 60,
+                               "temperature": 0, "stream": True, "tools": [tool]})
+    assert [e["sequence_number"] for e in events] == list(range(len(events)))
+    added = [e for e in events if e["type"] == "response.output_item.added" and e["item"]["type"] == "function_call"]
+    assert len(added) == 1
+    at = added[0]["output_index"]
+    args = [e for e in events if e["type"] == "response.function_call_arguments.done"]
+    assert args[0]["output_index"] == at and json.loads(args[0]["arguments"]) == {"city": "Paris", "days": 2}
+    final = events[-1]["response"]
+    assert events[-1]["type"] == "response.completed" and final["output"][at]["type"] == "function_call"
+    # tool_choice none keeps the markup as text
+    assert create(smol, tools=[tool], tool_choice="none", **kw).output_text == CALL
+    # the output goes back with previous_response_id: the chat prompt of the whole exchange
+    r2 = create(smol, previous_response_id=r.id, tools=[tool], max_output_tokens=8,
+                input=[{"type": "function_call_output", "call_id": calls[0].call_id, "output": "sunny, 21 C"}])
+    chat = echo(CALL) + [
+        {"role": "assistant", "content": "", "tool_calls": [{"id": calls[0].call_id, "type": "function", "function": {
+            "name": "get_weather", "arguments": calls[0].arguments}}]},
+        {"role": "tool", "tool_call_id": calls[0].call_id, "content": "sunny, 21 C"}]
+    ref = smol.client().chat.completions.create(model="smol", messages=chat, tools=[OA_TOOL], max_tokens=1)
+    assert r2.usage.input_tokens == ref.usage.prompt_tokens
