@@ -257,25 +257,16 @@ static bool parse_sampling(hearth_server *s, const cJSON *root, hearth_gen_spec 
     return true;
 }
 
-void hearth_anthropic_messages(hearth_http_req *r) {
-    hearth_api_err e;
-    hearth_gen_spec g = {0};
-    cJSON *root = hearth_req_parse(r, &e);
-    if (!root) goto fail;
-    if (!parse_sampling(r->srv, root, &g, &e)) goto fail;
+static bool parse(hearth_server *s, const cJSON *root, hearth_gen_spec *g, hearth_api_err *e) {
     hearth_chat_opts co = {0};
-    if (!prompt_of(r->srv, root, &co, &g.prompt, &g.n_prompt, &e)) goto fail;
-    g.tools = co.tools;
-    g.reasoning = co.reasoning;
-    g.reasoning_open = co.reasoning_open;
-    cJSON_Delete(root);
-    hearth_gen_run(r, &g);
-    return;
-fail:
-    cJSON_Delete(root);
-    hearth_gen_spec_free(&g);
-    hearth_http_send_error(r, &e);
+    if (!parse_sampling(s, root, g, e) || !prompt_of(s, root, &co, &g->prompt, &g->n_prompt, e)) return false;
+    g->tools = co.tools;
+    g->reasoning = co.reasoning;
+    g->reasoning_open = co.reasoning_open;
+    return true;
 }
+
+void hearth_anthropic_messages(hearth_http_req *r) { hearth_gen_handle(r, parse); }
 
 void hearth_anthropic_count_tokens(hearth_http_req *r) {
     hearth_api_err e;

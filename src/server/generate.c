@@ -16,6 +16,7 @@
  */
 #include "server/generate.h"
 #include "base/log.h"
+#include "server/reqjson.h"
 #include "server/sse.h"
 
 #include <stdatomic.h>
@@ -398,4 +399,18 @@ void hearth_gen_run(hearth_http_req *r, hearth_gen_spec *spec) {
 fail:
     hearth_http_send_error(r, &e);
     gen_free(g);
+}
+
+void hearth_gen_handle(hearth_http_req *r, hearth_gen_parse_fn parse) {
+    hearth_api_err e;
+    hearth_gen_spec g = {0};
+    cJSON *root = hearth_req_parse(r, &e);
+    bool ok = root && parse(r->srv, root, &g, &e);
+    cJSON_Delete(root);
+    if (ok) {
+        hearth_gen_run(r, &g);
+        return;
+    }
+    hearth_gen_spec_free(&g);
+    hearth_http_send_error(r, &e);
 }

@@ -262,20 +262,7 @@ static bool parse(hearth_server *s, const cJSON *root, hearth_gen_spec *g, heart
     return ok;
 }
 
-void hearth_responses_create(hearth_http_req *r) {
-    hearth_api_err e;
-    hearth_gen_spec g = {0};
-    cJSON *root = hearth_req_parse(r, &e);
-    if (!root) goto fail;
-    if (!parse(r->srv, root, &g, &e)) goto fail;
-    cJSON_Delete(root);
-    hearth_gen_run(r, &g);
-    return;
-fail:
-    cJSON_Delete(root);
-    hearth_gen_spec_free(&g);
-    hearth_http_send_error(r, &e);
-}
+void hearth_responses_create(hearth_http_req *r) { hearth_gen_handle(r, parse); }
 
 static const char *id_of(hearth_http_req *r) { return r->path + strlen("/v1/responses/"); }
 

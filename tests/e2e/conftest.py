@@ -32,3 +32,15 @@ def smollm2():
 
 
 TINY = str(ROOT / "tests" / "golden" / "tiny" / "tiny-qwen2.gguf")
+
+
+def smol_server(*args):
+    """Run `hearth serve` of SmolLM2 (HEARTH_SMOLLM2_GGUF) for a module's fixture, stopping it
+    after: `yield from smol_server(flags...)`. Skips when the model is not set up."""
+    from test_server_openai import Server
+    p = os.environ.get("HEARTH_SMOLLM2_GGUF")
+    if not p:
+        pytest.skip("HEARTH_SMOLLM2_GGUF is not set")
+    s = Server(p, *args)
+    yield s
+    s.stop()

@@ -14,6 +14,7 @@ import uuid
 import anthropic
 import pytest
 
+from conftest import smol_server
 from test_server_openai import Server
 
 QUESTION = "What is the capital of France?"
@@ -21,12 +22,7 @@ QUESTION = "What is the capital of France?"
 
 @pytest.fixture(scope="module")
 def smol():
-    p = os.environ.get("HEARTH_SMOLLM2_GGUF")
-    if not p:
-        pytest.skip("HEARTH_SMOLLM2_GGUF is not set")
-    s = Server(p)
-    yield s
-    s.stop()
+    yield from smol_server()
 
 
 def client(s, api_key="none"):

@@ -7,14 +7,13 @@ shared CI machine makes timings noise).
 """
 import http.client
 import json
-import os
 import threading
 import time
 
 import pytest
 
 from test_server_anthropic import check_grammar as anthropic_grammar
-from test_server_openai import Server
+from conftest import smol_server
 from test_server_responses import check_grammar as responses_grammar
 
 N_CLIENTS, N_REQUESTS, MAX_TOKENS = 32, 4, 8
@@ -22,12 +21,7 @@ N_CLIENTS, N_REQUESTS, MAX_TOKENS = 32, 4, 8
 
 @pytest.fixture(scope="module")
 def smol():
-    p = os.environ.get("HEARTH_SMOLLM2_GGUF")
-    if not p:
-        pytest.skip("HEARTH_SMOLLM2_GGUF is not set")
-    s = Server(p)
-    yield s
-    s.stop()
+    yield from smol_server()
 
 
 def stream(s, path, body):

@@ -21,8 +21,7 @@ from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (content_type_conformance, response_schema_conformance,
                                                status_code_conformance)
 
-from conftest import ROOT
-from test_server_openai import Server
+from conftest import ROOT, smol_server
 
 SPEC = ROOT / "src" / "server" / "api" / "openapi.json"
 TOKEN_LIMITS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
@@ -34,12 +33,7 @@ NEGATIVE_EXAMPLES = 10 * SCALE
 
 @pytest.fixture(scope="module")
 def smol():
-    p = os.environ.get("HEARTH_SMOLLM2_GGUF")
-    if not p:
-        pytest.skip("HEARTH_SMOLLM2_GGUF is not set")
-    s = Server(p, "--max-tokens", "4")  # requests without a token limit stay short too
-    yield s
-    s.stop()
+    yield from smol_server("--max-tokens", "4")  # requests without a token limit stay short too
 
 
 def served(s):

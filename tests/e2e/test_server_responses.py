@@ -8,24 +8,18 @@ prompt of the whole conversation so far.
 """
 import http.client
 import json
-import os
 
 import openai
 import pytest
 
-from test_server_openai import Server
+from conftest import smol_server
 
 Q1, Q2 = "What is the capital of France?", "And of Spain?"
 
 
 @pytest.fixture(scope="module")
 def smol():
-    p = os.environ.get("HEARTH_SMOLLM2_GGUF")
-    if not p:
-        pytest.skip("HEARTH_SMOLLM2_GGUF is not set")
-    s = Server(p)
-    yield s
-    s.stop()
+    yield from smol_server()
 
 
 def create(s, **kw):
