@@ -171,6 +171,7 @@ static void cpu_kv_store(hearth_backend *be, const float *x, int64_t n_tok, int6
 typedef struct {
     const hearth_attn_args *a;
     cpu_ctx *c;
+    hearth_attn_head_x86_fn x86; /* NULL: the reference order */
     _Atomic int64_t next;
 } attn_job;
 
@@ -187,10 +188,19 @@ static void attn_fn(void *arg, int ith, int nth) {
         int64_t t = idx / a->n_head, h = idx % a->n_head, hkv = h / group;
         int64_t p = a->pos[t];
         int64_t j0 = a->n_swa > 0 && p - a->n_swa + 1 > 0 ? p - a->n_swa + 1 : 0;
-        HEARTH_ASSERT(p + 1 <= j->c->attn_cap);
+        HEARTH_ASSERT((p + 32) / 32 * 32 <= j->c->attn_cap);
         const char *kb = (const char *)a->k + (size_t)(hkv * a->head_dim) * esz;
         const char *vb = (const char *)a->v + (size_t)(hkv * a->head_dim_v) * esz;
         const int32_t *row = a->blocks.table + (int64_t)a->seq[t] * a->blocks.max_blocks;
+        if (j->x86 && a->kv_f16) {
+            /* llama.cpp's order depends on whether the step holds other tokens of this sequence */
+            bool single = true;
+            for (int64_t u = 0; u < a->n_tok && single; u++) single = u == t || a->seq[u] != a->seq[t];
+            j->x86(a->q + (t * a->n_head + h) * a->head_dim, (const uint16_t *)kb, (const uint16_t *)vb,
+                   (int64_t)a->n_head_kv * a->head_dim, row, a->blocks.block_size, a->head_dim, j0, p + 1, a->scale,
+                   a->softcap, single, scores, a->out + (t * a->n_head + h) * a->head_dim_v);
+            continue;
+        }
         hearth_attn_head_paged_ref(a->q + (t * a->n_head + h) * a->head_dim, kb, vb,
                                    (int64_t)a->n_head_kv * a->head_dim, row, a->blocks.block_size, a->kv_f16,
                                    a->head_dim, j0, p + 1, a->scale, a->softcap, scores,
@@ -257,7 +267,8 @@ static void attn_simd_fn(void *arg, int ith, int nth) {
 static void cpu_attention(hearth_backend *be, const hearth_attn_args *a) {
     HEARTH_ASSERT(a->head_dim == a->head_dim_v); /* one kv row stride for k and v */
     cpu_ctx *c = ctx_of(be);
-    const hearth_attn_kernels *kern = hearth_kernels_attn();
+    hearth_attn_head_x86_fn x86 = hearth_kernels_attn_head();
+    const hearth_attn_kernels *kern = x86 ? NULL : hearth_kernels_attn();
     if (kern && a->kv_f16 && a->head_dim % 16 == 0 && a->n_tok <= c->max_tok) {
         /* group the tokens by sequence: order lists each group's tokens, in step order */
         int32_t ng = 0;
@@ -308,7 +319,7 @@ static void cpu_attention(hearth_backend *be, const hearth_attn_args *a) {
             return;
         }
     }
-    attn_job j = {a, c, 0};
+    attn_job j = {a, c, x86, 0};
     hearth_pool_run(c->pool, attn_fn, &j);
 }
 
@@ -323,7 +334,7 @@ static void glu_fn(void *arg, int ith, int nth) {
     glu_job *j = arg;
     int64_t a = j->n * ith / nth, b = j->n * (ith + 1) / nth;
     switch (j->kind) {
-    case HEARTH_GLU_SWIGLU: hearth_swiglu_ref(j->g + a, j->u + a, b - a); break;
+    case HEARTH_GLU_SWIGLU: hearth_kernels_swiglu()(j->g + a, j->u + a, b - a); break;
     case HEARTH_GLU_GEGLU: hearth_geglu_ref(j->g + a, j->u + a, b - a); break;
     case HEARTH_GLU_GEGLU_F16: hearth_geglu_f16_ref(j->g + a, j->u + a, b - a); break;
     }
@@ -421,7 +432,8 @@ hearth_backend *hearth_backend_cpu_create(int n_threads, int64_t max_tok, int64_
     c->mm_bytes = (c->mm_bytes + 63) & ~(size_t)63;
     c->mm_scratch = c->mm_bytes ? aligned_alloc(64, c->mm_bytes) : NULL;
     if (c->mm_bytes && !c->mm_scratch) goto fail;
-    c->attn_cap = max_ctx + 16; /* the SIMD heads write whole vectors of 16 scores */
+    /* the SIMD heads write whole vectors of 16 scores; the x86-order heads pad keys to 32 */
+    c->attn_cap = (max_ctx + 31) / 32 * 32 + 16;
     c->attn_scores = malloc((size_t)c->attn_cap * (size_t)c->nth * sizeof(float));
     if (!c->attn_scores) goto fail;
     /* pages of kt are touched only as far as the longest sequence reaches */

@@ -90,6 +90,16 @@ typedef struct {
 const hearth_attn_kernels *hearth_kernels_attn(void);               /* of the active set, or NULL */
 const hearth_attn_kernels *hearth_kernels_attn_isa(hearth_isa isa); /* NULL: none, or unavailable */
 
+/* g[i] = silu(g[i]) * u[i] over n, as the active set computes it: the ref set with libm's
+ * expf (ops_ref.h), the others as llama.cpp's AVX-512 build (x86_order_ref.h). */
+typedef void (*hearth_swiglu_fn)(float *g, const float *u, int64_t n);
+hearth_swiglu_fn hearth_kernels_swiglu(void);
+
+/* The f16-cache attention head of the active set in llama.cpp's order (x86_order_ref.h), or
+ * NULL for the ref set (which attends as kernels/ref/attn_paged_ref.c). */
+#include "kernels/ref/x86_order_ref.h"
+hearth_attn_head_x86_fn hearth_kernels_attn_head(void);
+
 /*
  * y = x W^T, multithreaded on pool (may be NULL), with the active set:
  *   w      [n_out rows][n_in] of type wtype, row stride w_row_bytes (borrowed, read-only)

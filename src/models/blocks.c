@@ -18,6 +18,9 @@ void hearth_blk_attn(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view 
     float *const out[3] = {f->q, f->k, f->v};
     const int64_t ld[3] = {q_w, k_w, v_w};
     hearth_op_matmul_n(be, qkv, out, ld, 3, f->xb, T);
+    hearth_fwd_trace(f, "Qcur", il, "MUL_MAT", f->q, T, q_w);
+    hearth_fwd_trace(f, "Kcur", il, "MUL_MAT", f->k, T, k_w);
+    hearth_fwd_trace(f, "Vcur", il, "MUL_MAT", f->v, T, v_w);
     if (hp->qkv_bias) {
         hearth_op_add_rows(be, f->q, l->bq, T, q_w);
         hearth_op_add_rows(be, f->k, l->bk, T, k_w);
@@ -26,6 +29,8 @@ void hearth_blk_attn(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view 
     if (hp->qk_norm) {
         hearth_op_rmsnorm(be, f->q, l->q_norm, f->q, T * hp->n_head, hp->head_dim, hp->norm_eps);
         hearth_op_rmsnorm(be, f->k, l->k_norm, f->k, T * hp->n_head_kv, hp->head_dim, hp->norm_eps);
+        hearth_fwd_trace(f, "Qcur_normed", il, "MUL", f->q, T, q_w);
+        hearth_fwd_trace(f, "Kcur_normed", il, "MUL", f->k, T, k_w);
     }
     bool swa = hearth_hparams_is_swa(hp, il);
     const hearth_rope_params *rp = swa ? &f->rope_swa : &f->rope;
@@ -33,6 +38,8 @@ void hearth_blk_attn(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view 
         hearth_op_rope(be, f->q, T, hp->n_head, hp->head_dim, hp->n_rot, b->pos, rp);
         hearth_op_rope(be, f->k, T, hp->n_head_kv, hp->head_dim, hp->n_rot, b->pos, rp);
     }
+    hearth_fwd_trace(f, "Qcur", il, "ROPE", f->q, T, q_w);
+    hearth_fwd_trace(f, "Kcur", il, "ROPE", f->k, T, k_w);
 
     hearth_op_kv_store(be, f->k, T, k_w, b->seq, b->pos, kv->k[il], &kv->blocks, kv->f16);
     hearth_op_kv_store(be, f->v, T, v_w, b->seq, b->pos, kv->v[il], &kv->blocks, kv->f16);
@@ -45,8 +52,10 @@ void hearth_blk_attn(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view 
         .n_swa = swa ? hp->n_swa : 0, .scale = hp->attn_scale, .softcap = hp->attn_softcap,
     };
     hearth_op_attention(be, &a);
+    hearth_fwd_trace(f, "kqv_out", il, "CONT", f->att, T, (int64_t)hp->n_head * hp->head_dim_v);
     hearth_op_matmul(be, &l->wo, f->att, T, f->xb, hp->n_embd);
     if (l->bo) hearth_op_add_rows(be, f->xb, l->bo, T, hp->n_embd);
+    hearth_fwd_trace(f, "attn_out", il, "MUL_MAT", f->xb, T, hp->n_embd);
 }
 
 void hearth_blk_ffn(hearth_fwd *f, int32_t n_tok, int32_t il) {
@@ -56,8 +65,13 @@ void hearth_blk_ffn(hearth_fwd *f, int32_t n_tok, int32_t il) {
     float *const out[2] = {f->g, f->u};
     const int64_t ld[2] = {hp->n_ff, hp->n_ff};
     hearth_op_matmul_n(f->be, gu, out, ld, 2, f->xb, n_tok);
+    hearth_fwd_trace(f, "ffn_gate", il, "MUL_MAT", f->g, n_tok, hp->n_ff);
+    hearth_fwd_trace(f, "ffn_up", il, "MUL_MAT", f->u, n_tok, hp->n_ff);
     hearth_op_glu(f->be, f->g, f->u, (int64_t)n_tok * hp->n_ff, f->glu);
+    hearth_fwd_trace(f, f->glu == HEARTH_GLU_SWIGLU ? "ffn_swiglu" : "ffn_geglu", il,
+                     f->glu == HEARTH_GLU_SWIGLU ? "SWIGLU" : "GEGLU", f->g, n_tok, hp->n_ff);
     hearth_op_matmul(f->be, &l->w_down, f->g, n_tok, f->xb, hp->n_embd);
+    hearth_fwd_trace(f, "ffn_out", il, "MUL_MAT", f->xb, n_tok, hp->n_embd);
 }
 
 void hearth_blk_logits(hearth_fwd *f, const hearth_batch *b, float *logits) {
@@ -72,6 +86,8 @@ void hearth_blk_logits(hearth_fwd *f, const hearth_batch *b, float *logits) {
     }
     if (n_out == 0) return;
     hearth_op_rmsnorm(f->be, f->xb, f->m->output_norm, f->xb, n_out, E, hp->norm_eps);
+    hearth_fwd_trace(f, "result_norm", -1, "MUL", f->xb, n_out, E);
     hearth_op_matmul(f->be, &f->m->output, f->xb, n_out, logits, hp->n_vocab);
+    hearth_fwd_trace(f, "result_output", -1, "MUL_MAT", logits, n_out, hp->n_vocab);
     if (hp->final_softcap > 0) hearth_op_softcap(f->be, logits, n_out * hp->n_vocab, hp->final_softcap);
 }

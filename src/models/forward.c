@@ -92,6 +92,11 @@ void hearth_fwd_destroy(hearth_fwd *f) {
     free(f);
 }
 
+void hearth_fwd_set_trace(hearth_fwd *f, hearth_fwd_trace_fn fn, void *user) {
+    f->trace = fn;
+    f->trace_user = user;
+}
+
 int32_t hearth_fwd_max_tokens(const hearth_fwd *f) { return f->max_tok; }
 
 hearth_status hearth_forward(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view *kv, float *logits) {

@@ -58,3 +58,12 @@ hearth_fwd   *hearth_fwd_create_scripted(const hearth_model *m, int32_t max_tok,
  * Returns HEARTH_E_INVALID (and computes nothing) when the batch is inconsistent with the
  * view (slot or position out of range, a position without a block, too many tokens). */
 hearth_status hearth_forward(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view *kv, float *logits);
+
+/* Debugging: when set, every intermediate activation of a step is passed to fn after the op
+ * that made it, named as llama.cpp names its graph nodes ("Qcur-3", "ffn_out-0", ...) with the
+ * op ("MUL_MAT", "ROPE", ...), as n_rows rows of width floats (tools/hearth_trace.c writes
+ * them out; tools/trace_compare.py lines them up with llama.cpp's). il is the layer, -1 outside
+ * the layers. NULL (the default) turns it off; the cost is then one branch per op. */
+typedef void (*hearth_fwd_trace_fn)(void *user, const char *name, int32_t il, const char *op, const float *x,
+                                    int64_t n_rows, int64_t width);
+void hearth_fwd_set_trace(hearth_fwd *f, hearth_fwd_trace_fn fn, void *user);

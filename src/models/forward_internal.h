@@ -23,7 +23,15 @@ struct hearth_fwd {
     void  *mem;              /* owned */
     hearth_fwd_script_fn script; /* tests: replaces the family forward (be and scratch unused) */
     void  *script_ctx;
+    hearth_fwd_trace_fn trace; /* debugging (forward.h); NULL = off */
+    void  *trace_user;
 };
+
+/* Pass an activation to the trace hook, if one is set. */
+static inline void hearth_fwd_trace(const hearth_fwd *f, const char *name, int32_t il, const char *op,
+                                    const float *x, int64_t n_rows, int64_t width) {
+    if (f->trace) f->trace(f->trace_user, name, il, op, x, n_rows, width);
+}
 
 /* Blocks (blocks.c). Each reads f->xb (the normed input) and leaves its output in f->xb. */
 void hearth_blk_attn(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view *kv, int32_t il);

@@ -19,16 +19,23 @@ void hearth_gemma3_forward(hearth_fwd *f, const hearth_batch *b, const hearth_kv
     int64_t T = b->n_tokens, E = hp->n_embd;
 
     hearth_op_get_rows(f->be, &m->tok_embd, b->token, T, hp->embd_scale, f->x);
+    hearth_fwd_trace(f, "inp_scaled", -1, "SCALE", f->x, T, E);
     for (int32_t il = 0; il < hp->n_layer; il++) {
         const hearth_layer *l = &m->layers[il];
         hearth_op_rmsnorm(f->be, f->x, l->attn_norm, f->xb, T, E, hp->norm_eps);
+        hearth_fwd_trace(f, "attn_norm", il, "MUL", f->xb, T, E);
         hearth_blk_attn(f, b, kv, il);
         hearth_op_rmsnorm(f->be, f->xb, l->post_attn_norm, f->xb, T, E, hp->norm_eps);
+        hearth_fwd_trace(f, "attn_post_norm", il, "MUL", f->xb, T, E);
         hearth_op_add(f->be, f->x, f->xb, T * E);
+        hearth_fwd_trace(f, "sa_out", il, "ADD", f->x, T, E);
         hearth_op_rmsnorm(f->be, f->x, l->ffn_norm, f->xb, T, E, hp->norm_eps);
+        hearth_fwd_trace(f, "ffn_norm", il, "MUL", f->xb, T, E);
         hearth_blk_ffn(f, (int32_t)T, il);
         hearth_op_rmsnorm(f->be, f->xb, l->post_ffn_norm, f->xb, T, E, hp->norm_eps);
+        hearth_fwd_trace(f, "ffn_post_norm", il, "MUL", f->xb, T, E);
         hearth_op_add(f->be, f->x, f->xb, T * E);
+        hearth_fwd_trace(f, "l_out", il, "ADD", f->x, T, E);
     }
     hearth_blk_logits(f, b, logits);
 }

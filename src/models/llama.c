@@ -16,14 +16,19 @@ void hearth_llama_forward(hearth_fwd *f, const hearth_batch *b, const hearth_kv_
     int64_t T = b->n_tokens, E = hp->n_embd;
 
     hearth_op_get_rows(f->be, &m->tok_embd, b->token, T, hp->embd_scale, f->x);
+    hearth_fwd_trace(f, "inp_embd", -1, "GET_ROWS", f->x, T, E);
     for (int32_t il = 0; il < hp->n_layer; il++) {
         const hearth_layer *l = &m->layers[il];
         hearth_op_rmsnorm(f->be, f->x, l->attn_norm, f->xb, T, E, hp->norm_eps);
+        hearth_fwd_trace(f, "attn_norm", il, "MUL", f->xb, T, E);
         hearth_blk_attn(f, b, kv, il);
         hearth_op_add(f->be, f->x, f->xb, T * E);
+        hearth_fwd_trace(f, "ffn_inp", il, "ADD", f->x, T, E);
         hearth_op_rmsnorm(f->be, f->x, l->ffn_norm, f->xb, T, E, hp->norm_eps);
+        hearth_fwd_trace(f, "ffn_norm", il, "MUL", f->xb, T, E);
         hearth_blk_ffn(f, (int32_t)T, il);
         hearth_op_add(f->be, f->x, f->xb, T * E);
+        hearth_fwd_trace(f, "l_out", il, "ADD", f->x, T, E);
     }
     hearth_blk_logits(f, b, logits);
 }

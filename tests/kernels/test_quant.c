@@ -294,14 +294,17 @@ TEST(dot_against_ones) {
 TEST(q8_0_q8_1_known) {
     float x[64] = {127, 2.5f, -2.5f, 0.5f, -0.49f, 1.5f, -127, 126.5f};
     for (int j = 8; j < 32; j++) x[j] = (float)(j - 16);
-    /* block 2: amax 254 -> d = 2, id = 0.5 */
+    /* block 2: amax 254 -> d = 2, multiplier 0.5 */
     x[32] = -254; x[33] = 3; x[34] = -5; x[35] = 1; x[36] = 253;
-    const int8_t want0[8] = {127, 3, -3, 1, 0, 2, -127, 127}; /* roundf: ties away from zero */
-    const int8_t want1[5] = {-127, 2, -3, 1, 127};             /* 1.5 -> 2, -2.5 -> -3, 0.5 -> 1 */
-    for (int isa = HEARTH_ISA_SCALAR; isa < HEARTH_ISA_COUNT; isa++) {
+    /* the ref set's quantizer is ggml's generic one (roundf: ties away from zero); the
+     * activation quantizers of the other sets are llama.cpp's x86 ones (ties to even) */
+    const int8_t away0[8] = {127, 3, -3, 1, 0, 2, -127, 127}, away1[5] = {-127, 2, -3, 1, 127};
+    const int8_t even0[8] = {127, 2, -2, 0, 0, 2, -127, 126}, even1[5] = {-127, 2, -2, 0, 126};
+    for (int isa = HEARTH_ISA_REF; isa < HEARTH_ISA_COUNT; isa++) {
         const hearth_kernel_traits *t0 = kt(HEARTH_TYPE_Q8_0, isa);
         const hearth_kernel_traits *t1 = kt(HEARTH_TYPE_Q8_1, isa);
         if (!t0) continue;
+        const int8_t *want0 = isa == HEARTH_ISA_REF ? away0 : even0, *want1 = isa == HEARTH_ISA_REF ? away1 : even1;
         hearth_block_q8_0 b0[2];
         hearth_block_q8_1 b1[2];
         t0->from_float(x, b0, 64);

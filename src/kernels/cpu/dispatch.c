@@ -24,7 +24,9 @@
 #include "kernels/ref/argmax_ref.h"
 #include "kernels/ref/dot_ref.h"
 #include "kernels/ref/mlx_ref.h"
+#include "kernels/ref/ops_ref.h"
 #include "kernels/ref/quant_ref.h"
+#include "kernels/ref/x86_order_ref.h"
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -67,17 +69,19 @@ static const hearth_kernel_traits tab_ref[HEARTH_TYPE_COUNT] = {
     [HEARTH_TYPE_MLX8_G64] = ROW(TF(mlx8_g64), FF(mlx8_g64), hearth_vec_dot_mlx8_g64_f32_ref, F32),
 };
 
-/* scalar: quantized activations, plain C; the specification of the SIMD sets. */
+/* scalar: quantized activations, plain C; the specification of the SIMD sets. The q8_0/q8_1
+ * activation quantizers and the 32-element block dots are llama.cpp's x86 order
+ * (kernels/ref/x86_order_ref.h), which the SIMD sets repeat bit for bit. */
 static const hearth_kernel_traits tab_scalar[HEARTH_TYPE_COUNT] = {
     [HEARTH_TYPE_F32]  = ROW(TF(f32), FF(f32), hearth_vec_dot_f32_ref, F32),
     [HEARTH_TYPE_F16]  = ROW(TF(f16), FF(f16), hearth_vec_dot_f16_ref, F16),
     [HEARTH_TYPE_BF16] = ROW(TF(bf16), FF(bf16), hearth_vec_dot_bf16_ref, BF16),
-    [HEARTH_TYPE_Q4_0] = ROW(TF(q4_0), FF(q4_0), hearth_vec_dot_q4_0_q8_0_ref, Q8_0),
-    [HEARTH_TYPE_Q4_1] = ROW(TF(q4_1), FF(q4_1), hearth_vec_dot_q4_1_q8_1_ref, Q8_1),
-    [HEARTH_TYPE_Q5_0] = ROW(TF(q5_0), FF(q5_0), hearth_vec_dot_q5_0_q8_0_ref, Q8_0),
+    [HEARTH_TYPE_Q4_0] = ROW(TF(q4_0), FF(q4_0), hearth_vec_dot_q4_0_q8_0_x86_ref, Q8_0),
+    [HEARTH_TYPE_Q4_1] = ROW(TF(q4_1), FF(q4_1), hearth_vec_dot_q4_1_q8_1_x86_ref, Q8_1),
+    [HEARTH_TYPE_Q5_0] = ROW(TF(q5_0), FF(q5_0), hearth_vec_dot_q5_0_q8_0_x86_ref, Q8_0),
     [HEARTH_TYPE_Q5_1] = ROW(TF(q5_1), FF(q5_1), hearth_vec_dot_q5_1_q8_1_ref, Q8_1),
-    [HEARTH_TYPE_Q8_0] = ROW(TF(q8_0), FF(q8_0), hearth_vec_dot_q8_0_q8_0_ref, Q8_0),
-    [HEARTH_TYPE_Q8_1] = ROW(TF(q8_1), FF(q8_1), NULL, F32),
+    [HEARTH_TYPE_Q8_0] = ROW(TF(q8_0), hearth_q8_0_from_float_x86_ref, hearth_vec_dot_q8_0_q8_0_x86_ref, Q8_0),
+    [HEARTH_TYPE_Q8_1] = ROW(TF(q8_1), hearth_q8_1_from_float_x86_ref, NULL, F32),
     [HEARTH_TYPE_Q4_K] = ROW(TF(q4_K), FF(q4_K), hearth_vec_dot_q4_K_q8_K_ref, Q8_K),
     [HEARTH_TYPE_Q5_K] = ROW(TF(q5_K), FF(q5_K), hearth_vec_dot_q5_K_q8_K_ref, Q8_K),
     [HEARTH_TYPE_Q6_K] = ROW(TF(q6_K), FF(q6_K), hearth_vec_dot_q6_K_q8_K_ref, Q8_K),
@@ -256,6 +260,27 @@ const hearth_kernel_traits *hearth_kernels_traits_isa(hearth_type t, hearth_isa 
     if (!hearth_isa_available(isa) || (unsigned)t >= HEARTH_TYPE_COUNT) return NULL;
     const hearth_kernel_traits *tr = &tables[isa][t];
     return tr->to_float ? tr : NULL;
+}
+
+hearth_swiglu_fn hearth_kernels_swiglu(void) {
+    switch (hearth_kernels_isa()) {
+    case HEARTH_ISA_REF: return hearth_swiglu_ref;
+#if HEARTH_HAVE_X86
+    case HEARTH_ISA_AVX512: return hearth_swiglu_avx512;
+#endif
+    default: return hearth_swiglu_x86_ref;
+    }
+}
+
+hearth_attn_head_x86_fn hearth_kernels_attn_head(void) {
+    switch (hearth_kernels_isa()) {
+    case HEARTH_ISA_REF: return NULL;
+#if HEARTH_HAVE_X86
+    case HEARTH_ISA_AVX2:
+    case HEARTH_ISA_AVX512: return hearth_attn_head_x86_fma;
+#endif
+    default: return hearth_attn_head_x86_ref;
+    }
 }
 
 const hearth_kernel_traits *hearth_kernels_traits(hearth_type t) {

@@ -35,8 +35,13 @@ void hearth_rope_ref(float *x, int64_t n_rot, int32_t pos, const hearth_rope_par
         }
         int64_t a = rp->neox ? i : 2 * i, b = rp->neox ? i + half : 2 * i + 1;
         float x0 = x[a], x1 = x[b];
-        x[a] = x0 * c - x1 * s;
-        x[b] = x0 * s + x1 * c;
+        if (rp->inv_freq) {
+            x[a] = x0 * c - x1 * s;
+            x[b] = x0 * s + x1 * c;
+        } else { /* llama.cpp's x86 build contracts each rotation into one FMA */
+            x[a] = fmaf(x0, c, -(x1 * s));
+            x[b] = fmaf(x0, s, x1 * c);
+        }
     }
 }
 

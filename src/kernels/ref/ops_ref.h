@@ -20,7 +20,9 @@ void hearth_rmsnorm_ref(const float *x, const float *w, float *y, int64_t n, flo
  *                 reference path, compared with transformers);
  *   llama.cpp:    theta_0 = pos, theta_{i+1} = theta_i * theta_scale (theta_scale =
  *                 base^(-2/n_rot)), angle freq_scale * theta_i (the default path, compared with
- *                 llama.cpp: each rounding difference can flip an f16 or 8-bit rounding later). */
+ *                 llama.cpp: each rounding difference can flip an f16 or 8-bit rounding later);
+ *                 the rotation is then also llama.cpp's x86 one, x0 c - x1 s and x0 s + x1 c
+ *                 each with one fused multiply-add: fma(x0, c, -(x1 s)), fma(x0, s, x1 c). */
 typedef struct {
     const float *inv_freq;    /* [n_rot/2], or NULL for the llama.cpp recipe */
     float        theta_scale; /* llama.cpp recipe */

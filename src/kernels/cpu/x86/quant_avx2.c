@@ -6,14 +6,16 @@
  * with the 32 activation bytes by vpmaddubsw (u8 x s8 -> pairs summed to s16; no saturation
  * here: |products| <= 128*127*2 < 2^15) and vpmaddwd by ones (-> 8 s32 lanes), all exact; the
  * lanes are scaled by dx*dy in float and accumulated with FMA. Signed weights use the sign
- * trick: |x| (u8) times y with x's sign. Two blocks per iteration; an odd last block goes
- * through the reference, so a loop's tail is its spec. kquant_avx2.c holds the K-quants.
+ * trick: |x| (u8) times y with x's sign. q4_0, q4_1, q5_0 and q8_0 keep one accumulator in
+ * llama.cpp's x86 order and equal x86_order_ref.c bit for bit; q5_1 takes two blocks per
+ * iteration, an odd last block through the reference. kquant_avx2.c holds the K-quants.
  *
- * The q8 quantizers are bit-identical to quant_ref.c: the same float operations in the same
- * order per element, roundf emulated exactly (truncate, then step away from zero when the
- * dropped fraction is >= 0.5), q8_K's nearest_int as cvtps (ties to even in the default MXCSR).
+ * The q8_0/q8_1 activation quantizers are bit-identical to x86_order_ref.c (llama.cpp's x86
+ * recipe: multiplier 127 / amax, half to even), q8_K to quant_ref.c (nearest_int as cvtps,
+ * ties to even in the default MXCSR).
  */
 #include <immintrin.h>
+#include <math.h>
 #include <string.h>
 
 #include "kernels/cpu/x86/quant_x86.h"
@@ -134,49 +136,31 @@ static inline __m256i dot_ss8(__m256i x, __m256i y) {
 
 static inline __m256i load32(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
 
-/* ---- block dots: two blocks per iteration, an odd last block through the reference ------ */
+/* ---- block dots: llama.cpp's x86 order (x86_order_ref.h), one accumulator ---------------- */
 
 void hearth_vec_dot_q4_0_q8_0_avx2(int64_t n, float *s, const void *vx, const void *vy) {
     const hearth_block_q4_0 *x = vx;
     const hearth_block_q8_0 *y = vy;
-    const int64_t nb = n / HEARTH_QK4_0;
-    const __m256i off = _mm256_set1_epi8(8);
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0;
-    int64_t b = 0;
-    for (; b + 2 <= nb; b += 2) {
-        /* q - 8 in [-8, 7], times the activation bytes */
-        __m256i p0 = dot_ss8(_mm256_sub_epi8(unpack_nibbles(x[b].qs), off), load32(y[b].qs));
-        __m256i p1 =
-            dot_ss8(_mm256_sub_epi8(unpack_nibbles(x[b + 1].qs), off), load32(y[b + 1].qs));
-        __m256 d0 = _mm256_set1_ps(h2f(x[b].d) * h2f(y[b].d));
-        __m256 d1 = _mm256_set1_ps(h2f(x[b + 1].d) * h2f(y[b + 1].d));
-        acc0 = _mm256_fmadd_ps(d0, _mm256_cvtepi32_ps(p0), acc0);
-        acc1 = _mm256_fmadd_ps(d1, _mm256_cvtepi32_ps(p1), acc1);
+    const __m256i off = _mm256_set1_epi8(8); /* q - 8 in [-8, 7] */
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n / HEARTH_QK4_0; b++) {
+        __m256i p = dot_ss8(_mm256_sub_epi8(unpack_nibbles(x[b].qs), off), load32(y[b].qs));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x[b].d) * h2f(y[b].d)), _mm256_cvtepi32_ps(p), acc);
     }
-    float tail;
-    hearth_vec_dot_q4_0_q8_0_ref((nb - b) * HEARTH_QK4_0, &tail, x + b, y + b);
-    *s = hsum_ps(_mm256_add_ps(acc0, acc1)) + tail;
+    *s = hsum_ps(acc);
 }
 
 void hearth_vec_dot_q4_1_q8_1_avx2(int64_t n, float *s, const void *vx, const void *vy) {
     const hearth_block_q4_1 *x = vx;
     const hearth_block_q8_1 *y = vy;
-    const int64_t nb = n / HEARTH_QK4_1;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0;
+    __m256 acc = _mm256_setzero_ps();
     float summs = 0.0f; /* sum of m * s: the minimum times the activation block sum */
-    int64_t b = 0;
-    for (; b + 2 <= nb; b += 2) {
-        __m256i p0 = dot_us8(unpack_nibbles(x[b].qs), load32(y[b].qs));
-        __m256i p1 = dot_us8(unpack_nibbles(x[b + 1].qs), load32(y[b + 1].qs));
-        __m256 d0 = _mm256_set1_ps(h2f(x[b].d) * h2f(y[b].d));
-        __m256 d1 = _mm256_set1_ps(h2f(x[b + 1].d) * h2f(y[b + 1].d));
-        acc0 = _mm256_fmadd_ps(d0, _mm256_cvtepi32_ps(p0), acc0);
-        acc1 = _mm256_fmadd_ps(d1, _mm256_cvtepi32_ps(p1), acc1);
-        summs += h2f(x[b].m) * h2f(y[b].s) + h2f(x[b + 1].m) * h2f(y[b + 1].s);
+    for (int64_t b = 0; b < n / HEARTH_QK4_1; b++) {
+        summs = fmaf(h2f(x[b].m), h2f(y[b].s), summs);
+        __m256i p = dot_us8(unpack_nibbles(x[b].qs), load32(y[b].qs));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x[b].d) * h2f(y[b].d)), _mm256_cvtepi32_ps(p), acc);
     }
-    float tail;
-    hearth_vec_dot_q4_1_q8_1_ref((nb - b) * HEARTH_QK4_1, &tail, x + b, y + b);
-    *s = hsum_ps(_mm256_add_ps(acc0, acc1)) + summs + tail;
+    *s = hsum_ps(acc) + summs;
 }
 
 /* Q5_0 value - 16 as a signed byte: nibble | (fifth bit ? 0 : 0xf0). */
@@ -188,20 +172,12 @@ static inline __m256i q5_0_signed(const hearth_block_q5_0 *b) {
 void hearth_vec_dot_q5_0_q8_0_avx2(int64_t n, float *s, const void *vx, const void *vy) {
     const hearth_block_q5_0 *x = vx;
     const hearth_block_q8_0 *y = vy;
-    const int64_t nb = n / HEARTH_QK5_0;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0;
-    int64_t b = 0;
-    for (; b + 2 <= nb; b += 2) {
-        __m256i p0 = dot_ss8(q5_0_signed(&x[b]), load32(y[b].qs));
-        __m256i p1 = dot_ss8(q5_0_signed(&x[b + 1]), load32(y[b + 1].qs));
-        __m256 d0 = _mm256_set1_ps(h2f(x[b].d) * h2f(y[b].d));
-        __m256 d1 = _mm256_set1_ps(h2f(x[b + 1].d) * h2f(y[b + 1].d));
-        acc0 = _mm256_fmadd_ps(d0, _mm256_cvtepi32_ps(p0), acc0);
-        acc1 = _mm256_fmadd_ps(d1, _mm256_cvtepi32_ps(p1), acc1);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n / HEARTH_QK5_0; b++) {
+        __m256i p = dot_ss8(q5_0_signed(&x[b]), load32(y[b].qs));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x[b].d) * h2f(y[b].d)), _mm256_cvtepi32_ps(p), acc);
     }
-    float tail;
-    hearth_vec_dot_q5_0_q8_0_ref((nb - b) * HEARTH_QK5_0, &tail, x + b, y + b);
-    *s = hsum_ps(_mm256_add_ps(acc0, acc1)) + tail;
+    *s = hsum_ps(acc);
 }
 
 /* Q5_1 value 0..31: nibble | (fifth bit ? 0x10 : 0). */
@@ -234,41 +210,22 @@ void hearth_vec_dot_q5_1_q8_1_avx2(int64_t n, float *s, const void *vx, const vo
 void hearth_vec_dot_q8_0_q8_0_avx2(int64_t n, float *s, const void *vx, const void *vy) {
     const hearth_block_q8_0 *x = vx;
     const hearth_block_q8_0 *y = vy;
-    const int64_t nb = n / HEARTH_QK8_0;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0;
-    int64_t b = 0;
-    for (; b + 2 <= nb; b += 2) {
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n / HEARTH_QK8_0; b++) {
         /* weights may hold -128: |x| = 128 is fine as u8; activations are in [-127, 127] */
-        __m256i p0 = dot_ss8(load32(x[b].qs), load32(y[b].qs));
-        __m256i p1 = dot_ss8(load32(x[b + 1].qs), load32(y[b + 1].qs));
-        __m256 d0 = _mm256_set1_ps(h2f(x[b].d) * h2f(y[b].d));
-        __m256 d1 = _mm256_set1_ps(h2f(x[b + 1].d) * h2f(y[b + 1].d));
-        acc0 = _mm256_fmadd_ps(d0, _mm256_cvtepi32_ps(p0), acc0);
-        acc1 = _mm256_fmadd_ps(d1, _mm256_cvtepi32_ps(p1), acc1);
+        __m256i p = dot_ss8(load32(x[b].qs), load32(y[b].qs));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x[b].d) * h2f(y[b].d)), _mm256_cvtepi32_ps(p), acc);
     }
-    float tail;
-    hearth_vec_dot_q8_0_q8_0_ref((nb - b) * HEARTH_QK8_0, &tail, x + b, y + b);
-    *s = hsum_ps(_mm256_add_ps(acc0, acc1)) + tail;
+    *s = hsum_ps(acc);
 }
 
-/* ---- q8 activation quantizers (bit-identical to the reference) ------------------------ */
+/* ---- q8 activation quantizers (bit-identical to x86_order_ref.c) --------------------- */
 
 static inline float hmax_ps(__m256 v) {
     __m128 r = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     r = _mm_max_ps(r, _mm_movehl_ps(r, r));
     r = _mm_max_ss(r, _mm_movehdup_ps(r));
     return _mm_cvtss_f32(r);
-}
-
-/* roundf on 8 lanes: truncate, then one step away from zero if |dropped fraction| >= 0.5
- * (p - trunc(p) is exact). */
-static inline __m256i round_away(__m256 p) {
-    const __m256 sign = _mm256_set1_ps(-0.0f);
-    __m256 t = _mm256_round_ps(p, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-    __m256 frac = _mm256_andnot_ps(sign, _mm256_sub_ps(p, t));
-    __m256 step = _mm256_or_ps(_mm256_set1_ps(1.0f), _mm256_and_ps(sign, p));
-    __m256 ge = _mm256_cmp_ps(frac, _mm256_set1_ps(0.5f), _CMP_GE_OQ);
-    return _mm256_cvttps_epi32(_mm256_add_ps(t, _mm256_and_ps(ge, step)));
 }
 
 /* 4 x 8 int32 (elements 0..31 in order, each in [-128, 127]) -> 32 int8. */
@@ -279,7 +236,8 @@ static inline __m256i pack_i32x32(__m256i i0, __m256i i1, __m256i i2, __m256i i3
     return _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
-/* One 32-element q8 block: writes qs, returns d (as float, before rounding to half) and the
+/* One 32-element q8 block as llama.cpp's x86 build quantizes activations (multiplier
+ * 127 / amax, half to even): writes qs, returns d (as float, before rounding to half) and the
  * sum of the qs. */
 static inline float q8_block(const float *x, int8_t *qs, int *sum) {
     const __m256 sign = _mm256_set1_ps(-0.0f);
@@ -289,10 +247,11 @@ static inline float q8_block(const float *x, int8_t *qs, int *sum) {
     __m256 m23 = _mm256_max_ps(_mm256_andnot_ps(sign, v2), _mm256_andnot_ps(sign, v3));
     __m256 m = _mm256_max_ps(m01, m23);
     float amax = hmax_ps(m);
-    float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+    float d = amax / 127.0f, id = amax != 0.0f ? 127.0f / amax : 0.0f;
     __m256 vid = _mm256_set1_ps(id);
-    __m256i i0 = round_away(_mm256_mul_ps(v0, vid)), i1 = round_away(_mm256_mul_ps(v1, vid));
-    __m256i i2 = round_away(_mm256_mul_ps(v2, vid)), i3 = round_away(_mm256_mul_ps(v3, vid));
+    /* cvtps rounds half to even (default MXCSR), as llama.cpp's x86 quantizer */
+    __m256i i0 = _mm256_cvtps_epi32(_mm256_mul_ps(v0, vid)), i1 = _mm256_cvtps_epi32(_mm256_mul_ps(v1, vid));
+    __m256i i2 = _mm256_cvtps_epi32(_mm256_mul_ps(v2, vid)), i3 = _mm256_cvtps_epi32(_mm256_mul_ps(v3, vid));
     _mm256_storeu_si256((__m256i *)qs, pack_i32x32(i0, i1, i2, i3));
     if (sum)
         *sum = hsum_epi32(_mm256_add_epi32(_mm256_add_epi32(i0, i1), _mm256_add_epi32(i2, i3)));
@@ -313,7 +272,7 @@ void hearth_q8_1_from_float_avx2(const float *x, void *vy, int64_t n) {
         int sum;
         float d = q8_block(x + i * HEARTH_QK8_1, y[i].qs, &sum);
         y[i].d = hearth_fp32_to_fp16(d);
-        y[i].s = hearth_fp32_to_fp16((float)sum * d);
+        y[i].s = hearth_fp32_to_fp16(d * (float)sum);
     }
 }
 

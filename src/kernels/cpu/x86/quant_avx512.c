@@ -8,17 +8,20 @@
  * vpmaddwd. Unsigned-offset weights (q4_0, q5_0) are dotted as stored and the offset is taken
  * out exactly with a second vpdpbusd against the activation bytes:
  *   sum (q - c) y = sum q y - c * sum y     (c = 8 for q4_0, 16 for q5_0)
- * q8_0 uses the sign trick (|x| times y with x's sign). Two blocks per iteration into two
- * accumulators; an odd last block goes through the reference.
+ * q8_0 uses the sign trick (|x| times y with x's sign). q4_0, q4_1, q5_0 and q8_0 keep one
+ * accumulator, block after block, in llama.cpp's x86 order (x86_order_ref.h), and equal
+ * x86_order_ref.c bit for bit; q5_1 takes two blocks per iteration into two accumulators.
  * NOTE: packing two blocks per 512-bit vector was measured too: ~8% faster on the AMD EPYC dev
  * box, slower or equal on a Sapphire-Rapids-class Xeon VM (lane inserts + shuffles per pair);
  * the simpler form stays until a later tuning pass.
  *
  * The avx512 set requires VNNI (dispatch.c): AVX-512 CPUs without it (Skylake-SP/X) run avx2.
  * No AVX512-BF16 instruction is used (bf16 is widened by a shift), so BF16 is not required.
- * The q8 quantizers are bit-identical to quant_ref.c (see quant_avx2.c).
+ * The q8_0/q8_1 activation quantizers are bit-identical to x86_order_ref.c, q8_K to
+ * quant_ref.c (see quant_avx2.c).
  */
 #include <immintrin.h>
+#include <math.h>
 #include <string.h>
 
 #include "kernels/cpu/x86/quant_x86.h"
@@ -129,64 +132,45 @@ static inline float hsum_ps(__m256 v) {
     return _mm_cvtss_f32(r);
 }
 
-/* ---- block dots: two blocks per iteration into two accumulators ------------------------- */
+/* ---- block dots ------------------------------------------------------------------------- */
 
 void hearth_vec_dot_q4_0_q8_0_avx512(int64_t n, float *s, const void *vx, const void *vy) {
     const hearth_block_q4_0 *x = vx;
     const hearth_block_q8_0 *y = vy;
-    const int64_t nb = n / HEARTH_QK4_0;
     const __m256i c8 = _mm256_set1_epi8(8);
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0;
-    int64_t b = 0;
-    for (; b + 2 <= nb; b += 2) {
-        __m256i p0 = dot_offset(unpack_nibbles(x[b].qs), load32(y[b].qs), c8);
-        __m256i p1 = dot_offset(unpack_nibbles(x[b + 1].qs), load32(y[b + 1].qs), c8);
-        acc0 = _mm256_fmadd_ps(scale8(x[b].d, y[b].d), _mm256_cvtepi32_ps(p0), acc0);
-        acc1 = _mm256_fmadd_ps(scale8(x[b + 1].d, y[b + 1].d), _mm256_cvtepi32_ps(p1), acc1);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n / HEARTH_QK4_0; b++) {
+        __m256i p = dot_offset(unpack_nibbles(x[b].qs), load32(y[b].qs), c8);
+        acc = _mm256_fmadd_ps(scale8(x[b].d, y[b].d), _mm256_cvtepi32_ps(p), acc);
     }
-    float tail;
-    hearth_vec_dot_q4_0_q8_0_ref((nb - b) * HEARTH_QK4_0, &tail, x + b, y + b);
-    *s = hsum_ps(_mm256_add_ps(acc0, acc1)) + tail;
+    *s = hsum_ps(acc);
 }
 
 void hearth_vec_dot_q4_1_q8_1_avx512(int64_t n, float *s, const void *vx, const void *vy) {
     const hearth_block_q4_1 *x = vx;
     const hearth_block_q8_1 *y = vy;
-    const int64_t nb = n / HEARTH_QK4_1;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0;
+    __m256 acc = _mm256_setzero_ps();
     float summs = 0.0f; /* sum of m * s: the minimum times the activation block sum */
-    int64_t b = 0;
-    for (; b + 2 <= nb; b += 2) {
-        __m256i p0 = dot_us8(unpack_nibbles(x[b].qs), load32(y[b].qs));
-        __m256i p1 = dot_us8(unpack_nibbles(x[b + 1].qs), load32(y[b + 1].qs));
-        acc0 = _mm256_fmadd_ps(scale8(x[b].d, y[b].d), _mm256_cvtepi32_ps(p0), acc0);
-        acc1 = _mm256_fmadd_ps(scale8(x[b + 1].d, y[b + 1].d), _mm256_cvtepi32_ps(p1), acc1);
-        summs += h2f(x[b].m) * h2f(y[b].s) + h2f(x[b + 1].m) * h2f(y[b + 1].s);
+    for (int64_t b = 0; b < n / HEARTH_QK4_1; b++) {
+        summs = fmaf(h2f(x[b].m), h2f(y[b].s), summs);
+        __m256i p = dot_us8(unpack_nibbles(x[b].qs), load32(y[b].qs));
+        acc = _mm256_fmadd_ps(scale8(x[b].d, y[b].d), _mm256_cvtepi32_ps(p), acc);
     }
-    float tail;
-    hearth_vec_dot_q4_1_q8_1_ref((nb - b) * HEARTH_QK4_1, &tail, x + b, y + b);
-    *s = hsum_ps(_mm256_add_ps(acc0, acc1)) + summs + tail;
+    *s = hsum_ps(acc) + summs;
 }
 
 void hearth_vec_dot_q5_0_q8_0_avx512(int64_t n, float *s, const void *vx, const void *vy) {
     const hearth_block_q5_0 *x = vx;
     const hearth_block_q8_0 *y = vy;
-    const int64_t nb = n / HEARTH_QK5_0;
     const __m256i c16 = _mm256_set1_epi8(16);
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0;
-    int64_t b = 0;
-    for (; b + 2 <= nb; b += 2) {
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n / HEARTH_QK5_0; b++) {
         /* q = nibble | fifth bit << 4, in 0..31; the -16 is the offset */
-        __m256i q0 = _mm256_or_si256(unpack_nibbles(x[b].qs), fifth_bits(x[b].qh));
-        __m256i q1 = _mm256_or_si256(unpack_nibbles(x[b + 1].qs), fifth_bits(x[b + 1].qh));
-        __m256i p0 = dot_offset(q0, load32(y[b].qs), c16);
-        __m256i p1 = dot_offset(q1, load32(y[b + 1].qs), c16);
-        acc0 = _mm256_fmadd_ps(scale8(x[b].d, y[b].d), _mm256_cvtepi32_ps(p0), acc0);
-        acc1 = _mm256_fmadd_ps(scale8(x[b + 1].d, y[b + 1].d), _mm256_cvtepi32_ps(p1), acc1);
+        __m256i q = _mm256_or_si256(unpack_nibbles(x[b].qs), fifth_bits(x[b].qh));
+        __m256i p = dot_offset(q, load32(y[b].qs), c16);
+        acc = _mm256_fmadd_ps(scale8(x[b].d, y[b].d), _mm256_cvtepi32_ps(p), acc);
     }
-    float tail;
-    hearth_vec_dot_q5_0_q8_0_ref((nb - b) * HEARTH_QK5_0, &tail, x + b, y + b);
-    *s = hsum_ps(_mm256_add_ps(acc0, acc1)) + tail;
+    *s = hsum_ps(acc);
 }
 
 void hearth_vec_dot_q5_1_q8_1_avx512(int64_t n, float *s, const void *vx, const void *vy) {
@@ -212,40 +196,27 @@ void hearth_vec_dot_q5_1_q8_1_avx512(int64_t n, float *s, const void *vx, const 
 void hearth_vec_dot_q8_0_q8_0_avx512(int64_t n, float *s, const void *vx, const void *vy) {
     const hearth_block_q8_0 *x = vx;
     const hearth_block_q8_0 *y = vy;
-    const int64_t nb = n / HEARTH_QK8_0;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0;
-    int64_t b = 0;
-    for (; b + 2 <= nb; b += 2) {
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n / HEARTH_QK8_0; b++) {
         /* sign trick: |x| (u8; -128 gives 128) times y with x's sign (y is never -128) */
-        __m256i x0 = load32(x[b].qs), x1 = load32(x[b + 1].qs);
-        __m256i p0 = dot_us8(_mm256_abs_epi8(x0), _mm256_sign_epi8(load32(y[b].qs), x0));
-        __m256i p1 = dot_us8(_mm256_abs_epi8(x1), _mm256_sign_epi8(load32(y[b + 1].qs), x1));
-        acc0 = _mm256_fmadd_ps(scale8(x[b].d, y[b].d), _mm256_cvtepi32_ps(p0), acc0);
-        acc1 = _mm256_fmadd_ps(scale8(x[b + 1].d, y[b + 1].d), _mm256_cvtepi32_ps(p1), acc1);
+        __m256i xb = load32(x[b].qs);
+        __m256i p = dot_us8(_mm256_abs_epi8(xb), _mm256_sign_epi8(load32(y[b].qs), xb));
+        acc = _mm256_fmadd_ps(scale8(x[b].d, y[b].d), _mm256_cvtepi32_ps(p), acc);
     }
-    float tail;
-    hearth_vec_dot_q8_0_q8_0_ref((nb - b) * HEARTH_QK8_0, &tail, x + b, y + b);
-    *s = hsum_ps(_mm256_add_ps(acc0, acc1)) + tail;
+    *s = hsum_ps(acc);
 }
 
-/* ---- q8 activation quantizers (bit-identical to the reference) -------------------------- */
+/* ---- q8 activation quantizers (bit-identical to x86_order_ref.c) ------------------------ */
 
-/* roundf on 16 lanes: truncate, then a step away from zero where the dropped part >= 0.5. */
-static inline __m512i round_away(__m512 p) {
-    __m512 t = _mm512_roundscale_ps(p, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-    __m512 frac = _mm512_abs_ps(_mm512_sub_ps(p, t));
-    __mmask16 ge = _mm512_cmp_ps_mask(frac, _mm512_set1_ps(0.5f), _CMP_GE_OQ);
-    __m512 step = _mm512_or_ps(_mm512_set1_ps(1.0f), _mm512_and_ps(_mm512_set1_ps(-0.0f), p));
-    return _mm512_cvttps_epi32(_mm512_mask_add_ps(t, ge, t, step));
-}
-
-/* One 32-element q8 block: writes qs, returns d (float) and the sum of the qs. */
+/* One 32-element q8 block as llama.cpp's x86 build quantizes activations: multiplier
+ * 127 / amax, round half to even. Writes qs, returns d = amax / 127 and the sum of the qs. */
 static inline float q8_block(const float *x, int8_t *qs, int *sum) {
     __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
     float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
-    float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+    float d = amax / 127.0f, id = amax != 0.0f ? 127.0f / amax : 0.0f;
     __m512 vid = _mm512_set1_ps(id);
-    __m512i i0 = round_away(_mm512_mul_ps(v0, vid)), i1 = round_away(_mm512_mul_ps(v1, vid));
+    __m512i i0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, vid)); /* MXCSR default: half to even */
+    __m512i i1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, vid));
     _mm_storeu_si128((__m128i *)qs, _mm512_cvtepi32_epi8(i0));
     _mm_storeu_si128((__m128i *)(qs + 16), _mm512_cvtepi32_epi8(i1));
     if (sum) *sum = _mm512_reduce_add_epi32(_mm512_add_epi32(i0, i1));
@@ -264,7 +235,7 @@ void hearth_q8_1_from_float_avx512(const float *x, void *vy, int64_t n) {
         int sum;
         float d = q8_block(x + i * HEARTH_QK8_1, y[i].qs, &sum);
         y[i].d = hearth_fp32_to_fp16(d);
-        y[i].s = hearth_fp32_to_fp16((float)sum * d);
+        y[i].s = hearth_fp32_to_fp16(d * (float)sum);
     }
 }
 

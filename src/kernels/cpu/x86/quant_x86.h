@@ -8,6 +8,7 @@
  * well; call them only through the tables (dispatch.c checks CPUID). Any thread.
  */
 #pragma once
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -65,3 +66,10 @@ void hearth_vec_dot_4_q4_K_q8_K_avx512(int64_t n, float *s, int64_t bs, const vo
 
 /* argmax_avx512.c: hearth_argmax_ref's answer, vectorized */
 int64_t hearth_argmax_avx512(const float *x, int64_t n);
+
+void hearth_swiglu_avx512(float *g, const float *u, int64_t n); /* act_avx512.c */
+
+/* attn_fma_avx2.c: hearth_attn_head_x86_ref compiled with FMA (avx2 and avx512 sets) */
+void hearth_attn_head_x86_fma(const float *q, const uint16_t *k, const uint16_t *v, int64_t kv_stride,
+                              const int32_t *table_row, int32_t block_size, int64_t head_dim, int64_t j0, int64_t j1,
+                              float scale, float softcap, bool single, float *scores, float *out);

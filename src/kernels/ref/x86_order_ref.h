@@ -1,0 +1,52 @@
+/*
+ * x86_order_ref.h - plain-C twins of the arithmetic llama.cpp's x86 CPU build performs, so
+ * hearth's default kernel set can round exactly as llama.cpp does on the same machine.
+ *
+ * With 8-bit activations re-quantized before every matmul, a one-ulp difference anywhere can
+ * flip a later rounding, so "the same maths" is not enough: the default path repeats the
+ * reference build's operations one for one. These functions are the specification of the
+ * SIMD kernels that do so (kernels/cpu/x86/quant_avx2.c and quant_avx512.c), equal to them bit for bit
+ * (tests/kernels/test_x86_order.c):
+ *
+ *   q8_0 / q8_1 activation quantizers  d = amax / 127 (rounded to f16 for storage), the
+ *        multiplier 127 / amax (not 1 / d), round half to even; q8_1's s = f16(d * sum(q)).
+ *   block dots (q4_0, q4_1, q5_0, q8_0 weights)  one 8-lane float accumulator: lane l holds
+ *        elements 4l..4l+3 of every block, their integer product sum p_l (exact) is added as
+ *        acc_l = fma(dx * dy, p_l, acc_l), block after block; then the 8 lanes are reduced as
+ *        ((a0+a4) + (a2+a6)) + ((a1+a5) + (a3+a7)) (hsum8). q4_1 keeps the minimum terms in
+ *        a separate scalar chain summs = fma(m, s, summs), added last.
+ * llamafile's tinyBLAS, which llama.cpp runs for batches of two or more tokens on these
+ * types, accumulates the same way, so one twin covers both.
+ *
+ * Pure functions; any thread.
+ */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+
+void hearth_q8_0_from_float_x86_ref(const float *x, void *y, int64_t n);
+void hearth_q8_1_from_float_x86_ref(const float *x, void *y, int64_t n);
+
+void hearth_vec_dot_q4_0_q8_0_x86_ref(int64_t n, float *s, const void *x, const void *y);
+void hearth_vec_dot_q4_1_q8_1_x86_ref(int64_t n, float *s, const void *x, const void *y);
+void hearth_vec_dot_q5_0_q8_0_x86_ref(int64_t n, float *s, const void *x, const void *y);
+void hearth_vec_dot_q8_0_q8_0_x86_ref(int64_t n, float *s, const void *x, const void *y);
+
+/* The 8-lane reduction the x86 kernels end with: ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)). */
+float hearth_hsum8_x86_ref(const float a[8]);
+
+/* exp(x) as llama.cpp's AVX-512 build computes it in its vector SiLU and softmax
+ * (ggml_v_expf: a degree-5 polynomial of the reduced argument, FMAs, scaled by 2^n). */
+float hearth_expf_x86_ref(float x);
+/* SwiGLU as llama.cpp's AVX-512 build computes it: g[i] = (g[i] / (1 + expf_x86(0 - g[i]))) * u[i]. */
+void hearth_swiglu_x86_ref(float *g, const float *u, int64_t n);
+
+/* One attention head of one query over an f16 paged cache in llama.cpp's order
+ * (attn_x86_order.h says how): single = the step holds only this token of its sequence.
+ * scores: at least round_up(j1, 32) floats. */
+typedef void (*hearth_attn_head_x86_fn)(const float *q, const uint16_t *k, const uint16_t *v, int64_t kv_stride,
+                                        const int32_t *table_row, int32_t block_size, int64_t head_dim, int64_t j0,
+                                        int64_t j1, float scale, float softcap, bool single, float *scores, float *out);
+void hearth_attn_head_x86_ref(const float *q, const uint16_t *k, const uint16_t *v, int64_t kv_stride,
+                              const int32_t *table_row, int32_t block_size, int64_t head_dim, int64_t j0, int64_t j1,
+                              float scale, float softcap, bool single, float *scores, float *out);
