@@ -81,6 +81,8 @@ struct hearth_backend_i {
     void (*add_rows)(hearth_backend *be, float *x, const float *b, int64_t n_rows, int64_t dim);
     /* x += y over n */
     void (*add)(hearth_backend *be, float *x, const float *y, int64_t n);
+    /* x *= s over n */
+    void (*scale)(hearth_backend *be, float *x, int64_t n, float s);
     /* x = cap * tanh(x / cap) over n */
     void (*softcap)(hearth_backend *be, float *x, int64_t n, float cap);
     void (*destroy)(hearth_backend *be);
@@ -127,6 +129,7 @@ static inline void hearth_op_add_rows(hearth_backend *be, float *x, const float 
     be->iface->add_rows(be, x, b, n_rows, dim);
 }
 static inline void hearth_op_add(hearth_backend *be, float *x, const float *y, int64_t n) { be->iface->add(be, x, y, n); }
+static inline void hearth_op_scale(hearth_backend *be, float *x, int64_t n, float s) { be->iface->scale(be, x, n, s); }
 static inline void hearth_op_softcap(hearth_backend *be, float *x, int64_t n, float cap) {
     be->iface->softcap(be, x, n, cap);
 }

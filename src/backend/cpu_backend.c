@@ -369,6 +369,11 @@ static void cpu_add(hearth_backend *be, float *x, const float *y, int64_t n) {
     else hearth_pool_run(ctx_of(be)->pool, add_fn, &j);
 }
 
+static void cpu_scale(hearth_backend *be, float *x, int64_t n, float s) {
+    (void)be;
+    for (int64_t i = 0; i < n; i++) x[i] *= s;
+}
+
 static void cpu_softcap(hearth_backend *be, float *x, int64_t n, float cap) {
     (void)be;
     for (int64_t i = 0; i < n; i++) x[i] = cap * tanhf(x[i] / cap);
@@ -402,6 +407,7 @@ static const struct hearth_backend_i cpu_iface = {
     .glu = cpu_glu,
     .add_rows = cpu_add_rows,
     .add = cpu_add,
+    .scale = cpu_scale,
     .softcap = cpu_softcap,
     .destroy = cpu_destroy,
 };

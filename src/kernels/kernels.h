@@ -49,6 +49,10 @@ typedef struct {
                                         * the ref set); otherwise a non-f32 weight with
                                         * vec_dot_type F32 is dequantized row by row (ref set) */
     hearth_vec_dot_4_fn  vec_dot_4;    /* optional (NULL: 4 vec_dot calls) */
+    /* NULL, or the dot llama.cpp's x86 build uses for the activation rows of full groups of
+     * four in a matmul of more than three rows (repacked q4_K's gemm); hearth_matmul picks it
+     * by row, so a row's result depends on its place in the step as it does in llama.cpp */
+    hearth_vec_dot_fn    vec_dot_gemm;
 } hearth_kernel_traits;
 
 typedef enum {

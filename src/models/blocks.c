@@ -40,6 +40,11 @@ void hearth_blk_attn(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view 
     }
     hearth_fwd_trace(f, "Qcur", il, "ROPE", f->q, T, q_w);
     hearth_fwd_trace(f, "Kcur", il, "ROPE", f->k, T, k_w);
+    float scale = hp->attn_scale;
+    if (f->scale_q) {
+        hearth_op_scale(be, f->q, T * q_w, scale);
+        scale = 1.0f;
+    }
 
     hearth_op_kv_store(be, f->k, T, k_w, b->seq, b->pos, kv->k[il], &kv->blocks, kv->f16);
     hearth_op_kv_store(be, f->v, T, v_w, b->seq, b->pos, kv->v[il], &kv->blocks, kv->f16);
@@ -49,7 +54,7 @@ void hearth_blk_attn(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view 
         .head_dim = hp->head_dim, .head_dim_v = hp->head_dim_v,
         .q = f->q, .out = f->att, .pos = b->pos, .seq = b->seq,
         .k = kv->k[il], .v = kv->v[il], .blocks = kv->blocks, .kv_f16 = kv->f16,
-        .n_swa = swa ? hp->n_swa : 0, .scale = hp->attn_scale, .softcap = hp->attn_softcap,
+        .n_swa = swa ? hp->n_swa : 0, .scale = scale, .softcap = hp->attn_softcap,
     };
     hearth_op_attention(be, &a);
     hearth_fwd_trace(f, "kqv_out", il, "CONT", f->att, T, (int64_t)hp->n_head * hp->head_dim_v);

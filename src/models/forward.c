@@ -70,6 +70,8 @@ hearth_fwd *hearth_fwd_create(const hearth_model *m, hearth_backend *be, int32_t
                                        .freq_scale = 1.0f, .mscale = mscale};
     /* mscale applies to the global layers' scaled rope only (yarn); sliding gemma3 layers are plain */
     if (hearth_arch_info_of(hp->arch) && hearth_arch_info_of(hp->arch)->rope_base_swa > 0) f->rope_swa.mscale = 1.0f;
+    /* llama.cpp scales Gemma's queries before they are rounded to f16 for the KQ product */
+    f->scale_q = !hf_angles && hp->arch == HEARTH_ARCH_GEMMA3;
     f->glu = hp->ffn == HEARTH_FFN_SWIGLU ? HEARTH_GLU_SWIGLU
              : hf_angles                  ? HEARTH_GLU_GEGLU
                                           : HEARTH_GLU_GEGLU_F16;

@@ -20,6 +20,8 @@ struct hearth_fwd {
     float *inv_freq_swa;     /* [n_rot/2] sliding-window layers */
     hearth_rope_params rope, rope_swa; /* the recipe per layer kind (see forward.c) */
     hearth_glu_kind    glu;            /* the ffn activation as this kernel set computes it */
+    bool               scale_q;        /* apply attn_scale to q before attention (llama.cpp's
+                                        * gemma3 graph on the default path), else to the scores */
     void  *mem;              /* owned */
     hearth_fwd_script_fn script; /* tests: replaces the family forward (be and scratch unused) */
     void  *script_ctx;

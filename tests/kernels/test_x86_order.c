@@ -2,8 +2,8 @@
  * test_x86_order.c - the kernels that repeat llama.cpp's x86 operation order (kernels/ref/
  * x86_order_ref.h, attn_x86_order.h) against their plain-C twins, bit for bit:
  *
- *   - the q4_0 / q4_1 / q5_0 / q8_0 block dots of every SIMD set equal the scalar set's
- *     (the twins) on random blocks, 1 to 40 blocks;
+ *   - the q4_0 / q4_1 / q5_0 / q8_0 / q4_K / q6_K dots of every SIMD set (and q4_K's gemm
+ *     order) equal the scalar set's (the twins) on random blocks of several lengths;
  *   - the twins themselves on a worked example: lane sums, the hsum8 tree and the q4_1
  *     minimum chain give the value computed by hand here;
  *   - SwiGLU's AVX-512 kernel equals hearth_swiglu_x86_ref, including the huge-argument
@@ -36,40 +36,69 @@ static float rnd_unit(void) { return (float)((double)rnd() / 4294967296.0 * 2.0 
 static bool same_bits(float a, float b) { return memcmp(&a, &b, sizeof a) == 0; }
 
 TEST(block_dots_simd_equal_twins) {
-    static const hearth_type types[] = {HEARTH_TYPE_Q4_0, HEARTH_TYPE_Q4_1, HEARTH_TYPE_Q5_0, HEARTH_TYPE_Q8_0};
-    enum { MAXB = 40 };
-    float x[MAXB * 32];
-    static uint8_t w[MAXB * 64], a[MAXB * 64];
+    static const hearth_type types[] = {HEARTH_TYPE_Q4_0, HEARTH_TYPE_Q4_1, HEARTH_TYPE_Q5_0,
+                                        HEARTH_TYPE_Q8_0, HEARTH_TYPE_Q4_K, HEARTH_TYPE_Q6_K};
+    enum { MAXN = 40 * 32 };
+    static float x[MAXN];
+    static uint8_t w[MAXN * 2], a[MAXN * 2];
     int compared = 0;
     for (size_t it = 0; it < sizeof types / sizeof types[0]; it++) {
         hearth_type t = types[it];
         const hearth_kernel_traits *sc = hearth_kernels_traits_isa(t, HEARTH_ISA_SCALAR);
         hearth_type at = sc->vec_dot_type;
-        for (int nb = 1; nb <= MAXB; nb += 3) {
-            int64_t n = nb * 32;
+        int64_t blk = t == HEARTH_TYPE_Q4_K || t == HEARTH_TYPE_Q6_K ? 256 : 32;
+        for (int64_t n = blk; n <= MAXN; n += 3 * blk) {
             for (int rep = 0; rep < 20; rep++) {
                 /* realistic weights (quantized from floats) with a random activation row */
                 for (int64_t i = 0; i < n; i++) x[i] = rnd_unit() * (rep % 3 == 0 ? 40.0f : 1.0f);
                 sc->from_float(x, w, n);
                 for (int64_t i = 0; i < n; i++) x[i] = rnd_unit() * (rep % 2 ? 7.0f : 0.01f);
                 hearth_kernels_traits_isa(at, HEARTH_ISA_SCALAR)->from_float(x, a, n);
-                float want;
-                sc->vec_dot(n, &want, w, a);
-                for (int isa = HEARTH_ISA_AVX2; isa < HEARTH_ISA_COUNT; isa++) {
-                    const hearth_kernel_traits *tr = hearth_kernels_traits_isa(t, (hearth_isa)isa);
-                    if (!tr) continue;
-                    float got;
-                    tr->vec_dot(n, &got, w, a);
-                    if (!same_bits(got, want))
-                        fprintf(stderr, "  %s %s nb %d: %.9g vs twin %.9g\n", hearth_type_name((int)t),
-                                hearth_isa_name((hearth_isa)isa), nb, got, want);
-                    CHECK(same_bits(got, want));
-                    compared++;
+                for (int gemm = 0; gemm < 2; gemm++) {
+                    hearth_vec_dot_fn ref = gemm ? sc->vec_dot_gemm : sc->vec_dot;
+                    if (!ref) continue;
+                    float want;
+                    ref(n, &want, w, a);
+                    for (int isa = HEARTH_ISA_AVX2; isa < HEARTH_ISA_COUNT; isa++) {
+                        const hearth_kernel_traits *tr = hearth_kernels_traits_isa(t, (hearth_isa)isa);
+                        if (!tr) continue;
+                        CHECK(!gemm || tr->vec_dot_gemm != NULL);
+                        if (gemm && !tr->vec_dot_gemm) continue;
+                        float got;
+                        (gemm ? tr->vec_dot_gemm : tr->vec_dot)(n, &got, w, a);
+                        if (!same_bits(got, want))
+                            fprintf(stderr, "  %s%s %s n %lld: %.9g vs twin %.9g\n", hearth_type_name((int)t),
+                                    gemm ? " (gemm)" : "", hearth_isa_name((hearth_isa)isa), (long long)n, got,
+                                    want);
+                        CHECK(same_bits(got, want));
+                        compared++;
+                    }
                 }
             }
         }
     }
     if (compared == 0) TEST_SKIP("no SIMD set on this CPU");
+}
+
+/* The two q4_K orders are the same sum: they agree to rounding, and differ somewhere. */
+TEST(q4_K_orders_differ_only_by_rounding) {
+    enum { N = 256 * 8 };
+    static float x[N];
+    static uint8_t w[N], a[N * 2];
+    const hearth_kernel_traits *sc = hearth_kernels_traits_isa(HEARTH_TYPE_Q4_K, HEARTH_ISA_SCALAR);
+    int differ = 0;
+    for (int rep = 0; rep < 50; rep++) {
+        for (int i = 0; i < N; i++) x[i] = rnd_unit();
+        sc->from_float(x, w, N);
+        for (int i = 0; i < N; i++) x[i] = rnd_unit() * 3.0f;
+        hearth_kernels_traits_isa(HEARTH_TYPE_Q8_K, HEARTH_ISA_SCALAR)->from_float(x, a, N);
+        float s1, s2;
+        sc->vec_dot(N, &s1, w, a);
+        sc->vec_dot_gemm(N, &s2, w, a);
+        CHECK_NEAR(s1, s2, 1e-4 * (fabs(s1) + 1.0));
+        differ += !same_bits(s1, s2);
+    }
+    CHECK(differ > 0);
 }
 
 TEST(twin_worked_example) {

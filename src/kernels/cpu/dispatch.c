@@ -70,7 +70,7 @@ static const hearth_kernel_traits tab_ref[HEARTH_TYPE_COUNT] = {
 };
 
 /* scalar: quantized activations, plain C; the specification of the SIMD sets. The q8_0/q8_1
- * activation quantizers and the 32-element block dots are llama.cpp's x86 order
+ * activation quantizers, the 32-element block dots and the q4_K/q6_K dots are llama.cpp's x86 order
  * (kernels/ref/x86_order_ref.h), which the SIMD sets repeat bit for bit. */
 static const hearth_kernel_traits tab_scalar[HEARTH_TYPE_COUNT] = {
     [HEARTH_TYPE_F32]  = ROW(TF(f32), FF(f32), hearth_vec_dot_f32_ref, F32),
@@ -82,9 +82,10 @@ static const hearth_kernel_traits tab_scalar[HEARTH_TYPE_COUNT] = {
     [HEARTH_TYPE_Q5_1] = ROW(TF(q5_1), FF(q5_1), hearth_vec_dot_q5_1_q8_1_ref, Q8_1),
     [HEARTH_TYPE_Q8_0] = ROW(TF(q8_0), hearth_q8_0_from_float_x86_ref, hearth_vec_dot_q8_0_q8_0_x86_ref, Q8_0),
     [HEARTH_TYPE_Q8_1] = ROW(TF(q8_1), hearth_q8_1_from_float_x86_ref, NULL, F32),
-    [HEARTH_TYPE_Q4_K] = ROW(TF(q4_K), FF(q4_K), hearth_vec_dot_q4_K_q8_K_ref, Q8_K),
+    [HEARTH_TYPE_Q4_K] = {.to_float = TF(q4_K), .from_float = FF(q4_K), .vec_dot = hearth_vec_dot_q4_K_q8_K_x86_ref,
+                          .vec_dot_type = HEARTH_TYPE_Q8_K, .vec_dot_gemm = hearth_vec_dot_q4_K_q8_K_x86_gemm_ref},
     [HEARTH_TYPE_Q5_K] = ROW(TF(q5_K), FF(q5_K), hearth_vec_dot_q5_K_q8_K_ref, Q8_K),
-    [HEARTH_TYPE_Q6_K] = ROW(TF(q6_K), FF(q6_K), hearth_vec_dot_q6_K_q8_K_ref, Q8_K),
+    [HEARTH_TYPE_Q6_K] = ROW(TF(q6_K), FF(q6_K), hearth_vec_dot_q6_K_q8_K_x86_ref, Q8_K),
     [HEARTH_TYPE_Q8_K] = ROW(TF(q8_K), FF(q8_K), NULL, F32),
     MLX_DIRECT(MLX4_G32, mlx4_g32, hearth_vec_dot_mlx4_g32_ref),
     MLX_DIRECT(MLX4_G64, mlx4_g64, hearth_vec_dot_mlx4_g64_ref),
@@ -94,28 +95,23 @@ static const hearth_kernel_traits tab_scalar[HEARTH_TYPE_COUNT] = {
 
 #if HEARTH_HAVE_X86
 /* The SIMD sets: dots and q8 quantizers per ISA; dequantizers and weight quantizers scalar.
- * avx512 takes the two-blocks-per-vector forms of the 32-element dots (dot2_avx512.c,
- * bit-identical to quant_avx512.c's) and their 4-token forms. */
-#define DOT2_avx2(t)   hearth_vec_dot_##t##_avx2
-#define DOT4_avx2(t)   NULL
-#define DOT2_avx512(t) hearth_vec_dot_##t##_dot2_avx512
-#define DOT4_avx512(t) hearth_vec_dot_4_##t##_avx512
+ * No vec_dot_4 forms yet: a 4-token form must keep each token's chain in llama.cpp's order
+ * (x86_order_ref.h), e.g. four independent one-block accumulators over one unpacked row. */
 #define SIMD_TABLE(isa)                                                                          \
     {                                                                                            \
         [HEARTH_TYPE_F32]  = ROW(TF(f32), FF(f32), hearth_vec_dot_f32_##isa, F32),               \
         [HEARTH_TYPE_F16]  = ROW(TF(f16), FF(f16), hearth_vec_dot_f16_##isa, F16),               \
         [HEARTH_TYPE_BF16] = ROW(TF(bf16), FF(bf16), hearth_vec_dot_bf16_##isa, BF16),           \
         [HEARTH_TYPE_Q4_0] = ROW(TF(q4_0), FF(q4_0), hearth_vec_dot_q4_0_q8_0_##isa, Q8_0),      \
-        [HEARTH_TYPE_Q4_1] = ROW4(TF(q4_1), FF(q4_1), DOT2_##isa(q4_1_q8_1), Q8_1,               \
-                                  DOT4_##isa(q4_1_q8_1)),                                       \
-        [HEARTH_TYPE_Q5_0] = ROW4(TF(q5_0), FF(q5_0), DOT2_##isa(q5_0_q8_0), Q8_0,               \
-                                  DOT4_##isa(q5_0_q8_0)),                                       \
+        [HEARTH_TYPE_Q4_1] = ROW(TF(q4_1), FF(q4_1), hearth_vec_dot_q4_1_q8_1_##isa, Q8_1),      \
+        [HEARTH_TYPE_Q5_0] = ROW(TF(q5_0), FF(q5_0), hearth_vec_dot_q5_0_q8_0_##isa, Q8_0),      \
         [HEARTH_TYPE_Q5_1] = ROW(TF(q5_1), FF(q5_1), hearth_vec_dot_q5_1_q8_1_##isa, Q8_1),      \
-        [HEARTH_TYPE_Q8_0] = ROW4(TF(q8_0), hearth_q8_0_from_float_##isa,                        \
-                                  DOT2_##isa(q8_0_q8_0), Q8_0, DOT4_##isa(q8_0_q8_0)),           \
+        [HEARTH_TYPE_Q8_0] = ROW(TF(q8_0), hearth_q8_0_from_float_##isa,                         \
+                                 hearth_vec_dot_q8_0_q8_0_##isa, Q8_0),                          \
         [HEARTH_TYPE_Q8_1] = ROW(TF(q8_1), hearth_q8_1_from_float_##isa, NULL, F32),             \
-        [HEARTH_TYPE_Q4_K] = ROW4(TF(q4_K), FF(q4_K), hearth_vec_dot_q4_K_q8_K_##isa, Q8_K,      \
-                                  DOT4_##isa(q4_K_q8_K)),                                       \
+        [HEARTH_TYPE_Q4_K] = {.to_float = TF(q4_K), .from_float = FF(q4_K),                       \
+                              .vec_dot = hearth_vec_dot_q4_K_q8_K_##isa,                        \
+                              .vec_dot_type = HEARTH_TYPE_Q8_K, .vec_dot_gemm = Q4_K_GEMM_##isa}, \
         [HEARTH_TYPE_Q5_K] = ROW(TF(q5_K), FF(q5_K), hearth_vec_dot_q5_K_q8_K_##isa, Q8_K),      \
         [HEARTH_TYPE_Q6_K] = ROW(TF(q6_K), FF(q6_K), hearth_vec_dot_q6_K_q8_K_##isa, Q8_K),      \
         [HEARTH_TYPE_Q8_K] = ROW(TF(q8_K), hearth_q8_K_from_float_##isa, NULL, F32),             \
@@ -124,6 +120,8 @@ static const hearth_kernel_traits tab_scalar[HEARTH_TYPE_COUNT] = {
         MLX_DIRECT(MLX8_G32, mlx8_g32, hearth_vec_dot_mlx8_g32_##isa),                           \
         MLX_DIRECT(MLX8_G64, mlx8_g64, hearth_vec_dot_mlx8_g64_##isa),                           \
     }
+#define Q4_K_GEMM_avx2 hearth_vec_dot_q4_K_q8_K_gemm_avx2
+#define Q4_K_GEMM_avx512 hearth_vec_dot_q4_K_q8_K_gemm_avx512
 static const hearth_kernel_traits tab_avx2[HEARTH_TYPE_COUNT] = SIMD_TABLE(avx2);
 static const hearth_kernel_traits tab_avx512[HEARTH_TYPE_COUNT] = SIMD_TABLE(avx512);
 #endif

@@ -56,6 +56,8 @@ enum {
 typedef struct {
     hearth_vec_dot_fn     vec_dot;
     hearth_vec_dot_4_fn   vec_dot_4;  /* optional: 4 tokens per call, bit-identical to vec_dot */
+    hearth_vec_dot_fn     vec_dot_gemm; /* tokens t < gemm_rows use it (kernels.h); NULL: none */
+    int64_t               gemm_rows;
     hearth_to_float_fn    dequant;    /* ref path: weight row -> f32; NULL otherwise */
     const uint8_t        *w;          /* borrowed: [n_out] rows of w_row_bytes */
     size_t                w_row_bytes;
@@ -114,13 +116,13 @@ static void rows_tiled(const mm_job *j, const mm_part *p, int64_t r0, int64_t r1
         for (int64_t r = r0; r < r1; r++) {
             const uint8_t *wr = p->w + (size_t)r * p->w_row_bytes;
             int64_t t = t0;
-            if (p->vec_dot_4)
+            if (p->vec_dot_4 && !p->vec_dot_gemm)
                 for (; t + 4 <= t1; t += 4)
                     p->vec_dot_4(j->n_in, &p->y[t * p->ldy + r], p->ldy, wr, j->act + (size_t)t * j->act_row_bytes,
                                  j->act_row_bytes);
             for (; t < t1; t++) {
                 const uint8_t *xt = j->act + (size_t)t * j->act_row_bytes;
-                p->vec_dot(j->n_in, &p->y[t * p->ldy + r], wr, xt);
+                (t < p->gemm_rows ? p->vec_dot_gemm : p->vec_dot)(j->n_in, &p->y[t * p->ldy + r], wr, xt);
             }
         }
     }
@@ -213,6 +215,10 @@ static bool job_init(mm_job *j, hearth_pool *pool, const hearth_matmul_part *d, 
         if (vdt != HEARTH_TYPE_F32 || d[i].wtype == HEARTH_TYPE_F32 || tr->f32_direct) {
             p->vec_dot = tr->vec_dot;
             p->vec_dot_4 = vdt != HEARTH_TYPE_F32 ? tr->vec_dot_4 : NULL;
+            if (tr->vec_dot_gemm && n_tok > 3) { /* llama.cpp's repacked gemm rows (kernels.h) */
+                p->vec_dot_gemm = tr->vec_dot_gemm;
+                p->gemm_rows = n_tok - n_tok % 4;
+            }
         } else {
             /* ref path: dequantized rows . f32 with the f32 dot of the same set */
             HEARTH_ASSERT(scratch != NULL);

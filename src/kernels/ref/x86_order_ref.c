@@ -128,3 +128,66 @@ void hearth_swiglu_x86_ref(float *g, const float *u, int64_t n) {
         g[i] = x / (1.0f + hearth_expf_x86_ref(0.0f - x)) * u[i];
     }
 }
+
+void hearth_vec_dot_q4_K_q8_K_x86_ref(int64_t n, float *s, const void *vx, const void *vy) {
+    const hearth_block_q4_K *x = vx;
+    const hearth_block_q8_K *y = vy;
+    float a = 0.0f, m = 0.0f;
+    for (int64_t b = 0; b < n / HEARTH_QK_K; b++) {
+        int sumq = 0, summ = 0;
+        for (int i = 0; i < 8; i++) {
+            uint8_t sc, mn;
+            hearth_k_scale_min(x[b].scales, i, &sc, &mn);
+            const uint8_t *qs = x[b].qs + 32 * (i / 2);
+            int shift = 4 * (i % 2), dot = 0;
+            for (int l = 0; l < 32; l++) dot += (qs[l] >> shift & 15) * y[b].qs[32 * i + l];
+            sumq += sc * dot;
+            summ += mn * (y[b].bsums[2 * i] + y[b].bsums[2 * i + 1]);
+        }
+        a = fmaf((float)sumq, hearth_fp16_to_fp32(x[b].d) * y[b].d, a);
+        m = fmaf((float)summ, hearth_fp16_to_fp32(x[b].dmin) * y[b].d, m);
+    }
+    *s = a - m;
+}
+
+void hearth_vec_dot_q4_K_q8_K_x86_gemm_ref(int64_t n, float *s, const void *vx, const void *vy) {
+    const hearth_block_q4_K *x = vx;
+    const hearth_block_q8_K *y = vy;
+    float a = 0.0f, m = 0.0f;
+    for (int64_t b = 0; b < n / HEARTH_QK_K; b++) {
+        float da = hearth_fp16_to_fp32(x[b].d) * y[b].d, dm = hearth_fp16_to_fp32(x[b].dmin) * y[b].d;
+        for (int p = 0; p < 4; p++) {
+            int sumq = 0, summ = 0;
+            for (int i = 2 * p; i < 2 * p + 2; i++) {
+                uint8_t sc, mn;
+                hearth_k_scale_min(x[b].scales, i, &sc, &mn);
+                const uint8_t *qs = x[b].qs + 32 * (i / 2);
+                int shift = 4 * (i % 2), dot = 0;
+                for (int l = 0; l < 32; l++) dot += (qs[l] >> shift & 15) * y[b].qs[32 * i + l];
+                sumq += sc * dot;
+                summ += mn * (y[b].bsums[2 * i] + y[b].bsums[2 * i + 1]);
+            }
+            a = fmaf((float)sumq, da, a);
+            m = fmaf((float)summ, dm, m);
+        }
+    }
+    *s = a - m;
+}
+
+void hearth_vec_dot_q6_K_q8_K_x86_ref(int64_t n, float *s, const void *vx, const void *vy) {
+    const hearth_block_q6_K *x = vx;
+    const hearth_block_q8_K *y = vy;
+    float acc[8] = {0};
+    for (int64_t b = 0; b < n / HEARTH_QK_K; b++) {
+        int lane[8] = {0};
+        for (int e = 0; e < HEARTH_QK_K; e++) {
+            int half = e / 128, k = (e % 128) / 32, l = e % 32;
+            int lo = x[b].ql[64 * half + 32 * (k & 1) + l] >> (4 * (k >> 1)) & 15;
+            int hi = x[b].qh[32 * half + l] >> (2 * k) & 3;
+            lane[(e % 32) / 4] += x[b].scales[e / 16] * ((lo | hi << 4) - 32) * y[b].qs[e];
+        }
+        float d = y[b].d * hearth_fp16_to_fp32(x[b].d);
+        for (int l = 0; l < 8; l++) acc[l] = fmaf(d, (float)lane[l], acc[l]);
+    }
+    *s = hearth_hsum8_x86_ref(acc);
+}

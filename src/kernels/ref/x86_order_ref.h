@@ -50,3 +50,17 @@ typedef void (*hearth_attn_head_x86_fn)(const float *q, const uint16_t *k, const
 void hearth_attn_head_x86_ref(const float *q, const uint16_t *k, const uint16_t *v, int64_t kv_stride,
                               const int32_t *table_row, int32_t block_size, int64_t head_dim, int64_t j0, int64_t j1,
                               float scale, float softcap, bool single, float *scores, float *out);
+
+/* K-quant dots as llama.cpp's x86 build (AVX2 or better) runs them:
+ *   q4_K  weights repacked 8 rows at a time (ggml's q4_K_8x8 gemv/gemm): per super-block the
+ *         exact integer sums S = sum_g sc_g dot_g and M = sum_g mn_g bsum_g, accumulated as
+ *         A = fma(S, d * dy, A) and B = fma(M, dmin * dy, B); the result is A - B;
+ *   q6_K  one 8-lane accumulator: lane l holds elements e with (e % 32) / 4 == l, each
+ *         sc(e) * (q(e) - 32) * qy(e) summed exactly, then acc_l = fma(dy * d, lane, acc_l),
+ *         and hsum8 at the end. */
+void hearth_vec_dot_q4_K_q8_K_x86_ref(int64_t n, float *s, const void *x, const void *y);
+/* q4_K as the repacked gemm computes the activation rows of full groups of four in a matmul
+ * of more than three rows: the two chains take one FMA per pair of sub-blocks (64 elements)
+ * instead of one per super-block. */
+void hearth_vec_dot_q4_K_q8_K_x86_gemm_ref(int64_t n, float *s, const void *x, const void *y);
+void hearth_vec_dot_q6_K_q8_K_x86_ref(int64_t n, float *s, const void *x, const void *y);

@@ -7,10 +7,14 @@
  * spans two sub-blocks) gives 8 s32 lanes that accumulate exactly over the block. The block's
  * int sum is scaled once in float, as the reference does. Offsets never enter the vector loop:
  *   q4_K/q5_K: - dmin * sum_i mn_i * (bsums_2i + bsums_2i+1)   (Q8_K's per-16 sums)
- *   q6_K:      (q - 32) * y summed = q * y summed - 32 * sum_g sc_g * bsums_g
- * Every block is one iteration, so these loops have no tail.
+ *   q6_K:      (q - 32) * y taken per s16 pair, in each lane, as llama.cpp does
+ * Every block is one iteration, so these loops have no tail. q4_K and q6_K end in llama.cpp's
+ * x86 float order (x86_order_ref.h) and equal x86_order_ref.c bit for bit; q4_K's block sums
+ * are exact integers (hsum of the lanes), scaled into two FMA chains.
  */
 #include <immintrin.h>
+#include <math.h>
+#include <stdbool.h>
 
 #include "kernels/cpu/x86/quant_x86.h"
 #include "tensor/quant.h"
@@ -37,16 +41,23 @@ static inline int k_scales(const uint8_t *scales, const int16_t *bsums, uint8_t 
     return _mm_cvtsi128_si32(p);
 }
 
-void hearth_vec_dot_q4_K_q8_K_avx2(int64_t n, float *s, const void *vx, const void *vy) {
-    const hearth_block_q4_K *x = vx;
-    const hearth_block_q8_K *y = vy;
+static inline int hsum_epi32(__m256i v) {
+    __m128i r = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    r = _mm_add_epi32(r, _mm_shuffle_epi32(r, _MM_SHUFFLE(1, 0, 3, 2)));
+    r = _mm_add_epi32(r, _mm_shuffle_epi32(r, _MM_SHUFFLE(2, 3, 0, 1)));
+    return _mm_cvtsi128_si32(r);
+}
+
+/* q4_K in llama.cpp's repacked order (x86_order_ref.h): exact integer sums, scaled into two
+ * FMA chains once per super-block (gemv) or once per pair of sub-blocks (gemm rows). */
+static inline float q4_K_dot(int64_t n, const hearth_block_q4_K *x, const hearth_block_q8_K *y, bool per_pair) {
     const __m256i m4 = _mm256_set1_epi8(15);
-    __m256 acc = _mm256_setzero_ps();
-    float summf = 0.0f;
+    float a = 0.0f, m = 0.0f;
     for (int64_t b = 0; b < n / HEARTH_QK_K; b++) {
-        uint8_t sc[8];
-        int summ = k_scales(x[b].scales, y[b].bsums, sc);
-        __m256i sumi = _mm256_setzero_si256();
+        uint8_t sc[8], mn[8];
+        hearth_k_scales_unpack(x[b].scales, sc, mn);
+        float da = _cvtsh_ss(x[b].d) * y[b].d, dm = _cvtsh_ss(x[b].dmin) * y[b].d;
+        int sumq = 0, summ = 0;
         for (int g = 0; g < 4; g++) {
             /* 32 bytes: low nibbles = sub-block 2g, high nibbles = sub-block 2g+1 */
             __m256i q4 = load32(x[b].qs + 32 * g);
@@ -56,13 +67,31 @@ void hearth_vec_dot_q4_K_q8_K_avx2(int64_t n, float *s, const void *vx, const vo
             __m256i p1 = _mm256_maddubs_epi16(hi, load32(y[b].qs + 64 * g + 32));
             p0 = _mm256_madd_epi16(p0, _mm256_set1_epi16(sc[2 * g]));
             p1 = _mm256_madd_epi16(p1, _mm256_set1_epi16(sc[2 * g + 1]));
-            sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(p0, p1));
+            int pq = hsum_epi32(_mm256_add_epi32(p0, p1));
+            int pm = mn[2 * g] * (y[b].bsums[4 * g] + y[b].bsums[4 * g + 1]) +
+                     mn[2 * g + 1] * (y[b].bsums[4 * g + 2] + y[b].bsums[4 * g + 3]);
+            if (per_pair) {
+                a = fmaf((float)pq, da, a);
+                m = fmaf((float)pm, dm, m);
+            } else {
+                sumq += pq;
+                summ += pm;
+            }
         }
-        float d = y[b].d * _cvtsh_ss(x[b].d);
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
-        summf += y[b].d * _cvtsh_ss(x[b].dmin) * (float)summ;
+        if (!per_pair) {
+            a = fmaf((float)sumq, da, a);
+            m = fmaf((float)summ, dm, m);
+        }
     }
-    *s = hsum_ps(acc) - summf;
+    return a - m;
+}
+
+void hearth_vec_dot_q4_K_q8_K_avx2(int64_t n, float *s, const void *vx, const void *vy) {
+    *s = q4_K_dot(n, vx, vy, false);
+}
+
+void hearth_vec_dot_q4_K_q8_K_gemm_avx2(int64_t n, float *s, const void *vx, const void *vy) {
+    *s = q4_K_dot(n, vx, vy, true);
 }
 
 void hearth_vec_dot_q5_K_q8_K_avx2(int64_t n, float *s, const void *vx, const void *vy) {
@@ -101,12 +130,10 @@ void hearth_vec_dot_q5_K_q8_K_avx2(int64_t n, float *s, const void *vx, const vo
 void hearth_vec_dot_q6_K_q8_K_avx2(int64_t n, float *s, const void *vx, const void *vy) {
     const hearth_block_q6_K *x = vx;
     const hearth_block_q8_K *y = vy;
-    const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(0x30);
+    const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(0x30), c32 = _mm256_set1_epi8(32);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / HEARTH_QK_K; b++) {
-        int off = 0; /* sum_g sc_g * bsums_g: the -32 offset, applied once */
-        for (int g = 0; g < 16; g++) off += x[b].scales[g] * y[b].bsums[g];
-        __m256i sumi = _mm256_setr_epi32(-32 * off, 0, 0, 0, 0, 0, 0, 0);
+        __m256i sumi = _mm256_setzero_si256();
         for (int half = 0; half < 2; half++) {
             const uint8_t *ql = x[b].ql + 64 * half, *qhp = x[b].qh + 32 * half;
             const int8_t *q8 = y[b].qs + 128 * half, *sc = x[b].scales + 8 * half;
@@ -121,14 +148,16 @@ void hearth_vec_dot_q6_K_q8_K_avx2(int64_t n, float *s, const void *vx, const vo
             q[2] = _mm256_or_si256(_mm256_and_si256(l0h, m4), _mm256_and_si256(h, m2));
             q[3] = _mm256_or_si256(_mm256_and_si256(l1h, m4), _mm256_and_si256(h3, m2));
             for (int k = 0; k < 4; k++) {
-                __m256i p = _mm256_maddubs_epi16(q[k], load32(q8 + 32 * k));
+                /* (q - 32) * y per s16 pair, the offset in each lane as llama.cpp takes it */
+                __m256i yk = load32(q8 + 32 * k);
+                __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(q[k], yk), _mm256_maddubs_epi16(c32, yk));
                 /* elements 0..15 of the quarter use sc[2k], 16..31 use sc[2k+1] */
                 __m256i scv =
                     _mm256_set_m128i(_mm_set1_epi16(sc[2 * k + 1]), _mm_set1_epi16(sc[2 * k]));
                 sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scv));
             }
         }
-        float d = _cvtsh_ss(x[b].d) * y[b].d;
+        float d = y[b].d * _cvtsh_ss(x[b].d);
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
     }
     *s = hsum_ps(acc);

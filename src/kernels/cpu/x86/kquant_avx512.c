@@ -9,8 +9,12 @@
  *   q4_K/q5_K: - dmin * sum_i mn_i * (bsums_2i + bsums_2i+1)
  *   q6_K:      - 32 * sum_g sc_g * bsums_g, folded into lane 0 of the int accumulator
  * Every block is one iteration, so these loops have no tail.
+ * q4_K and q6_K end in llama.cpp's x86 float order (x86_order_ref.h: repacked q4_K's two FMA
+ * chains; q6_K's 8 lanes with the offset taken per lane) and equal x86_order_ref.c bit for bit.
  */
 #include <immintrin.h>
+#include <math.h>
+#include <stdbool.h>
 
 #include "kernels/cpu/x86/quant_x86.h"
 #include "tensor/quant.h"
@@ -44,25 +48,44 @@ static inline __m512i unpack_nibbles64(const uint8_t *q) {
                               _mm256_and_si256(_mm256_srli_epi16(t, 4), m4), 1);
 }
 
-void hearth_vec_dot_q4_K_q8_K_avx512(int64_t n, float *s, const void *vx, const void *vy) {
-    const hearth_block_q4_K *x = vx;
-    const hearth_block_q8_K *y = vy;
-    __m512 acc = _mm512_setzero_ps();
-    float summf = 0.0f;
+/* q4_K in llama.cpp's repacked order (x86_order_ref.h): exact integer sums, scaled into two
+ * FMA chains once per super-block (gemv) or once per pair of sub-blocks (gemm rows). */
+static inline float q4_K_dot(int64_t n, const hearth_block_q4_K *x, const hearth_block_q8_K *y, bool per_pair) {
+    float a = 0.0f, m = 0.0f;
     for (int64_t b = 0; b < n / HEARTH_QK_K; b++) {
-        uint8_t sc[8];
-        int summ = k_scales(x[b].scales, y[b].bsums, sc);
+        uint8_t sc[8], mn[8];
+        hearth_k_scales_unpack(x[b].scales, sc, mn);
+        float da = _cvtsh_ss(x[b].d) * y[b].d, dm = _cvtsh_ss(x[b].dmin) * y[b].d;
         __m512i sumi = _mm512_setzero_si512();
+        int summ = 0;
         for (int g = 0; g < 4; g++) {
             __m512i q = unpack_nibbles64(x[b].qs + 32 * g);
             __m512i p = _mm512_maddubs_epi16(q, load64(y[b].qs + 64 * g));
-            sumi = _mm512_dpwssd_epi32(sumi, p, halves_epi16(sc[2 * g], sc[2 * g + 1]));
+            int pm = mn[2 * g] * (y[b].bsums[4 * g] + y[b].bsums[4 * g + 1]) +
+                     mn[2 * g + 1] * (y[b].bsums[4 * g + 2] + y[b].bsums[4 * g + 3]);
+            if (per_pair) {
+                __m512i pi = _mm512_dpwssd_epi32(_mm512_setzero_si512(), p, halves_epi16(sc[2 * g], sc[2 * g + 1]));
+                a = fmaf((float)_mm512_reduce_add_epi32(pi), da, a);
+                m = fmaf((float)pm, dm, m);
+            } else {
+                sumi = _mm512_dpwssd_epi32(sumi, p, halves_epi16(sc[2 * g], sc[2 * g + 1]));
+                summ += pm;
+            }
         }
-        float d = y[b].d * _cvtsh_ss(x[b].d);
-        acc = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sumi), acc);
-        summf += y[b].d * _cvtsh_ss(x[b].dmin) * (float)summ;
+        if (!per_pair) {
+            a = fmaf((float)_mm512_reduce_add_epi32(sumi), da, a);
+            m = fmaf((float)summ, dm, m);
+        }
     }
-    *s = _mm512_reduce_add_ps(acc) - summf;
+    return a - m;
+}
+
+void hearth_vec_dot_q4_K_q8_K_avx512(int64_t n, float *s, const void *vx, const void *vy) {
+    *s = q4_K_dot(n, vx, vy, false);
+}
+
+void hearth_vec_dot_q4_K_q8_K_gemm_avx512(int64_t n, float *s, const void *vx, const void *vy) {
+    *s = q4_K_dot(n, vx, vy, true);
 }
 
 void hearth_vec_dot_q5_K_q8_K_avx512(int64_t n, float *s, const void *vx, const void *vy) {
@@ -103,13 +126,12 @@ void hearth_vec_dot_q6_K_q8_K_avx512(int64_t n, float *s, const void *vx, const 
     /* high-2-bit shifts (quant.h): bytes 0..31 take qh bits 0-1 (chunk A) / 4-5 (chunk B),
      * bytes 32..63 bits 2-3 / 6-7; moved to bits 4-5 */
     const __m512i shl_a = halves_epi16(4, 2), shr_b = halves_epi16(0, 2);
-    __m512 acc = _mm512_setzero_ps();
+    const __m512i c32 = _mm512_set1_epi8(32);
+    __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / HEARTH_QK_K; b++) {
-        int off = 0;
-        for (int g = 0; g < 16; g++) off += x[b].scales[g] * y[b].bsums[g];
         __m256i sc = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x[b].scales));
         __m512i sc16 = _mm512_inserti64x4(_mm512_setzero_si512(), sc, 0);
-        __m512i sumi = _mm512_maskz_set1_epi32(1, -32 * off);
+        __m512i sumi = _mm512_setzero_si512();
         for (int half = 0; half < 2; half++) {
             __m512i l = load64(x[b].ql + 64 * half);
             __m512i h = _mm512_broadcast_i64x4(load32(x[b].qh + 32 * half));
@@ -118,8 +140,11 @@ void hearth_vec_dot_q6_K_q8_K_avx512(int64_t n, float *s, const void *vx, const 
             __m512i qa = _mm512_or_si512(_mm512_and_si512(l, m4), ha);
             __m512i qb = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4), hb);
             const int8_t *q8 = y[b].qs + 128 * half;
-            __m512i pa = _mm512_maddubs_epi16(qa, load64(q8));
-            __m512i pb = _mm512_maddubs_epi16(qb, load64(q8 + 64));
+            /* (q - 32) * y per s16 pair, the offset taken in each lane as llama.cpp does
+             * (|q y| pair sums <= 16002, |32 y| <= 8128: no saturation) */
+            __m512i ya = load64(q8), yb = load64(q8 + 64);
+            __m512i pa = _mm512_sub_epi16(_mm512_maddubs_epi16(qa, ya), _mm512_maddubs_epi16(c32, ya));
+            __m512i pb = _mm512_sub_epi16(_mm512_maddubs_epi16(qb, yb), _mm512_maddubs_epi16(c32, yb));
             __m512i ia = _mm512_add_epi16(grp, _mm512_set1_epi16((short)(8 * half)));
             __m512i ib = _mm512_add_epi16(grp, _mm512_set1_epi16((short)(8 * half + 4)));
             __m512i sa = _mm512_permutexvar_epi16(ia, sc16);
@@ -127,41 +152,14 @@ void hearth_vec_dot_q6_K_q8_K_avx512(int64_t n, float *s, const void *vx, const 
             sumi = _mm512_dpwssd_epi32(sumi, pa, sa);
             sumi = _mm512_dpwssd_epi32(sumi, pb, sb);
         }
-        float d = _cvtsh_ss(x[b].d) * y[b].d;
-        acc = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sumi), acc);
+        /* llama.cpp's 8 lanes: element e in lane (e % 32) / 4, i.e. lanes m and m + 8 here */
+        __m256i lanes = _mm256_add_epi32(_mm512_castsi512_si256(sumi), _mm512_extracti64x4_epi64(sumi, 1));
+        float d = y[b].d * _cvtsh_ss(x[b].d);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(lanes), acc);
     }
-    *s = _mm512_reduce_add_ps(acc);
+    __m128 r = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+    r = _mm_add_ps(r, _mm_movehl_ps(r, r));
+    r = _mm_add_ss(r, _mm_movehdup_ps(r));
+    *s = _mm_cvtss_f32(r);
 }
 
-/* hearth_vec_dot_q4_K_q8_K_avx512 for 4 activation rows (kernels.h hearth_vec_dot_4_fn): the
- * weight nibbles and scales are unpacked once, each token keeps its own accumulators, so every
- * result is bit-identical to the single-row dot (tests/kernels/test_dot2.c). */
-void hearth_vec_dot_4_q4_K_q8_K_avx512(int64_t n, float *s, int64_t bs, const void *vx, const void *vy, size_t by) {
-    const hearth_block_q4_K *x = vx;
-    const hearth_block_q8_K *y[4];
-    for (int i = 0; i < 4; i++) y[i] = (const hearth_block_q8_K *)((const char *)vy + (size_t)i * by);
-    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-    float summf[4] = {0};
-    for (int64_t b = 0; b < n / HEARTH_QK_K; b++) {
-        uint8_t sc[8], mn[8];
-        hearth_k_scales_unpack(x[b].scales, sc, mn);
-        __m512i q[4], scv[4];
-        for (int g = 0; g < 4; g++) {
-            q[g] = unpack_nibbles64(x[b].qs + 32 * g);
-            scv[g] = halves_epi16(sc[2 * g], sc[2 * g + 1]);
-        }
-        const float xd = _cvtsh_ss(x[b].d), xdmin = _cvtsh_ss(x[b].dmin);
-        for (int i = 0; i < 4; i++) {
-            const hearth_block_q8_K *yb = y[i] + b;
-            uint8_t sc2[8];
-            int summ = k_scales(x[b].scales, yb->bsums, sc2);
-            __m512i sumi = _mm512_setzero_si512();
-            for (int g = 0; g < 4; g++)
-                sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q[g], load64(yb->qs + 64 * g)), scv[g]);
-            float d = yb->d * xd;
-            acc[i] = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sumi), acc[i]);
-            summf[i] += yb->d * xdmin * (float)summ;
-        }
-    }
-    for (int i = 0; i < 4; i++) s[i * bs] = _mm512_reduce_add_ps(acc[i]) - summf[i];
-}

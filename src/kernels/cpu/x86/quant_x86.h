@@ -22,6 +22,7 @@ void hearth_vec_dot_q5_0_q8_0_avx2(int64_t n, float *s, const void *x, const voi
 void hearth_vec_dot_q5_1_q8_1_avx2(int64_t n, float *s, const void *x, const void *y);
 void hearth_vec_dot_q8_0_q8_0_avx2(int64_t n, float *s, const void *x, const void *y);
 void hearth_vec_dot_q4_K_q8_K_avx2(int64_t n, float *s, const void *x, const void *y);
+void hearth_vec_dot_q4_K_q8_K_gemm_avx2(int64_t n, float *s, const void *x, const void *y);
 void hearth_vec_dot_q5_K_q8_K_avx2(int64_t n, float *s, const void *x, const void *y);
 void hearth_vec_dot_q6_K_q8_K_avx2(int64_t n, float *s, const void *x, const void *y);
 void hearth_q8_0_from_float_avx2(const float *x, void *y, int64_t n);
@@ -38,6 +39,7 @@ void hearth_vec_dot_q5_0_q8_0_avx512(int64_t n, float *s, const void *x, const v
 void hearth_vec_dot_q5_1_q8_1_avx512(int64_t n, float *s, const void *x, const void *y);
 void hearth_vec_dot_q8_0_q8_0_avx512(int64_t n, float *s, const void *x, const void *y);
 void hearth_vec_dot_q4_K_q8_K_avx512(int64_t n, float *s, const void *x, const void *y);
+void hearth_vec_dot_q4_K_q8_K_gemm_avx512(int64_t n, float *s, const void *x, const void *y);
 void hearth_vec_dot_q5_K_q8_K_avx512(int64_t n, float *s, const void *x, const void *y);
 void hearth_vec_dot_q6_K_q8_K_avx512(int64_t n, float *s, const void *x, const void *y);
 void hearth_q8_0_from_float_avx512(const float *x, void *y, int64_t n);
@@ -54,15 +56,6 @@ void hearth_vec_dot_mlx4_g64_avx512(int64_t n, float *s, const void *x, const vo
 void hearth_vec_dot_mlx8_g32_avx512(int64_t n, float *s, const void *x, const void *y);
 void hearth_vec_dot_mlx8_g64_avx512(int64_t n, float *s, const void *x, const void *y);
 
-/* avx512, two blocks per vector (dot2_avx512.c): bit-identical to the quant_avx512.c dots above;
- * the _4 forms dot one weight row with 4 activation rows (kernels.h hearth_vec_dot_4_fn). */
-void hearth_vec_dot_q4_1_q8_1_dot2_avx512(int64_t n, float *s, const void *x, const void *y);
-void hearth_vec_dot_q5_0_q8_0_dot2_avx512(int64_t n, float *s, const void *x, const void *y);
-void hearth_vec_dot_q8_0_q8_0_dot2_avx512(int64_t n, float *s, const void *x, const void *y);
-void hearth_vec_dot_4_q4_1_q8_1_avx512(int64_t n, float *s, int64_t bs, const void *x, const void *y, size_t by);
-void hearth_vec_dot_4_q5_0_q8_0_avx512(int64_t n, float *s, int64_t bs, const void *x, const void *y, size_t by);
-void hearth_vec_dot_4_q8_0_q8_0_avx512(int64_t n, float *s, int64_t bs, const void *x, const void *y, size_t by);
-void hearth_vec_dot_4_q4_K_q8_K_avx512(int64_t n, float *s, int64_t bs, const void *x, const void *y, size_t by);
 
 /* argmax_avx512.c: hearth_argmax_ref's answer, vectorized */
 int64_t hearth_argmax_avx512(const float *x, int64_t n);
