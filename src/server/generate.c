@@ -17,6 +17,7 @@
 #include "server/generate.h"
 #include "base/log.h"
 #include "server/reqjson.h"
+#include "server/sampling.h"
 #include "server/sse.h"
 
 #include <stdatomic.h>
@@ -25,17 +26,14 @@
 #include <time.h>
 
 #define WAIT_MS 50
-#define DEFAULT_TEMPERATURE 0.7
 
 void hearth_gen_spec_init(hearth_server *s, hearth_gen_spec *g, const hearth_gen_dialect *d, int32_t default_max) {
     memset(g, 0, sizeof *g);
     g->dialect = d;
     g->prompt_param = "messages";
-    g->sampling = hearth_sampler_params_default();
-    g->sampling.temperature = (float)(s->p.temperature >= 0 ? s->p.temperature : DEFAULT_TEMPERATURE);
-    g->sampling.top_p = (float)(s->p.top_p >= 0 ? s->p.top_p : 1.0);
-    g->sampling.top_k = s->p.top_k >= 0 ? s->p.top_k : 0;
-    g->max_tokens = s->p.max_tokens > 0 ? s->p.max_tokens : default_max;
+    int32_t max_default = 0;
+    g->sampling = hearth_sampling_defaults(&s->p, hearth_model_gen_defaults(s->m), &max_default);
+    g->max_tokens = max_default > 0 ? max_default : default_max;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     g->sampling.seed = ((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec) ^

@@ -102,9 +102,10 @@ struct hearth_gen_dialect {
     void (*ctx_free)(void *ctx);
 };
 
-/* Start a spec: sampling from the server's flags (else hearth's defaults: temperature 0.7,
- * top_p 1, top_k off), a fresh seed, and max_tokens from --max-tokens else default_max
- * (0 = the rest of the context). */
+/* Start a spec: sampling defaults by precedence (sampling.h: the server's flags, then the
+ * model's generation_config.json, then hearth's defaults), a fresh seed, and max_tokens from
+ * --max-tokens, else generation_config's max_new_tokens, else default_max (0 = the rest of
+ * the context). */
 void hearth_gen_spec_init(hearth_server *s, hearth_gen_spec *spec, const hearth_gen_dialect *d, int32_t default_max);
 /* Add one stop string (copied; empty strings are skipped). False with e filled (400 naming
  * param) when there are too many or it is too long. */
