@@ -3,8 +3,14 @@
  *
  * A backend is {iface, ctx}: a table of ops over buffers it understands. Model code calls the
  * hearth_op_* wrappers and never branches on the device. The CPU backend (cpu_backend.c) runs
- * the ops on the fork-join pool with the kernel set chosen at start (kernels/kernels.h); a
- * CUDA backend implements the same table.
+ * the ops on the fork-join pool with the kernel set chosen at start (kernels/kernels.h); the
+ * CUDA backend (cuda/cuda_backend.c) implements the same table on one GPU.
+ *
+ * Memory: activations, index arrays and the KV cache are backend buffers (alloc/upload/
+ * download; on the CPU plain host memory, iface->host). Weights are passed as the model holds
+ * them, in host memory (hearth_weight, norm and bias vectors, RoPE tables): a device backend
+ * copies each one to its memory the first time an op sees it and keeps it, keyed by its host
+ * address, so the weights must not change while the backend lives.
  *
  * Shapes are row-major: "[n][d]" is n rows of d floats, row stride d unless a stride is given.
  * Thread rule: a backend is driven by one thread (the engine thread).
@@ -14,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/status.h"
 #include "base/thread.h"
 #include "kernels/ref/ops_ref.h"
 #include "tensor/tensor.h"
@@ -50,10 +57,41 @@ typedef struct {
     int32_t        n_swa;    /* sliding window (keys pos-n_swa+1..pos), 0 = full */
     float          scale;
     float          softcap;  /* 0 = none */
+    int32_t        max_len;  /* the longest key range of the call (a hint for how to split the
+                              * work), 0 = unknown */
 } hearth_attn_args;
+
+/* What a backend runs on (hearth_backend_info). */
+typedef struct {
+    char   device[96];       /* "cpu", or the GPU's name */
+    size_t mem_total;        /* device memory in bytes; 0 on the CPU */
+    size_t mem_free;
+} hearth_backend_info;
+
+typedef enum { HEARTH_DEVICE_AUTO = 0, HEARTH_DEVICE_CPU, HEARTH_DEVICE_CUDA } hearth_device;
+
+enum { HEARTH_GRAPH_NONE = 0, HEARTH_GRAPH_LAUNCHED, HEARTH_GRAPH_CAPTURING };
 
 struct hearth_backend_i {
     const char *name;
+    bool        host;  /* buffers are host memory: upload and download are plain copies */
+    /* a zero-filled buffer of bytes; NULL when out of memory */
+    void *(*alloc)(hearth_backend *be, size_t bytes);
+    void  (*free)(hearth_backend *be, void *p); /* accepts NULL */
+    /* host -> buffer; the host memory may be reused as soon as it returns */
+    void  (*upload)(hearth_backend *be, void *dst, const void *src, size_t bytes);
+    /* buffer -> host, after every op queued before it has run */
+    void  (*download)(hearth_backend *be, void *dst, const void *src, size_t bytes);
+    void  (*info)(hearth_backend *be, hearth_backend_info *out);
+    /* can matmul and get_rows take weights of this type */
+    bool  (*supports)(hearth_backend *be, hearth_type type);
+    /* Optional (NULL on the CPU): replay a whole step as one launch. graph_begin(key) answers
+     * HEARTH_GRAPH_LAUNCHED (the step recorded under key ran again, with the buffers' current
+     * contents), HEARTH_GRAPH_CAPTURING (run the step's ops, then graph_end), or HEARTH_GRAPH_NONE
+     * (run them plainly). key must change whenever an op argument of the step would (shapes,
+     * buffers, how the work is split). graph_end false: the capture failed and nothing ran. */
+    int   (*graph_begin)(hearth_backend *be, uint64_t key);
+    bool  (*graph_end)(hearth_backend *be, uint64_t key);
     /* y[t][o] = sum_i w[o][i] x[t][i];  x: [n_tok][w->ne0], y: [n_tok][ldy] */
     void (*matmul)(hearth_backend *be, const hearth_weight *w, const float *x, int64_t n_tok, float *y,
                    int64_t ldy);
@@ -85,6 +123,11 @@ struct hearth_backend_i {
     void (*scale)(hearth_backend *be, float *x, int64_t n, float s);
     /* x = cap * tanh(x / cap) over n */
     void (*softcap)(hearth_backend *be, float *x, int64_t n, float cap);
+    /* y[i] = row rows[i] of x;  x: [..][dim], y: [n][dim] */
+    void (*copy_rows)(hearth_backend *be, const float *x, int64_t dim, const int32_t *rows, int64_t n, float *y);
+    /* out[r] (host memory) = the first index of the largest of x[r][0..n), r < n_rows: greedy
+     * picks where only the ids leave the device */
+    void (*argmax)(hearth_backend *be, const float *x, int64_t n_rows, int64_t n, int32_t *out);
     void (*destroy)(hearth_backend *be);
 };
 
@@ -99,6 +142,28 @@ struct hearth_backend {
 hearth_backend *hearth_backend_cpu_create(int n_threads, int64_t max_tok, int64_t max_width, int64_t max_ctx);
 void            hearth_backend_destroy(hearth_backend *be); /* accepts NULL */
 int             hearth_backend_cpu_threads(const hearth_backend *be);
+
+/* The CUDA backend on GPU `device` (0 = the first), for steps of up to max_tok tokens. NULL when
+ * hearth was built without CUDA (HEARTH_CUDA), no GPU is usable, or it is out of memory; why is
+ * in err. */
+hearth_backend *hearth_backend_cuda_create(int device, int64_t max_tok, hearth_err *err);
+bool            hearth_cuda_built(void);     /* compiled with the CUDA backend */
+int             hearth_cuda_device_count(void); /* usable GPUs (0 without CUDA or a driver) */
+
+/* "auto", "cpu", "cuda" -> *out; false for anything else. */
+bool            hearth_device_parse(const char *s, hearth_device *out);
+const char     *hearth_device_name(hearth_device d);
+void            hearth_backend_get_info(hearth_backend *be, hearth_backend_info *out);
+
+/* Buffers (see Memory above). */
+static inline void *hearth_buf_alloc(hearth_backend *be, size_t bytes) { return be->iface->alloc(be, bytes); }
+static inline void hearth_buf_free(hearth_backend *be, void *p) { be->iface->free(be, p); }
+static inline void hearth_buf_upload(hearth_backend *be, void *dst, const void *src, size_t bytes) {
+    be->iface->upload(be, dst, src, bytes);
+}
+static inline void hearth_buf_download(hearth_backend *be, void *dst, const void *src, size_t bytes) {
+    be->iface->download(be, dst, src, bytes);
+}
 
 /* Thin wrappers so model code reads as a list of ops. */
 static inline void hearth_op_matmul(hearth_backend *be, const hearth_weight *w, const float *x, int64_t n_tok,
@@ -132,4 +197,9 @@ static inline void hearth_op_add(hearth_backend *be, float *x, const float *y, i
 static inline void hearth_op_scale(hearth_backend *be, float *x, int64_t n, float s) { be->iface->scale(be, x, n, s); }
 static inline void hearth_op_softcap(hearth_backend *be, float *x, int64_t n, float cap) {
     be->iface->softcap(be, x, n, cap);
+}
+static inline void hearth_op_copy_rows(hearth_backend *be, const float *x, int64_t dim, const int32_t *rows, int64_t n,
+                                       float *y) { be->iface->copy_rows(be, x, dim, rows, n, y); }
+static inline void hearth_op_argmax(hearth_backend *be, const float *x, int64_t n_rows, int64_t n, int32_t *out) {
+    be->iface->argmax(be, x, n_rows, n, out);
 }

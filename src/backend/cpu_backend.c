@@ -15,6 +15,7 @@
 
 #include <math.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -379,6 +380,52 @@ static void cpu_softcap(hearth_backend *be, float *x, int64_t n, float cap) {
     for (int64_t i = 0; i < n; i++) x[i] = cap * tanhf(x[i] / cap);
 }
 
+static void cpu_copy_rows(hearth_backend *be, const float *x, int64_t dim, const int32_t *rows, int64_t n, float *y) {
+    (void)be;
+    for (int64_t i = 0; i < n; i++) memcpy(y + i * dim, x + (int64_t)rows[i] * dim, (size_t)dim * sizeof(float));
+}
+
+static void cpu_argmax(hearth_backend *be, const float *x, int64_t n_rows, int64_t n, int32_t *out) {
+    (void)be;
+    for (int64_t r = 0; r < n_rows; r++) {
+        const float *row = x + r * n;
+        int64_t best = 0;
+        for (int64_t i = 1; i < n; i++)
+            if (row[i] > row[best]) best = i;
+        out[r] = (int32_t)best;
+    }
+}
+
+/* ---- buffers: host memory ---- */
+
+static void *cpu_alloc(hearth_backend *be, size_t bytes) {
+    (void)be;
+    void *p = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+    if (p) memset(p, 0, bytes);
+    return p;
+}
+
+static void cpu_free(hearth_backend *be, void *p) {
+    (void)be;
+    free(p);
+}
+
+static void cpu_copy(hearth_backend *be, void *dst, const void *src, size_t bytes) {
+    (void)be;
+    if (dst != src && bytes) memcpy(dst, src, bytes);
+}
+
+static void cpu_info(hearth_backend *be, hearth_backend_info *out) {
+    (void)be;
+    memset(out, 0, sizeof *out);
+    snprintf(out->device, sizeof out->device, "cpu");
+}
+
+static bool cpu_supports(hearth_backend *be, hearth_type type) {
+    (void)be;
+    return hearth_kernels_traits(type) != NULL;
+}
+
 static void cpu_destroy(hearth_backend *be) {
     cpu_ctx *c = ctx_of(be);
     if (c) {
@@ -397,6 +444,13 @@ static void cpu_destroy(hearth_backend *be) {
 
 static const struct hearth_backend_i cpu_iface = {
     .name = "cpu",
+    .host = true,
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .upload = cpu_copy,
+    .download = cpu_copy,
+    .info = cpu_info,
+    .supports = cpu_supports,
     .matmul = cpu_matmul,
     .matmul_n = cpu_matmul_n,
     .get_rows = cpu_get_rows,
@@ -409,6 +463,8 @@ static const struct hearth_backend_i cpu_iface = {
     .add = cpu_add,
     .scale = cpu_scale,
     .softcap = cpu_softcap,
+    .copy_rows = cpu_copy_rows,
+    .argmax = cpu_argmax,
     .destroy = cpu_destroy,
 };
 
@@ -461,3 +517,19 @@ void hearth_backend_destroy(hearth_backend *be) {
 }
 
 int hearth_backend_cpu_threads(const hearth_backend *be) { return ((const cpu_ctx *)be->ctx)->nth; }
+
+void hearth_backend_get_info(hearth_backend *be, hearth_backend_info *out) { be->iface->info(be, out); }
+
+bool hearth_device_parse(const char *s, hearth_device *out) {
+    static const char *names[] = {"auto", "cpu", "cuda"};
+    for (int i = 0; i < 3; i++)
+        if (strcmp(s, names[i]) == 0) {
+            *out = (hearth_device)i;
+            return true;
+        }
+    return false;
+}
+
+const char *hearth_device_name(hearth_device d) {
+    return d == HEARTH_DEVICE_CPU ? "cpu" : d == HEARTH_DEVICE_CUDA ? "cuda" : "auto";
+}

@@ -3,6 +3,7 @@
  * --raw, else as one user message through the model's chat template), run one request through
  * the engine and stream the text (or ids) to stdout; timings go to stderr.
  */
+#include "backend/backend.h"
 #include "cli/chat.h"
 #include "cli/cli.h"
 #include "cli/engine_flags.h"
@@ -18,6 +19,7 @@ typedef struct {
     const char *model, *prompt;
     bool raw, ids, ignore_eos;
     long long max_tokens, threads, ctx;
+    hearth_device device;
     hearth_sampler_params sp;
     cli_engine_flags ef;
 } gen_opts;
@@ -79,6 +81,12 @@ static int parse(int argc, char **argv, gen_opts *o) {
         } else if (FLAG("--threads")) {
             NEEDVAL();
             if (!cli_parse_int(a, val, 1, 1024, &o->threads)) return 2;
+        } else if (FLAG("--device")) {
+            NEEDVAL();
+            if (!hearth_device_parse(val, &o->device)) {
+                cli_error("--device expects auto, cpu or cuda (got \"%s\")", val);
+                return 2;
+            }
         } else if (FLAG("--ctx")) {
             NEEDVAL();
             if (!cli_parse_int(a, val, 16, 1 << 20, &o->ctx)) return 2;
@@ -173,6 +181,7 @@ int cli_generate(int argc, char **argv) {
     ep.n_threads = (int)o.threads;
     ep.n_ctx = (int32_t)o.ctx;
     cli_engine_flags_apply(&o.ef, &ep);
+    ep.device = (int)o.device;
     if (hearth_engine_create(m, &ep, &e, &err)) {
         cli_error("cannot run %s: %s", path, err.msg);
         goto out;

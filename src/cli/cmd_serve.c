@@ -15,6 +15,7 @@
  * inherits the mask) and the main thread waits for them with sigwait, then shuts down in
  * order: server (ends connections, cancels their requests), engine, model.
  */
+#include "backend/backend.h"
 #include "cli/chat.h"
 #include "cli/cli.h"
 #include "cli/engine_flags.h"
@@ -62,6 +63,8 @@ const char cli_usage_serve[] =
     "  --thinking true|false default enable_thinking for chat templates that read it\n"
     "  --chat-template-file FILE  use this Jinja chat template instead of the model's\n"
     "  --threads N           compute threads (default: all CPUs)\n"
+    "  --device auto|cpu|cuda  where to compute (default auto: the GPU when hearth was built with\n"
+    "                        CUDA and one is usable, else the CPU)\n"
     "  --ctx N               context length (default min(training context, 4096))\n"
     CLI_ENGINE_FLAGS_USAGE
     "  --no-open             do not open the chat in a browser (opened with xdg-open when\n"
@@ -76,6 +79,7 @@ typedef struct {
     int         thinking;
     bool        no_open;
     cli_engine_flags ef;
+    hearth_device device;
 } serve_opts;
 
 static const char *const not_yet[] = {"--adapter-path", "--adapter"};
@@ -129,6 +133,12 @@ static int parse(int argc, char **argv, serve_opts *o) {
         } else if (FLAG("--threads")) {
             NEEDVAL();
             if (!cli_parse_int(a, val, 1, 1024, &o->threads)) return 2;
+        } else if (FLAG("--device")) {
+            NEEDVAL();
+            if (!hearth_device_parse(val, &o->device)) {
+                cli_error("--device expects auto, cpu or cuda (got \"%s\")", val);
+                return 2;
+            }
         } else if (FLAG("--ctx")) {
             NEEDVAL();
             if (!cli_parse_int(a, val, 16, 1 << 20, &o->ctx)) return 2;
@@ -297,6 +307,7 @@ int cli_serve(int argc, char **argv) {
     ep.n_threads = (int)o.threads;
     ep.n_ctx = (int32_t)o.ctx;
     cli_engine_flags_apply(&o.ef, &ep);
+    ep.device = (int)o.device;
     if (hearth_engine_create(m, &ep, &e, &err)) {
         cli_error("cannot serve %s: %s", path, err.msg);
         goto out;

@@ -45,6 +45,8 @@ static const char usage_generate[] =
     "  --seed S              sampling seed (default 0); same seed, same tokens\n"
     "  --ids                 print the generated token ids instead of text\n"
     "  --threads N           compute threads (default: all CPUs)\n"
+    "  --device auto|cpu|cuda  where to compute (default auto: the GPU when hearth was built with\n"
+    "                        CUDA and one is usable, else the CPU)\n"
     "  --ctx N               context length (default min(training context, 4096))\n"
     "  --ignore-eos          keep generating past end-of-generation tokens\n"
     CLI_ENGINE_FLAGS_USAGE

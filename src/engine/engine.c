@@ -49,7 +49,8 @@ struct hearth_engine {
 
 hearth_engine_params hearth_engine_params_default(void) {
     hearth_engine_params p = {.n_threads = 0, .n_ctx = 0, .max_step = 512, .kv_f16 = -1, .batch = 8,
-                              .kv_budget = 0, .block_size = 16, .prompt_cache = -1};
+                              .kv_budget = 0, .block_size = 16, .prompt_cache = -1,
+                              .device = HEARTH_DEVICE_CPU};
     return p;
 }
 
@@ -164,11 +165,42 @@ hearth_status hearth_engine_create(const hearth_model *m, const hearth_engine_pa
     if (e->p.block_size <= 0) e->p.block_size = 16;
     bool f16 = e->p.kv_f16 < 0 ? hearth_kernels_isa() != HEARTH_ISA_REF : e->p.kv_f16 != 0;
     hearth_status st;
+    /* the backend first: the KV pool lives in its memory */
+    if (e->p.device == HEARTH_DEVICE_CUDA || (e->p.device == HEARTH_DEVICE_AUTO && hearth_cuda_device_count() > 0)) {
+        hearth_err cerr = {0};
+        e->be = hearth_backend_cuda_create(0, e->p.max_step, &cerr);
+        if (!e->be && e->p.device == HEARTH_DEVICE_CUDA) {
+            st = hearth_err_set(err, cerr.code ? cerr.code : HEARTH_E_UNSUPPORTED, -1, "--device cuda: %s", cerr.msg);
+            goto fail;
+        }
+        char why[160];
+        if (e->be && !hearth_fwd_supported(m, e->be, why, sizeof why)) {
+            hearth_backend_destroy(e->be);
+            e->be = NULL;
+            if (e->p.device == HEARTH_DEVICE_CUDA) {
+                st = hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "--device cuda: %s", why);
+                goto fail;
+            }
+            snprintf(cerr.msg, sizeof cerr.msg, "%s", why);
+        }
+        if (!e->be) hearth_log(HEARTH_LOG_WARN, "engine: not on the GPU (%s); computing on the CPU", cerr.msg);
+    }
     int64_t width = hp->n_embd;
     int64_t cands[] = {hp->n_ff, (int64_t)hp->n_head * hp->head_dim_v};
     for (int i = 0; i < 2; i++) if (cands[i] > width) width = cands[i];
+    if (!e->be) e->be = hearth_backend_cpu_create(p->n_threads, e->p.max_step, width, e->p.n_ctx);
+    if (!e->be) {
+        st = hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory creating the backend");
+        goto fail;
+    }
+    if (!e->be->iface->host && e->p.memory_budget > 0) { /* the KV pool lives in the GPU's memory */
+        hearth_backend_info bi;
+        hearth_backend_get_info(e->be, &bi);
+        int64_t gpu = (int64_t)(bi.mem_free / 10 * 9);
+        if (gpu < e->p.memory_budget) e->p.memory_budget = gpu;
+    }
     hearth_kv_pool_params pp = {.block_size = e->p.block_size, .n_seqs = e->p.batch, .max_seq_len = e->p.n_ctx,
-                                .f16 = f16};
+                                .f16 = f16, .be = e->be->iface->host ? NULL : e->be};
     if ((st = size_pool(e, m, f16, width, &pp.budget_bytes, err))) goto fail;
     if ((st = hearth_kv_pool_create(m, &pp, &e->pool, err))) goto fail;
     e->n_blocks = hearth_kv_pool_n_blocks(e->pool);
@@ -188,8 +220,7 @@ hearth_status hearth_engine_create(const hearth_model *m, const hearth_engine_pa
                                                                                       : e->p.prompt_cache;
         e->info.prompt_cache_bytes = pc;
     }
-    e->be = hearth_backend_cpu_create(p->n_threads, e->p.max_step, width, e->p.n_ctx);
-    e->fwd = e->be ? hearth_fwd_create(m, e->be, e->p.max_step) : NULL;
+    e->fwd = hearth_fwd_create(m, e->be, e->p.max_step);
     if (e->p.prompt_cache != 0)
         e->pc = hearth_prefix_cache_create(e->pool, e->p.prompt_cache < 0 ? SIZE_MAX : (size_t)e->p.prompt_cache);
     hearth_sched_params sp = {.batch = e->p.batch, .max_step = e->p.max_step, .n_ctx = e->p.n_ctx};
@@ -207,11 +238,16 @@ hearth_status hearth_engine_create(const hearth_model *m, const hearth_engine_pa
         st = hearth_err_set(err, HEARTH_E_NOMEM, -1, "cannot start the engine thread");
         goto fail;
     }
-    hearth_log(HEARTH_LOG_INFO,
-               "engine: %d threads, kernels %s, context %d, batch %d, KV %s %zu MiB in %d blocks of %d tokens",
-               hearth_backend_cpu_threads(e->be), hearth_isa_name(hearth_kernels_isa()), e->p.n_ctx, e->p.batch,
-               f16 ? "f16" : "f32", hearth_kv_pool_bytes(e->pool) >> 20, hearth_kv_pool_n_blocks(e->pool),
-               e->p.block_size);
+    hearth_backend_info bi;
+    hearth_backend_get_info(e->be, &bi);
+    char where[160];
+    if (e->be->iface->host)
+        snprintf(where, sizeof where, "%d threads, kernels %s", hearth_backend_cpu_threads(e->be),
+                 hearth_isa_name(hearth_kernels_isa()));
+    else snprintf(where, sizeof where, "cuda on %s (%zu MiB)", bi.device, bi.mem_total >> 20);
+    hearth_log(HEARTH_LOG_INFO, "engine: %s, context %d, batch %d, KV %s %zu MiB in %d blocks of %d tokens", where,
+               e->p.n_ctx, e->p.batch, f16 ? "f16" : "f32", hearth_kv_pool_bytes(e->pool) >> 20,
+               hearth_kv_pool_n_blocks(e->pool), e->p.block_size);
     *out = e;
     return HEARTH_OK;
 fail:
@@ -240,6 +276,17 @@ void hearth_engine_stats_get(const hearth_engine *e, hearth_engine_stats *out) {
 int32_t hearth_engine_n_ctx(const hearth_engine *e) { return e->p.n_ctx; }
 
 void hearth_engine_info_get(const hearth_engine *e, hearth_engine_info *out) { *out = e->info; }
+
+void hearth_engine_device(const hearth_engine *e, hearth_engine_device_info *out) {
+    memset(out, 0, sizeof *out);
+    hearth_backend_info bi;
+    hearth_backend_get_info(e->be, &bi);
+    snprintf(out->backend, sizeof out->backend, "%s", e->be->iface->name);
+    snprintf(out->device, sizeof out->device, "%s", bi.device);
+    out->mem_total = (int64_t)bi.mem_total;
+    out->mem_free = (int64_t)bi.mem_free;
+    out->kv_bytes = (int64_t)hearth_kv_pool_bytes(e->pool);
+}
 
 hearth_status hearth_engine_submit(hearth_engine *e, const hearth_request_params *p, hearth_request **out,
                                    hearth_err *err) {

@@ -41,6 +41,8 @@ typedef struct {
     int64_t prompt_cache;  /* bytes of unreferenced cached blocks kept; < 0: as many as the pool
                             * holds (default); 0: no prefix caching */
     bool    debug_checks;  /* check the pool's invariants after every step (tests) */
+    int     device;        /* hearth_device (backend/backend.h): CPU (the default), CUDA, or AUTO
+                            * (the GPU when one is usable, else the CPU) */
 } hearth_engine_params;
 
 hearth_engine_params hearth_engine_params_default(void);
@@ -121,6 +123,16 @@ typedef struct {
 } hearth_engine_info;
 
 void          hearth_engine_info_get(const hearth_engine *e, hearth_engine_info *out);
+
+/* Where the engine computes: the device's name and memory (backend.h), and the bytes of its KV
+ * pool, which lives in that device's memory. Any thread. */
+typedef struct {
+    char    backend[16];  /* "cpu" or "cuda" */
+    char    device[96];
+    int64_t mem_total, mem_free; /* bytes; 0 on the CPU */
+    int64_t kv_bytes;
+} hearth_engine_device_info;
+void          hearth_engine_device(const hearth_engine *e, hearth_engine_device_info *out);
 
 /* Queue a request. *out holds one reference for the caller. Fails (nothing queued) on invalid
  * params (HEARTH_E_INVALID), when prompt + max_tokens fits the context but could never fit the

@@ -7,6 +7,7 @@
 struct hearth_kv {
     hearth_kv_view view;
     void          *mem;   /* owned: all layers' K then V */
+    hearth_backend *be;   /* borrowed; NULL: mem is host memory */
     size_t         bytes;
     void         **ptrs;  /* owned: [2][n_layer] */
     int32_t       *table; /* owned: [n_slots][1], slot s is block s */
@@ -20,6 +21,11 @@ size_t hearth_kv_bytes_per_token(const hearth_model *m, bool f16) {
 
 hearth_status hearth_kv_create(const hearth_model *m, int32_t n_slots, int32_t n_ctx, bool f16, hearth_kv **out,
                                hearth_err *err) {
+    return hearth_kv_create_on(NULL, m, n_slots, n_ctx, f16, out, err);
+}
+
+hearth_status hearth_kv_create_on(hearth_backend *be, const hearth_model *m, int32_t n_slots, int32_t n_ctx, bool f16,
+                                  hearth_kv **out, hearth_err *err) {
     *out = NULL;
     const hearth_hparams *hp = hearth_model_hparams(m);
     if (n_slots <= 0 || n_ctx <= 0) return hearth_err_set(err, HEARTH_E_INVALID, -1, "empty KV cache");
@@ -32,7 +38,8 @@ hearth_status hearth_kv_create(const hearth_model *m, int32_t n_slots, int32_t n
     hearth_kv *kv = calloc(1, sizeof *kv);
     if (!kv) return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
     kv->ptrs = calloc(2 * (size_t)hp->n_layer, sizeof *kv->ptrs);
-    kv->mem = aligned_alloc(64, (total + 63) & ~(size_t)63);
+    kv->be = be;
+    kv->mem = be ? hearth_buf_alloc(be, total) : aligned_alloc(64, (total + 63) & ~(size_t)63);
     kv->table = malloc((size_t)n_slots * sizeof *kv->table);
     if (!kv->ptrs || !kv->mem || !kv->table) {
         hearth_kv_destroy(kv);
@@ -60,7 +67,8 @@ hearth_status hearth_kv_create(const hearth_model *m, int32_t n_slots, int32_t n
 
 void hearth_kv_destroy(hearth_kv *kv) {
     if (!kv) return;
-    free(kv->mem);
+    if (kv->be) hearth_buf_free(kv->be, kv->mem);
+    else free(kv->mem);
     free(kv->ptrs);
     free(kv->table);
     free(kv);

@@ -18,6 +18,9 @@ typedef struct hearth_kv hearth_kv;
 
 hearth_status hearth_kv_create(const hearth_model *m, int32_t n_slots, int32_t n_ctx, bool f16, hearth_kv **out,
                                hearth_err *err);
+/* The same in buffers of backend be (borrowed, must outlive the cache); NULL: host memory. */
+hearth_status hearth_kv_create_on(hearth_backend *be, const hearth_model *m, int32_t n_slots, int32_t n_ctx, bool f16,
+                                  hearth_kv **out, hearth_err *err);
 void          hearth_kv_destroy(hearth_kv *kv); /* accepts NULL */
 const hearth_kv_view *hearth_kv_view_of(const hearth_kv *kv);
 size_t        hearth_kv_bytes(const hearth_kv *kv);

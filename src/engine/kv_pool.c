@@ -16,7 +16,8 @@ struct hearth_kv_pool {
     hearth_kv_view view;
     int32_t        n_blocks, block_size, max_blocks, n_seqs, max_seq_len;
     size_t         block_bytes, bytes;
-    void          *mem;      /* owned: every layer's K and V blocks */
+    void          *mem;      /* owned: every layer's K and V blocks (a buffer of be, or host memory) */
+    hearth_backend *be;      /* borrowed, NULL = host memory */
     void         **ptrs;     /* owned: [2][n_layer] */
     int32_t       *table;    /* owned: [n_seqs][max_blocks], -1 = none */
     int32_t       *n_in_row; /* owned: [n_seqs] */
@@ -57,7 +58,8 @@ hearth_status hearth_kv_pool_create(const hearth_model *m, const hearth_kv_pool_
     pool->n_in_row = calloc((size_t)p->n_seqs, sizeof(int32_t));
     pool->refs = calloc(n_blocks, sizeof(int32_t));
     pool->free_ids = malloc(n_blocks * sizeof(int32_t));
-    pool->mem = aligned_alloc(64, (total + 63) & ~(size_t)63);
+    pool->be = p->be;
+    pool->mem = p->be ? hearth_buf_alloc(p->be, total) : aligned_alloc(64, (total + 63) & ~(size_t)63);
     if (!pool->ptrs || !pool->table || !pool->n_in_row || !pool->refs || !pool->free_ids || !pool->mem) {
         hearth_kv_pool_destroy(pool);
         return hearth_err_set(err, HEARTH_E_NOMEM, -1, "cannot allocate %zu MiB of KV blocks", total >> 20);
@@ -84,7 +86,8 @@ hearth_status hearth_kv_pool_create(const hearth_model *m, const hearth_kv_pool_
 
 void hearth_kv_pool_destroy(hearth_kv_pool *pool) {
     if (!pool) return;
-    free(pool->mem);
+    if (pool->be) hearth_buf_free(pool->be, pool->mem);
+    else free(pool->mem);
     free(pool->ptrs);
     free(pool->table);
     free(pool->n_in_row);

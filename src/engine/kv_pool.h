@@ -29,6 +29,7 @@ typedef struct {
     int32_t n_seqs;       /* sequence slots (block-table rows) */
     int32_t max_seq_len;  /* positions per sequence */
     bool    f16;          /* f16 elements, else f32 */
+    hearth_backend *be;   /* where the blocks live (borrowed, must outlive the pool); NULL: host */
 } hearth_kv_pool_params;
 
 /* Fails with HEARTH_E_LIMIT when the budget holds no block, HEARTH_E_NOMEM when it cannot be

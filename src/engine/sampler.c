@@ -268,3 +268,9 @@ void hearth_sampler_logprobs(const float *logits, int32_t n, int32_t chosen, int
     out->n_top = m;
     for (int32_t j = 0; j < m; j++) out->top_logprob[j] = (float)(logits[out->top_id[j]] - log_z);
 }
+
+bool hearth_sampler_is_argmax(const hearth_sampler *s) {
+    const hearth_sampler_params *p = &s->p;
+    return p->temperature <= 0.0f && p->n_bias == 0 && (p->repeat_penalty == 1.0f || p->repeat_last_n == 0) &&
+           p->presence_penalty == 0.0f && p->frequency_penalty == 0.0f;
+}

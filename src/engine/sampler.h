@@ -60,6 +60,9 @@ hearth_sampler *hearth_sampler_create(const hearth_sampler_params *p, int32_t n_
 void            hearth_sampler_destroy(hearth_sampler *s); /* accepts NULL */
 /* Record a generated token for the penalties. */
 void            hearth_sampler_accept(hearth_sampler *s, int32_t token);
+/* True when the choice is the plain argmax of the logits (temperature 0, no bias, no penalty):
+ * a device backend may then pick it where the logits are. */
+bool            hearth_sampler_is_argmax(const hearth_sampler *s);
 /* Choose a token from logits[n_vocab] (modified in place: afterwards they hold the logits with
  * bias and penalties applied, the input of hearth_sampler_logprobs). */
 int32_t         hearth_sampler_sample(hearth_sampler *s, float *logits);

@@ -43,6 +43,7 @@ struct hearth_sched {
     int32_t             *tok, *pos, *sq; /* owned [max_step] */
     int8_t              *want;           /* owned [max_step] */
     float               *logits;         /* owned [batch][n_vocab] */
+    int32_t             *ids;            /* owned [batch]: greedy picks made on the device */
     hearth_engine_stats  st;
 };
 
@@ -65,8 +66,9 @@ hearth_sched *hearth_sched_create(const hearth_model *m, hearth_fwd *fwd, hearth
     s->pos = malloc(T * sizeof(int32_t));
     s->sq = malloc(T * sizeof(int32_t));
     s->want = malloc(T);
+    s->ids = malloc(B * sizeof(int32_t));
     s->logits = malloc(B * (size_t)s->n_vocab * sizeof(float));
-    if (!s->run || !s->free_slots || !s->tok || !s->pos || !s->sq || !s->want || !s->logits) {
+    if (!s->run || !s->free_slots || !s->tok || !s->pos || !s->sq || !s->want || !s->logits || !s->ids) {
         hearth_sched_destroy(s);
         return NULL;
     }
@@ -119,6 +121,7 @@ void hearth_sched_destroy(hearth_sched *s) {
     free(s->sq);
     free(s->want);
     free(s->logits);
+    free(s->ids);
     free(s);
 }
 
@@ -251,10 +254,10 @@ static int32_t pack(hearth_sched *s, seq *q, int32_t n, int32_t take) {
     return n;
 }
 
-/* Sample q's next token from its logits row; false when q is finished (and freed). */
-static bool advance(hearth_sched *s, seq *q, float *logits) {
+/* Take t as q's next token (sampled from its logits row, or the device's argmax; logits is the
+ * row, read for logprobs); false when q is finished (and freed). */
+static bool advance(hearth_sched *s, seq *q, int32_t t, const float *logits) {
     const hearth_tok *tk = hearth_model_tok(s->m);
-    int32_t t = hearth_sampler_sample(q->smp, logits);
     if (!q->t_first) q->t_first = hearth_now_mono_ms();
     if (!q->r->p.ignore_eog && hearth_tok_is_eog(tk, t)) {
         end(s, q, HEARTH_FINISH_STOP, HEARTH_OK, NULL);
@@ -365,7 +368,17 @@ void hearth_sched_step(hearth_sched *s) {
         return;
     }
     hearth_batch b = {.n_tokens = n, .token = s->tok, .pos = s->pos, .seq = s->sq, .want_logits = s->want};
-    hearth_status st = hearth_forward(s->fwd, &b, hearth_kv_pool_view(s->pool), s->logits);
+    /* on a device backend, when every sequence that gets a token this step picks greedily, only
+     * the picks leave the device */
+    hearth_backend *be = hearth_fwd_backend(s->fwd);
+    bool argmax = be && !be->iface->host;
+    for (int32_t i = 0; i < s->n_run && argmax; i++) {
+        seq *q = s->run[i];
+        if (q->take && q->n_done + q->take == q->n_toks && (!hearth_sampler_is_argmax(q->smp) || q->r->p.logprobs))
+            argmax = false;
+    }
+    hearth_status st = argmax ? hearth_forward_argmax(s->fwd, &b, hearth_kv_pool_view(s->pool), s->logits, s->ids)
+                              : hearth_forward(s->fwd, &b, hearth_kv_pool_view(s->pool), s->logits);
     s->st.steps++;
     s->st.step_tokens += n;
     /* 3. advance every sequence of the step; rows of logits follow the packing order */
@@ -380,6 +393,7 @@ void hearth_sched_step(hearth_sched *s) {
         q->take = 0;
         bool out = q->n_done == q->n_toks;
         float *lg = s->logits + (size_t)row * (size_t)s->n_vocab;
+        int32_t pick = argmax && out ? s->ids[row] : -1;
         row += out;
         if (st) {
             char msg[160];
@@ -389,7 +403,7 @@ void hearth_sched_step(hearth_sched *s) {
             continue;
         }
         index_blocks(s, q);
-        if (out && !advance(s, q, lg)) {
+        if (out && !advance(s, q, pick >= 0 ? pick : hearth_sampler_sample(q->smp, lg), lg)) {
             run_remove(s, i);
             continue;
         }

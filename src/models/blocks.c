@@ -55,6 +55,7 @@ void hearth_blk_attn(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view 
         .q = f->q, .out = f->att, .pos = b->pos, .seq = b->seq,
         .k = kv->k[il], .v = kv->v[il], .blocks = kv->blocks, .kv_f16 = kv->f16,
         .n_swa = swa ? hp->n_swa : 0, .scale = scale, .softcap = hp->attn_softcap,
+        .max_len = f->max_len,
     };
     hearth_op_attention(be, &a);
     hearth_fwd_trace(f, "kqv_out", il, "CONT", f->att, T, (int64_t)hp->n_head * hp->head_dim_v);
@@ -79,17 +80,11 @@ void hearth_blk_ffn(hearth_fwd *f, int32_t n_tok, int32_t il) {
     hearth_fwd_trace(f, "ffn_out", il, "MUL_MAT", f->xb, n_tok, hp->n_embd);
 }
 
-void hearth_blk_logits(hearth_fwd *f, const hearth_batch *b, float *logits) {
+void hearth_blk_logits(hearth_fwd *f, float *logits) {
     const hearth_hparams *hp = &f->m->hp;
-    int64_t E = hp->n_embd, n_out = 0;
-    /* gather the rows that want logits into xb (in token order) */
-    for (int32_t t = 0; t < b->n_tokens; t++) {
-        bool want = b->want_logits ? b->want_logits[t] != 0 : t == b->n_tokens - 1;
-        if (!want) continue;
-        for (int64_t i = 0; i < E; i++) f->xb[n_out * E + i] = f->x[(int64_t)t * E + i];
-        n_out++;
-    }
+    int64_t E = hp->n_embd, n_out = f->n_out;
     if (n_out == 0) return;
+    hearth_op_copy_rows(f->be, f->x, E, f->out_rows, n_out, f->xb); /* the rows that want logits, in order */
     hearth_op_rmsnorm(f->be, f->xb, f->m->output_norm, f->xb, n_out, E, hp->norm_eps);
     hearth_fwd_trace(f, "result_norm", -1, "MUL", f->xb, n_out, E);
     hearth_op_matmul(f->be, &f->m->output, f->xb, n_out, logits, hp->n_vocab);

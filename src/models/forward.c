@@ -9,6 +9,7 @@
 
 #include <math.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,13 +28,15 @@ hearth_fwd *hearth_fwd_create(const hearth_model *m, hearth_backend *be, int32_t
     size_t T = (size_t)max_tok, E = (size_t)hp->n_embd;
     size_t qw = (size_t)hp->n_head * (size_t)hp->head_dim, kw = (size_t)hp->n_head_kv * (size_t)hp->head_dim,
            vw = (size_t)hp->n_head_kv * (size_t)hp->head_dim_v, aw = (size_t)hp->n_head * (size_t)hp->head_dim_v;
-    size_t sizes[] = {T * E, T * E, T * qw, T * kw, T * vw, T * aw, T * (size_t)hp->n_ff, T * (size_t)hp->n_ff,
-                      T, (size_t)hp->n_rot / 2, (size_t)hp->n_rot / 2};
+    size_t sizes[] = {T * E, T * E, T * qw, T * kw, T * vw, T * aw, T * (size_t)hp->n_ff, T * (size_t)hp->n_ff};
     size_t total = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) total += up64(sizes[i] * sizeof(float));
-    f->mem = aligned_alloc(64, total);
-    if (!f->mem) {
-        free(f);
+    size_t half = (size_t)hp->n_rot / 2;
+    f->mem = hearth_buf_alloc(be, total);
+    f->host_mem = malloc(up64(half * sizeof(float)) * 2 + 64);
+    f->idx_host = malloc(4 * T * sizeof(int32_t));
+    if (!f->mem || !f->host_mem || !f->idx_host) {
+        hearth_fwd_destroy(f);
         return NULL;
     }
     char *p = f->mem;
@@ -42,11 +45,8 @@ hearth_fwd *hearth_fwd_create(const hearth_model *m, hearth_backend *be, int32_t
         *slots[i] = (float *)p;
         p += up64(sizes[i] * sizeof(float));
     }
-    f->out_rows = (int32_t *)p;
-    p += up64(sizes[8] * sizeof(float));
-    f->inv_freq = (float *)p;
-    p += up64(sizes[9] * sizeof(float));
-    f->inv_freq_swa = (float *)p;
+    f->inv_freq = f->host_mem;
+    f->inv_freq_swa = (float *)((char *)f->host_mem + up64(half * sizeof(float)));
     /* NOTE: the reference kernel set computes as transformers does (the f32 specification it is
      * compared with); the quantized sets round as llama.cpp does for GGUF models, since with
      * 8-bit activations and f16 KV every rounding difference can flip a later rounding.
@@ -81,6 +81,11 @@ hearth_fwd *hearth_fwd_create(const hearth_model *m, hearth_backend *be, int32_t
 hearth_fwd *hearth_fwd_create_scripted(const hearth_model *m, int32_t max_tok, hearth_fwd_script_fn fn, void *ctx) {
     hearth_fwd *f = max_tok > 0 && fn ? calloc(1, sizeof *f) : NULL;
     if (!f) return NULL;
+    f->idx_host = malloc(4 * (size_t)max_tok * sizeof(int32_t)); /* step_check's out_rows */
+    if (!f->idx_host) {
+        free(f);
+        return NULL;
+    }
     f->m = m;
     f->max_tok = max_tok;
     f->script = fn;
@@ -90,7 +95,13 @@ hearth_fwd *hearth_fwd_create_scripted(const hearth_model *m, int32_t max_tok, h
 
 void hearth_fwd_destroy(hearth_fwd *f) {
     if (!f) return;
-    free(f->mem);
+    if (f->be) {
+        hearth_buf_free(f->be, f->mem);
+        hearth_buf_free(f->be, f->idx_dev);
+        hearth_buf_free(f->be, f->logits_dev);
+    }
+    free(f->host_mem);
+    free(f->idx_host);
     free(f);
 }
 
@@ -101,8 +112,32 @@ void hearth_fwd_set_trace(hearth_fwd *f, hearth_fwd_trace_fn fn, void *user) {
 
 int32_t hearth_fwd_max_tokens(const hearth_fwd *f) { return f->max_tok; }
 
-hearth_status hearth_forward(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view *kv, float *logits) {
+hearth_backend *hearth_fwd_backend(const hearth_fwd *f) { return f->be; }
+
+bool hearth_fwd_supported(const hearth_model *m, hearth_backend *be, char *why, size_t cap) {
+    const hearth_hparams *hp = &m->hp;
+    const hearth_weight *one[] = {&m->tok_embd, &m->output};
+    for (int32_t il = -1; il < hp->n_layer; il++) {
+        const hearth_layer *l = il >= 0 ? &m->layers[il] : NULL;
+        const hearth_weight *ws[] = {l ? &l->wq : one[0], l ? &l->wk : one[1], l ? &l->wv : NULL,
+                                     l ? &l->wo : NULL, l ? &l->w_gate : NULL, l ? &l->w_up : NULL,
+                                     l ? &l->w_down : NULL};
+        for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) {
+            if (!ws[i] || !ws[i]->data || be->iface->supports(be, ws[i]->type)) continue;
+            snprintf(why, cap, "the %s backend has no kernel for %s weights", be->iface->name,
+                     hearth_type_name(ws[i]->type));
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Check the batch against the view; fill f->idx_host's out_rows part, f->n_out and f->max_len. */
+static hearth_status step_check(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view *kv) {
     if (b->n_tokens <= 0 || b->n_tokens > f->max_tok) return HEARTH_E_INVALID;
+    int32_t *out_rows = f->idx_host + 3 * (int64_t)f->max_tok;
+    f->n_out = 0;
+    f->max_len = 0;
     for (int32_t t = 0; t < b->n_tokens; t++) {
         if (b->seq[t] < 0 || b->seq[t] >= kv->n_slots || b->pos[t] < 0 || b->pos[t] >= kv->n_ctx ||
             b->token[t] < 0 || b->token[t] >= f->m->hp.n_vocab)
@@ -110,12 +145,66 @@ hearth_status hearth_forward(hearth_fwd *f, const hearth_batch *b, const hearth_
         const hearth_kv_blocks *bl = &kv->blocks;
         int32_t blk = bl->table[(int64_t)b->seq[t] * bl->max_blocks + b->pos[t] / bl->block_size];
         if (blk < 0 || blk >= kv->n_blocks) return HEARTH_E_INVALID;
+        bool want = b->want_logits ? b->want_logits[t] != 0 : t == b->n_tokens - 1;
+        if (want) out_rows[f->n_out++] = t;
+        if (b->pos[t] + 1 > f->max_len) f->max_len = b->pos[t] + 1;
     }
+    return HEARTH_OK;
+}
+
+/* Run the family's forward; logits land in backend memory (*out). */
+static hearth_status step_run(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view *kv, float *logits,
+                              float **out) {
+    hearth_status st = step_check(f, b, kv);
+    if (st) return st;
+    *out = logits;
     if (f->script) return f->script(f->script_ctx, b, kv, logits);
+    hearth_batch db = *b;
+    hearth_kv_view dkv = *kv;
+    int64_t T = f->max_tok, n = b->n_tokens, n_vocab = f->m->hp.n_vocab;
+    const hearth_kv_blocks *bl = &kv->blocks;
+    int64_t n_table = (int64_t)kv->n_slots * bl->max_blocks;
+    if (f->be->iface->host) {
+        f->out_rows = f->idx_host + 3 * T;
+        *out = logits;
+    } else {
+        /* one upload: token, pos, seq, out_rows (each T long) and the block table */
+        if (4 * T + n_table > f->idx_cap) {
+            int32_t *h = realloc(f->idx_host, (size_t)(4 * T + n_table) * sizeof(int32_t));
+            if (!h) return HEARTH_E_NOMEM;
+            f->idx_host = h;
+            hearth_buf_free(f->be, f->idx_dev);
+            f->idx_cap = 0;
+            f->idx_dev = hearth_buf_alloc(f->be, (size_t)(4 * T + n_table) * sizeof(int32_t));
+            if (!f->idx_dev) return HEARTH_E_NOMEM;
+            f->idx_cap = 4 * T + n_table;
+        }
+        int32_t *h = f->idx_host, *d = f->idx_dev;
+        memcpy(h, b->token, (size_t)n * sizeof(int32_t));
+        memcpy(h + T, b->pos, (size_t)n * sizeof(int32_t));
+        memcpy(h + 2 * T, b->seq, (size_t)n * sizeof(int32_t));
+        memcpy(h + 4 * T, bl->table, (size_t)n_table * sizeof(int32_t));
+        hearth_buf_upload(f->be, d, h, (size_t)(4 * T + n_table) * sizeof(int32_t));
+        db.token = d;
+        db.pos = d + T;
+        db.seq = d + 2 * T;
+        db.want_logits = NULL; /* read through out_rows */
+        dkv.blocks.table = d + 4 * T;
+        f->out_rows = d + 3 * T;
+        if (f->n_out > f->logits_rows) {
+            hearth_buf_free(f->be, f->logits_dev);
+            f->logits_rows = 0;
+            f->logits_dev = hearth_buf_alloc(f->be, (size_t)f->n_out * (size_t)n_vocab * sizeof(float));
+            if (!f->logits_dev) return HEARTH_E_NOMEM;
+            f->logits_rows = f->n_out;
+        }
+        *out = f->logits_dev;
+    }
+    bool gemma = false;
     switch (f->m->hp.arch) {
     case HEARTH_ARCH_GEMMA2:
     case HEARTH_ARCH_GEMMA3:
-        hearth_gemma3_forward(f, b, kv, logits);
+        gemma = true;
         break;
     case HEARTH_ARCH_LLAMA:
     case HEARTH_ARCH_QWEN2:
@@ -123,10 +212,59 @@ hearth_status hearth_forward(hearth_fwd *f, const hearth_batch *b, const hearth_
     case HEARTH_ARCH_MISTRAL:
     case HEARTH_ARCH_PHI3:
     case HEARTH_ARCH_SMOLLM3:
-        hearth_llama_forward(f, b, kv, logits);
         break;
     default:
         return HEARTH_E_UNSUPPORTED;
+    }
+    /* Small steps (decode) replay as one graph where the backend can: every op argument is then
+     * fixed but the buffers' contents, so the attention split is sized for the whole context
+     * and the key names everything else a step's ops depend on. */
+    int g = HEARTH_GRAPH_NONE;
+    uint64_t key = 0;
+    if (f->be->iface->graph_begin && n <= 8) {
+        f->max_len = kv->n_ctx;
+        uint64_t parts[] = {(uint64_t)n, (uint64_t)f->n_out, (uint64_t)(uintptr_t)f->logits_dev,
+                            (uint64_t)(uintptr_t)f->idx_dev, (uint64_t)(uintptr_t)kv->k[0],
+                            (uint64_t)(uintptr_t)kv->v[0], (uint64_t)n_table, (uint64_t)kv->n_ctx,
+                            (uint64_t)bl->max_blocks, (uint64_t)bl->block_size, (uint64_t)kv->f16};
+        key = 1469598103934665603ull;
+        for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) key = (key ^ parts[i]) * 1099511628211ull;
+        g = f->be->iface->graph_begin(f->be, key);
+    }
+    if (g == HEARTH_GRAPH_LAUNCHED) return HEARTH_OK;
+    for (;;) {
+        if (gemma) hearth_gemma3_forward(f, &db, &dkv, *out);
+        else hearth_llama_forward(f, &db, &dkv, *out);
+        if (g != HEARTH_GRAPH_CAPTURING || f->be->iface->graph_end(f->be, key)) break;
+        g = HEARTH_GRAPH_NONE; /* the capture failed: run the ops plainly */
+    }
+    return HEARTH_OK;
+}
+
+hearth_status hearth_forward(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view *kv, float *logits) {
+    float *out = NULL;
+    hearth_status st = step_run(f, b, kv, logits, &out);
+    if (st) return st;
+    if (out != logits)
+        hearth_buf_download(f->be, logits, out, (size_t)f->n_out * (size_t)f->m->hp.n_vocab * sizeof(float));
+    return HEARTH_OK;
+}
+
+hearth_status hearth_forward_argmax(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view *kv, float *logits,
+                                    int32_t *ids) {
+    float *out = NULL;
+    hearth_status st = step_run(f, b, kv, logits, &out);
+    if (st) return st;
+    if (f->be) {
+        hearth_op_argmax(f->be, out, f->n_out, f->m->hp.n_vocab, ids);
+        return HEARTH_OK;
+    }
+    for (int32_t r = 0; r < f->n_out; r++) { /* scripted (tests): the logits are the caller's */
+        const float *row = out + (int64_t)r * f->m->hp.n_vocab;
+        int32_t best = 0;
+        for (int32_t i = 1; i < f->m->hp.n_vocab; i++)
+            if (row[i] > row[best]) best = i;
+        ids[r] = best;
     }
     return HEARTH_OK;
 }

@@ -13,6 +13,9 @@
  * paged pool, engine/kv_pool.h). A contiguous cache (engine/kv.h) is the case of one block
  * of n_ctx rows per slot.
  *
+ * The KV view's k and v point at backend memory (engine/kv_pool.c allocates them through the
+ * backend); everything else in the batch and the view, and logits, is host memory.
+ *
  * Thread rule: a hearth_fwd belongs to the thread that drives its backend (the engine thread).
  */
 #pragma once
@@ -58,6 +61,14 @@ hearth_fwd   *hearth_fwd_create_scripted(const hearth_model *m, int32_t max_tok,
  * Returns HEARTH_E_INVALID (and computes nothing) when the batch is inconsistent with the
  * view (slot or position out of range, a position without a block, too many tokens). */
 hearth_status hearth_forward(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view *kv, float *logits);
+/* The same step, but only the greedy pick of each logits row leaves the backend: ids[n_out]
+ * gets the first index of each row's maximum. logits is scratch of the same size as for
+ * hearth_forward (written on a host backend, untouched on a device one). */
+hearth_status hearth_forward_argmax(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view *kv, float *logits,
+                                    int32_t *ids);
+hearth_backend *hearth_fwd_backend(const hearth_fwd *f);
+/* Can backend be run model m: every weight's type has its kernels. False with the reason in why. */
+bool            hearth_fwd_supported(const hearth_model *m, hearth_backend *be, char *why, size_t cap);
 
 /* Debugging: when set, every intermediate activation of a step is passed to fn after the op
  * that made it, named as llama.cpp names its graph nodes ("Qcur-3", "ffn_out-0", ...) with the

@@ -37,5 +37,5 @@ void hearth_gemma3_forward(hearth_fwd *f, const hearth_batch *b, const hearth_kv
         hearth_op_add(f->be, f->x, f->xb, T * E);
         hearth_fwd_trace(f, "l_out", il, "ADD", f->x, T, E);
     }
-    hearth_blk_logits(f, b, logits);
+    hearth_blk_logits(f, logits);
 }

@@ -30,5 +30,5 @@ void hearth_llama_forward(hearth_fwd *f, const hearth_batch *b, const hearth_kv_
         hearth_op_add(f->be, f->x, f->xb, T * E);
         hearth_fwd_trace(f, "l_out", il, "ADD", f->x, T, E);
     }
-    hearth_blk_logits(f, b, logits);
+    hearth_blk_logits(f, logits);
 }

@@ -7,6 +7,7 @@
  * p50/p95 (the upper bound of the bucket that holds the quantile).
  */
 #include "server/stats.h"
+#include "engine/engine.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -200,6 +201,24 @@ void hearth_stats_json(const hearth_stats *s, const hearth_stats_info *info, hea
     hearth_jw_key(w, "n_ctx");
     hearth_jw_int(w, info->n_ctx);
     hearth_jw_obj_end(w);
+
+    if (info->engine) { /* where the model runs: the CPU or a GPU, its memory, the KV pool in it */
+        hearth_engine_device_info d;
+        hearth_engine_device(info->engine, &d);
+        hearth_jw_key(w, "device");
+        hearth_jw_obj(w);
+        hearth_jw_key(w, "backend");
+        hearth_jw_cstr(w, d.backend);
+        hearth_jw_key(w, "name");
+        hearth_jw_cstr(w, d.device);
+        hearth_jw_key(w, "memory_total_bytes");
+        hearth_jw_int(w, d.mem_total);
+        hearth_jw_key(w, "memory_free_bytes");
+        hearth_jw_int(w, d.mem_free);
+        hearth_jw_key(w, "kv_pool_bytes");
+        hearth_jw_int(w, d.kv_bytes);
+        hearth_jw_obj_end(w);
+    }
 
     hearth_jw_key(w, "requests");
     hearth_jw_obj(w);

@@ -1,0 +1,138 @@
+/*
+ * common.cuh - device helpers shared by the CUDA op files: error checks, warp reductions, the
+ * half/bfloat16 conversions, and the dequantization of one 32-element chunk of a weight row
+ * for every supported block format (the formulas of tensor/quant.h, as kernels/ref/quant_ref.c
+ * spells them). Included by .cu files only.
+ */
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "backend/cuda/cuda_ops.h"
+
+#define HC_WARP 32
+
+static __device__ __forceinline__ float hc_warp_sum(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+static __device__ __forceinline__ float hc_warp_max(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+static __device__ __forceinline__ float hc_h2f(uint16_t h) { return __half2float(__ushort_as_half(h)); }
+static __device__ __forceinline__ float hc_bf2f(uint16_t h) { return __uint_as_float((uint32_t)h << 16); }
+static __device__ __forceinline__ uint16_t hc_f2h(float f) { return __half_as_ushort(__float2half_rn(f)); }
+static __device__ __forceinline__ float hc_round_h(float f) { return __half2float(__float2half_rn(f)); }
+
+static __device__ __forceinline__ uint16_t hc_ld16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
+static __device__ __forceinline__ uint32_t hc_ld32(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Bytes of the block that holds 32-element chunk c of a row, and where chunk c starts in it. */
+struct hc_chunk_info {
+    int block_bytes, per_block; /* per_block: chunks per block (1 or 8) */
+};
+
+static __host__ __device__ __forceinline__ hc_chunk_info hc_chunk_of(int type) {
+    switch (type) {
+    case HC_Q4_0: return {18, 1};
+    case HC_Q4_1: return {20, 1};
+    case HC_Q5_0: return {22, 1};
+    case HC_Q5_1: return {24, 1};
+    case HC_Q8_0: return {34, 1};
+    case HC_Q4_K: return {144, 8};
+    case HC_Q5_K: return {176, 8};
+    case HC_Q6_K: return {210, 8};
+    default: return {0, 0};
+    }
+}
+
+/* The 6-bit scale and minimum of sub-block i of a Q4_K/Q5_K block (hearth_k_scale_min). */
+static __device__ __forceinline__ void hc_k_scale_min(const uint8_t *s, int i, float *sc, float *mn) {
+    if (i < 4) {
+        *sc = (float)(s[i] & 63);
+        *mn = (float)(s[i + 4] & 63);
+    } else {
+        *sc = (float)((s[i + 4] & 15) | (s[i - 4] >> 6) << 4);
+        *mn = (float)((s[i + 4] >> 4) | (s[i] >> 6) << 4);
+    }
+}
+
+/* y[0..31] = elements 32c..32c+31 of a quantized row; row: the row's first byte. */
+template <int T>
+static __device__ __forceinline__ void hc_dequant32(const uint8_t *row, int64_t c, float *y) {
+    if (T == HC_Q4_0 || T == HC_Q4_1 || T == HC_Q5_0 || T == HC_Q5_1 || T == HC_Q8_0) {
+        constexpr int bb = T == HC_Q4_0 ? 18 : T == HC_Q4_1 ? 20 : T == HC_Q5_0 ? 22 : T == HC_Q5_1 ? 24 : 34;
+        const uint8_t *b = row + c * bb;
+        float d = hc_h2f(hc_ld16(b));
+        if (T == HC_Q8_0) {
+#pragma unroll
+            for (int j = 0; j < 32; j++) y[j] = d * (float)(int8_t)b[2 + j];
+            return;
+        }
+        float m = (T == HC_Q4_1 || T == HC_Q5_1) ? hc_h2f(hc_ld16(b + 2)) : 0.0f;
+        const uint8_t *qs = b + (T == HC_Q4_0 ? 2 : T == HC_Q4_1 ? 4 : T == HC_Q5_0 ? 6 : 8);
+        uint32_t qh = (T == HC_Q5_0) ? hc_ld32(b + 2) : (T == HC_Q5_1) ? hc_ld32(b + 4) : 0u;
+#pragma unroll
+        for (int j = 0; j < 16; j++) {
+            int lo = qs[j] & 15, hi = qs[j] >> 4;
+            if (T == HC_Q5_0 || T == HC_Q5_1) {
+                lo |= (int)((qh >> j) & 1) << 4;
+                hi |= (int)((qh >> (j + 16)) & 1) << 4;
+            }
+            if (T == HC_Q4_0) { y[j] = d * (float)(lo - 8); y[j + 16] = d * (float)(hi - 8); }
+            else if (T == HC_Q5_0) { y[j] = d * (float)(lo - 16); y[j + 16] = d * (float)(hi - 16); }
+            else { y[j] = d * (float)lo + m; y[j + 16] = d * (float)hi + m; }
+        }
+    } else if (T == HC_Q4_K || T == HC_Q5_K) {
+        constexpr int bb = T == HC_Q4_K ? 144 : 176;
+        const uint8_t *b = row + (c >> 3) * bb;
+        int sub = (int)(c & 7), g = sub >> 1, h = sub & 1;
+        float d = hc_h2f(hc_ld16(b)), dmin = hc_h2f(hc_ld16(b + 2)), sc, mn;
+        hc_k_scale_min(b + 4, sub, &sc, &mn);
+        float dl = d * sc, ml = dmin * mn;
+        const uint8_t *qs = b + (T == HC_Q4_K ? 16 : 48) + 32 * g;
+#pragma unroll
+        for (int l = 0; l < 32; l++) {
+            int q = h ? (qs[l] >> 4) : (qs[l] & 15);
+            if (T == HC_Q5_K) q |= ((b[16 + l] >> (2 * g + h)) & 1) << 4;
+            y[l] = dl * (float)q - ml;
+        }
+    } else if (T == HC_Q6_K) {
+        const uint8_t *b = row + (c >> 3) * 210;
+        int sub = (int)(c & 7), half = sub >> 2, k = sub & 3;
+        float d = hc_h2f(hc_ld16(b + 208));
+        const uint8_t *ql = b + 64 * half + 32 * (k & 1), *qh = b + 128 + 32 * half;
+        const int8_t *scales = (const int8_t *)(b + 192);
+        float s0 = d * (float)scales[8 * half + 2 * k], s1 = d * (float)scales[8 * half + 2 * k + 1];
+#pragma unroll
+        for (int l = 0; l < 32; l++) {
+            int q = ((ql[l] >> (4 * (k >> 1))) & 15) | ((qh[l] >> (2 * k)) & 3) << 4;
+            y[l] = (l < 16 ? s0 : s1) * (float)(q - 32);
+        }
+    }
+}
+
+/* Dispatch on a runtime type id: the body is instantiated for each quantized format. */
+#define HC_QUANT_SWITCH(type, BODY)                                              \
+    switch (type) {                                                              \
+    case HC_Q4_0: { constexpr int QT = HC_Q4_0; BODY; } break;                   \
+    case HC_Q4_1: { constexpr int QT = HC_Q4_1; BODY; } break;                   \
+    case HC_Q5_0: { constexpr int QT = HC_Q5_0; BODY; } break;                   \
+    case HC_Q5_1: { constexpr int QT = HC_Q5_1; BODY; } break;                   \
+    case HC_Q8_0: { constexpr int QT = HC_Q8_0; BODY; } break;                   \
+    case HC_Q4_K: { constexpr int QT = HC_Q4_K; BODY; } break;                   \
+    case HC_Q5_K: { constexpr int QT = HC_Q5_K; BODY; } break;                   \
+    case HC_Q6_K: { constexpr int QT = HC_Q6_K; BODY; } break;                   \
+    default: break;                                                              \
+    }
+
+static inline unsigned hc_blocks(int64_t n, int per) { return (unsigned)((n + per - 1) / per); }

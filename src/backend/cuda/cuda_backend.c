@@ -1,0 +1,422 @@
+/*
+ * cuda_backend.c - the CUDA implementation of the backend op table (backend.h) on one GPU.
+ *
+ * Every op queues kernels (cuda_ops.h, one .cu per op) on the backend's one stream and returns;
+ * download waits for the stream. Buffers are device memory. Weights arrive as host pointers
+ * (the model's mapping and its f32 norm copies): the first op that sees one copies it to the
+ * GPU and records host -> device in an open-addressing table, so the model code is the same
+ * for every backend. A CUDA failure inside an op (a device fault, memory exhausted while copying a
+ * weight) is not recoverable mid-step: it is logged and the process aborts.
+ *
+ * Thread rule: one thread drives a backend (the engine thread); the device is selected on
+ * every entry, so that thread need not be the one that created it.
+ */
+#include "backend/backend.h"
+#include "backend/cuda/cuda_ops.h"
+#include "base/assert.h"
+#include "base/log.h"
+#include "kernels/kernels.h"
+#include "tensor/dtype.h"
+
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+_Static_assert((int)HC_Q4_K == (int)HEARTH_TYPE_Q4_K && (int)HC_Q6_K == (int)HEARTH_TYPE_Q6_K &&
+                   (int)HC_BF16 == (int)HEARTH_TYPE_BF16 && (int)HC_Q5_1 == (int)HEARTH_TYPE_Q5_1 &&
+                   (int)HC_Q8_0 == (int)HEARTH_TYPE_Q8_0 && (int)HC_Q5_K == (int)HEARTH_TYPE_Q5_K,
+               "hc type ids follow hearth_type");
+
+typedef struct {
+    const void *host; /* NULL = empty slot */
+    void       *dev;
+    size_t      bytes;
+} weight_slot;
+
+typedef struct {
+    int            device;
+    cudaStream_t   stream;
+    hc_matmul_ctx *mm;
+    weight_slot   *map; /* open addressing, cap a power of two */
+    size_t         map_cap, map_n, weight_bytes;
+    float         *attn_scratch;
+    size_t         attn_cap; /* floats */
+    int32_t       *ids;      /* argmax output */
+    size_t         ids_cap;
+    char           name[96];
+    /* step graphs: a key seen once is warm (its weights and scratch are in place), the second
+     * time it is captured, then replayed */
+    struct {
+        uint64_t        key;
+        int             state; /* 0 empty, 1 warm, 2 captured, 3 capture failed: never again */
+        cudaGraphExec_t exec;
+    } graphs[16];
+    int            graph_next;
+    bool           graphs_off; /* HEARTH_CUDA_GRAPHS=0 */
+} cuda_ctx;
+
+static void check(cudaError_t e, const char *what) {
+    if (e == cudaSuccess) return;
+    hearth_log(HEARTH_LOG_ERROR, "cuda: %s: %s", what, cudaGetErrorString(e));
+    hearth_abort(__FILE__, __LINE__, what);
+}
+
+static cuda_ctx *ctx_of(hearth_backend *be) {
+    cuda_ctx *c = be->ctx;
+    cudaSetDevice(c->device);
+    return c;
+}
+
+/* Captured step graphs hold buffer addresses: forget them all when a buffer they may use moves. */
+static void graphs_forget(cuda_ctx *c) {
+    for (int i = 0; i < 16; i++) {
+        if (c->graphs[i].state == 2) cudaGraphExecDestroy(c->graphs[i].exec);
+        c->graphs[i].state = 0;
+    }
+}
+
+/* ---- weights: copied on first sight ---- */
+
+static size_t slot_of(const cuda_ctx *c, const void *host) {
+    uint64_t h = (uint64_t)(uintptr_t)host * 0x9E3779B97F4A7C15ull;
+    return (size_t)(h >> 20) & (c->map_cap - 1);
+}
+
+static void map_grow(cuda_ctx *c) {
+    size_t cap = c->map_cap ? c->map_cap * 2 : 1024;
+    weight_slot *old = c->map;
+    size_t old_cap = c->map_cap;
+    c->map = calloc(cap, sizeof *c->map);
+    HEARTH_ASSERT(c->map);
+    c->map_cap = cap;
+    for (size_t i = 0; i < old_cap; i++) {
+        if (!old[i].host) continue;
+        size_t j = slot_of(c, old[i].host);
+        while (c->map[j].host) j = (j + 1) & (cap - 1);
+        c->map[j] = old[i];
+    }
+    free(old);
+}
+
+static const void *weight_dev(cuda_ctx *c, const void *host, size_t bytes) {
+    if (!host) return NULL;
+    if ((c->map_n + 1) * 2 > c->map_cap) map_grow(c);
+    size_t j = slot_of(c, host);
+    while (c->map[j].host && c->map[j].host != host) j = (j + 1) & (c->map_cap - 1);
+    weight_slot *w = &c->map[j];
+    if (w->host && w->bytes >= bytes) return w->dev;
+    if (w->host) { /* seen before with a shorter length: copy it again, whole */
+        check(cudaStreamSynchronize(c->stream), "synchronize");
+        graphs_forget(c);
+        cudaFree(w->dev);
+        c->weight_bytes -= w->bytes;
+    } else c->map_n++;
+    w->host = host;
+    w->bytes = bytes;
+    check(cudaMalloc(&w->dev, bytes ? bytes : 1), "allocating a weight");
+    check(cudaMemcpyAsync(w->dev, host, bytes, cudaMemcpyHostToDevice, c->stream), "copying a weight");
+    c->weight_bytes += bytes;
+    return w->dev;
+}
+
+static const void *wdev(cuda_ctx *c, const hearth_weight *w) {
+    return weight_dev(c, w->data, (size_t)w->ne1 * w->row_bytes);
+}
+
+/* ---- ops ---- */
+
+static void cu_matmul(hearth_backend *be, const hearth_weight *w, const float *x, int64_t n_tok, float *y,
+                      int64_t ldy) {
+    cuda_ctx *c = ctx_of(be);
+    /* the kernel set decides the arithmetic, as on the CPU (kernels/kernels.h) */
+    bool exact = hearth_kernels_isa() == HEARTH_ISA_REF;
+    int e = hc_matmul(c->mm, (int)w->type, wdev(c, w), w->row_bytes, w->ne1, w->ne0, x, n_tok, y, ldy, exact);
+    if (e) {
+        hearth_log(HEARTH_LOG_ERROR, "cuda: matmul %s [%lld x %lld] x %lld tokens failed (%d)", hearth_type_name(w->type),
+                   (long long)w->ne1, (long long)w->ne0, (long long)n_tok, e);
+        hearth_abort(__FILE__, __LINE__, "matmul");
+    }
+}
+
+static void cu_get_rows(hearth_backend *be, const hearth_weight *w, const int32_t *ids, int64_t n, float scale,
+                        float *out) {
+    cuda_ctx *c = ctx_of(be);
+    hc_get_rows((int)w->type, wdev(c, w), w->row_bytes, w->ne0, ids, n, scale, out, c->stream);
+}
+
+static void cu_rmsnorm(hearth_backend *be, const float *x, const float *w, float *y, int64_t n_rows, int64_t dim,
+                       float eps) {
+    cuda_ctx *c = ctx_of(be);
+    hc_rmsnorm(x, weight_dev(c, w, (size_t)dim * sizeof(float)), y, n_rows, dim, eps, c->stream);
+}
+
+static void cu_rope(hearth_backend *be, float *x, int64_t n_tok, int32_t n_head, int32_t head_dim, int32_t n_rot,
+                    const int32_t *pos, const hearth_rope_params *rp) {
+    cuda_ctx *c = ctx_of(be);
+    const float *inv = weight_dev(c, rp->inv_freq, (size_t)(n_rot / 2) * sizeof(float));
+    hc_rope(x, n_tok, n_head, head_dim, n_rot, pos, inv, rp->theta_scale, rp->freq_scale,
+            rp->mscale > 0.0f ? rp->mscale : 1.0f, rp->neox, c->stream);
+}
+
+static void cu_kv_store(hearth_backend *be, const float *x, int64_t n_tok, int64_t width, const int32_t *seq,
+                        const int32_t *pos, void *cache, const hearth_kv_blocks *bl, bool f16) {
+    cuda_ctx *c = ctx_of(be);
+    hc_kv_store(x, n_tok, width, seq, pos, cache, bl->table, bl->max_blocks, bl->block_size, f16, c->stream);
+}
+
+static void cu_attention(hearth_backend *be, const hearth_attn_args *a) {
+    cuda_ctx *c = ctx_of(be);
+    HEARTH_ASSERT(a->head_dim == a->head_dim_v);
+    HEARTH_ASSERT(hc_attention_supported(a->head_dim, a->n_head / a->n_head_kv));
+    hc_attn h = {.n_tok = a->n_tok, .n_head = a->n_head, .n_head_kv = a->n_head_kv, .head_dim = a->head_dim,
+                 .q = a->q, .out = a->out, .pos = a->pos, .seq = a->seq, .k = a->k, .v = a->v,
+                 .table = a->blocks.table, .max_blocks = a->blocks.max_blocks, .block_size = a->blocks.block_size,
+                 .kv_f16 = a->kv_f16, .n_swa = a->n_swa, .scale = a->scale, .softcap = a->softcap,
+                 .max_len = a->max_len};
+    size_t need = hc_attention_scratch(&h);
+    if (need > c->attn_cap) {
+        check(cudaStreamSynchronize(c->stream), "synchronize");
+        graphs_forget(c);
+        cudaFree(c->attn_scratch);
+        c->attn_scratch = NULL;
+        c->attn_cap = 0;
+        check(cudaMalloc((void **)&c->attn_scratch, need * sizeof(float)), "allocating attention scratch");
+        c->attn_cap = need;
+    }
+    hc_attention(&h, c->attn_scratch, c->stream);
+}
+
+static void cu_glu(hearth_backend *be, float *g, const float *u, int64_t n, hearth_glu_kind kind) {
+    cuda_ctx *c = ctx_of(be);
+    hc_glu(g, u, n, (int)kind, c->stream);
+}
+
+static void cu_add_rows(hearth_backend *be, float *x, const float *b, int64_t n_rows, int64_t dim) {
+    cuda_ctx *c = ctx_of(be);
+    hc_add_rows(x, weight_dev(c, b, (size_t)dim * sizeof(float)), n_rows, dim, c->stream);
+}
+
+static void cu_add(hearth_backend *be, float *x, const float *y, int64_t n) {
+    cuda_ctx *c = ctx_of(be);
+    hc_add(x, y, n, c->stream);
+}
+
+static void cu_softcap(hearth_backend *be, float *x, int64_t n, float cap) {
+    cuda_ctx *c = ctx_of(be);
+    hc_softcap(x, n, cap, c->stream);
+}
+
+static void cu_copy_rows(hearth_backend *be, const float *x, int64_t dim, const int32_t *rows, int64_t n, float *y) {
+    cuda_ctx *c = ctx_of(be);
+    hc_copy_rows(x, dim, rows, n, y, c->stream);
+}
+
+static void cu_argmax(hearth_backend *be, const float *x, int64_t n_rows, int64_t n, int32_t *out) {
+    cuda_ctx *c = ctx_of(be);
+    if (n_rows <= 0) return;
+    if ((size_t)n_rows > c->ids_cap) {
+        check(cudaStreamSynchronize(c->stream), "synchronize");
+        cudaFree(c->ids);
+        check(cudaMalloc((void **)&c->ids, (size_t)n_rows * sizeof(int32_t)), "allocating ids");
+        c->ids_cap = (size_t)n_rows;
+    }
+    hc_argmax(x, n_rows, n, c->ids, c->stream);
+    check(cudaMemcpyAsync(out, c->ids, (size_t)n_rows * sizeof(int32_t), cudaMemcpyDeviceToHost, c->stream),
+          "copying ids");
+    check(cudaStreamSynchronize(c->stream), "argmax");
+}
+
+static bool cu_supports(hearth_backend *be, hearth_type type) {
+    (void)be;
+    return hc_type_supported((int)type);
+}
+
+/* ---- step graphs ---- */
+
+static int cu_graph_begin(hearth_backend *be, uint64_t key) {
+    cuda_ctx *c = ctx_of(be);
+    if (c->graphs_off) return HEARTH_GRAPH_NONE;
+    for (int i = 0; i < 16; i++) {
+        if (c->graphs[i].state == 0 || c->graphs[i].key != key) continue;
+        if (c->graphs[i].state == 2) {
+            check(cudaGraphLaunch(c->graphs[i].exec, c->stream), "launching a step graph");
+            return HEARTH_GRAPH_LAUNCHED;
+        }
+        if (c->graphs[i].state == 3) return HEARTH_GRAPH_NONE;
+        if (cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+            cudaGetLastError();
+            c->graphs[i].state = 3;
+            return HEARTH_GRAPH_NONE;
+        }
+        return HEARTH_GRAPH_CAPTURING;
+    }
+    int i = c->graph_next;
+    c->graph_next = (c->graph_next + 1) % 16;
+    if (c->graphs[i].state == 2) cudaGraphExecDestroy(c->graphs[i].exec);
+    c->graphs[i].key = key;
+    c->graphs[i].state = 1;
+    return HEARTH_GRAPH_NONE;
+}
+
+static bool cu_graph_end(hearth_backend *be, uint64_t key) {
+    cuda_ctx *c = ctx_of(be);
+    int i = 0;
+    while (i < 16 && !(c->graphs[i].key == key && c->graphs[i].state == 1)) i++;
+    cudaGraph_t g = NULL;
+    cudaError_t e = cudaStreamEndCapture(c->stream, &g);
+    if (e == cudaSuccess) e = cudaGraphInstantiate(&c->graphs[i < 16 ? i : 0].exec, g, 0);
+    if (g) cudaGraphDestroy(g);
+    if (e != cudaSuccess || i == 16) {
+        hearth_log(HEARTH_LOG_WARN, "cuda: a step could not be captured as a graph (%s); it runs op by op",
+                   cudaGetErrorString(e));
+        cudaGetLastError();
+        if (i < 16) c->graphs[i].state = 3;
+        return false;
+    }
+    c->graphs[i].state = 2;
+    check(cudaGraphLaunch(c->graphs[i].exec, c->stream), "launching a step graph");
+    return true;
+}
+
+/* ---- buffers ---- */
+
+static void *cu_alloc(hearth_backend *be, size_t bytes) {
+    cuda_ctx *c = ctx_of(be);
+    void *p = NULL;
+    if (cudaMalloc(&p, bytes ? bytes : 1) != cudaSuccess) {
+        cudaGetLastError(); /* clear the sticky-free error state of a failed allocation */
+        return NULL;
+    }
+    check(cudaMemsetAsync(p, 0, bytes, c->stream), "clearing a buffer");
+    return p;
+}
+
+static void cu_free(hearth_backend *be, void *p) {
+    if (!p) return;
+    cuda_ctx *c = ctx_of(be);
+    cudaStreamSynchronize(c->stream);
+    cudaFree(p);
+}
+
+static void cu_upload(hearth_backend *be, void *dst, const void *src, size_t bytes) {
+    cuda_ctx *c = ctx_of(be);
+    if (bytes) check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, c->stream), "upload");
+}
+
+static void cu_download(hearth_backend *be, void *dst, const void *src, size_t bytes) {
+    cuda_ctx *c = ctx_of(be);
+    if (bytes) check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, c->stream), "download");
+    check(cudaStreamSynchronize(c->stream), "download");
+}
+
+static void cu_info(hearth_backend *be, hearth_backend_info *out) {
+    cuda_ctx *c = ctx_of(be);
+    memset(out, 0, sizeof *out);
+    snprintf(out->device, sizeof out->device, "%s", c->name);
+    size_t fr = 0, tot = 0;
+    if (cudaMemGetInfo(&fr, &tot) == cudaSuccess) {
+        out->mem_total = tot;
+        out->mem_free = fr;
+    }
+}
+
+static void cu_destroy(hearth_backend *be) {
+    cuda_ctx *c = be->ctx;
+    if (c) {
+        cudaSetDevice(c->device);
+        if (c->stream) cudaStreamSynchronize(c->stream);
+        for (size_t i = 0; i < c->map_cap; i++)
+            if (c->map[i].host) cudaFree(c->map[i].dev);
+        free(c->map);
+        for (int i = 0; i < 16; i++)
+            if (c->graphs[i].state == 2) cudaGraphExecDestroy(c->graphs[i].exec);
+        cudaFree(c->attn_scratch);
+        cudaFree(c->ids);
+        hc_matmul_destroy(c->mm);
+        if (c->stream) cudaStreamDestroy(c->stream);
+        free(c);
+    }
+    free(be);
+}
+
+static const struct hearth_backend_i cuda_iface = {
+    .name = "cuda",
+    .host = false,
+    .alloc = cu_alloc,
+    .free = cu_free,
+    .upload = cu_upload,
+    .download = cu_download,
+    .info = cu_info,
+    .supports = cu_supports,
+    .graph_begin = cu_graph_begin,
+    .graph_end = cu_graph_end,
+    .matmul = cu_matmul,
+    .get_rows = cu_get_rows,
+    .rmsnorm = cu_rmsnorm,
+    .rope = cu_rope,
+    .kv_store = cu_kv_store,
+    .attention = cu_attention,
+    .glu = cu_glu,
+    .add_rows = cu_add_rows,
+    .add = cu_add,
+    .softcap = cu_softcap,
+    .copy_rows = cu_copy_rows,
+    .argmax = cu_argmax,
+    .destroy = cu_destroy,
+};
+
+bool hearth_cuda_built(void) { return true; }
+
+int hearth_cuda_device_count(void) {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return n;
+}
+
+hearth_backend *hearth_backend_cuda_create(int device, int64_t max_tok, hearth_err *err) {
+    (void)max_tok;
+    int n = hearth_cuda_device_count();
+    if (n <= 0) {
+        hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "no CUDA device is available");
+        return NULL;
+    }
+    if (device < 0 || device >= n) {
+        hearth_err_set(err, HEARTH_E_INVALID, -1, "CUDA device %d does not exist (%d found)", device, n);
+        return NULL;
+    }
+    hearth_backend *be = calloc(1, sizeof *be);
+    cuda_ctx *c = calloc(1, sizeof *c);
+    if (!be || !c) {
+        free(be);
+        free(c);
+        hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
+        return NULL;
+    }
+    be->iface = &cuda_iface;
+    be->ctx = c;
+    c->device = device;
+    struct cudaDeviceProp prop;
+    cudaError_t e = cudaSetDevice(device);
+    if (e == cudaSuccess) e = cudaGetDeviceProperties(&prop, device);
+    if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);
+    if (e != cudaSuccess) {
+        hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "CUDA device %d: %s", device, cudaGetErrorString(e));
+        cu_destroy(be);
+        return NULL;
+    }
+    snprintf(c->name, sizeof c->name, "%.95s", prop.name);
+    const char *gr = getenv("HEARTH_CUDA_GRAPHS");
+    c->graphs_off = gr && !strcmp(gr, "0");
+    c->mm = hc_matmul_create(c->stream);
+    if (!c->mm) {
+        hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "cannot start cuBLAS on CUDA device %d", device);
+        cu_destroy(be);
+        return NULL;
+    }
+    return be;
+}

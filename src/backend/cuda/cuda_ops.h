@@ -1,0 +1,92 @@
+/*
+ * cuda_ops.h - the CUDA kernels' launchers, callable from C (ARCHITECTURE 5): one .cu file per
+ * op in this folder, each the twin of a reference kernel in kernels/ref/ (tests/kernels/
+ * test_cuda_ops.c holds them to it). cuda_backend.c builds the backend's op table from these.
+ *
+ * Every pointer is device memory unless its comment says otherwise; every launcher queues work
+ * on `stream` (a cudaStream_t) and returns without waiting. Shapes follow backend.h.
+ * Thread rule: as the backend's, one thread drives a stream.
+ */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Weight types, equal to hearth_type's ids (tensor/dtype.h; cuda_backend.c checks). */
+enum {
+    HC_F32 = 0, HC_F16 = 1, HC_Q4_0 = 2, HC_Q4_1 = 3, HC_Q5_0 = 6, HC_Q5_1 = 7, HC_Q8_0 = 8,
+    HC_Q4_K = 12, HC_Q5_K = 13, HC_Q6_K = 14, HC_BF16 = 30,
+};
+bool hc_type_supported(int type);
+
+/* get_rows.cu: out[t] = dequant(row ids[t] of w) * scale;  out: [n][ne0] */
+void hc_get_rows(int type, const void *w, size_t row_bytes, int64_t ne0, const int32_t *ids, int64_t n,
+                 float scale, float *out, void *stream);
+
+/* rmsnorm.cu: y[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w  (w may be NULL; y may alias x) */
+void hc_rmsnorm(const float *x, const float *w, float *y, int64_t n_rows, int64_t dim, float eps, void *stream);
+
+/* rope.cu: RoPE in place on x [n_tok][n_head][head_dim]; inv_freq (device, [n_rot/2]) selects the
+ * transformers recipe, NULL the llama.cpp one (theta_scale, freq_scale); cos and sin are scaled
+ * by mscale (1 = none); neox: rotate halves */
+void hc_rope(float *x, int64_t n_tok, int32_t n_head, int32_t head_dim, int32_t n_rot, const int32_t *pos,
+             const float *inv_freq, float theta_scale, float freq_scale, float mscale, bool neox, void *stream);
+
+/* kv_store.cu: rows x [n_tok][width] into cache at (seq[t], pos[t]) through the block table */
+void hc_kv_store(const float *x, int64_t n_tok, int64_t width, const int32_t *seq, const int32_t *pos,
+                 void *cache, const int32_t *table, int32_t max_blocks, int32_t block_size, bool f16, void *stream);
+
+/* attention.cu: paged attention, one online-softmax pass over each query's keys (no score
+ * matrix), split over the keys when few queries meet a long context, then combined. */
+typedef struct {
+    int64_t        n_tok;
+    int32_t        n_head, n_head_kv, head_dim; /* head_dim <= 256, n_head / n_head_kv <= 8 */
+    const float   *q;       /* [n_tok][n_head*head_dim] */
+    float         *out;     /* [n_tok][n_head*head_dim] */
+    const int32_t *pos, *seq;
+    const void    *k, *v;   /* [block][block_size][n_head_kv*head_dim] */
+    const int32_t *table;
+    int32_t        max_blocks, block_size;
+    bool           kv_f16;
+    int32_t        n_swa;
+    float          scale, softcap;
+    int32_t        max_len; /* longest key range of the step (a hint for the split), 0 = unknown */
+} hc_attn;
+/* Floats of scratch hc_attention needs for a; it uses none when this is 0. */
+size_t hc_attention_scratch(const hc_attn *a);
+void   hc_attention(const hc_attn *a, float *scratch, void *stream);
+bool   hc_attention_supported(int32_t head_dim, int32_t group);
+
+/* glu.cu: g = act(g) * u; kind as hearth_glu_kind (0 swiglu, 1 geglu, 2 geglu rounded to f16) */
+void hc_glu(float *g, const float *u, int64_t n, int kind, void *stream);
+
+/* elementwise.cu */
+void hc_add(float *x, const float *y, int64_t n, void *stream);
+void hc_add_rows(float *x, const float *b, int64_t n_rows, int64_t dim, void *stream);
+void hc_softcap(float *x, int64_t n, float cap, void *stream);
+/* y[i] = x[rows[i]] for rows of dim floats */
+void hc_copy_rows(const float *x, int64_t dim, const int32_t *rows, int64_t n, float *y, void *stream);
+
+/* argmax.cu: out[r] = the first index of the largest of x[r][0..n) */
+void hc_argmax(const float *x, int64_t n_rows, int64_t n, int32_t *out, void *stream);
+
+/* matmul.cu: y[t][o] = sum_i w[o][i] x[t][i]; a matrix-vector kernel per type for few tokens,
+ * cuBLAS (weights dequantized to f16 first when quantized) for many. */
+typedef struct hc_matmul_ctx hc_matmul_ctx;
+hc_matmul_ctx *hc_matmul_create(void *stream); /* NULL on failure */
+void           hc_matmul_destroy(hc_matmul_ctx *c);
+/* 0 on success, else a CUDA or cuBLAS error code. exact: f32 activations for every type (the
+ * reference kernel set's arithmetic), else Q4_0/Q4_1/Q8_0 rows meet 8-bit activations at
+ * decode sizes (the default sets' arithmetic). */
+int            hc_matmul(hc_matmul_ctx *c, int type, const void *w, size_t row_bytes, int64_t n_out, int64_t n_in,
+                         const float *x, int64_t n_tok, float *y, int64_t ldy, bool exact);
+/* tokens at or below which the matrix-vector kernels run */
+#define HC_GEMV_MAX_TOK 8
+
+#ifdef __cplusplus
+}
+#endif

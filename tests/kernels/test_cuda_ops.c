@@ -1,0 +1,472 @@
+/*
+ * test_cuda_ops.c - every op of the CUDA backend against the CPU reference kernels
+ * (kernels/ref/) on random inputs, through the backend interface (backend.h).
+ *
+ * Each comparison is scored as max |cuda - ref| / max |ref| over the output and held to the
+ * op's line of the tolerance table below (one table, per op and type). The references are the
+ * plain C kernels: matmul against each weight row dequantized by quant_ref.c and dotted in double;
+ * attention against hearth_attn_head_paged_ref over the same block table. Without a GPU (or in a
+ * build without CUDA) every test skips. Run under `compute-sanitizer --tool memcheck` on the GPU
+ * host (docs/cuda.md).
+ */
+#include "test.h"
+
+#include "backend/backend.h"
+#include "kernels/kernels.h"
+#include "kernels/ref/attn_paged_ref.h"
+#include "kernels/ref/dot_ref.h"
+#include "kernels/ref/ops_ref.h"
+#include "kernels/ref/quant_ref.h"
+#include "tensor/dtype.h"
+
+#include <stdint.h>
+
+/* ---- the tolerance table: relative to the largest reference magnitude ---- */
+static const struct {
+    const char *op;
+    double      tol;
+} TOL[] = {
+    {"get_rows", 1e-6},        /* the same dequantization formulas */
+    {"rmsnorm", 2e-6},         /* f32 sum of squares vs double */
+    {"rope", 1e-3},            /* powf angles vs the running product, positions < 1000 */
+    {"rope_inv_freq", 2e-6},
+    {"kv_store", 0},           /* a copy (rounded to f16 the same way) */
+    {"attention_f32", 2e-5},
+    {"attention_f16", 4e-3},   /* the reference rounds the normalized weights to f16 */
+    {"glu", 2e-6},
+    {"glu_f16", 2e-3},         /* one f16 ulp where tanhf rounds differently */
+    {"elementwise", 1e-6},
+    {"matmul_gemv", 2e-5},     /* f32 products, summed in a different order */
+    {"matmul_gemv_q8", 1e-4},  /* 8-bit activations: the same integers, scaled in another order */
+    {"matmul_gemm_f32", 2e-5},
+    {"matmul_gemm_f16", 3e-3}, /* activations rounded to f16 for cuBLAS */
+    {"matmul_gemm_bf16", 1e-2}, /* activations rounded to bf16 */
+};
+
+static double tol_of(const char *op) {
+    for (size_t i = 0; i < sizeof TOL / sizeof TOL[0]; i++)
+        if (!strcmp(TOL[i].op, op)) return TOL[i].tol;
+    abort();
+}
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static float frand(void) { /* uniform in [-1, 1) */
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (float)((rng >> 40) & 0xffffff) / (float)(1 << 23) - 1.0f;
+}
+static void fill(float *x, int64_t n, float scale) {
+    for (int64_t i = 0; i < n; i++) x[i] = frand() * scale;
+}
+
+static hearth_backend *gpu(void) {
+    static hearth_backend *be;
+    static bool tried;
+    if (!tried) {
+        tried = true;
+        hearth_err err = {0};
+        hearth_kernels_init();
+        be = hearth_backend_cuda_create(0, 64, &err);
+        if (!be) fprintf(stderr, "  (no CUDA backend: %s)\n", err.msg);
+    }
+    return be;
+}
+#define NEED_GPU() do { if (!gpu()) TEST_SKIP("no CUDA device"); } while (0)
+
+/* device copy of host data */
+static void *up(const void *h, size_t bytes) {
+    void *d = hearth_buf_alloc(gpu(), bytes);
+    if (!d) abort();
+    hearth_buf_upload(gpu(), d, h, bytes);
+    return d;
+}
+static void down(void *h, const void *d, size_t bytes) { hearth_buf_download(gpu(), h, d, bytes); }
+static void dfree(void *d) { hearth_buf_free(gpu(), d); }
+
+/* max |a - b| / max |b| */
+static double rel_err(const float *a, const float *b, int64_t n) {
+    double m = 0, ref = 1e-30;
+    for (int64_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - (double)b[i]);
+        if (!(d <= m)) m = d; /* NaN wins */
+        if (fabs((double)b[i]) > ref) ref = fabs((double)b[i]);
+    }
+    return m / ref;
+}
+
+#define CHECK_REL(a, b, n, op) do { double e_ = rel_err(a, b, n);                            \
+    if (!(e_ <= tol_of(op))) { test_cur_failed++; fprintf(stderr,                               \
+    "  %s:%d: %s: relative error %.3g > %.3g\n", __FILE__, __LINE__, op, e_, tol_of(op)); } } while (0)
+
+/* ---- weights of every type, made from random floats with the reference quantizers ---- */
+
+typedef void (*from_fn)(const float *, void *, int64_t);
+typedef void (*to_fn)(const void *, float *, int64_t);
+static const struct {
+    hearth_type t;
+    from_fn     from;
+    to_fn       to;
+} TYPES[] = {
+    {HEARTH_TYPE_F32, hearth_f32_from_float_ref, hearth_f32_to_float_ref},
+    {HEARTH_TYPE_F16, hearth_f16_from_float_ref, hearth_f16_to_float_ref},
+    {HEARTH_TYPE_BF16, hearth_bf16_from_float_ref, hearth_bf16_to_float_ref},
+    {HEARTH_TYPE_Q4_0, hearth_q4_0_from_float_ref, hearth_q4_0_to_float_ref},
+    {HEARTH_TYPE_Q4_1, hearth_q4_1_from_float_ref, hearth_q4_1_to_float_ref},
+    {HEARTH_TYPE_Q5_0, hearth_q5_0_from_float_ref, hearth_q5_0_to_float_ref},
+    {HEARTH_TYPE_Q5_1, hearth_q5_1_from_float_ref, hearth_q5_1_to_float_ref},
+    {HEARTH_TYPE_Q8_0, hearth_q8_0_from_float_ref, hearth_q8_0_to_float_ref},
+    {HEARTH_TYPE_Q4_K, hearth_q4_K_from_float_ref, hearth_q4_K_to_float_ref},
+    {HEARTH_TYPE_Q5_K, hearth_q5_K_from_float_ref, hearth_q5_K_to_float_ref},
+    {HEARTH_TYPE_Q6_K, hearth_q6_K_from_float_ref, hearth_q6_K_to_float_ref},
+};
+enum { N_TYPES = sizeof TYPES / sizeof TYPES[0] };
+
+typedef struct {
+    hearth_weight w;
+    float        *deq; /* [ne1][ne0] the weight as the reference sees it */
+} tweight;
+
+static tweight make_weight(int ti, int64_t ne1, int64_t ne0) {
+    tweight tw = {0};
+    size_t rb = hearth_row_size(TYPES[ti].t, ne0);
+    char *data = malloc(rb * (size_t)ne1);
+    float *src = malloc(sizeof(float) * (size_t)ne0);
+    tw.deq = malloc(sizeof(float) * (size_t)(ne0 * ne1));
+    for (int64_t r = 0; r < ne1; r++) {
+        fill(src, ne0, 1.0f);
+        TYPES[ti].from(src, data + (size_t)r * rb, ne0);
+        TYPES[ti].to(data + (size_t)r * rb, tw.deq + r * ne0, ne0);
+    }
+    free(src);
+    tw.w = (hearth_weight){.type = TYPES[ti].t, .ne0 = ne0, .ne1 = ne1, .row_bytes = rb, .data = data};
+    return tw;
+}
+
+/* The backend keeps a device copy of each weight keyed by its host address for its lifetime
+ * (backend.h), so a test weight is never freed while the backend lives: a later malloc at the
+ * same address would be served the old copy. Weights are made once per (type, shape). */
+static tweight *weight_of(int ti, int64_t ne1, int64_t ne0) {
+    static struct { int ti; int64_t ne1, ne0; tweight tw; } made[64];
+    static int n_made;
+    for (int i = 0; i < n_made; i++)
+        if (made[i].ti == ti && made[i].ne1 == ne1 && made[i].ne0 == ne0) return &made[i].tw;
+    if (n_made == 64) abort();
+    made[n_made].ti = ti;
+    made[n_made].ne1 = ne1;
+    made[n_made].ne0 = ne0;
+    made[n_made].tw = make_weight(ti, ne1, ne0);
+    return &made[n_made++].tw;
+}
+
+/* ---- tests ---- */
+
+TEST(get_rows_every_type) {
+    NEED_GPU();
+    const int64_t ne0 = 512, ne1 = 40, n = 7;
+    int32_t ids[7] = {0, 39, 5, 5, 17, 2, 30};
+    for (int ti = 0; ti < N_TYPES; ti++) {
+        tweight tw = *weight_of(ti, ne1, ne0);
+        float *ref = malloc(sizeof(float) * n * ne0), *got = malloc(sizeof(float) * n * ne0);
+        for (int64_t t = 0; t < n; t++)
+            for (int64_t i = 0; i < ne0; i++) ref[t * ne0 + i] = tw.deq[ids[t] * ne0 + i] * 0.5f;
+        int32_t *d_ids = up(ids, sizeof ids);
+        float *d_out = hearth_buf_alloc(gpu(), sizeof(float) * n * ne0);
+        hearth_op_get_rows(gpu(), &tw.w, d_ids, n, 0.5f, d_out);
+        down(got, d_out, sizeof(float) * n * ne0);
+        fprintf(stderr, "  %s\n", hearth_type_name(TYPES[ti].t));
+        CHECK_REL(got, ref, n * ne0, "get_rows");
+        dfree(d_ids);
+        dfree(d_out);
+        free(ref);
+        free(got);
+    }
+}
+
+/* y = x W^T for each type at a decode size (GEMV) and a prefill size (cuBLAS) */
+TEST(matmul_every_type) {
+    NEED_GPU();
+    const int64_t ne0 = 512, ne1 = 70;
+    const int64_t toks[] = {1, 3, 8, 37};
+    for (int ti = 0; ti < N_TYPES; ti++) {
+        tweight tw = *weight_of(ti, ne1, ne0);
+        for (size_t k = 0; k < sizeof toks / sizeof toks[0]; k++) {
+            int64_t T = toks[k], ldy = ne1 + 3;
+            float *x = malloc(sizeof(float) * T * ne0), *ref = calloc((size_t)(T * ldy), sizeof(float)),
+                  *got = calloc((size_t)(T * ldy), sizeof(float));
+            fill(x, T * ne0, 2.0f);
+            /* Q4_0, Q4_1, Q8_0 at decode sizes multiply 8-bit activations: the reference is the
+             * scalar set's quantized dot (kernels/ref/dot_ref.c) */
+            hearth_type wt = TYPES[ti].t;
+            bool q8 = hearth_kernels_isa() != HEARTH_ISA_REF && T <= 8 && (wt == HEARTH_TYPE_Q4_0 || wt == HEARTH_TYPE_Q4_1 || wt == HEARTH_TYPE_Q8_0);
+            for (int64_t t = 0; t < T; t++) {
+                char xq[512 / 32 * 36];
+                if (q8 && wt == HEARTH_TYPE_Q4_1) hearth_q8_1_from_float_ref(x + t * ne0, xq, ne0);
+                else if (q8) hearth_q8_0_from_float_ref(x + t * ne0, xq, ne0);
+                for (int64_t o = 0; o < ne1; o++) {
+                    const char *wr = (const char *)tw.w.data + (size_t)o * tw.w.row_bytes;
+                    float sq = 0;
+                    double s = 0;
+                    if (wt == HEARTH_TYPE_Q4_1 && q8) hearth_vec_dot_q4_1_q8_1_ref(ne0, &sq, wr, xq);
+                    else if (wt == HEARTH_TYPE_Q4_0 && q8) hearth_vec_dot_q4_0_q8_0_ref(ne0, &sq, wr, xq);
+                    else if (q8) hearth_vec_dot_q8_0_q8_0_ref(ne0, &sq, wr, xq);
+                    else
+                        for (int64_t i = 0; i < ne0; i++) s += (double)tw.deq[o * ne0 + i] * x[t * ne0 + i];
+                    ref[t * ldy + o] = q8 ? sq : (float)s;
+                }
+            }
+            float *d_x = up(x, sizeof(float) * T * ne0), *d_y = hearth_buf_alloc(gpu(), sizeof(float) * T * ldy);
+            hearth_op_matmul(gpu(), &tw.w, d_x, T, d_y, ldy);
+            down(got, d_y, sizeof(float) * T * ldy);
+            const char *op = q8 ? "matmul_gemv_q8" : T <= 8 ? "matmul_gemv"
+                           : TYPES[ti].t == HEARTH_TYPE_F32 ? "matmul_gemm_f32"
+                           : TYPES[ti].t == HEARTH_TYPE_BF16 ? "matmul_gemm_bf16" : "matmul_gemm_f16";
+            fprintf(stderr, "  %s x %lld tokens\n", hearth_type_name(TYPES[ti].t), (long long)T);
+            CHECK_REL(got, ref, T * ldy, op);
+            dfree(d_x);
+            dfree(d_y);
+            free(x);
+            free(ref);
+            free(got);
+        }
+    }
+}
+
+TEST(rmsnorm_with_and_without_weight) {
+    NEED_GPU();
+    const int64_t rows = 9, dim = 1000;
+    float *x = malloc(sizeof(float) * rows * dim), *w = malloc(sizeof(float) * dim),
+          *ref = malloc(sizeof(float) * rows * dim), *got = malloc(sizeof(float) * rows * dim);
+    fill(x, rows * dim, 3.0f);
+    fill(w, dim, 1.5f);
+    for (int k = 0; k < 2; k++) {
+        const float *wk = k ? w : NULL;
+        for (int64_t r = 0; r < rows; r++) hearth_rmsnorm_ref(x + r * dim, wk, ref + r * dim, dim, 1e-6f);
+        float *d = up(x, sizeof(float) * rows * dim);
+        hearth_op_rmsnorm(gpu(), d, wk, d, rows, dim, 1e-6f); /* in place, as the model does */
+        down(got, d, sizeof(float) * rows * dim);
+        CHECK_REL(got, ref, rows * dim, "rmsnorm");
+        dfree(d);
+    }
+    free(x);
+    free(w);
+    free(ref);
+    free(got);
+}
+
+TEST(rope_both_recipes_both_layouts) {
+    NEED_GPU();
+    const int64_t T = 5;
+    const int32_t H = 3, D = 64, R = 64;
+    int32_t pos[5] = {0, 1, 17, 400, 999};
+    float inv[32];
+    hearth_rope_inv_freq(inv, R, 10000.0f, 1.0f);
+    for (int k = 0; k < 4; k++) {
+        hearth_rope_params rp = {.inv_freq = k & 1 ? inv : NULL, .theta_scale = powf(10000.0f, -2.0f / R),
+                                 .freq_scale = 1.0f, .neox = (k & 2) != 0};
+        float *x = malloc(sizeof(float) * T * H * D), *ref = malloc(sizeof(float) * T * H * D),
+              *got = malloc(sizeof(float) * T * H * D);
+        fill(x, T * H * D, 1.0f);
+        memcpy(ref, x, sizeof(float) * T * H * D);
+        for (int64_t t = 0; t < T; t++)
+            for (int32_t h = 0; h < H; h++) hearth_rope_ref(ref + (t * H + h) * D, R, pos[t], &rp);
+        float *d = up(x, sizeof(float) * T * H * D);
+        int32_t *d_pos = up(pos, sizeof pos);
+        hearth_op_rope(gpu(), d, T, H, D, R, d_pos, &rp);
+        down(got, d, sizeof(float) * T * H * D);
+        CHECK_REL(got, ref, T * H * D, k & 1 ? "rope_inv_freq" : "rope");
+        dfree(d);
+        dfree(d_pos);
+        free(x);
+        free(ref);
+        free(got);
+    }
+}
+
+TEST(glu_kinds) {
+    NEED_GPU();
+    const int64_t n = 5000;
+    float *g = malloc(sizeof(float) * n), *u = malloc(sizeof(float) * n), *ref = malloc(sizeof(float) * n),
+          *got = malloc(sizeof(float) * n);
+    fill(g, n, 12.0f); /* past +-10, where the f16 variant switches formula */
+    fill(u, n, 1.0f);
+    for (int kind = 0; kind < 3; kind++) {
+        memcpy(ref, g, sizeof(float) * n);
+        if (kind == 0) hearth_swiglu_ref(ref, u, n);
+        else if (kind == 1) hearth_geglu_ref(ref, u, n);
+        else hearth_geglu_f16_ref(ref, u, n);
+        float *dg = up(g, sizeof(float) * n), *du = up(u, sizeof(float) * n);
+        hearth_op_glu(gpu(), dg, du, n, (hearth_glu_kind)kind);
+        down(got, dg, sizeof(float) * n);
+        CHECK_REL(got, ref, n, kind == 2 ? "glu_f16" : "glu");
+        dfree(dg);
+        dfree(du);
+    }
+    free(g);
+    free(u);
+    free(ref);
+    free(got);
+}
+
+TEST(elementwise_add_add_rows_softcap_copy_rows_argmax) {
+    NEED_GPU();
+    const int64_t rows = 6, dim = 333, n = rows * dim;
+    float *x = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * n), *b = malloc(sizeof(float) * dim),
+          *ref = malloc(sizeof(float) * n), *got = malloc(sizeof(float) * n);
+    fill(x, n, 40.0f);
+    fill(y, n, 1.0f);
+    fill(b, dim, 1.0f);
+    float *dx = up(x, sizeof(float) * n), *dy = up(y, sizeof(float) * n);
+    /* add */
+    for (int64_t i = 0; i < n; i++) ref[i] = x[i] + y[i];
+    hearth_op_add(gpu(), dx, dy, n);
+    down(got, dx, sizeof(float) * n);
+    CHECK_REL(got, ref, n, "elementwise");
+    /* add_rows */
+    for (int64_t i = 0; i < n; i++) ref[i] += b[i % dim];
+    hearth_op_add_rows(gpu(), dx, b, rows, dim);
+    down(got, dx, sizeof(float) * n);
+    CHECK_REL(got, ref, n, "elementwise");
+    /* softcap */
+    for (int64_t i = 0; i < n; i++) ref[i] = 30.0f * tanhf(ref[i] / 30.0f);
+    hearth_op_softcap(gpu(), dx, n, 30.0f);
+    down(got, dx, sizeof(float) * n);
+    CHECK_REL(got, ref, n, "elementwise");
+    /* copy_rows and argmax, against the CPU backend's */
+    int32_t rws[4] = {5, 0, 2, 2}, am_ref[4], am_got[4];
+    int32_t *drows = up(rws, sizeof rws);
+    float *dsel = hearth_buf_alloc(gpu(), sizeof(float) * 4 * dim), *sel = malloc(sizeof(float) * 4 * dim);
+    hearth_op_copy_rows(gpu(), dx, dim, drows, 4, dsel);
+    down(sel, dsel, sizeof(float) * 4 * dim);
+    for (int r = 0; r < 4; r++) CHECK(!memcmp(sel + r * dim, got + rws[r] * dim, sizeof(float) * dim));
+    hearth_backend *cpu = hearth_backend_cpu_create(1, 4, dim, 16);
+    sel[dim + 7] = sel[dim + 9] = 1e6f; /* a tie: the first index wins */
+    float *dsel2 = up(sel, sizeof(float) * 4 * dim);
+    hearth_op_argmax(cpu, sel, 4, dim, am_ref);
+    hearth_op_argmax(gpu(), dsel2, 4, dim, am_got);
+    for (int r = 0; r < 4; r++) CHECK_EQ(am_got[r], am_ref[r]);
+    CHECK_EQ(am_got[1], 7);
+    hearth_backend_destroy(cpu);
+    dfree(dx);
+    dfree(dy);
+    dfree(drows);
+    dfree(dsel);
+    dfree(dsel2);
+    free(x);
+    free(y);
+    free(b);
+    free(ref);
+    free(got);
+    free(sel);
+}
+
+/* Paged cache: keys/values stored by kv_store through a shuffled block table, then attention of
+ * queries at several positions (decode-like, prefill-like, a long context that splits, a sliding
+ * window, softcap, grouped heads), each against the reference head by head. */
+static void attention_case(bool f16, int32_t n_head, int32_t n_head_kv, int32_t D, int32_t ctx, int32_t n_swa,
+                           float softcap, int64_t n_q) {
+    const int32_t bs = 16, n_blocks = (ctx + bs - 1) / bs + 3, max_blocks = (ctx + bs - 1) / bs;
+    const int64_t kvw = (int64_t)n_head_kv * D;
+    int32_t *table = malloc(sizeof(int32_t) * max_blocks);
+    for (int32_t i = 0; i < max_blocks; i++) table[i] = (i * 7 + 3) % n_blocks; /* distinct while n_blocks > 7 */
+    for (int32_t i = 0; i < max_blocks; i++)
+        for (int32_t j = 0; j < i; j++)
+            if (table[j] == table[i]) table[i] = (table[i] + 1) % n_blocks, j = -1;
+    float *kv = malloc(sizeof(float) * ctx * kvw), *vv = malloc(sizeof(float) * ctx * kvw);
+    fill(kv, ctx * kvw, 1.0f);
+    fill(vv, ctx * kvw, 1.0f);
+    int32_t *pos = malloc(sizeof(int32_t) * ctx), *seq = calloc((size_t)ctx, sizeof(int32_t));
+    for (int32_t i = 0; i < ctx; i++) pos[i] = i;
+    size_t esz = f16 ? 2 : 4, cache_bytes = (size_t)n_blocks * bs * (size_t)kvw * esz;
+    void *dk = hearth_buf_alloc(gpu(), cache_bytes), *dv = hearth_buf_alloc(gpu(), cache_bytes);
+    int32_t *dtable = up(table, sizeof(int32_t) * max_blocks), *dpos = up(pos, sizeof(int32_t) * ctx),
+            *dseq = up(seq, sizeof(int32_t) * ctx);
+    float *dkx = up(kv, sizeof(float) * ctx * kvw), *dvx = up(vv, sizeof(float) * ctx * kvw);
+    hearth_kv_blocks bl = {.table = dtable, .max_blocks = max_blocks, .block_size = bs};
+    hearth_op_kv_store(gpu(), dkx, ctx, kvw, dseq, dpos, dk, &bl, f16);
+    hearth_op_kv_store(gpu(), dvx, ctx, kvw, dseq, dpos, dv, &bl, f16);
+    /* the stored cache, checked against a host store, then used by the reference */
+    char *hk = malloc(cache_bytes), *hv = malloc(cache_bytes), *ek = calloc(1, cache_bytes), *ev = calloc(1, cache_bytes);
+    down(hk, dk, cache_bytes);
+    down(hv, dv, cache_bytes);
+    for (int32_t p = 0; p < ctx; p++) {
+        size_t base = ((size_t)table[p / bs] * bs + p % bs) * (size_t)kvw;
+        for (int64_t i = 0; i < kvw; i++) {
+            if (f16) {
+                ((uint16_t *)ek)[base + i] = hearth_fp32_to_fp16(kv[p * kvw + i]);
+                ((uint16_t *)ev)[base + i] = hearth_fp32_to_fp16(vv[p * kvw + i]);
+            } else {
+                ((float *)ek)[base + i] = kv[p * kvw + i];
+                ((float *)ev)[base + i] = vv[p * kvw + i];
+            }
+        }
+    }
+    CHECK(!memcmp(hk, ek, cache_bytes));
+    CHECK(!memcmp(hv, ev, cache_bytes));
+    /* queries: the last n_q positions */
+    int64_t qw = (int64_t)n_head * D;
+    float *q = malloc(sizeof(float) * n_q * qw), *ref = malloc(sizeof(float) * n_q * qw),
+          *got = malloc(sizeof(float) * n_q * qw), *scores = malloc(sizeof(float) * ctx);
+    fill(q, n_q * qw, 1.0f);
+    int32_t *qpos = malloc(sizeof(int32_t) * n_q);
+    for (int64_t t = 0; t < n_q; t++) qpos[t] = ctx - (int32_t)n_q + (int32_t)t;
+    float scale = 1.0f / sqrtf((float)D);
+    for (int64_t t = 0; t < n_q; t++)
+        for (int32_t h = 0; h < n_head; h++) {
+            int32_t hkv = h / (n_head / n_head_kv), p = qpos[t];
+            int64_t j0 = n_swa > 0 && p - n_swa + 1 > 0 ? p - n_swa + 1 : 0;
+            hearth_attn_head_paged_ref(q + (t * n_head + h) * D, hk + (size_t)hkv * D * esz, hv + (size_t)hkv * D * esz,
+                                       kvw, table, bs, f16, D, j0, p + 1, scale, softcap, scores,
+                                       ref + (t * n_head + h) * D);
+        }
+    float *dq = up(q, sizeof(float) * n_q * qw), *dout = hearth_buf_alloc(gpu(), sizeof(float) * n_q * qw);
+    int32_t *dqpos = up(qpos, sizeof(int32_t) * n_q);
+    hearth_attn_args a = {.n_tok = n_q, .n_head = n_head, .n_head_kv = n_head_kv, .head_dim = D, .head_dim_v = D,
+                          .q = dq, .out = dout, .pos = dqpos, .seq = dseq, .k = dk, .v = dv, .blocks = bl,
+                          .kv_f16 = f16, .n_swa = n_swa, .scale = scale, .softcap = softcap, .max_len = ctx};
+    hearth_op_attention(gpu(), &a);
+    down(got, dout, sizeof(float) * n_q * qw);
+    fprintf(stderr, "  %s heads %d/%d dim %d ctx %d swa %d softcap %g queries %lld\n", f16 ? "f16" : "f32", n_head,
+            n_head_kv, D, ctx, n_swa, softcap, (long long)n_q);
+    CHECK_REL(got, ref, n_q * qw, f16 ? "attention_f16" : "attention_f32");
+    dfree(dk);
+    dfree(dv);
+    dfree(dtable);
+    dfree(dpos);
+    dfree(dseq);
+    dfree(dkx);
+    dfree(dvx);
+    dfree(dq);
+    dfree(dout);
+    dfree(dqpos);
+    free(table);
+    free(kv);
+    free(vv);
+    free(pos);
+    free(seq);
+    free(hk);
+    free(hv);
+    free(ek);
+    free(ev);
+    free(q);
+    free(ref);
+    free(got);
+    free(scores);
+    free(qpos);
+}
+
+TEST(attention_paged) {
+    NEED_GPU();
+    for (int f = 0; f < 2; f++) {
+        attention_case(f, 8, 2, 64, 37, 0, 0, 37);      /* prefill of a short prompt, GQA 4 */
+        attention_case(f, 4, 4, 128, 3000, 0, 0, 1);    /* decode over a long context: split keys */
+        attention_case(f, 8, 1, 256, 700, 128, 0, 3);   /* head_dim 256, sliding window, GQA 8 */
+        attention_case(f, 4, 2, 32, 300, 0, 50.0f, 5);  /* softcap */
+    }
+}
+
+int main(int argc, char **argv) {
+    int rc = test_main(argc, argv);
+    if (gpu()) hearth_backend_destroy(gpu());
+    return rc;
+}

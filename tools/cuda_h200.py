@@ -1,0 +1,266 @@
+#!/usr/bin/env python3
+"""Make GPU-sized test checkpoints with transformers and measure hearth's CUDA backend against
+PyTorch + transformers on the same checkpoints, in one run on the GPU host (docs/cuda.md).
+
+The GPU host is offline and keeps nothing, so every checkpoint is made here: a Llama model of the
+named shape is built by transformers with random weights (seed fixed), kept on the GPU for
+PyTorch, and written as GGUF (gguf-py) for hearth, with the SmolLM2 byte-level BPE vocabulary
+copied from the committed tiny checkpoint (tests/golden/tiny/tiny-qwen2.gguf; its 49,152 tokens
+index the first rows of a larger embedding). Projections are bf16, or Q4_0 for the 4-bit
+variant (quantized from the same bf16 values with ggml's reference rounding).
+
+  python3 tools/cuda_h200.py mid OUT_DIR          two small checkpoints for the GPU-vs-CPU model test
+  python3 tools/cuda_h200.py bench OUT_DIR BENCH  measurements: JSON lines on stdout and in OUT_DIR
+
+BENCH is the bench/bench_cuda binary. Measurements, never assertions; the figures go to
+bench/cuda-h200.md by hand with the command that made them.
+"""
+import json, os, subprocess, sys, time
+
+import numpy as np
+import torch
+import transformers
+import gguf
+from gguf import GGUFWriter, GGMLQuantizationType as Q
+from gguf.quants import quantize
+
+DEVICE = "cuda"
+ROPE_THETA = 500000.0
+VOCAB_FROM = "tests/golden/tiny/tiny-qwen2.gguf"
+SHAPES = {  # hidden, layers, heads, kv heads, ffn, vocab
+    "1b": (2048, 16, 32, 8, 8192, 128256),
+    "8b": (4096, 32, 32, 8, 14336, 128256),
+    "mid": (1024, 8, 16, 4, 2816, 49152),
+}
+
+
+def log(*a):
+    print(*a, file=sys.stderr, flush=True)
+
+
+def vocab_fields(path):
+    r = gguf.GGUFReader(path)
+    f = lambda k: r.fields[k].contents()
+    return {"model": f("tokenizer.ggml.model"), "pre": f("tokenizer.ggml.pre"), "tokens": f("tokenizer.ggml.tokens"),
+            "types": f("tokenizer.ggml.token_type"), "merges": f("tokenizer.ggml.merges"),
+            "bos": int(f("tokenizer.ggml.bos_token_id")), "eos": int(f("tokenizer.ggml.eos_token_id"))}
+
+
+def make_model(shape, std):
+    E, L, H, KV, FF, V = SHAPES[shape]
+    cfg = transformers.LlamaConfig(hidden_size=E, num_hidden_layers=L, num_attention_heads=H, num_key_value_heads=KV,
+                                   intermediate_size=FF, vocab_size=V, max_position_embeddings=8192,
+                                   rope_theta=ROPE_THETA, rms_norm_eps=1e-5, tie_word_embeddings=False,
+                                   initializer_range=std)
+    torch.manual_seed(0)
+    with torch.device(DEVICE):
+        m = transformers.LlamaForCausalLM(cfg).to(torch.bfloat16)
+    # random norms around 1, so the norms are not all the same value
+    with torch.no_grad():
+        for n, p in m.named_parameters():
+            if p.dim() == 1:
+                p.copy_(1.0 + 0.1 * torch.randn_like(p))
+    return m.eval(), cfg
+
+
+def q4_0_rows(w):
+    """ggml's reference Q4_0 of a 2-D tensor on the GPU: bytes [rows][blocks * 18]."""
+    rows, n = w.shape
+    x = w.float().reshape(rows, n // 32, 32)
+    idx = x.abs().argmax(dim=-1, keepdim=True)
+    mx = torch.gather(x, -1, idx)
+    d = mx / -8.0
+    idd = torch.where(d != 0, 1.0 / d, torch.zeros_like(d))
+    q = torch.clamp((x * idd + 8.5).to(torch.int8), max=15).to(torch.uint8)
+    qs = q[..., :16] | (q[..., 16:] << 4)
+    dh = d.to(torch.float16).view(torch.uint8).reshape(rows, n // 32, 2)
+    return torch.cat([dh, qs], dim=-1).reshape(rows, n // 32 * 18).cpu().numpy()
+
+
+def write_gguf(m, cfg, path, kind, vocab):
+    """kind: bf16 | q4_0 | mixed. Returns the bytes one decode step reads (every matrix but the
+    embedding, plus the norms)."""
+    w = GGUFWriter(path, "llama")
+    w.add_name(f"hearth bench llama {kind}")
+    w.add_context_length(8192)
+    w.add_embedding_length(cfg.hidden_size)
+    w.add_block_count(cfg.num_hidden_layers)
+    w.add_feed_forward_length(cfg.intermediate_size)
+    w.add_head_count(cfg.num_attention_heads)
+    w.add_head_count_kv(cfg.num_key_value_heads)
+    w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
+    w.add_rope_freq_base(ROPE_THETA)
+    w.add_rope_dimension_count(cfg.hidden_size // cfg.num_attention_heads)
+    w.add_tokenizer_model(vocab["model"])
+    w.add_tokenizer_pre(vocab["pre"])
+    w.add_token_list(vocab["tokens"])
+    w.add_token_types(vocab["types"])
+    w.add_token_merges(vocab["merges"])
+    w.add_bos_token_id(vocab["bos"])
+    w.add_eos_token_id(vocab["eos"])
+    w.add_add_bos_token(False)
+    names = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight",
+             "lm_head.weight": "output.weight"}
+    per = {"self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
+           "self_attn.o_proj": "attn_output", "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
+           "mlp.down_proj": "ffn_down", "input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm"}
+    mixed = {"attn_q": Q.Q8_0, "attn_k": Q.Q4_0, "attn_v": Q.Q4_1, "attn_output": Q.Q5_0, "ffn_gate": Q.Q4_1,
+             "ffn_up": Q.Q5_1, "ffn_down": Q.Q8_0, "token_embd": Q.Q4_0, "output": Q.Q8_0}
+    step_bytes = 0
+    for hf, t in m.state_dict().items():
+        if hf in names:
+            name = names[hf]
+        else:
+            parts = hf.split(".")  # model.layers.N.<sub>.<proj>.weight
+            name = f"blk.{parts[2]}.{per['.'.join(parts[3:-1])]}.weight"
+        short = name.split(".")[-2]
+        if t.dim() == 1:
+            a = t.float().cpu().numpy()
+            w.add_tensor(name, a)
+        elif kind == "bf16":
+            a = t.contiguous().view(torch.int16).cpu().numpy().view(np.uint16)
+            w.add_tensor(name, a, raw_dtype=Q.BF16)
+        elif kind == "q4_0":
+            a = q4_0_rows(t)
+            w.add_tensor(name, a, raw_shape=a.shape, raw_dtype=Q.Q4_0)
+        else:
+            a = quantize(t.float().cpu().numpy(), mixed[short])
+            w.add_tensor(name, a, raw_shape=a.shape, raw_dtype=mixed[short])
+        if short != "token_embd":
+            step_bytes += a.nbytes
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return step_bytes
+
+
+def measure_device():
+    x = torch.empty(1 << 32, dtype=torch.uint8, device="cuda")
+    y = torch.empty_like(x)
+    for _ in range(3):
+        y.copy_(x)
+    torch.cuda.synchronize()
+    t = time.time()
+    for _ in range(20):
+        y.copy_(x)
+    torch.cuda.synchronize()
+    bw = 2 * x.numel() * 20 / (time.time() - t)
+    del x, y
+    a = torch.randn(8192, 8192, dtype=torch.bfloat16, device="cuda")
+    b = torch.randn(8192, 8192, dtype=torch.bfloat16, device="cuda")
+    for _ in range(3):
+        a @ b
+    torch.cuda.synchronize()
+    t = time.time()
+    for _ in range(10):
+        a @ b
+    torch.cuda.synchronize()
+    flops = 2 * 8192 ** 3 * 10 / (time.time() - t)
+    return {"what": "device", "name": torch.cuda.get_device_name(), "copy_bytes_s": bw, "bf16_gemm_flop_s": flops,
+            "torch": torch.__version__, "transformers": transformers.__version__}
+
+
+@torch.no_grad()
+def torch_decode(m, gen, batch=1, static=False):
+    ids = torch.randint(100, 10100, (batch, 32), device="cuda")
+    kw = dict(do_sample=False, pad_token_id=0, eos_token_id=None)
+    if static:
+        kw["cache_implementation"] = "static"
+    m.generate(ids, max_new_tokens=8, min_new_tokens=8, **kw)
+    if static:
+        m.generate(ids, max_new_tokens=8, min_new_tokens=8, **kw)
+    torch.cuda.synchronize()
+    t = time.time()
+    out = m.generate(ids, max_new_tokens=gen, min_new_tokens=gen, **kw)
+    torch.cuda.synchronize()
+    dt = time.time() - t
+    return batch * (out.shape[1] - 32) / dt
+
+
+@torch.no_grad()
+def torch_prefill(m, n):
+    ids = torch.randint(100, 10100, (1, n), device="cuda")
+    m(ids, logits_to_keep=1)
+    torch.cuda.synchronize()
+    best = 1e30
+    for _ in range(2):
+        t = time.time()
+        m(ids, logits_to_keep=1)
+        torch.cuda.synchronize()
+        best = min(best, time.time() - t)
+    return best
+
+
+def hearth(bench, path, *args):
+    env = dict(os.environ)
+    r = subprocess.run([bench, path, *args], capture_output=True, text=True, env=env, timeout=400)
+    sys.stderr.write(r.stderr[-3000:])
+    return [json.loads(l) for l in r.stdout.splitlines() if l.startswith("{")]
+
+
+def emit(out, rec):
+    line = json.dumps(rec)
+    print(line, flush=True)
+    out.write(line + "\n")
+    out.flush()
+
+
+def main():
+    stage, od = sys.argv[1], sys.argv[2]
+    os.makedirs(od, exist_ok=True)
+    vocab = vocab_fields(VOCAB_FROM)
+    if stage == "mid":
+        m, cfg = make_model("mid", 0.05)
+        for kind in ("mixed", "bf16"):
+            write_gguf(m, cfg, f"{od}/mid-{kind}.gguf", kind, vocab)
+        return
+    bench = sys.argv[3]
+    out = open(f"{od}/bench.jsonl", "w")
+    emit(out, measure_device())
+    plan = [("1b", "bf16", []), ("8b", "bf16", ["--prefill", "4096", "--streams", "64"]), ("8b", "q4_0", [])]
+    only = os.environ.get("HEARTH_BENCH_ONLY")
+    for shape, kind, extra in plan:
+        if only and f"{shape}-{kind}" not in only.split(","):
+            continue
+        t = time.time()
+        m, cfg = make_model(shape, 0.02)
+        path = f"{od}/{shape}-{kind}.gguf"
+        step_bytes = write_gguf(m, cfg, path, kind, vocab)
+        emit(out, {"what": "model", "model": f"{shape}-{kind}", "decode_step_bytes": step_bytes,
+                   "file_bytes": os.path.getsize(path), "made_s": time.time() - t})
+        for rec in hearth(bench, path, "--gen", "128", *extra):
+            rec["model"] = f"{shape}-{kind}"
+            rec["engine"] = "hearth"
+            emit(out, rec)
+        if os.environ.get("HEARTH_BENCH_NCU") == f"{shape}-{kind}":  # per-kernel times of a few decode steps
+            r = subprocess.run(["ncu", "--clock-control", "none", "--launch-skip", "600", "--launch-count", "40",
+                                "--metrics", "gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed",
+                                bench, path, "--gen", "16"], capture_output=True, text=True, timeout=300)
+            with open(f"{od}/ncu.txt", "w") as f:
+                f.write(r.stdout[-60000:] + r.stderr[-5000:])
+        os.remove(path)
+        if kind == "bf16":
+            emit(out, {"what": "decode", "engine": "torch-eager", "model": f"{shape}-{kind}",
+                       "tok_s": torch_decode(m, 128)})
+            if f"{shape}-{kind}" in os.environ.get("HEARTH_BENCH_COMPILE", "").split(","):
+                try:
+                    m.forward = torch.compile(m.forward, mode="reduce-overhead", fullgraph=True)
+                    emit(out, {"what": "decode", "engine": "torch-static-compile", "model": f"{shape}-{kind}",
+                               "tok_s": torch_decode(m, 128, static=True)})
+                except Exception as e:  # report, keep going
+                    emit(out, {"what": "decode", "engine": "torch-static-compile", "error": str(e)[:300]})
+                m.forward = m.__class__.forward.__get__(m)
+            if "--prefill" in extra:
+                s = torch_prefill(m, 4096)
+                emit(out, {"what": "prefill", "engine": "torch-eager", "model": f"{shape}-{kind}", "tokens": 4096,
+                           "ms": s * 1e3, "tok_s": 4096 / s})
+            if "--streams" in extra:
+                emit(out, {"what": "streams", "engine": "torch-eager", "model": f"{shape}-{kind}", "n": 64,
+                           "agg_tok_s": torch_decode(m, 128, batch=64)})
+        del m
+        torch.cuda.empty_cache()
+
+
+if __name__ == "__main__":
+    main()
