@@ -14,6 +14,7 @@
  */
 #include "cli/cli.h"
 #include "engine/engine.h"
+#include "backend/backend.h"
 #include "kernels/kernels.h"
 #include "model/model.h"
 #include "store/evals.h"
@@ -32,6 +33,7 @@
 
 const char cli_usage_benchmark[] =
     "usage: hearth benchmark [model] [--tokens N] [--runs N] [--prompt-tokens N] [--threads N]\n"
+    "                        [--device auto|cpu|cuda]\n"
     "\n"
     "Measure prefill and decode speed of a model here and record the result in the evals\n"
     "database (`hearth evals` lists it). Each run is one request: a prompt of N pseudo-random\n"
@@ -42,6 +44,7 @@ const char cli_usage_benchmark[] =
     "  --runs N            measured runs (default 3)\n"
     "  --prompt-tokens N   prompt length (default 512)\n"
     "  --threads N         compute threads (default: all CPUs)\n"
+    "  --device D          auto (default: the GPU when usable), cpu or cuda\n"
     "  --json              print one JSON object instead of the table\n"
     "  --no-record         do not write the evals database\n"
     "\n"
@@ -61,6 +64,7 @@ typedef struct {
     const char *model;
     long long   tokens, runs, prompt_tokens, threads;
     bool        json, no_record;
+    hearth_device device;
 } bench_opts;
 
 static int parse(int argc, char **argv, bench_opts *o) {
@@ -77,7 +81,13 @@ static int parse(int argc, char **argv, bench_opts *o) {
             NEEDVAL();
             if (!cli_parse_int(a, val, 1, 1 << 20, &o->prompt_tokens)) return 2;
         } else if (FLAG("--threads")) { NEEDVAL(); if (!cli_parse_int(a, val, 1, 1024, &o->threads)) return 2; }
-        else if (a[0] == '-' && a[1]) {
+        else if (FLAG("--device")) {
+            NEEDVAL();
+            if (!hearth_device_parse(val, &o->device)) {
+                cli_error("--device expects auto, cpu or cuda (got \"%s\")", val);
+                return 2;
+            }
+        } else if (a[0] == '-' && a[1]) {
             cli_error("unknown flag '%s' (try 'hearth help benchmark')", a);
             return 2;
         } else if (!o->model) o->model = a;
@@ -209,6 +219,7 @@ int cli_benchmark(int argc, char **argv) {
     ep.n_ctx = (int32_t)(n_ctx > INT32_MAX ? INT32_MAX : n_ctx);
     ep.batch = 1;
     ep.prompt_cache = 0;
+    ep.device = (int)o.device;
     if (hearth_engine_create(m, &ep, &e, &err)) {
         cli_error("%s", err.msg);
         goto out;
@@ -240,6 +251,13 @@ int cli_benchmark(int argc, char **argv) {
     if (!row.threads) row.threads = hearth_cpu_count();
     snprintf(row.levers, sizeof row.levers, "kernels=%s threads=%d kv=f16 batch=1 prefill_chunk=512",
              row.kernels, row.threads);
+    hearth_engine_device_info dev;
+    hearth_engine_device(e, &dev);
+    if (strcmp(dev.backend, "cpu") != 0) { /* the GPU computes: say which */
+        snprintf(row.kernels, sizeof row.kernels, "%s", dev.backend);
+        snprintf(row.levers, sizeof row.levers, "device=%s (%.60s) kv=f16 batch=1 prefill_chunk=512", dev.backend,
+                 dev.device);
+    }
 
     double wpf, wdc;
     int32_t warm_prompt = o.prompt_tokens < 32 ? (int32_t)o.prompt_tokens : 32;
