@@ -387,13 +387,7 @@ static void cpu_copy_rows(hearth_backend *be, const float *x, int64_t dim, const
 
 static void cpu_argmax(hearth_backend *be, const float *x, int64_t n_rows, int64_t n, int32_t *out) {
     (void)be;
-    for (int64_t r = 0; r < n_rows; r++) {
-        const float *row = x + r * n;
-        int64_t best = 0;
-        for (int64_t i = 1; i < n; i++)
-            if (row[i] > row[best]) best = i;
-        out[r] = (int32_t)best;
-    }
+    for (int64_t r = 0; r < n_rows; r++) out[r] = (int32_t)hearth_kernels_argmax(x + r * n, n);
 }
 
 /* ---- buffers: host memory ---- */
