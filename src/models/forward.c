@@ -106,6 +106,7 @@ void hearth_fwd_destroy(hearth_fwd *f) {
 }
 
 void hearth_fwd_set_trace(hearth_fwd *f, hearth_fwd_trace_fn fn, void *user) {
+    if (f->be && !f->be->iface->host) return; /* the hook reads activations in host memory */
     f->trace = fn;
     f->trace_user = user;
 }

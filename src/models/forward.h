@@ -74,7 +74,8 @@ bool            hearth_fwd_supported(const hearth_model *m, hearth_backend *be, 
  * that made it, named as llama.cpp names its graph nodes ("Qcur-3", "ffn_out-0", ...) with the
  * op ("MUL_MAT", "ROPE", ...), as n_rows rows of width floats (tools/hearth_trace.c writes
  * them out; tools/trace_compare.py lines them up with llama.cpp's). il is the layer, -1 outside
- * the layers. NULL (the default) turns it off; the cost is then one branch per op. */
+ * the layers. NULL (the default) turns it off; the cost is then one branch per op. A device
+ * backend (CUDA) ignores it: its activations are not in host memory. */
 typedef void (*hearth_fwd_trace_fn)(void *user, const char *name, int32_t il, const char *op, const float *x,
                                     int64_t n_rows, int64_t width);
 void hearth_fwd_set_trace(hearth_fwd *f, hearth_fwd_trace_fn fn, void *user);

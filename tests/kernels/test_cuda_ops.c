@@ -308,7 +308,7 @@ TEST(glu_kinds) {
     free(got);
 }
 
-TEST(elementwise_add_add_rows_softcap_copy_rows_argmax) {
+TEST(elementwise_add_add_rows_scale_softcap_copy_rows_argmax) {
     NEED_GPU();
     const int64_t rows = 6, dim = 333, n = rows * dim;
     float *x = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * n), *b = malloc(sizeof(float) * dim),
@@ -325,6 +325,11 @@ TEST(elementwise_add_add_rows_softcap_copy_rows_argmax) {
     /* add_rows */
     for (int64_t i = 0; i < n; i++) ref[i] += b[i % dim];
     hearth_op_add_rows(gpu(), dx, b, rows, dim);
+    down(got, dx, sizeof(float) * n);
+    CHECK_REL(got, ref, n, "elementwise");
+    /* scale */
+    for (int64_t i = 0; i < n; i++) ref[i] *= 0.125f;
+    hearth_op_scale(gpu(), dx, n, 0.125f);
     down(got, dx, sizeof(float) * n);
     CHECK_REL(got, ref, n, "elementwise");
     /* softcap */

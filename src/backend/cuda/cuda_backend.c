@@ -203,6 +203,11 @@ static void cu_add(hearth_backend *be, float *x, const float *y, int64_t n) {
     hc_add(x, y, n, c->stream);
 }
 
+static void cu_scale(hearth_backend *be, float *x, int64_t n, float sc) {
+    cuda_ctx *c = ctx_of(be);
+    hc_scale(x, n, sc, c->stream);
+}
+
 static void cu_softcap(hearth_backend *be, float *x, int64_t n, float cap) {
     cuda_ctx *c = ctx_of(be);
     hc_softcap(x, n, cap, c->stream);
@@ -361,6 +366,7 @@ static const struct hearth_backend_i cuda_iface = {
     .glu = cu_glu,
     .add_rows = cu_add_rows,
     .add = cu_add,
+    .scale = cu_scale,
     .softcap = cu_softcap,
     .copy_rows = cu_copy_rows,
     .argmax = cu_argmax,

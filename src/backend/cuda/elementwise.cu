@@ -1,5 +1,5 @@
 /* elementwise.cu - the small row ops of a step (twins of the CPU backend's add, add_rows,
- * softcap and the logits row gather): one thread per element. */
+ * scale, softcap and the logits row gather): one thread per element. */
 #include "backend/cuda/common.cuh"
 
 static __global__ void add_k(float *x, const float *y, int64_t n) {
@@ -10,6 +10,11 @@ static __global__ void add_k(float *x, const float *y, int64_t n) {
 static __global__ void add_rows_k(float *x, const float *b, int64_t n, int64_t dim) {
     int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) x[i] += b[i % dim];
+}
+
+static __global__ void scale_k(float *x, int64_t n, float s) {
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] *= s;
 }
 
 static __global__ void softcap_k(float *x, int64_t n, float cap) {
@@ -29,6 +34,10 @@ void hc_add(float *x, const float *y, int64_t n, void *stream) {
 void hc_add_rows(float *x, const float *b, int64_t n_rows, int64_t dim, void *stream) {
     int64_t n = n_rows * dim;
     if (n > 0) add_rows_k<<<hc_blocks(n, 256), 256, 0, (cudaStream_t)stream>>>(x, b, n, dim);
+}
+
+void hc_scale(float *x, int64_t n, float s, void *stream) {
+    if (n > 0) scale_k<<<hc_blocks(n, 256), 256, 0, (cudaStream_t)stream>>>(x, n, s);
 }
 
 void hc_softcap(float *x, int64_t n, float cap, void *stream) {
