@@ -9,6 +9,13 @@
  *   preempted  the 8 at once into a pool (blocks of 4) that holds about three of them, without
  *              the cache: sequences are preempted and recomputed, the tokens must not change
  *
+ * Near ties: the default kernels follow llama.cpp's x86 operation order, in which a matmul's or
+ * an attention's float order depends on how many tokens the step carries (docs/engine.md), so
+ * a batched step may move a logit in its last bits. Where the reference run's top two
+ * log-probabilities are within NEAR_TIE nats, the batched run may take the runner-up; that one
+ * divergence is accepted (and printed), the tokens after it are not compared. Any other
+ * difference fails.
+ *
  * The prompts are pairs sharing a 16-token stem, so prefixes also meet inside a batch. Models
  * come from HEARTH_SMOLLM2_GGUF / HEARTH_GEMMA3_GGUF; skipped under the sanitizers (the tiny
  * model covers the same paths there: tests/unit/test_engine.c).
@@ -22,8 +29,13 @@
 #include <time.h>
 
 enum { NQ = 8, PLEN = 20, NGEN = 8, CTX = 64 };
+#define NEAR_TIE 0.01f
 
-static int collect(hearth_request *r, int32_t *toks, int cap, hearth_event *done) {
+/* The reference run's top two log-probabilities per step. */
+static float margin[NQ][NGEN];
+static int32_t second[NQ][NGEN];
+
+static int collect(hearth_request *r, int32_t *toks, int cap, hearth_event *done, float *marg, int32_t *sec) {
     int n = 0;
     for (;;) {
         hearth_event ev;
@@ -35,7 +47,14 @@ static int collect(hearth_request *r, int32_t *toks, int cap, hearth_event *done
             *done = ev;
             return n;
         }
-        if (n < cap) toks[n] = ev.token;
+        if (n < cap) {
+            toks[n] = ev.token;
+            if (marg) CHECK(ev.has_logprobs && ev.lp.n_top >= 2);
+            if (marg && ev.has_logprobs && ev.lp.n_top >= 2) {
+                marg[n] = ev.lp.top_logprob[0] - ev.lp.top_logprob[1];
+                sec[n] = ev.lp.top_id[1];
+            }
+        }
         n++;
     }
 }
@@ -58,19 +77,22 @@ static hearth_engine *engine(hearth_model *m, int32_t batch, int32_t block_size,
 }
 
 /* Submit prompts [0, n) at once; tokens into out, n_cached into cached. */
-static void run(hearth_engine *e, int32_t p[NQ][PLEN], int n, int32_t out[NQ][NGEN], int32_t *cached) {
+static void run(hearth_engine *e, int32_t p[NQ][PLEN], int n, int32_t out[NQ][NGEN], int32_t *cached,
+                float marg[][NGEN], int32_t sec[][NGEN]) {
     hearth_request *r[NQ] = {0};
     hearth_err err;
     for (int i = 0; i < n; i++) {
         hearth_request_params rp = {.prompt = p[i], .n_prompt = PLEN, .max_tokens = NGEN,
                                     .sampling = hearth_sampler_params_default(), .ignore_eog = true};
         rp.sampling.temperature = 0;
+        rp.logprobs = true;
+        rp.top_logprobs = 2;
         CHECK_EQ(hearth_engine_submit(e, &rp, &r[i], &err), HEARTH_OK);
     }
     for (int i = 0; i < n; i++) {
         if (!r[i]) continue;
         hearth_event done = {0};
-        CHECK_EQ(collect(r[i], out[i], NGEN, &done), NGEN);
+        CHECK_EQ(collect(r[i], out[i], NGEN, &done, marg ? marg[i] : NULL, sec ? sec[i] : NULL), NGEN);
         CHECK_EQ(done.finish, HEARTH_FINISH_LENGTH);
         if (cached) cached[i] = done.n_cached;
         hearth_request_release(r[i]);
@@ -86,9 +108,20 @@ static void idle_stats(hearth_engine *e, hearth_engine_stats *st) {
     }
 }
 
-static int differing(int32_t a[NQ][NGEN], int32_t b[NQ][NGEN]) {
+/* How many of got's sequences differ from cold's other than by taking the runner-up at a near tie
+ * of the reference (after which the sequences are not compared). */
+static int differing(int32_t got[NQ][NGEN], int32_t cold[NQ][NGEN]) {
     int n = 0;
-    for (int i = 0; i < NQ; i++) n += memcmp(a[i], b[i], sizeof a[i]) != 0;
+    for (int i = 0; i < NQ; i++)
+        for (int t = 0; t < NGEN; t++) {
+            if (got[i][t] == cold[i][t]) continue;
+            if (margin[i][t] < NEAR_TIE && got[i][t] == second[i][t])
+                printf("  prompt %d step %d: near tie (margin %.5f nats), runner-up taken\n", i, t,
+                       (double)margin[i][t]);
+            else
+                n++;
+            break;
+        }
     return n;
 }
 
@@ -112,15 +145,15 @@ static void check_model(const char *path) {
     hearth_engine_stats st;
 
     hearth_engine *e = engine(m, 1, 16, CTX, 0);
-    for (int i = 0; e && i < NQ; i++) run(e, &p[i], 1, &cold[i], NULL);
+    for (int i = 0; e && i < NQ; i++) run(e, &p[i], 1, &cold[i], NULL, &margin[i], &second[i]);
     hearth_engine_destroy(e);
 
     e = engine(m, NQ, 16, NQ * CTX, -1);
     if (e) {
-        run(e, p, NQ, got, NULL);
+        run(e, p, NQ, got, NULL, NULL, NULL);
         CHECK_EQ(differing(got, cold), 0);
         memset(got, 0, sizeof got);
-        run(e, p, NQ, got, cached);
+        run(e, p, NQ, got, cached, NULL, NULL);
         CHECK_EQ(differing(got, cold), 0);
         for (int i = 0; i < NQ; i++) CHECK_EQ(cached[i], 16); /* the full block of 16 (never the last token's) */
         idle_stats(e, &st);
@@ -132,7 +165,7 @@ static void check_model(const char *path) {
     e = engine(m, NQ, 4, 3 * (PLEN + NGEN), 0);
     if (e) {
         memset(got, 0, sizeof got);
-        run(e, p, NQ, got, NULL);
+        run(e, p, NQ, got, NULL, NULL, NULL);
         CHECK_EQ(differing(got, cold), 0);
         idle_stats(e, &st);
         CHECK(st.preemptions > 0);
