@@ -7,6 +7,7 @@ did (running, prefix-cache hits, pool blocks, preemptions).
 import concurrent.futures
 import re
 import subprocess
+import time
 
 import openai
 import pytest
@@ -21,6 +22,34 @@ def greedy(s, prompt, n):
     r = s.client().completions.create(model="tiny", prompt=prompt, max_tokens=n, temperature=0,
                                       extra_body={"ignore_eos": True})
     return r.choices[0].text, r.usage
+
+
+def greedy_lp(s, prompt, n):
+    """Greedy tokens with each step's top-2 log-probabilities."""
+    r = s.client().completions.create(model="tiny", prompt=prompt, max_tokens=n, temperature=0, logprobs=2,
+                                      extra_body={"ignore_eos": True})
+    lp = r.choices[0].logprobs
+    return lp.tokens, [sorted(t.values(), reverse=True) for t in lp.top_logprobs]
+
+
+def same_but_near_ties(got, ref, near=0.01):
+    """got's tokens equal ref's, or first differ where ref's top two were within `near` nats: the
+    default kernels' float order depends on the step's token count (docs/engine.md), so a batched
+    step may take the runner-up of a near tie; the tokens after it are not compared."""
+    for i, (a, b) in enumerate(zip(got[0], ref[0])):
+        if a != b:
+            top = ref[1][i]
+            return len(top) >= 2 and top[0] - top[1] < near
+    return len(got[0]) == len(ref[0])
+
+
+def wait_idle(s, timeout=30):
+    """/stats once the engine has no running or waiting sequence (it updates after its step)."""
+    end = time.monotonic() + timeout
+    while True:
+        st = s.stats()
+        if (st["engine"]["running"] == 0 and st["engine"]["waiting"] == 0) or time.monotonic() > end:
+            return st
 
 
 def test_flags_reach_the_engine_and_admission_is_typed():
@@ -74,11 +103,12 @@ def test_counters_in_stats_and_metrics():
         before = s.stats()
         assert before["engine"]["steps"] == 0 and before["prompt_cache"]["hits"] == 0
         prompts = [PROMPT[:k] + [7 * k] for k in (4, 6, 8, 9)]
-        alone = [greedy(s, p, 60)[0] for p in prompts]
+        alone = [greedy_lp(s, p, 60) for p in prompts]
         with concurrent.futures.ThreadPoolExecutor(4) as ex:
-            together = list(ex.map(lambda p: greedy(s, p, 60)[0], prompts))
-        assert together == alone
-        st = s.stats()
+            together = list(ex.map(lambda p: greedy_lp(s, p, 60), prompts))
+        for got, ref in zip(together, alone):
+            assert same_but_near_ties(got, ref), (got[0], ref[0])
+        st = wait_idle(s)
         assert st["engine"]["steps"] > 0 and st["engine"]["tokens_per_step"] >= 1
         assert st["engine"]["preemptions"] > 0, st["engine"]
         assert st["engine"]["running"] == 0 and st["engine"]["waiting"] == 0
