@@ -257,7 +257,8 @@ static bool parse_sampling(hearth_server *s, const cJSON *root, hearth_gen_spec 
     return true;
 }
 
-static bool parse(hearth_server *s, const cJSON *root, hearth_gen_spec *g, hearth_api_err *e) {
+static bool parse(hearth_server *s, const cJSON *root, hearth_span raw, hearth_gen_spec *g, hearth_api_err *e) {
+    (void)raw;
     hearth_chat_opts co = {0};
     if (!parse_sampling(s, root, g, e) || !prompt_of(s, root, &co, &g->prompt, &g->n_prompt, e)) return false;
     g->tools = co.tools;

@@ -403,7 +403,7 @@ void hearth_gen_handle(hearth_http_req *r, hearth_gen_parse_fn parse) {
     hearth_api_err e;
     hearth_gen_spec g = {0};
     cJSON *root = hearth_req_parse(r, &e);
-    bool ok = root && parse(r->srv, root, &g, &e);
+    bool ok = root && parse(r->srv, root, (hearth_span){r->body, r->n_body}, &g, &e);
     cJSON_Delete(root);
     if (ok) {
         hearth_gen_run(r, &g);

@@ -115,10 +115,11 @@ void hearth_gen_spec_free(hearth_gen_spec *spec);
 /* Answer r by running spec; takes over spec's arrays and ctx (spec is cleared). */
 void hearth_gen_run(hearth_http_req *r, hearth_gen_spec *spec);
 
-/* A dialect's request parser: fill spec from the parsed body root, or fill e and fail. */
+/* A dialect's request parser: fill spec from the parsed body root (raw: the body's text, for
+ * values copied into the template context with their spelling), or fill e and fail. */
 struct cJSON;
-typedef bool (*hearth_gen_parse_fn)(hearth_server *s, const struct cJSON *root, hearth_gen_spec *spec,
-                                    hearth_api_err *e);
+typedef bool (*hearth_gen_parse_fn)(hearth_server *s, const struct cJSON *root, hearth_span raw,
+                                    hearth_gen_spec *spec, hearth_api_err *e);
 /* The handler of a generating endpoint: check and parse r's body (reqjson.h), parse it into a
  * spec, run it; any failure is answered as the error (in the path's dialect). */
 void hearth_gen_handle(hearth_http_req *r, hearth_gen_parse_fn parse);

@@ -1,6 +1,9 @@
 /*
  * openai.c - OpenAI request bodies -> hearth_gen_spec, and the model-list endpoints.
  *
+ * Chat and completions are parse functions run by hearth_gen_handle (generate.h), the one
+ * path every generating endpoint of every dialect takes; openai_out.c writes the answers.
+ *
  * Parsing is strict about what it reads and silent about what it does not: every field hearth
  * uses is type- and range-checked (400 naming the field), unknown fields are ignored as the
  * OpenAI API does. Before cJSON sees a body it is checked to be UTF-8 and to nest no deeper
@@ -181,25 +184,17 @@ static bool parse_common(hearth_server *s, const cJSON *root, bool chat, hearth_
     return true;
 }
 
-void hearth_openai_chat(hearth_http_req *r) {
-    hearth_api_err e;
-    hearth_gen_spec g = {0};
-    cJSON *root = hearth_req_parse(r, &e);
-    if (!root) goto fail;
-    if (!parse_common(r->srv, root, true, &g, &e)) goto fail;
-    hearth_chat_opts co = {.raw = {r->body, r->n_body}};
-    if (!hearth_chat_prompt_opts(r->srv, root, &co, &g.prompt, &g.n_prompt, &e)) goto fail;
-    g.tools = co.tools;
-    g.reasoning = co.reasoning;
-    g.reasoning_open = co.reasoning_open;
-    cJSON_Delete(root);
-    hearth_gen_run(r, &g);
-    return;
-fail:
-    cJSON_Delete(root);
-    hearth_gen_spec_free(&g);
-    hearth_http_send_error(r, &e);
+static bool parse_chat(hearth_server *s, const cJSON *root, hearth_span raw, hearth_gen_spec *g, hearth_api_err *e) {
+    if (!parse_common(s, root, true, g, e)) return false;
+    hearth_chat_opts co = {.raw = raw};
+    if (!hearth_chat_prompt_opts(s, root, &co, &g->prompt, &g->n_prompt, e)) return false;
+    g->tools = co.tools;
+    g->reasoning = co.reasoning;
+    g->reasoning_open = co.reasoning_open;
+    return true;
 }
+
+void hearth_openai_chat(hearth_http_req *r) { hearth_gen_handle(r, parse_chat); }
 
 /* prompt: a string, a list of token ids, or a list holding exactly one of those. */
 static bool completion_prompt(hearth_server *s, const cJSON *root, hearth_gen_spec *g, hearth_api_err *e) {
@@ -234,21 +229,13 @@ static bool completion_prompt(hearth_server *s, const cJSON *root, hearth_gen_sp
     return true;
 }
 
-void hearth_openai_completions(hearth_http_req *r) {
-    hearth_api_err e;
-    hearth_gen_spec g = {0};
-    cJSON *root = hearth_req_parse(r, &e);
-    if (!root) goto fail;
-    if (!parse_common(r->srv, root, false, &g, &e)) goto fail;
-    if (!completion_prompt(r->srv, root, &g, &e)) goto fail;
-    cJSON_Delete(root);
-    hearth_gen_run(r, &g);
-    return;
-fail:
-    cJSON_Delete(root);
-    hearth_gen_spec_free(&g);
-    hearth_http_send_error(r, &e);
+static bool parse_completions(hearth_server *s, const cJSON *root, hearth_span raw, hearth_gen_spec *g,
+                              hearth_api_err *e) {
+    (void)raw;
+    return parse_common(s, root, false, g, e) && completion_prompt(s, root, g, e);
 }
+
+void hearth_openai_completions(hearth_http_req *r) { hearth_gen_handle(r, parse_completions); }
 
 static void model_json(hearth_server *s, hearth_jw *w) {
     hearth_jw_obj(w);

@@ -202,7 +202,8 @@ static bool resume(hearth_server *s, const cJSON *root, cJSON *body, hearth_resp
     return (o->previous_id = strdup(prev)) != NULL || oom(e);
 }
 
-static bool parse(hearth_server *s, const cJSON *root, hearth_gen_spec *g, hearth_api_err *e) {
+static bool parse(hearth_server *s, const cJSON *root, hearth_span raw, hearth_gen_spec *g, hearth_api_err *e) {
+    (void)raw;
     double d;
     int64_t i;
     int rc;

@@ -42,5 +42,7 @@ def smol_server(*args):
     if not p:
         pytest.skip("HEARTH_SMOLLM2_GGUF is not set")
     s = Server(p, *args)
-    yield s
-    s.stop()
+    try:
+        yield s
+    finally:
+        s.stop()

@@ -13,14 +13,12 @@ alternatives sorted, the greedy choice equal to the first alternative, exp() of 
 alternatives summing to at most 1, the stream carrying the same entries as the body.
 """
 import math
-import os
 import pathlib
 import struct
 
 import pytest
 
-from conftest import ROOT
-from test_server_openai import Server
+from conftest import ROOT, smol_server
 
 GOLDEN = ROOT / "tests" / "golden" / "llamacpp" / "smollm2.golden"
 
@@ -51,12 +49,7 @@ def read_golden(path, prompt=0):
 
 @pytest.fixture(scope="module")
 def smol():
-    p = os.environ.get("HEARTH_SMOLLM2_GGUF")
-    if not p:
-        pytest.fail("HEARTH_SMOLLM2_GGUF is not set (make setup fetches the starter models)")
-    s = Server(p)
-    yield s
-    s.stop()
+    yield from smol_server()
 
 
 def test_completion_logprobs_match_llamacpp(smol):

@@ -4,7 +4,7 @@ send what we need: malformed JSON, invalid UTF-8, huge bodies, dropped connectio
 Each server is started on 127.0.0.1 with --port 0 (the kernel picks a free port; the ready
 card on stderr says which) and stopped by pid when its fixture ends. Most tests use the
 committed tiny model (no chat template: completions only); chat tests use SmolLM2 from
-HEARTH_SMOLLM2_GGUF and skip until the server reports a usable chat template.
+HEARTH_SMOLLM2_GGUF (conftest.smol_server).
 """
 import functools
 import http.client
@@ -23,7 +23,7 @@ import gguf
 import openai
 import pytest
 
-from conftest import ROOT, TINY
+from conftest import ROOT, TINY, smol_server
 
 EXE = pathlib.Path(os.environ.get("HEARTH_BIN", ROOT / "build" / "hearth"))
 PROMPT = "Once upon a time"
@@ -575,15 +575,7 @@ def test_cli_flags(tmp_path):
 
 @pytest.fixture(scope="module")
 def smol():
-    p = os.environ.get("HEARTH_SMOLLM2_GGUF")
-    if not p:
-        pytest.skip("HEARTH_SMOLLM2_GGUF is not set")
-    s = Server(p)
-    if not s.client().models.list().data[0].model_extra.get("chat_template"):
-        s.stop(check=False)
-        pytest.skip("this build has no chat templates yet")
-    yield s
-    s.stop()
+    yield from smol_server()
 
 
 def test_chat(smol):

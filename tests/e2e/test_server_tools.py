@@ -15,13 +15,14 @@ Reasoning and number spelling need a template that uses them: the server is star
 llama-cpp-python sdist (scripts/fetch-templates.sh, as test_templates.py uses them); those
 tests skip when the templates are not there.
 """
+import contextlib
 import json
 import os
 import pathlib
 
 import pytest
 
-from test_server_openai import Server
+from conftest import smol_server
 
 TEMPLATES = pathlib.Path(os.environ.get("HEARTH_TEMPLATES_DIR") or
                          pathlib.Path(os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache")
@@ -40,25 +41,17 @@ def echo(final):
     return msgs + [{"role": "user", "content": final}]
 
 
-def smol_model():
-    p = os.environ.get("HEARTH_SMOLLM2_GGUF")
-    if not p:
-        pytest.fail("HEARTH_SMOLLM2_GGUF is not set (make setup fetches the starter models)")
-    return p
-
-
 @pytest.fixture(scope="module")
 def smol():
-    s = Server(smol_model())
-    yield s
-    s.stop()
+    yield from smol_server()
 
 
+@contextlib.contextmanager
 def template_server(name):
     t = TEMPLATES / name
     if not t.exists():
         pytest.skip(f"{t} is missing (make setup runs scripts/fetch-templates.sh)")
-    return Server(smol_model(), "--chat-template-file", str(t))
+    yield from smol_server("--chat-template-file", str(t))
 
 
 def test_tool_call_non_stream(smol):
@@ -133,8 +126,7 @@ def test_tool_result_round_trip(smol):
 
 
 def test_reasoning_split_and_effort():
-    s = template_server("Qwen-Qwen3-0.6B.jinja")
-    try:
+    with template_server("Qwen-Qwen3-0.6B.jinja") as s:
         c = s.client()
         text = "<think>\nThe sum is easy.\n</think>\n\nFour."
         kw = dict(model="x", messages=echo(text), temperature=0, max_tokens=40)
@@ -156,15 +148,12 @@ def test_reasoning_split_and_effort():
         on = c.chat.completions.create(reasoning_effort="none", extra_body={"chat_template_kwargs": {
             "enable_thinking": True}}, **{**kw, "max_tokens": 1}).usage.prompt_tokens
         assert off > base and on == base
-    finally:
-        s.stop()
 
 
 def test_tool_schema_numbers_keep_their_spelling():
     """Qwen2.5's template prints the tools with tojson: 1.0 must stay 1.0 (Python keeps 1 and
     1.0 apart), so the prompts differ by the extra characters."""
-    s = template_server("Qwen-Qwen2.5-7B-Instruct.jinja")
-    try:
+    with template_server("Qwen-Qwen2.5-7B-Instruct.jinja") as s:
         def n_prompt(minimum):
             body = ('{"model": "x", "max_tokens": 1, "messages": [{"role": "user", "content": "hi"}], "tools": '
                     '[{"type": "function", "function": {"name": "f", "parameters": {"type": "object", '
@@ -175,5 +164,3 @@ def test_tool_schema_numbers_keep_their_spelling():
 
         assert n_prompt("1.0") > n_prompt("1")
         assert n_prompt("1.0") == n_prompt("2.0")
-    finally:
-        s.stop()
