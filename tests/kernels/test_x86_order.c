@@ -8,8 +8,11 @@
  *     minimum chain give the value computed by hand here;
  *   - SwiGLU's AVX-512 kernel equals hearth_swiglu_x86_ref, including the huge-argument
  *     branches and tails; hearth_expf_x86_ref stays within 2 ulp of libm's expf;
- *   - the FMA-compiled attention head equals the plain one in both orders (single token and
- *     several), with sliding windows and a paged cache; and its softmax weights sum to ~1.
+ *   - the attention heads (the FMA build of the twin, the AVX2 and AVX-512 kernels) equal the
+ *     plain twin in both orders (single token and several): random heads of sizes 64, 80, 128
+ *     and 256, odd lengths, sliding windows, soft-cap, paged caches of several block sizes,
+ *     score ranges wide enough for subnormal and zero exponentials; the probabilities too;
+ *     rows outside the attended keys hold NaN, so reading them fails; softmax sums to ~1.
  * That the whole default path then gives llama.cpp's logits bit for bit is test_llamacpp.c.
  */
 #include <math.h>
@@ -18,6 +21,7 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
+#include "kernels/cpu/x86/attn_x86.h"
 #include "kernels/cpu/x86/quant_x86.h"
 #include "kernels/ref/x86_order_ref.h"
 #include "tensor/dtype.h"
@@ -175,32 +179,84 @@ TEST(swiglu_simd_equals_twin) {
     CHECK_EQ(hearth_expf_x86_ref(-INFINITY), 0.0f);
 }
 
-TEST(attention_fma_equals_twin) {
-    if (!hearth_isa_available(HEARTH_ISA_AVX2)) TEST_SKIP("no avx2");
-    enum { HD = 64, NKV = 2, CTX = 200, BS = 16, NBLK = (CTX + BS - 1) / BS, ROWS = NBLK * BS };
-    const int64_t stride = NKV * HD;
-    static uint16_t k[ROWS * NKV * HD], v[ROWS * NKV * HD];
-    static float scores[256], q[HD], o1[HD], o2[HD];
-    int32_t table[NBLK];
-    for (int i = 0; i < NBLK; i++) table[i] = (i * 5) % NBLK; /* a permutation (NBLK = 13) */
-    for (int64_t i = 0; i < ROWS * stride; i++) {
-        k[i] = hearth_fp32_to_fp16(rnd_unit() * 3.0f);
+/* One random head against the twin for every kernel of the order: the FMA build of the twin
+ * and the vector kernels of each set this CPU runs. Returns the number of kernels compared. */
+static int attn_case(int64_t hd, int32_t bs, int64_t ctx, int64_t j0, int64_t j1, bool single, float kscale,
+                     float softcap) {
+    enum { MAXHD = 256, MAXCTX = 700, MAXROWS = MAXCTX + 64 };
+    const int64_t nkv = 2, stride = nkv * MAXHD;
+    static uint16_t k[MAXROWS * 2 * MAXHD], v[MAXROWS * 2 * MAXHD];
+    static float scores[MAXCTX + 64], sc2[MAXCTX + 64], q[MAXHD], o1[MAXHD], o2[MAXHD];
+    static int32_t table[MAXROWS];
+    const int64_t nblk = (ctx + bs - 1) / bs;
+    for (int64_t i = 0; i < nblk; i++) table[i] = (int32_t)((i * 7 + 3) % nblk); /* a permutation when 7 !| nblk */
+    if (nblk % 7 == 0)
+        for (int64_t i = 0; i < nblk; i++) table[i] = (int32_t)(nblk - 1 - i);
+    for (int64_t i = 0; i < nblk * bs * stride; i++) {
+        k[i] = hearth_fp32_to_fp16(rnd_unit() * kscale);
         v[i] = hearth_fp32_to_fp16(rnd_unit());
     }
-    for (int rep = 0; rep < 24; rep++) {
-        for (int d = 0; d < HD; d++) q[d] = rnd_unit() * 2.0f;
-        int64_t j1 = 1 + (int64_t)(rnd() % CTX), j0 = rep % 3 == 0 && j1 > 40 ? j1 - 40 : 0;
-        bool single = rep % 2;
-        const uint16_t *kh = k + (rep % 2) * HD, *vh = v + (rep % 2) * HD;
-        hearth_attn_head_x86_ref(q, kh, vh, stride, table, BS, HD, j0, j1, 0.125f, 0.0f, single, scores, o1);
-        double psum = 0;
-        for (int64_t j = j0; j < j1; j++) psum += scores[j];
-        CHECK_NEAR(psum, 1.0, 2e-3);
-        hearth_attn_head_x86_fma(q, kh, vh, stride, table, BS, HD, j0, j1, 0.125f, 0.0f, single, scores, o2);
-        int bad = 0;
-        for (int d = 0; d < HD; d++) bad += !same_bits(o1[d], o2[d]);
-        CHECK_EQ(bad, 0);
+    /* rows outside the attended range hold NaN: a kernel that reads them shows it */
+    for (int64_t j = 0; j < nblk * bs; j++) {
+        if (j >= j0 && j < j1) continue;
+        int64_t r = ((int64_t)table[j / bs] * bs + j % bs) * stride;
+        for (int64_t d = 0; d < stride; d++) k[r + d] = v[r + d] = 0x7e00;
     }
+    for (int64_t d = 0; d < hd; d++) q[d] = rnd_unit() * 2.0f;
+    const uint16_t *kh = k + hd * (rnd() % 2), *vh = v + hd;
+    const float scale = 1.0f / sqrtf((float)hd);
+    for (int64_t i = 0; i < MAXCTX + 64; i++) scores[i] = sc2[i] = NAN;
+    hearth_attn_head_x86_ref(q, kh, vh, stride, table, bs, hd, j0, j1, scale, softcap, single, scores, o1);
+    double psum = 0;
+    for (int64_t j = j0; j < j1; j++) psum += scores[j];
+    CHECK_NEAR(psum, 1.0, 2e-3);
+    static const hearth_attn_head_x86_fn fns[] = {hearth_attn_head_x86_fma, hearth_attn_head_x86_avx2,
+                                                  hearth_attn_head_x86_avx512};
+    static const hearth_isa needs[] = {HEARTH_ISA_AVX2, HEARTH_ISA_AVX2, HEARTH_ISA_AVX512};
+    int compared = 0;
+    for (int f = 0; f < 3; f++) {
+        if (!hearth_isa_available(needs[f])) continue;
+        memset(o2, 0xff, sizeof o2);
+        fns[f](q, kh, vh, stride, table, bs, hd, j0, j1, scale, softcap, single, sc2, o2);
+        int bad = 0;
+        for (int64_t d = 0; d < hd; d++) bad += !same_bits(o1[d], o2[d]);
+        for (int64_t j = 0; j < (j1 + 31) / 32 * 32; j++) bad += !same_bits(scores[j], sc2[j]);
+        if (bad)
+            fprintf(stderr, "  kernel %d hd %lld bs %d keys [%lld, %lld) single %d: %d values differ\n", f,
+                    (long long)hd, bs, (long long)j0, (long long)j1, single, bad);
+        CHECK_EQ(bad, 0);
+        compared++;
+    }
+    return compared;
+}
+
+TEST(attention_simd_equals_twin) {
+    static const int64_t hds[] = {64, 128, 256, 80};
+    static const int32_t bss[] = {16, 7, 32, 700};
+    int compared = 0;
+    for (int rep = 0; rep < 96; rep++) {
+        int64_t hd = hds[rep % 4];
+        int32_t bs = bss[(rep / 4) % 4];
+        int64_t j1 = 1 + (int64_t)(rnd() % 680);
+        if (rep % 16 == 5) j1 = 64 * (1 + (int64_t)(rnd() % 8)); /* whole chunks of 64 */
+        if (rep % 16 == 6) j1 = 65;
+        int64_t j0 = rep % 3 == 0 && j1 > 40 ? j1 - 1 - (int64_t)(rnd() % 40) : 0; /* sliding windows */
+        bool single = (rep / 2) % 2;
+        /* wide score ranges put some exponentials far below 2^-126 (subnormal and zero) */
+        float kscale = rep % 5 == 0 ? 60.0f : 3.0f;
+        float softcap = rep % 7 == 3 ? 20.0f : 0.0f;
+        compared += attn_case(hd, bs, j1 + (int64_t)(rnd() % 30), j0, j1, single, kscale, softcap);
+    }
+    if (compared == 0) TEST_SKIP("no avx2");
+}
+
+/* The vector expf of the softmax across the range its arguments take (x <= 0), through a
+ * head whose scores are spread on purpose: one key per exponent range. */
+TEST(attention_simd_expf_range) {
+    int compared = 0;
+    for (int rep = 0; rep < 8; rep++)
+        compared += attn_case(64, 16, 256, 0, 200 + rep, rep % 2, 400.0f, 0.0f);
+    if (compared == 0) TEST_SKIP("no avx2");
 }
 
 int main(int argc, char **argv) { return test_main(argc, argv); }

@@ -274,8 +274,8 @@ hearth_attn_head_x86_fn hearth_kernels_attn_head(void) {
     switch (hearth_kernels_isa()) {
     case HEARTH_ISA_REF: return NULL;
 #if HEARTH_HAVE_X86
-    case HEARTH_ISA_AVX2:
-    case HEARTH_ISA_AVX512: return hearth_attn_head_x86_fma;
+    case HEARTH_ISA_AVX2: return hearth_attn_head_x86_avx2;
+    case HEARTH_ISA_AVX512: return hearth_attn_head_x86_avx512;
 #endif
     default: return hearth_attn_head_x86_ref;
     }

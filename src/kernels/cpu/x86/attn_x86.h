@@ -10,6 +10,10 @@
  *            multiple of 16) and the paged f16 values; scores: [round_up(j1, 16)] scratch.
  *
  * Call them only through hearth_kernels_attn (dispatch.c checks CPUID). Any thread.
+ *
+ * hearth_attn_head_x86_{avx2,avx512} are the vector forms of the llama.cpp-order head
+ * (kernels/ref/attn_x86_order.h; attn_order_body.inc), bit-identical to hearth_attn_head_x86_ref,
+ * for head sizes that are multiples of 16 (hearth_kernels_attn_head hands them out).
  */
 #pragma once
 #include <stdbool.h>
@@ -25,3 +29,9 @@ void hearth_attn_keys_t_avx512(const void *k, int64_t kv_stride, const int32_t *
 void hearth_attn_head_kt_avx512(const float *q, const float *kt, int64_t ld, int64_t kt_j0, const void *v,
                                 int64_t kv_stride, const int32_t *table_row, int32_t block_size, int64_t head_dim,
                                 int64_t j0, int64_t j1, float scale, float softcap, float *scores, float *out);
+void hearth_attn_head_x86_avx2(const float *q, const uint16_t *k, const uint16_t *v, int64_t kv_stride,
+                               const int32_t *table_row, int32_t block_size, int64_t head_dim, int64_t j0, int64_t j1,
+                               float scale, float softcap, bool single, float *scores, float *out);
+void hearth_attn_head_x86_avx512(const float *q, const uint16_t *k, const uint16_t *v, int64_t kv_stride,
+                                 const int32_t *table_row, int32_t block_size, int64_t head_dim, int64_t j0,
+                                 int64_t j1, float scale, float softcap, bool single, float *scores, float *out);
