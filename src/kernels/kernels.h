@@ -36,9 +36,11 @@ typedef void (*hearth_from_float_fn)(const float *x, void *y, int64_t n);
 /* Dequantize a row of the type into n f32 values. */
 typedef void (*hearth_to_float_fn)(const void *x, float *y, int64_t n);
 
-/* s[i * bs] = dot(x, y_i) for the 4 activation rows y_i = y + i * by (bytes): 4 vec_dot calls
- * in one, bit-identical to them, the weight row unpacked once (prefill). */
-typedef void (*hearth_vec_dot_4_fn)(int64_t n, float *s, int64_t bs, const void *x, const void *y, size_t by);
+/* s[t * bs + r] = dot(x_r, y_t) for the 4 weight rows x_r = x + r * bx and the nt activation
+ * rows y_t = y + t * by (bytes), 1 <= nt <= 4: 4 * nt vec_dot calls in one, each result equal
+ * to its vec_dot bit for bit (kernels/cpu/x86/tile_x86.h says how it is faster). */
+typedef void (*hearth_vec_dot_tile_fn)(int64_t n, float *s, int64_t bs, const void *x, size_t bx, const void *y,
+                                       size_t by, int nt);
 
 typedef struct {
     hearth_to_float_fn   to_float;     /* NULL when the type cannot be dequantized */
@@ -48,7 +50,7 @@ typedef struct {
     bool                 f32_direct;   /* vec_dot reads f32 activations as they are (MLX types off
                                         * the ref set); otherwise a non-f32 weight with
                                         * vec_dot_type F32 is dequantized row by row (ref set) */
-    hearth_vec_dot_4_fn  vec_dot_4;    /* optional (NULL: 4 vec_dot calls) */
+    hearth_vec_dot_tile_fn vec_dot_tile; /* optional (NULL: vec_dot calls) */
     /* NULL, or the dot llama.cpp's x86 build uses for the activation rows of full groups of
      * four in a matmul of more than three rows (repacked q4_K's gemm); hearth_matmul picks it
      * by row, so a row's result depends on its place in the step as it does in llama.cpp */

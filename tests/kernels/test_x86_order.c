@@ -4,6 +4,8 @@
  *
  *   - the q4_0 / q4_1 / q5_0 / q8_0 / q4_K / q6_K dots of every SIMD set (and q4_K's gemm
  *     order) equal the scalar set's (the twins) on random blocks of several lengths;
+ *   - the tiles (4 rows x 1..4 tokens in one call) give every (row, token) pair the twin's dot,
+ *     and so does hearth_matmul, which uses them, on 1 and 2 threads;
  *   - the twins themselves on a worked example: lane sums, the hsum8 tree and the q4_1
  *     minimum chain give the value computed by hand here;
  *   - SwiGLU's AVX-512 kernel equals hearth_swiglu_x86_ref, including the huge-argument
@@ -20,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/thread.h"
 #include "kernels/kernels.h"
 #include "kernels/cpu/x86/attn_x86.h"
 #include "kernels/cpu/x86/quant_x86.h"
@@ -81,6 +84,106 @@ TEST(block_dots_simd_equal_twins) {
             }
         }
     }
+    if (compared == 0) TEST_SKIP("no SIMD set on this CPU");
+}
+
+/* Every tile (4 rows x nt tokens) result equals the scalar twin's dot of its (row, token) pair,
+ * for nt 1..4, several lengths, rows with a gap between them, and weights with extreme scales. */
+TEST(tiles_equal_twins) {
+    static const hearth_type types[] = {HEARTH_TYPE_Q4_0, HEARTH_TYPE_Q4_1, HEARTH_TYPE_Q8_0};
+    enum { MAXN = 24 * 32, GAP = 12 };
+    static float x[MAXN];
+    static uint8_t w[4][MAXN * 2], a[4][MAXN * 2];
+    static uint8_t wt[4 * (MAXN * 2 + GAP)];
+    int compared = 0;
+    for (size_t it = 0; it < sizeof types / sizeof types[0]; it++) {
+        hearth_type t = types[it];
+        const hearth_kernel_traits *sc = hearth_kernels_traits_isa(t, HEARTH_ISA_SCALAR);
+        const hearth_kernel_traits *sa = hearth_kernels_traits_isa(sc->vec_dot_type, HEARTH_ISA_SCALAR);
+        for (int64_t n = 32; n <= MAXN; n += 5 * 32) {
+            size_t rb = hearth_row_size(t, n), bx = rb + GAP, by = hearth_row_size(sc->vec_dot_type, n);
+            for (int rep = 0; rep < 12; rep++) {
+                for (int r = 0; r < 4; r++) {
+                    float scale = rep % 3 == 0 ? 40.0f * (float)(r + 1) : rep % 3 == 1 ? 1e-3f : 1.0f;
+                    for (int64_t i = 0; i < n; i++) x[i] = rnd_unit() * scale;
+                    sc->from_float(x, w[r], n);
+                    memcpy(wt + (size_t)r * bx, w[r], rb);
+                    for (int64_t i = 0; i < n; i++) x[i] = rnd_unit() * (rep % 2 ? 7.0f : 0.01f);
+                    sa->from_float(x, a[r], n);
+                }
+                float want[4][4];
+                for (int tk = 0; tk < 4; tk++)
+                    for (int r = 0; r < 4; r++) sc->vec_dot(n, &want[tk][r], w[r], a[tk]);
+                static uint8_t act[4 * MAXN * 2];
+                for (int tk = 0; tk < 4; tk++) memcpy(act + (size_t)tk * by, a[tk], by);
+                for (int isa = HEARTH_ISA_AVX2; isa < HEARTH_ISA_COUNT; isa++) {
+                    const hearth_kernel_traits *tr = hearth_kernels_traits_isa(t, (hearth_isa)isa);
+                    if (!tr) continue;
+                    CHECK(tr->vec_dot_tile != NULL);
+                    for (int nt = 1; nt <= 4; nt++) {
+                        float got[4][6];
+                        for (int tk = 0; tk < 4; tk++)
+                            for (int r = 0; r < 6; r++) got[tk][r] = -1.0f;
+                        tr->vec_dot_tile(n, &got[0][0], 6, wt, bx, act, by, nt);
+                        for (int tk = 0; tk < 4; tk++)
+                            for (int r = 0; r < 6; r++) {
+                                bool ok = tk < nt && r < 4 ? same_bits(got[tk][r], want[tk][r]) : got[tk][r] == -1.0f;
+                                if (!ok)
+                                    fprintf(stderr, "  tile %s %s n %lld nt %d row %d tok %d: %.9g vs twin %.9g\n",
+                                            hearth_type_name((int)t), hearth_isa_name((hearth_isa)isa), (long long)n,
+                                            nt, r, tk, got[tk][r], r < 4 ? want[tk][r] : 0.0f);
+                                CHECK(ok);
+                            }
+                        compared++;
+                    }
+                }
+            }
+        }
+    }
+    if (compared == 0) TEST_SKIP("no SIMD set on this CPU");
+}
+
+/* hearth_matmul with tiles (rows in 4s, a tail of single rows, token tiles of 1..4) gives every
+ * output element the scalar twin's dot of its row and token, on 1 and 2 threads. */
+TEST(matmul_with_tiles_equals_twins) {
+    static const hearth_type types[] = {HEARTH_TYPE_Q4_0, HEARTH_TYPE_Q4_1, HEARTH_TYPE_Q8_0};
+    enum { OUT = 39, IN = 96, TOK = 11, LDY = OUT + 2 };
+    static float x[TOK * IN], wf[IN], y[TOK * LDY];
+    static uint8_t w[OUT * IN * 2], act[TOK * IN * 2];
+    static uint8_t scratch[1 << 16] __attribute__((aligned(64)));
+    hearth_pool *pool2 = hearth_pool_create(2);
+    CHECK(pool2 != NULL);
+    int compared = 0;
+    hearth_isa was = hearth_kernels_isa();
+    for (size_t it = 0; it < sizeof types / sizeof types[0]; it++) {
+        hearth_type t = types[it];
+        const hearth_kernel_traits *sc = hearth_kernels_traits_isa(t, HEARTH_ISA_SCALAR);
+        const hearth_kernel_traits *sa = hearth_kernels_traits_isa(sc->vec_dot_type, HEARTH_ISA_SCALAR);
+        size_t rb = hearth_row_size(t, IN), ab = hearth_row_size(sc->vec_dot_type, IN);
+        for (int r = 0; r < OUT; r++) {
+            for (int i = 0; i < IN; i++) wf[i] = rnd_unit() * (float)(r % 5 + 1);
+            sc->from_float(wf, w + (size_t)r * rb, IN);
+        }
+        for (int i = 0; i < TOK * IN; i++) x[i] = rnd_unit() * 3.0f;
+        for (int k = 0; k < TOK; k++) sa->from_float(x + k * IN, act + (size_t)k * ab, IN);
+        for (int isa = HEARTH_ISA_AVX2; isa < HEARTH_ISA_COUNT; isa++) {
+            if (!hearth_kernels_select((hearth_isa)isa)) continue;
+            for (int n_tok = 1; n_tok <= TOK; n_tok += 2)
+                for (int p = 0; p < 2; p++) {
+                    CHECK(hearth_matmul_scratch_bytes(t, IN, n_tok, 2) <= sizeof scratch);
+                    hearth_matmul(p ? pool2 : NULL, t, w, rb, OUT, IN, x, n_tok, y, LDY, scratch);
+                    for (int k = 0; k < n_tok; k++)
+                        for (int r = 0; r < OUT; r++) {
+                            float want;
+                            sc->vec_dot(IN, &want, w + (size_t)r * rb, act + (size_t)k * ab);
+                            CHECK(same_bits(y[k * LDY + r], want));
+                        }
+                    compared++;
+                }
+        }
+    }
+    hearth_kernels_select(was);
+    hearth_pool_destroy(pool2);
     if (compared == 0) TEST_SKIP("no SIMD set on this CPU");
 }
 

@@ -33,16 +33,17 @@
 
 #include "kernels/cpu/x86/attn_x86.h"
 #include "kernels/cpu/x86/quant_x86.h"
+#include "kernels/cpu/x86/tile_x86.h"
 #define HEARTH_HAVE_X86 1
 #else
 #define HEARTH_HAVE_X86 0
 #endif
 
-/* Short names for the table rows: to_float, from_float, vec_dot, vec_dot_type (and vec_dot_4). */
-#define ROW4(tf, ff, vd, vdt, vd4)                                                                 \
+/* Short names for the table rows: to_float, from_float, vec_dot, vec_dot_type (and vec_dot_tile). */
+#define ROWT(tf, ff, vd, vdt, tile)                                                                \
     {.to_float = tf, .from_float = ff, .vec_dot = vd, .vec_dot_type = HEARTH_TYPE_##vdt,            \
-     .vec_dot_4 = vd4}
-#define ROW(tf, ff, vd, vdt) ROW4(tf, ff, vd, vdt, NULL)
+     .vec_dot_tile = tile}
+#define ROW(tf, ff, vd, vdt) ROWT(tf, ff, vd, vdt, NULL)
 #define TF(t) hearth_##t##_to_float_ref
 #define FF(t) hearth_##t##_from_float_ref
 /* MLX rows off the ref set: f32 activations dotted directly (the ref set dequantizes) */
@@ -95,19 +96,21 @@ static const hearth_kernel_traits tab_scalar[HEARTH_TYPE_COUNT] = {
 
 #if HEARTH_HAVE_X86
 /* The SIMD sets: dots and q8 quantizers per ISA; dequantizers and weight quantizers scalar.
- * No vec_dot_4 forms yet: a 4-token form must keep each token's chain in llama.cpp's order
- * (x86_order_ref.h), e.g. four independent one-block accumulators over one unpacked row. */
+ * q4_0, q4_1 and q8_0 have tiles (4 rows x up to 4 tokens, tile_x86.h), each result equal to
+ * the set's vec_dot bit for bit. */
 #define SIMD_TABLE(isa)                                                                          \
     {                                                                                            \
         [HEARTH_TYPE_F32]  = ROW(TF(f32), FF(f32), hearth_vec_dot_f32_##isa, F32),               \
         [HEARTH_TYPE_F16]  = ROW(TF(f16), FF(f16), hearth_vec_dot_f16_##isa, F16),               \
         [HEARTH_TYPE_BF16] = ROW(TF(bf16), FF(bf16), hearth_vec_dot_bf16_##isa, BF16),           \
-        [HEARTH_TYPE_Q4_0] = ROW(TF(q4_0), FF(q4_0), hearth_vec_dot_q4_0_q8_0_##isa, Q8_0),      \
-        [HEARTH_TYPE_Q4_1] = ROW(TF(q4_1), FF(q4_1), hearth_vec_dot_q4_1_q8_1_##isa, Q8_1),      \
+        [HEARTH_TYPE_Q4_0] = ROWT(TF(q4_0), FF(q4_0), hearth_vec_dot_q4_0_q8_0_##isa, Q8_0,      \
+                                  hearth_tile_q4_0_q8_0_##isa),                                  \
+        [HEARTH_TYPE_Q4_1] = ROWT(TF(q4_1), FF(q4_1), hearth_vec_dot_q4_1_q8_1_##isa, Q8_1,      \
+                                  hearth_tile_q4_1_q8_1_##isa),                                  \
         [HEARTH_TYPE_Q5_0] = ROW(TF(q5_0), FF(q5_0), hearth_vec_dot_q5_0_q8_0_##isa, Q8_0),      \
         [HEARTH_TYPE_Q5_1] = ROW(TF(q5_1), FF(q5_1), hearth_vec_dot_q5_1_q8_1_##isa, Q8_1),      \
-        [HEARTH_TYPE_Q8_0] = ROW(TF(q8_0), hearth_q8_0_from_float_##isa,                         \
-                                 hearth_vec_dot_q8_0_q8_0_##isa, Q8_0),                          \
+        [HEARTH_TYPE_Q8_0] = ROWT(TF(q8_0), hearth_q8_0_from_float_##isa,                        \
+                                  hearth_vec_dot_q8_0_q8_0_##isa, Q8_0, hearth_tile_q8_0_q8_0_##isa), \
         [HEARTH_TYPE_Q8_1] = ROW(TF(q8_1), hearth_q8_1_from_float_##isa, NULL, F32),             \
         [HEARTH_TYPE_Q4_K] = {.to_float = TF(q4_K), .from_float = FF(q4_K),                       \
                               .vec_dot = hearth_vec_dot_q4_K_q8_K_##isa,                        \

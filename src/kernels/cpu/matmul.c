@@ -6,17 +6,19 @@
  *   1. quantize   the n_tok activation rows into the weight type's vec_dot_type, into scratch.
  *                 The rows are cut into units (one block, or 256 elements of a plain type) and
  *                 each thread converts a contiguous range of units; then a pool barrier.
- *   2. dot        output rows are cut into chunks of chunk_rows; threads take chunks from an
- *                 atomic counter (relaxed: the counter only hands out indices). For a chunk,
- *                 tokens are taken TOK_TILE at a time and each weight row of the chunk is dotted
- *                 with every token of the tile while it is in L1:
+ *   2. dot        output rows are cut into chunks of chunk_rows (a multiple of 4); threads take
+ *                 chunks from an atomic counter (relaxed: the counter only hands out indices).
+ *                 For a chunk, tokens are taken TOK_TILE at a time and each weight row of the
+ *                 chunk is dotted with every token of the tile while it is in L1; where the set
+ *                 has a tile kernel (kernels.h vec_dot_tile), 4 rows x up to 4 tokens per call:
  *
  *                         tokens ->   t0 .. t0+TOK_TILE
  *                   row r0   [ vec_dot  vec_dot ... ]
  *                   row r0+1 [ vec_dot  vec_dot ... ]     one chunk (chunk_rows rows)
  *                   ...
  *
- * Every output element is exactly one vec_dot of one weight row with one activation row, and
+ * Every output element is exactly one vec_dot of one weight row with one activation row (a tile
+ * computes each of its elements as that vec_dot would, bit for bit), and
  * the quantization of a block does not depend on who does it, so results do not depend on the
  * thread count or the chunking.
  *
@@ -55,7 +57,7 @@ enum {
 /* One weight matrix of a job (hearth_matmul_n runs several on the same activations). */
 typedef struct {
     hearth_vec_dot_fn     vec_dot;
-    hearth_vec_dot_4_fn   vec_dot_4;  /* optional: 4 tokens per call, bit-identical to vec_dot */
+    hearth_vec_dot_tile_fn vec_dot_tile; /* optional: 4 rows x 4 tokens, bit-identical to vec_dot */
     hearth_vec_dot_fn     vec_dot_gemm; /* tokens t < gemm_rows use it (kernels.h); NULL: none */
     int64_t               gemm_rows;
     hearth_to_float_fn    dequant;    /* ref path: weight row -> f32; NULL otherwise */
@@ -109,19 +111,22 @@ static void rows_dequant(const mm_job *j, const mm_part *p, float *row, int64_t 
     }
 }
 
-/* Rows [r0, r1) of part p, tokens in tiles of TOK_TILE. */
+/* Rows [r0, r1) of part p, tokens in tiles of TOK_TILE; 4 rows x up to 4 tokens per call where
+ * the set has a tile kernel, the remaining rows one vec_dot per (row, token). */
 static void rows_tiled(const mm_job *j, const mm_part *p, int64_t r0, int64_t r1) {
+    const size_t rb = p->w_row_bytes, ab = j->act_row_bytes;
     for (int64_t t0 = 0; t0 < j->n_tok; t0 += TOK_TILE) {
         int64_t t1 = t0 + TOK_TILE < j->n_tok ? t0 + TOK_TILE : j->n_tok;
-        for (int64_t r = r0; r < r1; r++) {
-            const uint8_t *wr = p->w + (size_t)r * p->w_row_bytes;
-            int64_t t = t0;
-            if (p->vec_dot_4 && !p->vec_dot_gemm)
-                for (; t + 4 <= t1; t += 4)
-                    p->vec_dot_4(j->n_in, &p->y[t * p->ldy + r], p->ldy, wr, j->act + (size_t)t * j->act_row_bytes,
-                                 j->act_row_bytes);
-            for (; t < t1; t++) {
-                const uint8_t *xt = j->act + (size_t)t * j->act_row_bytes;
+        int64_t r = r0;
+        if (p->vec_dot_tile)
+            for (; r + 4 <= r1; r += 4)
+                for (int64_t t = t0; t < t1; t += 4)
+                    p->vec_dot_tile(j->n_in, &p->y[t * p->ldy + r], p->ldy, p->w + (size_t)r * rb, rb,
+                                    j->act + (size_t)t * ab, ab, t1 - t < 4 ? (int)(t1 - t) : 4);
+        for (; r < r1; r++) {
+            const uint8_t *wr = p->w + (size_t)r * rb;
+            for (int64_t t = t0; t < t1; t++) {
+                const uint8_t *xt = j->act + (size_t)t * ab;
                 (t < p->gemm_rows ? p->vec_dot_gemm : p->vec_dot)(j->n_in, &p->y[t * p->ldy + r], wr, xt);
             }
         }
@@ -214,7 +219,7 @@ static bool job_init(mm_job *j, hearth_pool *pool, const hearth_matmul_part *d, 
                        .y = d[i].y};
         if (vdt != HEARTH_TYPE_F32 || d[i].wtype == HEARTH_TYPE_F32 || tr->f32_direct) {
             p->vec_dot = tr->vec_dot;
-            p->vec_dot_4 = vdt != HEARTH_TYPE_F32 ? tr->vec_dot_4 : NULL;
+            p->vec_dot_tile = vdt != HEARTH_TYPE_F32 ? tr->vec_dot_tile : NULL;
             if (tr->vec_dot_gemm && n_tok > 3) { /* llama.cpp's repacked gemm rows (kernels.h) */
                 p->vec_dot_gemm = tr->vec_dot_gemm;
                 p->gemm_rows = n_tok - n_tok % 4;
@@ -229,6 +234,7 @@ static bool job_init(mm_job *j, hearth_pool *pool, const hearth_matmul_part *d, 
         }
         int64_t per = d[i].n_out / ((int64_t)nth * CHUNKS_PER_THREAD);
         p->chunk_rows = per < CHUNK_MIN ? CHUNK_MIN : per > CHUNK_MAX ? CHUNK_MAX : per;
+        p->chunk_rows = (p->chunk_rows + 3) & ~(int64_t)3; /* whole tiles of 4 rows */
         chunks += (d[i].n_out + p->chunk_rows - 1) / p->chunk_rows;
         p->chunk_end = chunks;
     }

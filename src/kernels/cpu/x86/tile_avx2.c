@@ -1,0 +1,147 @@
+/*
+ * tile_avx2.c - AVX2 block-dot tiles (tile_x86.h): 4 weight rows x nt <= 4 tokens, each
+ * (row, token) pair equal to quant_avx2.c's one-row dot bit for bit.
+ *
+ * With 16 vector registers a pass takes two tokens (nt 3 and 4 run two passes).
+ * q4_0 / q4_1: a 256-bit vector holds the 16 nibble bytes of two rows (a 128-bit lane per
+ * row); masking and a shift give the low- and high-nibble elements, vpmaddubsw + vpmaddwd
+ * dot them with the token's activation half broadcast to both lanes (exact: products of at
+ * most 15 * 127, summed in pairs). Scales and q4_1's minimum chains come from one vcvtph2ps of
+ * the 4 rows' first 4 bytes, as in tile_avx512.c; q4_0's offset is subtracted as
+ * 8 * (sum of the activation bytes), once per token and block for all rows.
+ * q8_0: one row per 256-bit vector, the sign trick of quant_avx2.c (|x| times y with x's sign).
+ */
+#include <immintrin.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "kernels/cpu/x86/tile_x86.h"
+#include "tensor/quant.h"
+
+typedef hearth_block_q4_0 q4_0;
+typedef hearth_block_q4_1 q4_1;
+typedef hearth_block_q8_0 q8_0;
+typedef hearth_block_q8_1 q8_1;
+
+#define INLINE static inline __attribute__((always_inline))
+#define UNROLL _Pragma("GCC unroll 4") /* the per-token and per-row arrays stay in registers */
+
+INLINE __m256 head4(const uint8_t *p, size_t bx) {
+    __m128i v = _mm_setr_epi32((int)hearth_tile_u32(p), (int)hearth_tile_u32(p + bx),
+                               (int)hearth_tile_u32(p + 2 * bx), (int)hearth_tile_u32(p + 3 * bx));
+    return _mm256_cvtph_ps(v);
+}
+
+INLINE __m256i rows16(const uint8_t *p, size_t bx) {
+    return _mm256_loadu2_m128i((const __m128i *)(p + bx), (const __m128i *)p);
+}
+
+INLINE __m256i dot_us8(__m256i u, __m256i s) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+}
+
+INLINE __m256i bcast16(const int8_t *p) { return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)p)); }
+
+/* q4_0 (q4_1 when MIN), tokens t0 .. t0 + NT. */
+INLINE void nib_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t bx, const uint8_t *y, size_t by,
+                     const int NT, const int MIN) {
+    const size_t xbs = MIN ? sizeof(q4_1) : sizeof(q4_0), ybs = MIN ? sizeof(q8_1) : sizeof(q8_0);
+    const size_t qso = MIN ? offsetof(q4_1, qs) : offsetof(q4_0, qs), yqo = MIN ? offsetof(q8_1, qs) : offsetof(q8_0, qs);
+    const __m256i m4 = _mm256_set1_epi8(15), c8 = _mm256_set1_epi8(8);
+    const __m256i dup01 = _mm256_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2), dup23 = _mm256_setr_epi32(4, 4, 4, 4, 6, 6, 6, 6);
+    __m256 a[2][4], sm[2]; /* [token][lo01, hi01, lo23, hi23] */
+    UNROLL
+    for (int t = 0; t < NT; t++) {
+        sm[t] = _mm256_setzero_ps();
+        UNROLL
+        for (int k = 0; k < 4; k++) a[t][k] = _mm256_setzero_ps();
+    }
+    for (int64_t b = 0; b < n / 32; b++) {
+        const uint8_t *xb = x + (size_t)b * xbs;
+        hearth_tile_prefetch(x, bx, b, n / 32);
+        const __m256 dm = head4(xb, bx);
+        const __m256i q01 = rows16(xb + qso, bx), q23 = rows16(xb + qso + 2 * bx, bx);
+        __m256i u[4] = {_mm256_and_si256(q01, m4), _mm256_and_si256(_mm256_srli_epi16(q01, 4), m4),
+                        _mm256_and_si256(q23, m4), _mm256_and_si256(_mm256_srli_epi16(q23, 4), m4)};
+        UNROLL
+        for (int t = 0; t < NT; t++) {
+            const uint8_t *yb = y + (size_t)t * by + (size_t)b * ybs;
+            const __m256 dys = _mm256_cvtph_ps(_mm_set1_epi32(MIN ? (int)hearth_tile_u32(yb)
+                                                                  : (int)(hearth_tile_u32(yb) & 0xffff) * 0x10001));
+            if (MIN) sm[t] = _mm256_fmadd_ps(dm, dys, sm[t]); /* odd lanes: fma(m_r, s_y, summs_r) */
+            const __m256 sc = _mm256_mul_ps(dm, dys);
+            const __m256 sc01 = _mm256_permutevar8x32_ps(sc, dup01), sc23 = _mm256_permutevar8x32_ps(sc, dup23);
+            const __m256i yh[2] = {bcast16((const int8_t *)yb + yqo), bcast16((const int8_t *)yb + yqo + 16)};
+            __m256i off[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+            if (!MIN) off[0] = dot_us8(c8, yh[0]), off[1] = dot_us8(c8, yh[1]);
+            UNROLL
+            for (int k = 0; k < 4; k++) {
+                __m256i p = _mm256_sub_epi32(dot_us8(u[k], yh[k & 1]), off[k & 1]);
+                a[t][k] = _mm256_fmadd_ps(k < 2 ? sc01 : sc23, _mm256_cvtepi32_ps(p), a[t][k]);
+            }
+        }
+    }
+    UNROLL
+    for (int t = 0; t < NT; t++) {
+        float l[16], h[16], m[8];
+        _mm256_storeu_ps(l, a[t][0]);
+        _mm256_storeu_ps(h, a[t][1]);
+        _mm256_storeu_ps(l + 8, a[t][2]);
+        _mm256_storeu_ps(h + 8, a[t][3]);
+        _mm256_storeu_ps(m, sm[t]);
+        UNROLL
+        for (int r = 0; r < 4; r++) {
+            float v = hearth_tile_hsum8(l + 4 * r, h + 4 * r);
+            s[t * bs + r] = MIN ? v + m[2 * r + 1] : v;
+        }
+    }
+}
+
+INLINE void q8_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t bx, const uint8_t *y, size_t by,
+                    const int NT) {
+    __m256 a[2][4];
+    UNROLL
+    for (int t = 0; t < NT; t++)
+        UNROLL
+        for (int r = 0; r < 4; r++) a[t][r] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n / 32; b++) {
+        const uint8_t *xb = x + (size_t)b * sizeof(q8_0);
+        hearth_tile_prefetch(x, bx, b, n / 32);
+        const __m256 d = head4(xb, bx); /* d_r in lane 2r */
+        UNROLL
+        for (int t = 0; t < NT; t++) {
+            const q8_0 *yb = (const q8_0 *)(y + (size_t)t * by) + b;
+            const __m256 sc = _mm256_mul_ps(d, _mm256_cvtph_ps(_mm_set1_epi16((short)yb->d)));
+            const __m256i yq = _mm256_loadu_si256((const __m256i *)yb->qs);
+            UNROLL
+            for (int r = 0; r < 4; r++) {
+                const __m256i xq = _mm256_loadu_si256((const __m256i *)(xb + (size_t)r * bx + offsetof(q8_0, qs)));
+                __m256i p = dot_us8(_mm256_abs_epi8(xq), _mm256_sign_epi8(yq, xq));
+                a[t][r] = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(sc, _mm256_set1_epi32(2 * r)), _mm256_cvtepi32_ps(p),
+                                          a[t][r]);
+            }
+        }
+    }
+    UNROLL
+    for (int t = 0; t < NT; t++)
+        UNROLL
+        for (int r = 0; r < 4; r++) {
+            float v[8];
+            _mm256_storeu_ps(v, a[t][r]);
+            s[t * bs + r] = hearth_tile_hsum8(v, v + 4);
+        }
+}
+
+/* nt 1..4 as passes of at most two tokens */
+#define TILE_FN(name, body)                                                                                   \
+    void name(int64_t n, float *s, int64_t bs, const void *vx, size_t bx, const void *vy, size_t by, int nt) { \
+        const uint8_t *x = vx, *y = vy;                                                                        \
+        for (; nt >= 2; nt -= 2, s += 2 * bs, y += 2 * by) body(2);                                            \
+        if (nt == 1) body(1);                                                                                  \
+    }
+#define Q4_0_BODY(NT) nib_tile(n, s, bs, x, bx, y, by, NT, 0)
+#define Q4_1_BODY(NT) nib_tile(n, s, bs, x, bx, y, by, NT, 1)
+#define Q8_0_BODY(NT) q8_tile(n, s, bs, x, bx, y, by, NT)
+TILE_FN(hearth_tile_q4_0_q8_0_avx2, Q4_0_BODY)
+TILE_FN(hearth_tile_q4_1_q8_1_avx2, Q4_1_BODY)
+TILE_FN(hearth_tile_q8_0_q8_0_avx2, Q8_0_BODY)

@@ -1,0 +1,170 @@
+/*
+ * tile_avx512.c - AVX-512 VNNI block-dot tiles (tile_x86.h): 4 weight rows x nt <= 4 tokens,
+ * each (row, token) pair equal to quant_avx512.c's one-row dot bit for bit.
+ *
+ * q4_0 / q4_1: one 512-bit vector holds the 16 nibble bytes of the 4 rows (a 128-bit lane per
+ * row); masking gives the low-nibble elements, a shift the high ones, and each is dotted by
+ * vpdpbusd with the token's activation half broadcast to the 4 lanes: 16 s32 lanes = 4 rows x
+ * the reference's 4 lanes of that half. The scales d_r * d_y of the 4 rows come from one
+ * vcvtph2ps of the rows' first 4 bytes (d and m interleaved) and one multiply; q4_1's minimum
+ * chains fma(m_r, s_y, summs_r) run in the odd lanes of the same 8-float vector. q4_0's offset
+ * is folded into vpdpbusd's accumulator input: -8 * (sum of the activation bytes), exact, once
+ * per token and block for all 4 rows.
+ * q8_0: a 512-bit vector holds two rows' 32 bytes (a 256-bit half each = the reference's 8
+ * lanes); the signed x signed product is vpdpbusd of (y + 128) as unsigned with x, started
+ * from -128 * (sum of x's bytes), which is exact and equals the reference's integer sums.
+ */
+#include <immintrin.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "kernels/cpu/x86/tile_x86.h"
+#include "tensor/quant.h"
+
+typedef hearth_block_q4_0 q4_0;
+typedef hearth_block_q4_1 q4_1;
+typedef hearth_block_q8_0 q8_0;
+typedef hearth_block_q8_1 q8_1;
+
+#define INLINE static inline __attribute__((always_inline))
+#define UNROLL _Pragma("GCC unroll 4") /* the per-token and per-row arrays stay in registers */
+
+/* The first 4 bytes of the block at p in rows 0..3 (stride bx) as 8 halves, converted. */
+INLINE __m256 head4(const uint8_t *p, size_t bx) {
+    __m128i v = _mm_setr_epi32((int)hearth_tile_u32(p), (int)hearth_tile_u32(p + bx),
+                               (int)hearth_tile_u32(p + 2 * bx), (int)hearth_tile_u32(p + 3 * bx));
+    return _mm256_cvtph_ps(v);
+}
+
+/* 16 bytes at p of rows 0..3, a 128-bit lane each. */
+INLINE __m512i rows16(const uint8_t *p, size_t bx) {
+    __m512i q = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)p));
+    q = _mm512_inserti32x4(q, _mm_loadu_si128((const __m128i *)(p + bx)), 1);
+    q = _mm512_inserti32x4(q, _mm_loadu_si128((const __m128i *)(p + 2 * bx)), 2);
+    return _mm512_inserti32x4(q, _mm_loadu_si128((const __m128i *)(p + 3 * bx)), 3);
+}
+
+/* 32 bytes at p of two rows, a 256-bit half each. */
+INLINE __m512i rows32(const uint8_t *p, size_t bx) {
+    __m512i q = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)p));
+    return _mm512_inserti64x4(q, _mm256_loadu_si256((const __m256i *)(p + bx)), 1);
+}
+
+INLINE __m512i bcast16(const int8_t *p) { return _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)p)); }
+
+/* Store the lo/hi accumulators of token t and finish its 4 results (+ extra[2r + 1] if given). */
+INLINE void finish_lohi(__m512 lo, __m512 hi, const float *extra, float *s) {
+    float l[16], h[16];
+    _mm512_storeu_ps(l, lo);
+    _mm512_storeu_ps(h, hi);
+    UNROLL
+    for (int r = 0; r < 4; r++) {
+        float v = hearth_tile_hsum8(l + 4 * r, h + 4 * r);
+        s[r] = extra ? v + extra[2 * r + 1] : v;
+    }
+}
+
+/* q4_0 (q4_1 when MIN): NT tokens. */
+INLINE void nib_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t bx, const uint8_t *y, size_t by,
+                     const int NT, const int MIN) {
+    const size_t xbs = MIN ? sizeof(q4_1) : sizeof(q4_0), ybs = MIN ? sizeof(q8_1) : sizeof(q8_0);
+    const size_t qso = MIN ? offsetof(q4_1, qs) : offsetof(q4_0, qs), yqo = MIN ? offsetof(q8_1, qs) : offsetof(q8_0, qs);
+    const __m512i m4 = _mm512_set1_epi8(15), c8 = _mm512_set1_epi8(8);
+    const __m512i dup = _mm512_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6);
+    __m512 alo[4], ahi[4];
+    __m256 sm[4];
+    UNROLL
+    for (int t = 0; t < NT; t++) alo[t] = ahi[t] = _mm512_setzero_ps(), sm[t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n / 32; b++) {
+        const uint8_t *xb = x + (size_t)b * xbs;
+        hearth_tile_prefetch(x, bx, b, n / 32);
+        const __m256 dm = head4(xb, bx); /* d_r in lane 2r; q4_1: m_r in lane 2r + 1 */
+        const __m512i q = rows16(xb + qso, bx);
+        const __m512i lo = _mm512_and_si512(q, m4), hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
+        UNROLL
+        for (int t = 0; t < NT; t++) {
+            const uint8_t *yb = y + (size_t)t * by + (size_t)b * ybs;
+            /* d_y (and q4_1's s_y) in every even (odd) lane */
+            const __m256 dys = _mm256_cvtph_ps(_mm_set1_epi32(MIN ? (int)hearth_tile_u32(yb)
+                                                                  : (int)(hearth_tile_u32(yb) & 0xffff) * 0x10001));
+            if (MIN) sm[t] = _mm256_fmadd_ps(dm, dys, sm[t]); /* odd lanes: fma(m_r, s_y, summs_r) */
+            const __m512 sc = _mm512_permutexvar_ps(dup, _mm512_castps256_ps512(_mm256_mul_ps(dm, dys)));
+            const __m512i ylo = bcast16((const int8_t *)yb + yqo), yhi = bcast16((const int8_t *)yb + yqo + 16);
+            __m512i plo, phi;
+            if (MIN) {
+                plo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, ylo);
+                phi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), hi, yhi);
+            } else { /* sum (q - 8) y = dpbusd(q, y) - dpbusd(8, y) */
+                __m512i olo = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), c8, ylo));
+                __m512i ohi = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), c8, yhi));
+                plo = _mm512_dpbusd_epi32(olo, lo, ylo);
+                phi = _mm512_dpbusd_epi32(ohi, hi, yhi);
+            }
+            alo[t] = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(plo), alo[t]);
+            ahi[t] = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(phi), ahi[t]);
+        }
+    }
+    UNROLL
+    for (int t = 0; t < NT; t++) {
+        float m[8];
+        _mm256_storeu_ps(m, sm[t]);
+        finish_lohi(alo[t], ahi[t], MIN ? m : NULL, s + t * bs);
+    }
+}
+
+INLINE void q8_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t bx, const uint8_t *y, size_t by,
+                    const int NT) {
+    const __m512i c128 = _mm512_set1_epi8((char)0x80);
+    const __m512i dup01 = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2);
+    const __m512i dup23 = _mm512_setr_epi32(4, 4, 4, 4, 4, 4, 4, 4, 6, 6, 6, 6, 6, 6, 6, 6);
+    __m512 a01[4], a23[4];
+    UNROLL
+    for (int t = 0; t < NT; t++) a01[t] = a23[t] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < n / 32; b++) {
+        const uint8_t *xb = x + (size_t)b * sizeof(q8_0);
+        hearth_tile_prefetch(x, bx, b, n / 32);
+        const __m256 d = head4(xb, bx); /* d_r in lane 2r */
+        const __m512i x01 = rows32(xb + offsetof(q8_0, qs), bx);
+        const __m512i x23 = rows32(xb + offsetof(q8_0, qs) + 2 * bx, bx);
+        /* sum x y = sum (y + 128) x - 128 sum x: start vpdpbusd from -128 sum x */
+        const __m512i o01 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), c128, x01));
+        const __m512i o23 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), c128, x23));
+        UNROLL
+        for (int t = 0; t < NT; t++) {
+            const q8_0 *yb = (const q8_0 *)(y + (size_t)t * by) + b;
+            const __m256 dy = _mm256_cvtph_ps(_mm_set1_epi16((short)yb->d));
+            const __m512 sc = _mm512_castps256_ps512(_mm256_mul_ps(d, dy));
+            const __m512i yu = _mm512_xor_si512(_mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)yb->qs)), c128);
+            a01[t] = _mm512_fmadd_ps(_mm512_permutexvar_ps(dup01, sc), _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(o01, yu, x01)),
+                                     a01[t]);
+            a23[t] = _mm512_fmadd_ps(_mm512_permutexvar_ps(dup23, sc), _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(o23, yu, x23)),
+                                     a23[t]);
+        }
+    }
+    UNROLL
+    for (int t = 0; t < NT; t++) {
+        float a[32];
+        _mm512_storeu_ps(a, a01[t]);
+        _mm512_storeu_ps(a + 16, a23[t]);
+        /* a row's 8 lanes are consecutive: lo = a[0..3], hi = a[4..7] */
+        UNROLL
+        for (int r = 0; r < 4; r++) s[t * bs + r] = hearth_tile_hsum8(a + 8 * r, a + 8 * r + 4);
+    }
+}
+
+#define TILE_FN(name, body)                                                                                   \
+    void name(int64_t n, float *s, int64_t bs, const void *vx, size_t bx, const void *vy, size_t by, int nt) { \
+        const uint8_t *x = vx, *y = vy;                                                                        \
+        switch (nt) {                                                                                          \
+        case 1: body(1); break;                                                                                \
+        case 2: body(2); break;                                                                                \
+        case 3: body(3); break;                                                                                \
+        default: body(4); break;                                                                               \
+        }                                                                                                      \
+    }
+#define Q4_0_BODY(NT) nib_tile(n, s, bs, x, bx, y, by, NT, 0)
+#define Q4_1_BODY(NT) nib_tile(n, s, bs, x, bx, y, by, NT, 1)
+#define Q8_0_BODY(NT) q8_tile(n, s, bs, x, bx, y, by, NT)
+TILE_FN(hearth_tile_q4_0_q8_0_avx512, Q4_0_BODY)
+TILE_FN(hearth_tile_q4_1_q8_1_avx512, Q4_1_BODY)
+TILE_FN(hearth_tile_q8_0_q8_0_avx512, Q8_0_BODY)

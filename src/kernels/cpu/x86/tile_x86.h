@@ -1,0 +1,64 @@
+/*
+ * tile_x86.h - block-dot tiles: 4 weight rows against up to 4 activation rows in one call
+ * (tile_avx2.c, tile_avx512.c), for hearth_matmul's decode (one token) and prefill.
+ *
+ * A tile computes s[t * bs + r] = dot(x + r * bx, y + t * by) for r < 4 and t < nt (1..4), and
+ * each of those 4 * nt results equals the type's one-row dot of the same set (llama.cpp's x86
+ * order, x86_order_ref.h) bit for bit: every (row, token) pair keeps its own 8 float lanes, its
+ * own FMA chain block after block and its own hsum8, in registers of its own. The speed comes
+ * from the pairs being independent (the FMA latency of one chain no longer bounds the loop),
+ * from unpacking each weight block once for nt tokens and loading each activation block once
+ * for 4 rows, and from doing the scale products of 4 rows in one vector multiply.
+ *
+ * Lane layout (both sets): a block's 16 nibble bytes give its low-nibble elements 0..15 and
+ * its high-nibble elements 16..31; the reference's lane l < 4 sums elements 4l..4l+3 (low
+ * part) and lane l + 4 elements 16+4l..16+4l+3 (high part), so a tile keeps a "lo" and a "hi"
+ * accumulator of 4 lanes per row and the hsum8 tree starts with lo_l + hi_l, its own first
+ * level. q8_0 rows keep all 8 lanes of a row together.
+ *
+ * Call them only through the kernel tables (dispatch.c); any thread.
+ */
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+void hearth_tile_q4_0_q8_0_avx2(int64_t n, float *s, int64_t bs, const void *x, size_t bx, const void *y, size_t by,
+                                int nt);
+void hearth_tile_q4_1_q8_1_avx2(int64_t n, float *s, int64_t bs, const void *x, size_t bx, const void *y, size_t by,
+                                int nt);
+void hearth_tile_q8_0_q8_0_avx2(int64_t n, float *s, int64_t bs, const void *x, size_t bx, const void *y, size_t by,
+                                int nt);
+void hearth_tile_q4_0_q8_0_avx512(int64_t n, float *s, int64_t bs, const void *x, size_t bx, const void *y, size_t by,
+                                  int nt);
+void hearth_tile_q4_1_q8_1_avx512(int64_t n, float *s, int64_t bs, const void *x, size_t bx, const void *y, size_t by,
+                                  int nt);
+void hearth_tile_q8_0_q8_0_avx512(int64_t n, float *s, int64_t bs, const void *x, size_t bx, const void *y, size_t by,
+                                  int nt);
+
+/* The reference's hsum8 of lanes (lo[0..3], hi[0..3]): ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)). */
+static inline float hearth_tile_hsum8(const float *lo, const float *hi) {
+    return ((lo[0] + hi[0]) + (lo[2] + hi[2])) + ((lo[1] + hi[1]) + (lo[3] + hi[3]));
+}
+
+/* Rows are short (a few hundred bytes), so 4 of them read side by side are 4 streams too short
+ * for the hardware prefetchers to learn (without this, tiles ran slower than one row at a time
+ * in decode, where the weights come from DRAM). A tile therefore prefetches the memory
+ * HEARTH_TILE_PF_AHEAD bytes (rounded up to whole tiles) past its own 4 rows, which the next
+ * calls read, a slice per block. Prefetches past the end of the matrix are harmless hints. */
+#ifndef HEARTH_TILE_PF_AHEAD
+#define HEARTH_TILE_PF_AHEAD 6144
+#endif
+static inline void hearth_tile_prefetch(const uint8_t *x, size_t bx, int64_t b, int64_t nb) {
+    size_t tile = 4 * bx, step = tile / (size_t)nb;
+    /* an integer, not a pointer: GCC drops prefetches of pointers it can prove run past the object */
+    uintptr_t p = (uintptr_t)x + tile * ((HEARTH_TILE_PF_AHEAD + tile - 1) / tile) + (size_t)b * step;
+    for (size_t k = 0; k < step; k += 64) __builtin_prefetch((const void *)(p + k), 0, 3);
+}
+
+/* The first 4 bytes of a block in each of 4 rows (the f16 scale, and the f16 minimum or the next
+ * bytes), as one 128-bit vector. */
+static inline uint32_t hearth_tile_u32(const uint8_t *p) {
+    uint32_t v;
+    __builtin_memcpy(&v, p, 4);
+    return v;
+}
