@@ -7,12 +7,15 @@ which are recorded in each golden's "provenance"):
     python3 -m venv /tmp/tenv && /tmp/tenv/bin/pip install -r requirements/transformers.txt
     /tmp/tenv/bin/python tools/make_hf_tiny.py --out tests/golden/hf
 
-For each family (llama, mistral, qwen2, qwen3, gemma2, gemma3_text, phi3, smollm3) the script
+For each family (llama, mistral, qwen2, qwen3, gemma2, gemma3_text, gemma4_text, phi3, smollm3) the script
   1. builds a 2-layer model (hidden 64, 4 heads, 2 kv heads, head dim 16, ffn 128, vocab 288)
      from a config that exercises the family's features (RoPE scaling kinds, sliding windows
      shorter than the prompts, soft-caps, partial rotary, layers without RoPE), random init with
      a fixed seed and a wide init range so greedy choices are stable; norms and biases are moved
-     away from their trivial init;
+     away from their trivial init; gemma4_text has 4 layers (sliding / full alternating, the last
+     two reusing the first two's KV cache), full layers with head dim 32, one kv head shared by
+     keys and values (attention_k_eq_v) and proportional RoPE, per-layer inputs of width 32,
+     double-wide MLPs on the KV-shared layers, a final soft-cap, and layer scalars moved off 1;
   2. writes three checkpoints, each with a tiny byte-level BPE tokenizer.json made with the
      tokenizers library (tokenizer_config.json, chat_template.jinja) and generation_config.json:
        <family>/        save_pretrained in f32
@@ -20,6 +23,8 @@ For each family (llama, mistral, qwen2, qwen3, gemma2, gemma3_text, phi3, smollm
        llama-f16/       save_pretrained in f16 (one family: the f16 path is the bf16 one's twin)
        gemma3-mm/       gemma3_text-bf16's weights in a multimodal Gemma 3 layout (text_config,
                         language_model.model.* names), checked against gemma3_text-bf16's golden
+       gemma4-mm/       gemma4_text-bf16's weights in the multimodal Gemma 4 layout (model_type
+                        gemma4 with a text_config, model.language_model.* names)
        <family>-mlx/    MLX affine quantized (this script's quantizer, written from the format's
                         definition: per group of G inputs, w ~ scale * q + bias with q unsigned
                         `bits`-bit; q packed little-endian into uint32 words, element k of a word
@@ -76,6 +81,14 @@ FAMILIES = {
                          rope_parameters={"sliding_attention": dict(rope_type="default", rope_theta=10000.0),
                                           "full_attention": dict(rope_type="linear", rope_theta=1000000.0,
                                                                  factor=8.0)}), 16),
+    "gemma4_text": (dict(head_dim=HEAD_DIM, tie_word_embeddings=False, global_head_dim=32, num_global_key_value_heads=1, attention_k_eq_v=True,
+                         num_hidden_layers=4, sliding_window=8, num_kv_shared_layers=2, use_double_wide_mlp=True,
+                         hidden_size_per_layer_input=32, vocab_size_per_layer_input=VOCAB,
+                         final_logit_softcapping=10.0,
+                         layer_types=["sliding_attention", "full_attention"] * 2,
+                         rope_parameters={"sliding_attention": dict(rope_type="default", rope_theta=10000.0),
+                                          "full_attention": dict(rope_type="proportional", rope_theta=1000000.0,
+                                                                 partial_rotary_factor=0.25)}), 19),
     "phi3": (dict(tie_word_embeddings=False, pad_token_id=None,
                   rope_parameters=dict(rope_type="default", rope_theta=10000.0, partial_rotary_factor=0.5)), 17),
     "smollm3": (dict(tie_word_embeddings=True, no_rope_layer_interval=2, no_rope_layers=[1, 0],
@@ -89,6 +102,9 @@ MLX_OVERRIDES = {
     "model.layers.1.self_attn.o_proj": {"group_size": 64, "bits": 8},
     "model.layers.0.mlp.up_proj": {"group_size": 32, "bits": 4},
 }
+# gemma4's per_layer_projection reads 32 inputs: group 32
+FAMILY_OVERRIDES = {"gemma4_text": {"model.layers.%d.per_layer_projection" % i: {"group_size": 32, "bits": 4}
+                                    for i in range(4)}}
 
 
 def make_tokenizer():
@@ -117,10 +133,13 @@ def build(family):
     with torch.no_grad():
         for name, p in model.named_parameters():
             if name.endswith("norm.weight") or name.endswith("layernorm.weight"):
-                # gemma norms multiply by (1 + w): keep w small there; others around 1
-                p.copy_((0.0 if family.startswith("gemma") else 1.0) + 0.2 * torch.randn_like(p))
+                # gemma 2/3 norms multiply by (1 + w): keep w small there; others (gemma4) around 1
+                p.copy_((0.0 if family in ("gemma2", "gemma3_text") else 1.0) + 0.2 * torch.randn_like(p))
             elif name.endswith(".bias"):
                 p.copy_(0.1 * torch.randn_like(p))
+        for name, b in model.named_buffers():
+            if name.endswith("layer_scalar"):  # gemma4: each layer's output is scaled by it
+                b.copy_(0.5 + torch.rand_like(b))
     return model
 
 
@@ -147,10 +166,14 @@ def mlx_quantize(w, bits, group):
     return packed, scales_b, biases_b, deq.reshape(out_f, in_f)
 
 
-def quant_of(module):
-    if module in MLX_OVERRIDES:
-        return MLX_OVERRIDES[module]
-    return MLX_DEFAULT
+def overrides_of(family):
+    o = dict(MLX_OVERRIDES)
+    o.update(FAMILY_OVERRIDES.get(family, {}))
+    return o
+
+
+def quant_of(module, family):
+    return overrides_of(family).get(module, MLX_DEFAULT)
 
 
 def write_mlx(model, family, path):
@@ -159,7 +182,7 @@ def write_mlx(model, family, path):
     tied = model.config.tie_word_embeddings
     out, ref = {}, {}
     qcfg = dict(MLX_DEFAULT)
-    qcfg.update(MLX_OVERRIDES)
+    qcfg.update(overrides_of(family))
     for name, t in sd.items():
         if name == "lm_head.weight" and tied:
             continue
@@ -169,7 +192,7 @@ def write_mlx(model, family, path):
             quantize = False
             qcfg["lm_head"] = False
         if quantize:
-            q = quant_of(module)
+            q = quant_of(module, family)
             packed, s, b, deq = mlx_quantize(t.float(), q["bits"], q["group_size"])
             out[module + ".weight"] = packed
             out[module + ".scales"] = s.contiguous()
@@ -186,6 +209,23 @@ def write_mlx(model, family, path):
     cfg["quantization_config"] = qcfg
     json.dump(cfg, open(os.path.join(path, "config.json"), "w"), indent=2)
     return ref
+
+
+def write_gemma4_multimodal_layout(src, d):
+    """gemma4-mm/: the bf16 gemma4_text weights as Gemma4ForConditionalGeneration saves them
+    (model_type gemma4 with a text_config, tensors under "model.language_model."), no vision or
+    audio tower. Its golden is gemma4_text-bf16's."""
+    from safetensors.torch import load_file
+    shutil.rmtree(d, ignore_errors=True)
+    shutil.copytree(src, d)
+    sd = load_file(os.path.join(d, "model.safetensors"))
+    save_file({k.replace("model.", "model.language_model.", 1): v for k, v in sd.items()},
+              os.path.join(d, "model.safetensors"), metadata={"format": "pt"})
+    text = json.load(open(os.path.join(d, "config.json")))
+    cfg = {"architectures": ["Gemma4ForConditionalGeneration"], "model_type": "gemma4", "text_config": text,
+           "vision_config": None, "audio_config": None, "eos_token_id": text.get("eos_token_id"),
+           "tie_word_embeddings": text.get("tie_word_embeddings")}
+    json.dump(cfg, open(os.path.join(d, "config.json"), "w"), indent=2)
 
 
 def write_multimodal_layout(src, d):
@@ -278,6 +318,8 @@ def main():
             print(family + variant, "ok", file=sys.stderr)
             if family == "gemma3_text" and variant == "-bf16":
                 write_multimodal_layout(d, os.path.join(args.out, "gemma3-mm"))
+            if family == "gemma4_text" and variant == "-bf16":
+                write_gemma4_multimodal_layout(d, os.path.join(args.out, "gemma4-mm"))
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ typedef enum {
     HEARTH_ARCH_GEMMA2,   /* safetensors only */
     HEARTH_ARCH_PHI3,     /* safetensors only */
     HEARTH_ARCH_SMOLLM3,  /* safetensors only */
+    HEARTH_ARCH_GEMMA4,   /* safetensors only */
     HEARTH_ARCH_COUNT,
 } hearth_arch;
 
@@ -32,7 +33,12 @@ typedef enum {
     HEARTH_ROPE_DYNAMIC,  /* NTK-aware base growth past the training context (see hf_rope.c) */
     HEARTH_ROPE_YARN,     /* YaRN: frequency ramp between beta_fast and beta_slow, mscale */
     HEARTH_ROPE_LLAMA3,   /* Llama 3.1: low/high frequency bands */
+    HEARTH_ROPE_PROPORTIONAL, /* Gemma 4: the whole head pairs as rotate_half does, only the first
+                               * n_rot_freq dims get a frequency (base^(-2i/head_dim) / factor) */
+    HEARTH_ROPE_LONGROPE, /* Phi-3 128k: per-frequency short/long factors, attention factor */
 } hearth_rope_kind;
+
+enum { HEARTH_LONGROPE_MAX = 256 }; /* longrope factors per list (rotated dims / 2) */
 
 /* Everything a forward pass needs to know about a model's shape. Plain data. */
 typedef struct {
@@ -73,6 +79,22 @@ typedef struct {
     bool    qk_norm;         /* RMSNorm on each q and k head before RoPE */
     bool    post_norms;      /* gemma: norms after attention and after the ffn */
     hearth_ffn_kind ffn;
+    /* Gemma 4 (0 / false elsewhere). head_dim and n_head_kv above are then the largest of the
+     * two layer kinds, which sizes the cache rows; each layer uses its kind's own: */
+    int32_t head_dim_full, n_head_kv_full; /* full-attention layers */
+    int32_t head_dim_swa, n_head_kv_swa;   /* sliding-window layers */
+    int32_t n_rot_freq;      /* proportional RoPE of full layers: dims with a frequency */
+    int32_t n_layer_kv;      /* layers il >= n_layer_kv reuse the cache of the last layer of their
+                              * kind below n_layer_kv (KV sharing); 0 = every layer has its own */
+    int32_t n_embd_ple;      /* per-layer input width (0 = none) */
+    int32_t n_vocab_ple;     /* rows of the per-layer input embedding */
+    int32_t n_ff_kv;         /* feed-forward width of the layers below n_layer_kv when the shared
+                              * ones are double-wide (n_ff is then the wider); 0 = n_ff */
+    bool    k_eq_v;          /* full layers: values come from the key projection */
+    /* dynamic NTK: the base grows with the sequence length past n_ctx_train (rope_freq.c);
+     * longrope: factors of the rotated frequencies within (short) and past (long)
+     * rope_orig_ctx, the attention factor in rope_mscale */
+    float   longrope_short[HEARTH_LONGROPE_MAX], longrope_long[HEARTH_LONGROPE_MAX];
 } hearth_hparams;
 
 typedef struct {
@@ -99,3 +121,11 @@ const hearth_arch_info *hearth_arch_info_of(hearth_arch arch);
 bool hearth_hparams_is_swa(const hearth_hparams *hp, int32_t il);
 /* Does layer il apply RoPE? */
 bool hearth_hparams_has_rope(const hearth_hparams *hp, int32_t il);
+/* Layer il's q/k/v head width and kv heads (they differ by layer kind in Gemma 4), and its
+ * feed-forward width. */
+int32_t hearth_hparams_n_ff(const hearth_hparams *hp, int32_t il);
+int32_t hearth_hparams_head_dim(const hearth_hparams *hp, int32_t il);
+int32_t hearth_hparams_n_head_kv(const hearth_hparams *hp, int32_t il);
+/* The layer whose cache layer il attends to: il itself, or for a KV-shared layer the last
+ * layer of its kind below n_layer_kv (-1 when there is none: a config error). */
+int32_t hearth_hparams_kv_layer(const hearth_hparams *hp, int32_t il);

@@ -16,6 +16,8 @@ static const hearth_arch_info arch_rows[HEARTH_ARCH_COUNT] = {
     {HEARTH_ARCH_GEMMA2,  NULL,     "Gemma2ForCausalLM",  "gemma2",       true,  false, false, true,  true,  HEARTH_FFN_GEGLU,  2, 0.0f},
     {HEARTH_ARCH_PHI3,    NULL,     "Phi3ForCausalLM",    "phi3",         true,  false, false, false, false, HEARTH_FFN_SWIGLU, 0, 0.0f},
     {HEARTH_ARCH_SMOLLM3, NULL,     "SmolLM3ForCausalLM", "smollm3",      true,  false, false, false, false, HEARTH_FFN_SWIGLU, 0, 0.0f},
+    /* Gemma 4 (models/gemma4.c): per-layer head sizes, KV sharing, per-layer inputs */
+    {HEARTH_ARCH_GEMMA4,  NULL,     "Gemma4ForCausalLM",  "gemma4_text",  true,  false, true,  true,  true,  HEARTH_FFN_GEGLU,  6, 10000.0f},
 };
 
 const hearth_arch_info *hearth_arch_by_gguf_name(const char *name) {
@@ -40,4 +42,26 @@ bool hearth_hparams_is_swa(const hearth_hparams *hp, int32_t il) {
 
 bool hearth_hparams_has_rope(const hearth_hparams *hp, int32_t il) {
     return !(hp->nope_interval > 0 && (il + 1) % hp->nope_interval == 0);
+}
+
+int32_t hearth_hparams_head_dim(const hearth_hparams *hp, int32_t il) {
+    int32_t d = hearth_hparams_is_swa(hp, il) ? hp->head_dim_swa : hp->head_dim_full;
+    return d > 0 ? d : hp->head_dim;
+}
+
+int32_t hearth_hparams_n_head_kv(const hearth_hparams *hp, int32_t il) {
+    int32_t n = hearth_hparams_is_swa(hp, il) ? hp->n_head_kv_swa : hp->n_head_kv_full;
+    return n > 0 ? n : hp->n_head_kv;
+}
+
+int32_t hearth_hparams_n_ff(const hearth_hparams *hp, int32_t il) {
+    return hp->n_ff_kv > 0 && il < hp->n_layer_kv ? hp->n_ff_kv : hp->n_ff;
+}
+
+int32_t hearth_hparams_kv_layer(const hearth_hparams *hp, int32_t il) {
+    if (hp->n_layer_kv <= 0 || il < hp->n_layer_kv) return il;
+    bool swa = hearth_hparams_is_swa(hp, il);
+    for (int32_t j = hp->n_layer_kv - 1; j >= 0; j--)
+        if (hearth_hparams_is_swa(hp, j) == swa) return j;
+    return -1;
 }

@@ -69,6 +69,36 @@ static void add_eos_of(hearth_gen_defaults *gen, const cJSON *o) {
     if (jnum(o, "bos_token_id", &d) && d >= 0 && d < 1e9) gen->bos = (int32_t)d;
 }
 
+/* A list of n numbers under key into out. */
+static bool jfloats(const cJSON *o, const char *key, float *out, int n) {
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, key), *e;
+    if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) != n) return false;
+    int i = 0;
+    cJSON_ArrayForEach(e, a) {
+        if (!cJSON_IsNumber(e) || !(e->valuedouble > 0)) return false;
+        out[i++] = (float)e->valuedouble;
+    }
+    return true;
+}
+
+/* longrope (Phi-3 128k): short and long factor lists and the attention factor, as
+ * transformers' _compute_longrope_parameters reads them. The lists need the rotated width,
+ * so they are read after it is known (rope_freq.c checks nothing more). */
+static hearth_status read_longrope(const cJSON *sc, const cJSON *cfg, hearth_hparams *hp, hearth_err *err) {
+    double orig = 0, factor = 0, af = 0;
+    if (!jnum(sc, "original_max_position_embeddings", &orig) && !jnum(cfg, "original_max_position_embeddings", &orig))
+        return hearth_err_set(err, HEARTH_E_FORMAT, -1, "longrope rope scaling without original_max_position_embeddings");
+    if (!(orig >= 1 && orig < 1e9)) return hearth_err_set(err, HEARTH_E_FORMAT, -1, "longrope original context %g", orig);
+    hp->rope_kind = HEARTH_ROPE_LONGROPE;
+    hp->rope_orig_ctx = (int32_t)orig;
+    /* transformers: factor = max_position_embeddings / original when the dict has none */
+    if (!jnum(sc, "factor", &factor)) factor = (double)hp->n_ctx_train / orig;
+    hp->rope_factor = (float)factor;
+    if (jnum(sc, "attention_factor", &af)) hp->rope_mscale = (float)af;
+    else hp->rope_mscale = factor <= 1.0 ? 1.0f : (float)sqrt(1 + log(factor) / log(orig));
+    return HEARTH_OK;
+}
+
 /* One RoPE parameter dict (v5) or the top-level config (v4 with rope_scaling). */
 static hearth_status read_rope(const cJSON *rp, const cJSON *scaling, const cJSON *cfg, hearth_hparams *hp,
                                bool global, hearth_err *err) {
@@ -91,12 +121,18 @@ static hearth_status read_rope(const cJSON *rp, const cJSON *scaling, const cJSO
     double orig = 0;
     if (!jnum(cfg, "original_max_position_embeddings", &orig) || !(orig > 0))
         if (!jnum(sc, "original_max_position_embeddings", &orig)) orig = hp->n_ctx_train;
+    if (!(orig >= 1 && orig < 1e9)) return hearth_err_set(err, HEARTH_E_FORMAT, -1, "original context %g", orig);
     hp->rope_orig_ctx = (int32_t)orig;
     if (!strcmp(type, "linear")) {
         hp->rope_kind = HEARTH_ROPE_LINEAR;
         hp->rope_scale = (float)factor;
     } else if (!strcmp(type, "dynamic")) {
         hp->rope_kind = HEARTH_ROPE_DYNAMIC;
+    } else if (!strcmp(type, "proportional")) {
+        hp->rope_kind = HEARTH_ROPE_PROPORTIONAL;
+    } else if (!strcmp(type, "longrope")) {
+        hearth_status st = read_longrope(sc, cfg, hp, err);
+        if (st) return st;
     } else if (!strcmp(type, "llama3")) {
         hp->rope_kind = HEARTH_ROPE_LLAMA3;
         double lo = 1, hi = 4;
@@ -155,6 +191,7 @@ static hearth_status read_layers(const cJSON *tc, const hearth_hf_config *cfg, h
     hearth_status st = HEARTH_OK;
     double d;
     hp->n_swa = jnum(tc, "sliding_window", &d) && d >= 1 && d < 1e9 ? (int32_t)d : 0;
+    if (cfg->ai->arch == HEARTH_ARCH_GEMMA4 && !jnum(tc, "sliding_window", &d)) hp->n_swa = 512;
     const cJSON *lt = cJSON_GetObjectItemCaseSensitive(tc, "layer_types");
     if (cJSON_IsArray(lt)) {
         if (cJSON_GetArraySize(lt) != hp->n_layer) {
@@ -173,6 +210,7 @@ static hearth_status read_layers(const cJSON *tc, const hearth_hf_config *cfg, h
             }
             il++;
         }
+        if (cfg->ai->arch == HEARTH_ARCH_GEMMA4) swa[hp->n_layer - 1] = false; /* as transformers forces */
     } else {
         hearth_arch a = cfg->ai->arch;
         double pat = 6, mwl = 0;
@@ -183,6 +221,7 @@ static hearth_status read_layers(const cJSON *tc, const hearth_hf_config *cfg, h
             swa[il] = a == HEARTH_ARCH_MISTRAL                             ? true
                       : a == HEARTH_ARCH_GEMMA2                            ? il % 2 == 0
                       : a == HEARTH_ARCH_GEMMA3                            ? (il + 1) % (int)pat != 0
+                      : a == HEARTH_ARCH_GEMMA4 ? (il + 1) % 6 != 0 && il < hp->n_layer - 1
                       : (a == HEARTH_ARCH_QWEN2 || a == HEARTH_ARCH_QWEN3) ? use == 1 && il >= (int)mwl
                       : a == HEARTH_ARCH_PHI3                              ? hp->n_swa > 0
                                                                            : false;
@@ -213,6 +252,92 @@ static hearth_status read_layers(const cJSON *tc, const hearth_hf_config *cfg, h
 done:
     free(swa);
     return st;
+}
+
+/* Gemma 4's per-layer shapes (transformers' Gemma4TextConfig): full-attention layers take
+ * per_layer_config's head_dim / num_key_value_heads (older configs: global_head_dim, default
+ * 512, and num_global_key_value_heads when attention_k_eq_v), the last num_kv_shared_layers
+ * layers reuse the cache of the last earlier layer of their kind, per-layer inputs of
+ * hidden_size_per_layer_input (default 256; 0 = none), and double-wide MLPs on the shared
+ * layers. Each kind must have one shape; MoE blocks and bidirectional attention are refused. */
+static hearth_status read_gemma4(const cJSON *tc, const cJSON *rp_full, hearth_hparams *hp, hearth_err *err) {
+    double d;
+    if (jbool(tc, "enable_moe_block") == 1)
+        return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "Gemma 4 mixture-of-experts blocks (enable_moe_block) "
+                              "are not supported");
+    const char *bidi = jstr(tc, "use_bidirectional_attention");
+    if (bidi && !strcmp(bidi, "all"))
+        return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "use_bidirectional_attention = 'all' is not supported");
+    bool k_eq_v = jbool(tc, "attention_k_eq_v") == 1;
+    int32_t hd = hp->head_dim, nkv = hp->n_head_kv;
+    int32_t shape[2][2] = {{0, 0}, {0, 0}}; /* [swa][head_dim, kv heads] */
+    const cJSON *plc = cJSON_GetObjectItemCaseSensitive(tc, "per_layer_config");
+    for (int32_t il = 0; il < hp->n_layer; il++) {
+        bool swa = hearth_hparams_is_swa(hp, il);
+        int32_t lhd = hd, lkv = nkv;
+        if (cJSON_IsObject(plc)) {
+            char key[16];
+            snprintf(key, sizeof key, "%d", il);
+            const cJSON *o = cJSON_GetObjectItemCaseSensitive(plc, key);
+            if (jnum(o, "head_dim", &d)) lhd = (int32_t)d;
+            if (jnum(o, "num_key_value_heads", &d)) lkv = (int32_t)d;
+        } else if (!swa) {
+            lhd = jnum(tc, "global_head_dim", &d) ? (int32_t)d : 512;
+            if (k_eq_v && jnum(tc, "num_global_key_value_heads", &d)) lkv = (int32_t)d;
+        }
+        if (lhd <= 0 || lhd > 512 || lhd % 2 || lkv <= 0 || hp->n_head % lkv)
+            return hearth_err_set(err, HEARTH_E_FORMAT, -1, "config.json: layer %d has head dim %d and %d kv heads "
+                                  "for %d heads", il, lhd, lkv, hp->n_head);
+        if (shape[swa][0] && (shape[swa][0] != lhd || shape[swa][1] != lkv))
+            return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "config.json per_layer_config: %s layers of "
+                                  "different shapes", swa ? "sliding" : "full-attention");
+        shape[swa][0] = lhd;
+        shape[swa][1] = lkv;
+    }
+    hp->head_dim_full = shape[0][0] ? shape[0][0] : hd;
+    hp->n_head_kv_full = shape[0][1] ? shape[0][1] : nkv;
+    hp->head_dim_swa = shape[1][0] ? shape[1][0] : hd;
+    hp->n_head_kv_swa = shape[1][1] ? shape[1][1] : nkv;
+    hp->head_dim = hp->head_dim_v = hp->head_dim_full > hp->head_dim_swa ? hp->head_dim_full : hp->head_dim_swa;
+    hp->n_head_kv = hp->n_head_kv_full > hp->n_head_kv_swa ? hp->n_head_kv_full : hp->n_head_kv_swa;
+    hp->n_rot = hp->head_dim;
+    hp->k_eq_v = k_eq_v;
+    hp->attn_scale = 1.0f; /* q and k are RMS-normed per head */
+    hp->attn_softcap = 0;
+    /* full layers: proportional RoPE (the default kind rotates every dim of the head) */
+    double prf = 1;
+    if (hp->rope_kind == HEARTH_ROPE_PROPORTIONAL) {
+        if (rp_full) jnum(rp_full, "partial_rotary_factor", &prf);
+    } else if (hp->rope_kind == HEARTH_ROPE_DEFAULT) {
+        hp->rope_kind = HEARTH_ROPE_PROPORTIONAL;
+        hp->rope_factor = 1.0f;
+    } else {
+        return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "Gemma 4 full-attention layers with this rope scaling");
+    }
+    if (!(prf > 0 && prf <= 1)) return hearth_err_set(err, HEARTH_E_FORMAT, -1, "partial_rotary_factor %g", prf);
+    hp->n_rot_freq = 2 * (int32_t)floor(prf * hp->head_dim_full / 2);
+    if (!(hp->rope_factor > 0)) hp->rope_factor = 1.0f;
+    int32_t n_shared = 0;
+    if (opt_int(tc, "num_kv_shared_layers", hp->n_layer, &n_shared, err)) return HEARTH_E_FORMAT;
+    if (n_shared >= hp->n_layer && n_shared > 0)
+        return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "num_kv_shared_layers = num_hidden_layers");
+    hp->n_layer_kv = n_shared > 0 ? hp->n_layer - n_shared : 0;
+    for (int32_t il = 0; il < hp->n_layer; il++)
+        if (hearth_hparams_kv_layer(hp, il) < 0)
+            return hearth_err_set(err, HEARTH_E_FORMAT, -1, "config.json: KV-shared layer %d has no earlier layer of "
+                                  "its kind to share", il);
+    hp->n_embd_ple = 256;
+    hp->n_vocab_ple = 262144;
+    const cJSON *ple = cJSON_GetObjectItemCaseSensitive(tc, "hidden_size_per_layer_input");
+    if (cJSON_IsNull(ple)) hp->n_embd_ple = 0;
+    if (opt_int(tc, "hidden_size_per_layer_input", 1 << 16, &hp->n_embd_ple, err) ||
+        opt_int(tc, "vocab_size_per_layer_input", 1 << 24, &hp->n_vocab_ple, err))
+        return HEARTH_E_FORMAT;
+    if (jbool(tc, "use_double_wide_mlp") == 1 && n_shared > 0) {
+        hp->n_ff_kv = hp->n_ff;
+        hp->n_ff = 2 * hp->n_ff; /* the widest layer sizes the scratch */
+    }
+    return HEARTH_OK;
 }
 
 static hearth_status parse_text(const cJSON *root, const cJSON *tc, hearth_hf_config *cfg, hearth_err *err) {
@@ -254,12 +379,12 @@ static hearth_status parse_text(const cJSON *root, const cJSON *tc, hearth_hf_co
     if (jnum(tc, "query_pre_attn_scalar", &d) && d > 0) hp->attn_scale = (float)(1.0 / sqrt(d));
     if (jnum(tc, "attn_logit_softcapping", &d) && d > 0) hp->attn_softcap = (float)d;
     if (jnum(tc, "final_logit_softcapping", &d) && d > 0) hp->final_softcap = (float)d;
-    cfg->norm_plus_one = ai->embd_scaled; /* the gemma rows */
+    cfg->norm_plus_one = ai->embd_scaled && ai->arch != HEARTH_ARCH_GEMMA4; /* gemma 2 and 3: (1 + w) */
     cfg->fused_qkv = ai->arch == HEARTH_ARCH_PHI3;
 
     int bias = jbool(tc, "attention_bias");
     if (bias == 1) {
-        if (ai->arch == HEARTH_ARCH_GEMMA2 || ai->arch == HEARTH_ARCH_GEMMA3)
+        if (ai->arch == HEARTH_ARCH_GEMMA2 || ai->arch == HEARTH_ARCH_GEMMA3 || ai->arch == HEARTH_ARCH_GEMMA4)
             return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "config.json attention_bias on gemma");
         hp->qkv_bias = true;
         cfg->attn_out_bias = true;
@@ -278,7 +403,7 @@ static hearth_status parse_text(const cJSON *root, const cJSON *tc, hearth_hf_co
     if (tied < 0) tied = jbool(root, "tie_word_embeddings");
     cfg->tied = tied >= 0 ? tied == 1
                           : (ai->arch == HEARTH_ARCH_GEMMA2 || ai->arch == HEARTH_ARCH_GEMMA3 ||
-                             ai->arch == HEARTH_ARCH_SMOLLM3);
+                             ai->arch == HEARTH_ARCH_GEMMA4 || ai->arch == HEARTH_ARCH_SMOLLM3);
 
     /* RoPE: v5 rope_parameters (flat, or per layer type), else v4 keys */
     const cJSON *rp = cJSON_GetObjectItemCaseSensitive(tc, "rope_parameters");
@@ -304,10 +429,16 @@ static hearth_status parse_text(const cJSON *root, const cJSON *tc, hearth_hf_co
     hp->n_rot = (int32_t)(hp->head_dim * prf);
     hp->n_rot -= hp->n_rot % 2;
     if (hp->n_rot <= 0) return hearth_err_set(err, HEARTH_E_FORMAT, -1, "config.json: no rotated dimensions");
-    if (ai->arch == HEARTH_ARCH_PHI3 && (rp_full ? jstr(rp_full, "rope_type") : NULL) &&
-        !strcmp(jstr(rp_full, "rope_type"), "longrope"))
-        return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "rope scaling type 'longrope' is not supported");
-    return read_layers(tc, cfg, hp, err);
+    if (hp->rope_kind == HEARTH_ROPE_LONGROPE) {
+        const cJSON *sc = rp_full ? rp_full : scaling;
+        int n = hp->n_rot / 2;
+        if (n > HEARTH_LONGROPE_MAX || !jfloats(sc, "short_factor", hp->longrope_short, n) ||
+            !jfloats(sc, "long_factor", hp->longrope_long, n))
+            return hearth_err_set(err, HEARTH_E_FORMAT, -1, "longrope short_factor and long_factor must be lists of %d "
+                                  "positive numbers (rotated dims / 2)", n);
+    }
+    if ((st = read_layers(tc, cfg, hp, err))) return st;
+    return ai->arch == HEARTH_ARCH_GEMMA4 ? read_gemma4(tc, rp_full, hp, err) : HEARTH_OK;
 }
 
 hearth_status hearth_hf_config_parse(const char *json, size_t n, hearth_hf_config *cfg, hearth_err *err) {
@@ -328,10 +459,11 @@ hearth_status hearth_hf_config_parse(const char *json, size_t n, hearth_hf_confi
     const char *mt = jstr(tc, "model_type");
     if (!mt) mt = jstr(root, "model_type");
     if (mt && cfg->text_config && !strcmp(mt, "gemma3")) mt = "gemma3_text";
+    if (mt && cfg->text_config && !strcmp(mt, "gemma4")) mt = "gemma4_text";
     cfg->ai = mt ? hearth_arch_by_hf_type(mt) : NULL;
     if (!cfg->ai) {
         st = hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "model_type '%s' is not supported (supported: llama, "
-                            "mistral, qwen2, qwen3, gemma2, gemma3, phi3, smollm3)", mt ? mt : "(none)");
+                            "mistral, qwen2, qwen3, gemma2, gemma3, gemma4, phi3, smollm3)", mt ? mt : "(none)");
         goto done;
     }
     if ((st = parse_text(root, tc, cfg, err))) goto done;

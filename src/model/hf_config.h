@@ -2,8 +2,8 @@
  * hf_config.h - a Hugging Face checkpoint's config.json and generation_config.json, read into
  * the hparams the forward pass uses plus what the safetensors loader needs to bind weights.
  *
- * Families (config model_type): llama, mistral, qwen2, qwen3, gemma2, gemma3_text (also a
- * gemma3 config whose text_config holds the text model), phi3, smollm3. Both config layouts of
+ * Families (config model_type): llama, mistral, qwen2, qwen3, gemma2, gemma3_text, gemma4_text
+ * (also a gemma3 / gemma4 config whose text_config holds the text model), phi3, smollm3. Both config layouts of
  * transformers are read: v5's rope_parameters (one dict, or one per layer type) and v4's
  * rope_theta / rope_scaling / rope_local_base_freq. Per-layer features are checked against
  * the patterns hearth runs (layer_types must follow a period the arch table can express;
@@ -69,7 +69,16 @@ void          hearth_gen_add_eos(hearth_gen_defaults *gen, int32_t id);
  * its override or the default; {0, 0} when the config says it is not quantized. */
 hearth_mlx_quant hearth_hf_config_quant_of(const hearth_hf_config *cfg, const char *module);
 
-/* RoPE inverse frequencies of the global (swa = false) or sliding layers, [n_rot / 2], in
- * float as transformers' rope init functions compute them (default, linear, dynamic, yarn,
- * llama3). Dynamic NTK equals default within the training context, which is what is used. */
+/* RoPE inverse frequencies of the global (swa = false) or sliding layers,
+ * [hearth_hparams_rope_dims / 2], in float as transformers' rope init functions compute them
+ * (default, linear, dynamic, yarn, llama3, longrope, proportional), for sequences within the
+ * training context (longrope: within the original context). */
 void hearth_hparams_inv_freq(const hearth_hparams *hp, bool swa, float *inv_freq);
+/* The same for a forward over a sequence of seq_len tokens (transformers takes the largest
+ * position + 1 of the call): dynamic NTK grows its base past the training context, longrope
+ * takes its long factors past the original context. Other kinds ignore seq_len. */
+void hearth_hparams_inv_freq_at(const hearth_hparams *hp, bool swa, int32_t seq_len, float *inv_freq);
+/* Does a sequence of seq_len tokens take frequencies other than the base ones (above)? */
+bool hearth_hparams_rope_stretched(const hearth_hparams *hp, int32_t seq_len);
+/* Entries x 2 of the inverse-frequency table of a layer kind (its rotated width). */
+int32_t hearth_hparams_rope_dims(const hearth_hparams *hp, bool swa);

@@ -27,6 +27,11 @@ typedef struct {
     hearth_weight w_gate, w_up;   /* [n_ff][n_embd] */
     hearth_weight w_down;         /* [n_embd][n_ff] */
     const float  *post_ffn_norm;  /* [n_embd] (post_norms) */
+    /* Gemma 4 (models/gemma4.c); empty elsewhere */
+    hearth_weight ple_gate;       /* [n_embd_ple][n_embd] per_layer_input_gate */
+    hearth_weight ple_proj;       /* [n_embd][n_embd_ple] per_layer_projection */
+    const float  *ple_norm;       /* [n_embd] post_per_layer_input_norm */
+    float         out_scale;      /* layer_scalar: the layer's output is multiplied by it */
 } hearth_layer;
 
 struct hearth_model {
@@ -39,6 +44,10 @@ struct hearth_model {
     const float   *output_norm;  /* [n_embd] */
     hearth_weight  output;       /* [n_vocab][n_embd]; tok_embd when tied */
     hearth_layer  *layers;       /* [n_layer], in arena */
+    /* Gemma 4 per-layer inputs (n_embd_ple > 0) */
+    hearth_weight  ple_embd;     /* [n_vocab_ple][n_layer * n_embd_ple] embed_tokens_per_layer */
+    hearth_weight  ple_model_proj; /* [n_layer * n_embd_ple][n_embd] per_layer_model_projection */
+    const float   *ple_proj_norm;/* [n_embd_ple] per_layer_projection_norm */
     const char    *name;         /* in arena */
     const char    *chat_template;/* in arena, or NULL */
     hearth_gen_defaults gen;     /* generation_config.json defaults and the eos union */

@@ -239,6 +239,63 @@ static hearth_status bind_layer(loader *L, int il) {
     return HEARTH_OK;
 }
 
+/* Gemma 4's layer (hparams from hf_config.c's read_gemma4): its kind's head shape, no k/v
+ * projections on a KV-shared layer, keys as values on full layers with attention_k_eq_v, its
+ * own feed-forward width, the per-layer input gate and projection, the layer scalar. Norms
+ * multiply directly (Gemma4RMSNorm has no + 1). */
+static hearth_status bind_layer_gemma4(loader *L, int il) {
+    const hearth_hparams *hp = &L->m->hp;
+    hearth_layer *l = &L->m->layers[il];
+    int64_t E = hp->n_embd, hd = hearth_hparams_head_dim(hp, il), P = hp->n_embd_ple;
+    int64_t q_out = (int64_t)hp->n_head * hd, k_out = (int64_t)hearth_hparams_n_head_kv(hp, il) * hd;
+    int64_t n_ff = hearth_hparams_n_ff(hp, il);
+    char n[192];
+    hearth_status st;
+#define NAME(s) (snprintf(n, sizeof n, "%slayers.%d." s, L->pfx, il), n)
+    if ((st = bind_vec(L, NAME("input_layernorm.weight"), E, true, false, &l->attn_norm)) ||
+        (st = bind_vec(L, NAME("post_attention_layernorm.weight"), E, true, false, &l->post_attn_norm)) ||
+        (st = bind_vec(L, NAME("pre_feedforward_layernorm.weight"), E, true, false, &l->ffn_norm)) ||
+        (st = bind_vec(L, NAME("post_feedforward_layernorm.weight"), E, true, false, &l->post_ffn_norm)) ||
+        (st = bind_mat(L, NAME("self_attn.q_proj"), E, q_out, true, &l->wq)) ||
+        (st = bind_vec(L, NAME("self_attn.q_norm.weight"), hd, true, false, &l->q_norm)) ||
+        (st = bind_mat(L, NAME("self_attn.o_proj"), q_out, E, true, &l->wo)) ||
+        (st = bind_mat(L, NAME("mlp.gate_proj"), E, n_ff, true, &l->w_gate)) ||
+        (st = bind_mat(L, NAME("mlp.up_proj"), E, n_ff, true, &l->w_up)) ||
+        (st = bind_mat(L, NAME("mlp.down_proj"), n_ff, E, true, &l->w_down)))
+        return st;
+    if (hearth_hparams_kv_layer(hp, il) == il) {
+        if ((st = bind_mat(L, NAME("self_attn.k_proj"), E, k_out, true, &l->wk)) ||
+            (st = bind_vec(L, NAME("self_attn.k_norm.weight"), hd, true, false, &l->k_norm)))
+            return st;
+        if (hp->k_eq_v && !hearth_hparams_is_swa(hp, il)) l->wv = l->wk;
+        else if ((st = bind_mat(L, NAME("self_attn.v_proj"), E, k_out, true, &l->wv))) return st;
+    }
+    if (P > 0 &&
+        ((st = bind_mat(L, NAME("per_layer_input_gate"), E, P, true, &l->ple_gate)) ||
+         (st = bind_mat(L, NAME("per_layer_projection"), P, E, true, &l->ple_proj)) ||
+         (st = bind_vec(L, NAME("post_per_layer_input_norm.weight"), E, true, false, &l->ple_norm))))
+        return st;
+    const float *scalar = NULL;
+    if ((st = bind_vec(L, NAME("layer_scalar"), 1, false, false, &scalar))) return st;
+    l->out_scale = scalar ? scalar[0] : 1.0f;
+#undef NAME
+    return HEARTH_OK;
+}
+
+/* Gemma 4's model-level per-layer input tensors. */
+static hearth_status bind_ple(loader *L) {
+    const hearth_hparams *hp = &L->m->hp;
+    int64_t LP = (int64_t)hp->n_layer * hp->n_embd_ple;
+    char n[192];
+    hearth_status st;
+    snprintf(n, sizeof n, "%sembed_tokens_per_layer", L->pfx);
+    if ((st = bind_mat(L, n, LP, hp->n_vocab_ple, true, &L->m->ple_embd))) return st;
+    snprintf(n, sizeof n, "%sper_layer_model_projection", L->pfx);
+    if ((st = bind_mat(L, n, hp->n_embd, LP, true, &L->m->ple_model_proj))) return st;
+    snprintf(n, sizeof n, "%sper_layer_projection_norm.weight", L->pfx);
+    return bind_vec(L, n, hp->n_embd_ple, true, false, &L->m->ple_proj_norm);
+}
+
 /* "org/name" for a hub-cache snapshot folder (models--org--name/snapshots/rev), else the
  * folder's name. */
 static char *name_of(hearth_arena *a, const char *dir) {
@@ -391,7 +448,8 @@ hearth_status hearth_model_load_st(const char *path, hearth_model **out, hearth_
         goto fail;
     }
     for (int il = 0; il < hp->n_layer; il++)
-        if ((st = bind_layer(&L, il))) goto fail;
+        if ((st = hp->arch == HEARTH_ARCH_GEMMA4 ? bind_layer_gemma4(&L, il) : bind_layer(&L, il))) goto fail;
+    if (hp->n_embd_ple > 0 && (st = bind_ple(&L))) goto fail;
 
     if ((st = load_tokenizer(&L, dir))) goto fail;
     if (hearth_tok_n_vocab(m->tok) > hp->n_vocab) {

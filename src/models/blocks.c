@@ -33,10 +33,9 @@ void hearth_blk_attn(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view 
         hearth_fwd_trace(f, "Kcur_normed", il, "MUL", f->k, T, k_w);
     }
     bool swa = hearth_hparams_is_swa(hp, il);
-    const hearth_rope_params *rp = swa ? &f->rope_swa : &f->rope;
     if (hearth_hparams_has_rope(hp, il)) {
-        hearth_op_rope(be, f->q, T, hp->n_head, hp->head_dim, hp->n_rot, b->pos, rp);
-        hearth_op_rope(be, f->k, T, hp->n_head_kv, hp->head_dim, hp->n_rot, b->pos, rp);
+        hearth_blk_rope(f, f->q, hp->n_head, hp->head_dim, hp->n_rot, b->pos, swa);
+        hearth_blk_rope(f, f->k, hp->n_head_kv, hp->head_dim, hp->n_rot, b->pos, swa);
     }
     hearth_fwd_trace(f, "Qcur", il, "ROPE", f->q, T, q_w);
     hearth_fwd_trace(f, "Kcur", il, "ROPE", f->k, T, k_w);
@@ -64,20 +63,30 @@ void hearth_blk_attn(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view 
     hearth_fwd_trace(f, "attn_out", il, "MUL_MAT", f->xb, T, hp->n_embd);
 }
 
+void hearth_blk_rope(hearth_fwd *f, float *x, int32_t n_head, int32_t head_dim, int32_t n_rot, const int32_t *pos,
+                     bool swa) {
+    int64_t w = (int64_t)n_head * head_dim;
+    for (int32_t r = 0; r < f->n_runs; r++) {
+        const struct hearth_rope_run *run = &f->runs[r];
+        hearth_op_rope(f->be, x + (int64_t)run->t0 * w, run->n, n_head, head_dim, n_rot, pos + run->t0,
+                       swa ? &run->rp_swa : &run->rp);
+    }
+}
+
 void hearth_blk_ffn(hearth_fwd *f, int32_t n_tok, int32_t il) {
-    const hearth_hparams *hp = &f->m->hp;
     const hearth_layer *l = &f->m->layers[il];
+    int64_t n_ff = hearth_hparams_n_ff(&f->m->hp, il);
     const hearth_weight *gu[2] = {&l->w_gate, &l->w_up};
     float *const out[2] = {f->g, f->u};
-    const int64_t ld[2] = {hp->n_ff, hp->n_ff};
+    const int64_t ld[2] = {n_ff, n_ff};
     hearth_op_matmul_n(f->be, gu, out, ld, 2, f->xb, n_tok);
-    hearth_fwd_trace(f, "ffn_gate", il, "MUL_MAT", f->g, n_tok, hp->n_ff);
-    hearth_fwd_trace(f, "ffn_up", il, "MUL_MAT", f->u, n_tok, hp->n_ff);
-    hearth_op_glu(f->be, f->g, f->u, (int64_t)n_tok * hp->n_ff, f->glu);
+    hearth_fwd_trace(f, "ffn_gate", il, "MUL_MAT", f->g, n_tok, n_ff);
+    hearth_fwd_trace(f, "ffn_up", il, "MUL_MAT", f->u, n_tok, n_ff);
+    hearth_op_glu(f->be, f->g, f->u, (int64_t)n_tok * n_ff, f->glu);
     hearth_fwd_trace(f, f->glu == HEARTH_GLU_SWIGLU ? "ffn_swiglu" : "ffn_geglu", il,
-                     f->glu == HEARTH_GLU_SWIGLU ? "SWIGLU" : "GEGLU", f->g, n_tok, hp->n_ff);
-    hearth_op_matmul(f->be, &l->w_down, f->g, n_tok, f->xb, hp->n_embd);
-    hearth_fwd_trace(f, "ffn_out", il, "MUL_MAT", f->xb, n_tok, hp->n_embd);
+                     f->glu == HEARTH_GLU_SWIGLU ? "SWIGLU" : "GEGLU", f->g, n_tok, n_ff);
+    hearth_op_matmul(f->be, &l->w_down, f->g, n_tok, f->xb, f->m->hp.n_embd);
+    hearth_fwd_trace(f, "ffn_out", il, "MUL_MAT", f->xb, n_tok, f->m->hp.n_embd);
 }
 
 void hearth_blk_logits(hearth_fwd *f, float *logits) {

@@ -28,25 +28,45 @@ hearth_fwd *hearth_fwd_create(const hearth_model *m, hearth_backend *be, int32_t
     size_t T = (size_t)max_tok, E = (size_t)hp->n_embd;
     size_t qw = (size_t)hp->n_head * (size_t)hp->head_dim, kw = (size_t)hp->n_head_kv * (size_t)hp->head_dim,
            vw = (size_t)hp->n_head_kv * (size_t)hp->head_dim_v, aw = (size_t)hp->n_head * (size_t)hp->head_dim_v;
-    size_t sizes[] = {T * E, T * E, T * qw, T * kw, T * vw, T * aw, T * (size_t)hp->n_ff, T * (size_t)hp->n_ff};
+    size_t LP = (size_t)hp->n_layer * (size_t)hp->n_embd_ple, P = (size_t)hp->n_embd_ple;
+    size_t sizes[] = {T * E,  T * E,  T * qw, T * kw, T * vw, T * aw, T * (size_t)hp->n_ff, T * (size_t)hp->n_ff,
+                      T * LP, T * LP, T * P,  T * P};
     size_t total = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) total += up64(sizes[i] * sizeof(float));
     size_t half = (size_t)hp->n_rot / 2;
     f->mem = hearth_buf_alloc(be, total);
-    f->host_mem = malloc(up64(half * sizeof(float)) * 2 + 64);
+    f->host_mem = malloc(up64(half * sizeof(float)) * 3 + 64);
     f->idx_host = malloc(4 * T * sizeof(int32_t));
-    if (!f->mem || !f->host_mem || !f->idx_host) {
+    f->runs = malloc(T * sizeof *f->runs);
+    if (!f->mem || !f->host_mem || !f->idx_host || !f->runs) {
         hearth_fwd_destroy(f);
         return NULL;
     }
     char *p = f->mem;
-    float **slots[] = {&f->x, &f->xb, &f->q, &f->k, &f->v, &f->att, &f->g, &f->u};
-    for (size_t i = 0; i < 8; i++) {
+    float **slots[] = {&f->x, &f->xb, &f->q, &f->k, &f->v, &f->att, &f->g, &f->u,
+                       &f->ple_tok, &f->ple_ctx, &f->ple_x, &f->ple_g};
+    for (size_t i = 0; i < sizeof slots / sizeof slots[0]; i++) {
         *slots[i] = (float *)p;
         p += up64(sizes[i] * sizeof(float));
     }
+    if (P > 0) { /* row t * n_layer + il of the per-layer inputs is layer il's input of token t */
+        int32_t *rows = malloc((size_t)hp->n_layer * T * sizeof(int32_t));
+        f->ple_rows = rows ? hearth_buf_alloc(be, (size_t)hp->n_layer * T * sizeof(int32_t)) : NULL;
+        if (f->ple_rows) {
+            for (int32_t il = 0; il < hp->n_layer; il++)
+                for (size_t t = 0; t < T; t++) rows[(size_t)il * T + t] = (int32_t)t * hp->n_layer + il;
+            hearth_buf_upload(be, f->ple_rows, rows, (size_t)hp->n_layer * T * sizeof(int32_t));
+        }
+        free(rows);
+        if (!f->ple_rows) {
+            hearth_fwd_destroy(f);
+            return NULL;
+        }
+    }
     f->inv_freq = f->host_mem;
     f->inv_freq_swa = (float *)((char *)f->host_mem + up64(half * sizeof(float)));
+    f->inv_freq_long = (float *)((char *)f->host_mem + 2 * up64(half * sizeof(float)));
+    if (hp->rope_kind == HEARTH_ROPE_LONGROPE) hearth_hparams_inv_freq_at(hp, false, hp->rope_orig_ctx + 1, f->inv_freq_long);
     /* NOTE: the reference kernel set computes as transformers does (the f32 specification it is
      * compared with); the quantized sets round as llama.cpp does for GGUF models, since with
      * 8-bit activations and f16 KV every rounding difference can flip a later rounding.
@@ -95,7 +115,11 @@ hearth_fwd *hearth_fwd_create_scripted(const hearth_model *m, int32_t max_tok, h
 
 void hearth_fwd_destroy(hearth_fwd *f) {
     if (!f) return;
+    for (int32_t i = 0; i < f->n_dyn_chunks; i++) free(f->dyn_chunks[i]);
+    free(f->dyn_chunks);
+    free(f->runs);
     if (f->be) {
+        hearth_buf_free(f->be, f->ple_rows);
         hearth_buf_free(f->be, f->mem);
         hearth_buf_free(f->be, f->idx_dev);
         hearth_buf_free(f->be, f->logits_dev);
@@ -123,6 +147,13 @@ bool hearth_fwd_supported(const hearth_model *m, hearth_backend *be, char *why, 
         const hearth_weight *ws[] = {l ? &l->wq : one[0], l ? &l->wk : one[1], l ? &l->wv : NULL,
                                      l ? &l->wo : NULL, l ? &l->w_gate : NULL, l ? &l->w_up : NULL,
                                      l ? &l->w_down : NULL};
+        const hearth_weight *more[] = {l ? &l->ple_gate : &m->ple_embd, l ? &l->ple_proj : &m->ple_model_proj};
+        for (size_t i = 0; i < 2; i++)
+            if (more[i]->data && !be->iface->supports(be, more[i]->type)) {
+                snprintf(why, cap, "the %s backend has no kernel for %s weights", be->iface->name,
+                         hearth_type_name(more[i]->type));
+                return false;
+            }
         for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) {
             if (!ws[i] || !ws[i]->data || be->iface->supports(be, ws[i]->type)) continue;
             snprintf(why, cap, "the %s backend has no kernel for %s weights", be->iface->name,
@@ -153,6 +184,61 @@ static hearth_status step_check(hearth_fwd *f, const hearth_batch *b, const hear
     return HEARTH_OK;
 }
 
+enum { DYN_CHUNK = 64 };
+
+/* The dynamic NTK table of sequence length len (> n_ctx_train), made on first use. */
+static const float *dyn_table(hearth_fwd *f, int32_t len) {
+    const hearth_hparams *hp = &f->m->hp;
+    int64_t i = (int64_t)len - hp->n_ctx_train - 1, half = hp->n_rot / 2;
+    int32_t ic = (int32_t)(i / DYN_CHUNK);
+    if (ic >= f->n_dyn_chunks) {
+        float **c = realloc(f->dyn_chunks, (size_t)(ic + 1) * sizeof *c);
+        if (!c) return NULL;
+        f->dyn_chunks = c;
+        while (f->n_dyn_chunks <= ic) c[f->n_dyn_chunks++] = NULL;
+    }
+    if (!f->dyn_chunks[ic]) {
+        float *t = malloc((size_t)(DYN_CHUNK * half) * sizeof(float));
+        if (!t) return NULL;
+        for (int32_t k = 0; k < DYN_CHUNK; k++)
+            hearth_hparams_inv_freq_at(hp, false, hp->n_ctx_train + 1 + ic * DYN_CHUNK + k, t + k * half);
+        f->dyn_chunks[ic] = t;
+    }
+    return f->dyn_chunks[ic] + (i % DYN_CHUNK) * half;
+}
+
+/* Split the step's tokens into RoPE runs (see hearth_fwd.runs): consecutive tokens of one
+ * sequence; each takes the tables of its sequence's length in this step (its largest
+ * position + 1, as transformers takes it for a forward call). b is in host memory. */
+static hearth_status rope_runs(hearth_fwd *f, const hearth_batch *b) {
+    const hearth_hparams *hp = &f->m->hp;
+    f->n_runs = 0;
+    f->stretched = false;
+    bool grows = hp->rope_kind == HEARTH_ROPE_DYNAMIC || hp->rope_kind == HEARTH_ROPE_LONGROPE;
+    if (!grows) {
+        f->runs[f->n_runs++] = (struct hearth_rope_run){0, b->n_tokens, f->rope, f->rope_swa};
+        return HEARTH_OK;
+    }
+    for (int32_t t = 0; t < b->n_tokens; t++) {
+        if (f->n_runs > 0 && b->seq[f->runs[f->n_runs - 1].t0] == b->seq[t]) f->runs[f->n_runs - 1].n++;
+        else f->runs[f->n_runs++] = (struct hearth_rope_run){t, 1, f->rope, f->rope_swa};
+    }
+    const hearth_arch_info *ai = hearth_arch_info_of(hp->arch);
+    bool local = ai && ai->rope_base_swa > 0; /* sliding layers keep plain RoPE */
+    for (int32_t r = 0; r < f->n_runs; r++) {
+        int32_t len = 0;
+        for (int32_t t = 0; t < b->n_tokens; t++)
+            if (b->seq[t] == b->seq[f->runs[r].t0] && b->pos[t] + 1 > len) len = b->pos[t] + 1;
+        if (!hearth_hparams_rope_stretched(hp, len)) continue;
+        const float *table = hp->rope_kind == HEARTH_ROPE_LONGROPE ? f->inv_freq_long : dyn_table(f, len);
+        if (!table) return HEARTH_E_NOMEM;
+        f->runs[r].rp.inv_freq = table;
+        if (!local) f->runs[r].rp_swa.inv_freq = table;
+        f->stretched = true;
+    }
+    return HEARTH_OK;
+}
+
 /* Run the family's forward; logits land in backend memory (*out). */
 static hearth_status step_run(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view *kv, float *logits,
                               float **out) {
@@ -160,6 +246,7 @@ static hearth_status step_run(hearth_fwd *f, const hearth_batch *b, const hearth
     if (st) return st;
     *out = logits;
     if (f->script) return f->script(f->script_ctx, b, kv, logits);
+    if ((st = rope_runs(f, b))) return st;
     hearth_batch db = *b;
     hearth_kv_view dkv = *kv;
     int64_t T = f->max_tok, n = b->n_tokens, n_vocab = f->m->hp.n_vocab;
@@ -201,11 +288,14 @@ static hearth_status step_run(hearth_fwd *f, const hearth_batch *b, const hearth
         }
         *out = f->logits_dev;
     }
-    bool gemma = false;
+    void (*family)(hearth_fwd *, const hearth_batch *, const hearth_kv_view *, float *) = hearth_llama_forward;
     switch (f->m->hp.arch) {
     case HEARTH_ARCH_GEMMA2:
     case HEARTH_ARCH_GEMMA3:
-        gemma = true;
+        family = hearth_gemma3_forward;
+        break;
+    case HEARTH_ARCH_GEMMA4:
+        family = hearth_gemma4_forward;
         break;
     case HEARTH_ARCH_LLAMA:
     case HEARTH_ARCH_QWEN2:
@@ -222,7 +312,7 @@ static hearth_status step_run(hearth_fwd *f, const hearth_batch *b, const hearth
      * and the key names everything else a step's ops depend on. */
     int g = HEARTH_GRAPH_NONE;
     uint64_t key = 0;
-    if (f->be->iface->graph_begin && n <= 8) {
+    if (f->be->iface->graph_begin && n <= 8 && !f->stretched) {
         f->max_len = kv->n_ctx;
         uint64_t parts[] = {(uint64_t)n, (uint64_t)f->n_out, (uint64_t)(uintptr_t)f->logits_dev,
                             (uint64_t)(uintptr_t)f->idx_dev, (uint64_t)(uintptr_t)kv->k[0],
@@ -234,8 +324,7 @@ static hearth_status step_run(hearth_fwd *f, const hearth_batch *b, const hearth
     }
     if (g == HEARTH_GRAPH_LAUNCHED) return HEARTH_OK;
     for (;;) {
-        if (gemma) hearth_gemma3_forward(f, &db, &dkv, *out);
-        else hearth_llama_forward(f, &db, &dkv, *out);
+        family(f, &db, &dkv, *out);
         if (g != HEARTH_GRAPH_CAPTURING || f->be->iface->graph_end(f->be, key)) break;
         g = HEARTH_GRAPH_NONE; /* the capture failed: run the ops plainly */
     }

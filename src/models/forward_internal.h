@@ -18,6 +18,21 @@ struct hearth_fwd {
     float *inv_freq;         /* [n_rot/2] global layers (host memory) */
     float *inv_freq_swa;     /* [n_rot/2] sliding-window layers (host memory) */
     hearth_rope_params rope, rope_swa; /* the recipe per layer kind (see forward.c) */
+    /* RoPE of the step's tokens in runs: run r covers tokens [t0, t0 + n) of one sequence, with
+     * the tables of that sequence's length in the step (dynamic NTK and longrope change them
+     * past the training context; one run of f->rope / f->rope_swa otherwise) */
+    struct hearth_rope_run { int32_t t0, n; hearth_rope_params rp, rp_swa; } *runs; /* owned [max_tok] */
+    int32_t  n_runs;
+    bool     stretched;      /* a run of this step has stretched tables: no graph replay */
+    float   *inv_freq_long;  /* longrope past the original context (host, in host_mem) */
+    float  **dyn_chunks;     /* owned: dynamic NTK tables, DYN_CHUNK sequence lengths each, from
+                              * n_ctx_train + 1 up; never moved (a device backend keys them by address) */
+    int32_t  n_dyn_chunks;
+    /* Gemma 4 per-layer inputs (n_embd_ple > 0): backend memory, in mem */
+    float   *ple_tok;        /* [T][n_layer * n_embd_ple] token part, then the combined inputs */
+    float   *ple_ctx;        /* [T][n_layer * n_embd_ple] projection of the embeddings */
+    float   *ple_x, *ple_g;  /* [T][n_embd_ple] layer il's input, its gate */
+    int32_t *ple_rows;       /* owned backend buffer [n_layer][max_tok]: rows t * n_layer + il */
     hearth_glu_kind    glu;            /* the ffn activation as this kernel set computes it */
     bool               scale_q;        /* apply attn_scale to q before attention (llama.cpp's
                                         * gemma3 graph on the default path), else to the scores */
@@ -48,9 +63,14 @@ static inline void hearth_fwd_trace(const hearth_fwd *f, const char *name, int32
 /* Blocks (blocks.c). Each reads f->xb (the normed input) and leaves its output in f->xb. */
 void hearth_blk_attn(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view *kv, int32_t il);
 void hearth_blk_ffn(hearth_fwd *f, int32_t n_tok, int32_t il);
+/* RoPE on x: [n_tok][n_head][head_dim] by the step's runs (see hearth_fwd.runs), the
+ * sliding-window tables when swa. */
+void hearth_blk_rope(hearth_fwd *f, float *x, int32_t n_head, int32_t head_dim, int32_t n_rot, const int32_t *pos,
+                     bool swa);
 /* Final norm + output projection for the f->n_out rows f->out_rows, into logits (backend memory). */
 void hearth_blk_logits(hearth_fwd *f, float *logits);
 
 /* Family forwards (llama.c: llama, qwen2, qwen3; gemma3.c). */
 void hearth_llama_forward(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view *kv, float *logits);
 void hearth_gemma3_forward(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view *kv, float *logits);
+void hearth_gemma4_forward(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view *kv, float *logits);

@@ -235,11 +235,13 @@ hearth_status hearth_facts_safetensors(const char *dir, hearth_model_facts *f, h
     f->n_swa = f->n_layer_swa ? (int32_t)n_swa : 0;
     if (runs) { /* the loader's view of the layers (model/hf_config.c) */
         const hearth_hparams *hp = &hc->hp;
-        int64_t pl = (int64_t)hp->n_head_kv * (hp->head_dim + hp->head_dim_v) * 2;
         f->n_layer = hp->n_layer;
         f->n_layer_swa = 0;
         f->kv_bytes_per_token = f->kv_swa_bytes_per_token = 0;
         for (int32_t il = 0; il < hp->n_layer; il++) {
+            /* f16 k and v of the layer's own shape; a KV-shared layer (Gemma 4) stores none */
+            int64_t pl = hearth_hparams_kv_layer(hp, il) != il ? 0
+                         : (int64_t)hearth_hparams_n_head_kv(hp, il) * hearth_hparams_head_dim(hp, il) * 2 * 2;
             f->kv_bytes_per_token += pl;
             if (hearth_hparams_is_swa(hp, il)) {
                 f->n_layer_swa++;

@@ -167,6 +167,21 @@ TEST(gemma3_multimodal_layout) {
     CHECK_EQ(f.n_layer_swa, 1);
 }
 
+/* Gemma 4: per-layer inputs, KV sharing, sliding / full layers of different head sizes and kv
+ * heads (keys as values on the full ones), proportional RoPE, double-wide MLPs, layer scalars;
+ * then the same bf16 weights in the multimodal layout (model_type gemma4 with a text_config,
+ * model.language_model.* tensors) against the bf16 golden. */
+TEST(gemma4) {
+    check_family("gemma4_text", false);
+    result r = run_checkpoint_as("gemma4-mm", "gemma4_text-bf16", HEARTH_ISA_REF, false, true);
+    fprintf(stderr, "  gemma4-mm          ref:     max |dlogit| %.2e, argmax diffs %d, greedy mismatches %d\n", r.max_d,
+            r.am_diff, r.greedy_mismatch);
+    CHECK(r.max_d <= 1e-3);
+    CHECK_EQ(r.am_diff, 0);
+    CHECK_EQ(r.greedy_mismatch, 0);
+    hearth_kernels_select(auto_isa);
+}
+
 TEST(phi3) { check_family("phi3", false); }
 TEST(smollm3) { check_family("smollm3", false); }
 
@@ -251,6 +266,26 @@ TEST(registry_facts) {
     }
     hearth_model_facts f;
     hearth_err err = {0};
+    /* Gemma 4: layers 0 (sliding: 2 kv heads x 16) and 1 (full: 1 kv head x 32) keep k and v
+     * in f16; layers 2 and 3 reuse their caches and store nothing */
+    static const char *const g4[] = {"gemma4_text", "gemma4_text-mlx", "gemma4-mm"};
+    for (int i = 0; i < 3; i++) {
+        char *json = golden_slurp(GOLD "gemma4_text.json", NULL);
+        int n = 0;
+        int32_t *np = json ? golden_int_array(json, "n_params", 0, &n) : NULL;
+        char path[256];
+        snprintf(path, sizeof path, GOLD "%s", g4[i]);
+        CHECK_EQ(hearth_facts_safetensors(path, &f, &err), HEARTH_OK);
+        CHECK(f.caps & HEARTH_CAP_SUPPORTED);
+        CHECK(np && n == 1 && f.n_params == np[0]);
+        CHECK_EQ(f.n_layer, 4);
+        CHECK_EQ(f.kv_bytes_per_token, (2 * 16 + 1 * 32) * 2 * 2);
+        CHECK_EQ(f.kv_swa_bytes_per_token, 2 * 16 * 2 * 2);
+        CHECK_EQ(f.n_layer_swa, 2);
+        CHECK_EQ(f.n_swa, 8);
+        free(np);
+        free(json);
+    }
     CHECK_EQ(hearth_facts_safetensors(GOLD "qwen3-mlx", &f, &err), HEARTH_OK);
     CHECK_STR(f.quant, "4-bit g64");
     CHECK(f.caps & HEARTH_CAP_SUPPORTED);
@@ -279,8 +314,18 @@ TEST(config_parse_cases) {
         const char   *in_msg;
     } cases[] = {
         {"\"model_type\":\"gpt_neox\"", HEARTH_E_UNSUPPORTED, "model_type 'gpt_neox'"},
-        {"\"model_type\":\"phi3\",\"rope_scaling\":{\"type\":\"longrope\",\"factor\":4}", HEARTH_E_UNSUPPORTED,
-         "longrope"},
+        {"\"model_type\":\"phi3\",\"rope_scaling\":{\"type\":\"longrope\",\"factor\":4}", HEARTH_E_FORMAT,
+         "without original_max_position_embeddings"},
+        {"\"model_type\":\"phi3\",\"rope_scaling\":{\"type\":\"longrope\",\"original_max_position_embeddings\":32,"
+         "\"short_factor\":[1,1],\"long_factor\":[1,1]}", HEARTH_E_FORMAT, "lists of 8 positive numbers"},
+        {"\"model_type\":\"gemma4_text\",\"enable_moe_block\":true", HEARTH_E_UNSUPPORTED, "mixture-of-experts"},
+        {"\"model_type\":\"gemma4_text\",\"use_bidirectional_attention\":\"all\"", HEARTH_E_UNSUPPORTED, "'all'"},
+        {"\"model_type\":\"gemma4_text\",\"sliding_window\":8,\"head_dim\":16,\"layer_types\":[\"sliding_attention\","
+         "\"full_attention\",\"sliding_attention\",\"full_attention\"],\"per_layer_config\":{\"1\":{\"head_dim\":32},"
+         "\"3\":{\"head_dim\":64}}", HEARTH_E_UNSUPPORTED, "full-attention layers of different shapes"},
+        {"\"model_type\":\"gemma4_text\",\"sliding_window\":8,\"head_dim\":16,\"num_kv_shared_layers\":3,"
+         "\"layer_types\":[\"sliding_attention\",\"full_attention\",\"sliding_attention\",\"full_attention\"]",
+         HEARTH_E_FORMAT, "no earlier layer of its kind"},
         {"\"model_type\":\"llama\",\"mlp_bias\":true", HEARTH_E_UNSUPPORTED, "mlp_bias"},
         {"\"model_type\":\"llama\",\"hidden_act\":\"relu\"", HEARTH_E_UNSUPPORTED, "activation 'relu'"},
         {"\"model_type\":\"gemma2\",\"sliding_window\":16,\"layer_types\":[\"sliding_attention\","
