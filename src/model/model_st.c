@@ -1,6 +1,7 @@
 /*
  * model_st.c - load a Hugging Face checkpoint: config.json through hf_config.c, weights from
- * *.safetensors by their transformers names, tokenizer.json, tokenizer_config.json /
+ * *.safetensors by their transformers names, tokenizer.json (or a SentencePiece tokenizer.model
+ * alone), tokenizer_config.json /
  * chat_template.jinja, generation_config.json.
  *
  * Weights: f32, f16 and bf16 matrices are used in place in the mapping (copied only when the
@@ -334,9 +335,16 @@ static hearth_status load_tokenizer(loader *L, const char *dir) {
     size_t len = 0;
     snprintf(path, sizeof path, "%s/tokenizer.json", dir);
     char *text = slurp(path, MAX_TOKENIZER_BYTES, &len);
+    bool spm = false;
+    if (!text) { /* a SentencePiece model alone */
+        snprintf(path, sizeof path, "%s/tokenizer.model", dir);
+        spm = (text = slurp(path, MAX_TOKENIZER_BYTES, &len)) != NULL;
+    }
     if (!text)
-        return hearth_err_set(L->err, HEARTH_E_NOTFOUND, -1, "'%.200s' has no readable tokenizer.json", dir);
-    hearth_status st = hearth_tok_from_json(text, len, &m->tok, L->err);
+        return hearth_err_set(L->err, HEARTH_E_NOTFOUND, -1, "'%.200s' has no readable tokenizer.json or "
+                              "tokenizer.model", dir);
+    hearth_status st = spm ? hearth_tok_from_spm_model(text, len, &m->tok, L->err)
+                           : hearth_tok_from_json(text, len, &m->tok, L->err);
     free(text);
     if (st) return st;
     snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);

@@ -9,7 +9,7 @@
  * own module's bits (config.json overrides). Files are untrusted: header lengths are bounded
  * (64 MiB), JSON goes through cJSON, sizes are summed with overflow checks. A snapshot is marked supported when model/hf_config.c accepts its
  * config.json (the loader's own parser, which also gives the layer pattern for the KV numbers)
- * and a tokenizer.json is present.
+ * and a tokenizer.json (or a SentencePiece tokenizer.model) is present.
  */
 #include "store/facts.h"
 
@@ -249,7 +249,7 @@ hearth_status hearth_facts_safetensors(const char *dir, hearth_model_facts *f, h
             }
         }
         f->n_swa = f->n_layer_swa ? hp->n_swa : 0;
-        if (exists(dir, "tokenizer.json")) f->caps |= HEARTH_CAP_SUPPORTED;
+        if (exists(dir, "tokenizer.json") || exists(dir, "tokenizer.model")) f->caps |= HEARTH_CAP_SUPPORTED;
     }
     int64_t n_ff = jint(tc, "intermediate_size", 0);
     f->act_bytes_per_token = 4 * (2 * n_embd + 2 * n_head * head_dim + 2 * n_head_kv * head_dim + 2 * n_ff + 1);

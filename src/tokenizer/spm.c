@@ -113,8 +113,18 @@ bool tok_spm_encode(const hearth_tok *tok, const char *text, size_t n, bool spac
         if (r->next >= 0) w.sym[r->next].prev = b.left;
         if (!try_add(&w, l->prev, b.left) || !try_add(&w, b.left, l->next)) goto done;
     }
-    for (int32_t i = 0; i >= 0; i = w.sym[i].next)
+    bool prev_unk = false;
+    for (int32_t i = 0; i >= 0; i = w.sym[i].next) {
+        if (tok->spm_library && tok->byte_tok[(uint8_t)esc[w.sym[i].start]] < 0 && w.sym[i].id < 0 &&
+            tok_strmap_find(&tok->map, tok->blob, tok->strs, esc + w.sym[i].start, w.sym[i].len) < 0) {
+            /* sentencepiece without byte fallback: one <unk> for a run of unknown characters */
+            if (!prev_unk && tok->unk_id >= 0 && !tok_vec_push(out, tok->unk_id)) goto done;
+            prev_unk = true;
+            continue;
+        }
+        prev_unk = false;
         if (!emit_symbol(tok, (const uint8_t *)esc, &w.sym[i], out)) goto done;
+    }
     ok = true;
 done:
     free(esc);

@@ -141,6 +141,7 @@ struct hearth_tok {
 
     int32_t  bos_id, eos_id, eot_id, unk_id, pad_id;
     bool     add_bos, add_eos, add_space_prefix;
+    bool     spm_library;     /* hearth_tok_spec.spm_library */
 
     /* special tokens: ids sorted by text length descending, then id ascending */
     int32_t       *specials;     /* owned: [n_specials] */

@@ -283,6 +283,7 @@ hearth_status tok_create_vocab(const hearth_tok_spec *spec, bool dup_last, heart
     tok->add_bos = spec->add_bos;
     tok->add_eos = spec->add_eos;
     tok->add_space_prefix = spec->add_space_prefix;
+    tok->spm_library = spec->spm_library;
     if (tok->add_bos && tok->bos_id < 0) {
         st = hearth_err_set(err, HEARTH_E_FORMAT, -1, "add_bos is set but there is no bos token");
         goto fail;
@@ -370,6 +371,9 @@ hearth_status hearth_tok_encode(const hearth_tok *tok, const char *text, size_t 
     if (add_special && tok->add_bos && !tok_vec_push(&out, tok->bos_id)) goto done;
     if (!tok_special_split(tok, text, n, parse_special, &frags)) goto done;
     bool prev_special = true; /* the text start counts as "after a special token" */
+    if (tok->spm_library && tok->add_space_prefix && frags.n && frags.v[2] >= 0 &&
+        !tok_spm_encode(tok, "", 0, true, &out)) /* sentencepiece: the prefix precedes a leading symbol */
+        goto done;
     for (size_t k = 0; k < frags.n; k += 3) {
         size_t s = (size_t)frags.v[k], e = (size_t)frags.v[k + 1];
         int32_t id = frags.v[k + 2];
@@ -377,7 +381,8 @@ hearth_status hearth_tok_encode(const hearth_tok *tok, const char *text, size_t 
         if (id >= 0) {
             ok = tok_vec_push(&out, id);
         } else if (tok->kind == HEARTH_TOK_SPM) {
-            ok = tok_spm_encode(tok, text + s, e - s, tok->add_space_prefix && prev_special, &out);
+            bool prefix = tok->add_space_prefix && (tok->spm_library ? k == 0 : prev_special);
+            ok = tok_spm_encode(tok, text + s, e - s, prefix, &out);
         } else {
             ok = tok_bpe_encode(tok, text + s, e - s, &out);
         }

@@ -1,6 +1,7 @@
 /*
- * tokenizer.h - one tokenizer core, fed by two front ends: GGUF metadata (model/tok_gguf.h
- * builds a hearth_tok_spec) and Hugging Face tokenizer.json (hearth_tok_from_json below).
+ * tokenizer.h - one tokenizer core, fed by three front ends: GGUF metadata (model/tok_gguf.h
+ * builds a hearth_tok_spec), Hugging Face tokenizer.json (hearth_tok_from_json below) and
+ * SentencePiece tokenizer.model (hearth_tok_from_spm_model below).
  *
  * The core knows two model kinds:
  *   BPE_BYTES  gpt2-style byte-level BPE: text is split by the model's pre-tokenizer regex
@@ -58,6 +59,10 @@ typedef struct {
     int32_t            bos_id, eos_id, eot_id, unk_id, pad_id; /* -1 when absent */
     bool               add_bos, add_eos;
     bool               add_space_prefix; /* SPM: prepend U+2581 to the text */
+    /* SPM as the sentencepiece library runs it (tokenizer.model) rather than llama.cpp (GGUF):
+     * the space prefix goes once before the whole text, not again after each special token;
+     * a run of characters that are no piece is one unk_id (without byte fallback) */
+    bool               spm_library;
 } hearth_tok_spec;
 
 /* Build a tokenizer; copies what it needs from spec. Errors name the bad token or merge. */
@@ -87,6 +92,15 @@ hearth_status hearth_tok_create(const hearth_tok_spec *spec, hearth_tok **out, h
 hearth_status hearth_tok_from_json(const char *json, size_t n, hearth_tok **out, hearth_err *err);
 /* (A Unigram model needs an unk_id; tokenizers fails the encode of an unknown character
  * without one, hearth refuses the file.) */
+/*
+ * Build a tokenizer from a SentencePiece tokenizer.model (data[0..n), a ModelProto protobuf;
+ * copied, not kept), for checkpoints without tokenizer.json (spm_model.c). Encode gives the
+ * ids of sentencepiece's SentencePieceProcessor.encode(text) (BOS added with add_special when
+ * the model has one). BPE models with identity normalization, kept and escaped whitespace
+ * (Llama, Mistral, Gemma); other models and normalizers are HEARTH_E_UNSUPPORTED naming the
+ * option, malformed files HEARTH_E_FORMAT. Any thread.
+ */
+hearth_status hearth_tok_from_spm_model(const void *data, size_t n, hearth_tok **out, hearth_err *err);
 void          hearth_tok_destroy(hearth_tok *tok); /* accepts NULL */
 
 int32_t hearth_tok_n_vocab(const hearth_tok *tok);
