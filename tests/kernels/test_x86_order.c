@@ -90,7 +90,8 @@ TEST(block_dots_simd_equal_twins) {
 /* Every tile (4 rows x nt tokens) result equals the scalar twin's dot of its (row, token) pair,
  * for nt 1..4, several lengths, rows with a gap between them, and weights with extreme scales. */
 TEST(tiles_equal_twins) {
-    static const hearth_type types[] = {HEARTH_TYPE_Q4_0, HEARTH_TYPE_Q4_1, HEARTH_TYPE_Q8_0};
+    const uint64_t keep = rng; /* the later tests draw the same numbers whatever this one draws */
+    static const hearth_type types[] = {HEARTH_TYPE_Q4_0, HEARTH_TYPE_Q4_1, HEARTH_TYPE_Q5_0, HEARTH_TYPE_Q8_0};
     enum { MAXN = 24 * 32, GAP = 12 };
     static float x[MAXN];
     static uint8_t w[4][MAXN * 2], a[4][MAXN * 2];
@@ -140,13 +141,15 @@ TEST(tiles_equal_twins) {
             }
         }
     }
+    rng = keep;
     if (compared == 0) TEST_SKIP("no SIMD set on this CPU");
 }
 
 /* hearth_matmul with tiles (rows in 4s, a tail of single rows, token tiles of 1..4) gives every
  * output element the scalar twin's dot of its row and token, on 1 and 2 threads. */
 TEST(matmul_with_tiles_equals_twins) {
-    static const hearth_type types[] = {HEARTH_TYPE_Q4_0, HEARTH_TYPE_Q4_1, HEARTH_TYPE_Q8_0};
+    const uint64_t keep = rng;
+    static const hearth_type types[] = {HEARTH_TYPE_Q4_0, HEARTH_TYPE_Q4_1, HEARTH_TYPE_Q5_0, HEARTH_TYPE_Q8_0};
     enum { OUT = 39, IN = 96, TOK = 11, LDY = OUT + 2 };
     static float x[TOK * IN], wf[IN], y[TOK * LDY];
     static uint8_t w[OUT * IN * 2], act[TOK * IN * 2];
@@ -184,6 +187,7 @@ TEST(matmul_with_tiles_equals_twins) {
     }
     hearth_kernels_select(was);
     hearth_pool_destroy(pool2);
+    rng = keep;
     if (compared == 0) TEST_SKIP("no SIMD set on this CPU");
 }
 

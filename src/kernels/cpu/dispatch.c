@@ -96,7 +96,7 @@ static const hearth_kernel_traits tab_scalar[HEARTH_TYPE_COUNT] = {
 
 #if HEARTH_HAVE_X86
 /* The SIMD sets: dots and q8 quantizers per ISA; dequantizers and weight quantizers scalar.
- * q4_0, q4_1 and q8_0 have tiles (4 rows x up to 4 tokens, tile_x86.h), each result equal to
+ * q4_0, q4_1, q5_0 and q8_0 have tiles (4 rows x up to 4 tokens, tile_x86.h), each result equal to
  * the set's vec_dot bit for bit. */
 #define SIMD_TABLE(isa)                                                                          \
     {                                                                                            \
@@ -107,7 +107,8 @@ static const hearth_kernel_traits tab_scalar[HEARTH_TYPE_COUNT] = {
                                   hearth_tile_q4_0_q8_0_##isa),                                  \
         [HEARTH_TYPE_Q4_1] = ROWT(TF(q4_1), FF(q4_1), hearth_vec_dot_q4_1_q8_1_##isa, Q8_1,      \
                                   hearth_tile_q4_1_q8_1_##isa),                                  \
-        [HEARTH_TYPE_Q5_0] = ROW(TF(q5_0), FF(q5_0), hearth_vec_dot_q5_0_q8_0_##isa, Q8_0),      \
+        [HEARTH_TYPE_Q5_0] = ROWT(TF(q5_0), FF(q5_0), hearth_vec_dot_q5_0_q8_0_##isa, Q8_0,      \
+                                  hearth_tile_q5_0_q8_0_##isa),                                  \
         [HEARTH_TYPE_Q5_1] = ROW(TF(q5_1), FF(q5_1), hearth_vec_dot_q5_1_q8_1_##isa, Q8_1),      \
         [HEARTH_TYPE_Q8_0] = ROWT(TF(q8_0), hearth_q8_0_from_float_##isa,                        \
                                   hearth_vec_dot_q8_0_q8_0_##isa, Q8_0, hearth_tile_q8_0_q8_0_##isa), \

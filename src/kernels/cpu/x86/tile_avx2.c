@@ -3,12 +3,14 @@
  * (row, token) pair equal to quant_avx2.c's one-row dot bit for bit.
  *
  * With 16 vector registers a pass takes two tokens (nt 3 and 4 run two passes).
- * q4_0 / q4_1: a 256-bit vector holds the 16 nibble bytes of two rows (a 128-bit lane per
+ * q4_0 / q4_1 / q5_0: a 256-bit vector holds the 16 nibble bytes of two rows (a 128-bit lane per
  * row); masking and a shift give the low- and high-nibble elements, vpmaddubsw + vpmaddwd
  * dot them with the token's activation half broadcast to both lanes (exact: products of at
  * most 15 * 127, summed in pairs). Scales and q4_1's minimum chains come from one vcvtph2ps of
  * the 4 rows' first 4 bytes, as in tile_avx512.c; q4_0's offset is subtracted as
- * 8 * (sum of the activation bytes), once per token and block for all rows.
+ * 8 * (sum of the activation bytes), once per token and block for all rows; q5_0's fifth bits
+ * are spread to bytes (vpshufb of the rows' qh, test, compare) and or-ed in as 16, and its
+ * offset 16 is taken out the same way.
  * q8_0: one row per 256-bit vector, the sign trick of quant_avx2.c (|x| times y with x's sign).
  */
 #include <immintrin.h>
@@ -20,6 +22,7 @@
 
 typedef hearth_block_q4_0 q4_0;
 typedef hearth_block_q4_1 q4_1;
+typedef hearth_block_q5_0 q5_0;
 typedef hearth_block_q8_0 q8_0;
 typedef hearth_block_q8_1 q8_1;
 
@@ -42,12 +45,38 @@ INLINE __m256i dot_us8(__m256i u, __m256i s) {
 
 INLINE __m256i bcast16(const int8_t *p) { return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)p)); }
 
-/* q4_0 (q4_1 when MIN), tokens t0 .. t0 + NT. */
+enum { K4_0, K4_1, K5_0 }; /* the nibble kinds */
+
+/* 16 * the fifth bits of q5_0 blocks (their qh at p) of rows 0..3 in rows16's layout, for the
+ * vectors [lo01, hi01, lo23, hi23]: byte j of a row's lane gets bit j (lo) or 16 + j (hi). */
+INLINE void fifth_bits(const uint8_t *p, size_t bx, __m256i f[4]) {
+    const __m256i v = _mm256_broadcastsi128_si256(_mm_setr_epi32((int)hearth_tile_u32(p), (int)hearth_tile_u32(p + bx),
+                                                                 (int)hearth_tile_u32(p + 2 * bx),
+                                                                 (int)hearth_tile_u32(p + 3 * bx)));
+    const __m256i bit = _mm256_set1_epi64x((int64_t)0x8040201008040201), c16 = _mm256_set1_epi8(16);
+    /* the qh byte each output byte tests: row 2 * (k / 2) + lane, byte (k % 2 ? 2 : 0) + j / 8 */
+    const __m256i idx[4] = {
+        _mm256_setr_epi64x(0x0000000000000000, 0x0101010101010101, 0x0404040404040404, 0x0505050505050505),
+        _mm256_setr_epi64x(0x0202020202020202, 0x0303030303030303, 0x0606060606060606, 0x0707070707070707),
+        _mm256_setr_epi64x(0x0808080808080808, 0x0909090909090909, 0x0c0c0c0c0c0c0c0c, 0x0d0d0d0d0d0d0d0d),
+        _mm256_setr_epi64x(0x0a0a0a0a0a0a0a0a, 0x0b0b0b0b0b0b0b0b, 0x0e0e0e0e0e0e0e0e, 0x0f0f0f0f0f0f0f0f),
+    };
+    UNROLL
+    for (int k = 0; k < 4; k++) {
+        __m256i t = _mm256_and_si256(_mm256_shuffle_epi8(v, idx[k]), bit);
+        f[k] = _mm256_and_si256(_mm256_cmpeq_epi8(t, bit), c16);
+    }
+}
+
+/* q4_0, q4_1 or q5_0 (KIND), tokens t0 .. t0 + NT. */
 INLINE void nib_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t bx, const uint8_t *y, size_t by,
-                     const int NT, const int MIN) {
-    const size_t xbs = MIN ? sizeof(q4_1) : sizeof(q4_0), ybs = MIN ? sizeof(q8_1) : sizeof(q8_0);
-    const size_t qso = MIN ? offsetof(q4_1, qs) : offsetof(q4_0, qs), yqo = MIN ? offsetof(q8_1, qs) : offsetof(q8_0, qs);
-    const __m256i m4 = _mm256_set1_epi8(15), c8 = _mm256_set1_epi8(8);
+                     const int NT, const int KIND) {
+    const int MIN = KIND == K4_1;
+    const size_t xbs = KIND == K4_0 ? sizeof(q4_0) : KIND == K4_1 ? sizeof(q4_1) : sizeof(q5_0);
+    const size_t qso = KIND == K4_0 ? offsetof(q4_0, qs) : KIND == K4_1 ? offsetof(q4_1, qs) : offsetof(q5_0, qs);
+    const size_t ybs = MIN ? sizeof(q8_1) : sizeof(q8_0), yqo = MIN ? offsetof(q8_1, qs) : offsetof(q8_0, qs);
+    /* the offset taken out of q4_0 (8) and q5_0 (16) */
+    const __m256i m4 = _mm256_set1_epi8(15), c8 = _mm256_set1_epi8(KIND == K5_0 ? 16 : 8);
     const __m256i dup01 = _mm256_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2), dup23 = _mm256_setr_epi32(4, 4, 4, 4, 6, 6, 6, 6);
     __m256 a[2][4], sm[2]; /* [token][lo01, hi01, lo23, hi23] */
     UNROLL
@@ -63,6 +92,12 @@ INLINE void nib_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t b
         const __m256i q01 = rows16(xb + qso, bx), q23 = rows16(xb + qso + 2 * bx, bx);
         __m256i u[4] = {_mm256_and_si256(q01, m4), _mm256_and_si256(_mm256_srli_epi16(q01, 4), m4),
                         _mm256_and_si256(q23, m4), _mm256_and_si256(_mm256_srli_epi16(q23, 4), m4)};
+        if (KIND == K5_0) { /* q = nibble + 16 * fifth bit */
+            __m256i f[4];
+            fifth_bits(xb + offsetof(q5_0, qh), bx, f);
+            UNROLL
+            for (int k = 0; k < 4; k++) u[k] = _mm256_or_si256(u[k], f[k]);
+        }
         UNROLL
         for (int t = 0; t < NT; t++) {
             const uint8_t *yb = y + (size_t)t * by + (size_t)b * ybs;
@@ -139,9 +174,11 @@ INLINE void q8_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t bx
         for (; nt >= 2; nt -= 2, s += 2 * bs, y += 2 * by) body(2);                                            \
         if (nt == 1) body(1);                                                                                  \
     }
-#define Q4_0_BODY(NT) nib_tile(n, s, bs, x, bx, y, by, NT, 0)
-#define Q4_1_BODY(NT) nib_tile(n, s, bs, x, bx, y, by, NT, 1)
+#define Q4_0_BODY(NT) nib_tile(n, s, bs, x, bx, y, by, NT, K4_0)
+#define Q4_1_BODY(NT) nib_tile(n, s, bs, x, bx, y, by, NT, K4_1)
+#define Q5_0_BODY(NT) nib_tile(n, s, bs, x, bx, y, by, NT, K5_0)
 #define Q8_0_BODY(NT) q8_tile(n, s, bs, x, bx, y, by, NT)
 TILE_FN(hearth_tile_q4_0_q8_0_avx2, Q4_0_BODY)
 TILE_FN(hearth_tile_q4_1_q8_1_avx2, Q4_1_BODY)
+TILE_FN(hearth_tile_q5_0_q8_0_avx2, Q5_0_BODY)
 TILE_FN(hearth_tile_q8_0_q8_0_avx2, Q8_0_BODY)

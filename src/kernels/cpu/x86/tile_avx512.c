@@ -2,14 +2,15 @@
  * tile_avx512.c - AVX-512 VNNI block-dot tiles (tile_x86.h): 4 weight rows x nt <= 4 tokens,
  * each (row, token) pair equal to quant_avx512.c's one-row dot bit for bit.
  *
- * q4_0 / q4_1: one 512-bit vector holds the 16 nibble bytes of the 4 rows (a 128-bit lane per
+ * q4_0 / q4_1 / q5_0: one 512-bit vector holds the 16 nibble bytes of the 4 rows (a 128-bit lane per
  * row); masking gives the low-nibble elements, a shift the high ones, and each is dotted by
  * vpdpbusd with the token's activation half broadcast to the 4 lanes: 16 s32 lanes = 4 rows x
  * the reference's 4 lanes of that half. The scales d_r * d_y of the 4 rows come from one
  * vcvtph2ps of the rows' first 4 bytes (d and m interleaved) and one multiply; q4_1's minimum
  * chains fma(m_r, s_y, summs_r) run in the odd lanes of the same 8-float vector. q4_0's offset
  * is folded into vpdpbusd's accumulator input: -8 * (sum of the activation bytes), exact, once
- * per token and block for all 4 rows.
+ * per token and block for all 4 rows; q5_0's fifth bits become byte masks (vptestmb of the
+ * rows' qh bytes, shuffled into place) that add 16, and its offset 16 is folded in the same way.
  * q8_0: a 512-bit vector holds two rows' 32 bytes (a 256-bit half each = the reference's 8
  * lanes); the signed x signed product is vpdpbusd of (y + 128) as unsigned with x, started
  * from -128 * (sum of x's bytes), which is exact and equals the reference's integer sums.
@@ -23,6 +24,7 @@
 
 typedef hearth_block_q4_0 q4_0;
 typedef hearth_block_q4_1 q4_1;
+typedef hearth_block_q5_0 q5_0;
 typedef hearth_block_q8_0 q8_0;
 typedef hearth_block_q8_1 q8_1;
 
@@ -64,12 +66,32 @@ INLINE void finish_lohi(__m512 lo, __m512 hi, const float *extra, float *s) {
     }
 }
 
-/* q4_0 (q4_1 when MIN): NT tokens. */
+enum { K4_0, K4_1, K5_0 }; /* the nibble kinds */
+
+/* The fifth bits of q5_0 blocks at p (their qh) in rows 0..3, as byte masks over rows16's
+ * layout: byte 16r + j of *lo is element j of row r, of *hi element 16 + j. */
+INLINE void fifth_masks(const uint8_t *p, size_t bx, __mmask64 *lo, __mmask64 *hi) {
+    const __m512i v = _mm512_broadcast_i32x4(_mm_setr_epi32((int)hearth_tile_u32(p), (int)hearth_tile_u32(p + bx),
+                                                            (int)hearth_tile_u32(p + 2 * bx),
+                                                            (int)hearth_tile_u32(p + 3 * bx)));
+    /* lane r, byte j: qh_r's byte j / 8 (lo) or 2 + j / 8 (hi), tested for bit j % 8 */
+    const __m512i slo = _mm512_set_epi64(0x0d0d0d0d0d0d0d0d, 0x0c0c0c0c0c0c0c0c, 0x0909090909090909, 0x0808080808080808,
+                                         0x0505050505050505, 0x0404040404040404, 0x0101010101010101, 0x0000000000000000);
+    const __m512i shi = _mm512_add_epi8(slo, _mm512_set1_epi8(2));
+    const __m512i bit = _mm512_set1_epi64((int64_t)0x8040201008040201);
+    *lo = _mm512_test_epi8_mask(_mm512_shuffle_epi8(v, slo), bit);
+    *hi = _mm512_test_epi8_mask(_mm512_shuffle_epi8(v, shi), bit);
+}
+
+/* q4_0, q4_1 or q5_0 (KIND): NT tokens. */
 INLINE void nib_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t bx, const uint8_t *y, size_t by,
-                     const int NT, const int MIN) {
-    const size_t xbs = MIN ? sizeof(q4_1) : sizeof(q4_0), ybs = MIN ? sizeof(q8_1) : sizeof(q8_0);
-    const size_t qso = MIN ? offsetof(q4_1, qs) : offsetof(q4_0, qs), yqo = MIN ? offsetof(q8_1, qs) : offsetof(q8_0, qs);
-    const __m512i m4 = _mm512_set1_epi8(15), c8 = _mm512_set1_epi8(8);
+                     const int NT, const int KIND) {
+    const int MIN = KIND == K4_1;
+    const size_t xbs = KIND == K4_0 ? sizeof(q4_0) : KIND == K4_1 ? sizeof(q4_1) : sizeof(q5_0);
+    const size_t qso = KIND == K4_0 ? offsetof(q4_0, qs) : KIND == K4_1 ? offsetof(q4_1, qs) : offsetof(q5_0, qs);
+    const size_t ybs = MIN ? sizeof(q8_1) : sizeof(q8_0), yqo = MIN ? offsetof(q8_1, qs) : offsetof(q8_0, qs);
+    /* the offset taken out of q4_0 (8) and q5_0 (16) */
+    const __m512i m4 = _mm512_set1_epi8(15), c16 = _mm512_set1_epi8(16), coff = _mm512_set1_epi8(KIND == K5_0 ? 16 : 8);
     const __m512i dup = _mm512_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6);
     __m512 alo[4], ahi[4];
     __m256 sm[4];
@@ -80,7 +102,13 @@ INLINE void nib_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t b
         hearth_tile_prefetch(x, bx, b, n / 32);
         const __m256 dm = head4(xb, bx); /* d_r in lane 2r; q4_1: m_r in lane 2r + 1 */
         const __m512i q = rows16(xb + qso, bx);
-        const __m512i lo = _mm512_and_si512(q, m4), hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
+        __m512i lo = _mm512_and_si512(q, m4), hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
+        if (KIND == K5_0) { /* q = nibble + 16 * fifth bit */
+            __mmask64 klo, khi;
+            fifth_masks(xb + offsetof(q5_0, qh), bx, &klo, &khi);
+            lo = _mm512_mask_add_epi8(lo, klo, lo, c16);
+            hi = _mm512_mask_add_epi8(hi, khi, hi, c16);
+        }
         UNROLL
         for (int t = 0; t < NT; t++) {
             const uint8_t *yb = y + (size_t)t * by + (size_t)b * ybs;
@@ -94,9 +122,9 @@ INLINE void nib_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t b
             if (MIN) {
                 plo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, ylo);
                 phi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), hi, yhi);
-            } else { /* sum (q - 8) y = dpbusd(q, y) - dpbusd(8, y) */
-                __m512i olo = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), c8, ylo));
-                __m512i ohi = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), c8, yhi));
+            } else { /* sum (q - c) y = dpbusd(q, y) - dpbusd(c, y), started from the second term */
+                __m512i olo = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), coff, ylo));
+                __m512i ohi = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), coff, yhi));
                 plo = _mm512_dpbusd_epi32(olo, lo, ylo);
                 phi = _mm512_dpbusd_epi32(ohi, hi, yhi);
             }
@@ -162,9 +190,11 @@ INLINE void q8_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t bx
         default: body(4); break;                                                                               \
         }                                                                                                      \
     }
-#define Q4_0_BODY(NT) nib_tile(n, s, bs, x, bx, y, by, NT, 0)
-#define Q4_1_BODY(NT) nib_tile(n, s, bs, x, bx, y, by, NT, 1)
+#define Q4_0_BODY(NT) nib_tile(n, s, bs, x, bx, y, by, NT, K4_0)
+#define Q4_1_BODY(NT) nib_tile(n, s, bs, x, bx, y, by, NT, K4_1)
+#define Q5_0_BODY(NT) nib_tile(n, s, bs, x, bx, y, by, NT, K5_0)
 #define Q8_0_BODY(NT) q8_tile(n, s, bs, x, bx, y, by, NT)
 TILE_FN(hearth_tile_q4_0_q8_0_avx512, Q4_0_BODY)
 TILE_FN(hearth_tile_q4_1_q8_1_avx512, Q4_1_BODY)
+TILE_FN(hearth_tile_q5_0_q8_0_avx512, Q5_0_BODY)
 TILE_FN(hearth_tile_q8_0_q8_0_avx512, Q8_0_BODY)

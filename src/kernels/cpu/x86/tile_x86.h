@@ -26,12 +26,16 @@ void hearth_tile_q4_0_q8_0_avx2(int64_t n, float *s, int64_t bs, const void *x, 
                                 int nt);
 void hearth_tile_q4_1_q8_1_avx2(int64_t n, float *s, int64_t bs, const void *x, size_t bx, const void *y, size_t by,
                                 int nt);
+void hearth_tile_q5_0_q8_0_avx2(int64_t n, float *s, int64_t bs, const void *x, size_t bx, const void *y, size_t by,
+                                int nt);
 void hearth_tile_q8_0_q8_0_avx2(int64_t n, float *s, int64_t bs, const void *x, size_t bx, const void *y, size_t by,
                                 int nt);
 void hearth_tile_q4_0_q8_0_avx512(int64_t n, float *s, int64_t bs, const void *x, size_t bx, const void *y, size_t by,
                                   int nt);
 void hearth_tile_q4_1_q8_1_avx512(int64_t n, float *s, int64_t bs, const void *x, size_t bx, const void *y, size_t by,
                                   int nt);
+void hearth_tile_q5_0_q8_0_avx512(int64_t n, float *s, int64_t bs, const void *x, size_t bx, const void *y,
+                                  size_t by, int nt);
 void hearth_tile_q8_0_q8_0_avx512(int64_t n, float *s, int64_t bs, const void *x, size_t bx, const void *y, size_t by,
                                   int nt);
 
@@ -48,11 +52,14 @@ static inline float hearth_tile_hsum8(const float *lo, const float *hi) {
 #ifndef HEARTH_TILE_PF_AHEAD
 #define HEARTH_TILE_PF_AHEAD 6144
 #endif
+#ifndef HEARTH_TILE_PF_LOC
+#define HEARTH_TILE_PF_LOC 3
+#endif
 static inline void hearth_tile_prefetch(const uint8_t *x, size_t bx, int64_t b, int64_t nb) {
     size_t tile = 4 * bx, step = tile / (size_t)nb;
     /* an integer, not a pointer: GCC drops prefetches of pointers it can prove run past the object */
     uintptr_t p = (uintptr_t)x + tile * ((HEARTH_TILE_PF_AHEAD + tile - 1) / tile) + (size_t)b * step;
-    for (size_t k = 0; k < step; k += 64) __builtin_prefetch((const void *)(p + k), 0, 3);
+    for (size_t k = 0; k < step; k += 64) __builtin_prefetch((const void *)(p + k), 0, HEARTH_TILE_PF_LOC);
 }
 
 /* The first 4 bytes of a block in each of 4 rows (the f16 scale, and the f16 minimum or the next
