@@ -9,7 +9,8 @@
  * logit, and the greedy continuations token for token; where they part, the CPU's logits must
  * show a near-tie there (the two tokens' logits within the same tolerance), else it fails.
  *
- * Models: the committed tiny qwen2/qwen3 checkpoints, the starter models when HEARTH_SMOLLM2_GGUF /
+ * Models: the committed tiny qwen2/qwen3 checkpoints, tiny Hugging Face Gemma 4 and
+ * stretched-RoPE checkpoints, the starter models when HEARTH_SMOLLM2_GGUF /
  * HEARTH_GEMMA3_GGUF name them, and any GGUF listed (colon-separated) in HEARTH_CUDA_MODELS (the
  * GPU host's generated checkpoints, docs/cuda.md). Skips without a GPU.
  */
@@ -151,6 +152,12 @@ static void check_model(const char *path, double tol) {
 
 TEST(tiny_qwen2_cuda_matches_cpu) { check_model("tests/golden/tiny/tiny-qwen2.gguf", TOL_TINY); }
 TEST(tiny_qwen3_cuda_matches_cpu) { check_model("tests/golden/tiny/tiny-qwen3.gguf", TOL_TINY); }
+/* Gemma 4 (per-layer inputs, KV sharing, two head shapes) and RoPE whose tables change past
+ * 32 tokens (dynamic NTK, longrope: the decode steps run past it, off the graph path); not yet
+ * run on a GPU host */
+TEST(hf_gemma4_cuda_matches_cpu) { check_model("tests/golden/hf/gemma4_text", TOL_TINY); }
+TEST(hf_rope_dynamic_cuda_matches_cpu) { check_model("tests/golden/hf/rope-dynamic", TOL_TINY); }
+TEST(hf_rope_longrope_cuda_matches_cpu) { check_model("tests/golden/hf/rope-longrope", TOL_TINY); }
 TEST(smollm2_cuda_matches_cpu) { check_model(getenv("HEARTH_SMOLLM2_GGUF"), TOL_TINY); }
 TEST(gemma3_cuda_matches_cpu) { check_model(getenv("HEARTH_GEMMA3_GGUF"), TOL_TINY); }
 TEST(listed_models_cuda_match_cpu) {
