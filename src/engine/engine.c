@@ -288,9 +288,8 @@ void hearth_engine_device(const hearth_engine *e, hearth_engine_device_info *out
     out->kv_bytes = (int64_t)hearth_kv_pool_bytes(e->pool);
 }
 
-hearth_status hearth_engine_submit(hearth_engine *e, const hearth_request_params *p, hearth_request **out,
-                                   hearth_err *err) {
-    *out = NULL;
+/* The checks of submit, before anything is queued. */
+static hearth_status admit(hearth_engine *e, const hearth_request_params *p, hearth_err *err) {
     int32_t n_vocab = hearth_model_hparams(e->m)->n_vocab;
     if (p->n_prompt == 0) return hearth_err_set(err, HEARTH_E_INVALID, -1, "the prompt is empty");
     if (p->max_tokens <= 0) return hearth_err_set(err, HEARTH_E_INVALID, -1, "max_tokens must be positive");
@@ -308,8 +307,18 @@ hearth_status hearth_engine_submit(hearth_engine *e, const hearth_request_params
         if (p->prompt[i] < 0 || p->prompt[i] >= n_vocab)
             return hearth_err_set(err, HEARTH_E_INVALID, (int64_t)i, "prompt token %d is outside the vocabulary",
                                   p->prompt[i]);
-    hearth_request *r = hearth_req_create(p);
-    if (!r) return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
+    return HEARTH_OK;
+}
+
+hearth_status hearth_engine_submit(hearth_engine *e, const hearth_request_params *p, hearth_request **out,
+                                   hearth_err *err) {
+    *out = NULL;
+    hearth_status st = admit(e, p, err);
+    hearth_request *r = st ? NULL : hearth_req_create(p); /* the request takes the constraint */
+    if (!r) {
+        hearth_cx_matcher_destroy(p->constraint);
+        return st ? st : hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
+    }
     pthread_mutex_lock(&e->mu);
     if (e->stop) {
         pthread_mutex_unlock(&e->mu);

@@ -64,6 +64,10 @@ typedef struct {
     bool                  ignore_eog;  /* keep going past end-of-generation tokens */
     bool                  logprobs;    /* TOKEN events carry the chosen token's logprob ... */
     int32_t               top_logprobs; /* ... and this many alternatives (<= HEARTH_TOP_LOGPROBS_MAX) */
+    hearth_cx_matcher    *constraint;  /* (optional) structured output: every token is one the
+                                        * matcher allows (an end-of-generation token only where
+                                        * it can end); taken over by submit in every case, the
+                                        * engine frees it. Its vocabulary must outlive the request */
 } hearth_request_params;
 
 typedef enum {

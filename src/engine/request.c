@@ -47,6 +47,7 @@ void hearth_req_unref(hearth_request *r) {
     free(r->events);
     free(r->prompt);
     free((void *)r->p.sampling.bias);
+    hearth_cx_matcher_destroy(r->p.constraint); /* NULL once the scheduler took it */
     free(r);
 }
 

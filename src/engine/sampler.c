@@ -174,10 +174,10 @@ static int32_t keep_top_k(cand *c, int32_t n, int32_t k) {
     return k;
 }
 
-int32_t hearth_sampler_sample(hearth_sampler *s, float *logits) {
+/* The chain after the penalties: argmax, or temperature / top-k / top-p / min-p and a draw. */
+static int32_t choose(hearth_sampler *s, const float *logits) {
     const hearth_sampler_params *p = &s->p;
     int32_t n = s->n_vocab;
-    apply_penalties(s, logits);
     if (p->temperature <= 0.0f) return (int32_t)hearth_kernels_argmax(logits, n);
 
     /* softmax of logits / T into candidates */
@@ -240,6 +240,36 @@ int32_t hearth_sampler_sample(hearth_sampler *s, float *logits) {
         if (u < cum) return c[i].id;
     }
     return c[nc - 1].id;
+}
+
+int32_t hearth_sampler_sample(hearth_sampler *s, float *logits) {
+    apply_penalties(s, logits);
+    return choose(s, logits);
+}
+
+/* Greedy under a constraint: the allowed token with the largest logit, looked for among the
+ * best CANDS first (almost always enough), else over the masked vocabulary. */
+#define CANDS 64
+static int32_t greedy_constrained(hearth_sampler *s, float *logits, hearth_cx_matcher *m) {
+    cand *c = s->cands;
+    for (int32_t i = 0; i < s->n_vocab; i++) c[i] = (cand){i, logits[i]};
+    int32_t k = keep_top_k(c, s->n_vocab, CANDS < s->n_vocab ? CANDS : s->n_vocab);
+    for (int32_t i = 0; i < k; i++)
+        if (isfinite(c[i].p) && hearth_cx_matcher_allows(m, c[i].id)) return c[i].id;
+    if (hearth_cx_matcher_mask(m, logits) <= 0) return -1;
+    return (int32_t)hearth_kernels_argmax(logits, s->n_vocab);
+}
+
+int32_t hearth_sampler_sample_constrained(hearth_sampler *s, float *logits, hearth_cx_matcher *m) {
+    apply_penalties(s, logits);
+    int32_t t = choose(s, logits);
+    if (hearth_cx_matcher_allows(m, t)) return t; /* the common case: one check */
+    if (s->p.temperature <= 0.0f) return greedy_constrained(s, logits, m);
+    /* masking after a rejected draw and drawing again gives the masked distribution: an allowed
+     * token is drawn first with p, or after a rejection (1 - A) with p / A; p + (1 - A) p / A
+     * = p / A (A: the allowed mass) */
+    if (hearth_cx_matcher_mask(m, logits) <= 0) return -1;
+    return choose(s, logits);
 }
 
 void hearth_sampler_logprobs(const float *logits, int32_t n, int32_t chosen, int32_t k, hearth_token_logprobs *out) {

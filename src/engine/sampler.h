@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "base/status.h"
+#include "constrain/matcher.h"
 
 typedef struct {
     int32_t token;
@@ -66,6 +67,11 @@ bool            hearth_sampler_is_argmax(const hearth_sampler *s);
 /* Choose a token from logits[n_vocab] (modified in place: afterwards they hold the logits with
  * bias and penalties applied, the input of hearth_sampler_logprobs). */
 int32_t         hearth_sampler_sample(hearth_sampler *s, float *logits);
+/* hearth_sampler_sample under a constraint: the token drawn (or the argmax) when the matcher
+ * allows it, which costs one check; otherwise the logits of disallowed tokens become
+ * -INFINITY and the chain runs again (greedy: the best allowed token, looked for among the
+ * best candidates first). The matcher is not advanced. -1 when no token is allowed. */
+int32_t         hearth_sampler_sample_constrained(hearth_sampler *s, float *logits, hearth_cx_matcher *m);
 /* The log-softmax of logits[n_vocab] at chosen, and the k (<= HEARTH_TOP_LOGPROBS_MAX) most
  * likely tokens. Pure function; any thread. */
 void            hearth_sampler_logprobs(const float *logits, int32_t n_vocab, int32_t chosen, int32_t k,

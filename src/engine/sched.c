@@ -18,6 +18,7 @@
 typedef struct seq {
     hearth_request *r;        /* the engine's reference */
     hearth_sampler *smp;      /* owned, kept across preemption */
+    hearth_cx_matcher *cx;    /* owned, may be NULL: the request's constraint, kept across preemption */
     int32_t        *toks;     /* owned [n_prompt + max_tokens] */
     uint64_t       *hashes;   /* owned [max_blocks]: hashes of the full blocks indexed so far */
     int32_t         n_toks, n_done, n_gen, n_cached, n_hashed, slot;
@@ -96,6 +97,7 @@ static void release_blocks(hearth_sched *s, seq *q) {
 static void seq_free(hearth_sched *s, seq *q) {
     release_blocks(s, q);
     hearth_sampler_destroy(q->smp);
+    hearth_cx_matcher_destroy(q->cx);
     hearth_req_unref(q->r);
     free(q->toks);
     free(q->hashes);
@@ -181,6 +183,8 @@ void hearth_sched_add(hearth_sched *s, hearth_request *r) {
         return;
     }
     q->r = r;
+    q->cx = r->p.constraint;
+    r->p.constraint = NULL;
     memcpy(q->toks, r->prompt, (size_t)n_prompt * sizeof(int32_t));
     q->n_toks = n_prompt;
     q->slot = -1;
@@ -259,8 +263,16 @@ static int32_t pack(hearth_sched *s, seq *q, int32_t n, int32_t take) {
 static bool advance(hearth_sched *s, seq *q, int32_t t, const float *logits) {
     const hearth_tok *tk = hearth_model_tok(s->m);
     if (!q->t_first) q->t_first = hearth_now_mono_ms();
+    if (t < 0) { /* a constraint that no token satisfies (the grammar needs a byte no token has) */
+        end(s, q, HEARTH_FINISH_ERROR, HEARTH_E_INVALID, "no token satisfies the output constraint here");
+        return false;
+    }
     if (!q->r->p.ignore_eog && hearth_tok_is_eog(tk, t)) {
         end(s, q, HEARTH_FINISH_STOP, HEARTH_OK, NULL);
+        return false;
+    }
+    if (q->cx && !hearth_cx_matcher_accept(q->cx, t)) { /* only a token the sampler did not pick */
+        end(s, q, HEARTH_FINISH_ERROR, HEARTH_E_INVALID, "no token satisfies the output constraint here");
         return false;
     }
     hearth_sampler_accept(q->smp, t);
@@ -374,7 +386,7 @@ void hearth_sched_step(hearth_sched *s) {
     bool argmax = be && !be->iface->host;
     for (int32_t i = 0; i < s->n_run && argmax; i++) {
         seq *q = s->run[i];
-        if (q->take && q->n_done + q->take == q->n_toks && (!hearth_sampler_is_argmax(q->smp) || q->r->p.logprobs))
+        if (q->take && q->n_done + q->take == q->n_toks && (!hearth_sampler_is_argmax(q->smp) || q->r->p.logprobs || q->cx))
             argmax = false;
     }
     hearth_status st = argmax ? hearth_forward_argmax(s->fwd, &b, hearth_kv_pool_view(s->pool), s->logits, s->ids)
@@ -403,7 +415,9 @@ void hearth_sched_step(hearth_sched *s) {
             continue;
         }
         index_blocks(s, q);
-        if (out && !advance(s, q, pick >= 0 ? pick : hearth_sampler_sample(q->smp, lg), lg)) {
+        if (out && pick < 0)
+            pick = q->cx ? hearth_sampler_sample_constrained(q->smp, lg, q->cx) : hearth_sampler_sample(q->smp, lg);
+        if (out && !advance(s, q, pick, lg)) {
             run_remove(s, i);
             continue;
         }

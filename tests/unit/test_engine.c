@@ -6,6 +6,7 @@
  * preemption; cancellation frees blocks; the prefix cache serves repeated prefixes and evicts
  * under pressure; the pool's invariants hold after every step (debug_checks).
  */
+#include "constrain/schema.h"
 #include "engine/engine.h"
 #include "../models/model_harness.h"
 #include "test.h"
@@ -81,6 +82,107 @@ TEST(greedy_request_matches_forward) {
     CHECK_EQ(diff, 0);
     hearth_request_release(r);
     hearth_engine_destroy(e);
+    hearth_model_destroy(m);
+}
+
+/* The model's vocabulary for the matcher: each token's bytes, control tokens left out. */
+static hearth_cx_vocab *model_vocab(const hearth_model *m) {
+    const hearth_tok *tok = hearth_model_tok(m);
+    int32_t n = hearth_tok_n_vocab(tok);
+    hearth_span *pieces = calloc((size_t)n, sizeof *pieces);
+    bool *eog = calloc((size_t)n, sizeof *eog);
+    for (int32_t i = 0; i < n; i++) {
+        pieces[i] = hearth_tok_is_control(tok, i) ? (hearth_span){"", 0} : hearth_tok_piece(tok, i, false);
+        eog[i] = hearth_tok_is_eog(tok, i);
+    }
+    hearth_cx_vocab *v = hearth_cx_vocab_create(n, pieces, eog);
+    free(pieces);
+    free(eog);
+    return v;
+}
+
+static hearth_cx_matcher *schema_matcher(const char *schema, const hearth_cx_vocab *v) {
+    cJSON *doc = cJSON_Parse(schema);
+    hearth_cx_builder *b = hearth_cx_builder_create(hearth_cx_limits_default());
+    hearth_cx_json j;
+    hearth_cx_json_init(&j, b, doc);
+    int root = hearth_cx_json_value(&j, doc);
+    hearth_err err = {0};
+    hearth_cx_grammar *g = hearth_cx_build(b, root, &err);
+    hearth_cx_builder_destroy(b);
+    cJSON_Delete(doc);
+    CHECK(g != NULL);
+    return g ? hearth_cx_matcher_create(g, v) : NULL;
+}
+
+/* A constrained greedy request gives, token for token, the best allowed token of each step's
+ * logits (found here by checking every token in logit order against a second matcher), and
+ * its text is the JSON the schema asks for. */
+TEST(constrained_greedy_matches_forward) {
+    static const char schema[] = "{\"type\": \"object\", \"properties\": {\"n\": {\"type\": \"integer\"},"
+                                 " \"s\": {\"enum\": [\"yes\", \"no\"]}}, \"required\": [\"n\", \"s\"],"
+                                 " \"additionalProperties\": false}";
+    enum { MAX = 40 };
+    hearth_model *m = load();
+    if (!m) return;
+    hearth_cx_vocab *v = model_vocab(m);
+    const hearth_tok *tok = hearth_model_tok(m);
+    /* the reference: the forward pass and a brute-force choice */
+    int32_t want[MAX];
+    int n_want = 0;
+    harness *h = harness_open(TINY, 16, 128, true, 1);
+    hearth_cx_matcher *ref = schema_matcher(schema, v);
+    if (h && ref) {
+        float *logits = malloc((size_t)h->n_vocab * sizeof(float));
+        harness_run(h, prompt, N_PROMPT, 0, false, logits);
+        for (; n_want < MAX; n_want++) {
+            int32_t best = -1;
+            for (int32_t t = 0; t < h->n_vocab; t++) /* the highest logit, lowest id on ties, allowed */
+                if (hearth_cx_matcher_allows(ref, t) && (best < 0 || logits[t] > logits[best])) best = t;
+            CHECK(best >= 0);
+            if (best < 0 || hearth_tok_is_eog(tok, best)) break;
+            CHECK(hearth_cx_matcher_accept(ref, best));
+            want[n_want] = best;
+            harness_run(h, &want[n_want], 1, N_PROMPT + n_want, false, logits);
+        }
+        free(logits);
+    }
+    harness_close(h);
+    hearth_engine_params ep = hearth_engine_params_default();
+    ep.n_threads = 2;
+    ep.n_ctx = 128;
+    ep.kv_f16 = 1;
+    hearth_engine *e = NULL;
+    hearth_err err;
+    CHECK_EQ(hearth_engine_create(m, &ep, &e, &err), HEARTH_OK);
+    hearth_request_params rp = {.prompt = prompt, .n_prompt = N_PROMPT, .max_tokens = MAX,
+                                .sampling = hearth_sampler_params_default(),
+                                .constraint = schema_matcher(schema, v)};
+    hearth_request *r = NULL;
+    CHECK_EQ(hearth_engine_submit(e, &rp, &r, &err), HEARTH_OK);
+    int32_t got[MAX];
+    hearth_event done;
+    int n_got = collect(r, got, MAX, &done);
+    CHECK_EQ(n_got, n_want);
+    for (int i = 0; i < n_got && i < n_want; i++) CHECK_EQ(got[i], want[i]);
+    CHECK_EQ(done.finish, n_want < MAX ? HEARTH_FINISH_STOP : HEARTH_FINISH_LENGTH);
+    if (done.finish == HEARTH_FINISH_STOP) { /* ended by the model inside the grammar: the JSON is whole */
+        char *text = hearth_tok_decode(tok, got, (size_t)n_got, false);
+        cJSON *j = cJSON_Parse(text);
+        CHECK(cJSON_IsNumber(cJSON_GetObjectItem(j, "n")));
+        CHECK(cJSON_IsString(cJSON_GetObjectItem(j, "s")));
+        cJSON_Delete(j);
+        free(text);
+    }
+    fprintf(stderr, "  %d constrained tokens, finish %d\n", n_got, done.finish);
+    hearth_request_release(r);
+    /* a constraint refused at submit is freed there (ASan: no leak) */
+    rp.constraint = schema_matcher(schema, v);
+    rp.n_prompt = 0;
+    CHECK(hearth_engine_submit(e, &rp, &r, &err) != HEARTH_OK);
+    hearth_engine_destroy(e);
+    hearth_cx_matcher_destroy(ref);
+    hearth_cx_vocab_destroy(v);
     hearth_model_destroy(m);
 }
 

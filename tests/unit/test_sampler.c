@@ -228,3 +228,61 @@ TEST(logprobs_match_full_log_softmax) {
 }
 
 int main(int argc, char **argv) { return test_main(argc, argv); }
+
+/* A grammar allowing exactly one of the literals "b" / "f" / "h" (tokens 1, 5, 7 of a vocab
+ * whose token i is the letter 'a' + i). */
+static hearth_cx_matcher *one_of_bfh(hearth_cx_vocab **v) {
+    static const char letters[V] = {'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'};
+    hearth_span pieces[V];
+    for (int i = 0; i < V; i++) pieces[i] = (hearth_span){&letters[i], 1};
+    *v = hearth_cx_vocab_create(V, pieces, NULL);
+    hearth_cx_builder *b = hearth_cx_builder_create(hearth_cx_limits_default());
+    const char *lits[] = {"b", "f", "h"};
+    size_t lens[] = {1, 1, 1};
+    int root = hearth_cx_rule_choice(b, lits, lens, 3);
+    hearth_err err;
+    hearth_cx_grammar *g = hearth_cx_build(b, root, &err);
+    hearth_cx_builder_destroy(b);
+    return hearth_cx_matcher_create(g, *v);
+}
+
+TEST(constrained_greedy_takes_the_best_allowed) {
+    hearth_cx_vocab *v;
+    hearth_cx_matcher *m = one_of_bfh(&v);
+    hearth_sampler *s = make(hearth_sampler_params_default());
+    float l[V];
+    memcpy(l, logits0, sizeof l);
+    CHECK_EQ(hearth_sampler_sample_constrained(s, l, m), 1); /* the argmax is allowed: kept */
+    float l2[V] = {9, 0, 8, 7, 6, 2.5f, 5, 3};
+    CHECK_EQ(hearth_sampler_sample_constrained(s, l2, m), 7); /* h (3) over f (2.5) and b (0) */
+    hearth_sampler_destroy(s);
+    hearth_cx_matcher_destroy(m);
+    hearth_cx_vocab_destroy(v);
+}
+
+/* Sampling under a constraint follows the softmax renormalized over the allowed tokens. */
+TEST(constrained_sampling_follows_the_masked_softmax) {
+    hearth_cx_vocab *v;
+    hearth_cx_matcher *m = one_of_bfh(&v);
+    hearth_sampler_params p = hearth_sampler_params_default();
+    p.temperature = 1.0f;
+    p.seed = 9;
+    hearth_sampler *s = make(p);
+    enum { N = 30000 };
+    int seen[V] = {0};
+    for (int i = 0; i < N; i++) {
+        float l[V];
+        memcpy(l, logits0, sizeof l);
+        int32_t t = hearth_sampler_sample_constrained(s, l, m);
+        CHECK(t >= 0 && t < V);
+        if (t >= 0 && t < V) seen[t]++;
+    }
+    double z = exp(logits0[1]) + exp(logits0[5]) + exp(logits0[7]);
+    for (int i = 0; i < V; i++) {
+        double pe = i == 1 || i == 5 || i == 7 ? exp(logits0[i]) / z : 0, sd = sqrt(pe * (1 - pe) / N);
+        CHECK_NEAR((double)seen[i] / N, pe, 5 * sd + 1e-4);
+    }
+    hearth_sampler_destroy(s);
+    hearth_cx_matcher_destroy(m);
+    hearth_cx_vocab_destroy(v);
+}
