@@ -18,6 +18,7 @@
 #include "constrain/grammar_internal.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +27,7 @@
 #define MAX_RECURSE 1024    /* closure nesting (pushes, pops and tail calls without a byte) */
 
 struct hearth_cx_vocab {
+    _Atomic int refs;
     int32_t   n_vocab;
     char     *bytes;  /* owned: every piece back to back */
     size_t   *off;    /* owned [n_vocab] */
@@ -45,7 +47,7 @@ typedef struct {
 
 struct hearth_cx_matcher {
     hearth_cx_grammar     *g;      /* owned */
-    const hearth_cx_vocab *v;      /* borrowed */
+    hearth_cx_vocab       *v;      /* a reference (may be NULL) */
     int32_t                stride; /* max_stack + 1 */
     cset                   cur;    /* the state */
     cset                   tmp[2]; /* fits / feed */
@@ -73,6 +75,7 @@ hearth_cx_vocab *hearth_cx_vocab_create(int32_t n_vocab, const hearth_span *piec
     if (n_vocab <= 0) return NULL;
     hearth_cx_vocab *v = calloc(1, sizeof *v);
     if (!v) return NULL;
+    atomic_init(&v->refs, 1);
     v->n_vocab = n_vocab;
     size_t total = 0;
     for (int32_t i = 0; i < n_vocab; i++) total += pieces[i].len;
@@ -110,8 +113,14 @@ hearth_cx_vocab *hearth_cx_vocab_create(int32_t n_vocab, const hearth_span *piec
     return v;
 }
 
+hearth_cx_vocab *hearth_cx_vocab_ref(const hearth_cx_vocab *v) {
+    hearth_cx_vocab *w = (hearth_cx_vocab *)v; /* the count is the one mutable field */
+    if (w) atomic_fetch_add_explicit(&w->refs, 1, memory_order_relaxed);
+    return w;
+}
+
 void hearth_cx_vocab_destroy(hearth_cx_vocab *v) {
-    if (!v) return;
+    if (!v || atomic_fetch_sub_explicit(&v->refs, 1, memory_order_acq_rel) != 1) return;
     free(v->bytes);
     free(v->off);
     free(v->len);
@@ -229,7 +238,7 @@ hearth_cx_matcher *hearth_cx_matcher_create(hearth_cx_grammar *g, const hearth_c
         return NULL;
     }
     m->g = g;
-    m->v = v;
+    m->v = hearth_cx_vocab_ref(v);
     m->stride = g->max_stack + 1;
     m->w = calloc((size_t)g->max_stack + 2, sizeof *m->w);
     if (!m->w) goto fail;
@@ -248,6 +257,7 @@ fail:
 void hearth_cx_matcher_destroy(hearth_cx_matcher *m) {
     if (!m) return;
     hearth_cx_grammar_destroy(m->g);
+    hearth_cx_vocab_destroy(m->v);
     cset_free(&m->cur);
     cset_free(&m->tmp[0]);
     cset_free(&m->tmp[1]);

@@ -31,13 +31,16 @@ typedef struct hearth_cx_vocab hearth_cx_vocab;
 typedef struct hearth_cx_matcher hearth_cx_matcher;
 
 /* A vocabulary of n_vocab tokens: pieces[i] are token i's bytes (copied; empty: the token is
- * never allowed), eog[i] marks end-of-generation tokens (may be NULL). NULL on OOM. */
+ * never allowed), eog[i] marks end-of-generation tokens (may be NULL). NULL on OOM. It is
+ * reference-counted (the creator holds one; each matcher takes one), so it outlives every
+ * matcher made from it. */
 hearth_cx_vocab *hearth_cx_vocab_create(int32_t n_vocab, const hearth_span *pieces, const bool *eog);
-void             hearth_cx_vocab_destroy(hearth_cx_vocab *v); /* accepts NULL */
+hearth_cx_vocab *hearth_cx_vocab_ref(const hearth_cx_vocab *v); /* one more reference; returns v */
+void             hearth_cx_vocab_destroy(hearth_cx_vocab *v); /* drops a reference; accepts NULL */
 int32_t          hearth_cx_vocab_n(const hearth_cx_vocab *v);
 
 /* A matcher at the start of grammar g (taken over: freed with the matcher, also on failure)
- * over vocab v (borrowed; may be NULL for byte-only use). NULL on OOM. */
+ * over vocab v (the matcher takes a reference; may be NULL for byte-only use). NULL on OOM. */
 hearth_cx_matcher *hearth_cx_matcher_create(hearth_cx_grammar *g, const hearth_cx_vocab *v);
 void               hearth_cx_matcher_destroy(hearth_cx_matcher *m); /* accepts NULL */
 

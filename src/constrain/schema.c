@@ -56,7 +56,7 @@ static int string_char_ex(hearth_cx_json *j, const uint8_t *excl) {
     for (int c = 0x20; c < 0x80; c++)
         if (c != '"' && c != '\\' && !(excl && cx_has(excl, (uint8_t)c))) plain[c >> 3] |= (uint8_t)(1u << (c & 7));
     uint8_t esc[32] = {0};
-    for (const char *e = "\"\\/bfnrt"; *e; e++) esc[(uint8_t)*e >> 3] |= (uint8_t)(1u << (*e & 7));
+    for (const char *e = j->python ? "\"\\nrt" : "\"\\/bfnrt"; *e; e++) esc[(uint8_t)*e >> 3] |= (uint8_t)(1u << (*e & 7));
     int hex = hearth_cx_rule(b);
     if (hex < 0 || hearth_cx_alt(b, hex) || hearth_cx_range(b, hex, '0', '9') || hearth_cx_alt(b, hex) ||
         hearth_cx_range(b, hex, 'a', 'f') || hearth_cx_alt(b, hex) || hearth_cx_range(b, hex, 'A', 'F'))
@@ -65,8 +65,8 @@ static int string_char_ex(hearth_cx_json *j, const uint8_t *excl) {
     if (r < 0 || hearth_cx_alt(b, r) || hearth_cx_set(b, r, plain)) return -1;
     if (!(excl && cx_has(excl, '\\'))) {
         if (hearth_cx_alt(b, r) || hearth_cx_lit(b, r, "\\", 1) || hearth_cx_set(b, r, esc)) return -1;
-        if (hearth_cx_alt(b, r) || hearth_cx_lit(b, r, "\\u", 2)) return -1;
-        for (int i = 0; i < 4; i++)
+        if (!j->python && (hearth_cx_alt(b, r) || hearth_cx_lit(b, r, "\\u", 2))) return -1;
+        for (int i = 0; i < 4 && !j->python; i++)
             if (hearth_cx_ref(b, r, hex)) return -1;
     }
     /* UTF-8 (RFC 3629 table 3-7): no overlongs, no surrogates, nothing past U+10FFFF */
@@ -172,6 +172,32 @@ int hearth_cx_json_string_lit(hearth_cx_json *j, const char *s, size_t n) {
 
 static int literal_rule(hearth_cx_json *j, const char *s) { return hearth_cx_rule_lit(B(j), s, strlen(s)); }
 
+/* true / false / null, or Python's True / False / None */
+static int keyword(hearth_cx_json *j, const char *kw) {
+    if (j->python) kw = !strcmp(kw, "true") ? "True" : !strcmp(kw, "false") ? "False" : "None";
+    return literal_rule(j, kw);
+}
+
+/* JSON text -> Python literal text in place: true / false / null outside strings (same
+ * lengths but null -> None). */
+static void pythonize(char *t) {
+    bool in_str = false;
+    for (char *p = t; *p; p++) {
+        if (in_str) {
+            if (*p == '\\' && p[1]) p++;
+            else if (*p == '"') in_str = false;
+        } else if (*p == '"') {
+            in_str = true;
+        } else if (!strncmp(p, "true", 4)) {
+            *p = 'T';
+        } else if (!strncmp(p, "false", 5)) {
+            *p = 'F';
+        } else if (!strncmp(p, "null", 4)) {
+            memcpy(p, "None", 4);
+        }
+    }
+}
+
 /* A separator rule: ws ',' ws */
 static int comma(hearth_cx_json *j) {
     int ws = hearth_cx_json_ws(j), c = literal_rule(j, ",");
@@ -224,9 +250,9 @@ static int any_value(hearth_cx_json *j, int left) {
     int alts[7], n = 0;
     alts[n++] = string_rule(j, 0, -1);
     alts[n++] = number_rule(j);
-    alts[n++] = literal_rule(j, "true");
-    alts[n++] = literal_rule(j, "false");
-    alts[n++] = literal_rule(j, "null");
+    alts[n++] = keyword(j, "true");
+    alts[n++] = keyword(j, "false");
+    alts[n++] = keyword(j, "null");
     if (left > 0) {
         alts[n++] = any_object(j, left);
         int val = any_value(j, left - 1), sep = comma(j);
@@ -268,6 +294,7 @@ static int literals(hearth_cx_json *j, const cJSON *const *vals, int n) {
             hearth_cx_fail(b, HEARTH_E_NOMEM, "out of memory");
             goto out;
         }
+        if (j->python) pythonize(texts[i]);
         lens[i] = strlen(texts[i]);
         if (lens[i] > HEARTH_CX_MAX_LITERAL) {
             hearth_cx_fail(b, HEARTH_E_LIMIT, "an enum or const value is longer than %d bytes", HEARTH_CX_MAX_LITERAL);
@@ -349,12 +376,39 @@ static int key_except(hearth_cx_json *j, const char *const *keys, int lo, int hi
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
-static int object_rule(hearth_cx_json *j, const cJSON *s) {
+static bool is_ident(const char *s) {
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_')) return false;
+    for (s++; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '_'))
+            return false;
+    return true;
+}
+
+/* (ident=value, ...) with any identifiers and values */
+static int any_kwargs(hearth_cx_json *j) {
+    hearth_cx_builder *b = B(j);
+    int first = hearth_cx_rule(b), more = hearth_cx_rule(b);
+    if (first < 0 || more < 0 || hearth_cx_alt(b, first) || hearth_cx_range(b, first, 'a', 'z') || hearth_cx_alt(b, first) ||
+        hearth_cx_range(b, first, 'A', 'Z') || hearth_cx_alt(b, first) || hearth_cx_lit(b, first, "_", 1))
+        return -1;
+    if (hearth_cx_alt(b, more) || hearth_cx_ref(b, more, first) || hearth_cx_alt(b, more) ||
+        hearth_cx_range(b, more, '0', '9'))
+        return -1;
+    int rest = hearth_cx_rule_repeat(b, more, -1, 0, 63), eq = literal_rule(j, "=");
+    int val = any_value(j, any_depth_left(j) - 1), sep = comma(j);
+    int kv = rest < 0 || eq < 0 || val < 0 ? -1 : hearth_cx_rule_seq(b, (int[]){first, rest, eq, val}, 4);
+    int items = kv < 0 || sep < 0 ? -1 : hearth_cx_rule_repeat(b, kv, sep, 1, -1);
+    return items < 0 ? -1 : bracketed(j, "(", items, true, ")");
+}
+
+/* An object, or (kw) the keyword arguments of a Python call. */
+static int object_rule(hearth_cx_json *j, const cJSON *s, bool kw) {
     hearth_cx_builder *b = B(j);
     const cJSON *props = get(s, "properties"), *req = get(s, "required"), *add = get(s, "additionalProperties");
     if (props && !cJSON_IsObject(props)) return hearth_cx_fail(b, HEARTH_E_INVALID, "'properties' must be an object");
     if (req && !cJSON_IsArray(req)) return hearth_cx_fail(b, HEARTH_E_INVALID, "'required' must be a list of names");
     int n = props ? cJSON_GetArraySize(props) : 0;
+    if (kw && !n) return any_kwargs(j);
     if (!props || (!n && add && !cJSON_IsFalse(add))) {
         if (!add || cJSON_IsTrue(add)) return any_object(j, any_depth_left(j));
     }
@@ -372,10 +426,19 @@ static int object_rule(hearth_cx_json *j, const cJSON *s) {
             size_t nk = strlen(p->string);
             if (nk > HEARTH_CX_MAX_LITERAL)
                 return hearth_cx_fail(b, HEARTH_E_LIMIT, "a property name is longer than %d bytes", HEARTH_CX_MAX_LITERAL);
-            int key = hearth_cx_json_string_lit(j, p->string, nk);
+            if (kw && !is_ident(p->string))
+                return hearth_cx_fail(b, HEARTH_E_UNSUPPORTED,
+                                      "the parameter name '%.60s' cannot be a keyword argument of this model's tool-call syntax",
+                                      p->string);
+            int key = kw ? -1 : hearth_cx_json_string_lit(j, p->string, nk);
+            if (kw) {
+                char name[HEARTH_CX_MAX_LITERAL + 2];
+                int ln = snprintf(name, sizeof name, "%s=", p->string);
+                key = hearth_cx_rule_lit(b, name, (size_t)ln);
+            }
             int val = key < 0 ? -1 : hearth_cx_json_value(j, p);
             if (val < 0) return -1;
-            kv[k] = member(j, key, val);
+            kv[k] = kw ? hearth_cx_rule_seq(b, (int[]){key, val}, 2) : member(j, key, val);
             if (kv[k] < 0) return -1;
             k++;
             n_req += is_req;
@@ -387,7 +450,7 @@ static int object_rule(hearth_cx_json *j, const cJSON *s) {
                                   r->valuestring);
     /* extra members (additionalProperties true or a schema) */
     int extra = -1;
-    if (add && !cJSON_IsFalse(add)) {
+    if (!kw && add && !cJSON_IsFalse(add)) {
         const char *names[HEARTH_CX_MAX_PROPS];
         int nn = 0;
         for (const cJSON *p = props ? props->child : NULL; p; p = p->next) names[nn++] = p->string;
@@ -430,15 +493,15 @@ static int object_rule(hearth_cx_json *j, const cJSON *s) {
         for (int i = 1; i < n_req; i++)
             if (hearth_cx_ref(b, items, sep) || hearth_cx_ref(b, items, kv[i])) return -1;
         if (hearth_cx_ref(b, items, opt[n_req])) return -1;
-        return bracketed(j, "{", items, false, "}");
+        return bracketed(j, kw ? "(" : "{", items, false, kw ? ")" : "}");
     }
     /* no required member: the first present one has no comma before it */
     for (int i = 0; i < k; i++)
         if (hearth_cx_alt(b, items) || hearth_cx_ref(b, items, kv[i]) || hearth_cx_ref(b, items, opt[i + 1])) return -1;
     if (extra >= 0 && (hearth_cx_alt(b, items) || hearth_cx_ref(b, items, extra) || hearth_cx_ref(b, items, tail)))
         return -1;
-    if (k == 0 && extra < 0) return bracketed(j, "{", -1, true, "}");
-    return bracketed(j, "{", items, true, "}");
+    if (k == 0 && extra < 0) return bracketed(j, kw ? "(" : "{", -1, true, kw ? ")" : "}");
+    return bracketed(j, kw ? "(" : "{", items, true, kw ? ")" : "}");
 }
 
 static int array_rule(hearth_cx_json *j, const cJSON *s) {
@@ -465,7 +528,7 @@ static int array_rule(hearth_cx_json *j, const cJSON *s) {
 
 /* The rule for one type name under schema s. */
 static int typed(hearth_cx_json *j, const cJSON *s, const char *t) {
-    if (!strcmp(t, "object")) return object_rule(j, s);
+    if (!strcmp(t, "object")) return object_rule(j, s, false);
     if (!strcmp(t, "array")) return array_rule(j, s);
     if (!strcmp(t, "string")) {
         int32_t min = count_kw(j, s, "minLength"), max = count_kw(j, s, "maxLength");
@@ -482,11 +545,11 @@ static int typed(hearth_cx_json *j, const cJSON *s, const char *t) {
     }
     if (!strcmp(t, "boolean")) {
         if (j->boolean >= 0) return j->boolean;
-        int alts[] = {literal_rule(j, "true"), literal_rule(j, "false")};
+        int alts[] = {keyword(j, "true"), keyword(j, "false")};
         if (alts[0] < 0 || alts[1] < 0) return -1;
         return j->boolean = hearth_cx_rule_any(B(j), alts, 2);
     }
-    if (!strcmp(t, "null")) return j->null >= 0 ? j->null : (j->null = literal_rule(j, "null"));
+    if (!strcmp(t, "null")) return j->null >= 0 ? j->null : (j->null = keyword(j, "null"));
     return hearth_cx_fail(B(j), HEARTH_E_INVALID, "unknown type '%.40s'", t);
 }
 
@@ -589,7 +652,7 @@ static int value(hearth_cx_json *j, const cJSON *s) {
     }
     if (type) return hearth_cx_fail(b, HEARTH_E_INVALID, "'type' must be a type name or a list of them");
     /* no type: what the keywords imply, else anything */
-    if (get(s, "properties") || get(s, "additionalProperties") || get(s, "required")) return object_rule(j, s);
+    if (get(s, "properties") || get(s, "additionalProperties") || get(s, "required")) return object_rule(j, s, false);
     if (get(s, "items") || get(s, "minItems") || get(s, "maxItems")) return array_rule(j, s);
     return any_value(j, any_depth_left(j));
 }
@@ -600,6 +663,16 @@ int hearth_cx_json_value(hearth_cx_json *j, const cJSON *s) {
         return hearth_cx_fail(j->b, HEARTH_E_LIMIT, "the schema nests deeper than %d levels", HEARTH_CX_SCHEMA_DEPTH);
     j->depth++;
     int r = value(j, s);
+    j->depth--;
+    return r;
+}
+
+int hearth_cx_json_kwargs(hearth_cx_json *j, const cJSON *s) {
+    if (hearth_cx_builder_status(j->b, NULL)) return -1;
+    if (!s || cJSON_IsTrue(s) || (cJSON_IsObject(s) && !get(s, "properties"))) return any_kwargs(j);
+    if (!cJSON_IsObject(s)) return hearth_cx_fail(j->b, HEARTH_E_INVALID, "a tool's parameters must be an object schema");
+    j->depth++;
+    int r = object_rule(j, s, true);
     j->depth--;
     return r;
 }

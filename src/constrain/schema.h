@@ -44,6 +44,8 @@ typedef struct {
     int32_t            depth;
     const char        *refs[HEARTH_CX_MAX_REFS];                 /* $refs in progress */
     int32_t            n_refs;
+    bool               python;  /* write Python literals (True, False, None; strings with the
+                                 * escapes \" \\ \n \r \t only) for Python-call tool syntax */
 } hearth_cx_json;
 
 void hearth_cx_json_init(hearth_cx_json *j, hearth_cx_builder *b, const cJSON *doc);
@@ -54,5 +56,9 @@ int  hearth_cx_json_value(hearth_cx_json *j, const cJSON *schema);
 int  hearth_cx_json_ws(hearth_cx_json *j);
 /* Any JSON object (response_format json_object). */
 int  hearth_cx_json_object(hearth_cx_json *j);
+/* Keyword arguments for a Python call, parentheses included: (k=v, ...) with the properties
+ * of an object schema as the keywords (required first, as objects; names must be
+ * identifiers); any identifiers when the schema lists no properties. Set python first. */
+int  hearth_cx_json_kwargs(hearth_cx_json *j, const cJSON *schema);
 /* A JSON string literal of s[0..n) (escaped as JSON) as a rule. */
 int  hearth_cx_json_string_lit(hearth_cx_json *j, const char *s, size_t n);

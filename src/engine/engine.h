@@ -67,7 +67,7 @@ typedef struct {
     hearth_cx_matcher    *constraint;  /* (optional) structured output: every token is one the
                                         * matcher allows (an end-of-generation token only where
                                         * it can end); taken over by submit in every case, the
-                                        * engine frees it. Its vocabulary must outlive the request */
+                                        * engine frees it */
 } hearth_request_params;
 
 typedef enum {

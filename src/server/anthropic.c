@@ -264,6 +264,7 @@ static bool parse(hearth_server *s, const cJSON *root, hearth_span raw, hearth_g
     g->tools = co.tools;
     g->reasoning = co.reasoning;
     g->reasoning_open = co.reasoning_open;
+    g->constraint = co.constraint;
     return true;
 }
 

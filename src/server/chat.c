@@ -10,6 +10,7 @@
  * prompt starts with two BOS tokens the second is dropped (llama.cpp warns and does the same).
  */
 #include "server/chat.h"
+#include "server/structured.h"
 #include "base/log.h"
 #include "server/jraw.h"
 #include "server/reqjson.h"
@@ -198,11 +199,15 @@ static bool normalize(const cJSON *root, hearth_span raw, cJSON *ctx, hearth_api
     return true;
 }
 
-/* tools + tool_choice -> ctx.tools (null when none apply); *parse: replies are parsed for calls. */
-static bool add_tools(const cJSON *root, hearth_span raw, cJSON *ctx, bool *parse, hearth_api_err *e) {
+enum { FORCE_ANY = 1, FORCE_ONE = 2 }; /* tool_choice "required" / a named function */
+
+/* tools + tool_choice -> ctx.tools (null when none apply); *parse: replies are parsed for calls;
+ * *force: a call is required (FORCE_*), else 0. */
+static bool add_tools(const cJSON *root, hearth_span raw, cJSON *ctx, bool *parse, int *force, hearth_api_err *e) {
     const cJSON *tools = hearth_req_field(root, "tools"), *choice = hearth_req_field(root, "tool_choice");
     const char *only = NULL; /* a named function */
     *parse = false;
+    *force = 0;
     if (tools && !cJSON_IsArray(tools))
         return hearth_api_err_set(e, 400, "invalid_type", "tools", "'tools' must be a list of tools");
     for (const cJSON *t = tools ? tools->child : NULL; t; t = t->next) {
@@ -223,8 +228,10 @@ static bool add_tools(const cJSON *root, hearth_span raw, cJSON *ctx, bool *pars
             if (!strcmp(choice->valuestring, "required") && (!tools || !tools->child))
                 return hearth_api_err_set(e, 400, "invalid_value", "tool_choice",
                                           "tool_choice 'required' needs at least one tool in 'tools'");
+            if (!strcmp(choice->valuestring, "required")) *force = FORCE_ANY;
         } else if (cJSON_IsString(name)) {
             only = name->valuestring;
+            *force = FORCE_ONE;
         } else {
             return hearth_api_err_set(e, 400, "invalid_value", "tool_choice",
                                       "'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": "
@@ -297,13 +304,14 @@ static bool add_thinking(hearth_server *s, const cJSON *root, cJSON *ctx, hearth
 /* Build the template context of a request, in transformers' order (later keys win):
  * {messages, tools, documents, add_generation_prompt, bos_token, eos_token, enable_thinking,
  * reasoning_effort, ...chat_template_kwargs}; NULL with e filled on failure. */
-static cJSON *build_context(hearth_server *s, const cJSON *root, hearth_span raw, bool *tools, hearth_api_err *e) {
+static cJSON *build_context(hearth_server *s, const cJSON *root, hearth_span raw, bool *tools, int *force,
+                            hearth_api_err *e) {
     cJSON *ctx = cJSON_CreateObject();
     if (!ctx) {
         oom(e);
         return NULL;
     }
-    if (!normalize(root, raw, ctx, e) || !add_tools(root, raw, ctx, tools, e)) goto fail;
+    if (!normalize(root, raw, ctx, e) || !add_tools(root, raw, ctx, tools, force, e)) goto fail;
     const cJSON *docs = hearth_req_field(root, "documents");
     if (docs && !cJSON_IsArray(docs)) {
         hearth_api_err_set(e, 400, "invalid_type", "documents", "'documents' must be a list");
@@ -347,12 +355,27 @@ bool hearth_chat_prompt_opts(hearth_server *s, const cJSON *root, hearth_chat_op
     *ids = NULL;
     *n_ids = 0;
     bool tools = false;
+    int force = 0;
     hearth_span raw = opts ? opts->raw : (hearth_span){NULL, 0};
-    cJSON *ctx = build_context(s, root, raw, &tools, e); /* validate the messages even when chat cannot run */
+    cJSON *ctx = build_context(s, root, raw, &tools, &force, e); /* validate the messages even when chat cannot run */
     if (!ctx) return false;
     bool ok = false;
     char *json = NULL, *text = NULL;
     size_t n_text = 0;
+    if (opts) opts->constraint = NULL;
+    const cJSON *rf = hearth_req_field(root, "response_format");
+    if (opts && force) { /* the call's grammar, over the tools the template sees */
+        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(hearth_req_field(root, "tool_choice"), "function");
+        const cJSON *only = cJSON_GetObjectItemCaseSensitive(fn, "name"); /* checked by add_tools */
+        bool several = false; /* llama-server's default: one call unless parallel calls are asked for */
+        if (hearth_req_bool(root, "parallel_tool_calls", &several, e) < 0) goto out;
+        if (!hearth_structured_tools((hearth_tc_format)s->tc_format, hearth_req_field(root, "tools"),
+                                     force == FORCE_ONE ? only->valuestring : NULL, several && force == FORCE_ANY,
+                                     &opts->constraint, e))
+            goto out;
+    } else if (opts && rf && !cJSON_IsNull(rf)) {
+        if (!hearth_structured_format(rf, "response_format", &opts->constraint, e)) goto out;
+    }
     if (!s->tmpl) {
         hearth_api_err_set(e, s->m && hearth_model_chat_template(s->m) ? 501 : 400, "chat_template_unavailable",
                            "messages", "%s", s->tmpl_error);
@@ -392,6 +415,10 @@ out:
         free(*ids);
         *ids = NULL;
         *n_ids = 0;
+        if (opts) {
+            hearth_cx_grammar_destroy(opts->constraint);
+            opts->constraint = NULL;
+        }
     }
     free(text);
     cJSON_free(json);

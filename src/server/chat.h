@@ -31,10 +31,15 @@ typedef struct {
                                       * no tools, or tool_choice "none") */
     hearth_rs_format reasoning;      /* out: the model's reasoning markup */
     bool             reasoning_open; /* out: the prompt ends inside an open reasoning block */
+    struct hearth_cx_grammar *constraint; /* out, owned by the caller (NULL: none): the reply's
+                                      * forced shape: a tool call (tool_choice "required" or a
+                                      * named function) or response_format's JSON (structured.h) */
 } hearth_chat_opts;
 
 /* hearth_chat_prompt with opts (may be NULL). Also reads `tools` (validated; a named
- * tool_choice keeps only that function, "none" drops them), `tool_choice`, `documents`,
+ * tool_choice keeps only that function, "none" drops them), `tool_choice` (with opts,
+ * "required" and a named function set opts->constraint to force a call), `response_format`
+ * (with opts: its constraint when no call is forced), `documents`,
  * `reasoning_effort` (none = enable_thinking false, a level = true; chat_template_kwargs wins,
  * then this, then --thinking). */
 bool hearth_chat_prompt_opts(hearth_server *s, const cJSON *root, hearth_chat_opts *opts, int32_t **ids,

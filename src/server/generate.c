@@ -19,6 +19,7 @@
 #include "server/reqjson.h"
 #include "server/sampling.h"
 #include "server/sse.h"
+#include "server/structured.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -61,6 +62,7 @@ bool hearth_gen_add_stop(hearth_gen_spec *g, const char *s, const char *param, h
 void hearth_gen_spec_free(hearth_gen_spec *spec) {
     free(spec->prompt);
     free(spec->bias);
+    hearth_cx_grammar_destroy(spec->constraint);
     for (int i = 0; i < HEARTH_STOP_MAX; i++) free(spec->stop_text[i]);
     if (spec->ctx && spec->dialect && spec->dialect->ctx_free) spec->dialect->ctx_free(spec->ctx);
     memset(spec, 0, sizeof *spec);
@@ -375,6 +377,14 @@ void hearth_gen_run(hearth_http_req *r, hearth_gen_spec *spec) {
                                 .max_tokens = g->spec.max_tokens, .sampling = g->spec.sampling,
                                 .ignore_eog = g->spec.ignore_eos, .logprobs = g->spec.logprobs,
                                 .top_logprobs = g->spec.top_logprobs};
+    if (g->spec.constraint) { /* the engine takes the matcher over, even when submit fails */
+        rp.constraint = hearth_structured_matcher(s, g->spec.constraint);
+        g->spec.constraint = NULL;
+        if (!rp.constraint) {
+            hearth_api_err_set(&e, 503, "out_of_memory", NULL, "out of memory");
+            goto fail;
+        }
+    }
     hearth_err herr = {0};
     hearth_status st = hearth_engine_submit(s->e, &rp, &g->req, &herr);
     if (st == HEARTH_E_LIMIT) { /* the engine's admission: it could never fit the KV pool */

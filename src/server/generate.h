@@ -52,6 +52,7 @@ typedef struct {
     bool                  reasoning_open; /* the reply starts inside a reasoning block */
     bool                  logprobs;       /* collect each generated token's logprob ... */
     int32_t               top_logprobs;   /* ... and this many alternatives (<= HEARTH_TOP_LOGPROBS_MAX) */
+    struct hearth_cx_grammar *constraint; /* owned, may be NULL: the reply's forced shape (structured.h) */
 } hearth_gen_spec;
 
 /* One generated token's log-probabilities (spec->logprobs). */

@@ -173,8 +173,8 @@ static bool parse_common(hearth_server *s, const cJSON *root, bool chat, hearth_
     const cJSON *fn = field(root, "functions"); /* the deprecated spelling of tools */
     if (fn && (!cJSON_IsArray(fn) || cJSON_GetArraySize(fn) > 0))
         return unsupported(e, "functions", "'functions' (the deprecated form of 'tools'; send 'tools')");
-    const cJSON *rf = field(root, "response_format");
-    if (rf) {
+    const cJSON *rf = field(root, "response_format"); /* chat: structured.h, through chat.c */
+    if (rf && !chat) {
         const cJSON *t = cJSON_IsObject(rf) ? field(rf, "type") : NULL;
         if (!t || !cJSON_IsString(t))
             return hearth_api_err_set(e, 400, "invalid_type", "response_format",
@@ -191,6 +191,7 @@ static bool parse_chat(hearth_server *s, const cJSON *root, hearth_span raw, hea
     g->tools = co.tools;
     g->reasoning = co.reasoning;
     g->reasoning_open = co.reasoning_open;
+    g->constraint = co.constraint;
     return true;
 }
 

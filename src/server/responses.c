@@ -24,6 +24,7 @@
  * accepted and, where the response object has them, echoed.
  */
 #include "server/responses.h"
+#include "server/structured.h"
 #include "server/chat.h"
 #include "server/chatmap.h"
 #include "server/reqjson.h"
@@ -169,7 +170,6 @@ static bool map_options(const cJSON *root, cJSON *body, hearth_api_err *e) {
     const cJSON *ft = cJSON_IsObject(fmt) ? hearth_req_field(fmt, "type") : NULL;
     if (fmt && !cJSON_IsString(ft))
         return hearth_api_err_set(e, 400, "invalid_type", "text.format", "'text.format' needs a string 'type'");
-    if (ft && strcmp(ft->valuestring, "text")) return unsupported(e, "text.format", "structured output (text.format)");
     bool bg = false;
     if (hearth_req_bool(root, "background", &bg, e) < 0) return false;
     if (bg) return unsupported(e, "background", "background mode");
@@ -259,6 +259,11 @@ static bool parse(hearth_server *s, const cJSON *root, hearth_span raw, hearth_g
     g->tools = co.tools;
     g->reasoning = co.reasoning;
     g->reasoning_open = co.reasoning_open;
+    g->constraint = co.constraint;
+    /* text.format: JSON output, unless a tool call is forced */
+    const cJSON *txt = hearth_req_field(root, "text");
+    const cJSON *fmt = cJSON_IsObject(txt) ? hearth_req_field(txt, "format") : NULL;
+    if (ok && fmt && !g->constraint) ok = hearth_structured_format(fmt, "text.format", &g->constraint, e);
     cJSON_Delete(body);
     return ok;
 }

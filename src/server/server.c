@@ -2,6 +2,7 @@
  * server.c - the server object: parameters, the chat template, counters, then http.c's
  * daemon; and the response ids.
  */
+#include "constrain/matcher.h"
 #include "server/chat.h"
 #include "server/downloads.h"
 #include "server/resp_store.h"
@@ -30,6 +31,7 @@ hearth_status hearth_server_create(const hearth_server_params *p, const hearth_m
     hearth_server *s = calloc(1, sizeof *s);
     if (!s) return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
     s->p = *p;
+    pthread_mutex_init(&s->cx_mu, NULL);
     s->m = m;
     s->e = e;
     if (!s->p.max_body_bytes) s->p.max_body_bytes = 8u << 20;
@@ -90,6 +92,8 @@ void hearth_server_destroy(hearth_server *s) {
     free(s->cors);
     free(s->tmpl_src);
     free(s->model_path);
+    hearth_cx_vocab_destroy(s->cx_vocab); /* matchers still in the engine hold their own reference */
+    pthread_mutex_destroy(&s->cx_mu);
     free(s);
 }
 

@@ -8,6 +8,7 @@
  * hearth_sse_start (sse.c); generate.c runs generations for both.
  */
 #pragma once
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -40,6 +41,8 @@ struct hearth_server {
     hearth_stats_info    info;    /* strings borrowed from the fields above */
     int                  port;
     _Atomic uint64_t     n_ids;   /* response ids: a counter mixed with id_salt */
+    pthread_mutex_t      cx_mu;   /* guards cx_vocab's creation */
+    struct hearth_cx_vocab *cx_vocab; /* a reference, built on first use: structured.c */
     uint64_t             id_salt;
 };
 

@@ -1,0 +1,187 @@
+/*
+ * structured.c - request schemas to grammars, and the served model's matcher vocabulary (see
+ * structured.h).
+ *
+ * The vocabulary holds each token's bytes as the reply's text sees them: a normal token's
+ * piece; a control token's text only when it is part of the model's tool-call markup (the
+ * decoder drops the others, and the tool-call parser is fed those: generate.c), else nothing,
+ * so the matcher never allows it; end-of-generation tokens are marked, allowed only where the
+ * grammar is complete.
+ */
+#include "server/structured.h"
+#include "constrain/schema.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static bool refuse(hearth_api_err *e, const char *param, hearth_status st, const char *msg) {
+    if (st == HEARTH_E_NOMEM) return hearth_api_err_set(e, 503, "out_of_memory", NULL, "out of memory");
+    return hearth_api_err_set(e, 400, st == HEARTH_E_UNSUPPORTED ? "unsupported_schema" : "invalid_schema", param,
+                              "%s: %s", param, msg);
+}
+
+/* Build root into *out, or fill e from the builder's or the build's failure. */
+static bool finish(hearth_cx_builder *b, int root, const char *param, hearth_cx_grammar **out, hearth_api_err *e) {
+    const char *msg = "";
+    hearth_status st = hearth_cx_builder_status(b, &msg);
+    if (st || root < 0) {
+        bool r = refuse(e, param, st ? st : HEARTH_E_INVALID, st ? msg : "the schema could not be compiled");
+        hearth_cx_builder_destroy(b);
+        return r;
+    }
+    hearth_err err = {0};
+    *out = hearth_cx_build(b, root, &err);
+    hearth_cx_builder_destroy(b);
+    return *out ? true : refuse(e, param, err.code, err.msg);
+}
+
+static const cJSON *get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
+
+/* One call's body for tool t in format f (JSON or Python call). */
+static int call_body(hearth_cx_json *j, hearth_tc_format f, const cJSON *fn) {
+    hearth_cx_builder *b = j->b;
+    const char *name = get(fn, "name")->valuestring;
+    const cJSON *params = get(fn, "parameters");
+    if (f == HEARTH_TC_GEMMA) {
+        int nm = hearth_cx_rule_lit(b, name, strlen(name)), args = hearth_cx_json_kwargs(j, params);
+        return nm < 0 || args < 0 ? -1 : hearth_cx_rule_seq(b, (int[]){nm, args}, 2);
+    }
+    int ws = hearth_cx_json_ws(j);
+    int open = hearth_cx_rule_lit(b, "{", 1), close = hearth_cx_rule_lit(b, "}", 1);
+    int colon = hearth_cx_rule_lit(b, ":", 1), comma = hearth_cx_rule_lit(b, ",", 1);
+    int k_name = hearth_cx_json_string_lit(j, "name", 4);
+    const char *ak = f == HEARTH_TC_LLAMA3 ? "parameters" : "arguments";
+    int k_args = hearth_cx_json_string_lit(j, ak, strlen(ak));
+    int v_name = hearth_cx_json_string_lit(j, name, strlen(name));
+    int v_args = params ? hearth_cx_json_value(j, params) : hearth_cx_json_object(j);
+    int seq[] = {open, ws, k_name, ws, colon, ws, v_name, ws, comma, ws, k_args, ws, colon, ws, v_args, ws, close};
+    for (size_t i = 0; i < sizeof seq / sizeof seq[0]; i++)
+        if (seq[i] < 0) return -1;
+    return hearth_cx_rule_seq(b, seq, (int)(sizeof seq / sizeof seq[0]));
+}
+
+bool hearth_structured_tools(hearth_tc_format f, const cJSON *tools, const char *only, bool several,
+                             hearth_cx_grammar **out, hearth_api_err *e) {
+    *out = NULL;
+    if (f <= HEARTH_TC_NONE || f >= HEARTH_TC_COUNT)
+        return hearth_api_err_set(e, 400, "unsupported", "tool_choice",
+                                  "this model has no tool-call format to force a call in");
+    hearth_cx_builder *b = hearth_cx_builder_create(hearth_cx_limits_default());
+    if (!b) return hearth_api_err_set(e, 503, "out_of_memory", NULL, "out of memory");
+    hearth_cx_json j;
+    hearth_cx_json_init(&j, b, NULL);
+    j.python = f == HEARTH_TC_GEMMA;
+    int n = cJSON_GetArraySize(tools), k = 0;
+    int *alts = malloc((size_t)(n ? n : 1) * sizeof *alts);
+    if (!alts) {
+        hearth_cx_builder_destroy(b);
+        return hearth_api_err_set(e, 503, "out_of_memory", NULL, "out of memory");
+    }
+    for (const cJSON *t = tools ? tools->child : NULL; t; t = t->next) {
+        if (only && strcmp(get(get(t, "function"), "name")->valuestring, only)) {
+            n--;
+            continue;
+        }
+        j.doc = get(get(t, "function"), "parameters"); /* $refs resolve inside each tool's schema */
+        j.depth = 0;
+        if ((alts[k++] = call_body(&j, f, get(t, "function"))) < 0) break;
+    }
+    int call = k == n && n > 0 ? hearth_cx_rule_any(b, alts, n) : -1;
+    free(alts);
+    int ws = hearth_cx_json_ws(&j), root = -1;
+    switch (f) {
+    case HEARTH_TC_HERMES: {
+        int open = hearth_cx_rule_lit(b, "<tool_call>\n", 12), close = hearth_cx_rule_lit(b, "\n</tool_call>", 13);
+        int one = call < 0 || open < 0 || close < 0 ? -1 : hearth_cx_rule_seq(b, (int[]){open, call, close}, 3);
+        root = one < 0 ? -1 : hearth_cx_rule_repeat(b, one, ws, 1, several ? -1 : 1);
+        break;
+    }
+    case HEARTH_TC_LLAMA3: {
+        int semi = hearth_cx_rule_lit(b, ";", 1);
+        int sep = semi < 0 ? -1 : hearth_cx_rule_seq(b, (int[]){ws, semi, ws}, 3);
+        root = call < 0 || sep < 0 ? -1 : hearth_cx_rule_repeat(b, call, sep, 1, several ? -1 : 1);
+        break;
+    }
+    case HEARTH_TC_MISTRAL: {
+        int open = hearth_cx_rule_lit(b, "[TOOL_CALLS][", 13), close = hearth_cx_rule_lit(b, "]", 1);
+        int c = hearth_cx_rule_lit(b, ",", 1);
+        int sep = c < 0 ? -1 : hearth_cx_rule_seq(b, (int[]){ws, c, ws}, 3);
+        int calls = call < 0 || sep < 0 ? -1 : hearth_cx_rule_repeat(b, call, sep, 1, several ? -1 : 1);
+        root = calls < 0 || open < 0 || close < 0 ? -1 : hearth_cx_rule_seq(b, (int[]){open, calls, close}, 3);
+        break;
+    }
+    default: { /* gemma */
+        int open = hearth_cx_rule_lit(b, "```tool_code\n", 13), close = hearth_cx_rule_lit(b, "\n```", 4);
+        int nl = hearth_cx_rule_lit(b, "\n", 1);
+        int calls = call < 0 || nl < 0 ? -1 : hearth_cx_rule_repeat(b, call, nl, 1, several ? -1 : 1);
+        root = calls < 0 || open < 0 || close < 0 ? -1 : hearth_cx_rule_seq(b, (int[]){open, calls, close}, 3);
+        break;
+    }
+    }
+    return finish(b, root, "tools", out, e);
+}
+
+bool hearth_structured_format(const cJSON *rf, const char *param, hearth_cx_grammar **out, hearth_api_err *e) {
+    *out = NULL;
+    const cJSON *t = cJSON_IsObject(rf) ? get(rf, "type") : NULL;
+    if (!cJSON_IsString(t))
+        return hearth_api_err_set(e, 400, "invalid_type", param, "'%s' must be an object with a 'type'", param);
+    const char *type = t->valuestring;
+    if (!strcmp(type, "text")) return true;
+    const cJSON *schema = NULL;
+    if (!strcmp(type, "json_schema")) {
+        const cJSON *js = get(rf, "json_schema"); /* chat: {json_schema: {name, schema, strict}} */
+        schema = get(cJSON_IsObject(js) ? js : rf, "schema");
+        if (!schema)
+            return hearth_api_err_set(e, 400, "missing_required_parameter", param,
+                                      "'%s' of type json_schema needs a 'schema'", param);
+    } else if (strcmp(type, "json_object")) {
+        return hearth_api_err_set(e, 400, "invalid_value", param,
+                                  "'%s.type' must be text, json_object or json_schema (got '%.40s')", param, type);
+    }
+    hearth_cx_builder *b = hearth_cx_builder_create(hearth_cx_limits_default());
+    if (!b) return hearth_api_err_set(e, 503, "out_of_memory", NULL, "out of memory");
+    hearth_cx_json j;
+    hearth_cx_json_init(&j, b, schema);
+    int v = schema ? hearth_cx_json_value(&j, schema) : hearth_cx_json_object(&j);
+    int ws = hearth_cx_json_ws(&j);
+    int root = v < 0 || ws < 0 ? -1 : hearth_cx_rule_seq(b, (int[]){v, ws}, 2);
+    return finish(b, root, param, out, e);
+}
+
+/* The served model's vocabulary, built on first use (a pass over the tokens and a sort). */
+static hearth_cx_vocab *vocab(hearth_server *s) {
+    pthread_mutex_lock(&s->cx_mu);
+    if (!s->cx_vocab) {
+        const hearth_tok *tok = hearth_model_tok(s->m);
+        int32_t n = hearth_tok_n_vocab(tok);
+        hearth_span *pieces = calloc((size_t)n, sizeof *pieces);
+        bool *eog = calloc((size_t)n, sizeof *eog);
+        if (pieces && eog) {
+            for (int32_t i = 0; i < n; i++) {
+                hearth_span p = hearth_tok_piece(tok, i, false);
+                if (hearth_tok_is_control(tok, i)) {
+                    hearth_span t = hearth_tok_piece(tok, i, true);
+                    p = hearth_tc_is_marker(s->tc_format, t.ptr, t.len) ? t : (hearth_span){"", 0};
+                }
+                pieces[i] = p;
+                eog[i] = hearth_tok_is_eog(tok, i);
+            }
+            s->cx_vocab = hearth_cx_vocab_create(n, pieces, eog);
+        }
+        free(pieces);
+        free(eog);
+    }
+    hearth_cx_vocab *v = s->cx_vocab;
+    pthread_mutex_unlock(&s->cx_mu);
+    return v;
+}
+
+hearth_cx_matcher *hearth_structured_matcher(hearth_server *s, hearth_cx_grammar *g) {
+    hearth_cx_vocab *v = vocab(s);
+    if (!v) {
+        hearth_cx_grammar_destroy(g);
+        return NULL;
+    }
+    return hearth_cx_matcher_create(g, v);
+}
