@@ -49,12 +49,15 @@ int hearth_cx_json_ws(hearth_cx_json *j) {
 }
 
 /* One character of a JSON string's body whose first byte is not an ASCII byte of excl (NULL:
- * none excluded). */
-static int string_char_ex(hearth_cx_json *j, const uint8_t *excl) {
+ * none excluded). With j->avoid set, its first byte comes only as a pair with a next ASCII
+ * byte other than avoid[1] (pair true; the pair then counts as one character), or not at all
+ * (pair false: strings with length bounds). */
+static int string_char_ex(hearth_cx_json *j, const uint8_t *excl, bool pair) {
     hearth_cx_builder *b = B(j);
     uint8_t plain[32] = {0};
     for (int c = 0x20; c < 0x80; c++)
-        if (c != '"' && c != '\\' && !(excl && cx_has(excl, (uint8_t)c))) plain[c >> 3] |= (uint8_t)(1u << (c & 7));
+        if (c != '"' && c != '\\' && !(excl && cx_has(excl, (uint8_t)c)) && c != (uint8_t)j->avoid[0])
+            plain[c >> 3] |= (uint8_t)(1u << (c & 7));
     uint8_t esc[32] = {0};
     for (const char *e = j->python ? "\"\\nrt" : "\"\\/bfnrt"; *e; e++) esc[(uint8_t)*e >> 3] |= (uint8_t)(1u << (*e & 7));
     int hex = hearth_cx_rule(b);
@@ -63,6 +66,12 @@ static int string_char_ex(hearth_cx_json *j, const uint8_t *excl) {
         return -1;
     int r = hearth_cx_rule(b);
     if (r < 0 || hearth_cx_alt(b, r) || hearth_cx_set(b, r, plain)) return -1;
+    if (j->avoid[0] && pair && !(excl && cx_has(excl, (uint8_t)j->avoid[0]))) {
+        uint8_t next[32] = {0};
+        for (int c = 0x20; c < 0x80; c++)
+            if (c != '"' && c != '\\' && c != (uint8_t)j->avoid[1]) next[c >> 3] |= (uint8_t)(1u << (c & 7));
+        if (hearth_cx_alt(b, r) || hearth_cx_lit(b, r, j->avoid, 1) || hearth_cx_set(b, r, next)) return -1;
+    }
     if (!(excl && cx_has(excl, '\\'))) {
         if (hearth_cx_alt(b, r) || hearth_cx_lit(b, r, "\\", 1) || hearth_cx_set(b, r, esc)) return -1;
         if (!j->python && (hearth_cx_alt(b, r) || hearth_cx_lit(b, r, "\\u", 2))) return -1;
@@ -89,7 +98,7 @@ static int string_char_ex(hearth_cx_json *j, const uint8_t *excl) {
 }
 
 static int string_char(hearth_cx_json *j) {
-    if (j->chr < 0) j->chr = string_char_ex(j, NULL);
+    if (j->chr < 0) j->chr = string_char_ex(j, NULL, true);
     return j->chr;
 }
 
@@ -97,7 +106,7 @@ static int string_rule(hearth_cx_json *j, int32_t min, int32_t max) {
     hearth_cx_builder *b = B(j);
     bool plain = min == 0 && max < 0;
     if (plain && j->str >= 0) return j->str;
-    int ch = string_char(j);
+    int ch = plain || !j->avoid[0] ? string_char(j) : string_char_ex(j, NULL, false);
     int body = ch < 0 ? -1 : hearth_cx_rule_repeat(b, ch, -1, min, max);
     int r = hearth_cx_rule(b);
     if (body < 0 || r < 0 || hearth_cx_alt(b, r) || hearth_cx_lit(b, r, "\"", 1) || hearth_cx_ref(b, r, body) ||
@@ -369,7 +378,7 @@ static int key_except(hearth_cx_json *j, const char *const *keys, int lo, int hi
         if (sub < 0 || hearth_cx_alt(b, r) || hearth_cx_range(b, r, c, c) || hearth_cx_ref(b, r, sub)) return -1;
         i = k;
     }
-    int other = string_char_ex(j, edges), rest = string_rest(j);
+    int other = string_char_ex(j, edges, true), rest = string_rest(j);
     if (other < 0 || rest < 0 || hearth_cx_alt(b, r) || hearth_cx_ref(b, r, other) || hearth_cx_ref(b, r, rest)) return -1;
     return r;
 }

@@ -44,6 +44,10 @@ typedef struct {
     int32_t            depth;
     const char        *refs[HEARTH_CX_MAX_REFS];                 /* $refs in progress */
     int32_t            n_refs;
+    char               avoid[3]; /* (optional) two bytes no string may hold in a row: a closing
+                                  * marker's start that would end the markup around the JSON
+                                  * ("</" of </tool_call>, "``" of ```); strings cannot end in
+                                  * avoid[0] then, and with length bounds cannot hold it */
     bool               python;  /* write Python literals (True, False, None; strings with the
                                  * escapes \" \\ \n \r \t only) for Python-call tool syntax */
 } hearth_cx_json;

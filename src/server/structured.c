@@ -71,6 +71,9 @@ bool hearth_structured_tools(hearth_tc_format f, const cJSON *tools, const char 
     hearth_cx_json j;
     hearth_cx_json_init(&j, b, NULL);
     j.python = f == HEARTH_TC_GEMMA;
+    /* strings must not close the markup: the parser ends a block at its first closing marker */
+    if (f == HEARTH_TC_HERMES) memcpy(j.avoid, "</", 3);
+    if (f == HEARTH_TC_GEMMA) memcpy(j.avoid, "``", 3);
     int n = cJSON_GetArraySize(tools), k = 0;
     int *alts = malloc((size_t)(n ? n : 1) * sizeof *alts);
     if (!alts) {

@@ -215,7 +215,7 @@ def test_bad_input(smol):
         ({"input": "x", "temperature": 3}, "temperature"),
         ({"input": "x", "store": "no"}, "store"),
         ({"input": "x", "instructions": 1}, "instructions"),
-        ({"input": "x", "text": {"format": {"type": "json_schema"}}}, "not supported"),
+        ({"input": "x", "text": {"format": {"type": "json_schema"}}}, "schema"),
         ({"input": "x", "background": True}, "not supported"),
         ({"input": "x", "tools": [{"type": "function"}]}, "name"),
         ({"input": "word " * 5000}, "context"),

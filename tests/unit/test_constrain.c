@@ -12,6 +12,7 @@
  */
 #include "constrain/matcher.h"
 #include "constrain/schema.h"
+#include "cx_walk.h"
 #include "test.h"
 
 #include <cjson/cJSON.h>
@@ -277,39 +278,6 @@ static bool valid(const cJSON *v, const cJSON *s, const cJSON *doc) {
     return true;
 }
 
-static uint64_t rng_state = 0x853c49e6748fea9bull;
-static uint32_t rnd(void) {
-    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
-    return (uint32_t)(rng_state >> 33);
-}
-
-/* Walk: draw allowed bytes (closing brackets and quotes preferred half the time, so walks end)
- * until the matcher can end; returns the length, or 0 when the walk ran too long. */
-static size_t walk(hearth_cx_matcher *m, char *out, size_t cap) {
-    size_t n = 0;
-    while (n + 1 < cap) {
-        if (hearth_cx_matcher_can_end(m) && (hearth_cx_matcher_done(m) || rnd() % 4 == 0)) {
-            out[n] = 0;
-            return n;
-        }
-        uint8_t ok[256];
-        int n_ok = 0, n_close = 0;
-        uint8_t close[8];
-        for (int c = 0; c < 256; c++) {
-            char ch = (char)c;
-            if (!hearth_cx_matcher_fits(m, &ch, 1)) continue;
-            ok[n_ok++] = (uint8_t)c;
-            if ((c == '"' || c == ']' || c == '}') && n_close < 8) close[n_close++] = (uint8_t)c;
-        }
-        if (!n_ok) return 0;
-        uint8_t c = n_close && rnd() % 2 ? close[rnd() % (uint32_t)n_close] : ok[rnd() % (uint32_t)n_ok];
-        char ch = (char)c;
-        if (!hearth_cx_matcher_feed(m, &ch, 1)) return 0;
-        out[n++] = ch;
-    }
-    return 0;
-}
-
 TEST(random_walks_parse_and_validate) {
     static const char *const schemas[] = {
         "{\"type\": \"object\", \"properties\": {\"name\": {\"type\": \"string\", \"maxLength\": 8},"
@@ -333,7 +301,7 @@ TEST(random_walks_parse_and_validate) {
             CHECK(m != NULL);
             if (!m) break;
             char buf[4096];
-            size_t n = walk(m, buf, sizeof buf);
+            size_t n = cx_walk(m, buf, sizeof buf, "\"]}", 4);
             CHECK_EQ(hearth_cx_matcher_n_dropped(m), 0);
             hearth_cx_matcher_destroy(m);
             if (!n) continue;
@@ -385,7 +353,7 @@ TEST(vocab_mask_equals_per_token_check) {
             steps++;
             if (!n_slow || slow[n - 1]) break;
             int32_t pick;
-            do pick = (int32_t)(rnd() % (uint32_t)n);
+            do pick = (int32_t)(cx_walk_rnd() % (uint32_t)n);
             while (!slow[pick]);
             CHECK(hearth_cx_matcher_accept(m, pick));
             float logits[64];
