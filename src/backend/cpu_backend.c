@@ -2,10 +2,10 @@
  * cpu_backend.c - the CPU implementation of the op table.
  *
  * matmul goes to kernels/ (quantized dots, SIMD chosen at start); the other ops call the
- * reference kernels in kernels/ref/ops_ref.c, split over the pool by rows (or by
- * (token, head) pairs for attention; the KV cache is read and written through block tables,
- * attn_paged_ref.c). Scratch is allocated once at create, sized for the
- * largest step, so no op allocates.
+ * reference kernels in kernels/ref/ops_ref.c, split over the pool by rows; attention runs the
+ * active set's heads (by query head in decode, by kv head and tile of tokens in prefill; see
+ * cpu_attention), reading the KV cache through block tables. Scratch is allocated once at
+ * create, sized for the largest step, so no op allocates.
  */
 #include "backend/backend.h"
 #include "base/assert.h"
@@ -25,15 +25,12 @@ typedef struct {
     void        *mm_scratch; /* owned: 64-aligned, mm_bytes */
     size_t       mm_bytes;
     int64_t      max_tok, max_width;
-    float       *attn_scores; /* owned: [nth][attn_cap] */
-    int64_t      attn_cap;    /* floats per thread: the longest context + 16 */
-    /* the SIMD attention's scratch (see cpu_attention) */
-    float       *kt;          /* owned: [kt_cap] one sequence's keys, transposed, every kv head */
-    int64_t      kt_cap;      /* floats */
+    float       *attn_scores; /* owned: [nth][HEARTH_ATTN_X86_GROUP_MAX][attn_cap], touched as used */
+    int64_t      attn_cap;    /* floats per query: the longest context, padded */
+    /* the attention's work list (see cpu_attention) */
     int32_t     *attn_order;  /* owned: [max_tok] token indices grouped by sequence */
-    int32_t     *grp_start;   /* owned: [max_tok + 1] */
-    int64_t     *grp_range;   /* owned: [max_tok][2] keys [jb, j1) each group reads, jb % 16 == 0 */
-    _Atomic int64_t *grp_next; /* owned: [max_tok] work counters */
+    int32_t     *grp_start;   /* owned: [max_tok + 1] each group's first place in attn_order */
+    int64_t     *grp_items;   /* owned: [max_tok + 1] each group's first work item */
 } cpu_ctx;
 
 static cpu_ctx *ctx_of(hearth_backend *be) { return be->ctx; }
@@ -169,158 +166,150 @@ static void cpu_kv_store(hearth_backend *be, const float *x, int64_t n_tok, int6
     else hearth_pool_run(ctx_of(be)->pool, kv_store_fn, &j);
 }
 
+/*
+ * Attention: one pool job, its work items taken from one counter (no barrier). The step's
+ * tokens are grouped by sequence (attn_order, grp_start); group g owns the items
+ * [grp_items[g], grp_items[g + 1]):
+ *   one token of its sequence (decode)   one item per query head, the head kernel in the
+ *                                        single-token order;
+ *   several tokens (prefill, or a chunk) one item per (kv head, tile of up to `tile`
+ *                                        consecutive tokens): the group kernel runs the tile's
+ *                                        G x tile queries in the batch order, reading each
+ *                                        tile of keys and values once for all of them; the
+ *                                        last tiles (the most keys) are taken first.
+ * Without a group kernel (ref and scalar sets, f32 cache, or heads too large for a group) the
+ * several-token items are (token, query head) pairs too. Every query is computed as alone in
+ * its order, so the split never changes a bit.
+ */
 typedef struct {
-    const hearth_attn_args *a;
-    cpu_ctx *c;
-    hearth_attn_head_x86_fn x86; /* NULL: the reference order */
-    _Atomic int64_t next;
+    const hearth_attn_args  *a;
+    cpu_ctx                 *c;
+    hearth_attn_head_x86_fn  x86;   /* NULL: the reference order (ref set, or an f32 cache) */
+    hearth_attn_group_x86_fn group; /* NULL: several-token sequences go per query head too */
+    int64_t                  tile;  /* tokens per group item */
+    int32_t                  n_groups;
+    int64_t                  total;
+    _Atomic int64_t          next;
 } attn_job;
+
+static int64_t window_start(const hearth_attn_args *a, int64_t p) {
+    return a->n_swa > 0 && p - a->n_swa + 1 > 0 ? p - a->n_swa + 1 : 0;
+}
+
+/* query head h of token t, alone */
+static void attn_head(const attn_job *j, int64_t t, int64_t h, bool single, float *scores) {
+    const hearth_attn_args *a = j->a;
+    const int64_t hkv = h / (a->n_head / a->n_head_kv), p = a->pos[t];
+    const size_t esz = a->kv_f16 ? 2 : 4;
+    HEARTH_ASSERT((p + 32) / 32 * 32 <= j->c->attn_cap);
+    const char *kb = (const char *)a->k + (size_t)(hkv * a->head_dim) * esz;
+    const char *vb = (const char *)a->v + (size_t)(hkv * a->head_dim_v) * esz;
+    const int32_t *row = a->blocks.table + (int64_t)a->seq[t] * a->blocks.max_blocks;
+    const float *q = a->q + (t * a->n_head + h) * a->head_dim;
+    float *out = a->out + (t * a->n_head + h) * a->head_dim_v;
+    if (j->x86) {
+        j->x86(q, (const uint16_t *)kb, (const uint16_t *)vb, (int64_t)a->n_head_kv * a->head_dim, row,
+               a->blocks.block_size, a->head_dim, window_start(a, p), p + 1, a->scale, a->softcap, single, scores,
+               out);
+        return;
+    }
+    hearth_attn_head_paged_ref(q, kb, vb, (int64_t)a->n_head_kv * a->head_dim, row, a->blocks.block_size, a->kv_f16,
+                               a->head_dim, window_start(a, p), p + 1, a->scale, a->softcap, scores, out);
+}
+
+/* kv head hkv for the tokens order[0..n) of one sequence, through the group kernel */
+static void attn_tile(const attn_job *j, const int32_t *order, int64_t n, int64_t hkv, float *scores) {
+    const hearth_attn_args *a = j->a;
+    const int64_t g = a->n_head / a->n_head_kv, hd = a->head_dim;
+    const float *q[HEARTH_ATTN_X86_GROUP_MAX];
+    float *out[HEARTH_ATTN_X86_GROUP_MAX];
+    int64_t j0[HEARTH_ATTN_X86_GROUP_MAX], j1[HEARTH_ATTN_X86_GROUP_MAX];
+    int nq = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t t = order[i], p = a->pos[t];
+        HEARTH_ASSERT((p + 16) / 16 * 16 <= j->c->attn_cap);
+        for (int64_t h = hkv * g; h < (hkv + 1) * g; h++, nq++) {
+            q[nq] = a->q + (t * a->n_head + h) * hd;
+            out[nq] = a->out + (t * a->n_head + h) * hd;
+            j0[nq] = window_start(a, p);
+            j1[nq] = p + 1;
+        }
+    }
+    const int32_t *row = a->blocks.table + (int64_t)a->seq[order[0]] * a->blocks.max_blocks;
+    const int64_t stride = (int64_t)a->n_head_kv * hd;
+    j->group(nq, q, out, j0, j1, (const uint16_t *)a->k + hkv * hd, (const uint16_t *)a->v + hkv * hd, stride, row,
+             a->blocks.block_size, hd, a->scale, a->softcap, scores, j->c->attn_cap);
+}
 
 static void attn_fn(void *arg, int ith, int nth) {
     (void)nth;
     attn_job *j = arg;
     const hearth_attn_args *a = j->a;
-    float *scores = j->c->attn_scores + (int64_t)ith * j->c->attn_cap;
-    int64_t total = a->n_tok * a->n_head, group = a->n_head / a->n_head_kv;
-    size_t esz = a->kv_f16 ? 2 : 4;
-    for (;;) {
-        int64_t idx = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
-        if (idx >= total) break;
-        int64_t t = idx / a->n_head, h = idx % a->n_head, hkv = h / group;
-        int64_t p = a->pos[t];
-        int64_t j0 = a->n_swa > 0 && p - a->n_swa + 1 > 0 ? p - a->n_swa + 1 : 0;
-        HEARTH_ASSERT((p + 32) / 32 * 32 <= j->c->attn_cap);
-        const char *kb = (const char *)a->k + (size_t)(hkv * a->head_dim) * esz;
-        const char *vb = (const char *)a->v + (size_t)(hkv * a->head_dim_v) * esz;
-        const int32_t *row = a->blocks.table + (int64_t)a->seq[t] * a->blocks.max_blocks;
-        if (j->x86 && a->kv_f16) {
-            /* llama.cpp's order depends on whether the step holds other tokens of this sequence */
-            bool single = true;
-            for (int64_t u = 0; u < a->n_tok && single; u++) single = u == t || a->seq[u] != a->seq[t];
-            j->x86(a->q + (t * a->n_head + h) * a->head_dim, (const uint16_t *)kb, (const uint16_t *)vb,
-                   (int64_t)a->n_head_kv * a->head_dim, row, a->blocks.block_size, a->head_dim, j0, p + 1, a->scale,
-                   a->softcap, single, scores, a->out + (t * a->n_head + h) * a->head_dim_v);
-            continue;
-        }
-        hearth_attn_head_paged_ref(a->q + (t * a->n_head + h) * a->head_dim, kb, vb,
-                                   (int64_t)a->n_head_kv * a->head_dim, row, a->blocks.block_size, a->kv_f16,
-                                   a->head_dim, j0, p + 1, a->scale, a->softcap, scores,
-                                   a->out + (t * a->n_head + h) * a->head_dim_v);
-    }
-}
-
-/*
- * The SIMD attention (kernels.h hearth_attn_kernels): the step's tokens are grouped by sequence;
- * for each sequence, in one pool job with barriers between the phases,
- *   1. keys   every kv head's keys [jb, j1) that the group's queries read are copied once,
- *             transposed to f32, into kt (split over the threads by 64-key chunks);
- *   2. heads  each (token, query head) of the group runs against the copy (atomic counter).
- * The copy serves every query head of a kv group and every token of the sequence, so a prefill
- * chunk transposes each key once instead of once per query.
- */
-typedef struct {
-    const hearth_attn_args    *a;
-    cpu_ctx                   *c;
-    const hearth_attn_kernels *kern;
-    int32_t                    n_groups;
-} attn_simd_job;
-
-enum { KT_CHUNK = 64 }; /* keys per phase-1 work item */
-
-static void attn_simd_fn(void *arg, int ith, int nth) {
-    attn_simd_job *j = arg;
-    const hearth_attn_args *a = j->a;
     cpu_ctx *c = j->c;
-    const int64_t hd = a->head_dim, stride = (int64_t)a->n_head_kv * hd, group = a->n_head / a->n_head_kv;
-    float *scores = c->attn_scores + (int64_t)ith * c->attn_cap;
-    for (int32_t g = 0; g < j->n_groups; g++) {
-        const int64_t jb = c->grp_range[2 * g], j1 = c->grp_range[2 * g + 1], ld = (j1 - jb + 15) & ~(int64_t)15;
+    float *scores = c->attn_scores + (int64_t)ith * HEARTH_ATTN_X86_GROUP_MAX * c->attn_cap;
+    int32_t g = 0;
+    for (;;) {
+        const int64_t idx = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
+        if (idx >= j->total) break;
+        while (c->grp_items[g + 1] <= idx) g++; /* idx only grows within a thread */
+        const int64_t local = idx - c->grp_items[g], n = c->grp_start[g + 1] - c->grp_start[g];
         const int32_t *order = c->attn_order + c->grp_start[g];
-        const int64_t n_tok = c->grp_start[g + 1] - c->grp_start[g];
-        const int32_t *row = a->blocks.table + (int64_t)a->seq[order[0]] * a->blocks.max_blocks;
-        int64_t jmin = j1;
-        for (int64_t i = 0; i < n_tok; i++) {
-            int64_t p = a->pos[order[i]], w = a->n_swa > 0 && p - a->n_swa + 1 > 0 ? p - a->n_swa + 1 : 0;
-            if (w < jmin) jmin = w;
+        if (n > 1 && j->group) {
+            const int64_t tiles = (n + j->tile - 1) / j->tile, it = tiles - 1 - local % tiles;
+            const int64_t first = it * j->tile, cnt = n - first < j->tile ? n - first : j->tile;
+            attn_tile(j, order + first, cnt, local / tiles, scores);
+        } else {
+            attn_head(j, order[local / a->n_head], local % a->n_head, n == 1, scores);
         }
-        const int64_t n_chunks = (ld + KT_CHUNK - 1) / KT_CHUNK;
-        for (int64_t it = ith; it < a->n_head_kv * n_chunks; it += nth) {
-            int64_t hkv = it / n_chunks, jc = jb + (it % n_chunks) * KT_CHUNK;
-            int64_t lo = jc > jmin ? jc : jmin, hi = jc + KT_CHUNK < j1 ? jc + KT_CHUNK : j1;
-            if (lo >= hi) continue;
-            j->kern->keys_t((const uint16_t *)a->k + hkv * hd, stride, row, a->blocks.block_size, hd, lo, hi,
-                            c->kt + hkv * hd * ld + (jc - jb), ld);
-        }
-        hearth_pool_barrier(c->pool);
-        for (;;) {
-            int64_t idx = atomic_fetch_add_explicit(&c->grp_next[g], 1, memory_order_relaxed);
-            if (idx >= n_tok * a->n_head) break;
-            int64_t t = order[idx / a->n_head], h = idx % a->n_head, hkv = h / group;
-            int64_t p = a->pos[t], w = a->n_swa > 0 && p - a->n_swa + 1 > 0 ? p - a->n_swa + 1 : 0;
-            j->kern->head_kt(a->q + (t * a->n_head + h) * hd, c->kt + hkv * hd * ld, ld, jb,
-                             (const uint16_t *)a->v + hkv * hd, stride, row, a->blocks.block_size, hd, w, p + 1,
-                             a->scale, a->softcap, scores, a->out + (t * a->n_head + h) * a->head_dim_v);
-        }
-        hearth_pool_barrier(c->pool); /* the next group overwrites kt */
     }
 }
 
 static void cpu_attention(hearth_backend *be, const hearth_attn_args *a) {
     HEARTH_ASSERT(a->head_dim == a->head_dim_v); /* one kv row stride for k and v */
+    HEARTH_ASSERT(a->n_tok <= ctx_of(be)->max_tok);
     cpu_ctx *c = ctx_of(be);
-    hearth_attn_head_x86_fn x86 = hearth_kernels_attn_head();
-    const hearth_attn_kernels *kern = x86 ? NULL : hearth_kernels_attn();
-    if (kern && a->kv_f16 && a->head_dim % 16 == 0 && a->n_tok <= c->max_tok) {
-        /* group the tokens by sequence: order lists each group's tokens, in step order */
-        int32_t ng = 0;
-        int32_t *gseq = c->grp_start; /* reused below as offsets once counted */
-        int64_t *cnt = c->grp_range;  /* [2g]: count, then fill cursor */
-        for (int64_t t = 0; t < a->n_tok; t++) {
-            int32_t g = 0;
-            while (g < ng && gseq[g] != a->seq[t]) g++;
-            if (g == ng) {
-                gseq[ng] = a->seq[t];
-                cnt[ng++] = 0;
-            }
-            cnt[g]++;
+    attn_job j = {.a = a, .c = c, .x86 = a->kv_f16 ? hearth_kernels_attn_head() : NULL};
+    const int64_t g = a->n_head / a->n_head_kv;
+    j.tile = g <= HEARTH_ATTN_X86_GROUP_MAX ? HEARTH_ATTN_X86_GROUP_MAX / g : 0;
+    if (j.tile > 8) j.tile = 8;
+    while (j.tile > 0 && j.tile * g * a->head_dim > HEARTH_ATTN_X86_GROUP_FLOATS) j.tile--;
+    j.group = j.x86 && j.tile > 0 && a->head_dim % 16 == 0 ? hearth_kernels_attn_group() : NULL;
+
+    /* group the tokens by sequence: attn_order lists each group's tokens in step order */
+    int32_t ng = 0;
+    int32_t *gseq = c->grp_start; /* the groups' sequences, then their offsets */
+    int64_t *cnt = c->grp_items;  /* per group: count, then fill cursor */
+    for (int64_t t = 0; t < a->n_tok; t++) {
+        int32_t k = 0;
+        while (k < ng && gseq[k] != a->seq[t]) k++;
+        if (k == ng) {
+            gseq[ng] = a->seq[t];
+            cnt[ng++] = 0;
         }
-        /* offsets, then fill */
-        int64_t off = 0;
-        for (int32_t g = 0; g < ng; g++) {
-            int64_t n = cnt[g];
-            cnt[g] = off;
-            off += n;
-        }
-        for (int64_t t = 0; t < a->n_tok; t++) {
-            int32_t g = 0;
-            while (gseq[g] != a->seq[t]) g++;
-            c->attn_order[cnt[g]++] = (int32_t)t;
-        }
-        /* cnt[g] is now the end of group g: starts and key ranges */
-        for (int32_t g = ng - 1; g >= 0; g--) c->grp_start[g + 1] = (int32_t)cnt[g];
-        c->grp_start[0] = 0;
-        bool fits = true;
-        for (int32_t g = 0; g < ng; g++) {
-            int64_t jb = INT64_MAX, j1 = 0;
-            for (int32_t i = c->grp_start[g]; i < c->grp_start[g + 1]; i++) {
-                int64_t p = a->pos[c->attn_order[i]], w = a->n_swa > 0 && p - a->n_swa + 1 > 0 ? p - a->n_swa + 1 : 0;
-                if (w < jb) jb = w;
-                if (p + 1 > j1) j1 = p + 1;
-            }
-            jb &= ~(int64_t)15;
-            c->grp_range[2 * g] = jb;
-            c->grp_range[2 * g + 1] = j1;
-            atomic_store_explicit(&c->grp_next[g], 0, memory_order_relaxed);
-            int64_t ld = (j1 - jb + 15) & ~(int64_t)15;
-            if ((int64_t)a->n_head_kv * a->head_dim * ld > c->kt_cap || ld + jb + 16 > c->attn_cap) fits = false;
-        }
-        if (fits) {
-            attn_simd_job j = {a, c, kern, ng};
-            hearth_pool_run(c->pool, attn_simd_fn, &j);
-            return;
-        }
+        cnt[k]++;
     }
-    attn_job j = {a, c, x86, 0};
+    int64_t off = 0;
+    for (int32_t k = 0; k < ng; k++) {
+        int64_t n = cnt[k];
+        cnt[k] = off;
+        off += n;
+    }
+    for (int64_t t = 0; t < a->n_tok; t++) {
+        int32_t k = 0;
+        while (gseq[k] != a->seq[t]) k++;
+        c->attn_order[cnt[k]++] = (int32_t)t;
+    }
+    /* cnt[k] is now the end of group k: starts, then each group's items */
+    for (int32_t k = ng - 1; k >= 0; k--) c->grp_start[k + 1] = (int32_t)cnt[k];
+    c->grp_start[0] = 0;
+    c->grp_items[0] = 0;
+    for (int32_t k = 0; k < ng; k++) {
+        int64_t n = c->grp_start[k + 1] - c->grp_start[k];
+        int64_t items = n > 1 && j.group ? (n + j.tile - 1) / j.tile * a->n_head_kv : n * a->n_head;
+        c->grp_items[k + 1] = c->grp_items[k] + items;
+    }
+    j.n_groups = ng;
+    j.total = c->grp_items[ng];
     hearth_pool_run(c->pool, attn_fn, &j);
 }
 
@@ -426,11 +415,9 @@ static void cpu_destroy(hearth_backend *be) {
         hearth_pool_destroy(c->pool);
         free(c->mm_scratch);
         free(c->attn_scores);
-        free(c->kt);
         free(c->attn_order);
         free(c->grp_start);
-        free(c->grp_range);
-        free(c->grp_next);
+        free(c->grp_items);
         free(c);
     }
     free(be);
@@ -488,18 +475,14 @@ hearth_backend *hearth_backend_cpu_create(int n_threads, int64_t max_tok, int64_
     c->mm_bytes = (c->mm_bytes + 63) & ~(size_t)63;
     c->mm_scratch = c->mm_bytes ? aligned_alloc(64, c->mm_bytes) : NULL;
     if (c->mm_bytes && !c->mm_scratch) goto fail;
-    /* the SIMD heads write whole vectors of 16 scores; the x86-order heads pad keys to 32 */
+    /* the x86-order heads pad keys to 32; a group kernel's rows hold whole vectors of 16. The
+     * pages are touched only as far as the longest sequence reaches. */
     c->attn_cap = (max_ctx + 31) / 32 * 32 + 16;
-    c->attn_scores = malloc((size_t)c->attn_cap * (size_t)c->nth * sizeof(float));
-    if (!c->attn_scores) goto fail;
-    /* pages of kt are touched only as far as the longest sequence reaches */
-    c->kt_cap = max_width * (max_ctx + 16);
-    c->kt = malloc((size_t)c->kt_cap * sizeof(float));
+    c->attn_scores = malloc((size_t)c->attn_cap * HEARTH_ATTN_X86_GROUP_MAX * (size_t)c->nth * sizeof(float));
     c->attn_order = malloc((size_t)max_tok * sizeof(int32_t));
     c->grp_start = malloc(((size_t)max_tok + 1) * sizeof(int32_t));
-    c->grp_range = malloc(2 * (size_t)max_tok * sizeof(int64_t));
-    c->grp_next = malloc((size_t)max_tok * sizeof *c->grp_next);
-    if (!c->kt || !c->attn_order || !c->grp_start || !c->grp_range || !c->grp_next) goto fail;
+    c->grp_items = malloc(((size_t)max_tok + 1) * sizeof(int64_t));
+    if (!c->attn_scores || !c->attn_order || !c->grp_start || !c->grp_items) goto fail;
     return be;
 fail:
     cpu_destroy(be);

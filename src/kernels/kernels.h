@@ -106,6 +106,22 @@ hearth_swiglu_fn hearth_kernels_swiglu(void);
 #include "kernels/ref/x86_order_ref.h"
 hearth_attn_head_x86_fn hearth_kernels_attn_head(void);
 
+/* Several queries of one kv head and one sequence in the batch order (the step holds several
+ * tokens of the sequence), reading each tile of keys and values once for all of them: query i
+ * attends keys [j0[i], j1[i]) and out[i] is what hearth_kernels_attn_head gives it with
+ * single = false, bit for bit. q[i]: [head_dim] f32; k, v as for the head; scores: [nq][ld]
+ * scratch with ld >= round_up(max j1, 16); head_dim a multiple of 16, nq <=
+ * HEARTH_ATTN_X86_GROUP_MAX and nq * head_dim <= HEARTH_ATTN_X86_GROUP_FLOATS. NULL for the
+ * ref and scalar sets (their callers run the head per query). Any thread. */
+#define HEARTH_ATTN_X86_GROUP_MAX    32
+#define HEARTH_ATTN_X86_GROUP_FLOATS 8192
+typedef void (*hearth_attn_group_x86_fn)(int nq, const float *const *q, float *const *out, const int64_t *j0,
+                                         const int64_t *j1, const uint16_t *k, const uint16_t *v, int64_t kv_stride,
+                                         const int32_t *table_row, int32_t block_size, int64_t head_dim, float scale,
+                                         float softcap, float *scores, int64_t ld);
+hearth_attn_group_x86_fn hearth_kernels_attn_group(void);
+hearth_attn_group_x86_fn hearth_kernels_attn_group_isa(hearth_isa isa); /* NULL: none, or unavailable */
+
 /*
  * y = x W^T, multithreaded on pool (may be NULL), with the active set:
  *   w      [n_out rows][n_in] of type wtype, row stride w_row_bytes (borrowed, read-only)

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/backend.h"
 #include "base/thread.h"
 #include "kernels/kernels.h"
 #include "kernels/cpu/x86/attn_x86.h"
@@ -364,6 +365,145 @@ TEST(attention_simd_expf_range) {
     for (int rep = 0; rep < 8; rep++)
         compared += attn_case(64, 16, 256, 0, 200 + rep, rep % 2, 400.0f, 0.0f);
     if (compared == 0) TEST_SKIP("no avx2");
+}
+
+/* The several-query kernels against the twin run per query (batch order): tiles of a prefill
+ * (G heads x T consecutive tokens, causal, some with a window) and queries with unrelated
+ * ranges; every value row outside the union of the ranges holds NaN, and in some tiles the
+ * last key's value row is infinite: only the queries that attend it may see it. */
+TEST(attention_group_equals_twin) {
+    enum { MAXHD = 256, MAXCTX = 600, MAXROWS = MAXCTX + 64, NQ = HEARTH_ATTN_X86_GROUP_MAX };
+    const int64_t stride = MAXHD;
+    static uint16_t k[MAXROWS * MAXHD], v[MAXROWS * MAXHD];
+    static float qs[NQ][MAXHD], want[NQ][MAXHD], got[NQ][MAXHD], sc[MAXCTX + 64], gsc[NQ * (MAXCTX + 64)];
+    static int32_t table[MAXROWS];
+    static const int64_t hds[] = {64, 256, 128, 80};
+    static const int32_t bss[] = {16, 5, 64, 600};
+    int compared = 0;
+    for (int rep = 0; rep < 40; rep++) {
+        const int64_t hd = hds[rep % 4];
+        const int32_t bs = bss[(rep / 4) % 4];
+        const int64_t nblk = (MAXCTX + bs - 1) / bs;
+        for (int64_t i = 0; i < nblk; i++) table[i] = (int32_t)((i * 7 + 3) % nblk);
+        if (nblk % 7 == 0)
+            for (int64_t i = 0; i < nblk; i++) table[i] = (int32_t)(nblk - 1 - i);
+        int nq = 1 + (int)(rnd() % NQ);
+        if (nq * hd > HEARTH_ATTN_X86_GROUP_FLOATS) nq = (int)(HEARTH_ATTN_X86_GROUP_FLOATS / hd);
+        int64_t j0[NQ], j1[NQ], lo = MAXCTX, hi = 0;
+        const int g = 1 + (int)(rnd() % 4), n_swa = rep % 3 == 0 ? 1 + (int)(rnd() % 50) : 0;
+        const int64_t p0 = (int64_t)(rnd() % (MAXCTX - NQ));
+        for (int i = 0; i < nq; i++) {
+            if (rep % 5 == 4) { /* unrelated ranges */
+                j1[i] = 1 + (int64_t)(rnd() % MAXCTX);
+                j0[i] = (int64_t)(rnd() % (uint32_t)j1[i]);
+            } else { /* token i / g of the tile at position p0 + i / g */
+                int64_t p = p0 + i / g;
+                j1[i] = p + 1;
+                j0[i] = n_swa && p - n_swa + 1 > 0 ? p - n_swa + 1 : 0;
+            }
+            if (j0[i] < lo) lo = j0[i];
+            if (j1[i] > hi) hi = j1[i];
+            for (int64_t d = 0; d < hd; d++) qs[i][d] = rnd_unit() * 2.0f;
+        }
+        const float kscale = rep % 6 == 1 ? 60.0f : 3.0f, softcap = rep % 7 == 2 ? 15.0f : 0.0f;
+        for (int64_t j = 0; j < nblk * bs; j++) {
+            int64_t r = ((int64_t)table[j / bs] * bs + j % bs) * stride;
+            for (int64_t d = 0; d < stride; d++) {
+                bool in = j >= lo && j < hi;
+                k[r + d] = in ? hearth_fp32_to_fp16(rnd_unit() * kscale) : 0x7e00;
+                v[r + d] = in ? hearth_fp32_to_fp16(rnd_unit()) : 0x7e00;
+            }
+        }
+        if (rep % 5 != 4 && rep % 2) {
+            int64_t r = ((int64_t)table[(hi - 1) / bs] * bs + (hi - 1) % bs) * stride;
+            for (int64_t d = 0; d < stride; d++) v[r + d] = 0x7c00;
+        }
+        const float scale = 1.0f / sqrtf((float)hd);
+        for (int i = 0; i < nq; i++)
+            hearth_attn_head_x86_ref(qs[i], k, v, stride, table, bs, hd, j0[i], j1[i], scale, softcap, false, sc,
+                                     want[i]);
+        const float *qp[NQ];
+        float *op[NQ];
+        for (int i = 0; i < nq; i++) {
+            qp[i] = qs[i];
+            op[i] = got[i];
+        }
+        for (int isa = HEARTH_ISA_AVX2; isa < HEARTH_ISA_COUNT; isa++) {
+            hearth_attn_group_x86_fn fn = hearth_kernels_attn_group_isa((hearth_isa)isa);
+            if (!fn) continue;
+            memset(got, 0xff, sizeof got);
+            fn(nq, qp, op, j0, j1, k, v, stride, table, bs, hd, scale, softcap, gsc, MAXCTX + 64);
+            int bad = 0;
+            for (int i = 0; i < nq; i++)
+                for (int64_t d = 0; d < hd; d++) bad += !same_bits(want[i][d], got[i][d]);
+            if (bad)
+                fprintf(stderr, "  %s hd %lld bs %d nq %d: %d values differ\n", hearth_isa_name((hearth_isa)isa),
+                        (long long)hd, bs, nq, bad);
+            CHECK_EQ(bad, 0);
+            compared++;
+        }
+    }
+    CHECK(hearth_kernels_attn_group_isa(HEARTH_ISA_REF) == NULL);
+    CHECK(hearth_kernels_attn_group_isa(HEARTH_ISA_SCALAR) == NULL);
+    if (compared == 0) TEST_SKIP("no avx2");
+}
+
+/* The CPU backend's attention op on a mixed step (two sequences decoding one token each, one
+ * prefilling a chunk longer than a tile, one with two tokens; a sliding window on some runs),
+ * 2 threads, against the twin per (token, head): the single-token order for the decoding
+ * sequences and the batch order for the others, with each kernel set that has the order. */
+TEST(backend_attention_equals_twin) {
+    enum { NH = 6, NKV = 2, HD = 64, BS = 16, CTX = 160, NSEQ = 4, NTOK = 1 + 1 + 37 + 2 };
+    const int64_t stride = NKV * HD, nblk = CTX / BS;
+    static uint16_t k[NSEQ * CTX * NKV * HD], v[NSEQ * CTX * NKV * HD];
+    static float q[NTOK * NH * HD], got[NTOK * NH * HD], want[HD], sc[CTX + 64];
+    static int32_t table[NSEQ * (CTX / BS)];
+    for (int64_t i = 0; i < NSEQ * nblk; i++) table[i] = (int32_t)((i * 5 + 1) % (NSEQ * nblk));
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        k[i] = hearth_fp32_to_fp16(rnd_unit() * 3.0f);
+        v[i] = hearth_fp32_to_fp16(rnd_unit());
+    }
+    for (size_t i = 0; i < sizeof q / sizeof q[0]; i++) q[i] = rnd_unit() * 2.0f;
+    /* tokens interleaved across sequences, as a scheduler's mixed step may hold them */
+    int32_t pos[NTOK], seq[NTOK];
+    const int32_t len[NSEQ] = {1, 1, 37, 2}, start[NSEQ] = {90, 150, 100, 3};
+    int32_t next[NSEQ] = {0};
+    for (int t = 0, s = 0; t < NTOK; s = (s + 1) % NSEQ) {
+        if (next[s] == len[s]) continue;
+        seq[t] = s;
+        pos[t++] = start[s] + next[s]++;
+    }
+    hearth_backend *be = hearth_backend_cpu_create(2, NTOK, 1024, CTX);
+    CHECK(be != NULL);
+    if (!be) return;
+    const hearth_isa active = hearth_kernels_isa();
+    int compared = 0;
+    for (int isa = HEARTH_ISA_SCALAR; isa < HEARTH_ISA_COUNT; isa++) {
+        if (!hearth_kernels_select((hearth_isa)isa)) continue;
+        for (int swa = 0; swa < 2; swa++) {
+            hearth_attn_args a = {.n_tok = NTOK, .n_head = NH, .n_head_kv = NKV, .head_dim = HD, .head_dim_v = HD,
+                                  .q = q, .out = got, .pos = pos, .seq = seq, .k = k, .v = v,
+                                  .blocks = {.table = table, .max_blocks = (int32_t)nblk, .block_size = BS},
+                                  .kv_f16 = true, .n_swa = swa ? 24 : 0, .scale = 0.125f};
+            memset(got, 0xff, sizeof got);
+            hearth_op_attention(be, &a);
+            int bad = 0;
+            for (int t = 0; t < NTOK; t++)
+                for (int h = 0; h < NH; h++) {
+                    int64_t p = pos[t], j0 = swa && p - 23 > 0 ? p - 23 : 0;
+                    hearth_attn_head_x86_ref(q + (t * NH + h) * HD, k + (h / (NH / NKV)) * HD,
+                                             v + (h / (NH / NKV)) * HD, stride, table + seq[t] * nblk, BS, HD, j0,
+                                             p + 1, 0.125f, 0.0f, len[seq[t]] == 1, sc, want);
+                    for (int d = 0; d < HD; d++) bad += !same_bits(want[d], got[(t * NH + h) * HD + d]);
+                }
+            if (bad) fprintf(stderr, "  %s window %d: %d values differ\n", hearth_isa_name((hearth_isa)isa), swa, bad);
+            CHECK_EQ(bad, 0);
+            compared++;
+        }
+    }
+    hearth_kernels_select(active); /* leave the set as found */
+    CHECK(compared >= 2);
+    hearth_backend_destroy(be);
 }
 
 int main(int argc, char **argv) { return test_main(argc, argv); }

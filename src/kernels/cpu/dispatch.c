@@ -285,6 +285,19 @@ hearth_attn_head_x86_fn hearth_kernels_attn_head(void) {
     }
 }
 
+hearth_attn_group_x86_fn hearth_kernels_attn_group_isa(hearth_isa isa) {
+    if (!hearth_isa_available(isa)) return NULL;
+    switch (isa) {
+#if HEARTH_HAVE_X86
+    case HEARTH_ISA_AVX2: return hearth_attn_group_x86_avx2;
+    case HEARTH_ISA_AVX512: return hearth_attn_group_x86_avx512;
+#endif
+    default: return NULL;
+    }
+}
+
+hearth_attn_group_x86_fn hearth_kernels_attn_group(void) { return hearth_kernels_attn_group_isa(hearth_kernels_isa()); }
+
 const hearth_kernel_traits *hearth_kernels_traits(hearth_type t) {
     return hearth_kernels_traits_isa(t, hearth_kernels_isa());
 }

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "kernels/cpu/x86/attn_x86.h"
+#include "kernels/kernels.h"
 #include "kernels/ref/attn_x86_order.h"
 
 typedef struct {
@@ -92,5 +93,11 @@ static inline __m256 expf8_or_twin(__m256 x) {
 
 static inline v16 v16_expf(v16 x) { return (v16){expf8_or_twin(x.lo), expf8_or_twin(x.hi)}; }
 
+enum { QB = 2, KB = 2 }; /* 4 accumulators = 8 of the 16 ymm registers */
+static inline void v16_reduce_block(const v16 *a, float *s) {
+    for (int x = 0; x < QB * KB; x++) s[x] = v16_reduce(a[x]);
+}
+
 #define HEARTH_ATTN_ORDER_FN hearth_attn_head_x86_avx2
+#define HEARTH_ATTN_GROUP_FN hearth_attn_group_x86_avx2
 #include "kernels/cpu/x86/attn_order_body.inc"

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "kernels/cpu/x86/attn_x86.h"
+#include "kernels/kernels.h"
 #include "kernels/ref/attn_x86_order.h"
 
 typedef __m512 v16;
@@ -65,5 +66,31 @@ static inline v16 v16_expf(v16 x) {
     return _mm512_mask_blend_ps(big, res, alt);
 }
 
+/* s[x] = v16_reduce(a[x]) for 16 vectors at once: each level of the tree is one add of two
+ * shuffled vectors, which pair lanes exactly as v16_reduce does for every input:
+ *   halves    [a_2i low 256 | a_2i+1 low 256] + [their high 256]       -> 8 x (2 dots)
+ *   quarters  the low and high 128 of each dot's 8 sums                 -> 4 x (4 dots)
+ *   (x0 + x2), (x1 + x3) within each 128-bit lane (vshufps)             -> 2 x (8 dots)
+ *   their sum, then one permute into a's order. */
+static inline void v16_reduce_block(const v16 *a, float *s) {
+    __m512 h8[8], h4[4], h2[2];
+    for (int i = 0; i < 8; i++)
+        h8[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)),
+                              _mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)));
+    for (int i = 0; i < 4; i++) /* 128-bit lane m: dot 4i + m */
+        h4[i] = _mm512_add_ps(_mm512_shuffle_f32x4(h8[2 * i], h8[2 * i + 1], _MM_SHUFFLE(3, 1, 3, 1)),
+                              _mm512_shuffle_f32x4(h8[2 * i], h8[2 * i + 1], _MM_SHUFFLE(2, 0, 2, 0)));
+    for (int i = 0; i < 2; i++) /* lane m: [x0 + x2, x1 + x3] of dots 8i + m, then 8i + 4 + m */
+        h2[i] = _mm512_add_ps(_mm512_shuffle_ps(h4[2 * i], h4[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                              _mm512_shuffle_ps(h4[2 * i], h4[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    /* lane m of the 128-bit lanes: dots m, 4 + m, 8 + m, 12 + m */
+    __m512 r = _mm512_add_ps(_mm512_shuffle_ps(h2[0], h2[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                             _mm512_shuffle_ps(h2[0], h2[1], _MM_SHUFFLE(3, 1, 3, 1)));
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    _mm512_storeu_ps(s, _mm512_permutexvar_ps(order, r));
+}
+
+enum { QB = 4, KB = 4 };
 #define HEARTH_ATTN_ORDER_FN hearth_attn_head_x86_avx512
+#define HEARTH_ATTN_GROUP_FN hearth_attn_group_x86_avx512
 #include "kernels/cpu/x86/attn_order_body.inc"

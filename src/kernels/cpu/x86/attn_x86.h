@@ -14,6 +14,8 @@
  * hearth_attn_head_x86_{avx2,avx512} are the vector forms of the llama.cpp-order head
  * (kernels/ref/attn_x86_order.h; attn_order_body.inc), bit-identical to hearth_attn_head_x86_ref,
  * for head sizes that are multiples of 16 (hearth_kernels_attn_head hands them out).
+ * hearth_attn_group_x86_{avx2,avx512} run several queries of one kv head in the batch order
+ * (kernels.h hearth_attn_group_x86_fn; hearth_kernels_attn_group).
  */
 #pragma once
 #include <stdbool.h>
@@ -35,3 +37,11 @@ void hearth_attn_head_x86_avx2(const float *q, const uint16_t *k, const uint16_t
 void hearth_attn_head_x86_avx512(const float *q, const uint16_t *k, const uint16_t *v, int64_t kv_stride,
                                  const int32_t *table_row, int32_t block_size, int64_t head_dim, int64_t j0,
                                  int64_t j1, float scale, float softcap, bool single, float *scores, float *out);
+void hearth_attn_group_x86_avx2(int nq, const float *const *q, float *const *out, const int64_t *j0, const int64_t *j1,
+                                const uint16_t *k, const uint16_t *v, int64_t kv_stride, const int32_t *table_row,
+                                int32_t block_size, int64_t head_dim, float scale, float softcap, float *scores,
+                                int64_t ld);
+void hearth_attn_group_x86_avx512(int nq, const float *const *q, float *const *out, const int64_t *j0,
+                                  const int64_t *j1, const uint16_t *k, const uint16_t *v, int64_t kv_stride,
+                                  const int32_t *table_row, int32_t block_size, int64_t head_dim, float scale,
+                                  float softcap, float *scores, int64_t ld);
