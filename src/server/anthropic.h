@@ -21,6 +21,6 @@ void hearth_anthropic_count_tokens(hearth_http_req *r);
  * hearth_anthropic_out. */
 typedef struct {
     int  n_blocks;    /* content blocks started so far */
-    char open;        /* the block still open: 0 none, 't' text, 'r' thinking */
+    char open;        /* the block still open: 0 none, 't' text, 'r' thinking, 'c' tool_use */
 } hearth_anthropic_out;
 extern const hearth_gen_dialect hearth_anthropic_writer;

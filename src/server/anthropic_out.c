@@ -12,8 +12,9 @@
  *   an engine failure after the start is one `error` event.
  *
  * Block kinds: `thinking` (the model's reasoning, thinking_delta), `text` (text_delta) and
- * `tool_use` (a parsed tool call: its arguments arrive whole as one input_json_delta, since
- * the parser delivers a call when its markup closes). A block opens when its first piece
+ * `tool_use` (a parsed tool call: content_block_start with "input": {} as soon as its name is
+ * known, then input_json_delta events whose partial_json pieces are its arguments as the model
+ * writes them, then content_block_stop when they are complete). A block opens when its first piece
  * arrives and closes when another kind begins, so a reply that is only a tool call has no
  * empty text block in front of it; a reply with tool calls stops with "tool_use". Usage follows Anthropic's split: input_tokens counts the
  * prompt tokens the prefix cache did not serve, cache_read_input_tokens the ones it did;
@@ -67,19 +68,18 @@ static void thinking_json(hearth_jw *w, hearth_span text) {
     hearth_jw_obj_end(w);
 }
 
-/* {"type":"tool_use","id","name","input"}: input the call's arguments, or {} when streaming
- * (they follow as input_json_delta). */
-static void tool_use_json(hearth_jw *w, const hearth_tool_call *c, bool with_input) {
+/* {"type":"tool_use","id","name","input"}: input the call's arguments (JSON text), {} when
+ * streaming (they follow as input_json_delta). */
+static void tool_use_json(hearth_jw *w, const char *id, const char *name, const char *input) {
     hearth_jw_obj(w);
     hearth_jw_key(w, "type");
     hearth_jw_cstr(w, "tool_use");
     hearth_jw_key(w, "id");
-    hearth_jw_cstr(w, c->id);
+    hearth_jw_cstr(w, id);
     hearth_jw_key(w, "name");
-    hearth_jw_cstr(w, c->name);
+    hearth_jw_cstr(w, name);
     hearth_jw_key(w, "input");
-    if (with_input) hearth_jw_json(w, c->arguments, strlen(c->arguments));
-    else hearth_jw_json(w, "{}", 2);
+    hearth_jw_json(w, input, strlen(input));
     hearth_jw_obj_end(w);
 }
 
@@ -105,7 +105,7 @@ static void message_json(const hearth_gen_out *g, hearth_jw *w, bool final) {
         hearth_jw_str(w, g->text.ptr, g->text.len);
         hearth_jw_obj_end(w);
     }
-    for (int i = 0; final && i < g->n_calls; i++) tool_use_json(w, &g->calls[i], true);
+    for (int i = 0; final && i < g->n_calls; i++) tool_use_json(w, g->calls[i].id, g->calls[i].name, g->calls[i].arguments);
     hearth_jw_arr_end(w);
     hearth_jw_key(w, "stop_reason");
     if (final) hearth_jw_cstr(w, stop_reason(g));
@@ -203,12 +203,16 @@ static void stream_reasoning(hearth_gen_out *g, hearth_jw *w, hearth_span piece)
     block_delta(g, w, "thinking_delta", "thinking", piece);
 }
 
-static void stream_call(hearth_gen_out *g, hearth_jw *w, const hearth_tool_call *c) {
-    block_start(g, w, 'c');
-    tool_use_json(w, c, false);
-    frame_end(w);
-    block_delta(g, w, "input_json_delta", "partial_json", hearth_span_cstr(c->arguments));
-    block_stop(g, w);
+static void stream_tool(hearth_gen_out *g, hearth_jw *w, const hearth_tc_delta *d) {
+    switch (d->kind) {
+    case HEARTH_TC_BEGIN:
+        block_start(g, w, 'c');
+        tool_use_json(w, d->id, d->name, "{}");
+        frame_end(w);
+        break;
+    case HEARTH_TC_ARGS: block_delta(g, w, "input_json_delta", "partial_json", d->args); break;
+    default: block_stop(g, w);
+    }
 }
 
 static void stream_end(hearth_gen_out *g, hearth_jw *w) {
@@ -239,6 +243,6 @@ static void ctx_free(void *ctx) { free(ctx); }
 
 const hearth_gen_dialect hearth_anthropic_writer = {
     .id_prefix = "msg_", .start = stream_start, .text = stream_text, .end = stream_end,
-    .error = stream_error, .body = body, .reasoning = stream_reasoning, .tool_call = stream_call,
+    .error = stream_error, .body = body, .reasoning = stream_reasoning, .tool_delta = stream_tool,
     .ctx_free = ctx_free,
 };

@@ -132,29 +132,38 @@ static void deliver_reasoning(gen *g, hearth_span r, hearth_jw *w) {
     if (w && g->spec.dialect->reasoning) g->spec.dialect->reasoning(&g->out, w, r);
 }
 
-static void deliver(gen *g, hearth_span c, const hearth_tool_call *calls, int n_calls, hearth_jw *w) {
-    if (c.len) {
-        hearth_jw_raw(&g->text, c.ptr, c.len);
-        g->out.text = (hearth_span){g->text.buf ? g->text.buf : "", g->text.len};
-        if (w) g->spec.dialect->text(&g->out, w, c);
+static void deliver(gen *g, hearth_span c, hearth_jw *w) {
+    if (!c.len) return;
+    hearth_jw_raw(&g->text, c.ptr, c.len);
+    g->out.text = (hearth_span){g->text.buf ? g->text.buf : "", g->text.len};
+    if (w) g->spec.dialect->text(&g->out, w, c);
+}
+
+/* The tool-call parser's output: content, and (streams) the call steps in their places. */
+static void take_calls(gen *g, const hearth_tc_out *o, hearth_jw *w) {
+    g->out.calls = hearth_tc_calls(g->tc, &g->out.n_calls);
+    size_t off = 0;
+    for (int i = 0; i < o->n_deltas; i++) {
+        const hearth_tc_delta *d = &o->deltas[i];
+        deliver(g, (hearth_span){o->content.ptr + off, d->at - off}, w);
+        off = d->at;
+        if (w) g->spec.dialect->tool_delta(&g->out, w, d);
     }
-    if (g->tc) g->out.calls = hearth_tc_calls(g->tc, &g->out.n_calls);
-    for (int i = 0; i < n_calls; i++)
-        if (w && g->spec.dialect->tool_call) g->spec.dialect->tool_call(&g->out, w, &calls[i]);
+    deliver(g, (hearth_span){o->content.ptr + off, o->content.len - off}, w);
 }
 
 /* Content -> tool-call parser (when on) -> the writer. */
 static void content(gen *g, hearth_span c, bool final, hearth_jw *w) {
     if (!g->tc) {
-        deliver(g, c, NULL, 0, w);
+        deliver(g, c, w);
         return;
     }
     hearth_tc_out o;
     hearth_tc_push(g->tc, c.ptr, c.len, &o);
-    deliver(g, o.content, o.calls, o.n_calls, w);
+    take_calls(g, &o, w);
     if (!final) return;
     hearth_tc_finish(g->tc, &o);
-    deliver(g, o.content, o.calls, o.n_calls, w);
+    take_calls(g, &o, w);
 }
 
 /* Final text (after stop strings) -> reasoning splitter (when on) -> content. Kept for the
@@ -368,6 +377,7 @@ void hearth_gen_run(hearth_http_req *r, hearth_gen_spec *spec) {
         hearth_api_err_set(&e, 503, "out_of_memory", NULL, "out of memory");
         goto fail;
     }
+    if (g->tc && g->spec.stream) hearth_tc_stream_args(g->tc); /* arguments streamed as they come */
     g->out.created = (int64_t)time(NULL);
     g->fd = hearth_http_fd(r);
     g->t0_ms = r->t_done_ms;

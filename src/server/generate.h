@@ -11,7 +11,7 @@
  * reasoning (reasoning.h) and tool calls (toolcall.h) off the text when the spec asks, and
  * calls the writer for each piece:
  *
- *   stream:      start, (text | reasoning | tool_call)*, end   (or ..., error on an engine failure)
+ *   stream:      start, (text | reasoning | tool_delta)*, end  (or ..., error on an engine failure)
  *   non-stream:  body                       (errors go out through hearth_http_send_error)
  *   both:        finished, after a generation that completed (the responses store)
  *
@@ -95,8 +95,10 @@ struct hearth_gen_dialect {
     /* (optional) streaming: a piece of reasoning (never empty); without it reasoning is only
      * in out.reasoning. */
     void (*reasoning)(hearth_gen_out *g, hearth_jw *w, hearth_span piece);
-    /* (optional) streaming: a tool call whose markup closed (out.calls has it too). */
-    void (*tool_call)(hearth_gen_out *g, hearth_jw *w, const hearth_tool_call *c);
+    /* Streaming with tools (spec->tools): a step of a tool call (toolcall.h's incremental
+     * mode): BEGIN, ARGS pieces as the model writes them, END. out.calls has every call whose
+     * markup closed. */
+    void (*tool_delta)(hearth_gen_out *g, hearth_jw *w, const hearth_tc_delta *d);
     /* (optional) the generation completed, streamed or not; runs before end / body. */
     void (*finished)(hearth_gen_out *g);
     /* (optional) free spec->ctx. */

@@ -3,8 +3,10 @@
  * chat.completion and text_completion bodies and their stream chunks.
  *
  * Stream grammar: for chat a first chunk with delta {"role":"assistant","content":""}, then
- * content deltas ({"content"}, {"reasoning_content"}, or {"tool_calls": [{"index", "id",
- * "type", "function": {"name", "arguments"}}]}: each call whole, in one delta), then a chunk with an empty delta and finish_reason, then (with
+ * content deltas ({"content"}, {"reasoning_content"}, or "tool_calls" as OpenAI streams them:
+ * a call's first delta [{"index", "id", "type": "function", "function": {"name", "arguments":
+ * ""}}], then [{"index", "function": {"arguments": piece}}] as the model writes them, the
+ * pieces concatenating to the arguments), then a chunk with an empty delta and finish_reason, then (with
  * stream_options.include_usage) a chunk with "choices":[] and usage - every other chunk then
  * carries "usage":null - and finally data: [DONE]. Completions stream text_completion chunks
  * with "text" the same way. An engine failure mid-stream is one data: {"error":{...}} frame.
@@ -20,13 +22,9 @@ static const char *finish_reason(const hearth_gen_out *g) {
     return g->end == HEARTH_GEN_END_LENGTH ? "length" : "stop";
 }
 
-/* {"index"?, "id", "type": "function", "function": {"name", "arguments"}} */
-static void call_json(hearth_jw *w, const hearth_tool_call *c, bool index) {
+/* {"id", "type": "function", "function": {"name", "arguments"}} */
+static void call_json(hearth_jw *w, const hearth_tool_call *c) {
     hearth_jw_obj(w);
-    if (index) {
-        hearth_jw_key(w, "index");
-        hearth_jw_int(w, c->index);
-    }
     hearth_jw_key(w, "id");
     hearth_jw_cstr(w, c->id);
     hearth_jw_key(w, "type");
@@ -160,7 +158,7 @@ typedef struct {
     bool                    role;      /* the first chunk: role and empty content */
     const hearth_span      *text;      /* content / completion text */
     const hearth_span      *reasoning; /* chat: reasoning_content */
-    const hearth_tool_call *call;      /* chat: one tool call, whole */
+    const hearth_tc_delta  *tool;      /* chat: a tool call's first delta or a piece of its arguments */
     const char             *finish;
 } delta;
 
@@ -190,10 +188,30 @@ static void chunk(const hearth_gen_out *g, hearth_jw *w, const delta *dl) {
             hearth_jw_key(w, "reasoning_content");
             hearth_jw_str(w, dl->reasoning->ptr, dl->reasoning->len);
         }
-        if (dl->call) {
+        if (dl->tool) {
+            const hearth_tc_delta *d = dl->tool;
+            bool first = d->kind == HEARTH_TC_BEGIN;
             hearth_jw_key(w, "tool_calls");
             hearth_jw_arr(w);
-            call_json(w, dl->call, true);
+            hearth_jw_obj(w);
+            hearth_jw_key(w, "index");
+            hearth_jw_int(w, d->index);
+            if (first) {
+                hearth_jw_key(w, "id");
+                hearth_jw_cstr(w, d->id);
+                hearth_jw_key(w, "type");
+                hearth_jw_cstr(w, "function");
+            }
+            hearth_jw_key(w, "function");
+            hearth_jw_obj(w);
+            if (first) {
+                hearth_jw_key(w, "name");
+                hearth_jw_cstr(w, d->name);
+            }
+            hearth_jw_key(w, "arguments");
+            hearth_jw_str(w, first ? "" : d->args.ptr, first ? 0 : d->args.len);
+            hearth_jw_obj_end(w);
+            hearth_jw_obj_end(w);
             hearth_jw_arr_end(w);
         }
         hearth_jw_obj_end(w);
@@ -227,8 +245,8 @@ static void stream_reasoning(hearth_gen_out *g, hearth_jw *w, hearth_span piece)
     chunk(g, w, &(delta){.reasoning = &piece});
 }
 
-static void stream_call(hearth_gen_out *g, hearth_jw *w, const hearth_tool_call *c) {
-    chunk(g, w, &(delta){.call = c});
+static void stream_tool(hearth_gen_out *g, hearth_jw *w, const hearth_tc_delta *d) {
+    if (d->kind != HEARTH_TC_END) chunk(g, w, &(delta){.tool = d});
 }
 
 static void stream_end(hearth_gen_out *g, hearth_jw *w) {
@@ -273,7 +291,7 @@ static void body(hearth_gen_out *g, hearth_jw *w) {
         if (g->n_calls) {
             hearth_jw_key(w, "tool_calls");
             hearth_jw_arr(w);
-            for (int i = 0; i < g->n_calls; i++) call_json(w, &g->calls[i], false);
+            for (int i = 0; i < g->n_calls; i++) call_json(w, &g->calls[i]);
             hearth_jw_arr_end(w);
         }
         hearth_jw_key(w, "refusal");
@@ -297,7 +315,7 @@ static void ctx_free(void *ctx) { free(ctx); }
 
 const hearth_gen_dialect hearth_openai_chat_out = {
     .id_prefix = "chatcmpl-", .start = stream_start, .text = stream_text, .end = stream_end,
-    .error = stream_error, .body = body, .reasoning = stream_reasoning, .tool_call = stream_call,
+    .error = stream_error, .body = body, .reasoning = stream_reasoning, .tool_delta = stream_tool,
     .ctx_free = ctx_free,
 };
 

@@ -35,5 +35,6 @@ typedef struct {
     bool    item_open;          /* the message item was announced (stream) */
     int     msg_index;          /* stream: its output_index once announced */
     int     n_items;            /* stream: output items announced so far */
+    int     call_at;            /* stream: output_index of the function_call item being streamed */
 } hearth_responses_out;
 extern const hearth_gen_dialect hearth_responses_writer;

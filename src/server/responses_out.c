@@ -14,8 +14,8 @@
  *   response.created, response.in_progress              (the response, status in_progress)
  *   response.output_item.added, response.content_part.added   (at the first text)
  *   response.output_text.delta*
- *   per tool call: response.output_item.added, response.function_call_arguments.delta
- *     (the arguments whole: the parser delivers a call when its markup closes),
+ *   per tool call: response.output_item.added (as soon as its name is known),
+ *     response.function_call_arguments.delta* (its arguments as the model writes them),
  *     response.function_call_arguments.done, response.output_item.done
  *   response.output_text.done, response.content_part.done, response.output_item.done
  *   response.completed | response.incomplete            (the full response)
@@ -85,9 +85,9 @@ static void item_json(const hearth_gen_out *g, hearth_jw *w, bool done) {
 }
 
 /* A function_call item: done with its arguments, else in progress with none yet. */
-static void call_item_json(hearth_jw *w, const hearth_tool_call *c, bool done) {
+static void call_item_json(hearth_jw *w, const char *call_id, const char *name, hearth_span args, bool done) {
     char id[96];
-    snprintf(id, sizeof id, "fc_%s", c->id);
+    snprintf(id, sizeof id, "fc_%s", call_id);
     hearth_jw_obj(w);
     hearth_jw_key(w, "id");
     hearth_jw_cstr(w, id);
@@ -96,11 +96,11 @@ static void call_item_json(hearth_jw *w, const hearth_tool_call *c, bool done) {
     hearth_jw_key(w, "status");
     hearth_jw_cstr(w, done ? "completed" : "in_progress");
     hearth_jw_key(w, "call_id");
-    hearth_jw_cstr(w, c->id);
+    hearth_jw_cstr(w, call_id);
     hearth_jw_key(w, "name");
-    hearth_jw_cstr(w, c->name);
+    hearth_jw_cstr(w, name);
     hearth_jw_key(w, "arguments");
-    hearth_jw_cstr(w, done ? c->arguments : "");
+    hearth_jw_str(w, done ? args.ptr : "", done ? args.len : 0);
     hearth_jw_obj_end(w);
 }
 
@@ -111,7 +111,10 @@ static void output_json(const hearth_gen_out *g, hearth_jw *w) {
     int n = g->n_calls + (msg_at >= 0), k = 0;
     for (int i = 0; i < n; i++) {
         if (i == msg_at) item_json(g, w, true);
-        else call_item_json(w, &g->calls[k++], true);
+        else {
+            const hearth_tool_call *c = &g->calls[k++];
+            call_item_json(w, c->id, c->name, hearth_span_cstr(c->arguments), true);
+        }
     }
 }
 
@@ -297,38 +300,48 @@ static void close_item(hearth_gen_out *g, hearth_jw *w) {
     frame_end(w);
 }
 
-static void stream_call(hearth_gen_out *g, hearth_jw *w, const hearth_tool_call *c) {
-    hearth_responses_out *o = ctx_of(g);
-    int at = o->n_items++;
+/* "item_id", "output_index" of the open function_call item. */
+static void call_ids(const hearth_gen_out *g, hearth_jw *w, const char *call_id) {
     char id[96];
-    snprintf(id, sizeof id, "fc_%s", c->id);
-    frame(g, w, "response.output_item.added");
+    snprintf(id, sizeof id, "fc_%s", call_id);
+    hearth_jw_key(w, "item_id");
+    hearth_jw_cstr(w, id);
     hearth_jw_key(w, "output_index");
-    hearth_jw_int(w, at);
-    hearth_jw_key(w, "item");
-    call_item_json(w, c, false);
-    frame_end(w);
-    static const char *const names[] = {"response.function_call_arguments.delta",
-                                        "response.function_call_arguments.done"};
-    for (int i = 0; i < 2; i++) {
-        frame(g, w, names[i]);
-        hearth_jw_key(w, "item_id");
-        hearth_jw_cstr(w, id);
+    hearth_jw_int(w, ctx_of(g)->call_at);
+}
+
+static void stream_tool(hearth_gen_out *g, hearth_jw *w, const hearth_tc_delta *d) {
+    hearth_responses_out *o = ctx_of(g);
+    if (d->kind == HEARTH_TC_BEGIN) {
+        o->call_at = o->n_items++;
+        frame(g, w, "response.output_item.added");
         hearth_jw_key(w, "output_index");
-        hearth_jw_int(w, at);
-        if (i) {
-            hearth_jw_key(w, "name");
-            hearth_jw_cstr(w, c->name);
-        }
-        hearth_jw_key(w, i ? "arguments" : "delta");
-        hearth_jw_cstr(w, c->arguments);
+        hearth_jw_int(w, o->call_at);
+        hearth_jw_key(w, "item");
+        call_item_json(w, d->id, d->name, d->args, false);
         frame_end(w);
+        return;
     }
+    if (d->kind == HEARTH_TC_ARGS) {
+        frame(g, w, "response.function_call_arguments.delta");
+        call_ids(g, w, d->id);
+        hearth_jw_key(w, "delta");
+        hearth_jw_str(w, d->args.ptr, d->args.len);
+        frame_end(w);
+        return;
+    }
+    frame(g, w, "response.function_call_arguments.done");
+    call_ids(g, w, d->id);
+    hearth_jw_key(w, "name");
+    hearth_jw_cstr(w, d->name);
+    hearth_jw_key(w, "arguments");
+    hearth_jw_str(w, d->args.ptr, d->args.len);
+    frame_end(w);
     frame(g, w, "response.output_item.done");
     hearth_jw_key(w, "output_index");
-    hearth_jw_int(w, at);
+    hearth_jw_int(w, o->call_at);
     hearth_jw_key(w, "item");
-    call_item_json(w, c, true);
+    call_item_json(w, d->id, d->name, d->args, true);
     frame_end(w);
 }
 
@@ -397,5 +410,5 @@ static void ctx_free(void *ctx) {
 
 const hearth_gen_dialect hearth_responses_writer = {
     .id_prefix = "resp_", .start = stream_start, .text = stream_text, .end = stream_end,
-    .error = stream_error, .body = body, .tool_call = stream_call, .finished = finished, .ctx_free = ctx_free,
+    .error = stream_error, .body = body, .tool_delta = stream_tool, .finished = finished, .ctx_free = ctx_free,
 };

@@ -8,6 +8,15 @@
  * (toolcall_args.c turns Python-call and call:{} bodies into JSON), and either records the
  * calls or gives the markup back as content. Bodies are short, so re-scanning a growing body on
  * each push costs little.
+ *
+ * Incremental mode (streamed arguments): while markup is open, each push also reads its calls
+ * as far as they are decided (toolcall_partial.c) and reports the difference since the last
+ * push as deltas - a call's BEGIN once its name is known and its arguments began, ARGS pieces,
+ * END when its arguments are complete. Calls announced this way are "open" until the markup
+ * closes; the finished parse then supplies the rest of their arguments (it extends what was
+ * sent: the partial readers only report final bytes), and if the markup turns out not to be
+ * well-formed the open calls stand as sent and the markup is not returned as content (it was
+ * already streamed as calls). Deltas of one push are stored in dtext and point there.
  */
 #include "server/toolcall.h"
 #include "server/jraw.h"
@@ -19,7 +28,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { K_HERMES, K_PYTAG, K_MISTRAL, K_TOOL_CODE, K_GEMMA_CALL, K_GEMMA4_CALL, K_BARE };
+enum {
+    K_HERMES = HEARTH_TCK_HERMES,
+    K_PYTAG = HEARTH_TCK_PYTAG,
+    K_MISTRAL = HEARTH_TCK_MISTRAL,
+    K_TOOL_CODE = HEARTH_TCK_TOOL_CODE,
+    K_GEMMA_CALL = HEARTH_TCK_GEMMA_CALL,
+    K_GEMMA4_CALL = HEARTH_TCK_GEMMA4_CALL,
+    K_BARE = HEARTH_TCK_BARE,
+};
 
 typedef struct {
     const char *open, *close; /* close NULL: the body is JSON, complete when balanced */
@@ -46,6 +63,19 @@ static const struct {
     [HEARTH_TC_GEMMA] = {"gemma", T_GEMMA, 3},
 };
 
+typedef struct {
+    char     *id, *name; /* owned */
+    hearth_jw args;      /* owned: the arguments sent so far */
+    bool      ended;     /* END was sent */
+} open_call;
+
+typedef struct {
+    hearth_tc_event kind;
+    int             index;
+    size_t          id, name, args, n_args; /* offsets into dtext (id, name NUL-terminated) */
+    size_t          at;
+} delta_rec;
+
 struct hearth_tc {
     hearth_tc_format  f;
     const trig       *t;        /* borrowed: FORMATS[f] */
@@ -60,6 +90,16 @@ struct hearth_tc {
     bool              finished, failed;
     hearth_tool_call *calls;    /* owned [n_calls] */
     int               n_calls, cap_calls;
+    /* incremental mode */
+    bool              incremental;
+    open_call        *open;     /* owned [n_open]: calls announced from the open markup */
+    int               n_open, cap_open;
+    delta_rec        *dl;       /* owned [n_dl]: this push's deltas, offsets into dtext */
+    int               n_dl, cap_dl;
+    hearth_tc_delta  *deltas;   /* owned [cap_deltas]: dl resolved to pointers for the caller */
+    int               cap_deltas;
+    hearth_jw         dtext;    /* owned: the strings of this push's deltas */
+    hearth_jw         scratch;  /* owned: converted arguments of a partial call */
 };
 
 const char *hearth_tc_format_name(hearth_tc_format f) {
@@ -113,8 +153,12 @@ hearth_tc *hearth_tc_create(hearth_tc_format f, uint64_t id_seed) {
     p->lead = f == HEARTH_TC_LLAMA3;
     hearth_jw_init(&p->buf);
     hearth_jw_init(&p->content);
+    hearth_jw_init(&p->dtext);
+    hearth_jw_init(&p->scratch);
     return p;
 }
+
+void hearth_tc_stream_args(hearth_tc *p) { p->incremental = true; }
 
 void hearth_tc_destroy(hearth_tc *p) {
     if (!p) return;
@@ -124,6 +168,16 @@ void hearth_tc_destroy(hearth_tc *p) {
         free(p->calls[i].arguments);
     }
     free(p->calls);
+    for (int i = 0; i < p->n_open; i++) {
+        free(p->open[i].id);
+        free(p->open[i].name);
+        hearth_jw_fini(&p->open[i].args);
+    }
+    free(p->open);
+    free(p->dl);
+    free(p->deltas);
+    hearth_jw_fini(&p->dtext);
+    hearth_jw_fini(&p->scratch);
     hearth_jw_fini(&p->buf);
     hearth_jw_fini(&p->content);
     free(p);
@@ -163,6 +217,19 @@ static uint64_t mix(uint64_t x) {
     return x ^ (x >> 31);
 }
 
+/* The id of call `index` when the model wrote none: "call_" + 24 hex digits, or 9
+ * alphanumerics for Mistral. made: at least 40 bytes. */
+static void make_id(const hearth_tc *p, int index, char *made) {
+    uint64_t a = mix(p->seed ^ ((uint64_t)index << 32)), b = mix(a);
+    if (p->f == HEARTH_TC_MISTRAL) {
+        static const char al[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+        for (int i = 0; i < 9; i++, a /= 62) made[i] = al[a % 62];
+        made[9] = 0;
+    } else {
+        snprintf(made, 40, "call_%016llx%08llx", (unsigned long long)a, (unsigned long long)(b & 0xffffffffu));
+    }
+}
+
 bool hearth_tc_add(hearth_tc *p, const char *name, size_t n_name, const char *args, size_t n_args, const char *id,
                    size_t n_id) {
     if (p->n_calls == p->cap_calls) {
@@ -174,15 +241,7 @@ bool hearth_tc_add(hearth_tc *p, const char *name, size_t n_name, const char *ar
     }
     char made[40];
     if (!id || !n_id) {
-        uint64_t a = mix(p->seed ^ ((uint64_t)p->n_calls << 32)), b = mix(a);
-        if (p->f == HEARTH_TC_MISTRAL) {
-            static const char al[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-            for (int i = 0; i < 9; i++, a /= 62) made[i] = al[a % 62];
-            made[9] = 0;
-        } else {
-            snprintf(made, sizeof made, "call_%016llx%08llx", (unsigned long long)a,
-                     (unsigned long long)(b & 0xffffffffu));
-        }
+        make_id(p, p->n_calls, made);
         id = made;
         n_id = strlen(made);
     }
@@ -319,6 +378,127 @@ static int parse_markup(hearth_tc *p, bool final, size_t *used) {
 
 static void emit(hearth_tc *p, const char *s, size_t n) { hearth_jw_raw(&p->content, s, n); }
 
+/* ---- incremental mode ---- */
+
+static size_t dtext_put(hearth_tc *p, const char *s, size_t n) {
+    size_t at = p->dtext.len;
+    hearth_jw_raw(&p->dtext, s, n);
+    hearth_jw_raw(&p->dtext, "", 1); /* NUL-terminated */
+    return at;
+}
+
+static bool add_delta(hearth_tc *p, hearth_tc_event kind, int index, const char *id, const char *name,
+                      const char *args, size_t n_args) {
+    if (p->n_dl == p->cap_dl) {
+        int cap = p->cap_dl ? p->cap_dl * 2 : 8;
+        delta_rec *d = realloc(p->dl, (size_t)cap * sizeof *d);
+        if (!d) return false;
+        p->dl = d;
+        p->cap_dl = cap;
+    }
+    delta_rec *d = &p->dl[p->n_dl++];
+    *d = (delta_rec){.kind = kind, .index = index, .at = p->content.len, .n_args = n_args};
+    d->id = dtext_put(p, id, strlen(id));
+    d->name = dtext_put(p, name, strlen(name));
+    d->args = dtext_put(p, args ? args : "", n_args);
+    return !p->dtext.oom;
+}
+
+/* Announce call j of the open markup (j == n_open). */
+static bool begin(hearth_tc *p, const hearth_tc_partial *pc) {
+    if (p->n_open == p->cap_open) {
+        int cap = p->cap_open ? p->cap_open * 2 : 4;
+        open_call *o = realloc(p->open, (size_t)cap * sizeof *o);
+        if (!o) return false;
+        p->open = o;
+        p->cap_open = cap;
+    }
+    int index = p->n_calls + p->n_open;
+    char made[40];
+    if (!pc->id.len) make_id(p, index, made);
+    open_call *o = &p->open[p->n_open];
+    *o = (open_call){.id = pc->id.len ? dupn(pc->id.ptr, pc->id.len) : dupn(made, strlen(made)),
+                     .name = dupn(pc->name.ptr, pc->name.len)};
+    hearth_jw_init(&o->args);
+    p->n_open++;
+    if (!o->id || !o->name) return false;
+    return add_delta(p, HEARTH_TC_BEGIN, index, o->id, o->name, NULL, 0);
+}
+
+/* Send what the open call o (call `index`) has not sent of args: the new bytes when args
+ * extends what was sent (it always does unless a reader is wrong: then nothing). */
+static bool send_args(hearth_tc *p, open_call *o, int index, hearth_span args) {
+    size_t sent = o->args.len;
+    if (args.len <= sent || (sent && memcmp(args.ptr, o->args.buf, sent))) return true;
+    hearth_jw_raw(&o->args, args.ptr + sent, args.len - sent);
+    return add_delta(p, HEARTH_TC_ARGS, index, o->id, o->name, args.ptr + sent, args.len - sent);
+}
+
+static bool end_call(hearth_tc *p, open_call *o, int index) {
+    o->ended = true;
+    return add_delta(p, HEARTH_TC_END, index, o->id, o->name, o->args.buf ? o->args.buf : "", o->args.len);
+}
+
+/* The markup is still open: announce and extend its calls as far as they are decided. */
+static bool advance(hearth_tc *p) {
+    const char *b = p->buf.buf + p->body;
+    size_t n = p->buf.len - p->body;
+    for (;;) {
+        int j = p->n_open && !p->open[p->n_open - 1].ended ? p->n_open - 1 : p->n_open;
+        hearth_tc_partial pc;
+        if (!hearth_tc_partial_call(p->cur, b, n, j, &pc, &p->scratch)) return true;
+        if (j == p->n_open && !begin(p, &pc)) return false;
+        open_call *o = &p->open[j];
+        int index = p->n_calls + j;
+        if (!send_args(p, o, index, pc.args)) return false;
+        if (!pc.done) return true;
+        if (!end_call(p, o, index)) return false;
+    }
+}
+
+/* The markup closed: rc 1 with its finished calls at calls[before..n_calls), or -1 (not
+ * well-formed; its calls were taken back). Open calls are finished from the parse (or stand
+ * as sent) and keep the id and name they were announced with; calls never announced are
+ * sent whole. */
+static bool settle(hearth_tc *p, int before, int rc) {
+    int n_final = rc == 1 ? p->n_calls - before : 0;
+    bool ok = true;
+    for (int j = 0; j < p->n_open && ok; j++) {
+        open_call *o = &p->open[j];
+        hearth_tool_call *f = j < n_final ? &p->calls[before + j] : NULL;
+        if (!o->ended) ok = (!f || send_args(p, o, before + j, hearth_span_cstr(f->arguments))) &&
+                            end_call(p, o, before + j);
+        if (!ok) break;
+        if (f) {
+            char *a = dupn(o->args.buf ? o->args.buf : "", o->args.len);
+            if (!a) return false;
+            free(f->id);
+            free(f->name);
+            free(f->arguments);
+            f->id = o->id;
+            f->name = o->name;
+            f->arguments = a;
+            o->id = o->name = NULL;
+        } else {
+            ok = hearth_tc_add(p, o->name, strlen(o->name), o->args.buf ? o->args.buf : "", o->args.len, o->id,
+                               strlen(o->id));
+        }
+    }
+    for (int j = p->n_open; j < n_final && ok; j++) {
+        const hearth_tool_call *f = &p->calls[before + j];
+        ok = add_delta(p, HEARTH_TC_BEGIN, before + j, f->id, f->name, NULL, 0) &&
+             add_delta(p, HEARTH_TC_ARGS, before + j, f->id, f->name, f->arguments, strlen(f->arguments)) &&
+             add_delta(p, HEARTH_TC_END, before + j, f->id, f->name, f->arguments, strlen(f->arguments));
+    }
+    for (int j = 0; j < p->n_open; j++) {
+        free(p->open[j].id);
+        free(p->open[j].name);
+        hearth_jw_fini(&p->open[j].args);
+    }
+    p->n_open = 0;
+    return ok;
+}
+
 /* Consume as much of buf as can be decided. */
 static int run(hearth_tc *p, bool final) {
     size_t pos = 0;
@@ -361,7 +541,10 @@ static int run(hearth_tc *p, bool final) {
         size_t used = 0;
         int before = p->n_calls;
         int rc = parse_markup(p, final, &used);
-        if (rc == 0) break;
+        if (rc == 0) {
+            if (p->incremental && !advance(p)) return -2;
+            break;
+        }
         if (rc == -2) return -2;
         if (rc == -1) {
             while (p->n_calls > before) { /* a half-parsed array: take its calls back */
@@ -370,8 +553,9 @@ static int run(hearth_tc *p, bool final) {
                 free(c->name);
                 free(c->arguments);
             }
-            emit(p, p->buf.buf + pos, p->body + used - pos);
+            if (!p->n_open) emit(p, p->buf.buf + pos, p->body + used - pos);
         }
+        if (p->incremental && (p->n_open || rc == 1) && !settle(p, before, rc)) return -2;
         bool bare = p->cur == K_BARE || p->cur == K_PYTAG;
         pos = p->body + used;
         p->cur = -1;
@@ -390,6 +574,8 @@ static hearth_status step(hearth_tc *p, const char *text, size_t n, bool final, 
     if (p->finished) return HEARTH_OK;
     int before = p->n_calls;
     hearth_jw_reset(&p->content);
+    hearth_jw_reset(&p->dtext);
+    p->n_dl = 0;
     if (p->f == HEARTH_TC_NONE) {
         out->content = (hearth_span){text, n};
         p->finished = final;
@@ -405,6 +591,23 @@ static hearth_status step(hearth_tc *p, const char *text, size_t n, bool final, 
     out->calls = p->calls + before;
     out->n_calls = p->n_calls - before;
     out->in_call = p->cur >= 0;
+    if (p->n_dl > p->cap_deltas) {
+        hearth_tc_delta *d = realloc(p->deltas, (size_t)p->n_dl * sizeof *d);
+        if (!d) {
+            p->failed = true;
+            return HEARTH_E_NOMEM;
+        }
+        p->deltas = d;
+        p->cap_deltas = p->n_dl;
+    }
+    for (int i = 0; i < p->n_dl; i++) {
+        const delta_rec *r = &p->dl[i];
+        p->deltas[i] = (hearth_tc_delta){.kind = r->kind, .index = r->index, .id = p->dtext.buf + r->id,
+                                         .name = p->dtext.buf + r->name,
+                                         .args = {p->dtext.buf + r->args, r->n_args}, .at = r->at};
+    }
+    out->deltas = p->deltas;
+    out->n_deltas = p->n_dl;
     return HEARTH_OK;
 }
 

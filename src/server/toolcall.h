@@ -18,10 +18,19 @@
  *
  * Text is fed as it decodes, in pieces split anywhere (a marker may span pieces; the parser
  * holds back any tail that could still begin one). Each push returns the content that is now
- * final and the calls whose markup closed. A call is delivered whole (its arguments in one
- * piece) when its markup closes; `in_call` says that markup is open, so a streaming caller
- * knows text is being held. Markup that turns out not to be a well-formed call (bad JSON, an
- * unclosed block at the end) is given back as content, unchanged, as mlx-bun does.
+ * final and the calls whose markup closed; `in_call` says that markup is open, so a streaming
+ * caller knows text is being held. Markup that turns out not to be a well-formed call (bad
+ * JSON, an unclosed block at the end) is given back as content, unchanged, as mlx-bun does.
+ *
+ * Incremental mode (hearth_tc_stream_args, for streams): each push also reports its calls'
+ * steps as deltas - BEGIN (index, id, name) once the name is known and the arguments began,
+ * ARGS pieces as the model writes them (for JSON bodies every byte as it arrives; for
+ * converted bodies each argument once its separator arrived), END when they are complete - so
+ * the pieces of a call concatenate to its final arguments. Nothing is announced before it is
+ * certain to be a call's: until then the markup is held as in whole mode. Once a call has
+ * been announced it stands: if its markup is then cut off or malformed, the call keeps the
+ * arguments sent so far (like OpenAI's own truncated calls) instead of turning into content.
+ * The model's own id is used when it precedes the arguments (Mistral's [CALL_ID]).
  *
  * Arguments are the model's own JSON text (numbers spelled as it wrote them), checked to be a
  * JSON object; Python-call and call:{} arguments are converted to JSON. Ids are the model's
@@ -69,12 +78,31 @@ typedef struct {
     char *arguments; /* owned: a JSON object's text */
 } hearth_tool_call;
 
+/* Incremental mode: the steps of a streamed call. */
+typedef enum {
+    HEARTH_TC_BEGIN = 0, /* the call is announced: id and name (arguments follow) */
+    HEARTH_TC_ARGS,      /* the next piece of its arguments */
+    HEARTH_TC_END,       /* its arguments are complete (args: all of them) */
+} hearth_tc_event;
+
+typedef struct {
+    hearth_tc_event kind;
+    int             index; /* the call's index */
+    const char     *id;    /* NUL-terminated, every kind (valid until the next push) */
+    const char     *name;
+    hearth_span     args;  /* ARGS: the piece; END: the whole arguments; BEGIN: empty */
+    size_t          at;    /* bytes of this push's content that come before this step */
+} hearth_tc_delta;
+
 typedef struct {
     hearth_span             content; /* content now final (valid until the next call) */
     const hearth_tool_call *calls;   /* calls completed by this call: [n_calls], valid until the
                                       * next push (the parser keeps them all; hearth_tc_calls) */
     int                     n_calls;
     bool                    in_call; /* tool-call markup is open: text is being held */
+    const hearth_tc_delta  *deltas;  /* incremental mode: this push's call steps [n_deltas], in
+                                      * order, interleaved with content by their `at` */
+    int                     n_deltas;
 } hearth_tc_out;
 
 typedef struct hearth_tc hearth_tc;
@@ -82,6 +110,9 @@ typedef struct hearth_tc hearth_tc;
 /* A parser for format f; id_seed makes the ids it invents. NULL on OOM. */
 hearth_tc *hearth_tc_create(hearth_tc_format f, uint64_t id_seed);
 void       hearth_tc_destroy(hearth_tc *p); /* accepts NULL */
+/* Incremental mode (call before the first push): calls are also reported as deltas while
+ * their markup is still open, so a stream can send the arguments as the model writes them. */
+void       hearth_tc_stream_args(hearth_tc *p);
 /* Feed text[0..n). HEARTH_E_NOMEM leaves the parser unusable (out is then empty). */
 hearth_status hearth_tc_push(hearth_tc *p, const char *text, size_t n, hearth_tc_out *out);
 /* The reply ended: what is still held is resolved (an open call parsed if it can be, else

@@ -253,6 +253,16 @@ def test_function_call_round_trip(smol):
     at = added[0]["output_index"]
     args = [e for e in events if e["type"] == "response.function_call_arguments.done"]
     assert args[0]["output_index"] == at and json.loads(args[0]["arguments"]) == {"city": "Paris", "days": 2}
+    # the arguments arrive in pieces as the model writes them (one per token here)
+    pieces = [e for e in events if e["type"] == "response.function_call_arguments.delta"]
+    assert len(pieces) >= 5 and all(e["output_index"] == at and e["item_id"] == added[0]["item"]["id"] for e in pieces)
+    assert "".join(e["delta"] for e in pieces) == args[0]["arguments"]
+    assert added[0]["item"]["arguments"] == "" and added[0]["item"]["name"] == "get_weather"
+    with smol.client().responses.stream(model="smol", tools=[tool], temperature=0, **kw) as st:
+        sdk_pieces = [e.delta for e in st if e.type == "response.function_call_arguments.delta"]
+        done = st.get_final_response()
+    sdk_calls = [o for o in done.output if o.type == "function_call"]
+    assert len(sdk_pieces) >= 5 and "".join(sdk_pieces) == sdk_calls[0].arguments
     final = events[-1]["response"]
     assert events[-1]["type"] == "response.completed" and final["output"][at]["type"] == "function_call"
     # tool_choice none keeps the markup as text

@@ -82,7 +82,7 @@ def test_tool_call_stream(smol):
     c = smol.client()
     stream = c.chat.completions.create(model="x", messages=echo(CALL), temperature=0, max_tokens=60, tools=TOOLS,
                                        stream=True, stream_options={"include_usage": True})
-    content, calls, finish, usage = "", {}, None, None
+    content, calls, finish, usage, tool_deltas = "", {}, None, None, []
     for chunk in stream:
         if chunk.usage:
             usage = chunk.usage
@@ -90,6 +90,7 @@ def test_tool_call_stream(smol):
             d = ch.delta
             content += d.content or ""
             for t in d.tool_calls or []:  # accumulate as OpenAI clients do
+                tool_deltas.append(t)
                 cur = calls.setdefault(t.index, {"id": None, "name": "", "arguments": ""})
                 cur["id"] = t.id or cur["id"]
                 cur["name"] += t.function.name or ""
@@ -100,6 +101,13 @@ def test_tool_call_stream(smol):
     assert calls[0]["name"] == "get_weather" and json.loads(calls[0]["arguments"]) == {"city": "Paris", "days": 2}
     assert calls[0]["id"].startswith("call_")
     assert usage.completion_tokens > 10
+    # OpenAI's shape: a first delta with index, id, type and name and empty arguments, then the
+    # arguments in pieces as the model writes them (one per token here), without id or name
+    first, rest = tool_deltas[0], tool_deltas[1:]
+    assert first.id == calls[0]["id"] and first.type == "function" and first.function.name == "get_weather"
+    assert first.function.arguments == ""
+    assert len(rest) >= 5 and all(t.id is None and t.function.name is None and t.index == 0 for t in rest)
+    assert all(t.function.arguments for t in rest)
 
 
 def test_tool_result_round_trip(smol):
