@@ -85,6 +85,9 @@ struct hearth_backend_i {
     void  (*info)(hearth_backend *be, hearth_backend_info *out);
     /* can matmul and get_rows take weights of this type */
     bool  (*supports)(hearth_backend *be, hearth_type type);
+    /* (optional: NULL = any shape) can attention run heads of head_dim with group query heads
+     * per kv head */
+    bool  (*attn_supports)(hearth_backend *be, int32_t head_dim, int32_t group);
     /* Optional (NULL on the CPU): replay a whole step as one launch. graph_begin(key) answers
      * HEARTH_GRAPH_LAUNCHED (the step recorded under key ran again, with the buffers' current
      * contents), HEARTH_GRAPH_CAPTURING (run the step's ops, then graph_end), or HEARTH_GRAPH_NONE

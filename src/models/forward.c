@@ -142,6 +142,13 @@ hearth_backend *hearth_fwd_backend(const hearth_fwd *f) { return f->be; }
 bool hearth_fwd_supported(const hearth_model *m, hearth_backend *be, char *why, size_t cap) {
     const hearth_hparams *hp = &m->hp;
     const hearth_weight *one[] = {&m->tok_embd, &m->output};
+    for (int32_t il = 0; il < hp->n_layer && be->iface->attn_supports; il++) {
+        int32_t hd = hearth_hparams_head_dim(hp, il), group = hp->n_head / hearth_hparams_n_head_kv(hp, il);
+        if (be->iface->attn_supports(be, hd, group)) continue;
+        snprintf(why, cap, "the %s backend's attention does not run heads of %d dims with %d query heads per kv "
+                 "head (layer %d)", be->iface->name, hd, group, il);
+        return false;
+    }
     for (int32_t il = -1; il < hp->n_layer; il++) {
         const hearth_layer *l = il >= 0 ? &m->layers[il] : NULL;
         const hearth_weight *ws[] = {l ? &l->wq : one[0], l ? &l->wk : one[1], l ? &l->wv : NULL,

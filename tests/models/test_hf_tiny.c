@@ -182,6 +182,30 @@ TEST(gemma4) {
     hearth_kernels_select(auto_isa);
 }
 
+/* A backend whose attention runs only 16-dim heads refuses Gemma 4's 32-dim full layers. */
+static bool attn_16_only(hearth_backend *be, int32_t head_dim, int32_t group) {
+    (void)be, (void)group;
+    return head_dim <= 16;
+}
+
+TEST(gemma4_attention_shapes_checked) {
+    hearth_model *m = NULL;
+    hearth_err err = {0};
+    CHECK_EQ(hearth_model_load(GOLD "gemma4_text", &m, &err), HEARTH_OK);
+    hearth_backend *cpu = hearth_backend_cpu_create(1, 8, 256, 64);
+    if (!m || !cpu) goto out;
+    struct hearth_backend_i iface = *cpu->iface;
+    hearth_backend limited = {&iface, cpu->ctx};
+    char why[256] = "";
+    CHECK(hearth_fwd_supported(m, cpu, why, sizeof why));
+    iface.attn_supports = attn_16_only;
+    CHECK(!hearth_fwd_supported(m, &limited, why, sizeof why));
+    CHECK(strstr(why, "heads of 32 dims with 4 query heads per kv head (layer 1)") != NULL);
+out:
+    hearth_backend_destroy(cpu);
+    hearth_model_destroy(m);
+}
+
 TEST(phi3) { check_family("phi3", false); }
 TEST(smollm3) { check_family("smollm3", false); }
 

@@ -238,6 +238,11 @@ static bool cu_supports(hearth_backend *be, hearth_type type) {
     return hc_type_supported((int)type);
 }
 
+static bool cu_attn_supports(hearth_backend *be, int32_t head_dim, int32_t group) {
+    (void)be;
+    return hc_attention_supported(head_dim, group);
+}
+
 /* ---- step graphs ---- */
 
 static int cu_graph_begin(hearth_backend *be, uint64_t key) {
@@ -355,6 +360,7 @@ static const struct hearth_backend_i cuda_iface = {
     .download = cu_download,
     .info = cu_info,
     .supports = cu_supports,
+    .attn_supports = cu_attn_supports,
     .graph_begin = cu_graph_begin,
     .graph_end = cu_graph_end,
     .matmul = cu_matmul,
