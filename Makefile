@@ -21,7 +21,7 @@ export HEARTH_GEMMA3_GGUF  ?= $(shell scripts/model-path.sh gemma3 2>/dev/null)
 # One target at a time: each step already uses every core, and `test` relies on the order.
 .NOTPARALLEL:
 .DEFAULT_GOAL := build
-.PHONY: help setup build build-asan check check-asan test run oracles goldens bench bench-engine clean
+.PHONY: help setup build build-asan check check-asan test run oracles goldens bench bench-engine bench-constrain clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## /  \1\t/' | expand -t 14
@@ -74,6 +74,15 @@ bench-engine: build ## the engine: 1-16 streams, shared-prefix TTFT, scheduler v
 		libxxhash libutf8proc libpcre2-8 libcjson libmicrohttpd libcurl sqlite3 libcrypto) -lpthread -lm \
 		-o build/bench_engine
 	build/bench_engine "$$(scripts/model-path.sh smollm2)" $(ENGINE_BENCH)
+
+# `bench-constrain` measures structured outputs' matcher on the starter models' vocabularies
+# (docs/server.md, "Structured outputs"): vocabulary build, one token check, one full mask.
+bench-constrain: build ## structured outputs: token check and vocabulary mask costs on SmolLM2 and Gemma 3
+	cc -O2 -std=c11 -D_GNU_SOURCE -Isrc bench/bench_constrain.c build/libhearth_core.a $$(pkg-config --libs \
+		libxxhash libutf8proc libpcre2-8 libcjson libmicrohttpd libcurl sqlite3 libcrypto) -lpthread -lm \
+		-o build/bench_constrain
+	build/bench_constrain "$$(scripts/model-path.sh smollm2)"
+	build/bench_constrain "$$(scripts/model-path.sh gemma3)"
 
 clean: ## remove the build directories (keeps .venv and the model cache)
 	rm -rf build build-asan

@@ -174,11 +174,11 @@ static int32_t keep_top_k(cand *c, int32_t n, int32_t k) {
     return k;
 }
 
-/* The chain after the penalties: argmax, or temperature / top-k / top-p / min-p and a draw. */
-static int32_t choose(hearth_sampler *s, const float *logits) {
+/* The support of a draw (temperature > 0): temperature / top-k / top-p / min-p into
+ * s->cands[0..nc) with their probabilities; returns nc. */
+static int32_t support(hearth_sampler *s, const float *logits) {
     const hearth_sampler_params *p = &s->p;
     int32_t n = s->n_vocab;
-    if (p->temperature <= 0.0f) return (int32_t)hearth_kernels_argmax(logits, n);
 
     /* softmax of logits / T into candidates */
     float max = logits[argmax(logits, n)];
@@ -232,14 +232,26 @@ static int32_t choose(hearth_sampler *s, const float *logits) {
             if (c[i].p >= p->min_p * top) c[m++] = c[i];
         nc = m;
     }
+    return nc;
+}
+
+/* Draw an index of s->cands[0..nc) by probability. */
+static int32_t draw(hearth_sampler *s, int32_t nc) {
+    const cand *c = s->cands;
     double total = 0;
     for (int32_t i = 0; i < nc; i++) total += c[i].p;
     double u = rng_uniform(s->rng) * total, cum = 0;
     for (int32_t i = 0; i < nc; i++) {
         cum += c[i].p;
-        if (u < cum) return c[i].id;
+        if (u < cum) return i;
     }
-    return c[nc - 1].id;
+    return nc - 1;
+}
+
+/* The chain after the penalties: argmax, or a draw from the support. */
+static int32_t choose(hearth_sampler *s, const float *logits) {
+    if (s->p.temperature <= 0.0f) return (int32_t)hearth_kernels_argmax(logits, s->n_vocab);
+    return s->cands[draw(s, support(s, logits))].id;
 }
 
 int32_t hearth_sampler_sample(hearth_sampler *s, float *logits) {
@@ -250,6 +262,7 @@ int32_t hearth_sampler_sample(hearth_sampler *s, float *logits) {
 /* Greedy under a constraint: the allowed token with the largest logit, looked for among the
  * best CANDS first (almost always enough), else over the masked vocabulary. */
 #define CANDS 64
+#define REDRAWS 64
 static int32_t greedy_constrained(hearth_sampler *s, float *logits, hearth_cx_matcher *m) {
     cand *c = s->cands;
     for (int32_t i = 0; i < s->n_vocab; i++) c[i] = (cand){i, logits[i]};
@@ -262,12 +275,20 @@ static int32_t greedy_constrained(hearth_sampler *s, float *logits, hearth_cx_ma
 
 int32_t hearth_sampler_sample_constrained(hearth_sampler *s, float *logits, hearth_cx_matcher *m) {
     apply_penalties(s, logits);
-    int32_t t = choose(s, logits);
-    if (hearth_cx_matcher_allows(m, t)) return t; /* the common case: one check */
-    if (s->p.temperature <= 0.0f) return greedy_constrained(s, logits, m);
-    /* masking after a rejected draw and drawing again gives the masked distribution: an allowed
-     * token is drawn first with p, or after a rejection (1 - A) with p / A; p + (1 - A) p / A
-     * = p / A (A: the allowed mass) */
+    if (s->p.temperature <= 0.0f) {
+        int32_t t = (int32_t)hearth_kernels_argmax(logits, s->n_vocab);
+        return hearth_cx_matcher_allows(m, t) ? t : greedy_constrained(s, logits, m); /* usually one check */
+    }
+    /* Draw; a rejected token leaves the support and the draw is repeated: drawing without
+     * replacement until a token is allowed picks each allowed t with p(t) / A (A: the allowed
+     * mass of the support), the masked distribution. Usually the first draw is allowed; when
+     * many are rejected the allowed tokens are few and masking the vocabulary is cheap. */
+    int32_t nc = support(s, logits);
+    for (int32_t tries = 0; tries < REDRAWS && nc > 0; tries++) {
+        int32_t i = draw(s, nc);
+        if (hearth_cx_matcher_allows(m, s->cands[i].id)) return s->cands[i].id;
+        s->cands[i] = s->cands[--nc];
+    }
     if (hearth_cx_matcher_mask(m, logits) <= 0) return -1;
     return choose(s, logits);
 }

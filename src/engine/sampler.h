@@ -68,9 +68,11 @@ bool            hearth_sampler_is_argmax(const hearth_sampler *s);
  * bias and penalties applied, the input of hearth_sampler_logprobs). */
 int32_t         hearth_sampler_sample(hearth_sampler *s, float *logits);
 /* hearth_sampler_sample under a constraint: the token drawn (or the argmax) when the matcher
- * allows it, which costs one check; otherwise the logits of disallowed tokens become
- * -INFINITY and the chain runs again (greedy: the best allowed token, looked for among the
- * best candidates first). The matcher is not advanced. -1 when no token is allowed. */
+ * allows it, which costs one check. Otherwise greedy takes the best allowed token (looked for
+ * among the 64 best first), and a draw is repeated without the rejected tokens (up to 64
+ * times), which samples the distribution renormalized over the allowed tokens of the draw's
+ * support; past that the logits of disallowed tokens become -INFINITY and the chain runs
+ * again. The matcher is not advanced. -1 when no token is allowed. */
 int32_t         hearth_sampler_sample_constrained(hearth_sampler *s, float *logits, hearth_cx_matcher *m);
 /* The log-softmax of logits[n_vocab] at chosen, and the k (<= HEARTH_TOP_LOGPROBS_MAX) most
  * likely tokens. Pure function; any thread. */

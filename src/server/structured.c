@@ -146,9 +146,8 @@ bool hearth_structured_format(const cJSON *rf, const char *param, hearth_cx_gram
     if (!b) return hearth_api_err_set(e, 503, "out_of_memory", NULL, "out of memory");
     hearth_cx_json j;
     hearth_cx_json_init(&j, b, schema);
-    int v = schema ? hearth_cx_json_value(&j, schema) : hearth_cx_json_object(&j);
-    int ws = hearth_cx_json_ws(&j);
-    int root = v < 0 || ws < 0 ? -1 : hearth_cx_rule_seq(b, (int[]){v, ws}, 2);
+    /* the value alone: the reply ends where the JSON does */
+    int root = schema ? hearth_cx_json_value(&j, schema) : hearth_cx_json_object(&j);
     return finish(b, root, param, out, e);
 }
 

@@ -6,10 +6,12 @@ SmolLM2 never calls a tool on its own and writes prose when asked for JSON, so e
 call and every valid JSON document here comes from the constraint. Each output is checked with
 the `jsonschema` package (an implementation independent of hearth's compiler), greedy and at
 temperature 1 with seeds. Schemas keep strings short (maxLength) so every document ends well
-within max_tokens. The automaton itself (every schema feature, hostile schemas, random walks)
+within max_tokens. Gemma 3 (a 262K-token SentencePiece vocabulary, Python-call tool syntax) runs
+the same checks with Gemma 2's chat template (the GGUF has none). The automaton itself (every schema feature, hostile schemas, random walks)
 is tested in tests/unit/test_constrain.c.
 """
 import json
+import os
 
 import anthropic
 import jsonschema
@@ -17,7 +19,8 @@ import openai
 import pytest
 
 from conftest import smol_server
-from test_server_tools import CALL, echo
+from test_server_openai import Server
+from test_server_tools import CALL, TEMPLATES, echo
 
 WEATHER = {"type": "object",
            "properties": {"city": {"type": "string", "maxLength": 20},
@@ -198,3 +201,27 @@ def test_responses_tool_choice_and_text_format(smol):
         c.responses.create(model="smol", input="x", max_output_tokens=8,
                            text={"format": {"type": "json_schema", "name": "x", "schema": {"type": 3}}})
     assert ex.value.body["param"] == "text.format"
+
+
+@pytest.fixture(scope="module")
+def gemma():
+    model, tmpl = os.environ.get("HEARTH_GEMMA3_GGUF"), TEMPLATES / "google-gemma-2-2b-it.jinja"
+    if not model or not tmpl.exists():
+        pytest.skip("HEARTH_GEMMA3_GGUF or the Gemma chat template is missing (make setup)")
+    s = Server(model, "--chat-template-file", str(tmpl))
+    yield s
+    s.stop()
+
+
+@pytest.mark.parametrize("kw", SAMPLING)
+def test_gemma_python_call_syntax_and_json(gemma, kw):
+    c = gemma.client()
+    r = c.chat.completions.create(model="gemma", messages=ASK, tools=TOOLS, tool_choice="required", max_tokens=300, **kw)
+    calls = r.choices[0].message.tool_calls
+    assert r.choices[0].finish_reason == "tool_calls" and len(calls) == 1
+    check_call(calls[0].function.name, calls[0].function.arguments)
+    r = c.chat.completions.create(model="gemma", messages=[{"role": "user", "content": "Describe a cat."}],
+                                  max_tokens=300, response_format={"type": "json_schema",
+                                                                   "json_schema": {"name": "cat", "schema": CAT}}, **kw)
+    assert r.choices[0].finish_reason == "stop"
+    jsonschema.validate(json.loads(r.choices[0].message.content), CAT)

@@ -286,3 +286,34 @@ TEST(constrained_sampling_follows_the_masked_softmax) {
     hearth_cx_matcher_destroy(m);
     hearth_cx_vocab_destroy(v);
 }
+
+/* When the allowed tokens are too unlikely for redraws to find, the vocabulary is masked. */
+TEST(constrained_sampling_masks_when_redraws_fail) {
+    enum { NV = 200 };
+    static char bytes[NV];
+    hearth_span pieces[NV];
+    for (int i = 0; i < NV; i++) {
+        bytes[i] = (char)(i + 1);
+        pieces[i] = (hearth_span){&bytes[i], 1};
+    }
+    hearth_cx_vocab *v = hearth_cx_vocab_create(NV, pieces, NULL);
+    hearth_cx_builder *b = hearth_cx_builder_create(hearth_cx_limits_default());
+    int root = hearth_cx_rule_lit(b, "\x06", 1); /* token 5 only */
+    hearth_err err;
+    hearth_cx_grammar *g = hearth_cx_build(b, root, &err);
+    hearth_cx_builder_destroy(b);
+    hearth_cx_matcher *m = hearth_cx_matcher_create(g, v);
+    hearth_sampler_params p = hearth_sampler_params_default();
+    p.temperature = 1.0f;
+    p.seed = 3;
+    hearth_sampler *s = hearth_sampler_create(&p, NV, &err);
+    for (int rep = 0; rep < 20; rep++) {
+        float l[NV];
+        for (int i = 0; i < NV; i++) l[i] = i == 5 ? -30.0f : 0.0f;
+        CHECK_EQ(hearth_sampler_sample_constrained(s, l, m), 5);
+        CHECK(isinf(l[0]) && l[0] < 0); /* the mask ran */
+    }
+    hearth_sampler_destroy(s);
+    hearth_cx_matcher_destroy(m);
+    hearth_cx_vocab_destroy(v);
+}
