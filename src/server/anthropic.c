@@ -26,6 +26,7 @@
 #include "server/anthropic.h"
 #include "server/chat.h"
 #include "server/chatmap.h"
+#include "server/jraw.h"
 #include "server/reqjson.h"
 
 #include <stdio.h>
@@ -66,12 +67,17 @@ static bool append(char **acc, const char *t, hearth_api_err *e) {
 }
 
 /* One message whose content is a list of blocks. */
-static bool map_blocks(cJSON *body, bool user, const cJSON *content, const char *param, hearth_api_err *e) {
+static bool map_blocks(cJSON *body, bool user, const cJSON *content, hearth_span raw, const char *param,
+                       hearth_api_err *e) {
+    hearth_jraw_it it;
+    bool have_raw = raw.len && hearth_jraw_iter(raw, &it);
     char *text = NULL;
     cJSON *calls = cJSON_CreateObject(); /* collects tool_calls of an assistant turn */
     bool ok = false, any_result = false;
     if (!calls) return hearth_api_err_set(e, 503, "out_of_memory", NULL, "out of memory");
     for (const cJSON *b = content->child; b; b = b->next) {
+        hearth_span rb = {NULL, 0};
+        if (have_raw && !hearth_jraw_next(&it, NULL, &rb)) have_raw = false;
         const cJSON *type = cJSON_IsObject(b) ? hearth_req_field(b, "type") : NULL;
         if (!cJSON_IsString(type)) {
             bad_type(e, param, "each content block needs a string 'type'");
@@ -94,8 +100,9 @@ static bool map_blocks(cJSON *body, bool user, const cJSON *content, const char 
                 bad_type(e, param, "a tool_use block needs string 'id' and 'name'");
                 goto out;
             }
-            if (!hearth_chatmap_tool_call(calls, id->valuestring, name->valuestring, hearth_req_field(b, "input"),
-                                          param, e))
+            const cJSON *input = hearth_req_field(b, "input");
+            if (!hearth_chatmap_tool_call(calls, id->valuestring, name->valuestring, input,
+                                          hearth_chatmap_raw_child(rb, b, input), param, e))
                 goto out;
         } else if (!user && (!strcmp(t, "thinking") || !strcmp(t, "redacted_thinking"))) {
             continue;
@@ -118,7 +125,7 @@ out:
     return ok;
 }
 
-static bool map_messages(const cJSON *root, cJSON *body, hearth_api_err *e) {
+static bool map_messages(const cJSON *root, hearth_span raw, cJSON *body, hearth_api_err *e) {
     const cJSON *sys = hearth_req_field(root, "system");
     if (sys) {
         char *text = NULL;
@@ -137,8 +144,12 @@ static bool map_messages(const cJSON *root, cJSON *body, hearth_api_err *e) {
         return hearth_api_err_set(e, 400, "invalid_value", "messages", "messages: at most %d messages are allowed",
                                   MAX_MESSAGES);
     int i = 0;
+    hearth_jraw_it it;
+    bool have_raw = hearth_jraw_iter(hearth_chatmap_raw_child(raw, root, msgs), &it);
     for (const cJSON *m = msgs->child; m; m = m->next, i++) {
         char param[48];
+        hearth_span rm = {NULL, 0};
+        if (have_raw && !hearth_jraw_next(&it, NULL, &rm)) have_raw = false;
         snprintf(param, sizeof param, "messages.%d", i);
         const cJSON *role = cJSON_IsObject(m) ? hearth_req_field(m, "role") : NULL;
         if (!cJSON_IsString(role) || (strcmp(role->valuestring, "user") && strcmp(role->valuestring, "assistant")))
@@ -148,7 +159,7 @@ static bool map_messages(const cJSON *root, cJSON *body, hearth_api_err *e) {
         if (cJSON_IsString(c)) {
             if (!hearth_chatmap_msg(body, role->valuestring, c->valuestring, e)) return false;
         } else if (cJSON_IsArray(c)) {
-            if (!map_blocks(body, user, c, param, e)) return false;
+            if (!map_blocks(body, user, c, hearth_chatmap_raw_child(rm, m, c), param, e)) return false;
         } else {
             return hearth_api_err_set(e, 400, "invalid_type", param,
                                       "%s.content: must be a string or a list of content blocks", param);
@@ -187,12 +198,16 @@ static bool map_tool_choice(const cJSON *root, cJSON *body, hearth_api_err *e) {
     return true;
 }
 
-static bool map_tools(const cJSON *root, cJSON *body, hearth_api_err *e) {
+static bool map_tools(const cJSON *root, hearth_span raw, cJSON *body, hearth_api_err *e) {
     const cJSON *tools = hearth_req_field(root, "tools");
     if (!tools) return map_tool_choice(root, body, e);
     if (!cJSON_IsArray(tools)) return bad_type(e, "tools", "must be a list of tools");
     int i = 0;
+    hearth_jraw_it it;
+    bool have_raw = hearth_jraw_iter(hearth_chatmap_raw_child(raw, root, tools), &it);
     for (const cJSON *t = tools->child; t; t = t->next, i++) {
+        hearth_span rt = {NULL, 0};
+        if (have_raw && !hearth_jraw_next(&it, NULL, &rt)) have_raw = false;
         char param[32];
         snprintf(param, sizeof param, "tools.%d", i);
         if (!cJSON_IsObject(t)) return bad_type(e, param, "must be an object");
@@ -203,7 +218,9 @@ static bool map_tools(const cJSON *root, cJSON *body, hearth_api_err *e) {
         if (!cJSON_IsString(name) || !*name->valuestring) return bad_type(e, param, "a tool needs a string 'name'");
         if (desc && !cJSON_IsString(desc)) return bad_type(e, param, "'description' must be a string");
         if (!cJSON_IsObject(schema)) return bad_type(e, param, "a tool needs an object 'input_schema'");
-        if (!hearth_chatmap_tool(body, name->valuestring, desc ? desc->valuestring : NULL, schema, e)) return false;
+        if (!hearth_chatmap_tool(body, name->valuestring, desc ? desc->valuestring : NULL, schema,
+                                 hearth_chatmap_raw_child(rt, t, schema), e))
+            return false;
     }
     return map_tool_choice(root, body, e);
 }
@@ -218,11 +235,11 @@ static bool map_thinking(const cJSON *root, cJSON *body, hearth_api_err *e) {
 
 /* The prompt of a Messages request (shared by messages and count_tokens); co gets what the
  * reply parsing needs (tool-call and reasoning formats). */
-static bool prompt_of(hearth_server *s, const cJSON *root, hearth_chat_opts *co, int32_t **ids, size_t *n,
-                      hearth_api_err *e) {
+static bool prompt_of(hearth_server *s, const cJSON *root, hearth_span raw, hearth_chat_opts *co, int32_t **ids,
+                      size_t *n, hearth_api_err *e) {
     cJSON *body = hearth_chatmap_new();
     if (!body) return hearth_api_err_set(e, 503, "out_of_memory", NULL, "out of memory");
-    bool ok = map_messages(root, body, e) && map_tools(root, body, e) && map_thinking(root, body, e) &&
+    bool ok = map_messages(root, raw, body, e) && map_tools(root, raw, body, e) && map_thinking(root, body, e) &&
               hearth_chat_prompt_opts(s, body, co, ids, n, e);
     cJSON_Delete(body);
     return ok;
@@ -258,9 +275,8 @@ static bool parse_sampling(hearth_server *s, const cJSON *root, hearth_gen_spec 
 }
 
 static bool parse(hearth_server *s, const cJSON *root, hearth_span raw, hearth_gen_spec *g, hearth_api_err *e) {
-    (void)raw;
     hearth_chat_opts co = {0};
-    if (!parse_sampling(s, root, g, e) || !prompt_of(s, root, &co, &g->prompt, &g->n_prompt, e)) return false;
+    if (!parse_sampling(s, root, g, e) || !prompt_of(s, root, raw, &co, &g->prompt, &g->n_prompt, e)) return false;
     g->tools = co.tools;
     g->reasoning = co.reasoning;
     g->reasoning_open = co.reasoning_open;
@@ -276,7 +292,7 @@ void hearth_anthropic_count_tokens(hearth_http_req *r) {
     size_t n = 0;
     cJSON *root = hearth_req_parse(r, &e);
     hearth_chat_opts co = {0};
-    if (!root || !prompt_of(r->srv, root, &co, &ids, &n, &e)) {
+    if (!root || !prompt_of(r->srv, root, (hearth_span){r->body, r->n_body}, &co, &ids, &n, &e)) {
         cJSON_Delete(root);
         hearth_http_send_error(r, &e);
         return;

@@ -12,6 +12,7 @@
 #include "server/chat.h"
 #include "server/structured.h"
 #include "base/log.h"
+#include "server/chatmap.h"
 #include "server/jraw.h"
 #include "server/reqjson.h"
 #include "server/toolcall_internal.h"
@@ -68,17 +69,8 @@ static bool content_text(const cJSON *c, int im, cJSON **out, hearth_api_err *e)
 
 static bool oom(hearth_api_err *e) { return hearth_api_err_set(e, 503, "out_of_memory", NULL, "out of memory"); }
 
-/* The raw text of child c of container v, whose raw text is rv (both parsed from the same
- * bytes, so members appear in the same order); empty when rv is. */
 static hearth_span raw_child(hearth_span rv, const cJSON *v, const cJSON *c) {
-    hearth_span none = {NULL, 0}, val;
-    hearth_jraw_it it;
-    if (!rv.len || !hearth_jraw_iter(rv, &it)) return none;
-    for (const cJSON *x = v->child; x; x = x->next) {
-        if (!hearth_jraw_next(&it, NULL, &val)) return none;
-        if (x == c) return val;
-    }
-    return none;
+    return hearth_chatmap_raw_child(rv, v, c);
 }
 
 /* A copy of v for the context: its raw text verbatim when known (numbers as sent), else a

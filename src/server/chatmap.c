@@ -2,6 +2,7 @@
  * chatmap.c - OpenAI chat bodies built from other dialects (see chatmap.h).
  */
 #include "server/chatmap.h"
+#include "server/jraw.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -31,18 +32,42 @@ cJSON *hearth_chatmap_msg(cJSON *body, const char *role, const char *text, heart
     return m;
 }
 
-bool hearth_chatmap_tool_call(cJSON *msg, const char *id, const char *name, const cJSON *args, const char *param,
-                              hearth_api_err *e) {
+hearth_span hearth_chatmap_raw_child(hearth_span rv, const cJSON *v, const cJSON *c) {
+    hearth_span none = {NULL, 0}, val;
+    hearth_jraw_it it;
+    if (!rv.len || !v || !hearth_jraw_iter(rv, &it)) return none;
+    for (const cJSON *x = v->child; x; x = x->next) {
+        if (!hearth_jraw_next(&it, NULL, &val)) return none;
+        if (x == c) return val;
+    }
+    return none;
+}
+
+/* A raw item holding text[0..n) (spliced verbatim when the body is printed). */
+static cJSON *raw_item(const char *text, size_t n) {
+    char *t = malloc(n + 1);
+    if (!t) return NULL;
+    memcpy(t, text, n);
+    t[n] = 0;
+    cJSON *r = cJSON_CreateRaw(t);
+    free(t);
+    return r;
+}
+
+bool hearth_chatmap_tool_call(cJSON *msg, const char *id, const char *name, const cJSON *args, hearth_span raw_args,
+                              const char *param, hearth_api_err *e) {
     cJSON *a = NULL;
     if (cJSON_IsString(args)) {
         a = cJSON_Parse(args->valuestring);
-        if (!a || !cJSON_IsObject(a)) {
-            cJSON_Delete(a);
+        bool obj = cJSON_IsObject(a);
+        cJSON_Delete(a);
+        if (!obj)
             return hearth_api_err_set(e, 400, "invalid_value", param, "the arguments of tool call '%.60s' are not a "
                                       "JSON object", name);
-        }
+        hearth_span t = hearth_jraw_trim(args->valuestring, strlen(args->valuestring));
+        a = raw_item(t.ptr, t.len);
     } else if (cJSON_IsObject(args)) {
-        a = cJSON_Duplicate(args, true);
+        a = raw_args.len ? raw_item(raw_args.ptr, raw_args.len) : cJSON_Duplicate(args, true);
     } else if (!args || cJSON_IsNull(args)) {
         a = cJSON_CreateObject();
     } else {
@@ -68,7 +93,7 @@ bool hearth_chatmap_tool_call(cJSON *msg, const char *id, const char *name, cons
 }
 
 bool hearth_chatmap_tool(cJSON *body, const char *name, const char *description, const cJSON *parameters,
-                         hearth_api_err *e) {
+                         hearth_span raw_params, hearth_api_err *e) {
     cJSON *tools = cJSON_GetObjectItemCaseSensitive(body, "tools");
     if (!tools) tools = cJSON_AddArrayToObject(body, "tools");
     cJSON *t = cJSON_CreateObject(), *f = NULL;
@@ -76,7 +101,9 @@ bool hearth_chatmap_tool(cJSON *body, const char *name, const char *description,
         cJSON_Delete(t);
         return oom(e);
     }
-    cJSON *p = parameters ? cJSON_Duplicate(parameters, true) : cJSON_Parse("{\"type\":\"object\",\"properties\":{}}");
+    cJSON *p = !parameters ? cJSON_Parse("{\"type\":\"object\",\"properties\":{}}")
+               : raw_params.len ? raw_item(raw_params.ptr, raw_params.len)
+                                : cJSON_Duplicate(parameters, true);
     if (!p || !cJSON_AddStringToObject(t, "type", "function") || !(f = cJSON_AddObjectToObject(t, "function")) ||
         !cJSON_AddStringToObject(f, "name", name) ||
         (description && !cJSON_AddStringToObject(f, "description", description))) {

@@ -27,6 +27,7 @@
 #include "server/structured.h"
 #include "server/chat.h"
 #include "server/chatmap.h"
+#include "server/jraw.h"
 #include "server/reqjson.h"
 #include "server/resp_store.h"
 
@@ -52,7 +53,7 @@ static cJSON *last_assistant(cJSON *body) {
     return role && !strcmp(role->valuestring, "assistant") ? last : NULL;
 }
 
-static bool map_item(cJSON *body, const cJSON *it, const char *param, hearth_api_err *e) {
+static bool map_item(cJSON *body, const cJSON *it, hearth_span raw, const char *param, hearth_api_err *e) {
     if (!cJSON_IsObject(it)) return hearth_api_err_set(e, 400, "invalid_type", param, "'%s' must be an object", param);
     const char *type = NULL;
     if (hearth_req_str(it, "type", &type, e) < 0) return false;
@@ -80,7 +81,8 @@ static bool map_item(cJSON *body, const cJSON *it, const char *param, hearth_api
                                       "a function_call item needs 'call_id' and 'name'");
         cJSON *m = last_assistant(body);
         if (!m && !(m = hearth_chatmap_msg(body, "assistant", "", e))) return false;
-        return hearth_chatmap_tool_call(m, id, name, hearth_req_field(it, "arguments"), param, e);
+        const cJSON *args = hearth_req_field(it, "arguments");
+        return hearth_chatmap_tool_call(m, id, name, args, hearth_chatmap_raw_child(raw, it, args), param, e);
     }
     if (!strcmp(type, "function_call_output")) {
         const char *id = NULL;
@@ -99,7 +101,7 @@ static bool map_item(cJSON *body, const cJSON *it, const char *param, hearth_api
                               "hearth yet", type);
 }
 
-static bool map_input(const cJSON *root, cJSON *body, hearth_api_err *e) {
+static bool map_input(const cJSON *root, hearth_span raw, cJSON *body, hearth_api_err *e) {
     const cJSON *in = hearth_req_field(root, "input");
     if (!in) return hearth_api_err_set(e, 400, "missing_required_parameter", "input", "'input' is required");
     if (cJSON_IsString(in)) return hearth_chatmap_msg(body, "user", in->valuestring, e) != NULL;
@@ -110,15 +112,19 @@ static bool map_input(const cJSON *root, cJSON *body, hearth_api_err *e) {
     if (n > MAX_ITEMS)
         return hearth_api_err_set(e, 400, "invalid_value", "input", "at most %d input items are allowed", MAX_ITEMS);
     int i = 0;
+    hearth_jraw_it ri;
+    bool have_raw = hearth_jraw_iter(hearth_chatmap_raw_child(raw, root, in), &ri);
     for (const cJSON *it = in->child; it; it = it->next, i++) {
         char param[32];
+        hearth_span r1 = {NULL, 0};
+        if (have_raw && !hearth_jraw_next(&ri, NULL, &r1)) have_raw = false;
         snprintf(param, sizeof param, "input[%d]", i);
-        if (!map_item(body, it, param, e)) return false;
+        if (!map_item(body, it, r1, param, e)) return false;
     }
     return true;
 }
 
-static bool map_tools(const cJSON *root, cJSON *body, hearth_responses_out *o, hearth_api_err *e) {
+static bool map_tools(const cJSON *root, hearth_span raw, cJSON *body, hearth_responses_out *o, hearth_api_err *e) {
     const cJSON *choice = hearth_req_field(root, "tool_choice");
     const cJSON *tools = hearth_req_field(root, "tools");
     if (tools && !cJSON_IsArray(tools))
@@ -143,8 +149,12 @@ static bool map_tools(const cJSON *root, cJSON *body, hearth_responses_out *o, h
         }
     }
     int i = 0;
+    hearth_jraw_it it;
+    bool have_raw = tools && hearth_jraw_iter(hearth_chatmap_raw_child(raw, root, tools), &it);
     for (const cJSON *t = tools ? tools->child : NULL; t; t = t->next, i++) {
         char param[32];
+        hearth_span rt = {NULL, 0};
+        if (have_raw && !hearth_jraw_next(&it, NULL, &rt)) have_raw = false;
         snprintf(param, sizeof param, "tools[%d]", i);
         const char *type = NULL, *name = NULL, *desc = NULL;
         if (!cJSON_IsObject(t))
@@ -157,7 +167,7 @@ static bool map_tools(const cJSON *root, cJSON *body, hearth_responses_out *o, h
         const cJSON *params = hearth_req_field(t, "parameters");
         if (params && !cJSON_IsObject(params))
             return hearth_api_err_set(e, 400, "invalid_type", param, "'%s.parameters' must be an object", param);
-        if (!hearth_chatmap_tool(body, name, desc, params, e)) return false;
+        if (!hearth_chatmap_tool(body, name, desc, params, hearth_chatmap_raw_child(rt, t, params), e)) return false;
     }
     return true;
 }
@@ -203,7 +213,6 @@ static bool resume(hearth_server *s, const cJSON *root, cJSON *body, hearth_resp
 }
 
 static bool parse(hearth_server *s, const cJSON *root, hearth_span raw, hearth_gen_spec *g, hearth_api_err *e) {
-    (void)raw;
     double d;
     int64_t i;
     int rc;
@@ -239,7 +248,7 @@ static bool parse(hearth_server *s, const cJSON *root, hearth_span raw, hearth_g
 
     cJSON *body = hearth_chatmap_new();
     if (!body) return oom(e);
-    bool ok = resume(s, root, body, o, e) && map_input(root, body, e) && map_tools(root, body, o, e) &&
+    bool ok = resume(s, root, body, o, e) && map_input(root, raw, body, e) && map_tools(root, raw, body, o, e) &&
               map_options(root, body, e);
     if (ok) { /* the conversation to store excludes the instructions */
         cJSON *msgs = cJSON_GetObjectItemCaseSensitive(body, "messages");

@@ -385,7 +385,8 @@ static void finished(hearth_gen_out *g) {
     hearth_api_err e;
     for (int i = 0; i < g->n_calls; i++) {
         cJSON *args = cJSON_CreateString(g->calls[i].arguments);
-        bool ok = args && hearth_chatmap_tool_call(a, g->calls[i].id, g->calls[i].name, args, "output", &e);
+        bool ok = args && hearth_chatmap_tool_call(a, g->calls[i].id, g->calls[i].name, args, (hearth_span){NULL, 0},
+                                                   "output", &e);
         cJSON_Delete(args);
         if (!ok) return;
     }

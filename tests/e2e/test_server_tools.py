@@ -172,3 +172,51 @@ def test_tool_schema_numbers_keep_their_spelling():
 
         assert n_prompt("1.0") > n_prompt("1")
         assert n_prompt("1.0") == n_prompt("2.0")
+
+
+def test_anthropic_and_responses_schemas_keep_their_spelling():
+    """The Messages and Responses paths build their chat body from the request: a schema's
+    1.0 (and a past call's 2.0) must still reach Qwen2.5's tojson as written, so each prompt
+    is exactly the chat path's prompt for the same JSON text."""
+    import anthropic
+    with template_server("Qwen-Qwen2.5-7B-Instruct.jinja") as s:
+        def schema(minimum):
+            return {"type": "object", "properties": {"n": {"type": "number", "minimum": minimum}}}
+
+        def chat_tokens(minimum, history=None):
+            msgs = [{"role": "user", "content": "hi"}]
+            if history:
+                msgs += [{"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function",
+                          "function": {"name": "f", "arguments": '{"n": %s}' % history}}]},
+                         {"role": "tool", "tool_call_id": "c1", "content": "ok"}]
+            r = s.client().chat.completions.create(model="x", max_tokens=1, messages=msgs, tools=[
+                {"type": "function", "function": {"name": "f", "parameters": schema(minimum)}}])
+            return r.usage.prompt_tokens
+
+        ac = anthropic.Anthropic(base_url=s.base, api_key="none", max_retries=0, timeout=60)
+
+        def messages_tokens(minimum, history=False):
+            msgs = [{"role": "user", "content": "hi"}]
+            if history:
+                msgs += [{"role": "assistant", "content": [{"type": "tool_use", "id": "c1", "name": "f",
+                                                            "input": {"n": 2.0}}]},
+                         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c1", "content": "ok"}]}]
+            return ac.messages.count_tokens(model="x", messages=msgs,
+                                            tools=[{"name": "f", "input_schema": schema(minimum)}]).input_tokens
+
+        def responses_tokens(minimum, history=False):
+            inp = [{"role": "user", "content": "hi"}]
+            if history:
+                inp += [{"type": "function_call", "call_id": "c1", "name": "f", "arguments": '{"n": 2.0}'},
+                        {"type": "function_call_output", "call_id": "c1", "output": "ok"}]
+            r = s.client().responses.create(model="x", max_output_tokens=1, input=inp, tools=[
+                {"type": "function", "name": "f", "parameters": schema(minimum)}])
+            return r.usage.input_tokens
+
+        assert chat_tokens(1.0) > chat_tokens(1)  # the chat path keeps the spelling (tested above)
+        for minimum in (1, 1.0):
+            assert messages_tokens(minimum) == chat_tokens(minimum)
+            assert responses_tokens(minimum) == chat_tokens(minimum)
+        # arguments of past calls: Anthropic's input object, Responses' arguments string
+        assert chat_tokens(1.0, "2.0") > chat_tokens(1.0, "2")
+        assert messages_tokens(1.0, True) == chat_tokens(1.0, "2.0") == responses_tokens(1.0, True)
