@@ -141,6 +141,7 @@ typedef struct {
     void *cache;
     const hearth_kv_blocks *bl;
     bool f16;
+    hearth_f16_row_fn to_f16;
 } kv_store_job;
 
 static void kv_store_fn(void *arg, int ith, int nth) {
@@ -151,8 +152,7 @@ static void kv_store_fn(void *arg, int ith, int nth) {
         int64_t base = ((int64_t)blk * bl->block_size + j->pos[t] % bl->block_size) * j->width;
         const float *src = j->x + t * j->width;
         if (j->f16) {
-            uint16_t *dst = (uint16_t *)j->cache + base;
-            for (int64_t i = 0; i < j->width; i++) dst[i] = hearth_fp32_to_fp16(src[i]);
+            j->to_f16(src, (uint16_t *)j->cache + base, j->width);
         } else {
             memcpy((float *)j->cache + base, src, (size_t)j->width * sizeof(float));
         }
@@ -161,7 +161,7 @@ static void kv_store_fn(void *arg, int ith, int nth) {
 
 static void cpu_kv_store(hearth_backend *be, const float *x, int64_t n_tok, int64_t width, const int32_t *seq,
                          const int32_t *pos, void *cache, const hearth_kv_blocks *bl, bool f16) {
-    kv_store_job j = {x, n_tok, width, seq, pos, cache, bl, f16};
+    kv_store_job j = {x, n_tok, width, seq, pos, cache, bl, f16, hearth_kernels_f16_row()};
     if (n_tok * width < PAR_MIN_ELEMS) kv_store_fn(&j, 0, 1);
     else hearth_pool_run(ctx_of(be)->pool, kv_store_fn, &j);
 }

@@ -120,6 +120,12 @@ typedef void (*hearth_attn_group_x86_fn)(int nq, const float *const *q, float *c
                                          const int32_t *table_row, int32_t block_size, int64_t head_dim, float scale,
                                          float softcap, float *scores, int64_t ld);
 hearth_attn_group_x86_fn hearth_kernels_attn_group(void);
+
+/* y[i] = hearth_fp32_to_fp16(x[i]) for n values (the KV cache store), bit for bit: the
+ * active set's F16C / AVX-512 conversion, or the scalar loop (ref and scalar sets). */
+typedef void (*hearth_f16_row_fn)(const float *x, uint16_t *y, int64_t n);
+hearth_f16_row_fn hearth_kernels_f16_row(void);
+hearth_f16_row_fn hearth_kernels_f16_row_isa(hearth_isa isa); /* NULL: unavailable */
 hearth_attn_group_x86_fn hearth_kernels_attn_group_isa(hearth_isa isa); /* NULL: none, or unavailable */
 
 /*

@@ -1,0 +1,24 @@
+/*
+ * f16_avx2.c - f32 rows to f16 with F16C (the KV cache store): vcvtps2ph with round to
+ * nearest even, 8 values per instruction, equal to hearth_fp32_to_fp16 (tensor/dtype.c) value
+ * for value. A vector holding a NaN takes the scalar converter (the instruction keeps a NaN's
+ * payload bits, the scalar one writes a fixed quiet NaN), as does the tail.
+ */
+#include <immintrin.h>
+#include <stdint.h>
+
+#include "kernels/cpu/x86/attn_x86.h"
+#include "tensor/dtype.h"
+
+void hearth_f16_row_avx2(const float *x, uint16_t *y, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_loadu_ps(x + i);
+        if (_mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q))) {
+            for (int l = 0; l < 8; l++) y[i + l] = hearth_fp32_to_fp16(x[i + l]);
+            continue;
+        }
+        _mm_storeu_si128((__m128i *)(y + i), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+    }
+    for (; i < n; i++) y[i] = hearth_fp32_to_fp16(x[i]);
+}
