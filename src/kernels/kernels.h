@@ -55,6 +55,8 @@ typedef struct {
      * four in a matmul of more than three rows (repacked q4_K's gemm); hearth_matmul picks it
      * by row, so a row's result depends on its place in the step as it does in llama.cpp */
     hearth_vec_dot_fn    vec_dot_gemm;
+    hearth_vec_dot_tile_fn vec_dot_gemm_tile; /* optional: vec_dot_gemm's tile (NULL: a type with a
+                                               * vec_dot_gemm then runs no tiles) */
 } hearth_kernel_traits;
 
 typedef enum {

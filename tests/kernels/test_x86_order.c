@@ -88,11 +88,13 @@ TEST(block_dots_simd_equal_twins) {
     if (compared == 0) TEST_SKIP("no SIMD set on this CPU");
 }
 
-/* Every tile (4 rows x nt tokens) result equals the scalar twin's dot of its (row, token) pair,
- * for nt 1..4, several lengths, rows with a gap between them, and weights with extreme scales. */
+/* Every tile (4 rows x nt tokens) result equals the scalar twin's dot of its (row, token) pair
+ * (q4_K: in both its orders), for nt 1..4, several lengths, rows with a gap between them, and
+ * weights with extreme scales. */
 TEST(tiles_equal_twins) {
     const uint64_t keep = rng; /* the later tests draw the same numbers whatever this one draws */
-    static const hearth_type types[] = {HEARTH_TYPE_Q4_0, HEARTH_TYPE_Q4_1, HEARTH_TYPE_Q5_0, HEARTH_TYPE_Q8_0};
+    static const hearth_type types[] = {HEARTH_TYPE_Q4_0, HEARTH_TYPE_Q4_1, HEARTH_TYPE_Q5_0, HEARTH_TYPE_Q8_0,
+                                        HEARTH_TYPE_Q4_K};
     enum { MAXN = 24 * 32, GAP = 12 };
     static float x[MAXN];
     static uint8_t w[4][MAXN * 2], a[4][MAXN * 2];
@@ -102,7 +104,8 @@ TEST(tiles_equal_twins) {
         hearth_type t = types[it];
         const hearth_kernel_traits *sc = hearth_kernels_traits_isa(t, HEARTH_ISA_SCALAR);
         const hearth_kernel_traits *sa = hearth_kernels_traits_isa(sc->vec_dot_type, HEARTH_ISA_SCALAR);
-        for (int64_t n = 32; n <= MAXN; n += 5 * 32) {
+        const int64_t blk = t == HEARTH_TYPE_Q4_K ? 256 : 32;
+        for (int64_t n = blk; n <= MAXN; n += blk == 32 ? 5 * 32 : 256) {
             size_t rb = hearth_row_size(t, n), bx = rb + GAP, by = hearth_row_size(sc->vec_dot_type, n);
             for (int rep = 0; rep < 12; rep++) {
                 for (int r = 0; r < 4; r++) {
@@ -113,31 +116,40 @@ TEST(tiles_equal_twins) {
                     for (int64_t i = 0; i < n; i++) x[i] = rnd_unit() * (rep % 2 ? 7.0f : 0.01f);
                     sa->from_float(x, a[r], n);
                 }
-                float want[4][4];
-                for (int tk = 0; tk < 4; tk++)
-                    for (int r = 0; r < 4; r++) sc->vec_dot(n, &want[tk][r], w[r], a[tk]);
                 static uint8_t act[4 * MAXN * 2];
                 for (int tk = 0; tk < 4; tk++) memcpy(act + (size_t)tk * by, a[tk], by);
+                for (int gemm = 0; gemm < 2; gemm++) {
+                    hearth_vec_dot_fn ref = gemm ? sc->vec_dot_gemm : sc->vec_dot;
+                    if (!ref) continue;
+                    float want[4][4];
+                    for (int tk = 0; tk < 4; tk++)
+                        for (int r = 0; r < 4; r++) ref(n, &want[tk][r], w[r], a[tk]);
                 for (int isa = HEARTH_ISA_AVX2; isa < HEARTH_ISA_COUNT; isa++) {
                     const hearth_kernel_traits *tr = hearth_kernels_traits_isa(t, (hearth_isa)isa);
                     if (!tr) continue;
-                    CHECK(tr->vec_dot_tile != NULL);
+                    hearth_vec_dot_tile_fn tile = gemm ? tr->vec_dot_gemm_tile : tr->vec_dot_tile;
+                    if (!tile) { /* only avx2's q4_K runs without tiles */
+                        CHECK(t == HEARTH_TYPE_Q4_K && isa == HEARTH_ISA_AVX2);
+                        continue;
+                    }
                     for (int nt = 1; nt <= 4; nt++) {
                         float got[4][6];
                         for (int tk = 0; tk < 4; tk++)
                             for (int r = 0; r < 6; r++) got[tk][r] = -1.0f;
-                        tr->vec_dot_tile(n, &got[0][0], 6, wt, bx, act, by, nt);
+                        tile(n, &got[0][0], 6, wt, bx, act, by, nt);
                         for (int tk = 0; tk < 4; tk++)
                             for (int r = 0; r < 6; r++) {
                                 bool ok = tk < nt && r < 4 ? same_bits(got[tk][r], want[tk][r]) : got[tk][r] == -1.0f;
                                 if (!ok)
-                                    fprintf(stderr, "  tile %s %s n %lld nt %d row %d tok %d: %.9g vs twin %.9g\n",
-                                            hearth_type_name((int)t), hearth_isa_name((hearth_isa)isa), (long long)n,
-                                            nt, r, tk, got[tk][r], r < 4 ? want[tk][r] : 0.0f);
+                                    fprintf(stderr, "  tile %s%s %s n %lld nt %d row %d tok %d: %.9g vs twin %.9g\n",
+                                            hearth_type_name((int)t), gemm ? " (gemm)" : "",
+                                            hearth_isa_name((hearth_isa)isa), (long long)n, nt, r, tk, got[tk][r],
+                                            r < 4 ? want[tk][r] : 0.0f);
                                 CHECK(ok);
                             }
                         compared++;
                     }
+                }
                 }
             }
         }
@@ -147,11 +159,13 @@ TEST(tiles_equal_twins) {
 }
 
 /* hearth_matmul with tiles (rows in 4s, a tail of single rows, token tiles of 1..4) gives every
- * output element the scalar twin's dot of its row and token, on 1 and 2 threads. */
+ * output element the scalar twin's dot of its row and token (q4_K: the gemm order for the
+ * tokens of full groups of four when there are more than three), on 1 and 2 threads. */
 TEST(matmul_with_tiles_equals_twins) {
     const uint64_t keep = rng;
-    static const hearth_type types[] = {HEARTH_TYPE_Q4_0, HEARTH_TYPE_Q4_1, HEARTH_TYPE_Q5_0, HEARTH_TYPE_Q8_0};
-    enum { OUT = 39, IN = 96, TOK = 11, LDY = OUT + 2 };
+    static const hearth_type types[] = {HEARTH_TYPE_Q4_0, HEARTH_TYPE_Q4_1, HEARTH_TYPE_Q5_0, HEARTH_TYPE_Q8_0,
+                                        HEARTH_TYPE_Q4_K};
+    enum { OUT = 39, IN = 256, TOK = 11, LDY = OUT + 2 };
     static float x[TOK * IN], wf[IN], y[TOK * LDY];
     static uint8_t w[OUT * IN * 2], act[TOK * IN * 2];
     static uint8_t scratch[1 << 16] __attribute__((aligned(64)));
@@ -176,10 +190,12 @@ TEST(matmul_with_tiles_equals_twins) {
                 for (int p = 0; p < 2; p++) {
                     CHECK(hearth_matmul_scratch_bytes(t, IN, n_tok, 2) <= sizeof scratch);
                     hearth_matmul(p ? pool2 : NULL, t, w, rb, OUT, IN, x, n_tok, y, LDY, scratch);
+                    int gemm_rows = sc->vec_dot_gemm && n_tok > 3 ? n_tok - n_tok % 4 : 0;
                     for (int k = 0; k < n_tok; k++)
                         for (int r = 0; r < OUT; r++) {
                             float want;
-                            sc->vec_dot(IN, &want, w + (size_t)r * rb, act + (size_t)k * ab);
+                            (k < gemm_rows ? sc->vec_dot_gemm : sc->vec_dot)(IN, &want, w + (size_t)r * rb,
+                                                                             act + (size_t)k * ab);
                             CHECK(same_bits(y[k * LDY + r], want));
                         }
                     compared++;

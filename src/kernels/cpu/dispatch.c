@@ -96,7 +96,8 @@ static const hearth_kernel_traits tab_scalar[HEARTH_TYPE_COUNT] = {
 
 #if HEARTH_HAVE_X86
 /* The SIMD sets: dots and q8 quantizers per ISA; dequantizers and weight quantizers scalar.
- * q4_0, q4_1, q5_0 and q8_0 have tiles (4 rows x up to 4 tokens, tile_x86.h), each result equal to
+ * q4_0, q4_1, q5_0 and q8_0 (and q4_K on avx512) have tiles (4 rows x up to 4 tokens, tile_x86.h), each
+ * result equal to
  * the set's vec_dot bit for bit. */
 #define SIMD_TABLE(isa)                                                                          \
     {                                                                                            \
@@ -115,7 +116,8 @@ static const hearth_kernel_traits tab_scalar[HEARTH_TYPE_COUNT] = {
         [HEARTH_TYPE_Q8_1] = ROW(TF(q8_1), hearth_q8_1_from_float_##isa, NULL, F32),             \
         [HEARTH_TYPE_Q4_K] = {.to_float = TF(q4_K), .from_float = FF(q4_K),                       \
                               .vec_dot = hearth_vec_dot_q4_K_q8_K_##isa,                        \
-                              .vec_dot_type = HEARTH_TYPE_Q8_K, .vec_dot_gemm = Q4_K_GEMM_##isa}, \
+                              .vec_dot_type = HEARTH_TYPE_Q8_K, .vec_dot_gemm = Q4_K_GEMM_##isa, \
+                              .vec_dot_tile = Q4_K_TILE_##isa, .vec_dot_gemm_tile = Q4_K_GEMM_TILE_##isa}, \
         [HEARTH_TYPE_Q5_K] = ROW(TF(q5_K), FF(q5_K), hearth_vec_dot_q5_K_q8_K_##isa, Q8_K),      \
         [HEARTH_TYPE_Q6_K] = ROW(TF(q6_K), FF(q6_K), hearth_vec_dot_q6_K_q8_K_##isa, Q8_K),      \
         [HEARTH_TYPE_Q8_K] = ROW(TF(q8_K), hearth_q8_K_from_float_##isa, NULL, F32),             \
@@ -126,6 +128,10 @@ static const hearth_kernel_traits tab_scalar[HEARTH_TYPE_COUNT] = {
     }
 #define Q4_K_GEMM_avx2 hearth_vec_dot_q4_K_q8_K_gemm_avx2
 #define Q4_K_GEMM_avx512 hearth_vec_dot_q4_K_q8_K_gemm_avx512
+#define Q4_K_TILE_avx2 NULL
+#define Q4_K_GEMM_TILE_avx2 NULL
+#define Q4_K_TILE_avx512 hearth_tile_q4_K_q8_K_avx512
+#define Q4_K_GEMM_TILE_avx512 hearth_tile_q4_K_q8_K_gemm_avx512
 static const hearth_kernel_traits tab_avx2[HEARTH_TYPE_COUNT] = SIMD_TABLE(avx2);
 static const hearth_kernel_traits tab_avx512[HEARTH_TYPE_COUNT] = SIMD_TABLE(avx512);
 #endif

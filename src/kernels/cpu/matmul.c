@@ -46,6 +46,7 @@
 #ifndef HEARTH_MM_TOK_TILE
 #define HEARTH_MM_TOK_TILE 8
 #endif
+_Static_assert(HEARTH_MM_TOK_TILE % 4 == 0, "token tiles hold whole tiles of 4 (and gemm groups)");
 enum {
     TOK_TILE = HEARTH_MM_TOK_TILE,
     PLAIN_UNIT = 256,        /* phase-1 unit of a plain activation type, elements */
@@ -58,6 +59,7 @@ enum {
 typedef struct {
     hearth_vec_dot_fn     vec_dot;
     hearth_vec_dot_tile_fn vec_dot_tile; /* optional: 4 rows x 4 tokens, bit-identical to vec_dot */
+    hearth_vec_dot_tile_fn gemm_tile;    /* the same for vec_dot_gemm (set whenever tiles run) */
     hearth_vec_dot_fn     vec_dot_gemm; /* tokens t < gemm_rows use it (kernels.h); NULL: none */
     int64_t               gemm_rows;
     hearth_to_float_fn    dequant;    /* ref path: weight row -> f32; NULL otherwise */
@@ -120,8 +122,8 @@ static void rows_tiled(const mm_job *j, const mm_part *p, int64_t r0, int64_t r1
         int64_t r = r0;
         if (p->vec_dot_tile)
             for (; r + 4 <= r1; r += 4)
-                for (int64_t t = t0; t < t1; t += 4)
-                    p->vec_dot_tile(j->n_in, &p->y[t * p->ldy + r], p->ldy, p->w + (size_t)r * rb, rb,
+                for (int64_t t = t0; t < t1; t += 4) /* gemm_rows is a multiple of 4: one order per tile */
+                    (t < p->gemm_rows ? p->gemm_tile : p->vec_dot_tile)(j->n_in, &p->y[t * p->ldy + r], p->ldy, p->w + (size_t)r * rb, rb,
                                     j->act + (size_t)t * ab, ab, t1 - t < 4 ? (int)(t1 - t) : 4);
         for (; r < r1; r++) {
             const uint8_t *wr = p->w + (size_t)r * rb;
@@ -223,6 +225,8 @@ static bool job_init(mm_job *j, hearth_pool *pool, const hearth_matmul_part *d, 
             if (tr->vec_dot_gemm && n_tok > 3) { /* llama.cpp's repacked gemm rows (kernels.h) */
                 p->vec_dot_gemm = tr->vec_dot_gemm;
                 p->gemm_rows = n_tok - n_tok % 4;
+                p->gemm_tile = tr->vec_dot_gemm_tile;
+                if (!p->gemm_tile) p->vec_dot_tile = NULL; /* tiles only where both orders have one */
             }
         } else {
             /* ref path: dequantized rows . f32 with the f32 dot of the same set */

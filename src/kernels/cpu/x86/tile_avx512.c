@@ -16,6 +16,7 @@
  * from -128 * (sum of x's bytes), which is exact and equals the reference's integer sums.
  */
 #include <immintrin.h>
+#include <math.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -180,6 +181,87 @@ INLINE void q8_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t bx
     }
 }
 
+/* [sum of v[0], ..., sum of v[3]] (s32), by a tree that shares its shuffles. */
+INLINE __m128i reduce4(const __m512i v[4]) {
+    __m512i c = _mm512_add_epi32(_mm512_shuffle_i64x2(v[0], v[1], _MM_SHUFFLE(1, 0, 1, 0)),
+                                 _mm512_shuffle_i64x2(v[0], v[1], _MM_SHUFFLE(3, 2, 3, 2)));
+    __m512i d = _mm512_add_epi32(_mm512_shuffle_i64x2(v[2], v[3], _MM_SHUFFLE(1, 0, 1, 0)),
+                                 _mm512_shuffle_i64x2(v[2], v[3], _MM_SHUFFLE(3, 2, 3, 2)));
+    __m512i e = _mm512_add_epi32(_mm512_shuffle_i64x2(c, d, _MM_SHUFFLE(2, 0, 2, 0)),
+                                 _mm512_shuffle_i64x2(c, d, _MM_SHUFFLE(3, 1, 3, 1)));
+    e = _mm512_add_epi32(e, _mm512_shuffle_epi32(e, _MM_PERM_BADC));
+    e = _mm512_add_epi32(e, _mm512_shuffle_epi32(e, _MM_PERM_CDAB));
+    return _mm512_castsi512_si128(_mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                                                              0, 0, 0), e));
+}
+
+/* q4_K (x86_order_ref.h): 4 rows x NT tokens. Each row's nibbles and scales are unpacked once per
+ * super-block for all NT tokens; the integer sums are exact, and each (row, token) pair keeps
+ * its own two float chains, one FMA each per super-block (gemv) or per pair of sub-blocks
+ * (PAIR: the gemm order), as the one-row kernels of kquant_avx512.c. */
+INLINE void q4_K_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t bx, const uint8_t *y, size_t by,
+                      const int NT, const int PAIR) {
+    typedef hearth_block_q4_K q4_K;
+    typedef hearth_block_q8_K q8_K;
+    const __m256i m4 = _mm256_set1_epi8(15);
+    float a[4][4] = {{0}}, m[4][4] = {{0}}; /* [token][row] */
+    const int64_t nb = n / HEARTH_QK_K;
+    for (int64_t b = 0; b < nb; b++) {
+        hearth_tile_prefetch(x, bx, b, nb);
+        __m128i b2[4]; /* per token: bsums[2i] + bsums[2i + 1], i < 8 */
+        UNROLL
+        for (int t = 0; t < NT; t++) {
+            const q8_K *yb = (const q8_K *)(y + (size_t)t * by) + b;
+            b2[t] = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)yb->bsums),
+                                   _mm_loadu_si128((const __m128i *)(yb->bsums + 8)));
+        }
+        for (int r = 0; r < 4; r++) {
+            const q4_K *xb = (const q4_K *)(x + (size_t)r * bx) + b;
+            uint8_t sc[8], mn[8];
+            hearth_k_scales_unpack(xb->scales, sc, mn);
+            const __m128i mn16 = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)mn));
+            __m512i qv[4], sv[4];
+            UNROLL
+            for (int g = 0; g < 4; g++) {
+                __m256i t8 = _mm256_loadu_si256((const __m256i *)(xb->qs + 32 * g));
+                qv[g] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(t8, m4)),
+                                           _mm256_and_si256(_mm256_srli_epi16(t8, 4), m4), 1);
+                sv[g] = _mm512_inserti64x4(_mm512_set1_epi16((short)sc[2 * g]), _mm256_set1_epi16((short)sc[2 * g + 1]), 1);
+            }
+            const float xd = _cvtsh_ss(xb->d), xm = _cvtsh_ss(xb->dmin);
+            UNROLL
+            for (int t = 0; t < NT; t++) {
+                const q8_K *yb = (const q8_K *)(y + (size_t)t * by) + b;
+                __m512i pg[4];
+                UNROLL
+                for (int g = 0; g < 4; g++)
+                    pg[g] = _mm512_dpwssd_epi32(_mm512_setzero_si512(),
+                                                _mm512_maddubs_epi16(qv[g], _mm512_loadu_si512(yb->qs + 64 * g)), sv[g]);
+                const __m128i pm = _mm_madd_epi16(b2[t], mn16); /* lane p: pair p's minimum sum */
+                const float da = xd * yb->d, dm = xm * yb->d;
+                if (PAIR) {
+                    float sq[4], sm[4];
+                    _mm_storeu_ps(sq, _mm_cvtepi32_ps(reduce4(pg)));
+                    _mm_storeu_ps(sm, _mm_cvtepi32_ps(pm));
+                    for (int p = 0; p < 4; p++) {
+                        a[t][r] = fmaf(sq[p], da, a[t][r]);
+                        m[t][r] = fmaf(sm[p], dm, m[t][r]);
+                    }
+                } else {
+                    __m512i all = _mm512_add_epi32(_mm512_add_epi32(pg[0], pg[1]), _mm512_add_epi32(pg[2], pg[3]));
+                    __m128i pm2 = _mm_add_epi32(pm, _mm_shuffle_epi32(pm, _MM_SHUFFLE(1, 0, 3, 2)));
+                    pm2 = _mm_add_epi32(pm2, _mm_shuffle_epi32(pm2, _MM_SHUFFLE(2, 3, 0, 1)));
+                    a[t][r] = fmaf((float)_mm512_reduce_add_epi32(all), da, a[t][r]);
+                    m[t][r] = fmaf((float)_mm_cvtsi128_si32(pm2), dm, m[t][r]);
+                }
+            }
+        }
+    }
+    UNROLL
+    for (int t = 0; t < NT; t++)
+        for (int r = 0; r < 4; r++) s[t * bs + r] = a[t][r] - m[t][r];
+}
+
 #define TILE_FN(name, body)                                                                                   \
     void name(int64_t n, float *s, int64_t bs, const void *vx, size_t bx, const void *vy, size_t by, int nt) { \
         const uint8_t *x = vx, *y = vy;                                                                        \
@@ -194,7 +276,11 @@ INLINE void q8_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t bx
 #define Q4_1_BODY(NT) nib_tile(n, s, bs, x, bx, y, by, NT, K4_1)
 #define Q5_0_BODY(NT) nib_tile(n, s, bs, x, bx, y, by, NT, K5_0)
 #define Q8_0_BODY(NT) q8_tile(n, s, bs, x, bx, y, by, NT)
+#define Q4_K_BODY(NT) q4_K_tile(n, s, bs, x, bx, y, by, NT, 0)
+#define Q4_K_GEMM_BODY(NT) q4_K_tile(n, s, bs, x, bx, y, by, NT, 1)
 TILE_FN(hearth_tile_q4_0_q8_0_avx512, Q4_0_BODY)
 TILE_FN(hearth_tile_q4_1_q8_1_avx512, Q4_1_BODY)
 TILE_FN(hearth_tile_q5_0_q8_0_avx512, Q5_0_BODY)
 TILE_FN(hearth_tile_q8_0_q8_0_avx512, Q8_0_BODY)
+TILE_FN(hearth_tile_q4_K_q8_K_avx512, Q4_K_BODY)
+TILE_FN(hearth_tile_q4_K_q8_K_gemm_avx512, Q4_K_GEMM_BODY)

@@ -38,6 +38,11 @@ void hearth_tile_q5_0_q8_0_avx512(int64_t n, float *s, int64_t bs, const void *x
                                   size_t by, int nt);
 void hearth_tile_q8_0_q8_0_avx512(int64_t n, float *s, int64_t bs, const void *x, size_t bx, const void *y, size_t by,
                                   int nt);
+/* q4_K in its two orders (x86_order_ref.h): the gemv one, and the gemm one of kernels.h's vec_dot_gemm */
+void hearth_tile_q4_K_q8_K_avx512(int64_t n, float *s, int64_t bs, const void *x, size_t bx, const void *y, size_t by,
+                                  int nt);
+void hearth_tile_q4_K_q8_K_gemm_avx512(int64_t n, float *s, int64_t bs, const void *x, size_t bx, const void *y,
+                                       size_t by, int nt);
 
 /* The reference's hsum8 of lanes (lo[0..3], hi[0..3]): ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)). */
 static inline float hearth_tile_hsum8(const float *lo, const float *hi) {
