@@ -124,32 +124,33 @@ TEST(tiles_equal_twins) {
                     float want[4][4];
                     for (int tk = 0; tk < 4; tk++)
                         for (int r = 0; r < 4; r++) ref(n, &want[tk][r], w[r], a[tk]);
-                for (int isa = HEARTH_ISA_AVX2; isa < HEARTH_ISA_COUNT; isa++) {
-                    const hearth_kernel_traits *tr = hearth_kernels_traits_isa(t, (hearth_isa)isa);
-                    if (!tr) continue;
-                    hearth_vec_dot_tile_fn tile = gemm ? tr->vec_dot_gemm_tile : tr->vec_dot_tile;
-                    if (!tile) { /* only avx2's q4_K runs without tiles */
-                        CHECK(t == HEARTH_TYPE_Q4_K && isa == HEARTH_ISA_AVX2);
-                        continue;
+                    for (int isa = HEARTH_ISA_AVX2; isa < HEARTH_ISA_COUNT; isa++) {
+                        const hearth_kernel_traits *tr = hearth_kernels_traits_isa(t, (hearth_isa)isa);
+                        if (!tr) continue;
+                        hearth_vec_dot_tile_fn tile = gemm ? tr->vec_dot_gemm_tile : tr->vec_dot_tile;
+                        if (!tile) { /* only avx2's q4_K runs without tiles */
+                            CHECK(t == HEARTH_TYPE_Q4_K && isa == HEARTH_ISA_AVX2);
+                            continue;
+                        }
+                        for (int nt = 1; nt <= 4; nt++) {
+                            float got[4][6];
+                            for (int tk = 0; tk < 4; tk++)
+                                for (int r = 0; r < 6; r++) got[tk][r] = -1.0f;
+                            tile(n, &got[0][0], 6, wt, bx, act, by, nt);
+                            for (int tk = 0; tk < 4; tk++)
+                                for (int r = 0; r < 6; r++) {
+                                    bool in = tk < nt && r < 4;
+                                    bool ok = in ? same_bits(got[tk][r], want[tk][r]) : got[tk][r] == -1.0f;
+                                    if (!ok)
+                                        fprintf(stderr, "  tile %s%s %s n %lld nt %d row %d tok %d: %.9g vs %.9g\n",
+                                                hearth_type_name((int)t), gemm ? " (gemm)" : "",
+                                                hearth_isa_name((hearth_isa)isa), (long long)n, nt, r, tk, got[tk][r],
+                                                r < 4 ? want[tk][r] : 0.0f);
+                                    CHECK(ok);
+                                }
+                            compared++;
+                        }
                     }
-                    for (int nt = 1; nt <= 4; nt++) {
-                        float got[4][6];
-                        for (int tk = 0; tk < 4; tk++)
-                            for (int r = 0; r < 6; r++) got[tk][r] = -1.0f;
-                        tile(n, &got[0][0], 6, wt, bx, act, by, nt);
-                        for (int tk = 0; tk < 4; tk++)
-                            for (int r = 0; r < 6; r++) {
-                                bool ok = tk < nt && r < 4 ? same_bits(got[tk][r], want[tk][r]) : got[tk][r] == -1.0f;
-                                if (!ok)
-                                    fprintf(stderr, "  tile %s%s %s n %lld nt %d row %d tok %d: %.9g vs twin %.9g\n",
-                                            hearth_type_name((int)t), gemm ? " (gemm)" : "",
-                                            hearth_isa_name((hearth_isa)isa), (long long)n, nt, r, tk, got[tk][r],
-                                            r < 4 ? want[tk][r] : 0.0f);
-                                CHECK(ok);
-                            }
-                        compared++;
-                    }
-                }
                 }
             }
         }

@@ -122,9 +122,11 @@ static void rows_tiled(const mm_job *j, const mm_part *p, int64_t r0, int64_t r1
         int64_t r = r0;
         if (p->vec_dot_tile)
             for (; r + 4 <= r1; r += 4)
-                for (int64_t t = t0; t < t1; t += 4) /* gemm_rows is a multiple of 4: one order per tile */
-                    (t < p->gemm_rows ? p->gemm_tile : p->vec_dot_tile)(j->n_in, &p->y[t * p->ldy + r], p->ldy, p->w + (size_t)r * rb, rb,
-                                    j->act + (size_t)t * ab, ab, t1 - t < 4 ? (int)(t1 - t) : 4);
+                for (int64_t t = t0; t < t1; t += 4) { /* gemm_rows is a multiple of 4: one order per tile */
+                    hearth_vec_dot_tile_fn tile = t < p->gemm_rows ? p->gemm_tile : p->vec_dot_tile;
+                    tile(j->n_in, &p->y[t * p->ldy + r], p->ldy, p->w + (size_t)r * rb, rb, j->act + (size_t)t * ab, ab,
+                         t1 - t < 4 ? (int)(t1 - t) : 4);
+                }
         for (; r < r1; r++) {
             const uint8_t *wr = p->w + (size_t)r * rb;
             for (int64_t t = t0; t < t1; t++) {

@@ -53,6 +53,11 @@ INLINE __m512i rows32(const uint8_t *p, size_t bx) {
     return _mm512_inserti64x4(q, _mm256_loadu_si256((const __m256i *)(p + bx)), 1);
 }
 
+/* -(sum over each 4 bytes of u * v), u unsigned, v signed: an offset term started from */
+INLINE __m512i neg_dot(__m512i u, __m512i v) {
+    return _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, v));
+}
+
 INLINE __m512i bcast16(const int8_t *p) { return _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)p)); }
 
 /* Store the lo/hi accumulators of token t and finish its 4 results (+ extra[2r + 1] if given). */
@@ -76,8 +81,9 @@ INLINE void fifth_masks(const uint8_t *p, size_t bx, __mmask64 *lo, __mmask64 *h
                                                             (int)hearth_tile_u32(p + 2 * bx),
                                                             (int)hearth_tile_u32(p + 3 * bx)));
     /* lane r, byte j: qh_r's byte j / 8 (lo) or 2 + j / 8 (hi), tested for bit j % 8 */
-    const __m512i slo = _mm512_set_epi64(0x0d0d0d0d0d0d0d0d, 0x0c0c0c0c0c0c0c0c, 0x0909090909090909, 0x0808080808080808,
-                                         0x0505050505050505, 0x0404040404040404, 0x0101010101010101, 0x0000000000000000);
+    const __m512i slo =
+        _mm512_set_epi64(0x0d0d0d0d0d0d0d0d, 0x0c0c0c0c0c0c0c0c, 0x0909090909090909, 0x0808080808080808,
+                         0x0505050505050505, 0x0404040404040404, 0x0101010101010101, 0x0000000000000000);
     const __m512i shi = _mm512_add_epi8(slo, _mm512_set1_epi8(2));
     const __m512i bit = _mm512_set1_epi64((int64_t)0x8040201008040201);
     *lo = _mm512_test_epi8_mask(_mm512_shuffle_epi8(v, slo), bit);
@@ -124,10 +130,8 @@ INLINE void nib_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t b
                 plo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, ylo);
                 phi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), hi, yhi);
             } else { /* sum (q - c) y = dpbusd(q, y) - dpbusd(c, y), started from the second term */
-                __m512i olo = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), coff, ylo));
-                __m512i ohi = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), coff, yhi));
-                plo = _mm512_dpbusd_epi32(olo, lo, ylo);
-                phi = _mm512_dpbusd_epi32(ohi, hi, yhi);
+                plo = _mm512_dpbusd_epi32(neg_dot(coff, ylo), lo, ylo);
+                phi = _mm512_dpbusd_epi32(neg_dot(coff, yhi), hi, yhi);
             }
             alo[t] = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(plo), alo[t]);
             ahi[t] = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(phi), ahi[t]);
@@ -156,18 +160,18 @@ INLINE void q8_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t bx
         const __m512i x01 = rows32(xb + offsetof(q8_0, qs), bx);
         const __m512i x23 = rows32(xb + offsetof(q8_0, qs) + 2 * bx, bx);
         /* sum x y = sum (y + 128) x - 128 sum x: start vpdpbusd from -128 sum x */
-        const __m512i o01 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), c128, x01));
-        const __m512i o23 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), c128, x23));
+        const __m512i o01 = neg_dot(c128, x01), o23 = neg_dot(c128, x23);
         UNROLL
         for (int t = 0; t < NT; t++) {
             const q8_0 *yb = (const q8_0 *)(y + (size_t)t * by) + b;
             const __m256 dy = _mm256_cvtph_ps(_mm_set1_epi16((short)yb->d));
             const __m512 sc = _mm512_castps256_ps512(_mm256_mul_ps(d, dy));
-            const __m512i yu = _mm512_xor_si512(_mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)yb->qs)), c128);
-            a01[t] = _mm512_fmadd_ps(_mm512_permutexvar_ps(dup01, sc), _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(o01, yu, x01)),
-                                     a01[t]);
-            a23[t] = _mm512_fmadd_ps(_mm512_permutexvar_ps(dup23, sc), _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(o23, yu, x23)),
-                                     a23[t]);
+            const __m512i yu =
+                _mm512_xor_si512(_mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)yb->qs)), c128);
+            const __m512 p01 = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(o01, yu, x01));
+            const __m512 p23 = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(o23, yu, x23));
+            a01[t] = _mm512_fmadd_ps(_mm512_permutexvar_ps(dup01, sc), p01, a01[t]);
+            a23[t] = _mm512_fmadd_ps(_mm512_permutexvar_ps(dup23, sc), p23, a23[t]);
         }
     }
     UNROLL
@@ -226,7 +230,8 @@ INLINE void q4_K_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t 
                 __m256i t8 = _mm256_loadu_si256((const __m256i *)(xb->qs + 32 * g));
                 qv[g] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(t8, m4)),
                                            _mm256_and_si256(_mm256_srli_epi16(t8, 4), m4), 1);
-                sv[g] = _mm512_inserti64x4(_mm512_set1_epi16((short)sc[2 * g]), _mm256_set1_epi16((short)sc[2 * g + 1]), 1);
+                sv[g] = _mm512_inserti64x4(_mm512_set1_epi16((short)sc[2 * g]),
+                                           _mm256_set1_epi16((short)sc[2 * g + 1]), 1);
             }
             const float xd = _cvtsh_ss(xb->d), xm = _cvtsh_ss(xb->dmin);
             UNROLL
@@ -234,9 +239,10 @@ INLINE void q4_K_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t 
                 const q8_K *yb = (const q8_K *)(y + (size_t)t * by) + b;
                 __m512i pg[4];
                 UNROLL
-                for (int g = 0; g < 4; g++)
-                    pg[g] = _mm512_dpwssd_epi32(_mm512_setzero_si512(),
-                                                _mm512_maddubs_epi16(qv[g], _mm512_loadu_si512(yb->qs + 64 * g)), sv[g]);
+                for (int g = 0; g < 4; g++) {
+                    __m512i p16 = _mm512_maddubs_epi16(qv[g], _mm512_loadu_si512(yb->qs + 64 * g));
+                    pg[g] = _mm512_dpwssd_epi32(_mm512_setzero_si512(), p16, sv[g]);
+                }
                 const __m128i pm = _mm_madd_epi16(b2[t], mn16); /* lane p: pair p's minimum sum */
                 const float da = xd * yb->d, dm = xm * yb->d;
                 if (PAIR) {
