@@ -94,7 +94,7 @@ TEST(block_dots_simd_equal_twins) {
 TEST(tiles_equal_twins) {
     const uint64_t keep = rng; /* the later tests draw the same numbers whatever this one draws */
     static const hearth_type types[] = {HEARTH_TYPE_Q4_0, HEARTH_TYPE_Q4_1, HEARTH_TYPE_Q5_0, HEARTH_TYPE_Q8_0,
-                                        HEARTH_TYPE_Q4_K};
+                                        HEARTH_TYPE_Q4_K, HEARTH_TYPE_Q6_K};
     enum { MAXN = 24 * 32, GAP = 12 };
     static float x[MAXN];
     static uint8_t w[4][MAXN * 2], a[4][MAXN * 2];
@@ -104,7 +104,7 @@ TEST(tiles_equal_twins) {
         hearth_type t = types[it];
         const hearth_kernel_traits *sc = hearth_kernels_traits_isa(t, HEARTH_ISA_SCALAR);
         const hearth_kernel_traits *sa = hearth_kernels_traits_isa(sc->vec_dot_type, HEARTH_ISA_SCALAR);
-        const int64_t blk = t == HEARTH_TYPE_Q4_K ? 256 : 32;
+        const int64_t blk = t == HEARTH_TYPE_Q4_K || t == HEARTH_TYPE_Q6_K ? 256 : 32;
         for (int64_t n = blk; n <= MAXN; n += blk == 32 ? 5 * 32 : 256) {
             size_t rb = hearth_row_size(t, n), bx = rb + GAP, by = hearth_row_size(sc->vec_dot_type, n);
             for (int rep = 0; rep < 12; rep++) {
@@ -128,8 +128,8 @@ TEST(tiles_equal_twins) {
                         const hearth_kernel_traits *tr = hearth_kernels_traits_isa(t, (hearth_isa)isa);
                         if (!tr) continue;
                         hearth_vec_dot_tile_fn tile = gemm ? tr->vec_dot_gemm_tile : tr->vec_dot_tile;
-                        if (!tile) { /* only avx2's q4_K runs without tiles */
-                            CHECK(t == HEARTH_TYPE_Q4_K && isa == HEARTH_ISA_AVX2);
+                        if (!tile) { /* only avx2's K-quants run without tiles */
+                            CHECK((t == HEARTH_TYPE_Q4_K || t == HEARTH_TYPE_Q6_K) && isa == HEARTH_ISA_AVX2);
                             continue;
                         }
                         for (int nt = 1; nt <= 4; nt++) {
@@ -165,7 +165,7 @@ TEST(tiles_equal_twins) {
 TEST(matmul_with_tiles_equals_twins) {
     const uint64_t keep = rng;
     static const hearth_type types[] = {HEARTH_TYPE_Q4_0, HEARTH_TYPE_Q4_1, HEARTH_TYPE_Q5_0, HEARTH_TYPE_Q8_0,
-                                        HEARTH_TYPE_Q4_K};
+                                        HEARTH_TYPE_Q4_K, HEARTH_TYPE_Q6_K};
     enum { OUT = 39, IN = 256, TOK = 11, LDY = OUT + 2 };
     static float x[TOK * IN], wf[IN], y[TOK * LDY];
     static uint8_t w[OUT * IN * 2], act[TOK * IN * 2];

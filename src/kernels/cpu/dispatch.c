@@ -96,7 +96,7 @@ static const hearth_kernel_traits tab_scalar[HEARTH_TYPE_COUNT] = {
 
 #if HEARTH_HAVE_X86
 /* The SIMD sets: dots and q8 quantizers per ISA; dequantizers and weight quantizers scalar.
- * q4_0, q4_1, q5_0 and q8_0 (and q4_K on avx512) have tiles (4 rows x up to 4 tokens, tile_x86.h), each
+ * q4_0, q4_1, q5_0 and q8_0 (and q4_K, q6_K on avx512) have tiles (4 rows x up to 4 tokens, tile_x86.h), each
  * result equal to
  * the set's vec_dot bit for bit. */
 #define SIMD_TABLE(isa)                                                                          \
@@ -119,7 +119,8 @@ static const hearth_kernel_traits tab_scalar[HEARTH_TYPE_COUNT] = {
                               .vec_dot_type = HEARTH_TYPE_Q8_K, .vec_dot_gemm = Q4_K_GEMM_##isa, \
                               .vec_dot_tile = Q4_K_TILE_##isa, .vec_dot_gemm_tile = Q4_K_GEMM_TILE_##isa}, \
         [HEARTH_TYPE_Q5_K] = ROW(TF(q5_K), FF(q5_K), hearth_vec_dot_q5_K_q8_K_##isa, Q8_K),      \
-        [HEARTH_TYPE_Q6_K] = ROW(TF(q6_K), FF(q6_K), hearth_vec_dot_q6_K_q8_K_##isa, Q8_K),      \
+        [HEARTH_TYPE_Q6_K] = ROWT(TF(q6_K), FF(q6_K), hearth_vec_dot_q6_K_q8_K_##isa, Q8_K,      \
+                                  Q6_K_TILE_##isa),                                              \
         [HEARTH_TYPE_Q8_K] = ROW(TF(q8_K), hearth_q8_K_from_float_##isa, NULL, F32),             \
         MLX_DIRECT(MLX4_G32, mlx4_g32, hearth_vec_dot_mlx4_g32_##isa),                           \
         MLX_DIRECT(MLX4_G64, mlx4_g64, hearth_vec_dot_mlx4_g64_##isa),                           \
@@ -128,6 +129,8 @@ static const hearth_kernel_traits tab_scalar[HEARTH_TYPE_COUNT] = {
     }
 #define Q4_K_GEMM_avx2 hearth_vec_dot_q4_K_q8_K_gemm_avx2
 #define Q4_K_GEMM_avx512 hearth_vec_dot_q4_K_q8_K_gemm_avx512
+#define Q6_K_TILE_avx2 NULL
+#define Q6_K_TILE_avx512 hearth_tile_q6_K_q8_K_avx512
 #define Q4_K_TILE_avx2 NULL
 #define Q4_K_GEMM_TILE_avx2 NULL
 #define Q4_K_TILE_avx512 hearth_tile_q4_K_q8_K_avx512

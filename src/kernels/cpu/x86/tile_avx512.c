@@ -268,6 +268,70 @@ INLINE void q4_K_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t 
         for (int r = 0; r < 4; r++) s[t * bs + r] = a[t][r] - m[t][r];
 }
 
+/* q6_K (x86_order_ref.h): 4 rows x NT tokens. Each row's 6-bit values and per-lane scales are
+ * unpacked once per super-block for all NT tokens (kquant_avx512.c's one-row kernel says how);
+ * each (row, token) pair keeps its own 8 float lanes, one FMA per super-block, and hsum8. */
+INLINE void q6_K_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t bx, const uint8_t *y, size_t by,
+                      const int NT) {
+    typedef hearth_block_q6_K q6_K;
+    typedef hearth_block_q8_K q8_K;
+    const __m512i m4 = _mm512_set1_epi8(15), m2 = _mm512_set1_epi8(0x30), c32 = _mm512_set1_epi8(32);
+    /* s16 lane k of a 64-element chunk uses scale k / 8 of its 4; the high-2-bit shifts */
+    const __m512i grp = _mm512_set_epi16(3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0,
+                                         0, 0, 0, 0, 0);
+    const __m512i shl_a = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
+    const __m512i shr_b = _mm512_inserti64x4(_mm512_set1_epi16(0), _mm256_set1_epi16(2), 1);
+    __m256 acc[4][4]; /* [token][row] */
+    UNROLL
+    for (int t = 0; t < NT; t++)
+        for (int r = 0; r < 4; r++) acc[t][r] = _mm256_setzero_ps();
+    const int64_t nb = n / HEARTH_QK_K;
+    for (int64_t b = 0; b < nb; b++) {
+        hearth_tile_prefetch(x, bx, b, nb);
+        for (int r = 0; r < 4; r++) {
+            const q6_K *xb = (const q6_K *)(x + (size_t)r * bx) + b;
+            const __m256i sc = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)xb->scales));
+            const __m512i sc16 = _mm512_inserti64x4(_mm512_setzero_si512(), sc, 0);
+            __m512i qa[2], qb[2], sa[2], sb[2];
+            UNROLL
+            for (int half = 0; half < 2; half++) {
+                __m512i l = _mm512_loadu_si512(xb->ql + 64 * half);
+                __m512i h = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(xb->qh + 32 * half)));
+                qa[half] = _mm512_or_si512(_mm512_and_si512(l, m4), _mm512_and_si512(_mm512_sllv_epi16(h, shl_a), m2));
+                qb[half] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4),
+                                           _mm512_and_si512(_mm512_srlv_epi16(h, shr_b), m2));
+                sa[half] = _mm512_permutexvar_epi16(_mm512_add_epi16(grp, _mm512_set1_epi16((short)(8 * half))), sc16);
+                sb[half] = _mm512_permutexvar_epi16(_mm512_add_epi16(grp, _mm512_set1_epi16((short)(8 * half + 4))), sc16);
+            }
+            const float xd = _cvtsh_ss(xb->d);
+            UNROLL
+            for (int t = 0; t < NT; t++) {
+                const q8_K *yb = (const q8_K *)(y + (size_t)t * by) + b;
+                __m512i sumi = _mm512_setzero_si512();
+                UNROLL
+                for (int half = 0; half < 2; half++) {
+                    const __m512i ya = _mm512_loadu_si512(yb->qs + 128 * half);
+                    const __m512i yv = _mm512_loadu_si512(yb->qs + 128 * half + 64);
+                    /* (q - 32) * y per s16 pair, the offset taken in each lane as the one-row kernel does */
+                    __m512i pa = _mm512_sub_epi16(_mm512_maddubs_epi16(qa[half], ya), _mm512_maddubs_epi16(c32, ya));
+                    __m512i pb = _mm512_sub_epi16(_mm512_maddubs_epi16(qb[half], yv), _mm512_maddubs_epi16(c32, yv));
+                    sumi = _mm512_dpwssd_epi32(sumi, pa, sa[half]);
+                    sumi = _mm512_dpwssd_epi32(sumi, pb, sb[half]);
+                }
+                __m256i lanes = _mm256_add_epi32(_mm512_castsi512_si256(sumi), _mm512_extracti64x4_epi64(sumi, 1));
+                acc[t][r] = _mm256_fmadd_ps(_mm256_set1_ps(yb->d * xd), _mm256_cvtepi32_ps(lanes), acc[t][r]);
+            }
+        }
+    }
+    UNROLL
+    for (int t = 0; t < NT; t++)
+        for (int r = 0; r < 4; r++) {
+            float v[8];
+            _mm256_storeu_ps(v, acc[t][r]);
+            s[t * bs + r] = hearth_tile_hsum8(v, v + 4);
+        }
+}
+
 #define TILE_FN(name, body)                                                                                   \
     void name(int64_t n, float *s, int64_t bs, const void *vx, size_t bx, const void *vy, size_t by, int nt) { \
         const uint8_t *x = vx, *y = vy;                                                                        \
@@ -282,6 +346,7 @@ INLINE void q4_K_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t 
 #define Q4_1_BODY(NT) nib_tile(n, s, bs, x, bx, y, by, NT, K4_1)
 #define Q5_0_BODY(NT) nib_tile(n, s, bs, x, bx, y, by, NT, K5_0)
 #define Q8_0_BODY(NT) q8_tile(n, s, bs, x, bx, y, by, NT)
+#define Q6_K_BODY(NT) q6_K_tile(n, s, bs, x, bx, y, by, NT)
 #define Q4_K_BODY(NT) q4_K_tile(n, s, bs, x, bx, y, by, NT, 0)
 #define Q4_K_GEMM_BODY(NT) q4_K_tile(n, s, bs, x, bx, y, by, NT, 1)
 TILE_FN(hearth_tile_q4_0_q8_0_avx512, Q4_0_BODY)
@@ -289,4 +354,5 @@ TILE_FN(hearth_tile_q4_1_q8_1_avx512, Q4_1_BODY)
 TILE_FN(hearth_tile_q5_0_q8_0_avx512, Q5_0_BODY)
 TILE_FN(hearth_tile_q8_0_q8_0_avx512, Q8_0_BODY)
 TILE_FN(hearth_tile_q4_K_q8_K_avx512, Q4_K_BODY)
+TILE_FN(hearth_tile_q6_K_q8_K_avx512, Q6_K_BODY)
 TILE_FN(hearth_tile_q4_K_q8_K_gemm_avx512, Q4_K_GEMM_BODY)

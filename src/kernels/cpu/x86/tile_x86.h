@@ -41,6 +41,8 @@ void hearth_tile_q8_0_q8_0_avx512(int64_t n, float *s, int64_t bs, const void *x
 /* q4_K in its two orders (x86_order_ref.h): the gemv one, and the gemm one of kernels.h's vec_dot_gemm */
 void hearth_tile_q4_K_q8_K_avx512(int64_t n, float *s, int64_t bs, const void *x, size_t bx, const void *y, size_t by,
                                   int nt);
+void hearth_tile_q6_K_q8_K_avx512(int64_t n, float *s, int64_t bs, const void *x, size_t bx, const void *y, size_t by,
+                                  int nt);
 void hearth_tile_q4_K_q8_K_gemm_avx512(int64_t n, float *s, int64_t bs, const void *x, size_t bx, const void *y,
                                        size_t by, int nt);
 
