@@ -275,7 +275,7 @@ static bool parse_sampling(hearth_server *s, const cJSON *root, hearth_gen_spec 
 }
 
 static bool parse(hearth_server *s, const cJSON *root, hearth_span raw, hearth_gen_spec *g, hearth_api_err *e) {
-    hearth_chat_opts co = {0};
+    hearth_chat_opts co = {.continue_final = -1}; /* a final assistant turn is a prefill */
     if (!parse_sampling(s, root, g, e) || !prompt_of(s, root, raw, &co, &g->prompt, &g->n_prompt, e)) return false;
     g->tools = co.tools;
     g->reasoning = co.reasoning;
@@ -291,7 +291,7 @@ void hearth_anthropic_count_tokens(hearth_http_req *r) {
     int32_t *ids = NULL;
     size_t n = 0;
     cJSON *root = hearth_req_parse(r, &e);
-    hearth_chat_opts co = {0};
+    hearth_chat_opts co = {.continue_final = -1};
     if (!root || !prompt_of(r->srv, root, (hearth_span){r->body, r->n_body}, &co, &ids, &n, &e)) {
         cJSON_Delete(root);
         hearth_http_send_error(r, &e);

@@ -296,14 +296,37 @@ static bool add_thinking(hearth_server *s, const cJSON *root, cJSON *ctx, hearth
 /* Build the template context of a request, in transformers' order (later keys win):
  * {messages, tools, documents, add_generation_prompt, bos_token, eos_token, enable_thinking,
  * reasoning_effort, ...chat_template_kwargs}; NULL with e filled on failure. */
-static cJSON *build_context(hearth_server *s, const cJSON *root, hearth_span raw, bool *tools, int *force,
-                            hearth_api_err *e) {
+/* The final message's content when it is to be continued (mode: hearth_chat_opts.
+ * continue_final), else NULL; *bad when mode 1 asks for one that cannot be. */
+static const cJSON *final_to_continue(const cJSON *ctx, int mode, bool *bad) {
+    const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(ctx, "messages");
+    const cJSON *last = msgs && msgs->child ? msgs->child->prev : NULL; /* cJSON keeps the tail there */
+    const cJSON *role = last ? cJSON_GetObjectItemCaseSensitive(last, "role") : NULL;
+    const cJSON *text = last ? cJSON_GetObjectItemCaseSensitive(last, "content") : NULL;
+    bool has_text = false;
+    for (const char *c = cJSON_IsString(text) ? text->valuestring : ""; *c && !has_text; c++)
+        has_text = !strchr(" \t\r\n", *c);
+    bool ok = cJSON_IsString(role) && !strcmp(role->valuestring, "assistant") && has_text &&
+              (mode == 1 || !cJSON_GetObjectItemCaseSensitive(last, "tool_calls"));
+    *bad = mode == 1 && !ok;
+    return mode && ok ? text : NULL;
+}
+
+static cJSON *build_context(hearth_server *s, const cJSON *root, hearth_span raw, bool *tools, int *force, int cont,
+                            const cJSON **final, hearth_api_err *e) {
     cJSON *ctx = cJSON_CreateObject();
+    bool bad = false;
     if (!ctx) {
         oom(e);
         return NULL;
     }
     if (!normalize(root, raw, ctx, e) || !add_tools(root, raw, ctx, tools, force, e)) goto fail;
+    *final = final_to_continue(ctx, cont, &bad);
+    if (bad) {
+        hearth_api_err_set(e, 400, "invalid_value", "messages",
+                           "continuing the final message needs it to be an assistant message with text");
+        goto fail;
+    }
     const cJSON *docs = hearth_req_field(root, "documents");
     if (docs && !cJSON_IsArray(docs)) {
         hearth_api_err_set(e, 400, "invalid_type", "documents", "'documents' must be a list");
@@ -312,7 +335,7 @@ static cJSON *build_context(hearth_server *s, const cJSON *root, hearth_span raw
     if (docs ? !add_copy(ctx, "documents", docs, raw_child(raw, root, docs), e) : !cJSON_AddNullToObject(ctx, "documents"))
         goto fail;
     const hearth_tok *tok = hearth_model_tok(s->m);
-    if (!cJSON_AddBoolToObject(ctx, "add_generation_prompt", 1) ||
+    if (!cJSON_AddBoolToObject(ctx, "add_generation_prompt", !*final) ||
         !add_token_text(ctx, "bos_token", tok, hearth_tok_bos(tok)) ||
         !add_token_text(ctx, "eos_token", tok, hearth_tok_eos(tok))) {
         oom(e);
@@ -328,6 +351,7 @@ static cJSON *build_context(hearth_server *s, const cJSON *root, hearth_span raw
         hearth_span rk = raw_child(raw, root, kw);
         for (const cJSON *it = kw->child; it; it = it->next) {
             if (!strcmp(it->string, "messages")) continue; /* the request's own messages win */
+            if (*final && !strcmp(it->string, "add_generation_prompt")) continue; /* a continued turn has none */
             cJSON_DeleteItemFromObjectCaseSensitive(ctx, it->string);
             if (!add_copy(ctx, it->string, it, raw_child(rk, kw, it), e)) goto fail;
         }
@@ -336,6 +360,30 @@ static cJSON *build_context(hearth_server *s, const cJSON *root, hearth_span raw
 fail:
     cJSON_Delete(ctx);
     return NULL;
+}
+
+/* The last occurrence of needle[0..n) in text[0..len), or NULL. */
+static const char *last_of(const char *text, size_t len, const char *needle, size_t n) {
+    if (!n || n > len) return NULL;
+    for (size_t i = len - n + 1; i-- > 0;)
+        if (text[i] == needle[0] && !memcmp(text + i, needle, n)) return text + i;
+    return NULL;
+}
+
+/* Cut the rendered text right after the last occurrence of the final message's content, or of
+ * the content without its surrounding whitespace (transformers' continue_final_message). */
+static bool cut_after_final(char *text, size_t *n_text, const char *content) {
+    hearth_span c = hearth_span_cstr(content);
+    const char *at = last_of(text, *n_text, c.ptr, c.len);
+    if (!at) {
+        while (c.len && strchr(" \t\r\n", c.ptr[0])) c.ptr++, c.len--;
+        while (c.len && strchr(" \t\r\n", c.ptr[c.len - 1])) c.len--;
+        at = last_of(text, *n_text, c.ptr, c.len);
+    }
+    if (!at) return false;
+    *n_text = (size_t)(at - text) + c.len;
+    text[*n_text] = 0;
+    return true;
 }
 
 bool hearth_chat_prompt(hearth_server *s, const cJSON *root, int32_t **ids, size_t *n_ids, hearth_api_err *e) {
@@ -349,7 +397,9 @@ bool hearth_chat_prompt_opts(hearth_server *s, const cJSON *root, hearth_chat_op
     bool tools = false;
     int force = 0;
     hearth_span raw = opts ? opts->raw : (hearth_span){NULL, 0};
-    cJSON *ctx = build_context(s, root, raw, &tools, &force, e); /* validate the messages even when chat cannot run */
+    const cJSON *final = NULL;
+    /* validate the messages even when chat cannot run */
+    cJSON *ctx = build_context(s, root, raw, &tools, &force, opts ? opts->continue_final : 0, &final, e);
     if (!ctx) return false;
     bool ok = false;
     char *json = NULL, *text = NULL;
@@ -385,6 +435,11 @@ bool hearth_chat_prompt_opts(hearth_server *s, const cJSON *root, hearth_chat_op
                            "the chat template failed: %s", herr.msg);
         goto out;
     }
+    if (final && !cut_after_final(text, &n_text, final->valuestring)) {
+        hearth_api_err_set(e, 400, "invalid_value", "messages", "the final assistant message cannot be continued: "
+                           "the chat template does not render its text");
+        goto out;
+    }
     const hearth_tok *tok = hearth_model_tok(s->m);
     if (hearth_tok_encode(tok, text, n_text, true, true, ids, n_ids)) {
         hearth_api_err_set(e, 400, "invalid_value", "messages", "the rendered prompt could not be tokenized");
@@ -395,6 +450,7 @@ bool hearth_chat_prompt_opts(hearth_server *s, const cJSON *root, hearth_chat_op
         opts->tools = tools ? s->tc_format : HEARTH_TC_NONE;
         opts->reasoning = s->rs_format;
         opts->reasoning_open = hearth_rs_prompt_open(s->rs_format, text + tail, n_text - tail);
+        opts->continued = final != NULL;
     }
     int32_t bos = hearth_tok_bos(tok);
     if (*n_ids >= 2 && bos >= 0 && (*ids)[0] == bos && (*ids)[1] == bos) {

@@ -34,9 +34,18 @@ typedef struct {
     struct hearth_cx_grammar *constraint; /* out, owned by the caller (NULL: none): the reply's
                                       * forced shape: a tool call (tool_choice "required" or a
                                       * named function) or response_format's JSON (structured.h) */
+    int              continue_final; /* in: continue the last message (assistant prefill):
+                                      * 0 never, 1 always (400 unless the last message is an
+                                      * assistant's with text), -1 when the last message is an
+                                      * assistant's with text and no tool calls */
+    bool             continued;      /* out: the prompt ends inside that message */
 } hearth_chat_opts;
 
-/* hearth_chat_prompt with opts (may be NULL). Also reads `tools` (validated; a named
+/* hearth_chat_prompt with opts (may be NULL). Continuing the final message works as
+ * transformers' continue_final_message: the template is rendered without a generation prompt
+ * and the text is cut right after the last occurrence of that message's content (or of it
+ * without surrounding whitespace), so the model carries on inside the turn; 400 when the
+ * template does not show the content. Also reads `tools` (validated; a named
  * tool_choice keeps only that function, "none" drops them), `tool_choice` (with opts,
  * "required" and a named function set opts->constraint to force a call), `response_format`
  * (with opts: its constraint when no call is forced), `documents`,

@@ -186,7 +186,11 @@ static bool parse_common(hearth_server *s, const cJSON *root, bool chat, hearth_
 
 static bool parse_chat(hearth_server *s, const cJSON *root, hearth_span raw, hearth_gen_spec *g, hearth_api_err *e) {
     if (!parse_common(s, root, true, g, e)) return false;
-    hearth_chat_opts co = {.raw = raw};
+    hearth_chat_opts co = {.raw = raw, .continue_final = -1};
+    bool cont = false; /* vLLM's field; unset: continue a final assistant message (llama-server) */
+    int rc = hearth_req_bool(root, "continue_final_message", &cont, e);
+    if (rc < 0) return false;
+    if (rc) co.continue_final = cont;
     if (!hearth_chat_prompt_opts(s, root, &co, &g->prompt, &g->n_prompt, e)) return false;
     g->tools = co.tools;
     g->reasoning = co.reasoning;
