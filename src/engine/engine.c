@@ -113,8 +113,10 @@ static int64_t transient_bytes(const hearth_engine *e, const hearth_hparams *hp,
 static hearth_status size_pool(hearth_engine *e, const hearth_model *m, bool f16, int64_t width, size_t *out,
                                hearth_err *err) {
     const hearth_hparams *hp = hearth_model_hparams(m);
-    int64_t per_tok = (int64_t)hearth_kv_bytes_per_token(m, f16), bs = e->p.block_size;
-    int64_t block = per_tok * bs, ctx_blocks = (e->p.n_ctx + bs - 1) / bs;
+    /* one full context in blocks: a sliding window's layers hold only the window's blocks */
+    hearth_kv_layout lay = hearth_kv_layout_of(m, e->p.kv_swa_full);
+    int64_t block = (int64_t)hearth_kv_layout_block_bytes(&lay, m, f16, e->p.block_size);
+    int64_t ctx_blocks = hearth_kv_layout_blocks(&lay, e->p.block_size, e->p.n_ctx, e->p.max_step);
     int64_t weights = (int64_t)hearth_model_weight_bytes(m), trans = transient_bytes(e, hp, width);
     e->info.weight_bytes = weights;
     e->info.transient_bytes = trans;
@@ -200,7 +202,7 @@ hearth_status hearth_engine_create(const hearth_model *m, const hearth_engine_pa
         if (gpu < e->p.memory_budget) e->p.memory_budget = gpu;
     }
     hearth_kv_pool_params pp = {.block_size = e->p.block_size, .n_seqs = e->p.batch, .max_seq_len = e->p.n_ctx,
-                                .f16 = f16, .be = e->be->iface->host ? NULL : e->be};
+                                .f16 = f16, .swa_full = e->p.kv_swa_full, .be = e->be->iface->host ? NULL : e->be};
     if ((st = size_pool(e, m, f16, width, &pp.budget_bytes, err))) goto fail;
     if ((st = hearth_kv_pool_create(m, &pp, &e->pool, err))) goto fail;
     e->n_blocks = hearth_kv_pool_n_blocks(e->pool);
@@ -214,8 +216,12 @@ hearth_status hearth_engine_create(const hearth_model *m, const hearth_engine_pa
     e->info.kv_bytes_per_token = (int64_t)hearth_kv_bytes_per_token(m, f16);
     e->info.kv_f16 = f16;
     {
-        int64_t cap = (int64_t)e->n_blocks * e->p.block_size + 1; /* the last token needs no KV */
-        e->info.max_request_tokens = cap < e->p.n_ctx ? (int32_t)cap : e->p.n_ctx;
+        /* the longest sequence whose KV (all but its last token) the pool holds */
+        int64_t cap = 1;
+        while (cap < e->p.n_ctx && hearth_kv_layout_blocks(hearth_kv_pool_layout(e->pool), e->p.block_size,
+                                                           cap, e->p.max_step) <= e->n_blocks)
+            cap++;
+        e->info.max_request_tokens = (int32_t)cap;
         int64_t pc = e->p.prompt_cache < 0 || e->p.prompt_cache > e->info.pool_bytes ? e->info.pool_bytes
                                                                                       : e->p.prompt_cache;
         e->info.prompt_cache_bytes = pc;
@@ -296,13 +302,13 @@ static hearth_status admit(hearth_engine *e, const hearth_request_params *p, hea
     /* admission: a request that fits the context but could never fit the pool is refused now
      * (one over the context ends with DONE/error, as documented in engine.h); the last token
      * generated is never fed back, so it needs no KV */
-    int64_t need = (int64_t)p->n_prompt + p->max_tokens - 1, bs = e->p.block_size;
-    if ((int64_t)p->n_prompt + p->max_tokens <= e->p.n_ctx && (need + bs - 1) / bs > e->n_blocks)
+    int64_t need = (int64_t)p->n_prompt + p->max_tokens - 1;
+    if ((int64_t)p->n_prompt + p->max_tokens <= e->p.n_ctx && need > e->info.max_request_tokens - 1)
         return hearth_err_set(err, HEARTH_E_LIMIT, -1,
                               "prompt (%zu tokens) + max_tokens (%d) needs %lld tokens of KV cache; the pool holds "
                               "%lld (%d blocks of %d tokens)",
-                              p->n_prompt, p->max_tokens, (long long)need, (long long)e->n_blocks * bs, e->n_blocks,
-                              e->p.block_size);
+                              p->n_prompt, p->max_tokens, (long long)need,
+                              (long long)e->info.max_request_tokens - 1, e->n_blocks, e->p.block_size);
     for (size_t i = 0; i < p->n_prompt; i++)
         if (p->prompt[i] < 0 || p->prompt[i] >= n_vocab)
             return hearth_err_set(err, HEARTH_E_INVALID, (int64_t)i, "prompt token %d is outside the vocabulary",

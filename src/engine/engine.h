@@ -41,6 +41,8 @@ typedef struct {
     int64_t prompt_cache;  /* bytes of unreferenced cached blocks kept; < 0: as many as the pool
                             * holds (default); 0: no prefix caching */
     bool    debug_checks;  /* check the pool's invariants after every step (tests) */
+    bool    kv_swa_full;   /* sliding-window layers keep every KV block (the default hands back
+                            * the blocks that fall out of their window: docs/engine.md) */
     int     device;        /* hearth_device (backend/backend.h): CPU (the default), CUDA, or AUTO
                             * (the GPU when one is usable, else the CPU) */
 } hearth_engine_params;
@@ -116,7 +118,7 @@ void          hearth_engine_stats_get(const hearth_engine *e, hearth_engine_stat
 /* How the engine was sized at create (fixed for its life; any thread). */
 typedef struct {
     int32_t n_ctx, batch, block_size, n_blocks, max_step;
-    int64_t block_bytes, pool_bytes;    /* K+V of one block (all layers); of the pool */
+    int64_t block_bytes, pool_bytes;    /* K+V of one block (one layer group's layers); of the pool */
     int64_t kv_bytes_per_token;
     int64_t memory_budget;              /* 0: none given */
     int64_t weight_bytes, transient_bytes;

@@ -1,9 +1,11 @@
 /*
  * kv_pool.c - the paged KV block pool; see kv_pool.h.
  *
- * Layout per layer: K [n_blocks][block_size][n_head_kv * head_dim], then V likewise; the
- * free list is a stack of block ids (the most recently freed block is reused first, while it
- * may still be in cache).
+ * Layout: for each of the per_group layer places j of a group, K [n_blocks][block_size]
+ * [n_head_kv * head_dim], then V likewise; layer il reads place j(il) through its group's
+ * table, so a block id means "these rows of the per_group layers of one group". The free list
+ * is a stack of block ids (the most recently freed block is reused first, while it may still
+ * be in cache). Tables: [n_groups][n_seqs][max_blocks], -1 = none (or a hole).
  */
 #include "engine/kv_pool.h"
 #include "base/size.h"
@@ -13,18 +15,58 @@
 #include <string.h>
 
 struct hearth_kv_pool {
-    hearth_kv_view view;
-    int32_t        n_blocks, block_size, max_blocks, n_seqs, max_seq_len;
-    size_t         block_bytes, bytes;
-    void          *mem;      /* owned: every layer's K and V blocks (a buffer of be, or host memory) */
-    hearth_backend *be;      /* borrowed, NULL = host memory */
-    void         **ptrs;     /* owned: [2][n_layer] */
-    int32_t       *table;    /* owned: [n_seqs][max_blocks], -1 = none */
-    int32_t       *n_in_row; /* owned: [n_seqs] */
-    int32_t       *refs;     /* owned: [n_blocks] */
-    int32_t       *free_ids; /* owned: stack [n_blocks] */
-    int32_t        n_free;
+    hearth_kv_view   view;
+    hearth_kv_layout lay;
+    int32_t          n_groups, n_layer;
+    int32_t          n_blocks, block_size, max_blocks, n_seqs, max_seq_len;
+    size_t           block_bytes, bytes;
+    void            *mem;      /* owned: every layer place's K and V blocks (a buffer of be, or host memory) */
+    hearth_backend  *be;       /* borrowed, NULL = host memory */
+    void           **ptrs;     /* owned: [2][n_layer] */
+    int32_t         *layer_group; /* owned [n_layer] */
+    int32_t         *window;   /* owned [n_groups] */
+    int32_t         *table;    /* owned: [n_groups][n_seqs][max_blocks], -1 = none */
+    int32_t         *n_in_row; /* owned: [n_groups][n_seqs] entries, holes included */
+    int32_t         *n_dead;   /* owned: [n_groups][n_seqs] leading holes */
+    int32_t         *refs;     /* owned: [n_blocks] */
+    int32_t         *free_ids; /* owned: stack [n_blocks] */
+    int32_t          n_free;
 };
+
+static int32_t gcd(int32_t a, int32_t b) {
+    while (b) {
+        int32_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+hearth_kv_layout hearth_kv_layout_of(const hearth_model *m, bool swa_full) {
+    const hearth_hparams *hp = hearth_model_hparams(m);
+    int32_t n_swa_layers = 0;
+    for (int32_t il = 0; il < hp->n_layer && !swa_full; il++) n_swa_layers += hearth_hparams_is_swa(hp, il);
+    int32_t n_full_layers = hp->n_layer - n_swa_layers;
+    int32_t g = gcd(n_full_layers, n_swa_layers);
+    if (g <= 0) g = 1;
+    return (hearth_kv_layout){.per_group = g, .n_full = n_full_layers / g, .n_win = n_swa_layers / g,
+                              .n_swa = n_swa_layers ? hp->n_swa : 0};
+}
+
+int64_t hearth_kv_layout_blocks(const hearth_kv_layout *l, int32_t block_size, int64_t n_tokens, int64_t chunk) {
+    int64_t all = (n_tokens + block_size - 1) / block_size, win = all;
+    if (l->n_win > 0) {
+        int64_t span = (l->n_swa - 1 + (chunk > 0 ? chunk : 1) + block_size - 1) / block_size + 1;
+        if (span < win) win = span;
+    }
+    return (int64_t)l->n_full * all + (int64_t)l->n_win * win;
+}
+
+size_t hearth_kv_layout_block_bytes(const hearth_kv_layout *l, const hearth_model *m, bool f16, int32_t block_size) {
+    const hearth_hparams *hp = hearth_model_hparams(m);
+    size_t per_layer = hp->n_layer > 0 ? hearth_kv_bytes_per_token(m, f16) / (size_t)hp->n_layer : 0;
+    return per_layer * (size_t)l->per_group * (size_t)block_size;
+}
 
 hearth_status hearth_kv_pool_create(const hearth_model *m, const hearth_kv_pool_params *p, hearth_kv_pool **out,
                                     hearth_err *err) {
@@ -32,20 +74,26 @@ hearth_status hearth_kv_pool_create(const hearth_model *m, const hearth_kv_pool_
     const hearth_hparams *hp = hearth_model_hparams(m);
     int32_t bs = p->block_size > 0 ? p->block_size : 16;
     if (p->n_seqs <= 0 || p->max_seq_len <= 0) return hearth_err_set(err, HEARTH_E_INVALID, -1, "empty KV pool");
+    hearth_kv_layout lay = hearth_kv_layout_of(m, p->swa_full);
+    int32_t n_groups = lay.n_full + lay.n_win;
     size_t esz = p->f16 ? 2 : 4, kw = (size_t)hp->n_head_kv * (size_t)hp->head_dim,
            vw = (size_t)hp->n_head_kv * (size_t)hp->head_dim_v;
-    size_t block_bytes = hearth_kv_bytes_per_token(m, p->f16) * (size_t)bs;
+    size_t block_bytes = hearth_kv_layout_block_bytes(&lay, m, p->f16, bs);
     size_t n_blocks = block_bytes ? p->budget_bytes / block_bytes : 0;
     if (n_blocks == 0)
         return hearth_err_set(err, HEARTH_E_LIMIT, -1, "a KV budget of %zu bytes holds no block of %zu bytes",
                               p->budget_bytes, block_bytes);
     if (n_blocks > INT32_MAX / 2) n_blocks = INT32_MAX / 2;
     size_t per_k = kw * esz * (size_t)bs * n_blocks, per_v = vw * esz * (size_t)bs * n_blocks, total;
-    if (!hearth_mul_size(per_k + per_v, (size_t)hp->n_layer, &total))
+    if (!hearth_mul_size(per_k + per_v, (size_t)lay.per_group, &total))
         return hearth_err_set(err, HEARTH_E_LIMIT, -1, "KV pool size overflows");
     int32_t max_blocks = (p->max_seq_len + bs - 1) / bs;
+    size_t rows = (size_t)n_groups * (size_t)p->n_seqs;
     hearth_kv_pool *pool = calloc(1, sizeof *pool);
     if (!pool) return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
+    pool->lay = lay;
+    pool->n_groups = n_groups;
+    pool->n_layer = hp->n_layer;
     pool->n_blocks = (int32_t)n_blocks;
     pool->block_size = bs;
     pool->max_blocks = max_blocks;
@@ -54,24 +102,31 @@ hearth_status hearth_kv_pool_create(const hearth_model *m, const hearth_kv_pool_
     pool->block_bytes = block_bytes;
     pool->bytes = total;
     pool->ptrs = calloc(2 * (size_t)hp->n_layer, sizeof *pool->ptrs);
-    pool->table = malloc((size_t)p->n_seqs * (size_t)max_blocks * sizeof(int32_t));
-    pool->n_in_row = calloc((size_t)p->n_seqs, sizeof(int32_t));
+    pool->layer_group = calloc((size_t)hp->n_layer, sizeof(int32_t));
+    pool->window = calloc((size_t)n_groups, sizeof(int32_t));
+    pool->table = malloc(rows * (size_t)max_blocks * sizeof(int32_t));
+    pool->n_in_row = calloc(rows, sizeof(int32_t));
+    pool->n_dead = calloc(rows, sizeof(int32_t));
     pool->refs = calloc(n_blocks, sizeof(int32_t));
     pool->free_ids = malloc(n_blocks * sizeof(int32_t));
     pool->be = p->be;
     pool->mem = p->be ? hearth_buf_alloc(p->be, total) : aligned_alloc(64, (total + 63) & ~(size_t)63);
-    if (!pool->ptrs || !pool->table || !pool->n_in_row || !pool->refs || !pool->free_ids || !pool->mem) {
+    if (!pool->ptrs || !pool->layer_group || !pool->window || !pool->table || !pool->n_in_row || !pool->n_dead ||
+        !pool->refs || !pool->free_ids || !pool->mem) {
         hearth_kv_pool_destroy(pool);
         return hearth_err_set(err, HEARTH_E_NOMEM, -1, "cannot allocate %zu MiB of KV blocks", total >> 20);
     }
-    char *q = pool->mem;
+    /* the k-th layer of a kind goes to group k / per_group of that kind, place k % per_group */
+    int32_t n_kind[2] = {0, 0};
     for (int32_t il = 0; il < hp->n_layer; il++) {
-        pool->ptrs[il] = q;
-        q += per_k;
-        pool->ptrs[hp->n_layer + il] = q;
-        q += per_v;
+        int kind = !p->swa_full && hearth_hparams_is_swa(hp, il);
+        int32_t k = n_kind[kind]++, place = k % lay.per_group;
+        pool->layer_group[il] = (kind ? lay.n_full : 0) + k / lay.per_group;
+        pool->ptrs[il] = (char *)pool->mem + (size_t)place * (per_k + per_v);
+        pool->ptrs[hp->n_layer + il] = (char *)pool->mem + (size_t)place * (per_k + per_v) + per_k;
     }
-    for (size_t i = 0; i < (size_t)p->n_seqs * (size_t)max_blocks; i++) pool->table[i] = -1;
+    for (int32_t g = lay.n_full; g < n_groups; g++) pool->window[g] = lay.n_swa;
+    for (size_t i = 0; i < rows * (size_t)max_blocks; i++) pool->table[i] = -1;
     /* stack top is the last entry: hand out block 0 first */
     for (int32_t i = 0; i < pool->n_blocks; i++) pool->free_ids[i] = pool->n_blocks - 1 - i;
     pool->n_free = pool->n_blocks;
@@ -79,6 +134,7 @@ hearth_status hearth_kv_pool_create(const hearth_model *m, const hearth_kv_pool_
         .n_slots = p->n_seqs, .n_ctx = p->max_seq_len, .n_blocks = pool->n_blocks,
         .blocks = {.table = pool->table, .max_blocks = max_blocks, .block_size = bs},
         .f16 = p->f16, .k = pool->ptrs, .v = pool->ptrs + hp->n_layer,
+        .n_groups = n_groups, .layer_group = pool->layer_group, .group_window = pool->window,
     };
     *out = pool;
     return HEARTH_OK;
@@ -89,8 +145,11 @@ void hearth_kv_pool_destroy(hearth_kv_pool *pool) {
     if (pool->be) hearth_buf_free(pool->be, pool->mem);
     else free(pool->mem);
     free(pool->ptrs);
+    free(pool->layer_group);
+    free(pool->window);
     free(pool->table);
     free(pool->n_in_row);
+    free(pool->n_dead);
     free(pool->refs);
     free(pool->free_ids);
     free(pool);
@@ -102,6 +161,14 @@ int32_t hearth_kv_pool_n_free(const hearth_kv_pool *pool) { return pool->n_free;
 int32_t hearth_kv_pool_block_size(const hearth_kv_pool *pool) { return pool->block_size; }
 size_t  hearth_kv_pool_block_bytes(const hearth_kv_pool *pool) { return pool->block_bytes; }
 size_t  hearth_kv_pool_bytes(const hearth_kv_pool *pool) { return pool->bytes; }
+const hearth_kv_layout *hearth_kv_pool_layout(const hearth_kv_pool *pool) { return &pool->lay; }
+int32_t hearth_kv_pool_n_groups(const hearth_kv_pool *pool) { return pool->n_groups; }
+int32_t hearth_kv_pool_group_window(const hearth_kv_pool *pool, int32_t g) { return pool->window[g]; }
+
+int32_t hearth_kv_pool_first_needed(const hearth_kv_pool *pool, int32_t g, int32_t pos) {
+    int32_t w = pool->window[g];
+    return w > 0 && pos >= w ? (pos - w + 1) / pool->block_size : 0;
+}
 
 int32_t hearth_kv_pool_alloc(hearth_kv_pool *pool) {
     if (pool->n_free == 0) return -1;
@@ -120,36 +187,84 @@ bool hearth_kv_pool_unref(hearth_kv_pool *pool, int32_t blk) {
 
 int32_t hearth_kv_pool_refs(const hearth_kv_pool *pool, int32_t blk) { return pool->refs[blk]; }
 
-const int32_t *hearth_kv_pool_row(const hearth_kv_pool *pool, int32_t slot) {
-    return pool->table + (size_t)slot * (size_t)pool->max_blocks;
+static size_t row_index(const hearth_kv_pool *pool, int32_t g, int32_t slot) {
+    return (size_t)g * (size_t)pool->n_seqs + (size_t)slot;
 }
 
-int32_t hearth_kv_pool_seq_blocks(const hearth_kv_pool *pool, int32_t slot) { return pool->n_in_row[slot]; }
+const int32_t *hearth_kv_pool_row(const hearth_kv_pool *pool, int32_t g, int32_t slot) {
+    return pool->table + row_index(pool, g, slot) * (size_t)pool->max_blocks;
+}
 
-bool hearth_kv_pool_seq_push(hearth_kv_pool *pool, int32_t slot, int32_t blk) {
-    if (pool->n_in_row[slot] == pool->max_blocks) return false;
-    pool->table[(size_t)slot * (size_t)pool->max_blocks + (size_t)pool->n_in_row[slot]++] = blk;
+int32_t hearth_kv_pool_seq_blocks(const hearth_kv_pool *pool, int32_t g, int32_t slot) {
+    return pool->n_in_row[row_index(pool, g, slot)];
+}
+
+int32_t hearth_kv_pool_seq_dead(const hearth_kv_pool *pool, int32_t g, int32_t slot) {
+    return pool->n_dead[row_index(pool, g, slot)];
+}
+
+bool hearth_kv_pool_seq_push(hearth_kv_pool *pool, int32_t g, int32_t slot, int32_t blk) {
+    size_t r = row_index(pool, g, slot);
+    if (pool->n_in_row[r] == pool->max_blocks) return false;
+    if (blk < 0) {
+        if (pool->n_dead[r] != pool->n_in_row[r]) return false; /* holes only lead */
+        pool->n_dead[r]++;
+    }
+    pool->table[r * (size_t)pool->max_blocks + (size_t)pool->n_in_row[r]++] = blk;
     return true;
 }
 
-int32_t hearth_kv_pool_seq_pop(hearth_kv_pool *pool, int32_t slot) {
-    if (pool->n_in_row[slot] == 0) return -1;
-    int32_t *e = pool->table + (size_t)slot * (size_t)pool->max_blocks + (size_t)--pool->n_in_row[slot];
-    int32_t b = *e;
+int32_t hearth_kv_pool_seq_pop(hearth_kv_pool *pool, int32_t g, int32_t slot) {
+    size_t r = row_index(pool, g, slot);
+    int32_t *row = pool->table + r * (size_t)pool->max_blocks;
+    if (pool->n_in_row[r] == pool->n_dead[r]) { /* no block left: drop the holes */
+        for (int32_t i = 0; i < pool->n_dead[r]; i++) row[i] = -1;
+        pool->n_in_row[r] = pool->n_dead[r] = 0;
+        return -1;
+    }
+    int32_t *e = row + --pool->n_in_row[r], b = *e;
+    *e = -1;
+    if (pool->n_in_row[r] == pool->n_dead[r]) pool->n_in_row[r] = pool->n_dead[r] = 0;
+    return b;
+}
+
+int32_t hearth_kv_pool_seq_take(hearth_kv_pool *pool, int32_t g, int32_t slot) {
+    size_t r = row_index(pool, g, slot);
+    if (pool->n_dead[r] >= pool->n_in_row[r]) return -1;
+    int32_t *e = pool->table + r * (size_t)pool->max_blocks + (size_t)pool->n_dead[r]++, b = *e;
     *e = -1;
     return b;
 }
 
 int32_t hearth_kv_pool_seq_need(const hearth_kv_pool *pool, int32_t slot, int32_t n_tokens) {
-    int32_t want = (n_tokens + pool->block_size - 1) / pool->block_size;
-    return want > pool->n_in_row[slot] ? want - pool->n_in_row[slot] : 0;
+    int32_t want = (n_tokens + pool->block_size - 1) / pool->block_size, need = 0;
+    for (int32_t g = 0; g < pool->n_groups; g++) {
+        int32_t have = pool->n_in_row[row_index(pool, g, slot)];
+        need += want > have ? want - have : 0;
+    }
+    return need;
+}
+
+int32_t hearth_kv_pool_seq_need_peak(const hearth_kv_pool *pool, int32_t slot, int32_t n_tokens, int32_t chunk) {
+    int32_t want = (n_tokens + pool->block_size - 1) / pool->block_size, need = 0;
+    hearth_kv_layout one = {.per_group = 1, .n_win = 1, .n_swa = pool->lay.n_swa};
+    int32_t win = (int32_t)hearth_kv_layout_blocks(&one, pool->block_size, n_tokens, chunk); /* <= want */
+    for (int32_t g = 0; g < pool->n_groups; g++) {
+        size_t r = row_index(pool, g, slot);
+        int32_t w = pool->window[g] > 0 ? win : want, have = pool->n_in_row[r] - pool->n_dead[r];
+        need += w > have ? w - have : 0;
+    }
+    return need;
 }
 
 bool hearth_kv_pool_seq_reserve(hearth_kv_pool *pool, int32_t slot, int32_t n_tokens) {
     if (n_tokens > pool->max_seq_len) return false;
     int32_t need = hearth_kv_pool_seq_need(pool, slot, n_tokens);
     if (need > pool->n_free) return false;
-    for (int32_t i = 0; i < need; i++) hearth_kv_pool_seq_push(pool, slot, hearth_kv_pool_alloc(pool));
+    int32_t want = (n_tokens + pool->block_size - 1) / pool->block_size;
+    for (int32_t g = 0; g < pool->n_groups; g++)
+        while (hearth_kv_pool_seq_blocks(pool, g, slot) < want)
+            hearth_kv_pool_seq_push(pool, g, slot, hearth_kv_pool_alloc(pool));
     return true;
 }
 
@@ -164,6 +279,14 @@ bool hearth_kv_pool_check(const hearth_kv_pool *pool) {
         if (ok) seen[b] = 1;
     }
     for (int32_t b = 0; b < pool->n_blocks && ok; b++) ok = pool->refs[b] >= 0 && (pool->refs[b] == 0) == seen[b];
+    /* rows: holes lead, live entries are blocks */
+    for (size_t r = 0; r < (size_t)pool->n_groups * (size_t)pool->n_seqs && ok; r++) {
+        const int32_t *row = pool->table + r * (size_t)pool->max_blocks;
+        ok = pool->n_dead[r] >= 0 && pool->n_dead[r] <= pool->n_in_row[r] && pool->n_in_row[r] <= pool->max_blocks;
+        for (int32_t i = 0; i < pool->max_blocks && ok; i++)
+            ok = i < pool->n_dead[r] || i >= pool->n_in_row[r] ? row[i] == -1
+                                                               : row[i] >= 0 && row[i] < pool->n_blocks;
+    }
     free(seen);
     return ok;
 }

@@ -1,12 +1,19 @@
 /*
  * kv_pool.h - the paged KV block pool (ARCHITECTURE 4; vLLM's block pool).
  *
- * All KV lives in one allocation made at create: for every layer, n_blocks blocks of
- * block_size rows of keys and of values. A block is free (on the free list, 0 references) or
- * held by one or more owners: the block tables of sequences and the prefix cache each hold
- * one reference per use. Each sequence slot has a block-table row mapping its positions to
- * blocks (position p -> row[p / block_size]); the forward reads and writes the cache through
- * hearth_kv_pool_view, whose table is these rows.
+ * All KV lives in one allocation made at create. The layers are split into groups of equal
+ * size by attention kind (vLLM's hybrid allocator): full-attention layers, then layers with a
+ * sliding window of n_swa tokens. A block is block_size rows of keys and values of the layers
+ * of one group (every block has the same bytes, so the groups share one free list); a block
+ * is free (on the free list, 0 references) or held by one or more owners: the block tables of
+ * sequences and the prefix cache each hold one reference per use. Each (group, sequence slot)
+ * has a block-table row mapping positions to blocks (position p -> row[p / block_size]); the
+ * forward reads and writes the cache through hearth_kv_pool_view, whose tables are these rows.
+ *
+ * A window group's row may start with holes (-1): blocks that lie wholly before the window of
+ * the sequence's next query are handed back (hearth_kv_pool_seq_take) and never read again, so
+ * a long sequence holds about n_swa / block_size + 1 blocks of each window group. A model
+ * without sliding layers (or a pool made with swa_full) has one group of every layer.
  *
  * The pool does no policy: which sequence gets blocks, and what to evict or preempt when none
  * are free, is the scheduler's (sched.c) and the prefix cache's (prefix_cache.c).
@@ -23,12 +30,26 @@
 
 typedef struct hearth_kv_pool hearth_kv_pool;
 
+/* How a model's layers split into groups (kv_pool.h above): n_full full-attention groups come
+ * first, then n_win groups whose layers slide over n_swa tokens; each has per_group layers. */
+typedef struct {
+    int32_t per_group, n_full, n_win, n_swa;
+} hearth_kv_layout;
+
+hearth_kv_layout hearth_kv_layout_of(const hearth_model *m, bool swa_full);
+/* The most blocks one sequence of n_tokens positions holds at once when it advances by at most
+ * chunk tokens a step (a window group holds the window before a chunk and the chunk). */
+int64_t hearth_kv_layout_blocks(const hearth_kv_layout *l, int32_t block_size, int64_t n_tokens, int64_t chunk);
+/* K+V bytes of one block (per_group layers of block_size rows). */
+size_t  hearth_kv_layout_block_bytes(const hearth_kv_layout *l, const hearth_model *m, bool f16, int32_t block_size);
+
 typedef struct {
     size_t  budget_bytes; /* K+V bytes of the whole pool: it holds budget / block bytes blocks */
     int32_t block_size;   /* tokens per block; <= 0: 16 */
     int32_t n_seqs;       /* sequence slots (block-table rows) */
     int32_t max_seq_len;  /* positions per sequence */
     bool    f16;          /* f16 elements, else f32 */
+    bool    swa_full;     /* sliding-window layers keep every block (one group of all layers) */
     hearth_backend *be;   /* where the blocks live (borrowed, must outlive the pool); NULL: host */
 } hearth_kv_pool_params;
 
@@ -42,8 +63,14 @@ const hearth_kv_view *hearth_kv_pool_view(const hearth_kv_pool *pool);
 int32_t hearth_kv_pool_n_blocks(const hearth_kv_pool *pool);
 int32_t hearth_kv_pool_n_free(const hearth_kv_pool *pool);
 int32_t hearth_kv_pool_block_size(const hearth_kv_pool *pool);
-size_t  hearth_kv_pool_block_bytes(const hearth_kv_pool *pool); /* K+V of one block, all layers */
+size_t  hearth_kv_pool_block_bytes(const hearth_kv_pool *pool); /* K+V of one block (its group's layers) */
 size_t  hearth_kv_pool_bytes(const hearth_kv_pool *pool);
+const hearth_kv_layout *hearth_kv_pool_layout(const hearth_kv_pool *pool);
+int32_t hearth_kv_pool_n_groups(const hearth_kv_pool *pool);
+/* The window of group g's layers (0: full attention). */
+int32_t hearth_kv_pool_group_window(const hearth_kv_pool *pool, int32_t g);
+/* The first block a query at position pos still reads in group g (0 for a full group). */
+int32_t hearth_kv_pool_first_needed(const hearth_kv_pool *pool, int32_t g, int32_t pos);
 
 /* Take a free block with one reference; -1 when none is free. */
 int32_t hearth_kv_pool_alloc(hearth_kv_pool *pool);
@@ -52,18 +79,29 @@ void    hearth_kv_pool_ref(hearth_kv_pool *pool, int32_t blk);
 bool    hearth_kv_pool_unref(hearth_kv_pool *pool, int32_t blk);
 int32_t hearth_kv_pool_refs(const hearth_kv_pool *pool, int32_t blk);
 
-/* Block-table row of a slot: the first hearth_kv_pool_seq_blocks() entries are its blocks. */
-const int32_t *hearth_kv_pool_row(const hearth_kv_pool *pool, int32_t slot);
-int32_t hearth_kv_pool_seq_blocks(const hearth_kv_pool *pool, int32_t slot);
-/* Append blk to the slot's row, taking over the caller's reference. False when the row is full. */
-bool    hearth_kv_pool_seq_push(hearth_kv_pool *pool, int32_t slot, int32_t blk);
-/* Detach the slot's last block and return it (the caller now holds that reference); -1 if empty. */
-int32_t hearth_kv_pool_seq_pop(hearth_kv_pool *pool, int32_t slot);
-/* Append fresh blocks until the slot covers n_tokens positions; all or nothing: false (and
- * nothing taken) when too few blocks are free or n_tokens exceeds max_seq_len. */
+/* Block-table row of (group g, slot): its first hearth_kv_pool_seq_blocks() entries cover its
+ * positions, the first hearth_kv_pool_seq_dead() of them are holes (-1). */
+const int32_t *hearth_kv_pool_row(const hearth_kv_pool *pool, int32_t g, int32_t slot);
+int32_t hearth_kv_pool_seq_blocks(const hearth_kv_pool *pool, int32_t g, int32_t slot);
+int32_t hearth_kv_pool_seq_dead(const hearth_kv_pool *pool, int32_t g, int32_t slot);
+/* Append blk to the row (-1: a hole, only before any block), taking over the caller's
+ * reference. False when the row is full. */
+bool    hearth_kv_pool_seq_push(hearth_kv_pool *pool, int32_t g, int32_t slot, int32_t blk);
+/* Detach the row's last block and return it (the caller now holds that reference); -1 when no
+ * block is left (the holes go with the last block). */
+int32_t hearth_kv_pool_seq_pop(hearth_kv_pool *pool, int32_t g, int32_t slot);
+/* Detach the row's first live block, leaving a hole, and return it (the caller now holds that
+ * reference); -1 when the row has no live block. */
+int32_t hearth_kv_pool_seq_take(hearth_kv_pool *pool, int32_t g, int32_t slot);
+/* Append fresh blocks to every group's row until the slot covers n_tokens positions; all or
+ * nothing: false (and nothing taken) when too few blocks are free or n_tokens exceeds
+ * max_seq_len. */
 bool    hearth_kv_pool_seq_reserve(hearth_kv_pool *pool, int32_t slot, int32_t n_tokens);
-/* Blocks the slot still needs to cover n_tokens positions. */
+/* Blocks the slot still needs (all groups) to cover n_tokens positions. */
 int32_t hearth_kv_pool_seq_need(const hearth_kv_pool *pool, int32_t slot, int32_t n_tokens);
+/* Blocks the slot may still need (all groups) to run to n_tokens positions in chunks of at
+ * most chunk tokens: a window group counts at most the blocks its window spans. */
+int32_t hearth_kv_pool_seq_need_peak(const hearth_kv_pool *pool, int32_t slot, int32_t n_tokens, int32_t chunk);
 
 /* Consistency: the free list holds exactly the blocks with 0 references, each once. */
 bool    hearth_kv_pool_check(const hearth_kv_pool *pool);

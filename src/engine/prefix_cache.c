@@ -19,6 +19,7 @@ struct hearth_prefix_cache {
     int32_t        *bucket;    /* owned [mask + 1]: first block of the chain, -1 */
     int32_t        *next;      /* owned [n_blocks]: chain link */
     uint64_t       *hash, *parent; /* owned [n_blocks] */
+    int32_t        *group;     /* owned [n_blocks]: the layer group of an indexed block */
     int32_t        *tokens;    /* owned [n_blocks][bs] */
     bool           *cached;    /* owned [n_blocks] */
     int32_t        *prev_l, *next_l; /* owned [n_blocks]: LRU links, -2 = not on the list */
@@ -45,11 +46,12 @@ hearth_prefix_cache *hearth_prefix_cache_create(hearth_kv_pool *pool, size_t cap
     pc->next = malloc(n * sizeof(int32_t));
     pc->hash = malloc(n * sizeof(uint64_t));
     pc->parent = malloc(n * sizeof(uint64_t));
+    pc->group = malloc(n * sizeof(int32_t));
     pc->tokens = malloc(n * (size_t)pc->bs * sizeof(int32_t));
     pc->cached = calloc(n, sizeof(bool));
     pc->prev_l = malloc(n * sizeof(int32_t));
     pc->next_l = malloc(n * sizeof(int32_t));
-    if (!pc->bucket || !pc->next || !pc->hash || !pc->parent || !pc->tokens || !pc->cached || !pc->prev_l ||
+    if (!pc->bucket || !pc->next || !pc->hash || !pc->parent || !pc->group || !pc->tokens || !pc->cached || !pc->prev_l ||
         !pc->next_l) {
         hearth_prefix_cache_destroy(pc);
         return NULL;
@@ -105,6 +107,7 @@ void hearth_prefix_cache_destroy(hearth_prefix_cache *pc) {
     free(pc->next);
     free(pc->hash);
     free(pc->parent);
+    free(pc->group);
     free(pc->tokens);
     free(pc->cached);
     free(pc->prev_l);
@@ -112,41 +115,72 @@ void hearth_prefix_cache_destroy(hearth_prefix_cache *pc) {
     free(pc);
 }
 
-static int32_t lookup(const hearth_prefix_cache *pc, uint64_t h, uint64_t parent, const int32_t *tokens) {
+static int32_t lookup(const hearth_prefix_cache *pc, int32_t g, uint64_t h, uint64_t parent, const int32_t *tokens) {
     for (int32_t b = pc->bucket[h & pc->mask]; b >= 0; b = pc->next[b])
-        if (pc->hash[b] == h && pc->parent[b] == parent &&
+        if (pc->hash[b] == h && pc->parent[b] == parent && pc->group[b] == g &&
             memcmp(pc->tokens + (size_t)b * (size_t)pc->bs, tokens, (size_t)pc->bs * sizeof(int32_t)) == 0)
             return b;
     return -1;
 }
 
+/* Block i (hash h after parent) of group g, taken by reference onto the slot's row; false if
+ * it is not cached or the row is full. */
+static bool take(hearth_prefix_cache *pc, int32_t g, int32_t slot, uint64_t h, uint64_t parent, const int32_t *t) {
+    int32_t b = lookup(pc, g, h, parent, t);
+    if (b < 0) return false;
+    if (pc->prev_l[b] != -2) lru_remove(pc, b); /* referenced again: not evictable */
+    hearth_kv_pool_ref(pc->pool, b);
+    if (hearth_kv_pool_seq_push(pc->pool, g, slot, b)) return true;
+    hearth_prefix_cache_release(pc, b);
+    return false;
+}
+
 int32_t hearth_prefix_cache_match(hearth_prefix_cache *pc, const int32_t *tokens, int32_t max_blocks, int32_t slot,
                                   uint64_t *hashes) {
-    uint64_t parent = 0;
+    const hearth_kv_layout *lay = hearth_kv_pool_layout(pc->pool);
+    int32_t n_groups = hearth_kv_pool_n_groups(pc->pool);
+    /* the hashes, and the longest run every full group holds */
     int32_t n = 0;
-    for (; n < max_blocks; n++) {
+    for (uint64_t parent = 0; n < max_blocks; n++) {
         const int32_t *t = tokens + (size_t)n * (size_t)pc->bs;
         uint64_t h = hearth_prefix_hash(parent, t, pc->bs);
-        int32_t b = lookup(pc, h, parent, t);
-        if (b < 0) break;
-        if (pc->prev_l[b] != -2) lru_remove(pc, b); /* referenced again: not evictable */
-        hearth_kv_pool_ref(pc->pool, b);
-        if (!hearth_kv_pool_seq_push(pc->pool, slot, b)) {
-            hearth_prefix_cache_release(pc, b);
-            break;
-        }
+        bool all = true;
+        for (int32_t g = 0; g < lay->n_full && all; g++) all = lookup(pc, g, h, parent, t) >= 0;
+        if (!all) break;
         hashes[n] = h;
         parent = h;
+    }
+    /* the longest cut whose windows every window group holds */
+    for (; n > 0; n--) {
+        bool all = true;
+        for (int32_t g = lay->n_full; g < n_groups && all; g++)
+            for (int32_t i = hearth_kv_pool_first_needed(pc->pool, g, n * pc->bs); i < n && all; i++)
+                all = lookup(pc, g, hashes[i], i > 0 ? hashes[i - 1] : 0, tokens + (size_t)i * (size_t)pc->bs) >= 0;
+        if (all) break;
+    }
+    for (int32_t g = 0; g < n_groups; g++) {
+        int32_t first = hearth_kv_pool_first_needed(pc->pool, g, n * pc->bs), i = 0;
+        for (; i < first; i++) hearth_kv_pool_seq_push(pc->pool, g, slot, -1);
+        for (; i < n; i++)
+            if (!take(pc, g, slot, hashes[i], i > 0 ? hashes[i - 1] : 0, tokens + (size_t)i * (size_t)pc->bs)) break;
+        if (i < n) { /* a full row (cannot happen below max_seq_len): give everything back */
+            for (int32_t k = 0; k <= g; k++) {
+                int32_t b;
+                while ((b = hearth_kv_pool_seq_pop(pc->pool, k, slot)) >= 0) hearth_prefix_cache_release(pc, b);
+            }
+            return 0;
+        }
     }
     return n;
 }
 
-void hearth_prefix_cache_insert(hearth_prefix_cache *pc, uint64_t h, uint64_t parent, const int32_t *tokens,
-                                int32_t blk) {
-    if (pc->cached[blk] || lookup(pc, h, parent, tokens) >= 0) return;
+void hearth_prefix_cache_insert(hearth_prefix_cache *pc, int32_t g, uint64_t h, uint64_t parent,
+                                const int32_t *tokens, int32_t blk) {
+    if (pc->cached[blk] || lookup(pc, g, h, parent, tokens) >= 0) return;
     pc->cached[blk] = true;
     pc->hash[blk] = h;
     pc->parent[blk] = parent;
+    pc->group[blk] = g;
     memcpy(pc->tokens + (size_t)blk * (size_t)pc->bs, tokens, (size_t)pc->bs * sizeof(int32_t));
     uint32_t i = (uint32_t)(h & pc->mask);
     pc->next[blk] = pc->bucket[i];

@@ -12,6 +12,12 @@
  *
  * Blocks are only shared when full and never written again: a sequence appends to its own
  * last block, and the scheduler never reuses the block holding a prompt's last token.
+ *
+ * Layer groups (kv_pool.h): each logical block of a sequence is one block per group, indexed
+ * under the same hash with its group. A match at a cut of n blocks needs every full group's
+ * blocks 0..n-1 and each window group's blocks from the first one a query at the cut reads
+ * (the window's earlier blocks may be gone: their KV is never read again); the longest cut
+ * that all groups can serve is taken.
  * Thread rule: engine thread only.
  */
 #pragma once
@@ -31,14 +37,15 @@ void     hearth_prefix_cache_destroy(hearth_prefix_cache *pc);
 /* The hash of a block of block_size tokens after a block hashed parent (0 for the first). */
 uint64_t hearth_prefix_hash(uint64_t parent, const int32_t *tokens, int32_t block_size);
 
-/* Push the longest cached run of the first max_blocks full blocks of tokens onto the slot's
- * (empty) row, one reference each; hashes[i] receives block i's hash. Returns the blocks taken. */
+/* Push the longest cached prefix of the first max_blocks full blocks of tokens onto the slot's
+ * (empty) rows, one reference each (a window group's blocks before its window as holes);
+ * hashes[i] receives block i's hash. Returns the blocks of the prefix (the cut / block_size). */
 int32_t  hearth_prefix_cache_match(hearth_prefix_cache *pc, const int32_t *tokens, int32_t max_blocks, int32_t slot,
                                    uint64_t *hashes);
-/* Index block blk (full, its KV computed) under hash h after parent: the cache takes a
- * reference. Nothing happens when an equal block is already indexed. */
-void     hearth_prefix_cache_insert(hearth_prefix_cache *pc, uint64_t h, uint64_t parent, const int32_t *tokens,
-                                    int32_t blk);
+/* Index block blk of group g (full, its KV computed) under hash h after parent: the cache takes
+ * a reference. Nothing happens when an equal block of the group is already indexed. */
+void     hearth_prefix_cache_insert(hearth_prefix_cache *pc, int32_t g, uint64_t h, uint64_t parent,
+                                    const int32_t *tokens, int32_t blk);
 /* Drop a sequence's reference on blk (use this instead of hearth_kv_pool_unref). */
 void     hearth_prefix_cache_release(hearth_prefix_cache *pc, int32_t blk);
 /* Evict least recently used evictable blocks until the pool has want_free free blocks or none

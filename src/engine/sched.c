@@ -81,13 +81,16 @@ hearth_sched *hearth_sched_create(const hearth_model *m, hearth_fwd *fwd, hearth
 
 /* Give every block of the sequence back (to the prefix cache's LRU when it indexes them),
  * last block first so that a chain's tail is evicted before its head. */
+static void give_back(hearth_sched *s, int32_t b) {
+    if (s->pc) hearth_prefix_cache_release(s->pc, b);
+    else hearth_kv_pool_unref(s->pool, b);
+}
+
 static void release_blocks(hearth_sched *s, seq *q) {
     if (q->slot < 0) return;
     int32_t b;
-    while ((b = hearth_kv_pool_seq_pop(s->pool, q->slot)) >= 0) {
-        if (s->pc) hearth_prefix_cache_release(s->pc, b);
-        else hearth_kv_pool_unref(s->pool, b);
-    }
+    for (int32_t g = 0; g < hearth_kv_pool_n_groups(s->pool); g++)
+        while ((b = hearth_kv_pool_seq_pop(s->pool, g, q->slot)) >= 0) give_back(s, b);
     s->free_slots[s->n_free_slots++] = q->slot;
     q->slot = -1;
     q->n_done = 0;
@@ -233,16 +236,28 @@ static void take_prefix(hearth_sched *s, seq *q) {
     if (!q->started) q->n_cached = q->n_done; /* a resumed sequence hits its own blocks: no prompt hit */
 }
 
-/* Index the sequence's newly completed full blocks. */
+/* Index the sequence's newly completed full blocks (every group's block that is still held). */
 static void index_blocks(hearth_sched *s, seq *q) {
     if (!s->pc) return;
-    const int32_t *row = hearth_kv_pool_row(s->pool, q->slot);
+    int32_t n_groups = hearth_kv_pool_n_groups(s->pool);
     for (int32_t i = q->n_hashed; (i + 1) * s->bs <= q->n_done; i++) {
         uint64_t parent = i > 0 ? q->hashes[i - 1] : 0;
         const int32_t *t = q->toks + (size_t)i * (size_t)s->bs;
         q->hashes[i] = hearth_prefix_hash(parent, t, s->bs);
-        hearth_prefix_cache_insert(s->pc, q->hashes[i], parent, t, row[i]);
+        for (int32_t g = 0; g < n_groups; g++) {
+            int32_t b = hearth_kv_pool_row(s->pool, g, q->slot)[i];
+            if (b >= 0) hearth_prefix_cache_insert(s->pc, g, q->hashes[i], parent, t, b);
+        }
         q->n_hashed = i + 1;
+    }
+}
+
+/* Hand back the window groups' blocks that the sequence's next query no longer reads. */
+static void release_window(hearth_sched *s, seq *q) {
+    for (int32_t g = hearth_kv_pool_layout(s->pool)->n_full; g < hearth_kv_pool_n_groups(s->pool); g++) {
+        int32_t first = hearth_kv_pool_first_needed(s->pool, g, q->n_done);
+        while (hearth_kv_pool_seq_dead(s->pool, g, q->slot) < first)
+            give_back(s, hearth_kv_pool_seq_take(s->pool, g, q->slot));
     }
 }
 
@@ -350,15 +365,17 @@ void hearth_sched_step(hearth_sched *s) {
         q->slot = s->free_slots[--s->n_free_slots];
         take_prefix(s, q);
         /* admit only if the whole known sequence fits now, so admission does not thrash */
-        int32_t need_all = hearth_kv_pool_seq_need(s->pool, q->slot, q->n_toks);
+        int32_t need_all = hearth_kv_pool_seq_need_peak(s->pool, q->slot, q->n_toks, s->p.max_step);
         if (!make_room(s, need_all)) {
             bool never = s->n_run == 0; /* even an idle pool cannot hold it */
             release_blocks(s, q);
             if (!never) break;
             wait_pop(s);
             char msg[160];
-            snprintf(msg, sizeof msg, "the request needs %d KV blocks of %d tokens; the pool holds %d",
-                     (q->n_toks + s->bs - 1) / s->bs, s->bs, hearth_kv_pool_n_blocks(s->pool));
+            snprintf(msg, sizeof msg, "the request needs %lld KV blocks of %d tokens; the pool holds %d",
+                     (long long)hearth_kv_layout_blocks(hearth_kv_pool_layout(s->pool), s->bs, q->n_toks,
+                                                        s->p.max_step),
+                     s->bs, hearth_kv_pool_n_blocks(s->pool));
             end(s, q, HEARTH_FINISH_ERROR, HEARTH_E_LIMIT, msg);
             continue;
         }
@@ -415,6 +432,7 @@ void hearth_sched_step(hearth_sched *s) {
             continue;
         }
         index_blocks(s, q);
+        release_window(s, q);
         if (out && pick < 0)
             pick = q->cx ? hearth_sampler_sample_constrained(q->smp, lg, q->cx) : hearth_sampler_sample(q->smp, lg);
         if (out && !advance(s, q, pick, lg)) {
@@ -431,13 +449,20 @@ bool hearth_sched_check(const hearth_sched *s) {
     int32_t nb = hearth_kv_pool_n_blocks(s->pool);
     int32_t *cnt = calloc((size_t)nb, sizeof(int32_t));
     if (!cnt) return false;
-    for (int32_t slot = 0; slot < s->p.batch; slot++) {
-        const int32_t *row = hearth_kv_pool_row(s->pool, slot);
-        for (int32_t i = 0; i < hearth_kv_pool_seq_blocks(s->pool, slot); i++) cnt[row[i]]++;
-    }
+    for (int32_t g = 0; g < hearth_kv_pool_n_groups(s->pool); g++)
+        for (int32_t slot = 0; slot < s->p.batch; slot++) {
+            const int32_t *row = hearth_kv_pool_row(s->pool, g, slot);
+            for (int32_t i = 0; i < hearth_kv_pool_seq_blocks(s->pool, g, slot); i++)
+                if (row[i] >= 0) cnt[row[i]]++;
+        }
     bool ok = true;
     for (int32_t b = 0; b < nb && ok; b++)
         ok = hearth_kv_pool_refs(s->pool, b) == cnt[b] + (s->pc && hearth_prefix_cache_holds(s->pc, b) ? 1 : 0);
+    /* window groups hold no block that the sequence's next query does not read */
+    for (int32_t i = 0; i < s->n_run && ok; i++)
+        for (int32_t g = hearth_kv_pool_layout(s->pool)->n_full; g < hearth_kv_pool_n_groups(s->pool) && ok; g++)
+            ok = hearth_kv_pool_seq_dead(s->pool, g, s->run[i]->slot) ==
+                 hearth_kv_pool_first_needed(s->pool, g, s->run[i]->n_done);
     /* slots: each running sequence has one, the rest are free */
     ok = ok && s->n_free_slots + s->n_run == s->p.batch;
     free(cnt);

@@ -45,14 +45,15 @@ void hearth_blk_attn(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view 
         scale = 1.0f;
     }
 
-    hearth_op_kv_store(be, f->k, T, k_w, b->seq, b->pos, kv->k[il], &kv->blocks, kv->f16);
-    hearth_op_kv_store(be, f->v, T, v_w, b->seq, b->pos, kv->v[il], &kv->blocks, kv->f16);
+    hearth_kv_blocks bl = hearth_kv_view_blocks(kv, il); /* the table of the layer's group */
+    hearth_op_kv_store(be, f->k, T, k_w, b->seq, b->pos, kv->k[il], &bl, kv->f16);
+    hearth_op_kv_store(be, f->v, T, v_w, b->seq, b->pos, kv->v[il], &bl, kv->f16);
 
     hearth_attn_args a = {
         .n_tok = T, .n_head = hp->n_head, .n_head_kv = hp->n_head_kv,
         .head_dim = hp->head_dim, .head_dim_v = hp->head_dim_v,
         .q = f->q, .out = f->att, .pos = b->pos, .seq = b->seq,
-        .k = kv->k[il], .v = kv->v[il], .blocks = kv->blocks, .kv_f16 = kv->f16,
+        .k = kv->k[il], .v = kv->v[il], .blocks = bl, .kv_f16 = kv->f16,
         .n_swa = swa ? hp->n_swa : 0, .scale = scale, .softcap = hp->attn_softcap,
         .max_len = f->max_len,
     };

@@ -181,9 +181,14 @@ static hearth_status step_check(hearth_fwd *f, const hearth_batch *b, const hear
         if (b->seq[t] < 0 || b->seq[t] >= kv->n_slots || b->pos[t] < 0 || b->pos[t] >= kv->n_ctx ||
             b->token[t] < 0 || b->token[t] >= f->m->hp.n_vocab)
             return HEARTH_E_INVALID;
+        /* every group: the block written, and the first one the query reads */
         const hearth_kv_blocks *bl = &kv->blocks;
-        int32_t blk = bl->table[(int64_t)b->seq[t] * bl->max_blocks + b->pos[t] / bl->block_size];
-        if (blk < 0 || blk >= kv->n_blocks) return HEARTH_E_INVALID;
+        for (int32_t g = 0; g < (kv->n_groups > 1 ? kv->n_groups : 1); g++) {
+            const int32_t *row = bl->table + ((int64_t)g * kv->n_slots + b->seq[t]) * bl->max_blocks;
+            int32_t w = kv->group_window ? kv->group_window[g] : 0, j0 = w > 0 && b->pos[t] >= w ? b->pos[t] - w + 1 : 0;
+            int32_t blk = row[b->pos[t] / bl->block_size], first = row[j0 / bl->block_size];
+            if (blk < 0 || blk >= kv->n_blocks || first < 0 || first >= kv->n_blocks) return HEARTH_E_INVALID;
+        }
         bool want = b->want_logits ? b->want_logits[t] != 0 : t == b->n_tokens - 1;
         if (want) out_rows[f->n_out++] = t;
         if (b->pos[t] + 1 > f->max_len) f->max_len = b->pos[t] + 1;
@@ -258,7 +263,7 @@ static hearth_status step_run(hearth_fwd *f, const hearth_batch *b, const hearth
     hearth_kv_view dkv = *kv;
     int64_t T = f->max_tok, n = b->n_tokens, n_vocab = f->m->hp.n_vocab;
     const hearth_kv_blocks *bl = &kv->blocks;
-    int64_t n_table = (int64_t)kv->n_slots * bl->max_blocks;
+    int64_t n_table = (int64_t)(kv->n_groups > 1 ? kv->n_groups : 1) * kv->n_slots * bl->max_blocks;
     if (f->be->iface->host) {
         f->out_rows = f->idx_host + 3 * T;
         *out = logits;

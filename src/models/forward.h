@@ -9,9 +9,9 @@
  * last token when want_logits is NULL.
  *
  * The KV cache is owned by the caller (engine/); the forward only reads and writes through
- * a hearth_kv_view: a pool of blocks per layer and one block-table row per slot (the engine's
- * paged pool, engine/kv_pool.h). A contiguous cache (engine/kv.h) is the case of one block
- * of n_ctx rows per slot.
+ * a hearth_kv_view: a pool of blocks per layer and one block-table row per slot and layer
+ * group (the engine's paged pool, engine/kv_pool.h). A contiguous cache (engine/kv.h) is the
+ * case of one group and one block of n_ctx rows per slot.
  *
  * The KV view's k and v point at backend memory (engine/kv_pool.c allocates them through the
  * backend); everything else in the batch and the view, and logits, is host memory.
@@ -42,7 +42,21 @@ typedef struct {
                                   * touches must map to blocks in [0, n_blocks) */
     bool             f16;        /* element type of k and v: f16, else f32 */
     void           **k, **v;     /* borrowed: [n_layer] -> [n_blocks][block_size][n_head_kv * head_dim] */
+    /* Layer groups (engine/kv_pool.h): group g's rows are blocks.table + g * n_slots * max_blocks.
+     * n_groups <= 1 and layer_group NULL: one table for every layer. */
+    int32_t          n_groups;
+    const int32_t   *layer_group;  /* borrowed [n_layer]: the group whose table a layer reads, or NULL */
+    const int32_t   *group_window; /* borrowed [n_groups]: the sliding window of the group's layers
+                                    * (0 = full attention); its rows hold only the blocks a query's
+                                    * window reads. NULL: every group is full */
 } hearth_kv_view;
+
+/* The block table layer il reads and writes. */
+static inline hearth_kv_blocks hearth_kv_view_blocks(const hearth_kv_view *kv, int32_t il) {
+    hearth_kv_blocks b = kv->blocks;
+    if (kv->layer_group) b.table += (int64_t)kv->layer_group[il] * kv->n_slots * b.max_blocks;
+    return b;
+}
 
 typedef struct hearth_fwd hearth_fwd;
 

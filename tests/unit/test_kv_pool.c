@@ -40,27 +40,27 @@ TEST(pool_accounting) {
     CHECK_EQ(hearth_kv_pool_block_bytes(pool), hearth_kv_bytes_per_token(m, true) * 4);
     /* a sequence of 9 tokens takes 3 blocks; growing to 12 takes none, to 13 one more */
     CHECK(hearth_kv_pool_seq_reserve(pool, 0, 9));
-    CHECK_EQ(hearth_kv_pool_seq_blocks(pool, 0), 3);
+    CHECK_EQ(hearth_kv_pool_seq_blocks(pool, 0, 0), 3);
     CHECK_EQ(hearth_kv_pool_seq_need(pool, 0, 12), 0);
     CHECK_EQ(hearth_kv_pool_seq_need(pool, 0, 13), 1);
     CHECK_EQ(hearth_kv_pool_n_free(pool), 7);
     CHECK(!hearth_kv_pool_seq_reserve(pool, 1, 21)); /* over max_seq_len */
     CHECK(!hearth_kv_pool_seq_reserve(pool, 1, 4 * 8)); /* 8 blocks: too few free; nothing taken */
     CHECK_EQ(hearth_kv_pool_n_free(pool), 7);
-    CHECK_EQ(hearth_kv_pool_seq_blocks(pool, 1), 0);
+    CHECK_EQ(hearth_kv_pool_seq_blocks(pool, 0, 1), 0);
     /* sharing: seq 1 takes seq 0's first block by reference */
-    int32_t shared = hearth_kv_pool_row(pool, 0)[0];
+    int32_t shared = hearth_kv_pool_row(pool, 0, 0)[0];
     hearth_kv_pool_ref(pool, shared);
-    CHECK(hearth_kv_pool_seq_push(pool, 1, shared));
+    CHECK(hearth_kv_pool_seq_push(pool, 0, 1, shared));
     CHECK_EQ(hearth_kv_pool_refs(pool, shared), 2);
     CHECK(hearth_kv_pool_check(pool));
     /* release seq 0: its two own blocks return, the shared one stays */
     int32_t b;
-    while ((b = hearth_kv_pool_seq_pop(pool, 0)) >= 0) hearth_kv_pool_unref(pool, b);
+    while ((b = hearth_kv_pool_seq_pop(pool, 0, 0)) >= 0) hearth_kv_pool_unref(pool, b);
     CHECK_EQ(hearth_kv_pool_n_free(pool), 9);
     CHECK_EQ(hearth_kv_pool_refs(pool, shared), 1);
-    CHECK(hearth_kv_pool_row(pool, 0)[0] == -1);
-    CHECK(hearth_kv_pool_unref(pool, hearth_kv_pool_seq_pop(pool, 1)));
+    CHECK(hearth_kv_pool_row(pool, 0, 0)[0] == -1);
+    CHECK(hearth_kv_pool_unref(pool, hearth_kv_pool_seq_pop(pool, 0, 1)));
     CHECK_EQ(hearth_kv_pool_n_free(pool), 10);
     CHECK(hearth_kv_pool_check(pool));
     /* alloc until empty, then -1 */
@@ -149,11 +149,13 @@ static void paged_forward_matches(const char *path, int32_t block_size) {
         ids[j] = t;
     }
     int32_t need_a = (NA + NDEC + block_size - 1) / block_size, need_b = (NB_ + NDEC + block_size - 1) / block_size;
-    for (int32_t i = 0, ia = 0, ib = 0; i < need_a + need_b; i++) {
-        if ((i % 2 == 0 && ia < need_a) || ib == need_b) hearth_kv_pool_seq_push(pool, 0, ids[i]), ia++;
-        else hearth_kv_pool_seq_push(pool, 1, ids[i]), ib++;
-    }
-    for (int32_t i = need_a + need_b; i < nb; i++) hearth_kv_pool_unref(pool, ids[i]);
+    int32_t n_groups = hearth_kv_pool_n_groups(pool), used = 0; /* every layer group's rows */
+    for (int32_t g = 0; g < n_groups; g++)
+        for (int32_t i = 0, ia = 0, ib = 0; i < need_a + need_b; i++) {
+            if ((i % 2 == 0 && ia < need_a) || ib == need_b) hearth_kv_pool_seq_push(pool, g, 0, ids[used++]), ia++;
+            else hearth_kv_pool_seq_push(pool, g, 1, ids[used++]), ib++;
+        }
+    for (int32_t i = used; i < nb; i++) hearth_kv_pool_unref(pool, ids[i]);
     free(ids);
     hearth_backend *be = hearth_backend_cpu_create(2, MAXT, 1 << 14, 128);
     hearth_fwd *fwd = hearth_fwd_create(h->m, be, MAXT);

@@ -24,8 +24,9 @@
 enum { V = 61, N_CTX = 64, MAX_LIVE = 14 };
 
 typedef struct {
+    const hearth_model *m;
     int32_t toks[N_CTX];
-    int64_t bad;            /* rows that did not hold their own position */
+    int64_t bad;            /* rows that did not hold their own position (or token) */
 } script;
 
 static int32_t next_of(const int32_t *toks, int32_t n) {
@@ -34,29 +35,41 @@ static int32_t next_of(const int32_t *toks, int32_t n) {
     return (int32_t)(h % V);
 }
 
+/* The key row of position j in layer il (NULL when the table has no block there). */
+static float *row_at(const hearth_kv_view *kv, int32_t il, int32_t seq, int32_t j) {
+    hearth_kv_blocks bl = hearth_kv_view_blocks(kv, il);
+    int32_t blk = bl.table[seq * bl.max_blocks + j / bl.block_size];
+    if (blk < 0 || blk >= kv->n_blocks) return NULL;
+    return (float *)kv->k[il] + ((int64_t)blk * bl.block_size + j % bl.block_size) * 2;
+}
+
 static hearth_status script_fwd(void *ctx, const hearth_batch *b, const hearth_kv_view *kv, float *logits) {
     script *sc = ctx;
-    const hearth_kv_blocks *bl = &kv->blocks;
-    float *k = kv->k[0];
-    for (int32_t t = 0; t < b->n_tokens; t++) { /* every layer stores first ... */
-        int32_t blk = bl->table[b->seq[t] * bl->max_blocks + b->pos[t] / bl->block_size];
-        float *row = k + ((int64_t)blk * bl->block_size + b->pos[t] % bl->block_size) * 2;
-        row[0] = (float)b->token[t];
-        row[1] = (float)b->pos[t];
-    }
+    const hearth_hparams *hp = &sc->m->hp;
+    for (int32_t il = 0; il < hp->n_layer; il++) /* every layer stores first ... */
+        for (int32_t t = 0; t < b->n_tokens; t++) {
+            float *row = row_at(kv, il, b->seq[t], b->pos[t]);
+            row[0] = (float)b->token[t];
+            row[1] = (float)b->pos[t];
+        }
     int32_t n_out = 0;
     for (int32_t t = 0; t < b->n_tokens; t++) { /* ... then reads */
         if (!b->want_logits[t]) continue;
-        for (int32_t j = 0; j <= b->pos[t]; j++) {
-            int32_t blk = bl->table[b->seq[t] * bl->max_blocks + j / bl->block_size];
-            if (blk < 0 || blk >= kv->n_blocks) {
-                sc->bad++;
-                sc->toks[j] = 0;
-                continue;
+        /* the full layers read 0..pos: the history; the sliding ones their window, which must agree */
+        for (int32_t il = hp->n_layer - 1; il >= 0; il--) {
+            bool swa = hearth_hparams_is_swa(hp, il);
+            int32_t j0 = swa && b->pos[t] >= hp->n_swa ? b->pos[t] - hp->n_swa + 1 : 0;
+            for (int32_t j = j0; j <= b->pos[t]; j++) {
+                const float *row = row_at(kv, il, b->seq[t], j);
+                if (!row) {
+                    sc->bad++;
+                    sc->toks[j] = 0;
+                    continue;
+                }
+                sc->bad += row[1] != (float)j;
+                if (!swa) sc->toks[j] = (int32_t)row[0];
+                else sc->bad += sc->toks[j] != (int32_t)row[0];
             }
-            const float *row = k + ((int64_t)blk * bl->block_size + j % bl->block_size) * 2;
-            sc->bad += row[1] != (float)j;
-            sc->toks[j] = (int32_t)row[0];
         }
         float *lg = logits + (int64_t)n_out++ * V;
         for (int32_t i = 0; i < V; i++) lg[i] = 0;
@@ -83,11 +96,14 @@ static uint32_t rnd(uint32_t n) {
 typedef struct {
     int32_t block_size, n_blocks, batch, max_step;
     int64_t cache_blocks; /* -1: no prefix cache */
+    int32_t n_swa;        /* > 0: layers 0 and 1 of 3 slide over n_swa tokens (three layer groups) */
 } config;
 
-static hearth_model fake_model(void) {
+static hearth_model fake_model(int32_t n_swa) {
     hearth_model m = {0};
-    m.hp.n_layer = 1;
+    m.hp.n_layer = n_swa > 0 ? 3 : 1;
+    m.hp.n_swa = n_swa;
+    m.hp.swa_pattern = 3;
     m.hp.n_head = m.hp.n_head_kv = 1;
     m.hp.head_dim = m.hp.head_dim_v = 2; /* K rows of 2 f32 values: token, position */
     m.hp.n_vocab = V;
@@ -119,12 +135,13 @@ static bool drain(live *l, int64_t *n_done) {
 }
 
 static void run_config(const config *c, int iters, hearth_engine_stats *out) {
-    hearth_model m = fake_model();
-    script sc = {0};
+    hearth_model m = fake_model(c->n_swa);
+    script sc = {.m = &m};
     hearth_fwd *fwd = hearth_fwd_create_scripted(&m, c->max_step, script_fwd, &sc);
     hearth_kv_pool *pool = NULL;
     hearth_err err;
-    hearth_kv_pool_params pp = {.budget_bytes = hearth_kv_bytes_per_token(&m, false) * (size_t)c->block_size *
+    hearth_kv_layout lay = hearth_kv_layout_of(&m, false);
+    hearth_kv_pool_params pp = {.budget_bytes = hearth_kv_layout_block_bytes(&lay, &m, false, c->block_size) *
                                                 (size_t)c->n_blocks,
                                 .block_size = c->block_size, .n_seqs = c->batch, .max_seq_len = N_CTX, .f16 = false};
     CHECK_EQ(hearth_kv_pool_create(&m, &pp, &pool, &err), HEARTH_OK);
@@ -142,7 +159,8 @@ static void run_config(const config *c, int iters, hearth_engine_stats *out) {
         for (int j = 0; j < 40; j++) stem[i][j] = (int32_t)rnd(V);
     live lv[MAX_LIVE];
     int n_live = 0;
-    int64_t n_added = 0, n_done = 0, bad_checks = 0, bad_sum = 0;
+    int64_t n_added = 0, n_done = 0, bad_checks = 0, bad_sum = 0, bad_window = 0;
+    int32_t max_live = 0, window_blocks = (c->n_swa + 2 * c->block_size - 3) / c->block_size;
     for (int it = 0; it < iters || n_live > 0; it++) {
         bool adding = it < iters;
         if (adding && n_live < MAX_LIVE && rnd(3) != 0) { /* add */
@@ -170,6 +188,14 @@ static void run_config(const config *c, int iters, hearth_engine_stats *out) {
         int32_t used = 0;
         for (int32_t b = 0; b < c->n_blocks; b++) used += hearth_kv_pool_refs(pool, b) > 0;
         bad_sum += used + hearth_kv_pool_n_free(pool) != c->n_blocks;
+        /* between steps a window group's row holds only the blocks that the W - 1 keys before the
+         * next query span: at most ceil((W - 1 + bs - 1) / bs) */
+        for (int32_t g = lay.n_full; g < hearth_kv_pool_n_groups(pool); g++)
+            for (int32_t slot = 0; slot < c->batch; slot++) {
+                int32_t held = hearth_kv_pool_seq_blocks(pool, g, slot) - hearth_kv_pool_seq_dead(pool, g, slot);
+                bad_window += held > window_blocks;
+                max_live = held > max_live ? held : max_live;
+            }
         for (int i = 0; i < n_live;)
             if (drain(&lv[i], &n_done)) lv[i] = lv[--n_live];
             else i++;
@@ -177,12 +203,15 @@ static void run_config(const config *c, int iters, hearth_engine_stats *out) {
     }
     CHECK_EQ(bad_checks, 0);
     CHECK_EQ(bad_sum, 0);
+    CHECK_EQ(bad_window, 0);
+    if (c->n_swa > 0) CHECK_EQ(max_live, window_blocks); /* reached, never more */
     CHECK_EQ(sc.bad, 0);
     CHECK_EQ(n_live, 0);
     CHECK_EQ(n_done, n_added);
     CHECK(hearth_sched_idle(s));
     /* idle: no sequence holds a block; only the cache's evictable blocks are not free */
-    for (int32_t slot = 0; slot < c->batch; slot++) CHECK_EQ(hearth_kv_pool_seq_blocks(pool, slot), 0);
+    for (int32_t g = 0; g < hearth_kv_pool_n_groups(pool); g++)
+        for (int32_t slot = 0; slot < c->batch; slot++) CHECK_EQ(hearth_kv_pool_seq_blocks(pool, g, slot), 0);
     int32_t evictable = pc ? hearth_prefix_cache_n_evictable(pc) : 0;
     CHECK_EQ(hearth_kv_pool_n_free(pool) + evictable, c->n_blocks);
     if (pc) {
@@ -228,9 +257,30 @@ TEST(random_sequences_without_prefix_cache) {
     CHECK_EQ(st.cache_hits, 0);
 }
 
+TEST(random_sequences_with_sliding_window_groups) {
+    /* 3 layers (2 sliding over 8 tokens, 1 full): 3 groups; windows of 3 blocks release the rest */
+    config c = {.block_size = 4, .n_blocks = 48, .batch = 6, .max_step = 16, .cache_blocks = 40, .n_swa = 8};
+    hearth_engine_stats st;
+    run_config(&c, iters(), &st);
+    CHECK(st.preemptions > 0);
+    CHECK(st.cache_hits > 0 && st.cache_hit_tokens > 0);
+    CHECK(st.cache_evictions > 0);
+}
+
+TEST(random_sequences_with_sliding_windows_across_block_edges) {
+    config a = {.block_size = 3, .n_blocks = 40, .batch = 5, .max_step = 7, .cache_blocks = 12, .n_swa = 5};
+    config b = {.block_size = 1, .n_blocks = 90, .batch = 8, .max_step = 5, .cache_blocks = -1, .n_swa = 6};
+    hearth_engine_stats st;
+    run_config(&a, iters() / 2, &st);
+    CHECK(st.preemptions > 0);
+    CHECK(st.cache_hits > 0);
+    run_config(&b, iters() / 2, &st);
+    CHECK(st.preemptions > 0);
+}
+
 TEST(scripted_forward_keeps_the_batch_checks) {
-    hearth_model m = fake_model();
-    script sc = {0};
+    hearth_model m = fake_model(0);
+    script sc = {.m = &m};
     hearth_fwd *fwd = hearth_fwd_create_scripted(&m, 4, script_fwd, &sc);
     hearth_kv_pool *pool = NULL;
     hearth_err err;
