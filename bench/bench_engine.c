@@ -3,7 +3,7 @@
  *
  * Not built by CMake: `make bench-engine` builds and runs it (bench/README.md). Usage:
  *   build/bench_engine MODEL.gguf [threads [gen_tokens [repeats [what]]]]   (defaults: 2, 64, 3, all)
- *   what: all | streams | prefix | serial
+ *   what: all | streams | streams=N (N streams alone, for profiling) | prefix | serial
  *
  * Reports, greedy with random prompts of 32 tokens, the median over `repeats` runs (and every
  * run), with the load average before and after:
@@ -177,7 +177,7 @@ static void report(const char *what, double *x, int n, const char *unit) {
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: bench_engine MODEL.gguf [threads [gen_tokens [repeats [all|streams|prefix|serial]]]]\n");
+        fprintf(stderr, "usage: bench_engine MODEL.gguf [threads [gen_tokens [repeats [all|streams|streams=N|prefix|serial]]]]\n");
         return 2;
     }
     int threads = argc > 2 ? atoi(argv[2]) : 2, gen = argc > 3 ? atoi(argv[3]) : 64;
@@ -207,16 +207,17 @@ int main(int argc, char **argv) {
         for (int i = 0; i < reps; i++) ratio[i] *= 1000; /* shown in thousandths */
         report("engine / serial loop (x1000)", ratio, reps, "");
     }
-    if (all || !strcmp(what, "streams")) {
+    if (all || !strncmp(what, "streams", 7)) {
         double one = 0;
-        for (int n = 1; n <= 16; n *= 2) {
+        int only = what[7] == '=' ? atoi(what + 8) : 0; /* streams=N: that count alone (profiling) */
+        for (int n = only > 0 ? only : 1; n <= (only > 0 ? only : 16); n *= 2) {
             for (int i = 0; i < reps; i++) x[i] = streams(m, threads, n, gen);
             char label[64];
             snprintf(label, sizeof label, "%2d streams, aggregate decode tok/s", n);
             report(label, x, reps, "tok/s");
             double med = median(x, reps);
             if (n == 1) one = med;
-            else printf("%-34s %.2f x one stream\n", "", med / one);
+            else if (one > 0) printf("%-34s %.2f x one stream\n", "", med / one);
         }
     }
     if (all || !strcmp(what, "prefix")) {
