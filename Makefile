@@ -70,9 +70,7 @@ bench: oracles build ## hearth vs llama.cpp: pp512/tg128 tok/s, peak RSS, roofli
 # TTFT, one request against a plain loop. ENGINE_BENCH="threads gen_tokens repeats" overrides.
 ENGINE_BENCH ?= 2 64 5
 bench-engine: build ## the engine: 1-16 streams, shared-prefix TTFT, scheduler vs plain loop (medians)
-	cc -O2 -std=c11 -D_GNU_SOURCE -Isrc bench/bench_engine.c build/libhearth_core.a $$(pkg-config --libs \
-		libxxhash libutf8proc libpcre2-8 libcjson libmicrohttpd libcurl sqlite3 libcrypto) -lpthread -lm \
-		-o build/bench_engine
+	@$(CMAKE_BUILD) build --target bench_engine -j$(JOBS)
 	build/bench_engine "$$(scripts/model-path.sh smollm2)" $(ENGINE_BENCH)
 
 # `bench-constrain` measures structured outputs' matcher on the starter models' vocabularies

@@ -1,7 +1,8 @@
 /*
  * bench_engine.c - the engine's scheduler under concurrent load, on a real model.
  *
- * Not built by CMake: `make bench-engine` builds and runs it (bench/README.md). Usage:
+ * Built on demand (CMake target bench_engine, linked as the tests are); `make bench-engine`
+ * builds and runs it (bench/README.md). Usage:
  *   build/bench_engine MODEL.gguf [threads [gen_tokens [repeats [what]]]]   (defaults: 2, 64, 3, all)
  *   what: all | streams | streams=N (N streams alone, for profiling) | prefix | serial
  *
