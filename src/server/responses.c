@@ -11,11 +11,14 @@
  *   {type: "function_call", call_id, name, arguments}     -> a tool call of an `assistant`
  *                                                             message (consecutive calls join one)
  *   {type: "function_call_output", call_id, output}       -> a `tool` message
- *   {type: "reasoning"} items             -> dropped
+ *   {type: "reasoning"} items             -> reasoning_content of the assistant message that
+ *                                            follows (its content's reasoning_text, else its
+ *                                            summary texts, joined by newlines)
  *   tools [{type: "function", name, description, parameters}] -> function tools; other tool
  *                                            types (web_search, file_search...) are dropped
  *   tool_choice "none" / "auto" / "required" / {type: "function", name} -> the same choice
  *   the model's tool calls                -> function_call output items (responses_out.c)
+ *   the model's reasoning                 -> a reasoning output item before the message
  *   reasoning.effort                      -> enable_thinking (false for "none"/"minimal")
  *
  * max_output_tokens (>= 1), temperature [0, 2], top_p [0, 1], stream, store (default true),
@@ -53,6 +56,36 @@ static cJSON *last_assistant(cJSON *body) {
     return role && !strcmp(role->valuestring, "assistant") ? last : NULL;
 }
 
+/* The assistant message a reasoning item opened (no text or calls yet), or NULL. */
+static cJSON *open_reasoning(cJSON *body) {
+    cJSON *m = last_assistant(body);
+    const cJSON *c = m ? cJSON_GetObjectItemCaseSensitive(m, "content") : NULL;
+    if (!m || !cJSON_GetObjectItemCaseSensitive(m, "reasoning_content") ||
+        cJSON_GetObjectItemCaseSensitive(m, "tool_calls") || !cJSON_IsString(c) || *c->valuestring)
+        return NULL;
+    return m;
+}
+
+/* A reasoning item: its text becomes reasoning_content of an assistant message that the next
+ * assistant text or function calls join. */
+static bool map_reasoning(cJSON *body, const cJSON *it, const char *param, hearth_api_err *e) {
+    static const char *const rs_types[] = {"reasoning_text", "summary_text", "text", NULL};
+    const cJSON *parts = hearth_req_field(it, "content");
+    if (!cJSON_IsArray(parts) || !parts->child) parts = hearth_req_field(it, "summary");
+    char *text = NULL;
+    if (cJSON_IsArray(parts) && parts->child && !hearth_chatmap_text(parts, rs_types, param, &text, e)) return false;
+    if (!text || !*text) {
+        free(text);
+        return true;
+    }
+    cJSON *m = open_reasoning(body);
+    if (!m) m = hearth_chatmap_msg(body, "assistant", "", e);
+    bool ok = m && (cJSON_DeleteItemFromObjectCaseSensitive(m, "reasoning_content"),
+                    cJSON_AddStringToObject(m, "reasoning_content", text) || oom(e));
+    free(text);
+    return ok;
+}
+
 static bool map_item(cJSON *body, const cJSON *it, hearth_span raw, const char *param, hearth_api_err *e) {
     if (!cJSON_IsObject(it)) return hearth_api_err_set(e, 400, "invalid_type", param, "'%s' must be an object", param);
     const char *type = NULL;
@@ -69,7 +102,9 @@ static bool map_item(cJSON *body, const cJSON *it, hearth_span raw, const char *
                                           param);
         char *text = NULL;
         if (!hearth_chatmap_text(c, text_types, param, &text, e)) return false;
-        bool ok = hearth_chatmap_msg(body, !strcmp(role, "developer") ? "system" : role, text, e) != NULL;
+        cJSON *m = !strcmp(role, "assistant") ? open_reasoning(body) : NULL;
+        bool ok = m ? cJSON_ReplaceItemInObjectCaseSensitive(m, "content", cJSON_CreateString(text)) || oom(e)
+                    : hearth_chatmap_msg(body, !strcmp(role, "developer") ? "system" : role, text, e) != NULL;
         free(text);
         return ok;
     }
@@ -96,7 +131,7 @@ static bool map_item(cJSON *body, const cJSON *it, hearth_span raw, const char *
         free(text);
         return m && (cJSON_AddStringToObject(m, "tool_call_id", id) || oom(e));
     }
-    if (!strcmp(type, "reasoning")) return true;
+    if (!strcmp(type, "reasoning")) return map_reasoning(body, it, param, e);
     return hearth_api_err_set(e, 400, "unsupported", param, "input items of type '%.40s' are not supported by "
                               "hearth yet", type);
 }
@@ -224,7 +259,9 @@ static bool parse(hearth_server *s, const cJSON *root, hearth_span raw, hearth_g
     if (!o) return oom(e);
     o->store = true;
     o->msg_index = -1;
+    o->rs_index = -1;
     hearth_server_new_id(s, "msg_", o->msg_id, sizeof o->msg_id);
+    hearth_server_new_id(s, "rs_", o->rs_id, sizeof o->rs_id);
     if ((rc = hearth_req_int(root, "max_output_tokens", -1e12, 1e12, &i, e)) < 0) return false;
     if (rc) {
         if (i < 1)

@@ -36,5 +36,8 @@ typedef struct {
     int     msg_index;          /* stream: its output_index once announced */
     int     n_items;            /* stream: output items announced so far */
     int     call_at;            /* stream: output_index of the function_call item being streamed */
+    char    rs_id[48];          /* the reasoning item's id */
+    int     rs_index;           /* stream: its output_index once announced, else -1 */
+    bool    rs_open;            /* stream: the reasoning item is announced and not done */
 } hearth_responses_out;
 extern const hearth_gen_dialect hearth_responses_writer;

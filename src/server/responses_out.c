@@ -12,6 +12,10 @@
  * counting from 0:
  *
  *   response.created, response.in_progress              (the response, status in_progress)
+ *   with reasoning (at its first piece): response.output_item.added (a reasoning item),
+ *     response.content_part.added (reasoning_text), response.reasoning_text.delta*,
+ *     response.reasoning_text.done, response.content_part.done, response.output_item.done
+ *     (closed when the answer's first text or call begins)
  *   response.output_item.added, response.content_part.added   (at the first text)
  *   response.output_text.delta*
  *   per tool call: response.output_item.added (as soon as its name is known),
@@ -21,7 +25,10 @@
  *   response.completed | response.incomplete            (the full response)
  *
  * Output items take their output_index in the order they begin; the message item (present
- * when there is text, or nothing else) stays open while calls are announced after it.
+ * when there is text, or nothing else) stays open while calls are announced after it. The
+ * model's reasoning is a `reasoning` item, {"id":"rs_...","type":"reasoning","summary":[],
+ * "content":[{"type":"reasoning_text","text"}],"status"}: the raw reasoning as OpenAI returns
+ * it for open-weight models (hearth writes no summaries), first in the output.
  *
  * An engine failure after the start is response.failed with the error.
  */
@@ -104,13 +111,44 @@ static void call_item_json(hearth_jw *w, const char *call_id, const char *name, 
     hearth_jw_obj_end(w);
 }
 
+/* {"type":"reasoning_text","text"} */
+static void rs_part_json(hearth_jw *w, hearth_span text) {
+    hearth_jw_obj(w);
+    hearth_jw_key(w, "type");
+    hearth_jw_cstr(w, "reasoning_text");
+    hearth_jw_key(w, "text");
+    hearth_jw_str(w, text.ptr, text.len);
+    hearth_jw_obj_end(w);
+}
+
+/* The reasoning item; done: completed with the reasoning, else in progress and empty. */
+static void rs_item_json(const hearth_gen_out *g, hearth_jw *w, bool done) {
+    hearth_jw_obj(w);
+    hearth_jw_key(w, "id");
+    hearth_jw_cstr(w, ctx_of(g)->rs_id);
+    hearth_jw_key(w, "type");
+    hearth_jw_cstr(w, "reasoning");
+    hearth_jw_key(w, "summary");
+    hearth_jw_arr(w);
+    hearth_jw_arr_end(w);
+    hearth_jw_key(w, "content");
+    hearth_jw_arr(w);
+    if (done) rs_part_json(w, g->reasoning);
+    hearth_jw_arr_end(w);
+    hearth_jw_key(w, "status");
+    hearth_jw_cstr(w, done ? "completed" : "in_progress");
+    hearth_jw_obj_end(w);
+}
+
 /* The final output items in output_index order. */
 static void output_json(const hearth_gen_out *g, hearth_jw *w) {
     const hearth_responses_out *o = ctx_of(g);
-    int msg_at = o->item_open ? o->msg_index : (g->text.len || !g->n_calls) ? 0 : -1;
-    int n = g->n_calls + (msg_at >= 0), k = 0;
+    int rs_at = !g->reasoning.len ? -1 : o->rs_index >= 0 ? o->rs_index : 0;
+    int msg_at = o->item_open ? o->msg_index : (g->text.len || !g->n_calls) ? (rs_at == 0) : -1;
+    int n = g->n_calls + (msg_at >= 0) + (rs_at >= 0), k = 0;
     for (int i = 0; i < n; i++) {
-        if (i == msg_at) item_json(g, w, true);
+        if (i == rs_at) rs_item_json(g, w, true);
+        else if (i == msg_at) item_json(g, w, true);
         else {
             const hearth_tool_call *c = &g->calls[k++];
             call_item_json(w, c->id, c->name, hearth_span_cstr(c->arguments), true);
@@ -132,7 +170,7 @@ static void usage_json(const hearth_gen_out *g, hearth_jw *w) {
     hearth_jw_key(w, "output_tokens_details");
     hearth_jw_obj(w);
     hearth_jw_key(w, "reasoning_tokens");
-    hearth_jw_int(w, 0);
+    hearth_jw_int(w, 0); /* not counted apart: reasoning and answer share the tokens */
     hearth_jw_obj_end(w);
     hearth_jw_key(w, "total_tokens");
     hearth_jw_int(w, (int64_t)g->spec->n_prompt + g->n_gen);
@@ -248,8 +286,67 @@ static void stream_start(hearth_gen_out *g, hearth_jw *w) {
     }
 }
 
+/* "item_id", "output_index", "content_index" of the reasoning text. */
+static void rs_ids(const hearth_gen_out *g, hearth_jw *w) {
+    hearth_jw_key(w, "item_id");
+    hearth_jw_cstr(w, ctx_of(g)->rs_id);
+    hearth_jw_key(w, "output_index");
+    hearth_jw_int(w, ctx_of(g)->rs_index);
+    hearth_jw_key(w, "content_index");
+    hearth_jw_int(w, 0);
+}
+
+static void stream_reasoning(hearth_gen_out *g, hearth_jw *w, hearth_span piece) {
+    hearth_responses_out *o = ctx_of(g);
+    if (o->rs_index < 0) {
+        o->rs_open = true;
+        o->rs_index = o->n_items++;
+        frame(g, w, "response.output_item.added");
+        hearth_jw_key(w, "output_index");
+        hearth_jw_int(w, o->rs_index);
+        hearth_jw_key(w, "item");
+        rs_item_json(g, w, false);
+        frame_end(w);
+        frame(g, w, "response.content_part.added");
+        rs_ids(g, w);
+        hearth_jw_key(w, "part");
+        rs_part_json(w, (hearth_span){"", 0});
+        frame_end(w);
+    }
+    if (!o->rs_open) return; /* reasoning after the answer began: kept for the final item only */
+    frame(g, w, "response.reasoning_text.delta");
+    rs_ids(g, w);
+    hearth_jw_key(w, "delta");
+    hearth_jw_str(w, piece.ptr, piece.len);
+    frame_end(w);
+}
+
+/* The reasoning item is done once the answer begins. */
+static void close_reasoning(hearth_gen_out *g, hearth_jw *w) {
+    hearth_responses_out *o = ctx_of(g);
+    if (!o->rs_open) return;
+    o->rs_open = false;
+    frame(g, w, "response.reasoning_text.done");
+    rs_ids(g, w);
+    hearth_jw_key(w, "text");
+    hearth_jw_str(w, g->reasoning.ptr, g->reasoning.len);
+    frame_end(w);
+    frame(g, w, "response.content_part.done");
+    rs_ids(g, w);
+    hearth_jw_key(w, "part");
+    rs_part_json(w, g->reasoning);
+    frame_end(w);
+    frame(g, w, "response.output_item.done");
+    hearth_jw_key(w, "output_index");
+    hearth_jw_int(w, o->rs_index);
+    hearth_jw_key(w, "item");
+    rs_item_json(g, w, true);
+    frame_end(w);
+}
+
 static void open_item(hearth_gen_out *g, hearth_jw *w) {
     hearth_responses_out *o = ctx_of(g);
+    close_reasoning(g, w);
     if (o->item_open) return;
     o->item_open = true;
     o->msg_index = o->n_items++;
@@ -313,6 +410,7 @@ static void call_ids(const hearth_gen_out *g, hearth_jw *w, const char *call_id)
 static void stream_tool(hearth_gen_out *g, hearth_jw *w, const hearth_tc_delta *d) {
     hearth_responses_out *o = ctx_of(g);
     if (d->kind == HEARTH_TC_BEGIN) {
+        close_reasoning(g, w);
         o->call_at = o->n_items++;
         frame(g, w, "response.output_item.added");
         hearth_jw_key(w, "output_index");
@@ -347,6 +445,7 @@ static void stream_tool(hearth_gen_out *g, hearth_jw *w, const hearth_tc_delta *
 
 static void stream_end(hearth_gen_out *g, hearth_jw *w) {
     hearth_responses_out *o = ctx_of(g);
+    close_reasoning(g, w);
     if (g->text.len || !g->n_calls) open_item(g, w);
     if (o->item_open) close_item(g, w);
     frame(g, w, g->end == HEARTH_GEN_END_LENGTH ? "response.incomplete" : "response.completed");
@@ -375,7 +474,14 @@ static void finished(hearth_gen_out *g) {
         memcpy(text, g->text.ptr, g->text.len);
         text[g->text.len] = 0;
     }
-    if (!a || !text || !cJSON_AddStringToObject(a, "role", "assistant") ||
+    char *rs = g->reasoning.len ? malloc(g->reasoning.len + 1) : NULL;
+    if (rs) {
+        memcpy(rs, g->reasoning.ptr, g->reasoning.len);
+        rs[g->reasoning.len] = 0;
+    }
+    bool rs_ok = !g->reasoning.len || (rs && cJSON_AddStringToObject(a, "reasoning_content", rs));
+    free(rs);
+    if (!a || !text || !rs_ok || !cJSON_AddStringToObject(a, "role", "assistant") ||
         !cJSON_AddStringToObject(a, "content", text) || !cJSON_AddItemToArray(o->conv, a)) {
         cJSON_Delete(a);
         free(text);
@@ -411,5 +517,5 @@ static void ctx_free(void *ctx) {
 
 const hearth_gen_dialect hearth_responses_writer = {
     .id_prefix = "resp_", .start = stream_start, .text = stream_text, .end = stream_end,
-    .error = stream_error, .body = body, .tool_delta = stream_tool, .finished = finished, .ctx_free = ctx_free,
+    .error = stream_error, .body = body, .reasoning = stream_reasoning, .tool_delta = stream_tool, .finished = finished, .ctx_free = ctx_free,
 };

@@ -220,3 +220,50 @@ def test_anthropic_and_responses_schemas_keep_their_spelling():
         # arguments of past calls: Anthropic's input object, Responses' arguments string
         assert chat_tokens(1.0, "2.0") > chat_tokens(1.0, "2")
         assert messages_tokens(1.0, True) == chat_tokens(1.0, "2.0") == responses_tokens(1.0, True)
+
+
+def test_responses_reasoning_items():
+    """/v1/responses returns the model's reasoning as a reasoning item before the message (the
+    same split as chat's reasoning_content), streams it with the reasoning_text events, and a
+    reasoning item given back in `input` reaches the template as the assistant's
+    reasoning_content (the chat prompt of the same conversation)."""
+    with template_server("Qwen-Qwen3-0.6B.jinja") as s:
+        c = s.client()
+        text = "<think>\nThe sum is easy.\n</think>\n\nFour."
+        msgs = echo(text)
+        ref = c.chat.completions.create(model="x", messages=msgs, temperature=0, max_tokens=40).choices[0].message
+        assert ref.model_extra.get("reasoning_content") == "The sum is easy."
+        kw = dict(model="x", input=msgs, temperature=0, max_output_tokens=40)
+        r = c.responses.create(**kw)
+        assert [o.type for o in r.output] == ["reasoning", "message"]
+        rs = r.output[0]
+        assert rs.id.startswith("rs_") and rs.summary == [] and rs.status == "completed"
+        assert [(p.type, p.text) for p in rs.content] == [("reasoning_text", "The sum is easy.")]
+        assert r.output_text == (ref.content or "")
+        with c.responses.stream(**kw) as st:
+            events = list(st)
+            final = st.get_final_response()
+        types = [e.type for e in events]
+        deltas = [e.delta for e in events if e.type == "response.reasoning_text.delta"]
+        assert "".join(deltas) == "The sum is easy." and len(deltas) >= 2
+        added = [(i, e.item.type) for i, e in enumerate(events) if e.type == "response.output_item.added"]
+        assert [t for _, t in added] == ["reasoning", "message"]
+        assert types.index("response.reasoning_text.done") < added[1][0]  # done before the answer began
+        assert final.output[0].content[0].text == "The sum is easy." and final.output_text == r.output_text
+        # round trip: the reasoning item goes back in input as the assistant turn's reasoning
+        turn = [{"type": "reasoning", "id": rs.id, "summary": [],
+                 "content": [{"type": "reasoning_text", "text": "The sum is easy."}]},
+                {"role": "assistant", "content": "Four."}]
+        back = c.responses.create(model="x", max_output_tokens=1, input=msgs + turn).usage.input_tokens
+        plain = c.responses.create(model="x", max_output_tokens=1, input=msgs + turn[1:]).usage.input_tokens
+        chat = c.chat.completions.create(model="x", max_tokens=1, extra_body={"continue_final_message": False},
+                                         messages=msgs + [{"role": "assistant", "content": "Four.",
+                                                           "reasoning_content": "The sum is easy."}])
+        assert back == chat.usage.prompt_tokens and back > plain
+        # and so does a stored response continued with previous_response_id
+        nxt = c.responses.create(model="x", max_output_tokens=1, previous_response_id=r.id,
+                                 input="And five?").usage.input_tokens
+        chat = c.chat.completions.create(model="x", max_tokens=1, messages=msgs + [
+            {"role": "assistant", "content": ref.content or "", "reasoning_content": "The sum is easy."},
+            {"role": "user", "content": "And five?"}])
+        assert nxt == chat.usage.prompt_tokens
