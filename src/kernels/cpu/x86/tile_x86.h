@@ -15,6 +15,9 @@
  * part) and lane l + 4 elements 16+4l..16+4l+3 (high part), so a tile keeps a "lo" and a "hi"
  * accumulator of 4 lanes per row and the hsum8 tree starts with lo_l + hi_l, its own first
  * level. q8_0 rows keep all 8 lanes of a row together.
+ * The K-quant tiles (q4_K in both its orders, q6_K; avx512 only) work a row at a time inside a
+ * super-block: its values and scales are unpacked once and dotted with each of the nt tokens,
+ * each (row, token) pair keeping its own float chains (q4_K: two scalar ones; q6_K: 8 lanes).
  *
  * Call them only through the kernel tables (dispatch.c); any thread.
  */
