@@ -164,7 +164,10 @@ static bool map_tools(const cJSON *root, hearth_span raw, cJSON *body, hearth_re
     const cJSON *tools = hearth_req_field(root, "tools");
     if (tools && !cJSON_IsArray(tools))
         return hearth_api_err_set(e, 400, "invalid_type", "tools", "'tools' must be a list of tools");
-    if (tools && cJSON_GetArraySize(tools) && !(o->tools = cJSON_PrintUnformatted(tools))) return oom(e);
+    hearth_span rtools = hearth_chatmap_raw_child(raw, root, tools); /* echoed as sent */
+    if (tools && cJSON_GetArraySize(tools) &&
+        !(o->tools = rtools.len ? strndup(rtools.ptr, rtools.len) : cJSON_PrintUnformatted(tools)))
+        return oom(e);
     if (choice) { /* Responses' spelling -> chat's: strings pass, {type: function, name} nests */
         const cJSON *name = cJSON_IsObject(choice) ? hearth_req_field(choice, "name") : NULL;
         cJSON *c = NULL, *f = NULL;
