@@ -405,19 +405,6 @@ bool hearth_chat_prompt_opts(hearth_server *s, const cJSON *root, hearth_chat_op
     char *json = NULL, *text = NULL;
     size_t n_text = 0;
     if (opts) opts->constraint = NULL;
-    const cJSON *rf = hearth_req_field(root, "response_format");
-    if (opts && force) { /* the call's grammar, over the tools the template sees */
-        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(hearth_req_field(root, "tool_choice"), "function");
-        const cJSON *only = cJSON_GetObjectItemCaseSensitive(fn, "name"); /* checked by add_tools */
-        bool several = false; /* llama-server's default: one call unless parallel calls are asked for */
-        if (hearth_req_bool(root, "parallel_tool_calls", &several, e) < 0) goto out;
-        if (!hearth_structured_tools((hearth_tc_format)s->tc_format, hearth_req_field(root, "tools"),
-                                     force == FORCE_ONE ? only->valuestring : NULL, several && force == FORCE_ANY,
-                                     &opts->constraint, e))
-            goto out;
-    } else if (opts && rf && !cJSON_IsNull(rf)) {
-        if (!hearth_structured_format(rf, "response_format", &opts->constraint, e)) goto out;
-    }
     if (!s->tmpl) {
         hearth_api_err_set(e, s->m && hearth_model_chat_template(s->m) ? 501 : 400, "chat_template_unavailable",
                            "messages", "%s", s->tmpl_error);
@@ -451,6 +438,26 @@ bool hearth_chat_prompt_opts(hearth_server *s, const cJSON *root, hearth_chat_op
         opts->reasoning = s->rs_format;
         opts->reasoning_open = hearth_rs_prompt_open(s->rs_format, text + tail, n_text - tail);
         opts->continued = final != NULL;
+        /* the forced shape, after closing a reasoning block the prompt opened */
+        const char *prefix = hearth_structured_prefix(s->rs_format, opts->reasoning_open);
+        const cJSON *rf = hearth_req_field(root, "response_format");
+        if ((force || (rf && !cJSON_IsNull(rf))) && final) {
+            hearth_api_err_set(e, 400, "unsupported", force ? "tool_choice" : "response_format",
+                               "a forced tool call or response_format cannot continue a final assistant message");
+            goto out;
+        }
+        if (force) { /* the call's grammar, over the tools the template sees */
+            const cJSON *fn = cJSON_GetObjectItemCaseSensitive(hearth_req_field(root, "tool_choice"), "function");
+            const cJSON *only = cJSON_GetObjectItemCaseSensitive(fn, "name"); /* checked by add_tools */
+            bool several = false; /* llama-server's default: one call unless parallel calls are asked for */
+            if (hearth_req_bool(root, "parallel_tool_calls", &several, e) < 0) goto out;
+            if (!hearth_structured_tools((hearth_tc_format)s->tc_format, hearth_req_field(root, "tools"),
+                                         force == FORCE_ONE ? only->valuestring : NULL, several && force == FORCE_ANY,
+                                         prefix, &opts->constraint, e))
+                goto out;
+        } else if (rf && !cJSON_IsNull(rf)) {
+            if (!hearth_structured_format(rf, "response_format", prefix, &opts->constraint, e)) goto out;
+        }
     }
     int32_t bos = hearth_tok_bos(tok);
     if (*n_ids >= 2 && bos >= 0 && (*ids)[0] == bos && (*ids)[1] == bos) {

@@ -312,7 +312,9 @@ static bool parse(hearth_server *s, const cJSON *root, hearth_span raw, hearth_g
     /* text.format: JSON output, unless a tool call is forced */
     const cJSON *txt = hearth_req_field(root, "text");
     const cJSON *fmt = cJSON_IsObject(txt) ? hearth_req_field(txt, "format") : NULL;
-    if (ok && fmt && !g->constraint) ok = hearth_structured_format(fmt, "text.format", &g->constraint, e);
+    if (ok && fmt && !g->constraint)
+        ok = hearth_structured_format(fmt, "text.format", hearth_structured_prefix(s->rs_format, co.reasoning_open),
+                                      &g->constraint, e);
     cJSON_Delete(body);
     return ok;
 }

@@ -3,13 +3,14 @@
  * structured.h).
  *
  * The vocabulary holds each token's bytes as the reply's text sees them: a normal token's
- * piece; a control token's text only when it is part of the model's tool-call markup (the
+ * piece; a control token's text only when it is part of the model's tool-call or reasoning markup (the
  * decoder drops the others, and the tool-call parser is fed those: generate.c), else nothing,
  * so the matcher never allows it; end-of-generation tokens are marked, allowed only where the
  * grammar is complete.
  */
 #include "server/structured.h"
 #include "constrain/schema.h"
+#include "server/reasoning.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -60,8 +61,19 @@ static int call_body(hearth_cx_json *j, hearth_tc_format f, const cJSON *fn) {
     return hearth_cx_rule_seq(b, seq, (int)(sizeof seq / sizeof seq[0]));
 }
 
+/* prefix then root, as a rule (root when there is no prefix) */
+static int prefixed(hearth_cx_builder *b, const char *prefix, int root) {
+    if (!prefix || root < 0) return root;
+    int p = hearth_cx_rule_lit(b, prefix, strlen(prefix));
+    return p < 0 ? -1 : hearth_cx_rule_seq(b, (int[]){p, root}, 2);
+}
+
+const char *hearth_structured_prefix(int rs, bool open) {
+    return open && rs == HEARTH_RS_THINK ? "</think>\n\n" : NULL;
+}
+
 bool hearth_structured_tools(hearth_tc_format f, const cJSON *tools, const char *only, bool several,
-                             hearth_cx_grammar **out, hearth_api_err *e) {
+                             const char *prefix, hearth_cx_grammar **out, hearth_api_err *e) {
     *out = NULL;
     if (f <= HEARTH_TC_NONE || f >= HEARTH_TC_COUNT)
         return hearth_api_err_set(e, 400, "unsupported", "tool_choice",
@@ -121,10 +133,11 @@ bool hearth_structured_tools(hearth_tc_format f, const cJSON *tools, const char 
         break;
     }
     }
-    return finish(b, root, "tools", out, e);
+    return finish(b, prefixed(b, prefix, root), "tools", out, e);
 }
 
-bool hearth_structured_format(const cJSON *rf, const char *param, hearth_cx_grammar **out, hearth_api_err *e) {
+bool hearth_structured_format(const cJSON *rf, const char *param, const char *prefix, hearth_cx_grammar **out,
+                              hearth_api_err *e) {
     *out = NULL;
     const cJSON *t = cJSON_IsObject(rf) ? get(rf, "type") : NULL;
     if (!cJSON_IsString(t))
@@ -148,7 +161,7 @@ bool hearth_structured_format(const cJSON *rf, const char *param, hearth_cx_gram
     hearth_cx_json_init(&j, b, schema);
     /* the value alone: the reply ends where the JSON does */
     int root = schema ? hearth_cx_json_value(&j, schema) : hearth_cx_json_object(&j);
-    return finish(b, root, param, out, e);
+    return finish(b, prefixed(b, prefix, root), param, out, e);
 }
 
 /* The served model's vocabulary, built on first use (a pass over the tokens and a sort). */
@@ -164,7 +177,9 @@ static hearth_cx_vocab *vocab(hearth_server *s) {
                 hearth_span p = hearth_tok_piece(tok, i, false);
                 if (hearth_tok_is_control(tok, i)) {
                     hearth_span t = hearth_tok_piece(tok, i, true);
-                    p = hearth_tc_is_marker(s->tc_format, t.ptr, t.len) ? t : (hearth_span){"", 0};
+                    bool marker = hearth_tc_is_marker(s->tc_format, t.ptr, t.len) ||
+                                  hearth_rs_is_marker(s->rs_format, t.ptr, t.len);
+                    p = marker ? t : (hearth_span){"", 0};
                 }
                 pieces[i] = p;
                 eog[i] = hearth_tok_is_eog(tok, i);

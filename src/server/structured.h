@@ -32,8 +32,13 @@
  * {"name", "parameters"}}, checked by the caller): of the function named only (NULL: any of
  * them); one call, or with several one or more. On failure e (400 with param "tools", or 503). */
 bool hearth_structured_tools(hearth_tc_format f, const cJSON *tools, const char *only, bool several,
-                             hearth_cx_grammar **out, hearth_api_err *e);
+                             const char *prefix, hearth_cx_grammar **out, hearth_api_err *e);
 /* A response format object (rf; param names it in errors). *out NULL for "text". */
-bool hearth_structured_format(const cJSON *rf, const char *param, hearth_cx_grammar **out, hearth_api_err *e);
+bool hearth_structured_format(const cJSON *rf, const char *param, const char *prefix, hearth_cx_grammar **out,
+                              hearth_api_err *e);
+/* What a forced shape must start with (the prefix argument above; NULL: nothing): the text
+ * that closes a reasoning block the prompt left open (hearth_rs_format rs; open: the prompt
+ * ends inside it), so that the call or the JSON is content, not reasoning. */
+const char *hearth_structured_prefix(int rs, bool open);
 /* A matcher of g (taken over) on the served model's vocabulary; NULL on OOM. */
 hearth_cx_matcher *hearth_structured_matcher(hearth_server *s, hearth_cx_grammar *g);

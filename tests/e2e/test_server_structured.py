@@ -225,3 +225,27 @@ def test_gemma_python_call_syntax_and_json(gemma, kw):
                                                                    "json_schema": {"name": "cat", "schema": CAT}}, **kw)
     assert r.choices[0].finish_reason == "stop"
     jsonschema.validate(json.loads(r.choices[0].message.content), CAT)
+
+
+@pytest.fixture(scope="module")
+def qwq():
+    tmpl = TEMPLATES / "Qwen-QwQ-32B.jinja"  # its generation prompt ends inside <think>
+    if not tmpl.exists():
+        pytest.skip(f"{tmpl} is missing (make setup runs scripts/fetch-templates.sh)")
+    yield from smol_server("--chat-template-file", str(tmpl))
+
+
+def test_forced_shapes_close_an_open_reasoning_block(qwq):
+    """The prompt leaves <think> open: the forced call and JSON start by closing it, so they come
+    back as a call and as content, not as reasoning."""
+    c = qwq.client()
+    r = c.chat.completions.create(model="smol", messages=ASK, tools=TOOLS, tool_choice="required", max_tokens=300,
+                                  temperature=0)
+    m = r.choices[0].message
+    assert len(m.tool_calls) == 1 and not (m.content or "").strip()
+    assert not (getattr(m, "reasoning_content", None) or "").strip()
+    check_call(m.tool_calls[0].function.name, m.tool_calls[0].function.arguments)
+    r = c.chat.completions.create(model="smol", messages=[{"role": "user", "content": "Describe a cat."}],
+                                  max_tokens=300, temperature=0,
+                                  response_format={"type": "json_schema", "json_schema": {"name": "cat", "schema": CAT}})
+    jsonschema.validate(json.loads(r.choices[0].message.content), CAT)

@@ -44,7 +44,7 @@ TEST(forced_calls_parse_in_every_format) {
             for (int rep = 0; rep < 60; rep++) {
                 hearth_cx_grammar *g = NULL;
                 hearth_api_err e;
-                CHECK(hearth_structured_tools((hearth_tc_format)f, tools, only, mode == 1, &g, &e));
+                CHECK(hearth_structured_tools((hearth_tc_format)f, tools, only, mode == 1, NULL, &g, &e));
                 hearth_cx_matcher *m = hearth_cx_matcher_create(g, NULL);
                 char text[4096];
                 size_t n = m ? cx_walk(m, text, sizeof text, "\"})]<`", 3) : 0;
@@ -98,7 +98,7 @@ TEST(strings_cannot_close_the_markup) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         hearth_cx_grammar *g = NULL;
         hearth_api_err e;
-        CHECK(hearth_structured_tools(cases[i].f, tools, NULL, false, &g, &e));
+        CHECK(hearth_structured_tools(cases[i].f, tools, NULL, false, NULL, &g, &e));
         hearth_cx_matcher *m = hearth_cx_matcher_create(g, NULL);
         CHECK(hearth_cx_matcher_feed(m, cases[i].prefix, strlen(cases[i].prefix)));
         CHECK(!hearth_cx_matcher_fits(m, cases[i].bad, 1));
@@ -121,7 +121,7 @@ TEST(bad_formats_and_schemas_are_400) {
         cJSON *rf = cJSON_Parse(bad[i].rf);
         hearth_cx_grammar *g = NULL;
         hearth_api_err e = {0};
-        CHECK(!hearth_structured_format(rf, "response_format", &g, &e));
+        CHECK(!hearth_structured_format(rf, "response_format", NULL, &g, &e));
         CHECK(g == NULL);
         CHECK_EQ(e.http, 400);
         CHECK_STR(e.param, "response_format");
@@ -134,16 +134,16 @@ TEST(bad_formats_and_schemas_are_400) {
     cJSON *text = cJSON_Parse("{\"type\": \"text\"}");
     hearth_cx_grammar *g = (hearth_cx_grammar *)1;
     hearth_api_err e = {0};
-    CHECK(hearth_structured_format(text, "response_format", &g, &e));
+    CHECK(hearth_structured_format(text, "response_format", NULL, &g, &e));
     CHECK(g == NULL);
     cJSON_Delete(text);
     /* a Python-call syntax cannot carry a parameter that is not an identifier */
     cJSON *tools = cJSON_Parse("[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": {\"type\": "
                                "\"object\", \"properties\": {\"not-an-identifier\": {\"type\": \"string\"}}}}}]");
-    CHECK(!hearth_structured_tools(HEARTH_TC_GEMMA, tools, NULL, false, &g, &e));
+    CHECK(!hearth_structured_tools(HEARTH_TC_GEMMA, tools, NULL, false, NULL, &g, &e));
     CHECK_EQ(e.http, 400);
     CHECK_STR(e.param, "tools");
-    CHECK(hearth_structured_tools(HEARTH_TC_HERMES, tools, NULL, false, &g, &e));
+    CHECK(hearth_structured_tools(HEARTH_TC_HERMES, tools, NULL, false, NULL, &g, &e));
     hearth_cx_grammar_destroy(g);
     cJSON_Delete(tools);
 }
