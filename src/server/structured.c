@@ -38,11 +38,10 @@ static bool finish(hearth_cx_builder *b, int root, const char *param, hearth_cx_
 
 static const cJSON *get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
 
-/* One call's body for tool t in format f (JSON or Python call). */
-static int call_body(hearth_cx_json *j, hearth_tc_format f, const cJSON *fn) {
+/* One call's body for tool fn in format f (JSON or Python call), params its parameters. */
+static int call_body(hearth_cx_json *j, hearth_tc_format f, const cJSON *fn, const cJSON *params) {
     hearth_cx_builder *b = j->b;
     const char *name = get(fn, "name")->valuestring;
-    const cJSON *params = get(fn, "parameters");
     if (f == HEARTH_TC_GEMMA) {
         int nm = hearth_cx_rule_lit(b, name, strlen(name)), args = hearth_cx_json_kwargs(j, params);
         return nm < 0 || args < 0 ? -1 : hearth_cx_rule_seq(b, (int[]){nm, args}, 2);
@@ -97,9 +96,15 @@ bool hearth_structured_tools(hearth_tc_format f, const cJSON *tools, const char 
             n--;
             continue;
         }
-        j.doc = get(get(t, "function"), "parameters"); /* $refs resolve inside each tool's schema */
+        const cJSON *params = get(get(t, "function"), "parameters");
+        /* a body rebuilt from another dialect holds the schema as raw JSON text (chatmap.c) */
+        cJSON *parsed = cJSON_IsRaw(params) ? cJSON_Parse(params->valuestring) : NULL;
+        if (parsed) params = parsed;
+        j.doc = params; /* $refs resolve inside each tool's schema */
         j.depth = 0;
-        if ((alts[k++] = call_body(&j, f, get(t, "function"))) < 0) break;
+        alts[k++] = call_body(&j, f, get(t, "function"), params);
+        cJSON_Delete(parsed);
+        if (alts[k - 1] < 0) break;
     }
     int call = k == n && n > 0 ? hearth_cx_rule_any(b, alts, n) : -1;
     free(alts);
