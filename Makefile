@@ -76,9 +76,7 @@ bench-engine: build ## the engine: 1-16 streams, shared-prefix TTFT, scheduler v
 # `bench-constrain` measures structured outputs' matcher on the starter models' vocabularies
 # (docs/server.md, "Structured outputs"): vocabulary build, one token check, one full mask.
 bench-constrain: build ## structured outputs: token check and vocabulary mask costs on SmolLM2 and Gemma 3
-	cc -O2 -std=c11 -D_GNU_SOURCE -Isrc bench/bench_constrain.c build/libhearth_core.a $$(pkg-config --libs \
-		libxxhash libutf8proc libpcre2-8 libcjson libmicrohttpd libcurl sqlite3 libcrypto) -lpthread -lm \
-		-o build/bench_constrain
+	@$(CMAKE_BUILD) build --target bench_constrain -j$(JOBS)
 	build/bench_constrain "$$(scripts/model-path.sh smollm2)"
 	build/bench_constrain "$$(scripts/model-path.sh gemma3)"
 
