@@ -16,6 +16,8 @@ For each family (llama, mistral, qwen2, qwen3, gemma2, gemma3_text, gemma4_text,
      two reusing the first two's KV cache), full layers with head dim 32, one kv head shared by
      keys and values (attention_k_eq_v) and proportional RoPE, per-layer inputs of width 32,
      double-wide MLPs on the KV-shared layers, a final soft-cap, and layer scalars moved off 1;
+     gemma4_moe has 2 layers whose feed-forward adds a mixture of 4 experts (2 per token, router
+     scales moved off 1) to the dense MLP, no per-layer inputs;
   2. writes three checkpoints, each with a tiny byte-level BPE tokenizer.json made with the
      tokenizers library (tokenizer_config.json, chat_template.jinja) and generation_config.json:
        <family>/        save_pretrained in f32
@@ -89,6 +91,13 @@ FAMILIES = {
                          rope_parameters={"sliding_attention": dict(rope_type="default", rope_theta=10000.0),
                                           "full_attention": dict(rope_type="proportional", rope_theta=1000000.0,
                                                                  partial_rotary_factor=0.25)}), 19),
+    "gemma4_moe": (dict(head_dim=HEAD_DIM, tie_word_embeddings=False, global_head_dim=32, sliding_window=8,
+                        layer_types=["sliding_attention", "full_attention"], enable_moe_block=True, num_experts=4,
+                        top_k_experts=2, moe_intermediate_size=32, hidden_size_per_layer_input=0,
+                        final_logit_softcapping=10.0,
+                        rope_parameters={"sliding_attention": dict(rope_type="default", rope_theta=10000.0),
+                                         "full_attention": dict(rope_type="proportional", rope_theta=1000000.0,
+                                                                partial_rotary_factor=0.25)}), 20),
     "phi3": (dict(tie_word_embeddings=False, pad_token_id=None,
                   rope_parameters=dict(rope_type="default", rope_theta=10000.0, partial_rotary_factor=0.5)), 17),
     "smollm3": (dict(tie_word_embeddings=True, no_rope_layer_interval=2, no_rope_layers=[1, 0],
@@ -126,7 +135,7 @@ def build(family):
     over, seed = FAMILIES[family]
     kw = dict(COMMON)
     kw.update(over)
-    cfg = transformers.AutoConfig.for_model(family, **kw)
+    cfg = transformers.AutoConfig.for_model({"gemma4_moe": "gemma4_text"}.get(family, family), **kw)
     cfg._attn_implementation = "eager"
     torch.manual_seed(seed)
     model = transformers.AutoModelForCausalLM.from_config(cfg, attn_implementation="eager").float().eval()
@@ -135,6 +144,10 @@ def build(family):
             if name.endswith("norm.weight") or name.endswith("layernorm.weight"):
                 # gemma 2/3 norms multiply by (1 + w): keep w small there; others (gemma4) around 1
                 p.copy_((0.0 if family in ("gemma2", "gemma3_text") else 1.0) + 0.2 * torch.randn_like(p))
+            elif name.endswith("router.scale") or name.endswith("per_expert_scale"):
+                p.copy_(1.0 + 0.3 * torch.randn_like(p))  # gemma4_moe router scales, off their init of 1
+            elif "experts." in name:
+                p.copy_(0.25 * torch.randn_like(p))
             elif name.endswith(".bias"):
                 p.copy_(0.1 * torch.randn_like(p))
         for name, b in model.named_buffers():

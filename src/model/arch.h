@@ -91,6 +91,7 @@ typedef struct {
     int32_t n_ff_kv;         /* feed-forward width of the layers below n_layer_kv when the shared
                               * ones are double-wide (n_ff is then the wider); 0 = n_ff */
     bool    k_eq_v;          /* full layers: values come from the key projection */
+    int32_t n_expert, n_expert_used, n_ff_exp; /* mixture-of-experts block beside the MLP (0 = none) */
     /* dynamic NTK: the base grows with the sequence length past n_ctx_train (rope_freq.c);
      * longrope: factors of the rotated frequencies within (short) and past (long)
      * rope_orig_ctx, the attention factor in rope_mscale */

@@ -259,12 +259,16 @@ done:
  * 512, and num_global_key_value_heads when attention_k_eq_v), the last num_kv_shared_layers
  * layers reuse the cache of the last earlier layer of their kind, per-layer inputs of
  * hidden_size_per_layer_input (default 256; 0 = none), and double-wide MLPs on the shared
- * layers. Each kind must have one shape; MoE blocks and bidirectional attention are refused. */
+ * layers, and the mixture-of-experts block (num_experts, top_k_experts, moe_intermediate_size).
+ * Each kind must have one shape; bidirectional attention is refused. */
 static hearth_status read_gemma4(const cJSON *tc, const cJSON *rp_full, hearth_hparams *hp, hearth_err *err) {
     double d;
-    if (jbool(tc, "enable_moe_block") == 1)
-        return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "Gemma 4 mixture-of-experts blocks (enable_moe_block) "
-                              "are not supported");
+    if (jbool(tc, "enable_moe_block") == 1) {
+        if (need_int(tc, "num_experts", 1024, &hp->n_expert, err) ||
+            need_int(tc, "top_k_experts", hp->n_expert, &hp->n_expert_used, err) ||
+            need_int(tc, "moe_intermediate_size", 1 << 20, &hp->n_ff_exp, err))
+            return HEARTH_E_FORMAT;
+    }
     const char *bidi = jstr(tc, "use_bidirectional_attention");
     if (bidi && !strcmp(bidi, "all"))
         return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "use_bidirectional_attention = 'all' is not supported");

@@ -32,6 +32,13 @@ typedef struct {
     hearth_weight ple_proj;       /* [n_embd][n_embd_ple] per_layer_projection */
     const float  *ple_norm;       /* [n_embd] post_per_layer_input_norm */
     float         out_scale;      /* layer_scalar: the layer's output is multiplied by it */
+    /* Gemma 4 mixture of experts (n_expert > 0) */
+    hearth_weight router;         /* [n_expert][n_embd] router.proj */
+    const float  *router_scale;   /* [n_embd] */
+    const float  *expert_scale;   /* [n_expert] per_expert_scale */
+    hearth_weight exp_gate_up;    /* [n_expert * 2 n_ff_exp][n_embd]: expert e's gate rows, then its up rows */
+    hearth_weight exp_down;       /* [n_expert * n_embd][n_ff_exp] */
+    const float  *post_ffn_norm_1, *pre_ffn_norm_2, *post_ffn_norm_2; /* [n_embd] */
 } hearth_layer;
 
 struct hearth_model {

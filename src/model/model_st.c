@@ -240,6 +240,8 @@ static hearth_status bind_layer(loader *L, int il) {
     return HEARTH_OK;
 }
 
+static hearth_status bind_moe(loader *L, int il);
+
 /* Gemma 4's layer (hparams from hf_config.c's read_gemma4): its kind's head shape, no k/v
  * projections on a KV-shared layer, keys as values on full layers with attention_k_eq_v, its
  * own feed-forward width, the per-layer input gate and projection, the layer scalar. Norms
@@ -276,9 +278,56 @@ static hearth_status bind_layer_gemma4(loader *L, int il) {
          (st = bind_mat(L, NAME("per_layer_projection"), P, E, true, &l->ple_proj)) ||
          (st = bind_vec(L, NAME("post_per_layer_input_norm.weight"), E, true, false, &l->ple_norm))))
         return st;
+    if (hp->n_expert > 0 && (st = bind_moe(L, il))) return st;
     const float *scalar = NULL;
     if ((st = bind_vec(L, NAME("layer_scalar"), 1, false, false, &scalar))) return st;
     l->out_scale = scalar ? scalar[0] : 1.0f;
+#undef NAME
+    return HEARTH_OK;
+}
+
+/* A 3-D float tensor [n][rows][in] of experts as one matrix of n * rows rows (f32/f16/bf16). */
+static hearth_status bind_experts(loader *L, const char *name, int64_t n, int64_t rows, int64_t in, hearth_weight *w) {
+    const hearth_st_tensor *t = hearth_st_find(L->m->st, name);
+    if (!t) return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "missing tensor '%s'", name);
+    int type = hearth_st_dtype_to_type(t->dtype);
+    if (!float_dtype(t->dtype) || type < 0)
+        return hearth_err_set(L->err, HEARTH_E_UNSUPPORTED, -1, "tensor '%s' has dtype %s; hearth runs experts in "
+                              "f32, f16 or bf16", name, hearth_st_dtype_name(t->dtype));
+    if (t->n_dims != 3 || t->shape[0] != n || t->shape[1] != rows || t->shape[2] != in)
+        return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "tensor '%s' is not [%lld, %lld, %lld]", name, (long long)n,
+                              (long long)rows, (long long)in);
+    const void *data = t->data;
+    size_t es = hearth_st_dtype_size(t->dtype);
+    if ((uintptr_t)data % es) {
+        void *copy = hearth_arena_alloc_aligned(&L->m->arena, t->n_bytes, 64);
+        if (!copy) return hearth_err_set(L->err, HEARTH_E_NOMEM, -1, "out of memory copying '%s'", name);
+        memcpy(copy, data, t->n_bytes);
+        data = copy;
+    }
+    *w = (hearth_weight){.type = (hearth_type)type, .ne0 = in, .ne1 = n * rows, .row_bytes = (size_t)in * es,
+                         .data = data};
+    L->n_by_type[type]++;
+    return HEARTH_OK;
+}
+
+/* Gemma 4's mixture-of-experts block of layer il. */
+static hearth_status bind_moe(loader *L, int il) {
+    const hearth_hparams *hp = &L->m->hp;
+    hearth_layer *l = &L->m->layers[il];
+    int64_t E = hp->n_embd, NE = hp->n_expert, I = hp->n_ff_exp;
+    char n[192];
+    hearth_status st;
+#define NAME(s) (snprintf(n, sizeof n, "%slayers.%d." s, L->pfx, il), n)
+    if ((st = bind_mat(L, NAME("router.proj"), E, NE, true, &l->router)) ||
+        (st = bind_vec(L, NAME("router.scale"), E, true, false, &l->router_scale)) ||
+        (st = bind_vec(L, NAME("router.per_expert_scale"), NE, true, false, &l->expert_scale)) ||
+        (st = bind_experts(L, NAME("experts.gate_up_proj"), NE, 2 * I, E, &l->exp_gate_up)) ||
+        (st = bind_experts(L, NAME("experts.down_proj"), NE, E, I, &l->exp_down)) ||
+        (st = bind_vec(L, NAME("post_feedforward_layernorm_1.weight"), E, true, false, &l->post_ffn_norm_1)) ||
+        (st = bind_vec(L, NAME("pre_feedforward_layernorm_2.weight"), E, true, false, &l->pre_ffn_norm_2)) ||
+        (st = bind_vec(L, NAME("post_feedforward_layernorm_2.weight"), E, true, false, &l->post_ffn_norm_2)))
+        return st;
 #undef NAME
     return HEARTH_OK;
 }

@@ -29,8 +29,10 @@ hearth_fwd *hearth_fwd_create(const hearth_model *m, hearth_backend *be, int32_t
     size_t qw = (size_t)hp->n_head * (size_t)hp->head_dim, kw = (size_t)hp->n_head_kv * (size_t)hp->head_dim,
            vw = (size_t)hp->n_head_kv * (size_t)hp->head_dim_v, aw = (size_t)hp->n_head * (size_t)hp->head_dim_v;
     size_t LP = (size_t)hp->n_layer * (size_t)hp->n_embd_ple, P = (size_t)hp->n_embd_ple;
+    bool moe = hp->n_expert > 0;
+    size_t ME = moe ? T * E : 0, MI = moe ? T * (size_t)hp->n_ff_exp : 0, MX = T * (size_t)hp->n_expert;
     size_t sizes[] = {T * E,  T * E,  T * qw, T * kw, T * vw, T * aw, T * (size_t)hp->n_ff, T * (size_t)hp->n_ff,
-                      T * LP, T * LP, T * P,  T * P};
+                      T * LP, T * LP, T * P,  T * P,  ME,     ME,     ME,     ME,     MI, MI, MX};
     size_t total = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) total += up64(sizes[i] * sizeof(float));
     size_t half = (size_t)hp->n_rot / 2;
@@ -43,8 +45,9 @@ hearth_fwd *hearth_fwd_create(const hearth_model *m, hearth_backend *be, int32_t
         return NULL;
     }
     char *p = f->mem;
-    float **slots[] = {&f->x, &f->xb, &f->q, &f->k, &f->v, &f->att, &f->g, &f->u,
-                       &f->ple_tok, &f->ple_ctx, &f->ple_x, &f->ple_g};
+    float **slots[] = {&f->x,       &f->xb,      &f->q,      &f->k,      &f->v,      &f->att, &f->g,
+                       &f->u,       &f->ple_tok, &f->ple_ctx, &f->ple_x, &f->ple_g, &f->moe_in,
+                       &f->moe_out, &f->moe_gx,  &f->moe_d,  &f->moe_g,  &f->moe_u,  &f->moe_logits};
     for (size_t i = 0; i < sizeof slots / sizeof slots[0]; i++) {
         *slots[i] = (float *)p;
         p += up64(sizes[i] * sizeof(float));
@@ -59,6 +62,17 @@ hearth_fwd *hearth_fwd_create(const hearth_model *m, hearth_backend *be, int32_t
         }
         free(rows);
         if (!f->ple_rows) {
+            hearth_fwd_destroy(f);
+            return NULL;
+        }
+    }
+    if (moe) {
+        size_t used = T * (size_t)hp->n_expert_used;
+        f->moe_host = malloc(MX * sizeof(float));
+        f->moe_sel = malloc(used * sizeof(int32_t));
+        f->moe_w = malloc(used * sizeof(float));
+        f->moe_rows = hearth_buf_alloc(be, used * sizeof(int32_t));
+        if (!f->moe_host || !f->moe_sel || !f->moe_w || !f->moe_rows) {
             hearth_fwd_destroy(f);
             return NULL;
         }
@@ -118,7 +132,11 @@ void hearth_fwd_destroy(hearth_fwd *f) {
     for (int32_t i = 0; i < f->n_dyn_chunks; i++) free(f->dyn_chunks[i]);
     free(f->dyn_chunks);
     free(f->runs);
+    free(f->moe_host);
+    free(f->moe_sel);
+    free(f->moe_w);
     if (f->be) {
+        hearth_buf_free(f->be, f->moe_rows);
         hearth_buf_free(f->be, f->ple_rows);
         hearth_buf_free(f->be, f->mem);
         hearth_buf_free(f->be, f->idx_dev);
@@ -324,7 +342,8 @@ static hearth_status step_run(hearth_fwd *f, const hearth_batch *b, const hearth
      * and the key names everything else a step's ops depend on. */
     int g = HEARTH_GRAPH_NONE;
     uint64_t key = 0;
-    if (f->be->iface->graph_begin && n <= 8 && !f->stretched) {
+    /* not with stretched RoPE tables (they change per step) nor experts (routed on the host) */
+    if (f->be->iface->graph_begin && n <= 8 && !f->stretched && f->m->hp.n_expert == 0) {
         f->max_len = kv->n_ctx;
         uint64_t parts[] = {(uint64_t)n, (uint64_t)f->n_out, (uint64_t)(uintptr_t)f->logits_dev,
                             (uint64_t)(uintptr_t)f->idx_dev, (uint64_t)(uintptr_t)kv->k[0],

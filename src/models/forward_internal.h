@@ -33,6 +33,14 @@ struct hearth_fwd {
     float   *ple_ctx;        /* [T][n_layer * n_embd_ple] projection of the embeddings */
     float   *ple_x, *ple_g;  /* [T][n_embd_ple] layer il's input, its gate */
     int32_t *ple_rows;       /* owned backend buffer [n_layer][max_tok]: rows t * n_layer + il */
+    /* Gemma 4 mixture of experts (n_expert > 0): backend memory in mem, except as noted */
+    float   *moe_in, *moe_out, *moe_gx, *moe_d; /* [T][n_embd] */
+    float   *moe_g, *moe_u;  /* [T][n_ff_exp] */
+    float   *moe_logits;     /* [T][n_expert] */
+    float   *moe_host;       /* owned host [T][n_expert]: the router's logits, then probabilities */
+    int32_t *moe_sel;        /* owned host [T][n_expert_used] chosen experts, then [T * used] rows */
+    float   *moe_w;          /* owned host [T][n_expert_used] their weights */
+    int32_t *moe_rows;       /* owned backend buffer [T * n_expert_used]: tokens of each expert */
     hearth_glu_kind    glu;            /* the ffn activation as this kernel set computes it */
     bool               scale_q;        /* apply attn_scale to q before attention (llama.cpp's
                                         * gemma3 graph on the default path), else to the scores */

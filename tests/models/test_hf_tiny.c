@@ -188,6 +188,10 @@ static bool attn_16_only(hearth_backend *be, int32_t head_dim, int32_t group) {
     return head_dim <= 16;
 }
 
+/* Gemma 4 with a mixture of experts beside each layer's MLP (26B-A4B's layout: 4 experts, 2 per
+ * token, experts stored as 3-D tensors; the MLX variant quantizes the router, not the experts). */
+TEST(gemma4_moe) { check_family("gemma4_moe", false); }
+
 TEST(gemma4_attention_shapes_checked) {
     hearth_model *m = NULL;
     hearth_err err = {0};
@@ -310,6 +314,16 @@ TEST(registry_facts) {
         free(np);
         free(json);
     }
+    {
+        char *json = golden_slurp(GOLD "gemma4_moe.json", NULL);
+        int n = 0;
+        int32_t *np = json ? golden_int_array(json, "n_params", 0, &n) : NULL;
+        CHECK_EQ(hearth_facts_safetensors(GOLD "gemma4_moe", &f, &err), HEARTH_OK);
+        CHECK(np && n == 1 && f.n_params == np[0]); /* the 3-D expert tensors counted whole */
+        CHECK(f.caps & HEARTH_CAP_SUPPORTED);
+        free(np);
+        free(json);
+    }
     CHECK_EQ(hearth_facts_safetensors(GOLD "qwen3-mlx", &f, &err), HEARTH_OK);
     CHECK_STR(f.quant, "4-bit g64");
     CHECK(f.caps & HEARTH_CAP_SUPPORTED);
@@ -342,7 +356,7 @@ TEST(config_parse_cases) {
          "without original_max_position_embeddings"},
         {"\"model_type\":\"phi3\",\"rope_scaling\":{\"type\":\"longrope\",\"original_max_position_embeddings\":32,"
          "\"short_factor\":[1,1],\"long_factor\":[1,1]}", HEARTH_E_FORMAT, "lists of 8 positive numbers"},
-        {"\"model_type\":\"gemma4_text\",\"enable_moe_block\":true", HEARTH_E_UNSUPPORTED, "mixture-of-experts"},
+        {"\"model_type\":\"gemma4_text\",\"enable_moe_block\":true", HEARTH_E_FORMAT, "no num_experts"},
         {"\"model_type\":\"gemma4_text\",\"use_bidirectional_attention\":\"all\"", HEARTH_E_UNSUPPORTED, "'all'"},
         {"\"model_type\":\"gemma4_text\",\"sliding_window\":8,\"head_dim\":16,\"layer_types\":[\"sliding_attention\","
          "\"full_attention\",\"sliding_attention\",\"full_attention\"],\"per_layer_config\":{\"1\":{\"head_dim\":32},"
