@@ -308,12 +308,15 @@ TEST(swiglu_simd_equals_twin) {
  * and the vector kernels of each set this CPU runs. Returns the number of kernels compared. */
 static int attn_case(int64_t hd, int32_t bs, int64_t ctx, int64_t j0, int64_t j1, bool single, float kscale,
                      float softcap) {
-    enum { MAXHD = 256, MAXCTX = 700, MAXROWS = MAXCTX + 64 };
+    /* ctx may pass MAXCTX by up to 63 and a block may be as large as ctx: two blocks of it */
+    enum { MAXHD = 256, MAXCTX = 700, MAXROWS = 2 * (MAXCTX + 64) };
     const int64_t nkv = 2, stride = nkv * MAXHD;
     static uint16_t k[MAXROWS * 2 * MAXHD], v[MAXROWS * 2 * MAXHD];
     static float scores[MAXCTX + 64], sc2[MAXCTX + 64], q[MAXHD], o1[MAXHD], o2[MAXHD];
     static int32_t table[MAXROWS];
     const int64_t nblk = (ctx + bs - 1) / bs;
+    CHECK(ctx <= MAXCTX + 64 && nblk * bs <= MAXROWS && hd <= MAXHD);
+    if (ctx > MAXCTX + 64 || nblk * bs > MAXROWS || hd > MAXHD) return 0;
     for (int64_t i = 0; i < nblk; i++) table[i] = (int32_t)((i * 7 + 3) % nblk); /* a permutation when 7 !| nblk */
     if (nblk % 7 == 0)
         for (int64_t i = 0; i < nblk; i++) table[i] = (int32_t)(nblk - 1 - i);

@@ -14,7 +14,10 @@
  * a batched step may move a logit in its last bits. Where the reference run's top two
  * log-probabilities are within NEAR_TIE nats, the batched run may take the runner-up; that one
  * divergence is accepted (and printed), the tokens after it are not compared. Any other
- * difference fails.
+ * difference fails. The bound is 0.05 nats: which steps a request shares depends on when the
+ * engine thread picks it up, and on Gemma 3 (Q4_K's gemm and gemv orders, 18 layers) runs took
+ * the runner-up at margins up to 0.0196 nats; a wrong cache or position gives whole tokens of
+ * difference, far outside it.
  *
  * The prompts are pairs sharing a 16-token stem, so prefixes also meet inside a batch. Models
  * come from HEARTH_SMOLLM2_GGUF / HEARTH_GEMMA3_GGUF; skipped under the sanitizers (the tiny
@@ -29,7 +32,7 @@
 #include <time.h>
 
 enum { NQ = 8, PLEN = 20, NGEN = 8, CTX = 64 };
-#define NEAR_TIE 0.01f
+#define NEAR_TIE 0.05f
 
 /* The reference run's top two log-probabilities per step. */
 static float margin[NQ][NGEN];
