@@ -147,11 +147,11 @@ static tweight make_weight(int ti, int64_t ne1, int64_t ne0) {
  * (backend.h), so a test weight is never freed while the backend lives: a later malloc at the
  * same address would be served the old copy. Weights are made once per (type, shape). */
 static tweight *weight_of(int ti, int64_t ne1, int64_t ne0) {
-    static struct { int ti; int64_t ne1, ne0; tweight tw; } made[64];
+    static struct { int ti; int64_t ne1, ne0; tweight tw; } made[160];
     static int n_made;
     for (int i = 0; i < n_made; i++)
         if (made[i].ti == ti && made[i].ne1 == ne1 && made[i].ne0 == ne0) return &made[i].tw;
-    if (n_made == 64) abort();
+    if (n_made == 160) abort();
     made[n_made].ti = ti;
     made[n_made].ne1 = ne1;
     made[n_made].ne0 = ne0;
@@ -183,53 +183,109 @@ TEST(get_rows_every_type) {
     }
 }
 
-/* y = x W^T for each type at a decode size (GEMV) and a prefill size (cuBLAS) */
-TEST(matmul_every_type) {
-    NEED_GPU();
-    const int64_t ne0 = 512, ne1 = 70;
-    const int64_t toks[] = {1, 3, 8, 37};
-    for (int ti = 0; ti < N_TYPES; ti++) {
-        tweight tw = *weight_of(ti, ne1, ne0);
-        for (size_t k = 0; k < sizeof toks / sizeof toks[0]; k++) {
-            int64_t T = toks[k], ldy = ne1 + 3;
-            float *x = malloc(sizeof(float) * T * ne0), *ref = calloc((size_t)(T * ldy), sizeof(float)),
-                  *got = calloc((size_t)(T * ldy), sizeof(float));
-            fill(x, T * ne0, 2.0f);
-            /* Q4_0, Q4_1, Q8_0 at decode sizes multiply 8-bit activations: the reference is the
-             * scalar set's quantized dot (kernels/ref/dot_ref.c) */
-            hearth_type wt = TYPES[ti].t;
-            bool q8 = hearth_kernels_isa() != HEARTH_ISA_REF && T <= 8 && (wt == HEARTH_TYPE_Q4_0 || wt == HEARTH_TYPE_Q4_1 || wt == HEARTH_TYPE_Q8_0);
-            for (int64_t t = 0; t < T; t++) {
-                char xq[512 / 32 * 36];
-                if (q8 && wt == HEARTH_TYPE_Q4_1) hearth_q8_1_from_float_ref(x + t * ne0, xq, ne0);
-                else if (q8) hearth_q8_0_from_float_ref(x + t * ne0, xq, ne0);
-                for (int64_t o = 0; o < ne1; o++) {
-                    const char *wr = (const char *)tw.w.data + (size_t)o * tw.w.row_bytes;
-                    float sq = 0;
-                    double s = 0;
-                    if (wt == HEARTH_TYPE_Q4_1 && q8) hearth_vec_dot_q4_1_q8_1_ref(ne0, &sq, wr, xq);
-                    else if (wt == HEARTH_TYPE_Q4_0 && q8) hearth_vec_dot_q4_0_q8_0_ref(ne0, &sq, wr, xq);
-                    else if (q8) hearth_vec_dot_q8_0_q8_0_ref(ne0, &sq, wr, xq);
-                    else
-                        for (int64_t i = 0; i < ne0; i++) s += (double)tw.deq[o * ne0 + i] * x[t * ne0 + i];
-                    ref[t * ldy + o] = q8 ? sq : (float)s;
-                }
-            }
-            float *d_x = up(x, sizeof(float) * T * ne0), *d_y = hearth_buf_alloc(gpu(), sizeof(float) * T * ldy);
-            hearth_op_matmul(gpu(), &tw.w, d_x, T, d_y, ldy);
-            down(got, d_y, sizeof(float) * T * ldy);
-            const char *op = q8 ? "matmul_gemv_q8" : T <= 8 ? "matmul_gemv"
-                           : TYPES[ti].t == HEARTH_TYPE_F32 ? "matmul_gemm_f32"
-                           : TYPES[ti].t == HEARTH_TYPE_BF16 ? "matmul_gemm_bf16" : "matmul_gemm_f16";
-            fprintf(stderr, "  %s x %lld tokens\n", hearth_type_name(TYPES[ti].t), (long long)T);
-            CHECK_REL(got, ref, T * ldy, op);
-            dfree(d_x);
-            dfree(d_y);
-            free(x);
-            free(ref);
-            free(got);
+/* The reference of y = x W^T (row stride ldy) and the tolerance line it is held to. Q4_0, Q4_1
+ * and Q8_0 at decode sizes multiply 8-bit activations: the reference is then the scalar set's
+ * quantized dot (kernels/ref/dot_ref.c). */
+static const char *matmul_ref(int ti, const tweight *tw, const float *x, int64_t T, float *ref, int64_t ldy) {
+    hearth_type wt = TYPES[ti].t;
+    int64_t ne0 = tw->w.ne0;
+    bool q8 = hearth_kernels_isa() != HEARTH_ISA_REF && T <= 8 &&
+              (wt == HEARTH_TYPE_Q4_0 || wt == HEARTH_TYPE_Q4_1 || wt == HEARTH_TYPE_Q8_0);
+    char *xq = malloc((size_t)(ne0 / 32 * 36));
+    for (int64_t t = 0; t < T; t++) {
+        if (q8 && wt == HEARTH_TYPE_Q4_1) hearth_q8_1_from_float_ref(x + t * ne0, xq, ne0);
+        else if (q8) hearth_q8_0_from_float_ref(x + t * ne0, xq, ne0);
+        for (int64_t o = 0; o < tw->w.ne1; o++) {
+            const char *wr = (const char *)tw->w.data + (size_t)o * tw->w.row_bytes;
+            float sq = 0;
+            double s = 0;
+            if (wt == HEARTH_TYPE_Q4_1 && q8) hearth_vec_dot_q4_1_q8_1_ref(ne0, &sq, wr, xq);
+            else if (wt == HEARTH_TYPE_Q4_0 && q8) hearth_vec_dot_q4_0_q8_0_ref(ne0, &sq, wr, xq);
+            else if (q8) hearth_vec_dot_q8_0_q8_0_ref(ne0, &sq, wr, xq);
+            else
+                for (int64_t i = 0; i < ne0; i++) s += (double)tw->deq[o * ne0 + i] * x[t * ne0 + i];
+            ref[t * ldy + o] = q8 ? sq : (float)s;
         }
     }
+    free(xq);
+    return q8 ? "matmul_gemv_q8" : T <= 8 ? "matmul_gemv"
+           : wt == HEARTH_TYPE_F32 ? "matmul_gemm_f32"
+           : wt == HEARTH_TYPE_BF16 ? "matmul_gemm_bf16" : "matmul_gemm_f16";
+}
+
+/* y = x W^T for each type at decode sizes (GEMV) and a prefill size (cuBLAS); widths whose rows
+ * fall in 16-byte pieces (the fast kernels, short rows and long ones) and one whose do not */
+TEST(matmul_every_type) {
+    NEED_GPU();
+    const int64_t shapes[][2] = {{70, 512}, {40, 4096}, {33, 480}}; /* rows, width */
+    const int64_t toks[] = {1, 3, 8, 37};
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+        for (int ti = 0; ti < N_TYPES; ti++) {
+            const int64_t ne1 = shapes[si][0], ne0 = shapes[si][1];
+            if (TYPES[ti].t >= HEARTH_TYPE_Q4_K && TYPES[ti].t <= HEARTH_TYPE_Q6_K && ne0 % 256) continue;
+            tweight tw = *weight_of(ti, ne1, ne0);
+            for (size_t k = 0; k < sizeof toks / sizeof toks[0]; k++) {
+                int64_t T = toks[k], ldy = ne1 + 3;
+                float *x = malloc(sizeof(float) * T * ne0), *ref = calloc((size_t)(T * ldy), sizeof(float)),
+                      *got = calloc((size_t)(T * ldy), sizeof(float));
+                fill(x, T * ne0, 2.0f);
+                const char *op = matmul_ref(ti, &tw, x, T, ref, ldy);
+                float *d_x = up(x, sizeof(float) * T * ne0), *d_y = hearth_buf_alloc(gpu(), sizeof(float) * T * ldy);
+                hearth_op_matmul(gpu(), &tw.w, d_x, T, d_y, ldy);
+                down(got, d_y, sizeof(float) * T * ldy);
+                fprintf(stderr, "  %s [%lld x %lld] x %lld tokens\n", hearth_type_name(TYPES[ti].t), (long long)ne1,
+                        (long long)ne0, (long long)T);
+                CHECK_REL(got, ref, T * ldy, op);
+                dfree(d_x);
+                dfree(d_y);
+                free(x);
+                free(ref);
+                free(got);
+            }
+        }
+}
+
+/* matmul_n: three weights that share the input (one launch at decode sizes), each against its
+ * own reference, written with its own row stride */
+TEST(matmul_n_shares_one_launch) {
+    NEED_GPU();
+    const int64_t rows[3] = {64, 16, 24}, widths[] = {512, 4096};
+    const int64_t toks[] = {1, 5, 12};
+    for (size_t wi = 0; wi < 2; wi++)
+        for (int ti = 0; ti < N_TYPES; ti++) {
+            const int64_t ne0 = widths[wi];
+            const hearth_weight *w[3];
+            tweight *tw[3];
+            for (int i = 0; i < 3; i++) {
+                tw[i] = weight_of(ti, rows[i], ne0);
+                w[i] = &tw[i]->w;
+            }
+            for (size_t k = 0; k < sizeof toks / sizeof toks[0]; k++) {
+                int64_t T = toks[k], ldy[3];
+                float *x = malloc(sizeof(float) * T * ne0), *d_y[3], *ref[3], *got[3];
+                fill(x, T * ne0, 2.0f);
+                float *d_x = up(x, sizeof(float) * T * ne0);
+                for (int i = 0; i < 3; i++) {
+                    ldy[i] = rows[i] + i;
+                    ref[i] = calloc((size_t)(T * ldy[i]), sizeof(float));
+                    got[i] = calloc((size_t)(T * ldy[i]), sizeof(float));
+                    d_y[i] = hearth_buf_alloc(gpu(), sizeof(float) * T * ldy[i]);
+                }
+                hearth_op_matmul_n(gpu(), w, d_y, ldy, 3, d_x, T);
+                for (int i = 0; i < 3; i++) {
+                    const char *op = matmul_ref(ti, tw[i], x, T, ref[i], ldy[i]);
+                    down(got[i], d_y[i], sizeof(float) * T * ldy[i]);
+                    fprintf(stderr, "  matmul_n %s width %lld, weight %d x %lld tokens\n",
+                            hearth_type_name(TYPES[ti].t), (long long)ne0, i, (long long)T);
+                    CHECK_REL(got[i], ref[i], T * ldy[i], op);
+                    dfree(d_y[i]);
+                    free(ref[i]);
+                    free(got[i]);
+                }
+                dfree(d_x);
+                free(x);
+            }
+        }
 }
 
 TEST(rmsnorm_with_and_without_weight) {

@@ -3,6 +3,7 @@
 #include "backend/cuda/common.cuh"
 
 static __global__ void argmax_k(const float *x, int64_t n, int32_t *out) {
+    hc_pdl_begin();
     __shared__ float bv[32];
     __shared__ int32_t bi[32];
     const float *r = x + (int64_t)blockIdx.x * n;
@@ -26,5 +27,5 @@ static __global__ void argmax_k(const float *x, int64_t n, int32_t *out) {
 }
 
 void hc_argmax(const float *x, int64_t n_rows, int64_t n, int32_t *out, void *stream) {
-    if (n_rows > 0) argmax_k<<<(unsigned)n_rows, 256, 0, (cudaStream_t)stream>>>(x, n, out);
+    if (n_rows > 0) hc_launch(argmax_k, (unsigned)n_rows, 256, 0, (cudaStream_t)stream, x, n, out);
 }

@@ -57,6 +57,7 @@ static __device__ __forceinline__ void load8(const void *base, int64_t idx, bool
 
 template <int DI> /* output dimensions per thread: head_dim <= 128 * DI */
 static __global__ void __launch_bounds__(NT) attn_k(hc_attn a, int n_split, int QT, float *part) {
+    hc_pdl_begin();
     extern __shared__ float sm[];
     const int D = a.head_dim, G = a.n_head / a.n_head_kv, tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int n_tiles = (int)((a.n_tok + QT - 1) / QT);
@@ -209,6 +210,7 @@ static __global__ void __launch_bounds__(NT) attn_k(hc_attn a, int n_split, int 
 
 /* One block per (token, head): out = sum_s e^(m_s - M) acc_s / sum_s e^(m_s - M) l_s. */
 static __global__ void attn_combine_k(hc_attn a, int n_split, const float *part) {
+    hc_pdl_begin();
     const int D = a.head_dim;
     const float *pp = part + (int64_t)blockIdx.x * n_split * (D + 2);
     float M = -INFINITY;
@@ -254,7 +256,7 @@ void hc_attention(const hc_attn *a, float *scratch, void *stream) {
     int64_t n_tiles = (a->n_tok + QT - 1) / QT;
     dim3 grid((unsigned)(n_tiles * a->n_head_kv), (unsigned)s);
     size_t sm = smem_bytes(a->head_dim, MAX_P);
-    if (a->head_dim <= NT) attn_k<1><<<grid, NT, sm, st>>>(*a, s, QT, scratch);
-    else attn_k<2><<<grid, NT, sm, st>>>(*a, s, QT, scratch);
-    if (s > 1) attn_combine_k<<<(unsigned)(a->n_tok * a->n_head), 128, 0, st>>>(*a, s, scratch);
+    if (a->head_dim <= NT) hc_launch(attn_k<1>, grid, NT, sm, st, *a, s, QT, scratch);
+    else hc_launch(attn_k<2>, grid, NT, sm, st, *a, s, QT, scratch);
+    if (s > 1) hc_launch(attn_combine_k, (unsigned)(a->n_tok * a->n_head), 128, 0, st, *a, s, (const float *)scratch);
 }

@@ -136,3 +136,31 @@ static __device__ __forceinline__ void hc_dequant32(const uint8_t *row, int64_t 
     }
 
 static inline unsigned hc_blocks(int64_t n, int per) { return (unsigned)((n + per - 1) / per); }
+
+/* Programmatic dependent launch (sm_90): a kernel queued with hc_launch may start while the
+ * kernel before it on the stream is still running, so a step's chain of small kernels does not
+ * pay a full drain and launch between each pair. Such a kernel calls hc_pdl_begin() before it
+ * reads anything an earlier kernel wrote or writes anything at all (it may read weights before:
+ * the matrix-vector kernels fetch their first weights early this way); hc_pdl_begin then lets
+ * the next kernel launch. Kernels launched with <<<>>> wait for their predecessor as usual. */
+static __device__ __forceinline__ void hc_pdl_begin(void) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+template <typename... P, typename... A>
+static inline void hc_launch(void (*k)(P...), dim3 grid, dim3 block, size_t smem, void *stream, A... args) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = (cudaStream_t)stream;
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = at;
+    cfg.numAttrs = 1;
+    cudaLaunchKernelEx(&cfg, k, (P)args...);
+}

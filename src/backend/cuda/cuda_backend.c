@@ -140,6 +140,31 @@ static void cu_matmul(hearth_backend *be, const hearth_weight *w, const float *x
     }
 }
 
+/* q, k and v (or gate and up) in one launch when they share type and width; else one each */
+static void cu_matmul_n(hearth_backend *be, const hearth_weight *const *w, float *const *y, const int64_t *ldy, int n,
+                        const float *x, int64_t n_tok) {
+    cuda_ctx *c = ctx_of(be);
+    bool same = hc_matmul_n_ok(n, n_tok);
+    for (int i = 1; i < n && same; i++) same = w[i]->type == w[0]->type && w[i]->ne0 == w[0]->ne0 && w[i]->row_bytes == w[0]->row_bytes;
+    if (!same) {
+        for (int i = 0; i < n; i++) cu_matmul(be, w[i], x, n_tok, y[i], ldy[i]);
+        return;
+    }
+    const void *dev[4];
+    int64_t rows[4];
+    for (int i = 0; i < n; i++) {
+        dev[i] = wdev(c, w[i]);
+        rows[i] = w[i]->ne1;
+    }
+    bool exact = hearth_kernels_isa() == HEARTH_ISA_REF;
+    int e = hc_matmul_n(c->mm, (int)w[0]->type, dev, w[0]->row_bytes, rows, n, w[0]->ne0, x, n_tok, y, ldy, exact);
+    if (e) {
+        hearth_log(HEARTH_LOG_ERROR, "cuda: %d matmuls %s x %lld tokens failed (%d)", n, hearth_type_name(w[0]->type),
+                   (long long)n_tok, e);
+        hearth_abort(__FILE__, __LINE__, "matmul_n");
+    }
+}
+
 static void cu_get_rows(hearth_backend *be, const hearth_weight *w, const int32_t *ids, int64_t n, float scale,
                         float *out) {
     cuda_ctx *c = ctx_of(be);
@@ -364,6 +389,7 @@ static const struct hearth_backend_i cuda_iface = {
     .graph_begin = cu_graph_begin,
     .graph_end = cu_graph_end,
     .matmul = cu_matmul,
+    .matmul_n = cu_matmul_n,
     .get_rows = cu_get_rows,
     .rmsnorm = cu_rmsnorm,
     .rope = cu_rope,

@@ -85,6 +85,12 @@ void           hc_matmul_destroy(hc_matmul_ctx *c);
  * decode sizes (the default sets' arithmetic). */
 int            hc_matmul(hc_matmul_ctx *c, int type, const void *w, size_t row_bytes, int64_t n_out, int64_t n_in,
                          const float *x, int64_t n_tok, float *y, int64_t ldy, bool exact);
+/* The same for n weights of one type and width that share x (y[i] = x w[i]^T): one launch at
+ * decode sizes when hc_matmul_n_ok, else one hc_matmul each. */
+int            hc_matmul_n(hc_matmul_ctx *c, int type, const void *const *w, size_t row_bytes, const int64_t *n_out,
+                           int n, int64_t n_in, const float *x, int64_t n_tok, float *const *y, const int64_t *ldy,
+                           bool exact);
+bool           hc_matmul_n_ok(int n, int64_t n_tok);
 /* tokens at or below which the matrix-vector kernels run */
 #define HC_GEMV_MAX_TOK 8
 

@@ -10,6 +10,7 @@ bool hc_type_supported(int type) {
 template <int T>
 static __global__ void get_rows_plain(const uint8_t *w, size_t row_bytes, int64_t ne0, const int32_t *ids, int64_t n,
                                       float scale, float *out) {
+    hc_pdl_begin();
     int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n * ne0) return;
     int64_t t = i / ne0, e = i % ne0;
@@ -22,6 +23,7 @@ static __global__ void get_rows_plain(const uint8_t *w, size_t row_bytes, int64_
 template <int T>
 static __global__ void get_rows_quant(const uint8_t *w, size_t row_bytes, int64_t ne0, const int32_t *ids, int64_t n,
                                       float scale, float *out) {
+    hc_pdl_begin();
     int64_t nc = ne0 / 32, i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n * nc) return;
     int64_t t = i / nc, c = i % nc;
@@ -39,11 +41,11 @@ void hc_get_rows(int type, const void *w, size_t row_bytes, int64_t ne0, const i
     if (n <= 0) return;
     if (type == HC_F32 || type == HC_F16 || type == HC_BF16) {
         unsigned g = hc_blocks(n * ne0, 256);
-        if (type == HC_F32) get_rows_plain<HC_F32><<<g, 256, 0, s>>>(wb, row_bytes, ne0, ids, n, scale, out);
-        else if (type == HC_F16) get_rows_plain<HC_F16><<<g, 256, 0, s>>>(wb, row_bytes, ne0, ids, n, scale, out);
-        else get_rows_plain<HC_BF16><<<g, 256, 0, s>>>(wb, row_bytes, ne0, ids, n, scale, out);
+        if (type == HC_F32) hc_launch(get_rows_plain<HC_F32>, g, 256, 0, s, wb, row_bytes, ne0, ids, n, scale, out);
+        else if (type == HC_F16) hc_launch(get_rows_plain<HC_F16>, g, 256, 0, s, wb, row_bytes, ne0, ids, n, scale, out);
+        else hc_launch(get_rows_plain<HC_BF16>, g, 256, 0, s, wb, row_bytes, ne0, ids, n, scale, out);
         return;
     }
     unsigned g = hc_blocks(n * (ne0 / 32), 128);
-    HC_QUANT_SWITCH(type, (get_rows_quant<QT><<<g, 128, 0, s>>>(wb, row_bytes, ne0, ids, n, scale, out)));
+    HC_QUANT_SWITCH(type, (hc_launch(get_rows_quant<QT>, g, 128, 0, s, wb, row_bytes, ne0, ids, n, scale, out)));
 }

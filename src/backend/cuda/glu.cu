@@ -9,6 +9,7 @@ static __device__ __forceinline__ float gelu_tanh(float x) {
 }
 
 static __global__ void glu_k(float *g, const float *u, int64_t n, int kind) {
+    hc_pdl_begin();
     int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     float x = g[i], r;
@@ -20,5 +21,5 @@ static __global__ void glu_k(float *g, const float *u, int64_t n, int kind) {
 
 void hc_glu(float *g, const float *u, int64_t n, int kind, void *stream) {
     if (n <= 0) return;
-    glu_k<<<hc_blocks(n, 256), 256, 0, (cudaStream_t)stream>>>(g, u, n, kind);
+    hc_launch(glu_k, hc_blocks(n, 256), 256, 0, stream, g, u, n, kind);
 }

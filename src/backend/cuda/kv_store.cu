@@ -5,6 +5,7 @@
 static __global__ void kv_store_k(const float *x, int64_t n_tok, int64_t width, const int32_t *seq,
                                   const int32_t *pos, void *cache, const int32_t *table, int32_t max_blocks,
                                   int32_t bs, bool f16) {
+    hc_pdl_begin();
     int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n_tok * width) return;
     int64_t t = i / width, e = i % width;
@@ -17,6 +18,6 @@ static __global__ void kv_store_k(const float *x, int64_t n_tok, int64_t width, 
 void hc_kv_store(const float *x, int64_t n_tok, int64_t width, const int32_t *seq, const int32_t *pos,
                  void *cache, const int32_t *table, int32_t max_blocks, int32_t block_size, bool f16, void *stream) {
     if (n_tok * width <= 0) return;
-    kv_store_k<<<hc_blocks(n_tok * width, 256), 256, 0, (cudaStream_t)stream>>>(x, n_tok, width, seq, pos, cache,
+    hc_launch(kv_store_k, hc_blocks(n_tok * width, 256), 256, 0, stream, x, n_tok, width, seq, pos, cache,
                                                                                  table, max_blocks, block_size, f16);
 }

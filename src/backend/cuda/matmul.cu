@@ -1,21 +1,21 @@
 /*
  * matmul.cu - y = x W^T for every weight type (twin of hearth_matmul's reference set).
  *
- * Few tokens (decode, <= HC_GEMV_MAX_TOK): matrix-vector kernels that read each weight byte
- * once. A row is shared by S warps (S from 1 to 8, more when the matrix has few rows, so the
- * GPU has enough loads in flight), four 16-byte loads per lane in flight, dotted with every
- * token's activations in registers. F32/F16/BF16 rows meet f32 activations. Q4_0, Q4_1 and Q8_0
- * rows meet activations quantized to 8 bits per 32-element block first (as the CPU's default
- * kernels and llama.cpp do: the scale rounded to f16, the block's sum kept for Q4_1's minimum)
- * and are dotted four bytes at a time with dp4a. The other quantized types go 32 elements (a
- * block, or a K-quant sub-block) per lane, dequantized to f32.
+ * Few tokens (decode, <= HC_GEMV_MAX_TOK): the matrix-vector kernels of gemv.cu, which read
+ * each weight byte once; one launch serves several weights that share the input (hc_matmul_n:
+ * q, k and v; gate and up), with the activations quantized once. F32/F16/BF16 rows meet f32
+ * activations. Q4_0, Q4_1 and Q8_0 rows meet activations quantized to 8 bits per 32-element
+ * block first (as the CPU's default kernels and llama.cpp do: the scale rounded to f16, the
+ * block's sum kept for Q4_1's minimum) and are dotted four bytes at a time with dp4a. Rows that
+ * do not fall in 16-byte pieces take the older kernels below, as do the other quantized types,
+ * which go 32 elements (a block, or a K-quant sub-block) per lane, dequantized to f32.
  *
  * Many tokens (prefill, large batches): cuBLAS. F32 weights run as an f32 GEMM; F16 and BF16
  * weights multiply activations rounded to the weights' type, accumulating in f32; quantized
  * weights are first dequantized to f16 into a scratch buffer kept between calls (grown as
  * needed), then go the F16 way.
  */
-#include "backend/cuda/common.cuh"
+#include "backend/cuda/gemv.cuh"
 
 #include <cublas_v2.h>
 
@@ -60,27 +60,6 @@ void hc_matmul_destroy(hc_matmul_ctx *c) {
 }
 
 /* ---- matrix-vector kernels ---- */
-
-template <int T>
-static __device__ __forceinline__ void load8(const uint8_t *row, int64_t i, float *w) {
-    if (T == HC_F32) {
-        float4 a = *(const float4 *)(row + i * 4), b = *(const float4 *)(row + i * 4 + 16);
-        w[0] = a.x; w[1] = a.y; w[2] = a.z; w[3] = a.w; w[4] = b.x; w[5] = b.y; w[6] = b.z; w[7] = b.w;
-    } else {
-        uint4 u = *(const uint4 *)(row + i * 2);
-        uint32_t p[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-        for (int k = 0; k < 4; k++) {
-            if (T == HC_BF16) {
-                w[2 * k] = __uint_as_float(p[k] << 16);
-                w[2 * k + 1] = __uint_as_float(p[k] & 0xffff0000u);
-            } else {
-                w[2 * k] = hc_h2f((uint16_t)(p[k] & 0xffff));
-                w[2 * k + 1] = hc_h2f((uint16_t)(p[k] >> 16));
-            }
-        }
-    }
-}
 
 template <int T>
 static __device__ __forceinline__ float load1(const uint8_t *row, int64_t i) {
@@ -128,53 +107,6 @@ static __device__ __forceinline__ void finish_s(float *acc, int n_tok, int64_t o
         }
 }
 
-template <int NT>
-static __device__ __forceinline__ void fma8(float *acc, const float *wv, const float *__restrict__ x, int64_t n_in,
-                                            int64_t i, int n_tok) {
-#pragma unroll
-    for (int t = 0; t < NT; t++) {
-        if (t >= n_tok) break;
-        const float4 *xp = (const float4 *)(x + t * n_in + i);
-        float4 a = __ldg(xp), b = __ldg(xp + 1);
-        acc[t] += wv[0] * a.x + wv[1] * a.y + wv[2] * a.z + wv[3] * a.w + wv[4] * b.x + wv[5] * b.y + wv[6] * b.z +
-                  wv[7] * b.w;
-    }
-}
-
-/* Rows 16-byte aligned, n_in % 8 == 0. 256 threads: 8 / S rows, S warps each. */
-template <int T, int NT, int S>
-static __global__ void __launch_bounds__(256) gemv_plain(const uint8_t *w, size_t row_bytes, int64_t n_out,
-                                                         int64_t n_in, const float *__restrict__ x, int n_tok,
-                                                         float *y, int64_t ldy) {
-    int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    int64_t o = (int64_t)blockIdx.x * (8 / S) + warp / S;
-    float acc[NT];
-#pragma unroll
-    for (int t = 0; t < NT; t++) acc[t] = 0.0f;
-    if (o < n_out) {
-        const uint8_t *row = w + (size_t)o * row_bytes;
-        const int64_t step = S * 256, i0 = ((warp % S) * 32 + lane) * 8;
-        /* four loads in flight per lane: out-of-row ones read the lane's first group again
-         * (always in the row) and are masked, so no branch separates the loads */
-        for (int64_t i = i0; i < n_in; i += 4 * step) {
-            float wv[4][8], keep[4];
-#pragma unroll
-            for (int u = 0; u < 4; u++) {
-                bool in = i + u * step < n_in;
-                keep[u] = in ? 1.0f : 0.0f;
-                load8<T>(row, in ? i + u * step : i0, wv[u]);
-            }
-#pragma unroll
-            for (int u = 0; u < 4; u++) {
-#pragma unroll
-                for (int e = 0; e < 8; e++) wv[u][e] *= keep[u];
-                fma8<NT>(acc, wv[u], x, n_in, i + u * step < n_in ? i + u * step : i0, n_tok);
-            }
-        }
-    }
-    finish_s<NT, S>(acc, n_tok, o, n_out, y, ldy);
-}
-
 /* Any row alignment or width: one element per lane at a time, a warp per row. */
 template <int T, int NT>
 static __global__ void __launch_bounds__(128) gemv_plain_any(const uint8_t *w, size_t row_bytes, int64_t n_out,
@@ -199,24 +131,6 @@ static __global__ void __launch_bounds__(128) gemv_plain_any(const uint8_t *w, s
 }
 
 /* ---- 8-bit activations and dp4a dots (Q4_0, Q4_1, Q8_0) ---- */
-
-/* One warp per 32-element block: q = round(x / d), d = max|x| / 127 rounded to f16 as stored by
- * the CPU's q8_0/q8_1; xd[2b] = d, xd[2b+1] = f16(d * sum q). */
-static __global__ void quantize_q8_k(const float *x, int64_t n_blocks, int8_t *xq, float *xd) {
-    int64_t b = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
-    int lane = threadIdx.x % 32;
-    if (b >= n_blocks) return;
-    float v = x[b * 32 + lane];
-    float amax = hc_warp_max(fabsf(v));
-    float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
-    int q = (int)roundf(v * id);
-    xq[b * 32 + lane] = (int8_t)q;
-    float sum = hc_warp_sum((float)q);
-    if (lane == 0) {
-        xd[2 * b] = hc_round_h(d);
-        xd[2 * b + 1] = hc_round_h(d * sum);
-    }
-}
 
 static __device__ __forceinline__ uint32_t ld2x16(const uint8_t *p) {
     const uint16_t *h = (const uint16_t *)p;
@@ -377,37 +291,71 @@ static int warps_per_row(int64_t n_out) {
     default: { constexpr int SS = 8; BODY; } break;           \
     }
 
+/* The older kernels: rows of any alignment or width, the types without an 8-bit path, and
+ * Q4_0/Q4_1/Q8_0 rows whose blocks do not fall in 16-byte groups. */
 template <int NT>
-static void gemv(hc_matmul_ctx *c, int type, const uint8_t *w, size_t rb, int64_t n_out, int64_t n_in, const float *x,
-                 int n_tok, float *y, int64_t ldy, bool exact) {
+static void gemv_slow(hc_matmul_ctx *c, int type, const uint8_t *w, size_t rb, int64_t n_out, int64_t n_in,
+                      const float *x, int n_tok, float *y, int64_t ldy, bool q8) {
     cudaStream_t s = c->stream;
-    int S = warps_per_row(n_out);
-    unsigned g = hc_blocks(n_out, 8 / S);
-    bool v8 = n_in % 8 == 0 && rb % 16 == 0 && ((uintptr_t)w & 15) == 0;
+    unsigned g4 = hc_blocks(n_out, 4);
     if (type == HC_F32 || type == HC_F16 || type == HC_BF16) {
-        if (!v8) {
-            unsigned g4 = hc_blocks(n_out, 4);
-            if (type == HC_F32) gemv_plain_any<HC_F32, NT><<<g4, 128, 0, s>>>(w, rb, n_out, n_in, x, n_tok, y, ldy);
-            else if (type == HC_F16) gemv_plain_any<HC_F16, NT><<<g4, 128, 0, s>>>(w, rb, n_out, n_in, x, n_tok, y, ldy);
-            else gemv_plain_any<HC_BF16, NT><<<g4, 128, 0, s>>>(w, rb, n_out, n_in, x, n_tok, y, ldy);
-            return;
-        }
-        if (type == HC_F32) HC_S_SWITCH(S, (gemv_plain<HC_F32, NT, SS><<<g, 256, 0, s>>>(w, rb, n_out, n_in, x, n_tok, y, ldy)))
-        else if (type == HC_F16) HC_S_SWITCH(S, (gemv_plain<HC_F16, NT, SS><<<g, 256, 0, s>>>(w, rb, n_out, n_in, x, n_tok, y, ldy)))
-        else HC_S_SWITCH(S, (gemv_plain<HC_BF16, NT, SS><<<g, 256, 0, s>>>(w, rb, n_out, n_in, x, n_tok, y, ldy)))
+        if (type == HC_F32) gemv_plain_any<HC_F32, NT><<<g4, 128, 0, s>>>(w, rb, n_out, n_in, x, n_tok, y, ldy);
+        else if (type == HC_F16) gemv_plain_any<HC_F16, NT><<<g4, 128, 0, s>>>(w, rb, n_out, n_in, x, n_tok, y, ldy);
+        else gemv_plain_any<HC_BF16, NT><<<g4, 128, 0, s>>>(w, rb, n_out, n_in, x, n_tok, y, ldy);
         return;
     }
-    if (!exact && (type == HC_Q4_0 || type == HC_Q4_1 || type == HC_Q8_0) && n_in <= QMAX_IN &&
-        (type != HC_Q4_1 || ((uintptr_t)w & 3) == 0)) {
-        int64_t nb = n_tok * (n_in / 32);
-        quantize_q8_k<<<hc_blocks(nb * 32, 256), 256, 0, s>>>(x, nb, c->xq, c->xd);
+    if (q8) { /* activations already quantized into c->xq, c->xd */
+        int S = warps_per_row(n_out);
+        unsigned g = hc_blocks(n_out, 8 / S);
         if (type == HC_Q4_0) HC_S_SWITCH(S, (gemv_q8<HC_Q4_0, NT, SS><<<g, 256, 0, s>>>(w, rb, n_out, n_in, c->xq, c->xd, n_tok, y, ldy)))
         else if (type == HC_Q4_1) HC_S_SWITCH(S, (gemv_q8<HC_Q4_1, NT, SS><<<g, 256, 0, s>>>(w, rb, n_out, n_in, c->xq, c->xd, n_tok, y, ldy)))
         else HC_S_SWITCH(S, (gemv_q8<HC_Q8_0, NT, SS><<<g, 256, 0, s>>>(w, rb, n_out, n_in, c->xq, c->xd, n_tok, y, ldy)))
         return;
     }
-    unsigned g4 = hc_blocks(n_out, 4);
     HC_QUANT_SWITCH(type, (gemv_quant<QT, NT><<<g4, 128, 0, s>>>(w, rb, n_out, n_in, x, n_tok, y, ldy)));
+}
+
+/* Up to HC_MV_MAX weights of one type and width against the same few tokens. */
+static void gemv_n(hc_matmul_ctx *c, int type, const uint8_t *const *w, size_t rb, const int64_t *n_out, int n,
+                   int64_t n_in, const float *x, int n_tok, float *const *y, const int64_t *ldy, bool exact) {
+    hc_mv m = {};
+    m.n = n;
+    m.row_bytes = rb;
+    m.n_in = n_in;
+    for (int i = 0; i < n; i++) {
+        m.w[i] = w[i];
+        m.y[i] = y[i];
+        m.ldy[i] = ldy[i];
+        m.end[i] = (i ? m.end[i - 1] : 0) + n_out[i];
+    }
+    bool plain = type == HC_F32 || type == HC_F16 || type == HC_BF16;
+    bool q8 = !exact && (type == HC_Q4_0 || type == HC_Q4_1 || type == HC_Q8_0) && n_in <= QMAX_IN;
+    for (int i = 0; i < n; i++) q8 = q8 && (type != HC_Q4_1 || ((uintptr_t)w[i] & 3) == 0);
+    if (q8) hc_mv_quantize(x, n_tok * (n_in / 32), c->xq, c->xd, c->stream);
+    if ((plain || q8) && hc_mv_fast_ok(type, &m, q8)) {
+        if (plain) hc_mv_plain(type, &m, x, n_tok, c->stream);
+        else hc_mv_q8(type, &m, c->xq, c->xd, n_tok, c->stream);
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        if (n_tok == 1) gemv_slow<1>(c, type, w[i], rb, n_out[i], n_in, x, 1, y[i], ldy[i], q8);
+        else gemv_slow<HC_GEMV_MAX_TOK>(c, type, w[i], rb, n_out[i], n_in, x, n_tok, y[i], ldy[i], q8);
+    }
+}
+
+bool hc_matmul_n_ok(int n, int64_t n_tok) { return n >= 1 && n <= HC_MV_MAX && n_tok >= 1 && n_tok <= HC_GEMV_MAX_TOK; }
+
+int hc_matmul_n(hc_matmul_ctx *c, int type, const void *const *w, size_t rb, const int64_t *n_out, int n,
+                int64_t n_in, const float *x, int64_t n_tok, float *const *y, const int64_t *ldy, bool exact) {
+    if (!hc_matmul_n_ok(n, n_tok) || ((uintptr_t)x & 15) != 0 || n_in % 4 != 0) {
+        for (int i = 0; i < n; i++) {
+            int e = hc_matmul(c, type, w[i], rb, n_out[i], n_in, x, n_tok, y[i], ldy[i], exact);
+            if (e) return e;
+        }
+        return 0;
+    }
+    gemv_n(c, type, (const uint8_t *const *)w, rb, n_out, n, n_in, x, (int)n_tok, y, ldy, exact);
+    return (int)cudaGetLastError();
 }
 
 int hc_matmul(hc_matmul_ctx *c, int type, const void *wv, size_t rb, int64_t n_out, int64_t n_in, const float *x,
@@ -416,8 +364,7 @@ int hc_matmul(hc_matmul_ctx *c, int type, const void *wv, size_t rb, int64_t n_o
     cudaStream_t s = c->stream;
     if (n_tok <= 0) return 0;
     if (n_tok <= HC_GEMV_MAX_TOK && ((uintptr_t)x & 15) == 0 && n_in % 4 == 0) {
-        if (n_tok == 1) gemv<1>(c, type, w, rb, n_out, n_in, x, 1, y, ldy, exact);
-        else gemv<HC_GEMV_MAX_TOK>(c, type, w, rb, n_out, n_in, x, (int)n_tok, y, ldy, exact);
+        gemv_n(c, type, &w, rb, &n_out, 1, n_in, x, (int)n_tok, &y, &ldy, exact);
         return (int)cudaGetLastError();
     }
     const float one = 1.0f, zero = 0.0f;

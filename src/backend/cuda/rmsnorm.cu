@@ -3,6 +3,7 @@
 #include "backend/cuda/common.cuh"
 
 static __global__ void rmsnorm_k(const float *x, const float *w, float *y, int64_t dim, float eps) {
+    hc_pdl_begin();
     __shared__ float part[32];
     const float *xr = x + (int64_t)blockIdx.x * dim;
     float *yr = y + (int64_t)blockIdx.x * dim;
@@ -27,5 +28,5 @@ void hc_rmsnorm(const float *x, const float *w, float *y, int64_t n_rows, int64_
     /* few rows (decode): wide blocks, so one row's latency is short */
     int th = dim >= 1024 ? 256 : dim >= 256 ? 128 : 32;
     if (n_rows < 128 && dim >= 2048) th = dim >= 4096 ? 1024 : 512;
-    rmsnorm_k<<<(unsigned)n_rows, th, 0, (cudaStream_t)stream>>>(x, w, y, dim, eps);
+    hc_launch(rmsnorm_k, (unsigned)n_rows, th, 0, (cudaStream_t)stream, x, w, y, dim, eps);
 }

@@ -6,6 +6,7 @@
 static __global__ void rope_k(float *x, int64_t n_tok, int32_t n_head, int32_t head_dim, int32_t n_rot,
                               const int32_t *pos, const float *inv_freq, float theta_scale, float freq_scale,
                               float mscale, bool neox) {
+    hc_pdl_begin();
     int32_t half = n_rot / 2;
     int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n_tok * n_head * half) return;
@@ -28,6 +29,6 @@ void hc_rope(float *x, int64_t n_tok, int32_t n_head, int32_t head_dim, int32_t 
              const float *inv_freq, float theta_scale, float freq_scale, float mscale, bool neox, void *stream) {
     int64_t n = n_tok * n_head * (n_rot / 2);
     if (n <= 0) return;
-    rope_k<<<hc_blocks(n, 256), 256, 0, (cudaStream_t)stream>>>(x, n_tok, n_head, head_dim, n_rot, pos, inv_freq,
+    hc_launch(rope_k, hc_blocks(n, 256), 256, 0, stream, x, n_tok, n_head, head_dim, n_rot, pos, inv_freq,
                                                                  theta_scale, freq_scale, mscale, neox);
 }

@@ -1,0 +1,342 @@
+/*
+ * gemv.cu - matrix-vector products for decode-sized steps (up to HC_GEMV_MAX_TOK tokens): the
+ * fast path of hc_matmul, built to stream every weight byte once at close to copy bandwidth.
+ *
+ * A row is read by P threads (P = 16 to 256: fewer for short rows so no lane idles, more when
+ * the launch has few rows so enough bytes are in flight), each reading 16 bytes at a time with
+ * loads that bypass L1 (which keeps the activations). 16-bit and f32 rows go in batches of 8
+ * such loads per thread, the next batch in flight while the current one is used. Quantized rows
+ * go a group of whole blocks at a time, the smallest group whose size is a multiple of 16 bytes
+ * (8 blocks of Q4_0 or Q8_0 = 144 or 272 bytes, 4 of Q4_1 = 80); a block's fields are cut out of
+ * the group's registers at byte offsets known at compile time. Each thread fetches its first
+ * batch before hc_pdl_begin, so that fetch overlaps the kernel before it. The P partial sums
+ * of a row meet through shuffles (and shared memory past a warp); activations come from L1.
+ *
+ * Q4_0, Q4_1 and Q8_0 rows meet 8-bit activations (hc_mv_quantize: per 32 values d = max|x| /
+ * 127 rounded to f16, q = round(x / d), as the CPU's default kernels and llama.cpp) and are
+ * dotted four bytes at a time with dp4a; the integer sums are exact.
+ */
+#include "backend/cuda/gemv.cuh"
+
+/* 16 bytes of a weight, not kept in L1 */
+static __device__ __forceinline__ uint4 ld_stream(const uint4 *p) {
+    uint4 r;
+    asm("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
+        : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+        : "l"(p));
+    return r;
+}
+
+/* The output row r of a launch: its weight row, where its result goes, whether it exists. */
+struct mv_row {
+    const uint8_t *w;
+    float         *y;
+    int64_t        ldy, o;
+    bool           live;
+};
+
+static __device__ __forceinline__ mv_row row_of(const hc_mv &m, int64_t r) {
+    mv_row rr = {m.w[0], m.y[0], m.ldy[0], r, false};
+    int64_t total = m.end[0];
+#pragma unroll
+    for (int k = 1; k < HC_MV_MAX; k++) {
+        if (k >= m.n) break;
+        total = m.end[k];
+        if (r >= m.end[k - 1]) {
+            rr.w = m.w[k];
+            rr.y = m.y[k];
+            rr.ldy = m.ldy[k];
+            rr.o = r - m.end[k - 1];
+        }
+    }
+    rr.live = r < total;
+    if (!rr.live) rr.o = 0;
+    rr.w += (size_t)rr.o * m.row_bytes;
+    return rr;
+}
+
+/* Sum each token's partials over the P threads of a row and store them. */
+template <int NT, int P>
+static __device__ __forceinline__ void mv_store(float *acc, int n_tok, const mv_row &rr) {
+    constexpr int W = P < 32 ? P : 32;
+#pragma unroll
+    for (int t = 0; t < NT; t++)
+#pragma unroll
+        for (int o = W / 2; o > 0; o >>= 1) acc[t] += __shfl_xor_sync(0xffffffffu, acc[t], o);
+    if (P > 32) {
+        __shared__ float red[8][NT];
+        const int warp = threadIdx.x / 32;
+        if (threadIdx.x % 32 == 0)
+#pragma unroll
+            for (int t = 0; t < NT; t++) red[warp][t] = acc[t];
+        __syncthreads();
+        if (threadIdx.x % P == 0)
+#pragma unroll
+            for (int t = 0; t < NT; t++) {
+                float v = 0.0f;
+#pragma unroll
+                for (int k = 0; k < P / 32; k++) v += red[warp + k][t];
+                acc[t] = v;
+            }
+    }
+    if (threadIdx.x % P == 0 && rr.live)
+#pragma unroll
+        for (int t = 0; t < NT; t++)
+            if (t < n_tok) rr.y[t * rr.ldy + rr.o] = acc[t];
+}
+
+/* ---- 16-bit and f32 rows ---- */
+
+template <int T>
+static __device__ __forceinline__ void to_f32(uint4 u, float *w) {
+    if (T == HC_F32) {
+        w[0] = __uint_as_float(u.x); w[1] = __uint_as_float(u.y);
+        w[2] = __uint_as_float(u.z); w[3] = __uint_as_float(u.w);
+        return;
+    }
+    const uint32_t p[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        if (T == HC_BF16) {
+            w[2 * k] = __uint_as_float(p[k] << 16);
+            w[2 * k + 1] = __uint_as_float(p[k] & 0xffff0000u);
+        } else {
+            w[2 * k] = hc_h2f((uint16_t)(p[k] & 0xffff));
+            w[2 * k + 1] = hc_h2f((uint16_t)(p[k] >> 16));
+        }
+    }
+}
+
+template <int T, int NT, int P>
+static __global__ void __launch_bounds__(256) mv_plain_k(hc_mv m, const float *__restrict__ x, int n_tok) {
+    constexpr int E = T == HC_F32 ? 4 : 8, U = 8; /* elements per load, loads per batch */
+    const mv_row rr = row_of(m, (int64_t)blockIdx.x * (256 / P) + threadIdx.x / P);
+    const int64_t nch = rr.live ? m.n_in / E : 0;
+    const uint4 *rp = (const uint4 *)rr.w;
+    int64_t c = threadIdx.x % P;
+    uint4 nxt[U];
+#pragma unroll
+    for (int u = 0; u < U; u++) nxt[u] = c + u * P < nch ? ld_stream(rp + c + u * P) : make_uint4(0, 0, 0, 0);
+    hc_pdl_begin();
+    float acc[NT];
+#pragma unroll
+    for (int t = 0; t < NT; t++) acc[t] = 0.0f;
+    for (; c < nch; c += U * P) {
+        uint4 cur[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) cur[u] = nxt[u];
+#pragma unroll
+        for (int u = 0; u < U; u++)
+            if (c + (U + u) * P < nch) nxt[u] = ld_stream(rp + c + (U + u) * P);
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int64_t cu = c + u * P;
+            if (cu >= nch) break;
+            float w[E];
+            to_f32<T>(cur[u], w);
+#pragma unroll
+            for (int t = 0; t < NT; t++) {
+                if (t >= n_tok) break;
+                const float4 *xp = (const float4 *)(x + t * m.n_in + cu * E);
+                float4 a = __ldg(xp);
+                float s = w[0] * a.x + w[1] * a.y + w[2] * a.z + w[3] * a.w;
+                if (E == 8) {
+                    float4 b = __ldg(xp + 1);
+                    s += w[E > 4 ? 4 : 0] * b.x + w[E > 4 ? 5 : 1] * b.y + w[E > 4 ? 6 : 2] * b.z +
+                         w[E > 4 ? 7 : 3] * b.w;
+                }
+                acc[t] += s;
+            }
+        }
+    }
+    mv_store<NT, P>(acc, n_tok, rr);
+}
+
+/* ---- Q4_0, Q4_1, Q8_0 rows and 8-bit activations ---- */
+
+template <int T>
+struct qgroup {
+    static constexpr int BB = T == HC_Q4_0 ? 18 : T == HC_Q4_1 ? 20 : 34; /* bytes per block */
+    static constexpr int G = T == HC_Q4_1 ? 4 : 8;                         /* blocks per group */
+    static constexpr int V = BB * G / 16;                                  /* 16-byte loads */
+};
+
+/* 32 bits at an even byte offset of a group held in registers (off is a constant) */
+static __device__ __forceinline__ int w32(const uint32_t *v, int off) {
+    return (int)((off & 3) ? __byte_perm(v[off >> 2], v[(off >> 2) + 1], 0x5432) : v[off >> 2]);
+}
+static __device__ __forceinline__ float w16f(const uint32_t *v, int off) {
+    return hc_h2f((uint16_t)(v[off >> 2] >> ((off & 3) * 8)));
+}
+
+/* block k of the group in v (row block b) against activation block b */
+template <int T>
+static __device__ __forceinline__ float dot_blk(const uint32_t *v, int k, const int8_t *xq, const float *xd,
+                                                int64_t b) {
+    const int4 *xp = (const int4 *)(xq + b * 32);
+    const int4 x0 = __ldg(xp), x1 = __ldg(xp + 1);
+    const int xv[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
+    const float dx = __ldg(xd + 2 * b);
+    const int off = k * qgroup<T>::BB;
+    const float dw = w16f(v, off);
+    if (T == HC_Q4_0) {
+        int s = 0, sx = 0;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const int q = w32(v, off + 2 + 4 * j);
+            s = __dp4a(q & 0x0F0F0F0F, xv[j], s);
+            s = __dp4a((q >> 4) & 0x0F0F0F0F, xv[4 + j], s);
+            sx = __dp4a(0x01010101, xv[j], sx);
+            sx = __dp4a(0x01010101, xv[4 + j], sx);
+        }
+        return dw * dx * (float)(s - 8 * sx);
+    } else if (T == HC_Q4_1) {
+        int s = 0;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const int q = w32(v, off + 4 + 4 * j);
+            s = __dp4a(q & 0x0F0F0F0F, xv[j], s);
+            s = __dp4a((q >> 4) & 0x0F0F0F0F, xv[4 + j], s);
+        }
+        return dw * dx * (float)s + w16f(v, off + 2) * __ldg(xd + 2 * b + 1);
+    } else {
+        int s = 0;
+#pragma unroll
+        for (int j = 0; j < 8; j++) s = __dp4a(w32(v, off + 2 + 4 * j), xv[j], s);
+        return dw * dx * (float)s;
+    }
+}
+
+template <int V>
+static __device__ __forceinline__ void ld_group(const uint4 *p, uint32_t *v) {
+#pragma unroll
+    for (int i = 0; i < V; i++) {
+        const uint4 u = ld_stream(p + i);
+        v[4 * i] = u.x;
+        v[4 * i + 1] = u.y;
+        v[4 * i + 2] = u.z;
+        v[4 * i + 3] = u.w;
+    }
+}
+
+template <int T, int NT, int P>
+static __global__ void __launch_bounds__(256) mv_q8_k(hc_mv m, const int8_t *__restrict__ xq,
+                                                      const float *__restrict__ xd, int n_tok) {
+    using F = qgroup<T>;
+    const mv_row rr = row_of(m, (int64_t)blockIdx.x * (256 / P) + threadIdx.x / P);
+    const int64_t nb = m.n_in / 32, ng = rr.live ? nb / F::G : 0;
+    const uint4 *rp = (const uint4 *)rr.w;
+    int64_t g = threadIdx.x % P;
+    uint32_t nxt[4 * F::V];
+    if (g < ng) ld_group<F::V>(rp + g * F::V, nxt);
+    hc_pdl_begin();
+    float acc[NT];
+#pragma unroll
+    for (int t = 0; t < NT; t++) acc[t] = 0.0f;
+    for (; g < ng; g += P) {
+        uint32_t cur[4 * F::V];
+#pragma unroll
+        for (int i = 0; i < 4 * F::V; i++) cur[i] = nxt[i];
+        if (g + P < ng) ld_group<F::V>(rp + (g + P) * F::V, nxt);
+#pragma unroll
+        for (int k = 0; k < F::G; k++)
+#pragma unroll
+            for (int t = 0; t < NT; t++) {
+                if (t >= n_tok) break;
+                acc[t] += dot_blk<T>(cur, k, xq + t * m.n_in, xd + t * nb * 2, g * F::G + k);
+            }
+    }
+    mv_store<NT, P>(acc, n_tok, rr);
+}
+
+/* One warp per 32-element block: q = round(x / d), d = max|x| / 127 rounded to f16 as stored by
+ * the CPU's q8_0/q8_1; xd[2b] = d, xd[2b+1] = f16(d * sum q). */
+static __global__ void quantize_q8_k(const float *x, int64_t n_blocks, int8_t *xq, float *xd) {
+    hc_pdl_begin();
+    int64_t b = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    int lane = threadIdx.x % 32;
+    if (b >= n_blocks) return;
+    float v = x[b * 32 + lane];
+    float amax = hc_warp_max(fabsf(v));
+    float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+    int q = (int)roundf(v * id);
+    xq[b * 32 + lane] = (int8_t)q;
+    float sum = hc_warp_sum((float)q);
+    if (lane == 0) {
+        xd[2 * b] = hc_round_h(d);
+        xd[2 * b + 1] = hc_round_h(d * sum);
+    }
+}
+
+void hc_mv_quantize(const float *x, int64_t n_blocks, int8_t *xq, float *xd, cudaStream_t s) {
+    hc_launch(quantize_q8_k, hc_blocks(n_blocks * 32, 256), 256, 0, s, x, n_blocks, xq, xd);
+}
+
+/* ---- launch ---- */
+
+static int64_t rows_of(const hc_mv *m) { return m->end[m->n - 1]; }
+
+/* threads per row: no more than the row has units of work (16-byte loads or block groups) when
+ * it is short, more while the launch has too few threads to keep the memory busy */
+static int threads_per_row(int64_t rows, int64_t units) {
+    int P = 32;
+    while (P > 16 && units < P) P /= 2;
+    while (P < 256 && rows * P < 132 * 1536 && units >= 4 * P) P *= 2;
+    return P;
+}
+
+#define HC_P_SWITCH(P, BODY)                                  \
+    switch (P) {                                              \
+    case 16: { constexpr int PP = 16; BODY; } break;          \
+    case 32: { constexpr int PP = 32; BODY; } break;          \
+    case 64: { constexpr int PP = 64; BODY; } break;          \
+    case 128: { constexpr int PP = 128; BODY; } break;        \
+    default: { constexpr int PP = 256; BODY; } break;         \
+    }
+
+bool hc_mv_fast_ok(int type, const hc_mv *m, bool q8) {
+    bool aligned = m->row_bytes % 16 == 0;
+    for (int i = 0; i < m->n; i++) aligned = aligned && ((uintptr_t)m->w[i] & 15) == 0;
+    if (!aligned) return false;
+    if (!q8) return (type == HC_F32 && m->n_in % 4 == 0) || ((type == HC_F16 || type == HC_BF16) && m->n_in % 8 == 0);
+    int G = type == HC_Q4_1 ? 4 : 8;
+    return (type == HC_Q4_0 || type == HC_Q4_1 || type == HC_Q8_0) && m->n_in % (32 * G) == 0;
+}
+
+template <int T, int NT>
+static void plain_t(const hc_mv *m, const float *x, int n_tok, cudaStream_t s) {
+    int64_t rows = rows_of(m);
+    int P = threads_per_row(rows, m->n_in / (T == HC_F32 ? 4 : 8));
+    HC_P_SWITCH(P, (hc_launch(mv_plain_k<T, NT, PP>, hc_blocks(rows, 256 / PP), 256, 0, s, *m, x, n_tok)));
+}
+
+void hc_mv_plain(int type, const hc_mv *m, const float *x, int n_tok, cudaStream_t s) {
+    if (n_tok == 1) {
+        if (type == HC_F32) plain_t<HC_F32, 1>(m, x, n_tok, s);
+        else if (type == HC_F16) plain_t<HC_F16, 1>(m, x, n_tok, s);
+        else plain_t<HC_BF16, 1>(m, x, n_tok, s);
+    } else {
+        if (type == HC_F32) plain_t<HC_F32, HC_GEMV_MAX_TOK>(m, x, n_tok, s);
+        else if (type == HC_F16) plain_t<HC_F16, HC_GEMV_MAX_TOK>(m, x, n_tok, s);
+        else plain_t<HC_BF16, HC_GEMV_MAX_TOK>(m, x, n_tok, s);
+    }
+}
+
+template <int T, int NT>
+static void q8_t(const hc_mv *m, const int8_t *xq, const float *xd, int n_tok, cudaStream_t s) {
+    int64_t rows = rows_of(m);
+    int P = threads_per_row(rows, m->n_in / (32 * qgroup<T>::G));
+    HC_P_SWITCH(P, (hc_launch(mv_q8_k<T, NT, PP>, hc_blocks(rows, 256 / PP), 256, 0, s, *m, xq, xd, n_tok)));
+}
+
+void hc_mv_q8(int type, const hc_mv *m, const int8_t *xq, const float *xd, int n_tok, cudaStream_t s) {
+    if (n_tok == 1) {
+        if (type == HC_Q4_0) q8_t<HC_Q4_0, 1>(m, xq, xd, n_tok, s);
+        else if (type == HC_Q4_1) q8_t<HC_Q4_1, 1>(m, xq, xd, n_tok, s);
+        else q8_t<HC_Q8_0, 1>(m, xq, xd, n_tok, s);
+    } else {
+        if (type == HC_Q4_0) q8_t<HC_Q4_0, HC_GEMV_MAX_TOK>(m, xq, xd, n_tok, s);
+        else if (type == HC_Q4_1) q8_t<HC_Q4_1, HC_GEMV_MAX_TOK>(m, xq, xd, n_tok, s);
+        else q8_t<HC_Q8_0, HC_GEMV_MAX_TOK>(m, xq, xd, n_tok, s);
+    }
+}
