@@ -424,106 +424,103 @@ TEST(elementwise_add_add_rows_scale_softcap_copy_rows_argmax) {
 /* Paged cache: keys/values stored by kv_store through a shuffled block table, then attention of
  * queries at several positions (decode-like, prefill-like, a long context that splits, a sliding
  * window, softcap, grouped heads), each against the reference head by head. */
+/* Attention of n_q queries (the last positions of a ctx-token context) against a paged cache
+ * filled through kv_store. With two sequences the second half of the queries belongs to a
+ * second sequence with its own keys and blocks, so one step's query tiles mix sequences. */
 static void attention_case(bool f16, int32_t n_head, int32_t n_head_kv, int32_t D, int32_t ctx, int32_t n_swa,
-                           float softcap, int64_t n_q) {
-    const int32_t bs = 16, n_blocks = (ctx + bs - 1) / bs + 3, max_blocks = (ctx + bs - 1) / bs;
-    const int64_t kvw = (int64_t)n_head_kv * D;
-    int32_t *table = malloc(sizeof(int32_t) * max_blocks);
-    for (int32_t i = 0; i < max_blocks; i++) table[i] = (i * 7 + 3) % n_blocks; /* distinct while n_blocks > 7 */
-    for (int32_t i = 0; i < max_blocks; i++)
+                           float softcap, int64_t n_q, int n_seq) {
+    const int32_t bs = 16, max_blocks = (ctx + bs - 1) / bs, n_blocks = n_seq * max_blocks + 3;
+    const int64_t kvw = (int64_t)n_head_kv * D, n_rows = (int64_t)n_seq * ctx;
+    int32_t *table = malloc(sizeof(int32_t) * n_seq * max_blocks);
+    for (int32_t i = 0; i < n_seq * max_blocks; i++) table[i] = (i * 7 + 3) % n_blocks; /* made distinct: */
+    for (int32_t i = 0; i < n_seq * max_blocks; i++)
         for (int32_t j = 0; j < i; j++)
             if (table[j] == table[i]) table[i] = (table[i] + 1) % n_blocks, j = -1;
-    float *kv = malloc(sizeof(float) * ctx * kvw), *vv = malloc(sizeof(float) * ctx * kvw);
-    fill(kv, ctx * kvw, 1.0f);
-    fill(vv, ctx * kvw, 1.0f);
-    int32_t *pos = malloc(sizeof(int32_t) * ctx), *seq = calloc((size_t)ctx, sizeof(int32_t));
-    for (int32_t i = 0; i < ctx; i++) pos[i] = i;
+    float *kv = malloc(sizeof(float) * n_rows * kvw), *vv = malloc(sizeof(float) * n_rows * kvw);
+    fill(kv, n_rows * kvw, 1.0f);
+    fill(vv, n_rows * kvw, 1.0f);
+    int32_t *pos = malloc(sizeof(int32_t) * n_rows), *seq = malloc(sizeof(int32_t) * n_rows);
+    for (int64_t i = 0; i < n_rows; i++) pos[i] = (int32_t)(i % ctx), seq[i] = (int32_t)(i / ctx);
     size_t esz = f16 ? 2 : 4, cache_bytes = (size_t)n_blocks * bs * (size_t)kvw * esz;
     void *dk = hearth_buf_alloc(gpu(), cache_bytes), *dv = hearth_buf_alloc(gpu(), cache_bytes);
-    int32_t *dtable = up(table, sizeof(int32_t) * max_blocks), *dpos = up(pos, sizeof(int32_t) * ctx),
-            *dseq = up(seq, sizeof(int32_t) * ctx);
-    float *dkx = up(kv, sizeof(float) * ctx * kvw), *dvx = up(vv, sizeof(float) * ctx * kvw);
+    int32_t *dtable = up(table, sizeof(int32_t) * n_seq * max_blocks), *dpos = up(pos, sizeof(int32_t) * n_rows),
+            *dseq = up(seq, sizeof(int32_t) * n_rows);
+    float *dkx = up(kv, sizeof(float) * n_rows * kvw), *dvx = up(vv, sizeof(float) * n_rows * kvw);
     hearth_kv_blocks bl = {.table = dtable, .max_blocks = max_blocks, .block_size = bs};
-    hearth_op_kv_store(gpu(), dkx, ctx, kvw, dseq, dpos, dk, &bl, f16);
-    hearth_op_kv_store(gpu(), dvx, ctx, kvw, dseq, dpos, dv, &bl, f16);
+    hearth_op_kv_store(gpu(), dkx, n_rows, kvw, dseq, dpos, dk, &bl, f16);
+    hearth_op_kv_store(gpu(), dvx, n_rows, kvw, dseq, dpos, dv, &bl, f16);
     /* the stored cache, checked against a host store, then used by the reference */
     char *hk = malloc(cache_bytes), *hv = malloc(cache_bytes), *ek = calloc(1, cache_bytes), *ev = calloc(1, cache_bytes);
     down(hk, dk, cache_bytes);
     down(hv, dv, cache_bytes);
-    for (int32_t p = 0; p < ctx; p++) {
-        size_t base = ((size_t)table[p / bs] * bs + p % bs) * (size_t)kvw;
-        for (int64_t i = 0; i < kvw; i++) {
+    for (int64_t i = 0; i < n_rows; i++) {
+        size_t base = ((size_t)table[seq[i] * max_blocks + pos[i] / bs] * bs + pos[i] % bs) * (size_t)kvw;
+        for (int64_t e = 0; e < kvw; e++) {
             if (f16) {
-                ((uint16_t *)ek)[base + i] = hearth_fp32_to_fp16(kv[p * kvw + i]);
-                ((uint16_t *)ev)[base + i] = hearth_fp32_to_fp16(vv[p * kvw + i]);
+                ((uint16_t *)ek)[base + e] = hearth_fp32_to_fp16(kv[i * kvw + e]);
+                ((uint16_t *)ev)[base + e] = hearth_fp32_to_fp16(vv[i * kvw + e]);
             } else {
-                ((float *)ek)[base + i] = kv[p * kvw + i];
-                ((float *)ev)[base + i] = vv[p * kvw + i];
+                ((float *)ek)[base + e] = kv[i * kvw + e];
+                ((float *)ev)[base + e] = vv[i * kvw + e];
             }
         }
     }
     CHECK(!memcmp(hk, ek, cache_bytes));
     CHECK(!memcmp(hv, ev, cache_bytes));
-    /* queries: the last n_q positions */
+    /* queries: the last n_q positions, the second half in the second sequence when there is one */
     int64_t qw = (int64_t)n_head * D;
     float *q = malloc(sizeof(float) * n_q * qw), *ref = malloc(sizeof(float) * n_q * qw),
           *got = malloc(sizeof(float) * n_q * qw), *scores = malloc(sizeof(float) * ctx);
     fill(q, n_q * qw, 1.0f);
-    int32_t *qpos = malloc(sizeof(int32_t) * n_q);
-    for (int64_t t = 0; t < n_q; t++) qpos[t] = ctx - (int32_t)n_q + (int32_t)t;
+    int32_t *qpos = malloc(sizeof(int32_t) * n_q), *qseq = malloc(sizeof(int32_t) * n_q);
+    for (int64_t t = 0; t < n_q; t++) {
+        qpos[t] = ctx - (int32_t)n_q + (int32_t)t;
+        qseq[t] = n_seq > 1 && t >= n_q / 2 ? 1 : 0;
+    }
     float scale = 1.0f / sqrtf((float)D);
     for (int64_t t = 0; t < n_q; t++)
         for (int32_t h = 0; h < n_head; h++) {
             int32_t hkv = h / (n_head / n_head_kv), p = qpos[t];
             int64_t j0 = n_swa > 0 && p - n_swa + 1 > 0 ? p - n_swa + 1 : 0;
             hearth_attn_head_paged_ref(q + (t * n_head + h) * D, hk + (size_t)hkv * D * esz, hv + (size_t)hkv * D * esz,
-                                       kvw, table, bs, f16, D, j0, p + 1, scale, softcap, scores,
-                                       ref + (t * n_head + h) * D);
+                                       kvw, table + qseq[t] * max_blocks, bs, f16, D, j0, p + 1, scale, softcap,
+                                       scores, ref + (t * n_head + h) * D);
         }
     float *dq = up(q, sizeof(float) * n_q * qw), *dout = hearth_buf_alloc(gpu(), sizeof(float) * n_q * qw);
-    int32_t *dqpos = up(qpos, sizeof(int32_t) * n_q);
+    int32_t *dqpos = up(qpos, sizeof(int32_t) * n_q), *dqseq = up(qseq, sizeof(int32_t) * n_q);
     hearth_attn_args a = {.n_tok = n_q, .n_head = n_head, .n_head_kv = n_head_kv, .head_dim = D, .head_dim_v = D,
-                          .q = dq, .out = dout, .pos = dqpos, .seq = dseq, .k = dk, .v = dv, .blocks = bl,
+                          .q = dq, .out = dout, .pos = dqpos, .seq = dqseq, .k = dk, .v = dv, .blocks = bl,
                           .kv_f16 = f16, .n_swa = n_swa, .scale = scale, .softcap = softcap, .max_len = ctx};
     hearth_op_attention(gpu(), &a);
     down(got, dout, sizeof(float) * n_q * qw);
-    fprintf(stderr, "  %s heads %d/%d dim %d ctx %d swa %d softcap %g queries %lld\n", f16 ? "f16" : "f32", n_head,
-            n_head_kv, D, ctx, n_swa, softcap, (long long)n_q);
+    fprintf(stderr, "  %s heads %d/%d dim %d ctx %d swa %d softcap %g queries %lld sequences %d\n", f16 ? "f16" : "f32",
+            n_head, n_head_kv, D, ctx, n_swa, softcap, (long long)n_q, n_seq);
     CHECK_REL(got, ref, n_q * qw, f16 ? "attention_f16" : "attention_f32");
-    dfree(dk);
-    dfree(dv);
-    dfree(dtable);
-    dfree(dpos);
-    dfree(dseq);
-    dfree(dkx);
-    dfree(dvx);
-    dfree(dq);
-    dfree(dout);
-    dfree(dqpos);
-    free(table);
-    free(kv);
-    free(vv);
-    free(pos);
-    free(seq);
-    free(hk);
-    free(hv);
-    free(ek);
-    free(ev);
-    free(q);
-    free(ref);
-    free(got);
-    free(scores);
-    free(qpos);
+    void *dbufs[] = {dk, dv, dtable, dpos, dseq, dkx, dvx, dq, dout, dqpos, dqseq};
+    for (size_t i = 0; i < sizeof dbufs / sizeof dbufs[0]; i++) dfree(dbufs[i]);
+    void *hbufs[] = {table, kv, vv, pos, seq, hk, hv, ek, ev, q, ref, got, scores, qpos, qseq};
+    for (size_t i = 0; i < sizeof hbufs / sizeof hbufs[0]; i++) free(hbufs[i]);
 }
 
 TEST(attention_paged) {
     NEED_GPU();
     for (int f = 0; f < 2; f++) {
-        attention_case(f, 8, 2, 64, 37, 0, 0, 37);      /* prefill of a short prompt, GQA 4 */
-        attention_case(f, 4, 4, 128, 3000, 0, 0, 1);    /* decode over a long context: split keys */
-        attention_case(f, 8, 1, 256, 700, 128, 0, 3);   /* head_dim 256, sliding window, GQA 8 */
-        attention_case(f, 4, 2, 32, 300, 0, 50.0f, 5);  /* softcap */
+        attention_case(f, 8, 2, 64, 37, 0, 0, 37, 1);      /* prefill of a short prompt, GQA 4 */
+        attention_case(f, 4, 4, 128, 3000, 0, 0, 1, 1);    /* decode over a long context: split keys */
+        attention_case(f, 8, 1, 256, 700, 128, 0, 3, 1);   /* head_dim 256, sliding window, GQA 8 */
+        attention_case(f, 4, 2, 32, 300, 0, 50.0f, 5, 1);  /* softcap */
     }
+}
+
+/* long steps over an f16 cache take the tensor-core kernel: several query tiles, a partial
+ * last tile, queries after a cached prefix, tiles that mix two sequences */
+TEST(attention_paged_tensor_cores) {
+    NEED_GPU();
+    attention_case(true, 8, 2, 128, 300, 0, 0, 300, 1);       /* whole prompt, GQA 4 */
+    attention_case(true, 4, 1, 64, 500, 100, 30.0f, 170, 1);  /* sliding window, softcap, prefix */
+    attention_case(true, 4, 2, 256, 200, 0, 0, 130, 1);       /* head_dim 256 */
+    attention_case(true, 8, 8, 128, 260, 0, 0, 200, 2);       /* two sequences in the step */
+    attention_case(true, 4, 2, 64, 90, 0, 0, 33, 2);          /* the smallest step it takes */
 }
 
 int main(int argc, char **argv) {

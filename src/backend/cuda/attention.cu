@@ -12,6 +12,8 @@
  * run of equal sequence at a time. With split > 1 (few queries, long contexts: decode) each
  * split writes (max, sum, unnormalized output) per pair and a second kernel combines them.
  *
+ * Long steps over an f16 cache (prefill) take the tensor-core kernel of attention_tc.cu instead.
+ *
  * Roundings: with an f16 cache the query is rounded to f16 as the reference does; the
  * reference's rounding of the normalized weights to f16 has no counterpart here (the weights
  * are never normalized before the end), so results agree to the tolerance of the op test.
@@ -228,7 +230,7 @@ static __global__ void attn_combine_k(hc_attn a, int n_split, const float *part)
     }
 }
 
-static int n_split_of(const hc_attn *a) {
+static int split_plain(const hc_attn *a) {
     int QT = qt_of(a->n_head / a->n_head_kv);
     int64_t base = (a->n_tok + QT - 1) / QT * a->n_head_kv;
     if (a->max_len <= 128 || base >= 264) return 1;
@@ -236,6 +238,11 @@ static int n_split_of(const hc_attn *a) {
     int64_t s = by_len < by_sm ? by_len : by_sm;
     return (int)(s > 64 ? 64 : s < 1 ? 1 : s);
 }
+
+/* long steps over an f16 cache go to the tensor-core kernel (attention_tc.cu), which never splits */
+static bool use_tc(const hc_attn *a) { return hc_attention_tc_ok(a) && (a->n_tok >= 128 || split_plain(a) == 1); }
+
+static int n_split_of(const hc_attn *a) { return use_tc(a) ? 1 : split_plain(a); }
 
 size_t hc_attention_scratch(const hc_attn *a) {
     int s = n_split_of(a);
@@ -252,6 +259,10 @@ void hc_attention(const hc_attn *a, float *scratch, void *stream) {
         attr_set = true;
     }
     cudaStream_t st = (cudaStream_t)stream;
+    if (use_tc(a)) {
+        hc_attention_tc(a, stream);
+        return;
+    }
     int s = n_split_of(a), G = a->n_head / a->n_head_kv, QT = qt_of(G);
     int64_t n_tiles = (a->n_tok + QT - 1) / QT;
     dim3 grid((unsigned)(n_tiles * a->n_head_kv), (unsigned)s);

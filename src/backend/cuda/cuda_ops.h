@@ -60,6 +60,9 @@ typedef struct {
 size_t hc_attention_scratch(const hc_attn *a);
 void   hc_attention(const hc_attn *a, float *scratch, void *stream);
 bool   hc_attention_supported(int32_t head_dim, int32_t group);
+/* attention_tc.cu: the tensor-core kernel hc_attention uses for long steps over an f16 cache */
+bool   hc_attention_tc_ok(const hc_attn *a);
+void   hc_attention_tc(const hc_attn *a, void *stream);
 
 /* glu.cu: g = act(g) * u; kind as hearth_glu_kind (0 swiglu, 1 geglu, 2 geglu rounded to f16) */
 void hc_glu(float *g, const float *u, int64_t n, int kind, void *stream);
