@@ -239,6 +239,13 @@ def main():
                                 bench, path, "--gen", "16"], capture_output=True, text=True, timeout=300)
             with open(f"{od}/ncu.txt", "w") as f:
                 f.write(r.stdout[-60000:] + r.stderr[-5000:])
+        if os.environ.get("HEARTH_BENCH_NCU_PREFILL") == f"{shape}-{kind}":  # per-kernel times of a long prefill
+            r = subprocess.run(["ncu", "--clock-control", "none", "-k", "regex:attn|nvjet|gemm|x_to|dequant",
+                                "--launch-skip", "400", "--launch-count", "80", "--print-summary", "per-kernel",
+                                "--metrics", "gpu__time_duration.sum", bench, path, "--gen", "1", "--prefill", "4096"],
+                               capture_output=True, text=True, timeout=400)
+            with open(f"{od}/ncu_prefill.txt", "w") as f:
+                f.write(r.stdout[-60000:] + r.stderr[-5000:])
         os.remove(path)
         if kind == "bf16":
             emit(out, {"what": "decode", "engine": "torch-eager", "model": f"{shape}-{kind}",

@@ -59,6 +59,8 @@ typedef struct {
     float          softcap;  /* 0 = none */
     int32_t        max_len;  /* the longest key range of the call (a hint for how to split the
                               * work), 0 = unknown */
+    int32_t        min_run;  /* the fewest consecutive tokens of one sequence in the call (a hint:
+                              * long runs suit tiles of many queries), 0 = unknown */
 } hearth_attn_args;
 
 /* What a backend runs on (hearth_backend_info). */

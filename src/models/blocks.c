@@ -55,7 +55,7 @@ void hearth_blk_attn(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view 
         .q = f->q, .out = f->att, .pos = b->pos, .seq = b->seq,
         .k = kv->k[il], .v = kv->v[il], .blocks = bl, .kv_f16 = kv->f16,
         .n_swa = swa ? hp->n_swa : 0, .scale = scale, .softcap = hp->attn_softcap,
-        .max_len = f->max_len,
+        .max_len = f->max_len, .min_run = f->min_run,
     };
     hearth_op_attention(be, &a);
     hearth_fwd_trace(f, "kqv_out", il, "CONT", f->att, T, (int64_t)hp->n_head * hp->head_dim_v);

@@ -195,7 +195,10 @@ static hearth_status step_check(hearth_fwd *f, const hearth_batch *b, const hear
     int32_t *out_rows = f->idx_host + 3 * (int64_t)f->max_tok;
     f->n_out = 0;
     f->max_len = 0;
-    for (int32_t t = 0; t < b->n_tokens; t++) {
+    f->min_run = b->n_tokens;
+    for (int32_t t = 0, run = 0; t < b->n_tokens; t++) {
+        run = t > 0 && b->seq[t] == b->seq[t - 1] ? run + 1 : 1;
+        if ((t + 1 == b->n_tokens || b->seq[t + 1] != b->seq[t]) && run < f->min_run) f->min_run = run;
         if (b->seq[t] < 0 || b->seq[t] >= kv->n_slots || b->pos[t] < 0 || b->pos[t] >= kv->n_ctx ||
             b->token[t] < 0 || b->token[t] >= f->m->hp.n_vocab)
             return HEARTH_E_INVALID;

@@ -54,6 +54,7 @@ struct hearth_fwd {
     const int32_t *out_rows; /* [n_out] tokens that want logits, in order (backend memory) */
     int32_t  n_out;
     int32_t  max_len;        /* longest key range of the step */
+    int32_t  min_run;        /* fewest consecutive tokens of one sequence in the step */
     float   *logits_dev;     /* owned backend buffer [logits_rows][n_vocab] (device backends) */
     int32_t  logits_rows;
     hearth_fwd_script_fn script; /* tests: replaces the family forward (be and scratch unused) */

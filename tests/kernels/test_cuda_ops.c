@@ -214,10 +214,10 @@ static const char *matmul_ref(int ti, const tweight *tw, const float *x, int64_t
 }
 
 /* y = x W^T for each type at decode sizes (GEMV) and a prefill size (cuBLAS); widths whose rows
- * fall in 16-byte pieces (the fast kernels, short rows and long ones) and one whose do not */
+ * fall in 16-byte pieces (the fast kernels: short rows, long ones, few rows) and one whose do not */
 TEST(matmul_every_type) {
     NEED_GPU();
-    const int64_t shapes[][2] = {{70, 512}, {40, 4096}, {33, 480}}; /* rows, width */
+    const int64_t shapes[][2] = {{70, 512}, {40, 4096}, {24, 16384}, {33, 480}}; /* rows, width */
     const int64_t toks[] = {1, 3, 8, 37};
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
         for (int ti = 0; ti < N_TYPES; ti++) {
@@ -424,6 +424,30 @@ TEST(elementwise_add_add_rows_scale_softcap_copy_rows_argmax) {
 /* Paged cache: keys/values stored by kv_store through a shuffled block table, then attention of
  * queries at several positions (decode-like, prefill-like, a long context that splits, a sliding
  * window, softcap, grouped heads), each against the reference head by head. */
+/* argmax over vocabulary-sized rows (the 16-byte path), ties between threads and between loads
+ * of one thread, the maximum in the last elements, against the CPU backend's */
+TEST(argmax_vocabulary_rows) {
+    NEED_GPU();
+    const int64_t dim = 128258, rows = 3; /* rows 0 and 2 start 16-byte aligned, row 1 does not */
+    float *x = malloc(sizeof(float) * rows * dim);
+    fill(x, rows * dim, 10.0f);
+    x[70001] = x[100003] = x[5] + 100.0f; /* row 0: a tie far apart */
+    x[dim + dim - 1] = 500.0f;           /* row 1: the last element */
+    x[2 * dim + 4096] = x[2 * dim + 4097] = 77.0f; /* row 2: neighbours tie */
+    int32_t ref[3], got[3];
+    hearth_backend *cpu = hearth_backend_cpu_create(1, 4, dim, 16);
+    hearth_op_argmax(cpu, x, rows, dim, ref);
+    float *dx = up(x, sizeof(float) * rows * dim);
+    hearth_op_argmax(gpu(), dx, rows, dim, got);
+    for (int r = 0; r < 3; r++) CHECK_EQ(got[r], ref[r]);
+    CHECK_EQ(got[0], 70001);
+    CHECK_EQ(got[1], (int32_t)dim - 1);
+    CHECK_EQ(got[2], 4096);
+    hearth_backend_destroy(cpu);
+    dfree(dx);
+    free(x);
+}
+
 /* Attention of n_q queries (the last positions of a ctx-token context) against a paged cache
  * filled through kv_store. With two sequences the second half of the queries belongs to a
  * second sequence with its own keys and blocks, so one step's query tiles mix sequences. */
@@ -490,7 +514,8 @@ static void attention_case(bool f16, int32_t n_head, int32_t n_head_kv, int32_t 
     int32_t *dqpos = up(qpos, sizeof(int32_t) * n_q), *dqseq = up(qseq, sizeof(int32_t) * n_q);
     hearth_attn_args a = {.n_tok = n_q, .n_head = n_head, .n_head_kv = n_head_kv, .head_dim = D, .head_dim_v = D,
                           .q = dq, .out = dout, .pos = dqpos, .seq = dqseq, .k = dk, .v = dv, .blocks = bl,
-                          .kv_f16 = f16, .n_swa = n_swa, .scale = scale, .softcap = softcap, .max_len = ctx};
+                          .kv_f16 = f16, .n_swa = n_swa, .scale = scale, .softcap = softcap, .max_len = ctx,
+                          .min_run = (int32_t)(n_seq > 1 ? n_q / 2 : n_q)};
     hearth_op_attention(gpu(), &a);
     down(got, dout, sizeof(float) * n_q * qw);
     fprintf(stderr, "  %s heads %d/%d dim %d ctx %d swa %d softcap %g queries %lld sequences %d\n", f16 ? "f16" : "f32",
@@ -520,7 +545,7 @@ TEST(attention_paged_tensor_cores) {
     attention_case(true, 4, 1, 64, 500, 100, 30.0f, 170, 1);  /* sliding window, softcap, prefix */
     attention_case(true, 4, 2, 256, 200, 0, 0, 130, 1);       /* head_dim 256 */
     attention_case(true, 8, 8, 128, 260, 0, 0, 200, 2);       /* two sequences in the step */
-    attention_case(true, 4, 2, 64, 90, 0, 0, 33, 2);          /* the smallest step it takes */
+    attention_case(true, 4, 2, 64, 90, 0, 0, 66, 2);          /* a short step, one tile, two runs */
 }
 
 int main(int argc, char **argv) {

@@ -239,8 +239,11 @@ static int split_plain(const hc_attn *a) {
     return (int)(s > 64 ? 64 : s < 1 ? 1 : s);
 }
 
-/* long steps over an f16 cache go to the tensor-core kernel (attention_tc.cu), which never splits */
-static bool use_tc(const hc_attn *a) { return hc_attention_tc_ok(a) && (a->n_tok >= 128 || split_plain(a) == 1); }
+/* long steps over an f16 cache whose sequences come in long runs (prefill, not a batch of
+ * decodes) go to the tensor-core kernel (attention_tc.cu), which never splits */
+static bool use_tc(const hc_attn *a) {
+    return hc_attention_tc_ok(a) && a->min_run >= 32 && (a->n_tok >= 128 || split_plain(a) == 1);
+}
 
 static int n_split_of(const hc_attn *a) { return use_tc(a) ? 1 : split_plain(a); }
 

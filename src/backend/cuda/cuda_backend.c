@@ -199,7 +199,7 @@ static void cu_attention(hearth_backend *be, const hearth_attn_args *a) {
                  .q = a->q, .out = a->out, .pos = a->pos, .seq = a->seq, .k = a->k, .v = a->v,
                  .table = a->blocks.table, .max_blocks = a->blocks.max_blocks, .block_size = a->blocks.block_size,
                  .kv_f16 = a->kv_f16, .n_swa = a->n_swa, .scale = a->scale, .softcap = a->softcap,
-                 .max_len = a->max_len};
+                 .max_len = a->max_len, .min_run = a->min_run};
     size_t need = hc_attention_scratch(&h);
     if (need > c->attn_cap) {
         check(cudaStreamSynchronize(c->stream), "synchronize");

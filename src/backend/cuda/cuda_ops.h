@@ -55,6 +55,7 @@ typedef struct {
     int32_t        n_swa;
     float          scale, softcap;
     int32_t        max_len; /* longest key range of the step (a hint for the split), 0 = unknown */
+    int32_t        min_run; /* fewest consecutive tokens of one sequence (a hint), 0 = unknown */
 } hc_attn;
 /* Floats of scratch hc_attention needs for a; it uses none when this is 0. */
 size_t hc_attention_scratch(const hc_attn *a);

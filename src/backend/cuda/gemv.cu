@@ -2,13 +2,14 @@
  * gemv.cu - matrix-vector products for decode-sized steps (up to HC_GEMV_MAX_TOK tokens): the
  * fast path of hc_matmul, built to stream every weight byte once at close to copy bandwidth.
  *
- * A row is read by P threads (P = 16 to 256: fewer for short rows so no lane idles, more when
- * the launch has few rows so enough bytes are in flight), each reading 16 bytes at a time with
- * loads that bypass L1 (which keeps the activations). 16-bit and f32 rows go in batches of 8
- * such loads per thread, the next batch in flight while the current one is used. Quantized rows
- * go a group of whole blocks at a time, the smallest group whose size is a multiple of 16 bytes
- * (8 blocks of Q4_0 or Q8_0 = 144 or 272 bytes, 4 of Q4_1 = 80); a block's fields are cut out of
- * the group's registers at byte offsets known at compile time. Each thread fetches its first
+ * A row is read by P threads (P = 16 to 256: more when the launch has few rows, so that one
+ * wave of resident threads covers it with enough bytes in flight), each reading 16 bytes at a
+ * time with loads that bypass L1 (which keeps the activations), consecutive threads reading
+ * consecutive bytes. 16-bit and f32 rows go in batches of 8 such loads per thread, the next
+ * batch in flight while the current one is used. Quantized rows go a group of whole blocks per
+ * thread, the smallest group whose size is a multiple of 16 bytes (8 blocks of Q4_0 or Q8_0 =
+ * 144 or 272 bytes, 4 of Q4_1 = 80), read coalesced and regrouped through shared memory; a
+ * block's fields are cut out of the group's registers at byte offsets known at compile time. Each thread fetches its first
  * batch before hc_pdl_begin, so that fetch overlaps the kernel before it. The P partial sums
  * of a row meet through shuffles (and shared memory past a warp); activations come from L1.
  *
@@ -207,44 +208,56 @@ static __device__ __forceinline__ float dot_blk(const uint32_t *v, int k, const 
     }
 }
 
-template <int V>
-static __device__ __forceinline__ void ld_group(const uint4 *p, uint32_t *v) {
-#pragma unroll
-    for (int i = 0; i < V; i++) {
-        const uint4 u = ld_stream(p + i);
-        v[4 * i] = u.x;
-        v[4 * i + 1] = u.y;
-        v[4 * i + 2] = u.z;
-        v[4 * i + 3] = u.w;
-    }
-}
-
+/* The P threads of a row read P groups at a time as one coalesced run of 16-byte loads, pass
+ * them through shared memory (seg: [256 / P rows][P * V]; V is odd, so the reads of whole groups
+ * do not collide in banks) and each takes its own group from there. P <= 32: a row's threads
+ * are one warp or half of one. */
 template <int T, int NT, int P>
 static __global__ void __launch_bounds__(256) mv_q8_k(hc_mv m, const int8_t *__restrict__ xq,
                                                       const float *__restrict__ xd, int n_tok) {
     using F = qgroup<T>;
+    constexpr int V = F::V;
+    extern __shared__ uint4 seg[];
+    const int li = threadIdx.x % P;
     const mv_row rr = row_of(m, (int64_t)blockIdx.x * (256 / P) + threadIdx.x / P);
-    const int64_t nb = m.n_in / 32, ng = rr.live ? nb / F::G : 0;
+    const int64_t nb = m.n_in / 32, ng = nb / F::G, nu = rr.live ? ng * V : 0;
     const uint4 *rp = (const uint4 *)rr.w;
-    int64_t g = threadIdx.x % P;
-    uint32_t nxt[4 * F::V];
-    if (g < ng) ld_group<F::V>(rp + g * F::V, nxt);
+    uint4 *sr = seg + (threadIdx.x / P) * P * V;
+    uint4 nxt[V];
+#pragma unroll
+    for (int k = 0; k < V; k++) nxt[k] = li + k * P < nu ? ld_stream(rp + li + k * P) : make_uint4(0, 0, 0, 0);
     hc_pdl_begin();
     float acc[NT];
 #pragma unroll
     for (int t = 0; t < NT; t++) acc[t] = 0.0f;
-    for (; g < ng; g += P) {
-        uint32_t cur[4 * F::V];
+    for (int64_t g0 = 0; g0 < ng; g0 += P) { /* the same trip count for every row of the warp */
+        __syncwarp();
 #pragma unroll
-        for (int i = 0; i < 4 * F::V; i++) cur[i] = nxt[i];
-        if (g + P < ng) ld_group<F::V>(rp + (g + P) * F::V, nxt);
+        for (int k = 0; k < V; k++) sr[li + k * P] = nxt[k];
+        __syncwarp();
+        const int64_t u0 = (g0 + P) * V;
 #pragma unroll
-        for (int k = 0; k < F::G; k++)
+        for (int k = 0; k < V; k++)
+            if (u0 + li + k * P < nu) nxt[k] = ld_stream(rp + u0 + li + k * P);
+        const int64_t g = g0 + li;
+        if (rr.live && g < ng) {
+            uint32_t cur[4 * V];
 #pragma unroll
-            for (int t = 0; t < NT; t++) {
-                if (t >= n_tok) break;
-                acc[t] += dot_blk<T>(cur, k, xq + t * m.n_in, xd + t * nb * 2, g * F::G + k);
+            for (int i = 0; i < V; i++) {
+                const uint4 u = sr[li * V + i];
+                cur[4 * i] = u.x;
+                cur[4 * i + 1] = u.y;
+                cur[4 * i + 2] = u.z;
+                cur[4 * i + 3] = u.w;
             }
+#pragma unroll
+            for (int k = 0; k < F::G; k++)
+#pragma unroll
+                for (int t = 0; t < NT; t++) {
+                    if (t >= n_tok) break;
+                    acc[t] += dot_blk<T>(cur, k, xq + t * m.n_in, xd + t * nb * 2, g * F::G + k);
+                }
+        }
     }
     mv_store<NT, P>(acc, n_tok, rr);
 }
@@ -276,12 +289,24 @@ void hc_mv_quantize(const float *x, int64_t n_blocks, int8_t *xq, float *xd, cud
 
 static int64_t rows_of(const hc_mv *m) { return m->end[m->n - 1]; }
 
-/* threads per row: no more than the row has units of work (16-byte loads or block groups) when
- * it is short, more while the launch has too few threads to keep the memory busy */
-static int threads_per_row(int64_t rows, int64_t units) {
-    int P = 32;
-    while (P > 16 && units < P) P /= 2;
-    while (P < 256 && rows * P < 132 * 1536 && units >= 4 * P) P *= 2;
+/* Threads the GPU keeps resident for these kernels: two blocks of 256 per multiprocessor (their
+ * registers allow about that). */
+static int64_t resident_threads(void) {
+    static int n_sm;
+    if (!n_sm) {
+        int dev = 0;
+        cudaGetDevice(&dev);
+        if (cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || n_sm <= 0) n_sm = 132;
+    }
+    return (int64_t)n_sm * 512;
+}
+
+/* Threads per row: from 16, doubled while the launch still fits in one wave of resident threads
+ * and each thread keeps at least two units of work (16-byte loads or block groups); one wave of
+ * threads with many loads in flight each beats many waves of threads with few. */
+static int threads_per_row(int64_t rows, int64_t units, int max_p) {
+    int P = 16;
+    while (P < max_p && rows * 2 * P <= resident_threads() && units >= 4 * P) P *= 2;
     return P;
 }
 
@@ -306,7 +331,7 @@ bool hc_mv_fast_ok(int type, const hc_mv *m, bool q8) {
 template <int T, int NT>
 static void plain_t(const hc_mv *m, const float *x, int n_tok, cudaStream_t s) {
     int64_t rows = rows_of(m);
-    int P = threads_per_row(rows, m->n_in / (T == HC_F32 ? 4 : 8));
+    int P = threads_per_row(rows, m->n_in / (T == HC_F32 ? 4 : 8), 256);
     HC_P_SWITCH(P, (hc_launch(mv_plain_k<T, NT, PP>, hc_blocks(rows, 256 / PP), 256, 0, s, *m, x, n_tok)));
 }
 
@@ -325,8 +350,16 @@ void hc_mv_plain(int type, const hc_mv *m, const float *x, int n_tok, cudaStream
 template <int T, int NT>
 static void q8_t(const hc_mv *m, const int8_t *xq, const float *xd, int n_tok, cudaStream_t s) {
     int64_t rows = rows_of(m);
-    int P = threads_per_row(rows, m->n_in / (32 * qgroup<T>::G));
-    HC_P_SWITCH(P, (hc_launch(mv_q8_k<T, NT, PP>, hc_blocks(rows, 256 / PP), 256, 0, s, *m, xq, xd, n_tok)));
+    int P = threads_per_row(rows, m->n_in / (32 * qgroup<T>::G), 32);
+    const size_t sm = (size_t)256 * qgroup<T>::V * 16;
+    static bool attr_set;
+    if (!attr_set) { /* Q8_0's groups need more than the default 48 KB */
+        cudaFuncSetAttribute(mv_q8_k<T, NT, 16>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm);
+        cudaFuncSetAttribute(mv_q8_k<T, NT, 32>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm);
+        attr_set = true;
+    }
+    if (P == 16) hc_launch(mv_q8_k<T, NT, 16>, hc_blocks(rows, 16), 256, sm, s, *m, xq, xd, n_tok);
+    else hc_launch(mv_q8_k<T, NT, 32>, hc_blocks(rows, 8), 256, sm, s, *m, xq, xd, n_tok);
 }
 
 void hc_mv_q8(int type, const hc_mv *m, const int8_t *xq, const float *xd, int n_tok, cudaStream_t s) {
