@@ -233,18 +233,17 @@ def main():
             rec["model"] = f"{shape}-{kind}"
             rec["engine"] = "hearth"
             emit(out, rec)
-        if os.environ.get("HEARTH_BENCH_NCU") == f"{shape}-{kind}":  # per-kernel times of a few decode steps
-            r = subprocess.run(["ncu", "--clock-control", "none", "--launch-skip", "600", "--launch-count", "40",
-                                "--metrics", "gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed",
-                                bench, path, "--gen", "16"], capture_output=True, text=True, timeout=300)
-            with open(f"{od}/ncu.txt", "w") as f:
-                f.write(r.stdout[-60000:] + r.stderr[-5000:])
-        if os.environ.get("HEARTH_BENCH_NCU_PREFILL") == f"{shape}-{kind}":  # per-kernel times of a long prefill
-            r = subprocess.run(["ncu", "--clock-control", "none", "-k", "regex:attn|nvjet|gemm|x_to|dequant",
-                                "--launch-skip", "400", "--launch-count", "80", "--print-summary", "per-kernel",
-                                "--metrics", "gpu__time_duration.sum", bench, path, "--gen", "1", "--prefill", "4096"],
+        # HEARTH_BENCH_NCU="MODEL:KERNEL_REGEX:SKIP:COUNT;..." profiles those kernels with Nsight Compute
+        for i, spec in enumerate(os.environ.get("HEARTH_BENCH_NCU", "").split(";")):
+            parts = spec.split(":")
+            if len(parts) != 4 or parts[0] != f"{shape}-{kind}":
+                continue
+            r = subprocess.run(["ncu", "--clock-control", "none", "-k", "regex:" + parts[1], "--launch-skip", parts[2],
+                                "--launch-count", parts[3], "--section", "SpeedOfLight", "--section",
+                                "MemoryWorkloadAnalysis", "--section", "Occupancy", "--section", "WarpStateStats",
+                                "--section", "LaunchStats", bench, path, "--gen", "16", "--prefill", "4096"],
                                capture_output=True, text=True, timeout=400)
-            with open(f"{od}/ncu_prefill.txt", "w") as f:
+            with open(f"{od}/ncu{i}.txt", "w") as f:
                 f.write(r.stdout[-60000:] + r.stderr[-5000:])
         os.remove(path)
         if kind == "bf16":

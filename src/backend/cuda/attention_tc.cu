@@ -5,7 +5,8 @@
  *
  * One block of 4 warps per (tile of 64 query tokens, query head); warp w owns query rows
  * 16w..16w+15. Keys go by tiles of 64: the tile's keys and values are gathered from the paged
- * cache into shared memory (16-byte loads), S = Q K^T comes from wmma 16x16x16 f16 products
+ * cache into shared memory by asynchronous 16-byte copies (the values still arriving while the
+ * scores are made), S = Q K^T comes from wmma 16x16x16 f16 products
  * with f32 sums, each warp runs the online softmax on its 16 rows (two lanes a row: running
  * maximum m and sum l), writes the weights exp(s - m) as f16, rescales its f32 output rows in
  * shared memory and adds P V with wmma again. Tiles late in the prompt (more keys under the
@@ -25,6 +26,15 @@ using namespace nvcuda;
 #define BQ 64  /* query rows per block */
 #define BK 64  /* keys per tile */
 #define NW 4   /* warps */
+
+/* 16 bytes global -> shared without a register stop; zeros when !valid (nothing is read) */
+static __device__ __forceinline__ void cp16(void *dst, const void *src, bool valid) {
+    unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(d), "l"(src), "r"(valid ? 16 : 0));
+}
+static __device__ __forceinline__ void cp_commit(void) { asm volatile("cp.async.commit_group;"); }
+template <int N>
+static __device__ __forceinline__ void cp_wait(void) { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
 
 bool hc_attention_tc_ok(const hc_attn *a) {
     return a->kv_f16 && a->n_tok >= 32 && (a->head_dim == 64 || a->head_dim == 128 || a->head_dim == 256);
@@ -64,11 +74,14 @@ static __global__ void __launch_bounds__(NW * 32) attn_tc_k(hc_attn a) {
         qlo[r] = in && a.n_swa > 0 && p - a.n_swa + 1 > 0 ? p - a.n_swa + 1 : 0;
         qseq[r] = in ? a.seq[t0 + r] : -1;
     }
-    for (int i = tid; i < BQ * D; i += NW * 32) {
-        int r = i / D;
-        float v = r < nq ? a.q[((t0 + r) * a.n_head + h) * D + i % D] : 0.0f;
-        qs[i] = __float2half_rn(v);
-        os[i] = 0.0f;
+#pragma unroll
+    for (int k = 0; k < BQ * D / 4 / (NW * 32); k++) { /* every load of the loop in flight at once */
+        const int i = (tid + k * NW * 32) * 4, r = i / D;
+        float4 v = r < nq ? __ldg((const float4 *)(a.q + ((t0 + r) * a.n_head + h) * D + i % D))
+                          : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        *(__half2 *)(qs + i) = __floats2half2_rn(v.x, v.y);
+        *(__half2 *)(qs + i + 2) = __floats2half2_rn(v.z, v.w);
+        *(float4 *)(os + i) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     }
     __syncthreads();
 
@@ -99,16 +112,20 @@ static __global__ void __launch_bounds__(NW * 32) attn_tc_k(hc_attn a) {
                                 : -1;
             }
             __syncthreads();
-            for (int i = tid; i < BK * D / 8; i += NW * 32) {
-                int r = i / (D / 8), d = i % (D / 8) * 8;
-                uint4 kk = make_uint4(0, 0, 0, 0), vv = make_uint4(0, 0, 0, 0);
-                if (krow[r] >= 0) {
-                    kk = *(const uint4 *)((const uint16_t *)a.k + krow[r] + d);
-                    vv = *(const uint4 *)((const uint16_t *)a.v + krow[r] + d);
-                }
-                *(uint4 *)(ks + r * D + d) = kk;
-                *(uint4 *)(vs + r * D + d) = vv;
+            /* keys, then values, as two groups of asynchronous copies: the scores need only the keys */
+#pragma unroll
+            for (int k = 0; k < BK * D / 8 / (NW * 32); k++) {
+                const int i = tid + k * NW * 32, r = i / (D / 8), d = i % (D / 8) * 8;
+                cp16(ks + r * D + d, (const uint16_t *)a.k + (krow[r] >= 0 ? krow[r] + d : 0), krow[r] >= 0);
             }
+            cp_commit();
+#pragma unroll
+            for (int k = 0; k < BK * D / 8 / (NW * 32); k++) {
+                const int i = tid + k * NW * 32, r = i / (D / 8), d = i % (D / 8) * 8;
+                cp16(vs + r * D + d, (const uint16_t *)a.v + (krow[r] >= 0 ? krow[r] + d : 0), krow[r] >= 0);
+            }
+            cp_commit();
+            cp_wait<1>();
             __syncthreads();
             /* S = Q K^T for the warp's 16 rows */
 #pragma unroll
@@ -126,12 +143,13 @@ static __global__ void __launch_bounds__(NW * 32) attn_tc_k(hc_attn a) {
                 wmma::store_matrix_sync(sw + n * 16, sf, BK, wmma::mem_row_major);
             }
             __syncwarp();
-            /* online softmax: this lane's 32 keys of its row */
+            /* online softmax: this lane's 32 keys of its row, taken in a rotated order so the 32
+             * lanes read 32 different banks */
             const int32_t p = qpos[row], qj = qlo[row];
             float s[BK / 2], mt = -INFINITY;
 #pragma unroll
             for (int c = 0; c < BK / 2; c++) {
-                int kc = half * (BK / 2) + c;
+                int kc = half * (BK / 2) + ((c + lr + 16 * half) & (BK / 2 - 1));
                 int32_t j = j0 + kc;
                 float v = sw[lr * BK + kc] * a.scale;
                 if (a.softcap > 0.0f) v = a.softcap * tanhf(v / a.softcap);
@@ -147,7 +165,7 @@ static __global__ void __launch_bounds__(NW * 32) attn_tc_k(hc_attn a) {
             for (int c = 0; c < BK / 2; c++) {
                 float e = s[c] == -INFINITY ? 0.0f : __expf(s[c] - mn);
                 __half eh = __float2half_rn(e);
-                pw[lr * BK + half * (BK / 2) + c] = eh;
+                pw[lr * BK + half * (BK / 2) + ((c + lr + 16 * half) & (BK / 2 - 1))] = eh;
                 sum += __half2float(eh);
             }
             sum += __shfl_xor_sync(0xffffffffu, sum, 1);
@@ -155,8 +173,10 @@ static __global__ void __launch_bounds__(NW * 32) attn_tc_k(hc_attn a) {
             m = mn;
             /* rescale the row's output, then O += P V */
             float *orow = os + row * D;
-            for (int d = half; d < D; d += 2) orow[d] *= corr;
-            __syncwarp();
+#pragma unroll 8
+            for (int i = 0; i < D / 2; i++) orow[(2 * (i + lr) + half) & (D - 1)] *= corr; /* rotated: no bank twice */
+            cp_wait<0>();
+            __syncthreads(); /* the values are in */
 #pragma unroll
             for (int n = 0; n < D / 16; n++) {
                 wmma::fragment<wmma::accumulator, 16, 16, 16, float> of;
@@ -178,7 +198,10 @@ static __global__ void __launch_bounds__(NW * 32) attn_tc_k(hc_attn a) {
     /* out = O / l */
     const float inv = l > 0.0f ? 1.0f / l : 0.0f;
     if (row < nq)
-        for (int d = half; d < D; d += 2) a.out[((t0 + row) * a.n_head + h) * D + d] = os[row * D + d] * inv;
+        for (int i = 0; i < D / 2; i++) {
+            const int d = (2 * (i + lr) + half) & (D - 1);
+            a.out[((t0 + row) * a.n_head + h) * D + d] = os[row * D + d] * inv;
+        }
 }
 
 template <int D>

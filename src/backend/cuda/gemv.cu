@@ -289,24 +289,23 @@ void hc_mv_quantize(const float *x, int64_t n_blocks, int8_t *xq, float *xd, cud
 
 static int64_t rows_of(const hc_mv *m) { return m->end[m->n - 1]; }
 
-/* Threads the GPU keeps resident for these kernels: two blocks of 256 per multiprocessor (their
- * registers allow about that). */
-static int64_t resident_threads(void) {
+/* Warps the GPU can keep in flight: 48 per multiprocessor. */
+static int64_t warps_in_flight(void) {
     static int n_sm;
     if (!n_sm) {
         int dev = 0;
         cudaGetDevice(&dev);
         if (cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || n_sm <= 0) n_sm = 132;
     }
-    return (int64_t)n_sm * 512;
+    return (int64_t)n_sm * 48;
 }
 
-/* Threads per row: from 16, doubled while the launch still fits in one wave of resident threads
- * and each thread keeps at least two units of work (16-byte loads or block groups); one wave of
- * threads with many loads in flight each beats many waves of threads with few. */
+/* Threads per row: a warp's worth (half of one for rows of fewer than 32 units of work: 16-byte
+ * loads or block groups), doubled while the launch has fewer threads than the GPU keeps in flight
+ * and each thread would still have four units. */
 static int threads_per_row(int64_t rows, int64_t units, int max_p) {
-    int P = 16;
-    while (P < max_p && rows * 2 * P <= resident_threads() && units >= 4 * P) P *= 2;
+    int P = units >= 32 ? 32 : 16;
+    while (P < max_p && rows * P < warps_in_flight() * 32 && units >= 4 * P) P *= 2;
     return P;
 }
 
