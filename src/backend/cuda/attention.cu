@@ -233,8 +233,8 @@ static __global__ void attn_combine_k(hc_attn a, int n_split, const float *part)
 static int split_plain(const hc_attn *a) {
     int QT = qt_of(a->n_head / a->n_head_kv);
     int64_t base = (a->n_tok + QT - 1) / QT * a->n_head_kv;
-    if (a->max_len <= 128 || base >= 264) return 1;
-    int64_t by_len = (a->max_len + 127) / 128, by_sm = (264 + base - 1) / base;
+    if (a->max_len <= 64 || base >= 264) return 1;
+    int64_t by_len = (a->max_len + 63) / 64, by_sm = (264 + base - 1) / base;
     int64_t s = by_len < by_sm ? by_len : by_sm;
     return (int)(s > 64 ? 64 : s < 1 ? 1 : s);
 }

@@ -5,8 +5,8 @@
  *
  * One block of 4 warps per (tile of 64 query tokens, query head); warp w owns query rows
  * 16w..16w+15. Keys go by tiles of 64: the tile's keys and values are gathered from the paged
- * cache into shared memory by asynchronous 16-byte copies (the values still arriving while the
- * scores are made), S = Q K^T comes from wmma 16x16x16 f16 products
+ * cache into shared memory by asynchronous 16-byte copies (the values into the keys' buffer,
+ * arriving while the softmax runs; rows padded so fragment loads meet no bank twice), S = Q K^T comes from wmma 16x16x16 f16 products
  * with f32 sums, each warp runs the online softmax on its 16 rows (two lanes a row: running
  * maximum m and sum l), writes the weights exp(s - m) as f16, rescales its f32 output rows in
  * shared memory and adds P V with wmma again. Tiles late in the prompt (more keys under the
@@ -40,10 +40,17 @@ bool hc_attention_tc_ok(const hc_attn *a) {
     return a->kv_f16 && a->n_tok >= 32 && (a->head_dim == 64 || a->head_dim == 128 || a->head_dim == 256);
 }
 
+/* Row strides in shared memory, padded by 16 bytes so that the 8 rows one tensor-core fragment
+ * load reads at a time fall in different banks. */
+#define QL(D) ((D) + 8) /* q, k, v rows (halves) */
+#define SL (BK + 4)     /* score rows (floats) */
+#define PL (BK + 8)     /* weight rows (halves) */
+#define OL(D) ((D) + 4) /* output rows (floats) */
+
 static size_t tc_smem(int D) {
-    return (size_t)BQ * D * 2 + 2 * (size_t)BK * D * 2 /* q, k, v (f16) */
-           + (size_t)NW * 16 * BK * 4 + (size_t)NW * 16 * BK * 2 /* s (f32), p (f16) per warp */
-           + (size_t)BQ * D * 4                                  /* o (f32) */
+    return (size_t)BQ * QL(D) * 2 + (size_t)BK * QL(D) * 2 /* q, then k or v (f16) */
+           + (size_t)NW * 16 * SL * 4 + (size_t)NW * 16 * PL * 2  /* s (f32), p (f16) per warp */
+           + (size_t)BQ * OL(D) * 4                               /* o (f32) */
            + (size_t)BK * 8 + (size_t)BQ * 4 * 3;                /* key rows, query pos/lo/seq */
 }
 
@@ -52,12 +59,11 @@ static __global__ void __launch_bounds__(NW * 32) attn_tc_k(hc_attn a) {
     hc_pdl_begin();
     extern __shared__ __align__(128) uint8_t smraw[];
     __half *qs = (__half *)smraw;              /* [BQ][D] */
-    __half *ks = qs + BQ * D;                  /* [BK][D] */
-    __half *vs = ks + BK * D;                  /* [BK][D] */
-    float *ss = (float *)(vs + BK * D);        /* [NW][16][BK] */
-    __half *ps = (__half *)(ss + NW * 16 * BK); /* [NW][16][BK] */
-    float *os = (float *)(ps + NW * 16 * BK);  /* [BQ][D] */
-    int64_t *krow = (int64_t *)(os + BQ * D);  /* [BK] element offset of each key row, -1 = none */
+    __half *kvs = qs + BQ * QL(D);                 /* [BK][QL] the keys, then the values */
+    float *ss = (float *)(kvs + BK * QL(D));       /* [NW][16][SL] */
+    __half *ps = (__half *)(ss + NW * 16 * SL);    /* [NW][16][PL] */
+    float *os = (float *)(ps + NW * 16 * PL);      /* [BQ][OL] */
+    int64_t *krow = (int64_t *)(os + BQ * OL(D));  /* [BK] element offset of each key row, -1 = none */
     int32_t *qpos = (int32_t *)(krow + BK), *qlo = qpos + BQ, *qseq = qlo + BQ;
 
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
@@ -79,17 +85,18 @@ static __global__ void __launch_bounds__(NW * 32) attn_tc_k(hc_attn a) {
         const int i = (tid + k * NW * 32) * 4, r = i / D;
         float4 v = r < nq ? __ldg((const float4 *)(a.q + ((t0 + r) * a.n_head + h) * D + i % D))
                           : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        *(__half2 *)(qs + i) = __floats2half2_rn(v.x, v.y);
-        *(__half2 *)(qs + i + 2) = __floats2half2_rn(v.z, v.w);
-        *(float4 *)(os + i) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        __half *qd = qs + r * QL(D) + i % D;
+        *(__half2 *)qd = __floats2half2_rn(v.x, v.y);
+        *(__half2 *)(qd + 2) = __floats2half2_rn(v.z, v.w);
+        *(float4 *)(os + r * OL(D) + i % D) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     }
     __syncthreads();
 
     /* this lane's row of the warp's 16 and its half of the key tile */
     const int lr = lane / 2, half = lane % 2, row = warp * 16 + lr;
     float m = -INFINITY, l = 0.0f;
-    float *sw = ss + warp * 16 * BK;
-    __half *pw = ps + warp * 16 * BK;
+    float *sw = ss + warp * 16 * SL;
+    __half *pw = ps + warp * 16 * PL;
 
     for (int r0 = 0; r0 < nq;) {
         const int32_t sq = qseq[r0];
@@ -112,20 +119,15 @@ static __global__ void __launch_bounds__(NW * 32) attn_tc_k(hc_attn a) {
                                 : -1;
             }
             __syncthreads();
-            /* keys, then values, as two groups of asynchronous copies: the scores need only the keys */
+            /* the keys by asynchronous copies; the values follow into the same buffer once the
+             * scores are made, arriving while the softmax runs */
 #pragma unroll
             for (int k = 0; k < BK * D / 8 / (NW * 32); k++) {
                 const int i = tid + k * NW * 32, r = i / (D / 8), d = i % (D / 8) * 8;
-                cp16(ks + r * D + d, (const uint16_t *)a.k + (krow[r] >= 0 ? krow[r] + d : 0), krow[r] >= 0);
+                cp16(kvs + r * QL(D) + d, (const uint16_t *)a.k + (krow[r] >= 0 ? krow[r] + d : 0), krow[r] >= 0);
             }
             cp_commit();
-#pragma unroll
-            for (int k = 0; k < BK * D / 8 / (NW * 32); k++) {
-                const int i = tid + k * NW * 32, r = i / (D / 8), d = i % (D / 8) * 8;
-                cp16(vs + r * D + d, (const uint16_t *)a.v + (krow[r] >= 0 ? krow[r] + d : 0), krow[r] >= 0);
-            }
-            cp_commit();
-            cp_wait<1>();
+            cp_wait<0>();
             __syncthreads();
             /* S = Q K^T for the warp's 16 rows */
 #pragma unroll
@@ -136,13 +138,19 @@ static __global__ void __launch_bounds__(NW * 32) attn_tc_k(hc_attn a) {
                 for (int k = 0; k < D / 16; k++) {
                     wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> qf;
                     wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> kf;
-                    wmma::load_matrix_sync(qf, qs + warp * 16 * D + k * 16, D);
-                    wmma::load_matrix_sync(kf, ks + n * 16 * D + k * 16, D);
+                    wmma::load_matrix_sync(qf, qs + warp * 16 * QL(D) + k * 16, QL(D));
+                    wmma::load_matrix_sync(kf, kvs + n * 16 * QL(D) + k * 16, QL(D));
                     wmma::mma_sync(sf, qf, kf, sf);
                 }
-                wmma::store_matrix_sync(sw + n * 16, sf, BK, wmma::mem_row_major);
+                wmma::store_matrix_sync(sw + n * 16, sf, SL, wmma::mem_row_major);
             }
-            __syncwarp();
+            __syncthreads(); /* every warp is done with the keys */
+#pragma unroll
+            for (int k = 0; k < BK * D / 8 / (NW * 32); k++) {
+                const int i = tid + k * NW * 32, r = i / (D / 8), d = i % (D / 8) * 8;
+                cp16(kvs + r * QL(D) + d, (const uint16_t *)a.v + (krow[r] >= 0 ? krow[r] + d : 0), krow[r] >= 0);
+            }
+            cp_commit();
             /* online softmax: this lane's 32 keys of its row, taken in a rotated order so the 32
              * lanes read 32 different banks */
             const int32_t p = qpos[row], qj = qlo[row];
@@ -151,7 +159,7 @@ static __global__ void __launch_bounds__(NW * 32) attn_tc_k(hc_attn a) {
             for (int c = 0; c < BK / 2; c++) {
                 int kc = half * (BK / 2) + ((c + lr + 16 * half) & (BK / 2 - 1));
                 int32_t j = j0 + kc;
-                float v = sw[lr * BK + kc] * a.scale;
+                float v = sw[lr * SL + kc] * a.scale;
                 if (a.softcap > 0.0f) v = a.softcap * tanhf(v / a.softcap);
                 if (!mine || krow[kc] < 0 || j > p || j < qj) v = -INFINITY;
                 s[c] = v;
@@ -165,14 +173,14 @@ static __global__ void __launch_bounds__(NW * 32) attn_tc_k(hc_attn a) {
             for (int c = 0; c < BK / 2; c++) {
                 float e = s[c] == -INFINITY ? 0.0f : __expf(s[c] - mn);
                 __half eh = __float2half_rn(e);
-                pw[lr * BK + half * (BK / 2) + ((c + lr + 16 * half) & (BK / 2 - 1))] = eh;
+                pw[lr * PL + half * (BK / 2) + ((c + lr + 16 * half) & (BK / 2 - 1))] = eh;
                 sum += __half2float(eh);
             }
             sum += __shfl_xor_sync(0xffffffffu, sum, 1);
             l = l * corr + sum;
             m = mn;
             /* rescale the row's output, then O += P V */
-            float *orow = os + row * D;
+            float *orow = os + row * OL(D);
 #pragma unroll 8
             for (int i = 0; i < D / 2; i++) orow[(2 * (i + lr) + half) & (D - 1)] *= corr; /* rotated: no bank twice */
             cp_wait<0>();
@@ -180,16 +188,16 @@ static __global__ void __launch_bounds__(NW * 32) attn_tc_k(hc_attn a) {
 #pragma unroll
             for (int n = 0; n < D / 16; n++) {
                 wmma::fragment<wmma::accumulator, 16, 16, 16, float> of;
-                wmma::load_matrix_sync(of, os + warp * 16 * D + n * 16, D, wmma::mem_row_major);
+                wmma::load_matrix_sync(of, os + warp * 16 * OL(D) + n * 16, OL(D), wmma::mem_row_major);
 #pragma unroll
                 for (int k = 0; k < BK / 16; k++) {
                     wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> pf;
                     wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> vf;
-                    wmma::load_matrix_sync(pf, pw + k * 16, BK);
-                    wmma::load_matrix_sync(vf, vs + k * 16 * D + n * 16, D);
+                    wmma::load_matrix_sync(pf, pw + k * 16, PL);
+                    wmma::load_matrix_sync(vf, kvs + k * 16 * QL(D) + n * 16, QL(D));
                     wmma::mma_sync(of, pf, vf, of);
                 }
-                wmma::store_matrix_sync(os + warp * 16 * D + n * 16, of, D, wmma::mem_row_major);
+                wmma::store_matrix_sync(os + warp * 16 * OL(D) + n * 16, of, OL(D), wmma::mem_row_major);
             }
             __syncwarp();
         }
@@ -200,7 +208,7 @@ static __global__ void __launch_bounds__(NW * 32) attn_tc_k(hc_attn a) {
     if (row < nq)
         for (int i = 0; i < D / 2; i++) {
             const int d = (2 * (i + lr) + half) & (D - 1);
-            a.out[((t0 + row) * a.n_head + h) * D + d] = os[row * D + d] * inv;
+            a.out[((t0 + row) * a.n_head + h) * D + d] = os[row * OL(D) + d] * inv;
         }
 }
 

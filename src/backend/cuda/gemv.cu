@@ -170,14 +170,41 @@ static __device__ __forceinline__ float w16f(const uint32_t *v, int off) {
     return hc_h2f((uint16_t)(v[off >> 2] >> ((off & 3) * 8)));
 }
 
-/* block k of the group in v (row block b) against activation block b */
+/* Where token t's 8-bit activations are: in global memory (xq [tok][n_in], xd [tok][nb][2]) or,
+ * for one token, copied into shared memory with 16 bytes of padding after every 8 blocks and one
+ * float after every 8 scale pairs, so that the threads of a row, each on its own group of 8
+ * blocks, read different banks. */
+template <bool SM>
+struct xsrc {
+    const int8_t *q;
+    const float  *d;
+    int64_t       n_in, nb;
+    __device__ __forceinline__ void get(int t, int64_t b, bool want_s1, int4 &x0, int4 &x1, float &dx,
+                                        float &s1) const {
+        if (SM) {
+            const int4 *p = (const int4 *)(q + b * 32 + (b >> 3) * 16);
+            x0 = p[0];
+            x1 = p[1];
+            dx = d[2 * b + (b >> 3)];
+            s1 = want_s1 ? d[2 * b + 1 + (b >> 3)] : 0.0f;
+        } else {
+            const int4 *p = (const int4 *)(q + t * n_in + b * 32);
+            x0 = __ldg(p);
+            x1 = __ldg(p + 1);
+            dx = __ldg(d + t * nb * 2 + 2 * b);
+            s1 = want_s1 ? __ldg(d + t * nb * 2 + 2 * b + 1) : 0.0f;
+        }
+    }
+};
+
+/* bytes of shared memory for one token's activations of n_in values (see xsrc) */
+static __host__ __device__ __forceinline__ int64_t xs_bytes(int64_t n_in) { return n_in + n_in / 256 * 16 + 16; }
+static __host__ __device__ __forceinline__ int64_t xd_floats(int64_t n_in) { return n_in / 16 + n_in / 256 + 1; }
+
+/* block k of the group in v against activation block (x0, x1) with scale dx (and scaled sum s1) */
 template <int T>
-static __device__ __forceinline__ float dot_blk(const uint32_t *v, int k, const int8_t *xq, const float *xd,
-                                                int64_t b) {
-    const int4 *xp = (const int4 *)(xq + b * 32);
-    const int4 x0 = __ldg(xp), x1 = __ldg(xp + 1);
+static __device__ __forceinline__ float dot_blk(const uint32_t *v, int k, int4 x0, int4 x1, float dx, float s1) {
     const int xv[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
-    const float dx = __ldg(xd + 2 * b);
     const int off = k * qgroup<T>::BB;
     const float dw = w16f(v, off);
     if (T == HC_Q4_0) {
@@ -199,7 +226,7 @@ static __device__ __forceinline__ float dot_blk(const uint32_t *v, int k, const 
             s = __dp4a(q & 0x0F0F0F0F, xv[j], s);
             s = __dp4a((q >> 4) & 0x0F0F0F0F, xv[4 + j], s);
         }
-        return dw * dx * (float)s + w16f(v, off + 2) * __ldg(xd + 2 * b + 1);
+        return dw * dx * (float)s + w16f(v, off + 2) * s1;
     } else {
         int s = 0;
 #pragma unroll
@@ -211,12 +238,14 @@ static __device__ __forceinline__ float dot_blk(const uint32_t *v, int k, const 
 /* The P threads of a row read P groups at a time as one coalesced run of 16-byte loads, pass
  * them through shared memory (seg: [256 / P rows][P * V]; V is odd, so the reads of whole groups
  * do not collide in banks) and each takes its own group from there. P <= 32: a row's threads
- * are one warp or half of one. */
+ * are one warp or half of one. One token's activations are staged in shared memory too (xsrc):
+ * read from L1 by every thread they would keep it busier than the weights do. */
 template <int T, int NT, int P>
 static __global__ void __launch_bounds__(256) mv_q8_k(hc_mv m, const int8_t *__restrict__ xq,
                                                       const float *__restrict__ xd, int n_tok) {
     using F = qgroup<T>;
     constexpr int V = F::V;
+    constexpr bool SM = NT == 1;
     extern __shared__ uint4 seg[];
     const int li = threadIdx.x % P;
     const mv_row rr = row_of(m, (int64_t)blockIdx.x * (256 / P) + threadIdx.x / P);
@@ -227,6 +256,19 @@ static __global__ void __launch_bounds__(256) mv_q8_k(hc_mv m, const int8_t *__r
 #pragma unroll
     for (int k = 0; k < V; k++) nxt[k] = li + k * P < nu ? ld_stream(rp + li + k * P) : make_uint4(0, 0, 0, 0);
     hc_pdl_begin();
+    xsrc<SM> xs = {xq, xd, m.n_in, nb};
+    if (SM) {
+        int8_t *sq = (int8_t *)(seg + 256 * V);
+        float *sd = (float *)(sq + xs_bytes(m.n_in));
+        for (int64_t c = threadIdx.x; c < nb * 2; c += 256) {
+            const int64_t b = c >> 1;
+            *(int4 *)(sq + b * 32 + (b >> 3) * 16 + (c & 1) * 16) = __ldg((const int4 *)xq + c);
+            sd[2 * b + (b >> 3) + (c & 1)] = __ldg(xd + c);
+        }
+        __syncthreads();
+        xs.q = sq;
+        xs.d = sd;
+    }
     float acc[NT];
 #pragma unroll
     for (int t = 0; t < NT; t++) acc[t] = 0.0f;
@@ -255,7 +297,10 @@ static __global__ void __launch_bounds__(256) mv_q8_k(hc_mv m, const int8_t *__r
 #pragma unroll
                 for (int t = 0; t < NT; t++) {
                     if (t >= n_tok) break;
-                    acc[t] += dot_blk<T>(cur, k, xq + t * m.n_in, xd + t * nb * 2, g * F::G + k);
+                    int4 x0, x1;
+                    float dx, s1;
+                    xs.get(t, g * F::G + k, T == HC_Q4_1, x0, x1, dx, s1);
+                    acc[t] += dot_blk<T>(cur, k, x0, x1, dx, s1);
                 }
         }
     }
@@ -350,11 +395,14 @@ template <int T, int NT>
 static void q8_t(const hc_mv *m, const int8_t *xq, const float *xd, int n_tok, cudaStream_t s) {
     int64_t rows = rows_of(m);
     int P = threads_per_row(rows, m->n_in / (32 * qgroup<T>::G), 32);
-    const size_t sm = (size_t)256 * qgroup<T>::V * 16;
+    size_t sm = (size_t)256 * qgroup<T>::V * 16;
+    if (NT == 1) sm += (size_t)xs_bytes(m->n_in) + (size_t)xd_floats(m->n_in) * sizeof(float);
     static bool attr_set;
-    if (!attr_set) { /* Q8_0's groups need more than the default 48 KB */
-        cudaFuncSetAttribute(mv_q8_k<T, NT, 16>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm);
-        cudaFuncSetAttribute(mv_q8_k<T, NT, 32>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm);
+    if (!attr_set) { /* past the default 48 KB: Q8_0's groups, long rows' activations */
+        int most = 0;
+        cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0);
+        cudaFuncSetAttribute(mv_q8_k<T, NT, 16>, cudaFuncAttributeMaxDynamicSharedMemorySize, most);
+        cudaFuncSetAttribute(mv_q8_k<T, NT, 32>, cudaFuncAttributeMaxDynamicSharedMemorySize, most);
         attr_set = true;
     }
     if (P == 16) hc_launch(mv_q8_k<T, NT, 16>, hc_blocks(rows, 16), 256, sm, s, *m, xq, xd, n_tok);
