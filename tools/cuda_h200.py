@@ -13,7 +13,10 @@ variant (quantized from the same bf16 values with ggml's reference rounding).
   python3 tools/cuda_h200.py bench OUT_DIR BENCH  measurements: JSON lines on stdout and in OUT_DIR
 
 BENCH is the bench/bench_cuda binary. Measurements, never assertions; the figures go to
-bench/cuda-h200.md by hand with the command that made them.
+bench/cuda-h200.md by hand with the command that made them. HEARTH_BENCH_ONLY=1b-bf16,... limits
+the checkpoints; HEARTH_BENCH_NCU="8b-q4_0:mv_q8_k:200:4;..." runs Nsight Compute over COUNT
+launches of the kernels matching the regex after SKIP of them (bench_cuda with 16 decode steps
+and a 4096-token prefill) and writes OUT_DIR/ncuN.txt.
 """
 import json, os, subprocess, sys, time
 

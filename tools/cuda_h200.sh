@@ -7,7 +7,8 @@
 #
 # BIN_DIR holds test_cuda_ops, test_cuda_models, hearth and bench_cuda built with CUDA (bench_cuda
 # as bench/bench_cuda.c says). Run from the repository root. HEARTH_BENCH_ONLY=1b-bf16,...
-# limits the benchmark to some checkpoints; HEARTH_BENCH_SKIP=1 skips it.
+# limits the benchmark to some checkpoints; HEARTH_BENCH_SKIP=1 skips it; HEARTH_BENCH_NCU (see
+# tools/cuda_h200.py) adds Nsight Compute profiles of chosen kernels.
 set -u
 BIN=${1:-build}
 OUT=${2:-build/cuda-h200}

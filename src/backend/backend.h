@@ -110,6 +110,10 @@ struct hearth_backend_i {
     /* y[r] = rmsnorm(x[r]) * w;  x, y: [n_rows][dim] (may alias); w: [dim] or NULL */
     void (*rmsnorm)(hearth_backend *be, const float *x, const float *w, float *y, int64_t n_rows, int64_t dim,
                     float eps);
+    /* (optional: NULL runs add, then rmsnorm) the residual add and the next norm in one:
+     * x += r, then y = rmsnorm(x) * w;  x, r, y: [n_rows][dim] (y may alias r); w: [dim] */
+    void (*add_rmsnorm)(hearth_backend *be, float *x, const float *r, const float *w, float *y, int64_t n_rows,
+                        int64_t dim, float eps);
     /* RoPE in place on x: [n_tok][n_head][head_dim], rotating n_rot dims at pos[t] */
     void (*rope)(hearth_backend *be, float *x, int64_t n_tok, int32_t n_head, int32_t head_dim, int32_t n_rot,
                  const int32_t *pos, const hearth_rope_params *rp);
@@ -182,6 +186,15 @@ static inline void hearth_op_get_rows(hearth_backend *be, const hearth_weight *w
                                       float scale, float *out) { be->iface->get_rows(be, w, ids, n, scale, out); }
 static inline void hearth_op_rmsnorm(hearth_backend *be, const float *x, const float *w, float *y, int64_t n_rows,
                                      int64_t dim, float eps) { be->iface->rmsnorm(be, x, w, y, n_rows, dim, eps); }
+static inline void hearth_op_add_rmsnorm(hearth_backend *be, float *x, const float *r, const float *w, float *y,
+                                         int64_t n_rows, int64_t dim, float eps) {
+    if (be->iface->add_rmsnorm) {
+        be->iface->add_rmsnorm(be, x, r, w, y, n_rows, dim, eps);
+        return;
+    }
+    be->iface->add(be, x, r, n_rows * dim);
+    be->iface->rmsnorm(be, x, w, y, n_rows, dim, eps);
+}
 static inline void hearth_op_rope(hearth_backend *be, float *x, int64_t n_tok, int32_t n_head, int32_t head_dim,
                                   int32_t n_rot, const int32_t *pos, const hearth_rope_params *rp) {
     be->iface->rope(be, x, n_tok, n_head, head_dim, n_rot, pos, rp);

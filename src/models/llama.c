@@ -17,17 +17,20 @@ void hearth_llama_forward(hearth_fwd *f, const hearth_batch *b, const hearth_kv_
 
     hearth_op_get_rows(f->be, &m->tok_embd, b->token, T, hp->embd_scale, f->x);
     hearth_fwd_trace(f, "inp_embd", -1, "GET_ROWS", f->x, T, E);
+    /* each residual add and the norm after it are one op (one kernel on a GPU) */
+    if (hp->n_layer > 0) hearth_op_rmsnorm(f->be, f->x, m->layers[0].attn_norm, f->xb, T, E, hp->norm_eps);
     for (int32_t il = 0; il < hp->n_layer; il++) {
         const hearth_layer *l = &m->layers[il];
-        hearth_op_rmsnorm(f->be, f->x, l->attn_norm, f->xb, T, E, hp->norm_eps);
         hearth_fwd_trace(f, "attn_norm", il, "MUL", f->xb, T, E);
         hearth_blk_attn(f, b, kv, il);
-        hearth_op_add(f->be, f->x, f->xb, T * E);
+        hearth_op_add_rmsnorm(f->be, f->x, f->xb, l->ffn_norm, f->xb, T, E, hp->norm_eps);
         hearth_fwd_trace(f, "ffn_inp", il, "ADD", f->x, T, E);
-        hearth_op_rmsnorm(f->be, f->x, l->ffn_norm, f->xb, T, E, hp->norm_eps);
         hearth_fwd_trace(f, "ffn_norm", il, "MUL", f->xb, T, E);
         hearth_blk_ffn(f, (int32_t)T, il);
-        hearth_op_add(f->be, f->x, f->xb, T * E);
+        if (il + 1 < hp->n_layer)
+            hearth_op_add_rmsnorm(f->be, f->x, f->xb, m->layers[il + 1].attn_norm, f->xb, T, E, hp->norm_eps);
+        else
+            hearth_op_add(f->be, f->x, f->xb, T * E);
         hearth_fwd_trace(f, "l_out", il, "ADD", f->x, T, E);
     }
     hearth_blk_logits(f, logits);

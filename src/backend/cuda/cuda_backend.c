@@ -177,6 +177,12 @@ static void cu_rmsnorm(hearth_backend *be, const float *x, const float *w, float
     hc_rmsnorm(x, weight_dev(c, w, (size_t)dim * sizeof(float)), y, n_rows, dim, eps, c->stream);
 }
 
+static void cu_add_rmsnorm(hearth_backend *be, float *x, const float *r, const float *w, float *y, int64_t n_rows,
+                           int64_t dim, float eps) {
+    cuda_ctx *c = ctx_of(be);
+    hc_add_rmsnorm(x, r, weight_dev(c, w, (size_t)dim * sizeof(float)), y, n_rows, dim, eps, c->stream);
+}
+
 static void cu_rope(hearth_backend *be, float *x, int64_t n_tok, int32_t n_head, int32_t head_dim, int32_t n_rot,
                     const int32_t *pos, const hearth_rope_params *rp) {
     cuda_ctx *c = ctx_of(be);
@@ -392,6 +398,7 @@ static const struct hearth_backend_i cuda_iface = {
     .matmul_n = cu_matmul_n,
     .get_rows = cu_get_rows,
     .rmsnorm = cu_rmsnorm,
+    .add_rmsnorm = cu_add_rmsnorm,
     .rope = cu_rope,
     .kv_store = cu_kv_store,
     .attention = cu_attention,

@@ -30,6 +30,10 @@ void hc_get_rows(int type, const void *w, size_t row_bytes, int64_t ne0, const i
 /* rmsnorm.cu: y[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w  (w may be NULL; y may alias x) */
 void hc_rmsnorm(const float *x, const float *w, float *y, int64_t n_rows, int64_t dim, float eps, void *stream);
 
+/* rmsnorm.cu: x += r, then y[r] = rmsnorm(x[r]) * w  (y may alias r) */
+void hc_add_rmsnorm(float *x, const float *r, const float *w, float *y, int64_t n_rows, int64_t dim, float eps,
+                    void *stream);
+
 /* rope.cu: RoPE in place on x [n_tok][n_head][head_dim]; inv_freq (device, [n_rot/2]) selects the
  * transformers recipe, NULL the llama.cpp one (theta_scale, freq_scale); cos and sin are scaled
  * by mscale (1 = none); neox: rotate halves */
