@@ -121,6 +121,13 @@ struct hearth_backend_i {
      * table, as f16 or f32; cache: [block][block_size][width] */
     void (*kv_store)(hearth_backend *be, const float *x, int64_t n_tok, int64_t width, const int32_t *seq,
                      const int32_t *pos, void *cache, const hearth_kv_blocks *blocks, bool f16);
+    /* (optional: NULL runs rope on q and k, then kv_store of k and v) a layer's RoPE and cache
+     * store in one: q [n_tok][n_head][head_dim] and k [n_tok][n_head_kv][head_dim] rotated in
+     * place as rope does, then k and v ([n_tok][v_width]) stored as kv_store does */
+    void (*rope_store)(hearth_backend *be, float *q, float *k, const float *v, int64_t n_tok, int32_t n_head,
+                       int32_t n_head_kv, int32_t head_dim, int32_t n_rot, int64_t v_width, const int32_t *pos,
+                       const hearth_rope_params *rp, const int32_t *seq, void *k_cache, void *v_cache,
+                       const hearth_kv_blocks *blocks, bool f16);
     void (*attention)(hearth_backend *be, const hearth_attn_args *a);
     /* g = act(g) * u elementwise over n */
     void (*glu)(hearth_backend *be, float *g, const float *u, int64_t n, hearth_glu_kind kind);
@@ -203,6 +210,21 @@ static inline void hearth_op_kv_store(hearth_backend *be, const float *x, int64_
                                       const int32_t *seq, const int32_t *pos, void *cache,
                                       const hearth_kv_blocks *blocks, bool f16) {
     be->iface->kv_store(be, x, n_tok, width, seq, pos, cache, blocks, f16);
+}
+static inline void hearth_op_rope_store(hearth_backend *be, float *q, float *k, const float *v, int64_t n_tok,
+                                        int32_t n_head, int32_t n_head_kv, int32_t head_dim, int32_t n_rot,
+                                        int64_t v_width, const int32_t *pos, const hearth_rope_params *rp,
+                                        const int32_t *seq, void *k_cache, void *v_cache,
+                                        const hearth_kv_blocks *blocks, bool f16) {
+    if (be->iface->rope_store) {
+        be->iface->rope_store(be, q, k, v, n_tok, n_head, n_head_kv, head_dim, n_rot, v_width, pos, rp, seq, k_cache,
+                              v_cache, blocks, f16);
+        return;
+    }
+    be->iface->rope(be, q, n_tok, n_head, head_dim, n_rot, pos, rp);
+    be->iface->rope(be, k, n_tok, n_head_kv, head_dim, n_rot, pos, rp);
+    be->iface->kv_store(be, k, n_tok, (int64_t)n_head_kv * head_dim, seq, pos, k_cache, blocks, f16);
+    be->iface->kv_store(be, v, n_tok, v_width, seq, pos, v_cache, blocks, f16);
 }
 static inline void hearth_op_attention(hearth_backend *be, const hearth_attn_args *a) { be->iface->attention(be, a); }
 static inline void hearth_op_glu(hearth_backend *be, float *g, const float *u, int64_t n, hearth_glu_kind kind) {

@@ -33,21 +33,29 @@ void hearth_blk_attn(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view 
         hearth_fwd_trace(f, "Kcur_normed", il, "MUL", f->k, T, k_w);
     }
     bool swa = hearth_hparams_is_swa(hp, il);
-    if (hearth_hparams_has_rope(hp, il)) {
-        hearth_blk_rope(f, f->q, hp->n_head, hp->head_dim, hp->n_rot, b->pos, swa);
-        hearth_blk_rope(f, f->k, hp->n_head_kv, hp->head_dim, hp->n_rot, b->pos, swa);
-    }
-    hearth_fwd_trace(f, "Qcur", il, "ROPE", f->q, T, q_w);
-    hearth_fwd_trace(f, "Kcur", il, "ROPE", f->k, T, k_w);
-    float scale = hp->attn_scale;
-    if (f->scale_q) {
-        hearth_op_scale(be, f->q, T * q_w, scale);
-        scale = 1.0f;
-    }
-
     hearth_kv_blocks bl = hearth_kv_view_blocks(kv, il); /* the table of the layer's group */
-    hearth_op_kv_store(be, f->k, T, k_w, b->seq, b->pos, kv->k[il], &bl, kv->f16);
-    hearth_op_kv_store(be, f->v, T, v_w, b->seq, b->pos, kv->v[il], &bl, kv->f16);
+    float scale = hp->attn_scale;
+    const struct hearth_rope_run *run1 = f->n_runs == 1 ? &f->runs[0] : NULL;
+    if (hearth_hparams_has_rope(hp, il) && !f->scale_q && run1 && run1->t0 == 0 && run1->n == T) {
+        /* one RoPE recipe for the whole step: RoPE and the cache store in one op */
+        hearth_op_rope_store(be, f->q, f->k, f->v, T, hp->n_head, hp->n_head_kv, hp->head_dim, hp->n_rot, v_w, b->pos,
+                             swa ? &run1->rp_swa : &run1->rp, b->seq, kv->k[il], kv->v[il], &bl, kv->f16);
+        hearth_fwd_trace(f, "Qcur", il, "ROPE", f->q, T, q_w);
+        hearth_fwd_trace(f, "Kcur", il, "ROPE", f->k, T, k_w);
+    } else {
+        if (hearth_hparams_has_rope(hp, il)) {
+            hearth_blk_rope(f, f->q, hp->n_head, hp->head_dim, hp->n_rot, b->pos, swa);
+            hearth_blk_rope(f, f->k, hp->n_head_kv, hp->head_dim, hp->n_rot, b->pos, swa);
+        }
+        hearth_fwd_trace(f, "Qcur", il, "ROPE", f->q, T, q_w);
+        hearth_fwd_trace(f, "Kcur", il, "ROPE", f->k, T, k_w);
+        if (f->scale_q) {
+            hearth_op_scale(be, f->q, T * q_w, scale);
+            scale = 1.0f;
+        }
+        hearth_op_kv_store(be, f->k, T, k_w, b->seq, b->pos, kv->k[il], &bl, kv->f16);
+        hearth_op_kv_store(be, f->v, T, v_w, b->seq, b->pos, kv->v[il], &bl, kv->f16);
+    }
 
     hearth_attn_args a = {
         .n_tok = T, .n_head = hp->n_head, .n_head_kv = hp->n_head_kv,

@@ -376,6 +376,73 @@ TEST(rope_both_recipes_both_layouts) {
     }
 }
 
+/* rope_store (one launch) against rope, rope, kv_store, kv_store (each held to its reference
+ * above): the same q, k and caches bit for bit; partial rotary, both layouts and both recipes,
+ * f16 and f32 caches, a value width unlike the key width */
+TEST(rope_store_matches_rope_then_kv_store) {
+    NEED_GPU();
+    const int64_t T = 4, vw = 2 * 48;
+    const int32_t H = 6, HKV = 2, D = 64, R = 32, bs = 16, max_blocks = 4, n_blocks = 6;
+    int32_t pos[4] = {3, 17, 18, 40}, seq[4] = {0, 0, 1, 1}, table[8] = {5, 2, 0, 1, 3, 4, 0, 0};
+    static float inv[16]; /* lives as long as the backend: it keeps a copy keyed by the address */
+    hearth_rope_inv_freq(inv, R, 10000.0f, 1.0f);
+    int32_t *dpos = up(pos, sizeof pos), *dseq = up(seq, sizeof seq), *dtable = up(table, sizeof table);
+    hearth_kv_blocks bl = {.table = dtable, .max_blocks = max_blocks, .block_size = bs};
+    for (int k = 0; k < 8; k++) {
+        bool f16 = k & 4;
+        hearth_rope_params rp = {.inv_freq = k & 1 ? inv : NULL, .theta_scale = powf(10000.0f, -2.0f / R),
+                                 .freq_scale = 1.0f, .neox = (k & 2) != 0};
+        const size_t qn = (size_t)T * H * D, kn = (size_t)T * HKV * D, vn = (size_t)T * vw;
+        const size_t kc = (size_t)n_blocks * bs * HKV * D * (f16 ? 2 : 4), vc = (size_t)n_blocks * bs * vw * (f16 ? 2 : 4);
+        float *q = malloc(sizeof(float) * qn), *kk = malloc(sizeof(float) * kn), *v = malloc(sizeof(float) * vn);
+        fill(q, (int64_t)qn, 1.0f);
+        fill(kk, (int64_t)kn, 1.0f);
+        fill(v, (int64_t)vn, 1.0f);
+        float *out[2][2];
+        char *cache[2][2];
+        for (int way = 0; way < 2; way++) {
+            float *dq = up(q, sizeof(float) * qn), *dk = up(kk, sizeof(float) * kn), *dv = up(v, sizeof(float) * vn);
+            void *dkc = hearth_buf_alloc(gpu(), kc), *dvc = hearth_buf_alloc(gpu(), vc);
+            if (way == 0) {
+                hearth_op_rope(gpu(), dq, T, H, D, R, dpos, &rp);
+                hearth_op_rope(gpu(), dk, T, HKV, D, R, dpos, &rp);
+                hearth_op_kv_store(gpu(), dk, T, (int64_t)HKV * D, dseq, dpos, dkc, &bl, f16);
+                hearth_op_kv_store(gpu(), dv, T, vw, dseq, dpos, dvc, &bl, f16);
+            } else {
+                hearth_op_rope_store(gpu(), dq, dk, dv, T, H, HKV, D, R, vw, dpos, &rp, dseq, dkc, dvc, &bl, f16);
+            }
+            out[way][0] = malloc(sizeof(float) * qn);
+            out[way][1] = malloc(sizeof(float) * kn);
+            cache[way][0] = malloc(kc);
+            cache[way][1] = malloc(vc);
+            down(out[way][0], dq, sizeof(float) * qn);
+            down(out[way][1], dk, sizeof(float) * kn);
+            down(cache[way][0], dkc, kc);
+            down(cache[way][1], dvc, vc);
+            void *bufs[] = {dq, dk, dv, dkc, dvc};
+            for (int i = 0; i < 5; i++) dfree(bufs[i]);
+        }
+        fprintf(stderr, "  %s cache, %s, %s recipe\n", f16 ? "f16" : "f32", rp.neox ? "neox" : "interleaved",
+                rp.inv_freq ? "inv_freq" : "theta_scale");
+        CHECK(!memcmp(out[0][0], out[1][0], sizeof(float) * qn));
+        CHECK(!memcmp(out[0][1], out[1][1], sizeof(float) * kn));
+        CHECK(!memcmp(cache[0][0], cache[1][0], kc));
+        CHECK(!memcmp(cache[0][1], cache[1][1], vc));
+        CHECK(memcmp(out[1][1], kk, sizeof(float) * kn) != 0); /* k did rotate */
+        for (int way = 0; way < 2; way++)
+            for (int i = 0; i < 2; i++) {
+                free(out[way][i]);
+                free(cache[way][i]);
+            }
+        free(q);
+        free(kk);
+        free(v);
+    }
+    dfree(dpos);
+    dfree(dseq);
+    dfree(dtable);
+}
+
 TEST(glu_kinds) {
     NEED_GPU();
     const int64_t n = 5000;

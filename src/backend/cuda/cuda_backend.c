@@ -191,6 +191,21 @@ static void cu_rope(hearth_backend *be, float *x, int64_t n_tok, int32_t n_head,
             rp->mscale > 0.0f ? rp->mscale : 1.0f, rp->neox, c->stream);
 }
 
+static void cu_rope_store(hearth_backend *be, float *q, float *k, const float *v, int64_t n_tok, int32_t n_head,
+                          int32_t n_head_kv, int32_t head_dim, int32_t n_rot, int64_t v_width, const int32_t *pos,
+                          const hearth_rope_params *rp, const int32_t *seq, void *k_cache, void *v_cache,
+                          const hearth_kv_blocks *bl, bool f16) {
+    cuda_ctx *c = ctx_of(be);
+    hc_rope_store_args a = {
+        .q = q, .k = k, .v = v, .n_tok = n_tok, .v_width = v_width, .n_head = n_head, .n_head_kv = n_head_kv,
+        .head_dim = head_dim, .n_rot = n_rot, .pos = pos, .seq = seq,
+        .inv_freq = weight_dev(c, rp->inv_freq, (size_t)(n_rot / 2) * sizeof(float)),
+        .theta_scale = rp->theta_scale, .freq_scale = rp->freq_scale, .mscale = rp->mscale > 0.0f ? rp->mscale : 1.0f,
+        .neox = rp->neox, .f16 = f16, .k_cache = k_cache, .v_cache = v_cache, .table = bl->table,
+        .max_blocks = bl->max_blocks, .block_size = bl->block_size};
+    hc_rope_store(&a, c->stream);
+}
+
 static void cu_kv_store(hearth_backend *be, const float *x, int64_t n_tok, int64_t width, const int32_t *seq,
                         const int32_t *pos, void *cache, const hearth_kv_blocks *bl, bool f16) {
     cuda_ctx *c = ctx_of(be);
@@ -401,6 +416,7 @@ static const struct hearth_backend_i cuda_iface = {
     .add_rmsnorm = cu_add_rmsnorm,
     .rope = cu_rope,
     .kv_store = cu_kv_store,
+    .rope_store = cu_rope_store,
     .attention = cu_attention,
     .glu = cu_glu,
     .add_rows = cu_add_rows,

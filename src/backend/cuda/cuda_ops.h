@@ -40,6 +40,23 @@ void hc_add_rmsnorm(float *x, const float *r, const float *w, float *y, int64_t 
 void hc_rope(float *x, int64_t n_tok, int32_t n_head, int32_t head_dim, int32_t n_rot, const int32_t *pos,
              const float *inv_freq, float theta_scale, float freq_scale, float mscale, bool neox, void *stream);
 
+/* rope.cu: a layer's RoPE of q and k and its cache store of k and v in one launch (hc_rope on
+ * q and k, then hc_kv_store of k, width n_head_kv*head_dim, and of v, width v_width) */
+typedef struct {
+    float         *q, *k;
+    const float   *v;
+    int64_t        n_tok, v_width;
+    int32_t        n_head, n_head_kv, head_dim, n_rot;
+    const int32_t *pos, *seq;
+    const float   *inv_freq; /* as hc_rope */
+    float          theta_scale, freq_scale, mscale;
+    bool           neox, f16;
+    void          *k_cache, *v_cache;
+    const int32_t *table;
+    int32_t        max_blocks, block_size;
+} hc_rope_store_args;
+void hc_rope_store(const hc_rope_store_args *a, void *stream);
+
 /* kv_store.cu: rows x [n_tok][width] into cache at (seq[t], pos[t]) through the block table */
 void hc_kv_store(const float *x, int64_t n_tok, int64_t width, const int32_t *seq, const int32_t *pos,
                  void *cache, const int32_t *table, int32_t max_blocks, int32_t block_size, bool f16, void *stream);

@@ -1,7 +1,28 @@
 /* rope.cu - rotary embedding in place (twin of hearth_rope_ref): one thread per rotated pair.
  * The llama.cpp recipe's angle is freq_scale * pos * theta_scale^i, computed with powf rather
- * than the reference's running product (they differ in the last bits). */
+ * than the reference's running product (they differ in the last bits).
+ *
+ * hc_rope_store does a layer's whole RoPE and cache store in one launch (q and k rotated, k
+ * and v written to the paged cache as kv_store.cu does): at decode those are four launches of
+ * a few microseconds each that would otherwise run one after another. */
 #include "backend/cuda/common.cuh"
+
+/* rotate pair k of head vector v (the same arithmetic for both launchers) */
+static __device__ __forceinline__ void rope_pair(float *v, int32_t k, int32_t half, float p, const float *inv_freq,
+                                                 float theta_scale, float freq_scale, float mscale, bool neox,
+                                                 int32_t *ia, int32_t *ib) {
+    float theta = inv_freq ? p * inv_freq[k] : freq_scale * p * powf(theta_scale, (float)k);
+    float s, c;
+    sincosf(theta, &s, &c);
+    s *= mscale;
+    c *= mscale;
+    int32_t a = neox ? k : 2 * k, b = neox ? k + half : 2 * k + 1;
+    float x0 = v[a], x1 = v[b];
+    v[a] = x0 * c - x1 * s;
+    v[b] = x0 * s + x1 * c;
+    *ia = a;
+    *ib = b;
+}
 
 static __global__ void rope_k(float *x, int64_t n_tok, int32_t n_head, int32_t head_dim, int32_t n_rot,
                               const int32_t *pos, const float *inv_freq, float theta_scale, float freq_scale,
@@ -10,19 +31,9 @@ static __global__ void rope_k(float *x, int64_t n_tok, int32_t n_head, int32_t h
     int32_t half = n_rot / 2;
     int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n_tok * n_head * half) return;
-    int32_t k = (int32_t)(i % half);
+    int32_t k = (int32_t)(i % half), a, b;
     int64_t th = i / half, t = th / n_head;
-    float p = (float)pos[t];
-    float theta = inv_freq ? p * inv_freq[k] : freq_scale * p * powf(theta_scale, (float)k);
-    float s, c;
-    sincosf(theta, &s, &c);
-    s *= mscale;
-    c *= mscale;
-    float *v = x + th * head_dim;
-    int32_t a = neox ? k : 2 * k, b = neox ? k + half : 2 * k + 1;
-    float x0 = v[a], x1 = v[b];
-    v[a] = x0 * c - x1 * s;
-    v[b] = x0 * s + x1 * c;
+    rope_pair(x + th * head_dim, k, half, (float)pos[t], inv_freq, theta_scale, freq_scale, mscale, neox, &a, &b);
 }
 
 void hc_rope(float *x, int64_t n_tok, int32_t n_head, int32_t head_dim, int32_t n_rot, const int32_t *pos,
@@ -30,5 +41,60 @@ void hc_rope(float *x, int64_t n_tok, int32_t n_head, int32_t head_dim, int32_t 
     int64_t n = n_tok * n_head * (n_rot / 2);
     if (n <= 0) return;
     hc_launch(rope_k, hc_blocks(n, 256), 256, 0, stream, x, n_tok, n_head, head_dim, n_rot, pos, inv_freq,
-                                                                 theta_scale, freq_scale, mscale, neox);
+              theta_scale, freq_scale, mscale, neox);
+}
+
+/* element e of a cache row of width w for token t */
+static __device__ __forceinline__ void store(void *cache, const hc_rope_store_args &a, int64_t t, int64_t w,
+                                             int64_t e, float v) {
+    int32_t p = a.pos[t];
+    int32_t blk = a.table[(int64_t)a.seq[t] * a.max_blocks + p / a.block_size];
+    int64_t dst = ((int64_t)blk * a.block_size + p % a.block_size) * w + e;
+    if (a.f16) ((uint16_t *)cache)[dst] = hc_f2h(v);
+    else ((float *)cache)[dst] = v;
+}
+
+/* one thread each: a pair of q, a pair of k (rotated, then stored), an unrotated element of k,
+ * an element of v */
+static __global__ void rope_store_k(hc_rope_store_args a) {
+    hc_pdl_begin();
+    const int32_t half = a.n_rot / 2, D = a.head_dim;
+    const int64_t kw = (int64_t)a.n_head_kv * D;
+    const int64_t nq = a.n_tok * a.n_head * half, nk = a.n_tok * a.n_head_kv * half,
+                  nr = a.n_tok * a.n_head_kv * (D - a.n_rot), nv = a.n_tok * a.v_width;
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    int32_t ia, ib;
+    if (i < nq) {
+        int64_t th = i / half, t = th / a.n_head;
+        rope_pair(a.q + th * D, (int32_t)(i % half), half, (float)a.pos[t], a.inv_freq, a.theta_scale, a.freq_scale,
+                  a.mscale, a.neox, &ia, &ib);
+        return;
+    }
+    i -= nq;
+    if (i < nk) {
+        int64_t th = i / half, t = th / a.n_head_kv;
+        float *v = a.k + th * D;
+        rope_pair(v, (int32_t)(i % half), half, (float)a.pos[t], a.inv_freq, a.theta_scale, a.freq_scale, a.mscale,
+                  a.neox, &ia, &ib);
+        int64_t e0 = (th % a.n_head_kv) * D;
+        store(a.k_cache, a, t, kw, e0 + ia, v[ia]);
+        store(a.k_cache, a, t, kw, e0 + ib, v[ib]);
+        return;
+    }
+    i -= nk;
+    if (i < nr) {
+        int64_t rest = D - a.n_rot, th = i / rest, t = th / a.n_head_kv;
+        int64_t d = a.n_rot + i % rest, e = (th % a.n_head_kv) * D + d;
+        store(a.k_cache, a, t, kw, e, a.k[t * kw + e]);
+        return;
+    }
+    i -= nr;
+    if (i < nv) store(a.v_cache, a, i / a.v_width, a.v_width, i % a.v_width, a.v[i]);
+}
+
+void hc_rope_store(const hc_rope_store_args *a, void *stream) {
+    int64_t n = a->n_tok * ((int64_t)(a->n_head + a->n_head_kv) * (a->n_rot / 2) +
+                            (int64_t)a->n_head_kv * (a->head_dim - a->n_rot) + a->v_width);
+    if (n <= 0) return;
+    hc_launch(rope_store_k, hc_blocks(n, 256), 256, 0, stream, *a);
 }
