@@ -170,15 +170,19 @@ static void cpu_kv_store(hearth_backend *be, const float *x, int64_t n_tok, int6
  * Attention: one pool job, its work items taken from one counter (no barrier). The step's
  * tokens are grouped by sequence (attn_order, grp_start); group g owns the items
  * [grp_items[g], grp_items[g + 1]):
- *   one token of its sequence (decode)   one item per query head, the head kernel in the
- *                                        single-token order;
+ *   one token of its sequence (decode)   one item per (kv head, part of its G query heads):
+ *                                        the single-order group kernel runs the part in one
+ *                                        pass over the head's keys and values; G is cut into
+ *                                        `parts` only as far as the pool needs items (one
+ *                                        item per query head, the head kernel, without it);
  *   several tokens (prefill, or a chunk) one item per (kv head, tile of up to `tile`
  *                                        consecutive tokens): the group kernel runs the tile's
  *                                        G x tile queries in the batch order, reading each
  *                                        tile of keys and values once for all of them; the
  *                                        last tiles (the most keys) are taken first.
  * Without a group kernel (ref and scalar sets, f32 cache, or heads too large for a group) the
- * several-token items are (token, query head) pairs too. Every query is computed as alone in
+ * several-token items are (token, query head) pairs too, and so are the decode items without the
+ * single-order one (also for G > HEARTH_ATTN_X86_SGROUP_MAX). Every query is computed as alone in
  * its order, so the split never changes a bit.
  */
 typedef struct {
@@ -186,6 +190,8 @@ typedef struct {
     cpu_ctx                 *c;
     hearth_attn_head_x86_fn  x86;   /* NULL: the reference order (ref set, or an f32 cache) */
     hearth_attn_group_x86_fn group; /* NULL: several-token sequences go per query head too */
+    hearth_attn_sgroup_x86_fn sgroup; /* NULL: one-token sequences go per query head */
+    int64_t                  parts; /* one-token items per kv head (1..G) */
     int64_t                  tile;  /* tokens per group item */
     int32_t                  n_groups;
     int64_t                  total;
@@ -241,6 +247,25 @@ static void attn_tile(const attn_job *j, const int32_t *order, int64_t n, int64_
              a->blocks.block_size, hd, a->scale, a->softcap, scores, j->c->attn_cap);
 }
 
+/* part `part` of the G query heads of kv head hkv for token t, alone in its sequence, in the
+ * single order */
+static void attn_sgroup(const attn_job *j, int64_t t, int64_t hkv, int64_t part, float *scores) {
+    const hearth_attn_args *a = j->a;
+    const int64_t g = a->n_head / a->n_head_kv, hd = a->head_dim, p = a->pos[t];
+    const int64_t h0 = hkv * g + g * part / j->parts, h1 = hkv * g + g * (part + 1) / j->parts;
+    HEARTH_ASSERT((p + 32) / 32 * 32 <= j->c->attn_cap);
+    const float *q[HEARTH_ATTN_X86_SGROUP_MAX];
+    float *out[HEARTH_ATTN_X86_SGROUP_MAX];
+    for (int64_t h = h0; h < h1; h++) {
+        q[h - h0] = a->q + (t * a->n_head + h) * hd;
+        out[h - h0] = a->out + (t * a->n_head + h) * hd;
+    }
+    const int32_t *row = a->blocks.table + (int64_t)a->seq[t] * a->blocks.max_blocks;
+    j->sgroup((int)(h1 - h0), q, out, window_start(a, p), p + 1, (const uint16_t *)a->k + hkv * hd,
+              (const uint16_t *)a->v + hkv * hd, (int64_t)a->n_head_kv * hd, row, a->blocks.block_size, hd, a->scale,
+              a->softcap, scores, j->c->attn_cap);
+}
+
 static void attn_fn(void *arg, int ith, int nth) {
     (void)nth;
     attn_job *j = arg;
@@ -258,6 +283,8 @@ static void attn_fn(void *arg, int ith, int nth) {
             const int64_t tiles = (n + j->tile - 1) / j->tile, it = tiles - 1 - local % tiles;
             const int64_t first = it * j->tile, cnt = n - first < j->tile ? n - first : j->tile;
             attn_tile(j, order + first, cnt, local / tiles, scores);
+        } else if (n == 1 && j->sgroup) {
+            attn_sgroup(j, order[0], local / j->parts, local % j->parts, scores);
         } else {
             attn_head(j, order[local / a->n_head], local % a->n_head, n == 1, scores);
         }
@@ -274,6 +301,7 @@ static void cpu_attention(hearth_backend *be, const hearth_attn_args *a) {
     if (j.tile > 8) j.tile = 8;
     while (j.tile > 0 && j.tile * g * a->head_dim > HEARTH_ATTN_X86_GROUP_FLOATS) j.tile--;
     j.group = j.x86 && j.tile > 0 && a->head_dim % 16 == 0 ? hearth_kernels_attn_group() : NULL;
+    j.sgroup = j.x86 && g <= HEARTH_ATTN_X86_SGROUP_MAX && a->head_dim % 16 == 0 ? hearth_kernels_attn_sgroup() : NULL;
 
     /* group the tokens by sequence: attn_order lists each group's tokens in step order */
     int32_t ng = 0;
@@ -302,10 +330,17 @@ static void cpu_attention(hearth_backend *be, const hearth_attn_args *a) {
     /* cnt[k] is now the end of group k: starts, then each group's items */
     for (int32_t k = ng - 1; k >= 0; k--) c->grp_start[k + 1] = (int32_t)cnt[k];
     c->grp_start[0] = 0;
+    /* one-token items: whole kv heads unless the pool would be left idle */
+    int64_t n_single = 0;
+    for (int32_t k = 0; k < ng; k++) n_single += c->grp_start[k + 1] - c->grp_start[k] == 1;
+    j.parts = 1;
+    while (j.sgroup && j.parts < g && n_single * a->n_head_kv * j.parts < hearth_pool_size(c->pool)) j.parts++;
     c->grp_items[0] = 0;
     for (int32_t k = 0; k < ng; k++) {
         int64_t n = c->grp_start[k + 1] - c->grp_start[k];
-        int64_t items = n > 1 && j.group ? (n + j.tile - 1) / j.tile * a->n_head_kv : n * a->n_head;
+        int64_t items = n > 1 && j.group    ? (n + j.tile - 1) / j.tile * a->n_head_kv
+                        : n == 1 && j.sgroup ? a->n_head_kv * j.parts
+                                             : n * a->n_head;
         c->grp_items[k + 1] = c->grp_items[k] + items;
     }
     j.n_groups = ng;

@@ -123,6 +123,19 @@ typedef void (*hearth_attn_group_x86_fn)(int nq, const float *const *q, float *c
                                          float softcap, float *scores, int64_t ld);
 hearth_attn_group_x86_fn hearth_kernels_attn_group(void);
 
+/* The query heads of one decoding sequence (one token: the single order) that share one kv
+ * head, in one pass over its keys and values: every query attends keys [j0, j1) and out[i] is
+ * what hearth_kernels_attn_head gives q[i] with single = true, bit for bit. scores: [nq][ld]
+ * scratch with ld >= round_up(j1, 32); head_dim a multiple of 16 up to the head's limit, nq <=
+ * HEARTH_ATTN_X86_SGROUP_MAX. NULL for the ref and scalar sets. Any thread. */
+#define HEARTH_ATTN_X86_SGROUP_MAX 8
+typedef void (*hearth_attn_sgroup_x86_fn)(int nq, const float *const *q, float *const *out, int64_t j0, int64_t j1,
+                                          const uint16_t *k, const uint16_t *v, int64_t kv_stride,
+                                          const int32_t *table_row, int32_t block_size, int64_t head_dim, float scale,
+                                          float softcap, float *scores, int64_t ld);
+hearth_attn_sgroup_x86_fn hearth_kernels_attn_sgroup(void);
+hearth_attn_sgroup_x86_fn hearth_kernels_attn_sgroup_isa(hearth_isa isa); /* NULL: none, or unavailable */
+
 /* y[i] = hearth_fp32_to_fp16(x[i]) for n values (the KV cache store), bit for bit: the
  * active set's F16C / AVX-512 conversion, or the scalar loop (ref and scalar sets). */
 typedef void (*hearth_f16_row_fn)(const float *x, uint16_t *y, int64_t n);

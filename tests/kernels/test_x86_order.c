@@ -15,6 +15,8 @@
  *     and 256, odd lengths, sliding windows, soft-cap, paged caches of several block sizes,
  *     score ranges wide enough for subnormal and zero exponentials; the probabilities too;
  *     rows outside the attended keys hold NaN, so reading them fails; softmax sums to ~1.
+ *   - the group kernels equal the twin run per query: several queries of one kv head in the
+ *     batch order, and the G query heads of one decoding token in the single order;
  * That the whole default path then gives llama.cpp's logits bit for bit is test_llamacpp.c.
  */
 #include <math.h>
@@ -387,6 +389,34 @@ TEST(attention_simd_expf_range) {
     if (compared == 0) TEST_SKIP("no avx2");
 }
 
+/* how many of the first hd values of rows 0..nq (row stride ld) differ in their bits */
+static int rows_differ(const float *want, const float *got, int nq, int64_t hd, int64_t ld) {
+    int bad = 0;
+    for (int i = 0; i < nq; i++)
+        for (int64_t d = 0; d < hd; d++) bad += !same_bits(want[i * ld + d], got[i * ld + d]);
+    return bad;
+}
+
+/* a block table that scatters the blocks (reversed when 7 divides their count) */
+static void block_table(int32_t *table, int64_t nblk) {
+    for (int64_t i = 0; i < nblk; i++) table[i] = (int32_t)((i * 7 + 3) % nblk);
+    if (nblk % 7 == 0)
+        for (int64_t i = 0; i < nblk; i++) table[i] = (int32_t)(nblk - 1 - i);
+}
+
+/* random key and value rows for keys [lo, hi) of a paged cache of n keys, NaN elsewhere */
+static void paged_fill(uint16_t *k, uint16_t *v, const int32_t *table, int64_t n, int32_t bs, int64_t stride,
+                       int64_t lo, int64_t hi, float kscale) {
+    for (int64_t j = 0; j < n; j++) {
+        int64_t r = ((int64_t)table[j / bs] * bs + j % bs) * stride;
+        for (int64_t d = 0; d < stride; d++) {
+            bool in = j >= lo && j < hi;
+            k[r + d] = in ? hearth_fp32_to_fp16(rnd_unit() * kscale) : 0x7e00;
+            v[r + d] = in ? hearth_fp32_to_fp16(rnd_unit()) : 0x7e00;
+        }
+    }
+}
+
 /* The several-query kernels against the twin run per query (batch order): tiles of a prefill
  * (G heads x T consecutive tokens, causal, some with a window) and queries with unrelated
  * ranges; every value row outside the union of the ranges holds NaN, and in some tiles the
@@ -404,9 +434,7 @@ TEST(attention_group_equals_twin) {
         const int64_t hd = hds[rep % 4];
         const int32_t bs = bss[(rep / 4) % 4];
         const int64_t nblk = (MAXCTX + bs - 1) / bs;
-        for (int64_t i = 0; i < nblk; i++) table[i] = (int32_t)((i * 7 + 3) % nblk);
-        if (nblk % 7 == 0)
-            for (int64_t i = 0; i < nblk; i++) table[i] = (int32_t)(nblk - 1 - i);
+        block_table(table, nblk);
         int nq = 1 + (int)(rnd() % NQ);
         if (nq * hd > HEARTH_ATTN_X86_GROUP_FLOATS) nq = (int)(HEARTH_ATTN_X86_GROUP_FLOATS / hd);
         int64_t j0[NQ], j1[NQ], lo = MAXCTX, hi = 0;
@@ -426,14 +454,7 @@ TEST(attention_group_equals_twin) {
             for (int64_t d = 0; d < hd; d++) qs[i][d] = rnd_unit() * 2.0f;
         }
         const float kscale = rep % 6 == 1 ? 60.0f : 3.0f, softcap = rep % 7 == 2 ? 15.0f : 0.0f;
-        for (int64_t j = 0; j < nblk * bs; j++) {
-            int64_t r = ((int64_t)table[j / bs] * bs + j % bs) * stride;
-            for (int64_t d = 0; d < stride; d++) {
-                bool in = j >= lo && j < hi;
-                k[r + d] = in ? hearth_fp32_to_fp16(rnd_unit() * kscale) : 0x7e00;
-                v[r + d] = in ? hearth_fp32_to_fp16(rnd_unit()) : 0x7e00;
-            }
-        }
+        paged_fill(k, v, table, nblk * bs, bs, stride, lo, hi, kscale);
         if (rep % 5 != 4 && rep % 2) {
             int64_t r = ((int64_t)table[(hi - 1) / bs] * bs + (hi - 1) % bs) * stride;
             for (int64_t d = 0; d < stride; d++) v[r + d] = 0x7c00;
@@ -453,9 +474,7 @@ TEST(attention_group_equals_twin) {
             if (!fn) continue;
             memset(got, 0xff, sizeof got);
             fn(nq, qp, op, j0, j1, k, v, stride, table, bs, hd, scale, softcap, gsc, MAXCTX + 64);
-            int bad = 0;
-            for (int i = 0; i < nq; i++)
-                for (int64_t d = 0; d < hd; d++) bad += !same_bits(want[i][d], got[i][d]);
+            const int bad = rows_differ(want[0], got[0], nq, hd, MAXHD);
             if (bad)
                 fprintf(stderr, "  %s hd %lld bs %d nq %d: %d values differ\n", hearth_isa_name((hearth_isa)isa),
                         (long long)hd, bs, nq, bad);
@@ -468,10 +487,65 @@ TEST(attention_group_equals_twin) {
     if (compared == 0) TEST_SKIP("no avx2");
 }
 
+/* The single-order group kernel (the G query heads of one decoding token) against the twin
+ * run per query head with single = true: head sizes with and without a k % 64 tail, ranges
+ * short of one 64-key chunk and past several tiles of 256 keys, windows, soft-cap, G from 1
+ * to HEARTH_ATTN_X86_SGROUP_MAX; value rows outside [j0, j1) hold NaN. */
+TEST(attention_single_group_equals_twin) {
+    enum { MAXHD = 256, MAXCTX = 700, MAXROWS = MAXCTX + 64, NQ = HEARTH_ATTN_X86_SGROUP_MAX, LD = MAXCTX + 64 };
+    const int64_t stride = MAXHD;
+    static uint16_t k[MAXROWS * MAXHD], v[MAXROWS * MAXHD];
+    static float qs[NQ][MAXHD], want[NQ][MAXHD], got[NQ][MAXHD], sc[LD], gsc[NQ * LD];
+    static int32_t table[MAXROWS];
+    static const int64_t hds[] = {64, 80, 256, 112, 128};
+    static const int32_t bss[] = {16, 7, 64, 700};
+    int compared = 0;
+    const float *qp[NQ];
+    float *op[NQ];
+    for (int i = 0; i < NQ; i++) {
+        qp[i] = qs[i];
+        op[i] = got[i];
+    }
+    for (int rep = 0; rep < 40; rep++) {
+        const int64_t hd = hds[rep % 5];
+        const int32_t bs = bss[(rep / 5) % 4];
+        const int64_t nblk = (MAXCTX + bs - 1) / bs;
+        block_table(table, nblk);
+        const int nq = 1 + (int)(rnd() % NQ);
+        const int64_t j1 = rep % 4 == 0 ? 1 + (int64_t)(rnd() % 70) : 1 + (int64_t)(rnd() % MAXCTX);
+        const int64_t n_swa = rep % 3 == 0 ? 1 + (int64_t)(rnd() % 300) : 0;
+        const int64_t j0 = n_swa && j1 - n_swa > 0 ? j1 - n_swa : 0;
+        for (int i = 0; i < nq; i++)
+            for (int64_t d = 0; d < hd; d++) qs[i][d] = rnd_unit() * 2.0f;
+        const float kscale = rep % 6 == 1 ? 60.0f : 3.0f, softcap = rep % 7 == 2 ? 15.0f : 0.0f;
+        paged_fill(k, v, table, nblk * bs, bs, stride, j0, j1, kscale);
+        const float scale = 1.0f / sqrtf((float)hd);
+        for (int i = 0; i < nq; i++)
+            hearth_attn_head_x86_ref(qs[i], k, v, stride, table, bs, hd, j0, j1, scale, softcap, true, sc, want[i]);
+        for (int isa = HEARTH_ISA_AVX2; isa < HEARTH_ISA_COUNT; isa++) {
+            hearth_attn_sgroup_x86_fn fn = hearth_kernels_attn_sgroup_isa((hearth_isa)isa);
+            if (!fn) continue;
+            memset(got, 0xff, sizeof got);
+            fn(nq, qp, op, j0, j1, k, v, stride, table, bs, hd, scale, softcap, gsc, LD);
+            const int bad = rows_differ(want[0], got[0], nq, hd, MAXHD);
+            if (bad)
+                fprintf(stderr, "  %s hd %lld bs %d nq %d keys [%lld, %lld): %d values differ\n",
+                        hearth_isa_name((hearth_isa)isa), (long long)hd, bs, nq, (long long)j0, (long long)j1, bad);
+            CHECK_EQ(bad, 0);
+            compared++;
+        }
+    }
+    CHECK(hearth_kernels_attn_sgroup_isa(HEARTH_ISA_REF) == NULL);
+    CHECK(hearth_kernels_attn_sgroup_isa(HEARTH_ISA_SCALAR) == NULL);
+    if (compared == 0) TEST_SKIP("no avx2");
+}
+
 /* The CPU backend's attention op on a mixed step (two sequences decoding one token each, one
  * prefilling a chunk longer than a tile, one with two tokens; a sliding window on some runs),
- * 2 threads, against the twin per (token, head): the single-token order for the decoding
- * sequences and the batch order for the others, with each kernel set that has the order. */
+ * 3 threads, against the twin per (token, head): the single-token order for the decoding
+ * sequences and the batch order for the others, with each kernel set that has the order.
+ * Then the first decoding token alone: its 2 kv heads are fewer items than threads, so each
+ * kv head's 3 query heads are cut into parts (1 + 2) for the single-order group kernel. */
 TEST(backend_attention_equals_twin) {
     enum { NH = 6, NKV = 2, HD = 64, BS = 16, CTX = 160, NSEQ = 4, NTOK = 1 + 1 + 37 + 2 };
     const int64_t stride = NKV * HD, nblk = CTX / BS;
@@ -493,22 +567,23 @@ TEST(backend_attention_equals_twin) {
         seq[t] = s;
         pos[t++] = start[s] + next[s]++;
     }
-    hearth_backend *be = hearth_backend_cpu_create(2, NTOK, 1024, CTX);
+    hearth_backend *be = hearth_backend_cpu_create(3, NTOK, 1024, CTX);
     CHECK(be != NULL);
     if (!be) return;
     const hearth_isa active = hearth_kernels_isa();
     int compared = 0;
     for (int isa = HEARTH_ISA_SCALAR; isa < HEARTH_ISA_COUNT; isa++) {
         if (!hearth_kernels_select((hearth_isa)isa)) continue;
-        for (int swa = 0; swa < 2; swa++) {
-            hearth_attn_args a = {.n_tok = NTOK, .n_head = NH, .n_head_kv = NKV, .head_dim = HD, .head_dim_v = HD,
+        for (int run = 0; run < 4; run++) {
+            const int swa = run % 2, nt = run < 2 ? NTOK : 1; /* token 0 is sequence 0's only one */
+            hearth_attn_args a = {.n_tok = nt, .n_head = NH, .n_head_kv = NKV, .head_dim = HD, .head_dim_v = HD,
                                   .q = q, .out = got, .pos = pos, .seq = seq, .k = k, .v = v,
                                   .blocks = {.table = table, .max_blocks = (int32_t)nblk, .block_size = BS},
                                   .kv_f16 = true, .n_swa = swa ? 24 : 0, .scale = 0.125f};
             memset(got, 0xff, sizeof got);
             hearth_op_attention(be, &a);
             int bad = 0;
-            for (int t = 0; t < NTOK; t++)
+            for (int t = 0; t < nt; t++)
                 for (int h = 0; h < NH; h++) {
                     int64_t p = pos[t], j0 = swa && p - 23 > 0 ? p - 23 : 0;
                     hearth_attn_head_x86_ref(q + (t * NH + h) * HD, k + (h / (NH / NKV)) * HD,
@@ -516,7 +591,9 @@ TEST(backend_attention_equals_twin) {
                                              p + 1, 0.125f, 0.0f, len[seq[t]] == 1, sc, want);
                     for (int d = 0; d < HD; d++) bad += !same_bits(want[d], got[(t * NH + h) * HD + d]);
                 }
-            if (bad) fprintf(stderr, "  %s window %d: %d values differ\n", hearth_isa_name((hearth_isa)isa), swa, bad);
+            if (bad)
+                fprintf(stderr, "  %s window %d, %d tokens: %d values differ\n", hearth_isa_name((hearth_isa)isa), swa,
+                        nt, bad);
             CHECK_EQ(bad, 0);
             compared++;
         }
