@@ -12,7 +12,6 @@
 #include "test.h"
 #ifdef HEARTH_HAVE_CUDA
 #include "backend/cuda/cublas_load.h"
-#endif
 
 static bool mapped(const char *name) {
     FILE *f = fopen("/proc/self/maps", "r");
@@ -23,6 +22,7 @@ static bool mapped(const char *name) {
     fclose(f);
     return found;
 }
+#endif
 
 TEST(cublas_mapped_only_on_demand) {
 #ifndef HEARTH_HAVE_CUDA
