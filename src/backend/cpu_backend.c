@@ -361,7 +361,7 @@ static void glu_fn(void *arg, int ith, int nth) {
     switch (j->kind) {
     case HEARTH_GLU_SWIGLU: hearth_kernels_swiglu()(j->g + a, j->u + a, b - a); break;
     case HEARTH_GLU_GEGLU: hearth_geglu_ref(j->g + a, j->u + a, b - a); break;
-    case HEARTH_GLU_GEGLU_F16: hearth_geglu_f16_ref(j->g + a, j->u + a, b - a); break;
+    case HEARTH_GLU_GEGLU_F16: hearth_kernels_geglu_f16()(j->g + a, j->u + a, b - a); break;
     }
 }
 

@@ -102,6 +102,8 @@ const hearth_attn_kernels *hearth_kernels_attn_isa(hearth_isa isa); /* NULL: non
  * expf (ops_ref.h), the others as llama.cpp's AVX-512 build (x86_order_ref.h). */
 typedef void (*hearth_swiglu_fn)(float *g, const float *u, int64_t n);
 hearth_swiglu_fn hearth_kernels_swiglu(void);
+/* g[i] = GeGLU with llama.cpp's f16 table (hearth_geglu_f16_ref), vectorized where the set can. */
+hearth_swiglu_fn hearth_kernels_geglu_f16(void);
 
 /* The f16-cache attention head of the active set in llama.cpp's order (x86_order_ref.h), or
  * NULL for the ref set (which attends as kernels/ref/attn_paged_ref.c). */

@@ -9,7 +9,8 @@
  *   - the twins themselves on a worked example: lane sums, the hsum8 tree and the q4_1
  *     minimum chain give the value computed by hand here;
  *   - SwiGLU's AVX-512 kernel equals hearth_swiglu_x86_ref, including the huge-argument
- *     branches and tails; hearth_expf_x86_ref stays within 2 ulp of libm's expf;
+ *     branches and tails; hearth_expf_x86_ref stays within 2 ulp of libm's expf; GeGLU's
+ *     f16-table kernel equals hearth_geglu_f16_ref;
  *   - the attention heads (the FMA build of the twin, the AVX2 and AVX-512 kernels) equal the
  *     plain twin in both orders (single token and several): random heads of sizes 64, 80, 128
  *     and 256, odd lengths, sliding windows, soft-cap, paged caches of several block sizes,
@@ -29,6 +30,7 @@
 #include "kernels/kernels.h"
 #include "kernels/cpu/x86/attn_x86.h"
 #include "kernels/cpu/x86/quant_x86.h"
+#include "kernels/ref/ops_ref.h"
 #include "kernels/ref/x86_order_ref.h"
 #include "tensor/dtype.h"
 #include "tensor/quant.h"
@@ -304,6 +306,34 @@ TEST(swiglu_simd_equals_twin) {
         CHECK(abs(ie - ir) <= 2);
     }
     CHECK_EQ(hearth_expf_x86_ref(-INFINITY), 0.0f);
+}
+
+/* GeGLU with the f16 table: the AVX-512 kernel equals the scalar one bit for bit, across the
+ * +-10 cut-offs, values that round to f16 subnormals, zero or infinity, NaN in a vector, tails. */
+TEST(geglu_f16_simd_equals_ref) {
+    if (!hearth_isa_available(HEARTH_ISA_AVX512)) TEST_SKIP("no avx512");
+    enum { N = 4099 };
+    static float g[N], u[N], g1[N], g2[N];
+    for (int i = 0; i < N; i++) {
+        g[i] = rnd_unit() * (i % 5 == 0 ? 14.0f : i % 5 == 1 ? 1e-5f : 3.0f);
+        u[i] = rnd_unit() * 2.0f;
+    }
+    const float edge[] = {-10.0f, 10.0f, nextafterf(-10.0f, 0.0f), nextafterf(10.0f, 0.0f), 0.0f, -0.0f, 1e-8f,
+                          -1e-8f, 70000.0f, -70000.0f, INFINITY, -INFINITY, 9.998f, -9.998f, 65504.0f, 3e-7f};
+    for (int i = 0; i < (int)(sizeof edge / sizeof edge[0]); i++) g[100 + i] = edge[i];
+    g[200] = NAN;
+    memcpy(g1, g, sizeof g);
+    memcpy(g2, g, sizeof g);
+    hearth_geglu_f16_ref(g1, u, N);
+    hearth_geglu_f16_avx512(g2, u, N);
+    int bad = 0, cut = 0;
+    for (int i = 0; i < N; i++) {
+        bad += !same_bits(g1[i], g2[i]);
+        cut += g[i] <= -10.0f || g[i] >= 10.0f;
+    }
+    CHECK_EQ(bad, 0);
+    CHECK(cut > 100); /* both branches past the table were exercised */
+    CHECK(isnan(g2[200]));
 }
 
 /* One random head against the twin for every kernel of the order: the FMA build of the twin

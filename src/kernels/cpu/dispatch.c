@@ -283,6 +283,13 @@ hearth_swiglu_fn hearth_kernels_swiglu(void) {
     }
 }
 
+hearth_swiglu_fn hearth_kernels_geglu_f16(void) {
+#if HEARTH_HAVE_X86
+    if (hearth_kernels_isa() == HEARTH_ISA_AVX512) return hearth_geglu_f16_avx512;
+#endif
+    return hearth_geglu_f16_ref;
+}
+
 hearth_attn_head_x86_fn hearth_kernels_attn_head(void) {
     switch (hearth_kernels_isa()) {
     case HEARTH_ISA_REF: return NULL;

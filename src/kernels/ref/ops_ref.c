@@ -76,12 +76,17 @@ static float gelu_tanh(float x) {
 }
 
 /* gelu_tanh over every f16 bit pattern, rounded to f16: an immutable table filled once. */
-static uint16_t       gelu_f16_table[1 << 16];
+static uint16_t       gelu_f16_table[(1 << 16) + 2]; /* + 2: a 4-byte read at the last entry stays inside */
 static pthread_once_t gelu_f16_once = PTHREAD_ONCE_INIT;
 
 static void gelu_f16_fill(void) {
     for (uint32_t h = 0; h < (1u << 16); h++)
         gelu_f16_table[h] = hearth_fp32_to_fp16(gelu_tanh(hearth_fp16_to_fp32((uint16_t)h)));
+}
+
+const uint16_t *hearth_gelu_f16_table(void) {
+    pthread_once(&gelu_f16_once, gelu_f16_fill);
+    return gelu_f16_table;
 }
 
 void hearth_geglu_f16_ref(float *g, const float *u, int64_t n) {

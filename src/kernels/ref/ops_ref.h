@@ -50,6 +50,8 @@ void hearth_geglu_ref(float *g, const float *u, int64_t n);
  * the result is an f16 value (a 64K table of gelu_tanh over every f16); x <= -10 gives 0 and
  * x >= 10 gives x. The default path uses it so Gemma rounds as llama.cpp does. */
 void hearth_geglu_f16_ref(float *g, const float *u, int64_t n);
+/* That table (filled on first use), indexed by f16 bits; readable 4 bytes at any entry. */
+const uint16_t *hearth_gelu_f16_table(void);
 
 /*
  * Causal attention of one query head over one sequence's cached keys/values:

@@ -60,7 +60,8 @@ void hearth_vec_dot_mlx8_g64_avx512(int64_t n, float *s, const void *x, const vo
 /* argmax_avx512.c: hearth_argmax_ref's answer, vectorized */
 int64_t hearth_argmax_avx512(const float *x, int64_t n);
 
-void hearth_swiglu_avx512(float *g, const float *u, int64_t n); /* act_avx512.c */
+void hearth_swiglu_avx512(float *g, const float *u, int64_t n);    /* act_avx512.c */
+void hearth_geglu_f16_avx512(float *g, const float *u, int64_t n); /* act_avx512.c: = hearth_geglu_f16_ref */
 
 /* attn_fma_avx2.c: hearth_attn_head_x86_ref compiled with FMA (avx2 and avx512 sets) */
 void hearth_attn_head_x86_fma(const float *q, const uint16_t *k, const uint16_t *v, int64_t kv_stride,

@@ -7,10 +7,11 @@
  * vpdpbusd with the token's activation half broadcast to the 4 lanes: 16 s32 lanes = 4 rows x
  * the reference's 4 lanes of that half. The scales d_r * d_y of the 4 rows come from one
  * vcvtph2ps of the rows' first 4 bytes (d and m interleaved) and one multiply; q4_1's minimum
- * chains fma(m_r, s_y, summs_r) run in the odd lanes of the same 8-float vector. q4_0's offset
- * is folded into vpdpbusd's accumulator input: -8 * (sum of the activation bytes), exact, once
- * per token and block for all 4 rows; q5_0's fifth bits become byte masks (vptestmb of the
- * rows' qh bytes, shuffled into place) that add 16, and its offset 16 is folded in the same way.
+ * chains fma(m_r, s_y, summs_r) run in the odd lanes of the same 8-float vector. q5_0's fifth
+ * bits become byte masks (vptestmb of the rows' qh bytes, shuffled into place) that add 16. q4_0
+ * and q5_0 take their offset (8, 16) out of the weights once per block, leaving signed values,
+ * and dot them as q8_0 does below: vpdpbusd of (y + 128) started from -128 * (sum of the signed
+ * weight bytes); the integer sums are exact and equal the reference's.
  * q8_0: a 512-bit vector holds two rows' 32 bytes (a 256-bit half each = the reference's 8
  * lanes); the signed x signed product is vpdpbusd of (y + 128) as unsigned with x, started
  * from -128 * (sum of x's bytes), which is exact and equals the reference's integer sums.
@@ -99,6 +100,7 @@ INLINE void nib_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t b
     const size_t ybs = MIN ? sizeof(q8_1) : sizeof(q8_0), yqo = MIN ? offsetof(q8_1, qs) : offsetof(q8_0, qs);
     /* the offset taken out of q4_0 (8) and q5_0 (16) */
     const __m512i m4 = _mm512_set1_epi8(15), c16 = _mm512_set1_epi8(16), coff = _mm512_set1_epi8(KIND == K5_0 ? 16 : 8);
+    const __m512i c128 = _mm512_set1_epi8((char)0x80);
     const __m512i dup = _mm512_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6);
     __m512 alo[4], ahi[4];
     __m256 sm[4];
@@ -116,6 +118,13 @@ INLINE void nib_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t b
             lo = _mm512_mask_add_epi8(lo, klo, lo, c16);
             hi = _mm512_mask_add_epi8(hi, khi, hi, c16);
         }
+        __m512i olo = lo, ohi = hi;
+        if (!MIN) { /* signed q - c, and -128 sum (q - c) to start vpdpbusd of (y + 128) from, once per block */
+            lo = _mm512_sub_epi8(lo, coff);
+            hi = _mm512_sub_epi8(hi, coff);
+            olo = neg_dot(c128, lo);
+            ohi = neg_dot(c128, hi);
+        }
         UNROLL
         for (int t = 0; t < NT; t++) {
             const uint8_t *yb = y + (size_t)t * by + (size_t)b * ybs;
@@ -129,9 +138,9 @@ INLINE void nib_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t b
             if (MIN) {
                 plo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, ylo);
                 phi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), hi, yhi);
-            } else { /* sum (q - c) y = dpbusd(q, y) - dpbusd(c, y), started from the second term */
-                plo = _mm512_dpbusd_epi32(neg_dot(coff, ylo), lo, ylo);
-                phi = _mm512_dpbusd_epi32(neg_dot(coff, yhi), hi, yhi);
+            } else { /* sum (q - c) y = sum (y + 128)(q - c) - 128 sum (q - c) */
+                plo = _mm512_dpbusd_epi32(olo, _mm512_xor_si512(ylo, c128), lo);
+                phi = _mm512_dpbusd_epi32(ohi, _mm512_xor_si512(yhi, c128), hi);
             }
             alo[t] = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(plo), alo[t]);
             ahi[t] = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(phi), ahi[t]);
