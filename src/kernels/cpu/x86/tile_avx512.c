@@ -110,6 +110,7 @@ INLINE void nib_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t b
         const uint8_t *xb = x + (size_t)b * xbs;
         hearth_tile_prefetch(x, bx, b, n / 32);
         const __m256 dm = head4(xb, bx); /* d_r in lane 2r; q4_1: m_r in lane 2r + 1 */
+        const __m512 d16 = _mm512_permutexvar_ps(dup, _mm512_castps256_ps512(dm)); /* d_r in lanes 4r..4r+3 */
         const __m512i q = rows16(xb + qso, bx);
         __m512i lo = _mm512_and_si512(q, m4), hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
         if (KIND == K5_0) { /* q = nibble + 16 * fifth bit */
@@ -129,10 +130,14 @@ INLINE void nib_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t b
         for (int t = 0; t < NT; t++) {
             const uint8_t *yb = y + (size_t)t * by + (size_t)b * ybs;
             /* d_y (and q4_1's s_y) in every even (odd) lane */
-            const __m256 dys = _mm256_cvtph_ps(_mm_set1_epi32(MIN ? (int)hearth_tile_u32(yb)
-                                                                  : (int)(hearth_tile_u32(yb) & 0xffff) * 0x10001));
-            if (MIN) sm[t] = _mm256_fmadd_ps(dm, dys, sm[t]); /* odd lanes: fma(m_r, s_y, summs_r) */
-            const __m512 sc = _mm512_permutexvar_ps(dup, _mm512_castps256_ps512(_mm256_mul_ps(dm, dys)));
+            __m512 sc;
+            if (MIN) {
+                const __m256 dys = _mm256_cvtph_ps(_mm_set1_epi32((int)hearth_tile_u32(yb)));
+                sm[t] = _mm256_fmadd_ps(dm, dys, sm[t]); /* odd lanes: fma(m_r, s_y, summs_r) */
+                sc = _mm512_permutexvar_ps(dup, _mm512_castps256_ps512(_mm256_mul_ps(dm, dys)));
+            } else { /* the same products d_r * d_y, from d_r already in place */
+                sc = _mm512_mul_ps(d16, _mm512_set1_ps(_cvtsh_ss((unsigned short)hearth_tile_u32(yb))));
+            }
             const __m512i ylo = bcast16((const int8_t *)yb + yqo), yhi = bcast16((const int8_t *)yb + yqo + 16);
             __m512i plo, phi;
             if (MIN) {
