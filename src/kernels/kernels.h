@@ -83,21 +83,6 @@ bool        hearth_kernels_select(hearth_isa isa);
 const hearth_kernel_traits *hearth_kernels_traits(hearth_type t);
 const hearth_kernel_traits *hearth_kernels_traits_isa(hearth_type t, hearth_isa isa);
 
-/* Attention over a paged f16 KV cache in two steps (kernels/cpu/x86/attn_x86.h has the
- * contracts): keys_t copies one head's keys transposed to f32 once per step, head_kt runs one
- * query head against that copy. Together they equal hearth_attn_head_paged_ref
- * (kernels/ref/attn_paged_ref.h) bit for bit, for head sizes that are multiples of 16. The ref
- * and scalar sets have none (NULL): their callers run the reference per head. */
-typedef struct {
-    void (*keys_t)(const void *k, int64_t kv_stride, const int32_t *table_row, int32_t block_size,
-                   int64_t head_dim, int64_t j0, int64_t j1, float *kt, int64_t ld);
-    void (*head_kt)(const float *q, const float *kt, int64_t ld, int64_t kt_j0, const void *v, int64_t kv_stride,
-                    const int32_t *table_row, int32_t block_size, int64_t head_dim, int64_t j0, int64_t j1,
-                    float scale, float softcap, float *scores, float *out);
-} hearth_attn_kernels;
-const hearth_attn_kernels *hearth_kernels_attn(void);               /* of the active set, or NULL */
-const hearth_attn_kernels *hearth_kernels_attn_isa(hearth_isa isa); /* NULL: none, or unavailable */
-
 /* g[i] = silu(g[i]) * u[i] over n, as the active set computes it: the ref set with libm's
  * expf (ops_ref.h), the others as llama.cpp's AVX-512 build (x86_order_ref.h). */
 typedef void (*hearth_swiglu_fn)(float *g, const float *u, int64_t n);

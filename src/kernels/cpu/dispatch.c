@@ -148,17 +148,6 @@ static const hearth_kernel_traits *const tables[HEARTH_ISA_COUNT] = {
 #endif
 };
 
-#if HEARTH_HAVE_X86
-static const hearth_attn_kernels attn_avx2 = {hearth_attn_keys_t_avx2, hearth_attn_head_kt_avx2};
-static const hearth_attn_kernels attn_avx512 = {hearth_attn_keys_t_avx512, hearth_attn_head_kt_avx512};
-#endif
-static const hearth_attn_kernels *const attn_sets[HEARTH_ISA_COUNT] = {
-#if HEARTH_HAVE_X86
-    [HEARTH_ISA_AVX2] = &attn_avx2,
-    [HEARTH_ISA_AVX512] = &attn_avx512,
-#endif
-};
-
 static const char *const isa_names[HEARTH_ISA_COUNT] = {"ref", "scalar", "avx2", "avx512"};
 
 /* Written once under init_once, read-only after (active_isa may be switched by select). */
@@ -345,12 +334,6 @@ hearth_attn_group_x86_fn hearth_kernels_attn_group(void) { return hearth_kernels
 const hearth_kernel_traits *hearth_kernels_traits(hearth_type t) {
     return hearth_kernels_traits_isa(t, hearth_kernels_isa());
 }
-
-const hearth_attn_kernels *hearth_kernels_attn_isa(hearth_isa isa) {
-    return hearth_isa_available(isa) ? attn_sets[isa] : NULL;
-}
-
-const hearth_attn_kernels *hearth_kernels_attn(void) { return attn_sets[hearth_kernels_isa()]; }
 
 int64_t hearth_kernels_argmax(const float *x, int64_t n) {
 #if HEARTH_HAVE_X86

@@ -1,15 +1,5 @@
 /*
- * attn_x86.h - the x86 SIMD attention kernels; together they compute what
- * hearth_attn_head_paged_ref (kernels/ref/attn_paged_ref.h) computes, bit for bit
- * (attn_avx512.c says why that holds), for an f16 cache and a head size that is a multiple of 16.
- *
- *   keys_t   copy keys [j0, j1) of one head, widened to f32 and transposed: kt[d * ld + j - jb]
- *            with jb = j0 rounded down to 16; lanes outside [j0, j1) are written as zeros.
- *            kt: [head_dim][ld] with ld >= round_up(j1, 16) - jb.
- *   head_kt  one query head against such a copy (origin kt_j0 <= j0 rounded down to 16, a
- *            multiple of 16) and the paged f16 values; scores: [round_up(j1, 16)] scratch.
- *
- * Call them only through hearth_kernels_attn (dispatch.c checks CPUID). Any thread.
+ * attn_x86.h - the x86 SIMD attention kernels of the llama.cpp order (kernels/ref/attn_x86_order.h).
  *
  * hearth_attn_head_x86_{avx2,avx512} are the vector forms of the llama.cpp-order head
  * (kernels/ref/attn_x86_order.h; attn_order_body.inc), bit-identical to hearth_attn_head_x86_ref,
@@ -25,16 +15,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-void hearth_attn_keys_t_avx2(const void *k, int64_t kv_stride, const int32_t *table_row, int32_t block_size,
-                             int64_t head_dim, int64_t j0, int64_t j1, float *kt, int64_t ld);
-void hearth_attn_head_kt_avx2(const float *q, const float *kt, int64_t ld, int64_t kt_j0, const void *v,
-                              int64_t kv_stride, const int32_t *table_row, int32_t block_size, int64_t head_dim,
-                              int64_t j0, int64_t j1, float scale, float softcap, float *scores, float *out);
-void hearth_attn_keys_t_avx512(const void *k, int64_t kv_stride, const int32_t *table_row, int32_t block_size,
-                               int64_t head_dim, int64_t j0, int64_t j1, float *kt, int64_t ld);
-void hearth_attn_head_kt_avx512(const float *q, const float *kt, int64_t ld, int64_t kt_j0, const void *v,
-                                int64_t kv_stride, const int32_t *table_row, int32_t block_size, int64_t head_dim,
-                                int64_t j0, int64_t j1, float scale, float softcap, float *scores, float *out);
 void hearth_attn_head_x86_avx2(const float *q, const uint16_t *k, const uint16_t *v, int64_t kv_stride,
                                const int32_t *table_row, int32_t block_size, int64_t head_dim, int64_t j0, int64_t j1,
                                float scale, float softcap, bool single, float *scores, float *out);
