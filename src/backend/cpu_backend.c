@@ -60,6 +60,11 @@ static void cpu_matmul_n(hearth_backend *be, const hearth_weight *const *w, floa
 
 /* ---- row-parallel helpers ---- */
 
+/* The row and elementwise ops below split their rows (or elements) over the pool when there is enough
+ * work to pay for waking it (a prefill chunk), else run inline (decode). Each element is computed
+ * by the same code either way, so the split never changes a result. */
+enum { PAR_MIN_ELEMS = 32768 };
+
 typedef struct {
     hearth_backend *be;
     const hearth_weight *w;
@@ -85,7 +90,8 @@ static void get_rows_fn(void *arg, int ith, int nth) {
 static void cpu_get_rows(hearth_backend *be, const hearth_weight *w, const int32_t *ids, int64_t n, float scale,
                          float *out) {
     get_rows_job j = {be, w, ids, n, scale, out};
-    hearth_pool_run(ctx_of(be)->pool, get_rows_fn, &j);
+    if (n * w->ne0 < PAR_MIN_ELEMS) get_rows_fn(&j, 0, 1);
+    else hearth_pool_run(ctx_of(be)->pool, get_rows_fn, &j);
 }
 
 typedef struct {
@@ -108,10 +114,6 @@ static void cpu_rmsnorm(hearth_backend *be, const float *x, const float *w, floa
     else hearth_pool_run(ctx_of(be)->pool, rmsnorm_fn, &j);
 }
 
-/* The elementwise ops below split their rows (or elements) over the pool when there is enough
- * work to pay for waking it (a prefill chunk), else run inline (decode). Each element is computed
- * by the same code either way, so the split never changes a result. */
-enum { PAR_MIN_ELEMS = 32768 };
 
 typedef struct {
     float *x;

@@ -2,6 +2,14 @@
  * thread.c - fork-join pool: a generation counter publishes each job; workers spin on it for a
  * short while, then sleep on cv. Completion is an atomic count the caller spins on (jobs are
  * short and the caller has done its own share by then).
+ *
+ * A decode step issues a few jobs per layer, each tens of microseconds long, so the publish
+ * path must cost next to nothing while the workers spin: the caller takes the mutex and
+ * signals cv only when a worker has announced (n_sleeping, under the mutex) that it is about
+ * to sleep. Both sides use seq_cst for that handshake: either the caller sees the announcement
+ * and signals, or the worker sees the new generation and does not wait. The words each side
+ * spins on sit on their own cache lines, so a spinning thread does not steal the line the
+ * other is writing.
  */
 #include "base/thread.h"
 
@@ -11,9 +19,20 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
-enum { SPIN_ITERS = 1 << 16 };
+enum { SPIN_ITERS = 1 << 12 }; /* pause is ~10-150 cycles: some 100 us of spinning */
+
+#define CACHE_LINE 64
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
 
 typedef struct {
     hearth_pool *pool; /* borrowed */
@@ -26,13 +45,14 @@ struct hearth_pool {
     worker          *workers; /* owned: nth - 1 */
     pthread_mutex_t  mu;
     pthread_cond_t   cv;
-    _Atomic uint64_t gen;     /* bumped once per job (release) */
-    _Atomic int      n_done;  /* workers finished with the current job */
-    _Atomic bool     stop;
     hearth_pool_fn   fn;      /* current job; written before gen is bumped */
     void            *arg;
-    _Atomic int      bar_count; /* barrier arrivals in the current phase */
-    _Atomic int      bar_phase;
+    _Atomic bool     stop;
+    _Alignas(CACHE_LINE) _Atomic uint64_t gen; /* bumped once per job; workers spin on it */
+    _Atomic int      n_sleeping;               /* workers in (or entering) cond_wait */
+    _Alignas(CACHE_LINE) _Atomic int n_done;   /* workers finished with the current job */
+    _Alignas(CACHE_LINE) _Atomic int bar_count; /* barrier arrivals in the current phase */
+    _Alignas(CACHE_LINE) _Atomic int bar_phase;
 };
 
 int hearth_cpu_count(void) {
@@ -48,13 +68,16 @@ static void *worker_main(void *p) {
         uint64_t g = atomic_load_explicit(&pool->gen, memory_order_acquire);
         for (int i = 0; g == seen && i < SPIN_ITERS; i++) {
             if (atomic_load_explicit(&pool->stop, memory_order_relaxed)) return NULL;
+            cpu_relax();
             g = atomic_load_explicit(&pool->gen, memory_order_acquire);
         }
         if (g == seen) {
             pthread_mutex_lock(&pool->mu);
-            while ((g = atomic_load_explicit(&pool->gen, memory_order_acquire)) == seen &&
+            atomic_fetch_add(&pool->n_sleeping, 1); /* seq_cst: before the gen check below */
+            while ((g = atomic_load(&pool->gen)) == seen &&
                    !atomic_load_explicit(&pool->stop, memory_order_relaxed))
                 pthread_cond_wait(&pool->cv, &pool->mu);
+            atomic_fetch_sub(&pool->n_sleeping, 1);
             pthread_mutex_unlock(&pool->mu);
         }
         if (atomic_load_explicit(&pool->stop, memory_order_relaxed)) return NULL;
@@ -66,8 +89,9 @@ static void *worker_main(void *p) {
 
 hearth_pool *hearth_pool_create(int n_threads) {
     if (n_threads <= 0) n_threads = hearth_cpu_count();
-    hearth_pool *pool = calloc(1, sizeof *pool);
+    hearth_pool *pool = aligned_alloc(CACHE_LINE, sizeof *pool); /* sizeof is a multiple of it */
     if (!pool) return NULL;
+    memset(pool, 0, sizeof *pool);
     pool->nth = n_threads;
     pthread_mutex_init(&pool->mu, NULL);
     pthread_cond_init(&pool->cv, NULL);
@@ -116,13 +140,17 @@ void hearth_pool_run(hearth_pool *pool, hearth_pool_fn fn, void *arg) {
     pool->arg = arg;
     atomic_store_explicit(&pool->n_done, 0, memory_order_relaxed);
     atomic_store_explicit(&pool->bar_count, 0, memory_order_relaxed);
-    pthread_mutex_lock(&pool->mu);
-    atomic_fetch_add_explicit(&pool->gen, 1, memory_order_release);
-    pthread_cond_broadcast(&pool->cv);
-    pthread_mutex_unlock(&pool->mu);
+    atomic_fetch_add(&pool->gen, 1); /* seq_cst: before the n_sleeping check */
+    if (atomic_load(&pool->n_sleeping) > 0) {
+        pthread_mutex_lock(&pool->mu);
+        pthread_cond_broadcast(&pool->cv);
+        pthread_mutex_unlock(&pool->mu);
+    }
     fn(arg, 0, pool->nth);
-    for (int i = 0; atomic_load_explicit(&pool->n_done, memory_order_acquire) != pool->nth - 1; i++)
+    for (int i = 0; atomic_load_explicit(&pool->n_done, memory_order_acquire) != pool->nth - 1; i++) {
         if (i > SPIN_ITERS) sched_yield();
+        else cpu_relax();
+    }
 }
 
 void hearth_pool_barrier(hearth_pool *pool) {
@@ -133,6 +161,8 @@ void hearth_pool_barrier(hearth_pool *pool) {
         atomic_fetch_add_explicit(&pool->bar_phase, 1, memory_order_release);
         return;
     }
-    for (int i = 0; atomic_load_explicit(&pool->bar_phase, memory_order_acquire) == phase; i++)
+    for (int i = 0; atomic_load_explicit(&pool->bar_phase, memory_order_acquire) == phase; i++) {
         if (i > SPIN_ITERS) sched_yield();
+        else cpu_relax();
+    }
 }

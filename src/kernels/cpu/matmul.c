@@ -27,6 +27,10 @@
  * each weight row once per call into the thread's slice of scratch, then dots it with every
  * token in f32 (the f32 reference dot, which equals the set's own vec_dot bit for bit).
  *
+ * A decode step (a handful of tokens) has too little phase 1 to split: the caller quantizes
+ * all of it before it publishes the job (pre_quantize), so the job has no barrier and the
+ * workers only dot. The blocks come out the same whoever quantizes them.
+ *
  * hearth_matmul_n runs up to HEARTH_MATMUL_MAX_PARTS matrices that read the same activations
  * (q, k, v; gate, up) as one job: phase 1 once, then the chunks of all of them from one counter,
  * so the step pays one quantization and one wake-up instead of one per matrix. Each output
@@ -53,6 +57,7 @@ enum {
     CHUNKS_PER_THREAD = 8,   /* target chunks per thread, for load balance ... */
     CHUNK_MIN = 4,           /* ... within these rows per chunk */
     CHUNK_MAX = 64,
+    SERIAL_QUANT_MAX = 16384, /* activation elements the caller quantizes alone (decode) */
 };
 
 /* One weight matrix of a job (hearth_matmul_n runs several on the same activations). */
@@ -249,13 +254,22 @@ static bool job_init(mm_job *j, hearth_pool *pool, const hearth_matmul_part *d, 
     return true;
 }
 
+/* Phase 1 on the caller alone when it is too small to pay for a barrier. */
+static void pre_quantize(mm_job *j) {
+    if (!j->quantize || j->n_tok * j->n_in > SERIAL_QUANT_MAX) return;
+    quantize_rows(j, 0, 1);
+    j->quantize = NULL;
+}
+
 void hearth_matmul_n(hearth_pool *pool, const hearth_matmul_part *parts, int n_parts, int64_t n_in, const float *x,
                      int64_t n_tok, void *scratch) {
     HEARTH_ASSERT(n_in > 0 && n_tok >= 0 && n_parts >= 1 && n_parts <= HEARTH_MATMUL_MAX_PARTS);
     if (n_tok == 0) return;
     mm_job j;
     if (job_init(&j, pool, parts, n_parts, n_in, x, n_tok, scratch)) {
-        if (j.n_chunks > 0) hearth_pool_run(pool, mm_worker, &j);
+        if (j.n_chunks == 0) return;
+        pre_quantize(&j);
+        hearth_pool_run(pool, mm_worker, &j);
         return;
     }
     for (int i = 0; i < n_parts; i++)
@@ -271,5 +285,6 @@ void hearth_matmul(hearth_pool *pool, hearth_type wtype, const void *w, size_t w
     hearth_matmul_part d = {wtype, w, w_row_bytes, n_out, y, ldy};
     mm_job j;
     HEARTH_ASSERT(job_init(&j, pool, &d, 1, n_in, x, n_tok, scratch));
+    pre_quantize(&j);
     hearth_pool_run(pool, mm_worker, &j);
 }
