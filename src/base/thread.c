@@ -22,7 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { SPIN_ITERS = 1 << 12 }; /* pause is ~10-150 cycles: some 100 us of spinning */
+enum { SPIN_ITERS = 1 << 10 }; /* with a pause of 10-150 cycles: tens of us of spinning */
 
 #define CACHE_LINE 64
 

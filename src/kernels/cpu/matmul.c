@@ -50,6 +50,12 @@
 #ifndef HEARTH_MM_TOK_TILE
 #define HEARTH_MM_TOK_TILE 8
 #endif
+#ifndef HEARTH_MM_DECODE_CPT
+#define HEARTH_MM_DECODE_CPT 4
+#endif
+#ifndef HEARTH_MM_DECODE_CMAX
+#define HEARTH_MM_DECODE_CMAX 1024
+#endif
 _Static_assert(HEARTH_MM_TOK_TILE % 4 == 0, "token tiles hold whole tiles of 4 (and gemm groups)");
 enum {
     TOK_TILE = HEARTH_MM_TOK_TILE,
@@ -57,6 +63,8 @@ enum {
     CHUNKS_PER_THREAD = 8,   /* target chunks per thread, for load balance ... */
     CHUNK_MIN = 4,           /* ... within these rows per chunk */
     CHUNK_MAX = 64,
+    DECODE_CHUNKS_PER_THREAD = HEARTH_MM_DECODE_CPT, /* the same for a step of 1-3 tokens */
+    DECODE_CHUNK_MAX = HEARTH_MM_DECODE_CMAX,
     SERIAL_QUANT_MAX = 16384, /* activation elements the caller quantizes alone (decode) */
 };
 
@@ -243,8 +251,11 @@ static bool job_init(mm_job *j, hearth_pool *pool, const hearth_matmul_part *d, 
             j->deq = scratch;
             j->deq_stride = align64((size_t)n_in * sizeof(float)) / sizeof(float);
         }
-        int64_t per = d[i].n_out / ((int64_t)nth * CHUNKS_PER_THREAD);
-        p->chunk_rows = per < CHUNK_MIN ? CHUNK_MIN : per > CHUNK_MAX ? CHUNK_MAX : per;
+        /* a decode step streams each weight once: long chunks keep each thread's reads one
+         * sequential run for the prefetcher */
+        int64_t cmax = n_tok < 4 ? DECODE_CHUNK_MAX : CHUNK_MAX;
+        int64_t per = d[i].n_out / ((int64_t)nth * (n_tok < 4 ? DECODE_CHUNKS_PER_THREAD : CHUNKS_PER_THREAD));
+        p->chunk_rows = per < CHUNK_MIN ? CHUNK_MIN : per > cmax ? cmax : per;
         p->chunk_rows = (p->chunk_rows + 3) & ~(int64_t)3; /* whole tiles of 4 rows */
         chunks += (d[i].n_out + p->chunk_rows - 1) / p->chunk_rows;
         p->chunk_end = chunks;
