@@ -276,16 +276,6 @@ static void part_ids(const hearth_gen_out *g, hearth_jw *w) {
     hearth_jw_int(w, 0);
 }
 
-static void stream_start(hearth_gen_out *g, hearth_jw *w) {
-    static const char *const names[] = {"response.created", "response.in_progress"};
-    for (int i = 0; i < 2; i++) {
-        frame(g, w, names[i]);
-        hearth_jw_key(w, "response");
-        response_json(g, w, "in_progress", NULL);
-        frame_end(w);
-    }
-}
-
 /* "item_id", "output_index", "content_index" of the reasoning text. */
 static void rs_ids(const hearth_gen_out *g, hearth_jw *w) {
     hearth_jw_key(w, "item_id");
@@ -296,29 +286,86 @@ static void rs_ids(const hearth_gen_out *g, hearth_jw *w) {
     hearth_jw_int(w, 0);
 }
 
+/* The two items with one text part, the message and the reasoning: their events differ only
+ * in names, ids and shapes, so one sequence writes both. */
+typedef struct {
+    void (*ids)(const hearth_gen_out *g, hearth_jw *w);
+    void (*part)(hearth_jw *w, hearth_span text);
+    void (*item)(const hearth_gen_out *g, hearth_jw *w, bool done);
+    const char *delta_event, *done_event; /* response.output_text.delta / .done, ... */
+    bool logprobs;                        /* the text events carry "logprobs":[] */
+} text_item;
+
+static const text_item MESSAGE = {part_ids, part_json, item_json,
+                                  "response.output_text.delta", "response.output_text.done", true};
+static const text_item REASONING = {rs_ids, rs_part_json, rs_item_json,
+                                    "response.reasoning_text.delta", "response.reasoning_text.done", false};
+
+/* response.output_item.added / .done frame up to its "item" key. */
+static void item_frame(hearth_gen_out *g, hearth_jw *w, const char *name, int index) {
+    frame(g, w, name);
+    hearth_jw_key(w, "output_index");
+    hearth_jw_int(w, index);
+    hearth_jw_key(w, "item");
+}
+
+/* A text event: the delta or the full text, keyed `key`. */
+static void text_event(hearth_gen_out *g, hearth_jw *w, const text_item *k, const char *name, const char *key,
+                       hearth_span text) {
+    frame(g, w, name);
+    k->ids(g, w);
+    hearth_jw_key(w, key);
+    hearth_jw_str(w, text.ptr, text.len);
+    if (k->logprobs) {
+        hearth_jw_key(w, "logprobs");
+        hearth_jw_arr(w);
+        hearth_jw_arr_end(w);
+    }
+    frame_end(w);
+}
+
+static void part_event(hearth_gen_out *g, hearth_jw *w, const text_item *k, const char *name, hearth_span text) {
+    frame(g, w, name);
+    k->ids(g, w);
+    hearth_jw_key(w, "part");
+    k->part(w, text);
+    frame_end(w);
+}
+
+static void open_text_item(hearth_gen_out *g, hearth_jw *w, const text_item *k, int index) {
+    item_frame(g, w, "response.output_item.added", index);
+    k->item(g, w, false);
+    frame_end(w);
+    part_event(g, w, k, "response.content_part.added", (hearth_span){"", 0});
+}
+
+static void close_text_item(hearth_gen_out *g, hearth_jw *w, const text_item *k, int index, hearth_span text) {
+    text_event(g, w, k, k->done_event, "text", text);
+    part_event(g, w, k, "response.content_part.done", text);
+    item_frame(g, w, "response.output_item.done", index);
+    k->item(g, w, true);
+    frame_end(w);
+}
+
+static void stream_start(hearth_gen_out *g, hearth_jw *w) {
+    static const char *const names[] = {"response.created", "response.in_progress"};
+    for (int i = 0; i < 2; i++) {
+        frame(g, w, names[i]);
+        hearth_jw_key(w, "response");
+        response_json(g, w, "in_progress", NULL);
+        frame_end(w);
+    }
+}
+
 static void stream_reasoning(hearth_gen_out *g, hearth_jw *w, hearth_span piece) {
     hearth_responses_out *o = ctx_of(g);
     if (o->rs_index < 0) {
         o->rs_open = true;
         o->rs_index = o->n_items++;
-        frame(g, w, "response.output_item.added");
-        hearth_jw_key(w, "output_index");
-        hearth_jw_int(w, o->rs_index);
-        hearth_jw_key(w, "item");
-        rs_item_json(g, w, false);
-        frame_end(w);
-        frame(g, w, "response.content_part.added");
-        rs_ids(g, w);
-        hearth_jw_key(w, "part");
-        rs_part_json(w, (hearth_span){"", 0});
-        frame_end(w);
+        open_text_item(g, w, &REASONING, o->rs_index);
     }
     if (!o->rs_open) return; /* reasoning after the answer began: kept for the final item only */
-    frame(g, w, "response.reasoning_text.delta");
-    rs_ids(g, w);
-    hearth_jw_key(w, "delta");
-    hearth_jw_str(w, piece.ptr, piece.len);
-    frame_end(w);
+    text_event(g, w, &REASONING, REASONING.delta_event, "delta", piece);
 }
 
 /* The reasoning item is done once the answer begins. */
@@ -326,22 +373,7 @@ static void close_reasoning(hearth_gen_out *g, hearth_jw *w) {
     hearth_responses_out *o = ctx_of(g);
     if (!o->rs_open) return;
     o->rs_open = false;
-    frame(g, w, "response.reasoning_text.done");
-    rs_ids(g, w);
-    hearth_jw_key(w, "text");
-    hearth_jw_str(w, g->reasoning.ptr, g->reasoning.len);
-    frame_end(w);
-    frame(g, w, "response.content_part.done");
-    rs_ids(g, w);
-    hearth_jw_key(w, "part");
-    rs_part_json(w, g->reasoning);
-    frame_end(w);
-    frame(g, w, "response.output_item.done");
-    hearth_jw_key(w, "output_index");
-    hearth_jw_int(w, o->rs_index);
-    hearth_jw_key(w, "item");
-    rs_item_json(g, w, true);
-    frame_end(w);
+    close_text_item(g, w, &REASONING, o->rs_index, g->reasoning);
 }
 
 static void open_item(hearth_gen_out *g, hearth_jw *w) {
@@ -350,51 +382,16 @@ static void open_item(hearth_gen_out *g, hearth_jw *w) {
     if (o->item_open) return;
     o->item_open = true;
     o->msg_index = o->n_items++;
-    frame(g, w, "response.output_item.added");
-    hearth_jw_key(w, "output_index");
-    hearth_jw_int(w, o->msg_index);
-    hearth_jw_key(w, "item");
-    item_json(g, w, false);
-    frame_end(w);
-    frame(g, w, "response.content_part.added");
-    part_ids(g, w);
-    hearth_jw_key(w, "part");
-    part_json(w, (hearth_span){"", 0});
-    frame_end(w);
+    open_text_item(g, w, &MESSAGE, o->msg_index);
 }
 
 static void stream_text(hearth_gen_out *g, hearth_jw *w, hearth_span piece) {
     open_item(g, w);
-    frame(g, w, "response.output_text.delta");
-    part_ids(g, w);
-    hearth_jw_key(w, "delta");
-    hearth_jw_str(w, piece.ptr, piece.len);
-    hearth_jw_key(w, "logprobs");
-    hearth_jw_arr(w);
-    hearth_jw_arr_end(w);
-    frame_end(w);
+    text_event(g, w, &MESSAGE, MESSAGE.delta_event, "delta", piece);
 }
 
 static void close_item(hearth_gen_out *g, hearth_jw *w) {
-    frame(g, w, "response.output_text.done");
-    part_ids(g, w);
-    hearth_jw_key(w, "text");
-    hearth_jw_str(w, g->text.ptr, g->text.len);
-    hearth_jw_key(w, "logprobs");
-    hearth_jw_arr(w);
-    hearth_jw_arr_end(w);
-    frame_end(w);
-    frame(g, w, "response.content_part.done");
-    part_ids(g, w);
-    hearth_jw_key(w, "part");
-    part_json(w, g->text);
-    frame_end(w);
-    frame(g, w, "response.output_item.done");
-    hearth_jw_key(w, "output_index");
-    hearth_jw_int(w, ctx_of(g)->msg_index);
-    hearth_jw_key(w, "item");
-    item_json(g, w, true);
-    frame_end(w);
+    close_text_item(g, w, &MESSAGE, ctx_of(g)->msg_index, g->text);
 }
 
 /* "item_id", "output_index" of the open function_call item. */
@@ -412,10 +409,7 @@ static void stream_tool(hearth_gen_out *g, hearth_jw *w, const hearth_tc_delta *
     if (d->kind == HEARTH_TC_BEGIN) {
         close_reasoning(g, w);
         o->call_at = o->n_items++;
-        frame(g, w, "response.output_item.added");
-        hearth_jw_key(w, "output_index");
-        hearth_jw_int(w, o->call_at);
-        hearth_jw_key(w, "item");
+        item_frame(g, w, "response.output_item.added", o->call_at);
         call_item_json(w, d->id, d->name, d->args, false);
         frame_end(w);
         return;
@@ -435,10 +429,7 @@ static void stream_tool(hearth_gen_out *g, hearth_jw *w, const hearth_tc_delta *
     hearth_jw_key(w, "arguments");
     hearth_jw_str(w, d->args.ptr, d->args.len);
     frame_end(w);
-    frame(g, w, "response.output_item.done");
-    hearth_jw_key(w, "output_index");
-    hearth_jw_int(w, o->call_at);
-    hearth_jw_key(w, "item");
+    item_frame(g, w, "response.output_item.done", o->call_at);
     call_item_json(w, d->id, d->name, d->args, true);
     frame_end(w);
 }
