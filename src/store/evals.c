@@ -6,7 +6,7 @@
  */
 #include "store/evals.h"
 
-#include "store/hub.h"
+#include "store/statedb.h"
 
 #include <sqlite3.h>
 #include <stdio.h>
@@ -36,45 +36,15 @@ static hearth_status db_err(hearth_evals *e, hearth_err *err, const char *what) 
     return hearth_err_set(err, HEARTH_E_IO, -1, "evals %s: %s: %s", e->path, what, sqlite3_errmsg(e->db));
 }
 
-static int user_version(sqlite3 *db) {
-    sqlite3_stmt *st;
-    int v = -1;
-    if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_column_int(st, 0);
-    sqlite3_finalize(st);
-    return v;
-}
-
 hearth_status hearth_evals_open(const char *db_path, hearth_evals **out, hearth_err *err) {
     *out = NULL;
     hearth_evals *e = calloc(1, sizeof *e);
     if (!e) return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
-    char dir[4096];
-    hearth_status st;
-    if (db_path) snprintf(e->path, sizeof e->path, "%s", db_path);
-    else if (!hearth_hub_state_dir(dir, sizeof dir) ||
-             snprintf(e->path, sizeof e->path, "%s/evals.sqlite", dir) >= (int)sizeof e->path) {
+    int v;
+    hearth_status st = hearth_statedb_open(db_path, "evals.sqlite", "evals", e->path, sizeof e->path, &e->db, &v, err);
+    if (st) {
         free(e);
-        return hearth_err_set(err, HEARTH_E_INVALID, -1, "the hearth state directory path is too long");
-    }
-    snprintf(dir, sizeof dir, "%s", e->path);
-    char *slash = strrchr(dir, '/');
-    if (slash && slash != dir) {
-        *slash = 0;
-        if ((st = hearth_hub_mkdirs(dir, err))) {
-            free(e);
-            return st;
-        }
-    }
-    if (sqlite3_open_v2(e->path, &e->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
-        st = db_err(e, err, "open");
-        goto fail;
-    }
-    sqlite3_busy_timeout(e->db, 5000);
-    int v = user_version(e->db);
-    if (v < 0) {
-        st = db_err(e, err, "read the schema version");
-        goto fail;
+        return st;
     }
     if (v > HEARTH_EVALS_SCHEMA) {
         st = hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1,
@@ -82,16 +52,9 @@ hearth_status hearth_evals_open(const char *db_path, hearth_evals **out, hearth_
                             HEARTH_EVALS_SCHEMA);
         goto fail;
     }
-    if (v < HEARTH_EVALS_SCHEMA) {
-        char sql[2048];
-        snprintf(sql, sizeof sql, "BEGIN IMMEDIATE; %s PRAGMA user_version=%d; COMMIT;", schema_sql,
-                 HEARTH_EVALS_SCHEMA);
-        if (sqlite3_exec(e->db, sql, NULL, NULL, NULL) != SQLITE_OK) {
-            st = db_err(e, err, "create the table");
-            sqlite3_exec(e->db, "ROLLBACK", NULL, NULL, NULL);
-            goto fail;
-        }
-    }
+    if (v < HEARTH_EVALS_SCHEMA &&
+        (st = hearth_statedb_migrate(e->db, "evals", e->path, schema_sql, HEARTH_EVALS_SCHEMA, err)))
+        goto fail;
     *out = e;
     return HEARTH_OK;
 fail:

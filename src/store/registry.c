@@ -11,6 +11,7 @@
 
 #include "base/log.h"
 #include "store/hub.h"
+#include "store/statedb.h"
 
 #include <dirent.h>
 #include <sqlite3.h>
@@ -49,52 +50,22 @@ static hearth_status db_err(hearth_registry *r, hearth_err *err, const char *wha
     return hearth_err_set(err, HEARTH_E_IO, -1, "registry %s: %s: %s", r->path, what, sqlite3_errmsg(r->db));
 }
 
-static int user_version(sqlite3 *db) {
-    sqlite3_stmt *st;
-    int v = -1;
-    if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_column_int(st, 0);
-    sqlite3_finalize(st);
-    return v;
-}
-
 hearth_status hearth_registry_open(const char *db_path, hearth_registry **out, hearth_err *err) {
     *out = NULL;
     hearth_registry *r = calloc(1, sizeof *r);
     if (!r) return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
-    char dir[4096];
-    hearth_status st;
-    if (db_path) snprintf(r->path, sizeof r->path, "%s", db_path);
-    else if (!hearth_hub_state_dir(dir, sizeof dir) ||
-             snprintf(r->path, sizeof r->path, "%s/registry.sqlite", dir) >= (int)sizeof r->path) {
+    int v;
+    hearth_status st =
+        hearth_statedb_open(db_path, "registry.sqlite", "registry", r->path, sizeof r->path, &r->db, &v, err);
+    if (st) {
         free(r);
-        return hearth_err_set(err, HEARTH_E_INVALID, -1, "the hearth state directory path is too long");
+        return st;
     }
-    snprintf(dir, sizeof dir, "%s", r->path);
-    char *slash = strrchr(dir, '/');
-    if (slash && slash != dir) {
-        *slash = 0;
-        if ((st = hearth_hub_mkdirs(dir, err))) {
-            free(r);
-            return st;
-        }
-    }
-    if (sqlite3_open_v2(r->path, &r->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
-        st = db_err(r, err, "open");
-        goto fail;
-    }
-    sqlite3_busy_timeout(r->db, 5000);
-    int v = user_version(r->db);
     if (v != HEARTH_REGISTRY_SCHEMA) {
         if (v != 0) hearth_log(HEARTH_LOG_INFO, "registry schema %d is not %d: rebuilding", v, HEARTH_REGISTRY_SCHEMA);
         char sql[2048];
-        snprintf(sql, sizeof sql, "BEGIN IMMEDIATE; DROP TABLE IF EXISTS models; %s PRAGMA user_version=%d; COMMIT;",
-                 schema_sql, HEARTH_REGISTRY_SCHEMA);
-        if (sqlite3_exec(r->db, sql, NULL, NULL, NULL) != SQLITE_OK) {
-            st = db_err(r, err, "create schema");
-            sqlite3_exec(r->db, "ROLLBACK", NULL, NULL, NULL);
-            goto fail;
-        }
+        snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS models; %s", schema_sql);
+        if ((st = hearth_statedb_migrate(r->db, "registry", r->path, sql, HEARTH_REGISTRY_SCHEMA, err))) goto fail;
     }
     *out = r;
     return HEARTH_OK;
