@@ -11,103 +11,16 @@
  * test_hf_tiny.c: on the ref set |dlogit| <= 1e-3 everywhere, argmax and greedy identical; on
  * the default sets (f16 cache) 0.05.
  */
-#include "golden_json.h"
-#include "kernels/kernels.h"
+#include "hf_golden.h"
 #include "model/model_internal.h"
-#include "model_harness.h"
 #include "test.h"
 
 #include <math.h>
 
-#define GOLD "tests/golden/hf/"
-
-typedef struct {
-    double max_d;
-    int    am_diff, greedy_mismatch;
-} result;
-
-static result run(const char *name, hearth_isa isa, bool kv_f16) {
-    result r = {0, 0, 0};
-    char path[256];
-    CHECK(hearth_kernels_select(isa));
-    snprintf(path, sizeof path, GOLD "%s.json", name);
-    char *json = golden_slurp(path, NULL);
-    snprintf(path, sizeof path, GOLD "%s.logits.bin", name);
-    size_t n_bin = 0;
-    char *bin = golden_slurp(path, &n_bin);
-    snprintf(path, sizeof path, GOLD "%s", name);
-    harness *h = json && bin ? harness_open(path, 64, 128, kv_f16, 2) : NULL;
-    CHECK(h != NULL);
-    if (!h) {
-        free(json), free(bin);
-        r.max_d = INFINITY;
-        return r;
-    }
-    int n_prompts = golden_count(json, "ids");
-    CHECK_EQ(n_prompts, 2);
-    float *logits = malloc((size_t)64 * (size_t)h->n_vocab * sizeof(float));
-    size_t row = 0;
-    for (int ip = 0; ip < n_prompts; ip++) {
-        int n_ids = 0, n_am = 0, n_gr = 0;
-        int32_t *ids = golden_int_array(json, "ids", ip, &n_ids);
-        int32_t *am = golden_int_array(json, "argmax", ip, &n_am);
-        int32_t *gr = golden_int_array(json, "greedy32", ip, &n_gr);
-        bool ok = ids && am && gr && n_am == n_ids && n_gr == 32 && n_ids <= 64 &&
-                  (row + (size_t)n_ids) * (size_t)h->n_vocab * sizeof(float) <= n_bin;
-        CHECK(ok);
-        if (!ok) {
-            r.max_d = INFINITY;
-            free(ids), free(am), free(gr);
-            break;
-        }
-        CHECK_EQ(harness_run(h, ids, n_ids, 0, true, logits), HEARTH_OK);
-        for (int t = 0; t < n_ids; t++) {
-            const float *ref = (const float *)bin + (row + (size_t)t) * (size_t)h->n_vocab;
-            const float *got = logits + (size_t)t * (size_t)h->n_vocab;
-            for (int32_t v = 0; v < h->n_vocab; v++) r.max_d = fmax(r.max_d, fabs((double)got[v] - ref[v]));
-            r.am_diff += argmax_f(got, h->n_vocab) != am[t];
-        }
-        row += (size_t)n_ids;
-        int32_t next = argmax_f(logits + (size_t)(n_ids - 1) * (size_t)h->n_vocab, h->n_vocab), mism = -1;
-        for (int s = 0; s < 32; s++) {
-            if (next != gr[s] && mism < 0) mism = s;
-            if (s == 31) break;
-            CHECK_EQ(harness_run(h, &next, 1, n_ids + s, false, logits), HEARTH_OK);
-            next = argmax_f(logits, h->n_vocab);
-        }
-        if (mism >= 0) {
-            if (isa == HEARTH_ISA_REF) fprintf(stderr, "  %s prompt %d: greedy differs from step %d\n", name, ip, mism);
-            r.greedy_mismatch++;
-        }
-        free(ids), free(am), free(gr);
-    }
-    CHECK_EQ(row * (size_t)h->n_vocab * sizeof(float), n_bin);
-    free(logits);
-    harness_close(h);
-    free(json), free(bin);
-    return r;
-}
-
-static void check(const char *name) {
-    hearth_isa auto_isa = hearth_kernels_isa();
-    result ref = run(name, HEARTH_ISA_REF, false);
-    fprintf(stderr, "  %-14s ref:     max |dlogit| %.2e, argmax diffs %d, greedy mismatches %d\n", name, ref.max_d,
-            ref.am_diff, ref.greedy_mismatch);
-    CHECK(ref.max_d <= 1e-3);
-    CHECK_EQ(ref.am_diff, 0);
-    CHECK_EQ(ref.greedy_mismatch, 0);
-    for (int isa = HEARTH_ISA_SCALAR; isa < HEARTH_ISA_COUNT; isa++) {
-        if (!hearth_isa_available((hearth_isa)isa)) continue;
-        result def = run(name, (hearth_isa)isa, true);
-        fprintf(stderr, "  %-14s %-7s: max |dlogit| %.2e (bound 0.05), argmax diffs %d\n", name,
-                hearth_isa_name((hearth_isa)isa), def.max_d, def.am_diff);
-        CHECK(def.max_d <= 0.05);
-    }
-    hearth_kernels_select(auto_isa);
-}
+#define GOLD HF_GOLD
 
 TEST(dynamic_ntk) {
-    check("rope-dynamic");
+    hf_golden_check("rope-dynamic", "rope-dynamic", 0.05);
     hearth_model *m = NULL;
     hearth_err err = {0};
     CHECK_EQ(hearth_model_load(GOLD "rope-dynamic", &m, &err), HEARTH_OK);
@@ -127,7 +40,7 @@ TEST(dynamic_ntk) {
 }
 
 TEST(longrope) {
-    check("rope-longrope");
+    hf_golden_check("rope-longrope", "rope-longrope", 0.05);
     hearth_model *m = NULL;
     hearth_err err = {0};
     CHECK_EQ(hearth_model_load(GOLD "rope-longrope", &m, &err), HEARTH_OK);

@@ -28,10 +28,8 @@
  *   checked (scalar, avx2, avx512). Greedy continuations are compared on the ref set only: a
  *   rounding-level difference may legitimately flip a near-tie on the others.
  */
-#include "golden_json.h"
-#include "kernels/kernels.h"
+#include "hf_golden.h"
 #include "model/model_internal.h"
-#include "model_harness.h"
 #include "store/facts.h"
 #include "store/hub.h"
 #include "store_cache.h"
@@ -39,109 +37,15 @@
 
 #include <math.h>
 
-#define GOLD "tests/golden/hf/"
-
-static hearth_isa auto_isa; /* the set chosen at start, restored after each family */
-
-
-typedef struct {
-    double max_d;   /* over every position of every prompt */
-    int    am_diff; /* positions whose argmax differs */
-    int    greedy_mismatch; /* prompts whose greedy continuation differs */
-} result;
-
-/* Checkpoint dir (under GOLD) against the golden of the same name, or of golden when given. */
-static result run_checkpoint_as(const char *name, const char *golden, hearth_isa isa, bool kv_f16, bool greedy) {
-    result r = {0, 0, 0};
-    char path[512];
-    CHECK(hearth_kernels_select(isa));
-    snprintf(path, sizeof path, GOLD "%s.json", golden);
-    char *json = golden_slurp(path, NULL);
-    snprintf(path, sizeof path, GOLD "%s.logits.bin", golden);
-    size_t n_bin = 0;
-    char *bin = golden_slurp(path, &n_bin);
-    CHECK(json != NULL && bin != NULL);
-    snprintf(path, sizeof path, GOLD "%s", name);
-    harness *h = json && bin ? harness_open(path, 64, 128, kv_f16, 2) : NULL;
-    CHECK(h != NULL);
-    if (!h) {
-        r.max_d = INFINITY;
-        goto out;
-    }
-    int n_prompts = golden_count(json, "ids");
-    CHECK(n_prompts > 0);
-    float *logits = malloc((size_t)64 * (size_t)h->n_vocab * sizeof(float));
-    size_t row = 0;
-    for (int ip = 0; ip < n_prompts; ip++) {
-        int n_ids = 0, n_am = 0, n_greedy = 0;
-        int32_t *ids = golden_int_array(json, "ids", ip, &n_ids);
-        int32_t *am = golden_int_array(json, "argmax", ip, &n_am);
-        int32_t *gr = golden_int_array(json, "greedy32", ip, &n_greedy);
-        CHECK(ids && am && gr && n_am == n_ids && n_greedy == 32 && n_ids <= 32);
-        CHECK((row + (size_t)n_ids) * (size_t)h->n_vocab * sizeof(float) <= n_bin);
-        if (!ids || !am || !gr || n_ids > 32 ||
-            (row + (size_t)n_ids) * (size_t)h->n_vocab * sizeof(float) > n_bin) {
-            r.max_d = INFINITY;
-            free(ids), free(am), free(gr);
-            break;
-        }
-        CHECK_EQ(harness_run(h, ids, n_ids, 0, true, logits), HEARTH_OK);
-        for (int t = 0; t < n_ids; t++) {
-            const float *ref = (const float *)bin + (row + (size_t)t) * (size_t)h->n_vocab;
-            const float *got = logits + (size_t)t * (size_t)h->n_vocab;
-            for (int32_t v = 0; v < h->n_vocab; v++) r.max_d = fmax(r.max_d, fabs((double)got[v] - ref[v]));
-            r.am_diff += argmax_f(got, h->n_vocab) != am[t];
-        }
-        row += (size_t)n_ids;
-        if (greedy) {
-            int32_t next = argmax_f(logits + (size_t)(n_ids - 1) * (size_t)h->n_vocab, h->n_vocab), mism = -1;
-            for (int s = 0; s < 32; s++) {
-                if (next != gr[s] && mism < 0) mism = s;
-                if (s == 31) break;
-                CHECK_EQ(harness_run(h, &next, 1, n_ids + s, false, logits), HEARTH_OK);
-                next = argmax_f(logits, h->n_vocab);
-            }
-            if (mism >= 0) {
-                fprintf(stderr, "  %s prompt %d: greedy differs from step %d\n", name, ip, mism);
-                r.greedy_mismatch++;
-            }
-        }
-        free(ids), free(am), free(gr);
-    }
-    CHECK_EQ(row * (size_t)h->n_vocab * sizeof(float), n_bin);
-    free(logits);
-out:
-    harness_close(h);
-    free(json);
-    free(bin);
-    return r;
-}
-
-static result run_checkpoint(const char *name, hearth_isa isa, bool kv_f16, bool greedy) {
-    return run_checkpoint_as(name, name, isa, kv_f16, greedy);
-}
+#define GOLD HF_GOLD
 
 static void check_family(const char *family, bool with_f16) {
     static const char *const variants[] = {"", "-bf16", "-mlx", "-f16"};
     for (int iv = 0; iv < (with_f16 ? 4 : 3); iv++) {
         char name[96];
         snprintf(name, sizeof name, "%s%s", family, variants[iv]);
-        result ref = run_checkpoint(name, HEARTH_ISA_REF, false, true);
-        fprintf(stderr, "  %-18s ref:     max |dlogit| %.2e, argmax diffs %d, greedy mismatches %d\n", name,
-                ref.max_d, ref.am_diff, ref.greedy_mismatch);
-        CHECK(ref.max_d <= 1e-3);
-        CHECK_EQ(ref.am_diff, 0);
-        CHECK_EQ(ref.greedy_mismatch, 0);
-        for (int isa = HEARTH_ISA_SCALAR; isa < HEARTH_ISA_COUNT; isa++) {
-            if (!hearth_isa_available((hearth_isa)isa)) continue;
-            result def = run_checkpoint(name, (hearth_isa)isa, true, false);
-            double bound = iv == 1 ? 0.5 : iv == 3 ? 0.1 : 0.05;
-            fprintf(stderr, "  %-18s %-7s: max |dlogit| %.2e (bound %.2f), argmax diffs %d\n", name,
-                    hearth_isa_name((hearth_isa)isa), def.max_d, bound, def.am_diff);
-            CHECK(def.max_d <= bound);
-        }
+        hf_golden_check(name, name, iv == 1 ? 0.5 : iv == 3 ? 0.1 : 0.05);
     }
-    hearth_kernels_select(auto_isa);
 }
 
 TEST(llama) { check_family("llama", true); }
@@ -153,13 +57,7 @@ TEST(gemma3) { check_family("gemma3_text", false); }
 /* A multimodal Gemma 3 layout (config text_config, language_model.model.* tensors, as
  * mlx-community repos have it): the same weights as gemma3_text-bf16 give its logits. */
 TEST(gemma3_multimodal_layout) {
-    result r = run_checkpoint_as("gemma3-mm", "gemma3_text-bf16", HEARTH_ISA_REF, false, true);
-    fprintf(stderr, "  gemma3-mm          ref:     max |dlogit| %.2e, argmax diffs %d, greedy mismatches %d\n", r.max_d,
-            r.am_diff, r.greedy_mismatch);
-    CHECK(r.max_d <= 1e-3);
-    CHECK_EQ(r.am_diff, 0);
-    CHECK_EQ(r.greedy_mismatch, 0);
-    hearth_kernels_select(auto_isa);
+    hf_golden_check("gemma3-mm", "gemma3_text-bf16", 0);
     hearth_model_facts f;
     hearth_err err = {0};
     CHECK_EQ(hearth_facts_safetensors(GOLD "gemma3-mm", &f, &err), HEARTH_OK);
@@ -173,13 +71,7 @@ TEST(gemma3_multimodal_layout) {
  * model.language_model.* tensors) against the bf16 golden. */
 TEST(gemma4) {
     check_family("gemma4_text", false);
-    result r = run_checkpoint_as("gemma4-mm", "gemma4_text-bf16", HEARTH_ISA_REF, false, true);
-    fprintf(stderr, "  gemma4-mm          ref:     max |dlogit| %.2e, argmax diffs %d, greedy mismatches %d\n", r.max_d,
-            r.am_diff, r.greedy_mismatch);
-    CHECK(r.max_d <= 1e-3);
-    CHECK_EQ(r.am_diff, 0);
-    CHECK_EQ(r.greedy_mismatch, 0);
-    hearth_kernels_select(auto_isa);
+    hf_golden_check("gemma4-mm", "gemma4_text-bf16", 0);
 }
 
 /* A backend whose attention runs only 16-dim heads refuses Gemma 4's 32-dim full layers. */
@@ -458,6 +350,5 @@ TEST(hub_resolve_checkpoint) {
 
 int main(int argc, char **argv) {
     hearth_kernels_init();
-    auto_isa = hearth_kernels_isa();
     return test_main(argc, argv);
 }
