@@ -13,6 +13,7 @@
  * identical decodes, the streaming decoder's concatenated output equal to decode(), and the
  * same EOG set, control tokens and pieces as llama.cpp.
  */
+#include "golden_json.h"
 #include "base/log.h"
 #include "model/gguf.h"
 #include "model/tok_gguf.h"
@@ -769,23 +770,6 @@ static uint64_t fnv(const void *p, size_t n, uint64_t h) {
 }
 #define FNV0 0xcbf29ce484222325ull
 
-static char *read_file(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)len + 1);
-    if (b && fread(b, 1, (size_t)len, f) != (size_t)len) {
-        free(b);
-        b = NULL;
-    }
-    fclose(f);
-    if (b) b[len] = 0;
-    *n = (size_t)len;
-    return b;
-}
-
 static size_t unhex(const char *h, size_t n, char *out) {
     size_t k = 0;
     for (size_t i = 0; i + 1 < n; i += 2) {
@@ -803,9 +787,9 @@ typedef struct {
 static void golden_model(const char *env, const char *golden) {
     const char *path = getenv(env);
     if (!path || !*path) TEST_SKIP("model path not set");
-    size_t n_corpus, n_gold;
-    char *corpus = read_file("tests/golden/tok/corpus.txt", &n_corpus);
-    char *gold = read_file(golden, &n_gold);
+    size_t n_corpus = 0, n_gold = 0;
+    char *corpus = golden_slurp("tests/golden/tok/corpus.txt", &n_corpus);
+    char *gold = golden_slurp(golden, &n_gold);
     CHECK(corpus && gold);
     if (!corpus || !gold) return;
     hearth_gguf *g = NULL;

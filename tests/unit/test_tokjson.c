@@ -23,6 +23,7 @@
  * decoder chain is not always a concatenation of per-token pieces), and the fuzz corpus of
  * fuzz/fuzz_tokenizer.c is replayed (fuzz_corpus_replay).
  */
+#include "golden_json.h"
 #include "base/log.h"
 #include "test.h"
 #include "tokenizer/tokenizer.h"
@@ -48,23 +49,6 @@ static uint64_t fnv_ids(const int32_t *ids, size_t n, uint64_t h) {
     h = fnv_u32((uint32_t)n, h);
     for (size_t i = 0; i < n; i++) h = fnv_u32((uint32_t)ids[i], h);
     return h;
-}
-
-static char *read_file(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)len + 1);
-    if (b && fread(b, 1, (size_t)len, f) != (size_t)len) {
-        free(b);
-        b = NULL;
-    }
-    fclose(f);
-    if (b) b[len] = 0;
-    *n = (size_t)len;
-    return b;
 }
 
 static double now_ms(void) {
@@ -147,10 +131,10 @@ static bool stream_matches(const hearth_tok *t, const int32_t *ids, size_t n, co
 static void conformance(const char *name, const char *json_path, bool required) {
     char gpath[512];
     snprintf(gpath, sizeof gpath, "tests/golden/tokjson/%s.golden", name);
-    size_t n_json, n_gold, n_corpus, n_inv;
-    char *json = read_file(json_path, &n_json), *gold = read_file(gpath, &n_gold);
-    char *corpus = read_file("tests/golden/tokjson/corpus.txt", &n_corpus);
-    char *inv = read_file("tests/golden/tokjson/invalid.txt", &n_inv);
+    size_t n_json = 0, n_gold = 0, n_corpus = 0, n_inv = 0;
+    char *json = golden_slurp(json_path, &n_json), *gold = golden_slurp(gpath, &n_gold);
+    char *corpus = golden_slurp("tests/golden/tokjson/corpus.txt", &n_corpus);
+    char *inv = golden_slurp("tests/golden/tokjson/invalid.txt", &n_inv);
     hearth_tok *t = NULL;
     if (!json || !gold || !corpus || !inv) {
         if (required) CHECK(json && gold && corpus && inv);
@@ -472,8 +456,8 @@ TEST(fuzz_corpus_replay) {
         if (de->d_name[0] == '.') continue;
         char path[1024];
         snprintf(path, sizeof path, "%s/%s", FUZZ_DIR, de->d_name);
-        size_t n;
-        char *buf = read_file(path, &n);
+        size_t n = 0;
+        char *buf = golden_slurp(path, &n);
         if (!buf) continue;
         int before = fuzz_failures;
         LLVMFuzzerTestOneInput((const uint8_t *)buf, n);

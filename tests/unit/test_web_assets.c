@@ -1,28 +1,12 @@
 /* test_web_assets.c - the embedded web app: every file present, typed, byte-identical to its
  * source, small (< 200 KB in all), self-contained (no CDN, no inline script), ETags distinct. */
+#include "golden_json.h"
 #include "server/web_assets.h"
 #include "test.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static char *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)len + 1);
-    if (b && fread(b, 1, (size_t)len, f) != (size_t)len) {
-        free(b);
-        b = NULL;
-    }
-    fclose(f);
-    if (b) b[len] = 0;
-    *n = (size_t)len;
-    return b;
-}
 
 TEST(every_file_is_embedded_with_its_type) {
     const hearth_web_asset *html = hearth_web_asset_find("/index.html");
@@ -44,7 +28,7 @@ TEST(bytes_match_the_sources) {
         char path[256];
         snprintf(path, sizeof path, "src/server/web%s", a->path);
         size_t n = 0;
-        char *src = slurp(path, &n);
+        char *src = golden_slurp(path, &n);
         CHECK(src != NULL);
         if (!src) continue;
         CHECK_EQ(n, a->len);
