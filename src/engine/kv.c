@@ -9,14 +9,22 @@ struct hearth_kv {
     void          *mem;   /* owned: all layers' K then V */
     hearth_backend *be;   /* borrowed; NULL: mem is host memory */
     size_t         bytes;
-    void         **ptrs;  /* owned: [2][n_layer] */
+    void         **ptrs;  /* owned: [2][n_layer], a KV-shared layer's alias its source's */
     int32_t       *table; /* owned: [n_slots][1], slot s is block s */
 };
+
+int32_t hearth_kv_n_cache_layers(const hearth_model *m) {
+    const hearth_hparams *hp = hearth_model_hparams(m);
+    int32_t n = 0;
+    for (int32_t il = 0; il < hp->n_layer; il++) n += hearth_hparams_kv_layer(hp, il) == il;
+    return n;
+}
 
 size_t hearth_kv_bytes_per_token(const hearth_model *m, bool f16) {
     const hearth_hparams *hp = hearth_model_hparams(m);
     size_t e = f16 ? 2 : 4;
-    return (size_t)hp->n_layer * (size_t)hp->n_head_kv * ((size_t)hp->head_dim + (size_t)hp->head_dim_v) * e;
+    return (size_t)hearth_kv_n_cache_layers(m) * (size_t)hp->n_head_kv * ((size_t)hp->head_dim + (size_t)hp->head_dim_v) *
+           e;
 }
 
 hearth_status hearth_kv_create(const hearth_model *m, int32_t n_slots, int32_t n_ctx, bool f16, hearth_kv **out,
@@ -33,7 +41,7 @@ hearth_status hearth_kv_create_on(hearth_backend *be, const hearth_model *m, int
            vw = (size_t)hp->n_head_kv * (size_t)hp->head_dim_v, per_layer_k, per_layer_v, total;
     if (!hearth_mul_size(kw * e, (size_t)n_ctx * (size_t)n_slots, &per_layer_k) ||
         !hearth_mul_size(vw * e, (size_t)n_ctx * (size_t)n_slots, &per_layer_v) ||
-        !hearth_mul_size(per_layer_k + per_layer_v, (size_t)hp->n_layer, &total))
+        !hearth_mul_size(per_layer_k + per_layer_v, (size_t)hearth_kv_n_cache_layers(m), &total))
         return hearth_err_set(err, HEARTH_E_LIMIT, -1, "KV cache size overflows");
     hearth_kv *kv = calloc(1, sizeof *kv);
     if (!kv) return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
@@ -48,6 +56,12 @@ hearth_status hearth_kv_create_on(hearth_backend *be, const hearth_model *m, int
     kv->bytes = total;
     char *p = kv->mem;
     for (int32_t il = 0; il < hp->n_layer; il++) {
+        int32_t src = hearth_hparams_kv_layer(hp, il); /* below il when shared: already placed */
+        if (src != il) {
+            kv->ptrs[il] = kv->ptrs[src];
+            kv->ptrs[hp->n_layer + il] = kv->ptrs[hp->n_layer + src];
+            continue;
+        }
         kv->ptrs[il] = p;
         p += per_layer_k;
         kv->ptrs[hp->n_layer + il] = p;

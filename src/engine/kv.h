@@ -24,5 +24,9 @@ hearth_status hearth_kv_create_on(hearth_backend *be, const hearth_model *m, int
 void          hearth_kv_destroy(hearth_kv *kv); /* accepts NULL */
 const hearth_kv_view *hearth_kv_view_of(const hearth_kv *kv);
 size_t        hearth_kv_bytes(const hearth_kv *kv);
-/* Bytes of K+V one token takes in every layer, for a model and element size. */
+/* Layers that store their own K and V: all but the KV-shared ones (Gemma 4), which read the
+ * cache of an earlier layer (hearth_hparams_kv_layer) and whose view pointers alias it. */
+int32_t       hearth_kv_n_cache_layers(const hearth_model *m);
+/* Bytes of K+V one token takes in the cache: a row of the widest layer kind in every layer
+ * that stores its own, for a model and element size. */
 size_t        hearth_kv_bytes_per_token(const hearth_model *m, bool f16);

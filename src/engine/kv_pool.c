@@ -44,9 +44,12 @@ static int32_t gcd(int32_t a, int32_t b) {
 
 hearth_kv_layout hearth_kv_layout_of(const hearth_model *m, bool swa_full) {
     const hearth_hparams *hp = hearth_model_hparams(m);
-    int32_t n_swa_layers = 0;
-    for (int32_t il = 0; il < hp->n_layer && !swa_full; il++) n_swa_layers += hearth_hparams_is_swa(hp, il);
-    int32_t n_full_layers = hp->n_layer - n_swa_layers;
+    int32_t n_swa_layers = 0, n_full_layers = 0; /* of the layers that store their own K and V */
+    for (int32_t il = 0; il < hp->n_layer; il++) {
+        if (hearth_hparams_kv_layer(hp, il) != il) continue;
+        if (!swa_full && hearth_hparams_is_swa(hp, il)) n_swa_layers++;
+        else n_full_layers++;
+    }
     int32_t g = gcd(n_full_layers, n_swa_layers);
     if (g <= 0) g = 1;
     return (hearth_kv_layout){.per_group = g, .n_full = n_full_layers / g, .n_win = n_swa_layers / g,
@@ -64,7 +67,7 @@ int64_t hearth_kv_layout_blocks(const hearth_kv_layout *l, int32_t block_size, i
 
 size_t hearth_kv_layout_block_bytes(const hearth_kv_layout *l, const hearth_model *m, bool f16, int32_t block_size) {
     const hearth_hparams *hp = hearth_model_hparams(m);
-    size_t per_layer = hp->n_layer > 0 ? hearth_kv_bytes_per_token(m, f16) / (size_t)hp->n_layer : 0;
+    size_t per_layer = (size_t)hp->n_head_kv * ((size_t)hp->head_dim + (size_t)hp->head_dim_v) * (f16 ? 2 : 4);
     return per_layer * (size_t)l->per_group * (size_t)block_size;
 }
 
@@ -116,9 +119,17 @@ hearth_status hearth_kv_pool_create(const hearth_model *m, const hearth_kv_pool_
         hearth_kv_pool_destroy(pool);
         return hearth_err_set(err, HEARTH_E_NOMEM, -1, "cannot allocate %zu MiB of KV blocks", total >> 20);
     }
-    /* the k-th layer of a kind goes to group k / per_group of that kind, place k % per_group */
+    /* the k-th layer of a kind goes to group k / per_group of that kind, place k % per_group;
+     * a KV-shared layer reads its source's (an earlier layer's) group and place */
     int32_t n_kind[2] = {0, 0};
     for (int32_t il = 0; il < hp->n_layer; il++) {
+        int32_t src = hearth_hparams_kv_layer(hp, il);
+        if (src != il) {
+            pool->layer_group[il] = pool->layer_group[src];
+            pool->ptrs[il] = pool->ptrs[src];
+            pool->ptrs[hp->n_layer + il] = pool->ptrs[hp->n_layer + src];
+            continue;
+        }
         int kind = !p->swa_full && hearth_hparams_is_swa(hp, il);
         int32_t k = n_kind[kind]++, place = k % lay.per_group;
         pool->layer_group[il] = (kind ? lay.n_full : 0) + k / lay.per_group;

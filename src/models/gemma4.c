@@ -18,8 +18,8 @@
  *   logits = softcap(output(final_norm(x)))
  *
  * KV sharing: a layer from n_layer_kv on has no k/v projections; it attends to the cache of
- * the last earlier layer of its kind (hearth_hparams_kv_layer) and stores nothing. The cache
- * rows are sized for the widest kind (hparams head_dim x n_head_kv); each layer uses its own
+ * the last earlier layer of its kind (hearth_hparams_kv_layer), through that layer's block
+ * table (its group's), and stores nothing. The cache rows are sized for the widest kind (hparams head_dim x n_head_kv); each layer uses its own
  * width of them. With attention_k_eq_v the full layers' values are the key projection (before
  * the key norm), normed as values. Norm weights multiply as stored (no 1 + w in Gemma 4).
  */
@@ -55,13 +55,14 @@ static void gemma4_attn(hearth_fwd *f, const hearth_batch *b, const hearth_kv_vi
         hearth_op_rmsnorm(be, f->v, NULL, f->v, T * n_kv, hd, hp->norm_eps);
         hearth_fwd_trace(f, "Kcur", il, "ROPE", f->k, T, k_w);
         hearth_fwd_trace(f, "Vcur", il, "RMS_NORM", f->v, T, k_w);
-        hearth_op_kv_store(be, f->k, T, k_w, b->seq, b->pos, kv->k[il], &kv->blocks, kv->f16);
-        hearth_op_kv_store(be, f->v, T, k_w, b->seq, b->pos, kv->v[il], &kv->blocks, kv->f16);
+        hearth_kv_blocks own = hearth_kv_view_blocks(kv, il); /* the table of the layer's group */
+        hearth_op_kv_store(be, f->k, T, k_w, b->seq, b->pos, kv->k[il], &own, kv->f16);
+        hearth_op_kv_store(be, f->v, T, k_w, b->seq, b->pos, kv->v[il], &own, kv->f16);
     }
     hearth_attn_args a = {
         .n_tok = T, .n_head = hp->n_head, .n_head_kv = n_kv, .head_dim = hd, .head_dim_v = hd,
         .q = f->q, .out = f->att, .pos = b->pos, .seq = b->seq,
-        .k = kv->k[src], .v = kv->v[src], .blocks = kv->blocks, .kv_f16 = kv->f16,
+        .k = kv->k[src], .v = kv->v[src], .blocks = hearth_kv_view_blocks(kv, src), .kv_f16 = kv->f16,
         .n_swa = swa ? hp->n_swa : 0, .scale = hp->attn_scale, .softcap = 0, .max_len = f->max_len,
     };
     hearth_op_attention(be, &a);

@@ -11,7 +11,8 @@
  *
  * The block counts are printed. The model comes from HEARTH_GEMMA3_GGUF; skipped under the
  * sanitizers. The same runs on the committed tiny Gemma 3 checkpoint (window 8) cover it there,
- * and on the CUDA backend where a GPU is usable.
+ * and on the CUDA backend where a GPU is usable; the tiny Gemma 4 one adds layers that share
+ * an earlier layer's cache.
  */
 #include "backend/backend.h"
 #include "engine/kv.h"
@@ -107,7 +108,7 @@ static void compare(hearth_model *m, const shape *sh, double *mb_on, double *mb_
     const hearth_hparams *hp = hearth_model_hparams(m);
     CHECK(hp->n_swa > 0 && hp->n_swa < sh->prompt); /* the sequence outgrows the window */
     hearth_kv_layout lay = hearth_kv_layout_of(m, false);
-    CHECK(lay.n_win > 0 && lay.n_full > 0 && lay.per_group * (lay.n_full + lay.n_win) == hp->n_layer);
+    CHECK(lay.n_win > 0 && lay.n_full > 0 && lay.per_group * (lay.n_full + lay.n_win) == hearth_kv_n_cache_layers(m));
     int32_t *prompt = malloc((size_t)sh->prompt * sizeof(int32_t));
     uint32_t s = 777;
     for (int i = 0; i < sh->prompt; i++) {
@@ -126,7 +127,7 @@ static void compare(hearth_model *m, const shape *sh, double *mb_on, double *mb_
     *mb_off = (double)off.used_at_end * (double)off.block_bytes / 1e6;
     printf("  %s, %d tokens cached: release on %d blocks of %d layers (%.3f MB), off %d blocks of %d layers "
            "(%.3f MB)\n", sh->cuda ? "cuda" : "cpu", sh->prompt + sh->gen - 2, on.used_at_end, lay.per_group, *mb_on,
-           off.used_at_end, hp->n_layer, *mb_off);
+           off.used_at_end, hearth_kv_n_cache_layers(m), *mb_off);
     CHECK(*mb_on < *mb_off);
     free(prompt);
 }
@@ -157,6 +158,28 @@ TEST(tiny_gemma3_window_release_cpu_and_cuda) {
     hearth_err err;
     CHECK_EQ(hearth_model_load("tests/golden/hf/gemma3_text", &m, &err), HEARTH_OK);
     if (!m) return;
+    shape sh = {.prompt = 45, .gen = 24, .step = 16, .bs = 4};
+    double on, off;
+    compare(m, &sh, &on, &off);
+    if (hearth_cuda_device_count() > 0) {
+        sh.cuda = true;
+        compare(m, &sh, &on, &off);
+    }
+    hearth_model_destroy(m);
+}
+
+/* The tiny Gemma 4 checkpoint (4 layers: sliding over 8 tokens and full, alternating; the last
+ * two read the cache of the first two, KV sharing): only the two that store K and V have blocks,
+ * one in the full group and one in the window group, and each layer reads its own group's table
+ * (a shared layer its source's). */
+TEST(tiny_gemma4_shared_layers_window_release) {
+    hearth_model *m = NULL;
+    hearth_err err;
+    CHECK_EQ(hearth_model_load("tests/golden/hf/gemma4_text", &m, &err), HEARTH_OK);
+    if (!m) return;
+    CHECK_EQ(hearth_kv_n_cache_layers(m), 2);
+    hearth_kv_layout lay = hearth_kv_layout_of(m, false);
+    CHECK(lay.per_group == 1 && lay.n_full == 1 && lay.n_win == 1);
     shape sh = {.prompt = 45, .gen = 24, .step = 16, .bs = 4};
     double on, off;
     compare(m, &sh, &on, &off);
