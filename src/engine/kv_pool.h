@@ -1,9 +1,10 @@
 /*
  * kv_pool.h - the paged KV block pool (ARCHITECTURE 4; vLLM's block pool).
  *
- * All KV lives in one allocation made at create. The layers are split into groups of equal
- * size by attention kind (vLLM's hybrid allocator): full-attention layers, then layers with a
- * sliding window of n_swa tokens. A block is block_size rows of keys and values of the layers
+ * All KV lives in one allocation made at create. The layers that store their own K and V are
+ * split into groups of equal size by attention kind (vLLM's hybrid allocator): full-attention
+ * layers, then layers with a sliding window of n_swa tokens. A KV-shared layer (Gemma 4) has no
+ * place of its own: its view pointers and group are those of the layer whose cache it reads. A block is block_size rows of keys and values of the layers
  * of one group (every block has the same bytes, so the groups share one free list); a block
  * is free (on the free list, 0 references) or held by one or more owners: the block tables of
  * sequences and the prefix cache each hold one reference per use. Each (group, sequence slot)
