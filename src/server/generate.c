@@ -87,6 +87,7 @@ typedef struct {
     hearth_jw          text;       /* every piece of final content */
     hearth_jw          reasoning;  /* every piece of reasoning */
     hearth_rs         *rs;         /* owned: NULL when spec.reasoning is NONE */
+    int32_t            rs_held;    /* tokens since the last content whose text the splitter holds */
     hearth_tc         *tc;         /* owned: NULL when spec.tools is NONE */
     hearth_gen_logprob *lps;       /* owned [cap_lps]: spec.logprobs */
     int32_t            cap_lps;
@@ -183,6 +184,24 @@ static void split(gen *g, hearth_span t, bool final, hearth_jw *w) {
     deliver_reasoning(g, o.reasoning, w);
     content(g, o.content, true, w);
 }
+
+/* One generated token's text went through split(): it counts as reasoning when the reply was
+ * inside its reasoning before or after it (the opening and closing markers included). Tokens
+ * that gave no content while the splitter held their text (the first pieces of an opening
+ * marker) count once the reasoning begins. */
+static void count_reasoning(gen *g, bool was_in, size_t text_before) {
+    if (!g->rs) return;
+    if (was_in || hearth_rs_in_reasoning(g->rs)) {
+        g->out.n_reasoning += 1 + g->rs_held;
+        g->rs_held = 0;
+    } else if (g->out.text.len == text_before) {
+        g->rs_held++;
+    } else {
+        g->rs_held = 0;
+    }
+}
+
+static bool in_reasoning(const gen *g) { return g->rs && hearth_rs_in_reasoning(g->rs); }
 
 static void keep_logprobs(gen *g, const hearth_event *ev) {
     if (g->out.n_logprobs == g->cap_lps) {
@@ -289,7 +308,10 @@ static int stream_fill(void *ctx, hearth_jw *w) {
             d->start(&g->out, w);
         }
         if (rc == 1) {
+            bool was = in_reasoning(g);
+            size_t before = g->out.text.len;
             if (a.len) split(g, a, false, w);
+            count_reasoning(g, was, before);
             if (!w->len) continue;
             return 1;
         }
@@ -314,11 +336,14 @@ static void run_sync(hearth_http_req *r, gen *g) {
             hearth_http_send_error(r, &g->err);
             return;
         }
+        bool was = in_reasoning(g);
+        size_t before = g->out.text.len;
         split(g, a, false, NULL);
         if (rc == 0) {
             split(g, b, true, NULL);
             break;
         }
+        count_reasoning(g, was, before);
     }
     if (g->spec.dialect->finished) g->spec.dialect->finished(&g->out);
     hearth_jw w;

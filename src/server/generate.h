@@ -70,6 +70,7 @@ typedef struct {
     int64_t                created;  /* unix seconds */
     int32_t                n_cached; /* prompt tokens whose KV came from the prefix cache */
     int32_t                n_gen;    /* tokens generated so far */
+    int32_t                n_reasoning; /* of them, those inside the reasoning (markers included) */
     hearth_gen_end         end;      /* in end, body and finished */
     hearth_span            stop;     /* END_STOP: the stop string that matched */
     hearth_span            text;     /* every piece of final content so far (all of it in end/body) */

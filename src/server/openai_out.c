@@ -133,6 +133,11 @@ static void usage_json(const hearth_gen_out *g, hearth_jw *w) {
     hearth_jw_key(w, "cached_tokens");
     hearth_jw_int(w, g->n_cached);
     hearth_jw_obj_end(w);
+    hearth_jw_key(w, "completion_tokens_details");
+    hearth_jw_obj(w);
+    hearth_jw_key(w, "reasoning_tokens");
+    hearth_jw_int(w, g->n_reasoning);
+    hearth_jw_obj_end(w);
     hearth_jw_obj_end(w);
 }
 

@@ -170,7 +170,7 @@ static void usage_json(const hearth_gen_out *g, hearth_jw *w) {
     hearth_jw_key(w, "output_tokens_details");
     hearth_jw_obj(w);
     hearth_jw_key(w, "reasoning_tokens");
-    hearth_jw_int(w, 0); /* not counted apart: reasoning and answer share the tokens */
+    hearth_jw_int(w, g->n_reasoning);
     hearth_jw_obj_end(w);
     hearth_jw_key(w, "total_tokens");
     hearth_jw_int(w, (int64_t)g->spec->n_prompt + g->n_gen);

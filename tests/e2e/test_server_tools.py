@@ -233,8 +233,17 @@ def test_responses_reasoning_items():
         msgs = echo(text)
         ref = c.chat.completions.create(model="x", messages=msgs, temperature=0, max_tokens=40).choices[0].message
         assert ref.model_extra.get("reasoning_content") == "The sum is easy."
+        # usage counts the tokens up to the end of the reasoning's closing marker
+        lp = c.chat.completions.create(model="x", messages=msgs, temperature=0, max_tokens=40, logprobs=True)
+        toks = [t.token for t in lp.choices[0].logprobs.content]
+        want = next(k for k in range(1, len(toks) + 1) if "</think>" in "".join(toks[:k]))
+        assert lp.usage.completion_tokens_details.reasoning_tokens == want <= lp.usage.completion_tokens
+        plain = c.chat.completions.create(model="x", messages=echo("Four."), temperature=0, max_tokens=40)
+        assert plain.choices[0].message.content and not plain.choices[0].message.model_extra.get("reasoning_content")
+        assert plain.usage.completion_tokens_details.reasoning_tokens == 0 < plain.usage.completion_tokens
         kw = dict(model="x", input=msgs, temperature=0, max_output_tokens=40)
         r = c.responses.create(**kw)
+        assert r.usage.output_tokens_details.reasoning_tokens == want
         assert [o.type for o in r.output] == ["reasoning", "message"]
         rs = r.output[0]
         assert rs.id.startswith("rs_") and rs.summary == [] and rs.status == "completed"
@@ -250,6 +259,7 @@ def test_responses_reasoning_items():
         assert [t for _, t in added] == ["reasoning", "message"]
         assert types.index("response.reasoning_text.done") < added[1][0]  # done before the answer began
         assert final.output[0].content[0].text == "The sum is easy." and final.output_text == r.output_text
+        assert final.usage.output_tokens_details.reasoning_tokens == want
         # round trip: the reasoning item goes back in input as the assistant turn's reasoning
         turn = [{"type": "reasoning", "id": rs.id, "summary": [],
                  "content": [{"type": "reasoning_text", "text": "The sum is easy."}]},
