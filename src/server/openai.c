@@ -17,6 +17,7 @@
 #include "server/chat.h"
 #include "server/generate.h"
 #include "server/reqjson.h"
+#include "server/structured.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -173,14 +174,12 @@ static bool parse_common(hearth_server *s, const cJSON *root, bool chat, hearth_
     const cJSON *fn = field(root, "functions"); /* the deprecated spelling of tools */
     if (fn && (!cJSON_IsArray(fn) || cJSON_GetArraySize(fn) > 0))
         return unsupported(e, "functions", "'functions' (the deprecated form of 'tools'; send 'tools')");
-    const cJSON *rf = field(root, "response_format"); /* chat: structured.h, through chat.c */
-    if (rf && !chat) {
-        const cJSON *t = cJSON_IsObject(rf) ? field(rf, "type") : NULL;
-        if (!t || !cJSON_IsString(t))
-            return hearth_api_err_set(e, 400, "invalid_type", "response_format",
-                                      "'response_format' must be an object with a 'type'");
-        if (strcmp(t->valuestring, "text")) return unsupported(e, "response_format", "structured output (response_format)");
-    }
+    /* structured output (structured.h): chat's through chat.c, after the template; a completion's
+     * constrains the text that follows the raw prompt (as llama-server and vLLM do) */
+    const cJSON *rf = field(root, "response_format");
+    if (rf && !chat && !cJSON_IsNull(rf) &&
+        !hearth_structured_format(rf, "response_format", NULL, &g->constraint, e))
+        return false;
     return true;
 }
 

@@ -132,6 +132,29 @@ def test_response_format_streamed_and_json_object(smol):
         assert r.choices[0].message.content.lstrip().startswith("{")
 
 
+@pytest.mark.parametrize("stream", [False, True])
+def test_completions_response_format(smol, stream):
+    """/v1/completions: the text after the raw prompt follows the schema (llama-server's and
+    vLLM's completions take it too); a bad format is a 400 there as well."""
+    c = smol.client()
+    kw = dict(model="smol", prompt="A cat, described as JSON:\n", max_tokens=300, temperature=1, seed=5,
+              extra_body={"response_format": {"type": "json_schema", "json_schema": {"name": "cat", "schema": CAT}}})
+    if stream:
+        text = "".join(ch.text for chunk in c.completions.create(stream=True, **kw) for ch in chunk.choices)
+    else:
+        r = c.completions.create(**kw)
+        assert r.choices[0].finish_reason == "stop"
+        text = r.choices[0].text
+    jsonschema.validate(json.loads(text), CAT)
+    plain = c.completions.create(model="smol", prompt="A cat, described as JSON:\n", max_tokens=24, temperature=1,
+                                 seed=5)
+    with pytest.raises((ValueError, jsonschema.ValidationError)):  # unconstrained: prose here
+        jsonschema.validate(json.loads(plain.choices[0].text), CAT)
+    with pytest.raises(openai.BadRequestError) as ex:
+        c.completions.create(model="smol", prompt="x", max_tokens=4, extra_body={"response_format": {"type": "xml"}})
+    assert ex.value.body["param"] == "response_format"
+
+
 @pytest.mark.parametrize("fmt,fragment", [
     ({"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "strin"}}}, "unknown type"),
     ({"type": "json_schema", "json_schema": {"name": "x", "schema": {"$ref": "#/$defs/n",
