@@ -4,7 +4,7 @@
  *
  *   - the q4_0 / q4_1 / q5_0 / q8_0 / q4_K / q6_K dots of every SIMD set (and q4_K's gemm
  *     order) equal the scalar set's (the twins) on random blocks of several lengths;
- *   - the tiles (4 rows x 1..4 tokens in one call) give every (row, token) pair the twin's dot,
+ *   - the tiles (4 rows x 1..HEARTH_TILE_NT tokens in one call) give every (row, token) pair the twin's dot,
  *     and so does hearth_matmul, which uses them, on 1 and 2 threads;
  *   - the twins themselves on a worked example: lane sums, the hsum8 tree and the q4_1
  *     minimum chain give the value computed by hand here;
@@ -93,15 +93,15 @@ TEST(block_dots_simd_equal_twins) {
 }
 
 /* Every tile (4 rows x nt tokens) result equals the scalar twin's dot of its (row, token) pair
- * (q4_K: in both its orders), for nt 1..4, several lengths, rows with a gap between them, and
- * weights with extreme scales. */
+ * (q4_K: in both its orders), for nt 1..HEARTH_TILE_NT, several lengths, rows with a gap between
+ * them, and weights with extreme scales. */
 TEST(tiles_equal_twins) {
     const uint64_t keep = rng; /* the later tests draw the same numbers whatever this one draws */
     static const hearth_type types[] = {HEARTH_TYPE_Q4_0, HEARTH_TYPE_Q4_1, HEARTH_TYPE_Q5_0, HEARTH_TYPE_Q8_0,
                                         HEARTH_TYPE_Q4_K, HEARTH_TYPE_Q6_K};
-    enum { MAXN = 24 * 32, GAP = 12 };
+    enum { MAXN = 24 * 32, GAP = 12, NT = HEARTH_TILE_NT };
     static float x[MAXN];
-    static uint8_t w[4][MAXN * 2], a[4][MAXN * 2];
+    static uint8_t w[4][MAXN * 2], a[NT][MAXN * 2];
     static uint8_t wt[4 * (MAXN * 2 + GAP)];
     int compared = 0;
     for (size_t it = 0; it < sizeof types / sizeof types[0]; it++) {
@@ -117,16 +117,19 @@ TEST(tiles_equal_twins) {
                     for (int64_t i = 0; i < n; i++) x[i] = rnd_unit() * scale;
                     sc->from_float(x, w[r], n);
                     memcpy(wt + (size_t)r * bx, w[r], rb);
-                    for (int64_t i = 0; i < n; i++) x[i] = rnd_unit() * (rep % 2 ? 7.0f : 0.01f);
-                    sa->from_float(x, a[r], n);
                 }
-                static uint8_t act[4 * MAXN * 2];
-                for (int tk = 0; tk < 4; tk++) memcpy(act + (size_t)tk * by, a[tk], by);
+                static uint8_t act[NT * MAXN * 2];
+                for (int tk = 0; tk < NT; tk++) {
+                    float scale = tk % 3 == 2 ? 60.0f : rep % 2 ? 7.0f : 0.01f;
+                    for (int64_t i = 0; i < n; i++) x[i] = rnd_unit() * scale;
+                    sa->from_float(x, a[tk], n);
+                    memcpy(act + (size_t)tk * by, a[tk], by);
+                }
                 for (int gemm = 0; gemm < 2; gemm++) {
                     hearth_vec_dot_fn ref = gemm ? sc->vec_dot_gemm : sc->vec_dot;
                     if (!ref) continue;
-                    float want[4][4];
-                    for (int tk = 0; tk < 4; tk++)
+                    float want[NT][4];
+                    for (int tk = 0; tk < NT; tk++)
                         for (int r = 0; r < 4; r++) ref(n, &want[tk][r], w[r], a[tk]);
                     for (int isa = HEARTH_ISA_AVX2; isa < HEARTH_ISA_COUNT; isa++) {
                         const hearth_kernel_traits *tr = hearth_kernels_traits_isa(t, (hearth_isa)isa);
@@ -136,12 +139,12 @@ TEST(tiles_equal_twins) {
                             CHECK((t == HEARTH_TYPE_Q4_K || t == HEARTH_TYPE_Q6_K) && isa == HEARTH_ISA_AVX2);
                             continue;
                         }
-                        for (int nt = 1; nt <= 4; nt++) {
-                            float got[4][6];
-                            for (int tk = 0; tk < 4; tk++)
+                        for (int nt = 1; nt <= NT; nt++) {
+                            float got[NT][6];
+                            for (int tk = 0; tk < NT; tk++)
                                 for (int r = 0; r < 6; r++) got[tk][r] = -1.0f;
                             tile(n, &got[0][0], 6, wt, bx, act, by, nt);
-                            for (int tk = 0; tk < 4; tk++)
+                            for (int tk = 0; tk < NT; tk++)
                                 for (int r = 0; r < 6; r++) {
                                     bool in = tk < nt && r < 4;
                                     bool ok = in ? same_bits(got[tk][r], want[tk][r]) : got[tk][r] == -1.0f;
@@ -163,14 +166,15 @@ TEST(tiles_equal_twins) {
     if (compared == 0) TEST_SKIP("no SIMD set on this CPU");
 }
 
-/* hearth_matmul with tiles (rows in 4s, a tail of single rows, token tiles of 1..4) gives every
+/* hearth_matmul with tiles (rows in 4s, a tail of single rows, token tiles of 1..8) gives every
  * output element the scalar twin's dot of its row and token (q4_K: the gemm order for the
- * tokens of full groups of four when there are more than three), on 1 and 2 threads. */
+ * tokens of full groups of four when there are more than three, so 13 tokens split a token
+ * tile between the two orders), on 1 and 2 threads. */
 TEST(matmul_with_tiles_equals_twins) {
     const uint64_t keep = rng;
     static const hearth_type types[] = {HEARTH_TYPE_Q4_0, HEARTH_TYPE_Q4_1, HEARTH_TYPE_Q5_0, HEARTH_TYPE_Q8_0,
                                         HEARTH_TYPE_Q4_K, HEARTH_TYPE_Q6_K};
-    enum { OUT = 39, IN = 256, TOK = 11, LDY = OUT + 2 };
+    enum { OUT = 39, IN = 256, TOK = 13, LDY = OUT + 2 };
     static float x[TOK * IN], wf[IN], y[TOK * LDY];
     static uint8_t w[OUT * IN * 2], act[TOK * IN * 2];
     static uint8_t scratch[1 << 16] __attribute__((aligned(64)));

@@ -96,9 +96,8 @@ static const hearth_kernel_traits tab_scalar[HEARTH_TYPE_COUNT] = {
 
 #if HEARTH_HAVE_X86
 /* The SIMD sets: dots and q8 quantizers per ISA; dequantizers and weight quantizers scalar.
- * q4_0, q4_1, q5_0 and q8_0 (and q4_K, q6_K on avx512) have tiles (4 rows x up to 4 tokens, tile_x86.h), each
- * result equal to
- * the set's vec_dot bit for bit. */
+ * q4_0, q4_1, q5_0 and q8_0 (and q4_K, q6_K on avx512) have tiles (4 rows x up to HEARTH_TILE_NT
+ * tokens, tile_x86.h), each result equal to the set's vec_dot bit for bit. */
 #define SIMD_TABLE(isa)                                                                          \
     {                                                                                            \
         [HEARTH_TYPE_F32]  = ROW(TF(f32), FF(f32), hearth_vec_dot_f32_##isa, F32),               \

@@ -1,8 +1,8 @@
 /*
- * tile_avx2.c - AVX2 block-dot tiles (tile_x86.h): 4 weight rows x nt <= 4 tokens, each
+ * tile_avx2.c - AVX2 block-dot tiles (tile_x86.h): 4 weight rows x nt tokens, each
  * (row, token) pair equal to quant_avx2.c's one-row dot bit for bit.
  *
- * With 16 vector registers a pass takes two tokens (nt 3 and 4 run two passes).
+ * With 16 vector registers a pass takes two tokens (nt tokens run in passes of two).
  * q4_0 / q4_1 / q5_0: a 256-bit vector holds the 16 nibble bytes of two rows (a 128-bit lane per
  * row); masking and a shift give the low- and high-nibble elements, vpmaddubsw + vpmaddwd
  * dot them with the token's activation half broadcast to both lanes (exact: products of at
@@ -167,7 +167,7 @@ INLINE void q8_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t bx
         }
 }
 
-/* nt 1..4 as passes of at most two tokens */
+/* nt tokens as passes of at most two */
 #define TILE_FN(name, body)                                                                                   \
     void name(int64_t n, float *s, int64_t bs, const void *vx, size_t bx, const void *vy, size_t by, int nt) { \
         const uint8_t *x = vx, *y = vy;                                                                        \

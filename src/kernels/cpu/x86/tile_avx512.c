@@ -1,20 +1,24 @@
 /*
- * tile_avx512.c - AVX-512 VNNI block-dot tiles (tile_x86.h): 4 weight rows x nt <= 4 tokens,
- * each (row, token) pair equal to quant_avx512.c's one-row dot bit for bit.
+ * tile_avx512.c - AVX-512 VNNI block-dot tiles (tile_x86.h): 4 weight rows x nt tokens, each
+ * (row, token) pair equal to quant_avx512.c's one-row dot bit for bit. The nibble, q8_0 and
+ * q4_K tiles keep 8 tokens' chains in registers (one pass for a whole token tile of
+ * hearth_matmul, so each weight block is unpacked once for 8 tokens), q6_K 4 (more in passes).
  *
- * q4_0 / q4_1 / q5_0: one 512-bit vector holds the 16 nibble bytes of the 4 rows (a 128-bit lane per
- * row); masking gives the low-nibble elements, a shift the high ones, and each is dotted by
- * vpdpbusd with the token's activation half broadcast to the 4 lanes: 16 s32 lanes = 4 rows x
- * the reference's 4 lanes of that half. The scales d_r * d_y of the 4 rows come from one
- * vcvtph2ps of the rows' first 4 bytes (d and m interleaved) and one multiply; q4_1's minimum
- * chains fma(m_r, s_y, summs_r) run in the odd lanes of the same 8-float vector. q5_0's fifth
- * bits become byte masks (vptestmb of the rows' qh bytes, shuffled into place) that add 16. q4_0
- * and q5_0 take their offset (8, 16) out of the weights once per block, leaving signed values,
- * and dot them as q8_0 does below: vpdpbusd of (y + 128) started from -128 * (sum of the signed
- * weight bytes); the integer sums are exact and equal the reference's.
  * q8_0: a 512-bit vector holds two rows' 32 bytes (a 256-bit half each = the reference's 8
  * lanes); the signed x signed product is vpdpbusd of (y + 128) as unsigned with x, started
- * from -128 * (sum of x's bytes), which is exact and equals the reference's integer sums.
+ * from -128 * (sum of x's bytes), which is exact and equals the reference's integer sums. The
+ * rows' scales d_r come from one vcvtph2ps of the 4 rows' first 4 bytes, spread to the two
+ * halves once per block; a token's d_y is one broadcast and its products d_r * d_y two
+ * multiplies.
+ * q4_0 / q5_0: the same two-rows-per-vector layout, once the nibbles are in it (a 256-bit half
+ * = the row's low-nibble elements 0..15 then its high ones 16..31, in element order); the
+ * offset (8, 16) comes out of the weights once per block, q5_0's clear fifth bits subtracting
+ * 16 under a 64-bit byte mask that is just two rows' qh words side by side; then as q8_0.
+ * q4_1: one 512-bit vector holds the 16 nibble bytes of the 4 rows (a 128-bit lane per row),
+ * masked / shifted into low and high elements and dotted (unsigned) with the token's
+ * activation half broadcast to the 4 lanes: 16 s32 lanes = 4 rows x the reference's 4 lanes of
+ * that half; the minimum chains fma(m_r, s_y, summs_r) run in the odd lanes of an 8-float
+ * vector whose even lanes give the scales.
  */
 #include <immintrin.h>
 #include <math.h>
@@ -31,7 +35,7 @@ typedef hearth_block_q8_0 q8_0;
 typedef hearth_block_q8_1 q8_1;
 
 #define INLINE static inline __attribute__((always_inline))
-#define UNROLL _Pragma("GCC unroll 4") /* the per-token and per-row arrays stay in registers */
+#define UNROLL _Pragma("GCC unroll 8") /* the per-token and per-row arrays stay in registers */
 
 /* The first 4 bytes of the block at p in rows 0..3 (stride bx) as 8 halves, converted. */
 INLINE __m256 head4(const uint8_t *p, size_t bx) {
@@ -61,101 +65,110 @@ INLINE __m512i neg_dot(__m512i u, __m512i v) {
 
 INLINE __m512i bcast16(const int8_t *p) { return _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)p)); }
 
-/* Store the lo/hi accumulators of token t and finish its 4 results (+ extra[2r + 1] if given). */
-INLINE void finish_lohi(__m512 lo, __m512 hi, const float *extra, float *s) {
-    float l[16], h[16];
-    _mm512_storeu_ps(l, lo);
-    _mm512_storeu_ps(h, hi);
-    UNROLL
-    for (int r = 0; r < 4; r++) {
-        float v = hearth_tile_hsum8(l + 4 * r, h + 4 * r);
-        s[r] = extra ? v + extra[2 * r + 1] : v;
-    }
-}
+enum { K4_0, K5_0 }; /* the signed nibble kinds */
 
-enum { K4_0, K4_1, K5_0 }; /* the nibble kinds */
-
-/* The fifth bits of q5_0 blocks at p (their qh) in rows 0..3, as byte masks over rows16's
- * layout: byte 16r + j of *lo is element j of row r, of *hi element 16 + j. */
-INLINE void fifth_masks(const uint8_t *p, size_t bx, __mmask64 *lo, __mmask64 *hi) {
-    const __m512i v = _mm512_broadcast_i32x4(_mm_setr_epi32((int)hearth_tile_u32(p), (int)hearth_tile_u32(p + bx),
-                                                            (int)hearth_tile_u32(p + 2 * bx),
-                                                            (int)hearth_tile_u32(p + 3 * bx)));
-    /* lane r, byte j: qh_r's byte j / 8 (lo) or 2 + j / 8 (hi), tested for bit j % 8 */
-    const __m512i slo =
-        _mm512_set_epi64(0x0d0d0d0d0d0d0d0d, 0x0c0c0c0c0c0c0c0c, 0x0909090909090909, 0x0808080808080808,
-                         0x0505050505050505, 0x0404040404040404, 0x0101010101010101, 0x0000000000000000);
-    const __m512i shi = _mm512_add_epi8(slo, _mm512_set1_epi8(2));
-    const __m512i bit = _mm512_set1_epi64((int64_t)0x8040201008040201);
-    *lo = _mm512_test_epi8_mask(_mm512_shuffle_epi8(v, slo), bit);
-    *hi = _mm512_test_epi8_mask(_mm512_shuffle_epi8(v, shi), bit);
-}
-
-/* q4_0, q4_1 or q5_0 (KIND): NT tokens. */
-INLINE void nib_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t bx, const uint8_t *y, size_t by,
-                     const int NT, const int KIND) {
-    const int MIN = KIND == K4_1;
-    const size_t xbs = KIND == K4_0 ? sizeof(q4_0) : KIND == K4_1 ? sizeof(q4_1) : sizeof(q5_0);
-    const size_t qso = KIND == K4_0 ? offsetof(q4_0, qs) : KIND == K4_1 ? offsetof(q4_1, qs) : offsetof(q5_0, qs);
-    const size_t ybs = MIN ? sizeof(q8_1) : sizeof(q8_0), yqo = MIN ? offsetof(q8_1, qs) : offsetof(q8_0, qs);
-    /* the offset taken out of q4_0 (8) and q5_0 (16) */
-    const __m512i m4 = _mm512_set1_epi8(15), c16 = _mm512_set1_epi8(16), coff = _mm512_set1_epi8(KIND == K5_0 ? 16 : 8);
-    const __m512i c128 = _mm512_set1_epi8((char)0x80);
+/* q4_0 or q5_0 (KIND): NT tokens, two rows per 512-bit vector (a 256-bit half each holds the
+ * row's 32 elements in order: the low nibbles, then the high ones, so its 8 s32 lanes are the
+ * reference's 8 lanes, as in q8_tile). The weights become signed (q - 8, q - 16) once per
+ * block, q5_0's clear fifth bits subtracting 16 under a byte mask read straight from the rows'
+ * qh, and are dotted as q8_tile dots x. */
+/* q4_1: NT tokens. One 512-bit vector holds the 16 nibble bytes of the 4 rows (a 128-bit lane per
+ * row); masking gives the low-nibble elements, a shift the high ones, and each is dotted by
+ * vpdpbusd with the token's activation half broadcast to the 4 lanes: 16 s32 lanes = 4 rows x
+ * the reference's 4 lanes of that half (lo and hi accumulators, tile_x86.h). The minimum chains
+ * fma(m_r, s_y, summs_r) run in the odd lanes of an 8-float vector per token. */
+INLINE void q4_1_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t bx, const uint8_t *y, size_t by,
+                      const int NT) {
+    const __m512i m4 = _mm512_set1_epi8(15);
     const __m512i dup = _mm512_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6);
-    __m512 alo[4], ahi[4];
-    __m256 sm[4];
+    __m512 alo[HEARTH_TILE_NT], ahi[HEARTH_TILE_NT];
+    __m256 sm[HEARTH_TILE_NT];
     UNROLL
     for (int t = 0; t < NT; t++) alo[t] = ahi[t] = _mm512_setzero_ps(), sm[t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / 32; b++) {
-        const uint8_t *xb = x + (size_t)b * xbs;
+        const uint8_t *xb = x + (size_t)b * sizeof(q4_1);
         hearth_tile_prefetch(x, bx, b, n / 32);
-        const __m256 dm = head4(xb, bx); /* d_r in lane 2r; q4_1: m_r in lane 2r + 1 */
-        const __m512 d16 = _mm512_permutexvar_ps(dup, _mm512_castps256_ps512(dm)); /* d_r in lanes 4r..4r+3 */
-        const __m512i q = rows16(xb + qso, bx);
-        __m512i lo = _mm512_and_si512(q, m4), hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
-        if (KIND == K5_0) { /* q = nibble + 16 * fifth bit */
-            __mmask64 klo, khi;
-            fifth_masks(xb + offsetof(q5_0, qh), bx, &klo, &khi);
-            lo = _mm512_mask_add_epi8(lo, klo, lo, c16);
-            hi = _mm512_mask_add_epi8(hi, khi, hi, c16);
-        }
-        __m512i olo = lo, ohi = hi;
-        if (!MIN) { /* signed q - c, and -128 sum (q - c) to start vpdpbusd of (y + 128) from, once per block */
-            lo = _mm512_sub_epi8(lo, coff);
-            hi = _mm512_sub_epi8(hi, coff);
-            olo = neg_dot(c128, lo);
-            ohi = neg_dot(c128, hi);
-        }
+        const __m256 dm = head4(xb, bx); /* d_r in lane 2r, m_r in lane 2r + 1 */
+        const __m512i q = rows16(xb + offsetof(q4_1, qs), bx);
+        const __m512i lo = _mm512_and_si512(q, m4), hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
         UNROLL
         for (int t = 0; t < NT; t++) {
-            const uint8_t *yb = y + (size_t)t * by + (size_t)b * ybs;
-            /* d_y (and q4_1's s_y) in every even (odd) lane */
-            __m512 sc;
-            if (MIN) {
-                const __m256 dys = _mm256_cvtph_ps(_mm_set1_epi32((int)hearth_tile_u32(yb)));
-                sm[t] = _mm256_fmadd_ps(dm, dys, sm[t]); /* odd lanes: fma(m_r, s_y, summs_r) */
-                sc = _mm512_permutexvar_ps(dup, _mm512_castps256_ps512(_mm256_mul_ps(dm, dys)));
-            } else { /* the same products d_r * d_y, from d_r already in place */
-                sc = _mm512_mul_ps(d16, _mm512_set1_ps(_cvtsh_ss((unsigned short)hearth_tile_u32(yb))));
-            }
-            const __m512i ylo = bcast16((const int8_t *)yb + yqo), yhi = bcast16((const int8_t *)yb + yqo + 16);
-            __m512i plo, phi;
-            if (MIN) {
-                plo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, ylo);
-                phi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), hi, yhi);
-            } else { /* sum (q - c) y = sum (y + 128)(q - c) - 128 sum (q - c) */
-                plo = _mm512_dpbusd_epi32(olo, _mm512_xor_si512(ylo, c128), lo);
-                phi = _mm512_dpbusd_epi32(ohi, _mm512_xor_si512(yhi, c128), hi);
-            }
+            const q8_1 *yb = (const q8_1 *)(y + (size_t)t * by) + b;
+            const __m256 dys = _mm256_cvtph_ps(_mm_set1_epi32((int)hearth_tile_u32((const uint8_t *)yb)));
+            sm[t] = _mm256_fmadd_ps(dm, dys, sm[t]); /* odd lanes: fma(m_r, s_y, summs_r) */
+            const __m512 sc = _mm512_permutexvar_ps(dup, _mm512_castps256_ps512(_mm256_mul_ps(dm, dys)));
+            const __m512i plo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, bcast16(yb->qs));
+            const __m512i phi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), hi, bcast16(yb->qs + 16));
             alo[t] = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(plo), alo[t]);
             ahi[t] = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(phi), ahi[t]);
         }
     }
     UNROLL
     for (int t = 0; t < NT; t++) {
-        float m[8];
+        float l[16], h[16], m[8];
+        _mm512_storeu_ps(l, alo[t]);
+        _mm512_storeu_ps(h, ahi[t]);
         _mm256_storeu_ps(m, sm[t]);
-        finish_lohi(alo[t], ahi[t], MIN ? m : NULL, s + t * bs);
+        UNROLL
+        for (int r = 0; r < 4; r++) s[t * bs + r] = hearth_tile_hsum8(l + 4 * r, h + 4 * r) + m[2 * r + 1];
+    }
+}
+
+INLINE void sgn_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t bx, const uint8_t *y, size_t by,
+                     const int NT, const int KIND) {
+    const size_t xbs = KIND == K4_0 ? sizeof(q4_0) : sizeof(q5_0);
+    const size_t qso = KIND == K4_0 ? offsetof(q4_0, qs) : offsetof(q5_0, qs);
+    const __m512i m4 = _mm512_set1_epi8(15), c16 = _mm512_set1_epi8(16), c8 = _mm512_set1_epi8(8);
+    const __m512i c128 = _mm512_set1_epi8((char)0x80);
+    /* rows16's 128-bit lanes of the low (0..7) and high (8..15) nibbles -> [lo_r, hi_r, lo_r+1, hi_r+1] */
+    const __m512i i01 = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
+    const __m512i i23 = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
+    const __m512i dup01 = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2);
+    const __m512i dup23 = _mm512_setr_epi32(4, 4, 4, 4, 4, 4, 4, 4, 6, 6, 6, 6, 6, 6, 6, 6);
+    __m512 a01[HEARTH_TILE_NT], a23[HEARTH_TILE_NT];
+    UNROLL
+    for (int t = 0; t < NT; t++) a01[t] = a23[t] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < n / 32; b++) {
+        const uint8_t *xb = x + (size_t)b * xbs;
+        hearth_tile_prefetch(x, bx, b, n / 32);
+        const __m512 d = _mm512_castps256_ps512(head4(xb, bx)); /* d_r in lane 2r */
+        const __m512 d01 = _mm512_permutexvar_ps(dup01, d), d23 = _mm512_permutexvar_ps(dup23, d);
+        const __m512i q = rows16(xb + qso, bx);
+        const __m512i lo = _mm512_and_si512(q, m4), hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
+        __m512i w01 = _mm512_permutex2var_epi64(lo, i01, hi), w23 = _mm512_permutex2var_epi64(lo, i23, hi);
+        if (KIND == K5_0) { /* byte 32r + e: element e of row r, fifth bit e of its qh */
+            const uint8_t *qh = xb + offsetof(q5_0, qh);
+            const __mmask64 k01 = _cvtu64_mask64(~((uint64_t)hearth_tile_u32(qh) |
+                                                   (uint64_t)hearth_tile_u32(qh + bx) << 32));
+            const __mmask64 k23 = _cvtu64_mask64(~((uint64_t)hearth_tile_u32(qh + 2 * bx) |
+                                                   (uint64_t)hearth_tile_u32(qh + 3 * bx) << 32));
+            w01 = _mm512_mask_sub_epi8(w01, k01, w01, c16);
+            w23 = _mm512_mask_sub_epi8(w23, k23, w23, c16);
+        } else {
+            w01 = _mm512_sub_epi8(w01, c8);
+            w23 = _mm512_sub_epi8(w23, c8);
+        }
+        /* sum w y = sum (y + 128) w - 128 sum w: start vpdpbusd from -128 sum w */
+        const __m512i o01 = neg_dot(c128, w01), o23 = neg_dot(c128, w23);
+        UNROLL
+        for (int t = 0; t < NT; t++) {
+            const q8_0 *yb = (const q8_0 *)(y + (size_t)t * by) + b;
+            const __m512 dy = _mm512_cvtph_ps(_mm256_set1_epi16((short)yb->d));
+            const __m512i yu =
+                _mm512_xor_si512(_mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)yb->qs)), c128);
+            const __m512 f01 = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(o01, yu, w01));
+            const __m512 f23 = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(o23, yu, w23));
+            a01[t] = _mm512_fmadd_ps(_mm512_mul_ps(d01, dy), f01, a01[t]);
+            a23[t] = _mm512_fmadd_ps(_mm512_mul_ps(d23, dy), f23, a23[t]);
+        }
+    }
+    UNROLL
+    for (int t = 0; t < NT; t++) {
+        float a[32];
+        _mm512_storeu_ps(a, a01[t]);
+        _mm512_storeu_ps(a + 16, a23[t]);
+        UNROLL
+        for (int r = 0; r < 4; r++) s[t * bs + r] = hearth_tile_hsum8(a + 8 * r, a + 8 * r + 4);
     }
 }
 
@@ -164,13 +177,14 @@ INLINE void q8_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t bx
     const __m512i c128 = _mm512_set1_epi8((char)0x80);
     const __m512i dup01 = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2);
     const __m512i dup23 = _mm512_setr_epi32(4, 4, 4, 4, 4, 4, 4, 4, 6, 6, 6, 6, 6, 6, 6, 6);
-    __m512 a01[4], a23[4];
+    __m512 a01[HEARTH_TILE_NT], a23[HEARTH_TILE_NT];
     UNROLL
     for (int t = 0; t < NT; t++) a01[t] = a23[t] = _mm512_setzero_ps();
     for (int64_t b = 0; b < n / 32; b++) {
         const uint8_t *xb = x + (size_t)b * sizeof(q8_0);
         hearth_tile_prefetch(x, bx, b, n / 32);
-        const __m256 d = head4(xb, bx); /* d_r in lane 2r */
+        const __m512 d = _mm512_castps256_ps512(head4(xb, bx)); /* d_r in lane 2r */
+        const __m512 d01 = _mm512_permutexvar_ps(dup01, d), d23 = _mm512_permutexvar_ps(dup23, d);
         const __m512i x01 = rows32(xb + offsetof(q8_0, qs), bx);
         const __m512i x23 = rows32(xb + offsetof(q8_0, qs) + 2 * bx, bx);
         /* sum x y = sum (y + 128) x - 128 sum x: start vpdpbusd from -128 sum x */
@@ -178,14 +192,13 @@ INLINE void q8_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t bx
         UNROLL
         for (int t = 0; t < NT; t++) {
             const q8_0 *yb = (const q8_0 *)(y + (size_t)t * by) + b;
-            const __m256 dy = _mm256_cvtph_ps(_mm_set1_epi16((short)yb->d));
-            const __m512 sc = _mm512_castps256_ps512(_mm256_mul_ps(d, dy));
+            const __m512 dy = _mm512_cvtph_ps(_mm256_set1_epi16((short)yb->d));
             const __m512i yu =
                 _mm512_xor_si512(_mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)yb->qs)), c128);
             const __m512 p01 = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(o01, yu, x01));
             const __m512 p23 = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(o23, yu, x23));
-            a01[t] = _mm512_fmadd_ps(_mm512_permutexvar_ps(dup01, sc), p01, a01[t]);
-            a23[t] = _mm512_fmadd_ps(_mm512_permutexvar_ps(dup23, sc), p23, a23[t]);
+            a01[t] = _mm512_fmadd_ps(_mm512_mul_ps(d01, dy), p01, a01[t]);
+            a23[t] = _mm512_fmadd_ps(_mm512_mul_ps(d23, dy), p23, a23[t]);
         }
     }
     UNROLL
@@ -199,45 +212,62 @@ INLINE void q8_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t bx
     }
 }
 
-/* [sum of v[0], ..., sum of v[3]] (s32), by a tree that shares its shuffles. */
-INLINE __m128i reduce4(const __m512i v[4]) {
+/* The first two levels of a tree that sums each of v[0..3] (s32): 128-bit lane g of the result
+ * holds 4 partial sums of v[g]. */
+INLINE __m512i partial4(const __m512i v[4]) {
     __m512i c = _mm512_add_epi32(_mm512_shuffle_i64x2(v[0], v[1], _MM_SHUFFLE(1, 0, 1, 0)),
                                  _mm512_shuffle_i64x2(v[0], v[1], _MM_SHUFFLE(3, 2, 3, 2)));
     __m512i d = _mm512_add_epi32(_mm512_shuffle_i64x2(v[2], v[3], _MM_SHUFFLE(1, 0, 1, 0)),
                                  _mm512_shuffle_i64x2(v[2], v[3], _MM_SHUFFLE(3, 2, 3, 2)));
-    __m512i e = _mm512_add_epi32(_mm512_shuffle_i64x2(c, d, _MM_SHUFFLE(2, 0, 2, 0)),
-                                 _mm512_shuffle_i64x2(c, d, _MM_SHUFFLE(3, 1, 3, 1)));
-    e = _mm512_add_epi32(e, _mm512_shuffle_epi32(e, _MM_PERM_BADC));
-    e = _mm512_add_epi32(e, _mm512_shuffle_epi32(e, _MM_PERM_CDAB));
-    return _mm512_castsi512_si128(_mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                                                                              0, 0, 0), e));
+    return _mm512_add_epi32(_mm512_shuffle_i64x2(c, d, _MM_SHUFFLE(2, 0, 2, 0)),
+                            _mm512_shuffle_i64x2(c, d, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+/* The last level for 4 of partial4's results at once: lane 4g + r = the sum of e[r]'s lane g. */
+INLINE __m512i finish4(const __m512i e[4]) {
+    __m512i s01 = _mm512_add_epi32(_mm512_unpacklo_epi32(e[0], e[1]), _mm512_unpackhi_epi32(e[0], e[1]));
+    __m512i s23 = _mm512_add_epi32(_mm512_unpacklo_epi32(e[2], e[3]), _mm512_unpackhi_epi32(e[2], e[3]));
+    return _mm512_add_epi32(_mm512_unpacklo_epi64(s01, s23), _mm512_unpackhi_epi64(s01, s23));
+}
+
+/* 128-bit lane g of v */
+INLINE __m128 lane4(__m512 v, const int g) {
+    return g == 0 ? _mm512_castps512_ps128(v) : _mm512_extractf32x4_ps(v, g);
 }
 
 /* q4_K (x86_order_ref.h): 4 rows x NT tokens. Each row's nibbles and scales are unpacked once per
- * super-block for all NT tokens; the integer sums are exact, and each (row, token) pair keeps
- * its own two float chains, one FMA each per super-block (gemv) or per pair of sub-blocks
- * (PAIR: the gemm order), as the one-row kernels of kquant_avx512.c. */
+ * super-block for all NT tokens; the integer sums are exact. The float chains of a token's 4
+ * rows run side by side in one 4-float vector each (a: the sums, m: the minimum terms), one FMA
+ * per super-block (gemv) or per pair of sub-blocks (PAIR: the gemm order), the one-row kernels'
+ * fmaf of each (row, token) pair in its own lane: the integer sums of the 4 rows are gathered
+ * into lane order by the reduction tree itself (partial4 per row, finish4 per token). */
 INLINE void q4_K_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t bx, const uint8_t *y, size_t by,
                       const int NT, const int PAIR) {
     typedef hearth_block_q4_K q4_K;
     typedef hearth_block_q8_K q8_K;
     const __m256i m4 = _mm256_set1_epi8(15);
-    float a[4][4] = {{0}}, m[4][4] = {{0}}; /* [token][row] */
+    /* lane 4p + r <- lane 4r + p; element p of a 128-bit lane to all of lane p */
+    const __m512i trans = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    const __m512i bdup = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    const __m256i even = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
+    __m128 a[HEARTH_TILE_NT], m[HEARTH_TILE_NT]; /* [token], lane r */
+    UNROLL
+    for (int t = 0; t < NT; t++) a[t] = m[t] = _mm_setzero_ps();
     const int64_t nb = n / HEARTH_QK_K;
     for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *xb0 = x + (size_t)b * sizeof(q4_K);
         hearth_tile_prefetch(x, bx, b, nb);
-        __m128i b2[4]; /* per token: bsums[2i] + bsums[2i + 1], i < 8 */
+        /* d_r in lanes 0..3, dmin_r in lanes 4..7 */
+        const __m256 dd = _mm256_permutevar8x32_ps(head4(xb0, bx), even);
+        const __m128 xd = _mm256_castps256_ps128(dd), xm = _mm256_extractf128_ps(dd, 1);
+        __m512i e[HEARTH_TILE_NT][4]; /* [token][row]: partial4 of the 4 sub-block pair sums */
+        __m512i mn = _mm512_setzero_si512(); /* 128-bit lane r: row r's 8 minimums, s16 */
         UNROLL
-        for (int t = 0; t < NT; t++) {
-            const q8_K *yb = (const q8_K *)(y + (size_t)t * by) + b;
-            b2[t] = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)yb->bsums),
-                                   _mm_loadu_si128((const __m128i *)(yb->bsums + 8)));
-        }
         for (int r = 0; r < 4; r++) {
-            const q4_K *xb = (const q4_K *)(x + (size_t)r * bx) + b;
-            uint8_t sc[8], mn[8];
-            hearth_k_scales_unpack(xb->scales, sc, mn);
-            const __m128i mn16 = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)mn));
+            const q4_K *xb = (const q4_K *)(xb0 + (size_t)r * bx);
+            uint8_t sc[8], mn8[8];
+            hearth_k_scales_unpack(xb->scales, sc, mn8);
+            mn = _mm512_inserti32x4(mn, _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)mn8)), r);
             __m512i qv[4], sv[4];
             UNROLL
             for (int g = 0; g < 4; g++) {
@@ -247,7 +277,6 @@ INLINE void q4_K_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t 
                 sv[g] = _mm512_inserti64x4(_mm512_set1_epi16((short)sc[2 * g]),
                                            _mm256_set1_epi16((short)sc[2 * g + 1]), 1);
             }
-            const float xd = _cvtsh_ss(xb->d), xm = _cvtsh_ss(xb->dmin);
             UNROLL
             for (int t = 0; t < NT; t++) {
                 const q8_K *yb = (const q8_K *)(y + (size_t)t * by) + b;
@@ -257,29 +286,38 @@ INLINE void q4_K_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t 
                     __m512i p16 = _mm512_maddubs_epi16(qv[g], _mm512_loadu_si512(yb->qs + 64 * g));
                     pg[g] = _mm512_dpwssd_epi32(_mm512_setzero_si512(), p16, sv[g]);
                 }
-                const __m128i pm = _mm_madd_epi16(b2[t], mn16); /* lane p: pair p's minimum sum */
-                const float da = xd * yb->d, dm = xm * yb->d;
-                if (PAIR) {
-                    float sq[4], sm[4];
-                    _mm_storeu_ps(sq, _mm_cvtepi32_ps(reduce4(pg)));
-                    _mm_storeu_ps(sm, _mm_cvtepi32_ps(pm));
-                    for (int p = 0; p < 4; p++) {
-                        a[t][r] = fmaf(sq[p], da, a[t][r]);
-                        m[t][r] = fmaf(sm[p], dm, m[t][r]);
-                    }
-                } else {
-                    __m512i all = _mm512_add_epi32(_mm512_add_epi32(pg[0], pg[1]), _mm512_add_epi32(pg[2], pg[3]));
-                    __m128i pm2 = _mm_add_epi32(pm, _mm_shuffle_epi32(pm, _MM_SHUFFLE(1, 0, 3, 2)));
-                    pm2 = _mm_add_epi32(pm2, _mm_shuffle_epi32(pm2, _MM_SHUFFLE(2, 3, 0, 1)));
-                    a[t][r] = fmaf((float)_mm512_reduce_add_epi32(all), da, a[t][r]);
-                    m[t][r] = fmaf((float)_mm_cvtsi128_si32(pm2), dm, m[t][r]);
+                e[t][r] = partial4(pg);
+            }
+        }
+        mn = _mm512_permutexvar_epi32(trans, mn); /* lane 4p + r: row r's minimums 2p, 2p + 1 */
+        UNROLL
+        for (int t = 0; t < NT; t++) {
+            const q8_K *yb = (const q8_K *)(y + (size_t)t * by) + b;
+            /* bsums[2i] + bsums[2i + 1], i < 8; lane 4p + r: the pair p of them */
+            const __m128i b2 = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)yb->bsums),
+                                              _mm_loadu_si128((const __m128i *)(yb->bsums + 8)));
+            __m512i sq = finish4(e[t]); /* lane 4p + r: pair p's scaled sum */
+            __m512i sm = _mm512_madd_epi16(_mm512_permutexvar_epi32(bdup, _mm512_castsi128_si512(b2)), mn);
+            const __m128 yd = _mm_set1_ps(yb->d), da = _mm_mul_ps(xd, yd), dm = _mm_mul_ps(xm, yd);
+            if (PAIR) {
+                const __m512 fq = _mm512_cvtepi32_ps(sq), fm = _mm512_cvtepi32_ps(sm);
+                UNROLL
+                for (int p = 0; p < 4; p++) {
+                    a[t] = _mm_fmadd_ps(lane4(fq, p), da, a[t]);
+                    m[t] = _mm_fmadd_ps(lane4(fm, p), dm, m[t]);
                 }
+            } else { /* the four pairs' sums first (exact) */
+                sq = _mm512_add_epi32(sq, _mm512_shuffle_i64x2(sq, sq, _MM_SHUFFLE(1, 0, 3, 2)));
+                sm = _mm512_add_epi32(sm, _mm512_shuffle_i64x2(sm, sm, _MM_SHUFFLE(1, 0, 3, 2)));
+                sq = _mm512_add_epi32(sq, _mm512_shuffle_i64x2(sq, sq, _MM_SHUFFLE(2, 3, 0, 1)));
+                sm = _mm512_add_epi32(sm, _mm512_shuffle_i64x2(sm, sm, _MM_SHUFFLE(2, 3, 0, 1)));
+                a[t] = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm512_castsi512_si128(sq)), da, a[t]);
+                m[t] = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm512_castsi512_si128(sm)), dm, m[t]);
             }
         }
     }
     UNROLL
-    for (int t = 0; t < NT; t++)
-        for (int r = 0; r < 4; r++) s[t * bs + r] = a[t][r] - m[t][r];
+    for (int t = 0; t < NT; t++) _mm_storeu_ps(s + t * bs, _mm_sub_ps(a[t], m[t]));
 }
 
 /* q6_K (x86_order_ref.h): 4 rows x NT tokens. Each row's 6-bit values and per-lane scales are
@@ -346,27 +384,36 @@ INLINE void q6_K_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t 
         }
 }
 
-#define TILE_FN(name, body)                                                                                   \
+/* nt 1..MAXNT in one pass, more in passes of MAXNT (q6_K keeps 4 tokens' chains in registers,
+ * the others 8) */
+#define TILE_FN(name, body, MAXNT)                                                                            \
     void name(int64_t n, float *s, int64_t bs, const void *vx, size_t bx, const void *vy, size_t by, int nt) { \
         const uint8_t *x = vx, *y = vy;                                                                        \
-        switch (nt) {                                                                                          \
-        case 1: body(1); break;                                                                                \
-        case 2: body(2); break;                                                                                \
-        case 3: body(3); break;                                                                                \
-        default: body(4); break;                                                                               \
-        }                                                                                                      \
+        for (; nt > MAXNT; nt -= MAXNT, s += MAXNT * bs, y += MAXNT * by) body(MAXNT);                         \
+        if (MAXNT > 4 && nt > 4) switch (nt) {                                                                 \
+            case 5: body(MAXNT > 4 ? 5 : 4); break;                                                            \
+            case 6: body(MAXNT > 4 ? 6 : 4); break;                                                            \
+            case 7: body(MAXNT > 4 ? 7 : 4); break;                                                            \
+            default: body(MAXNT); break;                                                                       \
+            }                                                                                                  \
+        else switch (nt) {                                                                                     \
+            case 1: body(1); break;                                                                            \
+            case 2: body(2); break;                                                                            \
+            case 3: body(3); break;                                                                            \
+            default: body(4); break;                                                                           \
+            }                                                                                                  \
     }
-#define Q4_0_BODY(NT) nib_tile(n, s, bs, x, bx, y, by, NT, K4_0)
-#define Q4_1_BODY(NT) nib_tile(n, s, bs, x, bx, y, by, NT, K4_1)
-#define Q5_0_BODY(NT) nib_tile(n, s, bs, x, bx, y, by, NT, K5_0)
+#define Q4_0_BODY(NT) sgn_tile(n, s, bs, x, bx, y, by, NT, K4_0)
+#define Q4_1_BODY(NT) q4_1_tile(n, s, bs, x, bx, y, by, NT)
+#define Q5_0_BODY(NT) sgn_tile(n, s, bs, x, bx, y, by, NT, K5_0)
 #define Q8_0_BODY(NT) q8_tile(n, s, bs, x, bx, y, by, NT)
 #define Q6_K_BODY(NT) q6_K_tile(n, s, bs, x, bx, y, by, NT)
 #define Q4_K_BODY(NT) q4_K_tile(n, s, bs, x, bx, y, by, NT, 0)
 #define Q4_K_GEMM_BODY(NT) q4_K_tile(n, s, bs, x, bx, y, by, NT, 1)
-TILE_FN(hearth_tile_q4_0_q8_0_avx512, Q4_0_BODY)
-TILE_FN(hearth_tile_q4_1_q8_1_avx512, Q4_1_BODY)
-TILE_FN(hearth_tile_q5_0_q8_0_avx512, Q5_0_BODY)
-TILE_FN(hearth_tile_q8_0_q8_0_avx512, Q8_0_BODY)
-TILE_FN(hearth_tile_q4_K_q8_K_avx512, Q4_K_BODY)
-TILE_FN(hearth_tile_q6_K_q8_K_avx512, Q6_K_BODY)
-TILE_FN(hearth_tile_q4_K_q8_K_gemm_avx512, Q4_K_GEMM_BODY)
+TILE_FN(hearth_tile_q4_0_q8_0_avx512, Q4_0_BODY, 8)
+TILE_FN(hearth_tile_q4_1_q8_1_avx512, Q4_1_BODY, 8)
+TILE_FN(hearth_tile_q5_0_q8_0_avx512, Q5_0_BODY, 8)
+TILE_FN(hearth_tile_q8_0_q8_0_avx512, Q8_0_BODY, 8)
+TILE_FN(hearth_tile_q4_K_q8_K_avx512, Q4_K_BODY, 8)
+TILE_FN(hearth_tile_q6_K_q8_K_avx512, Q6_K_BODY, 4)
+TILE_FN(hearth_tile_q4_K_q8_K_gemm_avx512, Q4_K_GEMM_BODY, 8)

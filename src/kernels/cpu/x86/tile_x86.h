@@ -1,29 +1,35 @@
 /*
- * tile_x86.h - block-dot tiles: 4 weight rows against up to 4 activation rows in one call
- * (tile_avx2.c, tile_avx512.c), for hearth_matmul's decode (one token) and prefill.
+ * tile_x86.h - block-dot tiles: 4 weight rows against up to HEARTH_TILE_NT activation rows in
+ * one call (tile_avx2.c, tile_avx512.c), for hearth_matmul's decode (one token) and prefill.
  *
- * A tile computes s[t * bs + r] = dot(x + r * bx, y + t * by) for r < 4 and t < nt (1..4), and
- * each of those 4 * nt results equals the type's one-row dot of the same set (llama.cpp's x86
- * order, x86_order_ref.h) bit for bit: every (row, token) pair keeps its own 8 float lanes, its
- * own FMA chain block after block and its own hsum8, in registers of its own. The speed comes
- * from the pairs being independent (the FMA latency of one chain no longer bounds the loop),
- * from unpacking each weight block once for nt tokens and loading each activation block once
- * for 4 rows, and from doing the scale products of 4 rows in one vector multiply.
+ * A tile computes s[t * bs + r] = dot(x + r * bx, y + t * by) for r < 4 and t < nt
+ * (1..HEARTH_TILE_NT), and each of those 4 * nt results equals the type's one-row dot of the
+ * same set (llama.cpp's x86 order, x86_order_ref.h) bit for bit: every (row, token) pair keeps
+ * its own 8 float lanes (or its own scalar chains), its own FMA chain block after block and
+ * its own hsum8, in registers or vector lanes of its own. The speed comes from the pairs being
+ * independent (the FMA latency of one chain no longer bounds the loop), from unpacking each
+ * weight block once for nt tokens and loading each activation block once for 4 rows, and from
+ * doing the scale products of 4 rows in one vector multiply.
  *
- * Lane layout (both sets): a block's 16 nibble bytes give its low-nibble elements 0..15 and
- * its high-nibble elements 16..31; the reference's lane l < 4 sums elements 4l..4l+3 (low
- * part) and lane l + 4 elements 16+4l..16+4l+3 (high part), so a tile keeps a "lo" and a "hi"
- * accumulator of 4 lanes per row and the hsum8 tree starts with lo_l + hi_l, its own first
- * level. q8_0 rows keep all 8 lanes of a row together.
+ * Lane layouts: a block's 16 nibble bytes give its low-nibble elements 0..15 and its
+ * high-nibble elements 16..31; the reference's lane l < 4 sums elements 4l..4l+3 (low part)
+ * and lane l + 4 elements 16+4l..16+4l+3 (high part). A row's 8 lanes are either consecutive
+ * (q8_0, and q4_0 / q5_0 on AVX-512: the nibbles rearranged into element order) or split into
+ * a "lo" and a "hi" accumulator of 4 lanes (q4_1, and AVX2's nibble tiles), where the hsum8
+ * tree starts with lo_l + hi_l, its own first level.
  * The K-quant tiles (q4_K in both its orders, q6_K; avx512 only) work a row at a time inside a
- * super-block: its values and scales are unpacked once and dotted with each of the nt tokens,
- * each (row, token) pair keeping its own float chains (q4_K: two scalar ones; q6_K: 8 lanes).
+ * super-block: its values and scales are unpacked once and dotted with each of the nt tokens.
+ * q6_K's pairs keep 8 lanes each; q4_K's two scalar chains per pair run as the lanes of one
+ * 4-float vector per token (the 4 rows), its exact integer sums gathered into that lane order
+ * by the reduction tree.
  *
  * Call them only through the kernel tables (dispatch.c); any thread.
  */
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
+
+#include "kernels/kernels.h"
 
 void hearth_tile_q4_0_q8_0_avx2(int64_t n, float *s, int64_t bs, const void *x, size_t bx, const void *y, size_t by,
                                 int nt);
