@@ -523,10 +523,11 @@ TEST(attention_group_equals_twin) {
 
 /* The single-order group kernel (the G query heads of one decoding token) against the twin
  * run per query head with single = true: head sizes with and without a k % 64 tail, ranges
- * short of one 64-key chunk and past several tiles of 256 keys, windows, soft-cap, G from 1
+ * short of one 64-key chunk and past two tiles of 1024 keys, windows, soft-cap, G from 1
  * to HEARTH_ATTN_X86_SGROUP_MAX; value rows outside [j0, j1) hold NaN. */
 TEST(attention_single_group_equals_twin) {
-    enum { MAXHD = 256, MAXCTX = 700, MAXROWS = MAXCTX + 64, NQ = HEARTH_ATTN_X86_SGROUP_MAX, LD = MAXCTX + 64 };
+    /* MAXROWS: whole blocks of up to 700 keys */
+    enum { MAXHD = 256, MAXCTX = 2200, MAXROWS = MAXCTX + 700, NQ = HEARTH_ATTN_X86_SGROUP_MAX, LD = MAXCTX + 64 };
     const int64_t stride = MAXHD;
     static uint16_t k[MAXROWS * MAXHD], v[MAXROWS * MAXHD];
     static float qs[NQ][MAXHD], want[NQ][MAXHD], got[NQ][MAXHD], sc[LD], gsc[NQ * LD];

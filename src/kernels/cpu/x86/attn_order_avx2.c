@@ -94,7 +94,8 @@ static inline __m256 expf8_or_twin(__m256 x) {
 static inline v16 v16_expf(v16 x) { return (v16){expf8_or_twin(x.lo), expf8_or_twin(x.hi)}; }
 
 enum { QB = 2, KB = 2 }; /* 4 accumulators = 8 of the 16 ymm registers */
-enum { SQ = 1 };         /* the single-order group: one query per key pass (4 accumulators = 8 ymm) */
+#define SQ     1 /* the single-order group: one query per key pass (4 accumulators = 8 ymm) */
+#define SV_ACC 4 /* and 4 lane rows (8 ymm) in registers in its KQV */
 static inline void v16_reduce_block(const v16 *a, float *s) {
     for (int x = 0; x < QB * KB; x++) s[x] = v16_reduce(a[x]);
 }

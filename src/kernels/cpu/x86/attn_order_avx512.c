@@ -90,7 +90,9 @@ static inline void v16_reduce_block(const v16 *a, float *s) {
     _mm512_storeu_ps(s, _mm512_permutexvar_ps(order, r));
 }
 
-enum { QB = 4, KB = 4, SQ = 4 }; /* SQ: queries per key in the single-order group (16 accumulators) */
+enum { QB = 4, KB = 4 };
+#define SQ     4  /* queries per key in the single-order group's KQ (16 accumulators) */
+#define SV_ACC 24 /* lane-row accumulators in registers in its KQV (of 32 zmm) */
 #define HEARTH_ATTN_ORDER_FN hearth_attn_head_x86_avx512
 #define HEARTH_ATTN_GROUP_FN hearth_attn_group_x86_avx512
 #define HEARTH_ATTN_SGROUP_FN hearth_attn_sgroup_x86_avx512
