@@ -63,6 +63,23 @@ INLINE __m512i neg_dot(__m512i u, __m512i v) {
     return _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, v));
 }
 
+/* hearth_tile_hsum8 of 4 rows at once, from lo / hi vectors holding the rows' lanes 0..3 / 4..7 in
+ * 128-bit lane r: B = lo + hi, then (B0 + B2) + (B1 + B3) in each 128-bit lane; the 4 results
+ * are returned in row order. Each row's adds are those of the tree, in its order. */
+INLINE __m128 hsum8x4_lohi(__m512 lo, __m512 hi) {
+    __m512 b = _mm512_add_ps(lo, hi);
+    b = _mm512_add_ps(b, _mm512_permute_ps(b, _MM_SHUFFLE(1, 0, 3, 2)));
+    b = _mm512_add_ps(b, _mm512_permute_ps(b, _MM_SHUFFLE(2, 3, 0, 1)));
+    return _mm512_castps512_ps128(_mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                                                          0, 0, 0), b));
+}
+
+/* The same from two vectors of two rows each, a row's 8 lanes consecutive (a 256-bit half). */
+INLINE __m128 hsum8x4(__m512 x01, __m512 x23) {
+    return hsum8x4_lohi(_mm512_shuffle_f32x4(x01, x23, _MM_SHUFFLE(2, 0, 2, 0)),
+                        _mm512_shuffle_f32x4(x01, x23, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
 INLINE __m512i bcast16(const int8_t *p) { return _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)p)); }
 
 enum { K4_0, K5_0 }; /* the signed nibble kinds */
@@ -103,15 +120,11 @@ INLINE void q4_1_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t 
             ahi[t] = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(phi), ahi[t]);
         }
     }
+    const __m256i odd = _mm256_setr_epi32(1, 3, 5, 7, 1, 3, 5, 7);
     UNROLL
-    for (int t = 0; t < NT; t++) {
-        float l[16], h[16], m[8];
-        _mm512_storeu_ps(l, alo[t]);
-        _mm512_storeu_ps(h, ahi[t]);
-        _mm256_storeu_ps(m, sm[t]);
-        UNROLL
-        for (int r = 0; r < 4; r++) s[t * bs + r] = hearth_tile_hsum8(l + 4 * r, h + 4 * r) + m[2 * r + 1];
-    }
+    for (int t = 0; t < NT; t++) /* hsum8 + summs_r */
+        _mm_storeu_ps(s + t * bs, _mm_add_ps(hsum8x4_lohi(alo[t], ahi[t]),
+                                             _mm256_castps256_ps128(_mm256_permutevar8x32_ps(sm[t], odd))));
 }
 
 INLINE void sgn_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t bx, const uint8_t *y, size_t by,
@@ -163,13 +176,7 @@ INLINE void sgn_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t b
         }
     }
     UNROLL
-    for (int t = 0; t < NT; t++) {
-        float a[32];
-        _mm512_storeu_ps(a, a01[t]);
-        _mm512_storeu_ps(a + 16, a23[t]);
-        UNROLL
-        for (int r = 0; r < 4; r++) s[t * bs + r] = hearth_tile_hsum8(a + 8 * r, a + 8 * r + 4);
-    }
+    for (int t = 0; t < NT; t++) _mm_storeu_ps(s + t * bs, hsum8x4(a01[t], a23[t]));
 }
 
 INLINE void q8_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t bx, const uint8_t *y, size_t by,
@@ -202,14 +209,7 @@ INLINE void q8_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t bx
         }
     }
     UNROLL
-    for (int t = 0; t < NT; t++) {
-        float a[32];
-        _mm512_storeu_ps(a, a01[t]);
-        _mm512_storeu_ps(a + 16, a23[t]);
-        /* a row's 8 lanes are consecutive: lo = a[0..3], hi = a[4..7] */
-        UNROLL
-        for (int r = 0; r < 4; r++) s[t * bs + r] = hearth_tile_hsum8(a + 8 * r, a + 8 * r + 4);
-    }
+    for (int t = 0; t < NT; t++) _mm_storeu_ps(s + t * bs, hsum8x4(a01[t], a23[t])); /* a row's 8 lanes consecutive */
 }
 
 /* The first two levels of a tree that sums each of v[0..3] (s32): 128-bit lane g of the result
@@ -377,11 +377,8 @@ INLINE void q6_K_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t 
     }
     UNROLL
     for (int t = 0; t < NT; t++)
-        for (int r = 0; r < 4; r++) {
-            float v[8];
-            _mm256_storeu_ps(v, acc[t][r]);
-            s[t * bs + r] = hearth_tile_hsum8(v, v + 4);
-        }
+        _mm_storeu_ps(s + t * bs, hsum8x4(_mm512_insertf32x8(_mm512_castps256_ps512(acc[t][0]), acc[t][1], 1),
+                                          _mm512_insertf32x8(_mm512_castps256_ps512(acc[t][2]), acc[t][3], 1)));
 }
 
 /* nt 1..MAXNT in one pass, more in passes of MAXNT (q6_K keeps 4 tokens' chains in registers,
