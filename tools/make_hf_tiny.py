@@ -34,6 +34,15 @@ For each family (llama, mistral, qwen2, qwen3, gemma2, gemma3_text, gemma4_text,
                         per-module overrides in config.json "quantization" cover 8-bit group 32,
                         8-bit group 64 and 4-bit group 32; the embedding is quantized; an untied
                         lm_head is quantized (llama) or left in bf16 ("lm_head": false, mistral).
+                        gemma4_moe's 3-D expert tensors stay in bf16 there (transformers' layout).
+       gemma4_moe-mlxlm/ gemma4_moe as mlx-lm converts and quantizes it: the multimodal wrapper's
+                        config and names, experts split into switch_glu.{gate,up,down}_proj and
+                        quantized as stacked [expert, out, in] triples (4-bit group 64; the
+                        experts' down_proj group 32 at 4 and 8 bits, one up_proj 8-bit group 32;
+                        the router 8-bit, as mlx-lm's recipe has it)
+       gemma4_moe-mlxlm-bf16/ gemma4_moe-bf16's weights in an unquantized mlx-lm conversion's
+                        layout (switch_glu experts in bf16), checked against gemma4_moe-bf16's
+                        golden
   3. for each checkpoint, loads the weights hearth will see as f32 into the transformers model
      (bf16 values widened; MLX weights dequantized as scale * q + bias in f32) and records, with
      eager attention in f32, for fixed token prompts: the logits at every position
@@ -115,6 +124,18 @@ MLX_OVERRIDES = {
 FAMILY_OVERRIDES = {"gemma4_text": {"model.layers.%d.per_layer_projection" % i: {"group_size": 32, "bits": 4}
                                     for i in range(4)}}
 
+# gemma4_moe in mlx-lm's layout: the multimodal wrapper's names, experts as switch_glu modules
+MLXLM_PREFIX = "language_model.model."
+MLXLM_OVERRIDES = {
+    # mlx-lm's Gemma 4 recipe keeps the router at 8 bits
+    **{MLXLM_PREFIX + "layers.%d.router.proj" % i: {"group_size": 64, "bits": 8} for i in range(2)},
+    # the experts' down_proj reads moe_intermediate_size (32) inputs: group 32, one of them 8-bit
+    MLXLM_PREFIX + "layers.0.experts.switch_glu.down_proj": {"group_size": 32, "bits": 4},
+    MLXLM_PREFIX + "layers.1.experts.switch_glu.down_proj": {"group_size": 32, "bits": 8},
+    MLXLM_PREFIX + "layers.1.experts.switch_glu.up_proj": {"group_size": 32, "bits": 8},
+    MLXLM_PREFIX + "layers.0.mlp.down_proj": {"group_size": 32, "bits": 8},
+}
+
 
 def make_tokenizer():
     """A byte-level BPE of 280 tokens (256 bytes, merges, 3 specials) trained on a fixed text."""
@@ -177,6 +198,79 @@ def mlx_quantize(w, bits, group):
     packed = words.to(torch.uint32)
     deq = (scales_b.float()[..., None] * q.reshape(out_f, in_f // group, group).float() + biases_b.float()[..., None])
     return packed, scales_b, biases_b, deq.reshape(out_f, in_f)
+
+
+def mlx_quantize_nd(w, bits, group):
+    """mlx_quantize over the last dim of a 2-D or 3-D (stacked experts) tensor: the leading dims
+    keep their shape in every output."""
+    lead = w.shape[:-1]
+    packed, s, b, deq = mlx_quantize(w.reshape(-1, w.shape[-1]), bits, group)
+    return (packed.reshape(*lead, -1), s.reshape(*lead, -1), b.reshape(*lead, -1), deq.reshape(w.shape))
+
+
+def switch_glu_of(name, t):
+    """transformers' expert tensors as mlx-lm's (its sanitize): gate_up_proj [NE, 2I, E] is cut in
+    its middle row into switch_glu.gate_proj and .up_proj [NE, I, E]; down_proj [NE, E, I] is
+    switch_glu.down_proj. Returns [(module, tensor)], or None for any other tensor."""
+    for tail in (".experts.gate_up_proj", ".experts.down_proj"):
+        if name.endswith(tail):
+            base = name[:-len(tail)] + ".experts.switch_glu."
+            if tail.endswith("down_proj"):
+                return [(base + "down_proj", t)]
+            half = t.shape[-2] // 2
+            return [(base + "gate_proj", t[..., :half, :]), (base + "up_proj", t[..., half:, :])]
+    return None
+
+
+def write_mlxlm(model, path):
+    """gemma4_moe-mlxlm/: what mlx_lm.convert -q writes for a Gemma 4 with experts: the multimodal
+    wrapper's config (model_type gemma4, text_config) and names (language_model.model.*,
+    language_model.lm_head), every matrix and the stacked experts MLX quantized (4-bit group 64,
+    MLXLM_OVERRIDES per module). Returns the f32 state dict hearth will compute with, in
+    transformers' names (the experts' gate and up dequantized and joined again)."""
+    sd = model.state_dict()
+    out, ref = {}, {}
+    qcfg = dict(MLX_DEFAULT)
+    qcfg.update(MLXLM_OVERRIDES)
+
+    def quant(module, t):
+        q = MLXLM_OVERRIDES.get(module, MLX_DEFAULT)
+        packed, s, b, deq = mlx_quantize_nd(t.float(), q["bits"], q["group_size"])
+        out[module + ".weight"], out[module + ".scales"], out[module + ".biases"] = (
+            packed.contiguous(), s.contiguous(), b.contiguous())
+        return deq
+
+    for name, t in sd.items():
+        mlx_name = (MLXLM_PREFIX + name[len("model."):]) if name.startswith("model.") else "language_model." + name
+        parts = switch_glu_of(mlx_name, t)
+        if parts:
+            ref[name] = torch.cat([quant(mod, w) for mod, w in parts], dim=-2)
+        elif t.dim() == 2 and name.endswith(".weight"):
+            ref[name] = quant(mlx_name[:-len(".weight")], t)
+        else:
+            out[mlx_name] = t.to(torch.bfloat16).contiguous()
+            ref[name] = out[mlx_name].float()
+    save_file(out, os.path.join(path, "model.safetensors"), metadata={"format": "mlx"})
+    text = json.load(open(os.path.join(path, "config.json")))
+    cfg = {"architectures": ["Gemma4ForConditionalGeneration"], "model_type": "gemma4", "text_config": text,
+           "vocab_size": text["vocab_size"], "eos_token_id": text.get("eos_token_id"),
+           "tie_word_embeddings": text.get("tie_word_embeddings"), "quantization": qcfg, "quantization_config": qcfg}
+    json.dump(cfg, open(os.path.join(path, "config.json"), "w"), indent=2)
+    return ref
+
+
+def write_mlxlm_float(src, d):
+    """gemma4_moe-mlxlm-bf16/: gemma4_moe-bf16's weights as an unquantized mlx-lm conversion of
+    the text model stores them (model.* names, experts as switch_glu.{gate,up,down}_proj.weight
+    [NE, out, in] in bf16). Its golden is gemma4_moe-bf16's."""
+    from safetensors.torch import load_file
+    shutil.rmtree(d, ignore_errors=True)
+    shutil.copytree(src, d)
+    sd, out = load_file(os.path.join(d, "model.safetensors")), {}
+    for name, t in sd.items():
+        for mod, w in switch_glu_of(name, t) or [(None, t)]:
+            out[mod + ".weight" if mod else name] = w.contiguous()
+    save_file(out, os.path.join(d, "model.safetensors"), metadata={"format": "mlx"})
 
 
 def overrides_of(family):
@@ -301,7 +395,8 @@ def main():
         model.generation_config = transformers.GenerationConfig(eos_token_id=[2, 0], temperature=0.7, top_p=0.9,
                                                                 top_k=20, do_sample=True)
         f32_state = {k: v.clone() for k, v in model.state_dict().items()}
-        for variant in ("", "-bf16", "-mlx") + (("-f16",) if family == "llama" else ()):
+        extra = {"llama": ("-f16",), "gemma4_moe": ("-mlxlm",)}.get(family, ())
+        for variant in ("", "-bf16", "-mlx") + extra:
             d = os.path.join(args.out, family + variant)
             shutil.rmtree(d, ignore_errors=True)
             os.makedirs(d)
@@ -318,11 +413,11 @@ def main():
                 model.load_state_dict(f32_state)
                 model.save_pretrained(d)
                 state = f32_state
-                if variant == "-mlx":
+                if variant in ("-mlx", "-mlxlm"):
                     for f in os.listdir(d):
                         if f.endswith(".safetensors"):
                             os.remove(os.path.join(d, f))
-                    state = write_mlx(model, family, d)
+                    state = write_mlx(model, family, d) if variant == "-mlx" else write_mlxlm(model, d)
             for f in ("special_tokens_map.json",):
                 if os.path.exists(os.path.join(d, f)):
                     os.remove(os.path.join(d, f))
@@ -333,6 +428,8 @@ def main():
                 write_multimodal_layout(d, os.path.join(args.out, "gemma3-mm"))
             if family == "gemma4_text" and variant == "-bf16":
                 write_gemma4_multimodal_layout(d, os.path.join(args.out, "gemma4-mm"))
+            if family == "gemma4_moe" and variant == "-bf16":
+                write_mlxlm_float(d, os.path.join(args.out, "gemma4_moe-mlxlm-bf16"))
 
 
 if __name__ == "__main__":

@@ -36,7 +36,8 @@ typedef struct {
     hearth_weight router;         /* [n_expert][n_embd] router.proj */
     const float  *router_scale;   /* [n_embd] */
     const float  *expert_scale;   /* [n_expert] per_expert_scale */
-    hearth_weight exp_gate_up;    /* [n_expert * 2 n_ff_exp][n_embd]: expert e's gate rows, then its up rows */
+    hearth_weight exp_gate, exp_up; /* [..][n_embd]: expert e's n_ff_exp gate / up rows from row e * exp_stride */
+    int64_t       exp_stride;     /* n_ff_exp (separate gate and up) or 2 n_ff_exp (views of one gate_up) */
     hearth_weight exp_down;       /* [n_expert * n_embd][n_ff_exp] */
     const float  *post_ffn_norm_1, *pre_ffn_norm_2, *post_ffn_norm_2; /* [n_embd] */
 } hearth_layer;

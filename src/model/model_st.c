@@ -11,6 +11,9 @@
  * checked against config.json's "quantization" (the default and per-module overrides). Norm
  * and bias vectors become f32 copies; Gemma's RMSNorm weights get their + 1 here, as GGUF
  * stores them. Phi-3's fused qkv_proj and gate_up_proj are bound once and cut into row views.
+ * Gemma 4's experts are 3-D [expert][out][in] tensors, bound as matrices of expert x out rows:
+ * transformers' float gate_up_proj / down_proj, or mlx-lm's switch_glu gate / up / down, MLX
+ * quantized (the same triple with a leading expert dimension) or float.
  * As in model.c, a missing or misshapen tensor is a load error that names it.
  */
 #include "model/model_internal.h"
@@ -69,33 +72,43 @@ static bool float_dtype(hearth_st_dtype dt) {
     return dt == HEARTH_ST_F32 || dt == HEARTH_ST_F16 || dt == HEARTH_ST_BF16;
 }
 
-/* An MLX triple weight/scales/biases of module mod into w: [out][in] of an MLX block type. */
+/* An MLX triple weight/scales/biases of module mod into w: [out][in] of an MLX block type. With
+ * n_exp > 0 the triple is 3-D, [n_exp][out][..] (mlx-lm's stacked experts), and w has
+ * n_exp * out rows, expert e's from row e * out on. */
 static hearth_status bind_mlx(loader *L, const char *mod, const hearth_st_tensor *t, const hearth_st_tensor *sc,
-                              int64_t in, int64_t out, hearth_weight *w) {
+                              int64_t n_exp, int64_t in, int64_t out, hearth_weight *w) {
     char name[192];
     snprintf(name, sizeof name, "%s.biases", mod);
     const hearth_st_tensor *bi = hearth_st_find(L->m->st, name);
     if (!bi) return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "missing tensor '%s'", name);
-    int64_t rows = t->n_dims == 2 ? t->shape[0] : -1, words = t->n_dims == 2 ? t->shape[1] : 0;
-    if (t->dtype != HEARTH_ST_U32 || rows <= 0 || (out > 0 && rows != out) || words <= 0)
-        return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "tensor '%s.weight' is %s %s, expected packed U32 [%lld, ..]",
-                              mod, hearth_st_dtype_name(t->dtype), t->n_dims == 2 ? "2-D" : "not 2-D", (long long)out);
+    int nd = n_exp > 0 ? 3 : 2;
+    char lead_s[32] = ""; /* "n_exp, " in the shapes of messages */
+    if (n_exp > 0) snprintf(lead_s, sizeof lead_s, "%lld, ", (long long)n_exp);
+    int64_t lead = n_exp > 0 && t->n_dims == 3 ? t->shape[0] : 1;
+    int64_t rows = t->n_dims == nd ? t->shape[nd - 2] : -1, words = t->n_dims == nd ? t->shape[nd - 1] : 0;
+    if (t->dtype != HEARTH_ST_U32 || rows <= 0 || (out > 0 && rows != out) || words <= 0 ||
+        (n_exp > 0 && lead != n_exp))
+        return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "tensor '%s.weight' is %s in %d dims, expected packed U32 "
+                              "[%s%lld, ..]", mod, hearth_st_dtype_name(t->dtype), t->n_dims, lead_s, (long long)out);
     int bits = words * 32 % in == 0 ? (int)(words * 32 / in) : 0;
-    int64_t n_groups = sc->n_dims == 2 ? sc->shape[1] : 0;
+    int64_t n_groups = sc->n_dims == nd ? sc->shape[nd - 1] : 0;
     int g = n_groups > 0 && in % n_groups == 0 ? (int)(in / n_groups) : 0;
     int type = hearth_type_mlx(bits, g);
     if (type < 0)
         return hearth_err_set(L->err, HEARTH_E_UNSUPPORTED, -1, "tensor '%s.weight' packs %lld inputs as %d bits in "
                               "groups of %d; hearth runs 4 or 8 bits in groups of 32 or 64",
                               mod, (long long)in, bits, g);
-    if (!float_dtype(sc->dtype) || sc->shape[0] != rows || bi->dtype != sc->dtype || bi->n_dims != 2 ||
-        bi->shape[0] != rows || bi->shape[1] != n_groups)
-        return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "tensors '%s.scales' / '%s.biases' do not match [%lld, %lld] "
-                              "of one float type", mod, mod, (long long)rows, (long long)n_groups);
+    bool same = float_dtype(sc->dtype) && bi->dtype == sc->dtype && bi->n_dims == nd;
+    for (int d = 0; same && d < nd; d++) /* [lead,] rows, n_groups */
+        same = sc->shape[d] == (d == nd - 1 ? n_groups : d == nd - 2 ? rows : lead) && bi->shape[d] == sc->shape[d];
+    if (!same)
+        return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "tensors '%s.scales' / '%s.biases' do not match [%s%lld, %lld] "
+                              "of one float type", mod, mod, lead_s, (long long)rows, (long long)n_groups);
     hearth_mlx_quant q = hearth_hf_config_quant_of(L->cfg, mod);
     if (L->cfg->quant.bits && (q.bits != bits || q.group_size != g))
         return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "tensor '%s.weight' is %d-bit group %d but config.json "
                               "says %d-bit group %d", mod, bits, g, q.bits, q.group_size);
+    rows *= lead; /* experts: their rows one after another, as the tensors lie in memory */
     size_t row_bytes = hearth_row_size((hearth_type)type, in), total;
     if (!hearth_mul_size(row_bytes, (size_t)rows, &total))
         return hearth_err_set(L->err, HEARTH_E_LIMIT, -1, "tensor '%s.weight' is too large", mod);
@@ -131,7 +144,7 @@ static hearth_status bind_mat(loader *L, const char *mod, int64_t in, int64_t ou
     }
     snprintf(name, sizeof name, "%s.scales", mod);
     const hearth_st_tensor *sc = hearth_st_find(L->m->st, name);
-    if (sc) return bind_mlx(L, mod, t, sc, in, out, w);
+    if (sc) return bind_mlx(L, mod, t, sc, 0, in, out, w);
     int type = hearth_st_dtype_to_type(t->dtype);
     const hearth_kernel_traits *kt = type >= 0 ? hearth_kernels_traits((hearth_type)type) : NULL;
     if (!kt || !kt->vec_dot)
@@ -311,7 +324,21 @@ static hearth_status bind_experts(loader *L, const char *name, int64_t n, int64_
     return HEARTH_OK;
 }
 
-/* Gemma 4's mixture-of-experts block of layer il. */
+/* One stacked expert matrix in mlx-lm's layout, module mod ("...experts.switch_glu.up_proj"):
+ * MLX quantized (with "<mod>.scales") or a float "<mod>.weight" [n][rows][in]. */
+static hearth_status bind_switch(loader *L, const char *mod, int64_t n, int64_t rows, int64_t in, hearth_weight *w) {
+    char wname[192], sname[192];
+    snprintf(wname, sizeof wname, "%s.weight", mod);
+    snprintf(sname, sizeof sname, "%s.scales", mod);
+    const hearth_st_tensor *t = hearth_st_find(L->m->st, wname), *sc = hearth_st_find(L->m->st, sname);
+    if (t && sc) return bind_mlx(L, mod, t, sc, n, in, rows, w);
+    if (t && t->dtype == HEARTH_ST_U32) return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "missing tensor '%s'", sname);
+    return bind_experts(L, wname, n, rows, in, w);
+}
+
+/* Gemma 4's mixture-of-experts block of layer il. The experts come in transformers' layout
+ * (experts.gate_up_proj [NE][2I][E], experts.down_proj [NE][E][I], float) or mlx-lm's
+ * (experts.switch_glu.{gate,up,down}_proj, each [NE][out][in], MLX quantized or float). */
 static hearth_status bind_moe(loader *L, int il) {
     const hearth_hparams *hp = &L->m->hp;
     hearth_layer *l = &L->m->layers[il];
@@ -322,12 +349,25 @@ static hearth_status bind_moe(loader *L, int il) {
     if ((st = bind_mat(L, NAME("router.proj"), E, NE, true, &l->router)) ||
         (st = bind_vec(L, NAME("router.scale"), E, true, false, &l->router_scale)) ||
         (st = bind_vec(L, NAME("router.per_expert_scale"), NE, true, false, &l->expert_scale)) ||
-        (st = bind_experts(L, NAME("experts.gate_up_proj"), NE, 2 * I, E, &l->exp_gate_up)) ||
-        (st = bind_experts(L, NAME("experts.down_proj"), NE, E, I, &l->exp_down)) ||
         (st = bind_vec(L, NAME("post_feedforward_layernorm_1.weight"), E, true, false, &l->post_ffn_norm_1)) ||
         (st = bind_vec(L, NAME("pre_feedforward_layernorm_2.weight"), E, true, false, &l->pre_ffn_norm_2)) ||
         (st = bind_vec(L, NAME("post_feedforward_layernorm_2.weight"), E, true, false, &l->post_ffn_norm_2)))
         return st;
+    if (hearth_st_find(L->m->st, NAME("experts.switch_glu.gate_proj.weight"))) {
+        l->exp_stride = I;
+        if ((st = bind_switch(L, NAME("experts.switch_glu.gate_proj"), NE, I, E, &l->exp_gate)) ||
+            (st = bind_switch(L, NAME("experts.switch_glu.up_proj"), NE, I, E, &l->exp_up)) ||
+            (st = bind_switch(L, NAME("experts.switch_glu.down_proj"), NE, E, I, &l->exp_down)))
+            return st;
+    } else {
+        hearth_weight gu;
+        if ((st = bind_experts(L, NAME("experts.gate_up_proj"), NE, 2 * I, E, &gu)) ||
+            (st = bind_experts(L, NAME("experts.down_proj"), NE, E, I, &l->exp_down)))
+            return st;
+        l->exp_stride = 2 * I; /* expert e: gate rows from e * 2I, its up rows I further */
+        l->exp_gate = gu;
+        l->exp_up = rows_of(&gu, I, NE * 2 * I - I);
+    }
 #undef NAME
     return HEARTH_OK;
 }

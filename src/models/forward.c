@@ -171,7 +171,8 @@ bool hearth_fwd_supported(const hearth_model *m, hearth_backend *be, char *why, 
         const hearth_layer *l = il >= 0 ? &m->layers[il] : NULL;
         const hearth_weight *ws[] = {l ? &l->wq : one[0], l ? &l->wk : one[1], l ? &l->wv : NULL,
                                      l ? &l->wo : NULL, l ? &l->w_gate : NULL, l ? &l->w_up : NULL,
-                                     l ? &l->w_down : NULL};
+                                     l ? &l->w_down : NULL, l ? &l->router : NULL, l ? &l->exp_gate : NULL,
+                                     l ? &l->exp_up : NULL, l ? &l->exp_down : NULL};
         const hearth_weight *more[] = {l ? &l->ple_gate : &m->ple_embd, l ? &l->ple_proj : &m->ple_model_proj};
         for (size_t i = 0; i < 2; i++)
             if (more[i]->data && !be->iface->supports(be, more[i]->type)) {

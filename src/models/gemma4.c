@@ -132,8 +132,8 @@ static void gemma4_moe(hearth_fwd *f, int64_t T, int32_t il) {
             hearth_buf_upload(be, f->moe_rows + off, list, (size_t)n * sizeof(int32_t));
             hearth_op_copy_rows(be, f->moe_in, E, f->moe_rows + off, n, f->moe_gx);
             off += n;
-            hearth_weight gate = rows_view(&l->exp_gate_up, e * 2 * I, I), up = rows_view(&l->exp_gate_up, e * 2 * I + I, I),
-                          down = rows_view(&l->exp_down, e * E, E);
+            hearth_weight gate = rows_view(&l->exp_gate, e * l->exp_stride, I),
+                          up = rows_view(&l->exp_up, e * l->exp_stride, I), down = rows_view(&l->exp_down, e * E, E);
             const hearth_weight *gu[2] = {&gate, &up};
             float *const out[2] = {f->moe_g, f->moe_u};
             const int64_t ld[2] = {I, I};

@@ -5,8 +5,8 @@
  * name -> {dtype, shape, data_offsets}). MLX affine-quantized weights are packed u32 words:
  * their element count is multiplied back by 32 / bits. See facts.h.
  *
- * MLX scales and biases are not counted as parameters, and a packed weight is unpacked at its
- * own module's bits (config.json overrides). Files are untrusted: header lengths are bounded
+ * MLX scales and biases are not counted as parameters, and a packed weight (a matrix, or
+ * mlx-lm's 3-D stacked experts) is unpacked at its own module's bits (config.json overrides). Files are untrusted: header lengths are bounded
  * (64 MiB), JSON goes through cJSON, sizes are summed with overflow checks. A snapshot is marked supported when model/hf_config.c accepts its
  * config.json (the loader's own parser, which also gives the layer pattern for the KV numbers)
  * and a tokenizer.json (or a SentencePiece tokenizer.model) is present.

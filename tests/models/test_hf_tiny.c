@@ -36,6 +36,7 @@
 #include "test.h"
 
 #include <math.h>
+#include <stddef.h>
 
 #define GOLD HF_GOLD
 
@@ -80,9 +81,137 @@ static bool attn_16_only(hearth_backend *be, int32_t head_dim, int32_t group) {
     return head_dim <= 16;
 }
 
+static bool no_mlx4_g32(hearth_backend *be, hearth_type type) {
+    (void)be;
+    return type != HEARTH_TYPE_MLX4_G32;
+}
+
 /* Gemma 4 with a mixture of experts beside each layer's MLP (26B-A4B's layout: 4 experts, 2 per
- * token, experts stored as 3-D tensors; the MLX variant quantizes the router, not the experts). */
-TEST(gemma4_moe) { check_family("gemma4_moe", false); }
+ * token, experts stored as 3-D tensors; the MLX variant quantizes the router, not the experts).
+ * Then mlx-lm's layout: gemma4_moe-mlxlm (the multimodal wrapper's names, experts as
+ * switch_glu gate / up / down, each a quantized [expert, out, in] triple: 4-bit group 64, the
+ * down projections group 32 at 4 and 8 bits, one up projection 8-bit group 32, the router
+ * 8-bit) against its own golden, and gemma4_moe-mlxlm-bf16 (gemma4_moe-bf16's weights with
+ * float switch_glu experts) against gemma4_moe-bf16's. */
+TEST(gemma4_moe) {
+    check_family("gemma4_moe", false);
+    hf_golden_check("gemma4_moe-mlxlm", "gemma4_moe-mlxlm", 0.05);
+    hf_golden_check("gemma4_moe-mlxlm-bf16", "gemma4_moe-bf16", 0.5);
+    hearth_model *m = NULL;
+    hearth_err err = {0};
+    /* transformers' gate_up_proj: gate and up are views of one matrix, 2I rows per expert */
+    CHECK_EQ(hearth_model_load(GOLD "gemma4_moe", &m, &err), HEARTH_OK);
+    if (!m) return;
+    const hearth_layer *l = &m->layers[0];
+    CHECK_EQ(l->exp_stride, 2 * 32);
+    CHECK(l->exp_up.data == (const uint8_t *)l->exp_gate.data + 32 * l->exp_gate.row_bytes);
+    CHECK_EQ(l->exp_gate.type, HEARTH_TYPE_F32);
+    hearth_model_destroy(m);
+    CHECK_EQ(hearth_model_load(GOLD "gemma4_moe-mlxlm", &m, &err), HEARTH_OK);
+    if (!m) return;
+    static const struct {
+        int         il;
+        size_t      off; /* of the weight in hearth_layer */
+        hearth_type type;
+        int64_t     rows;
+    } want[] = {
+        {0, offsetof(hearth_layer, exp_gate), HEARTH_TYPE_MLX4_G64, 4 * 32},
+        {0, offsetof(hearth_layer, exp_up), HEARTH_TYPE_MLX4_G64, 4 * 32},
+        {0, offsetof(hearth_layer, exp_down), HEARTH_TYPE_MLX4_G32, 4 * 64},
+        {1, offsetof(hearth_layer, exp_up), HEARTH_TYPE_MLX8_G32, 4 * 32},
+        {1, offsetof(hearth_layer, exp_down), HEARTH_TYPE_MLX8_G32, 4 * 64},
+        {1, offsetof(hearth_layer, router), HEARTH_TYPE_MLX8_G64, 4},
+        {0, offsetof(hearth_layer, w_down), HEARTH_TYPE_MLX8_G32, 64},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const hearth_weight *w = (const hearth_weight *)((const char *)&m->layers[want[i].il] + want[i].off);
+        CHECK_EQ(w->type, want[i].type);
+        CHECK_EQ(w->ne1, want[i].rows);
+    }
+    CHECK_EQ(m->layers[1].exp_stride, 32);
+    /* a backend without a kernel for the experts' type (only layer 0's down_proj experts are
+     * mlx4_g32) refuses the model up front */
+    hearth_backend *cpu = hearth_backend_cpu_create(1, 8, 256, 64);
+    if (cpu) {
+        struct hearth_backend_i iface = *cpu->iface;
+        hearth_backend limited = {&iface, cpu->ctx};
+        char why[256] = "";
+        CHECK(hearth_fwd_supported(m, cpu, why, sizeof why));
+        iface.supports = no_mlx4_g32;
+        CHECK(!hearth_fwd_supported(m, &limited, why, sizeof why));
+        CHECK(strstr(why, "no kernel for mlx4_g32 weights") != NULL);
+    }
+    hearth_backend_destroy(cpu);
+    hearth_model_destroy(m);
+}
+
+/* A copy of checkpoint src in a fresh temp dir (out) whose model.safetensors header has the
+ * first `from` after `at` replaced by `to` of the same length, so the data stay in place. */
+static void mutated_copy(const char *src, char *out, size_t cap, const char *at, const char *from, const char *to) {
+    static const char *const files[] = {"config.json", "tokenizer.json", "tokenizer_config.json",
+                                        "generation_config.json", "model.safetensors"};
+    sc_tmpdir(out, cap, "bad-moe");
+    for (int i = 0; i < 5; i++) {
+        char path[1024];
+        size_t n = 0;
+        snprintf(path, sizeof path, "%s/%s", src, files[i]);
+        char *bytes = golden_slurp(path, &n);
+        CHECK(bytes != NULL);
+        if (!bytes) continue;
+        if (i == 4) { /* the header is [8, 8 + its length): JSON without NULs, so strstr stays in it */
+            size_t hlen = 0;
+            for (int k = 0; k < 8; k++) hlen |= (size_t)(uint8_t)bytes[k] << (8 * k);
+            char *hdr = hlen + 8 <= n ? strndup(bytes + 8, hlen) : NULL;
+            char *p = hdr ? strstr(hdr, at) : NULL;
+            char *q = p ? strstr(p, from) : NULL;
+            CHECK(q != NULL && strlen(from) == strlen(to));
+            if (q) memcpy(bytes + 8 + (q - hdr), to, strlen(to));
+            free(hdr);
+        }
+        snprintf(path, sizeof path, "%s/%s", out, files[i]);
+        sc_write(path, bytes, n);
+        free(bytes);
+    }
+}
+
+/* Misshapen or mistyped expert tensors of either mlx-lm layout are refused with an error that
+ * names the tensor. */
+TEST(gemma4_moe_bad_experts) {
+#define SW "model.layers.0.experts.switch_glu."
+    static const struct {
+        const char *ckpt, *at, *from, *to, *msg;
+    } cases[] = {
+        {"gemma4_moe-mlxlm", SW "gate_proj.weight\"", "\"U32\"", "\"F32\"",
+         SW "gate_proj.weight' is F32 in 3 dims, expected packed U32 [4, 32, ..]"},
+        {"gemma4_moe-mlxlm", SW "gate_proj.weight\"", "[4,32,8]", "[2,64,8]",
+         SW "gate_proj.weight' is U32 in 3 dims, expected packed U32 [4, 32, ..]"},
+        {"gemma4_moe-mlxlm", SW "down_proj.scales\"", "[4,64,1]", "[8,32,1]",
+         SW "down_proj.scales' / '"},
+        {"gemma4_moe-mlxlm", SW "up_proj.biases\"", "\"BF16\"", "\"F16\"\x20", SW "up_proj.biases' do not match"},
+        {"gemma4_moe-mlxlm", SW "up_proj.scales\"", "scales", "scalez", "missing tensor 'language_model." SW
+         "up_proj.scales'"},
+        {"gemma4_moe-mlxlm-bf16", SW "down_proj.weight\"", "[4,64,32]", "[4,32,64]",
+         SW "down_proj.weight' is not [4, 64, 32]"},
+        {"gemma4_moe-mlxlm-bf16", SW "up_proj.weight\"", "up_proj", "up_pro_", "missing tensor '" SW
+         "up_proj.weight'"},
+    };
+#undef SW
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char src[256], dir[512];
+        snprintf(src, sizeof src, GOLD "%s", cases[i].ckpt);
+        mutated_copy(src, dir, sizeof dir, cases[i].at, cases[i].from, cases[i].to);
+        hearth_model *m = NULL;
+        hearth_err err = {0};
+        hearth_status st = hearth_model_load(dir, &m, &err);
+        if (st != HEARTH_E_FORMAT || !strstr(err.msg, cases[i].msg))
+            fprintf(stderr, "  case %zu: status %d, '%s'\n", i, st, err.msg);
+        CHECK_EQ(st, HEARTH_E_FORMAT);
+        CHECK(m == NULL);
+        CHECK(strstr(err.msg, cases[i].msg) != NULL);
+        hearth_model_destroy(m);
+        sc_rmrf(dir);
+    }
+}
 
 TEST(gemma4_attention_shapes_checked) {
     hearth_model *m = NULL;
@@ -206,16 +335,30 @@ TEST(registry_facts) {
         free(np);
         free(json);
     }
-    {
+    /* the 3-D expert tensors counted whole, in either layout; mlx-lm's quantized triples
+     * unpacked at their own module's bits (8-bit overrides on layer 1), scales and biases not
+     * counted; the bytes are the tensors' own (the loader's sum of them) */
+    static const char *const moe[] = {"gemma4_moe", "gemma4_moe-mlx", "gemma4_moe-mlxlm", "gemma4_moe-mlxlm-bf16"};
+    for (int i = 0; i < 4; i++) {
         char *json = golden_slurp(GOLD "gemma4_moe.json", NULL);
         int n = 0;
         int32_t *np = json ? golden_int_array(json, "n_params", 0, &n) : NULL;
-        CHECK_EQ(hearth_facts_safetensors(GOLD "gemma4_moe", &f, &err), HEARTH_OK);
-        CHECK(np && n == 1 && f.n_params == np[0]); /* the 3-D expert tensors counted whole */
+        char path[256];
+        snprintf(path, sizeof path, GOLD "%s", moe[i]);
+        CHECK_EQ(hearth_facts_safetensors(path, &f, &err), HEARTH_OK);
+        if (!np || n != 1 || f.n_params != np[0])
+            fprintf(stderr, "  %s: %lld parameters, transformers %d\n", moe[i], (long long)f.n_params, np ? np[0] : -1);
+        CHECK(np && n == 1 && f.n_params == np[0]);
         CHECK(f.caps & HEARTH_CAP_SUPPORTED);
+        hearth_model *m = NULL;
+        CHECK_EQ(hearth_model_load(path, &m, &err), HEARTH_OK);
+        CHECK(m && f.weight_bytes == (int64_t)m->weight_bytes);
+        hearth_model_destroy(m);
         free(np);
         free(json);
     }
+    CHECK_EQ(hearth_facts_safetensors(GOLD "gemma4_moe-mlxlm", &f, &err), HEARTH_OK);
+    CHECK_STR(f.quant, "4-bit g64");
     CHECK_EQ(hearth_facts_safetensors(GOLD "qwen3-mlx", &f, &err), HEARTH_OK);
     CHECK_STR(f.quant, "4-bit g64");
     CHECK(f.caps & HEARTH_CAP_SUPPORTED);
