@@ -230,9 +230,14 @@ INLINE __m512i finish4(const __m512i e[4]) {
     return _mm512_add_epi32(_mm512_unpacklo_epi64(s01, s23), _mm512_unpackhi_epi64(s01, s23));
 }
 
-/* 128-bit lane g of v */
+/* 128-bit lane g of v (each case an immediate: -O0 builds do not fold a constant argument) */
 INLINE __m128 lane4(__m512 v, const int g) {
-    return g == 0 ? _mm512_castps512_ps128(v) : _mm512_extractf32x4_ps(v, g);
+    switch (g) {
+    case 0: return _mm512_castps512_ps128(v);
+    case 1: return _mm512_extractf32x4_ps(v, 1);
+    case 2: return _mm512_extractf32x4_ps(v, 2);
+    default: return _mm512_extractf32x4_ps(v, 3);
+    }
 }
 
 /* q4_K (x86_order_ref.h): 4 rows x NT tokens. Each row's nibbles and scales are unpacked once per
@@ -267,7 +272,9 @@ INLINE void q4_K_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t 
             const q4_K *xb = (const q4_K *)(xb0 + (size_t)r * bx);
             uint8_t sc[8], mn8[8];
             hearth_k_scales_unpack(xb->scales, sc, mn8);
-            mn = _mm512_inserti32x4(mn, _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)mn8)), r);
+            /* into 128-bit lane r (a masked broadcast: no immediate, so -O0 builds compile it) */
+            mn = _mm512_mask_broadcast_i32x4(mn, (__mmask16)(0xFu << (4 * r)),
+                                             _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)mn8)));
             __m512i qv[4], sv[4];
             UNROLL
             for (int g = 0; g < 4; g++) {
