@@ -175,8 +175,10 @@ static void cpu_kv_store(hearth_backend *be, const float *x, int64_t n_tok, int6
  *   one token of its sequence (decode)   one item per (kv head, part of its G query heads):
  *                                        the single-order group kernel runs the part in one
  *                                        pass over the head's keys and values; G is cut into
- *                                        `parts` only as far as the pool needs items (one
- *                                        item per query head, the head kernel, without it);
+ *                                        `parts` only as far as the pool needs items, and
+ *                                        whole heads that do not divide among the threads
+ *                                        (3 on 2) have their last ones halved (one item per
+ *                                        query head, the head kernel, without it);
  *   several tokens (prefill, or a chunk) one item per (kv head, tile of up to `tile`
  *                                        consecutive tokens): the group kernel runs the tile's
  *                                        G x tile queries in the batch order, reading each
@@ -194,6 +196,8 @@ typedef struct {
     hearth_attn_group_x86_fn group; /* NULL: several-token sequences go per query head too */
     hearth_attn_sgroup_x86_fn sgroup; /* NULL: one-token sequences go per query head */
     int64_t                  parts; /* one-token items per kv head (1..G) */
+    int64_t                  split; /* ... but the last `split` kv heads of group split_group go in two halves */
+    int32_t                  split_group;
     int64_t                  tile;  /* tokens per group item */
     int32_t                  n_groups;
     int64_t                  total;
@@ -249,12 +253,12 @@ static void attn_tile(const attn_job *j, const int32_t *order, int64_t n, int64_
              a->blocks.block_size, hd, a->scale, a->softcap, scores, j->c->attn_cap);
 }
 
-/* part `part` of the G query heads of kv head hkv for token t, alone in its sequence, in the
- * single order */
-static void attn_sgroup(const attn_job *j, int64_t t, int64_t hkv, int64_t part, float *scores) {
+/* part `part` of `parts` of the G query heads of kv head hkv for token t, alone in its
+ * sequence, in the single order */
+static void attn_sgroup(const attn_job *j, int64_t t, int64_t hkv, int64_t part, int64_t parts, float *scores) {
     const hearth_attn_args *a = j->a;
     const int64_t g = a->n_head / a->n_head_kv, hd = a->head_dim, p = a->pos[t];
-    const int64_t h0 = hkv * g + g * part / j->parts, h1 = hkv * g + g * (part + 1) / j->parts;
+    const int64_t h0 = hkv * g + g * part / parts, h1 = hkv * g + g * (part + 1) / parts;
     HEARTH_ASSERT((p + 32) / 32 * 32 <= j->c->attn_cap);
     const float *q[HEARTH_ATTN_X86_SGROUP_MAX];
     float *out[HEARTH_ATTN_X86_SGROUP_MAX];
@@ -286,7 +290,10 @@ static void attn_fn(void *arg, int ith, int nth) {
             const int64_t first = it * j->tile, cnt = n - first < j->tile ? n - first : j->tile;
             attn_tile(j, order + first, cnt, local / tiles, scores);
         } else if (n == 1 && j->sgroup) {
-            attn_sgroup(j, order[0], local / j->parts, local % j->parts, scores);
+            const int64_t whole = a->n_head_kv - j->split; /* split > 0 only with parts == 1 */
+            if (g == j->split_group && local >= whole)
+                attn_sgroup(j, order[0], whole + (local - whole) / 2, (local - whole) % 2, 2, scores);
+            else attn_sgroup(j, order[0], local / j->parts, local % j->parts, j->parts, scores);
         } else {
             attn_head(j, order[local / a->n_head], local % a->n_head, n == 1, scores);
         }
@@ -335,13 +342,22 @@ static void cpu_attention(hearth_backend *be, const hearth_attn_args *a) {
     /* one-token items: whole kv heads unless the pool would be left idle */
     int64_t n_single = 0;
     for (int32_t k = 0; k < ng; k++) n_single += c->grp_start[k + 1] - c->grp_start[k] == 1;
+    const int64_t nth = hearth_pool_size(c->pool);
     j.parts = 1;
-    while (j.sgroup && j.parts < g && n_single * a->n_head_kv * j.parts < hearth_pool_size(c->pool)) j.parts++;
+    while (j.sgroup && j.parts < g && n_single * a->n_head_kv * j.parts < nth) j.parts++;
+    /* a few whole kv heads that do not divide among the threads (3 on 2): the last group's last
+     * ones go in two halves, so that the items can be dealt out evenly */
+    const int64_t units = n_single * a->n_head_kv * j.parts;
+    j.split = j.sgroup && j.parts == 1 && g >= 2 && units % nth && units < 4 * nth ? nth - units % nth : 0;
+    if (j.split > a->n_head_kv) j.split = a->n_head_kv;
+    j.split_group = -1;
+    for (int32_t k = 0; k < ng && j.split; k++)
+        if (c->grp_start[k + 1] - c->grp_start[k] == 1) j.split_group = k;
     c->grp_items[0] = 0;
     for (int32_t k = 0; k < ng; k++) {
         int64_t n = c->grp_start[k + 1] - c->grp_start[k];
         int64_t items = n > 1 && j.group    ? (n + j.tile - 1) / j.tile * a->n_head_kv
-                        : n == 1 && j.sgroup ? a->n_head_kv * j.parts
+                        : n == 1 && j.sgroup ? a->n_head_kv * j.parts + (k == j.split_group ? j.split : 0)
                                              : n * a->n_head;
         c->grp_items[k + 1] = c->grp_items[k] + items;
     }

@@ -578,7 +578,8 @@ TEST(attention_single_group_equals_twin) {
 /* The CPU backend's attention op on a mixed step (two sequences decoding one token each, one
  * prefilling a chunk longer than a tile, one with two tokens; a sliding window on some runs),
  * 3 threads, against the twin per (token, head): the single-token order for the decoding
- * sequences and the batch order for the others, with each kernel set that has the order.
+ * sequences and the batch order for the others, with each kernel set that has the order (the
+ * 4 single-token kv heads do not divide among 3 threads: the last sequence's 2 go in halves).
  * Then the first decoding token alone: its 2 kv heads are fewer items than threads, so each
  * kv head's 3 query heads are cut into parts (1 + 2) for the single-order group kernel. */
 TEST(backend_attention_equals_twin) {
