@@ -96,7 +96,7 @@ static const hearth_kernel_traits tab_scalar[HEARTH_TYPE_COUNT] = {
 
 #if HEARTH_HAVE_X86
 /* The SIMD sets: dots and q8 quantizers per ISA; dequantizers and weight quantizers scalar.
- * q4_0, q4_1, q5_0 and q8_0 (and q4_K, q6_K on avx512) have tiles (4 rows x up to HEARTH_TILE_NT
+ * q4_0, q4_1, q5_0, q8_0, q4_K and q6_K have tiles (4 rows x up to HEARTH_TILE_NT
  * tokens, tile_x86.h), each result equal to the set's vec_dot bit for bit. */
 #define SIMD_TABLE(isa)                                                                          \
     {                                                                                            \
@@ -128,10 +128,10 @@ static const hearth_kernel_traits tab_scalar[HEARTH_TYPE_COUNT] = {
     }
 #define Q4_K_GEMM_avx2 hearth_vec_dot_q4_K_q8_K_gemm_avx2
 #define Q4_K_GEMM_avx512 hearth_vec_dot_q4_K_q8_K_gemm_avx512
-#define Q6_K_TILE_avx2 NULL
+#define Q6_K_TILE_avx2 hearth_tile_q6_K_q8_K_avx2
 #define Q6_K_TILE_avx512 hearth_tile_q6_K_q8_K_avx512
-#define Q4_K_TILE_avx2 NULL
-#define Q4_K_GEMM_TILE_avx2 NULL
+#define Q4_K_TILE_avx2 hearth_tile_q4_K_q8_K_avx2
+#define Q4_K_GEMM_TILE_avx2 hearth_tile_q4_K_q8_K_gemm_avx2
 #define Q4_K_TILE_avx512 hearth_tile_q4_K_q8_K_avx512
 #define Q4_K_GEMM_TILE_avx512 hearth_tile_q4_K_q8_K_gemm_avx512
 static const hearth_kernel_traits tab_avx2[HEARTH_TYPE_COUNT] = SIMD_TABLE(avx2);

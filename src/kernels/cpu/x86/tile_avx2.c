@@ -167,6 +167,159 @@ INLINE void q8_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t bx
         }
 }
 
+/* A 4x4 transpose of s32: out[p] = [in[0]_p, in[1]_p, in[2]_p, in[3]_p]. */
+INLINE void transpose4(const __m128i in[4], __m128i out[4]) {
+    __m128i l01 = _mm_unpacklo_epi32(in[0], in[1]), h01 = _mm_unpackhi_epi32(in[0], in[1]);
+    __m128i l23 = _mm_unpacklo_epi32(in[2], in[3]), h23 = _mm_unpackhi_epi32(in[2], in[3]);
+    out[0] = _mm_unpacklo_epi64(l01, l23);
+    out[1] = _mm_unpackhi_epi64(l01, l23);
+    out[2] = _mm_unpacklo_epi64(h01, h23);
+    out[3] = _mm_unpackhi_epi64(h01, h23);
+}
+
+/* q4_K (x86_order_ref.h): 4 rows x NT tokens. A row's nibbles and sub-block scales are unpacked
+ * once per super-block (kept on the stack: 16 registers hold no more) for all NT tokens; its
+ * four sub-block pair sums per token come out of one vphaddd tree, exact. The float chains of
+ * a token's 4 rows run as the lanes of 4-float vectors (a: the sums, m: the minimum terms),
+ * one FMA per super-block (gemv) or per pair of sub-blocks (PAIR: the gemm order), the
+ * one-row kernel's fmaf of each (row, token) pair in its own lane. */
+INLINE void q4_K_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t bx, const uint8_t *y, size_t by,
+                      const int NT, const int PAIR) {
+    typedef hearth_block_q4_K q4_K;
+    typedef hearth_block_q8_K q8_K;
+    const __m256i m4 = _mm256_set1_epi8(15);
+    const __m256i even = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
+    __m128 a[4], m[4]; /* [token], lane r */
+    UNROLL
+    for (int t = 0; t < NT; t++) a[t] = m[t] = _mm_setzero_ps();
+    const int64_t nb = n / HEARTH_QK_K;
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *xb0 = x + (size_t)b * sizeof(q4_K);
+        hearth_tile_prefetch(x, bx, b, nb);
+        const __m256 dd = _mm256_permutevar8x32_ps(head4(xb0, bx), even); /* d_r in lanes 0..3, dmin_r 4..7 */
+        const __m128 xd = _mm256_castps256_ps128(dd), xm = _mm256_extractf128_ps(dd, 1);
+        __m128i sq[4][4], mn[4]; /* [token][row]: the pair sums p = 0..3; [row]: minimums as s16 pairs */
+        for (int r = 0; r < 4; r++) {
+            const q4_K *xb = (const q4_K *)(xb0 + (size_t)r * bx);
+            uint8_t sc[8], mn8[8];
+            hearth_k_scales_unpack(xb->scales, sc, mn8);
+            mn[r] = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)mn8));
+            __m256i lo[4], hi[4], s0[4], s1[4];
+            UNROLL
+            for (int g = 0; g < 4; g++) { /* 32 bytes: low nibbles = sub-block 2g, high = 2g + 1 */
+                __m256i q4 = _mm256_loadu_si256((const __m256i *)(xb->qs + 32 * g));
+                lo[g] = _mm256_and_si256(q4, m4);
+                hi[g] = _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4);
+                s0[g] = _mm256_set1_epi16(sc[2 * g]);
+                s1[g] = _mm256_set1_epi16(sc[2 * g + 1]);
+            }
+            UNROLL
+            for (int t = 0; t < NT; t++) {
+                const q8_K *yb = (const q8_K *)(y + (size_t)t * by) + b;
+                __m256i v[4];
+                UNROLL
+                for (int g = 0; g < 4; g++) {
+                    __m256i p0 = _mm256_maddubs_epi16(lo[g], _mm256_loadu_si256((const __m256i *)(yb->qs + 64 * g)));
+                    __m256i p1 =
+                        _mm256_maddubs_epi16(hi[g], _mm256_loadu_si256((const __m256i *)(yb->qs + 64 * g + 32)));
+                    v[g] = _mm256_add_epi32(_mm256_madd_epi16(p0, s0[g]), _mm256_madd_epi16(p1, s1[g]));
+                }
+                /* [sum v_0, .., sum v_3]: hadd pairs, then the two 128-bit halves */
+                __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+                sq[t][r] = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+            }
+        }
+        __m128i mnp[4]; /* [p]: lane r = row r's minimums 2p, 2p + 1 */
+        transpose4(mn, mnp);
+        UNROLL
+        for (int t = 0; t < NT; t++) {
+            const q8_K *yb = (const q8_K *)(y + (size_t)t * by) + b;
+            /* bsums[2i] + bsums[2i + 1], i < 8: s32 element p = the pair for sub-blocks 2p, 2p + 1 */
+            const __m128i b2 = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)yb->bsums),
+                                              _mm_loadu_si128((const __m128i *)(yb->bsums + 8)));
+            __m128i q[4], pm[4];
+            transpose4(sq[t], q); /* q[p]: lane r = row r's pair p */
+            pm[0] = _mm_madd_epi16(_mm_shuffle_epi32(b2, 0x00), mnp[0]);
+            pm[1] = _mm_madd_epi16(_mm_shuffle_epi32(b2, 0x55), mnp[1]);
+            pm[2] = _mm_madd_epi16(_mm_shuffle_epi32(b2, 0xaa), mnp[2]);
+            pm[3] = _mm_madd_epi16(_mm_shuffle_epi32(b2, 0xff), mnp[3]);
+            const __m128 yd = _mm_set1_ps(yb->d), da = _mm_mul_ps(xd, yd), dm = _mm_mul_ps(xm, yd);
+            if (PAIR) {
+                UNROLL
+                for (int p = 0; p < 4; p++) {
+                    a[t] = _mm_fmadd_ps(_mm_cvtepi32_ps(q[p]), da, a[t]);
+                    m[t] = _mm_fmadd_ps(_mm_cvtepi32_ps(pm[p]), dm, m[t]);
+                }
+            } else { /* the four pairs' sums first (exact) */
+                __m128i sqa = _mm_add_epi32(_mm_add_epi32(q[0], q[1]), _mm_add_epi32(q[2], q[3]));
+                __m128i sma = _mm_add_epi32(_mm_add_epi32(pm[0], pm[1]), _mm_add_epi32(pm[2], pm[3]));
+                a[t] = _mm_fmadd_ps(_mm_cvtepi32_ps(sqa), da, a[t]);
+                m[t] = _mm_fmadd_ps(_mm_cvtepi32_ps(sma), dm, m[t]);
+            }
+        }
+    }
+    UNROLL
+    for (int t = 0; t < NT; t++) _mm_storeu_ps(s + t * bs, _mm_sub_ps(a[t], m[t]));
+}
+
+/* q6_K (x86_order_ref.h): 4 rows x NT tokens. A row's 6-bit values and per-half scales are
+ * unpacked once per super-block for all NT tokens (kquant_avx2.c's one-row kernel says how);
+ * each (row, token) pair keeps its own 8 float lanes, one FMA per super-block, and hsum8. */
+INLINE void q6_K_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t bx, const uint8_t *y, size_t by,
+                      const int NT) {
+    typedef hearth_block_q6_K q6_K;
+    typedef hearth_block_q8_K q8_K;
+    const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(0x30), c32 = _mm256_set1_epi8(32);
+    __m256 acc[4][4]; /* [token][row] */
+    UNROLL
+    for (int t = 0; t < NT; t++)
+        for (int r = 0; r < 4; r++) acc[t][r] = _mm256_setzero_ps();
+    const int64_t nb = n / HEARTH_QK_K;
+    for (int64_t b = 0; b < nb; b++) {
+        hearth_tile_prefetch(x, bx, b, nb);
+        for (int r = 0; r < 4; r++) {
+            const q6_K *xb = (const q6_K *)(x + (size_t)r * bx) + b;
+            __m256i q[8], sc[8]; /* quarter k of half h: [4h + k] */
+            UNROLL
+            for (int half = 0; half < 2; half++) {
+                const uint8_t *ql = xb->ql + 64 * half, *qhp = xb->qh + 32 * half;
+                const int8_t *scp = xb->scales + 8 * half;
+                __m256i l0 = _mm256_loadu_si256((const __m256i *)ql), l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+                __m256i h = _mm256_loadu_si256((const __m256i *)qhp);
+                __m256i *qq = q + 4 * half;
+                qq[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(h, 4), m2));
+                qq[1] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(h, 2), m2));
+                qq[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(h, m2));
+                qq[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                        _mm256_and_si256(_mm256_srli_epi16(h, 2), m2));
+                UNROLL
+                for (int k = 0; k < 4; k++) /* elements 0..15 of the quarter use sc[2k], 16..31 sc[2k + 1] */
+                    sc[4 * half + k] = _mm256_set_m128i(_mm_set1_epi16(scp[2 * k + 1]), _mm_set1_epi16(scp[2 * k]));
+            }
+            const float xd = _cvtsh_ss(xb->d);
+            UNROLL
+            for (int t = 0; t < NT; t++) {
+                const q8_K *yb = (const q8_K *)(y + (size_t)t * by) + b;
+                __m256i sumi = _mm256_setzero_si256();
+                UNROLL
+                for (int k = 0; k < 8; k++) { /* (q - 32) * y per s16 pair, the offset in each lane */
+                    const __m256i yk = _mm256_loadu_si256((const __m256i *)(yb->qs + 32 * k));
+                    __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(q[k], yk), _mm256_maddubs_epi16(c32, yk));
+                    sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, sc[k]));
+                }
+                acc[t][r] = _mm256_fmadd_ps(_mm256_set1_ps(yb->d * xd), _mm256_cvtepi32_ps(sumi), acc[t][r]);
+            }
+        }
+    }
+    UNROLL
+    for (int t = 0; t < NT; t++)
+        for (int r = 0; r < 4; r++) {
+            float v[8];
+            _mm256_storeu_ps(v, acc[t][r]);
+            s[t * bs + r] = hearth_tile_hsum8(v, v + 4);
+        }
+}
+
 /* nt tokens as passes of at most two */
 #define TILE_FN(name, body)                                                                                   \
     void name(int64_t n, float *s, int64_t bs, const void *vx, size_t bx, const void *vy, size_t by, int nt) { \
@@ -182,3 +335,22 @@ TILE_FN(hearth_tile_q4_0_q8_0_avx2, Q4_0_BODY)
 TILE_FN(hearth_tile_q4_1_q8_1_avx2, Q4_1_BODY)
 TILE_FN(hearth_tile_q5_0_q8_0_avx2, Q5_0_BODY)
 TILE_FN(hearth_tile_q8_0_q8_0_avx2, Q8_0_BODY)
+
+/* the K-quant tiles: nt tokens as passes of at most four */
+#define KTILE_FN(name, body)                                                                                  \
+    void name(int64_t n, float *s, int64_t bs, const void *vx, size_t bx, const void *vy, size_t by, int nt) { \
+        const uint8_t *x = vx, *y = vy;                                                                        \
+        for (; nt >= 4; nt -= 4, s += 4 * bs, y += 4 * by) body(4);                                            \
+        switch (nt) {                                                                                          \
+        case 1: body(1); break;                                                                                \
+        case 2: body(2); break;                                                                                \
+        case 3: body(3); break;                                                                                \
+        default: break;                                                                                        \
+        }                                                                                                      \
+    }
+#define Q4_K_BODY(NT) q4_K_tile(n, s, bs, x, bx, y, by, NT, 0)
+#define Q4_K_GEMM_BODY(NT) q4_K_tile(n, s, bs, x, bx, y, by, NT, 1)
+#define Q6_K_BODY(NT) q6_K_tile(n, s, bs, x, bx, y, by, NT)
+KTILE_FN(hearth_tile_q4_K_q8_K_avx2, Q4_K_BODY)
+KTILE_FN(hearth_tile_q4_K_q8_K_gemm_avx2, Q4_K_GEMM_BODY)
+KTILE_FN(hearth_tile_q6_K_q8_K_avx2, Q6_K_BODY)

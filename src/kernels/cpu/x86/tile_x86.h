@@ -17,7 +17,7 @@
  * (q8_0, and q4_0 / q5_0 on AVX-512: the nibbles rearranged into element order) or split into
  * a "lo" and a "hi" accumulator of 4 lanes (q4_1, and AVX2's nibble tiles), where the hsum8
  * tree starts with lo_l + hi_l, its own first level.
- * The K-quant tiles (q4_K in both its orders, q6_K; avx512 only) work a row at a time inside a
+ * The K-quant tiles (q4_K in both its orders, q6_K) work a row at a time inside a
  * super-block: its values and scales are unpacked once and dotted with each of the nt tokens.
  * q6_K's pairs keep 8 lanes each; q4_K's two scalar chains per pair run as the lanes of one
  * 4-float vector per token (the 4 rows), its exact integer sums gathered into that lane order
@@ -48,6 +48,12 @@ void hearth_tile_q5_0_q8_0_avx512(int64_t n, float *s, int64_t bs, const void *x
 void hearth_tile_q8_0_q8_0_avx512(int64_t n, float *s, int64_t bs, const void *x, size_t bx, const void *y, size_t by,
                                   int nt);
 /* q4_K in its two orders (x86_order_ref.h): the gemv one, and the gemm one of kernels.h's vec_dot_gemm */
+void hearth_tile_q4_K_q8_K_avx2(int64_t n, float *s, int64_t bs, const void *x, size_t bx, const void *y, size_t by,
+                                int nt);
+void hearth_tile_q6_K_q8_K_avx2(int64_t n, float *s, int64_t bs, const void *x, size_t bx, const void *y, size_t by,
+                                int nt);
+void hearth_tile_q4_K_q8_K_gemm_avx2(int64_t n, float *s, int64_t bs, const void *x, size_t bx, const void *y,
+                                     size_t by, int nt);
 void hearth_tile_q4_K_q8_K_avx512(int64_t n, float *s, int64_t bs, const void *x, size_t bx, const void *y, size_t by,
                                   int nt);
 void hearth_tile_q6_K_q8_K_avx512(int64_t n, float *s, int64_t bs, const void *x, size_t bx, const void *y, size_t by,
