@@ -123,10 +123,19 @@ typedef struct {
     const hearth_rope_params *rp;
 } rope_job;
 
+/* Rows r = token * n_head + head: one cosine/sine table per token for all its heads. */
 static void rope_fn(void *arg, int ith, int nth) {
     rope_job *j = arg;
-    for (int64_t r = ith; r < j->n_tok * j->n_head; r += nth)
-        hearth_rope_ref(j->x + r * j->head_dim, j->n_rot, j->pos[r / j->n_head], j->rp);
+    float c[HEARTH_ROPE_MAX_HALF], s[HEARTH_ROPE_MAX_HALF];
+    HEARTH_ASSERT(j->n_rot / 2 <= HEARTH_ROPE_MAX_HALF);
+    int64_t t_cs = -1;
+    for (int64_t r = ith; r < j->n_tok * j->n_head; r += nth) {
+        if (r / j->n_head != t_cs) {
+            t_cs = r / j->n_head;
+            hearth_rope_cs_ref(j->n_rot, j->pos[t_cs], j->rp, c, s);
+        }
+        hearth_rope_apply_ref(j->x + r * j->head_dim, j->n_rot, c, s, j->rp);
+    }
 }
 
 static void cpu_rope(hearth_backend *be, float *x, int64_t n_tok, int32_t n_head, int32_t head_dim, int32_t n_rot,

@@ -637,4 +637,35 @@ TEST(backend_attention_equals_twin) {
     hearth_backend_destroy(be);
 }
 
+/* The CPU backend's RoPE op (one cosine/sine table per token, shared by its heads; rows split
+ * over 3 threads when the step is large) against hearth_rope_ref per row, bit for bit: both
+ * angle recipes, adjacent and half pairs, a partial rotation, an attention factor; one token
+ * (inline) and 40 tokens (on the pool). */
+TEST(backend_rope_equals_ref) {
+    enum { T = 40, H = 8, D = 128 };
+    static float x[T * H * D], got[T * H * D], want[T * H * D];
+    int32_t pos[T];
+    for (int t = 0; t < T; t++) pos[t] = 3 + t * 37;
+    float inv_freq[D / 2];
+    hearth_rope_inv_freq(inv_freq, D, 10000.0f, 1.0f);
+    for (size_t i = 0; i < sizeof x / sizeof x[0]; i++) x[i] = rnd_unit() * 4.0f;
+    hearth_backend *be = hearth_backend_cpu_create(3, T, 1024, 64);
+    CHECK(be != NULL);
+    if (!be) return;
+    for (int c = 0; c < 8; c++) {
+        const int n_tok = c % 2 ? T : 1, n_rot = c % 4 < 2 ? D : D / 2;
+        const hearth_rope_params rp = {.inv_freq = c < 4 ? NULL : inv_freq, .theta_scale = powf(1e4f, -2.0f / n_rot),
+                                       .freq_scale = 0.5f, .neox = c % 3 == 0, .mscale = c % 4 == 3 ? 1.25f : 1.0f};
+        memcpy(got, x, sizeof x);
+        memcpy(want, x, sizeof x);
+        hearth_op_rope(be, got, n_tok, H, D, n_rot, pos, &rp);
+        for (int r = 0; r < n_tok * H; r++) hearth_rope_ref(want + r * D, n_rot, pos[r / H], &rp);
+        int bad = 0;
+        for (int i = 0; i < n_tok * H * D; i++) bad += !same_bits(want[i], got[i]);
+        if (bad) fprintf(stderr, "  case %d (%d tokens): %d values differ\n", c, n_tok, bad);
+        CHECK_EQ(bad, 0);
+    }
+    hearth_backend_destroy(be);
+}
+
 int main(int argc, char **argv) { return test_main(argc, argv); }

@@ -1,5 +1,6 @@
 /* ops_ref.c - reference f32 ops; see ops_ref.h for the formulas. */
 #include "kernels/ref/ops_ref.h"
+#include "base/assert.h"
 #include "tensor/dtype.h"
 
 #include <math.h>
@@ -17,7 +18,7 @@ void hearth_rope_inv_freq(float *inv_freq, int64_t n_rot, float base, float scal
         inv_freq[i] = 1.0f / powf(base, (float)(2 * i) / (float)n_rot) / scale;
 }
 
-void hearth_rope_ref(float *x, int64_t n_rot, int32_t pos, const hearth_rope_params *rp) {
+void hearth_rope_cs_ref(int64_t n_rot, int32_t pos, const hearth_rope_params *rp, float *c, float *s) {
     int64_t half = n_rot / 2;
     float theta_it = (float)pos; /* llama.cpp recipe */
     for (int64_t i = 0; i < half; i++) {
@@ -28,21 +29,35 @@ void hearth_rope_ref(float *x, int64_t n_rot, int32_t pos, const hearth_rope_par
             theta = rp->freq_scale * theta_it;
             theta_it *= rp->theta_scale;
         }
-        float c = cosf(theta), s = sinf(theta);
+        c[i] = cosf(theta);
+        s[i] = sinf(theta);
         if (rp->mscale != 0 && rp->mscale != 1) {
-            c *= rp->mscale;
-            s *= rp->mscale;
+            c[i] *= rp->mscale;
+            s[i] *= rp->mscale;
         }
+    }
+}
+
+void hearth_rope_apply_ref(float *x, int64_t n_rot, const float *c, const float *s, const hearth_rope_params *rp) {
+    int64_t half = n_rot / 2;
+    for (int64_t i = 0; i < half; i++) {
         int64_t a = rp->neox ? i : 2 * i, b = rp->neox ? i + half : 2 * i + 1;
         float x0 = x[a], x1 = x[b];
         if (rp->inv_freq) {
-            x[a] = x0 * c - x1 * s;
-            x[b] = x0 * s + x1 * c;
+            x[a] = x0 * c[i] - x1 * s[i];
+            x[b] = x0 * s[i] + x1 * c[i];
         } else { /* llama.cpp's x86 build contracts each rotation into one FMA */
-            x[a] = fmaf(x0, c, -(x1 * s));
-            x[b] = fmaf(x0, s, x1 * c);
+            x[a] = fmaf(x0, c[i], -(x1 * s[i]));
+            x[b] = fmaf(x0, s[i], x1 * c[i]);
         }
     }
+}
+
+void hearth_rope_ref(float *x, int64_t n_rot, int32_t pos, const hearth_rope_params *rp) {
+    float c[HEARTH_ROPE_MAX_HALF], s[HEARTH_ROPE_MAX_HALF];
+    HEARTH_ASSERT(n_rot / 2 <= HEARTH_ROPE_MAX_HALF);
+    hearth_rope_cs_ref(n_rot, pos, rp, c, s);
+    hearth_rope_apply_ref(x, n_rot, c, s, rp);
 }
 
 void hearth_softmax_ref(float *x, int64_t n) {

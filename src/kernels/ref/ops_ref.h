@@ -35,6 +35,12 @@ typedef struct {
 /* Rotary embedding of one head vector in place, x: [head_dim]; only the first n_rot dims
  * rotate, by angle theta_i (see hearth_rope_params), i < n_rot/2. */
 void hearth_rope_ref(float *x, int64_t n_rot, int32_t pos, const hearth_rope_params *rp);
+/* hearth_rope_ref in two halves, so that the heads of one position share one table: c[i], s[i]
+ * (i < n_rot/2) are the cosine and sine it rotates pair i by (mscale included), and apply
+ * rotates x with them exactly as hearth_rope_ref does. */
+#define HEARTH_ROPE_MAX_HALF 256 /* n_rot / 2 at most (heads of up to 512) */
+void hearth_rope_cs_ref(int64_t n_rot, int32_t pos, const hearth_rope_params *rp, float *c, float *s);
+void hearth_rope_apply_ref(float *x, int64_t n_rot, const float *c, const float *s, const hearth_rope_params *rp);
 
 /* inv_freq[i] = 1 / base^(2i / n_rot) / scale, i < n_rot/2, computed in float as
  * transformers' default rope init does (scale = linear position scaling factor, 1 = none). */
