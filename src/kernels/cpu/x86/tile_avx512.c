@@ -340,7 +340,7 @@ INLINE void q6_K_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t 
                                          0, 0, 0, 0, 0);
     const __m512i shl_a = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
     const __m512i shr_b = _mm512_inserti64x4(_mm512_set1_epi16(0), _mm256_set1_epi16(2), 1);
-    __m256 acc[4][4]; /* [token][row] */
+    __m256 acc[HEARTH_TILE_NT][4]; /* [token][row] */
     UNROLL
     for (int t = 0; t < NT; t++)
         for (int r = 0; r < 4; r++) acc[t][r] = _mm256_setzero_ps();
@@ -419,5 +419,5 @@ TILE_FN(hearth_tile_q4_1_q8_1_avx512, Q4_1_BODY, 8)
 TILE_FN(hearth_tile_q5_0_q8_0_avx512, Q5_0_BODY, 8)
 TILE_FN(hearth_tile_q8_0_q8_0_avx512, Q8_0_BODY, 8)
 TILE_FN(hearth_tile_q4_K_q8_K_avx512, Q4_K_BODY, 8)
-TILE_FN(hearth_tile_q6_K_q8_K_avx512, Q6_K_BODY, 4)
+TILE_FN(hearth_tile_q6_K_q8_K_avx512, Q6_K_BODY, 8)
 TILE_FN(hearth_tile_q4_K_q8_K_gemm_avx512, Q4_K_GEMM_BODY, 8)
