@@ -45,6 +45,26 @@ INLINE __m256i dot_us8(__m256i u, __m256i s) {
 
 INLINE __m256i bcast16(const int8_t *p) { return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)p)); }
 
+/* The reference's hsum8 (x86_order_ref.h: ((a0+a4) + (a2+a6)) + ((a1+a5) + (a3+a7))) of 4 rows
+ * at once, from lo / hi vectors holding lanes 0..3 / 4..7 of rows 0, 1 (lo01, hi01: a 128-bit
+ * half each) and of rows 2, 3: B = lo + hi, then (B0 + B2) + (B1 + B3) in each half; the 4
+ * results are returned in row order. Each row's adds are those of the tree, in its order. */
+INLINE __m128 hsum8x4_lohi(__m256 lo01, __m256 hi01, __m256 lo23, __m256 hi23) {
+    __m256 b01 = _mm256_add_ps(lo01, hi01), b23 = _mm256_add_ps(lo23, hi23);
+    b01 = _mm256_add_ps(b01, _mm256_permute_ps(b01, _MM_SHUFFLE(1, 0, 3, 2)));
+    b23 = _mm256_add_ps(b23, _mm256_permute_ps(b23, _MM_SHUFFLE(1, 0, 3, 2)));
+    b01 = _mm256_add_ps(b01, _mm256_permute_ps(b01, _MM_SHUFFLE(2, 3, 0, 1)));
+    b23 = _mm256_add_ps(b23, _mm256_permute_ps(b23, _MM_SHUFFLE(2, 3, 0, 1)));
+    const __m256 u = _mm256_shuffle_ps(b01, b23, _MM_SHUFFLE(0, 0, 0, 0)); /* [r0 r0 r2 r2 | r1 r1 r3 r3] */
+    return _mm_blend_ps(_mm256_castps256_ps128(u), _mm256_extractf128_ps(u, 1), 0xa);
+}
+
+/* The same from 4 vectors of one row's 8 lanes each. */
+INLINE __m128 hsum8x4(__m256 r0, __m256 r1, __m256 r2, __m256 r3) {
+    return hsum8x4_lohi(_mm256_permute2f128_ps(r0, r1, 0x20), _mm256_permute2f128_ps(r0, r1, 0x31),
+                        _mm256_permute2f128_ps(r2, r3, 0x20), _mm256_permute2f128_ps(r2, r3, 0x31));
+}
+
 enum { K4_0, K4_1, K5_0 }; /* the nibble kinds */
 
 /* 16 * the fifth bits of q5_0 blocks (their qh at p) of rows 0..3 in rows16's layout, for the
@@ -118,17 +138,11 @@ INLINE void nib_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t b
     }
     UNROLL
     for (int t = 0; t < NT; t++) {
-        float l[16], h[16], m[8];
-        _mm256_storeu_ps(l, a[t][0]);
-        _mm256_storeu_ps(h, a[t][1]);
-        _mm256_storeu_ps(l + 8, a[t][2]);
-        _mm256_storeu_ps(h + 8, a[t][3]);
-        _mm256_storeu_ps(m, sm[t]);
-        UNROLL
-        for (int r = 0; r < 4; r++) {
-            float v = hearth_tile_hsum8(l + 4 * r, h + 4 * r);
-            s[t * bs + r] = MIN ? v + m[2 * r + 1] : v;
-        }
+        __m128 v = hsum8x4_lohi(a[t][0], a[t][1], a[t][2], a[t][3]);
+        if (MIN) /* + summs_r */
+            v = _mm_add_ps(v, _mm256_castps256_ps128(
+                                  _mm256_permutevar8x32_ps(sm[t], _mm256_setr_epi32(1, 3, 5, 7, 1, 3, 5, 7))));
+        _mm_storeu_ps(s + t * bs, v);
     }
 }
 
@@ -158,13 +172,7 @@ INLINE void q8_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t bx
         }
     }
     UNROLL
-    for (int t = 0; t < NT; t++)
-        UNROLL
-        for (int r = 0; r < 4; r++) {
-            float v[8];
-            _mm256_storeu_ps(v, a[t][r]);
-            s[t * bs + r] = hearth_tile_hsum8(v, v + 4);
-        }
+    for (int t = 0; t < NT; t++) _mm_storeu_ps(s + t * bs, hsum8x4(a[t][0], a[t][1], a[t][2], a[t][3]));
 }
 
 /* A 4x4 transpose of s32: out[p] = [in[0]_p, in[1]_p, in[2]_p, in[3]_p]. */
@@ -312,12 +320,7 @@ INLINE void q6_K_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t 
         }
     }
     UNROLL
-    for (int t = 0; t < NT; t++)
-        for (int r = 0; r < 4; r++) {
-            float v[8];
-            _mm256_storeu_ps(v, acc[t][r]);
-            s[t * bs + r] = hearth_tile_hsum8(v, v + 4);
-        }
+    for (int t = 0; t < NT; t++) _mm_storeu_ps(s + t * bs, hsum8x4(acc[t][0], acc[t][1], acc[t][2], acc[t][3]));
 }
 
 /* nt tokens as passes of at most two */

@@ -63,9 +63,10 @@ INLINE __m512i neg_dot(__m512i u, __m512i v) {
     return _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, v));
 }
 
-/* hearth_tile_hsum8 of 4 rows at once, from lo / hi vectors holding the rows' lanes 0..3 / 4..7 in
- * 128-bit lane r: B = lo + hi, then (B0 + B2) + (B1 + B3) in each 128-bit lane; the 4 results
- * are returned in row order. Each row's adds are those of the tree, in its order. */
+/* The reference's hsum8 (x86_order_ref.h: ((a0+a4) + (a2+a6)) + ((a1+a5) + (a3+a7))) of 4 rows
+ * at once, from lo / hi vectors holding the rows' lanes 0..3 / 4..7 in 128-bit lane r:
+ * B = lo + hi, then (B0 + B2) + (B1 + B3) in each 128-bit lane; the 4 results are returned in
+ * row order. Each row's adds are those of the tree, in its order. */
 INLINE __m128 hsum8x4_lohi(__m512 lo, __m512 hi) {
     __m512 b = _mm512_add_ps(lo, hi);
     b = _mm512_add_ps(b, _mm512_permute_ps(b, _MM_SHUFFLE(1, 0, 3, 2)));

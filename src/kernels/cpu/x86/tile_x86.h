@@ -61,11 +61,6 @@ void hearth_tile_q6_K_q8_K_avx512(int64_t n, float *s, int64_t bs, const void *x
 void hearth_tile_q4_K_q8_K_gemm_avx512(int64_t n, float *s, int64_t bs, const void *x, size_t bx, const void *y,
                                        size_t by, int nt);
 
-/* The reference's hsum8 of lanes (lo[0..3], hi[0..3]): ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)). */
-static inline float hearth_tile_hsum8(const float *lo, const float *hi) {
-    return ((lo[0] + hi[0]) + (lo[2] + hi[2])) + ((lo[1] + hi[1]) + (lo[3] + hi[3]));
-}
-
 /* Rows are short (a few hundred bytes), so 4 of them read side by side are 4 streams too short
  * for the hardware prefetchers to learn (without this, tiles ran slower than one row at a time
  * in decode, where the weights come from DRAM). A tile therefore prefetches the memory
