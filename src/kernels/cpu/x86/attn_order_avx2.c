@@ -40,6 +40,7 @@ static inline v16 v16_mul(v16 a, v16 b) { return (v16){_mm256_mul_ps(a.lo, b.lo)
 static inline v16 v16_fma(v16 a, v16 b, v16 c) {
     return (v16){_mm256_fmadd_ps(a.lo, b.lo, c.lo), _mm256_fmadd_ps(a.hi, b.hi, c.hi)};
 }
+static inline v16 v16_max(v16 a, v16 b) { return (v16){_mm256_max_ps(a.lo, b.lo), _mm256_max_ps(a.hi, b.hi)}; }
 
 /* halves (lanes 8-15 + 0-7), quarters, then (x0 + x2) + (x1 + x3) */
 static inline float v16_reduce(v16 a) {

@@ -28,6 +28,7 @@ static inline v16 v16_add(v16 a, v16 b) { return _mm512_add_ps(a, b); }
 static inline v16 v16_sub(v16 a, v16 b) { return _mm512_sub_ps(a, b); }
 static inline v16 v16_mul(v16 a, v16 b) { return _mm512_mul_ps(a, b); }
 static inline v16 v16_fma(v16 a, v16 b, v16 c) { return _mm512_fmadd_ps(a, b, c); }
+static inline v16 v16_max(v16 a, v16 b) { return _mm512_max_ps(a, b); }
 
 /* halves, quarters, then (x0 + x2) + (x1 + x3) */
 static inline float v16_reduce(v16 a) {
