@@ -1,8 +1,8 @@
 /*
  * tile_avx512.c - AVX-512 VNNI block-dot tiles (tile_x86.h): 4 weight rows x nt tokens, each
- * (row, token) pair equal to quant_avx512.c's one-row dot bit for bit. The nibble, q8_0 and
- * q4_K tiles keep 8 tokens' chains in registers (one pass for a whole token tile of
- * hearth_matmul, so each weight block is unpacked once for 8 tokens), q6_K 4 (more in passes).
+ * (row, token) pair equal to quant_avx512.c's one-row dot bit for bit. A tile runs up to 8 tokens
+ * in one pass (a whole token tile of hearth_matmul), so each weight block is unpacked once for
+ * 8 tokens.
  *
  * q8_0: a 512-bit vector holds two rows' 32 bytes (a 256-bit half each = the reference's 8
  * lanes); the signed x signed product is vpdpbusd of (y + 128) as unsigned with x, started
@@ -83,13 +83,6 @@ INLINE __m128 hsum8x4(__m512 x01, __m512 x23) {
 
 INLINE __m512i bcast16(const int8_t *p) { return _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)p)); }
 
-enum { K4_0, K5_0 }; /* the signed nibble kinds */
-
-/* q4_0 or q5_0 (KIND): NT tokens, two rows per 512-bit vector (a 256-bit half each holds the
- * row's 32 elements in order: the low nibbles, then the high ones, so its 8 s32 lanes are the
- * reference's 8 lanes, as in q8_tile). The weights become signed (q - 8, q - 16) once per
- * block, q5_0's clear fifth bits subtracting 16 under a byte mask read straight from the rows'
- * qh, and are dotted as q8_tile dots x. */
 /* q4_1: NT tokens. One 512-bit vector holds the 16 nibble bytes of the 4 rows (a 128-bit lane per
  * row); masking gives the low-nibble elements, a shift the high ones, and each is dotted by
  * vpdpbusd with the token's activation half broadcast to the 4 lanes: 16 s32 lanes = 4 rows x
@@ -128,10 +121,17 @@ INLINE void q4_1_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t 
                                              _mm256_castps256_ps128(_mm256_permutevar8x32_ps(sm[t], odd))));
 }
 
+enum { K4_0, K5_0, K8_0 }; /* the kinds sgn_tile dots as signed bytes */
+
+/* q8_0, q4_0 or q5_0 (KIND): NT tokens, two rows per 512-bit vector (a 256-bit half each holds a
+ * row's 32 elements in order, so its 8 s32 lanes are the reference's 8 lanes). The nibble
+ * kinds get there by a permute of their low and high nibbles, and become signed (q - 8,
+ * q - 16) once per block, q5_0's clear fifth bits subtracting 16 under a byte mask read
+ * straight from the rows' qh. */
 INLINE void sgn_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t bx, const uint8_t *y, size_t by,
                      const int NT, const int KIND) {
-    const size_t xbs = KIND == K4_0 ? sizeof(q4_0) : sizeof(q5_0);
-    const size_t qso = KIND == K4_0 ? offsetof(q4_0, qs) : offsetof(q5_0, qs);
+    const size_t xbs = KIND == K4_0 ? sizeof(q4_0) : KIND == K5_0 ? sizeof(q5_0) : sizeof(q8_0);
+    const size_t qso = KIND == K4_0 ? offsetof(q4_0, qs) : KIND == K5_0 ? offsetof(q5_0, qs) : offsetof(q8_0, qs);
     const __m512i m4 = _mm512_set1_epi8(15), c16 = _mm512_set1_epi8(16), c8 = _mm512_set1_epi8(8);
     const __m512i c128 = _mm512_set1_epi8((char)0x80);
     /* rows16's 128-bit lanes of the low (0..7) and high (8..15) nibbles -> [lo_r, hi_r, lo_r+1, hi_r+1] */
@@ -147,9 +147,16 @@ INLINE void sgn_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t b
         hearth_tile_prefetch(x, bx, b, n / 32);
         const __m512 d = _mm512_castps256_ps512(head4(xb, bx)); /* d_r in lane 2r */
         const __m512 d01 = _mm512_permutexvar_ps(dup01, d), d23 = _mm512_permutexvar_ps(dup23, d);
-        const __m512i q = rows16(xb + qso, bx);
-        const __m512i lo = _mm512_and_si512(q, m4), hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
-        __m512i w01 = _mm512_permutex2var_epi64(lo, i01, hi), w23 = _mm512_permutex2var_epi64(lo, i23, hi);
+        __m512i w01, w23;
+        if (KIND == K8_0) {
+            w01 = rows32(xb + qso, bx);
+            w23 = rows32(xb + qso + 2 * bx, bx);
+        } else {
+            const __m512i q = rows16(xb + qso, bx);
+            const __m512i lo = _mm512_and_si512(q, m4), hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
+            w01 = _mm512_permutex2var_epi64(lo, i01, hi);
+            w23 = _mm512_permutex2var_epi64(lo, i23, hi);
+        }
         if (KIND == K5_0) { /* byte 32r + e: element e of row r, fifth bit e of its qh */
             const uint8_t *qh = xb + offsetof(q5_0, qh);
             const __mmask64 k01 = _cvtu64_mask64(~((uint64_t)hearth_tile_u32(qh) |
@@ -158,7 +165,7 @@ INLINE void sgn_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t b
                                                    (uint64_t)hearth_tile_u32(qh + 3 * bx) << 32));
             w01 = _mm512_mask_sub_epi8(w01, k01, w01, c16);
             w23 = _mm512_mask_sub_epi8(w23, k23, w23, c16);
-        } else {
+        } else if (KIND == K4_0) {
             w01 = _mm512_sub_epi8(w01, c8);
             w23 = _mm512_sub_epi8(w23, c8);
         }
@@ -178,39 +185,6 @@ INLINE void sgn_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t b
     }
     UNROLL
     for (int t = 0; t < NT; t++) _mm_storeu_ps(s + t * bs, hsum8x4(a01[t], a23[t]));
-}
-
-INLINE void q8_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t bx, const uint8_t *y, size_t by,
-                    const int NT) {
-    const __m512i c128 = _mm512_set1_epi8((char)0x80);
-    const __m512i dup01 = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2);
-    const __m512i dup23 = _mm512_setr_epi32(4, 4, 4, 4, 4, 4, 4, 4, 6, 6, 6, 6, 6, 6, 6, 6);
-    __m512 a01[HEARTH_TILE_NT], a23[HEARTH_TILE_NT];
-    UNROLL
-    for (int t = 0; t < NT; t++) a01[t] = a23[t] = _mm512_setzero_ps();
-    for (int64_t b = 0; b < n / 32; b++) {
-        const uint8_t *xb = x + (size_t)b * sizeof(q8_0);
-        hearth_tile_prefetch(x, bx, b, n / 32);
-        const __m512 d = _mm512_castps256_ps512(head4(xb, bx)); /* d_r in lane 2r */
-        const __m512 d01 = _mm512_permutexvar_ps(dup01, d), d23 = _mm512_permutexvar_ps(dup23, d);
-        const __m512i x01 = rows32(xb + offsetof(q8_0, qs), bx);
-        const __m512i x23 = rows32(xb + offsetof(q8_0, qs) + 2 * bx, bx);
-        /* sum x y = sum (y + 128) x - 128 sum x: start vpdpbusd from -128 sum x */
-        const __m512i o01 = neg_dot(c128, x01), o23 = neg_dot(c128, x23);
-        UNROLL
-        for (int t = 0; t < NT; t++) {
-            const q8_0 *yb = (const q8_0 *)(y + (size_t)t * by) + b;
-            const __m512 dy = _mm512_cvtph_ps(_mm256_set1_epi16((short)yb->d));
-            const __m512i yu =
-                _mm512_xor_si512(_mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)yb->qs)), c128);
-            const __m512 p01 = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(o01, yu, x01));
-            const __m512 p23 = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(o23, yu, x23));
-            a01[t] = _mm512_fmadd_ps(_mm512_mul_ps(d01, dy), p01, a01[t]);
-            a23[t] = _mm512_fmadd_ps(_mm512_mul_ps(d23, dy), p23, a23[t]);
-        }
-    }
-    UNROLL
-    for (int t = 0; t < NT; t++) _mm_storeu_ps(s + t * bs, hsum8x4(a01[t], a23[t])); /* a row's 8 lanes consecutive */
 }
 
 /* The first two levels of a tree that sums each of v[0..3] (s32): 128-bit lane g of the result
@@ -389,8 +363,7 @@ INLINE void q6_K_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t 
                                           _mm512_insertf32x8(_mm512_castps256_ps512(acc[t][2]), acc[t][3], 1)));
 }
 
-/* nt 1..MAXNT in one pass, more in passes of MAXNT (q6_K keeps 4 tokens' chains in registers,
- * the others 8) */
+/* nt 1..MAXNT in one pass, more in passes of MAXNT */
 #define TILE_FN(name, body, MAXNT)                                                                            \
     void name(int64_t n, float *s, int64_t bs, const void *vx, size_t bx, const void *vy, size_t by, int nt) { \
         const uint8_t *x = vx, *y = vy;                                                                        \
@@ -411,7 +384,7 @@ INLINE void q6_K_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t 
 #define Q4_0_BODY(NT) sgn_tile(n, s, bs, x, bx, y, by, NT, K4_0)
 #define Q4_1_BODY(NT) q4_1_tile(n, s, bs, x, bx, y, by, NT)
 #define Q5_0_BODY(NT) sgn_tile(n, s, bs, x, bx, y, by, NT, K5_0)
-#define Q8_0_BODY(NT) q8_tile(n, s, bs, x, bx, y, by, NT)
+#define Q8_0_BODY(NT) sgn_tile(n, s, bs, x, bx, y, by, NT, K8_0)
 #define Q6_K_BODY(NT) q6_K_tile(n, s, bs, x, bx, y, by, NT)
 #define Q4_K_BODY(NT) q4_K_tile(n, s, bs, x, bx, y, by, NT, 0)
 #define Q4_K_GEMM_BODY(NT) q4_K_tile(n, s, bs, x, bx, y, by, NT, 1)
