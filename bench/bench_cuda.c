@@ -12,7 +12,7 @@
  * Reports (greedy, random prompt tokens):
  *   decode   one sequence: a 32-token prompt, then gen steps of one token through
  *            hearth_forward_argmax (only the id leaves the device); ms per token after 8 warm-up
- *            steps;
+ *            steps, and the first 32 greedy ids (to compare kernel variants);
  *   prefill  one forward of a prefill-token prompt (logits of the last token only), after a
  *            warm-up forward of the same size;
  *   streams  N requests of 32 prompt tokens and gen new tokens each through the engine at batch
@@ -71,8 +71,10 @@ static void decode_and_prefill(const hearth_model *m, bool cuda, int gen, int pr
     hearth_batch b = {.n_tokens = 32, .token = tok, .pos = pos, .seq = seq};
     hearth_forward_argmax(f, &b, hearth_kv_view_of(kv), logits, &id); /* copies the weights in */
     double first = now_s() - t_first, t0 = 0;
+    int32_t ids[32];
     for (int i = 0; i < gen + 8; i++) {
         if (i == 8) t0 = now_s();
+        if (i < 32) ids[i] = id;
         int32_t p = 32 + i;
         hearth_batch s = {.n_tokens = 1, .token = &id, .pos = &p, .seq = seq};
         hearth_forward_argmax(f, &s, hearth_kv_view_of(kv), logits, &id);
@@ -81,7 +83,9 @@ static void decode_and_prefill(const hearth_model *m, bool cuda, int gen, int pr
     hearth_backend_info bi;
     hearth_backend_get_info(be, &bi);
     printf("{\"what\":\"decode\",\"device\":\"%s\",\"tokens\":%d,\"ms_per_token\":%.4f,\"tok_s\":%.2f,"
-           "\"first_step_s\":%.3f}\n", bi.device, gen, dt * 1e3 / gen, gen / dt, first);
+           "\"first_step_s\":%.3f,\"ids\":[", bi.device, gen, dt * 1e3 / gen, gen / dt, first);
+    for (int i = 0; i < 32 && i < gen + 8; i++) printf("%s%d", i ? "," : "", ids[i]);
+    printf("]}\n");
     fflush(stdout);
     if (prefill > 0) {
         double best = 1e30;

@@ -14,7 +14,10 @@ variant (quantized from the same bf16 values with ggml's reference rounding).
 
 BENCH is the bench/bench_cuda binary. Measurements, never assertions; the figures go to
 bench/cuda-h200.md by hand with the command that made them. HEARTH_BENCH_ONLY=1b-bf16,... limits
-the checkpoints; HEARTH_BENCH_NCU="8b-q4_0:mv_q8_k:200:4;..." runs Nsight Compute over COUNT
+the checkpoints (and runs them in that order); HEARTH_BENCH_VARIANTS="new:;old:HEARTH_CUDA_MV=waves,HEARTH_CUDA_FUSE_Q8=0"
+runs hearth once per named variant with those environment variables (the first variant alone
+gets the prefill and streams measurements; records carry "variant"); HEARTH_BENCH_TORCH=0 skips
+PyTorch; HEARTH_BENCH_NCU="8b-q4_0:mv_q8_k:200:4;..." runs Nsight Compute over COUNT
 launches of the kernels matching the regex after SKIP of them (bench_cuda with 16 decode steps
 and a 4096-token prefill) and writes OUT_DIR/ncuN.txt.
 """
@@ -195,8 +198,8 @@ def torch_prefill(m, n):
     return best
 
 
-def hearth(bench, path, *args):
-    env = dict(os.environ)
+def hearth(bench, path, *args, env=None):
+    env = dict(os.environ, **(env or {}))
     r = subprocess.run([bench, path, *args], capture_output=True, text=True, env=env, timeout=400)
     sys.stderr.write(r.stderr[-3000:])
     return [json.loads(l) for l in r.stdout.splitlines() if l.startswith("{")]
@@ -223,19 +226,23 @@ def main():
     emit(out, measure_device())
     plan = [("1b", "bf16", []), ("8b", "bf16", ["--prefill", "4096", "--streams", "64"]), ("8b", "q4_0", [])]
     only = os.environ.get("HEARTH_BENCH_ONLY")
+    if only:  # those checkpoints, in that order
+        plan = [p for o in only.split(",") for p in plan if f"{p[0]}-{p[1]}" == o]
     for shape, kind, extra in plan:
-        if only and f"{shape}-{kind}" not in only.split(","):
-            continue
         t = time.time()
         m, cfg = make_model(shape, 0.02)
         path = f"{od}/{shape}-{kind}.gguf"
         step_bytes = write_gguf(m, cfg, path, kind, vocab)
         emit(out, {"what": "model", "model": f"{shape}-{kind}", "decode_step_bytes": step_bytes,
                    "file_bytes": os.path.getsize(path), "made_s": time.time() - t})
-        for rec in hearth(bench, path, "--gen", "128", *extra):
-            rec["model"] = f"{shape}-{kind}"
-            rec["engine"] = "hearth"
-            emit(out, rec)
+        variants = [v.split(":", 1) for v in os.environ.get("HEARTH_BENCH_VARIANTS", "default:").split(";") if v]
+        for vi, (vname, venv) in enumerate(variants):
+            env = {k: v for k, v in (kv.split("=", 1) for kv in venv.split(",") if "=" in kv)}
+            for rec in hearth(bench, path, "--gen", "128", *(extra if vi == 0 else []), env=env):
+                rec["model"] = f"{shape}-{kind}"
+                rec["engine"] = "hearth"
+                rec["variant"] = vname
+                emit(out, rec)
         # HEARTH_BENCH_NCU="MODEL:KERNEL_REGEX:SKIP:COUNT;..." profiles those kernels with Nsight Compute
         for i, spec in enumerate(os.environ.get("HEARTH_BENCH_NCU", "").split(";")):
             parts = spec.split(":")
@@ -249,7 +256,7 @@ def main():
             with open(f"{od}/ncu{i}.txt", "w") as f:
                 f.write(r.stdout[-60000:] + r.stderr[-5000:])
         os.remove(path)
-        if kind == "bf16":
+        if kind == "bf16" and os.environ.get("HEARTH_BENCH_TORCH") != "0":
             emit(out, {"what": "decode", "engine": "torch-eager", "model": f"{shape}-{kind}",
                        "tok_s": torch_decode(m, 128)})
             if f"{shape}-{kind}" in os.environ.get("HEARTH_BENCH_COMPILE", "").split(","):

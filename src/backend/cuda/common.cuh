@@ -135,6 +135,21 @@ static __device__ __forceinline__ void hc_dequant32(const uint8_t *row, int64_t 
     default: break;                                                              \
     }
 
+/* One gated activation (glu.cu, and gemv.cu's fused gate/up rows): act(x) * u for kind 0 SwiGLU,
+ * 1 GeGLU (tanh), 2 GeGLU evaluated at x rounded to f16 and rounded to f16 as the reference's
+ * table holds it. */
+static __device__ __forceinline__ float hc_gelu_tanh(float x) {
+    const float c = 0.7978845608028654f;
+    return 0.5f * x * (1.0f + tanhf(c * x * (1.0f + 0.044715f * x * x)));
+}
+static __device__ __forceinline__ float hc_glu1(float x, float u, int kind) {
+    float r;
+    if (kind == 0) r = x / (1.0f + expf(-x));
+    else if (kind == 1) r = hc_gelu_tanh(x);
+    else r = x <= -10.0f ? 0.0f : x >= 10.0f ? x : hc_round_h(hc_gelu_tanh(hc_round_h(x)));
+    return r * u;
+}
+
 static inline unsigned hc_blocks(int64_t n, int per) { return (unsigned)((n + per - 1) / per); }
 
 /* Programmatic dependent launch (sm_90): a kernel queued with hc_launch may start while the

@@ -8,6 +8,12 @@
  * for every backend. A CUDA failure inside an op (a device fault, memory exhausted while copying a
  * weight) is not recoverable mid-step: it is logged and the process aborts.
  *
+ * Two ops reach past themselves: a decode-sized RMSNorm or GLU may leave its output's 8-bit
+ * blocks for the next matmul (hc_matmul_q8_mark; every other op drops them), and a gate/up
+ * matmul_n of 16-bit or f32 weights is held back until the next op, which runs it first unless
+ * it is the GLU of its outputs (then both run as one launch, and the up output is not written:
+ * the forward reads only the GLU's result).
+ *
  * Thread rule: one thread drives a backend (the engine thread); the device is selected on
  * every entry, so that thread need not be the one that created it.
  */
@@ -55,6 +61,17 @@ typedef struct {
     } graphs[16];
     int            graph_next;
     bool           graphs_off; /* HEARTH_CUDA_GRAPHS=0 */
+    /* a gate/up matmul_n held back: if the next op is the GLU of its outputs, both run as one
+     * launch (hc_matmul_glu); any other op runs it first, as it was asked */
+    struct {
+        bool         on;
+        int          type;
+        const void  *w[2];
+        size_t       rb;
+        int64_t      n_out, n_in, n_tok, ldy[2];
+        const float *x;
+        float       *y[2];
+    } gu;
 } cuda_ctx;
 
 static void check(cudaError_t e, const char *what) {
@@ -63,9 +80,40 @@ static void check(cudaError_t e, const char *what) {
     hearth_abort(__FILE__, __LINE__, what);
 }
 
-static cuda_ctx *ctx_of(hearth_backend *be) {
+static cuda_ctx *ctx_raw(hearth_backend *be) {
     cuda_ctx *c = be->ctx;
     cudaSetDevice(c->device);
+    return c;
+}
+
+/* the kernel set decides the arithmetic, as on the CPU (kernels/kernels.h) */
+static bool exact_set(void) { return hearth_kernels_isa() == HEARTH_ISA_REF; }
+
+/* Run a held-back gate/up matmul_n. */
+static void gu_flush(cuda_ctx *c) {
+    if (!c->gu.on) return;
+    c->gu.on = false;
+    const int64_t rows[2] = {c->gu.n_out, c->gu.n_out};
+    int e = hc_matmul_n(c->mm, c->gu.type, c->gu.w, c->gu.rb, rows, 2, c->gu.n_in, c->gu.x, c->gu.n_tok, c->gu.y,
+                        c->gu.ldy, exact_set());
+    if (e) {
+        hearth_log(HEARTH_LOG_ERROR, "cuda: 2 matmuls x %lld tokens failed (%d)", (long long)c->gu.n_tok, e);
+        hearth_abort(__FILE__, __LINE__, "matmul_n");
+    }
+}
+
+/* The context for a matmul, which may use the 8-bit activations the op before it left
+ * (hc_matmul_q8_mark); a held-back matmul runs first. */
+static cuda_ctx *ctx_keep(hearth_backend *be) {
+    cuda_ctx *c = ctx_raw(be);
+    gu_flush(c);
+    return c;
+}
+
+/* The context for every other op: such 8-bit activations no longer follow the op's output. */
+static cuda_ctx *ctx_of(hearth_backend *be) {
+    cuda_ctx *c = ctx_keep(be);
+    if (c->mm) hc_matmul_q8_mark(c->mm, NULL, 0);
     return c;
 }
 
@@ -129,9 +177,8 @@ static const void *wdev(cuda_ctx *c, const hearth_weight *w) {
 
 static void cu_matmul(hearth_backend *be, const hearth_weight *w, const float *x, int64_t n_tok, float *y,
                       int64_t ldy) {
-    cuda_ctx *c = ctx_of(be);
-    /* the kernel set decides the arithmetic, as on the CPU (kernels/kernels.h) */
-    bool exact = hearth_kernels_isa() == HEARTH_ISA_REF;
+    cuda_ctx *c = ctx_keep(be);
+    bool exact = exact_set();
     int e = hc_matmul(c->mm, (int)w->type, wdev(c, w), w->row_bytes, w->ne1, w->ne0, x, n_tok, y, ldy, exact);
     if (e) {
         hearth_log(HEARTH_LOG_ERROR, "cuda: matmul %s [%lld x %lld] x %lld tokens failed (%d)", hearth_type_name(w->type),
@@ -143,7 +190,7 @@ static void cu_matmul(hearth_backend *be, const hearth_weight *w, const float *x
 /* q, k and v (or gate and up) in one launch when they share type and width; else one each */
 static void cu_matmul_n(hearth_backend *be, const hearth_weight *const *w, float *const *y, const int64_t *ldy, int n,
                         const float *x, int64_t n_tok) {
-    cuda_ctx *c = ctx_of(be);
+    cuda_ctx *c = ctx_keep(be);
     bool same = hc_matmul_n_ok(n, n_tok);
     for (int i = 1; i < n && same; i++) same = w[i]->type == w[0]->type && w[i]->ne0 == w[0]->ne0 && w[i]->row_bytes == w[0]->row_bytes;
     if (!same) {
@@ -156,7 +203,25 @@ static void cu_matmul_n(hearth_backend *be, const hearth_weight *const *w, float
         dev[i] = wdev(c, w[i]);
         rows[i] = w[i]->ne1;
     }
-    bool exact = hearth_kernels_isa() == HEARTH_ISA_REF;
+    bool exact = exact_set();
+    const hearth_type t = w[0]->type;
+    if (hc_matmul_glu_on() && n == 2 && rows[0] == rows[1] && n_tok <= HC_GEMV_MAX_TOK &&
+        (t == HEARTH_TYPE_F32 || t == HEARTH_TYPE_F16 || t == HEARTH_TYPE_BF16)) { /* perhaps a GLU's inputs */
+        c->gu.on = true;
+        c->gu.type = (int)t;
+        c->gu.w[0] = dev[0];
+        c->gu.w[1] = dev[1];
+        c->gu.rb = w[0]->row_bytes;
+        c->gu.n_out = rows[0];
+        c->gu.n_in = w[0]->ne0;
+        c->gu.n_tok = n_tok;
+        c->gu.x = x;
+        c->gu.y[0] = y[0];
+        c->gu.y[1] = y[1];
+        c->gu.ldy[0] = ldy[0];
+        c->gu.ldy[1] = ldy[1];
+        return;
+    }
     int e = hc_matmul_n(c->mm, (int)w[0]->type, dev, w[0]->row_bytes, rows, n, w[0]->ne0, x, n_tok, y, ldy, exact);
     if (e) {
         hearth_log(HEARTH_LOG_ERROR, "cuda: %d matmuls %s x %lld tokens failed (%d)", n, hearth_type_name(w[0]->type),
@@ -174,13 +239,28 @@ static void cu_get_rows(hearth_backend *be, const hearth_weight *w, const int32_
 static void cu_rmsnorm(hearth_backend *be, const float *x, const float *w, float *y, int64_t n_rows, int64_t dim,
                        float eps) {
     cuda_ctx *c = ctx_of(be);
-    hc_rmsnorm(x, weight_dev(c, w, (size_t)dim * sizeof(float)), y, n_rows, dim, eps, c->stream);
+    const float *wd = weight_dev(c, w, (size_t)dim * sizeof(float));
+    int8_t *xq;
+    float *xd;
+    if (!exact_set() && n_rows <= HC_GEMV_MAX_TOK && hc_matmul_q8_dest(c->mm, n_rows * dim, &xq, &xd)) {
+        if (hc_rmsnorm_q8(x, wd, y, n_rows, dim, eps, xq, xd, c->stream)) hc_matmul_q8_mark(c->mm, y, n_rows * dim);
+        return;
+    }
+    hc_rmsnorm(x, wd, y, n_rows, dim, eps, c->stream);
 }
 
 static void cu_add_rmsnorm(hearth_backend *be, float *x, const float *r, const float *w, float *y, int64_t n_rows,
                            int64_t dim, float eps) {
     cuda_ctx *c = ctx_of(be);
-    hc_add_rmsnorm(x, r, weight_dev(c, w, (size_t)dim * sizeof(float)), y, n_rows, dim, eps, c->stream);
+    const float *wd = weight_dev(c, w, (size_t)dim * sizeof(float));
+    int8_t *xq;
+    float *xd;
+    if (!exact_set() && n_rows <= HC_GEMV_MAX_TOK && hc_matmul_q8_dest(c->mm, n_rows * dim, &xq, &xd)) {
+        if (hc_add_rmsnorm_q8(x, r, wd, y, n_rows, dim, eps, xq, xd, c->stream))
+            hc_matmul_q8_mark(c->mm, y, n_rows * dim);
+        return;
+    }
+    hc_add_rmsnorm(x, r, wd, y, n_rows, dim, eps, c->stream);
 }
 
 static void cu_rope(hearth_backend *be, float *x, int64_t n_tok, int32_t n_head, int32_t head_dim, int32_t n_rot,
@@ -235,7 +315,25 @@ static void cu_attention(hearth_backend *be, const hearth_attn_args *a) {
 }
 
 static void cu_glu(hearth_backend *be, float *g, const float *u, int64_t n, hearth_glu_kind kind) {
-    cuda_ctx *c = ctx_of(be);
+    cuda_ctx *c = ctx_raw(be);
+    if (c->gu.on && c->gu.y[0] == g && c->gu.y[1] == u && n == c->gu.n_tok * c->gu.n_out &&
+        c->gu.ldy[0] == c->gu.n_out && c->gu.ldy[1] == c->gu.n_out) { /* the held-back gate/up's GLU */
+        c->gu.on = false;
+        if (hc_matmul_glu(c->mm, c->gu.type, c->gu.w[0], c->gu.w[1], c->gu.rb, c->gu.n_out, c->gu.n_in, c->gu.x,
+                          c->gu.n_tok, g, c->gu.n_out, (int)kind)) {
+            hc_matmul_q8_mark(c->mm, NULL, 0);
+            return;
+        }
+        c->gu.on = true; /* not this shape: as asked, below */
+    }
+    c = ctx_of(be);
+    int8_t *xq;
+    float *xd;
+    if (!exact_set() && hc_matmul_q8_dest(c->mm, n, &xq, &xd)) {
+        hc_glu_q8(g, u, n, (int)kind, xq, xd, c->stream);
+        hc_matmul_q8_mark(c->mm, g, n);
+        return;
+    }
     hc_glu(g, u, n, (int)kind, c->stream);
 }
 
@@ -473,6 +571,13 @@ hearth_backend *hearth_backend_cuda_create(int device, int64_t max_tok, hearth_e
     snprintf(c->name, sizeof c->name, "%.95s", prop.name);
     const char *gr = getenv("HEARTH_CUDA_GRAPHS");
     c->graphs_off = gr && !strcmp(gr, "0");
+    /* comparisons (docs/cuda.md): the matrix-vector layout and the fused 8-bit activations */
+    const char *mv = getenv("HEARTH_CUDA_MV"), *fq = getenv("HEARTH_CUDA_FUSE_Q8");
+    const int mode = mv && !strcmp(mv, "waves") ? HC_MV_WAVES : mv && !strcmp(mv, "persist") ? HC_MV_PERSIST : HC_MV_AUTO;
+    hc_mv_configure(mode, 0, 0);
+    hc_q8_fuse_configure(fq && !strcmp(fq, "1"));
+    const char *fg = getenv("HEARTH_CUDA_FUSE_GLU");
+    hc_glu_fuse_configure(!(fg && !strcmp(fg, "0")));
     c->mm = hc_matmul_create(c->stream);
     if (!c->mm) {
         hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "cannot start cuBLAS on CUDA device %d", device);

@@ -9,9 +9,15 @@
  * batch in flight while the current one is used. Quantized rows go a group of whole blocks per
  * thread, the smallest group whose size is a multiple of 16 bytes (8 blocks of Q4_0 or Q8_0 =
  * 144 or 272 bytes, 4 of Q4_1 = 80), read coalesced and regrouped through shared memory; a
- * block's fields are cut out of the group's registers at byte offsets known at compile time. Each thread fetches its first
- * batch before hc_pdl_begin, so that fetch overlaps the kernel before it. The P partial sums
- * of a row meet through shuffles (and shared memory past a warp); activations come from L1.
+ * block's fields are cut out of the group's registers at byte offsets known at compile time.
+ * Each thread fetches its first batch before hc_pdl_begin, so that fetch overlaps the kernel
+ * before it. The P partial sums of a row meet through shuffles (and shared memory past a warp);
+ * activations come from L1.
+ *
+ * Two layouts of a launch: waves of short blocks (one row group each), or persistent (one wave
+ * of resident blocks streaming many rows each; below). hc_mv_configure picks; by default the
+ * 8-bit kernels run persistent and the 16-bit and f32 ones in waves, as measured faster on the
+ * H200 (bench/cuda-h200.md).
  *
  * Q4_0, Q4_1 and Q8_0 rows meet 8-bit activations (hc_mv_quantize: per 32 values d = max|x| /
  * 127 rounded to f16, q = round(x / d), as the CPU's default kernels and llama.cpp) and are
@@ -56,9 +62,10 @@ static __device__ __forceinline__ mv_row row_of(const hc_mv &m, int64_t r) {
     return rr;
 }
 
-/* Sum each token's partials over the P threads of a row and store them. */
+/* Sum each token's partials over the P threads of a row: the sums end in the row's first thread
+ * (threadIdx.x % P == 0). Every thread of the block calls it together. */
 template <int NT, int P>
-static __device__ __forceinline__ void mv_store(float *acc, int n_tok, const mv_row &rr) {
+static __device__ __forceinline__ void mv_reduce(float *acc) {
     constexpr int W = P < 32 ? P : 32;
 #pragma unroll
     for (int t = 0; t < NT; t++)
@@ -79,11 +86,50 @@ static __device__ __forceinline__ void mv_store(float *acc, int n_tok, const mv_
                 for (int k = 0; k < P / 32; k++) v += red[warp + k][t];
                 acc[t] = v;
             }
+        __syncthreads(); /* red is reused by the next row of a persistent kernel */
     }
+}
+
+/* mv_reduce, then the row's first thread stores the sums */
+template <int NT, int P>
+static __device__ __forceinline__ void mv_store(float *acc, int n_tok, const mv_row &rr) {
+    mv_reduce<NT, P>(acc);
     if (threadIdx.x % P == 0 && rr.live)
 #pragma unroll
         for (int t = 0; t < NT; t++)
             if (t < n_tok) rr.y[t * rr.ldy + rr.o] = acc[t];
+}
+
+/* ---- persistent layout: one wave of blocks, each row group streaming several rows ----
+ *
+ * A launch of the kernels above is one or more waves of short blocks, and every block pays a
+ * load latency at its start and a drain at its end. The persistent kernels below start only as
+ * many blocks as stay resident (a grid sized from the kernel's occupancy) and give row group g
+ * of G the rows g, g + G, g + 2G, ...; each thread's loads form one stream over all its rows, the
+ * next ones in flight while the current ones are used, across row ends. Every thread goes
+ * through the same number of rows (past the last, rows that do not exist), so the groups of a
+ * block stay in step for their reductions. */
+
+/* The 8-bit kernel's cursor: where a thread's next loads come from, row r (row group g + k G)
+ * and its slot j (a run of P groups). */
+struct mv_feed {
+    const uint4 *p;
+    int64_t      r, j;
+    bool         live;
+};
+
+static __device__ __forceinline__ void feed_row(mv_feed &f, const hc_mv &m, int64_t total) {
+    f.live = f.r < total;
+    f.p = (const uint4 *)row_of(m, f.live ? f.r : 0).w;
+}
+
+/* after slot j of a row: the next slot, or the first of the group's next row (L slots a row) */
+static __device__ __forceinline__ void feed_next(mv_feed &f, const hc_mv &m, int64_t total, int64_t L, int64_t G) {
+    if (++f.j == L) {
+        f.j = 0;
+        f.r += G;
+        feed_row(f, m, total);
+    }
 }
 
 /* ---- 16-bit and f32 rows ---- */
@@ -105,6 +151,27 @@ static __device__ __forceinline__ void to_f32(uint4 u, float *w) {
             w[2 * k] = hc_h2f((uint16_t)(p[k] & 0xffff));
             w[2 * k + 1] = hc_h2f((uint16_t)(p[k] >> 16));
         }
+    }
+}
+
+/* acc[t] += the 16 bytes u of a row (its piece cu) against token t's matching activations */
+template <int T, int NT>
+static __device__ __forceinline__ void plain_dot(uint4 u, const float *__restrict__ x, int64_t n_in, int64_t cu,
+                                                 int n_tok, float *acc) {
+    constexpr int E = T == HC_F32 ? 4 : 8;
+    float w[E];
+    to_f32<T>(u, w);
+#pragma unroll
+    for (int t = 0; t < NT; t++) {
+        if (t >= n_tok) break;
+        const float4 *xp = (const float4 *)(x + t * n_in + cu * E);
+        float4 a = __ldg(xp);
+        float s = w[0] * a.x + w[1] * a.y + w[2] * a.z + w[3] * a.w;
+        if (E == 8) {
+            float4 b = __ldg(xp + 1);
+            s += w[E > 4 ? 4 : 0] * b.x + w[E > 4 ? 5 : 1] * b.y + w[E > 4 ? 6 : 2] * b.z + w[E > 4 ? 7 : 3] * b.w;
+        }
+        acc[t] += s;
     }
 }
 
@@ -133,24 +200,85 @@ static __global__ void __launch_bounds__(256) mv_plain_k(hc_mv m, const float *_
         for (int u = 0; u < U; u++) {
             const int64_t cu = c + u * P;
             if (cu >= nch) break;
-            float w[E];
-            to_f32<T>(cur[u], w);
-#pragma unroll
-            for (int t = 0; t < NT; t++) {
-                if (t >= n_tok) break;
-                const float4 *xp = (const float4 *)(x + t * m.n_in + cu * E);
-                float4 a = __ldg(xp);
-                float s = w[0] * a.x + w[1] * a.y + w[2] * a.z + w[3] * a.w;
-                if (E == 8) {
-                    float4 b = __ldg(xp + 1);
-                    s += w[E > 4 ? 4 : 0] * b.x + w[E > 4 ? 5 : 1] * b.y + w[E > 4 ? 6 : 2] * b.z +
-                         w[E > 4 ? 7 : 3] * b.w;
-                }
-                acc[t] += s;
-            }
+            plain_dot<T, NT>(cur[u], x, m.n_in, cu, n_tok, acc);
         }
     }
     mv_store<NT, P>(acc, n_tok, rr);
+}
+
+/* Row k of a persistent row group's sequence: rows g, g + G, ...; with a GLU, gate row g, up
+ * row g, gate row g + G, up row g + G, ... (up rows are numbered after the gate's in m). live:
+ * the logical row exists. */
+template <bool GLU>
+static __device__ __forceinline__ mv_row seq_row(const hc_mv &m, int64_t g, int64_t G, int64_t k, int64_t total) {
+    const int64_t r = g + (GLU ? k >> 1 : k) * G;
+    mv_row rr = row_of(m, r < total ? r + (GLU && (k & 1) ? m.end[0] : 0) : 0);
+    rr.live = r < total;
+    return rr;
+}
+
+/* The persistent twin of mv_plain_k: a row group goes through its rows as mv_plain_k through
+ * one, batch by batch, and the batch after a row's last is the next row's first. GLU: the
+ * launch holds two weights of equal rows (gate, up), the group takes gate row r then up row r,
+ * and its first thread stores act(gate . x) * (up . x) into the gate's output. */
+template <int T, int NT, int P, bool GLU>
+static __global__ void __launch_bounds__(256) mv_plain_p(hc_mv m, const float *__restrict__ x, int n_tok, int kind) {
+    constexpr int E = T == HC_F32 ? 4 : 8, U = 8;
+    const int li = threadIdx.x % P;
+    const int64_t G = (int64_t)gridDim.x * (256 / P), g = (int64_t)blockIdx.x * (256 / P) + threadIdx.x / P;
+    const int64_t total = GLU ? m.end[0] : m.end[m.n - 1], nch = m.n_in / E;
+    const int64_t n_seq = (total + G - 1) / G * (GLU ? 2 : 1); /* the same for every thread */
+    mv_row rr = seq_row<GLU>(m, g, G, 0, total);
+    const uint4 *rp = (const uint4 *)rr.w;
+    uint4 nxt[U];
+#pragma unroll
+    for (int u = 0; u < U; u++) nxt[u] = rr.live && li + u * P < nch ? ld_stream(rp + li + u * P) : make_uint4(0, 0, 0, 0);
+    hc_pdl_begin();
+    float acc[NT], gate[NT];
+#pragma unroll
+    for (int t = 0; t < NT; t++) acc[t] = gate[t] = 0.0f;
+    for (int64_t k = 0; k < n_seq; k++) {
+        const mv_row nr = seq_row<GLU>(m, g, G, k + 1, total);
+        const uint4 *np = (const uint4 *)nr.w;
+        for (int64_t c = li; c < nch; c += U * P) {
+            uint4 cur[U];
+#pragma unroll
+            for (int u = 0; u < U; u++) cur[u] = nxt[u];
+            if (c + U * P < nch) {
+#pragma unroll
+                for (int u = 0; u < U; u++)
+                    if (rr.live && c + (U + u) * P < nch) nxt[u] = ld_stream(rp + c + (U + u) * P);
+            } else { /* the next row's first batch */
+#pragma unroll
+                for (int u = 0; u < U; u++)
+                    if (nr.live && li + u * P < nch) nxt[u] = ld_stream(np + li + u * P);
+            }
+            if (rr.live)
+#pragma unroll
+                for (int u = 0; u < U; u++) {
+                    const int64_t cu = c + u * P;
+                    if (cu >= nch) break;
+                    plain_dot<T, NT>(cur[u], x, m.n_in, cu, n_tok, acc);
+                }
+        }
+        /* the row is done: every thread of the block is here together */
+        if (GLU && !(k & 1)) { /* a gate row: keep its sums for the up row */
+            mv_reduce<NT, P>(acc);
+#pragma unroll
+            for (int t = 0; t < NT; t++) gate[t] = acc[t];
+        } else if (GLU) {
+            mv_reduce<NT, P>(acc);
+            if (threadIdx.x % P == 0 && rr.live)
+#pragma unroll
+                for (int t = 0; t < NT; t++)
+                    if (t < n_tok) rr.y[t * rr.ldy + rr.o] = hc_glu1(gate[t], acc[t], kind);
+        } else
+            mv_store<NT, P>(acc, n_tok, rr);
+#pragma unroll
+        for (int t = 0; t < NT; t++) acc[t] = 0.0f;
+        rr = nr;
+        rp = np;
+    }
 }
 
 /* ---- Q4_0, Q4_1, Q8_0 rows and 8-bit activations ---- */
@@ -235,6 +363,70 @@ static __device__ __forceinline__ float dot_blk(const uint32_t *v, int k, int4 x
     }
 }
 
+/* One token's activations (NT == 1: SM) copied into shared memory at sq, padded as xsrc reads
+ * them, by the whole block; else read where they are. With xf (f32 activations, SM only) the
+ * block rounds them to 8 bits itself, warp w taking blocks w, w + 8, ... with hc_mv_quantize's
+ * arithmetic, instead of copying what that kernel would have written. */
+template <bool SM>
+static __device__ __forceinline__ xsrc<SM> stage_x(const int8_t *xq, const float *xd, const float *xf, int64_t n_in,
+                                                   int8_t *sq) {
+    const int64_t nb = n_in / 32;
+    xsrc<SM> xs = {xq, xd, n_in, nb};
+    if (SM) {
+        float *sd = (float *)(sq + xs_bytes(n_in));
+        if (xf) {
+            const int lane = threadIdx.x % 32;
+            for (int64_t b = threadIdx.x / 32; b < nb; b += 8) { /* the same trips for a warp's lanes */
+                const float v = xf[b * 32 + lane];
+                const float amax = hc_warp_max(fabsf(v));
+                const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+                const int q = (int)roundf(v * id);
+                sq[b * 32 + (b >> 3) * 16 + lane] = (int8_t)q;
+                const float sum = hc_warp_sum((float)q);
+                if (lane == 0) {
+                    sd[2 * b + (b >> 3)] = hc_round_h(d);
+                    sd[2 * b + 1 + (b >> 3)] = hc_round_h(d * sum);
+                }
+            }
+        } else
+            for (int64_t c = threadIdx.x; c < nb * 2; c += 256) {
+                const int64_t b = c >> 1;
+                *(int4 *)(sq + b * 32 + (b >> 3) * 16 + (c & 1) * 16) = __ldg((const int4 *)xq + c);
+                sd[2 * b + (b >> 3) + (c & 1)] = __ldg(xd + c);
+            }
+        __syncthreads();
+        xs.q = sq;
+        xs.d = sd;
+    }
+    return xs;
+}
+
+/* acc[t] += group g of a row (its V 16-byte pieces at sg, in shared memory) against token t */
+template <int T, int NT, bool SM>
+static __device__ __forceinline__ void group_dot(const uint4 *sg, const xsrc<SM> &xs, int64_t g, int n_tok,
+                                                 float *acc) {
+    constexpr int V = qgroup<T>::V;
+    uint32_t cur[4 * V];
+#pragma unroll
+    for (int i = 0; i < V; i++) {
+        const uint4 u = sg[i];
+        cur[4 * i] = u.x;
+        cur[4 * i + 1] = u.y;
+        cur[4 * i + 2] = u.z;
+        cur[4 * i + 3] = u.w;
+    }
+#pragma unroll
+    for (int k = 0; k < qgroup<T>::G; k++)
+#pragma unroll
+        for (int t = 0; t < NT; t++) {
+            if (t >= n_tok) break;
+            int4 x0, x1;
+            float dx, s1;
+            xs.get(t, g * qgroup<T>::G + k, T == HC_Q4_1, x0, x1, dx, s1);
+            acc[t] += dot_blk<T>(cur, k, x0, x1, dx, s1);
+        }
+}
+
 /* The P threads of a row read P groups at a time as one coalesced run of 16-byte loads, pass
  * them through shared memory (seg: [256 / P rows][P * V]; V is odd, so the reads of whole groups
  * do not collide in banks) and each takes its own group from there. P <= 32: a row's threads
@@ -256,19 +448,7 @@ static __global__ void __launch_bounds__(256) mv_q8_k(hc_mv m, const int8_t *__r
 #pragma unroll
     for (int k = 0; k < V; k++) nxt[k] = li + k * P < nu ? ld_stream(rp + li + k * P) : make_uint4(0, 0, 0, 0);
     hc_pdl_begin();
-    xsrc<SM> xs = {xq, xd, m.n_in, nb};
-    if (SM) {
-        int8_t *sq = (int8_t *)(seg + 256 * V);
-        float *sd = (float *)(sq + xs_bytes(m.n_in));
-        for (int64_t c = threadIdx.x; c < nb * 2; c += 256) {
-            const int64_t b = c >> 1;
-            *(int4 *)(sq + b * 32 + (b >> 3) * 16 + (c & 1) * 16) = __ldg((const int4 *)xq + c);
-            sd[2 * b + (b >> 3) + (c & 1)] = __ldg(xd + c);
-        }
-        __syncthreads();
-        xs.q = sq;
-        xs.d = sd;
-    }
+    const xsrc<SM> xs = stage_x<SM>(xq, xd, NULL, m.n_in, (int8_t *)(seg + 256 * V));
     float acc[NT];
 #pragma unroll
     for (int t = 0; t < NT; t++) acc[t] = 0.0f;
@@ -282,29 +462,63 @@ static __global__ void __launch_bounds__(256) mv_q8_k(hc_mv m, const int8_t *__r
         for (int k = 0; k < V; k++)
             if (u0 + li + k * P < nu) nxt[k] = ld_stream(rp + u0 + li + k * P);
         const int64_t g = g0 + li;
-        if (rr.live && g < ng) {
-            uint32_t cur[4 * V];
-#pragma unroll
-            for (int i = 0; i < V; i++) {
-                const uint4 u = sr[li * V + i];
-                cur[4 * i] = u.x;
-                cur[4 * i + 1] = u.y;
-                cur[4 * i + 2] = u.z;
-                cur[4 * i + 3] = u.w;
-            }
-#pragma unroll
-            for (int k = 0; k < F::G; k++)
-#pragma unroll
-                for (int t = 0; t < NT; t++) {
-                    if (t >= n_tok) break;
-                    int4 x0, x1;
-                    float dx, s1;
-                    xs.get(t, g * F::G + k, T == HC_Q4_1, x0, x1, dx, s1);
-                    acc[t] += dot_blk<T>(cur, k, x0, x1, dx, s1);
-                }
-        }
+        if (rr.live && g < ng) group_dot<T, NT>(sr + li * V, xs, g, n_tok, acc);
     }
     mv_store<NT, P>(acc, n_tok, rr);
+}
+
+/* The persistent twin of mv_q8_k: slot j of a row is its run of groups j P .. j P + P - 1.
+ * xf: one token's f32 activations, quantized by each block as it stages them (else xq, xd). */
+template <int T, int NT, int P>
+static __global__ void __launch_bounds__(256) mv_q8_p(hc_mv m, const int8_t *__restrict__ xq,
+                                                      const float *__restrict__ xd, const float *xf, int n_tok) {
+    using F = qgroup<T>;
+    constexpr int V = F::V;
+    constexpr bool SM = NT == 1;
+    extern __shared__ uint4 seg[];
+    const int li = threadIdx.x % P;
+    const int64_t G = (int64_t)gridDim.x * (256 / P), g = (int64_t)blockIdx.x * (256 / P) + threadIdx.x / P;
+    const int64_t total = m.end[m.n - 1], nb = m.n_in / 32, ng = nb / F::G, nu = ng * V, L = (ng + P - 1) / P;
+    const int64_t S = (total + G - 1) / G * L;
+    uint4 *sr = seg + (threadIdx.x / P) * P * V;
+    mv_feed f = {NULL, g, 0, false};
+    feed_row(f, m, total);
+    uint4 nxt[V];
+#pragma unroll
+    for (int k = 0; k < V; k++) {
+        const int64_t u = f.j * P * V + li + k * P;
+        nxt[k] = f.live && u < nu ? ld_stream(f.p + u) : make_uint4(0, 0, 0, 0);
+    }
+    feed_next(f, m, total, L, G);
+    hc_pdl_begin();
+    const xsrc<SM> xs = stage_x<SM>(xq, xd, xf, m.n_in, (int8_t *)(seg + 256 * V));
+    int64_t cr = g, cj = 0;
+    mv_row rr = row_of(m, cr);
+    float acc[NT];
+#pragma unroll
+    for (int t = 0; t < NT; t++) acc[t] = 0.0f;
+    for (int64_t s = 0; s < S; s++) { /* the same trip count for every thread */
+        __syncwarp();
+#pragma unroll
+        for (int k = 0; k < V; k++) sr[li + k * P] = nxt[k];
+        __syncwarp();
+#pragma unroll
+        for (int k = 0; k < V; k++) {
+            const int64_t u = f.j * P * V + li + k * P;
+            if (f.live && u < nu) nxt[k] = ld_stream(f.p + u);
+        }
+        feed_next(f, m, total, L, G);
+        const int64_t gi = cj * P + li;
+        if (rr.live && gi < ng) group_dot<T, NT>(sr + li * V, xs, gi, n_tok, acc);
+        if (++cj == L) {
+            mv_store<NT, P>(acc, n_tok, rr);
+#pragma unroll
+            for (int t = 0; t < NT; t++) acc[t] = 0.0f;
+            cj = 0;
+            cr += G;
+            rr = row_of(m, cr);
+        }
+    }
 }
 
 /* One warp per 32-element block: q = round(x / d), d = max|x| / 127 rounded to f16 as stored by
@@ -334,16 +548,28 @@ void hc_mv_quantize(const float *x, int64_t n_blocks, int8_t *xq, float *xd, cud
 
 static int64_t rows_of(const hc_mv *m) { return m->end[m->n - 1]; }
 
-/* Warps the GPU can keep in flight: 48 per multiprocessor. */
-static int64_t warps_in_flight(void) {
+static int mv_mode = HC_MV_AUTO; /* hc_mv_configure */
+static int64_t mv_max_blocks;
+static int mv_force_p;
+
+void hc_mv_configure(int mode, int max_blocks, int force_p) {
+    mv_mode = mode;
+    mv_max_blocks = max_blocks > 0 ? max_blocks : 0;
+    mv_force_p = force_p;
+}
+
+static int n_sms(void) {
     static int n_sm;
     if (!n_sm) {
         int dev = 0;
         cudaGetDevice(&dev);
         if (cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || n_sm <= 0) n_sm = 132;
     }
-    return (int64_t)n_sm * 48;
+    return n_sm;
 }
+
+/* Warps the GPU can keep in flight: 48 per multiprocessor (the wave kernels' estimate). */
+static int64_t warps_in_flight(void) { return (int64_t)n_sms() * 48; }
 
 /* Threads per row: a warp's worth (half of one for rows of fewer than 32 units of work: 16-byte
  * loads or block groups), doubled while the launch has fewer threads than the GPU keeps in flight
@@ -352,6 +578,52 @@ static int threads_per_row(int64_t rows, int64_t units, int max_p) {
     int P = units >= 32 ? 32 : 16;
     while (P < max_p && rows * P < warps_in_flight() * 32 && units >= 4 * P) P *= 2;
     return P;
+}
+
+/* Blocks of 256 threads of kernel k (smem bytes of dynamic shared memory) that are resident at
+ * once: the persistent grid. (Leaving one block per multiprocessor to the kernel queued next, so
+ * that it could fetch its first weights meanwhile, measured much slower: the launch then has too
+ * few loads in flight.) */
+static int64_t resident_blocks(const void *k, size_t smem) {
+    static struct { const void *k; size_t smem; int per; } memo[64];
+    static int n_memo;
+    int per = 0;
+    for (int i = 0; i < n_memo && !per; i++)
+        if (memo[i].k == k && memo[i].smem == smem) per = memo[i].per;
+    if (!per) {
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, k, 256, smem) != cudaSuccess || per < 1) {
+            cudaGetLastError();
+            per = 1;
+        }
+        if (n_memo < 64) memo[n_memo++] = {k, smem, per};
+    }
+    return (int64_t)per * n_sms();
+}
+
+/* The persistent layout of rows x units (16-byte loads or block groups) of work: the threads per
+ * row P (of 16..max_p; ks[i] is the kernel for P = 16 << i) and the grid that give each thread
+ * the fewest slots, a row's reduction counted as part of a slot (a block-wide one as two). */
+static int persistent_plan(const void *const *ks, int64_t rows, int64_t units, int max_p, size_t smem,
+                           unsigned *blocks) {
+    static const int order[] = {32, 64, 16, 128, 256};
+    double best = 0;
+    int bestP = 0;
+    for (int oi = 0; oi < 5; oi++) {
+        const int P = order[oi], rpb = 256 / P;
+        if (P > max_p || (mv_force_p && P != (mv_force_p < max_p ? mv_force_p : max_p))) continue;
+        const void *k = ks[P == 16 ? 0 : P == 32 ? 1 : P == 64 ? 2 : P == 128 ? 3 : 4];
+        int64_t b = (rows + rpb - 1) / rpb, res = resident_blocks(k, smem);
+        if (b > res) b = res;
+        if (mv_max_blocks && b > mv_max_blocks) b = mv_max_blocks;
+        const int64_t G = b * rpb, n_iter = (rows + G - 1) / G, L = (units + P - 1) / P;
+        const double cost = (double)n_iter * ((double)L + (P > 32 ? 2.0 : 0.5));
+        if (!bestP || cost < best) {
+            best = cost;
+            bestP = P;
+            *blocks = (unsigned)b;
+        }
+    }
+    return bestP;
 }
 
 #define HC_P_SWITCH(P, BODY)                                  \
@@ -372,29 +644,54 @@ bool hc_mv_fast_ok(int type, const hc_mv *m, bool q8) {
     return (type == HC_Q4_0 || type == HC_Q4_1 || type == HC_Q8_0) && m->n_in % (32 * G) == 0;
 }
 
-template <int T, int NT>
-static void plain_t(const hc_mv *m, const float *x, int n_tok, cudaStream_t s) {
-    int64_t rows = rows_of(m);
-    int P = threads_per_row(rows, m->n_in / (T == HC_F32 ? 4 : 8), 256);
-    HC_P_SWITCH(P, (hc_launch(mv_plain_k<T, NT, PP>, hc_blocks(rows, 256 / PP), 256, 0, s, *m, x, n_tok)));
+template <int T, int NT, bool GLU>
+static void plain_t(const hc_mv *m, const float *x, int n_tok, int kind, cudaStream_t s) {
+    int64_t rows = GLU ? m->end[0] : rows_of(m), units = m->n_in / (T == HC_F32 ? 4 : 8);
+    if (!GLU && mv_mode != HC_MV_PERSIST) {
+        int P = threads_per_row(rows, units, 256);
+        HC_P_SWITCH(P, (hc_launch(mv_plain_k<T, NT, PP>, hc_blocks(rows, 256 / PP), 256, 0, s, *m, x, n_tok)));
+        return;
+    }
+    const void *ks[5] = {(const void *)mv_plain_p<T, NT, 16, GLU>, (const void *)mv_plain_p<T, NT, 32, GLU>,
+                         (const void *)mv_plain_p<T, NT, 64, GLU>, (const void *)mv_plain_p<T, NT, 128, GLU>,
+                         (const void *)mv_plain_p<T, NT, 256, GLU>};
+    unsigned blocks = 1;
+    int P = persistent_plan(ks, rows, GLU ? 2 * units : units, 256, 0, &blocks);
+    HC_P_SWITCH(P, (hc_launch(mv_plain_p<T, NT, PP, GLU>, blocks, 256, 0, s, *m, x, n_tok, kind)));
 }
 
-void hc_mv_plain(int type, const hc_mv *m, const float *x, int n_tok, cudaStream_t s) {
+template <bool GLU>
+static void plain_n(int type, const hc_mv *m, const float *x, int n_tok, int kind, cudaStream_t s) {
     if (n_tok == 1) {
-        if (type == HC_F32) plain_t<HC_F32, 1>(m, x, n_tok, s);
-        else if (type == HC_F16) plain_t<HC_F16, 1>(m, x, n_tok, s);
-        else plain_t<HC_BF16, 1>(m, x, n_tok, s);
+        if (type == HC_F32) plain_t<HC_F32, 1, GLU>(m, x, n_tok, kind, s);
+        else if (type == HC_F16) plain_t<HC_F16, 1, GLU>(m, x, n_tok, kind, s);
+        else plain_t<HC_BF16, 1, GLU>(m, x, n_tok, kind, s);
     } else {
-        if (type == HC_F32) plain_t<HC_F32, HC_GEMV_MAX_TOK>(m, x, n_tok, s);
-        else if (type == HC_F16) plain_t<HC_F16, HC_GEMV_MAX_TOK>(m, x, n_tok, s);
-        else plain_t<HC_BF16, HC_GEMV_MAX_TOK>(m, x, n_tok, s);
+        if (type == HC_F32) plain_t<HC_F32, HC_GEMV_MAX_TOK, GLU>(m, x, n_tok, kind, s);
+        else if (type == HC_F16) plain_t<HC_F16, HC_GEMV_MAX_TOK, GLU>(m, x, n_tok, kind, s);
+        else plain_t<HC_BF16, HC_GEMV_MAX_TOK, GLU>(m, x, n_tok, kind, s);
     }
 }
 
+void hc_mv_plain(int type, const hc_mv *m, const float *x, int n_tok, cudaStream_t s) {
+    plain_n<false>(type, m, x, n_tok, 0, s);
+}
+
+bool hc_mv_glu_layout(void) { return mv_mode == HC_MV_PERSIST; }
+
+bool hc_mv_glu_ok(int type, const hc_mv *m) {
+    return mv_mode == HC_MV_PERSIST && m->n == 2 && m->end[1] == 2 * m->end[0] && hc_mv_fast_ok(type, m, false);
+}
+
+void hc_mv_plain_glu(int type, const hc_mv *m, const float *x, int n_tok, int kind, cudaStream_t s) {
+    plain_n<true>(type, m, x, n_tok, kind, s);
+}
+
+bool hc_mv_q8_quantizes(int n_tok) { return n_tok == 1 && mv_mode != HC_MV_WAVES; }
+
 template <int T, int NT>
-static void q8_t(const hc_mv *m, const int8_t *xq, const float *xd, int n_tok, cudaStream_t s) {
-    int64_t rows = rows_of(m);
-    int P = threads_per_row(rows, m->n_in / (32 * qgroup<T>::G), 32);
+static void q8_t(const hc_mv *m, const int8_t *xq, const float *xd, const float *xf, int n_tok, cudaStream_t s) {
+    int64_t rows = rows_of(m), units = m->n_in / (32 * qgroup<T>::G);
     size_t sm = (size_t)256 * qgroup<T>::V * 16;
     if (NT == 1) sm += (size_t)xs_bytes(m->n_in) + (size_t)xd_floats(m->n_in) * sizeof(float);
     static bool attr_set;
@@ -403,20 +700,32 @@ static void q8_t(const hc_mv *m, const int8_t *xq, const float *xd, int n_tok, c
         cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0);
         cudaFuncSetAttribute(mv_q8_k<T, NT, 16>, cudaFuncAttributeMaxDynamicSharedMemorySize, most);
         cudaFuncSetAttribute(mv_q8_k<T, NT, 32>, cudaFuncAttributeMaxDynamicSharedMemorySize, most);
+        cudaFuncSetAttribute(mv_q8_p<T, NT, 16>, cudaFuncAttributeMaxDynamicSharedMemorySize, most);
+        cudaFuncSetAttribute(mv_q8_p<T, NT, 32>, cudaFuncAttributeMaxDynamicSharedMemorySize, most);
         attr_set = true;
     }
-    if (P == 16) hc_launch(mv_q8_k<T, NT, 16>, hc_blocks(rows, 16), 256, sm, s, *m, xq, xd, n_tok);
-    else hc_launch(mv_q8_k<T, NT, 32>, hc_blocks(rows, 8), 256, sm, s, *m, xq, xd, n_tok);
+    if (mv_mode == HC_MV_WAVES) {
+        int P = threads_per_row(rows, units, 32);
+        if (P == 16) hc_launch(mv_q8_k<T, NT, 16>, hc_blocks(rows, 16), 256, sm, s, *m, xq, xd, n_tok);
+        else hc_launch(mv_q8_k<T, NT, 32>, hc_blocks(rows, 8), 256, sm, s, *m, xq, xd, n_tok);
+        return;
+    }
+    const void *ks[5] = {(const void *)mv_q8_p<T, NT, 16>, (const void *)mv_q8_p<T, NT, 32>, NULL, NULL, NULL};
+    unsigned blocks = 1;
+    int P = persistent_plan(ks, rows, units, 32, sm, &blocks);
+    if (P == 16) hc_launch(mv_q8_p<T, NT, 16>, blocks, 256, sm, s, *m, xq, xd, xf, n_tok);
+    else hc_launch(mv_q8_p<T, NT, 32>, blocks, 256, sm, s, *m, xq, xd, xf, n_tok);
 }
 
-void hc_mv_q8(int type, const hc_mv *m, const int8_t *xq, const float *xd, int n_tok, cudaStream_t s) {
+void hc_mv_q8(int type, const hc_mv *m, const int8_t *xq, const float *xd, const float *xf, int n_tok,
+              cudaStream_t s) {
     if (n_tok == 1) {
-        if (type == HC_Q4_0) q8_t<HC_Q4_0, 1>(m, xq, xd, n_tok, s);
-        else if (type == HC_Q4_1) q8_t<HC_Q4_1, 1>(m, xq, xd, n_tok, s);
-        else q8_t<HC_Q8_0, 1>(m, xq, xd, n_tok, s);
+        if (type == HC_Q4_0) q8_t<HC_Q4_0, 1>(m, xq, xd, xf, n_tok, s);
+        else if (type == HC_Q4_1) q8_t<HC_Q4_1, 1>(m, xq, xd, xf, n_tok, s);
+        else q8_t<HC_Q8_0, 1>(m, xq, xd, xf, n_tok, s);
     } else {
-        if (type == HC_Q4_0) q8_t<HC_Q4_0, HC_GEMV_MAX_TOK>(m, xq, xd, n_tok, s);
-        else if (type == HC_Q4_1) q8_t<HC_Q4_1, HC_GEMV_MAX_TOK>(m, xq, xd, n_tok, s);
-        else q8_t<HC_Q8_0, HC_GEMV_MAX_TOK>(m, xq, xd, n_tok, s);
+        if (type == HC_Q4_0) q8_t<HC_Q4_0, HC_GEMV_MAX_TOK>(m, xq, xd, NULL, n_tok, s);
+        else if (type == HC_Q4_1) q8_t<HC_Q4_1, HC_GEMV_MAX_TOK>(m, xq, xd, NULL, n_tok, s);
+        else q8_t<HC_Q8_0, HC_GEMV_MAX_TOK>(m, xq, xd, NULL, n_tok, s);
     }
 }

@@ -1,0 +1,268 @@
+/*
+ * test_cuda_matmul.c - the CUDA backend's matmul against the CPU reference (each weight row
+ * dequantized by quant_ref.c and dotted in double, or the scalar set's 8-bit dots), through the
+ * backend interface: every weight type at decode and prefill sizes, matmul_n, the matrix-vector
+ * layouts, the 8-bit activations written by the op before, and gate/up fused with the GLU.
+ * Tolerances are cuda_test.h's table. Without a GPU (or in a build without CUDA) every test
+ * skips. Run under `compute-sanitizer --tool memcheck` on the GPU host (docs/cuda.md).
+ */
+#include "cuda_test.h"
+
+/* y = x W^T for each type at decode sizes (GEMV) and a prefill size (cuBLAS); widths whose rows
+ * fall in 16-byte pieces (the fast kernels: short rows, long ones, few rows) and one whose do not */
+TEST(matmul_every_type) {
+    NEED_GPU();
+    const int64_t shapes[][2] = {{70, 512}, {40, 4096}, {24, 16384}, {33, 480}}; /* rows, width */
+    const int64_t toks[] = {1, 3, 8, 37};
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+        for (int ti = 0; ti < N_TYPES; ti++) {
+            const int64_t ne1 = shapes[si][0], ne0 = shapes[si][1];
+            if (TYPES[ti].t >= HEARTH_TYPE_Q4_K && TYPES[ti].t <= HEARTH_TYPE_Q6_K && ne0 % 256) continue;
+            tweight tw = *weight_of(ti, ne1, ne0);
+            for (size_t k = 0; k < sizeof toks / sizeof toks[0]; k++) {
+                int64_t T = toks[k], ldy = ne1 + 3;
+                float *x = malloc(sizeof(float) * T * ne0), *ref = calloc((size_t)(T * ldy), sizeof(float)),
+                      *got = calloc((size_t)(T * ldy), sizeof(float));
+                fill(x, T * ne0, 2.0f);
+                const char *op = matmul_ref(ti, &tw, x, T, ref, ldy);
+                float *d_x = up(x, sizeof(float) * T * ne0), *d_y = hearth_buf_alloc(gpu(), sizeof(float) * T * ldy);
+                hearth_op_matmul(gpu(), &tw.w, d_x, T, d_y, ldy);
+                down(got, d_y, sizeof(float) * T * ldy);
+                fprintf(stderr, "  %s [%lld x %lld] x %lld tokens\n", hearth_type_name(TYPES[ti].t), (long long)ne1,
+                        (long long)ne0, (long long)T);
+                CHECK_REL(got, ref, T * ldy, op);
+                dfree(d_x);
+                dfree(d_y);
+                free(x);
+                free(ref);
+                free(got);
+            }
+        }
+}
+
+/* matmul_n: three weights that share the input (one launch at decode sizes), each against its
+ * own reference, written with its own row stride */
+TEST(matmul_n_shares_one_launch) {
+    NEED_GPU();
+    const int64_t rows[3] = {64, 16, 24}, widths[] = {512, 4096};
+    const int64_t toks[] = {1, 5, 12};
+    for (size_t wi = 0; wi < 2; wi++)
+        for (int ti = 0; ti < N_TYPES; ti++) {
+            const int64_t ne0 = widths[wi];
+            const hearth_weight *w[3];
+            tweight *tw[3];
+            for (int i = 0; i < 3; i++) {
+                tw[i] = weight_of(ti, rows[i], ne0);
+                w[i] = &tw[i]->w;
+            }
+            for (size_t k = 0; k < sizeof toks / sizeof toks[0]; k++) {
+                int64_t T = toks[k], ldy[3];
+                float *x = malloc(sizeof(float) * T * ne0), *d_y[3], *ref[3], *got[3];
+                fill(x, T * ne0, 2.0f);
+                float *d_x = up(x, sizeof(float) * T * ne0);
+                for (int i = 0; i < 3; i++) {
+                    ldy[i] = rows[i] + i;
+                    ref[i] = calloc((size_t)(T * ldy[i]), sizeof(float));
+                    got[i] = calloc((size_t)(T * ldy[i]), sizeof(float));
+                    d_y[i] = hearth_buf_alloc(gpu(), sizeof(float) * T * ldy[i]);
+                }
+                hearth_op_matmul_n(gpu(), w, d_y, ldy, 3, d_x, T);
+                for (int i = 0; i < 3; i++) {
+                    const char *op = matmul_ref(ti, tw[i], x, T, ref[i], ldy[i]);
+                    down(got[i], d_y[i], sizeof(float) * T * ldy[i]);
+                    fprintf(stderr, "  matmul_n %s width %lld, weight %d x %lld tokens\n",
+                            hearth_type_name(TYPES[ti].t), (long long)ne0, i, (long long)T);
+                    CHECK_REL(got[i], ref[i], T * ldy[i], op);
+                    dfree(d_y[i]);
+                    free(ref[i]);
+                    free(got[i]);
+                }
+                dfree(d_x);
+                free(x);
+            }
+        }
+}
+
+/* The matrix-vector layouts (gemv.cu) at decode sizes, against the reference: the waves, the
+ * persistent grid as chosen, the default mix of the two, and the persistent grid capped to one
+ * or three blocks at each thread count per row, so that every row group streams many rows and
+ * its loads run across row ends (rows of 1 to 4 slots per thread, P up to 256). */
+TEST(matmul_gemv_layouts) {
+    NEED_GPU();
+    const int64_t shapes[][2] = {{70, 512}, {37, 4096}, {9, 16384}};
+    const int64_t toks[] = {1, 3, 8};
+    const int types[] = {0, 1, 2, 3, 4, 7}; /* f32 f16 bf16 q4_0 q4_1 q8_0 */
+    const int cfg[][3] = {{HC_MV_WAVES, 0, 0}, {HC_MV_PERSIST, 0, 0}, {HC_MV_AUTO, 0, 0},
+                          {HC_MV_PERSIST, 1, 0}, {HC_MV_PERSIST, 1, 16}, {HC_MV_PERSIST, 3, 32},
+                          {HC_MV_PERSIST, 1, 64}, {HC_MV_PERSIST, 3, 128}, {HC_MV_PERSIST, 1, 256}};
+    for (size_t si = 0; si < 3; si++)
+        for (size_t k = 0; k < 6; k++) {
+            const int ti = types[k];
+            const int64_t ne1 = shapes[si][0], ne0 = shapes[si][1];
+            tweight tw = *weight_of(ti, ne1, ne0);
+            for (size_t tk = 0; tk < 3; tk++) {
+                int64_t T = toks[tk], ldy = ne1 + 1;
+                float *x = malloc(sizeof(float) * T * ne0), *ref = calloc((size_t)(T * ldy), sizeof(float)),
+                      *got = calloc((size_t)(T * ldy), sizeof(float));
+                fill(x, T * ne0, 2.0f);
+                const char *op = matmul_ref(ti, &tw, x, T, ref, ldy);
+                float *d_x = up(x, sizeof(float) * T * ne0), *d_y = hearth_buf_alloc(gpu(), sizeof(float) * T * ldy);
+                for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
+                    hc_mv_configure(cfg[c][0], cfg[c][1], cfg[c][2]);
+                    hearth_op_matmul(gpu(), &tw.w, d_x, T, d_y, ldy);
+                    down(got, d_y, sizeof(float) * T * ldy);
+                    fprintf(stderr, "  %s [%lld x %lld] x %lld tokens, layout %d, %d blocks, P %d\n",
+                            hearth_type_name(TYPES[ti].t), (long long)ne1, (long long)ne0, (long long)T, cfg[c][0],
+                            cfg[c][1], cfg[c][2]);
+                    CHECK_REL(got, ref, T * ldy, op);
+                    memset(got, 0, sizeof(float) * T * ldy);
+                    hearth_buf_upload(gpu(), d_y, got, sizeof(float) * T * ldy); /* no result carries over */
+                }
+                hc_mv_configure(HC_MV_AUTO, 0, 0);
+                dfree(d_x);
+                dfree(d_y);
+                free(x);
+                free(ref);
+                free(got);
+            }
+        }
+}
+
+/* 8-bit activations written by the op before a quantized matmul (add_rmsnorm, rmsnorm, glu):
+ * the product against the reference on that op's own output and against the product with the
+ * fusion off, and the fused path taken (its count moves); an op in between (scale) must make the
+ * matmul quantize again. */
+static void q8_fused_case(int ti, int64_t width, int64_t T, int what) {
+    const int64_t rows = 40, n = T * width, ldy = rows;
+    static float *nw[2]; /* norm weights: kept, the backend holds copies keyed by address */
+    float **wp = &nw[width == 4096];
+    if (!*wp) {
+        *wp = malloc(sizeof(float) * width);
+        fill(*wp, width, 1.5f);
+    }
+    tweight tw = *weight_of(ti, rows, width);
+    float *a = malloc(sizeof(float) * n), *b = malloc(sizeof(float) * n), *mid = malloc(sizeof(float) * n),
+          *y[2], *ref = malloc(sizeof(float) * T * ldy);
+    fill(a, n, 3.0f);
+    fill(b, n, 2.0f);
+    for (int fused = 1; fused >= 0; fused--) {
+        hc_q8_fuse_configure(fused);
+        y[fused] = malloc(sizeof(float) * T * ldy);
+        float *da = up(a, sizeof(float) * n), *db = up(b, sizeof(float) * n),
+              *dy = hearth_buf_alloc(gpu(), sizeof(float) * T * ldy), *in = da;
+        long before = hc_q8_fused_count();
+        if (what == 0) hearth_op_add_rmsnorm(gpu(), da, db, *wp, db, T, width, 1e-5f), in = db;
+        else if (what == 1) hearth_op_rmsnorm(gpu(), da, *wp, db, T, width, 1e-5f), in = db;
+        else if (what == 2) hearth_op_glu(gpu(), da, db, n, HEARTH_GLU_SWIGLU);
+        else hearth_op_rmsnorm(gpu(), da, *wp, db, T, width, 1e-5f), hearth_op_scale(gpu(), db, n, 0.5f), in = db;
+        hearth_op_matmul(gpu(), &tw.w, in, T, dy, ldy);
+        down(mid, in, sizeof(float) * n);
+        down(y[fused], dy, sizeof(float) * T * ldy);
+        CHECK_EQ(hc_q8_fused_count() - before, fused && what < 3);
+        if (fused) { /* the op's own output first, against its reference */
+            float *r = malloc(sizeof(float) * n);
+            for (int64_t i = 0; i < n; i++) r[i] = what == 0 ? a[i] + b[i] : a[i];
+            if (what == 2) hearth_swiglu_ref(r, b, n);
+            else
+                for (int64_t t = 0; t < T; t++) hearth_rmsnorm_ref(r + t * width, *wp, r + t * width, width, 1e-5f);
+            if (what == 3)
+                for (int64_t i = 0; i < n; i++) r[i] *= 0.5f;
+            CHECK_REL(mid, r, n, what == 2 ? "glu" : "rmsnorm");
+            free(r);
+            const char *op = matmul_ref(ti, &tw, mid, T, ref, ldy);
+            static const char *after[] = {"add_rmsnorm", "rmsnorm", "glu", "rmsnorm, scale"};
+            fprintf(stderr, "  %s width %lld x %lld tokens after %s\n", hearth_type_name(TYPES[ti].t),
+                    (long long)width, (long long)T, after[what]);
+            CHECK_REL(y[1], ref, T * ldy, op);
+        }
+        dfree(da);
+        dfree(db);
+        dfree(dy);
+    }
+    CHECK_REL(y[0], y[1], T * ldy, "matmul_gemv_q8");
+    hc_q8_fuse_configure(false); /* the default */
+    free(a);
+    free(b);
+    free(mid);
+    free(ref);
+    free(y[0]);
+    free(y[1]);
+}
+
+TEST(matmul_gemv_q8_fused_into_norm_and_glu) {
+    NEED_GPU();
+    const int types[] = {3, 4, 7}; /* q4_0 q4_1 q8_0 */
+    const int64_t widths[] = {1024, 4096}, toks[] = {1, 3, 8};
+    for (int k = 0; k < 3; k++)
+        for (int wi = 0; wi < 2; wi++)
+            for (int tk = 0; tk < 3; tk++)
+                for (int what = 0; what < 4; what++) q8_fused_case(types[k], widths[wi], toks[tk], what);
+}
+
+/* gate/up matmul_n followed by the GLU of its outputs: one launch at decode sizes for 16-bit and
+ * f32 weights (the up output is then left as it was: the test sees which path ran), also with
+ * the grid capped (many gate/up row pairs per thread), against the reference products through
+ * the reference activation; with the fusion off, or another op next (a download), the two
+ * products as asked. */
+TEST(matmul_gemv_gate_up_then_glu) {
+    NEED_GPU();
+    const int types[] = {0, 1, 2, 3}; /* f32 f16 bf16, and q4_0 (never fused) */
+    const int64_t rows = 70, widths[] = {512, 4096}, toks[] = {1, 3, 8};
+    for (int k = 0; k < 4; k++)
+        for (int wi = 0; wi < 2; wi++)
+            for (int tk = 0; tk < 3; tk++)
+                for (int kind = 0; kind < 3; kind++)
+                    for (int fused = 3; fused >= 0; fused--) { /* 1: as chosen, 2 and 3: capped grids */
+                        const int ti = types[k];
+                        const int64_t ne0 = widths[wi], T = toks[tk], n = T * rows;
+                        tweight *tg = weight_of(ti, rows, ne0), *tu = up_weight_of(ti, rows, ne0);
+                        const hearth_weight *w[2] = {&tg->w, &tu->w};
+                        float *x = malloc(sizeof(float) * T * ne0), *rg = malloc(sizeof(float) * n),
+                              *ru = malloc(sizeof(float) * n), *got = malloc(sizeof(float) * n);
+                        fill(x, T * ne0, 2.0f);
+                        const char *op = matmul_ref(ti, tg, x, T, rg, rows);
+                        matmul_ref(ti, tu, x, T, ru, rows);
+                        float *d_x = up(x, sizeof(float) * T * ne0), *dy[2];
+                        dy[0] = hearth_buf_alloc(gpu(), sizeof(float) * n);
+                        dy[1] = hearth_buf_alloc(gpu(), sizeof(float) * n);
+                        const int64_t ld[2] = {rows, rows};
+                        hc_glu_fuse_configure(fused != 0);
+                        hc_mv_configure(HC_MV_PERSIST, fused == 2 ? 1 : fused == 3 ? 3 : 0, fused == 3 ? 256 : 0);
+                        hearth_op_matmul_n(gpu(), w, dy, ld, 2, d_x, T);
+                        const bool flushed = kind == 0 && fused <= 1; /* a download in between */
+                        if (flushed) { /* the products themselves (a held-back one runs first) */
+                            down(got, dy[1], sizeof(float) * n);
+                            CHECK_REL(got, ru, n, op);
+                            down(got, dy[0], sizeof(float) * n);
+                            CHECK_REL(got, rg, n, op);
+                        }
+                        hearth_op_glu(gpu(), dy[0], dy[1], n, (hearth_glu_kind)kind);
+                        down(got, dy[0], sizeof(float) * n);
+                        if (kind == 0) hearth_swiglu_ref(rg, ru, n);
+                        else if (kind == 1) hearth_geglu_ref(rg, ru, n);
+                        else hearth_geglu_f16_ref(rg, ru, n);
+                        const bool plain = ti < 3;
+                        fprintf(stderr, "  %s width %lld x %lld tokens, glu %d, fusion %d\n",
+                                hearth_type_name(TYPES[ti].t), (long long)ne0, (long long)T, kind, fused);
+                        CHECK_REL(got, rg, n, kind == 2 ? "glu_f16" : plain ? "matmul_glu" : "matmul_gemv_q8");
+                        down(got, dy[1], sizeof(float) * n);
+                        bool zero = true;
+                        for (int64_t i = 0; i < n; i++) zero = zero && got[i] == 0.0f;
+                        CHECK_EQ(zero, fused && plain && !flushed); /* the fused launch leaves up's output unwritten */
+                        hc_glu_fuse_configure(true);
+                        hc_mv_configure(HC_MV_AUTO, 0, 0);
+                        dfree(d_x);
+                        dfree(dy[0]);
+                        dfree(dy[1]);
+                        free(x);
+                        free(rg);
+                        free(ru);
+                        free(got);
+                    }
+}
+
+int main(int argc, char **argv) {
+    int rc = test_main(argc, argv);
+    if (gpu()) hearth_backend_destroy(gpu());
+    return rc;
+}
