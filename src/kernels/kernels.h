@@ -36,12 +36,13 @@ typedef void (*hearth_from_float_fn)(const float *x, void *y, int64_t n);
 /* Dequantize a row of the type into n f32 values. */
 typedef void (*hearth_to_float_fn)(const void *x, float *y, int64_t n);
 
-/* s[t * bs + r] = dot(x_r, y_t) for the 4 weight rows x_r = x + r * bx and the nt activation
- * rows y_t = y + t * by (bytes), 1 <= nt <= HEARTH_TILE_NT: 4 * nt vec_dot calls in one, each
- * result equal to its vec_dot bit for bit (kernels/cpu/x86/tile_x86.h says how it is faster). */
+/* s[t * bs + r] = dot(x_r, y_t) for the nr weight rows x_r = x + r * bx (nr a positive multiple
+ * of 4) and the nt activation rows y_t = y + t * by (bytes), 1 <= nt <= HEARTH_TILE_NT: nr * nt
+ * vec_dot calls in one, each result equal to its vec_dot bit for bit
+ * (kernels/cpu/x86/tile_x86.h says how it is faster). */
 #define HEARTH_TILE_NT 8
-typedef void (*hearth_vec_dot_tile_fn)(int64_t n, float *s, int64_t bs, const void *x, size_t bx, const void *y,
-                                       size_t by, int nt);
+typedef void (*hearth_vec_dot_tile_fn)(int64_t n, float *s, int64_t bs, const void *x, size_t bx, int nr,
+                                       const void *y, size_t by, int nt);
 
 typedef struct {
     hearth_to_float_fn   to_float;     /* NULL when the type cannot be dequantized */

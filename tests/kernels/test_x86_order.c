@@ -4,7 +4,7 @@
  *
  *   - the q4_0 / q4_1 / q5_0 / q8_0 / q4_K / q6_K dots of every SIMD set (and q4_K's gemm
  *     order) equal the scalar set's (the twins) on random blocks of several lengths;
- *   - the tiles (4 rows x 1..HEARTH_TILE_NT tokens in one call) give every (row, token) pair the twin's dot,
+ *   - the tiles (4 or 8 rows x 1..HEARTH_TILE_NT tokens in one call) give every (row, token) pair the twin's dot,
  *     and so does hearth_matmul, which uses them, on 1 and 2 threads;
  *   - the twins themselves on a worked example: lane sums, the hsum8 tree and the q4_1
  *     minimum chain give the value computed by hand here;
@@ -92,33 +92,35 @@ TEST(block_dots_simd_equal_twins) {
     if (compared == 0) TEST_SKIP("no SIMD set on this CPU");
 }
 
-/* Every tile (4 rows x nt tokens) result equals the scalar twin's dot of its (row, token) pair
- * (q4_K: in both its orders), for nt 1..HEARTH_TILE_NT, several lengths, rows with a gap between
- * them, and weights with extreme scales. */
+/* Every tile (nr rows x nt tokens) result equals the scalar twin's dot of its (row, token) pair
+ * (q4_K: in both its orders), for nr 4 and 8, nt 1..HEARTH_TILE_NT, several lengths (one past
+ * what the AVX-512 tiles prepare activations for), rows with a gap between them, and weights
+ * with extreme scales; outputs outside the tile stay untouched. */
 TEST(tiles_equal_twins) {
     const uint64_t keep = rng; /* the later tests draw the same numbers whatever this one draws */
     static const hearth_type types[] = {HEARTH_TYPE_Q4_0, HEARTH_TYPE_Q4_1, HEARTH_TYPE_Q5_0, HEARTH_TYPE_Q8_0,
                                         HEARTH_TYPE_Q4_K, HEARTH_TYPE_Q6_K};
-    enum { MAXN = 24 * 32, GAP = 12, NT = HEARTH_TILE_NT };
-    static float x[MAXN];
-    static uint8_t w[4][MAXN * 2], a[NT][MAXN * 2];
-    static uint8_t wt[4 * (MAXN * 2 + GAP)];
+    enum { MAXN = 24 * 32, BIGN = 17 * 256, GAP = 12, NT = HEARTH_TILE_NT, R = 8, BS = R + 2 };
+    static float x[BIGN];
+    static uint8_t w[R][BIGN * 2], a[NT][BIGN * 2];
+    static uint8_t wt[R * (BIGN * 2 + GAP)];
     int compared = 0;
     for (size_t it = 0; it < sizeof types / sizeof types[0]; it++) {
         hearth_type t = types[it];
         const hearth_kernel_traits *sc = hearth_kernels_traits_isa(t, HEARTH_ISA_SCALAR);
         const hearth_kernel_traits *sa = hearth_kernels_traits_isa(sc->vec_dot_type, HEARTH_ISA_SCALAR);
         const int64_t blk = t == HEARTH_TYPE_Q4_K || t == HEARTH_TYPE_Q6_K ? 256 : 32;
-        for (int64_t n = blk; n <= MAXN; n += blk == 32 ? 5 * 32 : 256) {
+        const int64_t step = blk == 32 ? 5 * 32 : 256;
+        for (int64_t n = blk; n <= BIGN; n = n + step <= MAXN ? n + step : n < BIGN ? BIGN : BIGN + 1) {
             size_t rb = hearth_row_size(t, n), bx = rb + GAP, by = hearth_row_size(sc->vec_dot_type, n);
             for (int rep = 0; rep < 12; rep++) {
-                for (int r = 0; r < 4; r++) {
-                    float scale = rep % 3 == 0 ? 40.0f * (float)(r + 1) : rep % 3 == 1 ? 1e-3f : 1.0f;
+                for (int r = 0; r < R; r++) {
+                    float scale = rep % 3 == 0 ? 40.0f * (float)(r % 4 + 1) : rep % 3 == 1 ? 1e-3f : 1.0f;
                     for (int64_t i = 0; i < n; i++) x[i] = rnd_unit() * scale;
                     sc->from_float(x, w[r], n);
                     memcpy(wt + (size_t)r * bx, w[r], rb);
                 }
-                static uint8_t act[NT * MAXN * 2];
+                static uint8_t act[NT * BIGN * 2];
                 for (int tk = 0; tk < NT; tk++) {
                     float scale = tk % 3 == 2 ? 60.0f : rep % 2 ? 7.0f : 0.01f;
                     for (int64_t i = 0; i < n; i++) x[i] = rnd_unit() * scale;
@@ -128,33 +130,35 @@ TEST(tiles_equal_twins) {
                 for (int gemm = 0; gemm < 2; gemm++) {
                     hearth_vec_dot_fn ref = gemm ? sc->vec_dot_gemm : sc->vec_dot;
                     if (!ref) continue;
-                    float want[NT][4];
+                    float want[NT][R];
                     for (int tk = 0; tk < NT; tk++)
-                        for (int r = 0; r < 4; r++) ref(n, &want[tk][r], w[r], a[tk]);
+                        for (int r = 0; r < R; r++) ref(n, &want[tk][r], w[r], a[tk]);
                     for (int isa = HEARTH_ISA_AVX2; isa < HEARTH_ISA_COUNT; isa++) {
                         const hearth_kernel_traits *tr = hearth_kernels_traits_isa(t, (hearth_isa)isa);
                         if (!tr) continue;
                         hearth_vec_dot_tile_fn tile = gemm ? tr->vec_dot_gemm_tile : tr->vec_dot_tile;
                         CHECK(tile != NULL); /* every SIMD set has tiles for these types */
                         if (!tile) continue;
-                        for (int nt = 1; nt <= NT; nt++) {
-                            float got[NT][6];
-                            for (int tk = 0; tk < NT; tk++)
-                                for (int r = 0; r < 6; r++) got[tk][r] = -1.0f;
-                            tile(n, &got[0][0], 6, wt, bx, act, by, nt);
-                            for (int tk = 0; tk < NT; tk++)
-                                for (int r = 0; r < 6; r++) {
-                                    bool in = tk < nt && r < 4;
-                                    bool ok = in ? same_bits(got[tk][r], want[tk][r]) : got[tk][r] == -1.0f;
-                                    if (!ok)
-                                        fprintf(stderr, "  tile %s%s %s n %lld nt %d row %d tok %d: %.9g vs %.9g\n",
-                                                hearth_type_name((int)t), gemm ? " (gemm)" : "",
-                                                hearth_isa_name((hearth_isa)isa), (long long)n, nt, r, tk, got[tk][r],
-                                                r < 4 ? want[tk][r] : 0.0f);
-                                    CHECK(ok);
-                                }
-                            compared++;
-                        }
+                        for (int nr = 4; nr <= R; nr += 4)
+                            for (int nt = 1; nt <= NT; nt++) {
+                                float got[NT][BS];
+                                for (int tk = 0; tk < NT; tk++)
+                                    for (int r = 0; r < BS; r++) got[tk][r] = -1.0f;
+                                tile(n, &got[0][0], BS, wt, bx, nr, act, by, nt);
+                                for (int tk = 0; tk < NT; tk++)
+                                    for (int r = 0; r < BS; r++) {
+                                        bool in = tk < nt && r < nr;
+                                        bool ok = in ? same_bits(got[tk][r], want[tk][r]) : got[tk][r] == -1.0f;
+                                        if (!ok)
+                                            fprintf(stderr,
+                                                    "  tile %s%s %s n %lld nr %d nt %d row %d tok %d: %.9g vs %.9g\n",
+                                                    hearth_type_name((int)t), gemm ? " (gemm)" : "",
+                                                    hearth_isa_name((hearth_isa)isa), (long long)n, nr, nt, r, tk,
+                                                    got[tk][r], r < R ? want[tk][r] : 0.0f);
+                                        CHECK(ok);
+                                    }
+                                compared++;
+                            }
                     }
                 }
             }

@@ -96,7 +96,7 @@ static const hearth_kernel_traits tab_scalar[HEARTH_TYPE_COUNT] = {
 
 #if HEARTH_HAVE_X86
 /* The SIMD sets: dots and q8 quantizers per ISA; dequantizers and weight quantizers scalar.
- * q4_0, q4_1, q5_0, q8_0, q4_K and q6_K have tiles (4 rows x up to HEARTH_TILE_NT
+ * q4_0, q4_1, q5_0, q8_0, q4_K and q6_K have tiles (rows in 4s x up to HEARTH_TILE_NT
  * tokens, tile_x86.h), each result equal to the set's vec_dot bit for bit. */
 #define SIMD_TABLE(isa)                                                                          \
     {                                                                                            \

@@ -10,8 +10,8 @@
  *                 chunks from an atomic counter (relaxed: the counter only hands out indices).
  *                 For a chunk, tokens are taken TOK_TILE at a time and each weight row of the
  *                 chunk is dotted with every token of the tile while it is in L1; where the set
- *                 has a tile kernel (kernels.h vec_dot_tile), 4 rows x up to HEARTH_TILE_NT
- *                 tokens per call:
+ *                 has a tile kernel (kernels.h vec_dot_tile), the chunk's rows in whole 4s x
+ *                 up to HEARTH_TILE_NT tokens per call:
  *
  *                         tokens ->   t0 .. t0+TOK_TILE
  *                   row r0   [ vec_dot  vec_dot ... ]
@@ -76,7 +76,7 @@ enum {
 /* One weight matrix of a job (hearth_matmul_n runs several on the same activations). */
 typedef struct {
     hearth_vec_dot_fn     vec_dot;
-    hearth_vec_dot_tile_fn vec_dot_tile; /* optional: 4 rows x nt tokens, bit-identical to vec_dot */
+    hearth_vec_dot_tile_fn vec_dot_tile; /* optional: nr rows x nt tokens, bit-identical to vec_dot */
     hearth_vec_dot_tile_fn gemm_tile;    /* the same for vec_dot_gemm (set whenever tiles run) */
     hearth_vec_dot_fn     vec_dot_gemm; /* tokens t < gemm_rows use it (kernels.h); NULL: none */
     int64_t               gemm_rows;
@@ -131,22 +131,24 @@ static void rows_dequant(const mm_job *j, const mm_part *p, float *row, int64_t 
     }
 }
 
-/* Rows [r0, r1) of part p, tokens in tiles of TOK_TILE; 4 rows x up to HEARTH_TILE_NT tokens per call where
+/* Rows [r0, r1) of part p, tokens in tiles of TOK_TILE; the rows in 4s x up to HEARTH_TILE_NT tokens per call where
  * the set has a tile kernel, the remaining rows one vec_dot per (row, token). */
 static void rows_tiled(const mm_job *j, const mm_part *p, int64_t r0, int64_t r1) {
     const size_t rb = p->w_row_bytes, ab = j->act_row_bytes;
     for (int64_t t0 = 0; t0 < j->n_tok; t0 += TOK_TILE) {
         int64_t t1 = t0 + TOK_TILE < j->n_tok ? t0 + TOK_TILE : j->n_tok;
         int64_t r = r0;
-        if (p->vec_dot_tile)
-            for (; r + 4 <= r1; r += 4)
-                for (int64_t t = t0, te; t < t1; t = te) { /* one order per call: stop at gemm_rows */
-                    te = t < p->gemm_rows && p->gemm_rows < t1 ? p->gemm_rows : t1;
-                    te = te - t > HEARTH_TILE_NT ? t + HEARTH_TILE_NT : te;
-                    hearth_vec_dot_tile_fn tile = t < p->gemm_rows ? p->gemm_tile : p->vec_dot_tile;
-                    tile(j->n_in, &p->y[t * p->ldy + r], p->ldy, p->w + (size_t)r * rb, rb, j->act + (size_t)t * ab, ab,
-                         (int)(te - t));
-                }
+        if (p->vec_dot_tile && r1 - r0 >= 4) { /* the rows in whole 4s in one call per token run */
+            const int64_t nr = (r1 - r0) & ~(int64_t)3;
+            for (int64_t t = t0, te; t < t1; t = te) { /* one order per call: stop at gemm_rows */
+                te = t < p->gemm_rows && p->gemm_rows < t1 ? p->gemm_rows : t1;
+                te = te - t > HEARTH_TILE_NT ? t + HEARTH_TILE_NT : te;
+                hearth_vec_dot_tile_fn tile = t < p->gemm_rows ? p->gemm_tile : p->vec_dot_tile;
+                tile(j->n_in, &p->y[t * p->ldy + r0], p->ldy, p->w + (size_t)r0 * rb, rb, (int)nr,
+                     j->act + (size_t)t * ab, ab, (int)(te - t));
+            }
+            r += nr;
+        }
         for (; r < r1; r++) {
             const uint8_t *wr = p->w + (size_t)r * rb;
             for (int64_t t = t0; t < t1; t++) {

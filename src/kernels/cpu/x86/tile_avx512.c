@@ -1,8 +1,9 @@
 /*
- * tile_avx512.c - AVX-512 VNNI block-dot tiles (tile_x86.h): 4 weight rows x nt tokens, each
- * (row, token) pair equal to quant_avx512.c's one-row dot bit for bit. A tile runs up to 8 tokens
- * in one pass (a whole token tile of hearth_matmul), so each weight block is unpacked once for
- * 8 tokens.
+ * tile_avx512.c - AVX-512 VNNI block-dot tiles (tile_x86.h): 4 weight rows at a time x nt
+ * tokens, each (row, token) pair equal to quant_avx512.c's one-row dot bit for bit. A tile runs
+ * up to 8 tokens in one pass (a whole token tile of hearth_matmul), so each weight block is
+ * unpacked once for 8 tokens; q8_0 / q4_0 / q5_0 prepare a full token tile's activations once
+ * for all the 4-row groups of a call (sgn_prep).
  *
  * q8_0: a 512-bit vector holds two rows' 32 bytes (a 256-bit half each = the reference's 8
  * lanes); the signed x signed product is vpdpbusd of (y + 128) as unsigned with x, started
@@ -123,13 +124,33 @@ INLINE void q4_1_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t 
 
 enum { K4_0, K5_0, K8_0 }; /* the kinds sgn_tile dots as signed bytes */
 
+/* HEARTH_TILE_NT tokens' q8_0 activations as sgn_tile reads them, prepared once for all the
+ * 4-row groups of a call: per block and token, the 32 bytes + 128 (unsigned) and d_y as a
+ * float, so a row group's token step is two loads instead of five instructions. */
+enum { PREP_BLOCKS = 128 }; /* rows of up to 4096 elements: 36 KB of stack */
+typedef struct {
+    uint8_t yu[PREP_BLOCKS][HEARTH_TILE_NT][32];
+    float   dy[PREP_BLOCKS][HEARTH_TILE_NT];
+} sgn_prep;
+
+static void sgn_prepare(int64_t nb, const uint8_t *y, size_t by, sgn_prep *pp) {
+    const __m256i c128 = _mm256_set1_epi8((char)0x80);
+    for (int64_t b = 0; b < nb; b++)
+        for (int t = 0; t < HEARTH_TILE_NT; t++) {
+            const q8_0 *yb = (const q8_0 *)(y + (size_t)t * by) + b;
+            _mm256_store_si256((__m256i *)pp->yu[b][t],
+                               _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)yb->qs), c128));
+            pp->dy[b][t] = _cvtsh_ss(yb->d);
+        }
+}
+
 /* q8_0, q4_0 or q5_0 (KIND): NT tokens, two rows per 512-bit vector (a 256-bit half each holds a
  * row's 32 elements in order, so its 8 s32 lanes are the reference's 8 lanes). The nibble
  * kinds get there by a permute of their low and high nibbles, and become signed (q - 8,
  * q - 16) once per block, q5_0's clear fifth bits subtracting 16 under a byte mask read
  * straight from the rows' qh. */
 INLINE void sgn_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t bx, const uint8_t *y, size_t by,
-                     const int NT, const int KIND) {
+                     const int NT, const int KIND, const sgn_prep *pp) {
     const size_t xbs = KIND == K4_0 ? sizeof(q4_0) : KIND == K5_0 ? sizeof(q5_0) : sizeof(q8_0);
     const size_t qso = KIND == K4_0 ? offsetof(q4_0, qs) : KIND == K5_0 ? offsetof(q5_0, qs) : offsetof(q8_0, qs);
     const __m512i m4 = _mm512_set1_epi8(15), c16 = _mm512_set1_epi8(16), c8 = _mm512_set1_epi8(8);
@@ -173,10 +194,16 @@ INLINE void sgn_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t b
         const __m512i o01 = neg_dot(c128, w01), o23 = neg_dot(c128, w23);
         UNROLL
         for (int t = 0; t < NT; t++) {
-            const q8_0 *yb = (const q8_0 *)(y + (size_t)t * by) + b;
-            const __m512 dy = _mm512_cvtph_ps(_mm256_set1_epi16((short)yb->d));
-            const __m512i yu =
-                _mm512_xor_si512(_mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)yb->qs)), c128);
+            __m512 dy;
+            __m512i yu; /* y + 128 */
+            if (pp) { /* prepared (NT == HEARTH_TILE_NT) */
+                dy = _mm512_set1_ps(pp->dy[b][t]);
+                yu = _mm512_broadcast_i64x4(_mm256_load_si256((const __m256i *)pp->yu[b][t]));
+            } else {
+                const q8_0 *yb = (const q8_0 *)(y + (size_t)t * by) + b;
+                dy = _mm512_cvtph_ps(_mm256_set1_epi16((short)yb->d));
+                yu = _mm512_xor_si512(_mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)yb->qs)), c128);
+            }
             const __m512 f01 = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(o01, yu, w01));
             const __m512 f23 = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(o23, yu, w23));
             a01[t] = _mm512_fmadd_ps(_mm512_mul_ps(d01, dy), f01, a01[t]);
@@ -363,35 +390,47 @@ INLINE void q6_K_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t 
                                           _mm512_insertf32x8(_mm512_castps256_ps512(acc[t][2]), acc[t][3], 1)));
 }
 
-/* nt 1..MAXNT in one pass, more in passes of MAXNT */
-#define TILE_FN(name, body, MAXNT)                                                                            \
-    void name(int64_t n, float *s, int64_t bs, const void *vx, size_t bx, const void *vy, size_t by, int nt) { \
-        const uint8_t *x = vx, *y = vy;                                                                        \
-        for (; nt > MAXNT; nt -= MAXNT, s += MAXNT * bs, y += MAXNT * by) body(MAXNT);                         \
-        if (MAXNT > 4 && nt > 4) switch (nt) {                                                                 \
-            case 5: body(MAXNT > 4 ? 5 : 4); break;                                                            \
-            case 6: body(MAXNT > 4 ? 6 : 4); break;                                                            \
-            case 7: body(MAXNT > 4 ? 7 : 4); break;                                                            \
-            default: body(MAXNT); break;                                                                       \
-            }                                                                                                  \
-        else switch (nt) {                                                                                     \
-            case 1: body(1); break;                                                                            \
-            case 2: body(2); break;                                                                            \
-            case 3: body(3); break;                                                                            \
-            default: body(4); break;                                                                           \
-            }                                                                                                  \
+/* each 4 rows, all nt (<= 8) tokens in one pass; PRE runs first and may do the whole call */
+#define TILE_FN(name, body, PRE)                                                                            \
+    void name(int64_t n, float *s0, int64_t bs, const void *vx, size_t bx, int nr, const void *vy, size_t by, \
+              int nt) {                                                                                      \
+        PRE                                                                                                  \
+        for (int r = 0; r < nr; r += 4) {                                                                    \
+            const uint8_t *x = (const uint8_t *)vx + (size_t)r * bx, *y = vy;                                \
+            float *s = s0 + r;                                                                               \
+            switch (nt) {                                                                                    \
+            case 1: body(1); break;                                                                          \
+            case 2: body(2); break;                                                                          \
+            case 3: body(3); break;                                                                          \
+            case 4: body(4); break;                                                                          \
+            case 5: body(5); break;                                                                          \
+            case 6: body(6); break;                                                                          \
+            case 7: body(7); break;                                                                          \
+            default: body(8); break;                                                                         \
+            }                                                                                                \
+        }                                                                                                    \
     }
-#define Q4_0_BODY(NT) sgn_tile(n, s, bs, x, bx, y, by, NT, K4_0)
+/* several row groups and a full token tile: the activations prepared once (sgn_prep) */
+#define SGN_PREP(KIND)                                                                                      \
+    if (nr > 4 && nt == HEARTH_TILE_NT && n / 32 <= PREP_BLOCKS) {                                           \
+        _Alignas(64) sgn_prep pp;                                                                            \
+        sgn_prepare(n / 32, vy, by, &pp);                                                                    \
+        for (int r = 0; r < nr; r += 4)                                                                      \
+            sgn_tile(n, s0 + r, bs, (const uint8_t *)vx + (size_t)r * bx, bx, NULL, 0, HEARTH_TILE_NT, KIND,  \
+                     &pp);                                                                                   \
+        return;                                                                                              \
+    }
+#define Q4_0_BODY(NT) sgn_tile(n, s, bs, x, bx, y, by, NT, K4_0, NULL)
 #define Q4_1_BODY(NT) q4_1_tile(n, s, bs, x, bx, y, by, NT)
-#define Q5_0_BODY(NT) sgn_tile(n, s, bs, x, bx, y, by, NT, K5_0)
-#define Q8_0_BODY(NT) sgn_tile(n, s, bs, x, bx, y, by, NT, K8_0)
+#define Q5_0_BODY(NT) sgn_tile(n, s, bs, x, bx, y, by, NT, K5_0, NULL)
+#define Q8_0_BODY(NT) sgn_tile(n, s, bs, x, bx, y, by, NT, K8_0, NULL)
 #define Q6_K_BODY(NT) q6_K_tile(n, s, bs, x, bx, y, by, NT)
 #define Q4_K_BODY(NT) q4_K_tile(n, s, bs, x, bx, y, by, NT, 0)
 #define Q4_K_GEMM_BODY(NT) q4_K_tile(n, s, bs, x, bx, y, by, NT, 1)
-TILE_FN(hearth_tile_q4_0_q8_0_avx512, Q4_0_BODY, 8)
-TILE_FN(hearth_tile_q4_1_q8_1_avx512, Q4_1_BODY, 8)
-TILE_FN(hearth_tile_q5_0_q8_0_avx512, Q5_0_BODY, 8)
-TILE_FN(hearth_tile_q8_0_q8_0_avx512, Q8_0_BODY, 8)
-TILE_FN(hearth_tile_q4_K_q8_K_avx512, Q4_K_BODY, 8)
-TILE_FN(hearth_tile_q6_K_q8_K_avx512, Q6_K_BODY, 8)
-TILE_FN(hearth_tile_q4_K_q8_K_gemm_avx512, Q4_K_GEMM_BODY, 8)
+TILE_FN(hearth_tile_q4_0_q8_0_avx512, Q4_0_BODY, SGN_PREP(K4_0))
+TILE_FN(hearth_tile_q4_1_q8_1_avx512, Q4_1_BODY, )
+TILE_FN(hearth_tile_q5_0_q8_0_avx512, Q5_0_BODY, SGN_PREP(K5_0))
+TILE_FN(hearth_tile_q8_0_q8_0_avx512, Q8_0_BODY, SGN_PREP(K8_0))
+TILE_FN(hearth_tile_q4_K_q8_K_avx512, Q4_K_BODY, )
+TILE_FN(hearth_tile_q6_K_q8_K_avx512, Q6_K_BODY, )
+TILE_FN(hearth_tile_q4_K_q8_K_gemm_avx512, Q4_K_GEMM_BODY, )

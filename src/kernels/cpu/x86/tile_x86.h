@@ -1,15 +1,17 @@
 /*
- * tile_x86.h - block-dot tiles: 4 weight rows against up to HEARTH_TILE_NT activation rows in
- * one call (tile_avx2.c, tile_avx512.c), for hearth_matmul's decode (one token) and prefill.
+ * tile_x86.h - block-dot tiles: nr weight rows (4 at a time) against up to HEARTH_TILE_NT
+ * activation rows in one call (tile_avx2.c, tile_avx512.c), for hearth_matmul's decode (one
+ * token) and prefill.
  *
- * A tile computes s[t * bs + r] = dot(x + r * bx, y + t * by) for r < 4 and t < nt
- * (1..HEARTH_TILE_NT), and each of those 4 * nt results equals the type's one-row dot of the
+ * A tile computes s[t * bs + r] = dot(x + r * bx, y + t * by) for r < nr and t < nt
+ * (1..HEARTH_TILE_NT), and each of those nr * nt results equals the type's one-row dot of the
  * same set (llama.cpp's x86 order, x86_order_ref.h) bit for bit: every (row, token) pair keeps
  * its own 8 float lanes (or its own scalar chains), its own FMA chain block after block and
  * its own hsum8, in registers or vector lanes of its own. The speed comes from the pairs being
  * independent (the FMA latency of one chain no longer bounds the loop), from unpacking each
- * weight block once for nt tokens and loading each activation block once for 4 rows, and from
- * doing the scale products of 4 rows in one vector multiply.
+ * weight block once for nt tokens and loading each activation block once for 4 rows, from
+ * doing the scale products of 4 rows in one vector multiply, and (AVX-512 q8_0 / q4_0 / q5_0)
+ * from preparing the activations once for all the call's 4-row groups.
  *
  * Lane layouts: a block's 16 nibble bytes give its low-nibble elements 0..15 and its
  * high-nibble elements 16..31; the reference's lane l < 4 sums elements 4l..4l+3 (low part)
@@ -31,34 +33,34 @@
 
 #include "kernels/kernels.h"
 
-void hearth_tile_q4_0_q8_0_avx2(int64_t n, float *s, int64_t bs, const void *x, size_t bx, const void *y, size_t by,
+void hearth_tile_q4_0_q8_0_avx2(int64_t n, float *s, int64_t bs, const void *x, size_t bx, int nr, const void *y, size_t by,
                                 int nt);
-void hearth_tile_q4_1_q8_1_avx2(int64_t n, float *s, int64_t bs, const void *x, size_t bx, const void *y, size_t by,
+void hearth_tile_q4_1_q8_1_avx2(int64_t n, float *s, int64_t bs, const void *x, size_t bx, int nr, const void *y, size_t by,
                                 int nt);
-void hearth_tile_q5_0_q8_0_avx2(int64_t n, float *s, int64_t bs, const void *x, size_t bx, const void *y, size_t by,
+void hearth_tile_q5_0_q8_0_avx2(int64_t n, float *s, int64_t bs, const void *x, size_t bx, int nr, const void *y, size_t by,
                                 int nt);
-void hearth_tile_q8_0_q8_0_avx2(int64_t n, float *s, int64_t bs, const void *x, size_t bx, const void *y, size_t by,
+void hearth_tile_q8_0_q8_0_avx2(int64_t n, float *s, int64_t bs, const void *x, size_t bx, int nr, const void *y, size_t by,
                                 int nt);
-void hearth_tile_q4_0_q8_0_avx512(int64_t n, float *s, int64_t bs, const void *x, size_t bx, const void *y, size_t by,
+void hearth_tile_q4_0_q8_0_avx512(int64_t n, float *s, int64_t bs, const void *x, size_t bx, int nr, const void *y, size_t by,
                                   int nt);
-void hearth_tile_q4_1_q8_1_avx512(int64_t n, float *s, int64_t bs, const void *x, size_t bx, const void *y, size_t by,
+void hearth_tile_q4_1_q8_1_avx512(int64_t n, float *s, int64_t bs, const void *x, size_t bx, int nr, const void *y, size_t by,
                                   int nt);
-void hearth_tile_q5_0_q8_0_avx512(int64_t n, float *s, int64_t bs, const void *x, size_t bx, const void *y,
+void hearth_tile_q5_0_q8_0_avx512(int64_t n, float *s, int64_t bs, const void *x, size_t bx, int nr, const void *y,
                                   size_t by, int nt);
-void hearth_tile_q8_0_q8_0_avx512(int64_t n, float *s, int64_t bs, const void *x, size_t bx, const void *y, size_t by,
+void hearth_tile_q8_0_q8_0_avx512(int64_t n, float *s, int64_t bs, const void *x, size_t bx, int nr, const void *y, size_t by,
                                   int nt);
 /* q4_K in its two orders (x86_order_ref.h): the gemv one, and the gemm one of kernels.h's vec_dot_gemm */
-void hearth_tile_q4_K_q8_K_avx2(int64_t n, float *s, int64_t bs, const void *x, size_t bx, const void *y, size_t by,
+void hearth_tile_q4_K_q8_K_avx2(int64_t n, float *s, int64_t bs, const void *x, size_t bx, int nr, const void *y, size_t by,
                                 int nt);
-void hearth_tile_q6_K_q8_K_avx2(int64_t n, float *s, int64_t bs, const void *x, size_t bx, const void *y, size_t by,
+void hearth_tile_q6_K_q8_K_avx2(int64_t n, float *s, int64_t bs, const void *x, size_t bx, int nr, const void *y, size_t by,
                                 int nt);
-void hearth_tile_q4_K_q8_K_gemm_avx2(int64_t n, float *s, int64_t bs, const void *x, size_t bx, const void *y,
+void hearth_tile_q4_K_q8_K_gemm_avx2(int64_t n, float *s, int64_t bs, const void *x, size_t bx, int nr, const void *y,
                                      size_t by, int nt);
-void hearth_tile_q4_K_q8_K_avx512(int64_t n, float *s, int64_t bs, const void *x, size_t bx, const void *y, size_t by,
+void hearth_tile_q4_K_q8_K_avx512(int64_t n, float *s, int64_t bs, const void *x, size_t bx, int nr, const void *y, size_t by,
                                   int nt);
-void hearth_tile_q6_K_q8_K_avx512(int64_t n, float *s, int64_t bs, const void *x, size_t bx, const void *y, size_t by,
+void hearth_tile_q6_K_q8_K_avx512(int64_t n, float *s, int64_t bs, const void *x, size_t bx, int nr, const void *y, size_t by,
                                   int nt);
-void hearth_tile_q4_K_q8_K_gemm_avx512(int64_t n, float *s, int64_t bs, const void *x, size_t bx, const void *y,
+void hearth_tile_q4_K_q8_K_gemm_avx512(int64_t n, float *s, int64_t bs, const void *x, size_t bx, int nr, const void *y,
                                        size_t by, int nt);
 
 /* Rows are short (a few hundred bytes), so 4 of them read side by side are 4 streams too short
