@@ -323,47 +323,33 @@ INLINE void q6_K_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t 
     for (int t = 0; t < NT; t++) _mm_storeu_ps(s + t * bs, hsum8x4(acc[t][0], acc[t][1], acc[t][2], acc[t][3]));
 }
 
-/* each 4 rows, nt tokens as passes of at most two */
-#define TILE_FN(name, body)                                                                                 \
+/* each 4 rows, nt tokens as passes of at most PASS (the nibble and q8_0 tiles 2, the K-quant
+ * tiles 4: 16 registers hold no more) */
+#define TILE_FN(name, body, PASS)                                                                           \
     void name(int64_t n, float *s0, int64_t bs, const void *vx, size_t bx, int nr, const void *vy, size_t by, \
               int nt0) {                                                                                     \
         for (int r = 0; r < nr; r += 4) {                                                                    \
             const uint8_t *x = (const uint8_t *)vx + (size_t)r * bx, *y = vy;                                \
             float *s = s0 + r;                                                                               \
             int nt = nt0;                                                                                    \
-            for (; nt >= 2; nt -= 2, s += 2 * bs, y += 2 * by) body(2);                                      \
+            for (; nt >= PASS; nt -= PASS, s += PASS * bs, y += PASS * by) body(PASS);                       \
             if (nt == 1) body(1);                                                                            \
+            else if (nt == 2) body(PASS > 2 ? 2 : 1);                                                        \
+            else if (nt == 3) body(PASS > 3 ? 3 : 1);                                                        \
         }                                                                                                    \
     }
 #define Q4_0_BODY(NT) nib_tile(n, s, bs, x, bx, y, by, NT, K4_0)
 #define Q4_1_BODY(NT) nib_tile(n, s, bs, x, bx, y, by, NT, K4_1)
 #define Q5_0_BODY(NT) nib_tile(n, s, bs, x, bx, y, by, NT, K5_0)
 #define Q8_0_BODY(NT) q8_tile(n, s, bs, x, bx, y, by, NT)
-TILE_FN(hearth_tile_q4_0_q8_0_avx2, Q4_0_BODY)
-TILE_FN(hearth_tile_q4_1_q8_1_avx2, Q4_1_BODY)
-TILE_FN(hearth_tile_q5_0_q8_0_avx2, Q5_0_BODY)
-TILE_FN(hearth_tile_q8_0_q8_0_avx2, Q8_0_BODY)
+TILE_FN(hearth_tile_q4_0_q8_0_avx2, Q4_0_BODY, 2)
+TILE_FN(hearth_tile_q4_1_q8_1_avx2, Q4_1_BODY, 2)
+TILE_FN(hearth_tile_q5_0_q8_0_avx2, Q5_0_BODY, 2)
+TILE_FN(hearth_tile_q8_0_q8_0_avx2, Q8_0_BODY, 2)
 
-/* the K-quant tiles: each 4 rows, nt tokens as passes of at most four */
-#define KTILE_FN(name, body)                                                                                \
-    void name(int64_t n, float *s0, int64_t bs, const void *vx, size_t bx, int nr, const void *vy, size_t by, \
-              int nt0) {                                                                                     \
-        for (int r = 0; r < nr; r += 4) {                                                                    \
-            const uint8_t *x = (const uint8_t *)vx + (size_t)r * bx, *y = vy;                                \
-            float *s = s0 + r;                                                                               \
-            int nt = nt0;                                                                                    \
-            for (; nt >= 4; nt -= 4, s += 4 * bs, y += 4 * by) body(4);                                      \
-            switch (nt) {                                                                                    \
-            case 1: body(1); break;                                                                          \
-            case 2: body(2); break;                                                                          \
-            case 3: body(3); break;                                                                          \
-            default: break;                                                                                  \
-            }                                                                                                \
-        }                                                                                                    \
-    }
 #define Q4_K_BODY(NT) q4_K_tile(n, s, bs, x, bx, y, by, NT, 0)
 #define Q4_K_GEMM_BODY(NT) q4_K_tile(n, s, bs, x, bx, y, by, NT, 1)
 #define Q6_K_BODY(NT) q6_K_tile(n, s, bs, x, bx, y, by, NT)
-KTILE_FN(hearth_tile_q4_K_q8_K_avx2, Q4_K_BODY)
-KTILE_FN(hearth_tile_q4_K_q8_K_gemm_avx2, Q4_K_GEMM_BODY)
-KTILE_FN(hearth_tile_q6_K_q8_K_avx2, Q6_K_BODY)
+TILE_FN(hearth_tile_q4_K_q8_K_avx2, Q4_K_BODY, 4)
+TILE_FN(hearth_tile_q4_K_q8_K_gemm_avx2, Q4_K_GEMM_BODY, 4)
+TILE_FN(hearth_tile_q6_K_q8_K_avx2, Q6_K_BODY, 4)
