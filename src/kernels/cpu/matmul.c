@@ -51,12 +51,20 @@
 #ifndef HEARTH_MM_TOK_TILE
 #define HEARTH_MM_TOK_TILE 8
 #endif
-/* A step of 1-3 tokens: chunks per thread and their most rows. One chunk a thread (each thread
+/* A decode step (HEARTH_MM_DECODE_TOK below): chunks per thread and their most rows. One chunk a thread (each thread
  * reads one run of every matrix) measured best: 2 threads, 512 + 128 tokens, under chrt -f 10,
  * SmolLM2 Q4_1 step 3.38 -> 2.95 ms and Gemma 3 Q4_K_M 5.88 -> 5.11 ms against 4 chunks of up
  * to 1024 rows; 2 chunks fell between. */
 #ifndef HEARTH_MM_DECODE_CPT
 #define HEARTH_MM_DECODE_CPT 1
+#endif
+/* Steps of up to this many tokens (one decode token per running sequence) chunk as decode: a
+ * batch of a few sequences still streams every weight once, and rows split into one run a
+ * thread kept the prefetcher on it. Measured (`build/bench_engine SMOLLM2 2 64 3`, two
+ * alternated runs each, aggregate tok/s at 4 / 8 / 16 streams): up to 3 tokens 666-578 /
+ * 867-744 / 778-737, up to 16 tokens 847-810 / 938-957 / 893-812. */
+#ifndef HEARTH_MM_DECODE_TOK
+#define HEARTH_MM_DECODE_TOK 16
 #endif
 #ifndef HEARTH_MM_DECODE_CMAX
 #define HEARTH_MM_DECODE_CMAX (1 << 30)
@@ -68,7 +76,7 @@ enum {
     CHUNKS_PER_THREAD = 8,   /* target chunks per thread, for load balance ... */
     CHUNK_MIN = 4,           /* ... within these rows per chunk */
     CHUNK_MAX = 64,
-    DECODE_CHUNKS_PER_THREAD = HEARTH_MM_DECODE_CPT, /* the same for a step of 1-3 tokens */
+    DECODE_CHUNKS_PER_THREAD = HEARTH_MM_DECODE_CPT, /* the same for a decode step */
     DECODE_CHUNK_MAX = HEARTH_MM_DECODE_CMAX,
     SERIAL_QUANT_MAX = 16384, /* activation elements the caller quantizes alone (decode) */
 };
@@ -262,8 +270,9 @@ static bool job_init(mm_job *j, hearth_pool *pool, const hearth_matmul_part *d, 
         }
         /* a decode step streams each weight once: one chunk a thread keeps each thread's reads
          * one sequential run for the prefetcher (and in DRAM pages of its own) */
-        int64_t cmax = n_tok < 4 ? DECODE_CHUNK_MAX : CHUNK_MAX;
-        int64_t per = d[i].n_out / ((int64_t)nth * (n_tok < 4 ? DECODE_CHUNKS_PER_THREAD : CHUNKS_PER_THREAD));
+        bool decode = n_tok <= HEARTH_MM_DECODE_TOK;
+        int64_t cmax = decode ? DECODE_CHUNK_MAX : CHUNK_MAX;
+        int64_t per = d[i].n_out / ((int64_t)nth * (decode ? DECODE_CHUNKS_PER_THREAD : CHUNKS_PER_THREAD));
         p->chunk_rows = per < CHUNK_MIN ? CHUNK_MIN : per > cmax ? cmax : per;
         p->chunk_rows = (p->chunk_rows + 3) & ~(int64_t)3; /* whole tiles of 4 rows */
         chunks += (d[i].n_out + p->chunk_rows - 1) / p->chunk_rows;
