@@ -281,6 +281,7 @@ static bool parse(hearth_server *s, const cJSON *root, hearth_span raw, hearth_g
     g->reasoning = co.reasoning;
     g->reasoning_open = co.reasoning_open;
     g->constraint = co.constraint;
+    g->constraint_fed = co.constraint_fed;
     return true;
 }
 

@@ -371,8 +371,9 @@ static const char *last_of(const char *text, size_t len, const char *needle, siz
 }
 
 /* Cut the rendered text right after the last occurrence of the final message's content, or of
- * the content without its surrounding whitespace (transformers' continue_final_message). */
-static bool cut_after_final(char *text, size_t *n_text, const char *content) {
+ * the content without its surrounding whitespace (transformers' continue_final_message); *kept:
+ * the part of the content the prompt ends with. */
+static bool cut_after_final(char *text, size_t *n_text, const char *content, hearth_span *kept) {
     hearth_span c = hearth_span_cstr(content);
     const char *at = last_of(text, *n_text, c.ptr, c.len);
     if (!at) {
@@ -381,6 +382,7 @@ static bool cut_after_final(char *text, size_t *n_text, const char *content) {
         at = last_of(text, *n_text, c.ptr, c.len);
     }
     if (!at) return false;
+    *kept = c;
     *n_text = (size_t)(at - text) + c.len;
     text[*n_text] = 0;
     return true;
@@ -422,7 +424,8 @@ bool hearth_chat_prompt_opts(hearth_server *s, const cJSON *root, hearth_chat_op
                            "the chat template failed: %s", herr.msg);
         goto out;
     }
-    if (final && !cut_after_final(text, &n_text, final->valuestring)) {
+    hearth_span kept = {"", 0};
+    if (final && !cut_after_final(text, &n_text, final->valuestring, &kept)) {
         hearth_api_err_set(e, 400, "invalid_value", "messages", "the final assistant message cannot be continued: "
                            "the chat template does not render its text");
         goto out;
@@ -441,9 +444,14 @@ bool hearth_chat_prompt_opts(hearth_server *s, const cJSON *root, hearth_chat_op
         /* the forced shape, after closing a reasoning block the prompt opened */
         const char *prefix = hearth_structured_prefix(s->rs_format, opts->reasoning_open);
         const cJSON *rf = hearth_req_field(root, "response_format");
-        if ((force || (rf && !cJSON_IsNull(rf))) && final) {
+        /* a prefill continues response_format's JSON (the constraint takes its text in first);
+         * a forced call, or a prompt that opened a reasoning block, cannot be continued */
+        bool formatted = rf && !cJSON_IsNull(rf);
+        if (final && (force || (formatted && prefix))) {
             hearth_api_err_set(e, 400, "unsupported", force ? "tool_choice" : "response_format",
-                               "a forced tool call or response_format cannot continue a final assistant message");
+                               force ? "a forced tool call cannot continue a final assistant message"
+                                     : "response_format cannot continue a final assistant message inside an open "
+                                       "reasoning block");
             goto out;
         }
         if (force) { /* the call's grammar, over the tools the template sees */
@@ -455,8 +463,12 @@ bool hearth_chat_prompt_opts(hearth_server *s, const cJSON *root, hearth_chat_op
                                          force == FORCE_ONE ? only->valuestring : NULL, several && force == FORCE_ANY,
                                          prefix, &opts->constraint, e))
                 goto out;
-        } else if (rf && !cJSON_IsNull(rf)) {
+        } else if (formatted) {
             if (!hearth_structured_format(rf, "response_format", prefix, &opts->constraint, e)) goto out;
+            if (opts->constraint && final && !(opts->constraint_fed = strndup(kept.ptr, kept.len))) {
+                hearth_api_err_set(e, 503, "out_of_memory", NULL, "out of memory");
+                goto out;
+            }
         }
     }
     int32_t bos = hearth_tok_bos(tok);
@@ -473,6 +485,8 @@ out:
         if (opts) {
             hearth_cx_grammar_destroy(opts->constraint);
             opts->constraint = NULL;
+            free(opts->constraint_fed);
+            opts->constraint_fed = NULL;
         }
     }
     free(text);

@@ -39,6 +39,10 @@ typedef struct {
                                       * assistant's with text), -1 when the last message is an
                                       * assistant's with text and no tool calls */
     bool             continued;      /* out: the prompt ends inside that message */
+    char            *constraint_fed; /* out, owned by the caller (NULL: none): the continued
+                                      * message's text, which response_format's constraint
+                                      * takes in before the reply (an assistant prefill of the
+                                      * JSON's start, such as "{") */
 } hearth_chat_opts;
 
 /* hearth_chat_prompt with opts (may be NULL). Continuing the final message works as

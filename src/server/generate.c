@@ -63,6 +63,7 @@ void hearth_gen_spec_free(hearth_gen_spec *spec) {
     free(spec->prompt);
     free(spec->bias);
     hearth_cx_grammar_destroy(spec->constraint);
+    free(spec->constraint_fed);
     for (int i = 0; i < HEARTH_STOP_MAX; i++) free(spec->stop_text[i]);
     if (spec->ctx && spec->dialect && spec->dialect->ctx_free) spec->dialect->ctx_free(spec->ctx);
     memset(spec, 0, sizeof *spec);
@@ -417,6 +418,13 @@ void hearth_gen_run(hearth_http_req *r, hearth_gen_spec *spec) {
         g->spec.constraint = NULL;
         if (!rp.constraint) {
             hearth_api_err_set(&e, 503, "out_of_memory", NULL, "out of memory");
+            goto fail;
+        }
+        const char *fed = g->spec.constraint_fed;
+        if (fed && !hearth_cx_matcher_feed(rp.constraint, fed, strlen(fed))) {
+            hearth_cx_matcher_destroy(rp.constraint);
+            hearth_api_err_set(&e, 400, "invalid_value", "messages",
+                               "the final assistant message is not the start of a reply in the response_format");
             goto fail;
         }
     }

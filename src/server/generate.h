@@ -53,6 +53,8 @@ typedef struct {
     bool                  logprobs;       /* collect each generated token's logprob ... */
     int32_t               top_logprobs;   /* ... and this many alternatives (<= HEARTH_TOP_LOGPROBS_MAX) */
     struct hearth_cx_grammar *constraint; /* owned, may be NULL: the reply's forced shape (structured.h) */
+    char                 *constraint_fed; /* owned, may be NULL: text the constraint takes in before
+                                           * the reply (a continued assistant message) */
 } hearth_gen_spec;
 
 /* One generated token's log-probabilities (spec->logprobs). */

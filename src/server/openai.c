@@ -195,6 +195,7 @@ static bool parse_chat(hearth_server *s, const cJSON *root, hearth_span raw, hea
     g->reasoning = co.reasoning;
     g->reasoning_open = co.reasoning_open;
     g->constraint = co.constraint;
+    g->constraint_fed = co.constraint_fed;
     return true;
 }
 

@@ -309,6 +309,7 @@ static bool parse(hearth_server *s, const cJSON *root, hearth_span raw, hearth_g
     g->reasoning = co.reasoning;
     g->reasoning_open = co.reasoning_open;
     g->constraint = co.constraint;
+    g->constraint_fed = co.constraint_fed;
     /* text.format: JSON output, unless a tool call is forced */
     const cJSON *txt = hearth_req_field(root, "text");
     const cJSON *fmt = cJSON_IsObject(txt) ? hearth_req_field(txt, "format") : NULL;

@@ -155,6 +155,29 @@ def test_completions_response_format(smol, stream):
     assert ex.value.body["param"] == "response_format"
 
 
+def test_response_format_continues_a_prefill(smol):
+    """A final assistant message that starts the JSON (an assistant prefill) is continued within
+    the schema: the constraint takes the prefill in first, the reply is the rest. A prefill that
+    cannot start such a reply is a 400, and so is a forced tool call after one."""
+    c = smol.client()
+    fmt = {"type": "json_schema", "json_schema": {"name": "cat", "schema": CAT}}
+    ask = {"role": "user", "content": "Describe a cat."}
+    pre = '{"name": "'
+    for seed in (2, 3):
+        r = c.chat.completions.create(model="smol", messages=[ask, {"role": "assistant", "content": pre}],
+                                      max_tokens=300, temperature=1, seed=seed, response_format=fmt)
+        assert r.choices[0].finish_reason == "stop"
+        jsonschema.validate(json.loads(pre + r.choices[0].message.content), CAT)
+    with pytest.raises(openai.BadRequestError) as ex:
+        c.chat.completions.create(model="smol", messages=[ask, {"role": "assistant", "content": "Sure! "}],
+                                  max_tokens=8, response_format=fmt)
+    assert ex.value.body["param"] == "messages" and "response_format" in ex.value.body["message"]
+    with pytest.raises(openai.BadRequestError) as ex:
+        c.chat.completions.create(model="smol", messages=[ask, {"role": "assistant", "content": pre}],
+                                  tools=TOOLS, tool_choice="required", max_tokens=8)
+    assert ex.value.body["param"] == "tool_choice"
+
+
 @pytest.mark.parametrize("fmt,fragment", [
     ({"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "strin"}}}, "unknown type"),
     ({"type": "json_schema", "json_schema": {"name": "x", "schema": {"$ref": "#/$defs/n",
