@@ -60,6 +60,8 @@ const char cli_usage_serve[] =
     "  --temperature, --temp T   default temperature (default 0.7); requests may override\n"
     "  --top-p P             default nucleus sampling (default 1 = off)\n"
     "  --top-k K             default top-k (default 0 = off)\n"
+    "  --seed N              seed of every request that sets none (default: a fresh random seed\n"
+    "                        per request); with temperature 0 the seed does not matter\n"
     "  --thinking true|false default enable_thinking for chat templates that read it\n"
     "  --chat-template-file FILE  use this Jinja chat template instead of the model's\n"
     "  --threads N           compute threads (default: all CPUs)\n"
@@ -74,7 +76,7 @@ const char cli_usage_serve[] =
 
 typedef struct {
     const char *model, *host, *api_key, *cors, *template_file;
-    long long   port, max_tokens, top_k, threads, ctx;
+    long long   port, max_tokens, top_k, threads, ctx, seed;
     double      temperature, top_p;
     int         thinking;
     bool        no_open;
@@ -119,6 +121,9 @@ static int parse(int argc, char **argv, serve_opts *o) {
             NEEDVAL();
             if (!cli_parse_float(a, val, 0, 1, &fv)) return 2;
             o->top_p = fv;
+        } else if (FLAG("--seed")) {
+            NEEDVAL();
+            if (!cli_parse_int(a, val, 0, INT64_MAX, &o->seed)) return 2;
         } else if (FLAG("--top-k")) {
             NEEDVAL();
             if (!cli_parse_int(a, val, 0, 1 << 24, &o->top_k)) return 2;
@@ -254,7 +259,7 @@ static void open_browser(const char *url) {
 
 int cli_serve(int argc, char **argv) {
     double t0 = now_ms();
-    serve_opts o = {.host = "127.0.0.1", .port = 8080, .temperature = -1, .top_p = -1, .top_k = -1,
+    serve_opts o = {.host = "127.0.0.1", .port = 8080, .temperature = -1, .top_p = -1, .top_k = -1, .seed = -1,
                     .thinking = -1};
     cli_engine_flags_init(&o.ef);
     int rc = parse(argc, argv, &o);
@@ -324,6 +329,7 @@ int cli_serve(int argc, char **argv) {
     sp.temperature = o.temperature;
     sp.top_p = o.top_p;
     sp.top_k = (int32_t)o.top_k;
+    sp.seed = o.seed;
     sp.max_tokens = o.max_tokens > 0 ? (int32_t)o.max_tokens : -1;
     sp.enable_thinking = o.thinking;
     if (o.template_file) {

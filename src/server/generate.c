@@ -35,6 +35,10 @@ void hearth_gen_spec_init(hearth_server *s, hearth_gen_spec *g, const hearth_gen
     int32_t max_default = 0;
     g->sampling = hearth_sampling_defaults(&s->p, hearth_model_gen_defaults(s->m), &max_default);
     g->max_tokens = max_default > 0 ? max_default : default_max;
+    if (s->p.seed >= 0) {
+        g->sampling.seed = (uint64_t)s->p.seed;
+        return;
+    }
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     g->sampling.seed = ((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec) ^

@@ -17,7 +17,7 @@
 hearth_server_params hearth_server_params_default(void) {
     hearth_server_params p = {
         .host = "127.0.0.1", .port = 8080, .model_id = NULL, .api_key = NULL, .cors = NULL,
-        .temperature = -1, .top_p = -1, .top_k = -1, .max_tokens = -1, .enable_thinking = -1,
+        .temperature = -1, .top_p = -1, .top_k = -1, .max_tokens = -1, .seed = -1, .enable_thinking = -1,
         .max_body_bytes = 8u << 20, .max_connections = 256,
     };
     return p;

@@ -38,6 +38,8 @@ typedef struct {
     double      top_p;          /* unset: 1 (off) */
     int32_t     top_k;          /* unset: 0 (off) */
     int32_t     max_tokens;     /* unset: the rest of the context for chat, 512 for completions */
+    int64_t     seed;           /* unset: each request without a seed gets a fresh random one;
+                                 * set: requests without a seed use this one (llama-server's --seed) */
     int         enable_thinking; /* -1 unset; 0/1 becomes the template's enable_thinking */
     const char *chat_template;  /* NULL: the model's own; else this template source (copied) */
     size_t      max_body_bytes; /* request bodies above this get 413; default 8 MiB */

@@ -38,7 +38,11 @@ class Server:
         self.log = tempfile.NamedTemporaryFile(prefix="hearth-serve-", suffix=".log", delete=False)
         e = dict(os.environ)
         e.update(env or {})
-        self.proc = subprocess.Popen([str(EXE), "serve", *args, "--host", "127.0.0.1", "--port", "0", "--no-open"],
+        # Every test server has a fixed default seed, so a request that sets no seed (and no
+        # temperature 0) still samples the same tokens on every run: no test depends on luck.
+        seed = () if "--seed" in args else ("--seed", "1")
+        self.proc = subprocess.Popen([str(EXE), "serve", *args, *seed, "--host", "127.0.0.1", "--port", "0",
+                                      "--no-open"],
                                      stdout=subprocess.DEVNULL, stderr=self.log, stdin=subprocess.DEVNULL, env=e,
                                      cwd=ROOT)
         deadline = time.monotonic() + timeout
@@ -221,6 +225,21 @@ def test_max_tokens_and_seeds(tiny):
     b = complete(tiny, seed=7, **kw).choices[0].text
     c = complete(tiny, seed=8, **kw).choices[0].text
     assert a == b and a != c
+
+
+def test_server_seed_is_the_default_seed():
+    """--seed N: a request without a seed samples as one with seed N, and other seeds differ."""
+    s = Server(TINY, "--seed", "7")
+    try:
+        kw = dict(max_tokens=16, temperature=1.0, extra_body={"ignore_eos": True})
+        unseeded = complete(s, **kw).choices[0].text
+        assert unseeded == complete(s, **kw).choices[0].text
+        assert unseeded == complete(s, seed=7, **kw).choices[0].text
+        assert unseeded != complete(s, seed=8, **kw).choices[0].text
+    finally:
+        s.stop()
+    st = subprocess.run([str(EXE), "serve", str(TINY), "--seed", "-1"], capture_output=True, text=True, timeout=30)
+    assert st.returncode == 2 and "--seed" in st.stderr
 
 
 def test_stop_across_token_boundaries(tiny):

@@ -54,7 +54,10 @@ def start_server(*args, env=None, stdout=subprocess.DEVNULL, timeout=30, model=N
     log = tempfile.NamedTemporaryFile(prefix="hearth-web-", suffix=".log", delete=False)
     e = dict(os.environ)
     e.update(env or {})
-    proc = subprocess.Popen([str(EXE), "serve", model or MODEL, "--host", "127.0.0.1", "--port", "0", *args],
+    # A fixed default seed: a request the page sends without temperature 0 still samples the same
+    # tokens on every run (the chat tests also set temperature 0 in the sampling popover).
+    proc = subprocess.Popen([str(EXE), "serve", model or MODEL, "--host", "127.0.0.1", "--port", "0",
+                             "--seed", "1", *args],
                             stdout=stdout, stderr=log, stdin=subprocess.DEVNULL, env=e, cwd=ROOT)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -165,13 +168,20 @@ def last_reply(d):
                  "error: (m.querySelector('.error')||{}).textContent||'', pending: !!m.querySelector('.cursor')} : null;")
 
 
-def set_max_tokens(d, n):
+def set_sampling(d, **values):
+    """Type values (max_tokens=64, temperature=0, ...) into the sampling popover, as a user would."""
     d.find_element(By.ID, "samp-btn").click()
-    box = d.find_element(By.ID, "s-max_tokens")
-    box.clear()
-    box.send_keys(str(n))
+    for key, v in values.items():
+        box = d.find_element(By.ID, "s-" + key)
+        box.clear()
+        box.send_keys(str(v))
     d.find_element(By.ID, "samp-close").click()
-    assert js(d, "return JSON.parse(localStorage.getItem('hearth.sampling.v1')).max_tokens") == n
+    saved = js(d, "return JSON.parse(localStorage.getItem('hearth.sampling.v1'))")
+    assert all(saved.get(k) == v for k, v in values.items()), saved
+
+
+def set_max_tokens(d, n):
+    set_sampling(d, max_tokens=n)
 
 
 def no_horizontal_scroll(d):
@@ -222,7 +232,9 @@ def test_chat_streams_a_reply(server, browser, shots):
     d.get(base + "/chat")  # deep link: lands on #/chat
     wait(d, lambda: d.current_url.endswith("/#/chat"), what="the /chat redirect")
     wait(d, lambda: "SmolLM2" in d.find_element(By.ID, "model-pill").text, what="the config")
-    set_max_tokens(d, 64)
+    # Greedy: SmolLM2's greedy reply to this conversation is a run of digits that fills all 64
+    # tokens (and the next test's fills 1000), so the stream is long on every run.
+    set_sampling(d, max_tokens=64, temperature=0)
     box = d.find_element(By.ID, "input")
     box.send_keys("Count from 1 to 40, one number per line.")
     box.send_keys(Keys.SHIFT, Keys.ENTER)  # Shift+Enter: a new line, not a send
@@ -249,7 +261,7 @@ def test_chat_streams_a_reply(server, browser, shots):
     assert lengths and lengths[-1] == len(r["text"]), (lengths, len(r["text"]))
     grown = {n for n in lengths if 0 < n < lengths[-1]}
     assert len(grown) >= 3, lengths
-    assert re.search(r"\d+ prompt · \d+ tokens · [\d.]+ tok/s", r["meta"]), r["meta"]
+    assert re.search(r"\d+ prompt · 64 tokens · [\d.]+ tok/s", r["meta"]), r["meta"]
     assert d.find_element(By.ID, "send").is_displayed() and not d.find_element(By.ID, "stop").is_displayed()
     title = d.find_element(By.CSS_SELECTOR, "#conv-list li.current .conv-open").text
     assert title.startswith("Count from 1 to 40")
