@@ -26,7 +26,7 @@ typedef enum {
     HEARTH_FFN_GEGLU,      /* gelu_tanh(gate) * up */
 } hearth_ffn_kind;
 
-/* How RoPE frequencies are scaled (Hugging Face rope_type; model/hf_rope.c). */
+/* How RoPE frequencies are scaled (Hugging Face rope_type; model/rope_freq.c). */
 typedef enum {
     HEARTH_ROPE_DEFAULT = 0,
     HEARTH_ROPE_LINEAR,   /* positions / factor */

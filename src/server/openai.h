@@ -2,9 +2,10 @@
  * openai.h - the OpenAI dialect: /v1/chat/completions, /v1/completions, /v1/models, /v1.
  *
  * Request semantics follow api.openai.com where it defines them, mlx_lm.server and mlx-bun
- * where it does not (see docs/server.md): unknown fields are ignored, wrong types and values
- * out of range are 400 with the field in "param", features hearth does not have yet (n > 1,
- * logprobs, tools, structured output) are 400 "not supported yet" rather than ignored.
+ * where it does not (see docs/server.md): fields that do not change the output and that hearth
+ * does not know are ignored, wrong types and values out of range are 400 with the field in
+ * "param", and a field that would change the output but that hearth does not honour (n > 1,
+ * suffix, ...) is a 400 naming it rather than being dropped.
  *
  * Thread rule: handlers run on the connection's thread.
  */
