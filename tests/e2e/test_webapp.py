@@ -446,14 +446,17 @@ def test_status_view(server, browser, shots):
     d.get(base + "/status")
     wait(d, lambda: d.current_url.endswith("/#/status"), what="the /status redirect")
     wait(d, lambda: len(d.find_elements(By.CSS_SELECTOR, "#status-cards .card")) >= 6, what="the status cards")
-    cards = {c.find_element(By.TAG_NAME, "h2").text.lower(): c.find_element(By.CLASS_NAME, "big").text
-             for c in d.find_elements(By.CSS_SELECTOR, "#status-cards .card")}
+    # One snapshot of every card, read inside the page: the view re-renders its cards on each poll
+    # (every 2 s), so element handles kept across WebDriver calls may go stale.
+    snap = js(d, "return [...document.querySelectorAll('#status-cards .card')].map(c => ["
+                 "c.querySelector('h2').textContent.toLowerCase(), c.querySelector('.big').textContent,"
+                 "(c.querySelector('.sub') || {}).textContent || ''])")
+    cards = {h: big.strip() for h, big, _ in snap}
+    subs = {h: sub.strip() for h, _, sub in snap}
     assert "SmolLM2" in cards["model"]
     assert int(cards["generations"].replace(",", "")) >= 3
     assert int(cards["tokens"].replace(",", "")) > 0
     assert cards["decode speed"].endswith("tok/s")
-    subs = {c.find_element(By.TAG_NAME, "h2").text.lower(): c.find_element(By.CLASS_NAME, "sub").text
-            for c in d.find_elements(By.CSS_SELECTOR, "#status-cards .card")}
     assert re.fullmatch(r"\d+ / 8", cards["requests running"]), cards["requests running"]
     assert re.search(r"\d+ waiting", subs["requests running"])
     hit = re.fullmatch(r"(\d+)% hits", cards["prefix cache"])
