@@ -7,7 +7,7 @@
  * the filters that are generators in jinja2 (map, select, reject, selectattr, rejectattr,
  * unique, items, batch, and reverse of a list) return a one-pass generator value: always
  * truthy, no length, empty on a second iteration - templates can tell the difference, so we
- * keep it. Filters jinja2 has but hearth does not implement are parse errors that say so.
+ * keep it. Filters jinja2 has but hearth does not implement fail, saying so, when they run.
  */
 #include "template/tmpl_internal.h"
 
@@ -72,6 +72,12 @@ void args_bind(rt *r, const node *at, const char *what, const targs *a, int n, c
         out[i] = a->kw_vals[k];
         out_set[i] = true;
     }
+}
+
+/* An unknown filter reaches here only from a branch jinja2 checks when it runs (parser.c). */
+static _Noreturn void no_filter(rt *r, const node *at, int id, const char *name, size_t len) {
+    if (id == -2) rt_fail(r, at, HEARTH_E_UNSUPPORTED, "filter '%.*s' is not supported", (int)len, name);
+    rt_fail(r, at, HEARTH_E_INVALID, "no filter named '%.*s'", (int)len, name);
 }
 
 /* ---- helpers ------------------------------------------------------------------------------------ */
@@ -383,7 +389,7 @@ static tv do_map(rt *r, scope *sc, const node *at, tv in, const targs *a) {
         tv name = a->pos[0];
         if (name.kind != TV_STR) rt_fail(r, at, HEARTH_E_INVALID, "map: the filter name must be a string");
         fid = tmpl_filter_id(name.u.s->p, name.u.s->len);
-        if (fid < 0) rt_fail(r, at, HEARTH_E_INVALID, "no filter named '%.*s'", (int)name.u.s->len, name.u.s->p);
+        if (fid < 0) no_filter(r, at, fid, name.u.s->p, name.u.s->len);
         rest = *a;
         rest.n_pos--;
         rest.pos++;
@@ -803,6 +809,7 @@ static bool takes_no_arguments(filter_id id) {
 }
 
 tv filter_apply(rt *r, scope *sc, const node *at, int id, tv in, const targs *a) {
+    if (id < 0) no_filter(r, at, id, at->name->p, at->name->len);
     rt_step(r, at, 1);
     if (takes_no_arguments((filter_id)id) && (a->n_pos || a->n_kw))
         rt_fail(r, at, HEARTH_E_INVALID, "this filter takes no arguments");

@@ -261,9 +261,7 @@ node *px_filter(parser *p, node *e, bool start_inline) {
         px_enter(p, pos);
         node *f = px_node(p, X_FILTER, pos);
         f->name = dotted_name(p);
-        f->id = tmpl_filter_id(f->name->p, f->name->len);
-        if (f->id == -2) px_fail(p, pos, HEARTH_E_UNSUPPORTED, "filter '%s' is not supported", f->name->p);
-        if (f->id < 0) px_fail(p, pos, HEARTH_E_FORMAT, "no filter named '%s'", f->name->p);
+        f->id = tmpl_filter_id(f->name->p, f->name->len); /* unknown: checked after parsing */
         if (px_op(px_cur(p), OP_LPAREN)) parse_call_args(p, &f->args);
         f->a = e;
         e = f;
@@ -281,9 +279,7 @@ static node *parse_test(parser *p, node *e) {
         t->op = 1;
     }
     t->name = dotted_name(p);
-    t->id = tmpl_test_id(t->name->p, t->name->len);
-    if (t->id == -2) px_fail(p, pos, HEARTH_E_UNSUPPORTED, "test '%s' is not supported", t->name->p);
-    if (t->id < 0) px_fail(p, pos, HEARTH_E_FORMAT, "no test named '%s'", t->name->p);
+    t->id = tmpl_test_id(t->name->p, t->name->len); /* unknown: checked after parsing */
     const token *c = px_cur(p);
     if (px_op(c, OP_LPAREN)) {
         parse_call_args(p, &t->args);

@@ -14,8 +14,9 @@
  * Statements: for (with target unpacking, an inline `if` filter, else), if/elif/else, set
  * (names, tuples, namespace attributes, block set with filters), macro, call, filter, with,
  * print, raw, break/continue (the loopcontrols extension transformers loads) and transformers'
- * {% generation %}. Unknown tags, filters and tests are errors at parse time, as they are at
- * jinja2's compile time; block/extends/include/import are refused (a chat template has no loader).
+ * {% generation %}. Unknown tags are errors at parse time, unknown filters and tests at parse
+ * time or when they run, as in jinja2 3 (see first_unknown below); block/extends/include/import
+ * are refused (a chat template has no loader).
  *
  * This file holds the statements and the shared helpers; parse_expr.c the expressions.
  *
@@ -410,6 +411,88 @@ static node *parse_statement(parser *p) {
     return n;
 }
 
+/* ---- unknown filters and tests ---------------------------------------------------------------
+ *
+ * jinja2 3 refuses an unknown filter or test when it compiles the template, except inside an
+ * {% if %} (its test and every branch) or an inline `a if b else c` (all three parts): there
+ * the name is looked up when the node runs, so a branch that never runs may use a filter the
+ * environment lacks (DeepSeek's templates do, with `from_json`). The exception ends where
+ * jinja2 opens a new frame: a for loop's body, inline test and else (not its iterable), a macro
+ * or call block's body and defaults (not the call), a filter block, a with block's body (not
+ * its values), a block set and {% generation %}. jinja2 also folds `false and X` and
+ * `true or X` away before the check. Filters jinja2 has and hearth does not implement (id -2)
+ * compile in jinja2, so they fail only when they run too. */
+
+static const node *first_unknown(const node *e, bool soft);
+
+static const node *first_unknown_list(const nlist *l, bool soft) {
+    for (int i = 0; i < l->n; i++) {
+        const node *u = first_unknown(l->v[i], soft);
+        if (u) return u;
+    }
+    return NULL;
+}
+
+static const node *first_unknown_args(const nargs *a, bool soft) {
+    const node *u = first_unknown_list(&a->pos, soft);
+    for (int i = 0; !u && i < a->n_kw; i++) u = first_unknown(a->kw_vals[i], soft);
+    if (!u) u = first_unknown(a->star, soft);
+    if (!u) u = first_unknown(a->dstar, soft);
+    return u;
+}
+
+static const node *first_unknown_defaults(const nparams *ps, bool soft) {
+    for (int i = 0; ps && i < ps->n; i++) {
+        const node *u = first_unknown(ps->defaults[i], soft);
+        if (u) return u;
+    }
+    return NULL;
+}
+
+static bool const_falsy(const node *e) { return e->kind == X_LIT && !tv_truthy(e->lit); }
+static bool const_truthy(const node *e) { return e->kind == X_LIT && tv_truthy(e->lit); }
+
+static const node *first_unknown(const node *e, bool soft) {
+    if (!e) return NULL;
+    const node *u = NULL;
+    switch ((nkind)e->kind) {
+    case S_IF:
+    case X_COND: soft = true; break;
+    case X_AND:
+        if (const_falsy(e->a)) return NULL;
+        break;
+    case X_OR:
+        if (const_truthy(e->a)) return NULL;
+        break;
+    case X_FILTER:
+    case X_TEST:
+        if (!soft && e->id == -1) return e;
+        break;
+    case S_FOR:
+        if ((u = first_unknown(e->a, soft)) || (u = first_unknown(e->b, soft))) return u;
+        if ((u = first_unknown(e->c, false)) || (u = first_unknown_list(&e->l1, false))) return u;
+        return first_unknown_list(&e->l2, false);
+    case S_SETBLOCK:
+        if ((u = first_unknown(e->a, soft)) || (u = first_unknown_list(&e->l1, false))) return u;
+        return first_unknown(e->c, false);
+    case S_MACRO:
+    case S_CALLBLOCK:
+        if ((u = first_unknown(e->a, soft)) || (u = first_unknown_defaults(e->params, false))) return u;
+        return first_unknown_list(&e->l1, false);
+    case S_FILTERBLOCK:
+    case S_BLOCK: soft = false; break;
+    case S_WITH:
+        if ((u = first_unknown_defaults(e->params, soft))) return u;
+        return first_unknown_list(&e->l1, false);
+    default: break;
+    }
+    if ((u = first_unknown(e->a, soft)) || (u = first_unknown(e->b, soft)) || (u = first_unknown(e->c, soft)) ||
+        (u = first_unknown(e->d, soft)) || (u = first_unknown_list(&e->l1, soft)) ||
+        (u = first_unknown_list(&e->l2, soft)) || (u = first_unknown_args(&e->args, soft)))
+        return u;
+    return first_unknown_defaults(e->params, soft);
+}
+
 hearth_status tmpl_parse_tokens(hearth_tmpl *t, const token *toks, size_t n, hearth_err *err) {
     parser *p = hearth_arena_calloc(&t->arena, 1, sizeof *p);
     if (!p) return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory parsing the template");
@@ -420,6 +503,8 @@ hearth_status tmpl_parse_tokens(hearth_tmpl *t, const token *toks, size_t n, hea
     if (setjmp(p->jb)) return p->code;
     nlist body = subparse(p, NULL);
     if (px_cur(p)->type != T_EOF) px_unexpected(p, "end of template");
+    const node *u = first_unknown_list(&body, false);
+    if (u) px_fail(p, u->pos, HEARTH_E_FORMAT, "no %s named '%s'", u->kind == X_FILTER ? "filter" : "test", u->name->p);
     t->body = body;
     return HEARTH_OK;
 }

@@ -56,6 +56,8 @@ static bool takes_argument(test_id id) {
 
 bool test_apply(rt *r, scope *sc, const node *at, int id, tv v, const targs *a) {
     (void)sc;
+    /* an unknown test reaches here only from a branch jinja2 checks when it runs (parser.c) */
+    if (id < 0) rt_fail(r, at, HEARTH_E_INVALID, "no test named '%s'", at->name->p);
     rt_step(r, at, 1);
     if (!takes_argument((test_id)id) && (a->n_pos || a->n_kw))
         rt_fail(r, at, HEARTH_E_INVALID, "this test takes no arguments");
@@ -80,7 +82,7 @@ bool test_apply(rt *r, scope *sc, const node *at, int id, tv v, const targs *a) 
     case T_ODD: return tv_eq(r, mod2(r, at, v), tv_int(1));
     case T_FALSE: return v.kind == TV_BOOL && !v.u.b;
     case T_TRUE: return v.kind == TV_BOOL && v.u.b;
-    case T_FILTER: return v.kind == TV_STR && tmpl_filter_id(v.u.s->p, v.u.s->len) >= 0;
+    case T_FILTER: return v.kind == TV_STR && tmpl_filter_id(v.u.s->p, v.u.s->len) != -1; /* jinja2 has -2 */
     case T_TEST: return v.kind == TV_STR && tmpl_test_id(v.u.s->p, v.u.s->len) >= 0;
     case T_FLOAT_: return v.kind == TV_FLOAT;
     case T_INTEGER: return v.kind == TV_INT;
