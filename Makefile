@@ -21,7 +21,7 @@ export HEARTH_GEMMA3_GGUF  ?= $(shell scripts/model-path.sh gemma3 2>/dev/null)
 # One target at a time: each step already uses every core, and `test` relies on the order.
 .NOTPARALLEL:
 .DEFAULT_GOAL := build
-.PHONY: help setup build build-asan check check-asan test run oracles goldens bench bench-engine bench-constrain clean
+.PHONY: help setup build build-asan build-tsan check check-asan check-tsan fuzz test run oracles goldens bench bench-engine bench-constrain clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## /  \1\t/' | expand -t 14
@@ -43,6 +43,30 @@ check: build ## fast tier: every C test binary of build/ (unit, kernel, golden; 
 
 check-asan: build-asan ## the same tests under AddressSanitizer + UBSan
 	@scripts/run-tests.sh build-asan
+
+# The ThreadSanitizer tier: the tests whose code runs threads - the thread pool (test_base), the
+# KV pool, the engine and its scheduler, the server's pieces - and the real-model engine tests
+# (which skip in sanitized builds). CUDA is off (TSan does not see the device).
+TSAN_TESTS := ^test_(base|kv_pool|engine|engine_real|engine_swa|sched_fake|server_.*)$$
+build-tsan: ## configure and build build-tsan/ (ThreadSanitizer; the threaded tests only)
+	@cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHEARTH_WERROR=ON -DHEARTH_CUDA=OFF \
+		-DHEARTH_SANITIZE=thread -DHEARTH_TESTS_ONLY='$(TSAN_TESTS)' >/dev/null
+	@$(CMAKE_BUILD) build-tsan -j$(JOBS)
+
+check-tsan: build-tsan ## the engine, scheduler, server and thread-pool tests under ThreadSanitizer
+	@TSAN_OPTIONS="$${TSAN_OPTIONS:-halt_on_error=1 second_deadlock_stack=1}" scripts/run-tests.sh build-tsan
+
+# `fuzz` runs each fuzz target of fuzz/ with libFuzzer for FUZZ_SECONDS (clang-14, build-fuzz/);
+# new inputs go to build-fuzz/corpus-<what>/, a crash to build-fuzz/crash-<what>-*. The
+# committed corpora are replayed by every `make test` (fuzz_*_replay). docs/testing.md. Warnings
+# are not errors here: clang warns where gcc, which polices them in the other builds, does not.
+FUZZ_SECONDS ?= 20
+FUZZ_CC      ?= clang-14
+fuzz: ## run every fuzz target under libFuzzer for FUZZ_SECONDS each (default 20)
+	@CC=$(FUZZ_CC) cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DHEARTH_WERROR=OFF \
+		-DHEARTH_LIBFUZZER=ON >/dev/null
+	@$(CMAKE_BUILD) build-fuzz -j$(JOBS)
+	@scripts/fuzz.sh build-fuzz $(FUZZ_SECONDS)
 
 test: setup build build-asan ## everything CI runs: setup, both builds, check + check-asan + pytest e2e
 	@scripts/run-tests.sh build build-asan $(if $(wildcard tests/e2e),--pytest tests/e2e)
@@ -81,4 +105,4 @@ bench-constrain: build ## structured outputs: token check and vocabulary mask co
 	build/bench_constrain "$$(scripts/model-path.sh gemma3)"
 
 clean: ## remove the build directories (keeps .venv and the model cache)
-	rm -rf build build-asan
+	rm -rf build build-asan build-tsan build-fuzz

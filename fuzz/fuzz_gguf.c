@@ -8,20 +8,19 @@
  * aborts, so logic bugs show up as crashes next to what ASan and UBSan find. When the open
  * fails, the error record must carry the same status, a message and a position inside the input.
  *
- * Not built by CMake (it needs clang's libFuzzer). Build and run from the repo root:
+ * Built by CMake (fuzz/fuzz.cmake): in every build with a replay main() (fuzz/replay.c), and
+ * the test fuzz_gguf_replay runs fuzz/corpus/gguf through it (sanitized in build-asan/);
+ * `make fuzz` builds it with libFuzzer in build-fuzz/ (clang-14) and runs it for FUZZ_SECONDS
+ * (scripts/fuzz.sh). A longer run of this target alone, once build-fuzz/ is built:
  *
- *   mkdir -p build-fuzz/corpus-gguf
- *   clang-14 -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer \
- *       -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Isrc \
- *       fuzz/fuzz_gguf.c src/model/gguf.c src/base/arena.c src/base/assert.c src/base/log.c \
- *       src/base/status.c src/tensor/dtype.c -lm -o build-fuzz/fuzz_gguf
+ *   scripts/fuzz.sh build-fuzz 180 gguf      or, with libFuzzer's own flags:
  *   ./build-fuzz/fuzz_gguf -dict=fuzz/gguf.dict -max_len=8192 -max_total_time=180 \
  *       build-fuzz/corpus-gguf fuzz/corpus/gguf
  *
  * New inputs go to the first directory (scratch, not committed); fuzz/corpus/gguf holds the
  * committed seeds, made by tools/make_gguf_corpus.py. A crasher is fixed in the reader and then
  * copied into fuzz/corpus/gguf as crash_<what>.gguf, where the fuzz_corpus_replay test of
- * tests/unit/test_gguf.c runs it on every test run. `./build-fuzz/fuzz_gguf FILE...` replays
+ * tests/unit/test_gguf.c runs it on every test run. `./build/fuzz_gguf FILE...` replays
  * single files.
  */
 #include <stdint.h>

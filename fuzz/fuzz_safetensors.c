@@ -6,15 +6,14 @@
  * lookup by name finds the record listed, no two tensors share a byte. When it fails, the error
  * record carries the same status and a message. A broken promise aborts.
  *
- * Not built by CMake (it needs clang's libFuzzer). Build and run from the repo root:
+ * Built by CMake (fuzz/fuzz.cmake): in every build with a replay main() (fuzz/replay.c), and
+ * the test fuzz_safetensors_replay runs fuzz/corpus/safetensors through it (sanitized in build-asan/);
+ * `make fuzz` builds it with libFuzzer in build-fuzz/ (clang-14) and runs it for FUZZ_SECONDS
+ * (scripts/fuzz.sh). A longer run of this target alone, once build-fuzz/ is built:
  *
- *   mkdir -p build-fuzz/corpus-st
- *   clang-14 -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer \
- *       -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Isrc \
- *       fuzz/fuzz_safetensors.c src/model/safetensors.c src/base/arena.c src/base/assert.c \
- *       src/base/log.c src/base/status.c src/tensor/dtype.c -lcjson -lm -o build-fuzz/fuzz_safetensors
- *   ./build-fuzz/fuzz_safetensors -max_len=4096 -max_total_time=180 build-fuzz/corpus-st \
- *       fuzz/corpus/safetensors
+ *   scripts/fuzz.sh build-fuzz 180 safetensors      or, with libFuzzer's own flags:
+ *   ./build-fuzz/fuzz_safetensors -max_len=4096 -max_total_time=180 \
+ *       build-fuzz/corpus-safetensors fuzz/corpus/safetensors
  *
  * fuzz/corpus/safetensors holds the committed seeds (tools/make_st_corpus.py, written with the
  * safetensors library): ok_* open, bad_* are refused; crash_* are inputs the fuzzer found

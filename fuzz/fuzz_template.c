@@ -10,13 +10,12 @@
  * Rendering twice must give the same bytes (the engine keeps no state between renders; the
  * template's time functions are not in the dictionary, so outputs are deterministic).
  *
- * Not built by CMake (it needs clang's libFuzzer). Build and run from the repo root:
+ * Built by CMake (fuzz/fuzz.cmake): in every build with a replay main() (fuzz/replay.c), and
+ * the test fuzz_template_replay runs fuzz/corpus/template through it (sanitized in build-asan/);
+ * `make fuzz` builds it with libFuzzer in build-fuzz/ (clang-14) and runs it for FUZZ_SECONDS
+ * (scripts/fuzz.sh). A longer run of this target alone, once build-fuzz/ is built:
  *
- *   mkdir -p build-fuzz/corpus-template
- *   clang-14 -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer \
- *       -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Isrc \
- *       fuzz/fuzz_template.c src/template/[a-z]*.c src/base/arena.c src/base/assert.c \
- *       src/base/log.c src/base/status.c -lutf8proc -lm -o build-fuzz/fuzz_template
+ *   scripts/fuzz.sh build-fuzz 180 template      or, with libFuzzer's own flags:
  *   ./build-fuzz/fuzz_template -dict=fuzz/template.dict -max_len=4096 -max_total_time=180 \
  *       build-fuzz/corpus-template fuzz/corpus/template
  *
@@ -24,7 +23,7 @@
  * committed seeds (hand-written templates; ok_* must render). A crasher is fixed in the engine
  * and then copied into fuzz/corpus/template as crash_<what>.jinja, where the
  * fuzz_corpus_replay test of tests/unit/test_template.c runs it, with this context and these
- * limits, on every test run. `./build-fuzz/fuzz_template FILE...` replays single files.
+ * limits, on every test run. `./build/fuzz_template FILE...` replays single files.
  */
 #include <stdint.h>
 #include <stdio.h>

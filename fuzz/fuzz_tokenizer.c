@@ -19,20 +19,18 @@
  * instead feeds the rest to hearth_tok_from_json itself (it must fail cleanly or load a
  * tokenizer that then encodes "hello world").
  *
- * Not built by CMake (it needs clang's libFuzzer). Build and run from the repo root:
+ * Built by CMake (fuzz/fuzz.cmake): in every build with a replay main() (fuzz/replay.c), and
+ * the test fuzz_tokenizer_replay runs fuzz/corpus/tokenizer through it (sanitized in build-asan/);
+ * `make fuzz` builds it with libFuzzer in build-fuzz/ (clang-14) and runs it for FUZZ_SECONDS
+ * (scripts/fuzz.sh). A longer run of this target alone, once build-fuzz/ is built:
  *
- *   mkdir -p build-fuzz/corpus-tokenizer
- *   clang-14 -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer \
- *       -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Isrc \
- *       fuzz/fuzz_tokenizer.c src/tokenizer/\*.c src/base/log.c src/base/status.c \
- *       src/base/assert.c -lpcre2-8 -lcjson -lutf8proc -lm -o build-fuzz/fuzz_tokenizer
+ *   scripts/fuzz.sh build-fuzz 180 tokenizer      or, with libFuzzer's own flags:
  *   ./build-fuzz/fuzz_tokenizer -max_len=4096 -max_total_time=180 \
  *       build-fuzz/corpus-tokenizer fuzz/corpus/tokenizer
  *
- * (the source list without the backslash). New inputs go to the first directory
- * (scratch); fuzz/corpus/tokenizer holds the committed seeds (seed_*, written by
- * tools/make_tokjson_corpus.py) and 250 inputs the fuzzer found in ~8 minutes, kept by
- * -merge=1 (gen_*). The fuzz_corpus_replay test of tests/unit/test_tokjson.c runs them all
+ * New inputs go to the first directory (scratch); fuzz/corpus/tokenizer holds the committed
+ * seeds (seed_*, written by tools/make_tokjson_corpus.py) and 250 inputs the fuzzer found in
+ * ~8 minutes, kept by -merge=1 (gen_*). The fuzz_corpus_replay test of tests/unit/test_tokjson.c runs them all
  * through this same function (it includes this file, with TOKFUZZ_FAIL reporting a check
  * failure instead of aborting); a crasher, once fixed, joins them as crash_<what>.
  */
