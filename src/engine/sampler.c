@@ -29,7 +29,7 @@ struct hearth_sampler {
 hearth_sampler_params hearth_sampler_params_default(void) {
     hearth_sampler_params p = {
         .temperature = 0.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f,
-        .repeat_penalty = 1.0f, .repeat_last_n = 64,
+        .repeat_penalty = 1.0f, .repeat_last_n = 64, .xtc_probability = 0.0f, .xtc_threshold = 0.1f,
     };
     return p;
 }
@@ -59,7 +59,8 @@ static double rng_uniform(uint64_t *s) { return (double)(rng_next(s) >> 11) * 0x
 
 hearth_sampler *hearth_sampler_create(const hearth_sampler_params *p, int32_t n_vocab, hearth_err *err) {
     if (n_vocab <= 0 || p->repeat_penalty <= 0 || p->repeat_last_n < 0 || isnan(p->temperature) ||
-        isnan(p->top_p) || isnan(p->min_p)) {
+        isnan(p->top_p) || isnan(p->min_p) || !(p->xtc_probability >= 0.0f && p->xtc_probability <= 1.0f) ||
+        isnan(p->xtc_threshold)) {
         hearth_err_set(err, HEARTH_E_INVALID, -1, "invalid sampling parameters");
         return NULL;
     }
@@ -174,6 +175,30 @@ static int32_t keep_top_k(cand *c, int32_t n, int32_t k) {
     return k;
 }
 
+/* XTC over s->cands[0..nc) (sampler.h); returns the new count. The candidates need not be
+ * sorted: the ones at or above the threshold are found by one pass, and the least probable of
+ * them (on a tie the higher id: the last in the sorted order) is the one kept. */
+static int32_t xtc(hearth_sampler *s, int32_t nc) {
+    const hearth_sampler_params *p = &s->p;
+    if (p->xtc_probability <= 0.0f || p->xtc_threshold > 0.5f || nc < 2) return nc;
+    if (rng_uniform(s->rng) >= p->xtc_probability) return nc;
+    cand *c = s->cands;
+    double total = 0;
+    for (int32_t i = 0; i < nc; i++) total += c[i].p;
+    float th = (float)(p->xtc_threshold * total);
+    int32_t above = 0, keep = -1;
+    for (int32_t i = 0; i < nc; i++) {
+        if (c[i].p < th) continue;
+        above++;
+        if (keep < 0 || c[i].p < c[keep].p || (c[i].p == c[keep].p && c[i].id > c[keep].id)) keep = i;
+    }
+    if (above < 2) return nc;
+    int32_t m = 0;
+    for (int32_t i = 0; i < nc; i++)
+        if (c[i].p < th || i == keep) c[m++] = c[i];
+    return m;
+}
+
 /* The support of a draw (temperature > 0): temperature / top-k / top-p / min-p into
  * s->cands[0..nc) with their probabilities; returns nc. */
 static int32_t support(hearth_sampler *s, const float *logits) {
@@ -232,7 +257,7 @@ static int32_t support(hearth_sampler *s, const float *logits) {
             if (c[i].p >= p->min_p * top) c[m++] = c[i];
         nc = m;
     }
-    return nc;
+    return xtc(s, nc);
 }
 
 /* Draw an index of s->cands[0..nc) by probability. */

@@ -6,7 +6,12 @@
  *   over the last repeat_last_n tokens) -> presence/frequency penalties (OpenAI's:
  *   logit -= frequency * count + presence * (count > 0), over every token generated so far)
  *   -> temperature 0: argmax (lowest id on ties); else logits / T -> top-k -> top-p -> min-p
- *   (relative to the top probability) -> draw with the request's RNG.
+ *   (relative to the top probability) -> XTC -> draw with the request's RNG.
+ * XTC ("exclude top choices", llama.cpp's): with probability xtc_probability (one RNG draw per
+ * token), when at least two candidates have a probability (renormalized over the candidates
+ * left) of at least xtc_threshold, all of those but the least probable are removed: the draw
+ * then avoids the obvious choices. A threshold above 0.5 can never find two, so it changes
+ * nothing (and draws nothing). Greedy decoding (temperature 0) does not use it.
  * The RNG is seeded per request (splitmix64 -> xoshiro256**), so the same seed and request give
  * the same tokens. Penalties count generated tokens only (pass prompt tokens to accept() too
  * if a caller wants them counted).
@@ -34,6 +39,8 @@ typedef struct {
     int32_t  repeat_last_n;     /* window of the repetition penalty, tokens */
     float    presence_penalty;  /* 0: off */
     float    frequency_penalty; /* 0: off */
+    float    xtc_probability;   /* 0: off; 0..1 */
+    float    xtc_threshold;     /* default 0.1 */
     uint64_t seed;
     const hearth_logit_bias *bias; /* [n_bias] borrowed for create only (copied) */
     int32_t  n_bias;

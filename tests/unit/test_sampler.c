@@ -227,6 +227,73 @@ TEST(logprobs_match_full_log_softmax) {
     CHECK_EQ(lp.top_id[0], 0);
 }
 
+/* XTC at temperature 1 over logits0: p(1) ~ 0.36, p(5) ~ 0.32, p(2) ~ 0.22, the rest < 0.05. */
+TEST(xtc_removes_the_top_choices_but_the_least_of_them) {
+    hearth_sampler_params p = hearth_sampler_params_default();
+    p.temperature = 1.0f;
+    p.seed = 3;
+    p.xtc_probability = 1.0f;
+    p.xtc_threshold = 0.1f; /* above it: 1, 5, 2; 2 is kept */
+    hearth_sampler *s = make(p);
+    int seen[V] = {0};
+    for (int i = 0; i < 3000; i++) seen[draw(s, logits0)]++;
+    CHECK_EQ(seen[1], 0);
+    CHECK_EQ(seen[5], 0);
+    CHECK(seen[2] > 2000); /* ~0.22 / (0.22 + 0.10) of the draws */
+    CHECK(seen[0] > 0 && seen[7] > 0);
+    hearth_sampler_destroy(s);
+
+    /* one token over the threshold: nothing to exclude */
+    p.xtc_threshold = 0.33f;
+    s = make(p);
+    memset(seen, 0, sizeof seen);
+    for (int i = 0; i < 3000; i++) seen[draw(s, logits0)]++;
+    CHECK(seen[1] > 800 && seen[5] > 800);
+    hearth_sampler_destroy(s);
+
+    /* greedy ignores it */
+    p.temperature = 0.0f;
+    p.xtc_threshold = 0.1f;
+    s = make(p);
+    CHECK_EQ(draw(s, logits0), 1);
+    hearth_sampler_destroy(s);
+}
+
+TEST(xtc_probability_and_threshold) {
+    hearth_sampler_params p = hearth_sampler_params_default();
+    p.temperature = 1.0f;
+    p.seed = 11;
+    /* a threshold over 0.5 never finds two tokens: the very same draws as without XTC */
+    hearth_sampler *plain = make(p);
+    p.xtc_probability = 1.0f;
+    p.xtc_threshold = 0.51f;
+    hearth_sampler *high = make(p);
+    for (int i = 0; i < 500; i++) CHECK_EQ(draw(high, logits0), draw(plain, logits0));
+    hearth_sampler_destroy(high);
+    hearth_sampler_destroy(plain);
+
+    /* probability 0.5: the top token keeps about half its share (0.36 -> ~0.18) */
+    p.xtc_probability = 0.5f;
+    p.xtc_threshold = 0.1f;
+    hearth_sampler *half = make(p);
+    int top = 0, n = 6000;
+    for (int i = 0; i < n; i++) top += draw(half, logits0) == 1;
+    CHECK(top > n * 0.14 && top < n * 0.22);
+    hearth_sampler_destroy(half);
+
+    /* seeded: the same seed gives the same tokens */
+    hearth_sampler *a = make(p), *b = make(p);
+    for (int i = 0; i < 300; i++) CHECK_EQ(draw(a, logits0), draw(b, logits0));
+    hearth_sampler_destroy(a);
+    hearth_sampler_destroy(b);
+
+    hearth_err err;
+    p.xtc_probability = 1.5f;
+    CHECK(hearth_sampler_create(&p, V, &err) == NULL);
+    p.xtc_probability = NAN;
+    CHECK(hearth_sampler_create(&p, V, &err) == NULL);
+}
+
 int main(int argc, char **argv) { return test_main(argc, argv); }
 
 /* A grammar allowing exactly one of the literals "b" / "f" / "h" (tokens 1, 5, 7 of a vocab
