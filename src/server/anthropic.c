@@ -20,8 +20,9 @@
  *
  * Validation follows the API: max_tokens is required (>= 1), messages must be a non-empty
  * list of user/assistant turns, temperature and top_p lie in [0, 1]; unknown fields
- * (metadata, service_tier, cache_control...) are ignored. Image and document blocks are a 400
- * "not supported" (no vision yet).
+ * (metadata, service_tier, cache_control...) are ignored, but those that would change the
+ * output and that hearth does not honour (adapter, lora: reqjson.h) are a 400 naming them.
+ * Image and document blocks are a 400 "not supported" (no vision yet).
  */
 #include "server/anthropic.h"
 #include "server/chat.h"
@@ -265,6 +266,7 @@ static bool parse_sampling(hearth_server *s, const cJSON *root, hearth_gen_spec 
     if (rc) g->sampling.top_p = d <= 0 ? 1e-6f : (float)d;
     if ((rc = hearth_req_int(root, "top_k", 0, 1 << 24, &i, e)) < 0) return false;
     if (rc) g->sampling.top_k = (int32_t)i;
+    if (!hearth_req_refuse_unhonoured(root, false, e)) return false;
     const cJSON *st = hearth_req_field(root, "stop_sequences");
     if (st && !cJSON_IsArray(st)) return bad_type(e, "stop_sequences", "must be a list of strings");
     for (const cJSON *it = st ? st->child : NULL; it; it = it->next) {

@@ -443,15 +443,21 @@ bool hearth_chat_prompt_opts(hearth_server *s, const cJSON *root, hearth_chat_op
         opts->continued = final != NULL;
         /* the forced shape, after closing a reasoning block the prompt opened */
         const char *prefix = hearth_structured_prefix(s->rs_format, opts->reasoning_open);
-        const cJSON *rf = hearth_req_field(root, "response_format");
-        /* a prefill continues response_format's JSON (the constraint takes its text in first);
+        /* the output constraint (response_format, guided_*, grammar...: structured.h) */
+        const char *which = hearth_structured_requested(root);
+        /* a prefill continues the constraint's output (the constraint takes its text in first);
          * a forced call, or a prompt that opened a reasoning block, cannot be continued */
-        bool formatted = rf && !cJSON_IsNull(rf);
+        bool formatted = which != NULL;
+        if (force && formatted) {
+            hearth_api_err_set(e, 400, "unsupported", which, "'%s' cannot be combined with a tool_choice that forces "
+                               "a tool call", which);
+            goto out;
+        }
         if (final && (force || (formatted && prefix))) {
-            hearth_api_err_set(e, 400, "unsupported", force ? "tool_choice" : "response_format",
+            hearth_api_err_set(e, 400, "unsupported", force ? "tool_choice" : which,
                                force ? "a forced tool call cannot continue a final assistant message"
-                                     : "response_format cannot continue a final assistant message inside an open "
-                                       "reasoning block");
+                                     : "an output constraint cannot continue a final assistant message inside an "
+                                       "open reasoning block");
             goto out;
         }
         if (force) { /* the call's grammar, over the tools the template sees */
@@ -463,8 +469,8 @@ bool hearth_chat_prompt_opts(hearth_server *s, const cJSON *root, hearth_chat_op
                                          force == FORCE_ONE ? only->valuestring : NULL, several && force == FORCE_ANY,
                                          prefix, &opts->constraint, e))
                 goto out;
-        } else if (formatted) {
-            if (!hearth_structured_format(rf, "response_format", prefix, &opts->constraint, e)) goto out;
+        } else {
+            if (!hearth_structured_request(root, prefix, &opts->constraint, e)) goto out;
             if (opts->constraint && final && !(opts->constraint_fed = strndup(kept.ptr, kept.len))) {
                 hearth_api_err_set(e, 503, "out_of_memory", NULL, "out of memory");
                 goto out;

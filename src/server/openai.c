@@ -4,9 +4,10 @@
  * Chat and completions are parse functions run by hearth_gen_handle (generate.h), the one
  * path every generating endpoint of every dialect takes; openai_out.c writes the answers.
  *
- * Parsing is strict about what it reads and silent about what it does not: every field hearth
- * uses is type- and range-checked (400 naming the field), unknown fields are ignored as the
- * OpenAI API does. Before cJSON sees a body it is checked to be UTF-8 and to nest no deeper
+ * Parsing is strict about what it reads: every field hearth uses is type- and range-checked
+ * (400 naming the field); a known field that would change the output and that hearth does not
+ * honour (vLLM's and llama-server's extras: reqjson.h) is a 400 naming it; other unknown
+ * fields (user, metadata, cache_prompt...) are ignored as the OpenAI API does. Before cJSON sees a body it is checked to be UTF-8 and to nest no deeper
  * than MAX_DEPTH (cJSON's own limit is 1000 levels of recursion on this thread's stack).
  *
  * Precedence of sampling values: the request's field, else the server's flag, else hearth's
@@ -149,6 +150,11 @@ static bool parse_common(hearth_server *s, const cJSON *root, bool chat, hearth_
     if (rc) g->sampling.presence_penalty = (float)d;
     if ((rc = opt_num(root, "frequency_penalty", -2, 2, &d, e)) < 0) return false;
     if (rc) g->sampling.frequency_penalty = (float)d;
+    if ((rc = opt_num(root, "xtc_probability", 0, 1, &d, e)) < 0) return false;
+    if (rc) g->sampling.xtc_probability = (float)d;
+    if ((rc = opt_num(root, "xtc_threshold", 0, 1, &d, e)) < 0) return false;
+    if (rc) g->sampling.xtc_threshold = (float)d;
+    if (!hearth_req_refuse_unhonoured(root, true, e)) return false;
     if (opt_bool(root, "ignore_eos", &g->ignore_eos, e) < 0) return false;
     if (!parse_logit_bias(root, hearth_tok_n_vocab(hearth_model_tok(s->m)), g, e)) return false;
     if (!parse_stop(root, g, e)) return false;
@@ -176,10 +182,7 @@ static bool parse_common(hearth_server *s, const cJSON *root, bool chat, hearth_
         return unsupported(e, "functions", "'functions' (the deprecated form of 'tools'; send 'tools')");
     /* structured output (structured.h): chat's through chat.c, after the template; a completion's
      * constrains the text that follows the raw prompt (as llama-server and vLLM do) */
-    const cJSON *rf = field(root, "response_format");
-    if (rf && !chat && !cJSON_IsNull(rf) &&
-        !hearth_structured_format(rf, "response_format", NULL, &g->constraint, e))
-        return false;
+    if (!chat && !hearth_structured_request(root, NULL, &g->constraint, e)) return false;
     return true;
 }
 

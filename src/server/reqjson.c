@@ -123,3 +123,53 @@ int hearth_req_str(const cJSON *obj, const char *k, const char **out, hearth_api
     *out = v->valuestring;
     return 1;
 }
+
+/* What a field's neutral value is (its presence at that value changes nothing). */
+enum { NEUTRAL_NONE, NEUTRAL_NUM, NEUTRAL_FALSE, NEUTRAL_EMPTY };
+
+typedef struct {
+    const char *name;
+    int         neutral;
+    double      value; /* NEUTRAL_NUM */
+    bool        extra; /* only with extras */
+    const char *why;
+} unhonoured;
+
+static const unhonoured UNHONOURED[] = {
+    {"adapter", NEUTRAL_NONE, 0, false, "LoRA adapters are not supported yet"},
+    {"lora", NEUTRAL_EMPTY, 0, false, "LoRA adapters are not supported yet"},
+    {"hlg", NEUTRAL_NONE, 0, false, "'hlg' is not supported by hearth"},
+    {"typical_p", NEUTRAL_NUM, 1, true, "locally typical sampling (typical_p) is not supported by hearth"},
+    {"tfs_z", NEUTRAL_NUM, 1, true, "tail-free sampling (tfs_z) is not supported by hearth"},
+    {"mirostat", NEUTRAL_NUM, 0, true, "mirostat sampling is not supported by hearth"},
+    {"dry_multiplier", NEUTRAL_NUM, 0, true, "DRY sampling is not supported by hearth"},
+    {"top_n_sigma", NEUTRAL_NUM, -1, true, "top-n-sigma sampling is not supported by hearth"},
+    {"dynatemp_range", NEUTRAL_NUM, 0, true, "dynamic temperature is not supported by hearth"},
+    {"min_tokens", NEUTRAL_NUM, 0, true, "min_tokens is not supported by hearth"},
+    {"length_penalty", NEUTRAL_NUM, 1, true, "length_penalty (beam search) is not supported by hearth"},
+    {"use_beam_search", NEUTRAL_FALSE, 0, true, "beam search is not supported by hearth"},
+    {"stop_token_ids", NEUTRAL_EMPTY, 0, true, "stop_token_ids is not supported by hearth (send 'stop' strings)"},
+    {"bad_words", NEUTRAL_EMPTY, 0, true, "bad_words is not supported by hearth (send 'logit_bias')"},
+    {"allowed_token_ids", NEUTRAL_EMPTY, 0, true, "allowed_token_ids is not supported by hearth (send 'logit_bias')"},
+    {"logits_processors", NEUTRAL_EMPTY, 0, true, "logits_processors is not supported by hearth"},
+    {"samplers", NEUTRAL_EMPTY, 0, true, "a custom sampler order (samplers) is not supported by hearth"},
+};
+
+bool hearth_req_refuse_unhonoured(const cJSON *root, bool extras, hearth_api_err *e) {
+    for (size_t i = 0; i < sizeof UNHONOURED / sizeof UNHONOURED[0]; i++) {
+        const unhonoured *u = &UNHONOURED[i];
+        const cJSON *v = hearth_req_field(root, u->name);
+        if (!v || (u->extra && !extras)) continue;
+        bool neutral = false;
+        switch (u->neutral) {
+        case NEUTRAL_NUM: neutral = cJSON_IsNumber(v) && v->valuedouble == u->value; break;
+        case NEUTRAL_FALSE: neutral = cJSON_IsFalse(v); break;
+        case NEUTRAL_EMPTY:
+            neutral = ((cJSON_IsArray(v) || cJSON_IsObject(v)) && !v->child) || (cJSON_IsString(v) && !*v->valuestring);
+            break;
+        default: break;
+        }
+        if (!neutral) return hearth_api_err_set(e, 400, "unsupported", u->name, "'%s': %s", u->name, u->why);
+    }
+    return true;
+}

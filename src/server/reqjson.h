@@ -31,3 +31,10 @@ int hearth_req_int(const cJSON *obj, const char *k, double lo, double hi, int64_
 int hearth_req_bool(const cJSON *obj, const char *k, bool *out, hearth_api_err *e);
 /* A string field: 1 with *out borrowed from obj, 0 absent, -1 not a string. */
 int hearth_req_str(const cJSON *obj, const char *k, const char **out, hearth_api_err *e);
+
+/* Fields that would change the output and that hearth does not honour: false with a 400
+ * naming the first one present at other than its neutral value (typical_p 1, mirostat 0,
+ * min_tokens 0, an empty stop_token_ids...). extras: also the sampling and decoding fields of
+ * vLLM and llama-server (the OpenAI dialect, where clients send them); otherwise only those
+ * that no dialect honours (adapter, lora, hlg). */
+bool hearth_req_refuse_unhonoured(const cJSON *root, bool extras, hearth_api_err *e);

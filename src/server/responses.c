@@ -23,8 +23,9 @@
  *
  * max_output_tokens (>= 1), temperature [0, 2], top_p [0, 1], stream, store (default true),
  * previous_response_id; text.format other than "text", background mode and image or file
- * inputs are 400 "not supported"; other fields (truncation, include, user, metadata...) are
- * accepted and, where the response object has them, echoed.
+ * inputs are 400 "not supported", as are fields that would change the output and that hearth
+ * does not honour (adapter, lora: reqjson.h); other fields (truncation, include, user,
+ * metadata...) are accepted and, where the response object has them, echoed.
  */
 #include "server/responses.h"
 #include "server/structured.h"
@@ -265,6 +266,7 @@ static bool parse(hearth_server *s, const cJSON *root, hearth_span raw, hearth_g
     o->rs_index = -1;
     hearth_server_new_id(s, "msg_", o->msg_id, sizeof o->msg_id);
     hearth_server_new_id(s, "rs_", o->rs_id, sizeof o->rs_id);
+    if (!hearth_req_refuse_unhonoured(root, false, e)) return false;
     if ((rc = hearth_req_int(root, "max_output_tokens", -1e12, 1e12, &i, e)) < 0) return false;
     if (rc) {
         if (i < 1)

@@ -9,16 +9,21 @@
  * grammar is complete.
  */
 #include "server/structured.h"
+#include "constrain/gbnf.h"
+#include "constrain/regex.h"
 #include "constrain/schema.h"
 #include "server/reasoning.h"
+#include "server/reqjson.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 static bool refuse(hearth_api_err *e, const char *param, hearth_status st, const char *msg) {
     if (st == HEARTH_E_NOMEM) return hearth_api_err_set(e, 503, "out_of_memory", NULL, "out of memory");
-    return hearth_api_err_set(e, 400, st == HEARTH_E_UNSUPPORTED ? "unsupported_schema" : "invalid_schema", param,
-                              "%s: %s", param, msg);
+    bool schema = !strcmp(param, "response_format") || !strcmp(param, "text.format") || strstr(param, "json");
+    const char *code = st == HEARTH_E_UNSUPPORTED ? (schema ? "unsupported_schema" : "unsupported")
+                                                  : (schema ? "invalid_schema" : "invalid_value");
+    return hearth_api_err_set(e, 400, code, param, "%s: %s", param, msg);
 }
 
 /* Build root into *out, or fill e from the builder's or the build's failure. */
@@ -141,6 +146,17 @@ bool hearth_structured_tools(hearth_tc_format f, const cJSON *tools, const char 
     return finish(b, prefixed(b, prefix, root), "tools", out, e);
 }
 
+/* JSON valid for schema (NULL: any object), the value alone: the reply ends where it does. */
+static bool schema_grammar(const cJSON *schema, const char *param, const char *prefix, hearth_cx_grammar **out,
+                           hearth_api_err *e) {
+    hearth_cx_builder *b = hearth_cx_builder_create(hearth_cx_limits_default());
+    if (!b) return hearth_api_err_set(e, 503, "out_of_memory", NULL, "out of memory");
+    hearth_cx_json j;
+    hearth_cx_json_init(&j, b, schema);
+    int root = schema ? hearth_cx_json_value(&j, schema) : hearth_cx_json_object(&j);
+    return finish(b, prefixed(b, prefix, root), param, out, e);
+}
+
 bool hearth_structured_format(const cJSON *rf, const char *param, const char *prefix, hearth_cx_grammar **out,
                               hearth_api_err *e) {
     *out = NULL;
@@ -160,13 +176,148 @@ bool hearth_structured_format(const cJSON *rf, const char *param, const char *pr
         return hearth_api_err_set(e, 400, "invalid_value", param,
                                   "'%s.type' must be text, json_object or json_schema (got '%.40s')", param, type);
     }
+    return schema_grammar(schema, param, prefix, out, e);
+}
+
+/* The request fields that constrain the output, in the order they are looked at. */
+static const char *const constraint_fields[] = {"response_format", "guided_json", "json_schema", "guided_choice",
+                                                "guided_regex", "guided_grammar", "grammar", "structured_outputs"};
+
+/* Does field v (named k) constrain anything? (response_format {"type": "text"} does not.) */
+static bool constrains(const char *k, const cJSON *v) {
+    if (strcmp(k, "response_format")) return true;
+    const cJSON *t = cJSON_IsObject(v) ? get(v, "type") : NULL;
+    return !(cJSON_IsString(t) && !strcmp(t->valuestring, "text"));
+}
+
+const char *hearth_structured_requested(const cJSON *root) {
+    for (size_t i = 0; i < sizeof constraint_fields / sizeof constraint_fields[0]; i++) {
+        const cJSON *v = hearth_req_field(root, constraint_fields[i]);
+        if (v && constrains(constraint_fields[i], v)) return constraint_fields[i];
+    }
+    return NULL;
+}
+
+/* A JSON Schema given as an object or as JSON text (vLLM takes both). */
+static bool json_field(const cJSON *v, const char *param, const char *prefix, hearth_cx_grammar **out,
+                       hearth_api_err *e) {
+    if (cJSON_IsObject(v)) return schema_grammar(v, param, prefix, out, e);
+    cJSON *doc = cJSON_IsString(v) ? cJSON_Parse(v->valuestring) : NULL;
+    if (!cJSON_IsObject(doc)) {
+        cJSON_Delete(doc);
+        return hearth_api_err_set(e, 400, "invalid_type", param, "'%s' must be a JSON Schema (an object, or its JSON text)",
+                                  param);
+    }
+    bool ok = schema_grammar(doc, param, prefix, out, e);
+    cJSON_Delete(doc);
+    return ok;
+}
+
+static bool choice_field(const cJSON *v, const char *param, const char *prefix, hearth_cx_grammar **out,
+                         hearth_api_err *e) {
+    int n = cJSON_IsArray(v) ? cJSON_GetArraySize(v) : 0;
+    if (n < 1) return hearth_api_err_set(e, 400, "invalid_type", param, "'%s' must be a non-empty list of strings", param);
+    const char **lits = malloc((size_t)n * sizeof *lits);
+    size_t *lens = malloc((size_t)n * sizeof *lens);
+    if (!lits || !lens) {
+        free(lits);
+        free(lens);
+        return hearth_api_err_set(e, 503, "out_of_memory", NULL, "out of memory");
+    }
+    int k = 0;
+    for (const cJSON *c = v->child; c; c = c->next, k++) {
+        if (!cJSON_IsString(c)) {
+            free(lits);
+            free(lens);
+            return hearth_api_err_set(e, 400, "invalid_type", param, "'%s' must be a non-empty list of strings", param);
+        }
+        lits[k] = c->valuestring;
+        lens[k] = strlen(c->valuestring);
+    }
+    hearth_cx_builder *b = hearth_cx_builder_create(hearth_cx_limits_default());
+    int root = b ? hearth_cx_rule_choice(b, lits, lens, n) : -1;
+    free(lits);
+    free(lens);
+    if (!b) return hearth_api_err_set(e, 503, "out_of_memory", NULL, "out of memory");
+    return finish(b, prefixed(b, prefix, root), param, out, e);
+}
+
+/* A regex (gbnf false) or a GBNF grammar, as a string field. */
+static bool text_field(const cJSON *v, bool gbnf, const char *param, const char *prefix, hearth_cx_grammar **out,
+                       hearth_api_err *e) {
+    if (!cJSON_IsString(v))
+        return hearth_api_err_set(e, 400, "invalid_type", param, "'%s' must be a string (%s)", param,
+                                  gbnf ? "a GBNF grammar" : "a regular expression");
     hearth_cx_builder *b = hearth_cx_builder_create(hearth_cx_limits_default());
     if (!b) return hearth_api_err_set(e, 503, "out_of_memory", NULL, "out of memory");
-    hearth_cx_json j;
-    hearth_cx_json_init(&j, b, schema);
-    /* the value alone: the reply ends where the JSON does */
-    int root = schema ? hearth_cx_json_value(&j, schema) : hearth_cx_json_object(&j);
+    size_t n = strlen(v->valuestring);
+    int root = gbnf ? hearth_cx_gbnf(b, v->valuestring, n) : hearth_cx_regex(b, v->valuestring, n);
     return finish(b, prefixed(b, prefix, root), param, out, e);
+}
+
+/* vLLM's structured_outputs: exactly one of json, json_object, regex, choice, grammar. */
+static bool structured_outputs(const cJSON *so, const char *prefix, hearth_cx_grammar **out, hearth_api_err *e) {
+    if (!cJSON_IsObject(so))
+        return hearth_api_err_set(e, 400, "invalid_type", "structured_outputs", "'structured_outputs' must be an object");
+    const cJSON *one = NULL;
+    for (const cJSON *c = so->child; c; c = c->next) {
+        const char *k = c->string;
+        if (cJSON_IsNull(c) || !strcmp(k, "backend") || !strcmp(k, "disable_fallback")) continue;
+        if (strcmp(k, "json") && strcmp(k, "json_object") && strcmp(k, "regex") && strcmp(k, "choice") &&
+            strcmp(k, "grammar"))
+            return hearth_api_err_set(e, 400, "unsupported", "structured_outputs",
+                                      "'structured_outputs.%.40s' is not supported by hearth (supported: json, "
+                                      "json_object, regex, choice, grammar)", k);
+        if (!strcmp(k, "json_object") && cJSON_IsFalse(c)) continue;
+        if (one)
+            return hearth_api_err_set(e, 400, "invalid_value", "structured_outputs",
+                                      "'structured_outputs' may hold only one constraint (got '%.40s' and '%.40s')",
+                                      one->string, k);
+        one = c;
+    }
+    if (!one)
+        return hearth_api_err_set(e, 400, "invalid_value", "structured_outputs",
+                                  "'structured_outputs' needs one of json, json_object, regex, choice, grammar");
+    const char *k = one->string;
+    if (!strcmp(k, "json")) return json_field(one, "structured_outputs.json", prefix, out, e);
+    if (!strcmp(k, "json_object")) {
+        if (!cJSON_IsTrue(one))
+            return hearth_api_err_set(e, 400, "invalid_type", "structured_outputs.json_object",
+                                      "'structured_outputs.json_object' must be a boolean");
+        return schema_grammar(NULL, "structured_outputs.json_object", prefix, out, e);
+    }
+    if (!strcmp(k, "choice")) return choice_field(one, "structured_outputs.choice", prefix, out, e);
+    return text_field(one, !strcmp(k, "grammar"), !strcmp(k, "grammar") ? "structured_outputs.grammar"
+                                                                         : "structured_outputs.regex", prefix, out, e);
+}
+
+bool hearth_structured_request(const cJSON *root, const char *prefix, hearth_cx_grammar **out, hearth_api_err *e) {
+    *out = NULL;
+    const char *which = NULL;
+    const cJSON *v = NULL;
+    for (size_t i = 0; i < sizeof constraint_fields / sizeof constraint_fields[0]; i++) {
+        const cJSON *f = hearth_req_field(root, constraint_fields[i]);
+        if (!f || !constrains(constraint_fields[i], f)) continue;
+        if (which)
+            return hearth_api_err_set(e, 400, "invalid_request", constraint_fields[i],
+                                      "only one output constraint may be given per request: '%s' and '%s' were both "
+                                      "sent", which, constraint_fields[i]);
+        which = constraint_fields[i];
+        v = f;
+    }
+    if (hearth_req_field(root, "guided_whitespace_pattern"))
+        return hearth_api_err_set(e, 400, "unsupported", "guided_whitespace_pattern",
+                                  "'guided_whitespace_pattern' is not supported by hearth");
+    if (!which) {
+        const cJSON *rf = hearth_req_field(root, "response_format"); /* "text": still checked */
+        return !rf || hearth_structured_format(rf, "response_format", prefix, out, e);
+    }
+    if (!strcmp(which, "response_format")) return hearth_structured_format(v, which, prefix, out, e);
+    if (!strcmp(which, "guided_json") || !strcmp(which, "json_schema")) return json_field(v, which, prefix, out, e);
+    if (!strcmp(which, "guided_choice")) return choice_field(v, which, prefix, out, e);
+    if (!strcmp(which, "guided_regex")) return text_field(v, false, which, prefix, out, e);
+    if (!strcmp(which, "structured_outputs")) return structured_outputs(v, prefix, out, e);
+    return text_field(v, true, which, prefix, out, e); /* guided_grammar, grammar */
 }
 
 /* The served model's vocabulary, built on first use (a pass over the tokens and a sort). */

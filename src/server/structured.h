@@ -36,6 +36,16 @@ bool hearth_structured_tools(hearth_tc_format f, const cJSON *tools, const char 
 /* A response format object (rf; param names it in errors). *out NULL for "text". */
 bool hearth_structured_format(const cJSON *rf, const char *param, const char *prefix, hearth_cx_grammar **out,
                               hearth_api_err *e);
+/* The output constraint a chat or completion request asks for, by any of its spellings:
+ * response_format (above), guided_json / json_schema (a JSON Schema, vLLM's and
+ * llama-server's), guided_choice (a list of strings: the output is one of them), guided_regex
+ * (regex.h's subset), guided_grammar / grammar (GBNF, gbnf.h), structured_outputs (vLLM's
+ * object: one of json, json_object, regex, choice, grammar). At most one may be given (two:
+ * a 400 naming the second). *out NULL when there is none; a field the compilers refuse is a
+ * 400 naming it, with the compiler's message (positions included). */
+bool hearth_structured_request(const cJSON *root, const char *prefix, hearth_cx_grammar **out, hearth_api_err *e);
+/* The first field of root that asks for a constraint (NULL: none). */
+const char *hearth_structured_requested(const cJSON *root);
 /* What a forced shape must start with (the prefix argument above; NULL: nothing): the text
  * that closes a reasoning block the prompt left open (hearth_rs_format rs; open: the prompt
  * ends inside it), so that the call or the JSON is content, not reasoning. */

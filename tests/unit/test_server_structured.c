@@ -148,4 +148,72 @@ TEST(bad_formats_and_schemas_are_400) {
     cJSON_Delete(tools);
 }
 
+/* Does the grammar of request body req accept text (whole)? */
+static bool request_accepts(const char *req, const char *text) {
+    cJSON *root = cJSON_Parse(req);
+    hearth_cx_grammar *g = NULL;
+    hearth_api_err e = {0};
+    bool ok = hearth_structured_request(root, NULL, &g, &e);
+    if (!ok) fprintf(stderr, "  %s: %s\n", req, e.msg);
+    CHECK(ok && g);
+    hearth_cx_matcher *m = hearth_cx_matcher_create(g, NULL);
+    bool yes = m && hearth_cx_matcher_feed(m, text, strlen(text)) && hearth_cx_matcher_can_end(m);
+    hearth_cx_matcher_destroy(m);
+    cJSON_Delete(root);
+    return yes;
+}
+
+TEST(every_constraint_field_compiles_its_language) {
+    CHECK(request_accepts("{\"guided_choice\": [\"yes\", \"no\"]}", "no"));
+    CHECK(!request_accepts("{\"guided_choice\": [\"yes\", \"no\"]}", "maybe"));
+    CHECK(request_accepts("{\"guided_regex\": \"[0-9]{2}x\"}", "42x"));
+    CHECK(!request_accepts("{\"guided_regex\": \"[0-9]{2}x\"}", "4x"));
+    CHECK(request_accepts("{\"grammar\": \"root ::= \\\"a\\\" [b-c]+\"}", "abcb"));
+    CHECK(!request_accepts("{\"guided_grammar\": \"root ::= \\\"a\\\" [b-c]+\"}", "a"));
+    CHECK(request_accepts("{\"guided_json\": {\"type\": \"integer\"}}", "12"));
+    CHECK(request_accepts("{\"guided_json\": \"{\\\"type\\\": \\\"boolean\\\"}\"}", "true"));
+    CHECK(!request_accepts("{\"json_schema\": {\"type\": \"integer\"}}", "true"));
+    CHECK(request_accepts("{\"structured_outputs\": {\"choice\": [\"x\"]}}", "x"));
+    CHECK(request_accepts("{\"structured_outputs\": {\"regex\": \"a+\", \"backend\": \"auto\"}}", "aaa"));
+    CHECK(request_accepts("{\"structured_outputs\": {\"json_object\": true}}", "{}"));
+    CHECK(request_accepts("{\"structured_outputs\": {\"grammar\": \"root ::= \\\"q\\\"\"}}", "q"));
+    CHECK(request_accepts("{\"response_format\": {\"type\": \"text\"}, \"guided_regex\": \"z\"}", "z"));
+}
+
+TEST(constraint_fields_refused_name_themselves) {
+    struct { const char *req, *param, *fragment; } bad[] = {
+        {"{\"guided_choice\": [\"a\"], \"guided_regex\": \"a\"}", "guided_regex", "only one"},
+        {"{\"response_format\": {\"type\": \"json_object\"}, \"grammar\": \"root ::= \\\"a\\\"\"}", "grammar", "only one"},
+        {"{\"guided_regex\": \"(a)\\\\1\"}", "guided_regex", "backreferences"},
+        {"{\"guided_grammar\": \"root ::= (\"}", "guided_grammar", "line 1, column 10"},
+        {"{\"guided_choice\": []}", "guided_choice", "non-empty"},
+        {"{\"guided_json\": 5}", "guided_json", "JSON Schema"},
+        {"{\"structured_outputs\": {\"choice\": [\"a\"], \"regex\": \"a\"}}", "structured_outputs", "only one"},
+        {"{\"structured_outputs\": {\"whitespace_pattern\": \" \"}}", "structured_outputs", "whitespace_pattern"},
+        {"{\"structured_outputs\": {}}", "structured_outputs", "needs one"},
+        {"{\"structured_outputs\": {\"regex\": \"(?=a)\"}}", "structured_outputs.regex", "lookahead"},
+        {"{\"guided_whitespace_pattern\": \" \"}", "guided_whitespace_pattern", "not supported"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cJSON *root = cJSON_Parse(bad[i].req);
+        hearth_cx_grammar *g = NULL;
+        hearth_api_err e = {0};
+        CHECK(!hearth_structured_request(root, NULL, &g, &e));
+        CHECK(g == NULL);
+        CHECK_EQ(e.http, 400);
+        if (strcmp(e.param, bad[i].param) || !strstr(e.msg, bad[i].fragment)) {
+            fprintf(stderr, "  %s: param '%s', '%s'\n", bad[i].req, e.param, e.msg);
+            CHECK(0);
+        }
+        cJSON_Delete(root);
+    }
+    cJSON *none = cJSON_Parse("{\"response_format\": {\"type\": \"text\"}, \"user\": \"x\"}");
+    hearth_cx_grammar *g = (hearth_cx_grammar *)1;
+    hearth_api_err e = {0};
+    CHECK(hearth_structured_request(none, NULL, &g, &e));
+    CHECK(g == NULL);
+    CHECK(hearth_structured_requested(none) == NULL);
+    cJSON_Delete(none);
+}
+
 int main(int argc, char **argv) { return test_main(argc, argv); }
