@@ -125,7 +125,7 @@ int hearth_req_str(const cJSON *obj, const char *k, const char **out, hearth_api
 }
 
 /* What a field's neutral value is (its presence at that value changes nothing). */
-enum { NEUTRAL_NONE, NEUTRAL_NUM, NEUTRAL_FALSE, NEUTRAL_EMPTY };
+enum { NEUTRAL_NONE, NEUTRAL_NUM, NEUTRAL_FALSE, NEUTRAL_TRUE, NEUTRAL_EMPTY };
 
 typedef struct {
     const char *name;
@@ -153,6 +153,12 @@ static const unhonoured UNHONOURED[] = {
     {"allowed_token_ids", NEUTRAL_EMPTY, 0, true, "allowed_token_ids is not supported by hearth (send 'logit_bias')"},
     {"logits_processors", NEUTRAL_EMPTY, 0, true, "logits_processors is not supported by hearth"},
     {"samplers", NEUTRAL_EMPTY, 0, true, "a custom sampler order (samplers) is not supported by hearth"},
+    {"n_predict", NEUTRAL_NONE, 0, true, "n_predict is not read by hearth: send max_tokens"},
+    {"include_stop_str_in_output", NEUTRAL_FALSE, 0, true, "include_stop_str_in_output is not supported by hearth"},
+    {"skip_special_tokens", NEUTRAL_TRUE, 0, true, "special tokens are always left out of the text"},
+    {"truncate_prompt_tokens", NEUTRAL_NONE, 0, true, "truncate_prompt_tokens is not supported by hearth"},
+    {"prompt_logprobs", NEUTRAL_NUM, 0, true, "prompt_logprobs is not supported by hearth"},
+    {"echo", NEUTRAL_FALSE, 0, true, "echo is not supported by hearth"},
 };
 
 bool hearth_req_refuse_unhonoured(const cJSON *root, bool extras, hearth_api_err *e) {
@@ -164,6 +170,7 @@ bool hearth_req_refuse_unhonoured(const cJSON *root, bool extras, hearth_api_err
         switch (u->neutral) {
         case NEUTRAL_NUM: neutral = cJSON_IsNumber(v) && v->valuedouble == u->value; break;
         case NEUTRAL_FALSE: neutral = cJSON_IsFalse(v); break;
+        case NEUTRAL_TRUE: neutral = cJSON_IsTrue(v); break;
         case NEUTRAL_EMPTY:
             neutral = ((cJSON_IsArray(v) || cJSON_IsObject(v)) && !v->child) || (cJSON_IsString(v) && !*v->valuestring);
             break;

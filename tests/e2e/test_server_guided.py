@@ -140,6 +140,8 @@ def test_guided_json(smol, extra):
     ({"typical_p": 0.5}, "typical_p", "typical"),
     ({"mirostat": 2}, "mirostat", "mirostat"),
     ({"min_tokens": 5}, "min_tokens", "min_tokens"),
+    ({"n_predict": 5}, "n_predict", "max_tokens"),
+    ({"include_stop_str_in_output": True}, "include_stop_str_in_output", "not supported"),
     ({"xtc_probability": 2}, "xtc_probability", "between 0 and 1"),
     ({"xtc_threshold": "x"}, "xtc_threshold", "number"),
 ])
@@ -156,6 +158,7 @@ def test_bad_or_unhonoured_fields_are_400(smol, extra, param, fragment, endpoint
 
 def test_neutral_values_and_harmless_fields_are_accepted(smol):
     extra = {"typical_p": 1, "mirostat": 0, "min_tokens": 0, "stop_token_ids": [], "use_beam_search": False,
+             "skip_special_tokens": True, "include_stop_str_in_output": False,
              "user": "u", "cache_prompt": True, "response_format": {"type": "text"}}
     text, _ = chat(smol, ASK_ANIMAL, extra, max_tokens=4, temperature=0)
     assert text == chat(smol, ASK_ANIMAL, None, max_tokens=4, temperature=0)[0]
