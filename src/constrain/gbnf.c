@@ -21,6 +21,7 @@
 
 #define MAX_NEST  48   /* open parentheses in one rule */
 #define MAX_CHAIN 80   /* rules being built at once (a reference chain) */
+#define MAX_LEVELS 128 /* rules being built and groups open in them, together (the C stack) */
 #define MAX_COUNT 10000
 
 typedef struct {
@@ -44,8 +45,10 @@ typedef struct {
     int                n_defs, cap_defs;
     ref               *refs; /* first pass: every reference, checked against defs at the end */
     int                n_refs, cap_refs;
+    int               *tab;   /* name table: def index or -1, tab_cap a power of two */
+    int                tab_cap;
     int                cur;   /* the def being built (second pass) */
-    int                nest, chain;
+    int                nest, chain, levels;
 } gp;
 
 static int fail(gp *p, hearth_status code, size_t at, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
@@ -200,18 +203,48 @@ out:
     return r;
 }
 
+static uint32_t name_hash(const char *s, size_t n) {
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (size_t k = 0; k < n; k++) h = (h ^ (uint8_t)s[k]) * 16777619u;
+    return h;
+}
+
+/* The def named s[at..at+len), or -1 (an open-addressed table of def indices). */
 static int find_def(gp *p, size_t at, size_t len) {
-    for (int k = 0; k < p->n_defs; k++)
+    if (!p->tab_cap) return -1;
+    for (uint32_t h = name_hash(p->s + at, len) & (uint32_t)(p->tab_cap - 1);; h = (h + 1) & (uint32_t)(p->tab_cap - 1)) {
+        int k = p->tab[h];
+        if (k < 0) return -1;
         if (p->defs[k].len == len && !memcmp(p->s + p->defs[k].name, p->s + at, len)) return k;
-    return -1;
+    }
+}
+
+/* Enter def k into the table (kept at most half full). */
+static bool index_def(gp *p, int k) {
+    if (2 * (p->n_defs + 1) > p->tab_cap) {
+        int cap = p->tab_cap ? p->tab_cap * 2 : 64;
+        int *t = malloc((size_t)cap * sizeof *t);
+        if (!t) return false;
+        for (int i = 0; i < cap; i++) t[i] = -1;
+        free(p->tab);
+        p->tab = t;
+        p->tab_cap = cap;
+        for (int i = 0; i < p->n_defs; i++)
+            if (i != k && !index_def(p, i)) return false;
+    }
+    uint32_t h = name_hash(p->s + p->defs[k].name, p->defs[k].len) & (uint32_t)(p->tab_cap - 1);
+    while (p->tab[h] >= 0) h = (h + 1) & (uint32_t)(p->tab_cap - 1);
+    p->tab[h] = k;
+    return true;
 }
 
 static int alternates(gp *p, int r);
 
 /* Build def d (second pass). */
 static int build(gp *p, int d) {
-    if (p->chain >= MAX_CHAIN)
-        return hearth_cx_fail(p->b, HEARTH_E_LIMIT, "rules refer to rules more than %d levels deep", MAX_CHAIN);
+    if (p->chain >= MAX_CHAIN || p->levels >= MAX_LEVELS)
+        return hearth_cx_fail(p->b, HEARTH_E_LIMIT, "rules refer to rules too deeply (at most %d rules and groups open)",
+                              MAX_LEVELS);
     size_t i = p->i;
     int cur = p->cur, nest = p->nest;
     int id = hearth_cx_rule(p->b);
@@ -221,9 +254,11 @@ static int build(gp *p, int d) {
     p->cur = d;
     p->nest = 0;
     p->chain++;
+    p->levels++;
     p->i = p->defs[d].body;
     int ok = alternates(p, id);
     p->chain--;
+    p->levels--;
     p->defs[d].state = 2;
     p->i = i;
     p->cur = cur;
@@ -335,15 +370,18 @@ static int sequence(gp *p, int r) {
             x = hearth_cx_cpset_add(&s, 0, HEARTH_CX_CP_MAX) ? hearth_cx_rule_cpset(p->b, &s) : oom(p);
             hearth_cx_cpset_free(&s);
         } else if (c == '(') {
-            if (p->nest >= MAX_NEST) return fail(p, HEARTH_E_LIMIT, at, "more than %d nested groups", MAX_NEST);
+            if (p->nest >= MAX_NEST || p->levels >= MAX_LEVELS)
+                return fail(p, HEARTH_E_LIMIT, at, "more than %d nested groups", MAX_NEST);
             p->i++;
             p->nest++;
+            p->levels++;
             x = hearth_cx_rule(p->b);
             if (x < 0 || alternates(p, x) < 0) return -1;
             ws(p, true);
             if (p->i >= p->n || p->s[p->i] != ')') return fail(p, HEARTH_E_INVALID, at, "an unclosed parenthesis");
             p->i++;
             p->nest--;
+            p->levels--;
         } else if (is_word(c)) {
             x = reference(p, &self);
         } else if (c == '<' || c == '!') {
@@ -392,7 +430,9 @@ static int scan(gp *p) {
             p->cap_defs = c;
         }
         ws(p, true);
-        p->defs[p->n_defs++] = (def){.name = at, .len = len, .body = p->i};
+        p->defs[p->n_defs] = (def){.name = at, .len = len, .body = p->i};
+        if (!index_def(p, p->n_defs)) return oom(p);
+        p->n_defs++;
         int r = hearth_cx_rule(p->b);
         if (r < 0 || alternates(p, r) < 0) return -1;
         if (p->i < p->n && p->s[p->i] == ')') return fail(p, HEARTH_E_INVALID, p->i, "an unbalanced ')'");
@@ -434,5 +474,6 @@ out:
     if (p.b != b) hearth_cx_builder_destroy(p.b);
     free(p.defs);
     free(p.refs);
+    free(p.tab);
     return r;
 }

@@ -160,6 +160,32 @@ TEST(gbnf_refusals) {
     refused("root ::= \"x\" root*", true, HEARTH_E_UNSUPPORTED, "rule 'root' is recursive");
 }
 
+/* Many rules (the name table), and chains of references or groups past the bounds. */
+TEST(gbnf_many_rules_and_deep_chains) {
+    size_t cap = 1 << 20, n = 0;
+    char *g = malloc(cap);
+    n += (size_t)snprintf(g + n, cap - n, "root ::= r0");
+    for (int k = 1; k < 400; k++) n += (size_t)snprintf(g + n, cap - n, " | r%d", k);
+    n += (size_t)snprintf(g + n, cap - n, "\n");
+    for (int k = 399; k >= 0; k--) n += (size_t)snprintf(g + n, cap - n, "r%d ::= \"<%d>\"\n", k, k);
+    CHECK(matches(g, true, "<0>"));
+    CHECK(matches(g, true, "<399>"));
+    CHECK(!matches(g, true, "<400>"));
+    /* a chain root -> c1 -> c2 ... of 200 rules */
+    n = (size_t)snprintf(g, cap, "root ::= c1\n");
+    for (int k = 1; k < 200; k++) n += (size_t)snprintf(g + n, cap - n, "c%d ::= \"x\" c%d\n", k, k + 1);
+    n += (size_t)snprintf(g + n, cap - n, "c200 ::= \"y\"\n");
+    refused(g, true, HEARTH_E_LIMIT, "too deeply");
+    /* 200 nested groups */
+    n = (size_t)snprintf(g, cap, "root ::= ");
+    for (int k = 0; k < 200; k++) g[n++] = '(';
+    g[n++] = '"', g[n++] = 'a', g[n++] = '"';
+    for (int k = 0; k < 200; k++) g[n++] = ')';
+    g[n] = 0;
+    refused(g, true, HEARTH_E_LIMIT, "nested groups");
+    free(g);
+}
+
 /* Walks through regex grammars; every output must match the same pattern under POSIX ERE. */
 TEST(regex_walks_match_posix) {
     static const char *const pats[] = {
