@@ -9,12 +9,15 @@
 #   targets are defined, each compiled from its own sources (src/base plus the parser) with
 #   libFuzzer's coverage instrumentation and address + undefined sanitizers, and linked with
 #   libFuzzer's main().
-set(HEARTH_FUZZ_TARGETS gguf safetensors template tokenizer)
+set(HEARTH_FUZZ_TARGETS gguf safetensors template tokenizer grammar)
 file(GLOB _fuzz_base CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/base/*.c)
 file(GLOB _fuzz_template CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/template/*.c)
 file(GLOB _fuzz_tokenizer CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/tokenizer/*.c)
 set(_fuzz_gguf ${CMAKE_SOURCE_DIR}/src/model/gguf.c ${CMAKE_SOURCE_DIR}/src/tensor/dtype.c)
 set(_fuzz_safetensors ${CMAKE_SOURCE_DIR}/src/model/safetensors.c ${CMAKE_SOURCE_DIR}/src/tensor/dtype.c)
+set(_fuzz_grammar ${CMAKE_SOURCE_DIR}/src/constrain/grammar.c ${CMAKE_SOURCE_DIR}/src/constrain/charset.c
+    ${CMAKE_SOURCE_DIR}/src/constrain/regex.c ${CMAKE_SOURCE_DIR}/src/constrain/gbnf.c
+    ${CMAKE_SOURCE_DIR}/src/constrain/matcher.c)
 
 if(HEARTH_LIBFUZZER)
   if(NOT CMAKE_C_COMPILER_ID MATCHES "Clang")

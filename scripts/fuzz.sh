@@ -19,7 +19,7 @@ dir=${1:-build-fuzz}
 secs=${2:-20}
 shift $(( $# < 2 ? $# : 2 ))
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(gguf safetensors template tokenizer)
+[ ${#targets[@]} -gt 0 ] || targets=(gguf safetensors template tokenizer grammar)
 
 declare -A max_len=([gguf]=8192 [safetensors]=4096 [template]=4096 [tokenizer]=4096)
 failed=0

@@ -360,7 +360,7 @@ hearth_cx_grammar *hearth_cx_build(hearth_cx_builder *b, int root, hearth_err *e
     g->rule_n_alt = malloc((size_t)f.n * sizeof *g->rule_n_alt);
     g->sets = malloc((size_t)(b->n_sets ? b->n_sets : 1) * sizeof *g->sets);
     if (!g->syms || !g->alt_start || !g->rule_alt0 || !g->rule_n_alt || !g->sets) goto nomem;
-    memcpy(g->sets, b->sets, (size_t)b->n_sets * sizeof *g->sets);
+    if (b->n_sets) memcpy(g->sets, b->sets, (size_t)b->n_sets * sizeof *g->sets);
     g->n_sets = b->n_sets;
     int32_t ns = 0, na = 0;
     for (int32_t i = 0; i < f.n; i++) {
