@@ -94,7 +94,7 @@ static bool grow(void **p, int32_t *cap, int32_t n, size_t size) {
 int hearth_cx_rule(hearth_cx_builder *b) {
     if (b->st) return -1;
     if (b->n_rules >= b->lim.max_rules)
-        return hearth_cx_fail(b, HEARTH_E_LIMIT, "the schema needs more than %d grammar rules", b->lim.max_rules);
+        return hearth_cx_fail(b, HEARTH_E_LIMIT, "the constraint needs more than %d grammar rules", b->lim.max_rules);
     if (!grow((void **)&b->rules, &b->cap_rules, b->n_rules, sizeof *b->rules)) return oom(b);
     b->rules[b->n_rules] = (rule){0};
     return b->n_rules++;
@@ -117,7 +117,7 @@ static int add_item(hearth_cx_builder *b, int r, uint8_t kind, int32_t arg) {
     if (r < 0 || r >= b->n_rules || !b->rules[r].n)
         return hearth_cx_fail(b, HEARTH_E_INVALID, "rule %d has no open alternative", r);
     if (++b->n_items > b->lim.max_items)
-        return hearth_cx_fail(b, HEARTH_E_LIMIT, "the schema needs more than %d grammar states", b->lim.max_items);
+        return hearth_cx_fail(b, HEARTH_E_LIMIT, "the constraint needs more than %d grammar states", b->lim.max_items);
     alt *a = &b->alts[b->rules[r].alts[b->rules[r].n - 1]];
     if (!grow((void **)&a->items, &a->cap, a->n, sizeof *a->items)) return oom(b);
     a->items[a->n++] = (item){kind, arg};
@@ -341,7 +341,7 @@ hearth_cx_grammar *hearth_cx_build(hearth_cx_builder *b, int root, hearth_err *e
     int32_t d = need(&f, root, 0);
     if (d < 0 || d > b->lim.max_stack) {
         if (d >= 0 || !err || !err->code)
-            hearth_err_set(err, HEARTH_E_LIMIT, -1, "the schema nests too deeply (more than %d grammar levels)",
+            hearth_err_set(err, HEARTH_E_LIMIT, -1, "the constraint nests too deeply (more than %d grammar levels)",
                            b->lim.max_stack);
         goto fail;
     }
