@@ -325,6 +325,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--models", default="smollm2,gemma3", help="comma-separated starter names")
     ap.add_argument("--out", default=OUT_DEFAULT, help="output folder")
+    ap.add_argument("--oracle-build", default=os.environ.get("CMAKE_ARGS", ""),
+                    help="how llama.cpp was built, recorded in provenance.json (default: $CMAKE_ARGS)")
     args = ap.parse_args()
 
     import llama_cpp  # the oracle: `make oracles` installs it
@@ -359,6 +361,7 @@ def main():
         python=platform.python_version(),
         numpy=np.__version__,
         n_threads=N_THREADS,
+        oracle_build=args.oracle_build,
         format=dict(magic=MAGIC.decode(), version=VERSION, header_bytes=HEADER_BYTES,
                     record_bytes=REC_DTYPE.itemsize),
         models=dict(sorted(models.items())),

@@ -75,7 +75,10 @@ def main():
     cb = L.ggml_backend_sched_eval_callback(on_node)
     cp = L.llama_context_default_params()
     cp.n_ctx, cp.n_batch, cp.n_ubatch, cp.n_threads, cp.n_threads_batch = 1024, 512, 512, 2, 2
-    cp.flash_attn = False
+    if hasattr(L, "LLAMA_FLASH_ATTN_TYPE_DISABLED"):
+        cp.flash_attn_type = L.LLAMA_FLASH_ATTN_TYPE_DISABLED  # the default (auto) may pick it
+    else:
+        cp.flash_attn = False
     cp.cb_eval = cb
     ctx = L.llama_init_from_model(llm._model.model, cp)
 
