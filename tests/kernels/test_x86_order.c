@@ -171,7 +171,8 @@ TEST(tiles_equal_twins) {
 /* hearth_matmul with tiles (rows in 4s, a tail of single rows, token tiles of 1..8) gives every
  * output element the scalar twin's dot of its row and token (q4_K: the gemm order for the
  * tokens of full groups of four when there are more than three, so 13 tokens split a token
- * tile between the two orders), on 1 and 2 threads. */
+ * tile between the two orders; q6_K: the tiled order for every token from 8 tokens on), on 1
+ * and 2 threads. */
 TEST(matmul_with_tiles_equals_twins) {
     const uint64_t keep = rng;
     static const hearth_type types[] = {HEARTH_TYPE_Q4_0, HEARTH_TYPE_Q4_1, HEARTH_TYPE_Q5_0, HEARTH_TYPE_Q8_0,
@@ -202,11 +203,13 @@ TEST(matmul_with_tiles_equals_twins) {
                     CHECK(hearth_matmul_scratch_bytes(t, IN, n_tok, 2) <= sizeof scratch);
                     hearth_matmul(p ? pool2 : NULL, t, w, rb, OUT, IN, x, n_tok, y, LDY, scratch);
                     int gemm_rows = sc->vec_dot_gemm && n_tok > 3 ? n_tok - n_tok % 4 : 0;
+                    hearth_vec_dot_fn dot =
+                        sc->vec_dot_batch && n_tok >= sc->vec_dot_batch_min ? sc->vec_dot_batch : sc->vec_dot;
                     for (int k = 0; k < n_tok; k++)
                         for (int r = 0; r < OUT; r++) {
                             float want;
-                            (k < gemm_rows ? sc->vec_dot_gemm : sc->vec_dot)(IN, &want, w + (size_t)r * rb,
-                                                                             act + (size_t)k * ab);
+                            (k < gemm_rows ? sc->vec_dot_gemm : dot)(IN, &want, w + (size_t)r * rb,
+                                                                     act + (size_t)k * ab);
                             CHECK(same_bits(y[k * LDY + r], want));
                         }
                     compared++;
@@ -238,6 +241,45 @@ TEST(q4_K_orders_differ_only_by_rounding) {
         differ += !same_bits(s1, s2);
     }
     CHECK(differ > 0);
+}
+
+/* The two q6_K orders (lanes, and llama.cpp's tiled matmul) are the same sum: they agree to
+ * rounding and differ somewhere; the tiled one is the exact block integer scaled as documented. */
+TEST(q6_K_orders_differ_only_by_rounding) {
+    enum { N = 256 * 8 };
+    static float x[N];
+    static uint8_t w[N], a[N * 2];
+    const hearth_kernel_traits *sc = hearth_kernels_traits_isa(HEARTH_TYPE_Q6_K, HEARTH_ISA_SCALAR);
+    CHECK(sc->vec_dot_batch != NULL && sc->vec_dot_batch_min == 8);
+    int differ = 0;
+    for (int rep = 0; rep < 50; rep++) {
+        for (int i = 0; i < N; i++) x[i] = rnd_unit();
+        sc->from_float(x, w, N);
+        for (int i = 0; i < N; i++) x[i] = rnd_unit() * 3.0f;
+        hearth_kernels_traits_isa(HEARTH_TYPE_Q8_K, HEARTH_ISA_SCALAR)->from_float(x, a, N);
+        float s1, s2;
+        sc->vec_dot(N, &s1, w, a);
+        sc->vec_dot_batch(N, &s2, w, a);
+        CHECK_NEAR(s1, s2, 1e-4 * (fabs(s1) + 1.0));
+        differ += !same_bits(s1, s2);
+    }
+    CHECK(differ > 0);
+    /* one block, worked by hand: q = 33 everywhere, scales 1..16, qy = 1 everywhere (bsums 16):
+     * S = sum_s s * (16 * 33 - 32 * 16) = 16 * 136 = 2176; d = 0.5, dy = 0.25 -> 272 */
+    hearth_block_q6_K b;
+    hearth_block_q8_K q;
+    memset(&b, 0, sizeof b);
+    memset(&q, 0, sizeof q);
+    for (int e = 0; e < 128; e++) b.ql[e] = 0x11; /* low nibble 1 in all four quarters */
+    for (int e = 0; e < 64; e++) b.qh[e] = 0xAA;       /* high bits 2 (-> 32) in all four */
+    for (int g = 0; g < 16; g++) b.scales[g] = (int8_t)(g + 1);
+    b.d = hearth_fp32_to_fp16(0.5f);
+    q.d = 0.25f;
+    for (int e = 0; e < 256; e++) q.qs[e] = 1;
+    for (int g = 0; g < 16; g++) q.bsums[g] = 16;
+    float s3;
+    sc->vec_dot_batch(256, &s3, &b, &q);
+    CHECK(same_bits(s3, 272.0f));
 }
 
 TEST(twin_worked_example) {

@@ -86,7 +86,9 @@ static const hearth_kernel_traits tab_scalar[HEARTH_TYPE_COUNT] = {
     [HEARTH_TYPE_Q4_K] = {.to_float = TF(q4_K), .from_float = FF(q4_K), .vec_dot = hearth_vec_dot_q4_K_q8_K_x86_ref,
                           .vec_dot_type = HEARTH_TYPE_Q8_K, .vec_dot_gemm = hearth_vec_dot_q4_K_q8_K_x86_gemm_ref},
     [HEARTH_TYPE_Q5_K] = ROW(TF(q5_K), FF(q5_K), hearth_vec_dot_q5_K_q8_K_ref, Q8_K),
-    [HEARTH_TYPE_Q6_K] = ROW(TF(q6_K), FF(q6_K), hearth_vec_dot_q6_K_q8_K_x86_ref, Q8_K),
+    [HEARTH_TYPE_Q6_K] = {.to_float = TF(q6_K), .from_float = FF(q6_K), .vec_dot = hearth_vec_dot_q6_K_q8_K_x86_ref,
+                          .vec_dot_type = HEARTH_TYPE_Q8_K, .vec_dot_batch = hearth_vec_dot_q6_K_q8_K_x86_tiled_ref,
+                          .vec_dot_batch_min = HEARTH_Q6_K_TILED_MIN_TOK},
     [HEARTH_TYPE_Q8_K] = ROW(TF(q8_K), FF(q8_K), NULL, F32),
     MLX_DIRECT(MLX4_G32, mlx4_g32, hearth_vec_dot_mlx4_g32_ref),
     MLX_DIRECT(MLX4_G64, mlx4_g64, hearth_vec_dot_mlx4_g64_ref),
@@ -118,8 +120,11 @@ static const hearth_kernel_traits tab_scalar[HEARTH_TYPE_COUNT] = {
                               .vec_dot_type = HEARTH_TYPE_Q8_K, .vec_dot_gemm = Q4_K_GEMM_##isa, \
                               .vec_dot_tile = Q4_K_TILE_##isa, .vec_dot_gemm_tile = Q4_K_GEMM_TILE_##isa}, \
         [HEARTH_TYPE_Q5_K] = ROW(TF(q5_K), FF(q5_K), hearth_vec_dot_q5_K_q8_K_##isa, Q8_K),      \
-        [HEARTH_TYPE_Q6_K] = ROWT(TF(q6_K), FF(q6_K), hearth_vec_dot_q6_K_q8_K_##isa, Q8_K,      \
-                                  Q6_K_TILE_##isa),                                              \
+        [HEARTH_TYPE_Q6_K] = {.to_float = TF(q6_K), .from_float = FF(q6_K),                       \
+                              .vec_dot = hearth_vec_dot_q6_K_q8_K_##isa,                        \
+                              .vec_dot_type = HEARTH_TYPE_Q8_K, .vec_dot_tile = Q6_K_TILE_##isa, \
+                              .vec_dot_batch = hearth_vec_dot_q6_K_q8_K_x86_tiled_ref,          \
+                              .vec_dot_batch_min = HEARTH_Q6_K_TILED_MIN_TOK},                  \
         [HEARTH_TYPE_Q8_K] = ROW(TF(q8_K), hearth_q8_K_from_float_##isa, NULL, F32),             \
         MLX_DIRECT(MLX4_G32, mlx4_g32, hearth_vec_dot_mlx4_g32_##isa),                           \
         MLX_DIRECT(MLX4_G64, mlx4_g64, hearth_vec_dot_mlx4_g64_##isa),                           \

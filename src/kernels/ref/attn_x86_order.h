@@ -9,8 +9,10 @@
  *       over its k dimension in chunks of 16, then reduce16;
  *   one token (ggml_vec_dot_f16):  four 16-lane accumulators over chunks of 64, combined as
  *       (a0+a2)+(a1+a3), reduce16 into a double, and the last k % 64 products added in double.
- * The KQV dot runs over the cache length llama.cpp attends, n_kv = round_up(pos + 1, 32), key
- * j in lane j % 16; masked keys have p = 0 and add nothing. The softmax exponentials are
+ * The KQV dot runs over the cache length llama.cpp attends, n_kv = round_up(pos + 1, 256)
+ * (hearth_attn_x86_n_kv; llama.cpp pads it so and keeps its cache a multiple of 256), key j in
+ * lane j % 16 (batch) or j % 64 (single); masked keys have p = 0 and add nothing, so the
+ * single order's double tail is empty (it was not while llama.cpp padded to 32). The softmax exponentials are
  * ggml's vector expf (hearth_expf_x86_ref), summed 16 keys at a time (reduce16, into a double
  * sum), and p = e * (float)(1 / sum).
  * reduce16 is the 16-lane tree of _mm512_reduce_add_ps: halves, quarters, then pairs.
@@ -29,6 +31,12 @@
 #include "tensor/dtype.h"
 
 #define HEARTH_ATTN_X86_MAX_HEAD_DIM 512
+#define HEARTH_ATTN_X86_KV_PAD       256 /* llama.cpp's padding of the attended cache length */
+
+/* the cache length llama.cpp's attention runs over when keys [0, j1) are filled */
+static inline int64_t hearth_attn_x86_n_kv(int64_t j1) {
+    return (j1 + HEARTH_ATTN_X86_KV_PAD - 1) / HEARTH_ATTN_X86_KV_PAD * HEARTH_ATTN_X86_KV_PAD;
+}
 
 static inline float hearth_reduce16(const float a[16]) {
     float h8[8], h4[4];
@@ -68,7 +76,7 @@ static inline void hearth_attn_head_x86_impl(const float *q, const uint16_t *k, 
                                              float *out) {
     float qh[HEARTH_ATTN_X86_MAX_HEAD_DIM];
     for (int64_t d = 0; d < head_dim; d++) qh[d] = hearth_fp16_to_fp32(hearth_fp32_to_fp16(q[d]));
-    int64_t n_kv = (j1 + 31) / 32 * 32;
+    int64_t n_kv = (j1 + 31) / 32 * 32; /* the scratch cleared past j1 */
     float max = -INFINITY;
     for (int64_t j = j0; j < j1; j++) {
         float s = hearth_dot_f16_x86(k + hearth_attn_row(table_row, bs, j, kv_stride), qh, head_dim, single);
@@ -106,7 +114,7 @@ static inline void hearth_attn_head_x86_impl(const float *q, const uint16_t *k, 
             out[d] = hearth_reduce16(acc[0]);
             continue;
         }
-        int64_t np = n_kv & ~(int64_t)63;
+        int64_t np = hearth_attn_x86_n_kv(j1) & ~(int64_t)63;
         for (int64_t j = j0; j < j1 && j < np; j++) {
             float *a = &acc[(j % 64) / 16][j % 16];
             *a = fmaf(hearth_fp16_to_fp32(v[hearth_attn_row(table_row, bs, j, kv_stride) + d]), scores[j], *a);

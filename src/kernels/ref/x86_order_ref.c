@@ -184,10 +184,34 @@ void hearth_vec_dot_q6_K_q8_K_x86_ref(int64_t n, float *s, const void *vx, const
             int half = e / 128, k = (e % 128) / 32, l = e % 32;
             int lo = x[b].ql[64 * half + 32 * (k & 1) + l] >> (4 * (k >> 1)) & 15;
             int hi = x[b].qh[32 * half + l] >> (2 * k) & 3;
-            lane[(e % 32) / 4] += x[b].scales[e / 16] * ((lo | hi << 4) - 32) * y[b].qs[e];
+            lane[(e % 32) / 4] += x[b].scales[e / 16] * (lo | hi << 4) * y[b].qs[e];
         }
+        /* the -32 offset, lane l taking sub-blocks 2l and 2l + 1 through their activation sums */
+        for (int l = 0; l < 8; l++)
+            lane[l] -= 32 * (x[b].scales[2 * l] * y[b].bsums[2 * l] + x[b].scales[2 * l + 1] * y[b].bsums[2 * l + 1]);
         float d = y[b].d * hearth_fp16_to_fp32(x[b].d);
         for (int l = 0; l < 8; l++) acc[l] = fmaf(d, (float)lane[l], acc[l]);
     }
     *s = hearth_hsum8_x86_ref(acc);
+}
+
+void hearth_vec_dot_q6_K_q8_K_x86_tiled_ref(int64_t n, float *s, const void *vx, const void *vy) {
+    const hearth_block_q6_K *x = vx;
+    const hearth_block_q8_K *y = vy;
+    float acc = 0.0f;
+    for (int64_t b = 0; b < n / HEARTH_QK_K; b++) {
+        int sum = 0;
+        for (int g = 0; g < HEARTH_QK_K / 16; g++) {
+            int raw = 0;
+            for (int e = 16 * g; e < 16 * g + 16; e++) {
+                int half = e / 128, k = (e % 128) / 32, l = e % 32;
+                int lo = x[b].ql[64 * half + 32 * (k & 1) + l] >> (4 * (k >> 1)) & 15;
+                int hi = x[b].qh[32 * half + l] >> (2 * k) & 3;
+                raw += (lo | hi << 4) * y[b].qs[e];
+            }
+            sum += x[b].scales[g] * (raw - 32 * y[b].bsums[g]);
+        }
+        acc = fmaf((float)sum * hearth_fp16_to_fp32(x[b].d), y[b].d, acc);
+    }
+    *s = acc;
 }

@@ -55,12 +55,20 @@ void hearth_attn_head_x86_ref(const float *q, const uint16_t *k, const uint16_t 
  *   q4_K  weights repacked 8 rows at a time (ggml's q4_K_8x8 gemv/gemm): per super-block the
  *         exact integer sums S = sum_g sc_g dot_g and M = sum_g mn_g bsum_g, accumulated as
  *         A = fma(S, d * dy, A) and B = fma(M, dmin * dy, B); the result is A - B;
- *   q6_K  one 8-lane accumulator: lane l holds elements e with (e % 32) / 4 == l, each
- *         sc(e) * (q(e) - 32) * qy(e) summed exactly, then acc_l = fma(dy * d, lane, acc_l),
- *         and hsum8 at the end. */
+ *   q6_K  one 8-lane accumulator: lane l holds the exact integer
+ *             sum over e with (e % 32) / 4 == l of sc(e) * q(e) * qy(e)   (q unsigned, 0..63)
+ *           - 32 * (sc_2l * bsum_2l + sc_2l+1 * bsum_2l+1)               (elements 32l..32l+31)
+ *         (the offset leaves each lane by Q8_K's per-16 sums, not by its own elements), then
+ *         acc_l = fma(dy * d, lane, acc_l), and hsum8 at the end. */
 void hearth_vec_dot_q4_K_q8_K_x86_ref(int64_t n, float *s, const void *x, const void *y);
 /* q4_K as the repacked gemm computes the activation rows of full groups of four in a matmul
  * of more than three rows: the two chains take one FMA per pair of sub-blocks (64 elements)
  * instead of one per super-block. */
 void hearth_vec_dot_q4_K_q8_K_x86_gemm_ref(int64_t n, float *s, const void *x, const void *y);
 void hearth_vec_dot_q6_K_q8_K_x86_ref(int64_t n, float *s, const void *x, const void *y);
+/* q6_K as llama.cpp's tiled K-quant matmul computes it, which takes every matmul of at least
+ * HEARTH_Q6_K_TILED_MIN_TOK activation rows: per super-block the exact integer
+ *     S = sum_s sc_s * (sum_{e in s} q(e) qy(e) - 32 bsum_s)   (16 sub-blocks of 16, q unsigned),
+ * then acc = fma((float)S * d, dy, acc) block after block (no lanes). */
+#define HEARTH_Q6_K_TILED_MIN_TOK 8
+void hearth_vec_dot_q6_K_q8_K_x86_tiled_ref(int64_t n, float *s, const void *x, const void *y);

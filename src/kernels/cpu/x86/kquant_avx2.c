@@ -7,7 +7,7 @@
  * spans two sub-blocks) gives 8 s32 lanes that accumulate exactly over the block. The block's
  * int sum is scaled once in float, as the reference does. Offsets never enter the vector loop:
  *   q4_K/q5_K: - dmin * sum_i mn_i * (bsums_2i + bsums_2i+1)   (Q8_K's per-16 sums)
- *   q6_K:      (q - 32) * y taken per s16 pair, in each lane, as llama.cpp does
+ *   q6_K:      - 32 * (sc_2l bsums_2l + sc_2l+1 bsums_2l+1) from int lane l, as llama.cpp does
  * Every block is one iteration, so these loops have no tail. q4_K and q6_K end in llama.cpp's
  * x86 float order (x86_order_ref.h) and equal x86_order_ref.c bit for bit; q4_K's block sums
  * are exact integers (hsum of the lanes), scaled into two FMA chains.
@@ -130,9 +130,12 @@ void hearth_vec_dot_q5_K_q8_K_avx2(int64_t n, float *s, const void *vx, const vo
 void hearth_vec_dot_q6_K_q8_K_avx2(int64_t n, float *s, const void *vx, const void *vy) {
     const hearth_block_q6_K *x = vx;
     const hearth_block_q8_K *y = vy;
-    const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(0x30), c32 = _mm256_set1_epi8(32);
+    const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(0x30);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / HEARTH_QK_K; b++) {
+        /* the -32 offset per int lane l: 32 * (sc_2l * bsums_2l + sc_2l+1 * bsums_2l+1) */
+        __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x[b].scales));
+        __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(load32(y[b].bsums), sc16), 5);
         __m256i sumi = _mm256_setzero_si256();
         for (int half = 0; half < 2; half++) {
             const uint8_t *ql = x[b].ql + 64 * half, *qhp = x[b].qh + 32 * half;
@@ -148,15 +151,16 @@ void hearth_vec_dot_q6_K_q8_K_avx2(int64_t n, float *s, const void *vx, const vo
             q[2] = _mm256_or_si256(_mm256_and_si256(l0h, m4), _mm256_and_si256(h, m2));
             q[3] = _mm256_or_si256(_mm256_and_si256(l1h, m4), _mm256_and_si256(h3, m2));
             for (int k = 0; k < 4; k++) {
-                /* (q - 32) * y per s16 pair, the offset in each lane as llama.cpp takes it */
+                /* q * y per s16 pair, q unsigned */
                 __m256i yk = load32(q8 + 32 * k);
-                __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(q[k], yk), _mm256_maddubs_epi16(c32, yk));
+                __m256i p = _mm256_maddubs_epi16(q[k], yk);
                 /* elements 0..15 of the quarter use sc[2k], 16..31 use sc[2k+1] */
                 __m256i scv =
                     _mm256_set_m128i(_mm_set1_epi16(sc[2 * k + 1]), _mm_set1_epi16(sc[2 * k]));
                 sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scv));
             }
         }
+        sumi = _mm256_sub_epi32(sumi, off);
         float d = y[b].d * _cvtsh_ss(x[b].d);
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
     }

@@ -7,10 +7,11 @@
  * pairs into 16 s32 lanes, exactly. The block's int sum is scaled once in float. Offsets stay
  * out of the vector loop, as in kquant_avx2.c:
  *   q4_K/q5_K: - dmin * sum_i mn_i * (bsums_2i + bsums_2i+1)
- *   q6_K:      - 32 * sum_g sc_g * bsums_g, folded into lane 0 of the int accumulator
+ *   q6_K:      - 32 * (sc_2l bsums_2l + sc_2l+1 bsums_2l+1) from int lane l, as llama.cpp does
  * Every block is one iteration, so these loops have no tail.
  * q4_K and q6_K end in llama.cpp's x86 float order (x86_order_ref.h: repacked q4_K's two FMA
- * chains; q6_K's 8 lanes with the offset taken per lane) and equal x86_order_ref.c bit for bit.
+ * chains; q6_K's 8 lanes with the offset taken by sub-block sums) and equal x86_order_ref.c bit
+ * for bit.
  */
 #include <immintrin.h>
 #include <math.h>
@@ -126,7 +127,6 @@ void hearth_vec_dot_q6_K_q8_K_avx512(int64_t n, float *s, const void *vx, const 
     /* high-2-bit shifts (quant.h): bytes 0..31 take qh bits 0-1 (chunk A) / 4-5 (chunk B),
      * bytes 32..63 bits 2-3 / 6-7; moved to bits 4-5 */
     const __m512i shl_a = halves_epi16(4, 2), shr_b = halves_epi16(0, 2);
-    const __m512i c32 = _mm512_set1_epi8(32);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / HEARTH_QK_K; b++) {
         __m256i sc = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x[b].scales));
@@ -140,11 +140,10 @@ void hearth_vec_dot_q6_K_q8_K_avx512(int64_t n, float *s, const void *vx, const 
             __m512i qa = _mm512_or_si512(_mm512_and_si512(l, m4), ha);
             __m512i qb = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4), hb);
             const int8_t *q8 = y[b].qs + 128 * half;
-            /* (q - 32) * y per s16 pair, the offset taken in each lane as llama.cpp does
-             * (|q y| pair sums <= 16002, |32 y| <= 8128: no saturation) */
+            /* q * y per s16 pair, q unsigned (|q y| pair sums <= 16002: no saturation) */
             __m512i ya = load64(q8), yb = load64(q8 + 64);
-            __m512i pa = _mm512_sub_epi16(_mm512_maddubs_epi16(qa, ya), _mm512_maddubs_epi16(c32, ya));
-            __m512i pb = _mm512_sub_epi16(_mm512_maddubs_epi16(qb, yb), _mm512_maddubs_epi16(c32, yb));
+            __m512i pa = _mm512_maddubs_epi16(qa, ya);
+            __m512i pb = _mm512_maddubs_epi16(qb, yb);
             __m512i ia = _mm512_add_epi16(grp, _mm512_set1_epi16((short)(8 * half)));
             __m512i ib = _mm512_add_epi16(grp, _mm512_set1_epi16((short)(8 * half + 4)));
             __m512i sa = _mm512_permutexvar_epi16(ia, sc16);
@@ -154,6 +153,8 @@ void hearth_vec_dot_q6_K_q8_K_avx512(int64_t n, float *s, const void *vx, const 
         }
         /* llama.cpp's 8 lanes: element e in lane (e % 32) / 4, i.e. lanes m and m + 8 here */
         __m256i lanes = _mm256_add_epi32(_mm512_castsi512_si256(sumi), _mm512_extracti64x4_epi64(sumi, 1));
+        /* the -32 offset per lane l: 32 * (sc_2l * bsums_2l + sc_2l+1 * bsums_2l+1) */
+        lanes = _mm256_sub_epi32(lanes, _mm256_slli_epi32(_mm256_madd_epi16(load32(y[b].bsums), sc), 5));
         float d = y[b].d * _cvtsh_ss(x[b].d);
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(lanes), acc);
     }

@@ -277,7 +277,7 @@ INLINE void q6_K_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t 
                       const int NT) {
     typedef hearth_block_q6_K q6_K;
     typedef hearth_block_q8_K q8_K;
-    const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(0x30), c32 = _mm256_set1_epi8(32);
+    const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(0x30);
     __m256 acc[4][4]; /* [token][row] */
     UNROLL
     for (int t = 0; t < NT; t++)
@@ -305,16 +305,20 @@ INLINE void q6_K_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t 
                     sc[4 * half + k] = _mm256_set_m128i(_mm_set1_epi16(scp[2 * k + 1]), _mm_set1_epi16(scp[2 * k]));
             }
             const float xd = _cvtsh_ss(xb->d);
+            const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)xb->scales));
             UNROLL
             for (int t = 0; t < NT; t++) {
                 const q8_K *yb = (const q8_K *)(y + (size_t)t * by) + b;
                 __m256i sumi = _mm256_setzero_si256();
                 UNROLL
-                for (int k = 0; k < 8; k++) { /* (q - 32) * y per s16 pair, the offset in each lane */
+                for (int k = 0; k < 8; k++) { /* q * y per s16 pair, q unsigned */
                     const __m256i yk = _mm256_loadu_si256((const __m256i *)(yb->qs + 32 * k));
-                    __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(q[k], yk), _mm256_maddubs_epi16(c32, yk));
+                    __m256i p = _mm256_maddubs_epi16(q[k], yk);
                     sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, sc[k]));
                 }
+                /* the -32 offset per lane l: 32 * (sc_2l * bsums_2l + sc_2l+1 * bsums_2l+1) */
+                const __m256i bs16 = _mm256_loadu_si256((const __m256i *)yb->bsums);
+                sumi = _mm256_sub_epi32(sumi, _mm256_slli_epi32(_mm256_madd_epi16(bs16, sc16), 5));
                 acc[t][r] = _mm256_fmadd_ps(_mm256_set1_ps(yb->d * xd), _mm256_cvtepi32_ps(sumi), acc[t][r]);
             }
         }

@@ -336,7 +336,7 @@ INLINE void q6_K_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t 
                       const int NT) {
     typedef hearth_block_q6_K q6_K;
     typedef hearth_block_q8_K q8_K;
-    const __m512i m4 = _mm512_set1_epi8(15), m2 = _mm512_set1_epi8(0x30), c32 = _mm512_set1_epi8(32);
+    const __m512i m4 = _mm512_set1_epi8(15), m2 = _mm512_set1_epi8(0x30);
     /* s16 lane k of a 64-element chunk uses scale k / 8 of its 4; the high-2-bit shifts */
     const __m512i grp = _mm512_set_epi16(3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0,
                                          0, 0, 0, 0, 0);
@@ -373,13 +373,15 @@ INLINE void q6_K_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t 
                 for (int half = 0; half < 2; half++) {
                     const __m512i ya = _mm512_loadu_si512(yb->qs + 128 * half);
                     const __m512i yv = _mm512_loadu_si512(yb->qs + 128 * half + 64);
-                    /* (q - 32) * y per s16 pair, the offset taken in each lane as the one-row kernel does */
-                    __m512i pa = _mm512_sub_epi16(_mm512_maddubs_epi16(qa[half], ya), _mm512_maddubs_epi16(c32, ya));
-                    __m512i pb = _mm512_sub_epi16(_mm512_maddubs_epi16(qb[half], yv), _mm512_maddubs_epi16(c32, yv));
+                    /* q * y per s16 pair, q unsigned (the one-row kernel says how the offset goes) */
+                    __m512i pa = _mm512_maddubs_epi16(qa[half], ya);
+                    __m512i pb = _mm512_maddubs_epi16(qb[half], yv);
                     sumi = _mm512_dpwssd_epi32(sumi, pa, sa[half]);
                     sumi = _mm512_dpwssd_epi32(sumi, pb, sb[half]);
                 }
                 __m256i lanes = _mm256_add_epi32(_mm512_castsi512_si256(sumi), _mm512_extracti64x4_epi64(sumi, 1));
+                const __m256i bs16 = _mm256_loadu_si256((const __m256i *)yb->bsums);
+                lanes = _mm256_sub_epi32(lanes, _mm256_slli_epi32(_mm256_madd_epi16(bs16, sc), 5));
                 acc[t][r] = _mm256_fmadd_ps(_mm256_set1_ps(yb->d * xd), _mm256_cvtepi32_ps(lanes), acc[t][r]);
             }
         }
