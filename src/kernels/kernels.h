@@ -90,15 +90,15 @@ const hearth_kernel_traits *hearth_kernels_traits(hearth_type t);
 const hearth_kernel_traits *hearth_kernels_traits_isa(hearth_type t, hearth_isa isa);
 
 /* g[i] = silu(g[i]) * u[i] over n, as the active set computes it: the ref set with libm's
- * expf (ops_ref.h), the others as llama.cpp's AVX-512 build (x86_order_ref.h). */
+ * expf (ops_ref.h), the others as llama.cpp's AVX-512 build (llamacpp_order_ref.h). */
 typedef void (*hearth_swiglu_fn)(float *g, const float *u, int64_t n);
 hearth_swiglu_fn hearth_kernels_swiglu(void);
 /* g[i] = GeGLU with llama.cpp's f16 table (hearth_geglu_f16_ref), vectorized where the set can. */
 hearth_swiglu_fn hearth_kernels_geglu_f16(void);
 
-/* The f16-cache attention head of the active set in llama.cpp's order (x86_order_ref.h), or
+/* The f16-cache attention head of the active set in llama.cpp's order (llamacpp_order_ref.h), or
  * NULL for the ref set (which attends as kernels/ref/attn_paged_ref.c). */
-#include "kernels/ref/x86_order_ref.h"
+#include "kernels/ref/llamacpp_order_ref.h"
 hearth_attn_head_x86_fn hearth_kernels_attn_head(void);
 
 /* Several queries of one kv head and one sequence in the batch order (the step holds several

@@ -14,7 +14,7 @@
  * with its AVX-512 goldens on only 95.1% of positions and 2 of 8 greedy prompts,
  * tests/golden/llamacpp/crossbuild.json); they meet these bounds because the default path on
  * an x86 CPU with AVX2 repeats the reference build's operations one for one
- * (kernels/ref/x86_order_ref.h) and gives its logits bit for bit. On another CPU family that
+ * (kernels/ref/llamacpp_order_ref.h) and gives its logits bit for bit. On another CPU family that
  * would not hold; the bounds are the ones the foundation issue sets.
  * The golden keeps llama.cpp's top-64 logits and the log-sum-exp per position, so the KL is
  * computed over those 64 tokens plus one bucket holding the rest of the mass on each side (a

@@ -26,7 +26,7 @@
 #include "kernels/ref/mlx_ref.h"
 #include "kernels/ref/ops_ref.h"
 #include "kernels/ref/quant_ref.h"
-#include "kernels/ref/x86_order_ref.h"
+#include "kernels/ref/llamacpp_order_ref.h"
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -72,7 +72,7 @@ static const hearth_kernel_traits tab_ref[HEARTH_TYPE_COUNT] = {
 
 /* scalar: quantized activations, plain C; the specification of the SIMD sets. The q8_0/q8_1
  * activation quantizers, the 32-element block dots and the q4_K/q6_K dots are llama.cpp's x86 order
- * (kernels/ref/x86_order_ref.h), which the SIMD sets repeat bit for bit. */
+ * (kernels/ref/llamacpp_order_ref.h), which the SIMD sets repeat bit for bit. */
 static const hearth_kernel_traits tab_scalar[HEARTH_TYPE_COUNT] = {
     [HEARTH_TYPE_F32]  = ROW(TF(f32), FF(f32), hearth_vec_dot_f32_ref, F32),
     [HEARTH_TYPE_F16]  = ROW(TF(f16), FF(f16), hearth_vec_dot_f16_ref, F16),

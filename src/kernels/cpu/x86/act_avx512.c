@@ -1,7 +1,7 @@
 /*
  * act_avx512.c - AVX-512 activation functions in llama.cpp's x86 order: SwiGLU with the
  * vector exp of ggml's AVX-512 build, 16 lanes at a time. Bit-identical to
- * hearth_swiglu_x86_ref (kernels/ref/x86_order_ref.c), which also handles the tail. GeGLU
+ * hearth_swiglu_x86_ref (kernels/ref/llamacpp_order_ref.c), which also handles the tail. GeGLU
  * with the f16 table: vcvtps2ph (round to nearest even, as the scalar converter), a 16-lane
  * gather from the table, vcvtph2ps and the multiply; bit-identical to hearth_geglu_f16_ref,
  * which takes a vector holding a NaN (whose payload the instruction would keep) and the tail.
@@ -10,7 +10,7 @@
 
 #include "kernels/cpu/x86/quant_x86.h"
 #include "kernels/ref/ops_ref.h"
-#include "kernels/ref/x86_order_ref.h"
+#include "kernels/ref/llamacpp_order_ref.h"
 
 /* hearth_expf_x86_ref on 16 lanes */
 static inline __m512 expf16(__m512 x) {

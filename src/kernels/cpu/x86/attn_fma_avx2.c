@@ -1,7 +1,7 @@
-/* attn_fma_avx2.c - attn_x86_order.h compiled with FMA (fmaf is one instruction here); the
+/* attn_fma_avx2.c - attn_llamacpp_order.h compiled with FMA (fmaf is one instruction here); the
  * avx2 and avx512 sets run it. Bit-identical to attn_x86_ref.c. */
 #include "kernels/cpu/x86/quant_x86.h"
-#include "kernels/ref/attn_x86_order.h"
+#include "kernels/ref/attn_llamacpp_order.h"
 
 void hearth_attn_head_x86_fma(const float *q, const uint16_t *k, const uint16_t *v, int64_t kv_stride,
                               const int32_t *table_row, int32_t block_size, int64_t head_dim, int64_t j0, int64_t j1,

@@ -1,8 +1,8 @@
 /*
  * attn_order_avx2.c - one attention head in llama.cpp's x86 order (kernels/ref/
- * attn_x86_order.h, the twin) with AVX2 + FMA + F16C: attn_order_body.inc over v16 = two
+ * attn_llamacpp_order.h, the twin) with AVX2 + FMA + F16C: attn_order_body.inc over v16 = two
  * __m256 (lanes 0-7 and 8-15). Bit-identical to hearth_attn_head_x86_ref
- * (tests/kernels/test_x86_order.c).
+ * (tests/kernels/test_llamacpp_order.c).
  *
  * The vector expf computes the twin's polynomial with the same FMAs and scales by 2^n built
  * in the exponent field, one rounding as ldexpf; a vector with some |n| > 126 (2^n not a
@@ -15,7 +15,7 @@
 
 #include "kernels/cpu/x86/attn_x86.h"
 #include "kernels/kernels.h"
-#include "kernels/ref/attn_x86_order.h"
+#include "kernels/ref/attn_llamacpp_order.h"
 
 typedef struct {
     __m256 lo, hi;

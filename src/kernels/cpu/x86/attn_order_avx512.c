@@ -1,7 +1,7 @@
 /*
  * attn_order_avx512.c - one attention head in llama.cpp's x86 order (kernels/ref/
- * attn_x86_order.h, the twin) with AVX-512: attn_order_body.inc over v16 = one __m512.
- * Bit-identical to hearth_attn_head_x86_ref (tests/kernels/test_x86_order.c).
+ * attn_llamacpp_order.h, the twin) with AVX-512: attn_order_body.inc over v16 = one __m512.
+ * Bit-identical to hearth_attn_head_x86_ref (tests/kernels/test_llamacpp_order.c).
  *
  * The vector expf is ggml's AVX-512 one and the twin's: the same FMAs, then j * 2^n by
  * vscalefps, which rounds once as ldexpf does (subnormal results included); |n| > 192 gives
@@ -14,7 +14,7 @@
 
 #include "kernels/cpu/x86/attn_x86.h"
 #include "kernels/kernels.h"
-#include "kernels/ref/attn_x86_order.h"
+#include "kernels/ref/attn_llamacpp_order.h"
 
 typedef __m512 v16;
 

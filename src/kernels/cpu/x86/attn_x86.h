@@ -1,8 +1,8 @@
 /*
- * attn_x86.h - the x86 SIMD attention kernels of the llama.cpp order (kernels/ref/attn_x86_order.h).
+ * attn_x86.h - the x86 SIMD attention kernels of the llama.cpp order (kernels/ref/attn_llamacpp_order.h).
  *
  * hearth_attn_head_x86_{avx2,avx512} are the vector forms of the llama.cpp-order head
- * (kernels/ref/attn_x86_order.h; attn_order_body.inc), bit-identical to hearth_attn_head_x86_ref,
+ * (kernels/ref/attn_llamacpp_order.h; attn_order_body.inc), bit-identical to hearth_attn_head_x86_ref,
  * for head sizes that are multiples of 16 (hearth_kernels_attn_head hands them out).
  * hearth_attn_group_x86_{avx2,avx512} run several queries of one kv head in the batch order
  * (kernels.h hearth_attn_group_x86_fn; hearth_kernels_attn_group), and

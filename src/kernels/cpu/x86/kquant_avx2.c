@@ -9,7 +9,7 @@
  *   q4_K/q5_K: - dmin * sum_i mn_i * (bsums_2i + bsums_2i+1)   (Q8_K's per-16 sums)
  *   q6_K:      - 32 * (sc_2l bsums_2l + sc_2l+1 bsums_2l+1) from int lane l, as llama.cpp does
  * Every block is one iteration, so these loops have no tail. q4_K and q6_K end in llama.cpp's
- * x86 float order (x86_order_ref.h) and equal x86_order_ref.c bit for bit; q4_K's block sums
+ * x86 float order (llamacpp_order_ref.h) and equal llamacpp_order_ref.c bit for bit; q4_K's block sums
  * are exact integers (hsum of the lanes), scaled into two FMA chains.
  */
 #include <immintrin.h>
@@ -48,7 +48,7 @@ static inline int hsum_epi32(__m256i v) {
     return _mm_cvtsi128_si32(r);
 }
 
-/* q4_K in llama.cpp's repacked order (x86_order_ref.h): exact integer sums, scaled into two
+/* q4_K in llama.cpp's repacked order (llamacpp_order_ref.h): exact integer sums, scaled into two
  * FMA chains once per super-block (gemv) or once per pair of sub-blocks (gemm rows). */
 static inline float q4_K_dot(int64_t n, const hearth_block_q4_K *x, const hearth_block_q8_K *y, bool per_pair) {
     const __m256i m4 = _mm256_set1_epi8(15);

@@ -9,8 +9,8 @@
  *   q4_K/q5_K: - dmin * sum_i mn_i * (bsums_2i + bsums_2i+1)
  *   q6_K:      - 32 * (sc_2l bsums_2l + sc_2l+1 bsums_2l+1) from int lane l, as llama.cpp does
  * Every block is one iteration, so these loops have no tail.
- * q4_K and q6_K end in llama.cpp's x86 float order (x86_order_ref.h: repacked q4_K's two FMA
- * chains; q6_K's 8 lanes with the offset taken by sub-block sums) and equal x86_order_ref.c bit
+ * q4_K and q6_K end in llama.cpp's x86 float order (llamacpp_order_ref.h: repacked q4_K's two FMA
+ * chains; q6_K's 8 lanes with the offset taken by sub-block sums) and equal llamacpp_order_ref.c bit
  * for bit.
  */
 #include <immintrin.h>
@@ -49,7 +49,7 @@ static inline __m512i unpack_nibbles64(const uint8_t *q) {
                               _mm256_and_si256(_mm256_srli_epi16(t, 4), m4), 1);
 }
 
-/* q4_K in llama.cpp's repacked order (x86_order_ref.h): exact integer sums, scaled into two
+/* q4_K in llama.cpp's repacked order (llamacpp_order_ref.h): exact integer sums, scaled into two
  * FMA chains once per super-block (gemv) or once per pair of sub-blocks (gemm rows). */
 static inline float q4_K_dot(int64_t n, const hearth_block_q4_K *x, const hearth_block_q8_K *y, bool per_pair) {
     float a = 0.0f, m = 0.0f;

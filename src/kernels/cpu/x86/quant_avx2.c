@@ -7,10 +7,10 @@
  * here: |products| <= 128*127*2 < 2^15) and vpmaddwd by ones (-> 8 s32 lanes), all exact; the
  * lanes are scaled by dx*dy in float and accumulated with FMA. Signed weights use the sign
  * trick: |x| (u8) times y with x's sign. q4_0, q4_1, q5_0 and q8_0 keep one accumulator in
- * llama.cpp's x86 order and equal x86_order_ref.c bit for bit; q5_1 takes two blocks per
+ * llama.cpp's x86 order and equal llamacpp_order_ref.c bit for bit; q5_1 takes two blocks per
  * iteration, an odd last block through the reference. kquant_avx2.c holds the K-quants.
  *
- * The q8_0/q8_1 activation quantizers are bit-identical to x86_order_ref.c (llama.cpp's x86
+ * The q8_0/q8_1 activation quantizers are bit-identical to llamacpp_order_ref.c (llama.cpp's x86
  * recipe: multiplier 127 / amax, half to even), q8_K to quant_ref.c (nearest_int as cvtps,
  * ties to even in the default MXCSR).
  */
@@ -136,7 +136,7 @@ static inline __m256i dot_ss8(__m256i x, __m256i y) {
 
 static inline __m256i load32(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
 
-/* ---- block dots: llama.cpp's x86 order (x86_order_ref.h), one accumulator ---------------- */
+/* ---- block dots: llama.cpp's x86 order (llamacpp_order_ref.h), one accumulator ---------------- */
 
 void hearth_vec_dot_q4_0_q8_0_avx2(int64_t n, float *s, const void *vx, const void *vy) {
     const hearth_block_q4_0 *x = vx;
@@ -219,7 +219,7 @@ void hearth_vec_dot_q8_0_q8_0_avx2(int64_t n, float *s, const void *vx, const vo
     *s = hsum_ps(acc);
 }
 
-/* ---- q8 activation quantizers (bit-identical to x86_order_ref.c) --------------------- */
+/* ---- q8 activation quantizers (bit-identical to llamacpp_order_ref.c) --------------------- */
 
 static inline float hmax_ps(__m256 v) {
     __m128 r = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));

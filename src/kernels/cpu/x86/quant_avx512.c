@@ -9,15 +9,15 @@
  * out exactly with a second vpdpbusd against the activation bytes:
  *   sum (q - c) y = sum q y - c * sum y     (c = 8 for q4_0, 16 for q5_0)
  * q8_0 uses the sign trick (|x| times y with x's sign). q4_0, q4_1, q5_0 and q8_0 keep one
- * accumulator, block after block, in llama.cpp's x86 order (x86_order_ref.h), and equal
- * x86_order_ref.c bit for bit; q5_1 takes two blocks per iteration into two accumulators.
+ * accumulator, block after block, in llama.cpp's x86 order (llamacpp_order_ref.h), and equal
+ * llamacpp_order_ref.c bit for bit; q5_1 takes two blocks per iteration into two accumulators.
  * NOTE: packing two blocks per 512-bit vector was measured too: ~8% faster on the AMD EPYC dev
  * box, slower or equal on a Sapphire-Rapids-class Xeon VM (lane inserts + shuffles per pair);
  * the simpler form stays until a later tuning pass.
  *
  * The avx512 set requires VNNI (dispatch.c): AVX-512 CPUs without it (Skylake-SP/X) run avx2.
  * No AVX512-BF16 instruction is used (bf16 is widened by a shift), so BF16 is not required.
- * The q8_0/q8_1 activation quantizers are bit-identical to x86_order_ref.c, q8_K to
+ * The q8_0/q8_1 activation quantizers are bit-identical to llamacpp_order_ref.c, q8_K to
  * quant_ref.c (see quant_avx2.c).
  */
 #include <immintrin.h>
@@ -206,7 +206,7 @@ void hearth_vec_dot_q8_0_q8_0_avx512(int64_t n, float *s, const void *vx, const 
     *s = hsum_ps(acc);
 }
 
-/* ---- q8 activation quantizers (bit-identical to x86_order_ref.c) ------------------------ */
+/* ---- q8 activation quantizers (bit-identical to llamacpp_order_ref.c) ------------------------ */
 
 /* One 32-element q8 block as llama.cpp's x86 build quantizes activations: multiplier
  * 127 / amax, round half to even. Writes qs, returns d = amax / 127 and the sum of the qs. */

@@ -45,7 +45,7 @@ INLINE __m256i dot_us8(__m256i u, __m256i s) {
 
 INLINE __m256i bcast16(const int8_t *p) { return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)p)); }
 
-/* The reference's hsum8 (x86_order_ref.h: ((a0+a4) + (a2+a6)) + ((a1+a5) + (a3+a7))) of 4 rows
+/* The reference's hsum8 (llamacpp_order_ref.h: ((a0+a4) + (a2+a6)) + ((a1+a5) + (a3+a7))) of 4 rows
  * at once, from lo / hi vectors holding lanes 0..3 / 4..7 of rows 0, 1 (lo01, hi01: a 128-bit
  * half each) and of rows 2, 3: B = lo + hi, then (B0 + B2) + (B1 + B3) in each half; the 4
  * results are returned in row order. Each row's adds are those of the tree, in its order. */
@@ -185,7 +185,7 @@ INLINE void transpose4(const __m128i in[4], __m128i out[4]) {
     out[3] = _mm_unpackhi_epi64(h01, h23);
 }
 
-/* q4_K (x86_order_ref.h): 4 rows x NT tokens. A row's nibbles and sub-block scales are unpacked
+/* q4_K (llamacpp_order_ref.h): 4 rows x NT tokens. A row's nibbles and sub-block scales are unpacked
  * once per super-block (kept on the stack: 16 registers hold no more) for all NT tokens; its
  * four sub-block pair sums per token come out of one vphaddd tree, exact. The float chains of
  * a token's 4 rows run as the lanes of 4-float vectors (a: the sums, m: the minimum terms),
@@ -270,7 +270,7 @@ INLINE void q4_K_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t 
     for (int t = 0; t < NT; t++) _mm_storeu_ps(s + t * bs, _mm_sub_ps(a[t], m[t]));
 }
 
-/* q6_K (x86_order_ref.h): 4 rows x NT tokens. A row's 6-bit values and per-half scales are
+/* q6_K (llamacpp_order_ref.h): 4 rows x NT tokens. A row's 6-bit values and per-half scales are
  * unpacked once per super-block for all NT tokens (kquant_avx2.c's one-row kernel says how);
  * each (row, token) pair keeps its own 8 float lanes, one FMA per super-block, and hsum8. */
 INLINE void q6_K_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t bx, const uint8_t *y, size_t by,

@@ -64,7 +64,7 @@ INLINE __m512i neg_dot(__m512i u, __m512i v) {
     return _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, v));
 }
 
-/* The reference's hsum8 (x86_order_ref.h: ((a0+a4) + (a2+a6)) + ((a1+a5) + (a3+a7))) of 4 rows
+/* The reference's hsum8 (llamacpp_order_ref.h: ((a0+a4) + (a2+a6)) + ((a1+a5) + (a3+a7))) of 4 rows
  * at once, from lo / hi vectors holding the rows' lanes 0..3 / 4..7 in 128-bit lane r:
  * B = lo + hi, then (B0 + B2) + (B1 + B3) in each 128-bit lane; the 4 results are returned in
  * row order. Each row's adds are those of the tree, in its order. */
@@ -242,7 +242,7 @@ INLINE __m128 lane4(__m512 v, const int g) {
     }
 }
 
-/* q4_K (x86_order_ref.h): 4 rows x NT tokens. Each row's nibbles and scales are unpacked once per
+/* q4_K (llamacpp_order_ref.h): 4 rows x NT tokens. Each row's nibbles and scales are unpacked once per
  * super-block for all NT tokens; the integer sums are exact. The float chains of a token's 4
  * rows run side by side in one 4-float vector each (a: the sums, m: the minimum terms), one FMA
  * per super-block (gemv) or per pair of sub-blocks (PAIR: the gemm order), the one-row kernels'
@@ -329,7 +329,7 @@ INLINE void q4_K_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t 
     for (int t = 0; t < NT; t++) _mm_storeu_ps(s + t * bs, _mm_sub_ps(a[t], m[t]));
 }
 
-/* q6_K (x86_order_ref.h): 4 rows x NT tokens. Each row's 6-bit values and per-lane scales are
+/* q6_K (llamacpp_order_ref.h): 4 rows x NT tokens. Each row's 6-bit values and per-lane scales are
  * unpacked once per super-block for all NT tokens (kquant_avx512.c's one-row kernel says how);
  * each (row, token) pair keeps its own 8 float lanes, one FMA per super-block, and hsum8. */
 INLINE void q6_K_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t bx, const uint8_t *y, size_t by,

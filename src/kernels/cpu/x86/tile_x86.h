@@ -5,7 +5,7 @@
  *
  * A tile computes s[t * bs + r] = dot(x + r * bx, y + t * by) for r < nr and t < nt
  * (1..HEARTH_TILE_NT), and each of those nr * nt results equals the type's one-row dot of the
- * same set (llama.cpp's x86 order, x86_order_ref.h) bit for bit: every (row, token) pair keeps
+ * same set (llama.cpp's x86 order, llamacpp_order_ref.h) bit for bit: every (row, token) pair keeps
  * its own 8 float lanes (or its own scalar chains), its own FMA chain block after block and
  * its own hsum8, in registers or vector lanes of its own. The speed comes from the pairs being
  * independent (the FMA latency of one chain no longer bounds the loop), from unpacking each
@@ -49,7 +49,7 @@ void hearth_tile_q5_0_q8_0_avx512(int64_t n, float *s, int64_t bs, const void *x
                                   size_t by, int nt);
 void hearth_tile_q8_0_q8_0_avx512(int64_t n, float *s, int64_t bs, const void *x, size_t bx, int nr, const void *y, size_t by,
                                   int nt);
-/* q4_K in its two orders (x86_order_ref.h): the gemv one, and the gemm one of kernels.h's vec_dot_gemm */
+/* q4_K in its two orders (llamacpp_order_ref.h): the gemv one, and the gemm one of kernels.h's vec_dot_gemm */
 void hearth_tile_q4_K_q8_K_avx2(int64_t n, float *s, int64_t bs, const void *x, size_t bx, int nr, const void *y, size_t by,
                                 int nt);
 void hearth_tile_q6_K_q8_K_avx2(int64_t n, float *s, int64_t bs, const void *x, size_t bx, int nr, const void *y, size_t by,

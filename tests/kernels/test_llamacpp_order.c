@@ -1,6 +1,6 @@
 /*
- * test_x86_order.c - the kernels that repeat llama.cpp's x86 operation order (kernels/ref/
- * x86_order_ref.h, attn_x86_order.h) against their plain-C twins, bit for bit:
+ * test_llamacpp_order.c - the kernels that repeat llama.cpp's x86 operation order (kernels/ref/
+ * llamacpp_order_ref.h, attn_llamacpp_order.h) against their plain-C twins, bit for bit:
  *
  *   - the q4_0 / q4_1 / q5_0 / q8_0 / q4_K / q6_K dots of every SIMD set (and q4_K's gemm
  *     order) equal the scalar set's (the twins) on random blocks of several lengths;
@@ -31,7 +31,7 @@
 #include "kernels/cpu/x86/attn_x86.h"
 #include "kernels/cpu/x86/quant_x86.h"
 #include "kernels/ref/ops_ref.h"
-#include "kernels/ref/x86_order_ref.h"
+#include "kernels/ref/llamacpp_order_ref.h"
 #include "tensor/dtype.h"
 #include "tensor/quant.h"
 #include "test.h"

@@ -1,5 +1,5 @@
-/* x86_order_ref.c - llama.cpp's x86 operation order in plain C; see x86_order_ref.h. */
-#include "kernels/ref/x86_order_ref.h"
+/* llamacpp_order_ref.c - llama.cpp's x86 operation order in plain C; see llamacpp_order_ref.h. */
+#include "kernels/ref/llamacpp_order_ref.h"
 #include "tensor/dtype.h"
 #include "tensor/quant.h"
 

@@ -1,5 +1,5 @@
 /*
- * attn_x86_order.h - one attention head over an f16 paged KV cache, in the operation order of
+ * attn_llamacpp_order.h - one attention head over an f16 paged KV cache, in the operation order of
  * llama.cpp's AVX-512 build without flash attention (the default path's attention).
  *
  * llama.cpp runs attention as two matmuls around a softmax: KQ = K . f16(q), softmax(KQ *
@@ -20,14 +20,14 @@
  * Written once as static inline C so that two translation units share it: the plain reference
  * (kernels/ref/attn_x86_ref.c, fmaf from libm) and the FMA-compiled one the SIMD sets run
  * (kernels/cpu/x86/attn_fma_avx2.c, fmaf as one instruction); fmaf is exact either way, so
- * the two are bit-identical (tests/kernels/test_x86_order.c).
+ * the two are bit-identical (tests/kernels/test_llamacpp_order.c).
  */
 #pragma once
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "kernels/ref/x86_order_ref.h"
+#include "kernels/ref/llamacpp_order_ref.h"
 #include "tensor/dtype.h"
 
 #define HEARTH_ATTN_X86_MAX_HEAD_DIM 512

@@ -1,12 +1,12 @@
 /*
- * x86_order_ref.h - plain-C twins of the arithmetic llama.cpp's x86 CPU build performs, so
+ * llamacpp_order_ref.h - plain-C twins of the arithmetic llama.cpp's x86 CPU build performs, so
  * hearth's default kernel set can round exactly as llama.cpp does on the same machine.
  *
  * With 8-bit activations re-quantized before every matmul, a one-ulp difference anywhere can
  * flip a later rounding, so "the same maths" is not enough: the default path repeats the
  * reference build's operations one for one. These functions are the specification of the
  * SIMD kernels that do so (kernels/cpu/x86/quant_avx2.c and quant_avx512.c), equal to them bit for bit
- * (tests/kernels/test_x86_order.c):
+ * (tests/kernels/test_llamacpp_order.c):
  *
  *   q8_0 / q8_1 activation quantizers  d = amax / 127 (rounded to f16 for storage), the
  *        multiplier 127 / amax (not 1 / d), round half to even; q8_1's s = f16(d * sum(q)).
@@ -42,7 +42,7 @@ float hearth_expf_x86_ref(float x);
 void hearth_swiglu_x86_ref(float *g, const float *u, int64_t n);
 
 /* One attention head of one query over an f16 paged cache in llama.cpp's order
- * (attn_x86_order.h says how): single = the step holds only this token of its sequence.
+ * (attn_llamacpp_order.h says how): single = the step holds only this token of its sequence.
  * scores: at least round_up(j1, 32) floats. */
 typedef void (*hearth_attn_head_x86_fn)(const float *q, const uint16_t *k, const uint16_t *v, int64_t kv_stride,
                                         const int32_t *table_row, int32_t block_size, int64_t head_dim, int64_t j0,
