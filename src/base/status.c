@@ -18,6 +18,13 @@ const char *hearth_status_str(hearth_status s) {
     case HEARTH_E_NOTFOUND:    return "not found";
     case HEARTH_E_UNSUPPORTED: return "unsupported";
     case HEARTH_E_AMBIGUOUS:   return "ambiguous";
+    case HEARTH_E_TIMEOUT:     return "timed out";
+    case HEARTH_E_BUSY:        return "busy";
+    case HEARTH_E_DENIED:      return "not authorized";
+    case HEARTH_E_NOT_ALLOWED: return "operation not allowed";
+    case HEARTH_E_TOO_LARGE:   return "too large";
+    case HEARTH_E_MEDIA_TYPE:  return "unsupported media type";
+    case HEARTH_E_NOT_IMPLEMENTED: return "not implemented";
     }
     return "unknown error";
 }

@@ -7,6 +7,9 @@
  * or a line/column for text); capacity refusals are ordinary results, not errors.
  *
  * Codes are negative, grouped by area, and append-only: they reach logs and the wire.
+ * LIMIT is a bound (a size or a count) that the input itself breaks, so trying again the same
+ * way fails again; TIMEOUT and BUSY are "not now", where the same call may succeed later. The
+ * server maps each code to an HTTP status in one table (server/errors.c).
  */
 #pragma once
 #include <stdint.h>
@@ -24,6 +27,14 @@ typedef enum {
     HEARTH_E_NOTFOUND  = -8,  /* a named thing does not exist */
     HEARTH_E_UNSUPPORTED = -9, /* valid input that hearth does not (yet) handle */
     HEARTH_E_AMBIGUOUS = -10, /* a query matched more than one thing */
+    HEARTH_E_TIMEOUT   = -11, /* a wait ended before what it waited for happened ("not yet") */
+    HEARTH_E_BUSY      = -12, /* a shared resource is taken (a lock, every slot); try again later */
+    HEARTH_E_DENIED    = -13, /* the caller did not prove it may do this (no or a wrong key) */
+    HEARTH_E_NOT_ALLOWED = -14, /* the target exists but does not offer this operation */
+    HEARTH_E_TOO_LARGE = -15, /* the input as a whole is larger than the receiver takes */
+    HEARTH_E_MEDIA_TYPE = -16, /* the input comes in a media type or encoding not taken here */
+    HEARTH_E_NOT_IMPLEMENTED = -17, /* the request is fine, but serving it needs what hearth lacks
+                                       * (say a model's chat template it cannot run) */
 } hearth_status;
 
 /* Error record filled by parsers and loaders. pos is a byte offset into the input, or -1.

@@ -362,7 +362,7 @@ hearth_status hearth_request_next(hearth_request *r, hearth_event *ev, int timeo
         if (timeout_ms < 0) pthread_cond_wait(&r->cv, &r->mu);
         else if (timeout_ms == 0 || pthread_cond_timedwait(&r->cv, &r->mu, &deadline) == ETIMEDOUT) {
             pthread_mutex_unlock(&r->mu);
-            return HEARTH_E_LIMIT;
+            return HEARTH_E_TIMEOUT;
         }
     }
     if (r->head < r->n_events) *ev = r->events[r->head++];

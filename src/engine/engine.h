@@ -148,7 +148,7 @@ hearth_status hearth_engine_submit(hearth_engine *e, const hearth_request_params
 /* Ask the engine to stop req at its next step; harmless after DONE. */
 void          hearth_engine_cancel(hearth_engine *e, hearth_request *req);
 /* Wait up to timeout_ms (< 0: forever) for the next event. Returns HEARTH_OK with *ev filled,
- * or HEARTH_E_LIMIT on timeout. After DONE it keeps returning the DONE event. */
+ * or HEARTH_E_TIMEOUT when none came in time. After DONE it keeps returning the DONE event. */
 hearth_status hearth_request_next(hearth_request *req, hearth_event *ev, int timeout_ms);
 /* Drop the caller's reference (cancels the request if still running). Accepts NULL. */
 void          hearth_request_release(hearth_request *req);

@@ -194,7 +194,7 @@ hearth_status hearth_downloads_start(hearth_downloads *d, const char *repo_id, c
         }
     }
     if (running >= d->max_active) {
-        st = hearth_err_set(err, HEARTH_E_LIMIT, -1, "%d downloads are already running; try again when one ends",
+        st = hearth_err_set(err, HEARTH_E_BUSY, -1, "%d downloads are already running; try again when one ends",
                             running);
         goto out;
     }

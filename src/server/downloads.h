@@ -8,7 +8,7 @@
  * "done", so the model is in /library by the time a client sees that state.
  *
  * Bounded: at most max_active jobs run at once (another start is refused with
- * HEARTH_E_LIMIT), one per repo (starting a repo that is downloading returns the running job
+ * HEARTH_E_BUSY), one per repo (starting a repo that is downloading returns the running job
  * instead of a second one, which would only trip over the first one's blob locks), and at
  * most max_kept jobs are remembered: starting one past that forgets the oldest finished job.
  *
@@ -39,7 +39,7 @@ void          hearth_downloads_destroy(hearth_downloads *d);
 
 /* Start fetching repo_id (glob and revision may be NULL) and write the job's id into id.
  * When the repo is already downloading, id is that job's and *existing (may be NULL) true.
- * HEARTH_E_LIMIT when max_active jobs are running; HEARTH_E_INVALID for a bad repo id, glob or
+ * HEARTH_E_BUSY when max_active jobs are running; HEARTH_E_INVALID for a bad repo id, glob or
  * revision. */
 hearth_status hearth_downloads_start(hearth_downloads *d, const char *repo_id, const char *glob,
                                      const char *revision, char *id, size_t id_cap, bool *existing,

@@ -327,7 +327,7 @@ void hearth_store_download_start(hearth_http_req *r) {
     hearth_err err = {0};
     hearth_status st = hearth_downloads_start(r->srv->dl, repo, file, rev, id, sizeof id, &existing, &err);
     cJSON_Delete(root);
-    if (st == HEARTH_E_LIMIT) {
+    if (st == HEARTH_E_BUSY) {
         send_err(r, 429, "too_many_downloads", NULL, err.msg);
         return;
     }

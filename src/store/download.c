@@ -206,7 +206,7 @@ static bool open_item(run *r, xfer *x) {
             say(why, sizeof why, "%s: another process (pid %d) is downloading it; run again when it is done",
                      it->name, other);
         else say(why, sizeof why, "%s: %s", it->name, e.msg);
-        fail_item(r, x, lr == HEARTH_LOCK_BUSY ? HEARTH_E_LIMIT : HEARTH_E_IO, why, false);
+        fail_item(r, x, lr == HEARTH_LOCK_BUSY ? HEARTH_E_BUSY : HEARTH_E_IO, why, false);
         return false;
     }
     if (lr == HEARTH_LOCK_STOLEN) {

@@ -145,7 +145,7 @@ hearth_status hearth_get(const hearth_get_params *p, hearth_get_result *result, 
     int other = 0;
     hearth_lock_result lr = hearth_lock_acquire(lock_path, true, 30000, &repo_lock, &other, err);
     if (lr == HEARTH_LOCK_BUSY) {
-        st = hearth_err_set(err, HEARTH_E_LIMIT, -1, "%s is being cleaned by hearth gc (pid %d); try again", p->repo_id,
+        st = hearth_err_set(err, HEARTH_E_BUSY, -1, "%s is being cleaned by hearth gc (pid %d); try again", p->repo_id,
                             other);
         goto done;
     }
