@@ -39,7 +39,7 @@
 static const char *const text_types[] = {"text", NULL};
 
 static bool bad_type(hearth_api_err *e, const char *param, const char *what) {
-    return hearth_api_err_set(e, 400, "invalid_type", param, "%s: %s", param, what);
+    return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", param, "%s: %s", param, what);
 }
 
 /* One tool_result block -> a `tool` message. */
@@ -53,14 +53,14 @@ static bool map_tool_result(cJSON *body, const cJSON *b, const char *param, hear
     free(text);
     if (!m) return false;
     return cJSON_AddStringToObject(m, "tool_call_id", id->valuestring) ||
-           hearth_api_err_set(e, 503, "out_of_memory", NULL, "out of memory");
+           hearth_api_oom(e);
 }
 
 /* Append text to *acc (newline-separated). */
 static bool append(char **acc, const char *t, hearth_api_err *e) {
     size_t a = *acc ? strlen(*acc) : 0, n = strlen(t);
     char *s = realloc(*acc, a + n + 2);
-    if (!s) return hearth_api_err_set(e, 503, "out_of_memory", NULL, "out of memory");
+    if (!s) return hearth_api_oom(e);
     if (a) s[a++] = '\n';
     memcpy(s + a, t, n + 1);
     *acc = s;
@@ -75,7 +75,7 @@ static bool map_blocks(cJSON *body, bool user, const cJSON *content, hearth_span
     char *text = NULL;
     cJSON *calls = cJSON_CreateObject(); /* collects tool_calls of an assistant turn */
     bool ok = false, any_result = false;
-    if (!calls) return hearth_api_err_set(e, 503, "out_of_memory", NULL, "out of memory");
+    if (!calls) return hearth_api_oom(e);
     for (const cJSON *b = content->child; b; b = b->next) {
         hearth_span rb = {NULL, 0};
         if (have_raw && !hearth_jraw_next(&it, NULL, &rb)) have_raw = false;
@@ -108,8 +108,9 @@ static bool map_blocks(cJSON *body, bool user, const cJSON *content, hearth_span
         } else if (!user && (!strcmp(t, "thinking") || !strcmp(t, "redacted_thinking"))) {
             continue;
         } else {
-            hearth_api_err_set(e, 400, "unsupported", param, "%s: content blocks of type '%.40s' are not supported "
-                               "%sby hearth", param, t, user ? "in a user turn " : "in an assistant turn ");
+            hearth_api_fail(e, HEARTH_E_UNSUPPORTED, "unsupported", param,
+                            "%s: content blocks of type '%.40s' are not supported "
+                            "%sby hearth", param, t, user ? "in a user turn " : "in an assistant turn ");
             goto out;
         }
     }
@@ -136,14 +137,16 @@ static bool map_messages(const cJSON *root, hearth_span raw, cJSON *body, hearth
         if (!ok) return false;
     }
     const cJSON *msgs = hearth_req_field(root, "messages");
-    if (!msgs) return hearth_api_err_set(e, 400, "missing_required_parameter", "messages", "messages: Field required");
+    if (!msgs) return hearth_api_fail(e, HEARTH_E_INVALID, "missing_required_parameter", "messages",
+                                      "messages: Field required");
     if (!cJSON_IsArray(msgs)) return bad_type(e, "messages", "must be a list of messages");
     int n = cJSON_GetArraySize(msgs);
     if (n == 0)
-        return hearth_api_err_set(e, 400, "invalid_value", "messages", "messages: at least one message is required");
+        return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", "messages",
+                               "messages: at least one message is required");
     if (n > MAX_MESSAGES)
-        return hearth_api_err_set(e, 400, "invalid_value", "messages", "messages: at most %d messages are allowed",
-                                  MAX_MESSAGES);
+        return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", "messages",
+                               "messages: at most %d messages are allowed", MAX_MESSAGES);
     int i = 0;
     hearth_jraw_it it;
     bool have_raw = hearth_jraw_iter(hearth_chatmap_raw_child(raw, root, msgs), &it);
@@ -154,7 +157,8 @@ static bool map_messages(const cJSON *root, hearth_span raw, cJSON *body, hearth
         snprintf(param, sizeof param, "messages.%d", i);
         const cJSON *role = cJSON_IsObject(m) ? hearth_req_field(m, "role") : NULL;
         if (!cJSON_IsString(role) || (strcmp(role->valuestring, "user") && strcmp(role->valuestring, "assistant")))
-            return hearth_api_err_set(e, 400, "invalid_value", param, "%s.role: must be 'user' or 'assistant'", param);
+            return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", param,
+                                   "%s.role: must be 'user' or 'assistant'", param);
         bool user = !strcmp(role->valuestring, "user");
         const cJSON *c = hearth_req_field(m, "content");
         if (cJSON_IsString(c)) {
@@ -162,8 +166,8 @@ static bool map_messages(const cJSON *root, hearth_span raw, cJSON *body, hearth
         } else if (cJSON_IsArray(c)) {
             if (!map_blocks(body, user, c, hearth_chatmap_raw_child(rm, m, c), param, e)) return false;
         } else {
-            return hearth_api_err_set(e, 400, "invalid_type", param,
-                                      "%s.content: must be a string or a list of content blocks", param);
+            return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", param,
+                                   "%s.content: must be a string or a list of content blocks", param);
         }
     }
     return true;
@@ -189,12 +193,12 @@ static bool map_tool_choice(const cJSON *root, cJSON *body, hearth_api_err *e) {
             c = NULL;
         }
     } else {
-        return hearth_api_err_set(e, 400, "invalid_value", "tool_choice",
-                                  "tool_choice: type must be auto, any, tool or none (got '%.40s')", t->valuestring);
+        return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", "tool_choice",
+                               "tool_choice: type must be auto, any, tool or none (got '%.40s')", t->valuestring);
     }
     if (!c || !cJSON_AddItemToObject(body, "tool_choice", c)) {
         cJSON_Delete(c);
-        return hearth_api_err_set(e, 503, "out_of_memory", NULL, "out of memory");
+        return hearth_api_oom(e);
     }
     return true;
 }
@@ -239,7 +243,7 @@ static bool map_thinking(const cJSON *root, cJSON *body, hearth_api_err *e) {
 static bool prompt_of(hearth_server *s, const cJSON *root, hearth_span raw, hearth_chat_opts *co, int32_t **ids,
                       size_t *n, hearth_api_err *e) {
     cJSON *body = hearth_chatmap_new();
-    if (!body) return hearth_api_err_set(e, 503, "out_of_memory", NULL, "out of memory");
+    if (!body) return hearth_api_oom(e);
     bool ok = map_messages(root, raw, body, e) && map_tools(root, raw, body, e) && map_thinking(root, body, e) &&
               hearth_chat_prompt_opts(s, body, co, ids, n, e);
     cJSON_Delete(body);
@@ -253,10 +257,12 @@ static bool parse_sampling(hearth_server *s, const cJSON *root, hearth_gen_spec 
     hearth_anthropic_out *o = calloc(1, sizeof *o);
     hearth_gen_spec_init(s, g, &hearth_anthropic_writer, 0);
     g->ctx = o;
-    if (!o) return hearth_api_err_set(e, 503, "out_of_memory", NULL, "out of memory");
+    if (!o) return hearth_api_oom(e);
     if ((rc = hearth_req_int(root, "max_tokens", -1e12, 1e12, &i, e)) < 0) return false;
-    if (!rc) return hearth_api_err_set(e, 400, "missing_required_parameter", "max_tokens", "max_tokens: Field required");
-    if (i < 1) return hearth_api_err_set(e, 400, "invalid_value", "max_tokens", "max_tokens: must be at least 1");
+    if (!rc) return hearth_api_fail(e, HEARTH_E_INVALID, "missing_required_parameter", "max_tokens",
+                                    "max_tokens: Field required");
+    if (i < 1) return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", "max_tokens",
+                                      "max_tokens: must be at least 1");
     g->max_tokens = i > INT32_MAX ? INT32_MAX : (int32_t)i;
     g->max_tokens_set = true;
     if (hearth_req_bool(root, "stream", &g->stream, e) < 0) return false;

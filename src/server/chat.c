@@ -30,30 +30,33 @@ static bool content_text(const cJSON *c, int im, cJSON **out, hearth_api_err *e)
     snprintf(param, sizeof param, "messages[%d].content", im);
     if (!c || cJSON_IsNull(c)) {
         *out = cJSON_CreateString("");
-        return *out != NULL || hearth_api_err_set(e, 503, "out_of_memory", NULL, "out of memory");
+        return *out != NULL || hearth_api_oom(e);
     }
     if (cJSON_IsString(c)) {
         *out = cJSON_CreateString(c->valuestring);
-        return *out != NULL || hearth_api_err_set(e, 503, "out_of_memory", NULL, "out of memory");
+        return *out != NULL || hearth_api_oom(e);
     }
     if (!cJSON_IsArray(c))
-        return hearth_api_err_set(e, 400, "invalid_type", param, "'%s' must be a string or a list of parts", param);
+        return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", param, "'%s' must be a string or a list of parts",
+                               param);
     size_t n = 0;
     for (const cJSON *p = c->child; p; p = p->next) {
         const cJSON *type = cJSON_IsObject(p) ? cJSON_GetObjectItemCaseSensitive(p, "type") : NULL;
         const cJSON *text = cJSON_IsObject(p) ? cJSON_GetObjectItemCaseSensitive(p, "text") : NULL;
         if (!cJSON_IsString(type))
-            return hearth_api_err_set(e, 400, "invalid_type", param, "each part of '%s' needs a string 'type'", param);
+            return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", param,
+                                   "each part of '%s' needs a string 'type'", param);
         if (strcmp(type->valuestring, "text") && strcmp(type->valuestring, "input_text"))
-            return hearth_api_err_set(e, 400, "unsupported", param,
-                                      "content parts of type '%.40s' are not supported yet (text only)",
-                                      type->valuestring);
+            return hearth_api_fail(e, HEARTH_E_UNSUPPORTED, "unsupported", param,
+                                   "content parts of type '%.40s' are not supported yet (text only)",
+                                   type->valuestring);
         if (!cJSON_IsString(text))
-            return hearth_api_err_set(e, 400, "invalid_type", param, "a text part of '%s' needs a string 'text'", param);
+            return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", param,
+                                   "a text part of '%s' needs a string 'text'", param);
         n += strlen(text->valuestring) + 1;
     }
     char *buf = malloc(n + 1), *q = buf;
-    if (!buf) return hearth_api_err_set(e, 503, "out_of_memory", NULL, "out of memory");
+    if (!buf) return hearth_api_oom(e);
     for (const cJSON *p = c->child; p; p = p->next) {
         const char *t = cJSON_GetObjectItemCaseSensitive(p, "text")->valuestring;
         if (q != buf) *q++ = '\n'; /* parts joined by newlines, as vLLM does */
@@ -64,10 +67,10 @@ static bool content_text(const cJSON *c, int im, cJSON **out, hearth_api_err *e)
     *q = 0;
     *out = cJSON_CreateString(buf);
     free(buf);
-    return *out != NULL || hearth_api_err_set(e, 503, "out_of_memory", NULL, "out of memory");
+    return *out != NULL || hearth_api_oom(e);
 }
 
-static bool oom(hearth_api_err *e) { return hearth_api_err_set(e, 503, "out_of_memory", NULL, "out of memory"); }
+static bool oom(hearth_api_err *e) { return hearth_api_oom(e); }
 
 static hearth_span raw_child(hearth_span rv, const cJSON *v, const cJSON *c) {
     return hearth_chatmap_raw_child(rv, v, c);
@@ -100,7 +103,7 @@ static bool add_copy(cJSON *obj, const char *key, const cJSON *v, hearth_span ra
  * parsed, as mlx-bun and vLLM do; another string is kept as is). */
 static bool tool_calls(const cJSON *tc, hearth_span raw, cJSON *nm, const char *param, hearth_api_err *e) {
     if (!cJSON_IsArray(tc))
-        return hearth_api_err_set(e, 400, "invalid_type", param, "'%s.tool_calls' must be a list", param);
+        return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", param, "'%s.tool_calls' must be a list", param);
     cJSON *out = cJSON_AddArrayToObject(nm, "tool_calls");
     if (!out) return oom(e);
     hearth_jraw_it it;
@@ -113,8 +116,8 @@ static bool tool_calls(const cJSON *tc, hearth_span raw, cJSON *nm, const char *
         const cJSON *args = cJSON_IsObject(f) ? cJSON_GetObjectItemCaseSensitive(f, "arguments") : NULL;
         const cJSON *id = cJSON_IsObject(c) ? cJSON_GetObjectItemCaseSensitive(c, "id") : NULL;
         if (!cJSON_IsString(name))
-            return hearth_api_err_set(e, 400, "invalid_type", param,
-                                      "each of '%s.tool_calls' needs a 'function' with a string 'name'", param);
+            return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", param,
+                                   "each of '%s.tool_calls' needs a 'function' with a string 'name'", param);
         cJSON *nc = cJSON_CreateObject(), *nf = NULL;
         if (!nc || !cJSON_AddItemToArray(out, nc)) {
             cJSON_Delete(nc);
@@ -144,14 +147,17 @@ static bool tool_calls(const cJSON *tc, hearth_span raw, cJSON *nm, const char *
 static bool normalize(const cJSON *root, hearth_span raw, cJSON *ctx, hearth_api_err *e) {
     const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(root, "messages");
     if (!msgs || cJSON_IsNull(msgs))
-        return hearth_api_err_set(e, 400, "missing_required_parameter", "messages", "'messages' is required");
+        return hearth_api_fail(e, HEARTH_E_INVALID, "missing_required_parameter", "messages", "'messages' is required");
     if (!cJSON_IsArray(msgs))
-        return hearth_api_err_set(e, 400, "invalid_type", "messages", "'messages' must be a list of messages");
+        return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", "messages",
+                               "'messages' must be a list of messages");
     int n = cJSON_GetArraySize(msgs);
     if (n == 0)
-        return hearth_api_err_set(e, 400, "invalid_value", "messages", "'messages' must hold at least one message");
+        return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", "messages",
+                               "'messages' must hold at least one message");
     if (n > MAX_MESSAGES)
-        return hearth_api_err_set(e, 400, "invalid_value", "messages", "at most %d messages are allowed", MAX_MESSAGES);
+        return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", "messages", "at most %d messages are allowed",
+                               MAX_MESSAGES);
     cJSON *out = cJSON_AddArrayToObject(ctx, "messages");
     if (!out) return oom(e);
     hearth_span raw_msgs = raw_child(raw, root, msgs);
@@ -163,16 +169,17 @@ static bool normalize(const cJSON *root, hearth_span raw, cJSON *ctx, hearth_api
         hearth_span rm = {NULL, 0};
         if (have_raw && !hearth_jraw_next(&it, NULL, &rm)) rm.len = 0;
         snprintf(param, sizeof param, "messages[%d]", im);
-        if (!cJSON_IsObject(m)) return hearth_api_err_set(e, 400, "invalid_type", param, "'%s' must be an object", param);
+        if (!cJSON_IsObject(m)) return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", param,
+                                                       "'%s' must be an object", param);
         const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
         if (!cJSON_IsString(role))
-            return hearth_api_err_set(e, 400, "invalid_type", param, "'%s.role' must be a string", param);
+            return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", param, "'%s.role' must be a string", param);
         const char *r = role->valuestring;
         if (!strcmp(r, "developer")) r = "system";
         if (strcmp(r, "system") && strcmp(r, "user") && strcmp(r, "assistant") && strcmp(r, "tool"))
-            return hearth_api_err_set(e, 400, "invalid_value", param,
-                                      "'%s.role' must be system, developer, user, assistant or tool (got '%.40s')",
-                                      param, role->valuestring);
+            return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", param,
+                                   "'%s.role' must be system, developer, user, assistant or tool (got '%.40s')",
+                                   param, role->valuestring);
         cJSON *nm = cJSON_CreateObject(), *text = NULL;
         if (!nm || !cJSON_AddItemToArray(out, nm) || !cJSON_AddStringToObject(nm, "role", r)) return oom(e);
         if (!content_text(cJSON_GetObjectItemCaseSensitive(m, "content"), im, &text, e)) return false;
@@ -201,15 +208,15 @@ static bool add_tools(const cJSON *root, hearth_span raw, cJSON *ctx, bool *pars
     *parse = false;
     *force = 0;
     if (tools && !cJSON_IsArray(tools))
-        return hearth_api_err_set(e, 400, "invalid_type", "tools", "'tools' must be a list of tools");
+        return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", "tools", "'tools' must be a list of tools");
     for (const cJSON *t = tools ? tools->child : NULL; t; t = t->next) {
         const cJSON *type = cJSON_IsObject(t) ? cJSON_GetObjectItemCaseSensitive(t, "type") : NULL;
         const cJSON *f = cJSON_IsObject(t) ? cJSON_GetObjectItemCaseSensitive(t, "function") : NULL;
         const cJSON *name = cJSON_IsObject(f) ? cJSON_GetObjectItemCaseSensitive(f, "name") : NULL;
         if (!cJSON_IsString(type) || strcmp(type->valuestring, "function") || !cJSON_IsString(name) ||
             !*name->valuestring)
-            return hearth_api_err_set(e, 400, "invalid_value", "tools",
-                                      "each tool must be {\"type\": \"function\", \"function\": {\"name\": ...}}");
+            return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", "tools",
+                                   "each tool must be {\"type\": \"function\", \"function\": {\"name\": ...}}");
     }
     if (choice) {
         const cJSON *f = cJSON_IsObject(choice) ? cJSON_GetObjectItemCaseSensitive(choice, "function") : NULL;
@@ -218,16 +225,16 @@ static bool add_tools(const cJSON *root, hearth_span raw, cJSON *ctx, bool *pars
         else if (cJSON_IsString(choice) &&
                  (!strcmp(choice->valuestring, "auto") || !strcmp(choice->valuestring, "required"))) {
             if (!strcmp(choice->valuestring, "required") && (!tools || !tools->child))
-                return hearth_api_err_set(e, 400, "invalid_value", "tool_choice",
-                                          "tool_choice 'required' needs at least one tool in 'tools'");
+                return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", "tool_choice",
+                                       "tool_choice 'required' needs at least one tool in 'tools'");
             if (!strcmp(choice->valuestring, "required")) *force = FORCE_ANY;
         } else if (cJSON_IsString(name)) {
             only = name->valuestring;
             *force = FORCE_ONE;
         } else {
-            return hearth_api_err_set(e, 400, "invalid_value", "tool_choice",
-                                      "'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": "
-                                      "\"function\", \"function\": {\"name\": ...}}");
+            return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", "tool_choice",
+                                   "'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": "
+                                   "\"function\", \"function\": {\"name\": ...}}");
         }
     }
     cJSON *out = NULL;
@@ -249,12 +256,12 @@ static bool add_tools(const cJSON *root, hearth_span raw, cJSON *ctx, bool *pars
             }
         }
         if (only && !out->child)
-            return hearth_api_err_set(e, 400, "invalid_value", "tool_choice",
-                                      "tool_choice names the function '%.60s', which is not in 'tools'", only);
+            return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", "tool_choice",
+                                   "tool_choice names the function '%.60s', which is not in 'tools'", only);
         *parse = true;
     } else if (only) {
-        return hearth_api_err_set(e, 400, "invalid_value", "tool_choice",
-                                  "tool_choice names the function '%.60s', which is not in 'tools'", only);
+        return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", "tool_choice",
+                               "tool_choice names the function '%.60s', which is not in 'tools'", only);
     } else if (!cJSON_AddNullToObject(ctx, "tools")) {
         return oom(e);
     }
@@ -283,8 +290,8 @@ static bool add_thinking(hearth_server *s, const cJSON *root, cJSON *ctx, hearth
         bool known = false;
         for (size_t i = 0; i < sizeof efforts / sizeof efforts[0]; i++) known |= !strcmp(effort, efforts[i]);
         if (!known)
-            return hearth_api_err_set(e, 400, "invalid_value", "reasoning_effort",
-                                      "'reasoning_effort' must be none, minimal, low, medium, high or xhigh");
+            return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", "reasoning_effort",
+                                   "'reasoning_effort' must be none, minimal, low, medium, high or xhigh");
         think = strcmp(effort, "none") != 0;
         /* templates with effort levels (gpt-oss) read the variable itself */
         if (think && !cJSON_AddStringToObject(ctx, "reasoning_effort", effort)) return oom(e);
@@ -323,13 +330,13 @@ static cJSON *build_context(hearth_server *s, const cJSON *root, hearth_span raw
     if (!normalize(root, raw, ctx, e) || !add_tools(root, raw, ctx, tools, force, e)) goto fail;
     *final = final_to_continue(ctx, cont, &bad);
     if (bad) {
-        hearth_api_err_set(e, 400, "invalid_value", "messages",
-                           "continuing the final message needs it to be an assistant message with text");
+        hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", "messages",
+                        "continuing the final message needs it to be an assistant message with text");
         goto fail;
     }
     const cJSON *docs = hearth_req_field(root, "documents");
     if (docs && !cJSON_IsArray(docs)) {
-        hearth_api_err_set(e, 400, "invalid_type", "documents", "'documents' must be a list");
+        hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", "documents", "'documents' must be a list");
         goto fail;
     }
     if (docs ? !add_copy(ctx, "documents", docs, raw_child(raw, root, docs), e) : !cJSON_AddNullToObject(ctx, "documents"))
@@ -345,7 +352,8 @@ static cJSON *build_context(hearth_server *s, const cJSON *root, hearth_span raw
     const cJSON *kw = cJSON_GetObjectItemCaseSensitive(root, "chat_template_kwargs");
     if (kw && !cJSON_IsNull(kw)) {
         if (!cJSON_IsObject(kw)) {
-            hearth_api_err_set(e, 400, "invalid_type", "chat_template_kwargs", "'chat_template_kwargs' must be an object");
+            hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", "chat_template_kwargs",
+                            "'chat_template_kwargs' must be an object");
             goto fail;
         }
         hearth_span rk = raw_child(raw, root, kw);
@@ -408,31 +416,33 @@ bool hearth_chat_prompt_opts(hearth_server *s, const cJSON *root, hearth_chat_op
     size_t n_text = 0;
     if (opts) opts->constraint = NULL;
     if (!s->tmpl) {
-        hearth_api_err_set(e, s->m && hearth_model_chat_template(s->m) ? 501 : 400, "chat_template_unavailable",
-                           "messages", "%s", s->tmpl_error);
+        /* the model has a template hearth cannot run, or none at all (the request asks for chat) */
+        hearth_api_fail(e, s->m && hearth_model_chat_template(s->m) ? HEARTH_E_NOT_IMPLEMENTED : HEARTH_E_INVALID,
+                        "chat_template_unavailable", "messages", "%s", s->tmpl_error);
         goto out;
     }
     json = cJSON_PrintUnformatted(ctx);
     if (!json) {
-        hearth_api_err_set(e, 503, "out_of_memory", NULL, "out of memory");
+        hearth_api_oom(e);
         goto out;
     }
     hearth_err herr = {0};
     hearth_status st = hearth_chat_render(s, json, strlen(json), &text, &n_text, &herr);
     if (st) {
-        hearth_api_err_set(e, st == HEARTH_E_NOMEM ? 503 : 400, "chat_template_error", "messages",
-                           "the chat template failed: %s", herr.msg);
+        hearth_api_fail(e, st == HEARTH_E_NOMEM ? HEARTH_E_NOMEM : HEARTH_E_INVALID, "chat_template_error", "messages",
+                        "the chat template failed: %s", herr.msg);
         goto out;
     }
     hearth_span kept = {"", 0};
     if (final && !cut_after_final(text, &n_text, final->valuestring, &kept)) {
-        hearth_api_err_set(e, 400, "invalid_value", "messages", "the final assistant message cannot be continued: "
-                           "the chat template does not render its text");
+        hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", "messages",
+                        "the final assistant message cannot be continued: "
+                        "the chat template does not render its text");
         goto out;
     }
     const hearth_tok *tok = hearth_model_tok(s->m);
     if (hearth_tok_encode(tok, text, n_text, true, true, ids, n_ids)) {
-        hearth_api_err_set(e, 400, "invalid_value", "messages", "the rendered prompt could not be tokenized");
+        hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", "messages", "the rendered prompt could not be tokenized");
         goto out;
     }
     if (opts) {
@@ -449,13 +459,14 @@ bool hearth_chat_prompt_opts(hearth_server *s, const cJSON *root, hearth_chat_op
          * a forced call, or a prompt that opened a reasoning block, cannot be continued */
         bool formatted = which != NULL;
         if (force && formatted) {
-            hearth_api_err_set(e, 400, "unsupported", which, "'%s' cannot be combined with a tool_choice that forces "
-                               "a tool call", which);
+            hearth_api_fail(e, HEARTH_E_UNSUPPORTED, "unsupported", which,
+                            "'%s' cannot be combined with a tool_choice that forces "
+                            "a tool call", which);
             goto out;
         }
         if (final && (force || (formatted && prefix))) {
-            hearth_api_err_set(e, 400, "unsupported", force ? "tool_choice" : which,
-                               force ? "a forced tool call cannot continue a final assistant message"
+            hearth_api_fail(e, HEARTH_E_UNSUPPORTED, "unsupported", force ? "tool_choice" : which,
+                            force ? "a forced tool call cannot continue a final assistant message"
                                      : "an output constraint cannot continue a final assistant message inside an "
                                        "open reasoning block");
             goto out;
@@ -472,7 +483,7 @@ bool hearth_chat_prompt_opts(hearth_server *s, const cJSON *root, hearth_chat_op
         } else {
             if (!hearth_structured_request(root, prefix, &opts->constraint, e)) goto out;
             if (opts->constraint && final && !(opts->constraint_fed = strndup(kept.ptr, kept.len))) {
-                hearth_api_err_set(e, 503, "out_of_memory", NULL, "out of memory");
+                hearth_api_oom(e);
                 goto out;
             }
         }

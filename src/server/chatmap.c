@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool oom(hearth_api_err *e) { return hearth_api_err_set(e, 503, "out_of_memory", NULL, "out of memory"); }
+static bool oom(hearth_api_err *e) { return hearth_api_oom(e); }
 
 cJSON *hearth_chatmap_new(void) {
     cJSON *b = cJSON_CreateObject();
@@ -62,8 +62,9 @@ bool hearth_chatmap_tool_call(cJSON *msg, const char *id, const char *name, cons
         bool obj = cJSON_IsObject(a);
         cJSON_Delete(a);
         if (!obj)
-            return hearth_api_err_set(e, 400, "invalid_value", param, "the arguments of tool call '%.60s' are not a "
-                                      "JSON object", name);
+            return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", param,
+                                   "the arguments of tool call '%.60s' are not a "
+                                   "JSON object", name);
         hearth_span t = hearth_jraw_trim(args->valuestring, strlen(args->valuestring));
         a = raw_item(t.ptr, t.len);
     } else if (cJSON_IsObject(args)) {
@@ -71,8 +72,9 @@ bool hearth_chatmap_tool_call(cJSON *msg, const char *id, const char *name, cons
     } else if (!args || cJSON_IsNull(args)) {
         a = cJSON_CreateObject();
     } else {
-        return hearth_api_err_set(e, 400, "invalid_type", param, "the arguments of tool call '%.60s' must be an "
-                                  "object", name);
+        return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", param,
+                               "the arguments of tool call '%.60s' must be an "
+                               "object", name);
     }
     if (!a) return oom(e);
     cJSON *calls = cJSON_GetObjectItemCaseSensitive(msg, "tool_calls");
@@ -140,21 +142,22 @@ bool hearth_chatmap_text(const cJSON *content, const char *const *text_types, co
         return *out || oom(e);
     }
     if (!cJSON_IsArray(content))
-        return hearth_api_err_set(e, 400, "invalid_type", param, "'%s' must be a string or a list of content blocks",
-                                  param);
+        return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", param,
+                               "'%s' must be a string or a list of content blocks", param);
     size_t n = 1;
     for (const cJSON *p = content->child; p; p = p->next) {
         const cJSON *type = cJSON_IsObject(p) ? cJSON_GetObjectItemCaseSensitive(p, "type") : NULL;
         const cJSON *text = cJSON_IsObject(p) ? cJSON_GetObjectItemCaseSensitive(p, "text") : NULL;
         if (!cJSON_IsString(type))
-            return hearth_api_err_set(e, 400, "invalid_type", param, "each block of '%s' needs a string 'type'", param);
+            return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", param,
+                                   "each block of '%s' needs a string 'type'", param);
         if (!type_in(type->valuestring, text_types))
-            return hearth_api_err_set(e, 400, "unsupported", param,
-                                      "content blocks of type '%.40s' are not supported here by hearth (text only)",
-                                      type->valuestring);
+            return hearth_api_fail(e, HEARTH_E_UNSUPPORTED, "unsupported", param,
+                                   "content blocks of type '%.40s' are not supported here by hearth (text only)",
+                                   type->valuestring);
         if (!cJSON_IsString(text))
-            return hearth_api_err_set(e, 400, "invalid_type", param, "a text block of '%s' needs a string 'text'",
-                                      param);
+            return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", param,
+                                   "a text block of '%s' needs a string 'text'", param);
         n += strlen(text->valuestring) + 1;
     }
     char *buf = malloc(n), *q = buf;

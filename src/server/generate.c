@@ -48,14 +48,14 @@ void hearth_gen_spec_init(hearth_server *s, hearth_gen_spec *g, const hearth_gen
 bool hearth_gen_add_stop(hearth_gen_spec *g, const char *s, const char *param, hearth_api_err *e) {
     size_t len = strlen(s);
     if (len > HEARTH_STOP_MAX_BYTES)
-        return hearth_api_err_set(e, 400, "invalid_value", param, "a stop string is longer than %d bytes",
-                                  HEARTH_STOP_MAX_BYTES);
+        return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", param, "a stop string is longer than %d bytes",
+                               HEARTH_STOP_MAX_BYTES);
     if (!len) return true;
     if (g->n_stops == HEARTH_STOP_MAX)
-        return hearth_api_err_set(e, 400, "invalid_value", param, "at most %d stop strings are allowed",
-                                  HEARTH_STOP_MAX);
+        return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", param, "at most %d stop strings are allowed",
+                               HEARTH_STOP_MAX);
     char *copy = strdup(s);
-    if (!copy) return hearth_api_err_set(e, 503, "out_of_memory", NULL, "out of memory");
+    if (!copy) return hearth_api_oom(e);
     g->stop_text[g->n_stops] = copy;
     g->stops[g->n_stops].ptr = copy;
     g->stops[g->n_stops].len = len;
@@ -278,7 +278,8 @@ static int next_text(gen *g, hearth_span *a, hearth_span *b) {
         case HEARTH_FINISH_STOP: g->out.end = HEARTH_GEN_END_EOG; break;
         case HEARTH_FINISH_LENGTH: g->out.end = HEARTH_GEN_END_LENGTH; break;
         case HEARTH_FINISH_CANCELLED:
-            hearth_api_err_set(&g->err, 503, "cancelled", NULL, "the generation was cancelled (server shutting down)");
+            hearth_api_fail(&g->err, HEARTH_E_CANCELLED, "cancelled", NULL,
+                            "the generation was cancelled (server shutting down)");
             record(g, HEARTH_GEN_FAILED);
             return -2;
         default:
@@ -354,7 +355,8 @@ static void run_sync(hearth_http_req *r, gen *g) {
     hearth_jw w;
     hearth_jw_init(&w);
     g->spec.dialect->body(&g->out, &w);
-    hearth_http_send_json(r, g->text.oom || g->reasoning.oom ? 500 : 200, &w);
+    if (g->text.oom || g->reasoning.oom) w.oom = true; /* a reply cut short: the out-of-memory answer */
+    hearth_http_send_json(r, 200, &w);
     hearth_jw_fini(&w);
 }
 
@@ -364,7 +366,7 @@ void hearth_gen_run(hearth_http_req *r, hearth_gen_spec *spec) {
     gen *g = calloc(1, sizeof *g);
     if (!g) {
         hearth_gen_spec_free(spec);
-        hearth_api_err_set(&e, 503, "out_of_memory", NULL, "out of memory");
+        hearth_api_oom(&e);
         hearth_http_send_error(r, &e);
         return;
     }
@@ -379,10 +381,10 @@ void hearth_gen_run(hearth_http_req *r, hearth_gen_spec *spec) {
     int32_t n_ctx = hearth_engine_n_ctx(s->e);
     int64_t room = (int64_t)n_ctx - (int64_t)g->spec.n_prompt;
     if (room < 1) {
-        hearth_api_err_set(&e, 400, "context_length_exceeded", g->spec.prompt_param,
-                           "This model's maximum context length is %d tokens. However, your prompt is %zu tokens, "
-                           "which leaves no room for a completion. Shorten the prompt or start the server with a "
-                           "larger --ctx.", n_ctx, g->spec.n_prompt);
+        hearth_api_fail(&e, HEARTH_E_LIMIT, "context_length_exceeded", g->spec.prompt_param,
+                        "This model's maximum context length is %d tokens. However, your prompt is %zu tokens, "
+                        "which leaves no room for a completion. Shorten the prompt or start the server with a "
+                        "larger --ctx.", n_ctx, g->spec.n_prompt);
         goto fail;
     }
     /* an unset max_tokens takes what the KV pool can hold, not only the context */
@@ -397,14 +399,14 @@ void hearth_gen_run(hearth_http_req *r, hearth_gen_spec *spec) {
     g->cap_piece = 64 + hearth_tok_max_piece(tok);
     g->piece = malloc(g->cap_piece);
     if (!g->piece || hearth_stop_init(&g->stop, g->spec.stops, g->spec.n_stops)) {
-        hearth_api_err_set(&e, 503, "out_of_memory", NULL, "out of memory");
+        hearth_api_oom(&e);
         goto fail;
     }
     hearth_tok_decoder_init(&g->dec, tok, false);
     hearth_server_new_id(s, g->spec.dialect->id_prefix, g->id, sizeof g->id);
     if ((g->spec.reasoning && !(g->rs = hearth_rs_create(g->spec.reasoning, g->spec.reasoning_open))) ||
         (g->spec.tools && !(g->tc = hearth_tc_create(g->spec.tools, id_hash(g->id))))) {
-        hearth_api_err_set(&e, 503, "out_of_memory", NULL, "out of memory");
+        hearth_api_oom(&e);
         goto fail;
     }
     if (g->tc && g->spec.stream) hearth_tc_stream_args(g->tc); /* arguments streamed as they come */
@@ -421,21 +423,21 @@ void hearth_gen_run(hearth_http_req *r, hearth_gen_spec *spec) {
         rp.constraint = hearth_structured_matcher(s, g->spec.constraint);
         g->spec.constraint = NULL;
         if (!rp.constraint) {
-            hearth_api_err_set(&e, 503, "out_of_memory", NULL, "out of memory");
+            hearth_api_oom(&e);
             goto fail;
         }
         const char *fed = g->spec.constraint_fed;
         if (fed && !hearth_cx_matcher_feed(rp.constraint, fed, strlen(fed))) {
             hearth_cx_matcher_destroy(rp.constraint);
-            hearth_api_err_set(&e, 400, "invalid_value", "messages",
-                               "the final assistant message is not the start of a reply in the response_format");
+            hearth_api_fail(&e, HEARTH_E_INVALID, "invalid_value", "messages",
+                            "the final assistant message is not the start of a reply in the response_format");
             goto fail;
         }
     }
     hearth_err herr = {0};
     hearth_status st = hearth_engine_submit(s->e, &rp, &g->req, &herr);
     if (st == HEARTH_E_LIMIT) { /* the engine's admission: it could never fit the KV pool */
-        hearth_api_err_set(&e, 400, "context_over_budget", "max_tokens", "%s", herr.msg);
+        hearth_api_fail(&e, HEARTH_E_LIMIT, "context_over_budget", "max_tokens", "%s", herr.msg);
         e.type = "memory_admission";
         goto fail;
     }

@@ -84,9 +84,10 @@ bool hearth_http_send(hearth_http_req *r, int http, const char *ctype, const cha
 
 bool hearth_http_send_json(hearth_http_req *r, int http, const hearth_jw *w) {
     if (w->oom) {
-        static const char oom[] = "{\"error\":{\"message\":\"out of memory writing the response\","
-                                  "\"type\":\"server_error\",\"param\":null,\"code\":null}}";
-        return hearth_http_send(r, 500, "application/json", oom, sizeof oom - 1);
+        const char *body;
+        size_t n;
+        int code = hearth_api_fallback(&body, &n);
+        return hearth_http_send(r, code, "application/json", body, n);
     }
     return hearth_http_send(r, http, "application/json", w->buf ? w->buf : "", w->len);
 }
@@ -96,7 +97,7 @@ bool hearth_http_send_error(hearth_http_req *r, const hearth_api_err *e) {
     hearth_jw_init(&w);
     if (hearth_api_path_anthropic(r->path)) hearth_api_err_json_anthropic(&w, e);
     else hearth_api_err_json(&w, e);
-    bool ok = hearth_http_send_json(r, e->http, &w);
+    bool ok = hearth_http_send_json(r, hearth_api_err_http(e), &w);
     hearth_jw_fini(&w);
     return ok;
 }
@@ -206,8 +207,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
         unsigned long long want = cl ? strtoull(cl, NULL, 10) : 0;
         if (want > (unsigned long long)cap * 4) { /* not worth reading: answer now, then close */
             hearth_api_err e;
-            hearth_api_err_set(&e, 413, "request_too_large", NULL,
-                               "the request body (%llu bytes) is over the limit of %zu bytes", want, cap);
+            hearth_api_fail(&e, HEARTH_E_TOO_LARGE, "request_too_large", NULL,
+                            "the request body (%llu bytes) is over the limit of %zu bytes", want, cap);
             return hearth_http_send_error(r, &e) ? MHD_YES : MHD_NO;
         }
         return MHD_YES;
@@ -237,8 +238,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
     r->t_done_ms = hearth_now_ms();
     if (r->n_over) {
         hearth_api_err e;
-        hearth_api_err_set(&e, 413, "request_too_large", NULL,
-                           "the request body (%zu bytes) is over the limit of %zu bytes", r->n_body + r->n_over, cap);
+        hearth_api_fail(&e, HEARTH_E_TOO_LARGE, "request_too_large", NULL,
+                        "the request body (%zu bytes) is over the limit of %zu bytes", r->n_body + r->n_over, cap);
         return hearth_http_send_error(r, &e) ? MHD_YES : MHD_NO;
     }
     if (!r->body) {

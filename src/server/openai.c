@@ -41,7 +41,7 @@ static int opt_bool(const cJSON *o, const char *k, bool *out, hearth_api_err *e)
 }
 
 static bool unsupported(hearth_api_err *e, const char *param, const char *what) {
-    return hearth_api_err_set(e, 400, "unsupported", param, "%s is not supported yet by hearth", what);
+    return hearth_api_fail(e, HEARTH_E_UNSUPPORTED, "unsupported", param, "%s is not supported yet by hearth", what);
 }
 
 static bool parse_stop(const cJSON *root, hearth_gen_spec *g, hearth_api_err *e) {
@@ -49,10 +49,12 @@ static bool parse_stop(const cJSON *root, hearth_gen_spec *g, hearth_api_err *e)
     if (!v) return true;
     const cJSON *one = cJSON_IsString(v) ? v : NULL;
     if (!one && !cJSON_IsArray(v))
-        return hearth_api_err_set(e, 400, "invalid_type", "stop", "'stop' must be a string or a list of strings");
+        return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", "stop",
+                               "'stop' must be a string or a list of strings");
     for (const cJSON *s = one ? one : v->child; s; s = one ? NULL : s->next) {
         if (!cJSON_IsString(s))
-            return hearth_api_err_set(e, 400, "invalid_type", "stop", "'stop' must be a string or a list of strings");
+            return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", "stop",
+                                   "'stop' must be a string or a list of strings");
         if (!hearth_gen_add_stop(g, s->valuestring, "stop", e)) return false;
     }
     return true;
@@ -62,26 +64,26 @@ static bool parse_logit_bias(const cJSON *root, int32_t n_vocab, hearth_gen_spec
     const cJSON *v = field(root, "logit_bias");
     if (!v) return true;
     if (!cJSON_IsObject(v))
-        return hearth_api_err_set(e, 400, "invalid_type", "logit_bias",
-                                  "'logit_bias' must be an object of token ids to numbers");
+        return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", "logit_bias",
+                               "'logit_bias' must be an object of token ids to numbers");
     int n = cJSON_GetArraySize(v);
     if (n > MAX_LOGIT_BIAS)
-        return hearth_api_err_set(e, 400, "invalid_value", "logit_bias", "at most %d logit_bias entries are allowed",
-                                  MAX_LOGIT_BIAS);
+        return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", "logit_bias",
+                               "at most %d logit_bias entries are allowed", MAX_LOGIT_BIAS);
     if (n == 0) return true;
     g->bias = calloc((size_t)n, sizeof *g->bias);
-    if (!g->bias) return hearth_api_err_set(e, 503, "out_of_memory", NULL, "out of memory");
+    if (!g->bias) return hearth_api_oom(e);
     int i = 0;
     for (const cJSON *it = v->child; it; it = it->next, i++) {
         char *end = NULL;
         long id = it->string && *it->string ? strtol(it->string, &end, 10) : -1;
         if (!end || *end || id < 0 || id >= n_vocab)
-            return hearth_api_err_set(e, 400, "invalid_value", "logit_bias",
-                                      "logit_bias key '%.40s' is not a token id of this model (0..%d)",
-                                      it->string ? it->string : "", n_vocab - 1);
+            return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", "logit_bias",
+                                   "logit_bias key '%.40s' is not a token id of this model (0..%d)",
+                                   it->string ? it->string : "", n_vocab - 1);
         if (!cJSON_IsNumber(it) || !(it->valuedouble >= -100 && it->valuedouble <= 100))
-            return hearth_api_err_set(e, 400, "invalid_value", "logit_bias",
-                                      "logit_bias values must be numbers between -100 and 100");
+            return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", "logit_bias",
+                                   "logit_bias values must be numbers between -100 and 100");
         g->bias[i].token = (int32_t)id;
         g->bias[i].bias = (float)it->valuedouble;
     }
@@ -99,12 +101,12 @@ static bool parse_common(hearth_server *s, const cJSON *root, bool chat, hearth_
     hearth_gen_spec_init(s, g, chat ? &hearth_openai_chat_out : &hearth_openai_text_out,
                          chat ? 0 : DEFAULT_COMPLETION_TOKENS);
     g->ctx = o;
-    if (!o) return hearth_api_err_set(e, 503, "out_of_memory", NULL, "out of memory");
+    if (!o) return hearth_api_oom(e);
     g->prompt_param = chat ? "messages" : "prompt";
 
     if ((rc = opt_int(root, "n", -1e9, 1e9, &i, e)) < 0) return false;
     if (rc && i != 1) {
-        if (i < 1) return hearth_api_err_set(e, 400, "invalid_value", "n", "'n' must be at least 1");
+        if (i < 1) return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", "n", "'n' must be at least 1");
         return unsupported(e, "n", "n > 1 (several choices per request)");
     }
     if ((rc = opt_int(root, "best_of", -1e9, 1e9, &i, e)) < 0) return false;
@@ -113,7 +115,8 @@ static bool parse_common(hearth_server *s, const cJSON *root, bool chat, hearth_
     const cJSON *so = field(root, "stream_options");
     if (so) {
         if (!cJSON_IsObject(so))
-            return hearth_api_err_set(e, 400, "invalid_type", "stream_options", "'stream_options' must be an object");
+            return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", "stream_options",
+                                   "'stream_options' must be an object");
         if (opt_bool(so, "include_usage", &o->include_usage, e) < 0) return false;
         o->include_usage = o->include_usage && g->stream;
     }
@@ -126,7 +129,8 @@ static bool parse_common(hearth_server *s, const cJSON *root, bool chat, hearth_
         mt_set = true;
     }
     if (mt_set) {
-        if (mt < 1) return hearth_api_err_set(e, 400, "invalid_value", "max_tokens", "'max_tokens' must be at least 1");
+        if (mt < 1) return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", "max_tokens",
+                                           "'max_tokens' must be at least 1");
         g->max_tokens = mt > INT32_MAX ? INT32_MAX : (int32_t)mt;
         g->max_tokens_set = true;
     }
@@ -163,8 +167,8 @@ static bool parse_common(hearth_server *s, const cJSON *root, bool chat, hearth_
         if (opt_bool(root, "logprobs", &g->logprobs, e) < 0) return false;
         if ((rc = opt_int(root, "top_logprobs", 0, HEARTH_TOP_LOGPROBS_MAX, &i, e)) < 0) return false;
         if (rc && !g->logprobs && i > 0)
-            return hearth_api_err_set(e, 400, "invalid_value", "top_logprobs",
-                                      "'top_logprobs' needs 'logprobs' set to true");
+            return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", "top_logprobs",
+                                   "'top_logprobs' needs 'logprobs' set to true");
         if (rc) g->top_logprobs = (int32_t)i;
     } else { /* logprobs: N alternatives besides the chosen token (0..20) */
         if ((rc = opt_int(root, "logprobs", 0, HEARTH_TOP_LOGPROBS_MAX, &i, e)) < 0) return false;
@@ -207,7 +211,7 @@ void hearth_openai_chat(hearth_http_req *r) { hearth_gen_handle(r, parse_chat); 
 /* prompt: a string, a list of token ids, or a list holding exactly one of those. */
 static bool completion_prompt(hearth_server *s, const cJSON *root, hearth_gen_spec *g, hearth_api_err *e) {
     const cJSON *p = field(root, "prompt");
-    if (!p) return hearth_api_err_set(e, 400, "missing_required_parameter", "prompt", "'prompt' is required");
+    if (!p) return hearth_api_fail(e, HEARTH_E_INVALID, "missing_required_parameter", "prompt", "'prompt' is required");
     if (cJSON_IsArray(p) && cJSON_GetArraySize(p) >= 1 && !cJSON_IsNumber(p->child)) {
         if (cJSON_GetArraySize(p) > 1) return unsupported(e, "prompt", "a list of several prompts (batched completions)");
         p = p->child;
@@ -216,24 +220,24 @@ static bool completion_prompt(hearth_server *s, const cJSON *root, hearth_gen_sp
     if (cJSON_IsString(p)) {
         size_t n = strlen(p->valuestring);
         if (hearth_tok_encode(tok, p->valuestring, n, true, true, &g->prompt, &g->n_prompt))
-            return hearth_api_err_set(e, 400, "invalid_value", "prompt", "the prompt could not be tokenized");
+            return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", "prompt", "the prompt could not be tokenized");
     } else if (cJSON_IsArray(p)) {
         int n = cJSON_GetArraySize(p);
         int32_t n_vocab = hearth_tok_n_vocab(tok);
         g->prompt = malloc((size_t)(n > 0 ? n : 1) * sizeof(int32_t));
-        if (!g->prompt) return hearth_api_err_set(e, 503, "out_of_memory", NULL, "out of memory");
+        if (!g->prompt) return hearth_api_oom(e);
         for (const cJSON *it = p->child; it; it = it->next) {
             double v = cJSON_IsNumber(it) ? it->valuedouble : -1;
             if (v != floor(v) || v < 0 || v >= n_vocab)
-                return hearth_api_err_set(e, 400, "invalid_value", "prompt",
-                                          "prompt token ids must be integers in [0, %d)", n_vocab);
+                return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", "prompt",
+                                       "prompt token ids must be integers in [0, %d)", n_vocab);
             g->prompt[g->n_prompt++] = (int32_t)v;
         }
     } else {
-        return hearth_api_err_set(e, 400, "invalid_type", "prompt",
-                                  "'prompt' must be a string, a list of token ids, or a list with one of those");
+        return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", "prompt",
+                               "'prompt' must be a string, a list of token ids, or a list with one of those");
     }
-    if (g->n_prompt == 0) return hearth_api_err_set(e, 400, "invalid_value", "prompt", "the prompt is empty");
+    if (g->n_prompt == 0) return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", "prompt", "the prompt is empty");
     return true;
 }
 
@@ -281,7 +285,7 @@ void hearth_openai_model(hearth_http_req *r) {
     const char *id = r->path + strlen("/v1/models/");
     if (strcmp(id, r->srv->model_id)) {
         hearth_api_err e;
-        hearth_api_err_set(&e, 404, "model_not_found", "model", "The model '%.200s' does not exist", id);
+        hearth_api_fail(&e, HEARTH_E_NOTFOUND, "model_not_found", "model", "The model '%.200s' does not exist", id);
         hearth_http_send_error(r, &e);
         return;
     }

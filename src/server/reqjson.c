@@ -30,16 +30,17 @@ static int json_depth(const char *s, size_t n) {
 cJSON *hearth_req_parse(hearth_http_req *r, hearth_api_err *e) {
     size_t bad = 0;
     if (r->n_body == 0) {
-        hearth_api_err_set(e, 400, "invalid_json", NULL, "the request body is empty: send a JSON object");
+        hearth_api_fail(e, HEARTH_E_FORMAT, "invalid_json", NULL, "the request body is empty: send a JSON object");
         return NULL;
     }
     if (!hearth_utf8_valid(r->body, r->n_body, &bad)) {
-        hearth_api_err_set(e, 400, "invalid_encoding", NULL, "the request body is not valid UTF-8 (byte %zu)", bad);
+        hearth_api_fail(e, HEARTH_E_FORMAT, "invalid_encoding", NULL, "the request body is not valid UTF-8 (byte %zu)",
+                        bad);
         return NULL;
     }
     if (json_depth(r->body, r->n_body) > HEARTH_REQ_MAX_DEPTH) {
-        hearth_api_err_set(e, 400, "invalid_json", NULL, "the request JSON nests deeper than %d levels",
-                           HEARTH_REQ_MAX_DEPTH);
+        hearth_api_fail(e, HEARTH_E_FORMAT, "invalid_json", NULL, "the request JSON nests deeper than %d levels",
+                        HEARTH_REQ_MAX_DEPTH);
         return NULL;
     }
     const char *end = NULL;
@@ -53,13 +54,13 @@ cJSON *hearth_req_parse(hearth_http_req *r, hearth_api_err *e) {
     }
     if (!root) {
         size_t at = end && end >= r->body ? (size_t)(end - r->body) : 0;
-        hearth_api_err_set(e, 400, "invalid_json", NULL,
-                           "We could not parse the JSON body of your request (near byte %zu).", at);
+        hearth_api_fail(e, HEARTH_E_FORMAT, "invalid_json", NULL,
+                        "We could not parse the JSON body of your request (near byte %zu).", at);
         return NULL;
     }
     if (!cJSON_IsObject(root)) {
         cJSON_Delete(root);
-        hearth_api_err_set(e, 400, "invalid_json", NULL, "the request body must be a JSON object");
+        hearth_api_fail(e, HEARTH_E_FORMAT, "invalid_json", NULL, "the request body must be a JSON object");
         return NULL;
     }
     return root;
@@ -74,12 +75,12 @@ int hearth_req_num(const cJSON *obj, const char *k, double lo, double hi, double
     const cJSON *v = hearth_req_field(obj, k);
     if (!v) return 0;
     if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)) {
-        hearth_api_err_set(e, 400, "invalid_type", k, "'%s' must be a number", k);
+        hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", k, "'%s' must be a number", k);
         return -1;
     }
     if (v->valuedouble < lo || v->valuedouble > hi) {
-        hearth_api_err_set(e, 400, "invalid_value", k, "'%s' must be between %g and %g (got %g)", k, lo, hi,
-                           v->valuedouble);
+        hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", k, "'%s' must be between %g and %g (got %g)", k, lo, hi,
+                        v->valuedouble);
         return -1;
     }
     *out = v->valuedouble;
@@ -90,12 +91,12 @@ int hearth_req_int(const cJSON *obj, const char *k, double lo, double hi, int64_
     const cJSON *v = hearth_req_field(obj, k);
     if (!v) return 0;
     if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || !isfinite(v->valuedouble)) {
-        hearth_api_err_set(e, 400, "invalid_type", k, "'%s' must be an integer", k);
+        hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", k, "'%s' must be an integer", k);
         return -1;
     }
     if (v->valuedouble < lo || v->valuedouble > hi) {
-        hearth_api_err_set(e, 400, "invalid_value", k, "'%s' must be between %.0f and %.0f (got %.0f)", k, lo, hi,
-                           v->valuedouble);
+        hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", k, "'%s' must be between %.0f and %.0f (got %.0f)", k,
+                        lo, hi, v->valuedouble);
         return -1;
     }
     *out = (int64_t)v->valuedouble;
@@ -106,7 +107,7 @@ int hearth_req_bool(const cJSON *obj, const char *k, bool *out, hearth_api_err *
     const cJSON *v = hearth_req_field(obj, k);
     if (!v) return 0;
     if (!cJSON_IsBool(v)) {
-        hearth_api_err_set(e, 400, "invalid_type", k, "'%s' must be a boolean", k);
+        hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", k, "'%s' must be a boolean", k);
         return -1;
     }
     *out = cJSON_IsTrue(v);
@@ -117,7 +118,7 @@ int hearth_req_str(const cJSON *obj, const char *k, const char **out, hearth_api
     const cJSON *v = hearth_req_field(obj, k);
     if (!v) return 0;
     if (!cJSON_IsString(v)) {
-        hearth_api_err_set(e, 400, "invalid_type", k, "'%s' must be a string", k);
+        hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", k, "'%s' must be a string", k);
         return -1;
     }
     *out = v->valuestring;
@@ -176,7 +177,8 @@ bool hearth_req_refuse_unhonoured(const cJSON *root, bool extras, hearth_api_err
             break;
         default: break;
         }
-        if (!neutral) return hearth_api_err_set(e, 400, "unsupported", u->name, "'%s': %s", u->name, u->why);
+        if (!neutral) return hearth_api_fail(e, HEARTH_E_UNSUPPORTED, "unsupported", u->name, "'%s': %s", u->name,
+                                             u->why);
     }
     return true;
 }

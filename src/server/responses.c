@@ -43,10 +43,10 @@
 
 static const char *const text_types[] = {"input_text", "output_text", "text", NULL};
 
-static bool oom(hearth_api_err *e) { return hearth_api_err_set(e, 503, "out_of_memory", NULL, "out of memory"); }
+static bool oom(hearth_api_err *e) { return hearth_api_oom(e); }
 
 static bool unsupported(hearth_api_err *e, const char *param, const char *what) {
-    return hearth_api_err_set(e, 400, "unsupported", param, "%s is not supported by hearth yet", what);
+    return hearth_api_fail(e, HEARTH_E_UNSUPPORTED, "unsupported", param, "%s is not supported by hearth yet", what);
 }
 
 /* The last message of body if it is an assistant turn (function calls join it). */
@@ -88,7 +88,8 @@ static bool map_reasoning(cJSON *body, const cJSON *it, const char *param, heart
 }
 
 static bool map_item(cJSON *body, const cJSON *it, hearth_span raw, const char *param, hearth_api_err *e) {
-    if (!cJSON_IsObject(it)) return hearth_api_err_set(e, 400, "invalid_type", param, "'%s' must be an object", param);
+    if (!cJSON_IsObject(it)) return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", param,
+                                                    "'%s' must be an object", param);
     const char *type = NULL;
     if (hearth_req_str(it, "type", &type, e) < 0) return false;
     if (!type || !strcmp(type, "message")) {
@@ -96,11 +97,11 @@ static bool map_item(cJSON *body, const cJSON *it, hearth_span raw, const char *
         if (hearth_req_str(it, "role", &role, e) < 0) return false;
         if (!role || (strcmp(role, "user") && strcmp(role, "assistant") && strcmp(role, "system") &&
                       strcmp(role, "developer")))
-            return hearth_api_err_set(e, 400, "invalid_value", param,
-                                      "'%s.role' must be user, assistant, system or developer", param);
+            return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", param,
+                                   "'%s.role' must be user, assistant, system or developer", param);
         const cJSON *c = hearth_req_field(it, "content");
-        if (!c) return hearth_api_err_set(e, 400, "missing_required_parameter", param, "'%s.content' is required",
-                                          param);
+        if (!c) return hearth_api_fail(e, HEARTH_E_INVALID, "missing_required_parameter", param,
+                                       "'%s.content' is required", param);
         char *text = NULL;
         if (!hearth_chatmap_text(c, text_types, param, &text, e)) return false;
         cJSON *m = !strcmp(role, "assistant") ? open_reasoning(body) : NULL;
@@ -113,8 +114,8 @@ static bool map_item(cJSON *body, const cJSON *it, hearth_span raw, const char *
         const char *id = NULL, *name = NULL;
         if (hearth_req_str(it, "call_id", &id, e) < 0 || hearth_req_str(it, "name", &name, e) < 0) return false;
         if (!id || !name)
-            return hearth_api_err_set(e, 400, "missing_required_parameter", param,
-                                      "a function_call item needs 'call_id' and 'name'");
+            return hearth_api_fail(e, HEARTH_E_INVALID, "missing_required_parameter", param,
+                                   "a function_call item needs 'call_id' and 'name'");
         cJSON *m = last_assistant(body);
         if (!m && !(m = hearth_chatmap_msg(body, "assistant", "", e))) return false;
         const cJSON *args = hearth_req_field(it, "arguments");
@@ -123,8 +124,8 @@ static bool map_item(cJSON *body, const cJSON *it, hearth_span raw, const char *
     if (!strcmp(type, "function_call_output")) {
         const char *id = NULL;
         if (hearth_req_str(it, "call_id", &id, e) < 0) return false;
-        if (!id) return hearth_api_err_set(e, 400, "missing_required_parameter", param,
-                                           "a function_call_output item needs 'call_id'");
+        if (!id) return hearth_api_fail(e, HEARTH_E_INVALID, "missing_required_parameter", param,
+                                        "a function_call_output item needs 'call_id'");
         const cJSON *out = hearth_req_field(it, "output");
         char *text = NULL;
         if (out && !hearth_chatmap_text(out, text_types, param, &text, e)) return false;
@@ -133,20 +134,24 @@ static bool map_item(cJSON *body, const cJSON *it, hearth_span raw, const char *
         return m && (cJSON_AddStringToObject(m, "tool_call_id", id) || oom(e));
     }
     if (!strcmp(type, "reasoning")) return map_reasoning(body, it, param, e);
-    return hearth_api_err_set(e, 400, "unsupported", param, "input items of type '%.40s' are not supported by "
-                              "hearth yet", type);
+    return hearth_api_fail(e, HEARTH_E_UNSUPPORTED, "unsupported", param,
+                           "input items of type '%.40s' are not supported by "
+                           "hearth yet", type);
 }
 
 static bool map_input(const cJSON *root, hearth_span raw, cJSON *body, hearth_api_err *e) {
     const cJSON *in = hearth_req_field(root, "input");
-    if (!in) return hearth_api_err_set(e, 400, "missing_required_parameter", "input", "'input' is required");
+    if (!in) return hearth_api_fail(e, HEARTH_E_INVALID, "missing_required_parameter", "input", "'input' is required");
     if (cJSON_IsString(in)) return hearth_chatmap_msg(body, "user", in->valuestring, e) != NULL;
     if (!cJSON_IsArray(in))
-        return hearth_api_err_set(e, 400, "invalid_type", "input", "'input' must be a string or a list of items");
+        return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", "input",
+                               "'input' must be a string or a list of items");
     int n = cJSON_GetArraySize(in);
-    if (n == 0) return hearth_api_err_set(e, 400, "invalid_value", "input", "'input' must hold at least one item");
+    if (n == 0) return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", "input",
+                                       "'input' must hold at least one item");
     if (n > MAX_ITEMS)
-        return hearth_api_err_set(e, 400, "invalid_value", "input", "at most %d input items are allowed", MAX_ITEMS);
+        return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", "input", "at most %d input items are allowed",
+                               MAX_ITEMS);
     int i = 0;
     hearth_jraw_it ri;
     bool have_raw = hearth_jraw_iter(hearth_chatmap_raw_child(raw, root, in), &ri);
@@ -164,7 +169,7 @@ static bool map_tools(const cJSON *root, hearth_span raw, cJSON *body, hearth_re
     const cJSON *choice = hearth_req_field(root, "tool_choice");
     const cJSON *tools = hearth_req_field(root, "tools");
     if (tools && !cJSON_IsArray(tools))
-        return hearth_api_err_set(e, 400, "invalid_type", "tools", "'tools' must be a list of tools");
+        return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", "tools", "'tools' must be a list of tools");
     hearth_span rtools = hearth_chatmap_raw_child(raw, root, tools); /* echoed as sent */
     if (tools && cJSON_GetArraySize(tools) &&
         !(o->tools = rtools.len ? strndup(rtools.ptr, rtools.len) : cJSON_PrintUnformatted(tools)))
@@ -179,9 +184,9 @@ static bool map_tools(const cJSON *root, hearth_span raw, cJSON *body, hearth_re
             cJSON_Delete(c);
             return oom(e);
         } else if (!cJSON_IsString(name))
-            return hearth_api_err_set(e, 400, "invalid_value", "tool_choice",
-                                      "'tool_choice' must be \"none\", \"auto\", \"required\" or "
-                                      "{\"type\": \"function\", \"name\": ...}");
+            return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", "tool_choice",
+                                   "'tool_choice' must be \"none\", \"auto\", \"required\" or "
+                                   "{\"type\": \"function\", \"name\": ...}");
         if (!c || !cJSON_AddItemToObject(body, "tool_choice", c)) {
             cJSON_Delete(c);
             return oom(e);
@@ -197,15 +202,17 @@ static bool map_tools(const cJSON *root, hearth_span raw, cJSON *body, hearth_re
         snprintf(param, sizeof param, "tools[%d]", i);
         const char *type = NULL, *name = NULL, *desc = NULL;
         if (!cJSON_IsObject(t))
-            return hearth_api_err_set(e, 400, "invalid_type", param, "'%s' must be an object", param);
+            return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", param, "'%s' must be an object", param);
         if (hearth_req_str(t, "type", &type, e) < 0) return false;
         if (!type || strcmp(type, "function")) continue; /* built-in tools hearth does not have */
         if (hearth_req_str(t, "name", &name, e) < 0 || hearth_req_str(t, "description", &desc, e) < 0) return false;
         if (!name || !*name)
-            return hearth_api_err_set(e, 400, "missing_required_parameter", param, "a function tool needs a 'name'");
+            return hearth_api_fail(e, HEARTH_E_INVALID, "missing_required_parameter", param,
+                                   "a function tool needs a 'name'");
         const cJSON *params = hearth_req_field(t, "parameters");
         if (params && !cJSON_IsObject(params))
-            return hearth_api_err_set(e, 400, "invalid_type", param, "'%s.parameters' must be an object", param);
+            return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", param, "'%s.parameters' must be an object",
+                                   param);
         if (!hearth_chatmap_tool(body, name, desc, params, hearth_chatmap_raw_child(rt, t, params), e)) return false;
     }
     return true;
@@ -215,16 +222,17 @@ static bool map_options(const cJSON *root, cJSON *body, hearth_api_err *e) {
     const cJSON *text = hearth_req_field(root, "text");
     const cJSON *fmt = cJSON_IsObject(text) ? hearth_req_field(text, "format") : NULL;
     if (text && !cJSON_IsObject(text))
-        return hearth_api_err_set(e, 400, "invalid_type", "text", "'text' must be an object");
+        return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", "text", "'text' must be an object");
     const cJSON *ft = cJSON_IsObject(fmt) ? hearth_req_field(fmt, "type") : NULL;
     if (fmt && !cJSON_IsString(ft))
-        return hearth_api_err_set(e, 400, "invalid_type", "text.format", "'text.format' needs a string 'type'");
+        return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", "text.format",
+                               "'text.format' needs a string 'type'");
     bool bg = false;
     if (hearth_req_bool(root, "background", &bg, e) < 0) return false;
     if (bg) return unsupported(e, "background", "background mode");
     const cJSON *rs = hearth_req_field(root, "reasoning");
     if (rs && !cJSON_IsObject(rs))
-        return hearth_api_err_set(e, 400, "invalid_type", "reasoning", "'reasoning' must be an object");
+        return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", "reasoning", "'reasoning' must be an object");
     const char *effort = NULL;
     if (rs && hearth_req_str(rs, "effort", &effort, e) < 0) return false;
     if (effort)
@@ -240,8 +248,8 @@ static bool resume(hearth_server *s, const cJSON *root, cJSON *body, hearth_resp
     if (!prev) return true;
     char *conv = NULL;
     if (!hearth_resp_store_get(s->responses, prev, &conv, NULL))
-        return hearth_api_err_set(e, 404, "previous_response_not_found", "previous_response_id",
-                                  "Previous response with id '%.100s' not found.", prev);
+        return hearth_api_fail(e, HEARTH_E_NOTFOUND, "previous_response_not_found", "previous_response_id",
+                               "Previous response with id '%.100s' not found.", prev);
     cJSON *turns = cJSON_Parse(conv); /* the store wrote it: a failure is out of memory */
     free(conv);
     if (!turns || !cJSON_IsArray(turns) || !cJSON_ReplaceItemInObjectCaseSensitive(body, "messages", turns)) {
@@ -270,8 +278,8 @@ static bool parse(hearth_server *s, const cJSON *root, hearth_span raw, hearth_g
     if ((rc = hearth_req_int(root, "max_output_tokens", -1e12, 1e12, &i, e)) < 0) return false;
     if (rc) {
         if (i < 1)
-            return hearth_api_err_set(e, 400, "invalid_value", "max_output_tokens",
-                                      "'max_output_tokens' must be at least 1");
+            return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", "max_output_tokens",
+                                   "'max_output_tokens' must be at least 1");
         g->max_tokens = o->max_output_tokens = i > INT32_MAX ? INT32_MAX : (int32_t)i;
         g->max_tokens_set = true;
     }
@@ -285,7 +293,7 @@ static bool parse(hearth_server *s, const cJSON *root, hearth_span raw, hearth_g
     if (instr && !(o->instructions = strdup(instr))) return oom(e);
     const cJSON *md = hearth_req_field(root, "metadata");
     if (md && !cJSON_IsObject(md))
-        return hearth_api_err_set(e, 400, "invalid_type", "metadata", "'metadata' must be an object");
+        return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", "metadata", "'metadata' must be an object");
     if (md && !(o->metadata = cJSON_PrintUnformatted(md))) return oom(e);
 
     cJSON *body = hearth_chatmap_new();
@@ -328,7 +336,7 @@ static const char *id_of(hearth_http_req *r) { return r->path + strlen("/v1/resp
 
 static void not_found(hearth_http_req *r) {
     hearth_api_err e;
-    hearth_api_err_set(&e, 404, "not_found", NULL, "Response with id '%.100s' not found.", id_of(r));
+    hearth_api_fail(&e, HEARTH_E_NOTFOUND, "not_found", NULL, "Response with id '%.100s' not found.", id_of(r));
     hearth_http_send_error(r, &e);
 }
 

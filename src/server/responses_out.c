@@ -195,14 +195,8 @@ static void response_json(const hearth_gen_out *g, hearth_jw *w, const char *sta
     hearth_jw_key(w, "background");
     hearth_jw_bool(w, false);
     hearth_jw_key(w, "error");
-    if (e) {
-        hearth_jw_obj(w);
-        hearth_jw_key(w, "code");
-        hearth_jw_cstr(w, e->code ? e->code : "server_error");
-        hearth_jw_key(w, "message");
-        hearth_jw_cstr(w, e->msg);
-        hearth_jw_obj_end(w);
-    } else hearth_jw_null(w);
+    if (e) hearth_api_err_json_response(w, e);
+    else hearth_jw_null(w);
     hearth_jw_key(w, "incomplete_details");
     if (final && g->end == HEARTH_GEN_END_LENGTH) {
         hearth_jw_obj(w);

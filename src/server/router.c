@@ -33,7 +33,7 @@ static void h_metrics(hearth_http_req *r) {
     hearth_jw w;
     hearth_jw_init(&w);
     hearth_stats_prometheus(r->srv->stats, &r->srv->info, &w);
-    if (w.oom) hearth_http_send_json(r, 500, &w);
+    if (w.oom) hearth_http_send_json(r, 200, &w); /* answers the out-of-memory fallback */
     else hearth_http_send(r, 200, "text/plain; version=0.0.4; charset=utf-8", w.buf ? w.buf : "", w.len);
     hearth_jw_fini(&w);
 }
@@ -105,16 +105,17 @@ void hearth_route(hearth_http_req *r) {
     }
     if (!hit) {
         if (path_known)
-            hearth_api_err_set(&e, 405, "method_not_allowed", NULL, "%s is not supported on %s", r->method, r->path);
+            hearth_api_fail(&e, HEARTH_E_NOT_ALLOWED, "method_not_allowed", NULL, "%s is not supported on %s",
+                            r->method, r->path);
         else
-            hearth_api_err_set(&e, 404, "unknown_url", NULL, "Invalid URL (%s %s)", r->method, r->path);
+            hearth_api_fail(&e, HEARTH_E_NOTFOUND, "unknown_url", NULL, "Invalid URL (%s %s)", r->method, r->path);
         hearth_http_send_error(r, &e);
         return;
     }
     r->ep = hit->ep;
     if (!hit->open && !hearth_http_authorized(r)) {
-        hearth_api_err_set(&e, 401, "invalid_api_key", NULL,
-                           "Incorrect or missing API key: send it as 'Authorization: Bearer KEY' or 'x-api-key: KEY'");
+        hearth_api_fail(&e, HEARTH_E_DENIED, "invalid_api_key", NULL,
+                        "Incorrect or missing API key: send it as 'Authorization: Bearer KEY' or 'x-api-key: KEY'");
         hearth_http_send_error(r, &e);
         return;
     }

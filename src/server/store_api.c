@@ -25,9 +25,9 @@
 #include <string.h>
 #include <strings.h>
 
-static bool send_err(hearth_http_req *r, int http, const char *code, const char *param, const char *msg) {
+static bool send_err(hearth_http_req *r, hearth_status st, const char *code, const char *param, const char *msg) {
     hearth_api_err e;
-    hearth_api_err_set(&e, http, code, param, "%s", msg);
+    hearth_api_fail(&e, st, code, param, "%s", msg);
     return hearth_http_send_error(r, &e);
 }
 
@@ -41,7 +41,7 @@ static hearth_registry *open_scanned(hearth_http_req *r) {
     hearth_err err = {0};
     if (hearth_registry_open(NULL, &reg, &err) || hearth_registry_scan(reg, NULL, NULL, NULL, &err)) {
         hearth_registry_close(reg);
-        send_err(r, 500, "registry_error", NULL, err.msg);
+        send_err(r, HEARTH_E_IO, "registry_error", NULL, err.msg);
         return NULL;
     }
     return reg;
@@ -167,7 +167,7 @@ void hearth_store_library(hearth_http_req *r) {
         return;
     }
     if (!hearth_http_authorized(r)) {
-        send_err(r, 401, "invalid_api_key", NULL,
+        send_err(r, HEARTH_E_DENIED, "invalid_api_key", NULL,
                  "Incorrect or missing API key: send it as 'Authorization: Bearer KEY' or 'x-api-key: KEY'");
         return;
     }
@@ -179,7 +179,7 @@ void hearth_store_library(hearth_http_req *r) {
     hearth_err err = {0};
     if (hearth_registry_list(reg, &flt, &rows, &n, &err)) {
         hearth_registry_close(reg);
-        send_err(r, 500, "registry_error", NULL, err.msg);
+        send_err(r, HEARTH_E_IO, "registry_error", NULL, err.msg);
         return;
     }
     hearth_registry_close(reg);
@@ -214,7 +214,8 @@ void hearth_store_fit(hearth_http_req *r) {
         char *end;
         ctx = strtol(ctx_s, &end, 10);
         if (!*ctx_s || *end || ctx < 1 || ctx > (1L << 30)) {
-            send_err(r, 400, "invalid_value", "ctx", "'ctx' must be a whole number of tokens from 1 to 2^30");
+            send_err(r, HEARTH_E_INVALID, "invalid_value", "ctx",
+                     "'ctx' must be a whole number of tokens from 1 to 2^30");
             return;
         }
     }
@@ -246,9 +247,9 @@ void hearth_store_fit(hearth_http_req *r) {
     }
     hearth_registry_close(reg);
     if (st) {
-        if (st == HEARTH_E_NOTFOUND) send_err(r, 404, "model_not_found", "model", err.msg);
-        else if (st == HEARTH_E_AMBIGUOUS) send_err(r, 400, "ambiguous_model", "model", err.msg);
-        else send_err(r, 500, "registry_error", NULL, err.msg);
+        if (st == HEARTH_E_NOTFOUND) send_err(r, HEARTH_E_NOTFOUND, "model_not_found", "model", err.msg);
+        else if (st == HEARTH_E_AMBIGUOUS) send_err(r, HEARTH_E_AMBIGUOUS, "ambiguous_model", "model", err.msg);
+        else send_err(r, HEARTH_E_IO, "registry_error", NULL, err.msg);
         return;
     }
     fit_ctx c;
@@ -283,7 +284,7 @@ static int opt_str(hearth_http_req *r, const cJSON *root, const char *k, const c
     if (!cJSON_IsString(v)) {
         char msg[64];
         snprintf(msg, sizeof msg, "'%s' must be a string", k);
-        send_err(r, 400, "invalid_type", k, msg);
+        send_err(r, HEARTH_E_INVALID, "invalid_type", k, msg);
         return -1;
     }
     *out = v->valuestring;
@@ -293,13 +294,14 @@ static int opt_str(hearth_http_req *r, const cJSON *root, const char *k, const c
 void hearth_store_download_start(hearth_http_req *r) {
     const char *ct = hearth_http_header(r, "Content-Type");
     if (!ct || strncasecmp(ct, "application/json", 16) != 0) {
-        send_err(r, 415, "unsupported_media_type", NULL, "send the request as Content-Type: application/json");
+        send_err(r, HEARTH_E_MEDIA_TYPE, "unsupported_media_type", NULL,
+                 "send the request as Content-Type: application/json");
         return;
     }
     cJSON *root = cJSON_ParseWithLength(r->body ? r->body : "", r->n_body);
     if (!root || !cJSON_IsObject(root)) {
         cJSON_Delete(root);
-        send_err(r, 400, "invalid_json", NULL, "the body must be a JSON object: {\"repo\": \"org/name\"}");
+        send_err(r, HEARTH_E_FORMAT, "invalid_json", NULL, "the body must be a JSON object: {\"repo\": \"org/name\"}");
         return;
     }
     const char *repo, *file, *rev;
@@ -310,7 +312,7 @@ void hearth_store_download_start(hearth_http_req *r) {
     }
     if (!repo) {
         cJSON_Delete(root);
-        send_err(r, 400, "missing_field", "repo", "'repo' is required: the hub repo id, \"org/name\"");
+        send_err(r, HEARTH_E_INVALID, "missing_field", "repo", "'repo' is required: the hub repo id, \"org/name\"");
         return;
     }
     /* "org/name:glob", as `hearth get` takes it */
@@ -328,12 +330,12 @@ void hearth_store_download_start(hearth_http_req *r) {
     hearth_status st = hearth_downloads_start(r->srv->dl, repo, file, rev, id, sizeof id, &existing, &err);
     cJSON_Delete(root);
     if (st == HEARTH_E_BUSY) {
-        send_err(r, 429, "too_many_downloads", NULL, err.msg);
+        send_err(r, st, "too_many_downloads", NULL, err.msg);
         return;
     }
-    if (st) {
-        send_err(r, st == HEARTH_E_INVALID ? 400 : 500, st == HEARTH_E_INVALID ? "invalid_value" : "server_error",
-                 NULL, err.msg);
+    if (st) { /* a bad repo id, glob or revision; anything else is the server's fault */
+        if (st == HEARTH_E_INVALID) send_err(r, st, "invalid_value", NULL, err.msg);
+        else send_err(r, HEARTH_E_IO, "server_error", NULL, err.msg);
         return;
     }
     hearth_jw w;

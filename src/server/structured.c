@@ -19,11 +19,12 @@
 #include <string.h>
 
 static bool refuse(hearth_api_err *e, const char *param, hearth_status st, const char *msg) {
-    if (st == HEARTH_E_NOMEM) return hearth_api_err_set(e, 503, "out_of_memory", NULL, "out of memory");
+    if (st == HEARTH_E_NOMEM) return hearth_api_oom(e);
     bool schema = !strcmp(param, "response_format") || !strcmp(param, "text.format") || strstr(param, "json");
     const char *code = st == HEARTH_E_UNSUPPORTED ? (schema ? "unsupported_schema" : "unsupported")
                                                   : (schema ? "invalid_schema" : "invalid_value");
-    return hearth_api_err_set(e, 400, code, param, "%s: %s", param, msg);
+    return hearth_api_fail(e, st == HEARTH_E_UNSUPPORTED ? HEARTH_E_UNSUPPORTED : HEARTH_E_INVALID, code, param,
+                           "%s: %s", param, msg);
 }
 
 /* Build root into *out, or fill e from the builder's or the build's failure. */
@@ -80,10 +81,10 @@ bool hearth_structured_tools(hearth_tc_format f, const cJSON *tools, const char 
                              const char *prefix, hearth_cx_grammar **out, hearth_api_err *e) {
     *out = NULL;
     if (f <= HEARTH_TC_NONE || f >= HEARTH_TC_COUNT)
-        return hearth_api_err_set(e, 400, "unsupported", "tool_choice",
-                                  "this model has no tool-call format to force a call in");
+        return hearth_api_fail(e, HEARTH_E_UNSUPPORTED, "unsupported", "tool_choice",
+                               "this model has no tool-call format to force a call in");
     hearth_cx_builder *b = hearth_cx_builder_create(hearth_cx_limits_default());
-    if (!b) return hearth_api_err_set(e, 503, "out_of_memory", NULL, "out of memory");
+    if (!b) return hearth_api_oom(e);
     hearth_cx_json j;
     hearth_cx_json_init(&j, b, NULL);
     j.python = f == HEARTH_TC_GEMMA;
@@ -94,7 +95,7 @@ bool hearth_structured_tools(hearth_tc_format f, const cJSON *tools, const char 
     int *alts = malloc((size_t)(n ? n : 1) * sizeof *alts);
     if (!alts) {
         hearth_cx_builder_destroy(b);
-        return hearth_api_err_set(e, 503, "out_of_memory", NULL, "out of memory");
+        return hearth_api_oom(e);
     }
     for (const cJSON *t = tools ? tools->child : NULL; t; t = t->next) {
         if (only && strcmp(get(get(t, "function"), "name")->valuestring, only)) {
@@ -150,7 +151,7 @@ bool hearth_structured_tools(hearth_tc_format f, const cJSON *tools, const char 
 static bool schema_grammar(const cJSON *schema, const char *param, const char *prefix, hearth_cx_grammar **out,
                            hearth_api_err *e) {
     hearth_cx_builder *b = hearth_cx_builder_create(hearth_cx_limits_default());
-    if (!b) return hearth_api_err_set(e, 503, "out_of_memory", NULL, "out of memory");
+    if (!b) return hearth_api_oom(e);
     hearth_cx_json j;
     hearth_cx_json_init(&j, b, schema);
     int root = schema ? hearth_cx_json_value(&j, schema) : hearth_cx_json_object(&j);
@@ -162,7 +163,8 @@ bool hearth_structured_format(const cJSON *rf, const char *param, const char *pr
     *out = NULL;
     const cJSON *t = cJSON_IsObject(rf) ? get(rf, "type") : NULL;
     if (!cJSON_IsString(t))
-        return hearth_api_err_set(e, 400, "invalid_type", param, "'%s' must be an object with a 'type'", param);
+        return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", param, "'%s' must be an object with a 'type'",
+                               param);
     const char *type = t->valuestring;
     if (!strcmp(type, "text")) return true;
     const cJSON *schema = NULL;
@@ -170,11 +172,11 @@ bool hearth_structured_format(const cJSON *rf, const char *param, const char *pr
         const cJSON *js = get(rf, "json_schema"); /* chat: {json_schema: {name, schema, strict}} */
         schema = get(cJSON_IsObject(js) ? js : rf, "schema");
         if (!schema)
-            return hearth_api_err_set(e, 400, "missing_required_parameter", param,
-                                      "'%s' of type json_schema needs a 'schema'", param);
+            return hearth_api_fail(e, HEARTH_E_INVALID, "missing_required_parameter", param,
+                                   "'%s' of type json_schema needs a 'schema'", param);
     } else if (strcmp(type, "json_object")) {
-        return hearth_api_err_set(e, 400, "invalid_value", param,
-                                  "'%s.type' must be text, json_object or json_schema (got '%.40s')", param, type);
+        return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", param,
+                               "'%s.type' must be text, json_object or json_schema (got '%.40s')", param, type);
     }
     return schema_grammar(schema, param, prefix, out, e);
 }
@@ -205,8 +207,8 @@ static bool json_field(const cJSON *v, const char *param, const char *prefix, he
     cJSON *doc = cJSON_IsString(v) ? cJSON_Parse(v->valuestring) : NULL;
     if (!cJSON_IsObject(doc)) {
         cJSON_Delete(doc);
-        return hearth_api_err_set(e, 400, "invalid_type", param, "'%s' must be a JSON Schema (an object, or its JSON text)",
-                                  param);
+        return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", param,
+                               "'%s' must be a JSON Schema (an object, or its JSON text)", param);
     }
     bool ok = schema_grammar(doc, param, prefix, out, e);
     cJSON_Delete(doc);
@@ -216,20 +218,22 @@ static bool json_field(const cJSON *v, const char *param, const char *prefix, he
 static bool choice_field(const cJSON *v, const char *param, const char *prefix, hearth_cx_grammar **out,
                          hearth_api_err *e) {
     int n = cJSON_IsArray(v) ? cJSON_GetArraySize(v) : 0;
-    if (n < 1) return hearth_api_err_set(e, 400, "invalid_type", param, "'%s' must be a non-empty list of strings", param);
+    if (n < 1) return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", param,
+                                      "'%s' must be a non-empty list of strings", param);
     const char **lits = malloc((size_t)n * sizeof *lits);
     size_t *lens = malloc((size_t)n * sizeof *lens);
     if (!lits || !lens) {
         free(lits);
         free(lens);
-        return hearth_api_err_set(e, 503, "out_of_memory", NULL, "out of memory");
+        return hearth_api_oom(e);
     }
     int k = 0;
     for (const cJSON *c = v->child; c; c = c->next, k++) {
         if (!cJSON_IsString(c)) {
             free(lits);
             free(lens);
-            return hearth_api_err_set(e, 400, "invalid_type", param, "'%s' must be a non-empty list of strings", param);
+            return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", param,
+                                   "'%s' must be a non-empty list of strings", param);
         }
         lits[k] = c->valuestring;
         lens[k] = strlen(c->valuestring);
@@ -238,7 +242,7 @@ static bool choice_field(const cJSON *v, const char *param, const char *prefix, 
     int root = b ? hearth_cx_rule_choice(b, lits, lens, n) : -1;
     free(lits);
     free(lens);
-    if (!b) return hearth_api_err_set(e, 503, "out_of_memory", NULL, "out of memory");
+    if (!b) return hearth_api_oom(e);
     return finish(b, prefixed(b, prefix, root), param, out, e);
 }
 
@@ -246,10 +250,10 @@ static bool choice_field(const cJSON *v, const char *param, const char *prefix, 
 static bool text_field(const cJSON *v, bool gbnf, const char *param, const char *prefix, hearth_cx_grammar **out,
                        hearth_api_err *e) {
     if (!cJSON_IsString(v))
-        return hearth_api_err_set(e, 400, "invalid_type", param, "'%s' must be a string (%s)", param,
-                                  gbnf ? "a GBNF grammar" : "a regular expression");
+        return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", param, "'%s' must be a string (%s)", param,
+                               gbnf ? "a GBNF grammar" : "a regular expression");
     hearth_cx_builder *b = hearth_cx_builder_create(hearth_cx_limits_default());
-    if (!b) return hearth_api_err_set(e, 503, "out_of_memory", NULL, "out of memory");
+    if (!b) return hearth_api_oom(e);
     size_t n = strlen(v->valuestring);
     int root = gbnf ? hearth_cx_gbnf(b, v->valuestring, n) : hearth_cx_regex(b, v->valuestring, n);
     return finish(b, prefixed(b, prefix, root), param, out, e);
@@ -258,32 +262,33 @@ static bool text_field(const cJSON *v, bool gbnf, const char *param, const char 
 /* vLLM's structured_outputs: exactly one of json, json_object, regex, choice, grammar. */
 static bool structured_outputs(const cJSON *so, const char *prefix, hearth_cx_grammar **out, hearth_api_err *e) {
     if (!cJSON_IsObject(so))
-        return hearth_api_err_set(e, 400, "invalid_type", "structured_outputs", "'structured_outputs' must be an object");
+        return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", "structured_outputs",
+                               "'structured_outputs' must be an object");
     const cJSON *one = NULL;
     for (const cJSON *c = so->child; c; c = c->next) {
         const char *k = c->string;
         if (cJSON_IsNull(c) || !strcmp(k, "backend") || !strcmp(k, "disable_fallback")) continue;
         if (strcmp(k, "json") && strcmp(k, "json_object") && strcmp(k, "regex") && strcmp(k, "choice") &&
             strcmp(k, "grammar"))
-            return hearth_api_err_set(e, 400, "unsupported", "structured_outputs",
-                                      "'structured_outputs.%.40s' is not supported by hearth (supported: json, "
-                                      "json_object, regex, choice, grammar)", k);
+            return hearth_api_fail(e, HEARTH_E_UNSUPPORTED, "unsupported", "structured_outputs",
+                                   "'structured_outputs.%.40s' is not supported by hearth (supported: json, "
+                                   "json_object, regex, choice, grammar)", k);
         if (!strcmp(k, "json_object") && cJSON_IsFalse(c)) continue;
         if (one)
-            return hearth_api_err_set(e, 400, "invalid_value", "structured_outputs",
-                                      "'structured_outputs' may hold only one constraint (got '%.40s' and '%.40s')",
-                                      one->string, k);
+            return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", "structured_outputs",
+                                   "'structured_outputs' may hold only one constraint (got '%.40s' and '%.40s')",
+                                   one->string, k);
         one = c;
     }
     if (!one)
-        return hearth_api_err_set(e, 400, "invalid_value", "structured_outputs",
-                                  "'structured_outputs' needs one of json, json_object, regex, choice, grammar");
+        return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", "structured_outputs",
+                               "'structured_outputs' needs one of json, json_object, regex, choice, grammar");
     const char *k = one->string;
     if (!strcmp(k, "json")) return json_field(one, "structured_outputs.json", prefix, out, e);
     if (!strcmp(k, "json_object")) {
         if (!cJSON_IsTrue(one))
-            return hearth_api_err_set(e, 400, "invalid_type", "structured_outputs.json_object",
-                                      "'structured_outputs.json_object' must be a boolean");
+            return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", "structured_outputs.json_object",
+                                   "'structured_outputs.json_object' must be a boolean");
         return schema_grammar(NULL, "structured_outputs.json_object", prefix, out, e);
     }
     if (!strcmp(k, "choice")) return choice_field(one, "structured_outputs.choice", prefix, out, e);
@@ -299,15 +304,15 @@ bool hearth_structured_request(const cJSON *root, const char *prefix, hearth_cx_
         const cJSON *f = hearth_req_field(root, constraint_fields[i]);
         if (!f || !constrains(constraint_fields[i], f)) continue;
         if (which)
-            return hearth_api_err_set(e, 400, "invalid_request", constraint_fields[i],
-                                      "only one output constraint may be given per request: '%s' and '%s' were both "
-                                      "sent", which, constraint_fields[i]);
+            return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_request", constraint_fields[i],
+                                   "only one output constraint may be given per request: '%s' and '%s' were both "
+                                   "sent", which, constraint_fields[i]);
         which = constraint_fields[i];
         v = f;
     }
     if (hearth_req_field(root, "guided_whitespace_pattern"))
-        return hearth_api_err_set(e, 400, "unsupported", "guided_whitespace_pattern",
-                                  "'guided_whitespace_pattern' is not supported by hearth");
+        return hearth_api_fail(e, HEARTH_E_UNSUPPORTED, "unsupported", "guided_whitespace_pattern",
+                               "'guided_whitespace_pattern' is not supported by hearth");
     if (!which) {
         const cJSON *rf = hearth_req_field(root, "response_format"); /* "text": still checked */
         return !rf || hearth_structured_format(rf, "response_format", prefix, out, e);

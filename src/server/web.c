@@ -50,7 +50,7 @@ static void send_asset(hearth_http_req *r, const hearth_web_asset *a) {
 
 static void not_found(hearth_http_req *r) {
     hearth_api_err e;
-    hearth_api_err_set(&e, 404, "unknown_url", NULL, "Invalid URL (%s %s)", r->method, r->path);
+    hearth_api_fail(&e, HEARTH_E_NOTFOUND, "unknown_url", NULL, "Invalid URL (%s %s)", r->method, r->path);
     hearth_http_send_error(r, &e);
 }
 

@@ -1,6 +1,5 @@
 /* test_server_json.c - the response JSON writer (escaping, commas, U+FFFD for bad bytes,
  * buffer reuse) and the strict UTF-8 check applied to request bodies. */
-#include "server/errors.h"
 #include "server/json_out.h"
 #include "test.h"
 
@@ -95,25 +94,6 @@ TEST(utf8_valid) {
         CHECK_EQ(ok, cases[i].ok);
         if (!cases[i].ok) CHECK_EQ(bad, cases[i].bad);
     }
-}
-
-TEST(api_error_body) {
-    hearth_api_err e;
-    hearth_api_err_set(&e, 400, "invalid_type", "max_tokens", "'%s' must be an integer", "max_tokens");
-    hearth_jw w;
-    hearth_jw_init(&w);
-    hearth_api_err_json(&w, &e);
-    CHECK_STR(w.buf, "{\"error\":{\"message\":\"'max_tokens' must be an integer\",\"type\":\"invalid_request_error\","
-                     "\"param\":\"max_tokens\",\"code\":\"invalid_type\"}}");
-    hearth_jw_reset(&w);
-    hearth_api_err_from_status(&e, HEARTH_E_IO, NULL, "disk on fire");
-    hearth_api_err_json(&w, &e);
-    CHECK_EQ(e.http, 500);
-    CHECK_STR(w.buf, "{\"error\":{\"message\":\"disk on fire\",\"type\":\"server_error\",\"param\":null,\"code\":null}}");
-    CHECK_EQ(hearth_api_http_status(HEARTH_E_INVALID), 400);
-    CHECK_EQ(hearth_api_http_status(HEARTH_E_NOTFOUND), 404);
-    CHECK_EQ(hearth_api_http_status(HEARTH_E_NOMEM), 503);
-    hearth_jw_fini(&w);
 }
 
 int main(int argc, char **argv) { return test_main(argc, argv); }

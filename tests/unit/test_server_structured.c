@@ -123,7 +123,7 @@ TEST(bad_formats_and_schemas_are_400) {
         hearth_api_err e = {0};
         CHECK(!hearth_structured_format(rf, "response_format", NULL, &g, &e));
         CHECK(g == NULL);
-        CHECK_EQ(e.http, 400);
+        CHECK_EQ(hearth_api_err_http(&e), 400);
         CHECK_STR(e.param, "response_format");
         if (!strstr(e.msg, bad[i].fragment)) {
             fprintf(stderr, "  %s: %s\n", bad[i].rf, e.msg);
@@ -141,7 +141,7 @@ TEST(bad_formats_and_schemas_are_400) {
     cJSON *tools = cJSON_Parse("[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": {\"type\": "
                                "\"object\", \"properties\": {\"not-an-identifier\": {\"type\": \"string\"}}}}}]");
     CHECK(!hearth_structured_tools(HEARTH_TC_GEMMA, tools, NULL, false, NULL, &g, &e));
-    CHECK_EQ(e.http, 400);
+    CHECK_EQ(hearth_api_err_http(&e), 400);
     CHECK_STR(e.param, "tools");
     CHECK(hearth_structured_tools(HEARTH_TC_HERMES, tools, NULL, false, NULL, &g, &e));
     hearth_cx_grammar_destroy(g);
@@ -200,7 +200,7 @@ TEST(constraint_fields_refused_name_themselves) {
         hearth_api_err e = {0};
         CHECK(!hearth_structured_request(root, NULL, &g, &e));
         CHECK(g == NULL);
-        CHECK_EQ(e.http, 400);
+        CHECK_EQ(hearth_api_err_http(&e), 400);
         if (strcmp(e.param, bad[i].param) || !strstr(e.msg, bad[i].fragment)) {
             fprintf(stderr, "  %s: param '%s', '%s'\n", bad[i].req, e.param, e.msg);
             CHECK(0);
