@@ -29,6 +29,23 @@
 
 enum { N_STATS = sizeof(hearth_engine_stats) / sizeof(int64_t) };
 
+/* publish and hearth_engine_stats_get (which /stats and /metrics read) copy hearth_engine_stats
+ * as an array of int64_t with check_failures last. A field of another type, padding, or a new
+ * field this list does not name must break the build, not the numbers: a new counter is one
+ * more int64_t, named here, before check_failures. */
+#define STAT_I64(f) _Generic(((hearth_engine_stats *)0)->f, int64_t: 1, default: 0)
+_Static_assert(STAT_I64(running) && STAT_I64(waiting) && STAT_I64(blocks_total) && STAT_I64(blocks_free) &&
+                   STAT_I64(blocks_cached) && STAT_I64(blocks_evictable) && STAT_I64(cache_hit_tokens) &&
+                   STAT_I64(cache_hits) && STAT_I64(cache_misses) && STAT_I64(cache_query_tokens) &&
+                   STAT_I64(cache_evictions) && STAT_I64(preemptions) && STAT_I64(steps) &&
+                   STAT_I64(step_tokens) && STAT_I64(check_failures),
+               "every field of hearth_engine_stats is an int64_t");
+_Static_assert(sizeof(hearth_engine_stats) == 15 * sizeof(int64_t),
+               "hearth_engine_stats has exactly the fields named above (add a new one to the list)");
+_Static_assert(offsetof(hearth_engine_stats, check_failures) == (N_STATS - 1) * sizeof(int64_t),
+               "check_failures is the last field of hearth_engine_stats");
+#undef STAT_I64
+
 struct hearth_engine {
     const hearth_model  *m;      /* borrowed */
     hearth_engine_params p;
