@@ -537,9 +537,10 @@ hearth_backend *hearth_backend_cpu_create(int n_threads, int64_t max_tok, int64_
     c->mm_bytes = (c->mm_bytes + 63) & ~(size_t)63;
     c->mm_scratch = c->mm_bytes ? aligned_alloc(64, c->mm_bytes) : NULL;
     if (c->mm_bytes && !c->mm_scratch) goto fail;
-    /* the x86-order heads pad keys to 32; a group kernel's rows hold whole vectors of 16. The
-     * pages are touched only as far as the longest sequence reaches. */
-    c->attn_cap = (max_ctx + 31) / 32 * 32 + 16;
+    /* the llama.cpp-order heads clear scores to whole 64s of keys (the single order's lane
+     * rows); a group kernel's rows hold whole vectors of 16. The pages are touched only as far as
+     * the longest sequence reaches. */
+    c->attn_cap = (max_ctx + 63) / 64 * 64 + 16;
     c->attn_scores = malloc((size_t)c->attn_cap * HEARTH_ATTN_X86_GROUP_MAX * (size_t)c->nth * sizeof(float));
     c->attn_order = malloc((size_t)max_tok * sizeof(int32_t));
     c->grp_start = malloc(((size_t)max_tok + 1) * sizeof(int32_t));

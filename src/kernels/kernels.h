@@ -119,7 +119,7 @@ hearth_attn_group_x86_fn hearth_kernels_attn_group(void);
 /* The query heads of one decoding sequence (one token: the single order) that share one kv
  * head, in one pass over its keys and values: every query attends keys [j0, j1) and out[i] is
  * what hearth_kernels_attn_head gives q[i] with single = true, bit for bit. scores: [nq][ld]
- * scratch with ld >= round_up(j1, 32); head_dim a multiple of 16 up to the head's limit, nq <=
+ * scratch with ld >= round_up(j1, 64); head_dim a multiple of 16 up to the head's limit, nq <=
  * HEARTH_ATTN_X86_SGROUP_MAX. NULL for the ref and scalar sets. Any thread. */
 #define HEARTH_ATTN_X86_SGROUP_MAX 8
 typedef void (*hearth_attn_sgroup_x86_fn)(int nq, const float *const *q, float *const *out, int64_t j0, int64_t j1,

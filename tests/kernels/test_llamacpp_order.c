@@ -605,6 +605,8 @@ TEST(attention_single_group_equals_twin) {
             hearth_attn_sgroup_x86_fn fn = hearth_kernels_attn_sgroup_isa((hearth_isa)isa);
             if (!fn) continue;
             memset(got, 0xff, sizeof got);
+            /* scratch as a caller leaves it: stale values, here NaN, wherever the kernel must clear */
+            for (int64_t i = 0; i < NQ * LD; i++) gsc[i] = NAN;
             fn(nq, qp, op, j0, j1, k, v, stride, table, bs, hd, scale, softcap, gsc, LD);
             const int bad = rows_differ(want[0], got[0], nq, hd, MAXHD);
             if (bad)
