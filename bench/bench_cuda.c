@@ -45,8 +45,8 @@ static hearth_backend *backend(const hearth_model *m, bool cuda, int32_t max_tok
     const hearth_hparams *hp = hearth_model_hparams(m);
     int64_t width = hp->n_ff > hp->n_embd ? hp->n_ff : hp->n_embd;
     hearth_err err = {0};
-    hearth_backend *be = cuda ? hearth_backend_cuda_create(0, max_tok, &err)
-                              : hearth_backend_cpu_create(0, max_tok, width, n_ctx);
+    hearth_backend *be = cuda ? hearth_backend_cuda_create(0, max_tok, NULL, &err)
+                              : hearth_backend_cpu_create(0, max_tok, width, n_ctx, NULL);
     if (!be) fprintf(stderr, "backend: %s\n", err.msg);
     return be;
 }
@@ -56,10 +56,10 @@ static void decode_and_prefill(const hearth_model *m, bool cuda, int gen, int pr
     int32_t max_tok = prefill > 32 ? prefill : 32, n_ctx = max_tok + gen + 64;
     hearth_backend *be = backend(m, cuda, max_tok, n_ctx);
     if (!be) exit(1);
-    hearth_fwd *f = hearth_fwd_create(m, be, max_tok);
+    hearth_fwd *f = hearth_fwd_create(m, be, max_tok, NULL);
     hearth_kv *kv = NULL;
     hearth_err err;
-    if (!f || hearth_kv_create_on(be->iface->host ? NULL : be, m, 1, n_ctx, true, &kv, &err)) {
+    if (!f || hearth_kv_create_on(hearth_backend_host_memory(be) ? NULL : be, m, 1, n_ctx, true, &kv, &err)) {
         fprintf(stderr, "out of memory\n");
         exit(1);
     }

@@ -52,8 +52,8 @@ static int32_t argmax(const float *x, int32_t n) {
 static double serial_loop(const hearth_model *m, int threads, int gen) {
     const hearth_hparams *hp = hearth_model_hparams(m);
     int64_t width = hp->n_ff > hp->n_embd ? hp->n_ff : hp->n_embd;
-    hearth_backend *be = hearth_backend_cpu_create(threads, 64, width, 1024);
-    hearth_fwd *f = hearth_fwd_create(m, be, 64);
+    hearth_backend *be = hearth_backend_cpu_create(threads, 64, width, 1024, NULL);
+    hearth_fwd *f = hearth_fwd_create(m, be, 64, NULL);
     hearth_kv *kv = NULL;
     hearth_err err;
     hearth_kv_create(m, 1, 1024, true, &kv, &err);

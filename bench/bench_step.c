@@ -73,8 +73,8 @@ int main(int argc, char **argv) {
     const hearth_hparams *hp = hearth_model_hparams(m);
     int32_t ctx = prompt + steps, max_tok = n_seqs * prompt;
     int64_t width = hp->n_ff > hp->n_embd ? hp->n_ff : hp->n_embd;
-    hearth_backend *be = hearth_backend_cpu_create(threads, max_tok, width, ctx);
-    hearth_fwd *f = be ? hearth_fwd_create(m, be, max_tok) : NULL;
+    hearth_backend *be = hearth_backend_cpu_create(threads, max_tok, width, ctx, NULL);
+    hearth_fwd *f = be ? hearth_fwd_create(m, be, max_tok, NULL) : NULL;
     hearth_kv *kv = NULL;
     int32_t *tok = malloc((size_t)max_tok * sizeof(int32_t)), *pos = malloc((size_t)max_tok * sizeof(int32_t));
     int32_t *seq = malloc((size_t)max_tok * sizeof(int32_t));

@@ -12,6 +12,22 @@
  * copies each one to its memory the first time an op sees it and keeps it, keyed by its host
  * address, so the weights must not change while the backend lives.
  *
+ * Numerics (numerics.h) are a create parameter: the tier decides the arithmetic a device
+ * backend computes (the CPU's comes from the kernel set), the switches which of two paths of
+ * the same bits it takes.
+ *
+ * Steps: the forward stages its index arrays and logits through hearth_step_stage and runs a
+ * step's ops through hearth_step_run, so that the copies to the device and the capture and
+ * replay of step graphs are the backend's business; model code never asks which device it is on.
+ *
+ * Fused ops (add_rmsnorm, rope_store, ffn_glu) are ops of their own with the contract written
+ * beside them: what each output holds afterwards, and which buffers are scratch. A backend
+ * that has none of them runs the plain op sequence the wrapper spells out. No op leaves state
+ * that a later op depends on, with one exception that cannot be observed: the CUDA backend's
+ * RMSNorm and GLU may also write their output rounded to 8-bit blocks for the next matmul of
+ * that very buffer, a cache keyed by the buffer's address and dropped by every other op
+ * (cuda_backend.c), so the matmul's result is the same with or without it.
+ *
  * Shapes are row-major: "[n][d]" is n rows of d floats, row stride d unless a stride is given.
  * Thread rule: a backend is driven by one thread (the engine thread).
  */
@@ -22,6 +38,7 @@
 
 #include "base/status.h"
 #include "base/thread.h"
+#include "backend/numerics.h"
 #include "kernels/ref/ops_ref.h"
 #include "tensor/tensor.h"
 
@@ -72,7 +89,8 @@ typedef struct {
 
 typedef enum { HEARTH_DEVICE_AUTO = 0, HEARTH_DEVICE_CPU, HEARTH_DEVICE_CUDA } hearth_device;
 
-enum { HEARTH_GRAPH_NONE = 0, HEARTH_GRAPH_LAUNCHED, HEARTH_GRAPH_CAPTURING };
+/* Staging slots of a step (hearth_step_stage). */
+enum { HEARTH_STAGE_INDEX = 0, HEARTH_STAGE_LOGITS, HEARTH_STAGE_COUNT };
 
 struct hearth_backend_i {
     const char *name;
@@ -90,13 +108,21 @@ struct hearth_backend_i {
     /* (optional: NULL = any shape) can attention run heads of head_dim with group query heads
      * per kv head */
     bool  (*attn_supports)(hearth_backend *be, int32_t head_dim, int32_t group);
-    /* Optional (NULL on the CPU): replay a whole step as one launch. graph_begin(key) answers
-     * HEARTH_GRAPH_LAUNCHED (the step recorded under key ran again, with the buffers' current
-     * contents), HEARTH_GRAPH_CAPTURING (run the step's ops, then graph_end), or HEARTH_GRAPH_NONE
-     * (run them plainly). key must change whenever an op argument of the step would (shapes,
-     * buffers, how the work is split). graph_end false: the capture failed and nothing ran. */
-    int   (*graph_begin)(hearth_backend *be, uint64_t key);
-    bool  (*graph_end)(hearth_backend *be, uint64_t key);
+    /* (optional: NULL on a host backend, whose ops read host memory) where a step's ops find
+     * the `bytes` at host: a device backend copies them (upload true) into its staging buffer
+     * `slot` (HEARTH_STAGE_*; grown as needed, then kept) and returns that buffer; upload false
+     * only reserves the room (an output, read back with download). NULL when out of memory. */
+    void *(*stage)(hearth_backend *be, int slot, const void *host, size_t bytes, bool upload);
+    /* (optional: NULL runs run(ctx) and nothing else) run one step: run(ctx) queues its ops. With
+     * key != 0 a backend may capture the ops the first times it sees the key and replay them
+     * afterwards (one launch per step), with the buffers' current contents: key must change
+     * whenever an op argument of the step would (shapes, buffers other than the staging ones,
+     * how the work is split), and run must queue the same ops for one key. key 0: never replay
+     * (the step has per-step tables or host-side routing). */
+    void  (*step)(hearth_backend *be, uint64_t key, int64_t n_tok, void (*run)(void *ctx), void *ctx);
+    /* (optional: NULL = never) would a step of n_tok tokens with a key be replayed; such a
+     * step's work splits must then fit every step of the key (attention sized for the context) */
+    bool  (*step_replays)(hearth_backend *be, int64_t n_tok);
     /* y[t][o] = sum_i w[o][i] x[t][i];  x: [n_tok][w->ne0], y: [n_tok][ldy] */
     void (*matmul)(hearth_backend *be, const hearth_weight *w, const float *x, int64_t n_tok, float *y,
                    int64_t ldy);
@@ -131,6 +157,13 @@ struct hearth_backend_i {
     void (*attention)(hearth_backend *be, const hearth_attn_args *a);
     /* g = act(g) * u elementwise over n */
     void (*glu)(hearth_backend *be, float *g, const float *u, int64_t n, hearth_glu_kind kind);
+    /* (optional: NULL runs matmul_n of gate and up into g and u, then glu) the gated
+     * feed-forward's first half as one op: g = act(x gate^T) * (x up^T);  x: [n_tok][gate->ne0],
+     * g, u: [n_tok][gate->ne1] (up has gate's shape). Contract: g is the only output; u is
+     * scratch whose contents afterwards are unspecified (a fused kernel keeps the up product in
+     * registers and never writes it). Code that needs the up product calls matmul_n and glu. */
+    void (*ffn_glu)(hearth_backend *be, const hearth_weight *gate, const hearth_weight *up, const float *x,
+                    int64_t n_tok, float *g, float *u, hearth_glu_kind kind);
     /* x[r] += b for each of n_rows rows of width dim */
     void (*add_rows)(hearth_backend *be, float *x, const float *b, int64_t n_rows, int64_t dim);
     /* x += y over n */
@@ -150,19 +183,22 @@ struct hearth_backend_i {
 struct hearth_backend {
     const struct hearth_backend_i *iface;
     void                          *ctx;
+    hearth_numerics                nx;  /* as made with (hearth_backend_numerics) */
 };
 
 /* The CPU backend on a pool of n_threads (<= 0: all CPUs). max_tok and max_width size the
  * matmul scratch (activation rows quantized once per matmul), max_ctx the attention scores
- * (tokens of the longest sequence). NULL on failure. */
-hearth_backend *hearth_backend_cpu_create(int n_threads, int64_t max_tok, int64_t max_width, int64_t max_ctx);
+ * (tokens of the longest sequence). nx: the numerics (NULL: the default, resolved); the CPU
+ * reads its switches (its arithmetic is the kernel set's). NULL on failure. */
+hearth_backend *hearth_backend_cpu_create(int n_threads, int64_t max_tok, int64_t max_width, int64_t max_ctx,
+                                          const hearth_numerics *nx);
 void            hearth_backend_destroy(hearth_backend *be); /* accepts NULL */
 int             hearth_backend_cpu_threads(const hearth_backend *be);
 
-/* The CUDA backend on GPU `device` (0 = the first), for steps of up to max_tok tokens. NULL when
- * hearth was built without CUDA (HEARTH_CUDA), no GPU is usable, or it is out of memory; why is
- * in err. */
-hearth_backend *hearth_backend_cuda_create(int device, int64_t max_tok, hearth_err *err);
+/* The CUDA backend on GPU `device` (0 = the first), for steps of up to max_tok tokens, computing
+ * with numerics nx (NULL: the default, resolved). NULL when hearth was built without CUDA
+ * (HEARTH_CUDA), no GPU is usable, or it is out of memory; why is in err. */
+hearth_backend *hearth_backend_cuda_create(int device, int64_t max_tok, const hearth_numerics *nx, hearth_err *err);
 bool            hearth_cuda_built(void);     /* compiled with the CUDA backend */
 int             hearth_cuda_device_count(void); /* usable GPUs (0 without CUDA or a driver) */
 
@@ -170,6 +206,34 @@ int             hearth_cuda_device_count(void); /* usable GPUs (0 without CUDA o
 bool            hearth_device_parse(const char *s, hearth_device *out);
 const char     *hearth_device_name(hearth_device d);
 void            hearth_backend_get_info(hearth_backend *be, hearth_backend_info *out);
+/* The numerics the backend was made with (tier resolved). */
+hearth_numerics hearth_backend_numerics(const hearth_backend *be);
+const char     *hearth_backend_name(const hearth_backend *be); /* "cpu", "cuda" */
+/* Are its buffers host memory (upload and download plain copies)? For callers that may read a
+ * buffer directly (debug hooks) or keep host-side structures instead (the KV pool's host mode). */
+static inline bool hearth_backend_host_memory(const hearth_backend *be) { return be->iface->host; }
+
+/* Can matmul and get_rows take weights of this type; can attention run heads of head_dim with
+ * group query heads per kv head. */
+static inline bool hearth_backend_supports(hearth_backend *be, hearth_type type) {
+    return be->iface->supports(be, type);
+}
+static inline bool hearth_backend_attn_supports(hearth_backend *be, int32_t head_dim, int32_t group) {
+    return !be->iface->attn_supports || be->iface->attn_supports(be, head_dim, group);
+}
+
+/* Steps (see the op table's stage, step and step_replays). */
+static inline void *hearth_step_stage(hearth_backend *be, int slot, const void *host, size_t bytes, bool upload) {
+    return be->iface->stage ? be->iface->stage(be, slot, host, bytes, upload) : (void *)host;
+}
+static inline bool hearth_step_replays(hearth_backend *be, int64_t n_tok) {
+    return be->iface->step_replays && be->iface->step_replays(be, n_tok);
+}
+static inline void hearth_step_run(hearth_backend *be, uint64_t key, int64_t n_tok, void (*run)(void *ctx),
+                                   void *ctx) {
+    if (be->iface->step) be->iface->step(be, key, n_tok, run, ctx);
+    else run(ctx);
+}
 
 /* Buffers (see Memory above). */
 static inline void *hearth_buf_alloc(hearth_backend *be, size_t bytes) { return be->iface->alloc(be, bytes); }
@@ -229,6 +293,18 @@ static inline void hearth_op_rope_store(hearth_backend *be, float *q, float *k, 
 static inline void hearth_op_attention(hearth_backend *be, const hearth_attn_args *a) { be->iface->attention(be, a); }
 static inline void hearth_op_glu(hearth_backend *be, float *g, const float *u, int64_t n, hearth_glu_kind kind) {
     be->iface->glu(be, g, u, n, kind);
+}
+static inline void hearth_op_ffn_glu(hearth_backend *be, const hearth_weight *gate, const hearth_weight *up,
+                                     const float *x, int64_t n_tok, float *g, float *u, hearth_glu_kind kind) {
+    if (be->iface->ffn_glu) {
+        be->iface->ffn_glu(be, gate, up, x, n_tok, g, u, kind);
+        return;
+    }
+    const hearth_weight *w[2] = {gate, up};
+    float *const y[2] = {g, u};
+    const int64_t ld[2] = {gate->ne1, gate->ne1};
+    hearth_op_matmul_n(be, w, y, ld, 2, x, n_tok);
+    be->iface->glu(be, g, u, n_tok * gate->ne1, kind);
 }
 static inline void hearth_op_add_rows(hearth_backend *be, float *x, const float *b, int64_t n_rows, int64_t dim) {
     be->iface->add_rows(be, x, b, n_rows, dim);

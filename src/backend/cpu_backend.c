@@ -31,6 +31,7 @@ typedef struct {
     int32_t     *attn_order;  /* owned: [max_tok] token indices grouped by sequence */
     int32_t     *grp_start;   /* owned: [max_tok + 1] each group's first place in attn_order */
     int64_t     *grp_items;   /* owned: [max_tok + 1] each group's first work item */
+    bool         fused_sdpa;  /* the multi-query attention kernels (numerics.h); off: per head */
 } cpu_ctx;
 
 static cpu_ctx *ctx_of(hearth_backend *be) { return be->ctx; }
@@ -318,8 +319,11 @@ static void cpu_attention(hearth_backend *be, const hearth_attn_args *a) {
     j.tile = g <= HEARTH_ATTN_X86_GROUP_MAX ? HEARTH_ATTN_X86_GROUP_MAX / g : 0;
     if (j.tile > 8) j.tile = 8;
     while (j.tile > 0 && j.tile * g * a->head_dim > HEARTH_ATTN_X86_GROUP_FLOATS) j.tile--;
-    j.group = j.x86 && j.tile > 0 && a->head_dim % 16 == 0 ? hearth_kernels_attn_group() : NULL;
-    j.sgroup = j.x86 && g <= HEARTH_ATTN_X86_SGROUP_MAX && a->head_dim % 16 == 0 ? hearth_kernels_attn_sgroup() : NULL;
+    /* the group kernels compute each query head's result as the head kernel does, bit for bit;
+     * fused-sdpa off runs every head alone (the A/B lever, numerics.h) */
+    bool fused = c->fused_sdpa && a->head_dim % 16 == 0;
+    j.group = j.x86 && j.tile > 0 && fused ? hearth_kernels_attn_group() : NULL;
+    j.sgroup = j.x86 && g <= HEARTH_ATTN_X86_SGROUP_MAX && fused ? hearth_kernels_attn_sgroup() : NULL;
 
     /* group the tokens by sequence: attn_order lists each group's tokens in step order */
     int32_t ng = 0;
@@ -511,7 +515,8 @@ static const struct hearth_backend_i cpu_iface = {
     .destroy = cpu_destroy,
 };
 
-hearth_backend *hearth_backend_cpu_create(int n_threads, int64_t max_tok, int64_t max_width, int64_t max_ctx) {
+hearth_backend *hearth_backend_cpu_create(int n_threads, int64_t max_tok, int64_t max_width, int64_t max_ctx,
+                                          const hearth_numerics *nx) {
     hearth_kernels_init();
     hearth_backend *be = calloc(1, sizeof *be);
     cpu_ctx *c = calloc(1, sizeof *c);
@@ -522,6 +527,8 @@ hearth_backend *hearth_backend_cpu_create(int n_threads, int64_t max_tok, int64_
     }
     be->iface = &cpu_iface;
     be->ctx = c;
+    be->nx = hearth_numerics_resolve(nx ? *nx : (hearth_numerics){0});
+    c->fused_sdpa = !be->nx.no_fused_sdpa;
     c->pool = hearth_pool_create(n_threads);
     if (!c->pool) goto fail;
     c->nth = hearth_pool_size(c->pool);
@@ -559,6 +566,10 @@ void hearth_backend_destroy(hearth_backend *be) {
 int hearth_backend_cpu_threads(const hearth_backend *be) { return ((const cpu_ctx *)be->ctx)->nth; }
 
 void hearth_backend_get_info(hearth_backend *be, hearth_backend_info *out) { be->iface->info(be, out); }
+
+hearth_numerics hearth_backend_numerics(const hearth_backend *be) { return hearth_numerics_resolve(be->nx); }
+
+const char *hearth_backend_name(const hearth_backend *be) { return be->iface->name; }
 
 bool hearth_device_parse(const char *s, hearth_device *out) {
     static const char *names[] = {"auto", "cpu", "cuda"};

@@ -5,9 +5,10 @@
 bool hearth_cuda_built(void) { return false; }
 int  hearth_cuda_device_count(void) { return 0; }
 
-hearth_backend *hearth_backend_cuda_create(int device, int64_t max_tok, hearth_err *err) {
+hearth_backend *hearth_backend_cuda_create(int device, int64_t max_tok, const hearth_numerics *nx, hearth_err *err) {
     (void)device;
     (void)max_tok;
+    (void)nx;
     hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "this hearth was built without CUDA (configure with -DHEARTH_CUDA=ON)");
     return NULL;
 }

@@ -13,6 +13,7 @@
  * (getrusage), which includes the mapped weights the runs touched.
  */
 #include "cli/cli.h"
+#include "cli/engine_flags.h"
 #include "engine/engine.h"
 #include "backend/backend.h"
 #include "kernels/kernels.h"
@@ -33,7 +34,8 @@
 
 const char cli_usage_benchmark[] =
     "usage: hearth benchmark [model] [--tokens N] [--runs N] [--prompt-tokens N] [--threads N]\n"
-    "                        [--device auto|cpu|cuda]\n"
+    "                        [--device auto|cpu|cuda] [--l1|--l2] [--compiled-decode on|off]\n"
+    "                        [--fused-sdpa on|off] [--compiled-activations on|off] [--force-wire]\n"
     "\n"
     "Measure prefill and decode speed of a model here and record the result in the evals\n"
     "database (`hearth evals` lists it). Each run is one request: a prompt of N pseudo-random\n"
@@ -47,10 +49,12 @@ const char cli_usage_benchmark[] =
     "  --device D          auto (default: the GPU when usable), cpu or cuda\n"
     "  --json              print one JSON object instead of the table\n"
     "  --no-record         do not write the evals database\n"
+    CLI_NUMERICS_FLAGS_USAGE
     "\n"
     "The model defaults to the starter model. Rows go to ${XDG_CACHE_HOME:-~/.cache}/hearth/\n"
     "evals.sqlite with the machine's CPU, the load average when the runs started (figures taken\n"
-    "on a busy machine are not comparable) and the active speed levers.\n";
+    "on a busy machine are not comparable) and the active speed levers, the numerics tier and\n"
+    "its switches among them (run twice with a switch off for an A/B).\n";
 
 const char cli_usage_evals[] =
     "usage: hearth evals [--limit N] [--raw]\n"
@@ -65,11 +69,15 @@ typedef struct {
     long long   tokens, runs, prompt_tokens, threads;
     bool        json, no_record;
     hearth_device device;
+    cli_engine_flags nx; /* the numerics flags only */
 } bench_opts;
 
 static int parse(int argc, char **argv, bench_opts *o) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        int nf = cli_numerics_flag(argc, argv, &i, &o->nx);
+        if (nf < 0) return 2;
+        if (nf > 0) continue;
 #define FLAG(name) (!strcmp(a, name))
 #define NEEDVAL() do { if (!val) { cli_error("%s needs a value", a); return 2; } i++; } while (0)
         if (FLAG("--json")) o->json = true;
@@ -163,13 +171,19 @@ static int one_run(hearth_engine *e, const int32_t *prompt, int32_t n_prompt, in
 }
 
 static void print_json(const bench_opts *o, const hearth_eval_row *row, const double *pf, const double *dc,
-                       int64_t weight_read_bytes) {
+                       int64_t weight_read_bytes, const hearth_engine_info *ein) {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "model", row->model);
     cJSON_AddStringToObject(j, "model_path", row->model_path);
     cJSON_AddStringToObject(j, "cpu", row->cpu);
     cJSON_AddStringToObject(j, "kernels", row->kernels);
     cJSON_AddStringToObject(j, "levers", row->levers);
+    cJSON *nx = cJSON_AddObjectToObject(j, "numerics");
+    cJSON_AddStringToObject(nx, "tier", hearth_numerics_tier_name(ein->numerics.tier));
+    cJSON_AddBoolToObject(nx, "compiled_decode", !ein->numerics.no_compiled_decode);
+    cJSON_AddBoolToObject(nx, "fused_sdpa", !ein->numerics.no_fused_sdpa);
+    cJSON_AddBoolToObject(nx, "compiled_activations", !ein->numerics.no_compiled_activations);
+    cJSON_AddBoolToObject(nx, "force_wire", ein->force_wire);
     cJSON_AddNumberToObject(j, "threads", row->threads);
     cJSON_AddNumberToObject(j, "prompt_tokens", row->prompt_tokens);
     cJSON_AddNumberToObject(j, "gen_tokens", row->gen_tokens);
@@ -220,6 +234,7 @@ int cli_benchmark(int argc, char **argv) {
     ep.batch = 1;
     ep.prompt_cache = 0;
     ep.device = (int)o.device;
+    cli_numerics_apply(&o.nx, &ep);
     if (hearth_engine_create(m, &ep, &e, &err)) {
         cli_error("%s", err.msg);
         goto out;
@@ -246,17 +261,21 @@ int cli_benchmark(int argc, char **argv) {
     snprintf(row.model, sizeof row.model, "%s", o.model ? o.model : "starter");
     snprintf(row.model_path, sizeof row.model_path, "%s", path);
     snprintf(row.version, sizeof row.version, "%s", HEARTH_VERSION);
-    snprintf(row.kernels, sizeof row.kernels, "%s", hearth_isa_name(hearth_kernels_isa()));
+    snprintf(row.kernels, sizeof row.kernels, "%s", hearth_kernels_name());
     cpu_name(row.cpu, sizeof row.cpu);
     if (!row.threads) row.threads = hearth_cpu_count();
-    snprintf(row.levers, sizeof row.levers, "kernels=%s threads=%d kv=f16 batch=1 prefill_chunk=512",
-             row.kernels, row.threads);
+    hearth_engine_info ein;
+    hearth_engine_info_get(e, &ein);
+    char nxl[160];
+    cli_numerics_levers(e, nxl, sizeof nxl);
+    snprintf(row.levers, sizeof row.levers, "kernels=%.15s threads=%d kv=%s batch=1 prefill_chunk=512 %.120s", row.kernels,
+             row.threads, ein.kv_f16 ? "f16" : "f32", nxl);
     hearth_engine_device_info dev;
     hearth_engine_device(e, &dev);
     if (strcmp(dev.backend, "cpu") != 0) { /* the GPU computes: say which */
         snprintf(row.kernels, sizeof row.kernels, "%s", dev.backend);
-        snprintf(row.levers, sizeof row.levers, "device=%s (%.60s) kv=f16 batch=1 prefill_chunk=512", dev.backend,
-                 dev.device);
+        snprintf(row.levers, sizeof row.levers, "device=%.15s (%.40s) kv=%s batch=1 prefill_chunk=512 %.120s", dev.backend,
+                 dev.device, ein.kv_f16 ? "f16" : "f32", nxl);
     }
 
     double wpf, wdc;
@@ -285,7 +304,7 @@ int cli_benchmark(int argc, char **argv) {
         }
     }
     if (o.json) {
-        print_json(&o, &row, pf, dc, facts.weight_read_bytes);
+        print_json(&o, &row, pf, dc, facts.weight_read_bytes, &ein);
     } else {
         char rss[24];
         hearth_fmt_bytes(row.peak_rss_bytes, rss, sizeof rss);
@@ -296,6 +315,9 @@ int cli_benchmark(int argc, char **argv) {
         printf("  decode    %9.1f tok/s   (median)\n", row.decode_tok_s);
         printf("  peak RSS  %9s\n", rss);
         printf("  levers    %s\n", row.levers);
+        char nxs[128];
+        hearth_numerics_describe(&ein.numerics, nxs, sizeof nxs);
+        printf("  numerics  %s, force-wire %s\n", nxs, ein.force_wire ? "on" : "off");
         printf("  cpu       %s, load average %.2f%s\n", row.cpu, row.load_avg,
                row.load_avg > 0.5 ? " (busy machine: figures are provisional)" : "");
         if (db) printf("recorded as eval %lld in %s\n", (long long)row.id, hearth_evals_path(db));

@@ -343,7 +343,7 @@ int cli_serve(int argc, char **argv) {
     }
     double ready_ms = now_ms() - t0;
     bool v6 = strchr(o.host, ':') != NULL;
-    char tk[32] = "off", mt[32] = "auto", th[32], levers[256];
+    char tk[32] = "off", mt[32] = "auto", th[32], levers[384];
     cli_engine_levers(e, levers, sizeof levers);
     if (o.top_k > 0) snprintf(tk, sizeof tk, "%lld", o.top_k);
     if (o.max_tokens > 0) snprintf(mt, sizeof mt, "%lld", o.max_tokens);

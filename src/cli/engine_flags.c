@@ -34,7 +34,65 @@ static bool parse_gb(const char *flag, const char *s, int64_t *out) {
     return true;
 }
 
+static const char L2_REFUSED[] = "--l2 needs the quantized KV cache (8-bit keys and values, llama.cpp's -ctk q8_0 "
+                                 "-ctv q8_0), which hearth does not have yet; use --l1 (the default)";
+
+/* Set the tier t, refusing l2 for now. */
+static int set_tier(cli_engine_flags *f, hearth_numerics_tier t) {
+    f->numerics.tier = t;
+    if (t != HEARTH_NUMERICS_L2) return 1;
+    cli_error("%s", L2_REFUSED);
+    return -1;
+}
+
+int cli_numerics_flag(int argc, char **argv, int *i, cli_engine_flags *f) {
+    const char *a = argv[*i];
+    if (!strcmp(a, "--l1")) return set_tier(f, HEARTH_NUMERICS_L1);
+    if (!strcmp(a, "--l2")) return set_tier(f, HEARTH_NUMERICS_L2);
+    if (!strcmp(a, "--l3")) {
+        cli_error("--l3 is not a hearth tier: --l1 (llama.cpp's order, the default) or --l2 (with the 8-bit KV cache)");
+        return -1;
+    }
+    if (!strcmp(a, "--force-wire")) {
+        f->force_wire = true;
+        return 1;
+    }
+    static const char *const names[] = {"--numerics", "--compiled-decode", "--fused-sdpa", "--compiled-activations"};
+    bool *const off[] = {NULL, &f->numerics.no_compiled_decode, &f->numerics.no_fused_sdpa,
+                         &f->numerics.no_compiled_activations};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        size_t n = strlen(names[k]);
+        if (strncmp(a, names[k], n) != 0 || (a[n] != 0 && a[n] != '=')) continue;
+        const char *val = a[n] == '=' ? a + n + 1 : NULL;
+        if (!val) {
+            if (*i + 1 >= argc) {
+                cli_error("%s needs a value (%s)", a, off[k] ? "on or off" : "l1, l2 or ref");
+                return -1;
+            }
+            val = argv[++*i];
+        }
+        if (!off[k]) {
+            hearth_numerics_tier t;
+            if (!hearth_numerics_tier_parse(val, &t)) {
+                cli_error("--numerics expects l1, l2 or ref (got \"%s\")", val);
+                return -1;
+            }
+            return set_tier(f, t);
+        }
+        bool on;
+        if (!hearth_switch_parse(val, &on)) {
+            cli_error("%s expects on or off (got \"%s\")", names[k], val);
+            return -1;
+        }
+        *off[k] = !on;
+        return 1;
+    }
+    return 0;
+}
+
 int cli_engine_flag(int argc, char **argv, int *i, cli_engine_flags *f) {
+    int nf = cli_numerics_flag(argc, argv, i, f);
+    if (nf) return nf;
     const char *a = argv[*i];
     bool batch = !strcmp(a, "--batch") || !strcmp(a, "--decode-concurrency");
     bool bsz = !strcmp(a, "--paged-kv-block-size");
@@ -58,7 +116,23 @@ int cli_engine_flag(int argc, char **argv, int *i, cli_engine_flags *f) {
     return 1;
 }
 
+void cli_numerics_apply(const cli_engine_flags *f, hearth_engine_params *ep) {
+    ep->numerics = f->numerics;
+    ep->force_wire = f->force_wire;
+}
+
+void cli_numerics_levers(const hearth_engine *e, char *buf, size_t cap) {
+    hearth_engine_info in;
+    hearth_engine_info_get(e, &in);
+    const hearth_numerics *nx = &in.numerics;
+    snprintf(buf, cap, "numerics=%s compiled-decode=%s fused-sdpa=%s compiled-activations=%s force-wire=%s",
+             hearth_numerics_tier_name(nx->tier), nx->no_compiled_decode ? "off" : "on",
+             nx->no_fused_sdpa ? "off" : "on", nx->no_compiled_activations ? "off" : "on",
+             in.force_wire ? "on" : "off");
+}
+
 void cli_engine_flags_apply(const cli_engine_flags *f, hearth_engine_params *ep) {
+    cli_numerics_apply(f, ep);
     if (f->batch > 0) ep->batch = (int32_t)f->batch;
     if (f->block_size > 0) ep->block_size = (int32_t)f->block_size;
     ep->prompt_cache = f->prompt_cache >= 0 ? f->prompt_cache : (int64_t)8e9;
@@ -75,9 +149,11 @@ void cli_engine_levers(const hearth_engine *e, char *buf, size_t cap) {
     hearth_fmt_bytes(in.prompt_cache_bytes, pc, sizeof pc);
     if (in.memory_budget > 0) hearth_fmt_bytes(in.memory_budget, mem, sizeof mem);
     else snprintf(mem, sizeof mem, "none");
+    char nx[128];
+    hearth_numerics_describe(&in.numerics, nx, sizeof nx);
     snprintf(buf, cap,
              "batch %d, KV pool %s (%d blocks of %d tokens), prompt cache %s, memory budget %s, "
-             "max request %d tokens",
+             "max request %d tokens, numerics %s%s",
              in.batch, pool, in.n_blocks, in.block_size, in.prompt_cache_bytes ? pc : "off", mem,
-             in.max_request_tokens);
+             in.max_request_tokens, nx, in.force_wire ? ", weights wired" : "");
 }

@@ -8,6 +8,15 @@
  *   --memory-budget GB                   weights + KV + transients (default 0.75 x RAM)
  *   --paged-kv-block-size N              tokens per KV block (default 16)
  *
+ * and the numerics (backend/numerics.h), which `hearth benchmark` takes too:
+ *
+ *   --l1 | --l2 | --numerics l1|l2|ref   the tier (default l1; ref on HEARTH_KERNELS=ref)
+ *   --compiled-decode on|off             the A/B switches (default on; "--x=off" also reads)
+ *   --fused-sdpa on|off
+ *   --compiled-activations on|off
+ *   --force-wire                         lock the weights in RAM (mlock)
+ *
+ * --l2 is parsed and then refused (it needs the quantized KV cache, not built yet).
  * A size is a number of GB (10^9 bytes, fractions allowed) or a number with a unit ("512MB",
  * "1.5GiB"). Parsing only; the engine decides what the values mean.
  */
@@ -20,14 +29,23 @@
 typedef struct {
     long long batch, block_size;                      /* 0: the default */
     int64_t   prompt_cache, kv_budget, memory_budget; /* bytes; -1: the default */
+    hearth_numerics numerics;                         /* {0}: the default */
+    bool      force_wire;
 } cli_engine_flags;
 
 void cli_engine_flags_init(cli_engine_flags *f);
 /* argv[*i] is an engine flag: consume it (and its value, advancing *i). Returns 1 when it was
  * one, 0 when it is not an engine flag, -1 after printing an error. */
 int  cli_engine_flag(int argc, char **argv, int *i, cli_engine_flags *f);
+/* Only the numerics flags (tier, switches, --force-wire), as cli_engine_flag answers. */
+int  cli_numerics_flag(int argc, char **argv, int *i, cli_engine_flags *f);
 /* Fill the engine params from the flags (the memory budget defaults to 0.75 x RAM). */
 void cli_engine_flags_apply(const cli_engine_flags *f, hearth_engine_params *ep);
+/* Only the numerics and --force-wire into ep. */
+void cli_numerics_apply(const cli_engine_flags *f, hearth_engine_params *ep);
+/* "numerics=l1 compiled-decode=on fused-sdpa=on compiled-activations=on force-wire=off" of a
+ * running engine, into buf (benchmark rows). */
+void cli_numerics_levers(const hearth_engine *e, char *buf, size_t cap);
 /* The levers line of a ready card ("batch 8, KV pool 1.2 GB (...)"), into buf. */
 void cli_engine_levers(const hearth_engine *e, char *buf, size_t cap);
 
@@ -39,4 +57,18 @@ void cli_engine_levers(const hearth_engine *e, char *buf, size_t cap);
     "  --kv-budget GB        size of the KV block pool (default: what the memory budget leaves)\n"      \
     "  --memory-budget GB    weights + KV + transients (default 0.75 x RAM); a model that cannot\n"    \
     "                        serve one request of the full context refuses to load\n"                   \
-    "  --paged-kv-block-size N   tokens per KV block (default 16)\n"
+    "  --paged-kv-block-size N   tokens per KV block (default 16)\n" CLI_NUMERICS_FLAGS_USAGE
+
+#define CLI_NUMERICS_FLAGS_USAGE                                                                          \
+    "  --l1                  numerics tier l1 (the default): bit-identical to llama.cpp's x86 order\n"   \
+    "                        on GGUF models (8-bit activations, f16 KV cache)\n"                         \
+    "  --l2                  tier l2: l1 with an 8-bit quantized KV cache (llama.cpp -ctk q8_0\n"        \
+    "                        -ctv q8_0); refused until hearth has the quantized KV cache\n"              \
+    "  --numerics l1|l2|ref  the tier by name (ref: transformers' f32 order, the default with\n"         \
+    "                        HEARTH_KERNELS=ref)\n"                                                      \
+    "  --compiled-decode on|off       replay decode steps as one CUDA graph (default on)\n"              \
+    "  --fused-sdpa on|off            multi-query attention kernels (default on)\n"                     \
+    "  --compiled-activations on|off  gate/up matmul and GLU in one CUDA launch (default on)\n"         \
+    "                        the three are A/B levers: off takes a slower path of the same bits\n"      \
+    "  --force-wire          lock the weights in RAM (mlock); fails, saying why, when the locked-\n"     \
+    "                        memory limit (ulimit -l) is too small\n"

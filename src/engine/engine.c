@@ -17,6 +17,7 @@
 #include "engine/request.h"
 #include "engine/sched.h"
 #include "kernels/kernels.h"
+#include "model/wire.h"
 #include "models/forward.h"
 
 #include <errno.h>
@@ -61,6 +62,7 @@ struct hearth_engine {
     bool                 stop;
     int32_t              n_blocks; /* the pool's, fixed at create (read by submitters) */
     hearth_engine_info   info;     /* fixed at create */
+    bool                 wired;    /* the weights are mlocked (force_wire): unlock at free */
     _Atomic int64_t      stats[N_STATS]; /* hearth_engine_stats, field by field */
 };
 
@@ -108,6 +110,7 @@ static void engine_free(hearth_engine *e) {
     hearth_kv_pool_destroy(e->pool);
     hearth_fwd_destroy(e->fwd);
     hearth_backend_destroy(e->be);
+    if (e->wired) hearth_model_wire(e->m, false, NULL);
     free(e);
 }
 
@@ -182,12 +185,24 @@ hearth_status hearth_engine_create(const hearth_model *m, const hearth_engine_pa
     if (e->p.max_step > e->p.n_ctx) e->p.max_step = e->p.n_ctx;
     if (e->p.batch <= 0) e->p.batch = 8;
     if (e->p.block_size <= 0) e->p.block_size = 16;
-    bool f16 = e->p.kv_f16 < 0 ? hearth_kernels_isa() != HEARTH_ISA_REF : e->p.kv_f16 != 0;
+    e->p.numerics = hearth_numerics_resolve(e->p.numerics);
+    const hearth_numerics *nx = &e->p.numerics;
     hearth_status st;
+    if (nx->tier == HEARTH_NUMERICS_L2) {
+        st = hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1,
+                            "--l2 needs the quantized KV cache (8-bit keys and values, as llama.cpp's -ctk q8_0 "
+                            "-ctv q8_0), which this hearth does not have yet; use --l1");
+        goto fail;
+    }
+    bool f16 = e->p.kv_f16 < 0 ? nx->tier != HEARTH_NUMERICS_REF : e->p.kv_f16 != 0;
+    if (e->p.force_wire) {
+        if ((st = hearth_model_wire(m, true, err))) goto fail;
+        e->wired = true;
+    }
     /* the backend first: the KV pool lives in its memory */
     if (e->p.device == HEARTH_DEVICE_CUDA || (e->p.device == HEARTH_DEVICE_AUTO && hearth_cuda_device_count() > 0)) {
         hearth_err cerr = {0};
-        e->be = hearth_backend_cuda_create(0, e->p.max_step, &cerr);
+        e->be = hearth_backend_cuda_create(0, e->p.max_step, nx, &cerr);
         if (!e->be && e->p.device == HEARTH_DEVICE_CUDA) {
             st = hearth_err_set(err, cerr.code ? cerr.code : HEARTH_E_UNSUPPORTED, -1, "--device cuda: %s", cerr.msg);
             goto fail;
@@ -207,19 +222,19 @@ hearth_status hearth_engine_create(const hearth_model *m, const hearth_engine_pa
     int64_t width = hp->n_embd;
     int64_t cands[] = {hp->n_ff, (int64_t)hp->n_head * hp->head_dim_v};
     for (int i = 0; i < 2; i++) if (cands[i] > width) width = cands[i];
-    if (!e->be) e->be = hearth_backend_cpu_create(p->n_threads, e->p.max_step, width, e->p.n_ctx);
+    if (!e->be) e->be = hearth_backend_cpu_create(p->n_threads, e->p.max_step, width, e->p.n_ctx, nx);
     if (!e->be) {
         st = hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory creating the backend");
         goto fail;
     }
-    if (!e->be->iface->host && e->p.memory_budget > 0) { /* the KV pool lives in the GPU's memory */
+    if (!hearth_backend_host_memory(e->be) && e->p.memory_budget > 0) { /* the KV pool lives in the GPU's memory */
         hearth_backend_info bi;
         hearth_backend_get_info(e->be, &bi);
         int64_t gpu = (int64_t)(bi.mem_free / 10 * 9);
         if (gpu < e->p.memory_budget) e->p.memory_budget = gpu;
     }
     hearth_kv_pool_params pp = {.block_size = e->p.block_size, .n_seqs = e->p.batch, .max_seq_len = e->p.n_ctx,
-                                .f16 = f16, .swa_full = e->p.kv_swa_full, .be = e->be->iface->host ? NULL : e->be};
+                                .f16 = f16, .swa_full = e->p.kv_swa_full, .be = hearth_backend_host_memory(e->be) ? NULL : e->be};
     if ((st = size_pool(e, m, f16, width, &pp.budget_bytes, err))) goto fail;
     if ((st = hearth_kv_pool_create(m, &pp, &e->pool, err))) goto fail;
     e->n_blocks = hearth_kv_pool_n_blocks(e->pool);
@@ -232,6 +247,8 @@ hearth_status hearth_engine_create(const hearth_model *m, const hearth_engine_pa
     e->info.pool_bytes = (int64_t)hearth_kv_pool_bytes(e->pool);
     e->info.kv_bytes_per_token = (int64_t)hearth_kv_bytes_per_token(m, f16);
     e->info.kv_f16 = f16;
+    e->info.numerics = *nx;
+    e->info.force_wire = e->wired;
     {
         /* the longest sequence whose KV (all but its last token) the pool holds */
         int64_t cap = 1;
@@ -243,7 +260,7 @@ hearth_status hearth_engine_create(const hearth_model *m, const hearth_engine_pa
                                                                                       : e->p.prompt_cache;
         e->info.prompt_cache_bytes = pc;
     }
-    e->fwd = hearth_fwd_create(m, e->be, e->p.max_step);
+    e->fwd = hearth_fwd_create(m, e->be, e->p.max_step, nx);
     if (e->p.prompt_cache != 0)
         e->pc = hearth_prefix_cache_create(e->pool, e->p.prompt_cache < 0 ? SIZE_MAX : (size_t)e->p.prompt_cache);
     hearth_sched_params sp = {.batch = e->p.batch, .max_step = e->p.max_step, .n_ctx = e->p.n_ctx};
@@ -264,13 +281,15 @@ hearth_status hearth_engine_create(const hearth_model *m, const hearth_engine_pa
     hearth_backend_info bi;
     hearth_backend_get_info(e->be, &bi);
     char where[160];
-    if (e->be->iface->host)
+    if (hearth_backend_host_memory(e->be))
         snprintf(where, sizeof where, "%d threads, kernels %s", hearth_backend_cpu_threads(e->be),
-                 hearth_isa_name(hearth_kernels_isa()));
+                 hearth_kernels_name());
     else snprintf(where, sizeof where, "cuda on %s (%zu MiB)", bi.device, bi.mem_total >> 20);
-    hearth_log(HEARTH_LOG_INFO, "engine: %s, context %d, batch %d, KV %s %zu MiB in %d blocks of %d tokens", where,
-               e->p.n_ctx, e->p.batch, f16 ? "f16" : "f32", hearth_kv_pool_bytes(e->pool) >> 20,
-               hearth_kv_pool_n_blocks(e->pool), e->p.block_size);
+    char nxs[128];
+    hearth_numerics_describe(nx, nxs, sizeof nxs);
+    hearth_log(HEARTH_LOG_INFO, "engine: %s, context %d, batch %d, KV %s %zu MiB in %d blocks of %d tokens; numerics %s%s",
+               where, e->p.n_ctx, e->p.batch, f16 ? "f16" : "f32", hearth_kv_pool_bytes(e->pool) >> 20,
+               hearth_kv_pool_n_blocks(e->pool), e->p.block_size, nxs, e->wired ? "; weights wired" : "");
     *out = e;
     return HEARTH_OK;
 fail:
@@ -304,7 +323,7 @@ void hearth_engine_device(const hearth_engine *e, hearth_engine_device_info *out
     memset(out, 0, sizeof *out);
     hearth_backend_info bi;
     hearth_backend_get_info(e->be, &bi);
-    snprintf(out->backend, sizeof out->backend, "%s", e->be->iface->name);
+    snprintf(out->backend, sizeof out->backend, "%s", hearth_backend_name(e->be));
     snprintf(out->device, sizeof out->device, "%s", bi.device);
     out->mem_total = (int64_t)bi.mem_total;
     out->mem_free = (int64_t)bi.mem_free;

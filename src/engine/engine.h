@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backend/numerics.h"
 #include "base/status.h"
 #include "engine/sampler.h"
 #include "model/model.h"
@@ -29,7 +30,7 @@ typedef struct {
     int     n_threads;     /* compute threads; <= 0: all CPUs */
     int32_t n_ctx;         /* tokens per sequence; <= 0: min(training context, 4096) */
     int32_t max_step;      /* prefill chunk, tokens per step; <= 0: 512 */
-    int     kv_f16;        /* 1 f16, 0 f32, -1 auto (f32 on the reference kernel set) */
+    int     kv_f16;        /* 1 f16, 0 f32, -1 auto (from the numerics: f32 for ref, f16 for l1) */
     int32_t batch;         /* sequences per step; <= 0: 8; 1 = strictly serial */
     int64_t kv_budget;     /* bytes of the KV block pool; <= 0: from memory_budget (below) */
     int64_t memory_budget; /* bytes for weights + KV + transients (the CLI passes 0.75 x RAM);
@@ -45,6 +46,11 @@ typedef struct {
                             * the blocks that fall out of their window: docs/engine.md) */
     int     device;        /* hearth_device (backend/backend.h): CPU (the default), CUDA, or AUTO
                             * (the GPU when one is usable, else the CPU) */
+    hearth_numerics numerics; /* the arithmetic and its A/B switches (backend/numerics.h); {0}:
+                               * the default (l1, or ref on the reference kernel set). Tier l2
+                               * fails at create: it needs the quantized KV cache */
+    bool    force_wire;    /* lock the weights in RAM (mlock) at create; failing to (RLIMIT_MEMLOCK)
+                            * fails the create, saying why */
 } hearth_engine_params;
 
 hearth_engine_params hearth_engine_params_default(void);
@@ -126,6 +132,8 @@ typedef struct {
     int32_t max_request_tokens;         /* prompt + max_tokens one request may have: min(n_ctx,
                                          * what the pool holds) - the largest safe context */
     bool    kv_f16;
+    hearth_numerics numerics;           /* as resolved */
+    bool    force_wire;                 /* the weights are locked in RAM */
 } hearth_engine_info;
 
 void          hearth_engine_info_get(const hearth_engine *e, hearth_engine_info *out);

@@ -400,7 +400,7 @@ void hearth_sched_step(hearth_sched *s) {
     /* on a device backend, when every sequence that gets a token this step picks greedily, only
      * the picks leave the device */
     hearth_backend *be = hearth_fwd_backend(s->fwd);
-    bool argmax = be && !be->iface->host;
+    bool argmax = be && !hearth_backend_host_memory(be);
     for (int32_t i = 0; i < s->n_run && argmax; i++) {
         seq *q = s->run[i];
         if (q->take && q->n_done + q->take == q->n_toks && (!hearth_sampler_is_argmax(q->smp) || q->r->p.logprobs || q->cx))

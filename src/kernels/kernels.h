@@ -79,6 +79,11 @@ void        hearth_kernels_init(void);
 hearth_isa  hearth_kernels_isa(void);         /* the active set */
 const char *hearth_isa_name(hearth_isa isa);  /* "ref", "scalar", "avx2", "avx512" */
 bool        hearth_isa_available(hearth_isa isa); /* does this CPU run it */
+/* The active set's name (hearth_isa_name), for logs and reports. */
+const char *hearth_kernels_name(void);
+/* The active set is the reference one: weights dequantized and dotted with f32 activations.
+ * Code outside kernels/ asks this (numerics defaults), never for the set itself. */
+bool        hearth_kernels_f32(void);
 /* Make isa the active set (the CLI's --kernels switch, tests). Returns false, changing
  * nothing, when this CPU cannot run it. Call it while no kernel runs: the set is read once at
  * the start of each hearth_matmul. */

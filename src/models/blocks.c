@@ -1,7 +1,8 @@
 /*
  * blocks.c - the layer pieces every family shares: attention (projections, optional QKV bias
  * and QK-norm, RoPE, cache store, causal/sliding attention, output projection), the gated
- * feed-forward (SwiGLU or GeGLU), and the logits head. Each is a list of backend ops.
+ * feed-forward (SwiGLU or GeGLU, through the fused ffn_glu op: its up output is scratch), and
+ * the logits head. Each is a list of backend ops.
  */
 #include "models/forward_internal.h"
 
@@ -85,13 +86,18 @@ void hearth_blk_rope(hearth_fwd *f, float *x, int32_t n_head, int32_t head_dim, 
 void hearth_blk_ffn(hearth_fwd *f, int32_t n_tok, int32_t il) {
     const hearth_layer *l = &f->m->layers[il];
     int64_t n_ff = hearth_hparams_n_ff(&f->m->hp, il);
-    const hearth_weight *gu[2] = {&l->w_gate, &l->w_up};
-    float *const out[2] = {f->g, f->u};
-    const int64_t ld[2] = {n_ff, n_ff};
-    hearth_op_matmul_n(f->be, gu, out, ld, 2, f->xb, n_tok);
-    hearth_fwd_trace(f, "ffn_gate", il, "MUL_MAT", f->g, n_tok, n_ff);
-    hearth_fwd_trace(f, "ffn_up", il, "MUL_MAT", f->u, n_tok, n_ff);
-    hearth_op_glu(f->be, f->g, f->u, (int64_t)n_tok * n_ff, f->glu);
+    if (f->trace) { /* gate and up apart, to pass them to the hook */
+        const hearth_weight *gu[2] = {&l->w_gate, &l->w_up};
+        float *const out[2] = {f->g, f->u};
+        const int64_t ld[2] = {n_ff, n_ff};
+        hearth_op_matmul_n(f->be, gu, out, ld, 2, f->xb, n_tok);
+        hearth_fwd_trace(f, "ffn_gate", il, "MUL_MAT", f->g, n_tok, n_ff);
+        hearth_fwd_trace(f, "ffn_up", il, "MUL_MAT", f->u, n_tok, n_ff);
+        hearth_op_glu(f->be, f->g, f->u, (int64_t)n_tok * n_ff, f->glu);
+    } else {
+        /* f->u is scratch of the fused op: unspecified afterwards (backend.h, ffn_glu) */
+        hearth_op_ffn_glu(f->be, &l->w_gate, &l->w_up, f->xb, n_tok, f->g, f->u, f->glu);
+    }
     hearth_fwd_trace(f, f->glu == HEARTH_GLU_SWIGLU ? "ffn_swiglu" : "ffn_geglu", il,
                      f->glu == HEARTH_GLU_SWIGLU ? "SWIGLU" : "GEGLU", f->g, n_tok, n_ff);
     hearth_op_matmul(f->be, &l->w_down, f->g, n_tok, f->xb, f->m->hp.n_embd);

@@ -3,7 +3,6 @@
  * the per-family dispatch with the batch checks that protect the cache.
  */
 #include "models/forward_internal.h"
-#include "kernels/kernels.h"
 #include "kernels/ref/ops_ref.h"
 #include "model/hf_config.h"
 
@@ -15,7 +14,7 @@
 
 static size_t up64(size_t n) { return (n + 63) & ~(size_t)63; }
 
-hearth_fwd *hearth_fwd_create(const hearth_model *m, hearth_backend *be, int32_t max_tok) {
+hearth_fwd *hearth_fwd_create(const hearth_model *m, hearth_backend *be, int32_t max_tok, const hearth_numerics *nx) {
     const hearth_hparams *hp = &m->hp;
     hearth_fwd *f = calloc(1, sizeof *f);
     if (!f || max_tok <= 0) {
@@ -31,26 +30,33 @@ hearth_fwd *hearth_fwd_create(const hearth_model *m, hearth_backend *be, int32_t
     size_t LP = (size_t)hp->n_layer * (size_t)hp->n_embd_ple, P = (size_t)hp->n_embd_ple;
     bool moe = hp->n_expert > 0;
     size_t ME = moe ? T * E : 0, MI = moe ? T * (size_t)hp->n_ff_exp : 0, MX = T * (size_t)hp->n_expert;
-    size_t sizes[] = {T * E,  T * E,  T * qw, T * kw, T * vw, T * aw, T * (size_t)hp->n_ff, T * (size_t)hp->n_ff,
-                      T * LP, T * LP, T * P,  T * P,  ME,     ME,     ME,     ME,     MI, MI, MX};
+    /* the activations, one field and its floats each (0: the model has no use for it) */
+    const struct { float **field; size_t floats; } scratch[] = {
+        {&f->x, T * E},         {&f->xb, T * E},         {&f->q, T * qw},           {&f->k, T * kw},
+        {&f->v, T * vw},        {&f->att, T * aw},       {&f->g, T * (size_t)hp->n_ff}, {&f->u, T * (size_t)hp->n_ff},
+        /* Gemma 4 per-layer inputs */
+        {&f->ple_tok, T * LP},  {&f->ple_ctx, T * LP},   {&f->ple_x, T * P},        {&f->ple_g, T * P},
+        /* mixture of experts */
+        {&f->moe_in, ME},       {&f->moe_out, ME},       {&f->moe_gx, ME},          {&f->moe_d, ME},
+        {&f->moe_g, MI},        {&f->moe_u, MI},         {&f->moe_logits, MX},
+    };
+    const size_t n_scratch = sizeof scratch / sizeof scratch[0];
     size_t total = 0;
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) total += up64(sizes[i] * sizeof(float));
+    for (size_t i = 0; i < n_scratch; i++) total += up64(scratch[i].floats * sizeof(float));
     size_t half = (size_t)hp->n_rot / 2;
     f->mem = hearth_buf_alloc(be, total);
     f->host_mem = malloc(up64(half * sizeof(float)) * 3 + 64);
     f->idx_host = malloc(4 * T * sizeof(int32_t));
+    f->idx_cap = 4 * (int64_t)T;
     f->runs = malloc(T * sizeof *f->runs);
     if (!f->mem || !f->host_mem || !f->idx_host || !f->runs) {
         hearth_fwd_destroy(f);
         return NULL;
     }
     char *p = f->mem;
-    float **slots[] = {&f->x,       &f->xb,      &f->q,      &f->k,      &f->v,      &f->att, &f->g,
-                       &f->u,       &f->ple_tok, &f->ple_ctx, &f->ple_x, &f->ple_g, &f->moe_in,
-                       &f->moe_out, &f->moe_gx,  &f->moe_d,  &f->moe_g,  &f->moe_u,  &f->moe_logits};
-    for (size_t i = 0; i < sizeof slots / sizeof slots[0]; i++) {
-        *slots[i] = (float *)p;
-        p += up64(sizes[i] * sizeof(float));
+    for (size_t i = 0; i < n_scratch; i++) {
+        *scratch[i].field = (float *)p;
+        p += up64(scratch[i].floats * sizeof(float));
     }
     if (P > 0) { /* row t * n_layer + il of the per-layer inputs is layer il's input of token t */
         int32_t *rows = malloc((size_t)hp->n_layer * T * sizeof(int32_t));
@@ -81,13 +87,13 @@ hearth_fwd *hearth_fwd_create(const hearth_model *m, hearth_backend *be, int32_t
     f->inv_freq_swa = (float *)((char *)f->host_mem + up64(half * sizeof(float)));
     f->inv_freq_long = (float *)((char *)f->host_mem + 2 * up64(half * sizeof(float)));
     if (hp->rope_kind == HEARTH_ROPE_LONGROPE) hearth_hparams_inv_freq_at(hp, false, hp->rope_orig_ctx + 1, f->inv_freq_long);
-    /* NOTE: the reference kernel set computes as transformers does (the f32 specification it is
-     * compared with); the quantized sets round as llama.cpp does for GGUF models, since with
-     * 8-bit activations and f16 KV every rounding difference can flip a later rounding.
-     * Hugging Face checkpoints (hf_numerics) always take transformers' angles (scaling included)
-     * and exact GELU. */
-    bool ref = hearth_kernels_isa() == HEARTH_ISA_REF;
-    bool hf_angles = ref || hp->hf_numerics;
+    /* NOTE: the numerics (backend/numerics.h) decide the recipe: the ref tier computes as
+     * transformers does (the f32 specification it is compared with); l1 and l2 round as llama.cpp
+     * does for GGUF models, since with 8-bit activations and f16 KV every rounding difference can
+     * flip a later rounding. Hugging Face checkpoints (hf_numerics) always take transformers'
+     * angles (scaling included) and exact GELU. */
+    f->nx = nx ? hearth_numerics_resolve(*nx) : hearth_backend_numerics(be);
+    bool hf_angles = f->nx.tier == HEARTH_NUMERICS_REF || hp->hf_numerics;
     if (hp->hf_numerics) {
         hearth_hparams_inv_freq(hp, false, f->inv_freq);
         hearth_hparams_inv_freq(hp, true, f->inv_freq_swa);
@@ -139,8 +145,6 @@ void hearth_fwd_destroy(hearth_fwd *f) {
         hearth_buf_free(f->be, f->moe_rows);
         hearth_buf_free(f->be, f->ple_rows);
         hearth_buf_free(f->be, f->mem);
-        hearth_buf_free(f->be, f->idx_dev);
-        hearth_buf_free(f->be, f->logits_dev);
     }
     free(f->host_mem);
     free(f->idx_host);
@@ -148,7 +152,7 @@ void hearth_fwd_destroy(hearth_fwd *f) {
 }
 
 void hearth_fwd_set_trace(hearth_fwd *f, hearth_fwd_trace_fn fn, void *user) {
-    if (f->be && !f->be->iface->host) return; /* the hook reads activations in host memory */
+    if (f->be && !hearth_backend_host_memory(f->be)) return; /* the hook reads activations in host memory */
     f->trace = fn;
     f->trace_user = user;
 }
@@ -157,14 +161,16 @@ int32_t hearth_fwd_max_tokens(const hearth_fwd *f) { return f->max_tok; }
 
 hearth_backend *hearth_fwd_backend(const hearth_fwd *f) { return f->be; }
 
+hearth_numerics hearth_fwd_numerics(const hearth_fwd *f) { return f->nx; }
+
 bool hearth_fwd_supported(const hearth_model *m, hearth_backend *be, char *why, size_t cap) {
     const hearth_hparams *hp = &m->hp;
     const hearth_weight *one[] = {&m->tok_embd, &m->output};
-    for (int32_t il = 0; il < hp->n_layer && be->iface->attn_supports; il++) {
+    for (int32_t il = 0; il < hp->n_layer; il++) {
         int32_t hd = hearth_hparams_head_dim(hp, il), group = hp->n_head / hearth_hparams_n_head_kv(hp, il);
-        if (be->iface->attn_supports(be, hd, group)) continue;
+        if (hearth_backend_attn_supports(be, hd, group)) continue;
         snprintf(why, cap, "the %s backend's attention does not run heads of %d dims with %d query heads per kv "
-                 "head (layer %d)", be->iface->name, hd, group, il);
+                 "head (layer %d)", hearth_backend_name(be), hd, group, il);
         return false;
     }
     for (int32_t il = -1; il < hp->n_layer; il++) {
@@ -175,14 +181,14 @@ bool hearth_fwd_supported(const hearth_model *m, hearth_backend *be, char *why, 
                                      l ? &l->exp_up : NULL, l ? &l->exp_down : NULL};
         const hearth_weight *more[] = {l ? &l->ple_gate : &m->ple_embd, l ? &l->ple_proj : &m->ple_model_proj};
         for (size_t i = 0; i < 2; i++)
-            if (more[i]->data && !be->iface->supports(be, more[i]->type)) {
-                snprintf(why, cap, "the %s backend has no kernel for %s weights", be->iface->name,
+            if (more[i]->data && !hearth_backend_supports(be, more[i]->type)) {
+                snprintf(why, cap, "the %s backend has no kernel for %s weights", hearth_backend_name(be),
                          hearth_type_name(more[i]->type));
                 return false;
             }
         for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) {
-            if (!ws[i] || !ws[i]->data || be->iface->supports(be, ws[i]->type)) continue;
-            snprintf(why, cap, "the %s backend has no kernel for %s weights", be->iface->name,
+            if (!ws[i] || !ws[i]->data || hearth_backend_supports(be, ws[i]->type)) continue;
+            snprintf(why, cap, "the %s backend has no kernel for %s weights", hearth_backend_name(be),
                      hearth_type_name(ws[i]->type));
             return false;
         }
@@ -273,6 +279,19 @@ static hearth_status rope_runs(hearth_fwd *f, const hearth_batch *b) {
     return HEARTH_OK;
 }
 
+struct step_ctx {
+    hearth_fwd           *f;
+    const hearth_batch   *b;
+    const hearth_kv_view *kv;
+    float                *logits;
+    void (*family)(hearth_fwd *, const hearth_batch *, const hearth_kv_view *, float *);
+};
+
+static void step_family(void *arg) {
+    struct step_ctx *sc = arg;
+    sc->family(sc->f, sc->b, sc->kv, sc->logits);
+}
+
 /* Run the family's forward; logits land in backend memory (*out). */
 static hearth_status step_run(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view *kv, float *logits,
                               float **out) {
@@ -286,50 +305,37 @@ static hearth_status step_run(hearth_fwd *f, const hearth_batch *b, const hearth
     int64_t T = f->max_tok, n = b->n_tokens, n_vocab = f->m->hp.n_vocab;
     const hearth_kv_blocks *bl = &kv->blocks;
     int64_t n_table = (int64_t)(kv->n_groups > 1 ? kv->n_groups : 1) * kv->n_slots * bl->max_blocks;
-    if (f->be->iface->host) {
-        f->out_rows = f->idx_host + 3 * T;
-        *out = logits;
-    } else {
-        /* one upload: token, pos, seq, out_rows (each T long) and the block table */
-        if (4 * T + n_table > f->idx_cap) {
-            int32_t *h = realloc(f->idx_host, (size_t)(4 * T + n_table) * sizeof(int32_t));
-            if (!h) return HEARTH_E_NOMEM;
-            f->idx_host = h;
-            hearth_buf_free(f->be, f->idx_dev);
-            f->idx_cap = 0;
-            f->idx_dev = hearth_buf_alloc(f->be, (size_t)(4 * T + n_table) * sizeof(int32_t));
-            if (!f->idx_dev) return HEARTH_E_NOMEM;
-            f->idx_cap = 4 * T + n_table;
-        }
-        int32_t *h = f->idx_host, *d = f->idx_dev;
-        memcpy(h, b->token, (size_t)n * sizeof(int32_t));
-        memcpy(h + T, b->pos, (size_t)n * sizeof(int32_t));
-        memcpy(h + 2 * T, b->seq, (size_t)n * sizeof(int32_t));
-        memcpy(h + 4 * T, bl->table, (size_t)n_table * sizeof(int32_t));
-        hearth_buf_upload(f->be, d, h, (size_t)(4 * T + n_table) * sizeof(int32_t));
-        db.token = d;
-        db.pos = d + T;
-        db.seq = d + 2 * T;
-        db.want_logits = NULL; /* read through out_rows */
-        dkv.blocks.table = d + 4 * T;
-        f->out_rows = d + 3 * T;
-        if (f->n_out > f->logits_rows) {
-            hearth_buf_free(f->be, f->logits_dev);
-            f->logits_rows = 0;
-            f->logits_dev = hearth_buf_alloc(f->be, (size_t)f->n_out * (size_t)n_vocab * sizeof(float));
-            if (!f->logits_dev) return HEARTH_E_NOMEM;
-            f->logits_rows = f->n_out;
-        }
-        *out = f->logits_dev;
+    /* token, pos, seq, out_rows (each T long) and the block table, packed and staged in one
+     * copy (on a host backend the ops read the packed host copy itself) */
+    if (4 * T + n_table > f->idx_cap) {
+        int32_t *h = realloc(f->idx_host, (size_t)(4 * T + n_table) * sizeof(int32_t));
+        if (!h) return HEARTH_E_NOMEM;
+        f->idx_host = h;
+        f->idx_cap = 4 * T + n_table;
     }
-    void (*family)(hearth_fwd *, const hearth_batch *, const hearth_kv_view *, float *) = hearth_llama_forward;
+    int32_t *h = f->idx_host;
+    memcpy(h, b->token, (size_t)n * sizeof(int32_t));
+    memcpy(h + T, b->pos, (size_t)n * sizeof(int32_t));
+    memcpy(h + 2 * T, b->seq, (size_t)n * sizeof(int32_t));
+    memcpy(h + 4 * T, bl->table, (size_t)n_table * sizeof(int32_t));
+    int32_t *d = hearth_step_stage(f->be, HEARTH_STAGE_INDEX, h, (size_t)(4 * T + n_table) * sizeof(int32_t), true);
+    *out = hearth_step_stage(f->be, HEARTH_STAGE_LOGITS, logits, (size_t)f->n_out * (size_t)n_vocab * sizeof(float),
+                             false);
+    if (!d || !*out) return HEARTH_E_NOMEM;
+    db.token = d;
+    db.pos = d + T;
+    db.seq = d + 2 * T;
+    db.want_logits = NULL; /* read through out_rows */
+    dkv.blocks.table = d + 4 * T;
+    f->out_rows = d + 3 * T;
+    struct step_ctx sc = {.f = f, .b = &db, .kv = &dkv, .logits = *out, .family = hearth_llama_forward};
     switch (f->m->hp.arch) {
     case HEARTH_ARCH_GEMMA2:
     case HEARTH_ARCH_GEMMA3:
-        family = hearth_gemma3_forward;
+        sc.family = hearth_gemma3_forward;
         break;
     case HEARTH_ARCH_GEMMA4:
-        family = hearth_gemma4_forward;
+        sc.family = hearth_gemma4_forward;
         break;
     case HEARTH_ARCH_LLAMA:
     case HEARTH_ARCH_QWEN2:
@@ -341,28 +347,21 @@ static hearth_status step_run(hearth_fwd *f, const hearth_batch *b, const hearth
     default:
         return HEARTH_E_UNSUPPORTED;
     }
-    /* Small steps (decode) replay as one graph where the backend can: every op argument is then
-     * fixed but the buffers' contents, so the attention split is sized for the whole context
-     * and the key names everything else a step's ops depend on. */
-    int g = HEARTH_GRAPH_NONE;
+    /* A backend may replay small steps (decode) as one graph: every op argument is then fixed
+     * but the buffers' contents, so the attention split is sized for the whole context and the
+     * key names everything else a step's ops depend on (the staging buffers are the backend's
+     * own). Not with stretched RoPE tables (they change per step) nor experts (routed on the host). */
     uint64_t key = 0;
-    /* not with stretched RoPE tables (they change per step) nor experts (routed on the host) */
-    if (f->be->iface->graph_begin && n <= 8 && !f->stretched && f->m->hp.n_expert == 0) {
+    if (!f->stretched && f->m->hp.n_expert == 0 && hearth_step_replays(f->be, n)) {
         f->max_len = kv->n_ctx;
-        uint64_t parts[] = {(uint64_t)n, (uint64_t)f->n_out, (uint64_t)(uintptr_t)f->logits_dev,
-                            (uint64_t)(uintptr_t)f->idx_dev, (uint64_t)(uintptr_t)kv->k[0],
+        uint64_t parts[] = {(uint64_t)n, (uint64_t)f->n_out, (uint64_t)(uintptr_t)kv->k[0],
                             (uint64_t)(uintptr_t)kv->v[0], (uint64_t)n_table, (uint64_t)kv->n_ctx,
                             (uint64_t)bl->max_blocks, (uint64_t)bl->block_size, (uint64_t)kv->f16};
         key = 1469598103934665603ull;
         for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) key = (key ^ parts[i]) * 1099511628211ull;
-        g = f->be->iface->graph_begin(f->be, key);
+        if (key == 0) key = 1;
     }
-    if (g == HEARTH_GRAPH_LAUNCHED) return HEARTH_OK;
-    for (;;) {
-        family(f, &db, &dkv, *out);
-        if (g != HEARTH_GRAPH_CAPTURING || f->be->iface->graph_end(f->be, key)) break;
-        g = HEARTH_GRAPH_NONE; /* the capture failed: run the ops plainly */
-    }
+    hearth_step_run(f->be, key, n, step_family, &sc);
     return HEARTH_OK;
 }
 

@@ -60,8 +60,12 @@ static inline hearth_kv_blocks hearth_kv_view_blocks(const hearth_kv_view *kv, i
 
 typedef struct hearth_fwd hearth_fwd;
 
-/* Scratch for steps of up to max_tok tokens on backend be (borrowed, as is m). NULL on OOM. */
-hearth_fwd   *hearth_fwd_create(const hearth_model *m, hearth_backend *be, int32_t max_tok);
+/* Scratch for steps of up to max_tok tokens on backend be (borrowed, as is m), computing with
+ * numerics nx (backend/numerics.h; NULL: the default, resolved; pass the backend's own,
+ * hearth_backend_numerics, unless comparing recipes). NULL on OOM. */
+hearth_fwd   *hearth_fwd_create(const hearth_model *m, hearth_backend *be, int32_t max_tok, const hearth_numerics *nx);
+/* The numerics the forward computes with (tier resolved). */
+hearth_numerics hearth_fwd_numerics(const hearth_fwd *f);
 void          hearth_fwd_destroy(hearth_fwd *f); /* accepts NULL */
 int32_t       hearth_fwd_max_tokens(const hearth_fwd *f);
 

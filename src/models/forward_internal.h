@@ -41,22 +41,20 @@ struct hearth_fwd {
     int32_t *moe_sel;        /* owned host [T][n_expert_used] chosen experts, then [T * used] rows */
     float   *moe_w;          /* owned host [T][n_expert_used] their weights */
     int32_t *moe_rows;       /* owned backend buffer [T * n_expert_used]: tokens of each expert */
-    hearth_glu_kind    glu;            /* the ffn activation as this kernel set computes it */
+    hearth_numerics    nx;             /* resolved at create */
+    hearth_glu_kind    glu;            /* the ffn activation as the numerics compute it */
     bool               scale_q;        /* apply attn_scale to q before attention (llama.cpp's
                                         * gemma3 graph on the default path), else to the scores */
     void  *mem;              /* owned backend buffer: the activations */
     void  *host_mem;         /* owned host memory: inv_freq tables */
-    /* the step's index arrays as the ops read them: on a host backend the caller's, else copies
-     * in idx_dev, packed in idx_host first (token, pos, seq, out_rows, block table) */
-    int32_t *idx_host;       /* owned host */
-    int32_t *idx_dev;        /* owned backend buffer, idx_cap entries (NULL on a host backend) */
+    /* the step's index arrays, packed in idx_host (token, pos, seq, out_rows, block table) and
+     * staged for the ops (hearth_step_stage) */
+    int32_t *idx_host;       /* owned host, idx_cap entries */
     int64_t  idx_cap;
     const int32_t *out_rows; /* [n_out] tokens that want logits, in order (backend memory) */
     int32_t  n_out;
     int32_t  max_len;        /* longest key range of the step */
     int32_t  min_run;        /* fewest consecutive tokens of one sequence in the step */
-    float   *logits_dev;     /* owned backend buffer [logits_rows][n_vocab] (device backends) */
-    int32_t  logits_rows;
     hearth_fwd_script_fn script; /* tests: replaces the family forward (be and scratch unused) */
     void  *script_ctx;
     hearth_fwd_trace_fn trace; /* debugging (forward.h); NULL = off */

@@ -134,11 +134,7 @@ static void gemma4_moe(hearth_fwd *f, int64_t T, int32_t il) {
             off += n;
             hearth_weight gate = rows_view(&l->exp_gate, e * l->exp_stride, I),
                           up = rows_view(&l->exp_up, e * l->exp_stride, I), down = rows_view(&l->exp_down, e * E, E);
-            const hearth_weight *gu[2] = {&gate, &up};
-            float *const out[2] = {f->moe_g, f->moe_u};
-            const int64_t ld[2] = {I, I};
-            hearth_op_matmul_n(be, gu, out, ld, 2, f->moe_gx, n);
-            hearth_op_glu(be, f->moe_g, f->moe_u, n * I, HEARTH_GLU_GEGLU);
+            hearth_op_ffn_glu(be, &gate, &up, f->moe_gx, n, f->moe_g, f->moe_u, HEARTH_GLU_GEGLU);
             hearth_op_matmul(be, &down, f->moe_g, n, f->moe_d, E);
             for (int32_t j = 0; j < n; j++) {
                 hearth_op_scale(be, f->moe_d + j * E, E, weight[j]);

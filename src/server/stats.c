@@ -141,6 +141,23 @@ static void engine_json(const hearth_engine *e, hearth_jw *w) {
     hearth_jw_num(w, st.steps ? (double)st.step_tokens / (double)st.steps : 0);
     hearth_jw_obj_end(w);
 
+    /* the arithmetic and its A/B switches (backend/numerics.h) */
+    hearth_jw_key(w, "numerics");
+    hearth_jw_obj(w);
+    hearth_jw_key(w, "tier");
+    hearth_jw_cstr(w, hearth_numerics_tier_name(in.numerics.tier));
+    hearth_jw_key(w, "compiled_decode");
+    hearth_jw_bool(w, !in.numerics.no_compiled_decode);
+    hearth_jw_key(w, "fused_sdpa");
+    hearth_jw_bool(w, !in.numerics.no_fused_sdpa);
+    hearth_jw_key(w, "compiled_activations");
+    hearth_jw_bool(w, !in.numerics.no_compiled_activations);
+    hearth_jw_key(w, "force_wire");
+    hearth_jw_bool(w, in.force_wire);
+    hearth_jw_key(w, "kv_type");
+    hearth_jw_cstr(w, in.kv_f16 ? "f16" : "f32");
+    hearth_jw_obj_end(w);
+
     hearth_jw_key(w, "prompt_cache");
     hearth_jw_obj(w);
     hearth_jw_key(w, "enabled");

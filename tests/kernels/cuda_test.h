@@ -77,7 +77,7 @@ static inline hearth_backend *gpu(void) {
         tried = true;
         hearth_err err = {0};
         hearth_kernels_init();
-        be = hearth_backend_cuda_create(0, 64, &err);
+        be = hearth_backend_cuda_create(0, 64, NULL, &err);
         if (!be) fprintf(stderr, "  (no CUDA backend: %s)\n", err.msg);
     }
     return be;
@@ -179,7 +179,7 @@ static inline tweight *up_weight_of(int ti, int64_t ne1, int64_t ne0) { return w
 static inline const char *matmul_ref(int ti, const tweight *tw, const float *x, int64_t T, float *ref, int64_t ldy) {
     hearth_type wt = TYPES[ti].t;
     int64_t ne0 = tw->w.ne0;
-    bool q8 = hearth_kernels_isa() != HEARTH_ISA_REF && T <= 8 &&
+    bool q8 = hearth_backend_numerics(gpu()).tier != HEARTH_NUMERICS_REF && T <= 8 &&
               (wt == HEARTH_TYPE_Q4_0 || wt == HEARTH_TYPE_Q4_1 || wt == HEARTH_TYPE_Q8_0);
     char *xq = malloc((size_t)(ne0 / 32 * 36));
     for (int64_t t = 0; t < T; t++) {

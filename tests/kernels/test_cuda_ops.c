@@ -248,7 +248,7 @@ TEST(elementwise_add_add_rows_scale_softcap_copy_rows_argmax) {
     hearth_op_copy_rows(gpu(), dx, dim, drows, 4, dsel);
     down(sel, dsel, sizeof(float) * 4 * dim);
     for (int r = 0; r < 4; r++) CHECK(!memcmp(sel + r * dim, got + rws[r] * dim, sizeof(float) * dim));
-    hearth_backend *cpu = hearth_backend_cpu_create(1, 4, dim, 16);
+    hearth_backend *cpu = hearth_backend_cpu_create(1, 4, dim, 16, NULL);
     sel[dim + 7] = sel[dim + 9] = 1e6f; /* a tie: the first index wins */
     float *dsel2 = up(sel, sizeof(float) * 4 * dim);
     hearth_op_argmax(cpu, sel, 4, dim, am_ref);
@@ -283,7 +283,7 @@ TEST(argmax_vocabulary_rows) {
     x[dim + dim - 1] = 500.0f;           /* row 1: the last element */
     x[2 * dim + 4096] = x[2 * dim + 4097] = 77.0f; /* row 2: neighbours tie */
     int32_t ref[3], got[3];
-    hearth_backend *cpu = hearth_backend_cpu_create(1, 4, dim, 16);
+    hearth_backend *cpu = hearth_backend_cpu_create(1, 4, dim, 16, NULL);
     hearth_op_argmax(cpu, x, rows, dim, ref);
     float *dx = up(x, sizeof(float) * rows * dim);
     hearth_op_argmax(gpu(), dx, rows, dim, got);

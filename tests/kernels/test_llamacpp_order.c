@@ -649,7 +649,7 @@ TEST(backend_attention_equals_twin) {
         seq[t] = s;
         pos[t++] = start[s] + next[s]++;
     }
-    hearth_backend *be = hearth_backend_cpu_create(3, NTOK, 1024, CTX);
+    hearth_backend *be = hearth_backend_cpu_create(3, NTOK, 1024, CTX, NULL);
     CHECK(be != NULL);
     if (!be) return;
     const hearth_isa active = hearth_kernels_isa();
@@ -697,7 +697,7 @@ TEST(backend_rope_equals_ref) {
     float inv_freq[D / 2];
     hearth_rope_inv_freq(inv_freq, D, 10000.0f, 1.0f);
     for (size_t i = 0; i < sizeof x / sizeof x[0]; i++) x[i] = rnd_unit() * 4.0f;
-    hearth_backend *be = hearth_backend_cpu_create(3, T, 1024, 64);
+    hearth_backend *be = hearth_backend_cpu_create(3, T, 1024, 64, NULL);
     CHECK(be != NULL);
     if (!be) return;
     for (int c = 0; c < 8; c++) {

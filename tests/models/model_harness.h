@@ -37,8 +37,8 @@ static inline harness *harness_open(const char *path, int32_t max_tok, int32_t n
     h->n_vocab = hp->n_vocab;
     h->max_tok = max_tok;
     h->n_ctx = n_ctx;
-    h->be = hearth_backend_cpu_create(n_threads, max_tok, width, n_ctx);
-    h->fwd = hearth_fwd_create(h->m, h->be, max_tok);
+    h->be = hearth_backend_cpu_create(n_threads, max_tok, width, n_ctx, NULL);
+    h->fwd = hearth_fwd_create(h->m, h->be, max_tok, NULL);
     hearth_kv_create(h->m, 1, n_ctx, kv_f16, &h->kv, &err);
     h->tok = calloc((size_t)max_tok, sizeof(int32_t));
     h->pos = calloc((size_t)max_tok, sizeof(int32_t));

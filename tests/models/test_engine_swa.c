@@ -53,9 +53,9 @@ static void run(hearth_model *m, const int32_t *prompt, const shape *sh, bool sw
     int64_t width = hp->n_ff > hp->n_embd ? hp->n_ff : hp->n_embd;
     int32_t CTX = (PROMPT + GEN + BS - 1) / BS * BS;
     hearth_err err = {0};
-    hearth_backend *be = sh->cuda ? hearth_backend_cuda_create(0, STEP, &err)
-                                  : hearth_backend_cpu_create(2, STEP, width, CTX);
-    hearth_fwd *fwd = be ? hearth_fwd_create(m, be, STEP) : NULL;
+    hearth_backend *be = sh->cuda ? hearth_backend_cuda_create(0, STEP, NULL, &err)
+                                  : hearth_backend_cpu_create(2, STEP, width, CTX, NULL);
+    hearth_fwd *fwd = be ? hearth_fwd_create(m, be, STEP, NULL) : NULL;
     hearth_kv_pool *pool = NULL;
     hearth_kv_pool_params pp = {.budget_bytes = hearth_kv_bytes_per_token(m, true) * (size_t)CTX, .block_size = BS,
                                 .n_seqs = 1, .max_seq_len = CTX, .f16 = true, .swa_full = swa_full,

@@ -131,10 +131,10 @@ TEST(gemma4_moe) {
     CHECK_EQ(m->layers[1].exp_stride, 32);
     /* a backend without a kernel for the experts' type (only layer 0's down_proj experts are
      * mlx4_g32) refuses the model up front */
-    hearth_backend *cpu = hearth_backend_cpu_create(1, 8, 256, 64);
+    hearth_backend *cpu = hearth_backend_cpu_create(1, 8, 256, 64, NULL);
     if (cpu) {
         struct hearth_backend_i iface = *cpu->iface;
-        hearth_backend limited = {&iface, cpu->ctx};
+        hearth_backend limited = {&iface, cpu->ctx, cpu->nx};
         char why[256] = "";
         CHECK(hearth_fwd_supported(m, cpu, why, sizeof why));
         iface.supports = no_mlx4_g32;
@@ -217,10 +217,10 @@ TEST(gemma4_attention_shapes_checked) {
     hearth_model *m = NULL;
     hearth_err err = {0};
     CHECK_EQ(hearth_model_load(GOLD "gemma4_text", &m, &err), HEARTH_OK);
-    hearth_backend *cpu = hearth_backend_cpu_create(1, 8, 256, 64);
+    hearth_backend *cpu = hearth_backend_cpu_create(1, 8, 256, 64, NULL);
     if (!m || !cpu) goto out;
     struct hearth_backend_i iface = *cpu->iface;
-    hearth_backend limited = {&iface, cpu->ctx};
+    hearth_backend limited = {&iface, cpu->ctx, cpu->nx};
     char why[256] = "";
     CHECK(hearth_fwd_supported(m, cpu, why, sizeof why));
     iface.attn_supports = attn_16_only;

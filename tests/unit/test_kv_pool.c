@@ -157,8 +157,8 @@ static void paged_forward_matches(const char *path, int32_t block_size) {
         }
     for (int32_t i = used; i < nb; i++) hearth_kv_pool_unref(pool, ids[i]);
     free(ids);
-    hearth_backend *be = hearth_backend_cpu_create(2, MAXT, 1 << 14, 128);
-    hearth_fwd *fwd = hearth_fwd_create(h->m, be, MAXT);
+    hearth_backend *be = hearth_backend_cpu_create(2, MAXT, 1 << 14, 128, NULL);
+    hearth_fwd *fwd = hearth_fwd_create(h->m, be, MAXT, NULL);
     int32_t tok[MAXT], pos[MAXT], seq[MAXT];
     int8_t want[MAXT];
     int diff = 0;

@@ -8,11 +8,20 @@
  * for every backend. A CUDA failure inside an op (a device fault, memory exhausted while copying a
  * weight) is not recoverable mid-step: it is logged and the process aborts.
  *
- * Two ops reach past themselves: a decode-sized RMSNorm or GLU may leave its output's 8-bit
- * blocks for the next matmul (hc_matmul_q8_mark; every other op drops them), and a gate/up
- * matmul_n of 16-bit or f32 weights is held back until the next op, which runs it first unless
- * it is the GLU of its outputs (then both run as one launch, and the up output is not written:
- * the forward reads only the GLU's result).
+ * The numerics (numerics.h) are fixed at create: the ref tier keeps f32 activations for every
+ * matmul and the plain RMSNorm and GLU; l1 rounds activations to 8 bits per 32 values as
+ * llama.cpp does. The switches: compiled-decode off never captures step graphs,
+ * compiled-activations off runs ffn_glu as matmul_n then glu.
+ *
+ * The fused ops are those of the table (backend.h): add_rmsnorm, rope_store and ffn_glu (gate
+ * and up of 16-bit or f32 weights with the GLU in one launch, the up product never written, as
+ * its contract allows). One cache reaches past an op, unobservably: a decode-sized RMSNorm or
+ * GLU may also leave its output's 8-bit blocks for the next matmul of that very buffer
+ * (hc_matmul_q8_mark, HEARTH_CUDA_FUSE_Q8=1); every other op drops them.
+ *
+ * Steps: index arrays and logits are staged in two buffers the backend owns (stage); a step of
+ * up to GRAPH_MAX_TOK tokens with a key is run plainly the first time, captured the second and
+ * replayed after that (step).
  *
  * Thread rule: one thread drives a backend (the engine thread); the device is selected on
  * every entry, so that thread need not be the one that created it.
@@ -21,7 +30,6 @@
 #include "backend/cuda/cuda_ops.h"
 #include "base/assert.h"
 #include "base/log.h"
-#include "kernels/kernels.h"
 #include "tensor/dtype.h"
 
 #include <cuda_runtime_api.h>
@@ -41,8 +49,14 @@ typedef struct {
     size_t      bytes;
 } weight_slot;
 
+/* steps of up to this many tokens (decode) may be replayed as graphs */
+enum { GRAPH_MAX_TOK = 8 };
+
 typedef struct {
     int            device;
+    bool           exact;    /* numerics tier ref: f32 activations */
+    bool           fuse_glu; /* compiled-activations on (and HEARTH_CUDA_FUSE_GLU not 0) */
+    struct { void *p; size_t cap; } stage[HEARTH_STAGE_COUNT]; /* staging buffers of a step */
     cudaStream_t   stream;
     hc_matmul_ctx *mm;
     weight_slot   *map; /* open addressing, cap a power of two */
@@ -60,18 +74,7 @@ typedef struct {
         cudaGraphExec_t exec;
     } graphs[16];
     int            graph_next;
-    bool           graphs_off; /* HEARTH_CUDA_GRAPHS=0 */
-    /* a gate/up matmul_n held back: if the next op is the GLU of its outputs, both run as one
-     * launch (hc_matmul_glu); any other op runs it first, as it was asked */
-    struct {
-        bool         on;
-        int          type;
-        const void  *w[2];
-        size_t       rb;
-        int64_t      n_out, n_in, n_tok, ldy[2];
-        const float *x;
-        float       *y[2];
-    } gu;
+    bool           graphs_off; /* compiled-decode off, or HEARTH_CUDA_GRAPHS=0 */
 } cuda_ctx;
 
 static void check(cudaError_t e, const char *what) {
@@ -86,29 +89,9 @@ static cuda_ctx *ctx_raw(hearth_backend *be) {
     return c;
 }
 
-/* the kernel set decides the arithmetic, as on the CPU (kernels/kernels.h) */
-static bool exact_set(void) { return hearth_kernels_isa() == HEARTH_ISA_REF; }
-
-/* Run a held-back gate/up matmul_n. */
-static void gu_flush(cuda_ctx *c) {
-    if (!c->gu.on) return;
-    c->gu.on = false;
-    const int64_t rows[2] = {c->gu.n_out, c->gu.n_out};
-    int e = hc_matmul_n(c->mm, c->gu.type, c->gu.w, c->gu.rb, rows, 2, c->gu.n_in, c->gu.x, c->gu.n_tok, c->gu.y,
-                        c->gu.ldy, exact_set());
-    if (e) {
-        hearth_log(HEARTH_LOG_ERROR, "cuda: 2 matmuls x %lld tokens failed (%d)", (long long)c->gu.n_tok, e);
-        hearth_abort(__FILE__, __LINE__, "matmul_n");
-    }
-}
-
 /* The context for a matmul, which may use the 8-bit activations the op before it left
- * (hc_matmul_q8_mark); a held-back matmul runs first. */
-static cuda_ctx *ctx_keep(hearth_backend *be) {
-    cuda_ctx *c = ctx_raw(be);
-    gu_flush(c);
-    return c;
-}
+ * (hc_matmul_q8_mark). */
+static cuda_ctx *ctx_keep(hearth_backend *be) { return ctx_raw(be); }
 
 /* The context for every other op: such 8-bit activations no longer follow the op's output. */
 static cuda_ctx *ctx_of(hearth_backend *be) {
@@ -178,7 +161,7 @@ static const void *wdev(cuda_ctx *c, const hearth_weight *w) {
 static void cu_matmul(hearth_backend *be, const hearth_weight *w, const float *x, int64_t n_tok, float *y,
                       int64_t ldy) {
     cuda_ctx *c = ctx_keep(be);
-    bool exact = exact_set();
+    bool exact = c->exact;
     int e = hc_matmul(c->mm, (int)w->type, wdev(c, w), w->row_bytes, w->ne1, w->ne0, x, n_tok, y, ldy, exact);
     if (e) {
         hearth_log(HEARTH_LOG_ERROR, "cuda: matmul %s [%lld x %lld] x %lld tokens failed (%d)", hearth_type_name(w->type),
@@ -203,25 +186,7 @@ static void cu_matmul_n(hearth_backend *be, const hearth_weight *const *w, float
         dev[i] = wdev(c, w[i]);
         rows[i] = w[i]->ne1;
     }
-    bool exact = exact_set();
-    const hearth_type t = w[0]->type;
-    if (hc_matmul_glu_on() && n == 2 && rows[0] == rows[1] && n_tok <= HC_GEMV_MAX_TOK &&
-        (t == HEARTH_TYPE_F32 || t == HEARTH_TYPE_F16 || t == HEARTH_TYPE_BF16)) { /* perhaps a GLU's inputs */
-        c->gu.on = true;
-        c->gu.type = (int)t;
-        c->gu.w[0] = dev[0];
-        c->gu.w[1] = dev[1];
-        c->gu.rb = w[0]->row_bytes;
-        c->gu.n_out = rows[0];
-        c->gu.n_in = w[0]->ne0;
-        c->gu.n_tok = n_tok;
-        c->gu.x = x;
-        c->gu.y[0] = y[0];
-        c->gu.y[1] = y[1];
-        c->gu.ldy[0] = ldy[0];
-        c->gu.ldy[1] = ldy[1];
-        return;
-    }
+    bool exact = c->exact;
     int e = hc_matmul_n(c->mm, (int)w[0]->type, dev, w[0]->row_bytes, rows, n, w[0]->ne0, x, n_tok, y, ldy, exact);
     if (e) {
         hearth_log(HEARTH_LOG_ERROR, "cuda: %d matmuls %s x %lld tokens failed (%d)", n, hearth_type_name(w[0]->type),
@@ -242,7 +207,7 @@ static void cu_rmsnorm(hearth_backend *be, const float *x, const float *w, float
     const float *wd = weight_dev(c, w, (size_t)dim * sizeof(float));
     int8_t *xq;
     float *xd;
-    if (!exact_set() && n_rows <= HC_GEMV_MAX_TOK && hc_matmul_q8_dest(c->mm, n_rows * dim, &xq, &xd)) {
+    if (!c->exact && n_rows <= HC_GEMV_MAX_TOK && hc_matmul_q8_dest(c->mm, n_rows * dim, &xq, &xd)) {
         if (hc_rmsnorm_q8(x, wd, y, n_rows, dim, eps, xq, xd, c->stream)) hc_matmul_q8_mark(c->mm, y, n_rows * dim);
         return;
     }
@@ -255,7 +220,7 @@ static void cu_add_rmsnorm(hearth_backend *be, float *x, const float *r, const f
     const float *wd = weight_dev(c, w, (size_t)dim * sizeof(float));
     int8_t *xq;
     float *xd;
-    if (!exact_set() && n_rows <= HC_GEMV_MAX_TOK && hc_matmul_q8_dest(c->mm, n_rows * dim, &xq, &xd)) {
+    if (!c->exact && n_rows <= HC_GEMV_MAX_TOK && hc_matmul_q8_dest(c->mm, n_rows * dim, &xq, &xd)) {
         if (hc_add_rmsnorm_q8(x, r, wd, y, n_rows, dim, eps, xq, xd, c->stream))
             hc_matmul_q8_mark(c->mm, y, n_rows * dim);
         return;
@@ -315,26 +280,34 @@ static void cu_attention(hearth_backend *be, const hearth_attn_args *a) {
 }
 
 static void cu_glu(hearth_backend *be, float *g, const float *u, int64_t n, hearth_glu_kind kind) {
-    cuda_ctx *c = ctx_raw(be);
-    if (c->gu.on && c->gu.y[0] == g && c->gu.y[1] == u && n == c->gu.n_tok * c->gu.n_out &&
-        c->gu.ldy[0] == c->gu.n_out && c->gu.ldy[1] == c->gu.n_out) { /* the held-back gate/up's GLU */
-        c->gu.on = false;
-        if (hc_matmul_glu(c->mm, c->gu.type, c->gu.w[0], c->gu.w[1], c->gu.rb, c->gu.n_out, c->gu.n_in, c->gu.x,
-                          c->gu.n_tok, g, c->gu.n_out, (int)kind)) {
-            hc_matmul_q8_mark(c->mm, NULL, 0);
-            return;
-        }
-        c->gu.on = true; /* not this shape: as asked, below */
-    }
-    c = ctx_of(be);
+    cuda_ctx *c = ctx_of(be);
     int8_t *xq;
     float *xd;
-    if (!exact_set() && hc_matmul_q8_dest(c->mm, n, &xq, &xd)) {
+    if (!c->exact && hc_matmul_q8_dest(c->mm, n, &xq, &xd)) {
         hc_glu_q8(g, u, n, (int)kind, xq, xd, c->stream);
         hc_matmul_q8_mark(c->mm, g, n);
         return;
     }
     hc_glu(g, u, n, (int)kind, c->stream);
+}
+
+/* gate and up of 16-bit or f32 weights at decode sizes in one launch with the GLU (u is never
+ * written: the contract of ffn_glu); every other case is matmul_n, then glu */
+static void cu_ffn_glu(hearth_backend *be, const hearth_weight *gate, const hearth_weight *up, const float *x,
+                       int64_t n_tok, float *g, float *u, hearth_glu_kind kind) {
+    cuda_ctx *c = ctx_of(be);
+    const hearth_type t = gate->type;
+    if (c->fuse_glu && hc_matmul_glu_on() && n_tok <= HC_GEMV_MAX_TOK && up->type == t && up->ne1 == gate->ne1 &&
+        up->ne0 == gate->ne0 && up->row_bytes == gate->row_bytes &&
+        (t == HEARTH_TYPE_F32 || t == HEARTH_TYPE_F16 || t == HEARTH_TYPE_BF16) &&
+        hc_matmul_glu(c->mm, (int)t, wdev(c, gate), wdev(c, up), gate->row_bytes, gate->ne1, gate->ne0, x, n_tok, g,
+                      gate->ne1, (int)kind))
+        return;
+    const hearth_weight *w[2] = {gate, up};
+    float *const y[2] = {g, u};
+    const int64_t ld[2] = {gate->ne1, gate->ne1};
+    cu_matmul_n(be, w, y, ld, 2, x, n_tok);
+    cu_glu(be, g, u, n_tok * gate->ne1, kind);
 }
 
 static void cu_add_rows(hearth_backend *be, float *x, const float *b, int64_t n_rows, int64_t dim) {
@@ -389,32 +362,36 @@ static bool cu_attn_supports(hearth_backend *be, int32_t head_dim, int32_t group
 
 /* ---- step graphs ---- */
 
-static int cu_graph_begin(hearth_backend *be, uint64_t key) {
+enum { GRAPH_NONE = 0, GRAPH_LAUNCHED, GRAPH_CAPTURING };
+
+/* GRAPH_LAUNCHED (the step recorded under key ran again), GRAPH_CAPTURING (run the ops, then
+ * graph_end), or GRAPH_NONE (run them plainly) */
+static int graph_begin(hearth_backend *be, uint64_t key) {
     cuda_ctx *c = ctx_of(be);
-    if (c->graphs_off) return HEARTH_GRAPH_NONE;
     for (int i = 0; i < 16; i++) {
         if (c->graphs[i].state == 0 || c->graphs[i].key != key) continue;
         if (c->graphs[i].state == 2) {
             check(cudaGraphLaunch(c->graphs[i].exec, c->stream), "launching a step graph");
-            return HEARTH_GRAPH_LAUNCHED;
+            return GRAPH_LAUNCHED;
         }
-        if (c->graphs[i].state == 3) return HEARTH_GRAPH_NONE;
+        if (c->graphs[i].state == 3) return GRAPH_NONE;
         if (cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
             cudaGetLastError();
             c->graphs[i].state = 3;
-            return HEARTH_GRAPH_NONE;
+            return GRAPH_NONE;
         }
-        return HEARTH_GRAPH_CAPTURING;
+        return GRAPH_CAPTURING;
     }
     int i = c->graph_next;
     c->graph_next = (c->graph_next + 1) % 16;
     if (c->graphs[i].state == 2) cudaGraphExecDestroy(c->graphs[i].exec);
     c->graphs[i].key = key;
     c->graphs[i].state = 1;
-    return HEARTH_GRAPH_NONE;
+    return GRAPH_NONE;
 }
 
-static bool cu_graph_end(hearth_backend *be, uint64_t key) {
+/* false: the capture failed and nothing ran */
+static bool graph_end(hearth_backend *be, uint64_t key) {
     cuda_ctx *c = ctx_of(be);
     int i = 0;
     while (i < 16 && !(c->graphs[i].key == key && c->graphs[i].state == 1)) i++;
@@ -432,6 +409,18 @@ static bool cu_graph_end(hearth_backend *be, uint64_t key) {
     c->graphs[i].state = 2;
     check(cudaGraphLaunch(c->graphs[i].exec, c->stream), "launching a step graph");
     return true;
+}
+
+static bool cu_step_replays(hearth_backend *be, int64_t n_tok) {
+    const cuda_ctx *c = be->ctx;
+    return !c->graphs_off && n_tok <= GRAPH_MAX_TOK;
+}
+
+static void cu_step(hearth_backend *be, uint64_t key, int64_t n_tok, void (*run)(void *ctx), void *ctx) {
+    int g = key != 0 && cu_step_replays(be, n_tok) ? graph_begin(be, key) : GRAPH_NONE;
+    if (g == GRAPH_LAUNCHED) return;
+    run(ctx);
+    if (g == GRAPH_CAPTURING && !graph_end(be, key)) run(ctx); /* the capture failed: run the ops plainly */
 }
 
 /* ---- buffers ---- */
@@ -465,6 +454,26 @@ static void cu_download(hearth_backend *be, void *dst, const void *src, size_t b
     check(cudaStreamSynchronize(c->stream), "download");
 }
 
+static void *cu_stage(hearth_backend *be, int slot, const void *host, size_t bytes, bool upload) {
+    cuda_ctx *c = ctx_of(be);
+    HEARTH_ASSERT(slot >= 0 && slot < HEARTH_STAGE_COUNT);
+    if (!c->stage[slot].p || bytes > c->stage[slot].cap) { /* grown: captured steps hold the old address */
+        check(cudaStreamSynchronize(c->stream), "synchronize");
+        graphs_forget(c);
+        cudaFree(c->stage[slot].p);
+        c->stage[slot].p = NULL;
+        c->stage[slot].cap = 0;
+        if (cudaMalloc(&c->stage[slot].p, bytes ? bytes : 64) != cudaSuccess) {
+            cudaGetLastError();
+            c->stage[slot].p = NULL;
+            return NULL;
+        }
+        c->stage[slot].cap = bytes;
+    }
+    if (upload && bytes) check(cudaMemcpyAsync(c->stage[slot].p, host, bytes, cudaMemcpyHostToDevice, c->stream), "upload");
+    return c->stage[slot].p;
+}
+
 static void cu_info(hearth_backend *be, hearth_backend_info *out) {
     cuda_ctx *c = ctx_of(be);
     memset(out, 0, sizeof *out);
@@ -488,6 +497,7 @@ static void cu_destroy(hearth_backend *be) {
             if (c->graphs[i].state == 2) cudaGraphExecDestroy(c->graphs[i].exec);
         cudaFree(c->attn_scratch);
         cudaFree(c->ids);
+        for (int i = 0; i < HEARTH_STAGE_COUNT; i++) cudaFree(c->stage[i].p);
         hc_matmul_destroy(c->mm);
         if (c->stream) cudaStreamDestroy(c->stream);
         free(c);
@@ -505,8 +515,9 @@ static const struct hearth_backend_i cuda_iface = {
     .info = cu_info,
     .supports = cu_supports,
     .attn_supports = cu_attn_supports,
-    .graph_begin = cu_graph_begin,
-    .graph_end = cu_graph_end,
+    .stage = cu_stage,
+    .step = cu_step,
+    .step_replays = cu_step_replays,
     .matmul = cu_matmul,
     .matmul_n = cu_matmul_n,
     .get_rows = cu_get_rows,
@@ -517,6 +528,7 @@ static const struct hearth_backend_i cuda_iface = {
     .rope_store = cu_rope_store,
     .attention = cu_attention,
     .glu = cu_glu,
+    .ffn_glu = cu_ffn_glu,
     .add_rows = cu_add_rows,
     .add = cu_add,
     .scale = cu_scale,
@@ -537,7 +549,7 @@ int hearth_cuda_device_count(void) {
     return n;
 }
 
-hearth_backend *hearth_backend_cuda_create(int device, int64_t max_tok, hearth_err *err) {
+hearth_backend *hearth_backend_cuda_create(int device, int64_t max_tok, const hearth_numerics *nx, hearth_err *err) {
     (void)max_tok;
     int n = hearth_cuda_device_count();
     if (n <= 0) {
@@ -558,7 +570,9 @@ hearth_backend *hearth_backend_cuda_create(int device, int64_t max_tok, hearth_e
     }
     be->iface = &cuda_iface;
     be->ctx = c;
+    be->nx = hearth_numerics_resolve(nx ? *nx : (hearth_numerics){0});
     c->device = device;
+    c->exact = be->nx.tier == HEARTH_NUMERICS_REF;
     struct cudaDeviceProp prop;
     cudaError_t e = cudaSetDevice(device);
     if (e == cudaSuccess) e = cudaGetDeviceProperties(&prop, device);
@@ -570,14 +584,15 @@ hearth_backend *hearth_backend_cuda_create(int device, int64_t max_tok, hearth_e
     }
     snprintf(c->name, sizeof c->name, "%.95s", prop.name);
     const char *gr = getenv("HEARTH_CUDA_GRAPHS");
-    c->graphs_off = gr && !strcmp(gr, "0");
+    c->graphs_off = be->nx.no_compiled_decode || (gr && !strcmp(gr, "0"));
     /* comparisons (docs/cuda.md): the matrix-vector layout and the fused 8-bit activations */
     const char *mv = getenv("HEARTH_CUDA_MV"), *fq = getenv("HEARTH_CUDA_FUSE_Q8");
     const int mode = mv && !strcmp(mv, "waves") ? HC_MV_WAVES : mv && !strcmp(mv, "persist") ? HC_MV_PERSIST : HC_MV_AUTO;
     hc_mv_configure(mode, 0, 0);
     hc_q8_fuse_configure(fq && !strcmp(fq, "1"));
     const char *fg = getenv("HEARTH_CUDA_FUSE_GLU");
-    hc_glu_fuse_configure(!(fg && !strcmp(fg, "0")));
+    c->fuse_glu = !be->nx.no_compiled_activations && !(fg && !strcmp(fg, "0"));
+    hc_glu_fuse_configure(c->fuse_glu);
     c->mm = hc_matmul_create(c->stream);
     if (!c->mm) {
         hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "cannot start cuBLAS on CUDA device %d", device);

@@ -251,6 +251,10 @@ bool hearth_kernels_select(hearth_isa isa) {
     return true;
 }
 
+const char *hearth_kernels_name(void) { return hearth_isa_name(hearth_kernels_isa()); }
+
+bool hearth_kernels_f32(void) { return hearth_kernels_isa() == HEARTH_ISA_REF; }
+
 const char *hearth_isa_name(hearth_isa isa) {
     return (unsigned)isa < HEARTH_ISA_COUNT ? isa_names[isa] : "unknown";
 }

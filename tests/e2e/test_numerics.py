@@ -1,0 +1,83 @@
+"""The numerics levers on the command line (docs/engine.md, "Two ways of rounding"): the tier and
+the kill switches are in the help of serve, generate and benchmark, reach the engine (/stats and
+the ready card show them), select paths of the same bits (greedy logprobs equal with every
+switch off), and bad values or the not-yet-built --l2 are refused with exit code 2."""
+import json
+
+from conftest import TINY
+from test_server_openai import Server
+
+LEVERS = ("--l1", "--l2", "--compiled-decode", "--fused-sdpa", "--compiled-activations", "--force-wire")
+PROMPT = "The capital of France is a city where"
+
+
+def greedy_lp(s, n=12):
+    r = s.client().completions.create(model="tiny", prompt=PROMPT, max_tokens=n, temperature=0, logprobs=3,
+                                      extra_body={"ignore_eos": True})
+    lp = r.choices[0].logprobs
+    return r.choices[0].text, lp.token_logprobs, lp.top_logprobs
+
+
+def test_levers_in_help(hearth):
+    for verb in ("serve", "generate", "benchmark"):
+        r = hearth("help", verb)
+        assert r.returncode == 0
+        for flag in LEVERS:
+            assert flag in r.stdout, (verb, flag)
+
+
+def test_bad_values_and_l2_are_refused(hearth):
+    for verb in ("serve", "generate", "benchmark"):
+        r = hearth(verb, TINY, "--l2")
+        assert r.returncode == 2 and "needs the quantized KV cache" in r.stderr, (verb, r.stderr)
+        r = hearth(verb, TINY, "--compiled-decode", "sometimes")
+        assert r.returncode == 2 and "--compiled-decode expects on or off" in r.stderr, (verb, r.stderr)
+        r = hearth(verb, TINY, "--fused-sdpa")
+        assert r.returncode == 2 and "--fused-sdpa needs a value" in r.stderr, (verb, r.stderr)
+        r = hearth(verb, TINY, "--numerics", "l9")
+        assert r.returncode == 2 and "--numerics expects" in r.stderr, (verb, r.stderr)
+
+
+def test_stats_show_the_numerics_and_the_switches_keep_the_bits():
+    s = Server(TINY, "--l1", "--threads", "2")
+    try:
+        nx = s.stats()["numerics"]
+        assert nx == {"tier": "l1", "compiled_decode": True, "fused_sdpa": True, "compiled_activations": True,
+                      "force_wire": False, "kv_type": "f16"}, nx
+        assert "numerics l1, compiled-decode on, fused-sdpa on, compiled-activations on" in s.stderr()
+        on = greedy_lp(s)
+    finally:
+        s.stop()
+    s = Server(TINY, "--threads", "2", "--compiled-decode", "off", "--fused-sdpa=off", "--compiled-activations", "false")
+    try:
+        nx = s.stats()["numerics"]
+        assert nx["tier"] == "l1" and not nx["compiled_decode"] and not nx["fused_sdpa"], nx
+        assert not nx["compiled_activations"], nx
+        assert "compiled-decode off, fused-sdpa off, compiled-activations off" in s.stderr()
+        off = greedy_lp(s)
+    finally:
+        s.stop()
+    assert on == off  # the same text and the same log-probabilities, to the last bit printed
+    s = Server(TINY, "--numerics", "ref", "--threads", "2")
+    try:
+        nx = s.stats()["numerics"]
+        assert nx["tier"] == "ref" and nx["kv_type"] == "f32", nx
+    finally:
+        s.stop()
+
+
+def test_benchmark_shows_and_records_the_numerics(hearth, tmp_path):
+    env = {"XDG_CACHE_HOME": str(tmp_path)}
+    r = hearth("benchmark", TINY, "--tokens", "2", "--runs", "1", "--prompt-tokens", "4", "--threads", "1",
+               "--fused-sdpa", "off", "--json", env=env)
+    assert r.returncode == 0, r.stderr
+    j = json.loads(r.stdout)
+    assert j["numerics"] == {"tier": "l1", "compiled_decode": True, "fused_sdpa": False,
+                             "compiled_activations": True, "force_wire": False}, j["numerics"]
+    assert "numerics=l1" in j["levers"] and "fused-sdpa=off" in j["levers"] and "kv=f16" in j["levers"]
+    r = hearth("benchmark", TINY, "--tokens", "2", "--runs", "1", "--prompt-tokens", "4", "--threads", "1",
+               "--no-record", env=env)
+    assert r.returncode == 0, r.stderr
+    assert "numerics  l1, compiled-decode on, fused-sdpa on, compiled-activations on, force-wire off" in r.stdout
+    r = hearth("evals", "--raw", env=env)
+    assert r.returncode == 0 and "fused-sdpa=off" in r.stdout.splitlines()[1]
