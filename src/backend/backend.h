@@ -120,8 +120,10 @@ struct hearth_backend_i {
      * how the work is split), and run must queue the same ops for one key. key 0: never replay
      * (the step has per-step tables or host-side routing). */
     void  (*step)(hearth_backend *be, uint64_t key, int64_t n_tok, void (*run)(void *ctx), void *ctx);
-    /* (optional: NULL = never) would a step of n_tok tokens with a key be replayed; such a
-     * step's work splits must then fit every step of the key (attention sized for the context) */
+    /* (optional: NULL = never) is a step of n_tok tokens with a key a replayable one: its work
+     * splits must then fit every step of the key (attention sized for the context). The answer
+     * must not depend on whether the backend captures graphs at the moment (compiled-decode):
+     * the switch changes how the ops are launched, never their arguments, so never the bits */
     bool  (*step_replays)(hearth_backend *be, int64_t n_tok);
     /* y[t][o] = sum_i w[o][i] x[t][i];  x: [n_tok][w->ne0], y: [n_tok][ldy] */
     void (*matmul)(hearth_backend *be, const hearth_weight *w, const float *x, int64_t n_tok, float *y,

@@ -52,7 +52,8 @@ static const char usage_generate[] =
     CLI_ENGINE_FLAGS_USAGE
     "\n"
     "Environment: HEARTH_KERNELS=ref|scalar|avx2|avx512 forces a kernel set (ref: the f32\n"
-    "reference path); HEARTH_LOG=info|debug shows engine details.\n";
+    "reference kernels, whose default numerics tier is ref); HEARTH_LOG=info|debug shows engine\n"
+    "details.\n";
 
 const char *cli_help_text(const char *verb) {
     if (!verb) return usage_main;

@@ -411,13 +411,17 @@ static bool graph_end(hearth_backend *be, uint64_t key) {
     return true;
 }
 
+/* Decode-sized steps are replayable whether or not graphs are on: with compiled-decode off
+ * their ops get the same arguments (the attention split sized for the context) and only the
+ * capture is left out, so the bits are the same. */
 static bool cu_step_replays(hearth_backend *be, int64_t n_tok) {
-    const cuda_ctx *c = be->ctx;
-    return !c->graphs_off && n_tok <= GRAPH_MAX_TOK;
+    (void)be;
+    return n_tok <= GRAPH_MAX_TOK;
 }
 
 static void cu_step(hearth_backend *be, uint64_t key, int64_t n_tok, void (*run)(void *ctx), void *ctx) {
-    int g = key != 0 && cu_step_replays(be, n_tok) ? graph_begin(be, key) : GRAPH_NONE;
+    const cuda_ctx *c = be->ctx;
+    int g = key != 0 && !c->graphs_off && cu_step_replays(be, n_tok) ? graph_begin(be, key) : GRAPH_NONE;
     if (g == GRAPH_LAUNCHED) return;
     run(ctx);
     if (g == GRAPH_CAPTURING && !graph_end(be, key)) run(ctx); /* the capture failed: run the ops plainly */
