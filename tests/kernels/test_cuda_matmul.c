@@ -199,11 +199,12 @@ TEST(matmul_gemv_q8_fused_into_norm_and_glu) {
                 for (int what = 0; what < 4; what++) q8_fused_case(types[k], widths[wi], toks[tk], what);
 }
 
-/* gate/up matmul_n followed by the GLU of its outputs: one launch at decode sizes for 16-bit and
- * f32 weights (the up output is then left as it was: the test sees which path ran), also with
- * the grid capped (many gate/up row pairs per thread), against the reference products through
- * the reference activation; with the fusion off, or another op next (a download), the two
- * products as asked. */
+/* The fused op ffn_glu (backend.h): one launch at decode sizes for 16-bit and f32 weights (the
+ * up output is then left as it was, as the op's contract allows: the test sees which path
+ * ran), also with the grid capped (many gate/up row pairs per thread), against the reference
+ * products through the reference activation; with the fusion off, the two products and the
+ * GLU; and matmul_n, a download, then glu: the products as asked. The fused result equals the
+ * unfused one bit for bit (compiled-activations is an A/B lever of the same bits). */
 TEST(matmul_gemv_gate_up_then_glu) {
     NEED_GPU();
     const int types[] = {0, 1, 2, 3}; /* f32 f16 bf16, and q4_0 (never fused) */
@@ -228,16 +229,31 @@ TEST(matmul_gemv_gate_up_then_glu) {
                         const int64_t ld[2] = {rows, rows};
                         hc_glu_fuse_configure(fused != 0);
                         hc_mv_configure(HC_MV_PERSIST, fused == 2 ? 1 : fused == 3 ? 3 : 0, fused == 3 ? 256 : 0);
-                        hearth_op_matmul_n(gpu(), w, dy, ld, 2, d_x, T);
-                        const bool flushed = kind == 0 && fused <= 1; /* a download in between */
-                        if (flushed) { /* the products themselves (a held-back one runs first) */
+                        const bool flushed = kind == 0 && fused <= 1; /* matmul_n, a download, glu */
+                        if (flushed) { /* the products themselves */
+                            hearth_op_matmul_n(gpu(), w, dy, ld, 2, d_x, T);
                             down(got, dy[1], sizeof(float) * n);
                             CHECK_REL(got, ru, n, op);
                             down(got, dy[0], sizeof(float) * n);
                             CHECK_REL(got, rg, n, op);
+                            hearth_op_glu(gpu(), dy[0], dy[1], n, (hearth_glu_kind)kind);
+                        } else {
+                            hearth_op_ffn_glu(gpu(), &tg->w, &tu->w, d_x, T, dy[0], dy[1], (hearth_glu_kind)kind);
                         }
-                        hearth_op_glu(gpu(), dy[0], dy[1], n, (hearth_glu_kind)kind);
                         down(got, dy[0], sizeof(float) * n);
+                        if (fused == 1 && !flushed) { /* the same bits as the unfused path */
+                            float *plain_g = malloc(sizeof(float) * n);
+                            float *dz[2] = {hearth_buf_alloc(gpu(), sizeof(float) * n),
+                                            hearth_buf_alloc(gpu(), sizeof(float) * n)};
+                            hc_glu_fuse_configure(false);
+                            hearth_op_ffn_glu(gpu(), &tg->w, &tu->w, d_x, T, dz[0], dz[1], (hearth_glu_kind)kind);
+                            hc_glu_fuse_configure(true);
+                            down(plain_g, dz[0], sizeof(float) * n);
+                            CHECK_EQ(memcmp(plain_g, got, sizeof(float) * (size_t)n), 0);
+                            dfree(dz[0]);
+                            dfree(dz[1]);
+                            free(plain_g);
+                        }
                         if (kind == 0) hearth_swiglu_ref(rg, ru, n);
                         else if (kind == 1) hearth_geglu_ref(rg, ru, n);
                         else hearth_geglu_f16_ref(rg, ru, n);

@@ -55,7 +55,8 @@ enum { GRAPH_MAX_TOK = 8 };
 typedef struct {
     int            device;
     bool           exact;    /* numerics tier ref: f32 activations */
-    bool           fuse_glu; /* compiled-activations on (and HEARTH_CUDA_FUSE_GLU not 0) */
+    bool           fuse_glu; /* compiled-activations on (HEARTH_CUDA_FUSE_GLU=0 turns the fusion off for
+                              * every backend of the process) */
     struct { void *p; size_t cap; } stage[HEARTH_STAGE_COUNT]; /* staging buffers of a step */
     cudaStream_t   stream;
     hc_matmul_ctx *mm;
@@ -595,8 +596,8 @@ hearth_backend *hearth_backend_cuda_create(int device, int64_t max_tok, const he
     hc_mv_configure(mode, 0, 0);
     hc_q8_fuse_configure(fq && !strcmp(fq, "1"));
     const char *fg = getenv("HEARTH_CUDA_FUSE_GLU");
-    c->fuse_glu = !be->nx.no_compiled_activations && !(fg && !strcmp(fg, "0"));
-    hc_glu_fuse_configure(c->fuse_glu);
+    hc_glu_fuse_configure(!(fg && !strcmp(fg, "0"))); /* the process's; the switch is this backend's */
+    c->fuse_glu = !be->nx.no_compiled_activations;
     c->mm = hc_matmul_create(c->stream);
     if (!c->mm) {
         hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "cannot start cuBLAS on CUDA device %d", device);
