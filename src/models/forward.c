@@ -321,7 +321,7 @@ static hearth_status step_run(hearth_fwd *f, const hearth_batch *b, const hearth
     int32_t *d = hearth_step_stage(f->be, HEARTH_STAGE_INDEX, h, (size_t)(4 * T + n_table) * sizeof(int32_t), true);
     *out = hearth_step_stage(f->be, HEARTH_STAGE_LOGITS, logits, (size_t)f->n_out * (size_t)n_vocab * sizeof(float),
                              false);
-    if (!d || !*out) return HEARTH_E_NOMEM;
+    if (!d || (!*out && f->n_out > 0)) return HEARTH_E_NOMEM;
     db.token = d;
     db.pos = d + T;
     db.seq = d + 2 * T;
