@@ -15,6 +15,7 @@
  * reports. Final text is also kept whole (out.text) for writers that repeat it at the end.
  */
 #include "server/generate.h"
+#include "base/buf.h"
 #include "base/log.h"
 #include "server/reqjson.h"
 #include "server/sampling.h"
@@ -95,7 +96,7 @@ typedef struct {
     int32_t            rs_held;    /* tokens since the last content whose text the splitter holds */
     hearth_tc         *tc;         /* owned: NULL when spec.tools is NONE */
     hearth_gen_logprob *lps;       /* owned [cap_lps]: spec.logprobs */
-    int32_t            cap_lps;
+    size_t             cap_lps;
 } gen;
 
 static void record(gen *g, hearth_gen_outcome how) {
@@ -209,13 +210,8 @@ static void count_reasoning(gen *g, bool was_in, size_t text_before) {
 static bool in_reasoning(const gen *g) { return g->rs && hearth_rs_in_reasoning(g->rs); }
 
 static void keep_logprobs(gen *g, const hearth_event *ev) {
-    if (g->out.n_logprobs == g->cap_lps) {
-        int32_t cap = g->cap_lps ? g->cap_lps * 2 : 64;
-        hearth_gen_logprob *p = realloc(g->lps, (size_t)cap * sizeof *p);
-        if (!p) return; /* out of memory: the rest of the tokens go without */
-        g->lps = p;
-        g->cap_lps = cap;
-    }
+    if (!hearth_buf_grow(&g->lps, &g->cap_lps, (size_t)g->out.n_logprobs + 1, sizeof *g->lps, 64))
+        return; /* out of memory: the rest of the tokens go without */
     g->lps[g->out.n_logprobs] = (hearth_gen_logprob){.token = ev->token, .lp = ev->lp};
     g->out.logprobs = g->lps;
     g->out.n_logprobs++;

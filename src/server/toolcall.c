@@ -28,6 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
+
 enum {
     K_HERMES = HEARTH_TCK_HERMES,
     K_PYTAG = HEARTH_TCK_PYTAG,
@@ -89,13 +91,16 @@ struct hearth_tc {
     bool              lead;     /* LLAMA3: only whitespace (and ';' after a call) so far */
     bool              finished, failed;
     hearth_tool_call *calls;    /* owned [n_calls] */
-    int               n_calls, cap_calls;
+    int               n_calls;
+    size_t            cap_calls;
     /* incremental mode */
     bool              incremental;
     open_call        *open;     /* owned [n_open]: calls announced from the open markup */
-    int               n_open, cap_open;
+    int               n_open;
+    size_t            cap_open;
     delta_rec        *dl;       /* owned [n_dl]: this push's deltas, offsets into dtext */
-    int               n_dl, cap_dl;
+    int               n_dl;
+    size_t            cap_dl;
     hearth_tc_delta  *deltas;   /* owned [cap_deltas]: dl resolved to pointers for the caller */
     int               cap_deltas;
     hearth_jw         dtext;    /* owned: the strings of this push's deltas */
@@ -232,13 +237,7 @@ static void make_id(const hearth_tc *p, int index, char *made) {
 
 bool hearth_tc_add(hearth_tc *p, const char *name, size_t n_name, const char *args, size_t n_args, const char *id,
                    size_t n_id) {
-    if (p->n_calls == p->cap_calls) {
-        int cap = p->cap_calls ? p->cap_calls * 2 : 4;
-        hearth_tool_call *c = realloc(p->calls, (size_t)cap * sizeof *c);
-        if (!c) return false;
-        p->calls = c;
-        p->cap_calls = cap;
-    }
+    if (!hearth_buf_grow(&p->calls, &p->cap_calls, (size_t)p->n_calls + 1, sizeof *p->calls, 4)) return false;
     char made[40];
     if (!id || !n_id) {
         make_id(p, p->n_calls, made);
@@ -389,13 +388,7 @@ static size_t dtext_put(hearth_tc *p, const char *s, size_t n) {
 
 static bool add_delta(hearth_tc *p, hearth_tc_event kind, int index, const char *id, const char *name,
                       const char *args, size_t n_args) {
-    if (p->n_dl == p->cap_dl) {
-        int cap = p->cap_dl ? p->cap_dl * 2 : 8;
-        delta_rec *d = realloc(p->dl, (size_t)cap * sizeof *d);
-        if (!d) return false;
-        p->dl = d;
-        p->cap_dl = cap;
-    }
+    if (!hearth_buf_grow(&p->dl, &p->cap_dl, (size_t)p->n_dl + 1, sizeof *p->dl, 8)) return false;
     delta_rec *d = &p->dl[p->n_dl++];
     *d = (delta_rec){.kind = kind, .index = index, .at = p->content.len, .n_args = n_args};
     d->id = dtext_put(p, id, strlen(id));
@@ -406,13 +399,7 @@ static bool add_delta(hearth_tc *p, hearth_tc_event kind, int index, const char 
 
 /* Announce call j of the open markup (j == n_open). */
 static bool begin(hearth_tc *p, const hearth_tc_partial *pc) {
-    if (p->n_open == p->cap_open) {
-        int cap = p->cap_open ? p->cap_open * 2 : 4;
-        open_call *o = realloc(p->open, (size_t)cap * sizeof *o);
-        if (!o) return false;
-        p->open = o;
-        p->cap_open = cap;
-    }
+    if (!hearth_buf_grow(&p->open, &p->cap_open, (size_t)p->n_open + 1, sizeof *p->open, 4)) return false;
     int index = p->n_calls + p->n_open;
     char made[40];
     if (!pc->id.len) make_id(p, index, made);
