@@ -135,14 +135,14 @@ static uint64_t id_hash(const char *s) {
 static void deliver_reasoning(gen *g, hearth_span r, hearth_jw *w) {
     if (!r.len) return;
     hearth_jw_raw(&g->reasoning, r.ptr, r.len);
-    g->out.reasoning = (hearth_span){g->reasoning.buf ? g->reasoning.buf : "", g->reasoning.len};
+    g->out.reasoning = (hearth_span){g->reasoning.b.p ? g->reasoning.b.p : "", g->reasoning.b.len};
     if (w && g->spec.dialect->reasoning) g->spec.dialect->reasoning(&g->out, w, r);
 }
 
 static void deliver(gen *g, hearth_span c, hearth_jw *w) {
     if (!c.len) return;
     hearth_jw_raw(&g->text, c.ptr, c.len);
-    g->out.text = (hearth_span){g->text.buf ? g->text.buf : "", g->text.len};
+    g->out.text = (hearth_span){g->text.b.p ? g->text.b.p : "", g->text.b.len};
     if (w) g->spec.dialect->text(&g->out, w, c);
 }
 
@@ -314,7 +314,7 @@ static int stream_fill(void *ctx, hearth_jw *w) {
             size_t before = g->out.text.len;
             if (a.len) split(g, a, false, w);
             count_reasoning(g, was, before);
-            if (!w->len) continue;
+            if (!w->b.len) continue;
             return 1;
         }
         if (rc == -2) {
@@ -351,7 +351,7 @@ static void run_sync(hearth_http_req *r, gen *g) {
     hearth_jw w;
     hearth_jw_init(&w);
     g->spec.dialect->body(&g->out, &w);
-    if (g->text.oom || g->reasoning.oom) w.oom = true; /* a reply cut short: the out-of-memory answer */
+    if (g->text.b.oom || g->reasoning.b.oom) w.b.oom = true; /* a reply cut short: the out-of-memory answer */
     hearth_http_send_json(r, 200, &w);
     hearth_jw_fini(&w);
 }

@@ -84,13 +84,13 @@ bool hearth_http_send(hearth_http_req *r, int http, const char *ctype, const cha
 }
 
 bool hearth_http_send_json(hearth_http_req *r, int http, const hearth_jw *w) {
-    if (w->oom) {
+    if (w->b.oom) {
         const char *body;
         size_t n;
         int code = hearth_api_fallback(&body, &n);
         return hearth_http_send(r, code, "application/json", body, n);
     }
-    return hearth_http_send(r, http, "application/json", w->buf ? w->buf : "", w->len);
+    return hearth_http_send(r, http, "application/json", w->b.p ? w->b.p : "", w->b.len);
 }
 
 bool hearth_http_send_error(hearth_http_req *r, const hearth_api_err *e) {

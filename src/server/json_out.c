@@ -12,42 +12,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/buf.h"
-#include "base/size.h"
 
 void hearth_jw_init(hearth_jw *w) { memset(w, 0, sizeof *w); }
 
 void hearth_jw_fini(hearth_jw *w) {
-    free(w->buf);
+    hearth_buf_fini(&w->b);
     memset(w, 0, sizeof *w);
 }
 
 void hearth_jw_reset(hearth_jw *w) {
-    w->len = 0;
-    if (w->buf) w->buf[0] = 0;
-    w->oom = false;
+    hearth_buf_reset(&w->b);
     w->after_key = false;
     w->depth = 0;
     w->first = 0;
 }
 
-/* Make room for n more bytes plus the NUL. */
-static bool reserve(hearth_jw *w, size_t n) {
-    if (w->oom) return false;
-    size_t need;
-    if (hearth_add_size(w->len, n, &need) && hearth_add_size(need, 1, &need) &&
-        hearth_buf_grow(&w->buf, &w->cap, need, 1, 256))
-        return true;
-    w->oom = true;
-    return false;
-}
-
-static void put(hearth_jw *w, const char *s, size_t n) {
-    if (!reserve(w, n)) return;
-    memcpy(w->buf + w->len, s, n);
-    w->len += n;
-    w->buf[w->len] = 0;
-}
+static void put(hearth_jw *w, const char *s, size_t n) { hearth_buf_put(&w->b, s, n); }
 
 /* Before a value or key: a comma unless it is the first in its container or follows a key. */
 static void sep(hearth_jw *w) {
@@ -65,7 +45,7 @@ static void open_c(hearth_jw *w, char c) {
     sep(w);
     put(w, &c, 1);
     if (w->depth >= HEARTH_JW_MAX_DEPTH) {
-        w->oom = true; /* a bug in the caller: treat as a failed write */
+        w->b.oom = true; /* a bug in the caller: treat as a failed write */
         return;
     }
     w->depth++;

@@ -16,14 +16,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/buf.h"
 #include "base/utf8.h" /* hearth_utf8_valid, which request bodies go through */
 
 #define HEARTH_JW_MAX_DEPTH 63
 
 typedef struct {
-    char    *buf;        /* owned (malloc), NUL-terminated after every write */
-    size_t   len, cap;   /* bytes */
-    bool     oom;        /* sticky: a write did not fit and could not grow the buffer */
+    hearth_buf b;        /* owned: the text (b.p, b.len), NUL-terminated after every write;
+                          * b.oom is sticky: a write did not fit and could not grow it */
     bool     after_key;  /* the next value follows a key: no comma */
     int      depth;      /* open containers */
     uint64_t first;      /* bit d: nothing written yet in the container at depth d */
