@@ -4,7 +4,8 @@
  * and writes the table of bench/cuda-h200.md.
  *
  * Not built by CMake. From the repo root, against a hearth_core built with CUDA:
- *   cc -O2 -std=c11 -D_GNU_SOURCE -Isrc bench/bench_cuda.c build/libhearth_core.a \
+ *   cc -O2 -std=c11 -D_GNU_SOURCE -Isrc -Itests bench/bench_cuda.c \
+ *      build/libhearth_test_support.a build/libhearth_core.a \
  *      -lpcre2-8 -lcjson -lmicrohttpd -lcurl -lsqlite3 -lcrypto -lutf8proc -lxxhash \
  *      -L<cuda>/lib64 -lcudart -lcublas -lstdc++ -lpthread -lm -o build/bench_cuda
  *   build/bench_cuda MODEL.gguf [--device cuda|cpu] [--gen N] [--prefill N] [--streams N]
@@ -21,7 +22,7 @@
  */
 #include "backend/backend.h"
 #include "engine/engine.h"
-#include "engine/kv.h"
+#include "support/kv.h"
 #include "models/forward.h"
 
 #include <stdio.h>

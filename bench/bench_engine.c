@@ -21,7 +21,7 @@
  */
 #include "backend/backend.h"
 #include "engine/engine.h"
-#include "engine/kv.h"
+#include "support/kv.h"
 #include "models/forward.h"
 
 #include <stdbool.h>

@@ -15,7 +15,7 @@
  * printed. The hook costs a clock read per op. Measurements only, never assertions.
  */
 #include "backend/backend.h"
-#include "engine/kv.h"
+#include "support/kv.h"
 #include "models/forward.h"
 
 #include <stdio.h>

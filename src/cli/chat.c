@@ -10,6 +10,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/buf.h"
+
 #define MAX_FILE_BYTES ((size_t)256 << 20)
 
 char *cli_read_file(const char *what, const char *path, size_t *n) {
@@ -42,70 +44,43 @@ out:
     return buf;
 }
 
-/* A growable text buffer; oom is sticky. */
-typedef struct {
-    char  *p;
-    size_t len, cap;
-    bool   oom;
-} sbuf;
-
-static void sb_put(sbuf *b, const char *s, size_t n) {
-    if (b->oom) return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n + 1) cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = true;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = 0;
-}
-
-static void sb_puts(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
-
-static void sb_json_str(sbuf *b, const char *s, size_t n) {
-    sb_puts(b, "\"");
+static void sb_json_str(hearth_buf *b, const char *s, size_t n) {
+    hearth_buf_puts(b, "\"");
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         char esc[8];
         if (c == '"' || c == '\\') {
             esc[0] = '\\';
             esc[1] = (char)c;
-            sb_put(b, esc, 2);
+            hearth_buf_put(b, esc, 2);
         } else if (c < 0x20) {
             snprintf(esc, sizeof esc, "\\u%04x", c);
-            sb_puts(b, esc);
+            hearth_buf_puts(b, esc);
         } else {
-            sb_put(b, s + i, 1);
+            hearth_buf_put(b, s + i, 1);
         }
     }
-    sb_puts(b, "\"");
+    hearth_buf_puts(b, "\"");
 }
 
-static void sb_token(sbuf *b, const char *key, const hearth_tok *tok, int32_t id) {
+static void sb_token(hearth_buf *b, const char *key, const hearth_tok *tok, int32_t id) {
     if (id < 0) return; /* transformers leaves a token the tokenizer lacks out of the context */
     hearth_span t = hearth_tok_text(tok, id);
-    sb_puts(b, ", \"");
-    sb_puts(b, key);
-    sb_puts(b, "\": ");
+    hearth_buf_puts(b, ", \"");
+    hearth_buf_puts(b, key);
+    hearth_buf_puts(b, "\": ");
     sb_json_str(b, t.ptr, t.len);
 }
 
 char *cli_chat_context(const char *messages_json, const char *tools_json, bool add_generation_prompt,
                        const hearth_tok *tok, const char *kwargs_json) {
-    sbuf b = {0};
-    sb_puts(&b, "{\"messages\": ");
-    sb_puts(&b, messages_json);
-    sb_puts(&b, ", \"tools\": ");
-    sb_puts(&b, tools_json ? tools_json : "null");
-    sb_puts(&b, ", \"documents\": null, \"add_generation_prompt\": ");
-    sb_puts(&b, add_generation_prompt ? "true" : "false");
+    hearth_buf b = {0};
+    hearth_buf_puts(&b, "{\"messages\": ");
+    hearth_buf_puts(&b, messages_json);
+    hearth_buf_puts(&b, ", \"tools\": ");
+    hearth_buf_puts(&b, tools_json ? tools_json : "null");
+    hearth_buf_puts(&b, ", \"documents\": null, \"add_generation_prompt\": ");
+    hearth_buf_puts(&b, add_generation_prompt ? "true" : "false");
     if (tok) {
         sb_token(&b, "bos_token", tok, hearth_tok_bos(tok));
         sb_token(&b, "eos_token", tok, hearth_tok_eos(tok));
@@ -116,29 +91,21 @@ char *cli_chat_context(const char *messages_json, const char *tools_json, bool a
             const char *a = open + 1;
             while (a < close && (*a == ' ' || *a == '\t' || *a == '\n' || *a == '\r')) a++;
             if (a < close) {
-                sb_puts(&b, ", ");
-                sb_put(&b, a, (size_t)(close - a));
+                hearth_buf_puts(&b, ", ");
+                hearth_buf_put(&b, a, (size_t)(close - a));
             }
         }
     }
-    sb_puts(&b, "}");
-    if (b.oom) {
-        free(b.p);
-        return NULL;
-    }
-    return b.p;
+    hearth_buf_puts(&b, "}");
+    return hearth_buf_take(&b); /* NULL when out of memory */
 }
 
 char *cli_chat_user_message(const char *prompt) {
-    sbuf b = {0};
-    sb_puts(&b, "[{\"role\": \"user\", \"content\": ");
+    hearth_buf b = {0};
+    hearth_buf_puts(&b, "[{\"role\": \"user\", \"content\": ");
     sb_json_str(&b, prompt, strlen(prompt));
-    sb_puts(&b, "}]");
-    if (b.oom) {
-        free(b.p);
-        return NULL;
-    }
-    return b.p;
+    hearth_buf_puts(&b, "}]");
+    return hearth_buf_take(&b); /* NULL when out of memory */
 }
 
 int cli_chat_render(const char *src, const char *ctx_json, char **out, size_t *out_len) {

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "backend/backend.h"
 #include "store/download.h"
 
 /* A verb returns the process exit status: 0 ok, 1 failure, 2 usage error. */
@@ -32,6 +33,24 @@ extern const char cli_usage_benchmark[], cli_usage_evals[];
 
 /* Print "hearth: <msg>" to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* The flag loop of every verb: inside `for (int i = 1; i < argc; i++)` with the argument in
+ * `a` and the next one (or NULL) in `val`, FLAG(name) tests the argument and NEEDVAL() takes
+ * the next one as its value, or prints an error and returns 2 from the parser. */
+#define FLAG(name) (!strcmp(a, (name)))
+#define NEEDVAL()                                                                          \
+    do {                                                                                   \
+        if (!val) {                                                                        \
+            cli_error("%s needs a value", a);                                              \
+            return 2;                                                                      \
+        }                                                                                  \
+        i++;                                                                               \
+    } while (0)
+
+/* --threads N, --device auto|cpu|cuda and --ctx N (ctx NULL: the verb has no --ctx): where and
+ * how large a model runs, for generate, serve and benchmark. argv[*i] is consumed with its
+ * value (*i advanced) and 1 returned when it is one of them, 0 when not, -1 after an error. */
+int cli_run_flag(int argc, char **argv, int *i, long long *threads, hearth_device *device, long long *ctx);
 
 /* Flag values: parse strictly; false (with an error printed) on a malformed number. */
 bool cli_parse_int(const char *flag, const char *s, long long lo, long long hi, long long *out);

@@ -76,10 +76,9 @@ static int parse(int argc, char **argv, bench_opts *o) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         int nf = cli_numerics_flag(argc, argv, &i, &o->nx);
+        if (nf == 0) nf = cli_run_flag(argc, argv, &i, &o->threads, &o->device, NULL);
         if (nf < 0) return 2;
         if (nf > 0) continue;
-#define FLAG(name) (!strcmp(a, name))
-#define NEEDVAL() do { if (!val) { cli_error("%s needs a value", a); return 2; } i++; } while (0)
         if (FLAG("--json")) o->json = true;
         else if (FLAG("--no-record")) o->no_record = true;
         else if (FLAG("--model")) { NEEDVAL(); o->model = val; }
@@ -88,13 +87,6 @@ static int parse(int argc, char **argv, bench_opts *o) {
         else if (FLAG("--prompt-tokens")) {
             NEEDVAL();
             if (!cli_parse_int(a, val, 1, 1 << 20, &o->prompt_tokens)) return 2;
-        } else if (FLAG("--threads")) { NEEDVAL(); if (!cli_parse_int(a, val, 1, 1024, &o->threads)) return 2; }
-        else if (FLAG("--device")) {
-            NEEDVAL();
-            if (!hearth_device_parse(val, &o->device)) {
-                cli_error("--device expects auto, cpu or cuda (got \"%s\")", val);
-                return 2;
-            }
         } else if (a[0] == '-' && a[1]) {
             cli_error("unknown flag '%s' (try 'hearth help benchmark')", a);
             return 2;
@@ -103,8 +95,6 @@ static int parse(int argc, char **argv, bench_opts *o) {
             cli_error("unexpected argument '%s'", a);
             return 2;
         }
-#undef FLAG
-#undef NEEDVAL
     }
     return 0;
 }

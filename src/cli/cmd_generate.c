@@ -33,9 +33,8 @@ static int parse(int argc, char **argv, gen_opts *o) {
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
         long long iv;
         double fv;
-#define FLAG(name) (!strcmp(a, name))
-#define NEEDVAL() do { if (!val) { cli_error("%s needs a value", a); return 2; } i++; } while (0)
         int ef = cli_engine_flag(argc, argv, &i, &o->ef);
+        if (ef == 0) ef = cli_run_flag(argc, argv, &i, &o->threads, &o->device, &o->ctx);
         if (ef < 0) return 2;
         if (ef > 0) continue;
         if (FLAG("--raw")) o->raw = true;
@@ -78,18 +77,6 @@ static int parse(int argc, char **argv, gen_opts *o) {
             NEEDVAL();
             if (!cli_parse_int(a, val, 0, INT64_MAX, &iv)) return 2;
             o->sp.seed = (uint64_t)iv;
-        } else if (FLAG("--threads")) {
-            NEEDVAL();
-            if (!cli_parse_int(a, val, 1, 1024, &o->threads)) return 2;
-        } else if (FLAG("--device")) {
-            NEEDVAL();
-            if (!hearth_device_parse(val, &o->device)) {
-                cli_error("--device expects auto, cpu or cuda (got \"%s\")", val);
-                return 2;
-            }
-        } else if (FLAG("--ctx")) {
-            NEEDVAL();
-            if (!cli_parse_int(a, val, 16, 1 << 20, &o->ctx)) return 2;
         } else if (a[0] == '-' && a[1]) {
             cli_error("unknown flag '%s' (try 'hearth help generate')", a);
             return 2;
@@ -99,8 +86,6 @@ static int parse(int argc, char **argv, gen_opts *o) {
             cli_error("unexpected argument '%s'", a);
             return 2;
         }
-#undef FLAG
-#undef NEEDVAL
     }
     if (!o->model && n_pos > 0) o->model = positional[0];
     else if (o->model && n_pos > 0 && !o->prompt) o->prompt = positional[0];

@@ -92,14 +92,13 @@ static int parse(int argc, char **argv, serve_opts *o) {
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
         double fv;
-#define FLAG(name) (!strcmp(a, name))
-#define NEEDVAL() do { if (!val) { cli_error("%s needs a value", a); return 2; } i++; } while (0)
         for (size_t k = 0; k < sizeof not_yet / sizeof not_yet[0]; k++)
             if (FLAG(not_yet[k])) {
                 cli_error("%s is not supported yet (adapters are later work)", a);
                 return 2;
             }
         int ef = cli_engine_flag(argc, argv, &i, &o->ef);
+        if (ef == 0) ef = cli_run_flag(argc, argv, &i, &o->threads, &o->device, &o->ctx);
         if (ef < 0) return 2;
         if (ef > 0) continue;
         if (FLAG("--no-open")) { o->no_open = true; continue; }
@@ -135,18 +134,6 @@ static int parse(int argc, char **argv, serve_opts *o) {
                 cli_error("--thinking expects true or false (got \"%s\")", val);
                 return 2;
             }
-        } else if (FLAG("--threads")) {
-            NEEDVAL();
-            if (!cli_parse_int(a, val, 1, 1024, &o->threads)) return 2;
-        } else if (FLAG("--device")) {
-            NEEDVAL();
-            if (!hearth_device_parse(val, &o->device)) {
-                cli_error("--device expects auto, cpu or cuda (got \"%s\")", val);
-                return 2;
-            }
-        } else if (FLAG("--ctx")) {
-            NEEDVAL();
-            if (!cli_parse_int(a, val, 16, 1 << 20, &o->ctx)) return 2;
         } else if (a[0] == '-' && a[1]) {
             cli_error("unknown flag '%s' (try 'hearth help serve')", a);
             return 2;
@@ -156,8 +143,6 @@ static int parse(int argc, char **argv, serve_opts *o) {
             cli_error("unexpected argument '%s'", a);
             return 2;
         }
-#undef FLAG
-#undef NEEDVAL
     }
     return 0;
 }

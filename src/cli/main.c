@@ -43,6 +43,21 @@ bad:
     return false;
 }
 
+int cli_run_flag(int argc, char **argv, int *i, long long *threads, hearth_device *device, long long *ctx) {
+    const char *a = argv[*i], *val = *i + 1 < argc ? argv[*i + 1] : NULL;
+    if (!FLAG("--threads") && !FLAG("--device") && !(ctx && FLAG("--ctx"))) return 0;
+    if (!val) {
+        cli_error("%s needs a value", a);
+        return -1;
+    }
+    ++*i;
+    if (FLAG("--threads")) return cli_parse_int(a, val, 1, 1024, threads) ? 1 : -1;
+    if (FLAG("--ctx")) return cli_parse_int(a, val, 16, 1 << 20, ctx) ? 1 : -1;
+    if (hearth_device_parse(val, device)) return 1;
+    cli_error("--device expects auto, cpu or cuda (got \"%s\")", val);
+    return -1;
+}
+
 int main(int argc, char **argv) {
     const char *lvl = getenv("HEARTH_LOG");
     if (lvl) {

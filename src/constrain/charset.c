@@ -11,6 +11,8 @@
 
 #include <stdlib.h>
 
+#include "base/utf8.h"
+
 void hearth_cx_cpset_free(hearth_cx_cpset *s) {
     free(s->r);
     *s = (hearth_cx_cpset){0};
@@ -69,29 +71,6 @@ oom:
     return false;
 }
 
-static int encode(uint32_t cp, uint8_t out[4]) {
-    if (cp < 0x80) {
-        out[0] = (uint8_t)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        out[0] = (uint8_t)(0xC0 | (cp >> 6));
-        out[1] = (uint8_t)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (uint8_t)(0xE0 | (cp >> 12));
-        out[1] = (uint8_t)(0x80 | ((cp >> 6) & 0x3F));
-        out[2] = (uint8_t)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    out[0] = (uint8_t)(0xF0 | (cp >> 18));
-    out[1] = (uint8_t)(0x80 | ((cp >> 12) & 0x3F));
-    out[2] = (uint8_t)(0x80 | ((cp >> 6) & 0x3F));
-    out[3] = (uint8_t)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
 /* lo..hi (same encoded length L >= 2) as alternatives of rule r. */
 static int emit(hearth_cx_builder *b, int r, uint32_t lo, uint32_t hi, int len) {
     for (int i = 1; i < len; i++) {
@@ -101,8 +80,8 @@ static int emit(hearth_cx_builder *b, int r, uint32_t lo, uint32_t hi, int len) 
         if ((hi & m) != m) return emit(b, r, lo, (hi & ~m) - 1, len) || emit(b, r, hi & ~m, hi, len) ? -1 : 0;
     }
     uint8_t x[4], y[4];
-    encode(lo, x);
-    encode(hi, y);
+    hearth_utf8_encode(lo, (char *)x);
+    hearth_utf8_encode(hi, (char *)y);
     if (hearth_cx_alt(b, r)) return -1;
     for (int k = 0; k < len; k++)
         if (hearth_cx_range(b, r, x[k], y[k])) return -1;
@@ -147,24 +126,4 @@ int hearth_cx_rule_cpset(hearth_cx_builder *b, const hearth_cx_cpset *set) {
 oom:
     hearth_cx_cpset_free(&s);
     return hearth_cx_fail(b, HEARTH_E_NOMEM, "out of memory building a grammar");
-}
-
-int hearth_cx_utf8_decode(const char *str, size_t n, uint32_t *cp) {
-    const uint8_t *s = (const uint8_t *)str;
-    if (!n) return 0;
-    if (s[0] < 0x80) {
-        *cp = s[0];
-        return 1;
-    }
-    int len = s[0] >= 0xF0 ? 4 : s[0] >= 0xE0 ? 3 : s[0] >= 0xC0 ? 2 : 0;
-    if (!len || (size_t)len > n || s[0] > 0xF4) return 0;
-    uint32_t c = s[0] & (0x3F >> (len - 1));
-    for (int k = 1; k < len; k++) {
-        if ((s[k] & 0xC0) != 0x80) return 0;
-        c = (c << 6) | (s[k] & 0x3F);
-    }
-    static const uint32_t min[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (c < min[len] || c > HEARTH_CX_CP_MAX || (c >= 0xD800 && c <= 0xDFFF)) return 0;
-    *cp = c;
-    return len;
 }

@@ -32,5 +32,3 @@ bool hearth_cx_cpset_negate(hearth_cx_cpset *s);
  * refused (HEARTH_E_INVALID): it would match nothing. */
 int  hearth_cx_rule_cpset(hearth_cx_builder *b, const hearth_cx_cpset *s);
 
-/* Decode one UTF-8 character of s[0..n) into *cp; its length, or 0 when it is not valid. */
-int  hearth_cx_utf8_decode(const char *s, size_t n, uint32_t *cp);

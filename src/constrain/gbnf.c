@@ -19,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/utf8.h"
+
 #define MAX_NEST  48   /* open parentheses in one rule */
 #define MAX_CHAIN 80   /* rules being built at once (a reference chain) */
 #define MAX_LEVELS 128 /* rules being built and groups open in them, together (the C stack) */
@@ -93,7 +95,7 @@ static int hexval(char c) {
 static bool one_char(gp *p, uint32_t *cp) {
     size_t at = p->i;
     if (p->s[p->i] != '\\') {
-        int len = hearth_cx_utf8_decode(p->s + p->i, p->n - p->i, cp);
+        int len = (int)hearth_utf8_decode(p->s + p->i, p->n - p->i, cp);
         if (!len) return fail(p, HEARTH_E_INVALID, at, "the grammar is not valid UTF-8"), false;
         p->i += (size_t)len;
         return true;
@@ -126,19 +128,6 @@ static bool one_char(gp *p, uint32_t *cp) {
     }
 }
 
-static size_t put_utf8(uint32_t cp, char *out) {
-    if (cp < 0x80) return out[0] = (char)cp, 1;
-    if (cp < 0x800) return out[0] = (char)(0xC0 | (cp >> 6)), out[1] = (char)(0x80 | (cp & 0x3F)), 2;
-    if (cp < 0x10000)
-        return out[0] = (char)(0xE0 | (cp >> 12)), out[1] = (char)(0x80 | ((cp >> 6) & 0x3F)),
-               out[2] = (char)(0x80 | (cp & 0x3F)), 3;
-    out[0] = (char)(0xF0 | (cp >> 18));
-    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    out[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
 static int literal(gp *p) {
     size_t at = p->i++;
     char *buf = malloc(p->n - p->i + 4); /* a literal's bytes never outnumber its text's */
@@ -148,7 +137,7 @@ static int literal(gp *p) {
     while (p->i < p->n && p->s[p->i] != '"') {
         uint32_t cp;
         if (!one_char(p, &cp)) goto out;
-        len += put_utf8(cp, buf + len);
+        len += hearth_utf8_encode(cp, buf + len);
     }
     if (p->i >= p->n) {
         fail(p, HEARTH_E_INVALID, at, "an unterminated literal");

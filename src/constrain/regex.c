@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/utf8.h"
+
 #define MAX_NEST  48
 #define MAX_COUNT 10000
 
@@ -109,7 +111,7 @@ static int escape(rx *p, uint32_t *cp, char *cls) {
 
 /* One literal character at p->i (UTF-8) into *cp. */
 static bool literal(rx *p, uint32_t *cp) {
-    int len = hearth_cx_utf8_decode(p->s + p->i, p->n - p->i, cp);
+    int len = (int)hearth_utf8_decode(p->s + p->i, p->n - p->i, cp);
     if (!len) return bad(p, p->i, "the pattern is not valid UTF-8"), false;
     p->i += (size_t)len;
     return true;

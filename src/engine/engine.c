@@ -11,7 +11,6 @@
 #include "engine/engine.h"
 #include "backend/backend.h"
 #include "base/log.h"
-#include "engine/kv.h"
 #include "engine/kv_pool.h"
 #include "engine/prefix_cache.h"
 #include "engine/request.h"

@@ -9,7 +9,6 @@
  */
 #include "engine/kv_pool.h"
 #include "base/size.h"
-#include "engine/kv.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +39,20 @@ static int32_t gcd(int32_t a, int32_t b) {
         b = t;
     }
     return a;
+}
+
+int32_t hearth_kv_n_cache_layers(const hearth_model *m) {
+    const hearth_hparams *hp = hearth_model_hparams(m);
+    int32_t n = 0;
+    for (int32_t il = 0; il < hp->n_layer; il++) n += hearth_hparams_kv_layer(hp, il) == il;
+    return n;
+}
+
+size_t hearth_kv_bytes_per_token(const hearth_model *m, bool f16) {
+    const hearth_hparams *hp = hearth_model_hparams(m);
+    size_t e = f16 ? 2 : 4;
+    return (size_t)hearth_kv_n_cache_layers(m) * (size_t)hp->n_head_kv * ((size_t)hp->head_dim + (size_t)hp->head_dim_v) *
+           e;
 }
 
 hearth_kv_layout hearth_kv_layout_of(const hearth_model *m, bool swa_full) {

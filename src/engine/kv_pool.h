@@ -29,6 +29,13 @@
 #include "model/model.h"
 #include "models/forward.h"
 
+/* Layers that store their own K and V: all but the KV-shared ones (Gemma 4), which read the
+ * cache of an earlier layer (hearth_hparams_kv_layer) and whose view pointers alias it. */
+int32_t hearth_kv_n_cache_layers(const hearth_model *m);
+/* Bytes of K+V one token takes in the cache: a row of the widest layer kind in every layer
+ * that stores its own, for a model and element size. */
+size_t  hearth_kv_bytes_per_token(const hearth_model *m, bool f16);
+
 typedef struct hearth_kv_pool hearth_kv_pool;
 
 /* How a model's layers split into groups (kv_pool.h above): n_full full-attention groups come

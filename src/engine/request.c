@@ -6,6 +6,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/buf.h"
+
 double hearth_now_mono_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -63,15 +65,8 @@ static bool push_event(hearth_request *r, const hearth_event *ev) {
         r->done_ev = *ev;
     } else {
         if (r->head > 0 && r->head == r->n_events) r->head = r->n_events = 0; /* all read: rewind */
-        if (r->n_events == r->cap_events) {
-            size_t cap = r->cap_events ? r->cap_events * 2 : 64;
-            hearth_event *e = realloc(r->events, cap * sizeof *e);
-            if (!e) ok = false;
-            else {
-                r->events = e;
-                r->cap_events = cap;
-            }
-        }
+        if (r->n_events == r->cap_events)
+            ok = hearth_buf_grow(&r->events, &r->cap_events, r->n_events + 1, sizeof *r->events, 64);
         if (ok) r->events[r->n_events++] = *ev;
     }
     pthread_cond_broadcast(&r->cv);

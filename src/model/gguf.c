@@ -54,6 +54,7 @@
 #include <errno.h>
 
 #include "base/arena.h"
+#include "base/buf.h"
 #include "base/log.h"
 #include "base/rd.h"
 #include "base/size.h"
@@ -196,18 +197,6 @@ static hearth_status truncated(parser *p, size_t pos, const char *fmt, ...) {
                 pos, p->g->n_bytes, what);
 }
 
-/* Make room for one more element in *arr (elem bytes each); doubles the capacity. */
-static bool grow(void **arr, size_t *cap, size_t n, size_t elem) {
-    if (n < *cap) return true;
-    size_t new_cap = *cap ? *cap * 2 : 16, bytes;
-    if (!hearth_mul_size(new_cap, elem, &bytes)) return false;
-    void *q = realloc(*arr, bytes);
-    if (!q) return false;
-    *arr = q;
-    *cap = new_cap;
-    return true;
-}
-
 /* Read a key or tensor name (`what`, record number i) into the arena. */
 static hearth_status read_name(parser *p, const char *what, int64_t i, const char **out) {
     size_t pos = hearth_rd_pos(&p->r);
@@ -309,7 +298,7 @@ static hearth_status read_array(parser *p, kv_rec *k) {
 
 static hearth_status read_kv(parser *p, int64_t i) {
     hearth_gguf *g = p->g;
-    if (!grow((void **)&g->kv, &p->cap_kv, (size_t)g->n_kv, sizeof(kv_rec)))
+    if (!hearth_buf_grow(&g->kv, &p->cap_kv, (size_t)g->n_kv + 1, sizeof(kv_rec), 16))
         return fail(p, HEARTH_E_NOMEM, hearth_rd_pos(&p->r), "out of memory growing the key table");
     kv_rec *k = &g->kv[g->n_kv];
     memset(k, 0, sizeof *k);
@@ -349,8 +338,8 @@ static hearth_status read_kv(parser *p, int64_t i) {
 static hearth_status read_tensor_info(parser *p, int64_t i) {
     hearth_gguf *g = p->g;
     size_t n = (size_t)g->n_t, cap_pos = p->cap_t;
-    if (!grow((void **)&g->t, &p->cap_t, n, sizeof(hearth_gguf_tensor)) ||
-        !grow((void **)&g->t_pos, &cap_pos, n, sizeof(size_t)))
+    if (!hearth_buf_grow(&g->t, &p->cap_t, n + 1, sizeof(hearth_gguf_tensor), 16) ||
+        !hearth_buf_grow(&g->t_pos, &cap_pos, n + 1, sizeof(size_t), 16))
         return fail(p, HEARTH_E_NOMEM, hearth_rd_pos(&p->r), "out of memory growing the tensor table");
     hearth_gguf_tensor *t = &g->t[n];
     memset(t, 0, sizeof *t);

@@ -10,6 +10,7 @@
 #include "model/safetensors.h"
 
 #include "base/arena.h"
+#include "base/buf.h"
 #include "base/size.h"
 
 #include <cjson/cJSON.h>
@@ -40,7 +41,8 @@ struct hearth_st {
     shard            *shards;    /* owned: [n_shards] */
     int               n_shards;
     hearth_st_tensor *tensors;   /* owned: [n_tensors], sorted by name */
-    int64_t           n_tensors, cap_tensors;
+    int64_t           n_tensors;
+    size_t            cap_tensors;
     const char      **meta;      /* in arena: key, value, key, value ... of the first file */
     int               n_meta;
 };
@@ -82,13 +84,8 @@ static bool json_u53(const cJSON *v, uint64_t *out) {
 }
 
 static hearth_st_tensor *push_tensor(hearth_st *s) {
-    if (s->n_tensors == s->cap_tensors) {
-        int64_t cap = s->cap_tensors ? s->cap_tensors * 2 : 256;
-        hearth_st_tensor *t = realloc(s->tensors, (size_t)cap * sizeof *t);
-        if (!t) return NULL;
-        s->tensors = t;
-        s->cap_tensors = cap;
-    }
+    if (!hearth_buf_grow(&s->tensors, &s->cap_tensors, (size_t)s->n_tensors + 1, sizeof *s->tensors, 256))
+        return NULL;
     hearth_st_tensor *t = &s->tensors[s->n_tensors++];
     memset(t, 0, sizeof *t);
     return t;

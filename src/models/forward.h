@@ -10,7 +10,7 @@
  *
  * The KV cache is owned by the caller (engine/); the forward only reads and writes through
  * a hearth_kv_view: a pool of blocks per layer and one block-table row per slot and layer
- * group (the engine's paged pool, engine/kv_pool.h). A contiguous cache (engine/kv.h) is the
+ * group (the engine's paged pool, engine/kv_pool.h). A contiguous cache (tests/support/kv.h) is the
  * case of one group and one block of n_ctx rows per slot.
  *
  * The KV view's k and v point at backend memory (engine/kv_pool.c allocates them through the

@@ -15,6 +15,7 @@
  * reports. Final text is also kept whole (out.text) for writers that repeat it at the end.
  */
 #include "server/generate.h"
+#include "base/buf.h"
 #include "base/log.h"
 #include "server/reqjson.h"
 #include "server/sampling.h"
@@ -95,7 +96,7 @@ typedef struct {
     int32_t            rs_held;    /* tokens since the last content whose text the splitter holds */
     hearth_tc         *tc;         /* owned: NULL when spec.tools is NONE */
     hearth_gen_logprob *lps;       /* owned [cap_lps]: spec.logprobs */
-    int32_t            cap_lps;
+    size_t             cap_lps;
 } gen;
 
 static void record(gen *g, hearth_gen_outcome how) {
@@ -134,14 +135,14 @@ static uint64_t id_hash(const char *s) {
 static void deliver_reasoning(gen *g, hearth_span r, hearth_jw *w) {
     if (!r.len) return;
     hearth_jw_raw(&g->reasoning, r.ptr, r.len);
-    g->out.reasoning = (hearth_span){g->reasoning.buf ? g->reasoning.buf : "", g->reasoning.len};
+    g->out.reasoning = (hearth_span){g->reasoning.b.p ? g->reasoning.b.p : "", g->reasoning.b.len};
     if (w && g->spec.dialect->reasoning) g->spec.dialect->reasoning(&g->out, w, r);
 }
 
 static void deliver(gen *g, hearth_span c, hearth_jw *w) {
     if (!c.len) return;
     hearth_jw_raw(&g->text, c.ptr, c.len);
-    g->out.text = (hearth_span){g->text.buf ? g->text.buf : "", g->text.len};
+    g->out.text = (hearth_span){g->text.b.p ? g->text.b.p : "", g->text.b.len};
     if (w) g->spec.dialect->text(&g->out, w, c);
 }
 
@@ -209,13 +210,8 @@ static void count_reasoning(gen *g, bool was_in, size_t text_before) {
 static bool in_reasoning(const gen *g) { return g->rs && hearth_rs_in_reasoning(g->rs); }
 
 static void keep_logprobs(gen *g, const hearth_event *ev) {
-    if (g->out.n_logprobs == g->cap_lps) {
-        int32_t cap = g->cap_lps ? g->cap_lps * 2 : 64;
-        hearth_gen_logprob *p = realloc(g->lps, (size_t)cap * sizeof *p);
-        if (!p) return; /* out of memory: the rest of the tokens go without */
-        g->lps = p;
-        g->cap_lps = cap;
-    }
+    if (!hearth_buf_grow(&g->lps, &g->cap_lps, (size_t)g->out.n_logprobs + 1, sizeof *g->lps, 64))
+        return; /* out of memory: the rest of the tokens go without */
     g->lps[g->out.n_logprobs] = (hearth_gen_logprob){.token = ev->token, .lp = ev->lp};
     g->out.logprobs = g->lps;
     g->out.n_logprobs++;
@@ -318,7 +314,7 @@ static int stream_fill(void *ctx, hearth_jw *w) {
             size_t before = g->out.text.len;
             if (a.len) split(g, a, false, w);
             count_reasoning(g, was, before);
-            if (!w->len) continue;
+            if (!w->b.len) continue;
             return 1;
         }
         if (rc == -2) {
@@ -355,7 +351,7 @@ static void run_sync(hearth_http_req *r, gen *g) {
     hearth_jw w;
     hearth_jw_init(&w);
     g->spec.dialect->body(&g->out, &w);
-    if (g->text.oom || g->reasoning.oom) w.oom = true; /* a reply cut short: the out-of-memory answer */
+    if (g->text.b.oom || g->reasoning.b.oom) w.b.oom = true; /* a reply cut short: the out-of-memory answer */
     hearth_http_send_json(r, 200, &w);
     hearth_jw_fini(&w);
 }

@@ -19,6 +19,7 @@
  * the client sees the 413 instead of a reset while it is still sending.
  */
 #include "server/server_internal.h"
+#include "base/buf.h"
 #include "base/log.h"
 
 #include <microhttpd.h>
@@ -83,13 +84,13 @@ bool hearth_http_send(hearth_http_req *r, int http, const char *ctype, const cha
 }
 
 bool hearth_http_send_json(hearth_http_req *r, int http, const hearth_jw *w) {
-    if (w->oom) {
+    if (w->b.oom) {
         const char *body;
         size_t n;
         int code = hearth_api_fallback(&body, &n);
         return hearth_http_send(r, code, "application/json", body, n);
     }
-    return hearth_http_send(r, http, "application/json", w->buf ? w->buf : "", w->len);
+    return hearth_http_send(r, http, "application/json", w->b.p ? w->b.p : "", w->b.len);
 }
 
 bool hearth_http_send_error(hearth_http_req *r, const hearth_api_err *e) {
@@ -221,14 +222,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
             r->n_over += n;
             return r->n_over > cap * 3 ? MHD_NO : MHD_YES;
         }
-        if (r->n_body + n + 1 > r->cap_body) {
-            size_t nc = r->cap_body ? r->cap_body : 4096;
-            while (nc < r->n_body + n + 1) nc *= 2;
-            char *b = realloc(r->body, nc);
-            if (!b) return MHD_NO;
-            r->body = b;
-            r->cap_body = nc;
-        }
+        if (!hearth_buf_grow(&r->body, &r->cap_body, r->n_body + n + 1, 1, 4096)) return MHD_NO;
         memcpy(r->body + r->n_body, upload_data, n);
         r->n_body += n;
         r->body[r->n_body] = 0;

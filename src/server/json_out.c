@@ -12,50 +12,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+
 void hearth_jw_init(hearth_jw *w) { memset(w, 0, sizeof *w); }
 
 void hearth_jw_fini(hearth_jw *w) {
-    free(w->buf);
+    hearth_buf_fini(&w->b);
     memset(w, 0, sizeof *w);
 }
 
 void hearth_jw_reset(hearth_jw *w) {
-    w->len = 0;
-    if (w->buf) w->buf[0] = 0;
-    w->oom = false;
+    hearth_buf_reset(&w->b);
     w->after_key = false;
     w->depth = 0;
     w->first = 0;
 }
 
-/* Make room for n more bytes plus the NUL. */
-static bool reserve(hearth_jw *w, size_t n) {
-    if (w->oom) return false;
-    if (w->len + n + 1 <= w->cap) return true;
-    size_t cap = w->cap ? w->cap : 256;
-    while (cap < w->len + n + 1) {
-        if (cap > SIZE_MAX / 2) {
-            w->oom = true;
-            return false;
-        }
-        cap *= 2;
-    }
-    char *b = realloc(w->buf, cap);
-    if (!b) {
-        w->oom = true;
-        return false;
-    }
-    w->buf = b;
-    w->cap = cap;
-    return true;
-}
-
-static void put(hearth_jw *w, const char *s, size_t n) {
-    if (!reserve(w, n)) return;
-    memcpy(w->buf + w->len, s, n);
-    w->len += n;
-    w->buf[w->len] = 0;
-}
+static void put(hearth_jw *w, const char *s, size_t n) { hearth_buf_put(&w->b, s, n); }
 
 /* Before a value or key: a comma unless it is the first in its container or follows a key. */
 static void sep(hearth_jw *w) {
@@ -73,7 +45,7 @@ static void open_c(hearth_jw *w, char c) {
     sep(w);
     put(w, &c, 1);
     if (w->depth >= HEARTH_JW_MAX_DEPTH) {
-        w->oom = true; /* a bug in the caller: treat as a failed write */
+        w->b.oom = true; /* a bug in the caller: treat as a failed write */
         return;
     }
     w->depth++;
@@ -94,47 +66,6 @@ void hearth_jw_obj_end(hearth_jw *w) { close_c(w, '}'); }
 void hearth_jw_arr(hearth_jw *w) { open_c(w, '['); }
 void hearth_jw_arr_end(hearth_jw *w) { close_c(w, ']'); }
 
-size_t hearth_utf8_seq(const unsigned char *s, size_t n) {
-    if (n == 0) return 0;
-    unsigned c = s[0];
-    if (c < 0x80) return 1;
-    size_t len;
-    unsigned lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF) len = 2;
-    else if (c >= 0xE0 && c <= 0xEF) {
-        len = 3;
-        if (c == 0xE0) lo = 0xA0;
-        if (c == 0xED) hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        len = 4;
-        if (c == 0xF0) lo = 0x90;
-        if (c == 0xF4) hi = 0x8F;
-    } else return 0;
-    if (n < len) return 0;
-    if (s[1] < lo || s[1] > hi) return 0;
-    for (size_t i = 2; i < len; i++)
-        if ((s[i] & 0xC0) != 0x80) return 0;
-    return len;
-}
-
-bool hearth_utf8_valid(const char *s, size_t n, size_t *bad_at) {
-    const unsigned char *p = (const unsigned char *)s;
-    size_t i = 0;
-    while (i < n) {
-        if (p[i] < 0x80) {
-            i++;
-            continue;
-        }
-        size_t k = hearth_utf8_seq(p + i, n - i);
-        if (!k) {
-            if (bad_at) *bad_at = i;
-            return false;
-        }
-        i += k;
-    }
-    return true;
-}
-
 static void escape(hearth_jw *w, const char *s, size_t n) {
     static const char hex[] = "0123456789abcdef";
     const unsigned char *p = (const unsigned char *)s;
@@ -148,7 +79,8 @@ static void escape(hearth_jw *w, const char *s, size_t n) {
             continue;
         }
         if (c >= 0x80) {
-            size_t k = hearth_utf8_seq(p + i, n - i);
+            uint32_t cp;
+            size_t k = hearth_utf8_decode(p + i, n - i, &cp);
             if (k) {
                 i += k; /* valid: part of the run */
                 continue;

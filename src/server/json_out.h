@@ -16,12 +16,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/buf.h"
+#include "base/utf8.h" /* hearth_utf8_valid, which request bodies go through */
+
 #define HEARTH_JW_MAX_DEPTH 63
 
 typedef struct {
-    char    *buf;        /* owned (malloc), NUL-terminated after every write */
-    size_t   len, cap;   /* bytes */
-    bool     oom;        /* sticky: a write did not fit and could not grow the buffer */
+    hearth_buf b;        /* owned: the text (b.p, b.len), NUL-terminated after every write;
+                          * b.oom is sticky: a write did not fit and could not grow it */
     bool     after_key;  /* the next value follows a key: no comma */
     int      depth;      /* open containers */
     uint64_t first;      /* bit d: nothing written yet in the container at depth d */
@@ -54,8 +56,3 @@ void hearth_jw_json(hearth_jw *w, const char *json, size_t n);
 /* Raw bytes outside the JSON grammar (SSE "data: " prefixes, newlines). */
 void hearth_jw_raw(hearth_jw *w, const char *s, size_t n);
 
-/* Is s[0..n) well-formed UTF-8 (no overlong forms, no surrogates, nothing past U+10FFFF)?
- * On false, *bad_at (may be NULL) gets the offset of the first bad byte. */
-bool hearth_utf8_valid(const char *s, size_t n, size_t *bad_at);
-/* Length of the valid UTF-8 sequence at s[0..n), or 0 when the bytes there are not one. */
-size_t hearth_utf8_seq(const unsigned char *s, size_t n);

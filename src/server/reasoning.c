@@ -128,8 +128,8 @@ static hearth_status step(hearth_rs *s, const char *text, size_t n, bool final, 
     hearth_jw_raw(&s->buf, text, n);
     size_t pos = 0;
     for (;;) {
-        const char *p = s->buf.buf + pos;
-        size_t left = s->buf.len - pos, at = 0, hold = 0;
+        const char *p = s->buf.b.p + pos;
+        size_t left = s->buf.b.len - pos, at = 0, hold = 0;
         int i = left ? hearth_marks_find(p, left, s->marks, s->n, &at, &hold) : -1;
         if (i < 0) {
             size_t r = final ? left : left - hold;
@@ -148,14 +148,14 @@ static hearth_status step(hearth_rs *s, const char *text, size_t n, bool final, 
             s->skip_ws = true;
         }
     }
-    memmove(s->buf.buf, s->buf.buf + pos, s->buf.len - pos);
-    s->buf.len -= pos;
-    if (s->buf.oom || s->out[0].oom || s->out[1].oom) {
+    memmove(s->buf.b.p, s->buf.b.p + pos, s->buf.b.len - pos);
+    s->buf.b.len -= pos;
+    if (s->buf.b.oom || s->out[0].b.oom || s->out[1].b.oom) {
         s->failed = true;
         return HEARTH_E_NOMEM;
     }
-    out->content = (hearth_span){s->out[0].buf ? s->out[0].buf : "", s->out[0].len};
-    out->reasoning = (hearth_span){s->out[1].buf ? s->out[1].buf : "", s->out[1].len};
+    out->content = (hearth_span){s->out[0].b.p ? s->out[0].b.p : "", s->out[0].b.len};
+    out->reasoning = (hearth_span){s->out[1].b.p ? s->out[1].b.p : "", s->out[1].b.len};
     return HEARTH_OK;
 }
 

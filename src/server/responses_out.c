@@ -485,7 +485,7 @@ static void finished(hearth_gen_out *g) {
     hearth_jw w;
     hearth_jw_init(&w);
     response_json(g, &w, NULL, NULL);
-    if (conv && !w.oom) hearth_resp_store_put(g->srv->responses, g->id, conv, w.buf);
+    if (conv && !w.b.oom) hearth_resp_store_put(g->srv->responses, g->id, conv, w.b.p);
     hearth_jw_fini(&w);
     cJSON_free(conv);
 }

@@ -33,8 +33,8 @@ static void h_metrics(hearth_http_req *r) {
     hearth_jw w;
     hearth_jw_init(&w);
     hearth_stats_prometheus(r->srv->stats, &r->srv->info, &w);
-    if (w.oom) hearth_http_send_json(r, 200, &w); /* answers the out-of-memory fallback */
-    else hearth_http_send(r, 200, "text/plain; version=0.0.4; charset=utf-8", w.buf ? w.buf : "", w.len);
+    if (w.b.oom) hearth_http_send_json(r, 200, &w); /* answers the out-of-memory fallback */
+    else hearth_http_send(r, 200, "text/plain; version=0.0.4; charset=utf-8", w.b.p ? w.b.p : "", w.b.len);
     hearth_jw_fini(&w);
 }
 

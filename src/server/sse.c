@@ -21,17 +21,17 @@ typedef struct {
 
 static long sse_read(void *cls, char *buf, size_t max) {
     sse *s = cls;
-    while (s->off == s->w.len) {
+    while (s->off == s->w.b.len) {
         if (s->last) return -1;
         hearth_jw_reset(&s->w);
         s->off = 0;
         int rc = s->fill(s->ctx, &s->w);
-        if (rc < 0 || s->w.oom) return -2;
+        if (rc < 0 || s->w.b.oom) return -2;
         if (rc == 0) s->last = true;
     }
-    size_t n = s->w.len - s->off;
+    size_t n = s->w.b.len - s->off;
     if (n > max) n = max;
-    memcpy(buf, s->w.buf + s->off, n);
+    memcpy(buf, s->w.b.p + s->off, n);
     s->off += n;
     return (long)n;
 }

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
+
 hearth_status hearth_stop_init(hearth_stop *s, const hearth_span *stops, int n) {
     memset(s, 0, sizeof *s);
     s->hit = -1;
@@ -49,17 +51,11 @@ bool hearth_stop_push(hearth_stop *s, const char *text, size_t n, hearth_span *o
         s->n_held -= s->n_released;
         s->n_released = 0;
     }
-    if (s->n_held + n > s->cap) {
-        size_t cap = s->cap ? s->cap : 256;
-        while (cap < s->n_held + n) cap *= 2;
-        char *b = realloc(s->held, cap);
-        if (!b) { /* out of memory: stop matching rather than lose text */
-            out->ptr = text;
-            out->len = n;
-            return false;
-        }
-        s->held = b;
-        s->cap = cap;
+    if (!hearth_buf_grow(&s->held, &s->cap, s->n_held + n, 1, 256)) {
+        /* out of memory: stop matching rather than lose text */
+        out->ptr = text;
+        out->len = n;
+        return false;
     }
     if (n) memcpy(s->held + s->n_held, text, n);
     s->n_held += n;

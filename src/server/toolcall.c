@@ -28,6 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
+
 enum {
     K_HERMES = HEARTH_TCK_HERMES,
     K_PYTAG = HEARTH_TCK_PYTAG,
@@ -89,13 +91,16 @@ struct hearth_tc {
     bool              lead;     /* LLAMA3: only whitespace (and ';' after a call) so far */
     bool              finished, failed;
     hearth_tool_call *calls;    /* owned [n_calls] */
-    int               n_calls, cap_calls;
+    int               n_calls;
+    size_t            cap_calls;
     /* incremental mode */
     bool              incremental;
     open_call        *open;     /* owned [n_open]: calls announced from the open markup */
-    int               n_open, cap_open;
+    int               n_open;
+    size_t            cap_open;
     delta_rec        *dl;       /* owned [n_dl]: this push's deltas, offsets into dtext */
-    int               n_dl, cap_dl;
+    int               n_dl;
+    size_t            cap_dl;
     hearth_tc_delta  *deltas;   /* owned [cap_deltas]: dl resolved to pointers for the caller */
     int               cap_deltas;
     hearth_jw         dtext;    /* owned: the strings of this push's deltas */
@@ -232,13 +237,7 @@ static void make_id(const hearth_tc *p, int index, char *made) {
 
 bool hearth_tc_add(hearth_tc *p, const char *name, size_t n_name, const char *args, size_t n_args, const char *id,
                    size_t n_id) {
-    if (p->n_calls == p->cap_calls) {
-        int cap = p->cap_calls ? p->cap_calls * 2 : 4;
-        hearth_tool_call *c = realloc(p->calls, (size_t)cap * sizeof *c);
-        if (!c) return false;
-        p->calls = c;
-        p->cap_calls = cap;
-    }
+    if (!hearth_buf_grow(&p->calls, &p->cap_calls, (size_t)p->n_calls + 1, sizeof *p->calls, 4)) return false;
     char made[40];
     if (!id || !n_id) {
         make_id(p, p->n_calls, made);
@@ -336,8 +335,8 @@ static int mistral(hearth_tc *p, const char *b, size_t n, size_t *used) {
 /* The body of the open markup at buf[p->body..]: 1 parsed (calls added), 0 needs more text,
  * -1 not a call, -2 OOM; *used: body bytes the markup took, its closing marker included. */
 static int parse_markup(hearth_tc *p, bool final, size_t *used) {
-    const char *b = p->buf.buf + p->body;
-    size_t n = p->buf.len - p->body;
+    const char *b = p->buf.b.p + p->body;
+    size_t n = p->buf.b.len - p->body;
     int kind = p->cur;
     if (kind == K_PYTAG || kind == K_BARE) {
         size_t i = 0;
@@ -381,7 +380,7 @@ static void emit(hearth_tc *p, const char *s, size_t n) { hearth_jw_raw(&p->cont
 /* ---- incremental mode ---- */
 
 static size_t dtext_put(hearth_tc *p, const char *s, size_t n) {
-    size_t at = p->dtext.len;
+    size_t at = p->dtext.b.len;
     hearth_jw_raw(&p->dtext, s, n);
     hearth_jw_raw(&p->dtext, "", 1); /* NUL-terminated */
     return at;
@@ -389,30 +388,18 @@ static size_t dtext_put(hearth_tc *p, const char *s, size_t n) {
 
 static bool add_delta(hearth_tc *p, hearth_tc_event kind, int index, const char *id, const char *name,
                       const char *args, size_t n_args) {
-    if (p->n_dl == p->cap_dl) {
-        int cap = p->cap_dl ? p->cap_dl * 2 : 8;
-        delta_rec *d = realloc(p->dl, (size_t)cap * sizeof *d);
-        if (!d) return false;
-        p->dl = d;
-        p->cap_dl = cap;
-    }
+    if (!hearth_buf_grow(&p->dl, &p->cap_dl, (size_t)p->n_dl + 1, sizeof *p->dl, 8)) return false;
     delta_rec *d = &p->dl[p->n_dl++];
-    *d = (delta_rec){.kind = kind, .index = index, .at = p->content.len, .n_args = n_args};
+    *d = (delta_rec){.kind = kind, .index = index, .at = p->content.b.len, .n_args = n_args};
     d->id = dtext_put(p, id, strlen(id));
     d->name = dtext_put(p, name, strlen(name));
     d->args = dtext_put(p, args ? args : "", n_args);
-    return !p->dtext.oom;
+    return !p->dtext.b.oom;
 }
 
 /* Announce call j of the open markup (j == n_open). */
 static bool begin(hearth_tc *p, const hearth_tc_partial *pc) {
-    if (p->n_open == p->cap_open) {
-        int cap = p->cap_open ? p->cap_open * 2 : 4;
-        open_call *o = realloc(p->open, (size_t)cap * sizeof *o);
-        if (!o) return false;
-        p->open = o;
-        p->cap_open = cap;
-    }
+    if (!hearth_buf_grow(&p->open, &p->cap_open, (size_t)p->n_open + 1, sizeof *p->open, 4)) return false;
     int index = p->n_calls + p->n_open;
     char made[40];
     if (!pc->id.len) make_id(p, index, made);
@@ -428,21 +415,21 @@ static bool begin(hearth_tc *p, const hearth_tc_partial *pc) {
 /* Send what the open call o (call `index`) has not sent of args: the new bytes when args
  * extends what was sent (it always does unless a reader is wrong: then nothing). */
 static bool send_args(hearth_tc *p, open_call *o, int index, hearth_span args) {
-    size_t sent = o->args.len;
-    if (args.len <= sent || (sent && memcmp(args.ptr, o->args.buf, sent))) return true;
+    size_t sent = o->args.b.len;
+    if (args.len <= sent || (sent && memcmp(args.ptr, o->args.b.p, sent))) return true;
     hearth_jw_raw(&o->args, args.ptr + sent, args.len - sent);
     return add_delta(p, HEARTH_TC_ARGS, index, o->id, o->name, args.ptr + sent, args.len - sent);
 }
 
 static bool end_call(hearth_tc *p, open_call *o, int index) {
     o->ended = true;
-    return add_delta(p, HEARTH_TC_END, index, o->id, o->name, o->args.buf ? o->args.buf : "", o->args.len);
+    return add_delta(p, HEARTH_TC_END, index, o->id, o->name, o->args.b.p ? o->args.b.p : "", o->args.b.len);
 }
 
 /* The markup is still open: announce and extend its calls as far as they are decided. */
 static bool advance(hearth_tc *p) {
-    const char *b = p->buf.buf + p->body;
-    size_t n = p->buf.len - p->body;
+    const char *b = p->buf.b.p + p->body;
+    size_t n = p->buf.b.len - p->body;
     for (;;) {
         int j = p->n_open && !p->open[p->n_open - 1].ended ? p->n_open - 1 : p->n_open;
         hearth_tc_partial pc;
@@ -470,7 +457,7 @@ static bool settle(hearth_tc *p, int before, int rc) {
                             end_call(p, o, before + j);
         if (!ok) break;
         if (f) {
-            char *a = dupn(o->args.buf ? o->args.buf : "", o->args.len);
+            char *a = dupn(o->args.b.p ? o->args.b.p : "", o->args.b.len);
             if (!a) return false;
             free(f->id);
             free(f->name);
@@ -480,7 +467,7 @@ static bool settle(hearth_tc *p, int before, int rc) {
             f->arguments = a;
             o->id = o->name = NULL;
         } else {
-            ok = hearth_tc_add(p, o->name, strlen(o->name), o->args.buf ? o->args.buf : "", o->args.len, o->id,
+            ok = hearth_tc_add(p, o->name, strlen(o->name), o->args.b.p ? o->args.b.p : "", o->args.b.len, o->id,
                                strlen(o->id));
         }
     }
@@ -503,8 +490,8 @@ static bool settle(hearth_tc *p, int before, int rc) {
 static int run(hearth_tc *p, bool final) {
     size_t pos = 0;
     for (;;) {
-        const char *s = p->buf.buf + pos;
-        size_t n = p->buf.len - pos;
+        const char *s = p->buf.b.p + pos;
+        size_t n = p->buf.b.len - pos;
         if (p->cur < 0) {
             if (p->lead) {
                 size_t w = 0;
@@ -553,7 +540,7 @@ static int run(hearth_tc *p, bool final) {
                 free(c->name);
                 free(c->arguments);
             }
-            if (!p->n_open) emit(p, p->buf.buf + pos, p->body + used - pos);
+            if (!p->n_open) emit(p, p->buf.b.p + pos, p->body + used - pos);
         }
         if (p->incremental && (p->n_open || rc == 1) && !settle(p, before, rc)) return -2;
         bool bare = p->cur == K_BARE || p->cur == K_PYTAG;
@@ -561,10 +548,10 @@ static int run(hearth_tc *p, bool final) {
         p->cur = -1;
         p->lead = bare && rc == 1;
     }
-    memmove(p->buf.buf, p->buf.buf + pos, p->buf.len - pos);
-    p->buf.len -= pos;
+    memmove(p->buf.b.p, p->buf.b.p + pos, p->buf.b.len - pos);
+    p->buf.b.len -= pos;
     if (p->cur >= 0) p->body -= pos;
-    return p->content.oom || p->buf.oom ? -2 : 0;
+    return p->content.b.oom || p->buf.b.oom ? -2 : 0;
 }
 
 static hearth_status step(hearth_tc *p, const char *text, size_t n, bool final, hearth_tc_out *out) {
@@ -587,7 +574,7 @@ static hearth_status step(hearth_tc *p, const char *text, size_t n, bool final, 
         return HEARTH_E_NOMEM;
     }
     p->finished = final;
-    out->content = (hearth_span){p->content.buf ? p->content.buf : "", p->content.len};
+    out->content = (hearth_span){p->content.b.p ? p->content.b.p : "", p->content.b.len};
     out->calls = p->calls + before;
     out->n_calls = p->n_calls - before;
     out->in_call = p->cur >= 0;
@@ -602,9 +589,9 @@ static hearth_status step(hearth_tc *p, const char *text, size_t n, bool final, 
     }
     for (int i = 0; i < p->n_dl; i++) {
         const delta_rec *r = &p->dl[i];
-        p->deltas[i] = (hearth_tc_delta){.kind = r->kind, .index = r->index, .id = p->dtext.buf + r->id,
-                                         .name = p->dtext.buf + r->name,
-                                         .args = {p->dtext.buf + r->args, r->n_args}, .at = r->at};
+        p->deltas[i] = (hearth_tc_delta){.kind = r->kind, .index = r->index, .id = p->dtext.b.p + r->id,
+                                         .name = p->dtext.b.p + r->name,
+                                         .args = {p->dtext.b.p + r->args, r->n_args}, .at = r->at};
     }
     out->deltas = p->deltas;
     out->n_deltas = p->n_dl;

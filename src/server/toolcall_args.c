@@ -68,10 +68,10 @@ static void py_string(rd *r) {
         }
         hearth_jw_raw(&s, &c, 1);
     }
-    if (r->p >= r->e || s.oom) r->bad = true;
+    if (r->p >= r->e || s.b.oom) r->bad = true;
     else {
         r->p++;
-        hearth_jw_str(r->w, s.buf ? s.buf : "", s.len);
+        hearth_jw_str(r->w, s.b.p ? s.b.p : "", s.b.len);
     }
     hearth_jw_fini(&s);
 }
@@ -93,7 +93,7 @@ static void py_seq(rd *r, char close, bool dict) {
             r->w = &tmp;
             py_string(r);
             r->w = w;
-            cJSON *k = tmp.buf ? cJSON_Parse(tmp.buf) : NULL;
+            cJSON *k = tmp.b.p ? cJSON_Parse(tmp.b.p) : NULL;
             if (cJSON_IsString(k)) hearth_jw_key(r->w, k->valuestring);
             else r->bad = true;
             cJSON_Delete(k);
@@ -168,12 +168,12 @@ static int py_call_json(rd *r, hearth_jw *w, hearth_span *name, size_t *safe, bo
             r->bad = true;
             break;
         }
-        if (!*safe) *safe = w->len;
+        if (!*safe) *safe = w->b.len;
         hearth_jw_keyn(w, k, kn);
         py_value(r);
         if (r->bad) break;
         if (eat(r, ',')) {
-            *safe = w->len;
+            *safe = w->b.len;
             continue;
         }
         if (!eat(r, ')')) r->bad = true;
@@ -181,7 +181,7 @@ static int py_call_json(rd *r, hearth_jw *w, hearth_span *name, size_t *safe, bo
         break;
     }
     hearth_jw_obj_end(w);
-    if (*done) *safe = w->len;
+    if (*done) *safe = w->b.len;
     return *done && !r->bad ? 1 : -1;
 }
 
@@ -196,8 +196,8 @@ int hearth_tc_python_calls(hearth_tc *p, const char *s, size_t n) {
         size_t safe = 0;
         bool done = false;
         rc = py_call_json(&r, &w, &name, &safe, &done);
-        if (rc == 1 && w.oom) rc = -2;
-        if (rc == 1 && !hearth_tc_add(p, name.ptr, name.len, w.buf, w.len, NULL, 0)) rc = -2;
+        if (rc == 1 && w.b.oom) rc = -2;
+        if (rc == 1 && !hearth_tc_add(p, name.ptr, name.len, w.b.p, w.b.len, NULL, 0)) rc = -2;
         hearth_jw_fini(&w);
         if (rc != 1) return rc;
         skip_ws(&r);
@@ -221,8 +221,8 @@ int hearth_tc_python_partial(const char *s, size_t n, int k, hearth_tc_partial *
             if (rc != 1) return 0;
             continue;
         }
-        if (!safe || w->oom) return 0;
-        *pc = (hearth_tc_partial){.name = name, .args = {w->buf, safe}, .done = done};
+        if (!safe || w->b.oom) return 0;
+        *pc = (hearth_tc_partial){.name = name, .args = {w->b.p, safe}, .done = done};
         return 1;
     }
 }
@@ -289,13 +289,13 @@ static void g_container(rd *r, size_t *safe, bool *done) {
                 r->bad = true;
                 break;
             }
-            if (safe && !*safe) *safe = r->w->len;
+            if (safe && !*safe) *safe = r->w->b.len;
             hearth_jw_keyn(r->w, k, kn);
         }
         g_value(r);
         if (r->bad) break;
         if (eat(r, ',')) {
-            if (safe) *safe = r->w->len;
+            if (safe) *safe = r->w->b.len;
             continue;
         }
         if (!eat(r, close)) r->bad = true;
@@ -304,7 +304,7 @@ static void g_container(rd *r, size_t *safe, bool *done) {
     }
     if (obj) hearth_jw_obj_end(r->w);
     else hearth_jw_arr_end(r->w);
-    if (closed && safe) *safe = r->w->len;
+    if (closed && safe) *safe = r->w->b.len;
     if (done) *done = closed;
 }
 
@@ -332,8 +332,8 @@ int hearth_tc_gemma_call(hearth_tc *p, const char *s, size_t n, const char *deli
     size_t safe = 0;
     bool done = false;
     int rc = gemma_call_json(s, n, delim, &w, &name, &safe, &done);
-    if (rc == 1 && w.oom) rc = -2;
-    if (rc == 1 && !hearth_tc_add(p, name.ptr, name.len, w.buf, w.len, NULL, 0)) rc = -2;
+    if (rc == 1 && w.b.oom) rc = -2;
+    if (rc == 1 && !hearth_tc_add(p, name.ptr, name.len, w.b.p, w.b.len, NULL, 0)) rc = -2;
     hearth_jw_fini(&w);
     return rc;
 }
@@ -344,8 +344,8 @@ int hearth_tc_gemma_partial(const char *s, size_t n, const char *delim, hearth_t
     size_t safe = 0;
     bool done = false;
     gemma_call_json(s, n, delim, w, &name, &safe, &done);
-    if (!safe || w->oom) return 0;
-    *pc = (hearth_tc_partial){.name = name, .args = {w->buf, safe}, .done = done};
+    if (!safe || w->b.oom) return 0;
+    *pc = (hearth_tc_partial){.name = name, .args = {w->b.p, safe}, .done = done};
     return 1;
 }
 
@@ -366,7 +366,7 @@ static int xml_call_json(const char *s, size_t n, hearth_jw *w, hearth_span *nam
     *name = (hearth_span){nm, (size_t)(name_end - nm)};
     const char *fend = find(name_end, e, "</function>"), *lim = fend ? fend : e;
     hearth_jw_obj(w);
-    *safe = w->len;
+    *safe = w->b.len;
     for (q = name_end + 1;;) {
         while (q < lim && is_ws(*q)) q++;
         if (q == lim) break;
@@ -383,12 +383,12 @@ static int xml_call_json(const char *s, size_t n, hearth_jw *w, hearth_span *nam
         if (j && !cJSON_IsString(j)) hearth_jw_json(w, v, vn);
         else hearth_jw_str(w, v, vn);
         cJSON_Delete(j);
-        *safe = w->len;
+        *safe = w->b.len;
         q = ve + 12;
     }
     if (!fend) return -1;
     hearth_jw_obj_end(w);
-    *safe = w->len;
+    *safe = w->b.len;
     return 1;
 }
 
@@ -398,8 +398,8 @@ int hearth_tc_xml_call(hearth_tc *p, const char *s, size_t n) {
     hearth_span name = {NULL, 0};
     size_t safe = 0;
     int rc = xml_call_json(s, n, &w, &name, &safe);
-    if (rc == 1 && w.oom) rc = -2;
-    if (rc == 1 && !hearth_tc_add(p, name.ptr, name.len, w.buf, w.len, NULL, 0)) rc = -2;
+    if (rc == 1 && w.b.oom) rc = -2;
+    if (rc == 1 && !hearth_tc_add(p, name.ptr, name.len, w.b.p, w.b.len, NULL, 0)) rc = -2;
     hearth_jw_fini(&w);
     return rc;
 }
@@ -409,7 +409,7 @@ int hearth_tc_xml_partial(const char *s, size_t n, hearth_tc_partial *pc, hearth
     hearth_span name = {NULL, 0};
     size_t safe = 0;
     int rc = xml_call_json(s, n, w, &name, &safe);
-    if (!name.len || !safe || w->oom) return 0;
-    *pc = (hearth_tc_partial){.name = name, .args = {w->buf, rc == 1 ? w->len : safe}, .done = rc == 1};
+    if (!name.len || !safe || w->b.oom) return 0;
+    *pc = (hearth_tc_partial){.name = name, .args = {w->b.p, rc == 1 ? w->b.len : safe}, .done = rc == 1};
     return 1;
 }

@@ -14,6 +14,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/buf.h"
+
 struct hearth_evals {
     sqlite3 *db;
     char     path[4096];
@@ -115,15 +117,9 @@ hearth_status hearth_evals_list(hearth_evals *e, int64_t limit, hearth_eval_row 
     hearth_status st = HEARTH_OK;
     int rc;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        if (len == cap) {
-            size_t nc = cap ? cap * 2 : 16;
-            hearth_eval_row *g = realloc(out, nc * sizeof *g);
-            if (!g) {
-                st = hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
-                goto done;
-            }
-            out = g;
-            cap = nc;
+        if (len == cap && !hearth_buf_grow(&out, &cap, len + 1, sizeof *out, 16)) {
+            st = hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
+            goto done;
         }
         hearth_eval_row *r = &out[len++];
         memset(r, 0, sizeof *r);

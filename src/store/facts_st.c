@@ -3,19 +3,19 @@
  * context from config.json (or its text_config), parameters and bytes from each
  * *.safetensors header (u64 little-endian length, then a JSON object of
  * name -> {dtype, shape, data_offsets}). MLX affine-quantized weights are packed u32 words:
- * their element count is multiplied back by 32 / bits. See facts.h.
+ * their element count is multiplied back by 32 / bits. The headers are read by the loader's
+ * own reader (model/safetensors.h: its validation, its header size cap). See facts.h.
  *
  * MLX scales and biases are not counted as parameters, and a packed weight (a matrix, or
- * mlx-lm's 3-D stacked experts) is unpacked at its own module's bits (config.json overrides). Files are untrusted: header lengths are bounded
- * (64 MiB), JSON goes through cJSON, sizes are summed with overflow checks. A snapshot is marked supported when model/hf_config.c accepts its
+ * mlx-lm's 3-D stacked experts) is unpacked at its own module's bits (config.json overrides). Files are untrusted: the reader validates them;
+ * config.json is bounded and goes through cJSON. A snapshot is marked supported when model/hf_config.c accepts its
  * config.json (the loader's own parser, which also gives the layer pattern for the KV numbers)
  * and a tokenizer.json (or a SentencePiece tokenizer.model) is present.
  */
 #include "store/facts.h"
 
-#include "base/rd.h"
-#include "base/size.h"
 #include "model/hf_config.h"
+#include "model/safetensors.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -25,7 +25,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
-enum { MAX_CONFIG_BYTES = 4 << 20, MAX_HEADER_BYTES = 64 << 20 };
+enum { MAX_CONFIG_BYTES = 4 << 20 };
 
 /* Read a whole small file into a NUL-terminated malloc'ed buffer, or NULL. */
 static char *slurp(const char *path, size_t max, size_t *len) {
@@ -71,39 +71,18 @@ static bool has_suffix(const char *s, const char *suf);
 
 static const char *dtypes[8] = {"F32", "F16", "BF16", "U32", "I8", "U8", "F8_E4M3", "I32"};
 
-static bool read_header(const char *path, st_sum *sum) {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return false;
-    bool ok = false;
-    char *json = NULL;
-    cJSON *root = NULL;
-    uint8_t len8[8];
-    struct stat st;
-    if (fstat(fileno(fp), &st) != 0 || fread(len8, 1, 8, fp) != 8) goto done;
-    hearth_rd r = hearth_rd_init(len8, 8);
-    uint64_t hlen = hearth_rd_u64(&r);
-    if (hlen == 0 || hlen > MAX_HEADER_BYTES || hlen + 8 > (uint64_t)st.st_size) goto done;
-    json = malloc(hlen + 1);
-    if (!json || fread(json, 1, hlen, fp) != hlen) goto done;
-    json[hlen] = 0;
-    root = cJSON_ParseWithLength(json, hlen);
-    if (!cJSON_IsObject(root)) goto done;
-    int64_t data_bytes = (int64_t)st.st_size - 8 - (int64_t)hlen;
-    for (const cJSON *t = root->child; t; t = t->next) {
-        if (!strcmp(t->string, "__metadata__")) continue;
-        const char *dt = jstr(t, "dtype");
-        const cJSON *shape = cJSON_GetObjectItemCaseSensitive(t, "shape");
-        const cJSON *offs = cJSON_GetObjectItemCaseSensitive(t, "data_offsets");
-        if (!dt || !cJSON_IsArray(shape) || cJSON_GetArraySize(offs) != 2) goto done;
-        int64_t n = 1;
-        for (const cJSON *d = shape->child; d; d = d->next)
-            if (!cJSON_IsNumber(d) || d->valuedouble < 0 || !hearth_mul_i64(n, (int64_t)d->valuedouble, &n)) goto done;
-        double o0 = cJSON_GetArrayItem(offs, 0)->valuedouble, o1 = cJSON_GetArrayItem(offs, 1)->valuedouble;
-        if (!(o0 >= 0 && o1 >= o0 && o1 <= (double)data_bytes)) goto done;
-        int64_t nb = (int64_t)(o1 - o0);
-        const char *nm = t->string;
+/* Add one file's tensors to sum. The file goes through the loader's own reader
+ * (model/safetensors.h), so facts and loading share one header parser and one size cap. */
+static hearth_status read_header(const char *path, st_sum *sum, hearth_err *err) {
+    hearth_st *f = NULL;
+    hearth_status st = hearth_st_open(path, &f, err);
+    if (st) return st;
+    for (int64_t i = 0; i < hearth_st_n_tensors(f); i++) {
+        const hearth_st_tensor *t = hearth_st_tensor_at(f, i);
+        const char *dt = hearth_st_dtype_name(t->dtype), *nm = t->name;
+        int64_t n = t->n_elem, nb = (int64_t)t->n_bytes;
         size_t ln = strlen(nm);
-        if (!strcmp(dt, "U32") && sum->bits > 0 && sum->bits < 32) { /* packed: the module's own bits */
+        if (t->dtype == HEARTH_ST_U32 && sum->bits > 0 && sum->bits < 32) { /* packed: the module's own bits */
             int bits = sum->bits;
             if (sum->hc && ln > 7 && ln < 200 && has_suffix(nm, ".weight")) {
                 char mod[200];
@@ -117,17 +96,13 @@ static bool read_header(const char *path, st_sum *sum) {
         /* an MLX module's scales and biases describe its weight; they are not parameters */
         bool qmeta = sum->bits > 0 && (has_suffix(nm, ".scales") || has_suffix(nm, ".biases"));
         if (!qmeta) sum->n_params += n;
-        for (int i = 0; i < 8; i++)
-            if (!strcmp(dt, dtypes[i])) sum->dtype_bytes[i] += nb;
+        for (int k = 0; k < 8; k++)
+            if (!strcmp(dt, dtypes[k])) sum->dtype_bytes[k] += nb;
         if (ln >= 19 && !strcmp(nm + ln - 19, "embed_tokens.weight")) sum->embd_bytes += nb;
+        sum->data_bytes += nb;
     }
-    sum->data_bytes += data_bytes;
-    ok = true;
-done:
-    cJSON_Delete(root);
-    free(json);
-    fclose(fp);
-    return ok;
+    hearth_st_close(f);
+    return HEARTH_OK;
 }
 
 static bool has_suffix(const char *s, const char *suf) {
@@ -185,8 +160,9 @@ hearth_status hearth_facts_safetensors(const char *dir, hearth_model_facts *f, h
         snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
         struct stat fs;
         if (stat(path, &fs) != 0) continue; /* a dangling link: the blob is gone */
-        if (!read_header(path, &sum)) {
-            st = hearth_err_set(err, HEARTH_E_FORMAT, -1, "malformed safetensors header in %s", de->d_name);
+        hearth_err e = {0};
+        if (read_header(path, &sum, &e)) {
+            st = hearth_err_set(err, HEARTH_E_FORMAT, -1, "malformed safetensors file %s: %s", de->d_name, e.msg);
             break;
         }
         f->file_bytes += (int64_t)fs.st_size;

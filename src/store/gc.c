@@ -20,6 +20,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/buf.h"
+
 typedef struct {
     char   *rel;      /* owned: path below the snapshot */
     char   *blob;     /* owned: blob name a link points to, or NULL */
@@ -40,16 +42,6 @@ typedef struct {
     char    **refs;   /* commits named by refs/ (owned strings) */
     size_t    n_refs, cap_refs;
 } repo_state;
-
-static bool grow(void **p, size_t *cap, size_t n, size_t elem) {
-    if (n < *cap) return true;
-    size_t c = *cap ? *cap * 2 : 8;
-    void *q = realloc(*p, c * elem);
-    if (!q) return false;
-    *p = q;
-    *cap = c;
-    return true;
-}
 
 static void repo_free(repo_state *r) {
     for (size_t i = 0; i < r->n; i++) {
@@ -86,7 +78,7 @@ static bool read_refs(repo_state *r, const char *dir, int depth) {
         if (fgets(rev, sizeof rev, f)) rev[strcspn(rev, "\r\n \t")] = 0;
         fclose(f);
         if (!rev[0]) continue;
-        if (!grow((void **)&r->refs, &r->cap_refs, r->n_refs, sizeof *r->refs) || !(r->refs[r->n_refs] = strdup(rev)))
+        if (!hearth_buf_grow(&r->refs, &r->cap_refs, r->n_refs + 1, sizeof *r->refs, 8) || !(r->refs[r->n_refs] = strdup(rev)))
             ok = false;
         else r->n_refs++;
     }
@@ -95,7 +87,7 @@ static bool read_refs(repo_state *r, const char *dir, int depth) {
 }
 
 static bool add_entry(snapshot *s, const char *rel, const char *blob, int64_t bytes) {
-    if (!grow((void **)&s->e, &s->cap, s->n, sizeof *s->e)) return false;
+    if (!hearth_buf_grow(&s->e, &s->cap, s->n + 1, sizeof *s->e, 8)) return false;
     entry *e = &s->e[s->n];
     e->rel = strdup(rel);
     e->blob = blob ? strdup(blob) : NULL;
@@ -170,7 +162,7 @@ typedef struct {
 
 static bool add_action(builder *b, hearth_gc_kind kind, const char *path, int64_t bytes) {
     hearth_gc_plan *p = b->plan;
-    if (!grow((void **)&p->actions, &b->cap_actions, p->n_actions, sizeof *p->actions)) return false;
+    if (!hearth_buf_grow(&p->actions, &b->cap_actions, p->n_actions + 1, sizeof *p->actions, 8)) return false;
     hearth_gc_action *a = &p->actions[p->n_actions++];
     a->kind = kind;
     a->repo = p->n_repos - 1;
@@ -186,7 +178,7 @@ static bool add_action(builder *b, hearth_gc_kind kind, const char *path, int64_
 static hearth_status plan_repo(builder *b, const char *hub, const char *folder, bool force, bool locked,
                                hearth_err *err) {
     hearth_gc_plan *p = b->plan;
-    if (!grow((void **)&p->repos, &b->cap_repos, p->n_repos, sizeof *p->repos))
+    if (!hearth_buf_grow(&p->repos, &b->cap_repos, p->n_repos + 1, sizeof *p->repos, 8))
         return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
     hearth_gc_repo *gr = &p->repos[p->n_repos++];
     memset(gr, 0, sizeof *gr);
@@ -207,7 +199,7 @@ static hearth_status plan_repo(builder *b, const char *hub, const char *folder, 
         if (snprintf(sp, sizeof sp, "%s/%s", path, de->d_name) >= (int)sizeof sp || lstat(sp, &sst) != 0 ||
             !S_ISDIR(sst.st_mode))
             continue;
-        if (!grow((void **)&r.s, &r.cap, r.n, sizeof *r.s)) {
+        if (!hearth_buf_grow(&r.s, &r.cap, r.n + 1, sizeof *r.s, 8)) {
             closedir(d);
             goto nomem;
         }

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
+
 enum { MAX_REPLY_BYTES = 64 << 20 };
 
 bool hearth_hub_endpoint(char *buf, size_t n) {
@@ -155,30 +157,18 @@ bool hearth_hub_resolve_url(const char *endpoint, const char *repo_id, const cha
 /* ---- fetching ------------------------------------------------------------------------------ */
 
 typedef struct {
-    char  *p;
-    size_t len, cap;
-    bool   too_big;
+    hearth_buf b;
+    bool       too_big;
 } reply_buf;
 
 static size_t on_body(char *data, size_t size, size_t nmemb, void *user) {
     reply_buf *b = user;
     size_t n = size * nmemb;
-    if (b->len + n + 1 > MAX_REPLY_BYTES) {
+    if (b->b.len + n + 1 > MAX_REPLY_BYTES) {
         b->too_big = true;
         return 0;
     }
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->len + n + 1) cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) return 0;
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, data, n);
-    b->len += n;
-    b->p[b->len] = 0;
-    return n;
+    return hearth_buf_put(&b->b, data, n) ? n : 0;
 }
 
 hearth_status hearth_hub_revision_fetch(const char *endpoint, const char *token, const char *repo_id,
@@ -232,10 +222,10 @@ hearth_status hearth_hub_revision_fetch(const char *endpoint, const char *token,
         st = hearth_err_set(err, HEARTH_E_IO, -1, "%s answered HTTP %ld for the file list of %s", endpoint, code,
                             repo_id);
     } else {
-        st = hearth_hub_revision_parse(b.p ? b.p : "", b.len, out, err);
+        st = hearth_hub_revision_parse(b.b.p ? b.b.p : "", b.b.len, out, err);
     }
 done:
-    free(b.p);
+    hearth_buf_fini(&b.b);
     curl_slist_free_all(hdr);
     curl_free(rev_esc);
     curl_easy_cleanup(c);

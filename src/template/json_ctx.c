@@ -43,21 +43,7 @@ static bool jlit(jreader *j, const char *lit) {
 }
 
 /* Strict UTF-8 (no surrogates, no overlongs), as Python's decoder. */
-static bool utf8_strict(const char *p, size_t n) {
-    const unsigned char *s = (const unsigned char *)p;
-    for (size_t i = 0; i < n;) {
-        unsigned c = s[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        size_t len;
-        uint32_t cp = utf8_dec(p + i, n - i, &len);
-        if (len == 1 || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-        i += len;
-    }
-    return true;
-}
+static bool utf8_strict(const char *p, size_t n) { return hearth_utf8_valid(p, n, NULL); }
 
 static int hex4(jreader *j) {
     if (j->n - j->i < 4) jfail(j, "truncated \\u escape");

@@ -40,17 +40,9 @@ void tmpl_linecol(const char *src, size_t len, size_t pos, int32_t *line, int32_
 
 /* First byte offset where s[0..n) is not strict UTF-8, or n. */
 static size_t utf8_invalid_at(const char *s, size_t n) {
-    for (size_t i = 0; i < n;) {
-        if ((unsigned char)s[i] < 0x80) {
-            i++;
-            continue;
-        }
-        size_t len;
-        uint32_t cp = utf8_dec(s + i, n - i, &len);
-        if (len == 1 || (cp >= 0xD800 && cp <= 0xDFFF)) return i;
-        i += len;
-    }
-    return n;
+    size_t bad = n;
+    hearth_utf8_valid(s, n, &bad);
+    return bad;
 }
 
 hearth_status hearth_tmpl_parse(const char *src, size_t n, hearth_tmpl **out, hearth_err *err) {

@@ -26,6 +26,7 @@
 
 #include "base/arena.h"
 #include "base/status.h"
+#include "base/utf8.h"
 #include "template/template.h"
 
 /* ---- values ------------------------------------------------------------------------------ */
@@ -309,11 +310,20 @@ tstr *tstr_new(hearth_arena *a, const char *p, size_t n);  /* copies; NULL on no
 const tstr *rt_str(rt *r, const char *p, size_t n);        /* copies, in the render arena */
 tv    rt_strv(rt *r, const char *p, size_t n);
 tv    rt_cstrv(rt *r, const char *s);
-size_t utf8_count(const char *p, size_t n, bool *ascii);
+/* UTF-8 is base/utf8.h; strings may hold WTF-8 surrogates (a lone "\ud800" from JSON), which
+ * count as one character. */
+static inline size_t utf8_count(const char *p, size_t n, bool *ascii) {
+    return hearth_utf8_count(p, n, ascii);
+}
 /* Decode one code point at p[0..n) (n > 0); *len gets its byte length. Lenient: a byte that
  * does not start a sequence decodes as itself. */
-uint32_t utf8_dec(const char *p, size_t n, size_t *len);
-size_t   utf8_enc(uint32_t cp, char out[4]);
+static inline uint32_t utf8_dec(const char *p, size_t n, size_t *len) {
+    uint32_t cp;
+    size_t k = hearth_utf8_decode_wtf8(p, n, &cp);
+    *len = k ? k : 1;
+    return k ? cp : (unsigned char)p[0];
+}
+static inline size_t utf8_enc(uint32_t cp, char out[4]) { return hearth_utf8_encode(cp, out); }
 bool     py_isspace(uint32_t cp);
 /* Byte offset of code point index i in s (i <= s->ncp). */
 size_t   tstr_off(const tstr *s, size_t i);

@@ -7,8 +7,8 @@
  *
  * Every byte b of a word starts as the symbol of its byte-level character (GPT-2's
  * bytes_to_unicode, unicode.c); as each byte maps to exactly one character we never build
- * the mapped string: a symbol is an id plus a byte span of the original text. Merges are a
- * hash table (left id, right id) -> (rank, merged id), so a merge step is one probe.
+ * the mapped string: a symbol is an id plus a byte span of the original text. Merges are the
+ * hash table of merges.c, (left id, right id) -> (rank, merged id): a merge step is one probe.
  *
  * The loop is the linked-list + heap algorithm (as llama.cpp's llm_tokenizer_bpe_session):
  * all adjacent pairs that have a merge go into a heap ordered by rank, then leftmost; popping
@@ -34,23 +34,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
 #include "base/size.h"
-
-static inline uint32_t merge_slot(uint64_t key, uint32_t mask) {
-    key ^= key >> 33;
-    key *= 0xff51afd7ed558ccdull;
-    key ^= key >> 33;
-    return (uint32_t)key & mask;
-}
-
-static const tok_merge_slot *merge_find(const hearth_tok *tok, int32_t l, int32_t r) {
-    uint64_t key = ((uint64_t)(uint32_t)l << 32) | (uint32_t)r;
-    for (uint32_t i = merge_slot(key, tok->merge_mask);; i = (i + 1) & tok->merge_mask) {
-        const tok_merge_slot *s = &tok->merges[i];
-        if (s->key == key) return s;
-        if (s->key == UINT64_MAX) return NULL;
-    }
-}
 
 static bool encode_fffd(hearth_tok *tok);
 
@@ -64,20 +49,9 @@ static int32_t intern(hearth_tok *tok, intern_state *st, const char *s, size_t n
     int32_t id = tok_strmap_find(&tok->map, tok->blob, tok->strs, s, n);
     if (id >= 0) return id;
     if (tok->n_strs == INT32_MAX || st->blob_bytes + n > UINT32_MAX) return -1;
-    if ((size_t)tok->n_strs == st->strs_cap) {
-        size_t cap = st->strs_cap * 2;
-        tok_str *v = realloc(tok->strs, cap * sizeof *v);
-        if (!v) return -1;
-        tok->strs = v;
-        st->strs_cap = cap;
-    }
-    if (st->blob_bytes + n > st->blob_cap) {
-        size_t cap = st->blob_cap * 2 + n;
-        char *b = realloc(tok->blob, cap);
-        if (!b) return -1;
-        tok->blob = b;
-        st->blob_cap = cap;
-    }
+    if (!hearth_buf_grow(&tok->strs, &st->strs_cap, (size_t)tok->n_strs + 1, sizeof *tok->strs, 64) ||
+        !hearth_buf_grow(&tok->blob, &st->blob_cap, st->blob_bytes + n, 1, 64))
+        return -1;
     memcpy(tok->blob + st->blob_bytes, s, n);
     id = tok->n_strs++;
     tok->strs[id] = (tok_str){(uint32_t)st->blob_bytes, (uint32_t)n};
@@ -93,12 +67,8 @@ hearth_status tok_bpe_build(hearth_tok *tok, const hearth_tok_spec *spec, hearth
     if (st) return st;
 
     int32_t n_merges = spec->n_merges > 0 && spec->merges ? spec->n_merges : 0;
-    size_t cap = 64;
-    while (cap < (size_t)n_merges * 2) cap *= 2;
-    tok->merges = malloc(cap * sizeof *tok->merges);
-    if (!tok->merges) return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
-    for (size_t i = 0; i < cap; i++) tok->merges[i].key = UINT64_MAX;
-    tok->merge_mask = (uint32_t)(cap - 1);
+    if (!tok_merges_init(tok, (size_t)n_merges))
+        return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
 
     /* tokenizer.c sized the string map for the vocab plus up to 3 extras per merge */
     intern_state is = {0, 0, (size_t)tok->n_strs};
@@ -128,19 +98,11 @@ hearth_status tok_bpe_build(hearth_tok *tok, const hearth_tok_spec *spec, hearth
         int32_t r = l < 0 ? -1 : intern(tok, &is, sp + 1, nr);
         int32_t res = r < 0 ? -1 : intern(tok, &is, cat, nl + nr);
         if (res < 0) goto oom;
-        uint64_t key = ((uint64_t)(uint32_t)l << 32) | (uint32_t)r;
-        for (uint32_t k = merge_slot(key, tok->merge_mask);; k = (k + 1) & tok->merge_mask) {
-            tok_merge_slot *s = &tok->merges[k];
-            if (s->key == key) break; /* a duplicate pair keeps its first (best) rank */
-            if (s->key == UINT64_MAX) {
-                *s = (tok_merge_slot){key, i, res};
-                break;
-            }
-        }
+        tok_merges_add(tok, l, r, i, res, true); /* a duplicate pair keeps its first (best) rank */
     }
     for (int b = 0; b < 256; b++) {
         char u[4];
-        size_t n = tok_utf8_encode(tok_byte_to_cp((uint8_t)b), u);
+        size_t n = hearth_utf8_encode(tok_byte_to_cp((uint8_t)b), u);
         tok->byte_sym[b] = tok_strmap_find(&tok->map, tok->blob, tok->strs, u, n);
     }
     if (!encode_fffd(tok)) goto oom;
@@ -162,7 +124,7 @@ typedef struct {
 
 static bool try_add(const hearth_tok *tok, bpe_work *w, int32_t l, int32_t r) {
     if (l < 0 || r < 0 || w->sym[l].id < 0 || w->sym[r].id < 0) return true;
-    const tok_merge_slot *m = merge_find(tok, w->sym[l].id, w->sym[r].id);
+    const tok_merge_slot *m = tok_merges_find(tok, w->sym[l].id, w->sym[r].id);
     if (!m) return true;
     tok_bigram b = {-(double)m->rank, l, r, w->sym[l].len + w->sym[r].len, m->result};
     return tok_heap_push(&w->heap, b);
@@ -193,7 +155,7 @@ static int32_t word_token(const hearth_tok *tok, bpe_work *w, const uint8_t *p, 
         w->enc_cap = n * 2;
     }
     size_t k = 0;
-    for (size_t i = 0; i < n; i++) k += tok_utf8_encode(tok_byte_to_cp(p[i]), w->enc + k);
+    for (size_t i = 0; i < n; i++) k += hearth_utf8_encode(tok_byte_to_cp(p[i]), w->enc + k);
     int32_t id = tok_strmap_find(&tok->map, tok->blob, tok->strs, w->enc, k);
     return id < tok->n_vocab ? id : -1;
 }
@@ -246,7 +208,7 @@ static bool sanitize(const uint8_t *t, size_t n, char **san, size_t *san_n, int3
     uint32_t cp;
     while (i < n) {
         if (t[i] < 0x80) { i++; continue; }
-        size_t k = tok_utf8_decode(t + i, n - i, &cp);
+        size_t k = hearth_utf8_decode(t + i, n - i, &cp);
         if (!k) break;
         i += k;
     }
@@ -265,7 +227,7 @@ static bool sanitize(const uint8_t *t, size_t n, char **san, size_t *san_n, int3
     }
     size_t o = 0;
     for (i = 0; i < n;) {
-        size_t k = tok_utf8_decode(t + i, n - i, &cp);
+        size_t k = hearth_utf8_decode(t + i, n - i, &cp);
         m[o] = (int32_t)i;
         if (k) {
             memcpy(s + o, t + i, k);

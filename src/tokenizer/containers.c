@@ -13,20 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
 #include "base/size.h"
 
 bool tok_vec_reserve(tok_vec *a, size_t n) {
-    if (n <= a->cap) return true;
-    size_t cap = a->cap ? a->cap : 16;
-    while (cap < n) {
-        if (cap > SIZE_MAX / 2 / sizeof *a->v) return false;
-        cap *= 2;
-    }
-    int32_t *v = realloc(a->v, cap * sizeof *v);
-    if (!v) return false;
-    a->v = v;
-    a->cap = cap;
-    return true;
+    return hearth_buf_grow(&a->v, &a->cap, n, sizeof *a->v, 16);
 }
 
 bool tok_vec_push(tok_vec *a, int32_t x) {
@@ -153,15 +144,8 @@ static inline bool bigram_before(const tok_bigram *a, const tok_bigram *b) {
 }
 
 bool tok_heap_push(tok_heap *h, tok_bigram b) {
-    if (h->n == h->cap) {
-        size_t cap = h->cap ? h->cap * 2 : 64;
-        size_t bytes;
-        if (!hearth_mul_size(cap, sizeof *h->v, &bytes)) return false;
-        tok_bigram *v = realloc(h->v, bytes);
-        if (!v) return false;
-        h->v = v;
-        h->cap = cap;
-    }
+    if (h->n == h->cap && !hearth_buf_grow(&h->v, &h->cap, h->n + 1, sizeof *h->v, 64))
+        return false;
     size_t i = h->n++;
     while (i > 0) {
         size_t parent = (i - 1) / 2;
@@ -195,51 +179,11 @@ void tok_heap_free(tok_heap *h) {
     h->n = h->cap = 0;
 }
 
-/* --- byte buffers and piece lists of the tokenizer.json pipeline (tok_pipe.h) --- */
-
-bool tok_buf_reserve(tok_buf *b, size_t extra) {
-    /* allocates even for 0 bytes: a buffer that was written to is never NULL, so callers may
-     * do pointer arithmetic on b->p */
-    if (b->p && extra <= b->cap - b->n) return true;
-    size_t need;
-    if (!hearth_add_size(b->n, extra, &need)) return false;
-    size_t cap = b->cap ? b->cap : 64;
-    while (cap < need) {
-        if (cap > SIZE_MAX / 2) return false;
-        cap *= 2;
-    }
-    char *p = realloc(b->p, cap);
-    if (!p) return false;
-    b->p = p;
-    b->cap = cap;
-    return true;
-}
-
-bool tok_buf_put(tok_buf *b, const void *s, size_t n) {
-    if (!tok_buf_reserve(b, n)) return false;
-    if (n) memcpy(b->p + b->n, s, n);
-    b->n += n;
-    return true;
-}
-
-bool tok_buf_put_cp(tok_buf *b, uint32_t cp) {
-    char u[4];
-    return tok_buf_put(b, u, tok_utf8_encode(cp, u));
-}
-
-void tok_buf_free(tok_buf *b) {
-    free(b->p);
-    memset(b, 0, sizeof *b);
-}
+/* --- piece lists of the tokenizer.json pipeline (tok_pipe.h) --- */
 
 bool tok_pieces_push(tok_pieces *p, uint32_t off, uint32_t len, bool first) {
-    if (p->n == p->cap) {
-        size_t cap = p->cap ? p->cap * 2 : 32;
-        tok_piece *v = realloc(p->v, cap * sizeof *v);
-        if (!v) return false;
-        p->v = v;
-        p->cap = cap;
-    }
+    if (p->n == p->cap && !hearth_buf_grow(&p->v, &p->cap, p->n + 1, sizeof *p->v, 32))
+        return false;
     p->v[p->n++] = (tok_piece){off, len, first};
     return true;
 }

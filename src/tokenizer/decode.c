@@ -83,7 +83,7 @@ int hearth_tok_decoder_push(hearth_tok_decoder *d, int32_t id, char *out, size_t
     if (!out || cap < n + 1 || n > INT32_MAX) return -1;
     memcpy(out, d->pending, (size_t)d->n_pending);
     memcpy(out + d->n_pending, s.ptr, s.len);
-    size_t hold = tok_utf8_incomplete_tail((const uint8_t *)out, n);
+    size_t hold = hearth_utf8_incomplete_tail((const uint8_t *)out, n);
     memcpy(d->pending, out + n - hold, hold);
     d->n_pending = (int)hold;
     d->first = false;

@@ -31,45 +31,40 @@
 #include <string.h>
 
 typedef struct {
-    tok_buf  b;
+    hearth_buf  b;
     tok_str *v;   /* owned */
     size_t   n, cap;
 } strlist;
 
 static bool sl_add(strlist *l, size_t off) {
-    if (!tok_buf_reserve(&l->b, 0)) return false; /* never a NULL blob under an entry */
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 32;
-        tok_str *v = realloc(l->v, cap * sizeof *v);
-        if (!v) return false;
-        l->v = v;
-        l->cap = cap;
-    }
-    l->v[l->n++] = (tok_str){(uint32_t)off, (uint32_t)(l->b.n - off)};
+    if (!hearth_buf_reserve(&l->b, 0)) return false; /* never a NULL blob under an entry */
+    if (l->n == l->cap && !hearth_buf_grow(&l->v, &l->cap, l->n + 1, sizeof *l->v, 32))
+        return false;
+    l->v[l->n++] = (tok_str){(uint32_t)off, (uint32_t)(l->b.len - off)};
     return true;
 }
 
 static bool sl_push(strlist *l, const char *s, size_t n) {
-    size_t off = l->b.n;
-    return tok_buf_put(&l->b, s, n) && sl_add(l, off);
+    size_t off = l->b.len;
+    return hearth_buf_put(&l->b, s, n) && sl_add(l, off);
 }
 
 static void sl_free(strlist *l) {
-    tok_buf_free(&l->b);
+    hearth_buf_fini(&l->b);
     free(l->v);
 }
 
-bool tok_utf8_lossy(const char *s, size_t n, tok_buf *out) {
+bool tok_utf8_lossy(const char *s, size_t n, hearth_buf *out) {
     const uint8_t *p = (const uint8_t *)s;
     for (size_t i = 0; i < n;) {
         size_t run = i;
         uint32_t cp;
         while (run < n) {
-            size_t k = p[run] < 0x80 ? 1 : tok_utf8_decode(p + run, n - run, &cp);
+            size_t k = p[run] < 0x80 ? 1 : hearth_utf8_decode(p + run, n - run, &cp);
             if (!k) break;
             run += k;
         }
-        if (!tok_buf_put(out, s + i, run - i)) return false;
+        if (!hearth_buf_put(out, s + i, run - i)) return false;
         if (run >= n) break;
         /* maximal subpart: a valid lead and the continuation bytes it allows */
         size_t k = 1;
@@ -86,7 +81,7 @@ bool tok_utf8_lossy(const char *s, size_t n, tok_buf *out) {
             }
             if (c < lo || c > hi) break;
         }
-        if (!tok_buf_put(out, "\xEF\xBF\xBD", 3)) return false;
+        if (!hearth_buf_put(out, "\xEF\xBF\xBD", 3)) return false;
         i = run + k;
     }
     return true;
@@ -107,47 +102,27 @@ static int fallback_byte(const char *s, size_t n) {
     return hi < 0 || lo < 0 ? -1 : hi * 16 + lo;
 }
 
-/* Replace every occurrence of pattern in s by rep, appending to out. */
-static bool replace_all(const tok_regex *re, const char *s, size_t n, const char *rep,
-                        size_t rep_n, void *md, tok_buf *out) {
-    size_t prev = 0, pos = 0, ms, me;
-    while (pos <= n && tok_regex_find(re, s, n, pos, md, &ms, &me)) {
-        if (!tok_buf_put(out, s + prev, ms - prev) || !tok_buf_put(out, rep, rep_n)) return false;
-        prev = me;
-        if (me > ms) {
-            pos = me;
-        } else {
-            if (ms >= n) break;
-            uint32_t cp;
-            size_t k = hf_utf8_next(s + ms, n - ms, &cp);
-            if (!tok_buf_put(out, s + ms, k)) return false;
-            pos = prev = ms + k;
-        }
-    }
-    return tok_buf_put(out, s + prev, n - prev);
-}
-
 static const char *const cleanup_pairs[][2] = {
     {" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"}, {" n't", "n't"},
     {" 'm", "'m"}, {" do not", " don't"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"},
 };
 
 /* WordPiece cleanup: each replacement over the whole token, in order (String::replace). */
-static bool wp_cleanup(tok_buf *t, tok_buf *tmp) {
+static bool wp_cleanup(hearth_buf *t, hearth_buf *tmp) {
     for (size_t r = 0; r < sizeof cleanup_pairs / sizeof cleanup_pairs[0]; r++) {
         const char *from = cleanup_pairs[r][0], *to = cleanup_pairs[r][1];
         size_t fn = strlen(from), tn = strlen(to);
-        if (!t->n || !memmem(t->p, t->n, from, fn)) continue;
-        tmp->n = 0;
-        for (size_t i = 0; i < t->n;) {
-            const char *hit = memmem(t->p + i, t->n - i, from, fn);
-            size_t e = hit ? (size_t)(hit - t->p) : t->n;
-            if (!tok_buf_put(tmp, t->p + i, e - i)) return false;
+        if (!t->len || !memmem(t->p, t->len, from, fn)) continue;
+        tmp->len = 0;
+        for (size_t i = 0; i < t->len;) {
+            const char *hit = memmem(t->p + i, t->len - i, from, fn);
+            size_t e = hit ? (size_t)(hit - t->p) : t->len;
+            if (!hearth_buf_put(tmp, t->p + i, e - i)) return false;
             if (!hit) break;
-            if (!tok_buf_put(tmp, to, tn)) return false;
+            if (!hearth_buf_put(tmp, to, tn)) return false;
             i = e + fn;
         }
-        tok_buf x = *t;
+        hearth_buf x = *t;
         *t = *tmp;
         *tmp = x;
     }
@@ -158,29 +133,29 @@ static bool wp_cleanup(tok_buf *t, tok_buf *tmp) {
  * piece mode, so that no token counts as the first). */
 static bool dec_one(const tok_dec *d, const strlist *in, strlist *out, size_t base, bool piece,
                     void *md) {
-    tok_buf t = {0}, tmp = {0};
+    hearth_buf t = {0}, tmp = {0};
     bool ok = true;
     if (d->kind == DEC_BYTELEVEL) {
         for (size_t i = 0; i < in->n && ok; i++) {
             const char *s = in->b.p + in->v[i].off;
             size_t n = in->v[i].len, j = 0;
-            size_t mark = t.n;
+            size_t mark = t.len;
             while (j < n && ok) {
                 uint32_t cp;
                 size_t k = hf_utf8_next(s + j, n - j, &cp);
                 int b = tok_cp_to_byte(cp);
                 if (b < 0) break;
                 char c = (char)b;
-                ok = tok_buf_put(&t, &c, 1);
+                ok = hearth_buf_put(&t, &c, 1);
                 j += k;
             }
             if (ok && j < n) { /* not all in the alphabet: the token's own UTF-8 */
-                t.n = mark;
-                ok = tok_buf_put(&t, s, n);
+                t.len = mark;
+                ok = hearth_buf_put(&t, s, n);
             }
         }
-        size_t off = out->b.n;
-        ok = ok && (piece ? tok_buf_put(&out->b, t.p, t.n) : tok_utf8_lossy(t.p, t.n, &out->b)) &&
+        size_t off = out->b.len;
+        ok = ok && (piece ? hearth_buf_put(&out->b, t.p, t.len) : tok_utf8_lossy(t.p, t.len, &out->b)) &&
              sl_add(out, off);
         goto done;
     }
@@ -189,49 +164,49 @@ static bool dec_one(const tok_dec *d, const strlist *in, strlist *out, size_t ba
             int b = i < in->n ? fallback_byte(in->b.p + in->v[i].off, in->v[i].len) : -1;
             if (b >= 0) {
                 char c = (char)b;
-                ok = tok_buf_put(&t, &c, 1);
+                ok = hearth_buf_put(&t, &c, 1);
                 continue;
             }
-            if (t.n) {
-                size_t off = out->b.n;
+            if (t.len) {
+                size_t off = out->b.len;
                 bool valid = true;
-                for (size_t j = 0; j < t.n && valid;) {
+                for (size_t j = 0; j < t.len && valid;) {
                     uint32_t cp;
-                    size_t k = tok_utf8_decode((const uint8_t *)t.p + j, t.n - j, &cp);
+                    size_t k = hearth_utf8_decode((const uint8_t *)t.p + j, t.len - j, &cp);
                     valid = k > 0;
                     j += k;
                 }
-                if (valid || piece) ok = tok_buf_put(&out->b, t.p, t.n);
-                for (size_t j = 0; !valid && !piece && j < t.n && ok; j++)
-                    ok = tok_buf_put(&out->b, "\xEF\xBF\xBD", 3);
+                if (valid || piece) ok = hearth_buf_put(&out->b, t.p, t.len);
+                for (size_t j = 0; !valid && !piece && j < t.len && ok; j++)
+                    ok = hearth_buf_put(&out->b, "\xEF\xBF\xBD", 3);
                 ok = ok && sl_add(out, off);
-                t.n = 0;
+                t.len = 0;
             }
             if (i < in->n && ok) ok = sl_push(out, in->b.p + in->v[i].off, in->v[i].len);
         }
         goto done;
     }
     if (d->kind == DEC_FUSE) {
-        size_t off = out->b.n;
+        size_t off = out->b.len;
         for (size_t i = 0; i < in->n && ok; i++)
-            ok = tok_buf_put(&out->b, in->b.p + in->v[i].off, in->v[i].len);
+            ok = hearth_buf_put(&out->b, in->b.p + in->v[i].off, in->v[i].len);
         ok = ok && sl_add(out, off);
         goto done;
     }
     for (size_t i = 0; i < in->n && ok; i++) {
         const char *s = in->b.p + in->v[i].off;
-        size_t n = in->v[i].len, idx = base + i, off = out->b.n;
+        size_t n = in->v[i].len, idx = base + i, off = out->b.len;
         switch (d->kind) {
         case DEC_METASPACE:
             for (size_t j = 0; j < n && ok;) {
                 if (j + d->str_n <= n && !memcmp(s + j, d->str, d->str_n)) {
                     if (!(idx == 0 && d->prepend != PREPEND_NEVER))
-                        ok = tok_buf_put(&out->b, " ", 1);
+                        ok = hearth_buf_put(&out->b, " ", 1);
                     j += d->str_n;
                 } else {
                     uint32_t cp;
                     size_t k = hf_utf8_next(s + j, n - j, &cp);
-                    ok = tok_buf_put(&out->b, s + j, k);
+                    ok = hearth_buf_put(&out->b, s + j, k);
                     j += k;
                 }
             }
@@ -242,33 +217,33 @@ static bool dec_one(const tok_dec *d, const strlist *in, strlist *out, size_t ba
                 a += cn;
             for (int k = 0; k < d->stop && b >= a + cn && !memcmp(s + b - cn, d->str, cn); k++)
                 b -= cn;
-            ok = tok_buf_put(&out->b, s + a, b - a);
+            ok = hearth_buf_put(&out->b, s + a, b - a);
             break;
         }
         case DEC_WORDPIECE:
-            t.n = 0;
+            t.len = 0;
             if (idx != 0) {
                 if (n >= d->str_n && !memcmp(s, d->str, d->str_n))
-                    ok = tok_buf_put(&t, s + d->str_n, n - d->str_n);
+                    ok = hearth_buf_put(&t, s + d->str_n, n - d->str_n);
                 else
-                    ok = tok_buf_put(&t, " ", 1) && tok_buf_put(&t, s, n);
+                    ok = hearth_buf_put(&t, " ", 1) && hearth_buf_put(&t, s, n);
             } else {
-                ok = tok_buf_put(&t, s, n);
+                ok = hearth_buf_put(&t, s, n);
             }
             if (ok && d->cleanup) ok = wp_cleanup(&t, &tmp);
-            ok = ok && tok_buf_put(&out->b, t.p, t.n);
+            ok = ok && hearth_buf_put(&out->b, t.p, t.len);
             break;
         case DEC_REPLACE:
-            ok = replace_all(d->re, s, n, d->str, d->str_n, md, &out->b);
+            ok = tok_regex_replace(d->re, s, n, d->str, d->str_n, md, &out->b, NULL);
             break;
         case DEC_BPE: {
             bool last = !piece && i + 1 == in->n;
             for (size_t j = 0; j < n && ok;) {
                 const char *hit = d->str_n ? memmem(s + j, n - j, d->str, d->str_n) : NULL;
                 size_t e = hit ? (size_t)(hit - s) : n;
-                ok = tok_buf_put(&out->b, s + j, e - j);
+                ok = hearth_buf_put(&out->b, s + j, e - j);
                 if (!hit) break;
-                if (ok && !last) ok = tok_buf_put(&out->b, " ", 1);
+                if (ok && !last) ok = hearth_buf_put(&out->b, " ", 1);
                 j = e + d->str_n;
             }
             break;
@@ -279,18 +254,18 @@ static bool dec_one(const tok_dec *d, const strlist *in, strlist *out, size_t ba
         ok = ok && sl_add(out, off);
     }
 done:
-    tok_buf_free(&t);
-    tok_buf_free(&tmp);
+    hearth_buf_fini(&t);
+    hearth_buf_fini(&tmp);
     return ok;
 }
 
 /* Run the decoder chain over the token strings in *l; the joined result goes to *out. */
-static bool run_chain(const tok_pipe *p, strlist *l, bool piece, tok_buf *out) {
+static bool run_chain(const tok_pipe *p, strlist *l, bool piece, hearth_buf *out) {
     strlist o = {0};
     void *md = tok_regex_md_create();
     bool ok = md != NULL;
     for (int k = 0; ok && k < p->n_decs; k++) {
-        o.b.n = 0;
+        o.b.len = 0;
         o.n = 0;
         ok = dec_one(&p->decs[k], l, &o, piece ? 1 : 0, piece, md);
         strlist t = *l;
@@ -301,8 +276,8 @@ static bool run_chain(const tok_pipe *p, strlist *l, bool piece, tok_buf *out) {
         if (piece && (p->decs[k].kind == DEC_FUSE || p->decs[k].kind == DEC_BYTELEVEL)) break;
     }
     for (size_t i = 0; ok && i < l->n; i++) {
-        if (!p->has_decoder && (i > 0 || piece)) ok = tok_buf_put(out, " ", 1);
-        ok = ok && tok_buf_put(out, l->b.p + l->v[i].off, l->v[i].len);
+        if (!p->has_decoder && (i > 0 || piece)) ok = hearth_buf_put(out, " ", 1);
+        ok = ok && hearth_buf_put(out, l->b.p + l->v[i].off, l->v[i].len);
     }
     sl_free(&o);
     tok_regex_md_free(md);
@@ -312,7 +287,7 @@ static bool run_chain(const tok_pipe *p, strlist *l, bool piece, tok_buf *out) {
 char *tok_pipe_decode(const hearth_tok *tok, const int32_t *ids, size_t n_ids, bool special) {
     const tok_pipe *p = tok->pipe;
     strlist l = {0};
-    tok_buf out = {0};
+    hearth_buf out = {0};
     bool ok = true;
     for (size_t i = 0; i < n_ids && ok; i++) {
         int32_t id = ids[i];
@@ -323,16 +298,16 @@ char *tok_pipe_decode(const hearth_tok *tok, const int32_t *ids, size_t n_ids, b
         else
             ok = sl_push(&l, tok->blob + tok->strs[id].off, tok->strs[id].len);
     }
-    ok = ok && run_chain(p, &l, false, &out) && tok_buf_put(&out, "", 1);
+    ok = ok && run_chain(p, &l, false, &out) && hearth_buf_put(&out, "", 1);
     sl_free(&l);
     if (!ok) {
-        tok_buf_free(&out);
+        hearth_buf_fini(&out);
         return NULL;
     }
     return out.p;
 }
 
-bool tok_pipe_piece(const hearth_tok *tok, int32_t id, tok_buf *out) {
+bool tok_pipe_piece(const hearth_tok *tok, int32_t id, hearth_buf *out) {
     const tok_pipe *p = tok->pipe;
     strlist l = {0};
     bool ok = p->dec_text && p->dec_text[id].len

@@ -37,31 +37,10 @@ static int32_t vocab_id(const hearth_tok *tok, const char *s, size_t n) {
 
 /* ------------------------------------------------------------------ BPE */
 
-static inline uint32_t merge_slot(uint64_t key, uint32_t mask) {
-    key ^= key >> 33;
-    key *= 0xff51afd7ed558ccdull;
-    key ^= key >> 33;
-    return (uint32_t)key & mask;
-}
-
-static const tok_merge_slot *merge_find(const hearth_tok *tok, int32_t l, int32_t r) {
-    if (!tok->merges) return NULL;
-    uint64_t key = ((uint64_t)(uint32_t)l << 32) | (uint32_t)r;
-    for (uint32_t i = merge_slot(key, tok->merge_mask);; i = (i + 1) & tok->merge_mask) {
-        const tok_merge_slot *s = &tok->merges[i];
-        if (s->key == key) return s;
-        if (s->key == UINT64_MAX) return NULL;
-    }
-}
-
 static bool word_add(tok_model_work *w, int32_t id, uint32_t len) {
-    if (w->n_sym == w->cap_sym) {
-        size_t cap = w->cap_sym ? w->cap_sym * 2 : 64;
-        tok_sym *v = realloc(w->sym, cap * sizeof *v);
-        if (!v) return false;
-        w->sym = v;
-        w->cap_sym = cap;
-    }
+    if (w->n_sym == w->cap_sym &&
+        !hearth_buf_grow(&w->sym, &w->cap_sym, w->n_sym + 1, sizeof *w->sym, 64))
+        return false;
     size_t n = w->n_sym;
     uint32_t start = n ? w->sym[n - 1].start + w->sym[n - 1].len : 0;
     w->sym[n] = (tok_sym){(int32_t)n - 1, -1, id, start, len};
@@ -72,7 +51,7 @@ static bool word_add(tok_model_work *w, int32_t id, uint32_t len) {
 
 static bool push_merge(const hearth_tok *tok, tok_heap *h, const tok_sym *v, int32_t pos) {
     if (pos < 0 || v[pos].next < 0) return true;
-    const tok_merge_slot *m = merge_find(tok, v[pos].id, v[v[pos].next].id);
+    const tok_merge_slot *m = tok_merges_find(tok, v[pos].id, v[v[pos].next].id);
     if (!m) return true;
     return tok_heap_push(h, (tok_bigram){-(double)m->rank, pos, v[pos].next, 0, m->result});
 }
@@ -80,7 +59,7 @@ static bool push_merge(const hearth_tok *tok, tok_heap *h, const tok_sym *v, int
 /* The characters of s as symbols (merge_word's first half). */
 static bool bpe_symbols(const hearth_tok *tok, const tok_model *m, const char *s, size_t n,
                         tok_model_work *w) {
-    tok_buf *scratch = &w->scratch;
+    hearth_buf *scratch = &w->scratch;
     int32_t unk_id = -1;
     uint32_t unk_len = 0;
     for (size_t i = 0; i < n;) {
@@ -94,22 +73,22 @@ static bool bpe_symbols(const hearth_tok *tok, const tok_model *m, const char *s
             id = tok->byte_sym[(uint8_t)s[i]];
             if (id >= tok->n_vocab) id = -1;
             if (id < 0 && (m->byte_fallback || m->unk_id >= 0)) {
-                scratch->n = 0;
-                if (!tok_buf_put_cp(scratch, tok_byte_to_cp((uint8_t)s[i]))) return false;
+                scratch->len = 0;
+                if (!hearth_buf_put_cp(scratch, tok_byte_to_cp((uint8_t)s[i]))) return false;
                 str = scratch->p;
-                str_n = scratch->n;
+                str_n = scratch->len;
             }
         } else if (!affixed && cp < 0x800) {
             id = m->char_id[cp];
         } else {
             if (affixed) {
-                scratch->n = 0;
-                if ((m->prefix && i > 0 && !tok_buf_put(scratch, m->prefix, m->prefix_n)) ||
-                    !tok_buf_put(scratch, s + i, k) ||
-                    (m->suffix && i + k == n && !tok_buf_put(scratch, m->suffix, m->suffix_n)))
+                scratch->len = 0;
+                if ((m->prefix && i > 0 && !hearth_buf_put(scratch, m->prefix, m->prefix_n)) ||
+                    !hearth_buf_put(scratch, s + i, k) ||
+                    (m->suffix && i + k == n && !hearth_buf_put(scratch, m->suffix, m->suffix_n)))
                     return false;
                 str = scratch->p;
-                str_n = scratch->n;
+                str_n = scratch->len;
             }
             id = vocab_id(tok, str, str_n);
         }
@@ -151,10 +130,10 @@ static bool bpe_encode(const hearth_tok *tok, const tok_model *m, const char *s,
     if (m->ignore_merges) {
         int32_t id;
         if (m->byte_level) {
-            w->scratch.n = 0;
+            w->scratch.len = 0;
             for (size_t i = 0; i < n; i++)
-                if (!tok_buf_put_cp(&w->scratch, tok_byte_to_cp((uint8_t)s[i]))) return false;
-            id = vocab_id(tok, w->scratch.p, w->scratch.n);
+                if (!hearth_buf_put_cp(&w->scratch, tok_byte_to_cp((uint8_t)s[i]))) return false;
+            id = vocab_id(tok, w->scratch.p, w->scratch.len);
         } else {
             id = vocab_id(tok, s, n);
         }
@@ -172,7 +151,7 @@ static bool bpe_encode(const hearth_tok *tok, const tok_model *m, const char *s,
         tok_sym *l = &v[b.left];
         if (l->len == 0 || l->next < 0) continue;
         int32_t nx = l->next;
-        const tok_merge_slot *cur = merge_find(tok, l->id, v[nx].id);
+        const tok_merge_slot *cur = tok_merges_find(tok, l->id, v[nx].id);
         if (!cur || cur->result != b.id) continue; /* stale */
         tok_sym *r = &v[nx];
         l->id = b.id;
@@ -190,7 +169,7 @@ static bool bpe_encode(const hearth_tok *tok, const tok_model *m, const char *s,
 /* ------------------------------------------------------------------ WordPiece */
 
 static bool wordpiece_encode(const hearth_tok *tok, const tok_model *m, const char *s, size_t n,
-                             tok_vec *out, tok_buf *scratch) {
+                             tok_vec *out, hearth_buf *scratch) {
     size_t n_chars = 0;
     for (size_t i = 0; i < n; i++) n_chars += ((uint8_t)s[i] & 0xC0) != 0x80;
     if ((int64_t)n_chars > m->max_chars) return tok_vec_push(out, m->unk_id);
@@ -202,12 +181,12 @@ static bool wordpiece_encode(const hearth_tok *tok, const tok_model *m, const ch
             const char *str = s + start;
             size_t str_n = end - start;
             if (start > 0) {
-                scratch->n = 0;
-                if (!tok_buf_put(scratch, m->prefix, m->prefix_n) ||
-                    !tok_buf_put(scratch, s + start, end - start))
+                scratch->len = 0;
+                if (!hearth_buf_put(scratch, m->prefix, m->prefix_n) ||
+                    !hearth_buf_put(scratch, s + start, end - start))
                     return false;
                 str = scratch->p;
-                str_n = scratch->n;
+                str_n = scratch->len;
             }
             if ((id = vocab_id(tok, str, str_n)) >= 0) break;
             end = hf_utf8_prev(s, end);
@@ -225,7 +204,7 @@ static bool wordpiece_encode(const hearth_tok *tok, const tok_model *m, const ch
 
 /* ------------------------------------------------------------------ Unigram */
 
-static uint32_t edge_slot(uint64_t key, uint32_t mask) { return merge_slot(key, mask); }
+static uint32_t edge_slot(uint64_t key, uint32_t mask) { return tok_hash_slot(key, mask); }
 
 static int32_t trie_next(const tok_model *m, int32_t node, uint8_t b) {
     uint64_t key = (((uint64_t)(uint32_t)node << 8) | b) + 1;
@@ -359,7 +338,7 @@ bool tok_model_encode(const hearth_tok *tok, const tok_model *m, const char *s, 
 }
 
 void tok_model_work_free(tok_model_work *w) {
-    tok_buf_free(&w->scratch);
+    hearth_buf_fini(&w->scratch);
     free(w->sym);
     tok_heap_free(&w->heap);
     free(w->best);

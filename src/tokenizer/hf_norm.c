@@ -25,29 +25,29 @@
 #include <string.h>
 #include <utf8proc.h>
 
-static bool nf(const char *s, size_t n, int opts, tok_buf *dst) {
+static bool nf(const char *s, size_t n, int opts, hearth_buf *dst) {
     if (n == 0) return true;
     utf8proc_uint8_t *o = NULL;
     utf8proc_ssize_t k = utf8proc_map((const utf8proc_uint8_t *)s, (utf8proc_ssize_t)n, &o,
                                       (utf8proc_option_t)(UTF8PROC_STABLE | opts));
     if (k < 0) return false;
-    bool ok = tok_buf_put(dst, o, (size_t)k);
+    bool ok = hearth_buf_put(dst, o, (size_t)k);
     free(o);
     return ok;
 }
 
-static bool lowercase(const char *s, size_t n, tok_buf *dst) {
-    if (!tok_buf_reserve(dst, n)) return false;
+static bool lowercase(const char *s, size_t n, hearth_buf *dst) {
+    if (!hearth_buf_reserve(dst, n)) return false;
     for (size_t i = 0; i < n;) {
         uint32_t cp, lo[3];
         size_t k = hf_utf8_next(s + i, n - i, &cp);
         if (cp < 0x80) {
             char c = (char)(cp >= 'A' && cp <= 'Z' ? cp + 32 : cp);
-            if (!tok_buf_put(dst, &c, 1)) return false;
+            if (!hearth_buf_put(dst, &c, 1)) return false;
         } else {
             int m = hf_uni_lower_of(cp, lo);
             for (int j = 0; j < m; j++)
-                if (!tok_buf_put_cp(dst, lo[j])) return false;
+                if (!hearth_buf_put_cp(dst, lo[j])) return false;
         }
         i += k;
     }
@@ -55,7 +55,7 @@ static bool lowercase(const char *s, size_t n, tok_buf *dst) {
 }
 
 /* Drop characters with any of flags; *cut when the first character goes. */
-static bool filter(const char *s, size_t n, uint16_t flags, tok_buf *dst, bool *cut) {
+static bool filter(const char *s, size_t n, uint16_t flags, hearth_buf *dst, bool *cut) {
     bool kept = false;
     for (size_t i = 0; i < n;) {
         uint32_t cp;
@@ -63,7 +63,7 @@ static bool filter(const char *s, size_t n, uint16_t flags, tok_buf *dst, bool *
         if (hf_uni_flags(cp) & flags) {
             if (!kept) *cut = true;
         } else {
-            if (!tok_buf_put(dst, s + i, k)) return false;
+            if (!hearth_buf_put(dst, s + i, k)) return false;
             kept = true;
         }
         i += k;
@@ -71,28 +71,7 @@ static bool filter(const char *s, size_t n, uint16_t flags, tok_buf *dst, bool *
     return true;
 }
 
-static bool replace(const tok_norm *nm, const char *s, size_t n, tok_buf *dst, void *md,
-                    bool *cut) {
-    size_t prev = 0, pos = 0, ms, me;
-    while (pos <= n && tok_regex_find(nm->re, s, n, pos, md, &ms, &me)) {
-        if (!tok_buf_put(dst, s + prev, ms - prev) || !tok_buf_put(dst, nm->str, nm->str_n))
-            return false;
-        if (ms == 0 && me > 0 && nm->str_n == 0) *cut = true;
-        prev = me;
-        if (me > ms) {
-            pos = me;
-        } else {
-            if (ms >= n) break;
-            uint32_t cp;
-            size_t k = hf_utf8_next(s + ms, n - ms, &cp);
-            if (!tok_buf_put(dst, s + ms, k)) return false;
-            pos = prev = ms + k;
-        }
-    }
-    return tok_buf_put(dst, s + prev, n - prev);
-}
-
-static bool strip(const tok_norm *nm, const char *s, size_t n, tok_buf *dst, bool *cut) {
+static bool strip(const tok_norm *nm, const char *s, size_t n, hearth_buf *dst, bool *cut) {
     size_t a = 0, b = n;
     if (nm->left) {
         while (a < n) {
@@ -112,11 +91,11 @@ static bool strip(const tok_norm *nm, const char *s, size_t n, tok_buf *dst, boo
             b = i;
         }
     }
-    return tok_buf_put(dst, s + a, b - a);
+    return hearth_buf_put(dst, s + a, b - a);
 }
 
 /* BertNormalizer's clean_text and handle_chinese_chars in one pass. */
-static bool bert_clean(const tok_norm *nm, const char *s, size_t n, tok_buf *dst, bool *cut) {
+static bool bert_clean(const tok_norm *nm, const char *s, size_t n, hearth_buf *dst, bool *cut) {
     bool kept = false;
     for (size_t i = 0; i < n;) {
         uint32_t cp;
@@ -129,10 +108,10 @@ static bool bert_clean(const tok_norm *nm, const char *s, size_t n, tok_buf *dst
             continue;
         }
         kept = true;
-        if (nm->clean_text && (f & HFU_BWS)) ok = tok_buf_put(dst, " ", 1);
+        if (nm->clean_text && (f & HFU_BWS)) ok = hearth_buf_put(dst, " ", 1);
         else if (nm->chinese && (f & HFU_CJK))
-            ok = tok_buf_put(dst, " ", 1) && tok_buf_put(dst, s + i, k) && tok_buf_put(dst, " ", 1);
-        else ok = tok_buf_put(dst, s + i, k);
+            ok = hearth_buf_put(dst, " ", 1) && hearth_buf_put(dst, s + i, k) && hearth_buf_put(dst, " ", 1);
+        else ok = hearth_buf_put(dst, s + i, k);
         if (!ok) return false;
         i += k;
     }
@@ -140,7 +119,7 @@ static bool bert_clean(const tok_norm *nm, const char *s, size_t n, tok_buf *dst
 }
 
 /* One normalizer from s[0..n) into dst (empty on entry); tmp is scratch. */
-static bool norm_one(const tok_norm *nm, const char *s, size_t n, tok_buf *dst, tok_buf *tmp,
+static bool norm_one(const tok_norm *nm, const char *s, size_t n, hearth_buf *dst, hearth_buf *tmp,
                      void *md, bool *cut) {
     switch (nm->kind) {
     case NORM_NFC:  return nf(s, n, UTF8PROC_COMPOSE, dst);
@@ -149,13 +128,13 @@ static bool norm_one(const tok_norm *nm, const char *s, size_t n, tok_buf *dst, 
     case NORM_NFKD: return nf(s, n, UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT, dst);
     case NORM_LOWERCASE: return lowercase(s, n, dst);
     case NORM_PREPEND:
-        return n == 0 || (tok_buf_put(dst, nm->str, nm->str_n) && tok_buf_put(dst, s, n));
-    case NORM_REPLACE: return replace(nm, s, n, dst, md, cut);
+        return n == 0 || (hearth_buf_put(dst, nm->str, nm->str_n) && hearth_buf_put(dst, s, n));
+    case NORM_REPLACE: return tok_regex_replace(nm->re, s, n, nm->str, nm->str_n, md, dst, cut);
     case NORM_STRIP: return strip(nm, s, n, dst, cut);
     case NORM_STRIP_ACCENTS: return filter(s, n, HFU_MN, dst, cut);
     case NORM_BERT: {
         /* steps alternate between dst and tmp; the last one lands in dst */
-        tok_buf *a = dst, *b = tmp;
+        hearth_buf *a = dst, *b = tmp;
         const char *cur = s;
         size_t cur_n = n;
         int steps = 1 + (nm->accents ? 2 : 0) + (nm->lower ? 1 : 0);
@@ -163,17 +142,17 @@ static bool norm_one(const tok_norm *nm, const char *s, size_t n, tok_buf *dst, 
             a = tmp;
             b = dst;
         }
-        a->n = 0;
+        a->len = 0;
         if (!bert_clean(nm, cur, cur_n, a, cut)) return false;
         if (nm->accents) {
-            b->n = 0;
-            if (!nf(a->p, a->n, UTF8PROC_DECOMPOSE, b)) return false;
-            a->n = 0;
-            if (!filter(b->p, b->n, HFU_BMN, a, cut)) return false;
+            b->len = 0;
+            if (!nf(a->p, a->len, UTF8PROC_DECOMPOSE, b)) return false;
+            a->len = 0;
+            if (!filter(b->p, b->len, HFU_BMN, a, cut)) return false;
         }
         if (nm->lower) {
-            b->n = 0;
-            if (!lowercase(a->p, a->n, b)) return false;
+            b->len = 0;
+            if (!lowercase(a->p, a->len, b)) return false;
         }
         return true;
     }
@@ -181,23 +160,23 @@ static bool norm_one(const tok_norm *nm, const char *s, size_t n, tok_buf *dst, 
     return false;
 }
 
-bool tok_norm_apply(const tok_norm *norms, int n, const char *in, size_t len, tok_buf *out,
-                    tok_buf *tmp, tok_buf *mid, void *md, bool *lead_cut) {
+bool tok_norm_apply(const tok_norm *norms, int n, const char *in, size_t len, hearth_buf *out,
+                    hearth_buf *tmp, hearth_buf *mid, void *md, bool *lead_cut) {
     *lead_cut = false;
-    out->n = 0;
-    if (n == 0) return tok_buf_put(out, in, len);
-    tok_buf *bufs[2] = {out, mid};
+    out->len = 0;
+    if (n == 0) return hearth_buf_put(out, in, len);
+    hearth_buf *bufs[2] = {out, mid};
     /* normalizer i writes bufs[(n - 1 - i) % 2] so that the last one writes out */
     const char *cur = in;
     size_t cur_n = len;
     bool ok = true;
     for (int i = 0; i < n && ok; i++) {
-        tok_buf *dst = bufs[(n - 1 - i) % 2];
-        dst->n = 0;
-        tmp->n = 0;
+        hearth_buf *dst = bufs[(n - 1 - i) % 2];
+        dst->len = 0;
+        tmp->len = 0;
         ok = norm_one(&norms[i], cur, cur_n, dst, tmp, md, lead_cut);
         cur = dst->p;
-        cur_n = dst->n;
+        cur_n = dst->len;
     }
     return ok;
 }

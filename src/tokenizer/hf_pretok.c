@@ -61,40 +61,40 @@ struct tok_regex {
  * code points its older tables lack (cls->add) minus those Oniguruma lacks (cls->sub).
  * base: PCRE2's class items (no brackets). neg: the complement. in_class: inside [...],
  * where only additions can be expressed (a subtraction there is refused). */
-static bool put_class(tok_buf *b, const char *base, const hf_uni_class *cls, bool neg,
+static bool put_class(hearth_buf *b, const char *base, const hf_uni_class *cls, bool neg,
                       bool in_class, bool *refuse) {
-    tok_buf add = {0}, sub = {0};
+    hearth_buf add = {0}, sub = {0};
     bool ok = true;
     for (int i = 0; cls && i < cls->n_add && ok; i++) {
         char r[40];
         snprintf(r, sizeof r, "\\x{%X}-\\x{%X}", (unsigned)cls->add[i][0], (unsigned)cls->add[i][1]);
-        ok = tok_buf_put(&add, r, strlen(r));
+        ok = hearth_buf_put(&add, r, strlen(r));
     }
     for (int i = 0; cls && i < cls->n_sub && ok; i++) {
         char r[40];
         snprintf(r, sizeof r, "\\x{%X}-\\x{%X}", (unsigned)cls->sub[i][0], (unsigned)cls->sub[i][1]);
-        ok = tok_buf_put(&sub, r, strlen(r));
+        ok = hearth_buf_put(&sub, r, strlen(r));
     }
     if (ok && in_class) {
-        if (sub.n || (neg && add.n)) *refuse = true;
+        if (sub.len || (neg && add.len)) *refuse = true;
         else if (neg && !strncmp(base, "\\p{", 3) && !strchr(base + 3, '\\'))
-            ok = tok_buf_put(b, "\\P", 2) && tok_buf_put(b, base + 2, strlen(base + 2));
+            ok = hearth_buf_put(b, "\\P", 2) && hearth_buf_put(b, base + 2, strlen(base + 2));
         else if (neg) *refuse = true;
-        else ok = tok_buf_put(b, base, strlen(base)) && tok_buf_put(b, add.p, add.n);
+        else ok = hearth_buf_put(b, base, strlen(base)) && hearth_buf_put(b, add.p, add.len);
     } else if (ok) {
         /* [base add] minus sub;  complement: [^base add] or sub */
-        ok = tok_buf_put(b, "(?:", 3);
-        if (ok && sub.n && !neg) ok = tok_buf_put(b, "(?![", 4) && tok_buf_put(b, sub.p, sub.n) &&
-                                      tok_buf_put(b, "])", 2);
-        ok = ok && tok_buf_put(b, neg ? "[^" : "[", neg ? 2 : 1) &&
-             tok_buf_put(b, base, strlen(base)) && tok_buf_put(b, add.p, add.n) &&
-             tok_buf_put(b, "]", 1);
-        if (ok && sub.n && neg) ok = tok_buf_put(b, "|[", 2) && tok_buf_put(b, sub.p, sub.n) &&
-                                     tok_buf_put(b, "]", 1);
-        ok = ok && tok_buf_put(b, ")", 1);
+        ok = hearth_buf_put(b, "(?:", 3);
+        if (ok && sub.len && !neg) ok = hearth_buf_put(b, "(?![", 4) && hearth_buf_put(b, sub.p, sub.len) &&
+                                      hearth_buf_put(b, "])", 2);
+        ok = ok && hearth_buf_put(b, neg ? "[^" : "[", neg ? 2 : 1) &&
+             hearth_buf_put(b, base, strlen(base)) && hearth_buf_put(b, add.p, add.len) &&
+             hearth_buf_put(b, "]", 1);
+        if (ok && sub.len && neg) ok = hearth_buf_put(b, "|[", 2) && hearth_buf_put(b, sub.p, sub.len) &&
+                                     hearth_buf_put(b, "]", 1);
+        ok = ok && hearth_buf_put(b, ")", 1);
     }
-    tok_buf_free(&add);
-    tok_buf_free(&sub);
+    hearth_buf_fini(&add);
+    hearth_buf_fini(&sub);
     return ok;
 }
 
@@ -111,7 +111,7 @@ static const hf_uni_class *find_class(const char *name, size_t n, bool in_class)
 
 /* Translate the escape at pat[i] (after the backslash: pat[i] is the letter); *used: pattern
  * bytes consumed after the backslash. false: out of memory or *refuse. */
-static bool translate_escape(const char *pat, size_t n, size_t i, bool in_class, tok_buf *b,
+static bool translate_escape(const char *pat, size_t n, size_t i, bool in_class, hearth_buf *b,
                              size_t *used, bool *refuse) {
     char e = pat[i];
     char base[64];
@@ -129,10 +129,10 @@ static bool translate_escape(const char *pat, size_t n, size_t i, bool in_class,
         cls = find_class("Nd", 2, in_class), neg = e == 'D';
         return put_class(b, "\\p{Nd}", cls, neg, in_class, refuse);
     case 'h':
-        return tok_buf_put(b, in_class ? "0-9a-fA-F" : "[0-9a-fA-F]", in_class ? 9 : 11);
+        return hearth_buf_put(b, in_class ? "0-9a-fA-F" : "[0-9a-fA-F]", in_class ? 9 : 11);
     case 'H':
         if (in_class) *refuse = true;
-        return in_class || tok_buf_put(b, "[^0-9a-fA-F]", 12);
+        return in_class || hearth_buf_put(b, "[^0-9a-fA-F]", 12);
     case 'p': case 'P': {
         const char *close = i + 1 < n && pat[i + 1] == '{' ? memchr(pat + i + 2, '}', n - i - 2)
                                                            : NULL;
@@ -144,8 +144,8 @@ static bool translate_escape(const char *pat, size_t n, size_t i, bool in_class,
         *used = (size_t)(close - (pat + i)) + 1;
         cls = find_class(name, len, in_class);
         if (!cls || len > 40) { /* a property we keep as PCRE2 has it */
-            return tok_buf_put(b, "\\", 1) && tok_buf_put(b, neg ? "P{" : "p{", 2) &&
-                   tok_buf_put(b, name, len) && tok_buf_put(b, "}", 1);
+            return hearth_buf_put(b, "\\", 1) && hearth_buf_put(b, neg ? "P{" : "p{", 2) &&
+                   hearth_buf_put(b, name, len) && hearth_buf_put(b, "}", 1);
         }
         snprintf(base, sizeof base, "\\p{%.*s}", (int)len, name);
         return put_class(b, base, cls, neg, in_class, refuse);
@@ -153,7 +153,7 @@ static bool translate_escape(const char *pat, size_t n, size_t i, bool in_class,
     default:
         break;
     }
-    return tok_buf_put(b, pat + i - 1, 2);
+    return hearth_buf_put(b, pat + i - 1, 2);
 }
 
 hearth_status tok_regex_compile(const char *pat, size_t n, bool literal, tok_regex **out,
@@ -183,7 +183,7 @@ hearth_status tok_regex_compile(const char *pat, size_t n, bool literal, tok_reg
         hearth_log(HEARTH_LOG_WARN, "tokenizer: PCRE2 has Unicode %s, hearth's class tables were "
                    "made for %s: regex splits may differ from tokenizers on some characters", uv,
                    hf_uni_pcre2_unicode);
-    tok_buf b = {0};
+    hearth_buf b = {0};
     bool in_class = false, ok = true;
     for (size_t i = 0; i < n && ok; i++) {
         char c = pat[i];
@@ -192,7 +192,7 @@ hearth_status tok_regex_compile(const char *pat, size_t n, bool literal, tok_reg
             bool refuse = false;
             ok = translate_escape(pat, n, i + 1, in_class, &b, &used, &refuse);
             if (refuse) {
-                tok_buf_free(&b);
+                hearth_buf_fini(&b);
                 free(r);
                 return hearth_err_set(err, HEARTH_E_UNSUPPORTED, (int64_t)i,
                                       "regex escape \\%c inside a class", pat[i + 1]);
@@ -200,36 +200,36 @@ hearth_status tok_regex_compile(const char *pat, size_t n, bool literal, tok_reg
             i += used;
         } else if (c == '[' && !in_class) {
             in_class = true;
-            ok = tok_buf_put(&b, "[", 1);
-            if (i + 1 < n && pat[i + 1] == '^') ok = ok && tok_buf_put(&b, "^", 1), i++;
-            if (i + 1 < n && pat[i + 1] == ']') ok = ok && tok_buf_put(&b, "\\]", 2), i++;
+            ok = hearth_buf_put(&b, "[", 1);
+            if (i + 1 < n && pat[i + 1] == '^') ok = ok && hearth_buf_put(&b, "^", 1), i++;
+            if (i + 1 < n && pat[i + 1] == ']') ok = ok && hearth_buf_put(&b, "\\]", 2), i++;
         } else if (c == '[' && in_class) {
-            tok_buf_free(&b);
+            hearth_buf_fini(&b);
             free(r);
             return hearth_err_set(err, HEARTH_E_UNSUPPORTED, (int64_t)i,
                                   "nested character class in regex");
         } else if (c == ']' && in_class) {
             in_class = false;
-            ok = tok_buf_put(&b, "]", 1);
+            ok = hearth_buf_put(&b, "]", 1);
         } else if (c == '&' && in_class && i + 1 < n && pat[i + 1] == '&') {
-            tok_buf_free(&b);
+            hearth_buf_fini(&b);
             free(r);
             return hearth_err_set(err, HEARTH_E_UNSUPPORTED, (int64_t)i,
                                   "class intersection && in regex");
         } else {
-            ok = tok_buf_put(&b, &c, 1);
+            ok = hearth_buf_put(&b, &c, 1);
         }
     }
     if (!ok) {
-        tok_buf_free(&b);
+        hearth_buf_fini(&b);
         free(r);
         return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
     }
     int ecode;
     PCRE2_SIZE eoff;
-    r->re = pcre2_compile((PCRE2_SPTR)(b.p ? b.p : ""), b.n, PCRE2_UTF | PCRE2_UCP, &ecode, &eoff,
+    r->re = pcre2_compile((PCRE2_SPTR)(b.p ? b.p : ""), b.len, PCRE2_UTF | PCRE2_UCP, &ecode, &eoff,
                           NULL);
-    tok_buf_free(&b);
+    hearth_buf_fini(&b);
     if (!r->re) {
         PCRE2_UCHAR msg[128];
         pcre2_get_error_message(ecode, msg, sizeof msg);
@@ -274,6 +274,27 @@ bool tok_regex_find(const tok_regex *r, const char *s, size_t n, size_t start, v
     return true;
 }
 
+bool tok_regex_replace(const tok_regex *re, const char *s, size_t n, const char *rep,
+                       size_t rep_n, void *md, hearth_buf *out, bool *lead_cut) {
+    size_t prev = 0, pos = 0, ms, me;
+    while (pos <= n && tok_regex_find(re, s, n, pos, md, &ms, &me)) {
+        if (!hearth_buf_put(out, s + prev, ms - prev) || !hearth_buf_put(out, rep, rep_n))
+            return false;
+        if (lead_cut && ms == 0 && me > 0 && rep_n == 0) *lead_cut = true;
+        prev = me;
+        if (me > ms) {
+            pos = me;
+        } else {
+            if (ms >= n) break;
+            uint32_t cp;
+            size_t k = hf_utf8_next(s + ms, n - ms, &cp);
+            if (!hearth_buf_put(out, s + ms, k)) return false;
+            pos = prev = ms + k;
+        }
+    }
+    return hearth_buf_put(out, s + prev, n - prev);
+}
+
 /* ------------------------------------------------------------------ splitting */
 
 /* One part of a cut piece: [s, e) of the piece, is a match or not. */
@@ -288,13 +309,8 @@ typedef struct {
 } parts;
 
 static bool parts_push(parts *p, size_t s, size_t e, bool match) {
-    if (p->n == p->cap) {
-        size_t cap = p->cap ? p->cap * 2 : 32;
-        part *v = realloc(p->v, cap * sizeof *v);
-        if (!v) return false;
-        p->v = v;
-        p->cap = cap;
-    }
+    if (p->n == p->cap && !hearth_buf_grow(&p->v, &p->cap, p->n + 1, sizeof *p->v, 32))
+        return false;
     p->v[p->n++] = (part){(uint32_t)s, (uint32_t)e, match};
     return true;
 }
@@ -391,36 +407,36 @@ static bool split_parts(parts *ps, tok_split_beh beh, bool invert, tok_piece p, 
 static const uint8_t gpt2_space = ' ';
 
 /* Metaspace's transform of piece p: ' ' -> replacement, maybe a prepended replacement. */
-static bool metaspace_piece(const tok_pt *pt, tok_buf *buf, tok_piece *p) {
+static bool metaspace_piece(const tok_pt *pt, hearth_buf *buf, tok_piece *p) {
     size_t need = 0;
     for (uint32_t i = 0; i < p->len; i++) need += buf->p[p->off + i] == ' ' ? pt->repl_n : 1;
-    if (!tok_buf_reserve(buf, need + pt->repl_n)) return false;
-    size_t start = buf->n;
+    if (!hearth_buf_reserve(buf, need + pt->repl_n)) return false;
+    size_t start = buf->len;
     const char *src = buf->p + p->off; /* stable: reserved above */
     bool starts_repl = p->len && (src[0] == ' ' || (p->len >= pt->repl_n &&
                                                      !memcmp(src, pt->repl, pt->repl_n)));
     bool pre = pt->prepend == PREPEND_ALWAYS || (pt->prepend == PREPEND_FIRST && p->first);
-    if (pre && !starts_repl) tok_buf_put(buf, pt->repl, pt->repl_n);
+    if (pre && !starts_repl) hearth_buf_put(buf, pt->repl, pt->repl_n);
     for (uint32_t i = 0; i < p->len; i++) {
-        if (src[i] == ' ') tok_buf_put(buf, pt->repl, pt->repl_n);
-        else tok_buf_put(buf, src + i, 1);
+        if (src[i] == ' ') hearth_buf_put(buf, pt->repl, pt->repl_n);
+        else hearth_buf_put(buf, src + i, 1);
     }
     p->off = (uint32_t)start;
-    p->len = (uint32_t)(buf->n - start);
+    p->len = (uint32_t)(buf->len - start);
     return true;
 }
 
-static bool apply_one(const tok_pt *pt, tok_buf *buf, tok_piece p, tok_pieces *out, parts *ps,
+static bool apply_one(const tok_pt *pt, hearth_buf *buf, tok_piece p, tok_pieces *out, parts *ps,
                       void *md) {
     ps->n = 0;
     const char *s = buf->p + p.off;
     switch (pt->kind) {
     case PT_BYTELEVEL:
         if (pt->add_prefix && buf->p[p.off] != ' ') {
-            if (!tok_buf_reserve(buf, (size_t)p.len + 1)) return false;
-            size_t start = buf->n;
-            tok_buf_put(buf, &gpt2_space, 1);
-            tok_buf_put(buf, buf->p + p.off, p.len);
+            if (!hearth_buf_reserve(buf, (size_t)p.len + 1)) return false;
+            size_t start = buf->len;
+            hearth_buf_put(buf, &gpt2_space, 1);
+            hearth_buf_put(buf, buf->p + p.off, p.len);
             p.off = (uint32_t)start;
             p.len++;
             s = buf->p + p.off;
@@ -487,7 +503,7 @@ static bool apply_one(const tok_pt *pt, tok_buf *buf, tok_piece p, tok_pieces *o
     return false;
 }
 
-bool tok_pt_apply(const tok_pt *pts, int n, tok_buf *buf, tok_pieces *cur, tok_pieces *tmp,
+bool tok_pt_apply(const tok_pt *pts, int n, hearth_buf *buf, tok_pieces *cur, tok_pieces *tmp,
                   void *md) {
     parts ps = {0};
     bool ok = true;

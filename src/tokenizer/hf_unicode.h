@@ -10,6 +10,7 @@
  * exact answer for every one of them. Immutable data; any thread.
  */
 #pragma once
+#include "base/utf8.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -56,25 +57,18 @@ static inline uint16_t hf_uni_flags(uint32_t cp) {
 /* Rust's char::to_lowercase as tokenizers' Lowercase applies it: writes 1..3 code points. */
 int hf_uni_lower_of(uint32_t cp, uint32_t out[3]);
 
-/* Decode the code point at s[0..n) of valid UTF-8 (the pipeline only holds valid UTF-8);
- * returns its length. */
+/* Decode the code point at s[0..n) (n > 0) of valid UTF-8 (the pipeline only holds valid
+ * UTF-8; a byte that is not is taken as itself); returns its length. */
 static inline size_t hf_utf8_next(const char *s, size_t n, uint32_t *cp) {
     const uint8_t *p = (const uint8_t *)s;
-    if (p[0] < 0x80 || n < 2) {
+    if (p[0] < 0x80) {
         *cp = p[0];
         return 1;
     }
-    if (p[0] < 0xE0) {
-        *cp = ((uint32_t)(p[0] & 0x1F) << 6) | (p[1] & 0x3Fu);
-        return 2;
-    }
-    if (p[0] < 0xF0 || n < 4) {
-        *cp = ((uint32_t)(p[0] & 0x0F) << 12) | ((uint32_t)(p[1] & 0x3F) << 6) | (p[2] & 0x3Fu);
-        return 3;
-    }
-    *cp = ((uint32_t)(p[0] & 0x07) << 18) | ((uint32_t)(p[1] & 0x3F) << 12) |
-          ((uint32_t)(p[2] & 0x3F) << 6) | (p[3] & 0x3Fu);
-    return 4;
+    size_t k = hearth_utf8_decode(p, n, cp);
+    if (k) return k;
+    *cp = p[0];
+    return 1;
 }
 
 /* Start of the code point that ends at s[n) (n > 0). */

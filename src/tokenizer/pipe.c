@@ -72,7 +72,7 @@ static bool atrie_init(tok_atrie *t) {
 
 hearth_status tok_pipe_build_added(hearth_tok *tok, hearth_err *err) {
     tok_pipe *p = tok->pipe;
-    tok_buf nb = {0}, tmp = {0}, mid = {0}, dec = {0};
+    hearth_buf nb = {0}, tmp = {0}, mid = {0}, dec = {0};
     void *md = tok_regex_md_create();
     hearth_status st = HEARTH_OK;
     if (!md || !atrie_init(&p->raw) || !atrie_init(&p->norm)) goto oom;
@@ -87,12 +87,12 @@ hearth_status tok_pipe_build_added(hearth_tok *tok, hearth_err *err) {
         }
         bool cut;
         if (!tok_norm_apply(p->norms, p->n_norms, s, n, &nb, &tmp, &mid, md, &cut)) goto oom;
-        if (nb.n && !atrie_add(&p->norm, nb.p, nb.n, k)) goto oom;
-        if (nb.n == n && !memcmp(nb.p, s, n)) continue;
+        if (nb.len && !atrie_add(&p->norm, nb.p, nb.len, k)) goto oom;
+        if (nb.len == n && !memcmp(nb.p, s, n)) continue;
         if (!p->dec_text && !(p->dec_text = calloc((size_t)tok->n_vocab, sizeof *p->dec_text)))
             goto oom;
-        p->dec_text[a->id] = (tok_str){(uint32_t)dec.n, (uint32_t)nb.n};
-        if (!tok_buf_put(&dec, nb.p, nb.n)) goto oom;
+        p->dec_text[a->id] = (tok_str){(uint32_t)dec.len, (uint32_t)nb.len};
+        if (!hearth_buf_put(&dec, nb.p, nb.len)) goto oom;
         tok->attr[a->id] = TOK_ATTR_USER; /* decoded and rendered like any added token */
     }
     p->dec_blob = dec.p;
@@ -101,10 +101,10 @@ hearth_status tok_pipe_build_added(hearth_tok *tok, hearth_err *err) {
 oom:
     st = hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
 done:
-    tok_buf_free(&nb);
-    tok_buf_free(&tmp);
-    tok_buf_free(&mid);
-    tok_buf_free(&dec);
+    hearth_buf_fini(&nb);
+    hearth_buf_fini(&tmp);
+    hearth_buf_fini(&mid);
+    hearth_buf_fini(&dec);
     tok_regex_md_free(md);
     return st;
 }
@@ -217,9 +217,9 @@ static bool find_added(const tok_pipe *p, const tok_atrie *t, const char *s, siz
 /* ------------------------------------------------------------------ encode */
 
 typedef struct {
-    tok_buf    text;             /* the input, made valid UTF-8 */
-    tok_buf    norm, ntmp, nmid; /* a normalized segment and normalizer scratch */
-    tok_buf    buf;              /* bytes of the pieces */
+    hearth_buf    text;             /* the input, made valid UTF-8 */
+    hearth_buf    norm, ntmp, nmid; /* a normalized segment and normalizer scratch */
+    hearth_buf    buf;              /* bytes of the pieces */
     tok_model_work mw;           /* model scratch */
     tok_pieces cur, tmp;
     tok_vec    segs, nsegs;
@@ -227,11 +227,11 @@ typedef struct {
 } pipe_work;
 
 static void work_free(pipe_work *w) {
-    tok_buf_free(&w->text);
-    tok_buf_free(&w->norm);
-    tok_buf_free(&w->ntmp);
-    tok_buf_free(&w->nmid);
-    tok_buf_free(&w->buf);
+    hearth_buf_fini(&w->text);
+    hearth_buf_fini(&w->norm);
+    hearth_buf_fini(&w->ntmp);
+    hearth_buf_fini(&w->nmid);
+    hearth_buf_fini(&w->buf);
     tok_model_work_free(&w->mw);
     free(w->cur.v);
     free(w->tmp.v);
@@ -244,9 +244,9 @@ static void work_free(pipe_work *w) {
 static bool encode_segment(const hearth_tok *tok, pipe_work *w, const char *s, size_t n,
                            bool first, tok_vec *out) {
     const tok_pipe *p = tok->pipe;
-    w->buf.n = 0;
+    w->buf.len = 0;
     w->cur.n = 0;
-    if (!tok_buf_put(&w->buf, s, n) || !tok_pieces_push(&w->cur, 0, (uint32_t)n, first))
+    if (!hearth_buf_put(&w->buf, s, n) || !tok_pieces_push(&w->cur, 0, (uint32_t)n, first))
         return false;
     if (p->n_pts && !tok_pt_apply(p->pts, p->n_pts, &w->buf, &w->cur, &w->tmp, w->md))
         return false;
@@ -275,7 +275,7 @@ static bool encode_seq(const hearth_tok *tok, pipe_work *w, const char *text, si
                             w->md, &cut))
             return false;
         w->nsegs.n = 0;
-        if (!find_added(p, &p->norm, w->norm.p, w->norm.n, parse_special, &w->nsegs)) return false;
+        if (!find_added(p, &p->norm, w->norm.p, w->norm.len, parse_special, &w->nsegs)) return false;
         for (size_t j = 0; j < w->nsegs.n; j += 3) {
             size_t a = (size_t)w->nsegs.v[j], b = (size_t)w->nsegs.v[j + 1];
             int32_t nid = w->nsegs.v[j + 2];
@@ -314,10 +314,10 @@ hearth_status tok_pipe_encode(const hearth_tok *tok, const char *a, size_t na, c
     for (int k = 0; k < (pair ? 2 : 1); k++) {
         const char *t = k ? b : a;
         size_t n = k ? nb : na;
-        w.text.n = 0;
+        w.text.len = 0;
         if (!tok_utf8_lossy(t ? t : "", n, &w.text)) goto done;
         if (!tok_vec_reserve(&seq[k], n / 3 + 4)) goto done;
-        if (!encode_seq(tok, &w, w.text.p ? w.text.p : "", w.text.n, parse_special, &seq[k]))
+        if (!encode_seq(tok, &w, w.text.p ? w.text.p : "", w.text.len, parse_special, &seq[k]))
             goto done;
     }
     if (add_special && p->has_post) {

@@ -167,7 +167,7 @@ bool tok_pretok_split(const tok_pretok *p, const char *text, size_t n, tok_vec *
                 const PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
                 size_t ms = s + ov[0], me = s + ov[1];
                 if (me <= ms) { /* empty match: step over one character, it stays in the gap */
-                    pos = ms + tok_utf8_len_lead((uint8_t)text[ms]);
+                    pos = ms + hearth_utf8_len_lead((uint8_t)text[ms]);
                     if (pos > e) pos = e;
                     continue;
                 }

@@ -31,6 +31,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
+
 static bool matched_without_parse(uint8_t attr) {
     return (attr & TOK_ATTR_USER) && !(attr & (TOK_ATTR_CONTROL | TOK_ATTR_UNKNOWN));
 }
@@ -176,13 +178,9 @@ bool tok_special_split(const hearth_tok *tok, const char *text, size_t n, bool p
                 if (prev && prev->pos + prev->count == p) {
                     prev->count++;
                 } else {
-                    if (n_occ == cap_occ) {
-                        size_t cap = cap_occ ? cap_occ * 2 : 64;
-                        occ_run *o = realloc(occ, cap * sizeof *o);
-                        if (!o) goto done;
-                        occ = o;
-                        cap_occ = cap;
-                    }
+                    if (n_occ == cap_occ &&
+                        !hearth_buf_grow(&occ, &cap_occ, n_occ + 1, sizeof *occ, 64))
+                        goto done;
                     occ[n_occ++] = (occ_run){(uint32_t)r, (uint32_t)p, 1};
                     last[r] = (uint32_t)n_occ;
                 }

@@ -93,7 +93,7 @@ bool tok_spm_encode(const hearth_tok *tok, const char *text, size_t n, bool spac
     if (!w.sym) goto done;
     int32_t n_sym = 0;
     for (size_t off = 0; off < m;) {
-        size_t len = tok_utf8_len_lead((uint8_t)esc[off]);
+        size_t len = hearth_utf8_len_lead((uint8_t)esc[off]);
         if (len > m - off) len = m - off;
         w.sym[n_sym] = (tok_sym){n_sym - 1, off + len < m ? n_sym + 1 : -1, -1, (uint32_t)off,
                                  (uint32_t)len};

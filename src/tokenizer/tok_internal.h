@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/utf8.h"
 #include "tokenizer/tokenizer.h"
 
 /* Token attribute bits (llama.cpp's llama_token_attr subset, plus EOG). */
@@ -114,6 +115,18 @@ typedef struct {
     int32_t  result; /* string id of left+right */
 } tok_merge_slot;
 
+/* --- merges.c: the merge table of both front ends in tok->merges --- */
+/* Size an empty table for n_merges pairs; false on out of memory or overflow. */
+bool tok_merges_init(hearth_tok *tok, size_t n_merges);
+/* Enter the pair (l, r) -> (rank, result); a repeated pair keeps its first entry when
+ * keep_first, else the new one replaces it. The table has room (sized by tok_merges_init). */
+void tok_merges_add(hearth_tok *tok, int32_t l, int32_t r, int32_t rank, int32_t result,
+                    bool keep_first);
+/* The entry of pair (l, r), or NULL (also when there is no table). */
+const tok_merge_slot *tok_merges_find(const hearth_tok *tok, int32_t l, int32_t r);
+/* The hash of a 64-bit key reduced to a table slot (mask = size - 1). */
+uint32_t tok_hash_slot(uint64_t key, uint32_t mask);
+
 /* Special-token trie node (special.c). */
 typedef struct {
     int32_t first_child, next_sibling; /* node indices, -1 = none */
@@ -176,17 +189,7 @@ struct hearth_tok {
 hearth_status tok_create_vocab(const hearth_tok_spec *spec, bool dup_last, hearth_tok **out,
                                hearth_err *err);
 
-/* --- unicode.c --- */
-/* Length of the UTF-8 sequence a lead byte announces, by its high nibble, as llama.cpp counts
- * it (continuation and invalid bytes count 1, 0xF8..0xFF count 4). */
-size_t   tok_utf8_len_lead(uint8_t b);
-/* Strictly decode one scalar value at s[0..n) (no overlongs, surrogates, > U+10FFFF).
- * Returns its length 1..4, or 0 when s does not start with a valid sequence. */
-size_t   tok_utf8_decode(const uint8_t *s, size_t n, uint32_t *cp);
-/* Encode cp (<= U+10FFFF) into out; returns 1..4. */
-size_t   tok_utf8_encode(uint32_t cp, char out[4]);
-/* Bytes at the end of s[0..n) that form a valid but incomplete UTF-8 sequence (0..3). */
-size_t   tok_utf8_incomplete_tail(const uint8_t *s, size_t n);
+/* --- unicode.c (UTF-8 itself is base/utf8.h) --- */
 /* GPT-2 bytes_to_unicode: the code point that stands for byte b, and back (-1 if none). */
 uint32_t tok_byte_to_cp(uint8_t b);
 int      tok_cp_to_byte(uint32_t cp);

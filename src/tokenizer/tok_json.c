@@ -41,11 +41,11 @@
 
 typedef struct {
     char **v;    /* owned: strings rebuilt with their NULs */
-    int    n, cap;
+    size_t n, cap;
 } owned_strs;
 
 static void owned_free(owned_strs *o) {
-    for (int i = 0; i < o->n; i++) free(o->v[i]);
+    for (size_t i = 0; i < o->n; i++) free(o->v[i]);
     free(o->v);
 }
 
@@ -55,13 +55,7 @@ static const char *jtext(const char *s, size_t *n, owned_strs *o) {
         *n = strlen(s);
         return s;
     }
-    if (o->n == o->cap) {
-        int cap = o->cap ? o->cap * 2 : 16;
-        char **v = realloc(o->v, (size_t)cap * sizeof *v);
-        if (!v) return NULL;
-        o->v = v;
-        o->cap = cap;
-    }
+    if (!hearth_buf_grow(&o->v, &o->cap, o->n + 1, sizeof *o->v, 16)) return NULL;
     size_t len = strlen(s), k = 0;
     char *d = malloc(len + 1);
     if (!d) return NULL;
@@ -178,23 +172,11 @@ static double serde_f64(double v, const double *pow10) {
 
 /* ------------------------------------------------------------------ BPE merges */
 
-static inline uint32_t merge_slot(uint64_t key, uint32_t mask) {
-    key ^= key >> 33;
-    key *= 0xff51afd7ed558ccdull;
-    key ^= key >> 33;
-    return (uint32_t)key & mask;
-}
-
 static hearth_status build_merges(hearth_tok *tok, const tok_model *m, const cJSON *merges,
                                   owned_strs *o, hearth_err *err) {
     int n = cJSON_GetArraySize(merges);
-    size_t cap = 64;
-    while (cap < (size_t)n * 2) cap *= 2;
-    tok->merges = malloc(cap * sizeof *tok->merges);
-    if (!tok->merges) return nomem(err);
-    for (size_t i = 0; i < cap; i++) tok->merges[i].key = UINT64_MAX;
-    tok->merge_mask = (uint32_t)(cap - 1);
-    tok_buf cat = {0};
+    if (!tok_merges_init(tok, (size_t)(n > 0 ? n : 0))) return nomem(err);
+    hearth_buf cat = {0};
     hearth_status st = HEARTH_OK;
     int rank = 0;
     for (const cJSON *c = merges ? merges->child : NULL; c; c = c->next, rank++) {
@@ -221,13 +203,13 @@ static hearth_status build_merges(hearth_tok *tok, const tok_model *m, const cJS
             break;
         }
         size_t skip = m->prefix && nb >= m->prefix_n ? m->prefix_n : 0;
-        cat.n = 0;
-        if (!tok_buf_put(&cat, a, na) || !tok_buf_put(&cat, b + skip, nb - skip)) {
+        cat.len = 0;
+        if (!hearth_buf_put(&cat, a, na) || !hearth_buf_put(&cat, b + skip, nb - skip)) {
             st = nomem(err);
             break;
         }
         int32_t l = hearth_tok_find(tok, a, na), r = hearth_tok_find(tok, b, nb);
-        int32_t res = hearth_tok_find(tok, cat.p, cat.n);
+        int32_t res = hearth_tok_find(tok, cat.p, cat.len);
         if (l < 0 || r < 0 || res < 0) {
             st = hearth_err_set(err, HEARTH_E_FORMAT, rank,
                                 "merge %d '%.*s %.*s': %s is not in the vocab", rank,
@@ -235,16 +217,9 @@ static hearth_status build_merges(hearth_tok *tok, const tok_model *m, const cJS
                                 l < 0 ? "the left side" : r < 0 ? "the right side" : "the result");
             break;
         }
-        uint64_t key = ((uint64_t)(uint32_t)l << 32) | (uint32_t)r;
-        for (uint32_t k = merge_slot(key, tok->merge_mask);; k = (k + 1) & tok->merge_mask) {
-            tok_merge_slot *s = &tok->merges[k];
-            if (s->key == key || s->key == UINT64_MAX) {
-                *s = (tok_merge_slot){key, rank, res}; /* a later duplicate wins */
-                break;
-            }
-        }
+        tok_merges_add(tok, l, r, rank, res, false); /* a later duplicate wins */
     }
-    tok_buf_free(&cat);
+    hearth_buf_fini(&cat);
     return st;
 }
 
@@ -326,24 +301,24 @@ static hearth_status model_opts(const cJSON *j, hearth_tok *tok, tok_model *m, o
 /* ------------------------------------------------------------------ pieces */
 
 static hearth_status build_pieces(hearth_tok *tok, hearth_err *err) {
-    tok_buf all = {0};
+    hearth_buf all = {0};
     tok->pieces = malloc((size_t)tok->n_vocab * sizeof *tok->pieces);
     if (!tok->pieces) return nomem(err);
     for (int32_t id = 0; id < tok->n_vocab; id++) {
-        size_t start = all.n;
+        size_t start = all.len;
         if (tok->strs[id].len && !tok_pipe_piece(tok, id, &all)) {
-            tok_buf_free(&all);
+            hearth_buf_fini(&all);
             return nomem(err);
         }
-        if (all.n > UINT32_MAX) {
-            tok_buf_free(&all);
+        if (all.len > UINT32_MAX) {
+            hearth_buf_fini(&all);
             return hearth_err_set(err, HEARTH_E_LIMIT, -1, "pieces exceed 4 GiB");
         }
-        tok->pieces[id] = (tok_str){(uint32_t)start, (uint32_t)(all.n - start)};
-        if (all.n - start > tok->max_piece_bytes) tok->max_piece_bytes = all.n - start;
+        tok->pieces[id] = (tok_str){(uint32_t)start, (uint32_t)(all.len - start)};
+        if (all.len - start > tok->max_piece_bytes) tok->max_piece_bytes = all.len - start;
     }
-    if (!tok_buf_put(&all, "", 1)) {
-        tok_buf_free(&all);
+    if (!hearth_buf_put(&all, "", 1)) {
+        hearth_buf_fini(&all);
         return nomem(err);
     }
     tok->piece_blob = all.p;
@@ -460,7 +435,7 @@ static hearth_status load(const cJSON *root, hearth_tok **out, hearth_err *err) 
     if ((st = model_opts(model, tok, &p->model, &owned, err))) goto fail;
     for (uint32_t cp = 0; cp < 0x800; cp++) {
         char u[4];
-        p->model.char_id[cp] = hearth_tok_find(tok, u, tok_utf8_encode(cp, u));
+        p->model.char_id[cp] = hearth_tok_find(tok, u, hearth_utf8_encode(cp, u));
     }
 
     /* attributes the pipeline relies on */
@@ -503,7 +478,7 @@ static hearth_status load(const cJSON *root, hearth_tok **out, hearth_err *err) 
         tok->byte_tok[b] = p->model.byte_fallback ? hearth_tok_find(tok, name, 6) : -1;
         if (tok->byte_tok[b] >= 0 && !(tok->attr[tok->byte_tok[b]] & TOK_ATTR_SPECIAL))
             tok->attr[tok->byte_tok[b]] = TOK_ATTR_BYTE;
-        tok->byte_sym[b] = hearth_tok_find(tok, u, tok_utf8_encode(tok_byte_to_cp((uint8_t)b), u));
+        tok->byte_sym[b] = hearth_tok_find(tok, u, hearth_utf8_encode(tok_byte_to_cp((uint8_t)b), u));
     }
 
     if ((st = tokjson_normalizer(cJSON_GetObjectItemCaseSensitive(root, "normalizer"), p, err)) ||

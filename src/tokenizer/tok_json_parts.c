@@ -201,7 +201,7 @@ static hearth_status metaspace_opts(const cJSON *j, const char *what, char *repl
     if (!r) r = "\xE2\x96\x81";
     size_t n = strlen(r);
     uint32_t cp;
-    if (n == 0 || n > 4 || tok_utf8_decode((const uint8_t *)r, n, &cp) != n)
+    if (n == 0 || n > 4 || hearth_utf8_decode((const uint8_t *)r, n, &cp) != n)
         return hearth_err_set(err, HEARTH_E_FORMAT, -1, "%s: replacement must be one character",
                               what);
     memcpy(repl, r, n);

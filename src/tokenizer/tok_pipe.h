@@ -25,23 +25,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/buf.h"
 #include "tokenizer/tok_internal.h"
 
-/* ------------------------------------------------------------------ byte buffers */
+/* ------------------------------------------------------------------ byte buffers (base/buf.h) */
 
-typedef struct {
-    char  *p;   /* owned */
-    size_t n, cap;
-} tok_buf;
-
-bool tok_buf_reserve(tok_buf *b, size_t extra);
-bool tok_buf_put(tok_buf *b, const void *s, size_t n);
-bool tok_buf_put_cp(tok_buf *b, uint32_t cp);
-void tok_buf_free(tok_buf *b);
 
 /* Append s[0..n) to out with each maximal invalid UTF-8 subpart replaced by U+FFFD (Rust's
  * String::from_utf8_lossy, Python's decode("utf-8", "replace")). */
-bool tok_utf8_lossy(const char *s, size_t n, tok_buf *out);
+bool tok_utf8_lossy(const char *s, size_t n, hearth_buf *out);
 
 /* ------------------------------------------------------------------ regexes */
 
@@ -56,6 +48,11 @@ void          tok_regex_destroy(tok_regex *re);
  * md is scratch from tok_regex_md (one per call chain, not shared between threads). */
 bool          tok_regex_find(const tok_regex *re, const char *s, size_t n, size_t start,
                              void *md, size_t *ms, size_t *me);
+/* Append s[0..n) to out with every match of re replaced by rep[0..rep_n) (tokenizers' Replace:
+ * an empty match copies the next character and moves on). *lead_cut (optional) is set when
+ * a non-empty match at offset 0 is replaced by nothing. */
+bool          tok_regex_replace(const tok_regex *re, const char *s, size_t n, const char *rep,
+                                size_t rep_n, void *md, hearth_buf *out, bool *lead_cut);
 void         *tok_regex_md_create(void);
 void          tok_regex_md_free(void *md);
 
@@ -80,8 +77,8 @@ typedef struct {
  * when the first output character does not come from the first input one (Strip or
  * clean_text removed the start), which tokenizers' offsets see and Metaspace's "first"
  * prepend scheme depends on. */
-bool tok_norm_apply(const tok_norm *norms, int n, const char *in, size_t len, tok_buf *out,
-                    tok_buf *tmp, tok_buf *mid, void *md, bool *lead_cut);
+bool tok_norm_apply(const tok_norm *norms, int n, const char *in, size_t len, hearth_buf *out,
+                    hearth_buf *tmp, hearth_buf *mid, void *md, bool *lead_cut);
 
 /* ------------------------------------------------------------------ pre-tokenizers */
 
@@ -126,7 +123,7 @@ bool tok_pieces_push(tok_pieces *p, uint32_t off, uint32_t len, bool first);
 
 /* Run pts[0..n) over the pieces in *cur, whose bytes live in *buf (transforms append new
  * bytes to *buf). The result replaces *cur. */
-bool tok_pt_apply(const tok_pt *pts, int n, tok_buf *buf, tok_pieces *cur, tok_pieces *tmp,
+bool tok_pt_apply(const tok_pt *pts, int n, hearth_buf *buf, tok_pieces *cur, tok_pieces *tmp,
                   void *md);
 
 /* ------------------------------------------------------------------ models */
@@ -163,7 +160,7 @@ typedef struct {
 
 /* Scratch of the models, owned by one encode call and reused from piece to piece. */
 typedef struct {
-    tok_buf  scratch;      /* strings being looked up */
+    hearth_buf  scratch;      /* strings being looked up */
     tok_sym *sym;          /* owned: BPE symbols */
     size_t   n_sym, cap_sym;
     tok_heap heap;         /* BPE merge queue */
@@ -258,7 +255,7 @@ char         *tok_pipe_decode(const hearth_tok *tok, const int32_t *ids, size_t 
 hearth_status tok_pipe_build_added(hearth_tok *tok, hearth_err *err);
 /* The piece of one token as the decoder renders it in the middle of a text (for
  * hearth_tok_piece and the streaming decoder): appended to *out. */
-bool          tok_pipe_piece(const hearth_tok *tok, int32_t id, tok_buf *out);
+bool          tok_pipe_piece(const hearth_tok *tok, int32_t id, hearth_buf *out);
 
 /* ------------------------------------------------------------------ loader parts */
 

@@ -156,7 +156,7 @@ static hearth_status build_pieces(hearth_tok *tok, hearth_err *err) {
              * alphabet (not from a GPT-2 style vocab) is kept as its UTF-8 bytes */
             for (size_t i = 0; i < n;) {
                 uint32_t cp;
-                size_t k = tok_utf8_decode(s + i, n - i, &cp);
+                size_t k = hearth_utf8_decode(s + i, n - i, &cp);
                 int b = k ? tok_cp_to_byte(cp) : -1;
                 if (b >= 0) {
                     dst[o++] = (char)b;

@@ -5,7 +5,7 @@
  */
 #pragma once
 #include "backend/backend.h"
-#include "engine/kv.h"
+#include "support/kv.h"
 #include "model/model.h"
 #include "models/forward.h"
 

@@ -17,7 +17,7 @@
 #include "test.h"
 
 #include "backend/backend.h"
-#include "engine/kv.h"
+#include "support/kv.h"
 #include "kernels/kernels.h"
 #include "model/model.h"
 #include "models/forward.h"

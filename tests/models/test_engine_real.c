@@ -26,7 +26,7 @@
  * model covers the same paths there: tests/unit/test_engine.c).
  */
 #include "engine/engine.h"
-#include "engine/kv.h"
+#include "support/kv.h"
 #include "test.h"
 
 #include <stdlib.h>

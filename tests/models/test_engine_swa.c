@@ -15,7 +15,7 @@
  * an earlier layer's cache.
  */
 #include "backend/backend.h"
-#include "engine/kv.h"
+#include "support/kv.h"
 #include "engine/kv_pool.h"
 #include "engine/request.h"
 #include "engine/sched.h"

@@ -15,7 +15,7 @@
 #include "backend/backend.h"
 #include "backend/numerics.h"
 #include "engine/engine.h"
-#include "engine/kv.h"
+#include "support/kv.h"
 #include "model/model.h"
 #include "models/forward.h"
 

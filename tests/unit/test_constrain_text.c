@@ -10,6 +10,7 @@
  *   extended regex engine (regcomp), an implementation independent of the compiler;
  * - code point classes against a per-code-point check of the set, over every code point.
  */
+#include "base/utf8.h"
 #include "constrain/charset.h"
 #include "constrain/gbnf.h"
 #include "constrain/matcher.h"
@@ -225,7 +226,7 @@ TEST(regex_walks_match_posix) {
 /* Decode a whole UTF-8 string of one character; the code point or -1. */
 static int64_t one_cp(const char *s, size_t n) {
     uint32_t cp;
-    int len = hearth_cx_utf8_decode(s, n, &cp);
+    int len = (int)hearth_utf8_decode(s, n, &cp);
     return len > 0 && (size_t)len == n ? (int64_t)cp : -1;
 }
 

@@ -12,7 +12,7 @@
  * total); every finished request is compared with the script run directly; at idle no
  * sequence holds a block and evicting the cache frees the whole pool.
  */
-#include "engine/kv.h"
+#include "support/kv.h"
 #include "engine/prefix_cache.h"
 #include "engine/request.h"
 #include "engine/sched.h"

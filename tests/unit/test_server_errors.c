@@ -13,7 +13,7 @@ static const char *body(hearth_jw *w, const hearth_api_err *e, int shape) {
     if (shape == 0) hearth_api_err_json(w, e);
     else if (shape == 1) hearth_api_err_json_anthropic(w, e);
     else hearth_api_err_json_response(w, e);
-    return w->oom ? "" : w->buf;
+    return w->b.oom ? "" : w->b.p;
 }
 
 TEST(status_to_http) {

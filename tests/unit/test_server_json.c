@@ -27,8 +27,8 @@ TEST(jw_shapes_and_commas) {
     hearth_jw_key(&w, "d");
     hearth_jw_json(&w, "{\"x\":1}", 7);
     hearth_jw_obj_end(&w);
-    CHECK_STR(w.buf, "{\"a\":-3,\"b\":[true,null,0.5,null,{},[]],\"c\":null,\"d\":{\"x\":1}}");
-    CHECK(!w.oom);
+    CHECK_STR(w.b.p, "{\"a\":-3,\"b\":[true,null,0.5,null,{},[]],\"c\":null,\"d\":{\"x\":1}}");
+    CHECK(!w.b.oom);
     /* two top-level values in a row (SSE frames) get no comma */
     hearth_jw_reset(&w);
     hearth_jw_raw(&w, "data: ", 6);
@@ -37,7 +37,7 @@ TEST(jw_shapes_and_commas) {
     hearth_jw_raw(&w, "\n\ndata: ", 8);
     hearth_jw_obj(&w);
     hearth_jw_obj_end(&w);
-    CHECK_STR(w.buf, "data: {}\n\ndata: {}");
+    CHECK_STR(w.b.p, "data: {}\n\ndata: {}");
     hearth_jw_fini(&w);
 }
 
@@ -46,13 +46,13 @@ TEST(jw_escapes) {
     hearth_jw_init(&w);
     const char s[] = "q\"b\\n\nr\rt\t\x01\x1f\x7f caf\xc3\xa9 \xf0\x9f\x94\xa5";
     hearth_jw_str(&w, s, sizeof s - 1);
-    CHECK_STR(w.buf, "\"q\\\"b\\\\n\\nr\\rt\\t\\u0001\\u001f\x7f caf\xc3\xa9 \xf0\x9f\x94\xa5\"");
+    CHECK_STR(w.b.p, "\"q\\\"b\\\\n\\nr\\rt\\t\\u0001\\u001f\x7f caf\xc3\xa9 \xf0\x9f\x94\xa5\"");
     hearth_jw_reset(&w);
     /* bad bytes: a lone continuation, a truncated sequence, an overlong form, a surrogate */
     const char bad[] = "a\x80" "b\xe2\x82" "c\xc0\xaf" "d\xed\xa0\x80";
     hearth_jw_str(&w, bad, sizeof bad - 1);
-    CHECK(hearth_utf8_valid(w.buf, w.len, NULL));
-    CHECK_STR(w.buf, "\"a\xef\xbf\xbd" "b\xef\xbf\xbd\xef\xbf\xbd" "c\xef\xbf\xbd\xef\xbf\xbd"
+    CHECK(hearth_utf8_valid(w.b.p, w.b.len, NULL));
+    CHECK_STR(w.b.p, "\"a\xef\xbf\xbd" "b\xef\xbf\xbd\xef\xbf\xbd" "c\xef\xbf\xbd\xef\xbf\xbd"
                      "d\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"");
     hearth_jw_fini(&w);
 }
@@ -61,8 +61,8 @@ TEST(jw_reuses_its_buffer) {
     hearth_jw w;
     hearth_jw_init(&w);
     for (int i = 0; i < 100; i++) hearth_jw_str(&w, "0123456789", 10);
-    char *buf = w.buf;
-    size_t cap = w.cap;
+    char *buf = w.b.p;
+    size_t cap = w.b.cap;
     for (int frame = 0; frame < 1000; frame++) {
         hearth_jw_reset(&w);
         hearth_jw_obj(&w);
@@ -70,8 +70,8 @@ TEST(jw_reuses_its_buffer) {
         hearth_jw_str(&w, "token", 5);
         hearth_jw_obj_end(&w);
     }
-    CHECK(w.buf == buf && w.cap == cap);
-    CHECK_STR(w.buf, "{\"content\":\"token\"}");
+    CHECK(w.b.p == buf && w.b.cap == cap);
+    CHECK_STR(w.b.p, "{\"content\":\"token\"}");
     hearth_jw_fini(&w);
 }
 

@@ -7,7 +7,7 @@
 #include "gguf_write.h"
 #include "store_cache.h"
 
-#include "engine/kv.h"
+#include "support/kv.h"
 #include "model/model.h"
 #include "store/facts.h"
 #include "store/hub.h"

@@ -62,7 +62,7 @@ static vocab_b *vb_bytelevel(void) {
     vocab_b *v = calloc(1, sizeof *v);
     for (int b = 0; b < 256; b++) {
         char u[5] = {0};
-        tok_utf8_encode(tok_byte_to_cp((uint8_t)b), u);
+        hearth_utf8_encode(tok_byte_to_cp((uint8_t)b), u);
         vb_add(v, u, 0, HEARTH_TOKTYPE_NORMAL);
     }
     return v;

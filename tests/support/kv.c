@@ -1,5 +1,5 @@
-/* kv.c - contiguous per-slot KV storage; see kv.h. */
-#include "engine/kv.h"
+/* kv.c - contiguous per-slot KV storage for tests, benches and tools; see kv.h. */
+#include "support/kv.h"
 #include "base/size.h"
 
 #include <stdlib.h>
@@ -12,20 +12,6 @@ struct hearth_kv {
     void         **ptrs;  /* owned: [2][n_layer], a KV-shared layer's alias its source's */
     int32_t       *table; /* owned: [n_slots][1], slot s is block s */
 };
-
-int32_t hearth_kv_n_cache_layers(const hearth_model *m) {
-    const hearth_hparams *hp = hearth_model_hparams(m);
-    int32_t n = 0;
-    for (int32_t il = 0; il < hp->n_layer; il++) n += hearth_hparams_kv_layer(hp, il) == il;
-    return n;
-}
-
-size_t hearth_kv_bytes_per_token(const hearth_model *m, bool f16) {
-    const hearth_hparams *hp = hearth_model_hparams(m);
-    size_t e = f16 ? 2 : 4;
-    return (size_t)hearth_kv_n_cache_layers(m) * (size_t)hp->n_head_kv * ((size_t)hp->head_dim + (size_t)hp->head_dim_v) *
-           e;
-}
 
 hearth_status hearth_kv_create(const hearth_model *m, int32_t n_slots, int32_t n_ctx, bool f16, hearth_kv **out,
                                hearth_err *err) {

@@ -2,7 +2,8 @@
  * kv.h - the KV cache storage: for every layer, n_slots contiguous runs of n_ctx rows of keys
  * and of values (f16, or f32 on the reference path). One allocation, made once. Its view is
  * the paged one with one block of n_ctx rows per slot; the engine itself runs on the paged
- * block pool (kv_pool.h), this stays for direct forward runs (tests, tools).
+ * block pool (engine/kv_pool.h); this serves direct forward runs of tests, benches and tools
+ * and is not part of the hearth binary (CMake's hearth_test_support library).
  * Thread rule: engine thread only.
  */
 #pragma once
@@ -12,6 +13,7 @@
 
 #include "base/status.h"
 #include "model/model.h"
+#include "engine/kv_pool.h" /* hearth_kv_bytes_per_token, hearth_kv_n_cache_layers */
 #include "models/forward.h"
 
 typedef struct hearth_kv hearth_kv;
@@ -24,9 +26,3 @@ hearth_status hearth_kv_create_on(hearth_backend *be, const hearth_model *m, int
 void          hearth_kv_destroy(hearth_kv *kv); /* accepts NULL */
 const hearth_kv_view *hearth_kv_view_of(const hearth_kv *kv);
 size_t        hearth_kv_bytes(const hearth_kv *kv);
-/* Layers that store their own K and V: all but the KV-shared ones (Gemma 4), which read the
- * cache of an earlier layer (hearth_hparams_kv_layer) and whose view pointers alias it. */
-int32_t       hearth_kv_n_cache_layers(const hearth_model *m);
-/* Bytes of K+V one token takes in the cache: a row of the widest layer kind in every layer
- * that stores its own, for a model and element size. */
-size_t        hearth_kv_bytes_per_token(const hearth_model *m, bool f16);
