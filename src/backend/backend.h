@@ -23,10 +23,8 @@
  * Fused ops (add_rmsnorm, rope_store, ffn_glu) are ops of their own with the contract written
  * beside them: what each output holds afterwards, and which buffers are scratch. A backend
  * that has none of them runs the plain op sequence the wrapper spells out. No op leaves state
- * that a later op depends on, with one exception that cannot be observed: the CUDA backend's
- * RMSNorm and GLU may also write their output rounded to 8-bit blocks for the next matmul of
- * that very buffer, a cache keyed by the buffer's address and dropped by every other op
- * (cuda_backend.c), so the matmul's result is the same with or without it.
+ * that a later op depends on: an op's results are its written outputs, and a matmul quantizes
+ * its own activations on every call.
  *
  * Shapes are row-major: "[n][d]" is n rows of d floats, row stride d unless a stride is given.
  * Thread rule: a backend is driven by one thread (the engine thread).

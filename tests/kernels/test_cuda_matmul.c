@@ -128,75 +128,44 @@ TEST(matmul_gemv_layouts) {
         }
 }
 
-/* 8-bit activations written by the op before a quantized matmul (add_rmsnorm, rmsnorm, glu):
- * the product against the reference on that op's own output and against the product with the
- * fusion off, and the fused path taken (its count moves); an op in between (scale) must make the
- * matmul quantize again. */
-static void q8_fused_case(int ti, int64_t width, int64_t T, int what) {
+/* 8-bit activations quantized inside the one-token persistent kernel (HEARTH_CUDA_FUSE_Q8):
+ * the product against the reference and against the product with that off, and the in-kernel
+ * path taken exactly for one token (its count moves). */
+static void q8_inside_case(int ti, int64_t width, int64_t T) {
     const int64_t rows = 40, n = T * width, ldy = rows;
-    static float *nw[2]; /* norm weights: kept, the backend holds copies keyed by address */
-    float **wp = &nw[width == 4096];
-    if (!*wp) {
-        *wp = malloc(sizeof(float) * width);
-        fill(*wp, width, 1.5f);
-    }
     tweight tw = *weight_of(ti, rows, width);
-    float *a = malloc(sizeof(float) * n), *b = malloc(sizeof(float) * n), *mid = malloc(sizeof(float) * n),
-          *y[2], *ref = malloc(sizeof(float) * T * ldy);
+    float *a = malloc(sizeof(float) * n), *y[2], *ref = malloc(sizeof(float) * T * ldy);
     fill(a, n, 3.0f);
-    fill(b, n, 2.0f);
+    const char *op = matmul_ref(ti, &tw, a, T, ref, ldy);
     for (int fused = 1; fused >= 0; fused--) {
         hc_q8_fuse_configure(fused);
         y[fused] = malloc(sizeof(float) * T * ldy);
-        float *da = up(a, sizeof(float) * n), *db = up(b, sizeof(float) * n),
-              *dy = hearth_buf_alloc(gpu(), sizeof(float) * T * ldy), *in = da;
+        float *da = up(a, sizeof(float) * n), *dy = hearth_buf_alloc(gpu(), sizeof(float) * T * ldy);
         long before = hc_q8_fused_count();
-        if (what == 0) hearth_op_add_rmsnorm(gpu(), da, db, *wp, db, T, width, 1e-5f), in = db;
-        else if (what == 1) hearth_op_rmsnorm(gpu(), da, *wp, db, T, width, 1e-5f), in = db;
-        else if (what == 2) hearth_op_glu(gpu(), da, db, n, HEARTH_GLU_SWIGLU);
-        else hearth_op_rmsnorm(gpu(), da, *wp, db, T, width, 1e-5f), hearth_op_scale(gpu(), db, n, 0.5f), in = db;
-        hearth_op_matmul(gpu(), &tw.w, in, T, dy, ldy);
-        down(mid, in, sizeof(float) * n);
+        hearth_op_matmul(gpu(), &tw.w, da, T, dy, ldy);
         down(y[fused], dy, sizeof(float) * T * ldy);
-        CHECK_EQ(hc_q8_fused_count() - before, fused && what < 3);
-        if (fused) { /* the op's own output first, against its reference */
-            float *r = malloc(sizeof(float) * n);
-            for (int64_t i = 0; i < n; i++) r[i] = what == 0 ? a[i] + b[i] : a[i];
-            if (what == 2) hearth_swiglu_ref(r, b, n);
-            else
-                for (int64_t t = 0; t < T; t++) hearth_rmsnorm_ref(r + t * width, *wp, r + t * width, width, 1e-5f);
-            if (what == 3)
-                for (int64_t i = 0; i < n; i++) r[i] *= 0.5f;
-            CHECK_REL(mid, r, n, what == 2 ? "glu" : "rmsnorm");
-            free(r);
-            const char *op = matmul_ref(ti, &tw, mid, T, ref, ldy);
-            static const char *after[] = {"add_rmsnorm", "rmsnorm", "glu", "rmsnorm, scale"};
-            fprintf(stderr, "  %s width %lld x %lld tokens after %s\n", hearth_type_name(TYPES[ti].t),
-                    (long long)width, (long long)T, after[what]);
-            CHECK_REL(y[1], ref, T * ldy, op);
-        }
+        CHECK_EQ(hc_q8_fused_count() - before, fused && T == 1);
+        fprintf(stderr, "  %s width %lld x %lld tokens, quantized %s\n", hearth_type_name(TYPES[ti].t),
+                (long long)width, (long long)T, fused && T == 1 ? "inside" : "by its own launch");
+        CHECK_REL(y[fused], ref, T * ldy, op);
         dfree(da);
-        dfree(db);
         dfree(dy);
     }
     CHECK_REL(y[0], y[1], T * ldy, "matmul_gemv_q8");
     hc_q8_fuse_configure(false); /* the default */
     free(a);
-    free(b);
-    free(mid);
     free(ref);
     free(y[0]);
     free(y[1]);
 }
 
-TEST(matmul_gemv_q8_fused_into_norm_and_glu) {
+TEST(matmul_gemv_q8_quantized_inside) {
     NEED_GPU();
     const int types[] = {3, 4, 7}; /* q4_0 q4_1 q8_0 */
     const int64_t widths[] = {1024, 4096}, toks[] = {1, 3, 8};
     for (int k = 0; k < 3; k++)
         for (int wi = 0; wi < 2; wi++)
-            for (int tk = 0; tk < 3; tk++)
-                for (int what = 0; what < 4; what++) q8_fused_case(types[k], widths[wi], toks[tk], what);
+            for (int tk = 0; tk < 3; tk++) q8_inside_case(types[k], widths[wi], toks[tk]);
 }
 
 /* The fused op ffn_glu (backend.h): one launch at decode sizes for 16-bit and f32 weights (the

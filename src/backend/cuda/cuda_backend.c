@@ -15,9 +15,8 @@
  *
  * The fused ops are those of the table (backend.h): add_rmsnorm, rope_store and ffn_glu (gate
  * and up of 16-bit or f32 weights with the GLU in one launch, the up product never written, as
- * its contract allows). One cache reaches past an op, unobservably: a decode-sized RMSNorm or
- * GLU may also leave its output's 8-bit blocks for the next matmul of that very buffer
- * (hc_matmul_q8_mark, HEARTH_CUDA_FUSE_Q8=1); every other op drops them.
+ * its contract allows). No op leaves state for the next one: each reads only its arguments, and
+ * the 8-bit activations a matmul makes are made again by every matmul.
  *
  * Steps: index arrays and logits are staged in two buffers the backend owns (stage); a step of
  * up to GRAPH_MAX_TOK tokens with a key is run plainly the first time, captured the second and
@@ -84,20 +83,9 @@ static void check(cudaError_t e, const char *what) {
     hearth_abort(__FILE__, __LINE__, what);
 }
 
-static cuda_ctx *ctx_raw(hearth_backend *be) {
+static cuda_ctx *ctx_of(hearth_backend *be) {
     cuda_ctx *c = be->ctx;
     cudaSetDevice(c->device);
-    return c;
-}
-
-/* The context for a matmul, which may use the 8-bit activations the op before it left
- * (hc_matmul_q8_mark). */
-static cuda_ctx *ctx_keep(hearth_backend *be) { return ctx_raw(be); }
-
-/* The context for every other op: such 8-bit activations no longer follow the op's output. */
-static cuda_ctx *ctx_of(hearth_backend *be) {
-    cuda_ctx *c = ctx_keep(be);
-    if (c->mm) hc_matmul_q8_mark(c->mm, NULL, 0);
     return c;
 }
 
@@ -161,7 +149,7 @@ static const void *wdev(cuda_ctx *c, const hearth_weight *w) {
 
 static void cu_matmul(hearth_backend *be, const hearth_weight *w, const float *x, int64_t n_tok, float *y,
                       int64_t ldy) {
-    cuda_ctx *c = ctx_keep(be);
+    cuda_ctx *c = ctx_of(be);
     bool exact = c->exact;
     int e = hc_matmul(c->mm, (int)w->type, wdev(c, w), w->row_bytes, w->ne1, w->ne0, x, n_tok, y, ldy, exact);
     if (e) {
@@ -174,7 +162,7 @@ static void cu_matmul(hearth_backend *be, const hearth_weight *w, const float *x
 /* q, k and v (or gate and up) in one launch when they share type and width; else one each */
 static void cu_matmul_n(hearth_backend *be, const hearth_weight *const *w, float *const *y, const int64_t *ldy, int n,
                         const float *x, int64_t n_tok) {
-    cuda_ctx *c = ctx_keep(be);
+    cuda_ctx *c = ctx_of(be);
     bool same = hc_matmul_n_ok(n, n_tok);
     for (int i = 1; i < n && same; i++) same = w[i]->type == w[0]->type && w[i]->ne0 == w[0]->ne0 && w[i]->row_bytes == w[0]->row_bytes;
     if (!same) {
@@ -206,12 +194,6 @@ static void cu_rmsnorm(hearth_backend *be, const float *x, const float *w, float
                        float eps) {
     cuda_ctx *c = ctx_of(be);
     const float *wd = weight_dev(c, w, (size_t)dim * sizeof(float));
-    int8_t *xq;
-    float *xd;
-    if (!c->exact && n_rows <= HC_GEMV_MAX_TOK && hc_matmul_q8_dest(c->mm, n_rows * dim, &xq, &xd)) {
-        if (hc_rmsnorm_q8(x, wd, y, n_rows, dim, eps, xq, xd, c->stream)) hc_matmul_q8_mark(c->mm, y, n_rows * dim);
-        return;
-    }
     hc_rmsnorm(x, wd, y, n_rows, dim, eps, c->stream);
 }
 
@@ -219,13 +201,6 @@ static void cu_add_rmsnorm(hearth_backend *be, float *x, const float *r, const f
                            int64_t dim, float eps) {
     cuda_ctx *c = ctx_of(be);
     const float *wd = weight_dev(c, w, (size_t)dim * sizeof(float));
-    int8_t *xq;
-    float *xd;
-    if (!c->exact && n_rows <= HC_GEMV_MAX_TOK && hc_matmul_q8_dest(c->mm, n_rows * dim, &xq, &xd)) {
-        if (hc_add_rmsnorm_q8(x, r, wd, y, n_rows, dim, eps, xq, xd, c->stream))
-            hc_matmul_q8_mark(c->mm, y, n_rows * dim);
-        return;
-    }
     hc_add_rmsnorm(x, r, wd, y, n_rows, dim, eps, c->stream);
 }
 
@@ -282,13 +257,6 @@ static void cu_attention(hearth_backend *be, const hearth_attn_args *a) {
 
 static void cu_glu(hearth_backend *be, float *g, const float *u, int64_t n, hearth_glu_kind kind) {
     cuda_ctx *c = ctx_of(be);
-    int8_t *xq;
-    float *xd;
-    if (!c->exact && hc_matmul_q8_dest(c->mm, n, &xq, &xd)) {
-        hc_glu_q8(g, u, n, (int)kind, xq, xd, c->stream);
-        hc_matmul_q8_mark(c->mm, g, n);
-        return;
-    }
     hc_glu(g, u, n, (int)kind, c->stream);
 }
 
@@ -590,7 +558,7 @@ hearth_backend *hearth_backend_cuda_create(int device, int64_t max_tok, const he
     snprintf(c->name, sizeof c->name, "%.95s", prop.name);
     const char *gr = getenv("HEARTH_CUDA_GRAPHS");
     c->graphs_off = be->nx.no_compiled_decode || (gr && !strcmp(gr, "0"));
-    /* comparisons (docs/cuda.md): the matrix-vector layout and the fused 8-bit activations */
+    /* comparisons (docs/cuda.md): the matrix-vector layout and in-kernel 8-bit activations */
     const char *mv = getenv("HEARTH_CUDA_MV"), *fq = getenv("HEARTH_CUDA_FUSE_Q8");
     const int mode = mv && !strcmp(mv, "waves") ? HC_MV_WAVES : mv && !strcmp(mv, "persist") ? HC_MV_PERSIST : HC_MV_AUTO;
     hc_mv_configure(mode, 0, 0);

@@ -129,26 +129,13 @@ bool           hc_matmul_n_ok(int n, int64_t n_tok);
 enum { HC_MV_AUTO = 0, HC_MV_PERSIST = 1, HC_MV_WAVES = 2 };
 void hc_mv_configure(int mode, int max_blocks, int force_p);
 
-/* 8-bit activations made by the kernel before a matmul (off unless HEARTH_CUDA_FUSE_Q8=1: it
- * measured no faster, docs/cuda.md):
- * the RMSNorm and GLU launchers below can round their output to 8 bits per 32 values as they
- * write it, into the matmul context's buffers, so that the next decode-sized matmul of Q4_0,
- * Q4_1 or Q8_0 weights on that output skips its own quantization launch.
- * hc_matmul_q8_dest: where n values (n_tok rows of n_in, flattened) go, or false when they do
- * not fit or the fusion is off. hc_matmul_q8_mark: x now holds what was written there (x NULL:
- * nothing does). Every hc_matmul / hc_matmul_n call consumes the mark, used or not;
- * hc_q8_fused_count: how many matmul launches used it (tests). */
+/* matmul.cu: one-token products of Q4_0, Q4_1 or Q8_0 rows on the persistent layout may quantize their
+ * activations inside the kernel, each block as it stages them, instead of in a launch of their
+ * own (off unless HEARTH_CUDA_FUSE_Q8=1: it measured no faster, docs/cuda.md). Nothing is kept
+ * between calls. hc_q8_fused_count: how many matmul launches did so (tests). */
 void hc_q8_fuse_configure(bool on);
 long hc_q8_fused_count(void);
-bool hc_matmul_q8_dest(hc_matmul_ctx *c, int64_t n, int8_t **xq, float **xd);
-void hc_matmul_q8_mark(hc_matmul_ctx *c, const float *x, int64_t n);
-/* rmsnorm.cu: hc_rmsnorm / hc_add_rmsnorm that also write y's 8-bit blocks (xq [n][dim], xd
- * [n][dim / 32][2]: scale, f16(scale * sum)) when the kernel can; false when they did not (the
- * norm ran without them) */
-bool hc_rmsnorm_q8(const float *x, const float *w, float *y, int64_t n_rows, int64_t dim, float eps, int8_t *xq,
-                   float *xd, void *stream);
-bool hc_add_rmsnorm_q8(float *x, const float *r, const float *w, float *y, int64_t n_rows, int64_t dim, float eps,
-                       int8_t *xq, float *xd, void *stream);
+
 /* matmul.cu: g[t][o] = act(x[t] . gate[o]) * (x[t] . up[o]) (hc_glu's kinds) in one launch at
  * decode sizes for F32/F16/BF16 weights of one shape (HEARTH_CUDA_FUSE_GLU, docs/cuda.md);
  * false when it cannot (nothing was queued: the caller runs hc_matmul_n, then hc_glu). */
@@ -157,8 +144,6 @@ void hc_glu_fuse_configure(bool on);
 bool hc_matmul_glu_on(void);
 bool hc_matmul_glu(hc_matmul_ctx *c, int type, const void *wg, const void *wu, size_t row_bytes, int64_t n_out,
                    int64_t n_in, const float *x, int64_t n_tok, float *g, int64_t ldg, int kind);
-/* glu.cu: hc_glu that also writes g's 8-bit blocks (n % 32 == 0) */
-void hc_glu_q8(float *g, const float *u, int64_t n, int kind, int8_t *xq, float *xd, void *stream);
 
 #ifdef __cplusplus
 }

@@ -7,8 +7,9 @@
  * activations. Q4_0, Q4_1 and Q8_0 rows meet activations quantized to 8 bits per 32-element
  * block first (as the CPU's default kernels and llama.cpp do: the scale rounded to f16, the
  * block's sum kept for Q4_1's minimum) and are dotted four bytes at a time with dp4a. That
- * quantization is a launch of its own only where neither the op before (an RMSNorm or GLU that
- * wrote the blocks as well: hc_matmul_q8_mark) nor, for one token, the kernel itself does it. Rows that
+ * quantization is a launch of its own, except for one token on the persistent layout with
+ * HEARTH_CUDA_FUSE_Q8=1, where each block of the kernel quantizes the activations as it stages
+ * them (nothing is kept between calls: every call quantizes its own input). Rows that
  * do not fall in 16-byte pieces take the older kernels below, as do the other quantized types,
  * which go 32 elements (a block, or a K-quant sub-block) per lane, dequantized to f32.
  *
@@ -32,35 +33,13 @@ struct hc_matmul_ctx {
     size_t         wcap, xcap;
     int8_t        *xq;  /* [tok][n_in] */
     float         *xd;  /* [tok][n_in / 32] scale, then f16(scale * sum) */
-    const float   *q8_x; /* xq, xd hold the 8-bit blocks of q8_n values at q8_x (hc_matmul_q8_mark) */
-    int64_t        q8_n;
 };
 
 static bool q8_fuse;
 static long q8_fused;
 
 void hc_q8_fuse_configure(bool on) { q8_fuse = on; }
-long hc_q8_fused_count(void) { return q8_fused; }
-
-bool hc_matmul_q8_dest(hc_matmul_ctx *c, int64_t n, int8_t **xq, float **xd) {
-    if (!q8_fuse || n <= 0 || n % 32 != 0 || n > (int64_t)HC_GEMV_MAX_TOK * QMAX_IN) return false;
-    *xq = c->xq;
-    *xd = c->xd;
-    return true;
-}
-
-void hc_matmul_q8_mark(hc_matmul_ctx *c, const float *x, int64_t n) {
-    c->q8_x = x;
-    c->q8_n = x ? n : 0;
-}
-
-/* Whether the 8-bit blocks of x [n] are already in place; the mark is used up either way. */
-static bool q8_take(hc_matmul_ctx *c, const float *x, int64_t n) {
-    bool ok = c->q8_x && c->q8_x == x && c->q8_n == n;
-    c->q8_x = NULL;
-    c->q8_n = 0;
-    return ok;
-}
+long hc_q8_fused_count(void) { return q8_fused; } /* launches that quantized inside */
 
 hc_matmul_ctx *hc_matmul_create(void *stream) {
     hc_matmul_ctx *c = (hc_matmul_ctx *)calloc(1, sizeof *c);
@@ -347,7 +326,7 @@ static void gemv_slow(hc_matmul_ctx *c, int type, const uint8_t *w, size_t rb, i
 
 /* Up to HC_MV_MAX weights of one type and width against the same few tokens. */
 static void gemv_n(hc_matmul_ctx *c, int type, const uint8_t *const *w, size_t rb, const int64_t *n_out, int n,
-                   int64_t n_in, const float *x, int n_tok, float *const *y, const int64_t *ldy, bool exact, bool pre) {
+                   int64_t n_in, const float *x, int n_tok, float *const *y, const int64_t *ldy, bool exact) {
     hc_mv m = {};
     m.n = n;
     m.row_bytes = rb;
@@ -362,10 +341,10 @@ static void gemv_n(hc_matmul_ctx *c, int type, const uint8_t *const *w, size_t r
     bool q8 = !exact && (type == HC_Q4_0 || type == HC_Q4_1 || type == HC_Q8_0) && n_in <= QMAX_IN;
     for (int i = 0; i < n; i++) q8 = q8 && (type != HC_Q4_1 || ((uintptr_t)w[i] & 3) == 0);
     const bool fast = (plain || q8) && hc_mv_fast_ok(type, &m, q8);
-    /* one token not quantized before: the persistent kernel's blocks quantize it as they stage it */
-    const bool inside = fast && q8 && !pre && q8_fuse && hc_mv_q8_quantizes(n_tok);
-    if (q8 && !pre && !inside) hc_mv_quantize(x, n_tok * (n_in / 32), c->xq, c->xd, c->stream);
-    if (q8 && pre) q8_fused++;
+    /* one token on the persistent layout: its blocks may quantize it as they stage it */
+    const bool inside = fast && q8 && q8_fuse && hc_mv_q8_quantizes(n_tok);
+    if (q8 && !inside) hc_mv_quantize(x, n_tok * (n_in / 32), c->xq, c->xd, c->stream);
+    if (inside) q8_fused++;
     if (fast) {
         if (plain) hc_mv_plain(type, &m, x, n_tok, c->stream);
         else hc_mv_q8(type, &m, c->xq, c->xd, inside ? x : NULL, n_tok, c->stream);
@@ -401,7 +380,6 @@ bool hc_matmul_glu(hc_matmul_ctx *c, int type, const void *wg, const void *wu, s
     m.end[0] = n_out;
     m.end[1] = 2 * n_out;
     if (!hc_mv_glu_ok(type, &m)) return false;
-    q8_take(c, x, n_tok * n_in); /* as a matmul, it uses up the mark */
     hc_mv_plain_glu(type, &m, x, (int)n_tok, kind, c->stream);
     return true;
 }
@@ -410,7 +388,6 @@ bool hc_matmul_n_ok(int n, int64_t n_tok) { return n >= 1 && n <= HC_MV_MAX && n
 
 int hc_matmul_n(hc_matmul_ctx *c, int type, const void *const *w, size_t rb, const int64_t *n_out, int n,
                 int64_t n_in, const float *x, int64_t n_tok, float *const *y, const int64_t *ldy, bool exact) {
-    const bool pre = q8_take(c, x, n_tok * n_in);
     if (!hc_matmul_n_ok(n, n_tok) || ((uintptr_t)x & 15) != 0 || n_in % 4 != 0) {
         for (int i = 0; i < n; i++) {
             int e = hc_matmul(c, type, w[i], rb, n_out[i], n_in, x, n_tok, y[i], ldy[i], exact);
@@ -418,7 +395,7 @@ int hc_matmul_n(hc_matmul_ctx *c, int type, const void *const *w, size_t rb, con
         }
         return 0;
     }
-    gemv_n(c, type, (const uint8_t *const *)w, rb, n_out, n, n_in, x, (int)n_tok, y, ldy, exact, pre);
+    gemv_n(c, type, (const uint8_t *const *)w, rb, n_out, n, n_in, x, (int)n_tok, y, ldy, exact);
     return (int)cudaGetLastError();
 }
 
@@ -426,10 +403,9 @@ int hc_matmul(hc_matmul_ctx *c, int type, const void *wv, size_t rb, int64_t n_o
               int64_t n_tok, float *y, int64_t ldy, bool exact) {
     const uint8_t *w = (const uint8_t *)wv;
     cudaStream_t s = c->stream;
-    const bool pre = q8_take(c, x, n_tok * n_in);
     if (n_tok <= 0) return 0;
     if (n_tok <= HC_GEMV_MAX_TOK && ((uintptr_t)x & 15) == 0 && n_in % 4 == 0) {
-        gemv_n(c, type, &w, rb, &n_out, 1, n_in, x, (int)n_tok, &y, &ldy, exact, pre);
+        gemv_n(c, type, &w, rb, &n_out, 1, n_in, x, (int)n_tok, &y, &ldy, exact);
         return (int)cudaGetLastError();
     }
     const float one = 1.0f, zero = 0.0f;

@@ -6,8 +6,7 @@
  * one reduction, one store; the weight is fetched before the kernel waits for the one before it.
  * Decode steps spend a norm's whole time in these latencies, twice per layer. The same kernel
  * adds the residual first when asked (hc_add_rmsnorm: x += r, then the norm), saving the add's
- * own launch, and (hc_rmsnorm_q8) rounds the normalized row to the 8-bit blocks the next quantized
- * matrix-vector product reads, saving that launch too. */
+ * own launch. */
 #include "backend/cuda/common.cuh"
 
 static __device__ __forceinline__ float block_sum(float s, float *part) {
@@ -35,33 +34,10 @@ static __global__ void rmsnorm_k(const float *x, const float *w, float *y, int64
     for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) yr[i] = xr[i] * scale * (w ? w[i] : 1.0f);
 }
 
-/* The 8-bit blocks of the four values v of float4 i of a row (Q: written; else nothing): the 32
- * values of a block are the float4s of 8 consecutive lanes, so the block's largest magnitude and
- * sum meet through three shuffles. The arithmetic is hc_mv_quantize's, value for value. */
-static __device__ __forceinline__ void q8_of4(float4 v, bool live, int64_t i, int8_t *xq, float *xd) {
-    float amax = fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w)));
-#pragma unroll
-    for (int o = 1; o < 8; o <<= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-    const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
-    const int q0 = (int)roundf(v.x * id), q1 = (int)roundf(v.y * id), q2 = (int)roundf(v.z * id),
-              q3 = (int)roundf(v.w * id);
-    float sum = (float)q0 + (float)q1 + (float)q2 + (float)q3;
-#pragma unroll
-    for (int o = 1; o < 8; o <<= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-    if (!live) return;
-    *(uint32_t *)(xq + 4 * i) = (uint32_t)(q0 & 0xff) | (uint32_t)(q1 & 0xff) << 8 | (uint32_t)(q2 & 0xff) << 16 |
-                                (uint32_t)(q3 & 0xff) << 24;
-    if ((i & 7) == 0) {
-        xd[i / 4] = hc_round_h(d);
-        xd[i / 4 + 1] = hc_round_h(d * sum);
-    }
-}
-
-/* dim % 4 == 0, dim <= 4 * 256 * R, rows 16-byte aligned. ADD: x += r first (written back).
- * Q: y's 8-bit blocks into xq, xd as well (dim % 32 == 0). */
-template <int R, bool ADD, bool Q>
+/* dim % 4 == 0, dim <= 4 * 256 * R, rows 16-byte aligned. ADD: x += r first (written back). */
+template <int R, bool ADD>
 static __global__ void __launch_bounds__(256) rmsnorm_reg_k(float *x, const float *r, const float *w, float *y,
-                                                            int64_t dim, float eps, int8_t *xq, float *xd) {
+                                                            int64_t dim, float eps) {
     __shared__ float part[32];
     const int64_t n4 = dim / 4;
     float4 wv[R], xv[R];
@@ -94,8 +70,6 @@ static __global__ void __launch_bounds__(256) rmsnorm_reg_k(float *x, const floa
         const float4 v = make_float4(xv[k].x * scale * wv[k].x, xv[k].y * scale * wv[k].y,
                                      xv[k].z * scale * wv[k].z, xv[k].w * scale * wv[k].w);
         if (i < n4) yr[i] = v;
-        /* every lane shuffles; the lanes of a block are all in the row or all past it */
-        if (Q) q8_of4(v, i < n4, i, xq + (int64_t)blockIdx.x * dim, xd + (int64_t)blockIdx.x * (dim / 16));
     }
 }
 
@@ -104,20 +78,20 @@ static bool reg_ok(const float *x, const float *w, const float *y, const float *
            ((uintptr_t)y & 15) == 0 && ((uintptr_t)w & 15) == 0 && ((uintptr_t)r & 15) == 0;
 }
 
-template <bool ADD, bool Q>
+template <bool ADD>
 static void launch_reg(float *x, const float *r, const float *w, float *y, int64_t n_rows, int64_t dim, float eps,
-                       int8_t *xq, float *xd, void *stream) {
+                       void *stream) {
     int64_t k = (dim / 4 + 255) / 256;
-    if (k <= 2) hc_launch(rmsnorm_reg_k<2, ADD, Q>, (unsigned)n_rows, 256, 0, stream, x, r, w, y, dim, eps, xq, xd);
-    else if (k <= 4) hc_launch(rmsnorm_reg_k<4, ADD, Q>, (unsigned)n_rows, 256, 0, stream, x, r, w, y, dim, eps, xq, xd);
-    else if (k <= 8) hc_launch(rmsnorm_reg_k<8, ADD, Q>, (unsigned)n_rows, 256, 0, stream, x, r, w, y, dim, eps, xq, xd);
-    else hc_launch(rmsnorm_reg_k<16, ADD, Q>, (unsigned)n_rows, 256, 0, stream, x, r, w, y, dim, eps, xq, xd);
+    if (k <= 2) hc_launch(rmsnorm_reg_k<2, ADD>, (unsigned)n_rows, 256, 0, stream, x, r, w, y, dim, eps);
+    else if (k <= 4) hc_launch(rmsnorm_reg_k<4, ADD>, (unsigned)n_rows, 256, 0, stream, x, r, w, y, dim, eps);
+    else if (k <= 8) hc_launch(rmsnorm_reg_k<8, ADD>, (unsigned)n_rows, 256, 0, stream, x, r, w, y, dim, eps);
+    else hc_launch(rmsnorm_reg_k<16, ADD>, (unsigned)n_rows, 256, 0, stream, x, r, w, y, dim, eps);
 }
 
 void hc_rmsnorm(const float *x, const float *w, float *y, int64_t n_rows, int64_t dim, float eps, void *stream) {
     if (n_rows <= 0) return;
     if (reg_ok(x, w, y, NULL, dim)) {
-        launch_reg<false, false>((float *)x, NULL, w, y, n_rows, dim, eps, NULL, NULL, stream); /* x is only read */
+        launch_reg<false>((float *)x, NULL, w, y, n_rows, dim, eps, stream); /* x is only read */
         return;
     }
     /* few rows (decode): wide blocks, so one row's latency is short */
@@ -130,29 +104,9 @@ void hc_add_rmsnorm(float *x, const float *r, const float *w, float *y, int64_t 
                     void *stream) {
     if (n_rows <= 0) return;
     if (reg_ok(x, w, y, r, dim)) {
-        launch_reg<true, false>(x, r, w, y, n_rows, dim, eps, NULL, NULL, stream);
+        launch_reg<true>(x, r, w, y, n_rows, dim, eps, stream);
         return;
     }
     hc_add(x, r, n_rows * dim, stream);
     hc_rmsnorm(x, w, y, n_rows, dim, eps, stream);
-}
-
-bool hc_rmsnorm_q8(const float *x, const float *w, float *y, int64_t n_rows, int64_t dim, float eps, int8_t *xq,
-                   float *xd, void *stream) {
-    if (n_rows <= 0 || dim % 32 != 0 || !reg_ok(x, w, y, NULL, dim)) {
-        hc_rmsnorm(x, w, y, n_rows, dim, eps, stream);
-        return false;
-    }
-    launch_reg<false, true>((float *)x, NULL, w, y, n_rows, dim, eps, xq, xd, stream);
-    return true;
-}
-
-bool hc_add_rmsnorm_q8(float *x, const float *r, const float *w, float *y, int64_t n_rows, int64_t dim, float eps,
-                       int8_t *xq, float *xd, void *stream) {
-    if (n_rows <= 0 || dim % 32 != 0 || !reg_ok(x, w, y, r, dim)) {
-        hc_add_rmsnorm(x, r, w, y, n_rows, dim, eps, stream);
-        return false;
-    }
-    launch_reg<true, true>(x, r, w, y, n_rows, dim, eps, xq, xd, stream);
-    return true;
 }
