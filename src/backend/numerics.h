@@ -22,8 +22,8 @@
  *
  *   compiled-decode       CUDA: decode steps captured and replayed as one graph
  *   fused-sdpa            attention's multi-query kernels (CPU: the group kernels that run the
- *                         query heads sharing a kv head in one pass; CUDA: nothing yet, the
- *                         switch is carried and shown)
+ *                         query heads sharing a kv head in one pass; CUDA: the CUDA-core
+ *                         kernel's blocks serving a group of query heads, not one head)
  *   compiled-activations  CUDA: gate/up matmul and the GLU in one launch (ffn_glu)
  */
 #pragma once

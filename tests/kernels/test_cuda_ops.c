@@ -296,6 +296,19 @@ TEST(argmax_vocabulary_rows) {
     free(x);
 }
 
+/* A second backend with fused-sdpa off: its attention runs one query head per block and must
+ * give the grouped launch's bits (the switch is a same-bits lever). */
+static hearth_backend *gpu_per_head(void) {
+    static hearth_backend *be;
+    if (!be) {
+        hearth_err err = {0};
+        hearth_numerics nx = {.no_fused_sdpa = true};
+        be = hearth_backend_cuda_create(0, 64, &nx, &err);
+        if (!be) fprintf(stderr, "  (no second CUDA backend: %s)\n", err.msg);
+    }
+    return be;
+}
+
 /* Attention of n_q queries (the last positions of a ctx-token context) against a paged cache
  * filled through kv_store. With two sequences the second half of the queries belongs to a
  * second sequence with its own keys and blocks, so one step's query tiles mix sequences. */
@@ -369,6 +382,18 @@ static void attention_case(bool f16, int32_t n_head, int32_t n_head_kv, int32_t 
     fprintf(stderr, "  %s heads %d/%d dim %d ctx %d swa %d softcap %g queries %lld sequences %d\n", f16 ? "f16" : "f32",
             n_head, n_head_kv, D, ctx, n_swa, softcap, (long long)n_q, n_seq);
     CHECK_REL(got, ref, n_q * qw, f16 ? "attention_f16" : "attention_f32");
+    hearth_backend *ph = gpu_per_head();
+    CHECK(ph != NULL);
+    if (ph) {
+        float *got_ph = malloc(sizeof(float) * n_q * qw);
+        float *dout_ph = hearth_buf_alloc(ph, sizeof(float) * n_q * qw);
+        a.out = dout_ph;
+        hearth_op_attention(ph, &a);
+        hearth_buf_download(ph, got_ph, dout_ph, sizeof(float) * n_q * qw);
+        CHECK(!memcmp(got_ph, got, sizeof(float) * n_q * qw)); /* fused-sdpa off: the same bits */
+        hearth_buf_free(ph, dout_ph);
+        free(got_ph);
+    }
     void *dbufs[] = {dk, dv, dtable, dpos, dseq, dkx, dvx, dq, dout, dqpos, dqseq};
     for (size_t i = 0; i < sizeof dbufs / sizeof dbufs[0]; i++) dfree(dbufs[i]);
     void *hbufs[] = {table, kv, vv, pos, seq, hk, hv, ek, ev, q, ref, got, scores, qpos, qseq};
@@ -382,6 +407,7 @@ TEST(attention_paged) {
         attention_case(f, 4, 4, 128, 3000, 0, 0, 1, 1);    /* decode over a long context: split keys */
         attention_case(f, 8, 1, 256, 700, 128, 0, 3, 1);   /* head_dim 256, sliding window, GQA 8 */
         attention_case(f, 4, 2, 32, 300, 0, 50.0f, 5, 1);  /* softcap */
+        attention_case(f, 8, 2, 128, 3000, 0, 0, 2, 1);   /* decode, GQA 4, split keys */
     }
 }
 

@@ -11,6 +11,9 @@
  * dimensions for all pairs. Tokens of a tile that belong to different sequences are taken one
  * run of equal sequence at a time. With split > 1 (few queries, long contexts: decode) each
  * split writes (max, sum, unnormalized output) per pair and a second kernel combines them.
+ * With per_head (--fused-sdpa off) a block serves one query head instead of the group: every
+ * key is read once per head, slower, and each (token, head) pair's arithmetic is the same
+ * (the tile of tokens and the key split are those of the grouped launch), so the same bits.
  *
  * Long steps over an f16 cache (prefill) take the tensor-core kernel of attention_tc.cu instead.
  *
@@ -61,9 +64,11 @@ template <int DI> /* output dimensions per thread: head_dim <= 128 * DI */
 static __global__ void __launch_bounds__(NT) attn_k(hc_attn a, int n_split, int QT, float *part) {
     hc_pdl_begin();
     extern __shared__ float sm[];
-    const int D = a.head_dim, G = a.n_head / a.n_head_kv, tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int D = a.head_dim, tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int G = a.per_head ? 1 : a.n_head / a.n_head_kv; /* query heads of this block */
     const int n_tiles = (int)((a.n_tok + QT - 1) / QT);
-    const int tile = blockIdx.x % n_tiles, hkv = blockIdx.x / n_tiles, split = blockIdx.y;
+    const int tile = blockIdx.x % n_tiles, h0 = blockIdx.x / n_tiles * G, split = blockIdx.y;
+    const int hkv = h0 / (a.n_head / a.n_head_kv);
     const int64_t t_begin = (int64_t)tile * QT, t_end = min(a.n_tok, t_begin + QT);
     const int64_t stride = (int64_t)a.n_head_kv * D;
     float *qs = sm;                              /* [P][D] */
@@ -90,7 +95,7 @@ static __global__ void __launch_bounds__(NT) attn_k(hc_attn a, int n_split, int 
         }
         for (int i = tid; i < P * D; i += NT) {
             int pair = i / D, qi = pair / G, g = pair % G;
-            float v = a.q[((r0 + qi) * a.n_head + (int64_t)hkv * G + g) * D + i % D];
+            float v = a.q[((r0 + qi) * a.n_head + h0 + g) * D + i % D];
             qs[i] = a.kv_f16 ? hc_round_h(v) : v;
         }
         __syncthreads();
@@ -186,7 +191,7 @@ static __global__ void __launch_bounds__(NT) attn_k(hc_attn a, int n_split, int 
                 if (pair >= P) break;
                 lsum[pair] = l[k];
                 if (n_split > 1) {
-                    int64_t t = r0 + pair / G, h = (int64_t)hkv * G + pair % G;
+                    int64_t t = r0 + pair / G, h = (int64_t)h0 + pair % G;
                     float *pp = part + ((t * a.n_head + h) * n_split + split) * (D + 2);
                     pp[0] = m[k];
                     pp[1] = l[k];
@@ -201,7 +206,7 @@ static __global__ void __launch_bounds__(NT) attn_k(hc_attn a, int n_split, int 
 #pragma unroll
             for (int pair = 0; pair < MAX_P; pair++) {
                 if (pair >= P) break;
-                int64_t t = r0 + pair / G, h = (int64_t)hkv * G + pair % G;
+                int64_t t = r0 + pair / G, h = (int64_t)h0 + pair % G;
                 if (n_split > 1) part[((t * a.n_head + h) * n_split + split) * (D + 2) + 2 + d] = acc[pair][di];
                 else a.out[(t * a.n_head + h) * D + d] = lsum[pair] > 0.0f ? acc[pair][di] / lsum[pair] : 0.0f;
             }
@@ -268,7 +273,7 @@ void hc_attention(const hc_attn *a, float *scratch, void *stream) {
     }
     int s = n_split_of(a), G = a->n_head / a->n_head_kv, QT = qt_of(G);
     int64_t n_tiles = (a->n_tok + QT - 1) / QT;
-    dim3 grid((unsigned)(n_tiles * a->n_head_kv), (unsigned)s);
+    dim3 grid((unsigned)(n_tiles * (a->per_head ? a->n_head : a->n_head_kv)), (unsigned)s);
     size_t sm = smem_bytes(a->head_dim, MAX_P);
     if (a->head_dim <= NT) hc_launch(attn_k<1>, grid, NT, sm, st, *a, s, QT, scratch);
     else hc_launch(attn_k<2>, grid, NT, sm, st, *a, s, QT, scratch);

@@ -11,7 +11,8 @@
  * The numerics (numerics.h) are fixed at create: the ref tier keeps f32 activations for every
  * matmul and the plain RMSNorm and GLU; l1 rounds activations to 8 bits per 32 values as
  * llama.cpp does. The switches: compiled-decode off never captures step graphs,
- * compiled-activations off runs ffn_glu as matmul_n then glu.
+ * compiled-activations off runs ffn_glu as matmul_n then glu, fused-sdpa off runs the CUDA-core
+ * attention one query head per block rather than one group (the same bits, keys read per head).
  *
  * The fused ops are those of the table (backend.h): add_rmsnorm, rope_store and ffn_glu (gate
  * and up of 16-bit or f32 weights with the GLU in one launch, the up product never written, as
@@ -56,6 +57,7 @@ typedef struct {
     bool           exact;    /* numerics tier ref: f32 activations */
     bool           fuse_glu; /* compiled-activations on (HEARTH_CUDA_FUSE_GLU=0 turns the fusion off for
                               * every backend of the process) */
+    bool           per_head; /* fused-sdpa off: attention one query head per block */
     struct { void *p; size_t cap; } stage[HEARTH_STAGE_COUNT]; /* staging buffers of a step */
     cudaStream_t   stream;
     hc_matmul_ctx *mm;
@@ -241,7 +243,7 @@ static void cu_attention(hearth_backend *be, const hearth_attn_args *a) {
                  .q = a->q, .out = a->out, .pos = a->pos, .seq = a->seq, .k = a->k, .v = a->v,
                  .table = a->blocks.table, .max_blocks = a->blocks.max_blocks, .block_size = a->blocks.block_size,
                  .kv_f16 = a->kv_f16, .n_swa = a->n_swa, .scale = a->scale, .softcap = a->softcap,
-                 .max_len = a->max_len, .min_run = a->min_run};
+                 .max_len = a->max_len, .min_run = a->min_run, .per_head = c->per_head};
     size_t need = hc_attention_scratch(&h);
     if (need > c->attn_cap) {
         check(cudaStreamSynchronize(c->stream), "synchronize");
@@ -566,6 +568,7 @@ hearth_backend *hearth_backend_cuda_create(int device, int64_t max_tok, const he
     const char *fg = getenv("HEARTH_CUDA_FUSE_GLU");
     hc_glu_fuse_configure(!(fg && !strcmp(fg, "0"))); /* the process's; the switch is this backend's */
     c->fuse_glu = !be->nx.no_compiled_activations;
+    c->per_head = be->nx.no_fused_sdpa;
     c->mm = hc_matmul_create(c->stream);
     if (!c->mm) {
         hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "cannot start cuBLAS on CUDA device %d", device);

@@ -77,6 +77,7 @@ typedef struct {
     float          scale, softcap;
     int32_t        max_len; /* longest key range of the step (a hint for the split), 0 = unknown */
     int32_t        min_run; /* fewest consecutive tokens of one sequence (a hint), 0 = unknown */
+    bool           per_head; /* one query head per block, not the group (--fused-sdpa off): same bits */
 } hc_attn;
 /* Floats of scratch hc_attention needs for a; it uses none when this is 0. */
 size_t hc_attention_scratch(const hc_attn *a);
