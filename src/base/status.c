@@ -25,6 +25,7 @@ const char *hearth_status_str(hearth_status s) {
     case HEARTH_E_TOO_LARGE:   return "too large";
     case HEARTH_E_MEDIA_TYPE:  return "unsupported media type";
     case HEARTH_E_NOT_IMPLEMENTED: return "not implemented";
+    case HEARTH_E_FORBIDDEN:   return "forbidden";
     }
     return "unknown error";
 }

@@ -35,6 +35,8 @@ typedef enum {
     HEARTH_E_MEDIA_TYPE = -16, /* the input comes in a media type or encoding not taken here */
     HEARTH_E_NOT_IMPLEMENTED = -17, /* the request is fine, but serving it needs what hearth lacks
                                        * (say a model's chat template it cannot run) */
+    HEARTH_E_FORBIDDEN = -18, /* refused whoever asks: the request comes from where it may not
+                               * (a Host or Origin this server does not answer) */
 } hearth_status;
 
 /* Error record filled by parsers and loaders. pos is a byte offset into the input, or -1.

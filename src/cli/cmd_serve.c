@@ -54,7 +54,12 @@ const char cli_usage_serve[] =
     "  --host ADDR           bind address (default 127.0.0.1; 0.0.0.0 exposes it on the LAN)\n"
     "  --port N              port (default 8080; 0 = any free port)\n"
     "  --api-key KEY         require 'Authorization: Bearer KEY' or 'x-api-key: KEY' (/health stays open)\n"
-    "  --cors ORIGINS        allow browsers from these origins (comma-separated, or *)\n"
+    "  --cors ORIGINS        allow browsers from these origins (comma-separated, or *); pages of\n"
+    "                        other sites get 403 on POST/DELETE\n"
+    "  --allowed-hosts NAMES also answer requests whose Host is one of these names (comma-separated;\n"
+    "                        .example.org takes its subdomains too; * = any): by default only the\n"
+    "                        bind address, localhost and loopback addresses (and with a wildcard\n"
+    "                        --host this machine's addresses) are answered, others get 403\n"
     "  --max-tokens N        completion cap when a request sets none (default: the rest of the\n"
     "                        context for chat, 512 for completions)\n"
     "  --temperature, --temp T   default temperature (default 0.7); requests may override\n"
@@ -75,7 +80,7 @@ const char cli_usage_serve[] =
     "Not yet: --adapter-path/--adapter.\n";
 
 typedef struct {
-    const char *model, *host, *api_key, *cors, *template_file;
+    const char *model, *host, *api_key, *cors, *template_file, *allowed_hosts;
     long long   port, max_tokens, top_k, threads, ctx, seed;
     double      temperature, top_p;
     int         thinking;
@@ -106,6 +111,7 @@ static int parse(int argc, char **argv, serve_opts *o) {
         else if (FLAG("--host")) { NEEDVAL(); o->host = val; }
         else if (FLAG("--api-key")) { NEEDVAL(); o->api_key = val; }
         else if (FLAG("--cors")) { NEEDVAL(); o->cors = val; }
+        else if (FLAG("--allowed-hosts")) { NEEDVAL(); o->allowed_hosts = val; }
         else if (FLAG("--chat-template-file")) { NEEDVAL(); o->template_file = val; }
         else if (FLAG("--port")) {
             NEEDVAL();
@@ -311,6 +317,7 @@ int cli_serve(int argc, char **argv) {
     sp.model_path = path;
     sp.api_key = o.api_key;
     sp.cors = o.cors;
+    sp.allowed_hosts = o.allowed_hosts;
     sp.temperature = o.temperature;
     sp.top_p = o.top_p;
     sp.top_k = (int32_t)o.top_k;

@@ -23,6 +23,7 @@ static const struct {
     {HEARTH_E_UNSUPPORTED, 400, "unsupported"},
     {HEARTH_E_AMBIGUOUS, 400, NULL},
     {HEARTH_E_DENIED, 401, "invalid_api_key"},
+    {HEARTH_E_FORBIDDEN, 403, "forbidden"},
     {HEARTH_E_NOTFOUND, 404, "not_found"},
     {HEARTH_E_NOT_ALLOWED, 405, "method_not_allowed"},
     {HEARTH_E_TOO_LARGE, 413, "request_too_large"},
@@ -141,6 +142,7 @@ const char *hearth_http_reason(int http) {
     case 204: return "No Content";
     case 400: return "Bad Request";
     case 401: return "Unauthorized";
+    case 403: return "Forbidden";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
     case 413: return "Payload Too Large";

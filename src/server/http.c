@@ -14,12 +14,18 @@
  * and its generation is cancelled (the engine stops it at its next step). MHD's own write
  * errors end a stream too (the content reader is told via the response's free callback).
  *
+ * The front door (guard.h): before any body is read, the head is checked for strict framing,
+ * its Host and its Origin; a refused request is answered at once, and MHD then closes the
+ * connection without reading on. %00 in the target is seen in MHD's URI log callback, the
+ * one place that has the target before it is unescaped.
+ *
  * Bodies: collected up to max_body_bytes; past that the rest is read and dropped (up to 4x
  * the cap, then the connection is closed) and the answer is 413 - reading it all first means
  * the client sees the 413 instead of a reset while it is still sending.
  */
 #include "server/server_internal.h"
 #include "base/buf.h"
+#include "server/guard.h"
 #include "base/log.h"
 
 #include <microhttpd.h>
@@ -42,30 +48,15 @@ const char *hearth_http_header(hearth_http_req *r, const char *name) {
     return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
 }
 
-/* Is origin one of the comma-separated entries of list ("*" allows any)? */
-static bool origin_allowed(const char *list, const char *origin) {
-    size_t n = strlen(origin);
-    for (const char *p = list; *p;) {
-        while (*p == ' ' || *p == ',') p++;
-        const char *q = p;
-        while (*q && *q != ',') q++;
-        const char *e = q;
-        while (e > p && e[-1] == ' ') e--;
-        if ((size_t)(e - p) == 1 && *p == '*') return true;
-        if ((size_t)(e - p) == n && n && !memcmp(p, origin, n)) return true;
-        p = q;
-    }
-    return false;
-}
-
 static void common_headers(hearth_http_req *r, struct MHD_Response *resp) {
     MHD_add_response_header(resp, "Server", "hearth/" HEARTH_VERSION);
     const char *cors = r->srv->cors;
     const char *origin = hearth_http_header(r, "Origin");
-    if (cors && origin && origin_allowed(cors, origin)) {
+    if (cors && origin && hearth_guard_origin_listed(cors, origin)) {
         MHD_add_response_header(resp, "Access-Control-Allow-Origin", origin);
         MHD_add_response_header(resp, "Vary", "Origin");
     }
+    if (r->allow[0]) MHD_add_response_header(resp, "Allow", r->allow);
 }
 
 static bool queue(hearth_http_req *r, int http, struct MHD_Response *resp, const char *ctype) {
@@ -107,7 +98,7 @@ bool hearth_http_send_preflight(hearth_http_req *r) {
     struct MHD_Response *resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
     if (!resp) return false;
     const char *origin = hearth_http_header(r, "Origin");
-    if (r->srv->cors && origin && origin_allowed(r->srv->cors, origin)) {
+    if (r->srv->cors && origin && hearth_guard_origin_listed(r->srv->cors, origin)) {
         const char *want = hearth_http_header(r, "Access-Control-Request-Headers");
         MHD_add_response_header(resp, "Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS");
         MHD_add_response_header(resp, "Access-Control-Allow-Headers",
@@ -186,13 +177,22 @@ bool hearth_http_authorized(hearth_http_req *r) {
     return diff == 0;
 }
 
+/* *con_cls before a request's first call when its raw target holds %00 (only the address is used). */
+static char nul_target;
+
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c) {
+    (void)cls;
+    (void)c;
+    return hearth_guard_target_has_nul(uri) ? &nul_target : NULL;
+}
+
 /* MHD calls this with the headers (first call), each piece of the body, then once more. */
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                  const char *version, const char *upload_data, size_t *upload_size,
                                  void **con_cls) {
-    (void)version;
     hearth_server *s = cls;
-    hearth_http_req *r = *con_cls;
+    bool nul = *con_cls == &nul_target;
+    hearth_http_req *r = nul ? NULL : *con_cls;
     size_t cap = s->p.max_body_bytes;
     if (!r) {
         r = calloc(1, sizeof *r);
@@ -202,8 +202,11 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
         r->method = method;
         r->path = url;
         r->ep = HEARTH_EP_OTHER;
+        r->nul_in_target = nul;
         *con_cls = r;
         hearth_stats_request_begin(s->stats);
+        hearth_api_err ge;
+        if (!hearth_guard_request(r, version, &ge)) return hearth_http_send_error(r, &ge) ? MHD_YES : MHD_NO;
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
         unsigned long long want = cl ? strtoull(cl, NULL, 10) : 0;
         if (want > (unsigned long long)cap * 4) { /* not worth reading: answer now, then close */
@@ -248,7 +251,10 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
     (void)c;
     hearth_server *s = cls;
     hearth_http_req *r = *con_cls;
-    if (!r) return;
+    if (!r || *con_cls == &nul_target) { /* MHD ended it before the first call */
+        *con_cls = NULL;
+        return;
+    }
     hearth_stats_request_end(s->stats, r->ep, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? r->http : 0);
     free(r->body);
     free(r);
@@ -280,6 +286,7 @@ hearth_status hearth_http_start(hearth_server *s, hearth_err *err) {
                             MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->p.max_connections,
                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600,
                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+                            MHD_OPTION_URI_LOG_CALLBACK, on_uri, s,
                             MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
                             MHD_OPTION_END);
     freeaddrinfo(ai);

@@ -1,12 +1,15 @@
 /*
  * router.c - method + path -> handler, the API-key gate, and the small endpoints
  * (/health, /stats, /metrics, /openapi.json). Unknown paths get 404 and known paths with the
- * wrong method 405, in OpenAI's error shape (Anthropic's under /v1/messages). /health,
+ * wrong method 405 with an Allow header, in OpenAI's error shape (Anthropic's under /v1/messages). /health,
  * /openapi.json and CORS preflights stay public when an API key is set (mlx_lm.server and
  * llama-server do the same), so monitors, browsers and API tools work. The description in
  * src/server/api/openapi.json lists every route of the table below; a test checks that.
+ * Routes that take a JSON body (generation, downloads) answer 415 unless it comes as
+ * application/json (guard.h says why).
  */
 #include "server/anthropic.h"
+#include "server/guard.h"
 #include "server/openai.h"
 #include "server/responses.h"
 #include "server/server_internal.h"
@@ -14,6 +17,7 @@
 #include "server/web.h"
 #include "server/web_assets.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static void h_health(hearth_http_req *r) {
@@ -81,6 +85,24 @@ static const route routes[] = {
     {"GET", "/app/", true, true, HEARTH_EP_OTHER, hearth_web_file},
 };
 
+/* Does the route take a JSON body (and so refuse any other media type)? */
+static bool takes_json(const route *rt) {
+    if (strcmp(rt->method, "POST")) return false;
+    return rt->ep == HEARTH_EP_CHAT || rt->ep == HEARTH_EP_COMPLETIONS || rt->ep == HEARTH_EP_MESSAGES ||
+           rt->ep == HEARTH_EP_RESPONSES || rt->fn == hearth_store_download_start;
+}
+
+/* Add method to the Allow list r->allow once ("GET" brings HEAD). */
+static void allow_add(hearth_http_req *r, const char *method) {
+    char *a = r->allow;
+    size_t n = strlen(a), m = strlen(method);
+    for (const char *p = a; (p = strstr(p, method)); p += m)
+        if ((p == a || p[-1] == ' ') && (!p[m] || p[m] == ',')) return;
+    if (n + m + 3 > sizeof r->allow) return;
+    snprintf(a + n, sizeof r->allow - n, "%s%s", n ? ", " : "", method);
+    if (!strcmp(method, "GET")) allow_add(r, "HEAD");
+}
+
 static bool path_match(const route *rt, const char *path) {
     if (rt->prefix) return !strncmp(path, rt->path, strlen(rt->path)) && path[strlen(rt->path)];
     return !strcmp(path, rt->path);
@@ -98,24 +120,31 @@ void hearth_route(hearth_http_req *r) {
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
         if (!path_match(&routes[i], r->path)) continue;
         path_known = true;
+        allow_add(r, routes[i].method);
         if (!strcmp(routes[i].method, method)) {
             hit = &routes[i];
             break;
         }
     }
     if (!hit) {
-        if (path_known)
+        if (path_known) {
+            allow_add(r, "OPTIONS");
             hearth_api_fail(&e, HEARTH_E_NOT_ALLOWED, "method_not_allowed", NULL, "%s is not supported on %s",
                             r->method, r->path);
-        else
+        } else
             hearth_api_fail(&e, HEARTH_E_NOTFOUND, "unknown_url", NULL, "Invalid URL (%s %s)", r->method, r->path);
         hearth_http_send_error(r, &e);
         return;
     }
+    r->allow[0] = 0;
     r->ep = hit->ep;
     if (!hit->open && !hearth_http_authorized(r)) {
         hearth_api_fail(&e, HEARTH_E_DENIED, "invalid_api_key", NULL,
                         "Incorrect or missing API key: send it as 'Authorization: Bearer KEY' or 'x-api-key: KEY'");
+        hearth_http_send_error(r, &e);
+        return;
+    }
+    if (takes_json(hit) && !hearth_guard_json_type(hearth_http_header(r, "Content-Type"), &e)) {
         hearth_http_send_error(r, &e);
         return;
     }

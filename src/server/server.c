@@ -40,6 +40,7 @@ hearth_status hearth_server_create(const hearth_server_params *p, const hearth_m
     s->model_id = strdup(p->model_id && *p->model_id ? p->model_id : hearth_model_name(m));
     s->api_key = dup_or_null(p->api_key);
     s->cors = dup_or_null(p->cors);
+    s->allowed_hosts = dup_or_null(p->allowed_hosts);
     s->tmpl_src = dup_or_null(p->chat_template);
     s->stats = hearth_stats_create();
     s->responses = hearth_resp_store_create((hearth_resp_store_params){0});
@@ -52,7 +53,7 @@ hearth_status hearth_server_create(const hearth_server_params *p, const hearth_m
     hearth_downloads_params dp = {.max_active = p->max_downloads};
     if ((st = hearth_downloads_create(&dp, &s->dl, err))) goto fail;
     if (!s->host || !s->model_id || !s->stats || !s->responses || (p->api_key && *p->api_key && !s->api_key) ||
-        (p->cors && *p->cors && !s->cors) || (p->chat_template && *p->chat_template && !s->tmpl_src)) {
+        (p->cors && *p->cors && !s->cors) || (p->allowed_hosts && *p->allowed_hosts && !s->allowed_hosts) || (p->chat_template && *p->chat_template && !s->tmpl_src)) {
         st = hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
         goto fail;
     }
@@ -60,6 +61,7 @@ hearth_status hearth_server_create(const hearth_server_params *p, const hearth_m
     s->p.model_id = s->model_id;
     s->p.api_key = s->api_key;
     s->p.cors = s->cors;
+    s->p.allowed_hosts = s->allowed_hosts;
     s->p.chat_template = s->tmpl_src;
     s->p.model_path = s->model_path;
     struct timespec ts;
@@ -90,6 +92,7 @@ void hearth_server_destroy(hearth_server *s) {
     free(s->model_id);
     free(s->api_key);
     free(s->cors);
+    free(s->allowed_hosts);
     free(s->tmpl_src);
     free(s->model_path);
     hearth_cx_vocab_destroy(s->cx_vocab); /* matchers still in the engine hold their own reference */

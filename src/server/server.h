@@ -33,6 +33,9 @@ typedef struct {
     int         max_downloads;  /* POST /downloads running at once; <= 0: 2 */
     const char *api_key;        /* NULL/"": no auth; else Bearer or x-api-key (copied) */
     const char *cors;           /* NULL: no CORS headers; "*" or comma-separated origins (copied) */
+    const char *allowed_hosts;  /* Host names answered besides the bind address, localhost and
+                                 * the loopback addresses: comma-separated, "*" = any (copied);
+                                 * others get 403 (guard.h) */
     /* Server-wide sampling defaults; a request's own fields win. Negative = unset. */
     double      temperature;    /* unset: 0.7 (mlx-bun's fallback) */
     double      top_p;          /* unset: 1 (off) */

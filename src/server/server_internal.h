@@ -26,6 +26,7 @@ struct hearth_tmpl;
 struct hearth_server {
     hearth_server_params p;       /* its strings point at the owned copies below */
     char                *host, *model_id, *api_key, *cors; /* owned */
+    char                *allowed_hosts; /* owned, NULL: none */
     char                *model_path;  /* owned: the served file's real path, NULL if unknown */
     struct hearth_downloads *dl;      /* owned: POST /downloads jobs (downloads.h) */
     struct hearth_resp_store *responses; /* owned: the Responses API's store (resp_store.h) */
@@ -58,6 +59,8 @@ typedef struct {
     double                 t_done_ms; /* monotonic ms when the body was complete */
     hearth_endpoint        ep;      /* for the request counters */
     int                    http;    /* the status queued, 0 before */
+    bool                   nul_in_target; /* the raw request target held %00 */
+    char                   allow[48]; /* "" or the Allow header of a 405 */
 } hearth_http_req;
 
 /* Monotonic milliseconds. */
@@ -91,6 +94,10 @@ bool hearth_http_authorized(hearth_http_req *r);
 /* Start MHD on s->host:s->p.port (sets s->d, s->port) / stop it, ending every connection. */
 hearth_status hearth_http_start(hearth_server *s, hearth_err *err);
 void          hearth_http_stop(hearth_server *s);
+
+/* The front door's checks on r's head (guard.h: framing, Host, Origin), before its body is
+ * read; false with e filled when r must be refused. */
+bool hearth_guard_request(hearth_http_req *r, const char *version, hearth_api_err *e);
 
 /* Dispatch a complete request to its handler (router.c). */
 void hearth_route(hearth_http_req *r);

@@ -292,12 +292,7 @@ static int opt_str(hearth_http_req *r, const cJSON *root, const char *k, const c
 }
 
 void hearth_store_download_start(hearth_http_req *r) {
-    const char *ct = hearth_http_header(r, "Content-Type");
-    if (!ct || strncasecmp(ct, "application/json", 16) != 0) {
-        send_err(r, HEARTH_E_MEDIA_TYPE, "unsupported_media_type", NULL,
-                 "send the request as Content-Type: application/json");
-        return;
-    }
+    /* the router has checked the media type (application/json) */
     cJSON *root = cJSON_ParseWithLength(r->body ? r->body : "", r->n_body);
     if (!root || !cJSON_IsObject(root)) {
         cJSON_Delete(root);

@@ -26,7 +26,7 @@ TEST(status_to_http) {
         {HEARTH_E_NOTFOUND, 404},    {HEARTH_E_NOT_ALLOWED, 405},  {HEARTH_E_TOO_LARGE, 413},
         {HEARTH_E_MEDIA_TYPE, 415},  {HEARTH_E_BUSY, 429},         {HEARTH_E_IO, 500},
         {HEARTH_E_DEVICE, 500},      {HEARTH_E_NOT_IMPLEMENTED, 501}, {HEARTH_E_CANCELLED, 503},
-        {HEARTH_E_NOMEM, 503},       {HEARTH_E_TIMEOUT, 503},
+        {HEARTH_E_NOMEM, 503},       {HEARTH_E_TIMEOUT, 503},     {HEARTH_E_FORBIDDEN, 403},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         CHECK_EQ(hearth_api_http_status(want[i].st), want[i].http);
@@ -48,7 +48,7 @@ TEST(every_status_has_a_name) {
         n++;
         for (int d = -1; d > c; d--) CHECK(strcmp(s, hearth_status_str((hearth_status)d)) != 0);
     }
-    CHECK_EQ(n, 17);
+    CHECK_EQ(n, 18);
     CHECK_STR(hearth_status_str(HEARTH_E_TIMEOUT), "timed out");
     CHECK_STR(hearth_status_str(HEARTH_E_BUSY), "busy");
 }
@@ -105,7 +105,7 @@ TEST(anthropic_shape) {
         {HEARTH_E_NOT_ALLOWED, "invalid_request_error"}, {HEARTH_E_TOO_LARGE, "request_too_large"},
         {HEARTH_E_BUSY, "rate_limit_error"},         {HEARTH_E_NOMEM, "overloaded_error"},
         {HEARTH_E_CANCELLED, "overloaded_error"},    {HEARTH_E_IO, "api_error"},
-        {HEARTH_E_NOT_IMPLEMENTED, "api_error"},
+        {HEARTH_E_NOT_IMPLEMENTED, "api_error"},     {HEARTH_E_FORBIDDEN, "permission_error"},
     };
     hearth_jw w;
     hearth_jw_init(&w);

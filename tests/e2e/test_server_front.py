@@ -1,0 +1,241 @@
+"""The front door of `hearth serve` against what a hostile web page or client sends (server/guard.h):
+DNS rebinding (the Host check), cross-site simple requests (JSON only, foreign Origin), request
+framing that a proxy and the server could read differently, 405's Allow, and %00 in a path.
+
+Raw sockets where http.client would fix the request up (no Host, two framings, odd codings).
+Every server is the committed tiny model on 127.0.0.1 (test_server_openai.Server).
+"""
+import json
+import socket
+
+import pytest
+
+from conftest import TINY
+from test_server_openai import Server
+
+BODY = b'{"prompt":"x","max_tokens":1,"temperature":0}'
+
+
+@pytest.fixture(scope="module")
+def srv():
+    s = Server(TINY)
+    yield s
+    s.stop()
+
+
+def exchange(s, data, timeout=5.0):
+    """Send raw bytes; read until the server closes (or timeout). Returns (bytes, closed)."""
+    sock = socket.create_connection(("127.0.0.1", s.port), timeout=timeout)
+    try:
+        sock.sendall(data)
+        out = b""
+        while True:
+            try:
+                b = sock.recv(65536)
+            except socket.timeout:
+                return out, False
+            if not b:
+                return out, True
+            out += b
+    finally:
+        sock.close()
+
+
+def responses(raw):
+    """The status codes of the responses in raw (headers of each, bodies skipped by length)."""
+    codes = []
+    while raw.startswith(b"HTTP/1."):
+        head, _, rest = raw.partition(b"\r\n\r\n")
+        lines = head.split(b"\r\n")
+        codes.append(int(lines[0].split()[1]))
+        n = 0
+        for ln in lines[1:]:
+            k, _, v = ln.partition(b":")
+            if k.strip().lower() == b"content-length":
+                n = int(v)
+        raw = rest[n:]
+    return codes
+
+
+def post(path, headers, body=BODY):
+    h = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+    return f"POST {path} HTTP/1.1\r\n{h}Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body
+
+
+def status_of(s, data):
+    out, _ = exchange(s, data)
+    codes = responses(out)
+    assert len(codes) == 1, out
+    return codes[0], out.partition(b"\r\n\r\n")[2]
+
+
+def host(s):
+    return f"127.0.0.1:{s.port}"
+
+
+# ---- 1. Host (DNS rebinding) ----------------------------------------------------------------
+
+def test_host_check(srv):
+    for h in (host(srv), f"localhost:{srv.port}", "127.0.0.1", f"[::1]:{srv.port}", "LocalHost"):
+        st, _ = status_of(srv, f"GET /health HTTP/1.1\r\nHost: {h}\r\nConnection: close\r\n\r\n".encode())
+        assert st == 200, h
+    for h in (f"rebind.attacker.example:{srv.port}", "localhost.attacker.example", "192.0.2.1"):
+        st, body = status_of(srv, f"GET /v1/models HTTP/1.1\r\nHost: {h}\r\nConnection: close\r\n\r\n".encode())
+        err = json.loads(body)["error"]
+        assert st == 403 and err["code"] == "host_not_allowed" and "--allowed-hosts" in err["message"], body
+    # the issue's request: a rebinding page starting a download
+    name = f"rebind.attacker.example:{srv.port}"
+    st, _ = status_of(srv, post("/downloads", {"Host": name, "Origin": f"http://{name}",
+                                               "Content-Type": "application/json"}, b'{"repo":"org/name"}'))
+    assert st == 403
+    # ... and generating
+    st, _ = status_of(srv, post("/v1/chat/completions", {"Host": name, "Content-Type": "application/json"},
+                                b'{"messages":[{"role":"user","content":"hi"}]}'))
+    assert st == 403
+    st, _ = status_of(srv, b"GET /health HTTP/1.1\r\nHost: \r\nConnection: close\r\n\r\n")
+    assert st in (400, 403)
+
+
+def test_allowed_hosts_flag():
+    s = Server(TINY, "--allowed-hosts", "box.example,.lan.example")
+    try:
+        for h, want in (("box.example:1234", 200), ("a.lan.example", 200), ("lan.example", 200),
+                        ("evil.example", 403), (f"127.0.0.1:{s.port}", 200)):
+            st, _ = status_of(s, f"GET /health HTTP/1.1\r\nHost: {h}\r\nConnection: close\r\n\r\n".encode())
+            assert st == want, h
+    finally:
+        s.stop()
+    s = Server(TINY, "--allowed-hosts", "*")
+    try:
+        st, _ = status_of(s, b"GET /health HTTP/1.1\r\nHost: anything.example\r\nConnection: close\r\n\r\n")
+        assert st == 200
+    finally:
+        s.stop()
+
+
+# ---- 2. JSON only, and foreign Origins ---------------------------------------------------------
+
+@pytest.mark.parametrize("path", ["/v1/completions", "/v1/chat/completions", "/v1/messages",
+                                  "/v1/messages/count_tokens", "/v1/responses", "/downloads"])
+def test_json_only(srv, path):
+    for ct in ("text/plain", "application/jsonfoo", "application/x-www-form-urlencoded", "multipart/form-data",
+               "application/json, text/plain", None):
+        h = {"Host": host(srv)}
+        if ct:
+            h["Content-Type"] = ct
+        st, body = status_of(srv, post(path, h))
+        assert st == 415, (path, ct, body)
+        err = json.loads(body)["error"]
+        assert "application/json" in err["message"]
+
+
+def test_json_with_parameters_passes(srv):
+    for ct in ("application/json; charset=utf-8", "Application/JSON"):
+        st, body = status_of(srv, post("/v1/completions", {"Host": host(srv), "Content-Type": ct}))
+        assert st == 200, (ct, body)
+
+
+def test_foreign_origin(srv):
+    ct = {"Host": host(srv), "Content-Type": "application/json"}
+    st, body = status_of(srv, post("/v1/completions", {**ct, "Origin": "http://evil.example"}))
+    err = json.loads(body)["error"]
+    assert st == 403 and err["code"] == "origin_not_allowed" and "--cors" in err["message"]
+    for origin in ("null", f"http://localhost:{srv.port + 1 if srv.port < 65535 else 1}"):
+        st, _ = status_of(srv, post("/v1/completions", {**ct, "Origin": origin}))
+        assert st == 403, origin
+    st, _ = status_of(srv, f"DELETE /v1/responses/resp_x HTTP/1.1\r\nHost: {host(srv)}\r\n"
+                           f"Origin: http://evil.example\r\nConnection: close\r\n\r\n".encode())
+    assert st == 403
+    # the server's own pages, reads from anywhere, and requests without Origin pass
+    st, _ = status_of(srv, post("/v1/completions", {**ct, "Origin": f"http://{host(srv)}"}))
+    assert st == 200
+    st, _ = status_of(srv, f"GET /health HTTP/1.1\r\nHost: {host(srv)}\r\nOrigin: http://evil.example\r\n"
+                           f"Connection: close\r\n\r\n".encode())
+    assert st == 200
+    st, _ = status_of(srv, post("/v1/completions", ct))
+    assert st == 200
+
+
+def test_cors_lets_an_origin_in():
+    s = Server(TINY, "--cors", "http://app.example")
+    try:
+        ct = {"Host": host(s), "Content-Type": "application/json"}
+        st, _ = status_of(s, post("/v1/completions", {**ct, "Origin": "http://app.example"}))
+        assert st == 200
+        st, _ = status_of(s, post("/v1/completions", {**ct, "Origin": "http://evil.example"}))
+        assert st == 403
+    finally:
+        s.stop()
+
+
+# ---- 4. framing --------------------------------------------------------------------------------
+
+def test_cl_and_te_together_is_refused_and_nothing_is_smuggled(srv):
+    smuggled = f"GET /health HTTP/1.1\r\nHost: {host(srv)}\r\n\r\n".encode()
+    chunk = b"%x\r\n%s\r\n0\r\n\r\n" % (len(BODY), BODY)
+    req = (f"POST /v1/completions HTTP/1.1\r\nHost: {host(srv)}\r\nContent-Type: application/json\r\n"
+           f"Content-Length: {len(chunk)}\r\nTransfer-Encoding: chunked\r\n\r\n").encode() + chunk + smuggled
+    out, closed = exchange(srv, req)
+    assert responses(out) == [400] and closed, out
+
+
+@pytest.mark.parametrize("te", ["xchunked", "gzip, chunked", "chunked, chunked", "identity"])
+def test_unknown_or_stacked_codings(srv, te):
+    chunk = b"%x\r\n%s\r\n0\r\n\r\n" % (len(BODY), BODY)
+    req = (f"POST /v1/completions HTTP/1.1\r\nHost: {host(srv)}\r\nContent-Type: application/json\r\n"
+           f"Transfer-Encoding: {te}\r\n\r\n").encode() + chunk
+    out, closed = exchange(srv, req)
+    assert responses(out) == [400] and closed, (te, out)
+    # two Transfer-Encoding headers
+    req = (f"POST /v1/completions HTTP/1.1\r\nHost: {host(srv)}\r\nContent-Type: application/json\r\n"
+           f"Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n").encode() + chunk
+    out, closed = exchange(srv, req)
+    assert responses(out) == [400] and closed, out
+
+
+def test_chunked_alone_is_served(srv):
+    chunk = b"%x\r\n%s\r\n0\r\n\r\n" % (len(BODY), BODY)
+    req = (f"POST /v1/completions HTTP/1.1\r\nHost: {host(srv)}\r\nContent-Type: application/json\r\n"
+           f"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n").encode() + chunk
+    out, _ = exchange(srv, req)
+    assert responses(out) == [200], out
+
+
+def test_duplicate_content_length(srv):
+    req = (f"POST /v1/completions HTTP/1.1\r\nHost: {host(srv)}\r\nContent-Type: application/json\r\n"
+           f"Content-Length: {len(BODY)}\r\nContent-Length: 5\r\n\r\n").encode() + BODY
+    out, closed = exchange(srv, req)
+    assert responses(out) == [400] and closed, out
+
+
+def test_host_header_count(srv):
+    st, body = status_of(srv, b"GET /health HTTP/1.1\r\nConnection: close\r\n\r\n")
+    assert st == 400 and "Host" in json.loads(body)["error"]["message"]
+    st, _ = status_of(srv, f"GET /health HTTP/1.1\r\nHost: {host(srv)}\r\nHost: evil.example\r\n"
+                           f"Connection: close\r\n\r\n".encode())
+    assert st == 400
+    st, _ = status_of(srv, b"GET /health HTTP/1.0\r\n\r\n")  # HTTP/1.0 may leave it out
+    assert st == 200
+
+
+def test_405_has_allow(srv):
+    for method, path, want in (("DELETE", "/health", {"GET", "HEAD", "OPTIONS"}),
+                               ("GET", "/v1/chat/completions", {"POST", "OPTIONS"}),
+                               ("POST", "/v1/responses/resp_x", {"GET", "HEAD", "DELETE", "OPTIONS"})):
+        out, _ = exchange(srv, f"{method} {path} HTTP/1.1\r\nHost: {host(srv)}\r\nContent-Type: application/json\r\n"
+                               f"Content-Length: 2\r\nConnection: close\r\n\r\n{{}}".encode())
+        head = out.partition(b"\r\n\r\n")[0].decode()
+        assert head.startswith("HTTP/1.1 405"), out
+        allow = [ln.split(":", 1)[1] for ln in head.split("\r\n") if ln.lower().startswith("allow:")]
+        assert len(allow) == 1 and {m.strip() for m in allow[0].split(",")} == want, head
+
+
+# ---- 7. %00 in a path --------------------------------------------------------------------------
+
+def test_nul_in_path(srv):
+    for path in ("/v1/models/abc%00def", "/health%00", "/v1/models%00/x"):
+        st, body = status_of(srv, f"GET {path} HTTP/1.1\r\nHost: {host(srv)}\r\nConnection: close\r\n\r\n".encode())
+        assert st == 400 and "%00" in json.loads(body)["error"]["message"], path
+    # the server still serves, and counts what it refused
+    st, _ = status_of(srv, f"GET /health HTTP/1.1\r\nHost: {host(srv)}\r\nConnection: close\r\n\r\n".encode())
+    assert st == 200
