@@ -167,6 +167,12 @@ static bool plain_arg(const char *s, size_t cap) {
     return true;
 }
 
+/* Is j the download of (repo, revision, files)? An unset revision is "main". */
+static bool same_job(const job *j, const char *repo_id, const char *glob, const char *revision) {
+    const char *jr = j->revision[0] ? j->revision : "main", *r = revision ? revision : "main";
+    return !strcmp(j->repo, repo_id) && !strcmp(j->glob, glob ? glob : "") && !strcmp(jr, r);
+}
+
 hearth_status hearth_downloads_start(hearth_downloads *d, const char *repo_id, const char *glob,
                                      const char *revision, char *id, size_t id_cap, bool *existing,
                                      hearth_err *err) {
@@ -187,7 +193,7 @@ hearth_status hearth_downloads_start(hearth_downloads *d, const char *repo_id, c
     for (int i = 0; i < d->n; i++) {
         if (d->jobs[i]->state != JOB_RUNNING) continue;
         running++;
-        if (!strcmp(d->jobs[i]->repo, repo_id)) {
+        if (same_job(d->jobs[i], repo_id, glob, revision)) {
             snprintf(id, id_cap, "%s", d->jobs[i]->id);
             if (existing) *existing = true;
             goto out;

@@ -8,8 +8,9 @@
  * "done", so the model is in /library by the time a client sees that state.
  *
  * Bounded: at most max_active jobs run at once (another start is refused with
- * HEARTH_E_BUSY), one per repo (starting a repo that is downloading returns the running job
- * instead of a second one, which would only trip over the first one's blob locks), and at
+ * HEARTH_E_BUSY), one per (repo, revision, files) (starting one that is downloading returns the
+ * running job instead of a second one, which would only trip over the first one's blob locks;
+ * another revision or file pattern of the same repo is a job of its own), and at
  * most max_kept jobs are remembered: starting one past that forgets the oldest finished job.
  *
  * Shutdown cancels every running get (partial blobs stay for a resume) and joins its thread.
@@ -38,7 +39,8 @@ hearth_status hearth_downloads_create(const hearth_downloads_params *p, hearth_d
 void          hearth_downloads_destroy(hearth_downloads *d);
 
 /* Start fetching repo_id (glob and revision may be NULL) and write the job's id into id.
- * When the repo is already downloading, id is that job's and *existing (may be NULL) true.
+ * When the same repo, glob and revision (unset = "main") is already downloading, id is that
+ * job's and *existing (may be NULL) true.
  * HEARTH_E_BUSY when max_active jobs are running; HEARTH_E_INVALID for a bad repo id, glob or
  * revision. */
 hearth_status hearth_downloads_start(hearth_downloads *d, const char *repo_id, const char *glob,

@@ -3,22 +3,39 @@
  *
  * The depth check runs on the raw bytes before cJSON sees them: cJSON recurses once per
  * level (up to 1000) on the connection thread's stack, and a body of 20000 '[' must be
- * refused without that.
+ * refused without that. The same pass refuses what cJSON would let through: raw control
+ * bytes (JSON allows none inside strings, and only tab, LF, CR between tokens, where cJSON
+ * skips every byte up to space) and the escape \u0000, which cJSON decodes into a NUL that
+ * silently cuts the string short.
  */
 #include "server/reqjson.h"
 
 #include <math.h>
 #include <string.h>
 
-/* Deepest nesting of [ and { outside strings. */
-static int json_depth(const char *s, size_t n) {
+/* Deepest nesting of [ and { outside strings; *bad the offset of the first raw control byte
+ * (in a string, or other than tab/LF/CR between tokens) or \u0000 escape, n when none, with
+ * *nul telling which. */
+static int json_scan(const char *s, size_t n, size_t *bad, bool *nul) {
     int d = 0, max = 0;
     bool str = false;
+    *bad = n;
+    *nul = false;
     for (size_t i = 0; i < n; i++) {
-        char c = s[i];
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 && (str || (c != '\t' && c != '\n' && c != '\r'))) {
+            *bad = i;
+            break;
+        }
         if (str) {
-            if (c == '\\') i++;
-            else if (c == '"') str = false;
+            if (c == '\\') {
+                if (i + 5 < n && s[i + 1] == 'u' && !memcmp(s + i + 2, "0000", 4)) {
+                    *bad = i;
+                    *nul = true;
+                    break;
+                }
+                i++;
+            } else if (c == '"') str = false;
         } else if (c == '"') str = true;
         else if (c == '[' || c == '{') {
             if (++d > max) max = d;
@@ -38,7 +55,19 @@ cJSON *hearth_req_parse(hearth_http_req *r, hearth_api_err *e) {
                         bad);
         return NULL;
     }
-    if (json_depth(r->body, r->n_body) > HEARTH_REQ_MAX_DEPTH) {
+    bool nul = false;
+    int depth = json_scan(r->body, r->n_body, &bad, &nul);
+    if (bad < r->n_body) {
+        if (nul)
+            hearth_api_fail(e, HEARTH_E_FORMAT, "invalid_json", NULL,
+                            "the request JSON holds \\u0000 (byte %zu): NUL characters are not accepted in text", bad);
+        else
+            hearth_api_fail(e, HEARTH_E_FORMAT, "invalid_json", NULL,
+                            "the request JSON holds a raw control byte 0x%02x (byte %zu): escape it (\\n, \\u001f...)",
+                            (unsigned)(unsigned char)r->body[bad], bad);
+        return NULL;
+    }
+    if (depth > HEARTH_REQ_MAX_DEPTH) {
         hearth_api_fail(e, HEARTH_E_FORMAT, "invalid_json", NULL, "the request JSON nests deeper than %d levels",
                         HEARTH_REQ_MAX_DEPTH);
         return NULL;

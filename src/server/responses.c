@@ -25,7 +25,9 @@
  * previous_response_id; text.format other than "text", background mode and image or file
  * inputs are 400 "not supported", as are fields that would change the output and that hearth
  * does not honour (adapter, lora: reqjson.h); other fields (truncation, include, user,
- * metadata...) are accepted and, where the response object has them, echoed.
+ * metadata...) are accepted and, where the response object has them, echoed. metadata is held
+ * to OpenAI's documented bounds (16 pairs, keys up to 64 characters, string values up to 512),
+ * since it is stored and echoed back.
  */
 #include "server/responses.h"
 #include "server/structured.h"
@@ -259,6 +261,30 @@ static bool resume(hearth_server *s, const cJSON *root, cJSON *body, hearth_resp
     return (o->previous_id = strdup(prev)) != NULL || oom(e);
 }
 
+/* OpenAI's bounds on metadata: at most 16 pairs, keys up to 64 characters, values strings up
+ * to 512 characters. */
+static bool metadata_ok(const cJSON *md, hearth_api_err *e) {
+    if (!cJSON_IsObject(md))
+        return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", "metadata", "'metadata' must be an object");
+    int n = 0;
+    for (const cJSON *kv = md->child; kv; kv = kv->next) {
+        if (++n > 16)
+            return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", "metadata",
+                                   "'metadata' may hold at most 16 key-value pairs");
+        if (hearth_utf8_count(kv->string, strlen(kv->string), NULL) > 64)
+            return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", "metadata",
+                                   "'metadata' keys may be at most 64 characters long");
+        if (!cJSON_IsString(kv))
+            return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", "metadata",
+                                   "'metadata' values must be strings (the value of '%.64s' is not)", kv->string);
+        if (hearth_utf8_count(kv->valuestring, strlen(kv->valuestring), NULL) > 512)
+            return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", "metadata",
+                                   "'metadata' values may be at most 512 characters long (the value of '%.64s' is longer)",
+                                   kv->string);
+    }
+    return true;
+}
+
 static bool parse(hearth_server *s, const cJSON *root, hearth_span raw, hearth_gen_spec *g, hearth_api_err *e) {
     double d;
     int64_t i;
@@ -292,8 +318,7 @@ static bool parse(hearth_server *s, const cJSON *root, hearth_span raw, hearth_g
     if (hearth_req_str(root, "instructions", &instr, e) < 0) return false;
     if (instr && !(o->instructions = strdup(instr))) return oom(e);
     const cJSON *md = hearth_req_field(root, "metadata");
-    if (md && !cJSON_IsObject(md))
-        return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", "metadata", "'metadata' must be an object");
+    if (md && !metadata_ok(md, e)) return false;
     if (md && !(o->metadata = cJSON_PrintUnformatted(md))) return oom(e);
 
     cJSON *body = hearth_chatmap_new();

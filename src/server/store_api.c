@@ -9,6 +9,7 @@
  * `hearth fit` (or the first run) has measured it, decode_tok_s is null.
  */
 #include "server/store_api.h"
+#include "server/reqjson.h"
 
 #include "server/downloads.h"
 #include "server/web.h"
@@ -293,10 +294,10 @@ static int opt_str(hearth_http_req *r, const cJSON *root, const char *k, const c
 
 void hearth_store_download_start(hearth_http_req *r) {
     /* the router has checked the media type (application/json) */
-    cJSON *root = cJSON_ParseWithLength(r->body ? r->body : "", r->n_body);
-    if (!root || !cJSON_IsObject(root)) {
-        cJSON_Delete(root);
-        send_err(r, HEARTH_E_FORMAT, "invalid_json", NULL, "the body must be a JSON object: {\"repo\": \"org/name\"}");
+    hearth_api_err pe;
+    cJSON *root = hearth_req_parse(r, &pe); /* UTF-8, depth, control bytes, one object */
+    if (!root) {
+        hearth_http_send_error(r, &pe);
         return;
     }
     const char *repo, *file, *rev;

@@ -239,3 +239,32 @@ def test_nul_in_path(srv):
     # the server still serves, and counts what it refused
     st, _ = status_of(srv, f"GET /health HTTP/1.1\r\nHost: {host(srv)}\r\nConnection: close\r\n\r\n".encode())
     assert st == 200
+
+
+# ---- 7. the small cases ------------------------------------------------------------------------
+
+def test_control_bytes_and_nul_in_json(srv):
+    for body in (b'{"prompt":"a\x00b","max_tokens":1}', b'{"prompt":"a\x01b","max_tokens":1}',
+                 b'{"prompt":"a\\u0000b","max_tokens":1}', b'{"prompt":"x","max_tokens":1,"user":"\\u0000"}'):
+        st, _, out = srv.raw("POST", "/v1/completions", body)
+        err = json.loads(out)["error"]
+        assert st == 400 and err["code"] == "invalid_json", (body, out)
+    st, out = status_of(srv, post("/downloads", {"Host": host(srv), "Content-Type": "application/json"},
+                                  b'{"repo":"org/na\\u0000me"}'))
+    assert st == 400 and json.loads(out)["error"]["code"] == "invalid_json"
+    # escaped control characters are fine
+    st, _, out = srv.raw("POST", "/v1/completions", b'{"prompt":"a\\n\\t\\u0001b","max_tokens":1}')
+    assert st == 200, out
+
+
+def test_responses_metadata_bounds(srv):
+    # the tiny model has no chat template: a request that passes the metadata checks fails on
+    # the template (another param), one that does not names "metadata"
+    def param(md):
+        st, _, out = srv.raw("POST", "/v1/responses", {"input": "hi", "metadata": md})
+        return json.loads(out).get("error", {}).get("param")
+    assert param({f"k{i}": "v" * 512 for i in range(16)}) != "metadata"
+    assert param({"k" * 64: "é" * 512}) != "metadata"  # characters, not bytes
+    for md in ({f"k{i}": "v" for i in range(17)}, {"k" * 65: "v"}, {"k": "v" * 513}, {"k": 1}, {"k": {"a": "b"}},
+               ["k", "v"]):
+        assert param(md) == "metadata", md

@@ -230,6 +230,13 @@ def test_post_download_then_library(exe, env, hub, serve):
     assert st == 202
     st, c, _ = s.request("POST", "/downloads", {"repo": "slow/c"})
     assert st == 429 and c["error"]["code"] == "too_many_downloads"
+    # jobs are keyed by (repo, revision, files): another revision or file pattern of a running
+    # repo is a job of its own (here refused: two are running), not the running one
+    for other in ({"repo": "slow/a", "revision": "v2"}, {"repo": "slow/a", "file": "*.bin"}, {"repo": "slow/a:x"}):
+        st, j, _ = s.request("POST", "/downloads", other)
+        assert st == 429 and j["error"]["code"] == "too_many_downloads", (other, j)
+    st, again, _ = s.request("POST", "/downloads", {"repo": "slow/a", "revision": "main"})  # main is the default
+    assert st == 200 and again["id"] == a["id"] and again["existing"] is True
     st, j = s.get("/downloads")
     running = [d for d in j["downloads"] if d["state"] == "running"]
     assert {d["repo"] for d in running} == {"slow/a", "slow/b"}

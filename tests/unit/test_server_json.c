@@ -1,6 +1,8 @@
 /* test_server_json.c - the response JSON writer (escaping, commas, U+FFFD for bad bytes,
- * buffer reuse) and the strict UTF-8 check applied to request bodies. */
+ * buffer reuse), the strict UTF-8 check applied to request bodies, and the request-body
+ * checks of reqjson.h that cJSON alone would let through (control bytes, \u0000). */
 #include "server/json_out.h"
+#include "server/reqjson.h"
 #include "test.h"
 
 #include <math.h>
@@ -93,6 +95,43 @@ TEST(utf8_valid) {
         bool ok = hearth_utf8_valid(cases[i].s, strlen(cases[i].s), &bad);
         CHECK_EQ(ok, cases[i].ok);
         if (!cases[i].ok) CHECK_EQ(bad, cases[i].bad);
+    }
+}
+
+/* hearth_req_parse over body[0..n): the error's message, or "" when it parsed. */
+static const char *parse_msg(const char *body, size_t n, hearth_api_err *e) {
+    hearth_http_req r = {.body = (char *)body, .n_body = n};
+    cJSON *root = hearth_req_parse(&r, e);
+    if (root) {
+        cJSON_Delete(root);
+        return "";
+    }
+    return e->msg;
+}
+
+#define B(lit) lit, sizeof lit - 1 /* a literal and its length (it may hold a NUL) */
+
+TEST(req_parse_refuses_control_bytes_and_nul) {
+    hearth_api_err e;
+    static const char ok[] = "{\"a\": \"x\\ny\\t\\u0001\\\\u0000\",\r\n\t\"b\": [1, 2]}";
+    CHECK_STR(parse_msg(ok, sizeof ok - 1, &e), ""); /* escapes, and an escaped backslash before u0000 */
+    static const struct {
+        const char *body;
+        size_t      n;
+        const char *what;
+    } bad[] = {
+        {B("{\"a\": \"x\0y\"}"), "0x00"},         /* a raw NUL inside a string */
+        {B("{\"a\": \"x\x01y\"}"), "0x01"},
+        {B("{\"a\": \"x\ty\"}"), "0x09"},          /* a raw tab inside a string */
+        {B("{\"a\": \"x\ny\"}"), "0x0a"},
+        {B("{\"a\":\x01 1}"), "0x01"},               /* between tokens cJSON skips it */
+        {B("{\"a\": \"x\\u0000y\"}"), "u0000"},     /* cJSON would cut the string at x */
+        {B("{\"a\\u0000b\": 1}"), "u0000"},          /* in a key too */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *m = parse_msg(bad[i].body, bad[i].n, &e);
+        CHECK(strstr(m, bad[i].what) != NULL);
+        CHECK_EQ(hearth_api_err_http(&e), 400);
     }
 }
 
