@@ -69,6 +69,9 @@ const char cli_usage_serve[] =
     "                        per request); with temperature 0 the seed does not matter\n"
     "  --thinking true|false default enable_thinking for chat templates that read it\n"
     "  --chat-template-file FILE  use this Jinja chat template instead of the model's\n"
+    "  --no-special-in-content  tokenize special-token text in user and tool messages as plain\n"
+    "                        text (default: as the model's tokenizer does, so \"<|im_end|>\"\n"
+    "                        typed by a user is the control token)\n"
     "  --threads N           compute threads (default: all CPUs)\n"
     "  --device auto|cpu|cuda  where to compute (default auto: the GPU when hearth was built with\n"
     "                        CUDA and one is usable, else the CPU)\n"
@@ -84,7 +87,7 @@ typedef struct {
     long long   port, max_tokens, top_k, threads, ctx, seed;
     double      temperature, top_p;
     int         thinking;
-    bool        no_open;
+    bool        no_open, no_special;
     cli_engine_flags ef;
     hearth_device device;
 } serve_opts;
@@ -107,6 +110,7 @@ static int parse(int argc, char **argv, serve_opts *o) {
         if (ef < 0) return 2;
         if (ef > 0) continue;
         if (FLAG("--no-open")) { o->no_open = true; continue; }
+        if (FLAG("--no-special-in-content")) { o->no_special = true; continue; }
         else if (FLAG("--model")) { NEEDVAL(); o->model = val; }
         else if (FLAG("--host")) { NEEDVAL(); o->host = val; }
         else if (FLAG("--api-key")) { NEEDVAL(); o->api_key = val; }
@@ -318,6 +322,7 @@ int cli_serve(int argc, char **argv) {
     sp.api_key = o.api_key;
     sp.cors = o.cors;
     sp.allowed_hosts = o.allowed_hosts;
+    sp.no_special_in_content = o.no_special;
     sp.temperature = o.temperature;
     sp.top_p = o.top_p;
     sp.top_k = (int32_t)o.top_k;

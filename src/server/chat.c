@@ -8,8 +8,11 @@
  * does; a parsed number would come back as 1. BOS: templates such as Llama 3's
  * write the BOS token text themselves while the tokenizer may add one too; when the encoded
  * prompt starts with two BOS tokens the second is dropped (llama.cpp warns and does the same).
+ * With --no-special-in-content, user and tool text is marked in the context and tokenized
+ * with special-token text as plain text (chat_plain.h).
  */
 #include "server/chat.h"
+#include "server/chat_plain.h"
 #include "server/structured.h"
 #include "base/log.h"
 #include "server/chatmap.h"
@@ -413,13 +416,21 @@ bool hearth_chat_prompt_opts(hearth_server *s, const cJSON *root, hearth_chat_op
     if (!ctx) return false;
     bool ok = false;
     char *json = NULL, *text = NULL;
-    size_t n_text = 0;
+    size_t n_text = 0, *plain = NULL, n_plain = 0;
+    hearth_plain_marks marks;
+    bool keep_plain = s->p.no_special_in_content;
     if (opts) opts->constraint = NULL;
     if (!s->tmpl) {
         /* the model has a template hearth cannot run, or none at all (the request asks for chat) */
         hearth_api_fail(e, s->m && hearth_model_chat_template(s->m) ? HEARTH_E_NOT_IMPLEMENTED : HEARTH_E_INVALID,
                         "chat_template_unavailable", "messages", "%s", s->tmpl_error);
         goto out;
+    }
+    if (keep_plain) {
+        char nonce[40];
+        hearth_server_new_id(s, "", nonce, sizeof nonce);
+        hearth_plain_marks_init(&marks, nonce);
+        if (!hearth_plain_mark(&marks, ctx, e)) goto out;
     }
     json = cJSON_PrintUnformatted(ctx);
     if (!json) {
@@ -433,6 +444,7 @@ bool hearth_chat_prompt_opts(hearth_server *s, const cJSON *root, hearth_chat_op
                         "the chat template failed: %s", herr.msg);
         goto out;
     }
+    if (keep_plain && !hearth_plain_strip(&marks, text, &n_text, &plain, &n_plain, e)) goto out;
     hearth_span kept = {"", 0};
     if (final && !cut_after_final(text, &n_text, final->valuestring, &kept)) {
         hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", "messages",
@@ -441,7 +453,9 @@ bool hearth_chat_prompt_opts(hearth_server *s, const cJSON *root, hearth_chat_op
         goto out;
     }
     const hearth_tok *tok = hearth_model_tok(s->m);
-    if (hearth_tok_encode(tok, text, n_text, true, true, ids, n_ids)) {
+    hearth_plain_clip(plain, &n_plain, n_text);
+    if (keep_plain ? hearth_tok_encode_plain(tok, text, n_text, true, plain, n_plain, ids, n_ids)
+                   : hearth_tok_encode(tok, text, n_text, true, true, ids, n_ids)) {
         hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", "messages", "the rendered prompt could not be tokenized");
         goto out;
     }
@@ -507,6 +521,7 @@ out:
         }
     }
     free(text);
+    free(plain);
     cJSON_free(json);
     cJSON_Delete(ctx);
     return ok;

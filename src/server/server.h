@@ -16,6 +16,7 @@
  * own threads.
  */
 #pragma once
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -47,6 +48,9 @@ typedef struct {
     const char *chat_template;  /* NULL: the model's own; else this template source (copied) */
     size_t      max_body_bytes; /* request bodies above this get 413; default 8 MiB */
     int         max_connections; /* default 256 */
+    bool        no_special_in_content; /* special-token text in user and tool messages is
+                                        * tokenized as plain text (chat_plain.h); default
+                                        * false: as the model's tokenizer does */
 } hearth_server_params;
 
 hearth_server_params hearth_server_params_default(void);

@@ -156,7 +156,7 @@ static bool is_ws_at(const char *s, size_t n, size_t *k) {
 
 /* Cut s[0..n) at added tokens of trie t: appends (start, end, id or -1) triples. */
 static bool find_added(const tok_pipe *p, const tok_atrie *t, const char *s, size_t n,
-                       bool parse_special, tok_vec *segs) {
+                       bool parse_special, const tok_plain *plain, tok_vec *segs) {
     size_t start_off = 0, pos = 0;
     const uint8_t *u = (const uint8_t *)s;
     while (pos < n) {
@@ -179,7 +179,7 @@ static bool find_added(const tok_pipe *p, const tok_atrie *t, const char *s, siz
         size_t ms = at, me = at + len;
         pos = me;
         const tok_added *a = &p->added[rank];
-        if (a->special && !parse_special) continue;
+        if (a->special && (!parse_special || tok_plain_overlaps(plain, ms, me))) continue;
         if (a->single_word) {
             bool left_ok = ms == 0 || !is_word_cp(s + hf_utf8_prev(s, ms), ms - hf_utf8_prev(s, ms));
             bool right_ok = me == n || !is_word_cp(s + me, n - me);
@@ -259,10 +259,10 @@ static bool encode_segment(const hearth_tok *tok, pipe_work *w, const char *s, s
 
 /* One sequence: text[0..n) (valid UTF-8) -> ids. */
 static bool encode_seq(const hearth_tok *tok, pipe_work *w, const char *text, size_t n,
-                       bool parse_special, tok_vec *out) {
+                       bool parse_special, const tok_plain *plain, tok_vec *out) {
     const tok_pipe *p = tok->pipe;
     w->segs.n = 0;
-    if (!find_added(p, &p->raw, text, n, parse_special, &w->segs)) return false;
+    if (!find_added(p, &p->raw, text, n, parse_special, plain, &w->segs)) return false;
     for (size_t k = 0; k < w->segs.n; k += 3) {
         size_t s = (size_t)w->segs.v[k], e = (size_t)w->segs.v[k + 1];
         int32_t id = w->segs.v[k + 2];
@@ -275,7 +275,10 @@ static bool encode_seq(const hearth_tok *tok, pipe_work *w, const char *text, si
                             w->md, &cut))
             return false;
         w->nsegs.n = 0;
-        if (!find_added(p, &p->norm, w->norm.p, w->norm.len, parse_special, &w->nsegs)) return false;
+        /* normalized offsets no longer map to the input's: a segment touching a plain range
+         * takes no special tokens at all */
+        bool ps = parse_special && !tok_plain_overlaps(plain, s, e);
+        if (!find_added(p, &p->norm, w->norm.p, w->norm.len, ps, NULL, &w->nsegs)) return false;
         for (size_t j = 0; j < w->nsegs.n; j += 3) {
             size_t a = (size_t)w->nsegs.v[j], b = (size_t)w->nsegs.v[j + 1];
             int32_t nid = w->nsegs.v[j + 2];
@@ -305,7 +308,7 @@ static bool append_items(const tok_tmpl_item *items, int n, const tok_vec *seq, 
 
 hearth_status tok_pipe_encode(const hearth_tok *tok, const char *a, size_t na, const char *b,
                               size_t nb, bool pair, bool add_special, bool parse_special,
-                              int32_t **ids, size_t *n_ids) {
+                              const tok_plain *plain, int32_t **ids, size_t *n_ids) {
     const tok_pipe *p = tok->pipe;
     pipe_work w = {0};
     tok_vec seq[2] = {{0}, {0}}, out = {0};
@@ -317,7 +320,9 @@ hearth_status tok_pipe_encode(const hearth_tok *tok, const char *a, size_t na, c
         w.text.len = 0;
         if (!tok_utf8_lossy(t ? t : "", n, &w.text)) goto done;
         if (!tok_vec_reserve(&seq[k], n / 3 + 4)) goto done;
-        if (!encode_seq(tok, &w, w.text.p ? w.text.p : "", w.text.len, parse_special, &seq[k]))
+        /* plain ranges are offsets into a: valid UTF-8 keeps them (the lossy pass changes nothing) */
+        const tok_plain *pl = k == 0 && w.text.len == n ? plain : NULL;
+        if (!encode_seq(tok, &w, w.text.p ? w.text.p : "", w.text.len, parse_special, pl, &seq[k]))
             goto done;
     }
     if (add_special && p->has_post) {

@@ -152,8 +152,19 @@ static bool push_frag(tok_vec *frags, size_t s, size_t e, int32_t id) {
            tok_vec_push(frags, id);
 }
 
+bool tok_plain_overlaps(const tok_plain *pl, size_t s, size_t e) {
+    if (!pl) return false;
+    size_t lo = 0, hi = pl->n; /* the first range ending after s */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (pl->v[2 * mid + 1] <= s) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < pl->n && pl->v[2 * lo] < e;
+}
+
 bool tok_special_split(const hearth_tok *tok, const char *text, size_t n, bool parse_special,
-                       tok_vec *frags) {
+                       const tok_plain *plain, tok_vec *frags) {
     if (n == 0) return true;
     if (n > INT32_MAX) return false;
     if (tok->n_specials == 0 || (!parse_special && tok->n_user == 0))
@@ -172,7 +183,8 @@ bool tok_special_split(const hearth_tok *tok, const char *text, size_t n, bool p
         int32_t node = tok->root_child[t[p]];
         for (size_t q = p + 1; node >= 0; q++) {
             int32_t r = tok->trie[node].rank;
-            if (r >= 0 && (parse_special || matched_without_parse(tok->attr[tok->specials[r]]))) {
+            if (r >= 0 && ((parse_special && !tok_plain_overlaps(plain, p, q)) ||
+                           matched_without_parse(tok->attr[tok->specials[r]]))) {
                 if (!last && !(last = calloc((size_t)tok->n_specials, sizeof *last))) goto done;
                 occ_run *prev = last[r] ? &occ[last[r] - 1] : NULL;
                 if (prev && prev->pos + prev->count == p) {

@@ -205,12 +205,20 @@ void          tok_pretok_destroy(tok_pretok *p);
 bool          tok_pretok_split(const tok_pretok *p, const char *text, size_t n, tok_vec *bounds);
 
 /* --- special.c --- */
+/* Byte ranges of the input where special-token text is plain text (hearth_tok_encode_plain):
+ * v[2i], v[2i+1] = start, end of range i, sorted and disjoint. NULL or n == 0: none. */
+typedef struct {
+    const size_t *v;
+    size_t        n;
+} tok_plain;
+/* Does [s, e) overlap a range of pl (NULL: none)? */
+bool          tok_plain_overlaps(const tok_plain *pl, size_t s, size_t e);
 hearth_status tok_special_build(hearth_tok *tok, hearth_err *err);
 /* Cut text into fragments: appends (start, end, id) triples to *frags where id >= 0 is a
  * special token and id == -1 a raw text span. parse_special = false matches USER_DEFINED
- * tokens only (llama.cpp's rule). */
+ * tokens only (llama.cpp's rule), as does an occurrence overlapping a range of plain. */
 bool          tok_special_split(const hearth_tok *tok, const char *text, size_t n,
-                                bool parse_special, tok_vec *frags);
+                                bool parse_special, const tok_plain *plain, tok_vec *frags);
 
 /* --- bpe.c / spm.c --- */
 hearth_status tok_bpe_build(hearth_tok *tok, const hearth_tok_spec *spec, hearth_err *err);

@@ -248,7 +248,7 @@ typedef struct tok_pipe tok_pipe;
 void          tok_pipe_destroy(tok_pipe *p);
 hearth_status tok_pipe_encode(const hearth_tok *tok, const char *a, size_t na, const char *b,
                               size_t nb, bool pair, bool add_special, bool parse_special,
-                              int32_t **ids, size_t *n_ids);
+                              const tok_plain *plain, int32_t **ids, size_t *n_ids);
 char         *tok_pipe_decode(const hearth_tok *tok, const int32_t *ids, size_t n_ids,
                               bool special);
 /* Build the added-token tries (after tok->pipe's added list and normalizers are set). */

@@ -356,20 +356,21 @@ int32_t hearth_tok_find(const hearth_tok *tok, const char *text, size_t n) {
     return id < tok->n_vocab ? id : -1;
 }
 
-hearth_status hearth_tok_encode(const hearth_tok *tok, const char *text, size_t n, bool add_special,
-                                bool parse_special, int32_t **ids, size_t *n_ids) {
+/* hearth_tok_encode, with plain ranges (NULL: none). */
+static hearth_status encode(const hearth_tok *tok, const char *text, size_t n, bool add_special, bool parse_special,
+                            const tok_plain *plain, int32_t **ids, size_t *n_ids) {
     if (ids) *ids = NULL;
     if (n_ids) *n_ids = 0;
     if (!tok || !ids || !n_ids || (!text && n)) return HEARTH_E_INVALID;
     if (n > INT32_MAX / 4) return HEARTH_E_LIMIT;
     if (tok->pipe)
-        return tok_pipe_encode(tok, text, n, NULL, 0, false, add_special, parse_special, ids, n_ids);
+        return tok_pipe_encode(tok, text, n, NULL, 0, false, add_special, parse_special, plain, ids, n_ids);
 
     tok_vec out = {0}, frags = {0};
     hearth_status st = HEARTH_E_NOMEM;
     if (!tok_vec_reserve(&out, n / 3 + 4)) goto done;
     if (add_special && tok->add_bos && !tok_vec_push(&out, tok->bos_id)) goto done;
-    if (!tok_special_split(tok, text, n, parse_special, &frags)) goto done;
+    if (!tok_special_split(tok, text, n, parse_special, plain, &frags)) goto done;
     bool prev_special = true; /* the text start counts as "after a special token" */
     if (tok->spm_library && tok->add_space_prefix && frags.n && frags.v[2] >= 0 &&
         !tok_spm_encode(tok, "", 0, true, &out)) /* sentencepiece: the prefix precedes a leading symbol */
@@ -400,6 +401,23 @@ done:
     return st;
 }
 
+hearth_status hearth_tok_encode(const hearth_tok *tok, const char *text, size_t n, bool add_special,
+                                bool parse_special, int32_t **ids, size_t *n_ids) {
+    return encode(tok, text, n, add_special, parse_special, NULL, ids, n_ids);
+}
+
+hearth_status hearth_tok_encode_plain(const hearth_tok *tok, const char *text, size_t n, bool add_special,
+                                      const size_t *plain, size_t n_plain, int32_t **ids, size_t *n_ids) {
+    for (size_t i = 0; i < n_plain; i++) /* sorted, disjoint, inside the text */
+        if (plain[2 * i] > plain[2 * i + 1] || plain[2 * i + 1] > n || (i && plain[2 * i] < plain[2 * i - 1])) {
+            if (ids) *ids = NULL;
+            if (n_ids) *n_ids = 0;
+            return HEARTH_E_INVALID;
+        }
+    tok_plain pl = {plain, n_plain};
+    return encode(tok, text, n, add_special, true, n_plain ? &pl : NULL, ids, n_ids);
+}
+
 hearth_status hearth_tok_encode_pair(const hearth_tok *tok, const char *a, size_t na, const char *b,
                                      size_t nb, bool add_special, bool parse_special,
                                      int32_t **ids, size_t *n_ids) {
@@ -408,5 +426,5 @@ hearth_status hearth_tok_encode_pair(const hearth_tok *tok, const char *a, size_
     if (!tok || !ids || !n_ids || (!a && na) || (!b && nb)) return HEARTH_E_INVALID;
     if (na > INT32_MAX / 8 || nb > INT32_MAX / 8) return HEARTH_E_LIMIT;
     if (!tok->pipe) return HEARTH_E_UNSUPPORTED;
-    return tok_pipe_encode(tok, a, na, b, nb, true, add_special, parse_special, ids, n_ids);
+    return tok_pipe_encode(tok, a, na, b, nb, true, add_special, parse_special, NULL, ids, n_ids);
 }

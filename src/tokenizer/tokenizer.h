@@ -134,6 +134,14 @@ int32_t hearth_tok_find(const hearth_tok *tok, const char *text, size_t n);
 hearth_status hearth_tok_encode(const hearth_tok *tok, const char *text, size_t n, bool add_special,
                                 bool parse_special, int32_t **ids, size_t *n_ids);
 
+/* hearth_tok_encode with parse_special, except inside the byte ranges of plain: n_plain pairs
+ * plain[2i], plain[2i+1] = [start, end) offsets into text, sorted and disjoint. A special
+ * token whose text has any byte inside a range is not matched there; its text is encoded as
+ * plain text (USER_DEFINED tokens are matched as always). The server uses it to keep user
+ * text from spelling control tokens. HEARTH_E_INVALID for ranges out of order or past n. */
+hearth_status hearth_tok_encode_plain(const hearth_tok *tok, const char *text, size_t n, bool add_special,
+                                      const size_t *plain, size_t n_plain, int32_t **ids, size_t *n_ids);
+
 /* Encode a pair of texts (a, b) as tokenizers' encode((a, b)) does: each is encoded on its own,
  * then the post-processor's pair template joins them (plain concatenation without
  * add_special). tokenizer.json tokenizers only: HEARTH_E_UNSUPPORTED for GGUF ones. */

@@ -386,6 +386,58 @@ TEST(special_tokens_split_first) {
     free(v);
 }
 
+/* hearth_tok_encode_plain: control tokens are not matched where they touch a plain range;
+ * outside them, and for USER_DEFINED tokens, nothing changes. */
+static bool plain_eq(const hearth_tok *t, const char *s, const size_t *pl, size_t n_pl, const int32_t *want, size_t n) {
+    int32_t *ids = NULL;
+    size_t k = 0;
+    bool ok = hearth_tok_encode_plain(t, s, strlen(s), false, pl, n_pl, &ids, &k) == HEARTH_OK && k == n &&
+              (!n || !memcmp(ids, want, n * sizeof *ids));
+    free(ids);
+    return ok;
+}
+#define PLAIN_EQ(t, s, pl, n_pl, ...)                                                  \
+    do {                                                                              \
+        const int32_t want_[] = {__VA_ARGS__};                                        \
+        CHECK(plain_eq(t, s, pl, n_pl, want_, sizeof want_ / sizeof want_[0]));       \
+    } while (0)
+
+TEST(special_tokens_kept_plain_in_ranges) {
+    vocab_b *v = vb_spm();
+    int32_t x = vb_add(v, "x", -1, 1);
+    int32_t ctl = vb_add(v, "<|a|>", 0, HEARTH_TOKTYPE_CONTROL);
+    int32_t usr = vb_add(v, "<u>", 0, HEARTH_TOKTYPE_USER_DEFINED);
+    hearth_tok *t = vb_build(vb_spec(v, HEARTH_TOK_SPM));
+    const char *text = "<|a|>x<|a|><u>x<|a|>"; /* [0,5) ctl, 5 x, [6,11) ctl, [11,14) usr, 14 x, [15,20) ctl */
+    /* no ranges: as hearth_tok_encode with parse_special */
+    PLAIN_EQ(t, text, NULL, 0, ctl, x, ctl, usr, x, ctl);
+    /* the middle control token inside a range is text; the user-defined one still splits */
+    const size_t mid[] = {5, 15};
+    PLAIN_EQ(t, text, mid, 1, ctl, x, SPM_BYTE('<'), SPM_BYTE('|'), SPM_BYTE('a'), SPM_BYTE('|'), SPM_BYTE('>'),
+             usr, x, ctl);
+    /* a token with only some bytes in a range is text too */
+    const size_t edge[] = {0, 1, 19, 20};
+    PLAIN_EQ(t, text, edge, 2, SPM_BYTE('<'), SPM_BYTE('|'), SPM_BYTE('a'), SPM_BYTE('|'), SPM_BYTE('>'), x, ctl,
+             usr, x, SPM_BYTE('<'), SPM_BYTE('|'), SPM_BYTE('a'), SPM_BYTE('|'), SPM_BYTE('>'));
+    /* a range over everything is parse_special off */
+    const size_t all[] = {0, 20};
+    int32_t *a = NULL, *b = NULL;
+    size_t na = 0, nb = 0;
+    CHECK_EQ(hearth_tok_encode_plain(t, text, 20, true, all, 1, &a, &na), HEARTH_OK);
+    CHECK_EQ(hearth_tok_encode(t, text, 20, true, false, &b, &nb), HEARTH_OK);
+    CHECK(na == nb && a && b && !memcmp(a, b, na * sizeof *a));
+    free(a);
+    free(b);
+    /* ranges out of order or past the end */
+    const size_t bad1[] = {6, 9, 2, 4}, bad2[] = {3, 2}, bad3[] = {0, 21};
+    CHECK_EQ(hearth_tok_encode_plain(t, text, 20, false, bad1, 2, &a, &na), HEARTH_E_INVALID);
+    CHECK_EQ(hearth_tok_encode_plain(t, text, 20, false, bad2, 1, &a, &na), HEARTH_E_INVALID);
+    CHECK_EQ(hearth_tok_encode_plain(t, text, 20, false, bad3, 1, &a, &na), HEARTH_E_INVALID);
+    CHECK(a == NULL && na == 0);
+    hearth_tok_destroy(t);
+    free(v);
+}
+
 TEST(eog_detection) {
     vocab_b *v = vb_bytelevel();
     int32_t eot = vb_add(v, "<|endoftext|>", 0, HEARTH_TOKTYPE_CONTROL);
