@@ -395,6 +395,43 @@ TEST(malformed_files_are_format_errors) {
 
 /* ---------------------------------------------------------------- behaviour */
 
+/* hearth_tok_encode_plain through the tokenizer.json pipeline: a special added token is not
+ * matched where it touches a plain range. */
+TEST(plain_ranges_keep_special_text) {
+    const char *n = "null";
+    hearth_tok *t = NULL;
+    hearth_err e;
+    CHECK_EQ(load_with(n, "{\"type\":\"Whitespace\"}",
+                       "{\"type\":\"WordPiece\",\"unk_token\":\"[UNK]\",\"vocab\":{\"[UNK]\":0,\"a\":1,\"##b\":2,"
+                       "\"<x>\":3}}",
+                       n, n, "[{\"id\":3,\"content\":\"<x>\",\"special\":true,\"normalized\":false}]", &t, &e),
+             HEARTH_OK);
+    if (!t) return;
+    static const char text[] = "a <x> a <x>"; /* the first <x> is at [2, 5), the second at [8, 11) */
+    size_t n_text = sizeof text - 1;
+    int32_t *x = NULL, *y = NULL;
+    size_t nx = 0, ny = 0;
+    /* no ranges: parse_special; everything: parse_special off */
+    CHECK_EQ(hearth_tok_encode_plain(t, text, n_text, false, NULL, 0, &x, &nx), HEARTH_OK);
+    CHECK_EQ(hearth_tok_encode(t, text, n_text, false, true, &y, &ny), HEARTH_OK);
+    CHECK(nx == ny && nx == 4 && !memcmp(x, y, nx * sizeof *x));
+    free(x);
+    free(y);
+    const size_t all[] = {0, 11};
+    CHECK_EQ(hearth_tok_encode_plain(t, text, n_text, false, all, 1, &x, &nx), HEARTH_OK);
+    CHECK_EQ(hearth_tok_encode(t, text, n_text, false, false, &y, &ny), HEARTH_OK);
+    CHECK(nx == ny && !memcmp(x, y, nx * sizeof *x));
+    free(x);
+    free(y);
+    /* only the first <x> is plain: a, then its text (not id 3), a, then id 3 */
+    const size_t first[] = {2, 5};
+    CHECK_EQ(hearth_tok_encode_plain(t, text, n_text, false, first, 1, &x, &nx), HEARTH_OK);
+    CHECK(nx > 4 && x[0] == 1 && x[nx - 1] == 3 && x[nx - 2] == 1);
+    for (size_t i = 1; i + 2 < nx; i++) CHECK(x[i] != 3);
+    free(x);
+    hearth_tok_destroy(t);
+}
+
 TEST(nul_in_vocab_and_invalid_utf8) {
     /* a vocab piece that is a NUL byte (cJSON strings stop at NULs: see tok_json.c) */
     const char *json =
