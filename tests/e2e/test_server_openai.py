@@ -584,6 +584,7 @@ def test_cli_flags(tmp_path):
     assert r.returncode == 2 and "--bogus" in r.stderr
     r = run_cli("help", "serve")
     assert r.returncode == 0 and "--api-key" in r.stdout
+    assert "--allowed-hosts" in r.stdout and "--no-special-in-content" in r.stdout
     # bare `hearth` looks for the starter model in the hub cache (offline: it may not fetch one;
     # the first-run download is tested against a fake hub in test_store_server.py)
     r = run_cli(env={"HF_HUB_CACHE": str(tmp_path), "HF_HUB_OFFLINE": "1"})
