@@ -186,7 +186,9 @@ static int probe(const char *host, int port) {
     }
     found = 2;
     char req[256], buf[2048];
-    int n = snprintf(req, sizeof req, "GET /v1 HTTP/1.0\r\nHost: %s:%d\r\n\r\n", host, port);
+    bool v6 = strchr(host, ':') != NULL; /* an IPv6 Host is bracketed */
+    int n = snprintf(req, sizeof req, "GET /v1 HTTP/1.0\r\nHost: %s%s%s:%d\r\n\r\n", v6 ? "[" : "", host,
+                     v6 ? "]" : "", port);
     if (send(fd, req, (size_t)n, MSG_NOSIGNAL) != n) goto out;
     size_t got = 0;
     double deadline = now_ms() + 1000;
