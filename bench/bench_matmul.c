@@ -2,9 +2,7 @@
  * bench_matmul.c - a model's matmuls alone, on its real weights: the decode and prefill cost of
  * the quantized matmul kernels without attention, sampling or the engine around them.
  *
- * Not built by CMake. From the repo root, against a built hearth_core:
- *   cc -O2 -std=c11 -D_GNU_SOURCE -Isrc bench/bench_matmul.c build/libhearth_core.a \
- *      -lpcre2-8 -lpthread -lm -o build/bench_matmul
+ * Built on demand (`cmake --build build --target bench_matmul`), then:
  *   build/bench_matmul MODEL.gguf [threads [n_tok [reps]]]   (defaults: 1, 1, 20)
  * (HEARTH_KERNELS=avx2|avx512|scalar picks the set.)
  *

@@ -60,9 +60,11 @@ typedef struct {
     hearth_vec_dot_tile_fn vec_dot_gemm_tile; /* optional: vec_dot_gemm's tile (NULL: a type with a
                                                * vec_dot_gemm then runs no tiles) */
     /* NULL, or the dot of every activation row in a matmul of at least vec_dot_batch_min rows
-     * (llama.cpp's tiled K-quant matmul for q6_K); it runs without tiles */
+     * (llama.cpp's tiled K-quant matmul for q6_K) */
     hearth_vec_dot_fn    vec_dot_batch;
     int                  vec_dot_batch_min;
+    hearth_vec_dot_tile_fn vec_dot_batch_tile; /* optional: vec_dot_batch's tile (NULL: vec_dot_batch
+                                                * calls) */
 } hearth_kernel_traits;
 
 typedef enum {

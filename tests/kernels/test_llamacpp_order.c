@@ -5,7 +5,9 @@
  *   - the q4_0 / q4_1 / q5_0 / q8_0 / q4_K / q6_K dots of every SIMD set (and q4_K's gemm
  *     order) equal the scalar set's (the twins) on random blocks of several lengths;
  *   - the tiles (4 or 8 rows x 1..HEARTH_TILE_NT tokens in one call) give every (row, token) pair the twin's dot,
- *     and so does hearth_matmul, which uses them, on 1 and 2 threads;
+ *     and so does hearth_matmul, which uses them, on 1 and 2 threads; q6_K's tiled-order tiles
+ *     also on hand-built blocks at the extremes (all-63 values, scales -128 / 127, bsums of
+ *     all -128 / all 127 activations);
  *   - the twins themselves on a worked example: lane sums, the hsum8 tree and the q4_1
  *     minimum chain give the value computed by hand here;
  *   - SwiGLU's AVX-512 kernel equals hearth_swiglu_x86_ref, including the huge-argument
@@ -93,9 +95,10 @@ TEST(block_dots_simd_equal_twins) {
 }
 
 /* Every tile (nr rows x nt tokens) result equals the scalar twin's dot of its (row, token) pair
- * (q4_K: in both its orders), for nr 4 and 8, nt 1..HEARTH_TILE_NT, several lengths (one past
- * what the AVX-512 tiles prepare activations for), rows with a gap between them, and weights
- * with extreme scales; outputs outside the tile stay untouched. */
+ * (q4_K: in both its orders; q6_K: in both, the tiled one being vec_dot_batch), for nr 4 and 8,
+ * nt 1..HEARTH_TILE_NT, several lengths (one past what the AVX-512 tiles prepare activations
+ * for), rows with a gap between them, and weights with extreme scales; outputs outside the
+ * tile stay untouched. */
 TEST(tiles_equal_twins) {
     const uint64_t keep = rng; /* the later tests draw the same numbers whatever this one draws */
     static const hearth_type types[] = {HEARTH_TYPE_Q4_0, HEARTH_TYPE_Q4_1, HEARTH_TYPE_Q5_0, HEARTH_TYPE_Q8_0,
@@ -127,8 +130,10 @@ TEST(tiles_equal_twins) {
                     sa->from_float(x, a[tk], n);
                     memcpy(act + (size_t)tk * by, a[tk], by);
                 }
-                for (int gemm = 0; gemm < 2; gemm++) {
-                    hearth_vec_dot_fn ref = gemm ? sc->vec_dot_gemm : sc->vec_dot;
+                for (int order = 0; order < 3; order++) { /* vec_dot, vec_dot_gemm, vec_dot_batch */
+                    hearth_vec_dot_fn ref = order == 1   ? sc->vec_dot_gemm
+                                            : order == 2 ? sc->vec_dot_batch
+                                                         : sc->vec_dot;
                     if (!ref) continue;
                     float want[NT][R];
                     for (int tk = 0; tk < NT; tk++)
@@ -136,8 +141,10 @@ TEST(tiles_equal_twins) {
                     for (int isa = HEARTH_ISA_AVX2; isa < HEARTH_ISA_COUNT; isa++) {
                         const hearth_kernel_traits *tr = hearth_kernels_traits_isa(t, (hearth_isa)isa);
                         if (!tr) continue;
-                        hearth_vec_dot_tile_fn tile = gemm ? tr->vec_dot_gemm_tile : tr->vec_dot_tile;
-                        CHECK(tile != NULL); /* every SIMD set has tiles for these types */
+                        hearth_vec_dot_tile_fn tile = order == 1   ? tr->vec_dot_gemm_tile
+                                                      : order == 2 ? tr->vec_dot_batch_tile
+                                                                   : tr->vec_dot_tile;
+                        CHECK(tile != NULL); /* every SIMD set has tiles for these types and orders */
                         if (!tile) continue;
                         for (int nr = 4; nr <= R; nr += 4)
                             for (int nt = 1; nt <= NT; nt++) {
@@ -152,7 +159,8 @@ TEST(tiles_equal_twins) {
                                         if (!ok)
                                             fprintf(stderr,
                                                     "  tile %s%s %s n %lld nr %d nt %d row %d tok %d: %.9g vs %.9g\n",
-                                                    hearth_type_name((int)t), gemm ? " (gemm)" : "",
+                                                    hearth_type_name((int)t),
+                                                    order == 1 ? " (gemm)" : order == 2 ? " (tiled)" : "",
                                                     hearth_isa_name((hearth_isa)isa), (long long)n, nr, nt, r, tk,
                                                     got[tk][r], r < R ? want[tk][r] : 0.0f);
                                         CHECK(ok);
@@ -161,6 +169,81 @@ TEST(tiles_equal_twins) {
                             }
                     }
                 }
+            }
+        }
+    }
+    rng = keep;
+    if (compared == 0) TEST_SKIP("no SIMD set on this CPU");
+}
+
+/* q6_K's tiled-order tiles against the twin on blocks built byte by byte rather than quantized:
+ * raw 6-bit values (all 63 in some rows), scales anywhere in -128..127 (all -128 or all 127 in
+ * some blocks), activations anywhere in -128..127 (all -128 or all 127 in some blocks: the
+ * extreme bsums) with their bsums, for nr 4 and 8, nt 1..HEARTH_TILE_NT and 1..9 blocks. The
+ * integer block sums reach a few 10^8 here, so a lost carry or a wrong scale lane shows. */
+TEST(q6_K_tiled_tiles_equal_twin_at_extremes) {
+    const uint64_t keep = rng;
+    enum { NB = 9, R = 8, NT = HEARTH_TILE_NT, BS = R + 1 };
+    static hearth_block_q6_K w[R][NB];
+    static hearth_block_q8_K a[NT][NB];
+    const hearth_kernel_traits *sc = hearth_kernels_traits_isa(HEARTH_TYPE_Q6_K, HEARTH_ISA_SCALAR);
+    CHECK(sc->vec_dot_batch == hearth_vec_dot_q6_K_q8_K_x86_tiled_ref);
+    int compared = 0;
+    for (int rep = 0; rep < 24; rep++) {
+        for (int r = 0; r < R; r++)
+            for (int b = 0; b < NB; b++) {
+                hearth_block_q6_K *x = &w[r][b];
+                int kind = (int)(rnd() % 5); /* 0: all 63; 1: scales -128; 2: scales 127; else random */
+                for (int i = 0; i < 128; i++) x->ql[i] = kind == 0 ? 0xff : (uint8_t)rnd();
+                for (int i = 0; i < 64; i++) x->qh[i] = kind == 0 ? 0xff : (uint8_t)rnd();
+                for (int g = 0; g < 16; g++)
+                    x->scales[g] = (int8_t)(kind == 1 ? -128 : kind == 2 ? 127 : (int)(rnd() % 256) - 128);
+                if (kind == 0 && rep % 2) /* all 63 with extreme scales */
+                    for (int g = 0; g < 16; g++) x->scales[g] = (int8_t)(g % 2 ? 127 : -128);
+                x->d = hearth_fp32_to_fp16(rnd_unit() * (rep % 3 == 0 ? 1e-5f : rep % 3 == 1 ? 0.01f : 3.0f));
+            }
+        for (int tk = 0; tk < NT; tk++)
+            for (int b = 0; b < NB; b++) {
+                hearth_block_q8_K *y = &a[tk][b];
+                int kind = (int)(rnd() % 4); /* 0: all -128; 1: all 127; else random */
+                for (int e = 0; e < 256; e++)
+                    y->qs[e] = (int8_t)(kind == 0 ? -128 : kind == 1 ? 127 : (int)(rnd() % 256) - 128);
+                for (int g = 0; g < 16; g++) {
+                    int sum = 0;
+                    for (int e = 16 * g; e < 16 * g + 16; e++) sum += y->qs[e];
+                    y->bsums[g] = (int16_t)sum;
+                }
+                y->d = rnd_unit() * (tk % 2 ? 1e-3f : 0.5f);
+            }
+        for (int nb = 1; nb <= NB; nb += rep % 2 ? 4 : 1) {
+            const int64_t n = 256 * nb;
+            float want[NT][R];
+            for (int tk = 0; tk < NT; tk++)
+                for (int r = 0; r < R; r++) sc->vec_dot_batch(n, &want[tk][r], w[r], a[tk]);
+            for (int isa = HEARTH_ISA_AVX2; isa < HEARTH_ISA_COUNT; isa++) {
+                const hearth_kernel_traits *tr = hearth_kernels_traits_isa(HEARTH_TYPE_Q6_K, (hearth_isa)isa);
+                if (!tr) continue;
+                CHECK(tr->vec_dot_batch == sc->vec_dot_batch && tr->vec_dot_batch_min == sc->vec_dot_batch_min);
+                CHECK(tr->vec_dot_batch_tile != NULL);
+                if (!tr->vec_dot_batch_tile) continue;
+                for (int nr = 4; nr <= R; nr += 4)
+                    for (int nt = 1; nt <= NT; nt++) {
+                        float got[NT][BS];
+                        for (int tk = 0; tk < NT; tk++)
+                            for (int r = 0; r < BS; r++) got[tk][r] = -1.0f;
+                        tr->vec_dot_batch_tile(n, &got[0][0], BS, w, sizeof w[0], nr, a, sizeof a[0], nt);
+                        for (int tk = 0; tk < NT; tk++)
+                            for (int r = 0; r < BS; r++) {
+                                bool in = tk < nt && r < nr;
+                                bool ok = in ? same_bits(got[tk][r], want[tk][r]) : got[tk][r] == -1.0f;
+                                if (!ok)
+                                    fprintf(stderr, "  q6_K tiled %s n %lld nr %d nt %d row %d tok %d: %.9g vs %.9g\n",
+                                            hearth_isa_name((hearth_isa)isa), (long long)n, nr, nt, r, tk,
+                                            got[tk][r], r < R ? want[tk][r] : 0.0f);
+                                CHECK(ok);
+                            }
+                        compared++;
+                    }
             }
         }
     }

@@ -99,7 +99,9 @@ static const hearth_kernel_traits tab_scalar[HEARTH_TYPE_COUNT] = {
 #if HEARTH_HAVE_X86
 /* The SIMD sets: dots and q8 quantizers per ISA; dequantizers and weight quantizers scalar.
  * q4_0, q4_1, q5_0, q8_0, q4_K and q6_K have tiles (rows in 4s x up to HEARTH_TILE_NT
- * tokens, tile_x86.h), each result equal to the set's vec_dot bit for bit. */
+ * tokens, tile_x86.h), each result equal to the set's vec_dot bit for bit (q4_K's gemm tile to
+ * its vec_dot_gemm, q6_K's tiled one to vec_dot_batch, the scalar twin, which the sets share:
+ * only its tile is SIMD). */
 #define SIMD_TABLE(isa)                                                                          \
     {                                                                                            \
         [HEARTH_TYPE_F32]  = ROW(TF(f32), FF(f32), hearth_vec_dot_f32_##isa, F32),               \
@@ -124,7 +126,8 @@ static const hearth_kernel_traits tab_scalar[HEARTH_TYPE_COUNT] = {
                               .vec_dot = hearth_vec_dot_q6_K_q8_K_##isa,                        \
                               .vec_dot_type = HEARTH_TYPE_Q8_K, .vec_dot_tile = Q6_K_TILE_##isa, \
                               .vec_dot_batch = hearth_vec_dot_q6_K_q8_K_x86_tiled_ref,          \
-                              .vec_dot_batch_min = HEARTH_Q6_K_TILED_MIN_TOK},                  \
+                              .vec_dot_batch_min = HEARTH_Q6_K_TILED_MIN_TOK,                   \
+                              .vec_dot_batch_tile = hearth_tile_q6_K_q8_K_tiled_##isa},         \
         [HEARTH_TYPE_Q8_K] = ROW(TF(q8_K), hearth_q8_K_from_float_##isa, NULL, F32),             \
         MLX_DIRECT(MLX4_G32, mlx4_g32, hearth_vec_dot_mlx4_g32_##isa),                           \
         MLX_DIRECT(MLX4_G64, mlx4_g64, hearth_vec_dot_mlx4_g64_##isa),                           \

@@ -256,7 +256,7 @@ static bool job_init(mm_job *j, hearth_pool *pool, const hearth_matmul_part *d, 
             p->vec_dot_tile = vdt != HEARTH_TYPE_F32 ? tr->vec_dot_tile : NULL;
             if (tr->vec_dot_batch && n_tok >= tr->vec_dot_batch_min) { /* llama.cpp's tiled matmul */
                 p->vec_dot = tr->vec_dot_batch;
-                p->vec_dot_tile = NULL;
+                p->vec_dot_tile = vdt != HEARTH_TYPE_F32 ? tr->vec_dot_batch_tile : NULL;
             }
             if (tr->vec_dot_gemm && n_tok > 3) { /* llama.cpp's repacked gemm rows (kernels.h) */
                 p->vec_dot_gemm = tr->vec_dot_gemm;

@@ -357,3 +357,113 @@ TILE_FN(hearth_tile_q8_0_q8_0_avx2, Q8_0_BODY, 2)
 TILE_FN(hearth_tile_q4_K_q8_K_avx2, Q4_K_BODY, 4)
 TILE_FN(hearth_tile_q4_K_q8_K_gemm_avx2, Q4_K_GEMM_BODY, 4)
 TILE_FN(hearth_tile_q6_K_q8_K_avx2, Q6_K_BODY, 4)
+
+/* q6_K in llama.cpp's tiled order (hearth_vec_dot_q6_K_q8_K_x86_tiled_ref): 4 rows x NT tokens
+ * (up to HEARTH_TILE_NT). Per super-block the 4 rows' 6-bit values and scales are unpacked once
+ * onto the stack (a quarter of 32 elements per vector: its low 16 take scale 2j, its high 16
+ * scale 2j + 1); then each token's 256 activation bytes stay in registers while the 4 rows are
+ * dotted with them: vpmaddubsw, vpmaddwd by the scales, the -32 offset as 32 * (scales .
+ * bsums), all exact, so the order of these integer sums is free. One vphaddd tree gathers the
+ * 4 rows' block sums S_r into the lanes of a 4-float vector, and the one float chain of each
+ * (row, token) pair is the twin's: acc_r = fma((float)S_r * d_r, dy, acc_r). */
+typedef struct {
+    __m256i q[4][8], sc[4][8], sc16[4]; /* [row][quarter]; sc16: the 16 scales as s16 */
+} q6t_rows;
+
+INLINE void q6t_unpack(const uint8_t *x, size_t bx, int64_t b, q6t_rows *u) {
+    typedef hearth_block_q6_K q6_K;
+    const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(0x30);
+    /* s16 pair j % 4 of a 128-bit lane of scales: its first s16 to the low lane, second to the high */
+    static const int8_t pick[4][32] = {
+        {0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3},
+        {4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 6, 7, 6, 7, 6, 7, 6, 7, 6, 7, 6, 7, 6, 7, 6, 7},
+        {8, 9, 8, 9, 8, 9, 8, 9, 8, 9, 8, 9, 8, 9, 8, 9,
+         10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11},
+        {12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13,
+         14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15},
+    };
+    UNROLL
+    for (int r = 0; r < 4; r++) {
+        const q6_K *xb = (const q6_K *)(x + (size_t)r * bx) + b;
+        UNROLL
+        for (int half = 0; half < 2; half++) { /* quarter k of half h: elements 128h + 32k .. + 31 */
+            const uint8_t *ql = xb->ql + 64 * half, *qhp = xb->qh + 32 * half;
+            __m256i l0 = _mm256_loadu_si256((const __m256i *)ql), l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+            __m256i h = _mm256_loadu_si256((const __m256i *)qhp);
+            __m256i *qq = u->q[r] + 4 * half;
+            qq[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(h, 4), m2));
+            qq[1] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(h, 2), m2));
+            qq[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(h, m2));
+            qq[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                    _mm256_and_si256(_mm256_srli_epi16(h, 2), m2));
+        }
+        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)xb->scales));
+        const __m256i lo = _mm256_broadcastsi128_si256(_mm256_castsi256_si128(sc16));
+        const __m256i hi = _mm256_broadcastsi128_si256(_mm256_extracti128_si256(sc16, 1));
+        u->sc16[r] = sc16;
+        UNROLL
+        for (int j = 0; j < 8; j++)
+            u->sc[r][j] = _mm256_shuffle_epi8(j < 4 ? lo : hi, _mm256_loadu_si256((const __m256i *)pick[j % 4]));
+    }
+}
+
+INLINE void q6_K_tiled_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t bx, const uint8_t *y, size_t by,
+                            const int NT) {
+    typedef hearth_block_q6_K q6_K;
+    typedef hearth_block_q8_K q8_K;
+    __m128 acc[HEARTH_TILE_NT]; /* [token], lane r */
+    UNROLL
+    for (int t = 0; t < NT; t++) acc[t] = _mm_setzero_ps();
+    const int64_t nb = n / HEARTH_QK_K;
+    q6t_rows u;
+    for (int64_t b = 0; b < nb; b++) {
+        hearth_tile_prefetch(x, bx, b, nb);
+        q6t_unpack(x, bx, b, &u);
+        const size_t dof = (size_t)b * sizeof(q6_K) + offsetof(q6_K, d);
+        uint16_t d16[4];
+        for (int r = 0; r < 4; r++) memcpy(&d16[r], x + (size_t)r * bx + dof, 2);
+        const __m128 xd = _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)d16));
+        for (int t = 0; t < NT; t++) {
+            const q8_K *yb = (const q8_K *)(y + (size_t)t * by) + b;
+            __m256i yq[8];
+            UNROLL
+            for (int j = 0; j < 8; j++) yq[j] = _mm256_loadu_si256((const __m256i *)(yb->qs + 32 * j));
+            const __m256i bs16 = _mm256_loadu_si256((const __m256i *)yb->bsums);
+            __m256i sum[4];
+            UNROLL
+            for (int r = 0; r < 4; r++) {
+                /* 32 * (scales . bsums) first, then the scaled q * y pairs (q unsigned) */
+                __m256i v = _mm256_sub_epi32(_mm256_setzero_si256(),
+                                             _mm256_slli_epi32(_mm256_madd_epi16(bs16, u.sc16[r]), 5));
+                UNROLL
+                for (int j = 0; j < 8; j++)
+                    v = _mm256_add_epi32(v, _mm256_madd_epi16(_mm256_maddubs_epi16(u.q[r][j], yq[j]), u.sc[r][j]));
+                sum[r] = v;
+            }
+            /* [S_0, S_1, S_2, S_3]: hadd pairs, then the two 128-bit halves */
+            const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(sum[0], sum[1]), _mm256_hadd_epi32(sum[2], sum[3]));
+            const __m128i sr = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+            acc[t] = _mm_fmadd_ps(_mm_mul_ps(_mm_cvtepi32_ps(sr), xd), _mm_set1_ps(yb->d), acc[t]);
+        }
+    }
+    UNROLL
+    for (int t = 0; t < NT; t++) _mm_storeu_ps(s + t * bs, acc[t]);
+}
+
+void hearth_tile_q6_K_q8_K_tiled_avx2(int64_t n, float *s0, int64_t bs, const void *vx, size_t bx, int nr,
+                                      const void *vy, size_t by, int nt) {
+    for (int r = 0; r < nr; r += 4) {
+        const uint8_t *x = (const uint8_t *)vx + (size_t)r * bx, *y = vy;
+        float *s = s0 + r;
+        switch (nt) {
+        case 1: q6_K_tiled_tile(n, s, bs, x, bx, y, by, 1); break;
+        case 2: q6_K_tiled_tile(n, s, bs, x, bx, y, by, 2); break;
+        case 3: q6_K_tiled_tile(n, s, bs, x, bx, y, by, 3); break;
+        case 4: q6_K_tiled_tile(n, s, bs, x, bx, y, by, 4); break;
+        case 5: q6_K_tiled_tile(n, s, bs, x, bx, y, by, 5); break;
+        case 6: q6_K_tiled_tile(n, s, bs, x, bx, y, by, 6); break;
+        case 7: q6_K_tiled_tile(n, s, bs, x, bx, y, by, 7); break;
+        default: q6_K_tiled_tile(n, s, bs, x, bx, y, by, 8); break;
+        }
+    }
+}

@@ -436,3 +436,90 @@ TILE_FN(hearth_tile_q8_0_q8_0_avx512, Q8_0_BODY, SGN_PREP(K8_0))
 TILE_FN(hearth_tile_q4_K_q8_K_avx512, Q4_K_BODY, )
 TILE_FN(hearth_tile_q6_K_q8_K_avx512, Q6_K_BODY, )
 TILE_FN(hearth_tile_q4_K_q8_K_gemm_avx512, Q4_K_GEMM_BODY, )
+
+/* q6_K in llama.cpp's tiled order (hearth_vec_dot_q6_K_q8_K_x86_tiled_ref): 4 rows x NT tokens.
+ * Per super-block the 4 rows' 6-bit values are unpacked once onto the stack as q6_K_tile does
+ * (vector v holds elements 64v .. 64v + 63, its 128-bit lane g the 16 elements of scale 4v + g,
+ * whose s16 it is dotted with by vpdpwssd); then each token's 256 activation bytes stay in
+ * registers while the 4 rows are dotted with them, the -32 offset started from as
+ * -32 * (scales . bsums). All exact, so the order of the integer sums is free; partial4 and
+ * two in-lane levels leave row r's block sum S_r in lane r of a 4-float vector, where the one
+ * float chain of each (row, token) pair is the twin's: acc_r = fma((float)S_r * d_r, dy, acc_r). */
+typedef struct {
+    __m512i q[4][4], sc[4][4]; /* [row][v] */
+    __m256i m32[4];            /* [row]: -32 * the 16 scales, s16 */
+} q6t_rows;
+
+INLINE void q6t_unpack(const uint8_t *x, size_t bx, int64_t b, q6t_rows *u) {
+    typedef hearth_block_q6_K q6_K;
+    const __m512i m4 = _mm512_set1_epi8(15), m2 = _mm512_set1_epi8(0x30);
+    const __m512i grp = _mm512_set_epi16(3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0,
+                                         0, 0, 0, 0, 0);
+    const __m512i shl_a = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
+    const __m512i shr_b = _mm512_inserti64x4(_mm512_set1_epi16(0), _mm256_set1_epi16(2), 1);
+    UNROLL
+    for (int r = 0; r < 4; r++) {
+        const q6_K *xb = (const q6_K *)(x + (size_t)r * bx) + b;
+        const __m256i sc = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)xb->scales));
+        const __m512i sc16 = _mm512_inserti64x4(_mm512_setzero_si512(), sc, 0);
+        u->m32[r] = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(sc, 5));
+        UNROLL
+        for (int half = 0; half < 2; half++) { /* v = 2 half: quarters 0, 1 of the half; v = 2 half + 1: 2, 3 */
+            __m512i l = _mm512_loadu_si512(xb->ql + 64 * half);
+            __m512i h = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(xb->qh + 32 * half)));
+            u->q[r][2 * half] =
+                _mm512_or_si512(_mm512_and_si512(l, m4), _mm512_and_si512(_mm512_sllv_epi16(h, shl_a), m2));
+            u->q[r][2 * half + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4),
+                                                    _mm512_and_si512(_mm512_srlv_epi16(h, shr_b), m2));
+            u->sc[r][2 * half] =
+                _mm512_permutexvar_epi16(_mm512_add_epi16(grp, _mm512_set1_epi16((short)(8 * half))), sc16);
+            u->sc[r][2 * half + 1] =
+                _mm512_permutexvar_epi16(_mm512_add_epi16(grp, _mm512_set1_epi16((short)(8 * half + 4))), sc16);
+        }
+    }
+}
+
+INLINE void q6_K_tiled_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t bx, const uint8_t *y, size_t by,
+                            const int NT) {
+    typedef hearth_block_q6_K q6_K;
+    typedef hearth_block_q8_K q8_K;
+    const __m512i first = _mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    __m128 acc[HEARTH_TILE_NT]; /* [token], lane r */
+    UNROLL
+    for (int t = 0; t < NT; t++) acc[t] = _mm_setzero_ps();
+    const int64_t nb = n / HEARTH_QK_K;
+    q6t_rows u;
+    for (int64_t b = 0; b < nb; b++) {
+        hearth_tile_prefetch(x, bx, b, nb);
+        q6t_unpack(x, bx, b, &u);
+        const size_t dof = (size_t)b * sizeof(q6_K) + offsetof(q6_K, d);
+        uint16_t d16[4];
+        for (int r = 0; r < 4; r++) memcpy(&d16[r], x + (size_t)r * bx + dof, 2);
+        const __m128 xd = _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)d16));
+        for (int t = 0; t < NT; t++) {
+            const q8_K *yb = (const q8_K *)(y + (size_t)t * by) + b;
+            __m512i yq[4];
+            UNROLL
+            for (int v = 0; v < 4; v++) yq[v] = _mm512_loadu_si512(yb->qs + 64 * v);
+            const __m256i bs16 = _mm256_loadu_si256((const __m256i *)yb->bsums);
+            __m512i sum[4];
+            UNROLL
+            for (int r = 0; r < 4; r++) {
+                __m512i v = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_madd_epi16(bs16, u.m32[r]), 0);
+                UNROLL
+                for (int j = 0; j < 4; j++)
+                    v = _mm512_dpwssd_epi32(v, _mm512_maddubs_epi16(u.q[r][j], yq[j]), u.sc[r][j]);
+                sum[r] = v;
+            }
+            __m512i p = partial4(sum); /* 128-bit lane r: 4 partial sums of row r */
+            p = _mm512_add_epi32(p, _mm512_shuffle_epi32(p, (_MM_PERM_ENUM)0x4e));
+            p = _mm512_add_epi32(p, _mm512_shuffle_epi32(p, (_MM_PERM_ENUM)0xb1));
+            const __m128i sr = _mm512_castsi512_si128(_mm512_permutexvar_epi32(first, p));
+            acc[t] = _mm_fmadd_ps(_mm_mul_ps(_mm_cvtepi32_ps(sr), xd), _mm_set1_ps(yb->d), acc[t]);
+        }
+    }
+    UNROLL
+    for (int t = 0; t < NT; t++) _mm_storeu_ps(s + t * bs, acc[t]);
+}
+#define Q6_K_TILED_BODY(NT) q6_K_tiled_tile(n, s, bs, x, bx, y, by, NT)
+TILE_FN(hearth_tile_q6_K_q8_K_tiled_avx512, Q6_K_TILED_BODY, )

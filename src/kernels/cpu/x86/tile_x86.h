@@ -23,7 +23,8 @@
  * super-block: its values and scales are unpacked once and dotted with each of the nt tokens.
  * q6_K's pairs keep 8 lanes each; q4_K's two scalar chains per pair run as the lanes of one
  * 4-float vector per token (the 4 rows), its exact integer sums gathered into that lane order
- * by the reduction tree.
+ * by the reduction tree, and so does q6_K's one chain in llama.cpp's tiled order (the _tiled
+ * tiles, for matmuls of HEARTH_Q6_K_TILED_MIN_TOK tokens or more).
  *
  * Call them only through the kernel tables (dispatch.c); any thread.
  */
@@ -62,6 +63,11 @@ void hearth_tile_q6_K_q8_K_avx512(int64_t n, float *s, int64_t bs, const void *x
                                   int nt);
 void hearth_tile_q4_K_q8_K_gemm_avx512(int64_t n, float *s, int64_t bs, const void *x, size_t bx, int nr, const void *y,
                                        size_t by, int nt);
+/* q6_K in llama.cpp's tiled order (kernels.h's vec_dot_batch): hearth_vec_dot_q6_K_q8_K_x86_tiled_ref per pair */
+void hearth_tile_q6_K_q8_K_tiled_avx2(int64_t n, float *s, int64_t bs, const void *x, size_t bx, int nr, const void *y,
+                                      size_t by, int nt);
+void hearth_tile_q6_K_q8_K_tiled_avx512(int64_t n, float *s, int64_t bs, const void *x, size_t bx, int nr,
+                                        const void *y, size_t by, int nt);
 
 /* Rows are short (a few hundred bytes), so 4 of them read side by side are 4 streams too short
  * for the hardware prefetchers to learn (without this, tiles ran slower than one row at a time
