@@ -12,7 +12,9 @@
  * per kind of matmul and in total, the minimum over reps of wall time and of the process's CPU
  * time (all pool threads) per pass, and the weight bytes a pass reads per second of wall time.
  * The minimum is the figure least disturbed by other work on a shared machine; CPU time shows
- * what spinning or waiting costs. Measurements only, never assertions.
+ * what spinning or waiting costs. The one-matrix steps (attn_output, ffn_down, output) are also
+ * summed per weight type (e.g. Gemma 3's Q6_K ffn_down alone). Measurements only, never
+ * assertions.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -97,10 +99,15 @@ int main(int argc, char **argv) {
     for (int i = 0; i < HEARTH_MATMUL_MAX_PARTS; i++) y[i] = xalloc((size_t)n_tok * (size_t)max_out * sizeof(float));
     void *scratch = xalloc(scratch_bytes);
     hearth_pool *pool = hearth_pool_create(nth);
-    double best_w[KINDS], best_c[KINDS];
+    double best_w[KINDS], best_c[KINDS], tbest_w[HEARTH_TYPE_COUNT], tbest_c[HEARTH_TYPE_COUNT];
+    size_t tbytes[HEARTH_TYPE_COUNT] = {0};
+    int tsteps[HEARTH_TYPE_COUNT] = {0};
+    for (int s = 0; s < n_steps; s++)
+        if (steps[s].n == 1) tbytes[steps[s].t[0]->type] += steps[s].t[0]->n_bytes, tsteps[steps[s].t[0]->type]++;
     for (int k = 0; k < KINDS; k++) best_w[k] = best_c[k] = 1e30;
+    for (int k = 0; k < HEARTH_TYPE_COUNT; k++) tbest_w[k] = tbest_c[k] = 1e30;
     for (int rep = -1; rep < reps; rep++) { /* rep -1 warms up (page faults) */
-        double w[KINDS] = {0}, c[KINDS] = {0};
+        double w[KINDS] = {0}, c[KINDS] = {0}, tw[HEARTH_TYPE_COUNT] = {0}, tc[HEARTH_TYPE_COUNT] = {0};
         for (int s = 0; s < n_steps; s++) {
             const step *st = &steps[s];
             hearth_matmul_part parts[HEARTH_MATMUL_MAX_PARTS];
@@ -110,14 +117,20 @@ int main(int argc, char **argv) {
                                                 y[i], st->t[i]->ne[1]};
             double w0 = clk(CLOCK_MONOTONIC), c0 = clk(CLOCK_PROCESS_CPUTIME_ID);
             hearth_matmul_n(pool, parts, st->n, st->t[0]->ne[0], x, n_tok, scratch);
-            w[st->kind] += clk(CLOCK_MONOTONIC) - w0;
-            c[st->kind] += clk(CLOCK_PROCESS_CPUTIME_ID) - c0;
+            double dw = clk(CLOCK_MONOTONIC) - w0, dc = clk(CLOCK_PROCESS_CPUTIME_ID) - c0;
+            w[st->kind] += dw;
+            c[st->kind] += dc;
+            if (st->n == 1) tw[st->t[0]->type] += dw, tc[st->t[0]->type] += dc;
         }
         for (int k = 0; k < KINDS - 1; k++) w[KINDS - 1] += w[k], c[KINDS - 1] += c[k];
         if (rep < 0) continue;
         for (int k = 0; k < KINDS; k++) {
             if (w[k] < best_w[k]) best_w[k] = w[k];
             if (c[k] < best_c[k]) best_c[k] = c[k];
+        }
+        for (int k = 0; k < HEARTH_TYPE_COUNT; k++) {
+            if (tw[k] < tbest_w[k]) tbest_w[k] = tw[k];
+            if (tc[k] < tbest_c[k]) tbest_c[k] = tc[k];
         }
     }
     double chk = 0;
@@ -128,6 +141,11 @@ int main(int argc, char **argv) {
     for (int k = 0; k < KINDS; k++)
         printf("%-9s %9.1f %9.3f %9.3f %9.2f\n", kind_names[k], (double)bytes[k] / 1e6, best_w[k] * 1e3,
                best_c[k] * 1e3, (double)bytes[k] / best_w[k] / 1e9);
+    printf("one-matrix steps by weight type:\n");
+    for (int k = 0; k < HEARTH_TYPE_COUNT; k++)
+        if (tsteps[k])
+            printf("%-9s %9.1f %9.3f %9.3f %9.2f  (%d matrices)\n", hearth_type_name(k), (double)tbytes[k] / 1e6,
+                   tbest_w[k] * 1e3, tbest_c[k] * 1e3, (double)tbytes[k] / tbest_w[k] / 1e9, tsteps[k]);
     printf("per token: %.3f ms wall (%.1f tok/s of matmul)\n", best_w[KINDS - 1] * 1e3 / (double)n_tok,
            (double)n_tok / best_w[KINDS - 1]);
     hearth_pool_destroy(pool);
