@@ -9,7 +9,11 @@
  *   user tool_result blocks                -> one `tool` message each (tool_call_id =
  *                                             tool_use_id), before the user's text
  *   assistant text + tool_use blocks       -> one `assistant` message with tool_calls
- *   assistant thinking blocks              -> dropped (templates re-derive reasoning)
+ *   assistant thinking blocks              -> the message's reasoning_content (several joined
+ *                                             by newlines), as chat's field; redacted_thinking
+ *                                             blocks give their opaque `data`, so a template
+ *                                             that renders past reasoning sees that there was
+ *                                             some (this server never writes such blocks)
  *   tools [{name, description, input_schema}] -> function tools; server tools (a `type`
  *                                             other than "custom") are dropped, as mlx-bun does
  *   tool_choice none / auto / any / tool   -> "none" / "auto" / "required" / that function
@@ -72,7 +76,7 @@ static bool map_blocks(cJSON *body, bool user, const cJSON *content, hearth_span
                        hearth_api_err *e) {
     hearth_jraw_it it;
     bool have_raw = raw.len && hearth_jraw_iter(raw, &it);
-    char *text = NULL;
+    char *text = NULL, *thought = NULL;
     cJSON *calls = cJSON_CreateObject(); /* collects tool_calls of an assistant turn */
     bool ok = false, any_result = false;
     if (!calls) return hearth_api_oom(e);
@@ -106,7 +110,14 @@ static bool map_blocks(cJSON *body, bool user, const cJSON *content, hearth_span
                                           hearth_chatmap_raw_child(rb, b, input), param, e))
                 goto out;
         } else if (!user && (!strcmp(t, "thinking") || !strcmp(t, "redacted_thinking"))) {
-            continue;
+            const char *k = t[0] == 't' ? "thinking" : "data";
+            const cJSON *tx = hearth_req_field(b, k);
+            if (!cJSON_IsString(tx)) {
+                hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", param, "%s: a %s block needs a string '%s'",
+                                param, t, k);
+                goto out;
+            }
+            if (*tx->valuestring && !append(&thought, tx->valuestring, e)) goto out;
         } else {
             hearth_api_fail(e, HEARTH_E_UNSUPPORTED, "unsupported", param,
                             "%s: content blocks of type '%.40s' are not supported "
@@ -119,9 +130,14 @@ static bool map_blocks(cJSON *body, bool user, const cJSON *content, hearth_span
         cJSON *m = hearth_chatmap_msg(body, user ? "user" : "assistant", text ? text : "", e);
         if (!m) goto out;
         if (tc) cJSON_AddItemToObject(m, "tool_calls", cJSON_DetachItemViaPointer(calls, (cJSON *)tc));
+        if (thought && !cJSON_AddStringToObject(m, "reasoning_content", thought)) {
+            hearth_api_oom(e);
+            goto out;
+        }
     }
     ok = true;
 out:
+    free(thought);
     free(text);
     cJSON_Delete(calls);
     return ok;
