@@ -72,6 +72,8 @@ const char cli_usage_serve[] =
     "  --no-special-in-content  tokenize special-token text in user and tool messages as plain\n"
     "                        text (default: as the model's tokenizer does, so \"<|im_end|>\"\n"
     "                        typed by a user is the control token)\n"
+    "  --alias NAME          the model id the API reports and answers to (default: the model's\n"
+    "                        repo or file name)\n"
     "  --threads N           compute threads (default: all CPUs)\n"
     "  --device auto|cpu|cuda  where to compute (default auto: the GPU when hearth was built with\n"
     "                        CUDA and one is usable, else the CPU)\n"
@@ -83,7 +85,7 @@ const char cli_usage_serve[] =
     "Not yet: --adapter-path/--adapter.\n";
 
 typedef struct {
-    const char *model, *host, *api_key, *cors, *template_file, *allowed_hosts;
+    const char *model, *host, *api_key, *cors, *template_file, *allowed_hosts, *alias;
     long long   port, max_tokens, top_k, threads, ctx, seed;
     double      temperature, top_p;
     int         thinking;
@@ -117,6 +119,14 @@ static int parse(int argc, char **argv, serve_opts *o) {
         else if (FLAG("--cors")) { NEEDVAL(); o->cors = val; }
         else if (FLAG("--allowed-hosts")) { NEEDVAL(); o->allowed_hosts = val; }
         else if (FLAG("--chat-template-file")) { NEEDVAL(); o->template_file = val; }
+        else if (FLAG("--alias")) {
+            NEEDVAL();
+            if (!*val || strlen(val) > 255) {
+                cli_error("--alias expects a name of 1 to 255 bytes");
+                return 2;
+            }
+            o->alias = val;
+        }
         else if (FLAG("--port")) {
             NEEDVAL();
             if (!cli_parse_int(a, val, 0, 65535, &o->port)) return 2;
@@ -319,7 +329,7 @@ int cli_serve(int argc, char **argv) {
     hearth_server_params sp = hearth_server_params_default();
     sp.host = o.host;
     sp.port = (int)o.port;
-    sp.model_id = model_id;
+    sp.model_id = o.alias ? o.alias : model_id;
     sp.model_path = path;
     sp.api_key = o.api_key;
     sp.cors = o.cors;

@@ -507,6 +507,11 @@ bool hearth_chat_prompt_opts(hearth_server *s, const cJSON *root, hearth_chat_op
         memmove(*ids, *ids + 1, (*n_ids - 1) * sizeof **ids);
         (*n_ids)--;
     }
+    if (opts && opts->want_text) {
+        opts->text = text;
+        opts->n_text = n_text;
+        text = NULL;
+    }
     ok = true;
 out:
     if (!ok) {

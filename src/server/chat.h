@@ -43,6 +43,9 @@ typedef struct {
                                       * message's text, which response_format's constraint
                                       * takes in before the reply (an assistant prefill of the
                                       * JSON's start, such as "{") */
+    bool             want_text;      /* in: also return the rendered prompt text ... */
+    char            *text;           /* out, owned by the caller: ... here (malloc'ed, NUL-terminated) */
+    size_t           n_text;
 } hearth_chat_opts;
 
 /* hearth_chat_prompt with opts (may be NULL). Continuing the final message works as

@@ -301,7 +301,8 @@ void hearth_openai_index(hearth_http_req *r) {
         "POST /v1/chat/completions", "POST /v1/completions", "POST /v1/messages",
         "POST /v1/messages/count_tokens", "POST /v1/responses", "GET /v1/responses/{id}",
         "DELETE /v1/responses/{id}", "GET /v1/models", "GET /v1",
-        "GET /health", "GET /stats", "GET /metrics",
+        "GET /health", "GET /stats", "GET /metrics", "POST /tokenize", "POST /detokenize",
+        "POST /apply-template", "GET /props",
     };
     hearth_jw w;
     hearth_jw_init(&w);

@@ -5,8 +5,12 @@
  * /openapi.json and CORS preflights stay public when an API key is set (mlx_lm.server and
  * llama-server do the same), so monitors, browsers and API tools work. The description in
  * src/server/api/openapi.json lists every route of the table below; a test checks that.
- * Routes that take a JSON body (generation, downloads) answer 415 unless it comes as
- * application/json (guard.h says why).
+ * Routes that take a JSON body (generation, tokenizer, downloads) answer 415 unless it comes
+ * as application/json (guard.h says why).
+ *
+ * A path that no route knows is tried once more under /v1 (/models, /responses/ID, /embeddings
+ * answer as /v1/models, /v1/responses/ID, /v1/embeddings do, as llama-server and vLLM accept
+ * them); the handler then sees the /v1 path.
  */
 #include "server/anthropic.h"
 #include "server/guard.h"
@@ -14,6 +18,7 @@
 #include "server/responses.h"
 #include "server/server_internal.h"
 #include "server/store_api.h"
+#include "server/tokenize.h"
 #include "server/web.h"
 #include "server/web_assets.h"
 
@@ -71,6 +76,10 @@ static const route routes[] = {
     {"POST", "/v1/responses", false, false, HEARTH_EP_RESPONSES, hearth_responses_create},
     {"GET", "/v1/responses/", true, false, HEARTH_EP_RESPONSES, hearth_responses_get},
     {"DELETE", "/v1/responses/", true, false, HEARTH_EP_RESPONSES, hearth_responses_delete},
+    {"POST", "/tokenize", false, false, HEARTH_EP_OTHER, hearth_tokenize},
+    {"POST", "/detokenize", false, false, HEARTH_EP_OTHER, hearth_detokenize},
+    {"POST", "/apply-template", false, false, HEARTH_EP_OTHER, hearth_apply_template},
+    {"GET", "/props", false, false, HEARTH_EP_OTHER, hearth_props},
     {"GET", "/stats", false, false, HEARTH_EP_STATS, h_stats},
     {"GET", "/metrics", false, false, HEARTH_EP_METRICS, h_metrics},
     {"GET", "/openapi.json", false, true, HEARTH_EP_OTHER, h_openapi},
@@ -89,7 +98,8 @@ static const route routes[] = {
 static bool takes_json(const route *rt) {
     if (strcmp(rt->method, "POST")) return false;
     return rt->ep == HEARTH_EP_CHAT || rt->ep == HEARTH_EP_COMPLETIONS || rt->ep == HEARTH_EP_MESSAGES ||
-           rt->ep == HEARTH_EP_RESPONSES || rt->fn == hearth_store_download_start;
+           rt->ep == HEARTH_EP_RESPONSES || rt->fn == hearth_store_download_start || rt->fn == hearth_tokenize ||
+           rt->fn == hearth_detokenize || rt->fn == hearth_apply_template;
 }
 
 /* Add method to the Allow list r->allow once ("GET" brings HEAD). */
@@ -108,6 +118,19 @@ static bool path_match(const route *rt, const char *path) {
     return !strcmp(path, rt->path);
 }
 
+/* The route of method + path (NULL: none); *known: some route has the path (their methods
+ * go to r's Allow list). */
+static const route *find(hearth_http_req *r, const char *method, const char *path, bool *known) {
+    *known = false;
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
+        if (!path_match(&routes[i], path)) continue;
+        *known = true;
+        allow_add(r, routes[i].method);
+        if (!strcmp(routes[i].method, method)) return &routes[i];
+    }
+    return NULL;
+}
+
 void hearth_route(hearth_http_req *r) {
     hearth_api_err e;
     if (!strcmp(r->method, "OPTIONS")) {
@@ -115,25 +138,29 @@ void hearth_route(hearth_http_req *r) {
         return;
     }
     const char *method = !strcmp(r->method, "HEAD") ? "GET" : r->method;
-    const route *hit = NULL;
     bool path_known = false;
-    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
-        if (!path_match(&routes[i], r->path)) continue;
-        path_known = true;
-        allow_add(r, routes[i].method);
-        if (!strcmp(routes[i].method, method)) {
-            hit = &routes[i];
-            break;
+    const route *hit = find(r, method, r->path, &path_known);
+    const char *path = r->path;
+    char v1[1024];
+    if (!path_known && strncmp(path, "/v1/", 4) && strlen(path) + 4 < sizeof v1) {
+        snprintf(v1, sizeof v1, "/v1%s", path);
+        bool known = false;
+        const route *alt = find(r, method, v1, &known);
+        if (known) {
+            hit = alt;
+            path_known = true;
+            r->path = v1; /* for the handler's call only: v1 lives on this frame */
         }
     }
     if (!hit) {
         if (path_known) {
             allow_add(r, "OPTIONS");
             hearth_api_fail(&e, HEARTH_E_NOT_ALLOWED, "method_not_allowed", NULL, "%s is not supported on %s",
-                            r->method, r->path);
+                            r->method, path);
         } else
-            hearth_api_fail(&e, HEARTH_E_NOTFOUND, "unknown_url", NULL, "Invalid URL (%s %s)", r->method, r->path);
+            hearth_api_fail(&e, HEARTH_E_NOTFOUND, "unknown_url", NULL, "Invalid URL (%s %s)", r->method, path);
         hearth_http_send_error(r, &e);
+        r->path = path;
         return;
     }
     r->allow[0] = 0;
@@ -142,11 +169,14 @@ void hearth_route(hearth_http_req *r) {
         hearth_api_fail(&e, HEARTH_E_DENIED, "invalid_api_key", NULL,
                         "Incorrect or missing API key: send it as 'Authorization: Bearer KEY' or 'x-api-key: KEY'");
         hearth_http_send_error(r, &e);
+        r->path = path;
         return;
     }
     if (takes_json(hit) && !hearth_guard_json_type(hearth_http_header(r, "Content-Type"), &e)) {
         hearth_http_send_error(r, &e);
+        r->path = path;
         return;
     }
     hit->fn(r);
+    r->path = path;
 }
