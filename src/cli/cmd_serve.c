@@ -74,6 +74,7 @@ const char cli_usage_serve[] =
     "                        typed by a user is the control token)\n"
     "  --alias NAME          the model id the API reports and answers to (default: the model's\n"
     "                        repo or file name)\n"
+    "  --timings             llama-server's \"timings\" in every chat / completions answer\n"
     "  --threads N           compute threads (default: all CPUs)\n"
     "  --device auto|cpu|cuda  where to compute (default auto: the GPU when hearth was built with\n"
     "                        CUDA and one is usable, else the CPU)\n"
@@ -89,7 +90,7 @@ typedef struct {
     long long   port, max_tokens, top_k, threads, ctx, seed;
     double      temperature, top_p;
     int         thinking;
-    bool        no_open, no_special;
+    bool        no_open, no_special, timings;
     cli_engine_flags ef;
     hearth_device device;
 } serve_opts;
@@ -113,6 +114,7 @@ static int parse(int argc, char **argv, serve_opts *o) {
         if (ef > 0) continue;
         if (FLAG("--no-open")) { o->no_open = true; continue; }
         if (FLAG("--no-special-in-content")) { o->no_special = true; continue; }
+        if (FLAG("--timings")) { o->timings = true; continue; }
         else if (FLAG("--model")) { NEEDVAL(); o->model = val; }
         else if (FLAG("--host")) { NEEDVAL(); o->host = val; }
         else if (FLAG("--api-key")) { NEEDVAL(); o->api_key = val; }
@@ -341,6 +343,7 @@ int cli_serve(int argc, char **argv) {
     sp.seed = o.seed;
     sp.max_tokens = o.max_tokens > 0 ? (int32_t)o.max_tokens : -1;
     sp.enable_thinking = o.thinking;
+    sp.timings = o.timings;
     if (o.template_file) {
         size_t n_tmpl = 0;
         if (!(tmpl_text = cli_read_file("--chat-template-file", o.template_file, &n_tmpl))) goto out;

@@ -334,6 +334,7 @@ static hearth_status admit(hearth_engine *e, const hearth_request_params *p, hea
     int32_t n_vocab = hearth_model_hparams(e->m)->n_vocab;
     if (p->n_prompt == 0) return hearth_err_set(err, HEARTH_E_INVALID, -1, "the prompt is empty");
     if (p->max_tokens <= 0) return hearth_err_set(err, HEARTH_E_INVALID, -1, "max_tokens must be positive");
+    if (p->min_tokens < 0) return hearth_err_set(err, HEARTH_E_INVALID, -1, "min_tokens must not be negative");
     /* admission: a request that fits the context but could never fit the pool is refused now
      * (one over the context ends with DONE/error, as documented in engine.h); the last token
      * generated is never fed back, so it needs no KV */

@@ -70,6 +70,9 @@ typedef struct {
     int32_t               max_tokens;  /* > 0 */
     hearth_sampler_params sampling;
     bool                  ignore_eog;  /* keep going past end-of-generation tokens */
+    int32_t               min_tokens;  /* end-of-generation tokens are masked (never chosen) until
+                                        * this many tokens were generated; 0: off */
+    bool                  progress;    /* PROGRESS events as the prompt's prefill advances */
     bool                  logprobs;    /* TOKEN events carry the chosen token's logprob ... */
     int32_t               top_logprobs; /* ... and this many alternatives (<= HEARTH_TOP_LOGPROBS_MAX) */
     hearth_cx_matcher    *constraint;  /* (optional) structured output: every token is one the
@@ -86,7 +89,9 @@ typedef enum {
     HEARTH_FINISH_ERROR,
 } hearth_finish;
 
-typedef enum { HEARTH_EV_TOKEN = 0, HEARTH_EV_DONE } hearth_event_kind;
+/* PROGRESS (only for a request that asked): after each prefill chunk of the prompt, the last
+ * one included (its event comes before the first TOKEN); n_prompt, n_cached and n_done set. */
+typedef enum { HEARTH_EV_TOKEN = 0, HEARTH_EV_DONE, HEARTH_EV_PROGRESS } hearth_event_kind;
 
 typedef struct {
     hearth_event_kind kind;
@@ -94,7 +99,8 @@ typedef struct {
     hearth_finish     finish;      /* DONE */
     hearth_status     status;      /* DONE: HEARTH_OK unless finish is ERROR */
     char              msg[160];    /* DONE with an error: what went wrong */
-    int32_t           n_prompt;    /* DONE: counts */
+    int32_t           n_prompt;    /* DONE and PROGRESS: counts */
+    int32_t           n_done;      /* PROGRESS: prompt tokens whose KV is in place (cached ones included) */
     int32_t           n_generated;
     int32_t           n_cached;    /* TOKEN and DONE: prompt tokens whose KV came from the prefix cache */
     bool              has_logprobs; /* TOKEN of a request that asked for logprobs: lp is set */

@@ -80,6 +80,12 @@ bool hearth_req_token(hearth_request *r, int32_t token, int32_t n_cached, const 
     return push_event(r, &ev);
 }
 
+bool hearth_req_progress(hearth_request *r, int32_t n_done, int32_t n_cached) {
+    hearth_event ev = {.kind = HEARTH_EV_PROGRESS, .n_prompt = (int32_t)r->p.n_prompt, .n_done = n_done,
+                       .n_cached = n_cached};
+    return push_event(r, &ev);
+}
+
 void hearth_req_finish(hearth_request *r, hearth_finish why, hearth_status st, const char *msg, int32_t n_gen,
                        int32_t n_cached, double t0, double t_first) {
     hearth_event ev = {.kind = HEARTH_EV_DONE, .finish = why, .status = st};

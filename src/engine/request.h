@@ -36,6 +36,8 @@ bool   hearth_req_cancelled(const hearth_request *r);
 /* Append a TOKEN event (n_cached: prompt tokens the prefix cache served; lp: its logprobs, or
  * NULL). False on OOM (the caller then fails the request). */
 bool   hearth_req_token(hearth_request *r, int32_t token, int32_t n_cached, const hearth_token_logprobs *lp);
+/* Append a PROGRESS event: n_done of the prompt's tokens have their KV. False on OOM. */
+bool   hearth_req_progress(hearth_request *r, int32_t n_done, int32_t n_cached);
 /* Append the DONE event: counts and timings from t0 (admission) and t_first (first token, 0 if
  * none). msg may be NULL. */
 void   hearth_req_finish(hearth_request *r, hearth_finish why, hearth_status st, const char *msg, int32_t n_gen,

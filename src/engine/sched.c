@@ -11,6 +11,7 @@
 #include "base/log.h"
 #include "engine/request.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,8 @@ struct hearth_sched {
     int8_t              *want;           /* owned [max_step] */
     float               *logits;         /* owned [batch][n_vocab] */
     int32_t             *ids;            /* owned [batch]: greedy picks made on the device */
+    int32_t             *eog;            /* owned [n_eog]: the end-of-generation ids (min_tokens) */
+    int32_t              n_eog;
     hearth_engine_stats  st;
 };
 
@@ -73,6 +76,14 @@ hearth_sched *hearth_sched_create(const hearth_model *m, hearth_fwd *fwd, hearth
         hearth_sched_destroy(s);
         return NULL;
     }
+    const hearth_tok *tk = hearth_model_tok(m);
+    for (int32_t t = 0; t < s->n_vocab; t++) s->n_eog += hearth_tok_is_eog(tk, t);
+    if (s->n_eog && !(s->eog = malloc((size_t)s->n_eog * sizeof(int32_t)))) {
+        hearth_sched_destroy(s);
+        return NULL;
+    }
+    for (int32_t t = 0, k = 0; t < s->n_vocab && k < s->n_eog; t++)
+        if (hearth_tok_is_eog(tk, t)) s->eog[k++] = t;
     for (int32_t i = 0; i < p->batch; i++) s->free_slots[i] = p->batch - 1 - i;
     s->n_free_slots = p->batch;
     s->st.blocks_total = hearth_kv_pool_n_blocks(pool);
@@ -127,6 +138,7 @@ void hearth_sched_destroy(hearth_sched *s) {
     free(s->want);
     free(s->logits);
     free(s->ids);
+    free(s->eog);
     free(s);
 }
 
@@ -403,7 +415,8 @@ void hearth_sched_step(hearth_sched *s) {
     bool argmax = be && !hearth_backend_host_memory(be);
     for (int32_t i = 0; i < s->n_run && argmax; i++) {
         seq *q = s->run[i];
-        if (q->take && q->n_done + q->take == q->n_toks && (!hearth_sampler_is_argmax(q->smp) || q->r->p.logprobs || q->cx))
+        if (q->take && q->n_done + q->take == q->n_toks &&
+            (!hearth_sampler_is_argmax(q->smp) || q->r->p.logprobs || q->cx || q->n_gen < q->r->p.min_tokens))
             argmax = false;
     }
     hearth_status st = argmax ? hearth_forward_argmax(s->fwd, &b, hearth_kv_pool_view(s->pool), s->logits, s->ids)
@@ -433,6 +446,13 @@ void hearth_sched_step(hearth_sched *s) {
         }
         index_blocks(s, q);
         release_window(s, q);
+        if (q->r->p.progress && q->n_gen == 0 && !hearth_req_progress(q->r, q->n_done, q->n_cached)) {
+            run_remove(s, i);
+            end(s, q, HEARTH_FINISH_ERROR, HEARTH_E_NOMEM, "out of memory queueing an event");
+            continue;
+        }
+        if (out && pick < 0 && q->n_gen < q->r->p.min_tokens) /* end of generation not allowed yet */
+            for (int32_t k = 0; k < s->n_eog; k++) lg[s->eog[k]] = -INFINITY;
         if (out && pick < 0)
             pick = q->cx ? hearth_sampler_sample_constrained(q->smp, lg, q->cx) : hearth_sampler_sample(q->smp, lg);
         if (out && !advance(s, q, pick, lg)) {

@@ -238,7 +238,8 @@ static void stopped_by_string(gen *g) {
 }
 
 /*
- * Wait for the next piece of final text. Returns 1 with *a (maybe empty) after a token;
+ * Wait for the next piece of final text. Returns 2 after a prefill progress event (spec.progress);
+ * 1 with *a (maybe empty) after a token;
  * 0 when the generation is over (*a and *b: the last text, either may be empty, g->over
  * set); -1 when the client is gone (request cancelled); -2 on an engine error (g->err).
  */
@@ -252,11 +253,17 @@ static int next_text(gen *g, hearth_span *a, hearth_span *b) {
             continue;
         }
         g->out.n_cached = ev.n_cached;
+        if (ev.kind == HEARTH_EV_PROGRESS) {
+            g->out.n_prompt_done = ev.n_done;
+            if (hearth_fd_peer_gone(g->fd)) goto gone;
+            return 2;
+        }
         if (ev.kind == HEARTH_EV_TOKEN) {
             double now = hearth_now_ms();
             if (g->out.n_gen == 0) hearth_stats_ttft(g->srv->stats, now - g->t0_ms);
             else hearth_stats_itl(g->srv->stats, now - g->t_last_ms);
-            g->t_last_ms = now;
+            g->t_last_ms = g->out.t_last_ms = now;
+            if (!g->out.t_first_ms) g->out.t_first_ms = now;
             g->out.n_gen++;
             if (ev.has_logprobs) keep_logprobs(g, &ev);
             int n = hearth_tok_decoder_push(&g->dec, ev.token, g->piece, g->cap_piece);
@@ -309,6 +316,11 @@ static int stream_fill(void *ctx, hearth_jw *w) {
             g->started = true;
             d->start(&g->out, w);
         }
+        if (rc == 2) {
+            if (d->progress) d->progress(&g->out, w);
+            if (!w->b.len) continue;
+            return 1;
+        }
         if (rc == 1) {
             bool was = in_reasoning(g);
             size_t before = g->out.text.len;
@@ -338,6 +350,7 @@ static void run_sync(hearth_http_req *r, gen *g) {
             hearth_http_send_error(r, &g->err);
             return;
         }
+        if (rc == 2) continue;
         bool was = in_reasoning(g);
         size_t before = g->out.text.len;
         split(g, a, false, NULL);
@@ -408,12 +421,13 @@ void hearth_gen_run(hearth_http_req *r, hearth_gen_spec *spec) {
     if (g->tc && g->spec.stream) hearth_tc_stream_args(g->tc); /* arguments streamed as they come */
     g->out.created = (int64_t)time(NULL);
     g->fd = hearth_http_fd(r);
-    g->t0_ms = r->t_done_ms;
+    g->t0_ms = g->out.t0_ms = r->t_done_ms;
 
     g->spec.sampling.bias = g->spec.bias;
     hearth_request_params rp = {.prompt = g->spec.prompt, .n_prompt = g->spec.n_prompt,
                                 .max_tokens = g->spec.max_tokens, .sampling = g->spec.sampling,
-                                .ignore_eog = g->spec.ignore_eos, .logprobs = g->spec.logprobs,
+                                .ignore_eog = g->spec.ignore_eos, .min_tokens = g->spec.min_tokens,
+                                .progress = g->spec.progress && g->spec.stream, .logprobs = g->spec.logprobs,
                                 .top_logprobs = g->spec.top_logprobs};
     if (g->spec.constraint) { /* the engine takes the matcher over, even when submit fails */
         rp.constraint = hearth_structured_matcher(s, g->spec.constraint);

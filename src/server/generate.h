@@ -11,7 +11,8 @@
  * reasoning (reasoning.h) and tool calls (toolcall.h) off the text when the spec asks, and
  * calls the writer for each piece:
  *
- *   stream:      start, (text | reasoning | tool_delta)*, end  (or ..., error on an engine failure)
+ *   stream:      start, progress*, (text | reasoning | tool_delta)*, end  (or ..., error on an
+ *                engine failure; progress frames only when the spec asks)
  *   non-stream:  body                       (errors go out through hearth_http_send_error)
  *   both:        finished, after a generation that completed (the responses store)
  *
@@ -41,6 +42,8 @@ typedef struct {
     int32_t               max_tokens;     /* <= 0: the rest of the context */
     bool                  max_tokens_set; /* the request gave it (else a default, clamped to the KV pool) */
     bool                  ignore_eos;
+    int32_t               min_tokens;     /* end-of-generation tokens masked until this many (0: off) */
+    bool                  progress;       /* streams: the writer's progress frames during the prefill */
     const char           *prompt_param;   /* the request field named by a context error */
     hearth_sampler_params sampling;       /* .bias points at bias below */
     hearth_logit_bias    *bias;           /* owned (malloc) [sampling.n_bias] */
@@ -82,6 +85,10 @@ typedef struct {
     const hearth_gen_logprob *logprobs; /* every generated token so far [n_logprobs] (spec->logprobs);
                                        * a streaming writer sends those it has not sent yet */
     int32_t                n_logprobs;
+    double                 t0_ms;    /* hearth_now_ms() when the request's body was complete */
+    double                 t_first_ms; /* ... when the first token came (0 before) */
+    double                 t_last_ms;  /* ... when the latest token came (0 before) */
+    int32_t                n_prompt_done; /* progress: prompt tokens whose KV is in place */
 } hearth_gen_out;
 
 struct hearth_gen_dialect {
@@ -102,6 +109,9 @@ struct hearth_gen_dialect {
      * mode): BEGIN, ARGS pieces as the model writes them, END. out.calls has every call whose
      * markup closed. */
     void (*tool_delta)(hearth_gen_out *g, hearth_jw *w, const hearth_tc_delta *d);
+    /* (optional) streaming with spec->progress: the prefill advanced (out.n_prompt_done of
+     * the prompt's tokens, out.n_cached of them from the cache); after start. */
+    void (*progress)(hearth_gen_out *g, hearth_jw *w);
     /* (optional) the generation completed, streamed or not; runs before end / body. */
     void (*finished)(hearth_gen_out *g);
     /* (optional) free spec->ctx. */

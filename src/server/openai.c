@@ -7,7 +7,9 @@
  * Parsing is strict about what it reads: every field hearth uses is type- and range-checked
  * (400 naming the field); a known field that would change the output and that hearth does not
  * honour (vLLM's and llama-server's extras: reqjson.h) is a 400 naming it; other unknown
- * fields (user, metadata, cache_prompt...) are ignored as the OpenAI API does. Before cJSON sees a body it is checked to be UTF-8 and to nest no deeper
+ * fields (user, metadata...) are ignored as the OpenAI API does. Peers' fields that hearth
+ * honours: min_tokens, ignore_eos (vLLM), n_probs (= top_logprobs), cache_prompt (accepted:
+ * caching is automatic), timings_per_token and return_progress (llama-server). Before cJSON sees a body it is checked to be UTF-8 and to nest no deeper
  * than MAX_DEPTH (cJSON's own limit is 1000 levels of recursion on this thread's stack).
  *
  * Precedence of sampling values: the request's field, else the server's flag, else hearth's
@@ -160,6 +162,20 @@ static bool parse_common(hearth_server *s, const cJSON *root, bool chat, hearth_
     if (rc) g->sampling.xtc_threshold = (float)d;
     if (!hearth_req_refuse_unhonoured(root, true, e)) return false;
     if (opt_bool(root, "ignore_eos", &g->ignore_eos, e) < 0) return false;
+    if ((rc = opt_int(root, "min_tokens", 0, 1e9, &i, e)) < 0) return false; /* vLLM's */
+    if (rc && mt_set && i > g->max_tokens)
+        return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", "min_tokens",
+                               "'min_tokens' (%lld) must not be larger than 'max_tokens' (%d)", (long long)i,
+                               g->max_tokens);
+    if (rc) g->min_tokens = (int32_t)i;
+    if (opt_bool(root, "cache_prompt", &b, e) < 0) return false; /* llama-server's: caching is automatic */
+    o->timings = s->p.timings;
+    if (opt_bool(root, "timings_per_token", &o->timings_per_token, e) < 0) return false;
+    if (o->timings_per_token) o->timings = true; /* in the body too */
+    o->timings_per_token = o->timings_per_token && g->stream;
+    if (opt_bool(root, "return_progress", &g->progress, e) < 0) return false; /* llama-server's */
+    int64_t n_probs = 0; /* llama-server's spelling of top_logprobs */
+    if ((rc = opt_int(root, "n_probs", 0, HEARTH_TOP_LOGPROBS_MAX, &n_probs, e)) < 0) return false;
     if (!parse_logit_bias(root, hearth_tok_n_vocab(hearth_model_tok(s->m)), g, e)) return false;
     if (!parse_stop(root, g, e)) return false;
 
@@ -170,11 +186,15 @@ static bool parse_common(hearth_server *s, const cJSON *root, bool chat, hearth_
             return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", "top_logprobs",
                                    "'top_logprobs' needs 'logprobs' set to true");
         if (rc) g->top_logprobs = (int32_t)i;
+        if (n_probs > 0 && !field(root, "logprobs") && !rc) {
+            g->logprobs = true;
+            g->top_logprobs = (int32_t)n_probs;
+        }
     } else { /* logprobs: N alternatives besides the chosen token (0..20) */
         if ((rc = opt_int(root, "logprobs", 0, HEARTH_TOP_LOGPROBS_MAX, &i, e)) < 0) return false;
-        if (rc) {
+        if (rc || n_probs > 0) {
             g->logprobs = true;
-            g->top_logprobs = (int32_t)i;
+            g->top_logprobs = (int32_t)(rc ? i : n_probs);
         }
         if ((rc = opt_bool(root, "echo", &b, e)) < 0) return false;
         if (rc && b) return unsupported(e, "echo", "echo");

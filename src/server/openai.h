@@ -19,6 +19,8 @@ typedef struct {
     bool    include_usage; /* stream_options.include_usage (streams only) */
     int32_t lp_sent;       /* streaming: logprob entries already written */
     int64_t lp_offset;     /* streaming completions: text_offset of the next entry */
+    bool    timings;       /* llama-server's "timings" in the body / the last chunk (--timings) */
+    bool    timings_per_token; /* ... and in every chunk (the request's timings_per_token) */
 } hearth_openai_out;
 extern const hearth_gen_dialect hearth_openai_chat_out;
 extern const hearth_gen_dialect hearth_openai_text_out;

@@ -10,6 +10,10 @@
  * stream_options.include_usage) a chunk with "choices":[] and usage - every other chunk then
  * carries "usage":null - and finally data: [DONE]. Completions stream text_completion chunks
  * with "text" the same way. An engine failure mid-stream is one data: {"error":{...}} frame.
+ * llama-server's extras: with return_progress, chunks with "choices":[] and "prompt_progress"
+ * {total, cache, processed, time_ms} while the prompt is prefilled (after the role chunk);
+ * "timings" {cache_n, prompt_n, prompt_ms, ..., predicted_per_second} in the body and the
+ * finish chunk with --timings, in every chunk with timings_per_token.
  */
 #include "server/openai.h"
 #include "server/sse.h"
@@ -141,6 +145,37 @@ static void usage_json(const hearth_gen_out *g, hearth_jw *w) {
     hearth_jw_obj_end(w);
 }
 
+/* llama-server's "timings": the prompt's part (the tokens the cache did not serve, from the
+ * request's arrival to the first token, so time queued counts) and the generation's (from the
+ * first token to the latest). */
+static void timings_json(const hearth_gen_out *g, hearth_jw *w) {
+    double now = hearth_now_ms();
+    double first = g->t_first_ms > 0 ? g->t_first_ms : now;
+    double prompt_ms = first - g->t0_ms, gen_ms = g->t_last_ms > 0 ? g->t_last_ms - first : 0;
+    int64_t prompt_n = (int64_t)g->spec->n_prompt - g->n_cached;
+    hearth_jw_key(w, "timings");
+    hearth_jw_obj(w);
+    hearth_jw_key(w, "cache_n");
+    hearth_jw_int(w, g->n_cached);
+    hearth_jw_key(w, "prompt_n");
+    hearth_jw_int(w, prompt_n);
+    hearth_jw_key(w, "prompt_ms");
+    hearth_jw_num(w, prompt_ms);
+    hearth_jw_key(w, "prompt_per_token_ms");
+    hearth_jw_num(w, prompt_n > 0 ? prompt_ms / (double)prompt_n : 0);
+    hearth_jw_key(w, "prompt_per_second");
+    hearth_jw_num(w, prompt_ms > 0 ? 1e3 * (double)prompt_n / prompt_ms : 0);
+    hearth_jw_key(w, "predicted_n");
+    hearth_jw_int(w, g->n_gen);
+    hearth_jw_key(w, "predicted_ms");
+    hearth_jw_num(w, gen_ms);
+    hearth_jw_key(w, "predicted_per_token_ms");
+    hearth_jw_num(w, g->n_gen > 0 ? gen_ms / (double)g->n_gen : 0);
+    hearth_jw_key(w, "predicted_per_second");
+    hearth_jw_num(w, gen_ms > 0 ? 1e3 * (double)g->n_gen / gen_ms : 0);
+    hearth_jw_obj_end(w);
+}
+
 /* {"id":..,"object":..,"created":..,"model":..,"choices":[ -- the caller writes the choices. */
 static void head_json(const hearth_gen_out *g, hearth_jw *w, const char *object) {
     hearth_jw_obj(w);
@@ -236,6 +271,27 @@ static void chunk(const hearth_gen_out *g, hearth_jw *w, const delta *dl) {
         hearth_jw_key(w, "usage");
         hearth_jw_null(w);
     }
+    if (o->timings_per_token || (o->timings && finish)) timings_json(g, w);
+    hearth_jw_obj_end(w);
+    hearth_sse_end(w);
+}
+
+/* llama-server's return_progress: a chunk without choices carrying "prompt_progress". */
+static void stream_progress(hearth_gen_out *g, hearth_jw *w) {
+    hearth_sse_begin(w);
+    head_json(g, w, is_chat(g) ? "chat.completion.chunk" : "text_completion");
+    hearth_jw_arr_end(w);
+    hearth_jw_key(w, "prompt_progress");
+    hearth_jw_obj(w);
+    hearth_jw_key(w, "total");
+    hearth_jw_int(w, (int64_t)g->spec->n_prompt);
+    hearth_jw_key(w, "cache");
+    hearth_jw_int(w, g->n_cached);
+    hearth_jw_key(w, "processed");
+    hearth_jw_int(w, g->n_prompt_done);
+    hearth_jw_key(w, "time_ms");
+    hearth_jw_num(w, hearth_now_ms() - g->t0_ms);
+    hearth_jw_obj_end(w);
     hearth_jw_obj_end(w);
     hearth_sse_end(w);
 }
@@ -313,6 +369,7 @@ static void body(hearth_gen_out *g, hearth_jw *w) {
     hearth_jw_obj_end(w);
     hearth_jw_arr_end(w);
     usage_json(g, w);
+    if (((const hearth_openai_out *)g->ctx)->timings) timings_json(g, w);
     hearth_jw_obj_end(w);
 }
 
@@ -321,10 +378,10 @@ static void ctx_free(void *ctx) { free(ctx); }
 const hearth_gen_dialect hearth_openai_chat_out = {
     .id_prefix = "chatcmpl-", .start = stream_start, .text = stream_text, .end = stream_end,
     .error = stream_error, .body = body, .reasoning = stream_reasoning, .tool_delta = stream_tool,
-    .ctx_free = ctx_free,
+    .progress = stream_progress, .ctx_free = ctx_free,
 };
 
 const hearth_gen_dialect hearth_openai_text_out = {
     .id_prefix = "cmpl-", .start = stream_start, .text = stream_text, .end = stream_end,
-    .error = stream_error, .body = body, .ctx_free = ctx_free,
+    .error = stream_error, .body = body, .progress = stream_progress, .ctx_free = ctx_free,
 };

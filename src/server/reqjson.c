@@ -175,7 +175,6 @@ static const unhonoured UNHONOURED[] = {
     {"dry_multiplier", NEUTRAL_NUM, 0, true, "DRY sampling is not supported by hearth"},
     {"top_n_sigma", NEUTRAL_NUM, -1, true, "top-n-sigma sampling is not supported by hearth"},
     {"dynatemp_range", NEUTRAL_NUM, 0, true, "dynamic temperature is not supported by hearth"},
-    {"min_tokens", NEUTRAL_NUM, 0, true, "min_tokens is not supported by hearth"},
     {"length_penalty", NEUTRAL_NUM, 1, true, "length_penalty (beam search) is not supported by hearth"},
     {"use_beam_search", NEUTRAL_FALSE, 0, true, "beam search is not supported by hearth"},
     {"stop_token_ids", NEUTRAL_EMPTY, 0, true, "stop_token_ids is not supported by hearth (send 'stop' strings)"},

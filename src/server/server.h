@@ -51,6 +51,7 @@ typedef struct {
     bool        no_special_in_content; /* special-token text in user and tool messages is
                                         * tokenized as plain text (chat_plain.h); default
                                         * false: as the model's tokenizer does */
+    bool        timings;        /* llama-server's "timings" in every OpenAI chat/completions answer */
 } hearth_server_params;
 
 hearth_server_params hearth_server_params_default(void);

@@ -199,3 +199,114 @@ def test_anthropic_thinking_in_history():
                                            {"role": "assistant", "content": "Four", "reasoning_content": "Easy."}])
         assert n > a.messages.count_tokens(model="x", messages=[prefill[0], {
             "role": "assistant", "content": "Four"}]).input_tokens
+
+
+# --- fields clients send -----------------------------------------------------------------------
+
+SAY = [{"role": "user", "content": "Say OK."}]
+
+
+def test_min_tokens_and_ignore_eos(smol):
+    c = smol.client()
+    kw = dict(model="x", messages=SAY, temperature=0, max_tokens=60)
+    plain = c.chat.completions.create(**kw)
+    n = plain.usage.completion_tokens
+    assert plain.choices[0].finish_reason == "stop" and n < 40  # the model ends its turn by itself
+    more = c.chat.completions.create(**kw, extra_body={"min_tokens": n + 8})
+    assert more.usage.completion_tokens >= n + 8
+    assert more.choices[0].message.content.startswith(plain.choices[0].message.content)
+    # at or below what the model writes anyway, min_tokens changes nothing
+    same = c.chat.completions.create(**kw, extra_body={"min_tokens": n})
+    assert same.choices[0].message.content == plain.choices[0].message.content
+    # completions too, streamed
+    text = "".join(ch.choices[0].text for ch in c.completions.create(
+        model="x", prompt="The end.", max_tokens=12, temperature=0, stream=True, extra_body={"min_tokens": 12}))
+    full = c.completions.create(model="x", prompt="The end.", max_tokens=12, temperature=0,
+                                extra_body={"min_tokens": 12})
+    assert full.usage.completion_tokens == 12 and text == full.choices[0].text
+    # ignore_eos: the whole max_tokens
+    r = c.chat.completions.create(**{**kw, "max_tokens": n + 5}, extra_body={"ignore_eos": True})
+    assert r.usage.completion_tokens == n + 5 and r.choices[0].finish_reason == "length"
+    for body, param in [({"min_tokens": 61}, "min_tokens"), ({"min_tokens": -1}, "min_tokens"),
+                        ({"min_tokens": "3"}, "min_tokens"), ({"cache_prompt": "yes"}, "cache_prompt"),
+                        ({"n_probs": 21}, "n_probs"), ({"timings_per_token": 1}, "timings_per_token"),
+                        ({"return_progress": "on"}, "return_progress")]:
+        st, e = post(smol, "/v1/chat/completions", {"messages": SAY, "max_tokens": 60, **body})
+        assert st == 400 and e["error"]["param"] == param, (body, e)
+
+
+def test_n_probs_and_cache_prompt(smol):
+    c = smol.client()
+    kw = dict(model="x", messages=SAY, temperature=0, max_tokens=4)
+    ref = c.chat.completions.create(**kw, logprobs=True, top_logprobs=3)
+    got = c.chat.completions.create(**kw, extra_body={"n_probs": 3, "cache_prompt": True})
+    assert got.choices[0].logprobs.content == ref.choices[0].logprobs.content
+    assert all(len(t.top_logprobs) == 3 for t in got.choices[0].logprobs.content)
+    # an explicit top_logprobs wins over n_probs
+    both = c.chat.completions.create(**kw, logprobs=True, top_logprobs=1, extra_body={"n_probs": 3})
+    assert all(len(t.top_logprobs) == 1 for t in both.choices[0].logprobs.content)
+    kc = dict(model="x", prompt="Once upon a time", temperature=0, max_tokens=4)
+    ref = c.completions.create(**kc, logprobs=2)
+    got = c.completions.create(**kc, extra_body={"n_probs": 2, "cache_prompt": False})
+    assert got.choices[0].logprobs == ref.choices[0].logprobs and len(got.choices[0].logprobs.top_logprobs[0]) == 2
+    assert c.chat.completions.create(**kw).choices[0].logprobs is None
+
+
+def check_timings(t, prompt_tokens, completion_tokens):
+    assert t["cache_n"] + t["prompt_n"] == prompt_tokens and t["predicted_n"] == completion_tokens
+    assert t["prompt_ms"] > 0 and t["prompt_per_second"] > 0
+    if completion_tokens > 1:
+        assert t["predicted_ms"] > 0
+        assert abs(t["predicted_per_token_ms"] * completion_tokens - t["predicted_ms"]) < 1e-6 * t["predicted_ms"] + 1e-9
+
+
+def test_timings(smol):
+    c = smol.client()
+    kw = dict(model="x", messages=SAY, temperature=0, max_tokens=5, extra_body={"ignore_eos": True})
+    r = c.chat.completions.create(**kw)
+    assert "timings" not in r.model_extra
+    r = c.chat.completions.create(model="x", messages=SAY, temperature=0, max_tokens=5,
+                                  extra_body={"ignore_eos": True, "timings_per_token": True})
+    check_timings(r.model_extra["timings"], r.usage.prompt_tokens, 5)
+    chunks = list(c.chat.completions.create(model="x", messages=SAY, temperature=0, max_tokens=5, stream=True,
+                                            stream_options={"include_usage": True},
+                                            extra_body={"ignore_eos": True, "timings_per_token": True}))
+    usage = chunks[-1].usage
+    timed = [ch.model_extra["timings"] for ch in chunks if ch.choices]
+    assert len(timed) == len([ch for ch in chunks if ch.choices])
+    assert [t["predicted_n"] for t in timed] == sorted(t["predicted_n"] for t in timed)
+    check_timings(timed[-1], usage.prompt_tokens, 5)
+    with contextlib.contextmanager(smol_server)("--timings") as s:
+        c = s.client()
+        r = c.completions.create(model="x", prompt="Once upon a time", max_tokens=3, temperature=0)
+        check_timings(r.model_extra["timings"], r.usage.prompt_tokens, r.usage.completion_tokens)
+        chunks = list(c.completions.create(model="x", prompt="Once upon a time", max_tokens=3, temperature=0,
+                                           stream=True))
+        assert "timings" in chunks[-1].model_extra and "timings" not in chunks[0].model_extra
+
+
+def test_return_progress(smol):
+    """A prompt of several prefill chunks (the engine prefills 512 tokens a step) reports its
+    progress before the first token; the events count up to the prompt's size."""
+    c = smol.client()
+    long = " ".join(f"item{i}" for i in range(200))
+    msgs = [{"role": "user", "content": f"Remember these: {long}. Say OK."}]
+    chunks = list(c.chat.completions.create(model="x", messages=msgs, temperature=0, max_tokens=2, stream=True,
+                                            stream_options={"include_usage": True},
+                                            extra_body={"return_progress": True}))
+    total, cached = chunks[-1].usage.prompt_tokens, chunks[-1].usage.prompt_tokens_details.cached_tokens
+    assert total - cached > 512
+    prog = [(i, ch.model_extra["prompt_progress"]) for i, ch in enumerate(chunks)
+            if (ch.model_extra or {}).get("prompt_progress")]
+    first_text = next(i for i, ch in enumerate(chunks) if ch.choices and ch.choices[0].delta.content)
+    assert len(prog) == (total - cached + 511) // 512 and all(i < first_text for i, _ in prog)
+    done = [p["processed"] for _, p in prog]
+    assert done == sorted(done) and done[-1] == total and done[0] == cached + 512
+    assert all(p["total"] == total and p["cache"] == cached and not c for (_, p), c in
+               zip(prog, [chunks[i].choices for i, _ in prog]))
+    # without the field, no progress chunks; the non-streamed answer accepts it
+    plain = list(c.chat.completions.create(model="x", messages=msgs, temperature=0, max_tokens=2, stream=True))
+    assert not any((ch.model_extra or {}).get("prompt_progress") for ch in plain)
+    r = c.chat.completions.create(model="x", messages=msgs, temperature=0, max_tokens=2,
+                                  extra_body={"return_progress": True})
+    assert r.choices[0].message.content is not None

@@ -139,7 +139,7 @@ def test_guided_json(smol, extra):
     ({"hlg": True}, "hlg", "hlg"),
     ({"typical_p": 0.5}, "typical_p", "typical"),
     ({"mirostat": 2}, "mirostat", "mirostat"),
-    ({"min_tokens": 5}, "min_tokens", "min_tokens"),
+    ({"min_tokens": -1}, "min_tokens", "between 0"),
     ({"n_predict": 5}, "n_predict", "max_tokens"),
     ({"include_stop_str_in_output": True}, "include_stop_str_in_output", "not supported"),
     ({"xtc_probability": 2}, "xtc_probability", "between 0 and 1"),

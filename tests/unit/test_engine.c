@@ -11,6 +11,7 @@
 #include "../models/model_harness.h"
 #include "test.h"
 
+#include <math.h>
 #include <time.h>
 
 #define TINY "tests/golden/tiny/tiny-qwen2.gguf"
@@ -81,6 +82,98 @@ TEST(greedy_request_matches_forward) {
     for (int i = 0; i < 24; i++) diff += got[i] != want[i];
     CHECK_EQ(diff, 0);
     hearth_request_release(r);
+    hearth_engine_destroy(e);
+    hearth_model_destroy(m);
+}
+
+/* min_tokens: with the end-of-generation token pushed to the top by a logit bias, a greedy
+ * request ends at once without it; with min_tokens = K it gives K tokens, each the best token
+ * that does not end the generation (checked against a direct forward), then ends with STOP.
+ * A request that asks for progress gets one PROGRESS event per prefill chunk first. */
+TEST(min_tokens_masks_end_of_generation_and_progress_events) {
+    enum { K = 5 };
+    hearth_model *m = load();
+    if (!m) return;
+    const hearth_tok *tok = hearth_model_tok(m);
+    int32_t eos = hearth_tok_eos(tok);
+    CHECK(eos >= 0 && hearth_tok_is_eog(tok, eos));
+    /* the reference: argmax over the tokens that do not end the generation */
+    int32_t want[K];
+    harness *h = harness_open(TINY, 16, 128, true, 1);
+    CHECK(h != NULL);
+    if (!h || eos < 0) {
+        harness_close(h);
+        hearth_model_destroy(m);
+        return;
+    }
+    float *logits = malloc((size_t)h->n_vocab * sizeof(float));
+    harness_run(h, prompt, N_PROMPT, 0, false, logits);
+    for (int i = 0; i < K; i++) {
+        for (int32_t t = 0; t < h->n_vocab; t++)
+            if (hearth_tok_is_eog(tok, t)) logits[t] = -INFINITY;
+        want[i] = argmax_f(logits, h->n_vocab);
+        harness_run(h, &want[i], 1, N_PROMPT + i, false, logits);
+    }
+    free(logits);
+    harness_close(h);
+
+    hearth_engine_params ep = hearth_engine_params_default();
+    ep.n_threads = 2;
+    ep.n_ctx = 128;
+    ep.max_step = 4; /* the prompt is prefilled in 3 chunks: 4, 8, 10 */
+    ep.kv_f16 = 1;
+    ep.prompt_cache = 0;
+    hearth_engine *e = NULL;
+    hearth_err err;
+    CHECK_EQ(hearth_engine_create(m, &ep, &e, &err), HEARTH_OK);
+    hearth_logit_bias bias = {.token = eos, .bias = 100.0f};
+    hearth_request_params rp = {.prompt = prompt, .n_prompt = N_PROMPT, .max_tokens = 20,
+                                .sampling = hearth_sampler_params_default()};
+    rp.sampling.bias = &bias;
+    rp.sampling.n_bias = 1;
+    hearth_request *r = NULL;
+    int32_t got[20];
+    hearth_event done;
+    CHECK_EQ(hearth_engine_submit(e, &rp, &r, &err), HEARTH_OK);
+    CHECK_EQ(collect(r, got, 20, &done), 0); /* the biased end of generation comes first */
+    CHECK_EQ(done.finish, HEARTH_FINISH_STOP);
+    hearth_request_release(r);
+
+    rp.min_tokens = K;
+    rp.progress = true;
+    CHECK_EQ(hearth_engine_submit(e, &rp, &r, &err), HEARTH_OK);
+    int n = 0, n_progress = 0;
+    int32_t progress[4] = {0};
+    for (;;) {
+        hearth_event ev;
+        CHECK_EQ(hearth_request_next(r, &ev, 20000), HEARTH_OK);
+        if (ev.kind == HEARTH_EV_DONE) {
+            done = ev;
+            break;
+        }
+        if (ev.kind == HEARTH_EV_PROGRESS) {
+            CHECK_EQ(n, 0); /* all before the first token */
+            CHECK_EQ(ev.n_prompt, N_PROMPT);
+            if (n_progress < 4) progress[n_progress] = ev.n_done;
+            n_progress++;
+            continue;
+        }
+        if (n < 20) got[n] = ev.token;
+        n++;
+    }
+    CHECK_EQ(n_progress, 3);
+    CHECK_EQ(progress[0], 4);
+    CHECK_EQ(progress[1], 8);
+    CHECK_EQ(progress[2], N_PROMPT);
+    CHECK_EQ(n, K);
+    CHECK_EQ(done.finish, HEARTH_FINISH_STOP);
+    CHECK_EQ(done.n_generated, K);
+    int diff = 0;
+    for (int i = 0; i < K && i < n; i++) diff += got[i] != want[i];
+    CHECK_EQ(diff, 0);
+    hearth_request_release(r);
+    rp.min_tokens = -1;
+    CHECK_EQ(hearth_engine_submit(e, &rp, &r, &err), HEARTH_E_INVALID);
     hearth_engine_destroy(e);
     hearth_model_destroy(m);
 }
