@@ -212,6 +212,12 @@ static bool parse_common(hearth_server *s, const cJSON *root, bool chat, hearth_
 
 static bool parse_chat(hearth_server *s, const cJSON *root, hearth_span raw, hearth_gen_spec *g, hearth_api_err *e) {
     if (!parse_common(s, root, true, g, e)) return false;
+    const char *rf = NULL; /* llama-server's: hearth always splits reasoning into reasoning_content */
+    if (hearth_req_str(root, "reasoning_format", &rf, e) < 0) return false;
+    if (rf && strcmp(rf, "auto") && strcmp(rf, "deepseek"))
+        return hearth_api_fail(e, HEARTH_E_UNSUPPORTED, "unsupported", "reasoning_format",
+                               "reasoning_format '%.40s' is not supported by hearth: the reasoning is always split "
+                               "into reasoning_content ('auto' or 'deepseek')", rf);
     hearth_chat_opts co = {.raw = raw, .continue_final = -1};
     bool cont = false; /* vLLM's field; unset: continue a final assistant message (llama-server) */
     int rc = hearth_req_bool(root, "continue_final_message", &cont, e);

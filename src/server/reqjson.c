@@ -188,6 +188,33 @@ static const unhonoured UNHONOURED[] = {
     {"truncate_prompt_tokens", NEUTRAL_NONE, 0, true, "truncate_prompt_tokens is not supported by hearth"},
     {"prompt_logprobs", NEUTRAL_NUM, 0, true, "prompt_logprobs is not supported by hearth"},
     {"echo", NEUTRAL_FALSE, 0, true, "echo is not supported by hearth"},
+    {"n_indent", NEUTRAL_NUM, 0, true, "n_indent is not supported by hearth"},
+    {"t_max_predict_ms", NEUTRAL_NUM, 0, true, "t_max_predict_ms (a time limit) is not supported by hearth"},
+    {"min_keep", NEUTRAL_NUM, 0, true, "min_keep is not supported by hearth"},
+    {"post_sampling_probs", NEUTRAL_FALSE, 0, true, "post_sampling_probs is not supported by hearth (logprobs are "
+     "before temperature and truncation)"},
+    {"return_tokens", NEUTRAL_FALSE, 0, true, "return_tokens is not supported by hearth (send logprobs)"},
+    {"response_fields", NEUTRAL_EMPTY, 0, true, "response_fields is not supported by hearth"},
+    {"reasoning_control", NEUTRAL_FALSE, 0, true, "reasoning_control is not supported by hearth"},
+    {"thinking_token_budget", NEUTRAL_NONE, 0, true, "a thinking token budget is not supported by hearth"},
+    {"include_reasoning", NEUTRAL_TRUE, 0, true, "the reasoning is always returned (reasoning_content)"},
+    {"add_generation_prompt", NEUTRAL_TRUE, 0, true,
+     "add_generation_prompt false is not supported by hearth (send continue_final_message)"},
+    {"spaces_between_special_tokens", NEUTRAL_TRUE, 0, true, "special tokens are always left out of the text"},
+    {"return_tokens_as_token_ids", NEUTRAL_FALSE, 0, true, "return_tokens_as_token_ids is not supported by hearth"},
+    {"return_token_ids", NEUTRAL_FALSE, 0, true, "return_token_ids is not supported by hearth (send logprobs)"},
+    {"return_prompt_text", NEUTRAL_FALSE, 0, true, "return_prompt_text is not supported by hearth (POST "
+     "/apply-template renders the prompt)"},
+    {"logprob_token_ids", NEUTRAL_EMPTY, 0, true, "logprob_token_ids is not supported by hearth"},
+    {"repetition_detection", NEUTRAL_EMPTY, 0, true, "repetition_detection is not supported by hearth"},
+    {"watermarking", NEUTRAL_FALSE, 0, true, "watermarking is not supported by hearth"},
+    {"cache_salt", NEUTRAL_NONE, 0, true, "cache_salt is not supported: the prefix cache is shared by every "
+     "request of the server"},
+    {"kv_transfer_params", NEUTRAL_EMPTY, 0, true, "KV transfer (disaggregated serving) is not supported by hearth"},
+    {"vllm_xargs", NEUTRAL_EMPTY, 0, true, "vllm_xargs (custom extensions) are not supported by hearth"},
+    {"mm_processor_kwargs", NEUTRAL_EMPTY, 0, true, "multimodal inputs are not supported yet"},
+    {"chat_template", NEUTRAL_NONE, 0, true,
+     "a per-request chat template is not supported by hearth (start the server with --chat-template-file)"},
 };
 
 bool hearth_req_refuse_unhonoured(const cJSON *root, bool extras, hearth_api_err *e) {

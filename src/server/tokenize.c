@@ -72,9 +72,19 @@ static bool tokenize_llama(hearth_server *s, const cJSON *root, hearth_jw *w, he
 
 /* The prompt of vLLM's chat form: the chat body, with add_generation_prompt false passed to the
  * template when asked (a copy of the body then carries it in chat_template_kwargs). */
+/* The served template renders every prompt: a request's own is refused, not dropped. */
+static bool own_template(const cJSON *root, hearth_api_err *e) {
+    if (!hearth_req_field(root, "chat_template")) return false;
+    hearth_api_fail(e, HEARTH_E_UNSUPPORTED, "unsupported", "chat_template",
+                    "a per-request chat template is not supported by hearth (start the server with "
+                    "--chat-template-file)");
+    return true;
+}
+
 static bool vllm_chat_ids(hearth_server *s, const cJSON *root, hearth_span raw, int32_t **ids, size_t *n,
                           hearth_api_err *e) {
     bool gen = true, cont = false;
+    if (own_template(root, e)) return false;
     if (hearth_req_bool(root, "add_generation_prompt", &gen, e) < 0 ||
         hearth_req_bool(root, "continue_final_message", &cont, e) < 0)
         return false;
@@ -224,7 +234,7 @@ void hearth_apply_template(hearth_http_req *r) {
     size_t n = 0;
     hearth_chat_opts co = {.raw = {r->body, r->n_body}, .continue_final = -1, .want_text = true};
     cJSON *root = hearth_req_parse(r, &e);
-    bool ok = root && hearth_chat_prompt_opts(r->srv, root, &co, &ids, &n, &e);
+    bool ok = root && !own_template(root, &e) && hearth_chat_prompt_opts(r->srv, root, &co, &ids, &n, &e);
     if (ok) {
         hearth_jw_obj(&w);
         hearth_jw_key(&w, "prompt");

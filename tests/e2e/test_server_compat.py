@@ -88,7 +88,10 @@ def test_tokenizer_bad_input(smol):
                               ("/tokenize", {"prompt": "x", "add_special_tokens": "yes"}, "add_special_tokens"),
                               ("/detokenize", {}, "tokens"), ("/detokenize", {"tokens": [10 ** 9]}, "tokens"),
                               ("/detokenize", {"tokens": [1.5]}, "tokens"),
-                              ("/apply-template", {"messages": []}, "messages")]:
+                              ("/apply-template", {"messages": []}, "messages"),
+                              ("/apply-template", {"messages": MSGS, "chat_template": "{{ 1 }}"}, "chat_template"),
+                              ("/tokenize", {"messages": MSGS, "chat_template": "x"}, "chat_template"),
+                              ("/v1/chat/completions", {"messages": MSGS, "chat_template": "x"}, "chat_template")]:
         st, r = post(smol, path, body)
         assert st == 400 and r["error"]["param"] == param, (path, body, r)
 
@@ -310,3 +313,29 @@ def test_return_progress(smol):
     r = c.chat.completions.create(model="x", messages=msgs, temperature=0, max_tokens=2,
                                   extra_body={"return_progress": True})
     assert r.choices[0].message.content is not None
+
+
+@pytest.mark.parametrize("field,value", [
+    ("n_indent", 2), ("t_max_predict_ms", 100), ("min_keep", 1), ("post_sampling_probs", True),
+    ("return_tokens", True), ("response_fields", ["content"]), ("reasoning_format", "none"),
+    ("reasoning_control", True), ("thinking_token_budget", 10), ("include_reasoning", False),
+    ("add_generation_prompt", False), ("spaces_between_special_tokens", False), ("return_token_ids", True),
+    ("return_tokens_as_token_ids", True), ("return_prompt_text", True), ("logprob_token_ids", [1]),
+    ("cache_salt", "s"), ("vllm_xargs", {"a": 1}), ("watermarking", True), ("chat_template", "{{ 1 }}"),
+])
+def test_peer_fields_hearth_does_not_honour_are_400(smol, field, value):
+    """The peers' fields that would change the answer and that hearth does not honour are
+    refused by name (docs/server.md's compatibility table), never dropped."""
+    st, e = post(smol, "/v1/chat/completions", {"messages": SAY, "max_tokens": 2, field: value})
+    assert st == 400 and e["error"]["param"] == field and e["error"]["code"] == "unsupported", e
+
+
+def test_peer_fields_that_change_nothing_are_accepted(smol):
+    extra = {"n_keep": -1, "id_slot": -1, "n_cache_reuse": 256, "cache_prompt": True, "reasoning_format": "auto",
+             "add_generation_prompt": True, "priority": 0, "stream_interval": 2, "sse_ping_interval": 10,
+             "request_id": "r1", "session_id": "s1", "spaces_between_special_tokens": True,
+             "include_reasoning": True, "return_tokens": False}
+    c = smol.client()
+    a = c.chat.completions.create(model="x", messages=SAY, max_tokens=4, temperature=0, extra_body=extra)
+    b = c.chat.completions.create(model="x", messages=SAY, max_tokens=4, temperature=0)
+    assert a.choices[0].message.content == b.choices[0].message.content
