@@ -7,6 +7,8 @@
  *   POST /v1/responses, GET|DELETE /v1/responses/ID   the OpenAI Responses API (responses.h)
  *   GET  /v1/models[/ID], /v1, /health, /stats, /metrics
  *   GET  /library, /fit, /downloads; POST /downloads   the model store (store_api.h)
+ *   POST /tokenize, /detokenize, /apply-template; GET /props   llama-server's and vLLM's
+ *                               tokenizer and server-properties endpoints (tokenize.h)
  *
  * The server borrows a loaded model and a running engine and serves them on host:port with
  * libmicrohttpd, one thread per connection (http.c says why). It never exits or prints: it
