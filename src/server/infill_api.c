@@ -34,9 +34,12 @@ static bool mixed_tokens(const hearth_tok *tok, const cJSON *v, const char *para
         int32_t *part = NULL;
         size_t n_part = 0, n_new;
         if (cJSON_IsString(it)) {
-            hearth_status st = hearth_tok_encode(tok, it->valuestring, strlen(it->valuestring), false, false, &part, &n_part);
+            const char *t = it->valuestring;
+            hearth_status st = hearth_tok_encode(tok, t, strlen(t), false, false, &part, &n_part);
             if (st == HEARTH_E_NOMEM) return hearth_api_oom(e);
-            if (st) return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", param, "'%s' could not be tokenized", param);
+            if (st)
+                return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", param, "'%s' could not be tokenized",
+                                       param);
         } else {
             double d = cJSON_IsNumber(it) ? it->valuedouble : -1;
             if (d != floor(d) || d < 0 || d >= n_vocab)
@@ -75,7 +78,9 @@ static bool build(hearth_server *s, hearth_infill_parts *p, hearth_gen_spec *g, 
     p->n_predict = s->p.max_tokens > 0 ? s->p.max_tokens : -1;
     hearth_status st = hearth_infill_build(hearth_model_tok(s->m), p, &g->prompt, &g->n_prompt);
     if (st == HEARTH_E_NOMEM) return hearth_api_oom(e);
-    if (st) return hearth_api_fail(e, st, "invalid_value", g->prompt_param, "the fill-in-the-middle prompt could not be built");
+    if (st)
+        return hearth_api_fail(e, st, "invalid_value", g->prompt_param,
+                               "the fill-in-the-middle prompt could not be built");
     return true;
 }
 
@@ -137,8 +142,12 @@ static bool parse_extra(const cJSON *x, hearth_infill_chunk **out, size_t *n, he
 static bool parse_prompt(hearth_server *s, const cJSON *root, hearth_gen_spec *g, hearth_api_err *e) {
     const hearth_tok *tok = hearth_model_tok(s->m);
     const cJSON *pre = hearth_req_field(root, "input_prefix"), *suf = hearth_req_field(root, "input_suffix");
-    if (!pre) return hearth_api_fail(e, HEARTH_E_INVALID, "missing_required_parameter", "input_prefix", "'input_prefix' is required");
-    if (!suf) return hearth_api_fail(e, HEARTH_E_INVALID, "missing_required_parameter", "input_suffix", "'input_suffix' is required");
+    if (!pre)
+        return hearth_api_fail(e, HEARTH_E_INVALID, "missing_required_parameter", "input_prefix",
+                               "'input_prefix' is required");
+    if (!suf)
+        return hearth_api_fail(e, HEARTH_E_INVALID, "missing_required_parameter", "input_suffix",
+                               "'input_suffix' is required");
     const char *cursor = "";
     if (hearth_req_str(root, "prompt", &cursor, e) < 0) return false;
     ids a = {0}, b = {0}, c = {0};
@@ -216,7 +225,8 @@ static bool parse_infill(hearth_server *s, const cJSON *root, hearth_gen_spec *g
     if (hearth_req_bool(root, "ignore_eos", &g->ignore_eos, e) < 0) return false;
     if ((rc = hearth_req_int(root, "n_probs", 0, 1e9, &i, e)) < 0) return false;
     if (rc && i > 0)
-        return hearth_api_fail(e, HEARTH_E_UNSUPPORTED, "unsupported", "n_probs", "'n_probs' is not supported on /infill yet");
+        return hearth_api_fail(e, HEARTH_E_UNSUPPORTED, "unsupported", "n_probs",
+                               "'n_probs' is not supported on /infill yet");
     const cJSON *lb = hearth_req_field(root, "logit_bias");
     if (lb && ((!cJSON_IsArray(lb) && !cJSON_IsObject(lb)) || lb->child))
         return hearth_api_fail(e, HEARTH_E_UNSUPPORTED, "unsupported", "logit_bias",

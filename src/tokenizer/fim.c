@@ -29,13 +29,14 @@
  * CodeLlama's spellings. */
 #define FW_BAR "\xEF\xBD\x9C"
 #define LOW_BAR "\xE2\x96\x81"
+#define DEEPSEEK(w) "<" FW_BAR "fim" LOW_BAR w FW_BAR ">"
 
 static const char *const fim_names[HEARTH_TOK_FIM_COUNT][FIM_NAMES_MAX] = {
-    [HEARTH_TOK_FIM_PRE] = {"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<" FW_BAR "fim" LOW_BAR "begin" FW_BAR ">",
+    [HEARTH_TOK_FIM_PRE] = {"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", DEEPSEEK("begin"),
                             "<PRE>", LOW_BAR "<PRE>", "<|code_prefix|>", "<|prefix|>"},
-    [HEARTH_TOK_FIM_SUF] = {"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<" FW_BAR "fim" LOW_BAR "hole" FW_BAR ">",
+    [HEARTH_TOK_FIM_SUF] = {"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", DEEPSEEK("hole"),
                             "<SUF>", LOW_BAR "<SUF>", "<|code_suffix|>", "<|suffix|>"},
-    [HEARTH_TOK_FIM_MID] = {"<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<" FW_BAR "fim" LOW_BAR "end" FW_BAR ">",
+    [HEARTH_TOK_FIM_MID] = {"<|fim_middle|>", "<fim-middle>", "<fim_middle>", DEEPSEEK("end"),
                             "<MID>", LOW_BAR "<MID>", "<|code_middle|>", "<|middle|>"},
     [HEARTH_TOK_FIM_PAD] = {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"},
     [HEARTH_TOK_FIM_REP] = {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"},
