@@ -173,13 +173,17 @@ static bool parse_prompt(hearth_server *s, const cJSON *root, hearth_gen_spec *g
     return ok;
 }
 
-/* Fields that would change the output and that /infill does not honour (reqjson.h's list
- * minus the ones this dialect reads: n_predict, and samplers, whose order hearth fixes). */
+/* Fields that would change the output and that /infill does not honour: reqjson.h's list,
+ * minus n_predict (read here) and what llama.vim sends on every request, accepted on /infill
+ * so that editor plugin works (docs/server.md lists them): samplers (hearth's order is
+ * fixed), n_indent, t_max_prompt_ms, t_max_predict_ms, response_fields. */
 static bool refuse_unhonoured(const cJSON *root, hearth_api_err *e) {
+    static const char *const accepted[] = {"n_predict", "samplers", "n_indent", "t_max_prompt_ms",
+                                           "t_max_predict_ms", "response_fields", "cache_prompt", "id_slot"};
     cJSON *copy = cJSON_Duplicate(root, true);
     if (!copy) return hearth_api_oom(e);
-    cJSON_DeleteItemFromObjectCaseSensitive(copy, "n_predict");
-    cJSON_DeleteItemFromObjectCaseSensitive(copy, "samplers");
+    for (size_t i = 0; i < sizeof accepted / sizeof accepted[0]; i++)
+        cJSON_DeleteItemFromObjectCaseSensitive(copy, accepted[i]);
     bool ok = hearth_req_refuse_unhonoured(copy, true, e);
     cJSON_Delete(copy);
     return ok;
