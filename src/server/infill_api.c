@@ -17,14 +17,13 @@
 
 typedef struct {
     int32_t *v;
-    size_t   n;
+    size_t   n, cap;
 } ids;
 
 /* llama-server's "mixed" prompt: a string, or a list of strings and token ids (a string is
  * tokenized without BOS, special-token text kept plain). */
 static bool mixed_tokens(const hearth_tok *tok, const cJSON *v, const char *param, ids *out, hearth_api_err *e) {
-    out->v = NULL;
-    out->n = 0;
+    *out = (ids){0};
     bool one = cJSON_IsString(v);
     if (!one && !cJSON_IsArray(v))
         return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", param,
@@ -51,13 +50,18 @@ static bool mixed_tokens(const hearth_tok *tok, const cJSON *v, const char *para
             n_part = 1;
         }
         n_new = out->n + n_part;
-        int32_t *p = n_part ? realloc(out->v, (n_new ? n_new : 1) * sizeof *p) : out->v;
-        if (n_part && !p) {
-            free(part);
-            return hearth_api_oom(e);
+        if (n_new > out->cap) { /* doubling: a list of a million ids stays linear */
+            size_t cap = out->cap ? out->cap : 16;
+            while (cap < n_new) cap *= 2;
+            int32_t *p = realloc(out->v, cap * sizeof *p);
+            if (!p) {
+                free(part);
+                return hearth_api_oom(e);
+            }
+            out->v = p;
+            out->cap = cap;
         }
-        if (n_part) memcpy(p + out->n, part, n_part * sizeof *p);
-        out->v = p;
+        if (n_part) memcpy(out->v + out->n, part, n_part * sizeof *part);
         out->n = n_new;
         free(part);
     }
