@@ -111,8 +111,40 @@ bool hearth_infill_completion_prompt(hearth_server *s, const cJSON *root, hearth
 /* ---- /infill ---- */
 
 typedef struct {
-    int32_t n_prompt_total; /* for the response: tokens evaluated */
+    char  **fields;   /* response_fields: the final object's keys to send (NULL: all) */
+    int     n_fields;
 } infill_ctx;
+
+static void ctx_free(void *ctx) {
+    infill_ctx *c = ctx;
+    if (!c) return;
+    for (int i = 0; i < c->n_fields; i++) free(c->fields[i]);
+    free(c->fields);
+    free(c);
+}
+
+/* response_fields: llama-server sends only these keys of the final object, each under its
+ * path's name ("timings/prompt_n" stays a flat key). hearth's object has no nested members,
+ * so a path with a '/' names nothing and is left out, as llama-server leaves out a path that
+ * is not there. */
+static bool parse_fields(const cJSON *root, infill_ctx *c, hearth_api_err *e) {
+    const cJSON *f = hearth_req_field(root, "response_fields");
+    if (!f) return true;
+    if (!cJSON_IsArray(f))
+        return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", "response_fields",
+                               "'response_fields' must be a list of strings");
+    int n = cJSON_GetArraySize(f);
+    if (n == 0) return true;
+    if (!(c->fields = calloc((size_t)n, sizeof *c->fields))) return hearth_api_oom(e);
+    for (const cJSON *it = f->child; it; it = it->next) {
+        if (!cJSON_IsString(it))
+            return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", "response_fields",
+                                   "'response_fields' must be a list of strings");
+        if (!(c->fields[c->n_fields] = strdup(it->valuestring))) return hearth_api_oom(e);
+        c->n_fields++;
+    }
+    return true;
+}
 
 extern const hearth_gen_dialect hearth_infill_out;
 
@@ -178,9 +210,9 @@ static bool parse_prompt(hearth_server *s, const cJSON *root, hearth_gen_spec *g
 }
 
 /* Fields that would change the output and that /infill does not honour: reqjson.h's list,
- * minus n_predict (read here) and what llama.vim sends on every request, accepted on /infill
- * so that editor plugin works (docs/server.md lists them): samplers (hearth's order is
- * fixed), n_indent, t_max_prompt_ms, t_max_predict_ms, response_fields. */
+ * minus what is read here (n_predict, response_fields) and what llama.vim sends on every
+ * request, accepted on /infill so that editor plugin works (docs/server.md lists them):
+ * samplers (hearth's order is fixed), n_indent, t_max_prompt_ms, t_max_predict_ms. */
 static bool refuse_unhonoured(const cJSON *root, hearth_api_err *e) {
     static const char *const accepted[] = {"n_predict", "samplers", "n_indent", "t_max_prompt_ms",
                                            "t_max_predict_ms", "response_fields", "cache_prompt", "id_slot"};
@@ -231,6 +263,7 @@ static bool parse_infill(hearth_server *s, const cJSON *root, hearth_gen_spec *g
     if (rc) g->sampling.frequency_penalty = (float)d;
     if (hearth_req_bool(root, "stream", &g->stream, e) < 0) return false;
     if (hearth_req_bool(root, "ignore_eos", &g->ignore_eos, e) < 0) return false;
+    if (!parse_fields(root, g->ctx, e)) return false;
     if ((rc = hearth_req_int(root, "n_probs", 0, 1e9, &i, e)) < 0) return false;
     if (rc && i > 0)
         return hearth_api_fail(e, HEARTH_E_UNSUPPORTED, "unsupported", "n_probs",
@@ -255,7 +288,6 @@ static bool parse_infill(hearth_server *s, const cJSON *root, hearth_gen_spec *g
         }
     }
     if (!parse_prompt(s, root, g, e)) return false;
-    ((infill_ctx *)g->ctx)->n_prompt_total = (int32_t)g->n_prompt;
     return true;
 }
 
@@ -269,53 +301,57 @@ static const char *stop_type(const hearth_gen_out *g) {
     }
 }
 
-/* The keys every frame has; the object is left open. */
-static void head(const hearth_gen_out *g, hearth_jw *w, hearth_span content, bool stop) {
-    hearth_jw_obj(w);
-    hearth_jw_key(w, "index");
-    hearth_jw_int(w, 0);
-    hearth_jw_key(w, "content");
-    hearth_jw_str(w, content.ptr, content.len);
-    hearth_jw_key(w, "tokens");
-    hearth_jw_arr(w);
-    hearth_jw_arr_end(w);
-    hearth_jw_key(w, "stop");
-    hearth_jw_bool(w, stop);
-    hearth_jw_key(w, "id_slot");
-    hearth_jw_int(w, stop ? 0 : -1);
-    hearth_jw_key(w, "tokens_predicted");
-    hearth_jw_int(w, g->n_gen);
-    hearth_jw_key(w, "tokens_evaluated");
-    hearth_jw_int(w, (int64_t)g->spec->n_prompt);
+/* Write key k of a frame unless the final object's response_fields leave it out. */
+static bool key(const hearth_gen_out *g, hearth_jw *w, bool final, const char *k) {
+    const infill_ctx *c = g->ctx;
+    bool want = !final || !c || !c->fields;
+    for (int i = 0; !want && i < c->n_fields; i++) want = !strcmp(c->fields[i], k);
+    if (want) hearth_jw_key(w, k);
+    return want;
 }
 
-static void final_obj(const hearth_gen_out *g, hearth_jw *w, hearth_span content) {
-    head(g, w, content, true);
-    hearth_jw_key(w, "model");
-    hearth_jw_cstr(w, g->srv->model_id);
-    hearth_jw_key(w, "prompt");
-    char *text = hearth_tok_decode(hearth_model_tok(g->srv->m), g->spec->prompt, g->spec->n_prompt, true);
-    hearth_jw_cstr(w, text ? text : "");
-    free(text);
-    hearth_jw_key(w, "has_new_line");
-    hearth_jw_bool(w, memchr(g->text.ptr, '\n', g->text.len) != NULL);
-    hearth_jw_key(w, "truncated");
-    hearth_jw_bool(w, false);
-    hearth_jw_key(w, "stop_type");
-    hearth_jw_cstr(w, stop_type(g));
-    hearth_jw_key(w, "stopping_word");
-    hearth_jw_str(w, g->end == HEARTH_GEN_END_STOP ? g->stop.ptr : "", g->end == HEARTH_GEN_END_STOP ? g->stop.len : 0);
-    hearth_jw_key(w, "tokens_cached");
-    hearth_jw_int(w, (int64_t)g->spec->n_prompt + g->n_gen);
+/* A frame: {"content": piece, "stop": false, ...} while streaming, the whole final object at
+ * the end (stop = true). */
+static void frame(const hearth_gen_out *g, hearth_jw *w, hearth_span content, bool stop) {
+    hearth_jw_obj(w);
+    if (key(g, w, stop, "index")) hearth_jw_int(w, 0);
+    if (key(g, w, stop, "content")) hearth_jw_str(w, content.ptr, content.len);
+    if (key(g, w, stop, "tokens")) {
+        hearth_jw_arr(w);
+        hearth_jw_arr_end(w);
+    }
+    if (key(g, w, stop, "stop")) hearth_jw_bool(w, stop);
+    if (key(g, w, stop, "id_slot")) hearth_jw_int(w, stop ? 0 : -1);
+    if (key(g, w, stop, "tokens_predicted")) hearth_jw_int(w, g->n_gen);
+    if (key(g, w, stop, "tokens_evaluated")) hearth_jw_int(w, (int64_t)g->spec->n_prompt);
+    if (!stop) {
+        hearth_jw_obj_end(w);
+        return;
+    }
+    if (key(g, w, stop, "model")) hearth_jw_cstr(w, g->srv->model_id);
+    if (key(g, w, stop, "prompt")) {
+        char *text = hearth_tok_decode(hearth_model_tok(g->srv->m), g->spec->prompt, g->spec->n_prompt, true);
+        hearth_jw_cstr(w, text ? text : "");
+        free(text);
+    }
+    if (key(g, w, stop, "has_new_line")) hearth_jw_bool(w, memchr(g->text.ptr, '\n', g->text.len) != NULL);
+    if (key(g, w, stop, "truncated")) hearth_jw_bool(w, false);
+    if (key(g, w, stop, "stop_type")) hearth_jw_cstr(w, stop_type(g));
+    if (key(g, w, stop, "stopping_word")) {
+        bool word = g->end == HEARTH_GEN_END_STOP;
+        hearth_jw_str(w, word ? g->stop.ptr : "", word ? g->stop.len : 0);
+    }
+    if (key(g, w, stop, "tokens_cached")) hearth_jw_int(w, (int64_t)g->spec->n_prompt + g->n_gen);
     hearth_jw_obj_end(w);
 }
+
+static void final_obj(const hearth_gen_out *g, hearth_jw *w, hearth_span content) { frame(g, w, content, true); }
 
 static void out_start(hearth_gen_out *g, hearth_jw *w) { (void)g, (void)w; }
 
 static void out_text(hearth_gen_out *g, hearth_jw *w, hearth_span piece) {
     hearth_sse_begin(w);
-    head(g, w, piece, false);
-    hearth_jw_obj_end(w);
+    frame(g, w, piece, false);
     hearth_sse_end(w);
 }
 
@@ -333,8 +369,6 @@ static void out_error(hearth_gen_out *g, hearth_jw *w, const hearth_api_err *e) 
 }
 
 static void out_body(hearth_gen_out *g, hearth_jw *w) { final_obj(g, w, g->text); }
-
-static void ctx_free(void *ctx) { free(ctx); }
 
 const hearth_gen_dialect hearth_infill_out = {
     .id_prefix = "cmpl-", .start = out_start, .text = out_text, .end = out_end,

@@ -125,7 +125,14 @@ def test_infill_llama_vim_fields(fim):
     r = ok_infill(fim, input_prefix="a = 1\n", input_suffix="c = 3\n", prompt="b =", n_predict=3, top_k=40,
                   top_p=0.9, samplers=["top_k", "top_p", "infill"], cache_prompt=True, n_indent=0,
                   t_max_prompt_ms=500, t_max_predict_ms=1000, response_fields=["content"], stop=["\n"])
-    assert r["tokens_predicted"] <= 3
+    # response_fields: only those keys of the final object (a nested path names nothing here)
+    assert set(r) == {"content"}
+    r = ok_infill(fim, input_prefix="a = 1\n", input_suffix="c = 3\n", n_predict=2,
+                  response_fields=["content", "tokens_cached", "timings/prompt_n", "stop_type"])
+    assert set(r) == {"content", "tokens_cached", "stop_type"}
+    assert r["tokens_cached"] >= 2
+    st, _, raw = infill(fim, input_prefix="a", input_suffix="b", response_fields="content")
+    assert st == 400 and json.loads(raw)["error"]["param"] == "response_fields"
     # n_predict 0: the prompt is checked, nothing is generated
     r = ok_infill(fim, input_prefix="a = 1\n", input_suffix="c = 3\n", n_predict=0)
     assert r["content"] == "" and r["tokens_predicted"] == 0 and r["tokens_evaluated"] > 0
