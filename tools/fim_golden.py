@@ -28,14 +28,26 @@ which its Python package does not expose, and building it here took too long.
 Usage:
   python3 -m venv /tmp/tokenv && /tmp/tokenv/bin/pip install -r requirements/tokjson.txt gguf numpy
   /tmp/tokenv/bin/python tools/fim_golden.py --vocab-from <SmolLM2 GGUF> --out tests/golden/fim
+
+Where llama-cpp-python is installed (requirements/oracle.txt), --check-llamacpp recomputes the
+committed prompts with llama.cpp's own tokenizer, FIM ids and add_bos (llama_vocab_fim_* of a
+vocabulary-only load) in place of tokenizers and the name rule above, and checks that the
+starter models given have no FIM prefix/suffix/middle:
+  PY tools/fim_golden.py --check-llamacpp "$HEARTH_SMOLLM2_GGUF" "$HEARTH_GEMMA3_GGUF"
 """
 import argparse, datetime, json, os, sys
 
-import numpy as np
-import gguf
-from gguf import GGUFWriter, GGUFValueType as VT
-import tokenizers
-from tokenizers import Tokenizer, models, pre_tokenizers, decoders
+try:  # writing the models needs gguf and numpy; --check-llamacpp only llama_cpp
+    import numpy as np
+    import gguf
+    from gguf import GGUFWriter, GGUFValueType as VT
+except ImportError:
+    gguf = None
+try:
+    import tokenizers
+    from tokenizers import Tokenizer, models, pre_tokenizers, decoders
+except ImportError:  # --check-llamacpp needs only llama_cpp
+    tokenizers = None
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 N_VOCAB = 2048
@@ -152,9 +164,48 @@ def hf_tokenizer(toks, types, merges):
     return tk
 
 
+class HF:
+    """Pieces tokenized by Hugging Face tokenizers (no BOS; special-token text kept plain unless
+    parse_special)."""
+
+    def __init__(self, tk):
+        self.tk = tk
+
+    def encode(self, text, parse_special):
+        self.tk.encode_special_tokens = not parse_special
+        return self.tk.encode(text, add_special_tokens=False).ids
+
+
+class LlamaCpp:
+    """The same through llama.cpp itself (llama-cpp-python's low-level API, vocabulary only):
+    its tokenizer, its FIM ids and its add_bos, for --check-llamacpp."""
+
+    def __init__(self, path):
+        import llama_cpp as L
+        self.L = L
+        L.llama_backend_init()
+        mp = L.llama_model_default_params()
+        mp.vocab_only = True
+        self.model = L.llama_model_load_from_file(path.encode(), mp)
+        if not self.model:
+            raise SystemExit("llama.cpp could not load " + path)
+        self.vocab = L.llama_model_get_vocab(self.model)
+        self.fim = {k: int(getattr(L, "llama_vocab_fim_" + k)(self.vocab)) for k in FIM_NAMES}
+        self.add_bos = bool(L.llama_vocab_get_add_bos(self.vocab))
+        self.bos = int(L.llama_vocab_bos(self.vocab))
+
+    def encode(self, text, parse_special):
+        b = text.encode()
+        cap = len(b) + 16
+        buf = (self.L.llama_token * cap)()
+        n = self.L.llama_tokenize(self.vocab, b, len(b), buf, cap, False, parse_special)
+        if n < 0:
+            raise SystemExit("llama_tokenize failed")
+        return list(buf[:n])
+
+
 def encode(tk, text, parse_special):
-    tk.encode_special_tokens = not parse_special
-    return tk.encode(text, add_special_tokens=False).ids
+    return tk.encode(text, parse_special)
 
 
 def mixed(tk, v):
@@ -167,7 +218,7 @@ def mixed(tk, v):
     return out
 
 
-def infill_prompt(tk, fim, add_bos, c):
+def infill_prompt(tk, fim, add_bos, c, bos=1):
     """format_prompt_infill: [extra tail] [BOS] PRE prefix-tail prompt SUF suffix-head MID."""
     extra = []
     if fim["rep"] >= 0:
@@ -189,7 +240,7 @@ def infill_prompt(tk, fim, add_bos, c):
     pre = [fim["pre"]] + prefix[len(prefix) - take_pre:] + prompt
     suf = [fim["suf"]] + suffix[:take_suf]
     first, second = (suf, pre) if c.get("spm") else (pre, suf)
-    out = ([1] if add_bos else []) + first
+    out = ([bos] if add_bos else []) + first
     out = extra[len(extra) - take_extra:] + out
     return out + second + [fim["mid"]]
 
@@ -221,11 +272,43 @@ def cases(special):
     ]
 
 
+def check_llamacpp(out, starters):
+    """Recompute every golden with llama.cpp's tokenizer and FIM ids; the starter models must
+    have no prefix/suffix/middle (SmolLM2: <reponame> as the repo token). Exit 1 on a difference."""
+    golden = json.load(open(os.path.join(out, "infill.json")))
+    bad = 0
+    for name, m in golden["models"].items():
+        ll = LlamaCpp(os.path.join(out, name + ".gguf"))
+        if ll.fim != m["fim"] or ll.add_bos != m["add_bos"]:
+            print("%s: llama.cpp has fim %s add_bos %s, the golden %s %s" % (name, ll.fim, ll.add_bos, m["fim"],
+                                                                          m["add_bos"]))
+            bad += 1
+        for c in m["cases"]:
+            ids = infill_prompt(ll, ll.fim, ll.add_bos, c, ll.bos)
+            if ids != c["ids"]:
+                print("%s/%s: llama.cpp gives %s\n  golden %s" % (name, c["name"], ids, c["ids"]))
+                bad += 1
+    for path in starters:
+        ll = LlamaCpp(path)
+        print(os.path.basename(path), ll.fim)
+        if min(ll.fim["pre"], ll.fim["suf"], ll.fim["mid"]) >= 0:
+            print("  has FIM tokens: test_server_infill's starter_models_have_no_fim is wrong")
+            bad += 1
+    print("llama.cpp agrees" if not bad else "%d differences" % bad)
+    sys.exit(1 if bad else 0)
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--vocab-from", required=True)
+    ap.add_argument("--vocab-from")
     ap.add_argument("--out", default=os.path.join(ROOT, "tests", "golden", "fim"))
+    ap.add_argument("--check-llamacpp", nargs="*", metavar="STARTER_GGUF",
+                    help="recompute the committed goldens with llama-cpp-python instead of writing them")
     a = ap.parse_args()
+    if a.check_llamacpp is not None:
+        check_llamacpp(a.out, a.check_llamacpp)
+    if not a.vocab_from:
+        ap.error("--vocab-from is required")
     os.makedirs(a.out, exist_ok=True)
     tokens, types, merges = read_vocab(a.vocab_from)
     golden = {"provenance": {
@@ -237,7 +320,7 @@ def main():
         toks, typs, mrg = cut_vocab(tokens, types, merges, v["rename"])
         path = os.path.join(a.out, name + ".gguf")
         write_model(path, toks, typs, mrg, v)
-        tk = hf_tokenizer(toks, typs, mrg)
+        tk = HF(hf_tokenizer(toks, typs, mrg))
         fim = fim_ids(toks, v["keys"])
         cs = cases(v["special"])
         for c in cs:
