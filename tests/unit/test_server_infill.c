@@ -1,7 +1,8 @@
 /* test_server_infill.c - fill-in-the-middle: the FIM ids a vocabulary yields (file keys, then
- * names) and the /infill prompt (server/infill.h) against llama-server's construction, as
- * tools/fim_golden.py recorded it for two tiny models (tests/golden/fim); and the starter
- * models, which have no FIM prefix/suffix/middle, refused with a reason. */
+ * names; GGUF and tokenizer.json) and the /infill prompt (server/infill.h) against
+ * llama-server's construction, as tools/fim_golden.py recorded it for two tiny models
+ * (tests/golden/fim); and the starter models, which have no FIM prefix/suffix/middle, refused
+ * with a reason. */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,6 +151,40 @@ TEST(bad_arguments) {
     p.n_prefix = 0;
     CHECK_EQ(hearth_infill_build(tok, &p, &ids, &n), HEARTH_OK);
     CHECK_EQ(n, 3); /* PRE SUF MID, the repo tail cut by the budget */
+    free(ids);
+    hearth_tok_destroy(tok);
+}
+
+/* A tokenizer.json model: Qwen's added tokens are found by name the same way. */
+TEST(tokenizer_json_names) {
+    const char *json =
+        "{\"added_tokens\":["
+        "{\"id\":3,\"content\":\"<|fim_prefix|>\",\"special\":true},"
+        "{\"id\":4,\"content\":\"<|fim_suffix|>\",\"special\":true},"
+        "{\"id\":5,\"content\":\"<|fim_middle|>\",\"special\":true},"
+        "{\"id\":6,\"content\":\"<|file_sep|>\",\"special\":true},"
+        "{\"id\":7,\"content\":\"<|repo_name|>\",\"special\":true}],"
+        "\"normalizer\":null,\"pre_tokenizer\":null,\"post_processor\":null,\"decoder\":null,"
+        "\"model\":{\"type\":\"WordPiece\",\"unk_token\":\"[UNK]\",\"vocab\":{\"[UNK]\":0,\"a\":1,\"b\":2}}}";
+    hearth_tok *tok = NULL;
+    CHECK_EQ(hearth_tok_from_json(json, strlen(json), &tok, NULL), HEARTH_OK);
+    if (!tok) return;
+    const int32_t want[HEARTH_TOK_FIM_COUNT] = {3, 4, 5, -1, 7, 6};
+    for (int k = 0; k < HEARTH_TOK_FIM_COUNT; k++) CHECK_EQ(hearth_tok_fim(tok, (hearth_tok_fim_kind)k), want[k]);
+    const int32_t pre[] = {1}, suf[] = {2};
+    /* a budget that leaves no room for the repository part: PRE a SUF b MID */
+    hearth_infill_parts p = {.prefix = pre, .n_prefix = 1, .suffix = suf, .n_suffix = 1, .n_batch = 16,
+                             .n_ctx = 16, .n_predict = 0};
+    int32_t *ids = NULL;
+    size_t n = 0;
+    CHECK_EQ(hearth_infill_build(tok, &p, &ids, &n), HEARTH_OK);
+    const int32_t expect[] = {3, 1, 4, 2, 5};
+    CHECK(n == 5 && ids && !memcmp(ids, expect, sizeof expect));
+    free(ids);
+    p.spm = true; /* suffix first: SUF b PRE a MID */
+    CHECK_EQ(hearth_infill_build(tok, &p, &ids, &n), HEARTH_OK);
+    const int32_t expect_spm[] = {4, 2, 3, 1, 5};
+    CHECK(n == 5 && ids && !memcmp(ids, expect_spm, sizeof expect_spm));
     free(ids);
     hearth_tok_destroy(tok);
 }
