@@ -10,8 +10,8 @@
  * stop, stream, repeat_penalty, repeat_last_n (-1 = the context), presence_penalty,
  * frequency_penalty, ignore_eos, response_fields (the final object's keys to send). Accepted
  * without effect, as docs/server.md lists: cache_prompt (the prefix cache is automatic),
- * samplers (hearth's order is fixed), n_indent, t_max_prompt_ms, t_max_predict_ms, id_slot. It answers in llama-server's
- * /completion shape: {"content", "stop": true, "stop_type": "eos" | "limit" | "word",
+ * samplers (hearth's order is fixed), n_indent, t_max_prompt_ms, t_max_predict_ms, id_slot.
+ * It answers in llama-server's /completion shape: {"content", "stop": true, "stop_type": "eos" | "limit" | "word",
  * "stopping_word", "tokens_predicted", "tokens_evaluated", "tokens_cached", "prompt", ...};
  * a stream sends {"content": piece, "stop": false, ...} frames and that object last (with
  * "content": ""), without [DONE].
