@@ -149,6 +149,18 @@ hearth_status hearth_tok_from_gguf(const hearth_gguf *g, hearth_tok **out, heart
     spec.eot_id = read_id(g, KEY("eot_token_id"), -1, n);
     spec.unk_id = read_id(g, KEY("unknown_token_id"), spm ? 0 : -1, n);
     spec.pad_id = read_id(g, KEY("padding_token_id"), -1, n);
+    /* fill-in-the-middle ids; the older prefix/suffix/middle keys when the newer are absent */
+    static const char *const fim_keys[HEARTH_TOK_FIM_COUNT][2] = {
+        {KEY("fim_pre_token_id"), KEY("prefix_token_id")}, {KEY("fim_suf_token_id"), KEY("suffix_token_id")},
+        {KEY("fim_mid_token_id"), KEY("middle_token_id")}, {KEY("fim_pad_token_id"), NULL},
+        {KEY("fim_rep_token_id"), NULL},                   {KEY("fim_sep_token_id"), NULL},
+    };
+    int32_t fim[HEARTH_TOK_FIM_COUNT];
+    for (int k = 0; k < HEARTH_TOK_FIM_COUNT; k++) {
+        fim[k] = read_id(g, fim_keys[k][0], -1, n);
+        if (fim[k] < 0 && fim_keys[k][1]) fim[k] = read_id(g, fim_keys[k][1], -1, n);
+    }
+    spec.fim_ids = fim;
     spec.add_bos = spm || pre_adds_bos(pre);
     spec.add_eos = false;
     spec.add_space_prefix = spm;

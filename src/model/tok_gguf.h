@@ -5,7 +5,8 @@
  * Keys read: tokenizer.ggml.model ("llama" -> SentencePiece BPE, "gpt2" -> byte-level BPE; other
  * models are HEARTH_E_UNSUPPORTED naming them), .pre, .tokens, .scores (float32 or int32),
  * .token_type, .merges, .bos_token_id / .eos_token_id / .eot_token_id / .unknown_token_id /
- * .padding_token_id, .add_bos_token, .add_eos_token, .add_space_prefix. Missing keys take
+ * .padding_token_id, .fim_{pre,suf,mid,pad,rep,sep}_token_id (or the older .prefix_token_id,
+ * .suffix_token_id, .middle_token_id), .add_bos_token, .add_eos_token, .add_space_prefix. Missing keys take
  * llama.cpp's defaults (SPM: bos 1, eos 2, unk 0, add_bos and add_space_prefix on; BPE: no
  * default ids, add_bos on only for the Llama-3 family of pre-tokenizers, pre "default" when
  * the key is absent).

@@ -19,6 +19,7 @@
 #include "server/openai.h"
 #include "server/chat.h"
 #include "server/generate.h"
+#include "server/infill_api.h"
 #include "server/reqjson.h"
 #include "server/structured.h"
 
@@ -198,8 +199,9 @@ static bool parse_common(hearth_server *s, const cJSON *root, bool chat, hearth_
         }
         if ((rc = opt_bool(root, "echo", &b, e)) < 0) return false;
         if (rc && b) return unsupported(e, "echo", "echo");
-        const cJSON *sfx = field(root, "suffix");
-        if (sfx && (!cJSON_IsString(sfx) || *sfx->valuestring)) return unsupported(e, "suffix", "suffix (insertion)");
+        const cJSON *sfx = field(root, "suffix"); /* insertion: infill_api.h */
+        if (sfx && !cJSON_IsString(sfx))
+            return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", "suffix", "'suffix' must be a string");
     }
     const cJSON *fn = field(root, "functions"); /* the deprecated spelling of tools */
     if (fn && (!cJSON_IsArray(fn) || cJSON_GetArraySize(fn) > 0))
@@ -270,7 +272,10 @@ static bool completion_prompt(hearth_server *s, const cJSON *root, hearth_gen_sp
 static bool parse_completions(hearth_server *s, const cJSON *root, hearth_span raw, hearth_gen_spec *g,
                               hearth_api_err *e) {
     (void)raw;
-    return parse_common(s, root, false, g, e) && completion_prompt(s, root, g, e);
+    const cJSON *sfx = field(root, "suffix");
+    if (!parse_common(s, root, false, g, e)) return false;
+    if (sfx && *sfx->valuestring) return hearth_infill_completion_prompt(s, root, g, e);
+    return completion_prompt(s, root, g, e);
 }
 
 void hearth_openai_completions(hearth_http_req *r) { hearth_gen_handle(r, parse_completions); }
@@ -324,7 +329,7 @@ void hearth_openai_model(hearth_http_req *r) {
 
 void hearth_openai_index(hearth_http_req *r) {
     static const char *const endpoints[] = {
-        "POST /v1/chat/completions", "POST /v1/completions", "POST /v1/messages",
+        "POST /v1/chat/completions", "POST /v1/completions", "POST /infill", "POST /v1/messages",
         "POST /v1/messages/count_tokens", "POST /v1/responses", "GET /v1/responses/{id}",
         "DELETE /v1/responses/{id}", "GET /v1/models", "GET /v1",
         "GET /health", "GET /stats", "GET /metrics", "POST /tokenize", "POST /detokenize",

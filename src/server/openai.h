@@ -5,7 +5,7 @@
  * where it does not (see docs/server.md): fields that do not change the output and that hearth
  * does not know are ignored, wrong types and values out of range are 400 with the field in
  * "param", and a field that would change the output but that hearth does not honour (n > 1,
- * suffix, ...) is a 400 naming it rather than being dropped.
+ * ...) is a 400 naming it rather than being dropped.
  *
  * Thread rule: handlers run on the connection's thread.
  */

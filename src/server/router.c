@@ -14,6 +14,7 @@
  */
 #include "server/anthropic.h"
 #include "server/guard.h"
+#include "server/infill_api.h"
 #include "server/openai.h"
 #include "server/responses.h"
 #include "server/server_internal.h"
@@ -71,6 +72,7 @@ static const route routes[] = {
     {"POST", "/chat/completions", false, false, HEARTH_EP_CHAT, hearth_openai_chat},
     {"POST", "/v1/completions", false, false, HEARTH_EP_COMPLETIONS, hearth_openai_completions},
     {"POST", "/completions", false, false, HEARTH_EP_COMPLETIONS, hearth_openai_completions},
+    {"POST", "/infill", false, false, HEARTH_EP_COMPLETIONS, hearth_infill_handle},
     {"POST", "/v1/messages", false, false, HEARTH_EP_MESSAGES, hearth_anthropic_messages},
     {"POST", "/v1/messages/count_tokens", false, false, HEARTH_EP_MESSAGES, hearth_anthropic_count_tokens},
     {"POST", "/v1/responses", false, false, HEARTH_EP_RESPONSES, hearth_responses_create},

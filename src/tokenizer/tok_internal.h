@@ -155,6 +155,7 @@ struct hearth_tok {
     int32_t  bos_id, eos_id, eot_id, unk_id, pad_id;
     bool     add_bos, add_eos, add_space_prefix;
     bool     spm_library;     /* hearth_tok_spec.spm_library */
+    int32_t  fim_ids[HEARTH_TOK_FIM_COUNT]; /* -1 = none (fim.c) */
 
     /* special tokens: ids sorted by text length descending, then id ascending */
     int32_t       *specials;     /* owned: [n_specials] */
@@ -188,6 +189,11 @@ struct hearth_tok {
  * vocabs may repeat a piece; tokenizers' map keeps the last). */
 hearth_status tok_create_vocab(const hearth_tok_spec *spec, bool dup_last, hearth_tok **out,
                                hearth_err *err);
+
+/* --- fim.c --- */
+/* Set tok->fim_ids from given ([HEARTH_TOK_FIM_COUNT] or NULL), looking absent kinds up by
+ * text; marks tokens found by text as control. Needs the string map. */
+void tok_fim_init(hearth_tok *tok, const int32_t *given);
 
 /* --- unicode.c (UTF-8 itself is base/utf8.h) --- */
 /* GPT-2 bytes_to_unicode: the code point that stands for byte b, and back (-1 if none). */

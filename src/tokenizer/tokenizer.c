@@ -295,6 +295,7 @@ hearth_status tok_create_vocab(const hearth_tok_spec *spec, bool dup_last, heart
 
     free(hashes);
     mark_eog(tok);
+    tok_fim_init(tok, spec->fim_ids);
     *out = tok;
     return HEARTH_OK;
 fail:

@@ -63,6 +63,9 @@ typedef struct {
      * the space prefix goes once before the whole text, not again after each special token;
      * a run of characters that are no piece is one unk_id (without byte fallback) */
     bool               spm_library;
+    /* fill-in-the-middle ids from the file ([HEARTH_TOK_FIM_COUNT], -1 where absent), or NULL;
+     * kinds left absent are looked up by token text (fim.c) */
+    const int32_t     *fim_ids;
 } hearth_tok_spec;
 
 /* Build a tokenizer; copies what it needs from spec. Errors name the bad token or merge. */
@@ -120,6 +123,19 @@ size_t  hearth_tok_max_piece(const hearth_tok *tok);
 bool    hearth_tok_is_eog(const hearth_tok *tok, int32_t id);
 /* Is id a control/special token (rendered only when asked)? */
 bool    hearth_tok_is_control(const hearth_tok *tok, int32_t id);
+/* The fill-in-the-middle tokens (fim.c): the file's ids, else found by their usual texts
+ * (<|fim_prefix|>, <fim_prefix>, <PRE>, ...). */
+typedef enum {
+    HEARTH_TOK_FIM_PRE = 0, /* before the prefix */
+    HEARTH_TOK_FIM_SUF,     /* before the suffix */
+    HEARTH_TOK_FIM_MID,     /* the model writes the middle after it */
+    HEARTH_TOK_FIM_PAD,
+    HEARTH_TOK_FIM_REP,     /* before a repository name */
+    HEARTH_TOK_FIM_SEP,     /* before each file of a repository-level prompt */
+    HEARTH_TOK_FIM_COUNT
+} hearth_tok_fim_kind;
+/* Id of that FIM token, or -1 when the vocab has none. */
+int32_t hearth_tok_fim(const hearth_tok *tok, hearth_tok_fim_kind kind);
 /* Id of the exact token text, or -1. */
 int32_t hearth_tok_find(const hearth_tok *tok, const char *text, size_t n);
 

@@ -465,6 +465,42 @@ TEST(eog_detection) {
     free(v);
 }
 
+/* Fill-in-the-middle ids: the spec's (the GGUF keys) win, absent kinds are found by name
+ * (DeepSeek's and CodeLlama's spellings here), a name found that was not control becomes one. */
+TEST(fim_tokens_by_key_then_name) {
+    vocab_b *v = vb_bytelevel();
+    int32_t beg = vb_add(v, "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "begin\xEF\xBD\x9C>", 0, HEARTH_TOKTYPE_CONTROL);
+    int32_t hole = vb_add(v, "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "hole\xEF\xBD\x9C>", 0, HEARTH_TOKTYPE_CONTROL);
+    int32_t mid = vb_add(v, "\xE2\x96\x81<MID>", 0, HEARTH_TOKTYPE_NORMAL); /* CodeLlama's, mistyped */
+    int32_t pad = vb_add(v, "<PAD>", 0, HEARTH_TOKTYPE_CONTROL);
+    int32_t mine = vb_add(v, "<my_sep>", 0, HEARTH_TOKTYPE_CONTROL);
+    hearth_tok_spec s = vb_spec(v, HEARTH_TOK_BPE_BYTES);
+    int32_t given[HEARTH_TOK_FIM_COUNT] = {-1, -1, -1, -1, 1 << 20 /* out of range: ignored */, mine};
+    s.fim_ids = given;
+    hearth_tok *t = vb_build(s);
+    CHECK(t != NULL);
+    if (!t) return;
+    CHECK_EQ(hearth_tok_fim(t, HEARTH_TOK_FIM_PRE), beg);
+    CHECK_EQ(hearth_tok_fim(t, HEARTH_TOK_FIM_SUF), hole);
+    CHECK_EQ(hearth_tok_fim(t, HEARTH_TOK_FIM_MID), mid);
+    CHECK_EQ(hearth_tok_fim(t, HEARTH_TOK_FIM_PAD), pad);
+    CHECK_EQ(hearth_tok_fim(t, HEARTH_TOK_FIM_REP), -1);
+    CHECK_EQ(hearth_tok_fim(t, HEARTH_TOK_FIM_SEP), mine);
+    CHECK_EQ(hearth_tok_fim(t, HEARTH_TOK_FIM_COUNT), -1);
+    CHECK(hearth_tok_is_control(t, mid));
+    CHECK(hearth_tok_is_eog(t, mine) && hearth_tok_is_eog(t, pad) && !hearth_tok_is_eog(t, beg));
+    hearth_tok_destroy(t);
+    s.fim_ids = NULL; /* no keys: the file separator has no known name here */
+    t = vb_build(s);
+    CHECK(t != NULL);
+    if (t) {
+        CHECK_EQ(hearth_tok_fim(t, HEARTH_TOK_FIM_SEP), -1);
+        CHECK_EQ(hearth_tok_fim(t, HEARTH_TOK_FIM_PRE), beg);
+    }
+    hearth_tok_destroy(t);
+    free(v);
+}
+
 TEST(huge_runs_stay_linear) {
     /* Gemma-like user-defined runs of 2..31 spaces over a 1 MiB run of spaces */
     vocab_b *v = vb_spm();
