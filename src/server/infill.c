@@ -7,9 +7,11 @@
  */
 #include "server/infill.h"
 
+#include "base/buf.h"
+
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
 
 typedef struct {
     int32_t *v;
@@ -19,16 +21,9 @@ typedef struct {
 
 static void push_n(ids_buf *b, const int32_t *v, size_t n) {
     if (b->oom || n == 0) return;
-    if (b->n + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 64;
-        while (cap < b->n + n) cap *= 2;
-        int32_t *p = realloc(b->v, cap * sizeof *p);
-        if (!p) {
-            b->oom = true;
-            return;
-        }
-        b->v = p;
-        b->cap = cap;
+    if (n > SIZE_MAX - b->n || !hearth_buf_grow(&b->v, &b->cap, b->n + n, sizeof *b->v, 64)) {
+        b->oom = true;
+        return;
     }
     memcpy(b->v + b->n, v, n * sizeof *v);
     b->n += n;

@@ -11,6 +11,8 @@
 #include "server/reqjson.h"
 #include "server/sse.h"
 
+#include "base/buf.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,16 +52,9 @@ static bool mixed_tokens(const hearth_tok *tok, const cJSON *v, const char *para
             n_part = 1;
         }
         n_new = out->n + n_part;
-        if (n_new > out->cap) { /* doubling: a list of a million ids stays linear */
-            size_t cap = out->cap ? out->cap : 16;
-            while (cap < n_new) cap *= 2;
-            int32_t *p = realloc(out->v, cap * sizeof *p);
-            if (!p) {
-                free(part);
-                return hearth_api_oom(e);
-            }
-            out->v = p;
-            out->cap = cap;
+        if (!hearth_buf_grow(&out->v, &out->cap, n_new, sizeof *out->v, 16)) {
+            free(part);
+            return hearth_api_oom(e);
         }
         if (n_part) memcpy(out->v + out->n, part, n_part * sizeof *part);
         out->n = n_new;
