@@ -90,6 +90,20 @@ void *hearth_arena_calloc(hearth_arena *a, size_t count, size_t size) {
     return p;
 }
 
+bool hearth_arena_grow(hearth_arena *a, void *pp, size_t *cap, size_t n, size_t need, size_t elem_bytes,
+                       size_t first) {
+    if (need <= *cap) return true;
+    size_t c;
+    if (!hearth_grow_cap(*cap, need, elem_bytes, first, &c)) return false;
+    void *p = hearth_arena_calloc(a, c, elem_bytes), *old;
+    if (!p) return false;
+    memcpy(&old, pp, sizeof old);
+    if (n) memcpy(p, old, n * elem_bytes);
+    memcpy(pp, &p, sizeof p);
+    *cap = c;
+    return true;
+}
+
 char *hearth_arena_strndup(hearth_arena *a, const char *s, size_t n) {
     size_t total;
     if (!hearth_add_size(n, 1, &total)) return NULL;

@@ -1,8 +1,8 @@
 /*
  * buf.c - the growable byte buffer and checked array growth (see buf.h).
  *
- * Every buffer of the program grows here, by doubling: amortised O(1) appends, and one place
- * where the size arithmetic is checked. The byte buffer keeps one byte beyond len for the NUL.
+ * Every heap buffer of the program grows here, by doubling (hearth_grow_cap): amortised O(1)
+ * appends, and one place where the size arithmetic is checked. The byte buffer keeps one byte beyond len for the NUL.
  */
 #include "base/buf.h"
 
@@ -15,12 +15,9 @@
 
 bool hearth_buf_grow(void *pp, size_t *cap, size_t need, size_t elem_bytes, size_t first) {
     if (need <= *cap) return true;
-    size_t n = *cap > first ? *cap : first, bytes;
-    if (n == 0) n = 1;
-    while (n < need) {
-        if (!hearth_mul_size(n, 2, &n)) return false;
-    }
-    if (!hearth_mul_size(n, elem_bytes, &bytes)) return false;
+    size_t n;
+    if (!hearth_grow_cap(*cap, need, elem_bytes, first, &n)) return false;
+    size_t bytes = n * elem_bytes; /* hearth_grow_cap checked it */
     void *old;
     memcpy(&old, pp, sizeof old);
     void *p = realloc(old, bytes ? bytes : 1);

@@ -7,10 +7,10 @@
  * write fails too and oom stays set, so a writer may check once at the end. Zero-initialised
  * storage ({0}) is an empty buffer; hearth_buf_fini frees it.
  *
- * hearth_buf_grow is the doubling behind it, for arrays of any element: capacity doubles from
- * a first size until it holds the need, and every multiplication is overflow-checked, so a
- * hostile count fails cleanly instead of wrapping into a small allocation. Not thread-safe per
- * buffer; no global state.
+ * hearth_buf_grow is the doubling behind it, for heap arrays of any element: capacity doubles
+ * from a first size until it holds the need (hearth_grow_cap in size.h, the rule arena arrays
+ * follow too), and every multiplication is overflow-checked, so a hostile count fails cleanly
+ * instead of wrapping into a small allocation. Not thread-safe per buffer; no global state.
  */
 #pragma once
 #include <stdarg.h>

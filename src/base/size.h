@@ -3,7 +3,9 @@
  *
  * Every size computed from untrusted input (file headers, request bodies) goes through these:
  * they return false on overflow and leave *out untouched, so a hostile count can never wrap
- * into a small allocation. Header-only, any thread.
+ * into a small allocation. hearth_grow_cap is the one growth rule of the program: every
+ * growable array (heap or arena) and every rehashed table takes its next capacity from it.
+ * Header-only, any thread.
  */
 #pragma once
 #include <stdbool.h>
@@ -36,5 +38,17 @@ static inline bool hearth_align_size(size_t n, size_t align, size_t *out) {
     size_t r;
     if (__builtin_add_overflow(n, align - 1, &r)) return false;
     *out = r & ~(align - 1);
+    return true;
+}
+
+/* The capacity that holds need elements of elem_bytes each: doubled from max(cap, first), at
+ * least 1 (a power of two stays one). False when the count or its size in bytes overflows. */
+static inline bool hearth_grow_cap(size_t cap, size_t need, size_t elem_bytes, size_t first, size_t *out) {
+    size_t n = cap > first ? cap : first, bytes;
+    if (n == 0) n = 1;
+    while (n < need)
+        if (!hearth_mul_size(n, 2, &n)) return false;
+    if (!hearth_mul_size(n, elem_bytes, &bytes)) return false;
+    *out = n;
     return true;
 }

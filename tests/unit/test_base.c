@@ -261,4 +261,60 @@ TEST(buf_growth_overflow) {
     free(a);
 }
 
+TEST(grow_cap_rule) {
+    size_t c = 99;
+    CHECK(hearth_grow_cap(0, 1, 8, 0, &c));
+    CHECK_EQ(c, 1); /* at least one element */
+    CHECK(hearth_grow_cap(0, 5, 8, 4, &c));
+    CHECK_EQ(c, 8); /* doubled from first */
+    CHECK(hearth_grow_cap(16, 17, 8, 4, &c));
+    CHECK_EQ(c, 32); /* doubled from cap */
+    CHECK(hearth_grow_cap(16, 100, 8, 4, &c));
+    CHECK_EQ(c, 128); /* as often as it takes */
+    CHECK(hearth_grow_cap(3, 4, 1, 0, &c));
+    CHECK_EQ(c, 6); /* a cap that is no power of two doubles as it is */
+    CHECK(hearth_grow_cap(1024, 2050, 24, 1024, &c));
+    CHECK_EQ(c, 4096);
+    c = 7;
+    CHECK(!hearth_grow_cap(0, SIZE_MAX, 1, 1, &c));          /* the count overflows */
+    CHECK(!hearth_grow_cap(0, SIZE_MAX / 4 + 2, 4, 1, &c));  /* the bytes overflow */
+    CHECK(!hearth_grow_cap(SIZE_MAX / 2 + 1, SIZE_MAX / 2 + 2, 1, 0, &c));
+    CHECK_EQ(c, 7); /* left as it was */
+    CHECK(hearth_grow_cap(0, (size_t)1 << 40, 1, 1, &c));
+    CHECK_EQ(c, (size_t)1 << 40);
+}
+
+TEST(arena_grow) {
+    hearth_arena a;
+    hearth_arena_init(&a, 256);
+    int   *v = NULL;
+    size_t cap = 0, n = 0;
+    for (int i = 0; i < 1000; i++) {
+        CHECK(hearth_arena_grow(&a, &v, &cap, n, n + 1, sizeof *v, 4));
+        CHECK(cap >= n + 1);
+        v[n++] = i * 3;
+    }
+    CHECK_EQ(cap, 1024);
+    for (int i = 0; i < 1000; i++) CHECK_EQ(v[i], i * 3); /* every copy kept the elements */
+    int *keep = v;
+    CHECK(hearth_arena_grow(&a, &v, &cap, n, 1024, sizeof *v, 4)); /* fits: nothing moves */
+    CHECK(v == keep);
+    CHECK(hearth_arena_grow(&a, &v, &cap, n, 1025, sizeof *v, 4));
+    CHECK_EQ(cap, 2048);
+    CHECK(v != keep);
+    CHECK_EQ(v[999], 2997);
+    CHECK_EQ(v[1500], 0); /* new room is zeroed */
+    keep = v;
+    CHECK(!hearth_arena_grow(&a, &v, &cap, n, SIZE_MAX / 2, sizeof *v, 4)); /* bytes overflow */
+    CHECK(!hearth_arena_grow(&a, &v, &cap, n, SIZE_MAX, 1, 4));             /* doubling overflow */
+    CHECK(v == keep);
+    CHECK_EQ(cap, 2048);
+    char  *s = NULL;
+    size_t cs = 0;
+    CHECK(hearth_arena_grow(&a, &s, &cs, 0, 3, 1, 16));
+    CHECK_EQ(cs, 16);
+    CHECK(s != NULL && s[15] == 0);
+    hearth_arena_fini(&a);
+}
+
 int main(int argc, char **argv) { return test_main(argc, argv); }
