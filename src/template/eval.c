@@ -55,14 +55,7 @@ void buf_put(rt *r, tbuf *b, const char *s, size_t n) {
     size_t need;
     if (!hearth_add_size(b->len, n, &need) || need > r->lim.max_output_bytes)
         rt_fail(r, NULL, HEARTH_E_LIMIT, "the output exceeds %zu bytes", r->lim.max_output_bytes);
-    if (need + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 256;
-        while (cap < need + 1) cap *= 2;
-        char *p = rt_alloc(r, cap);
-        if (b->len) memcpy(p, b->p, b->len);
-        b->p = p;
-        b->cap = cap;
-    }
+    rt_grow(r, &b->p, &b->cap, b->len, need + 1, 1, 256);
     memcpy(b->p + b->len, s, n);
     b->len = need;
     b->p[need] = 0;
@@ -88,18 +81,9 @@ static void scope_set(rt *r, scope *s, const tstr *name, tv v) {
             s->vals[i] = v;
             return;
         }
-    if (s->n == s->cap) {
-        int cap = s->cap ? s->cap * 2 : 4;
-        const tstr **nn = rt_alloc(r, sizeof *nn * (size_t)cap);
-        tv *nv = rt_alloc(r, sizeof *nv * (size_t)cap);
-        if (s->n) {
-            memcpy(nn, s->names, sizeof *nn * (size_t)s->n);
-            memcpy(nv, s->vals, sizeof *nv * (size_t)s->n);
-        }
-        s->names = nn;
-        s->vals = nv;
-        s->cap = cap;
-    }
+    size_t n = (size_t)s->n, cap_names = s->cap; /* names and values share one capacity */
+    rt_grow(r, &s->names, &cap_names, n, n + 1, sizeof *s->names, 4);
+    rt_grow(r, &s->vals, &s->cap, n, n + 1, sizeof *s->vals, 4);
     s->names[s->n] = name;
     s->vals[s->n++] = v;
 }

@@ -56,34 +56,26 @@ _Noreturn __attribute__((format(printf, 4, 5))) static void lx_fail_code(lexer *
 
 #define lx_fail(lx, pos, ...) lx_fail_code(lx, HEARTH_E_FORMAT, pos, __VA_ARGS__)
 
+static _Noreturn void lx_nomem(lexer *lx) {
+    if (lx->err) hearth_err_set(lx->err, HEARTH_E_NOMEM, -1, "out of memory parsing the template");
+    lx->code = HEARTH_E_NOMEM;
+    longjmp(lx->jb, 2);
+}
+
 static void *lx_alloc(lexer *lx, size_t n) {
     void *p = hearth_arena_alloc(&lx->t->arena, n ? n : 1);
-    if (!p) {
-        if (lx->err) hearth_err_set(lx->err, HEARTH_E_NOMEM, -1, "out of memory parsing the template");
-        lx->code = HEARTH_E_NOMEM;
-        longjmp(lx->jb, 2);
-    }
+    if (!p) lx_nomem(lx);
     return p;
 }
 
 static const tstr *lx_str(lexer *lx, const char *p, size_t n) {
     tstr *s = tstr_new(&lx->t->arena, p, n);
-    if (!s) {
-        if (lx->err) hearth_err_set(lx->err, HEARTH_E_NOMEM, -1, "out of memory parsing the template");
-        lx->code = HEARTH_E_NOMEM;
-        longjmp(lx->jb, 2);
-    }
+    if (!s) lx_nomem(lx);
     return s;
 }
 
 static token *emit(lexer *lx, ttype type, size_t pos) {
-    if (lx->nv == lx->cap) {
-        size_t cap = lx->cap ? lx->cap * 2 : 256;
-        token *v = lx_alloc(lx, cap * sizeof *v);
-        if (lx->nv) memcpy(v, lx->v, lx->nv * sizeof *v);
-        lx->v = v;
-        lx->cap = cap;
-    }
+    if (!hearth_arena_grow(&lx->t->arena, &lx->v, &lx->cap, lx->nv, lx->nv + 1, sizeof *lx->v, 256)) lx_nomem(lx);
     token *tk = &lx->v[lx->nv++];
     memset(tk, 0, sizeof *tk);
     tk->type = (uint8_t)type;

@@ -114,12 +114,7 @@ static node *parse_compare(parser *p) {
             c = px_node(p, X_CMP, pos);
             c->a = e;
         }
-        if ((size_t)c->l1.n == cap) {
-            cap = cap ? cap * 2 : 4;
-            uint8_t *ops = px_alloc(p, cap);
-            if (c->l1.n) memcpy(ops, c->ops, (size_t)c->l1.n);
-            c->ops = ops;
-        }
+        px_grow(p, &c->ops, &cap, (size_t)c->l1.n, (size_t)c->l1.n + 1, sizeof *c->ops);
         c->ops[c->l1.n] = (uint8_t)op;
         px_push(p, &c->l1, parse_math1(p));
     }
@@ -195,7 +190,7 @@ static void parse_call_args(parser *p, nargs *a) {
     bool need_comma = false;
     nlist kwv = {0};
     const tstr **names = NULL;
-    int cap = 0;
+    size_t cap = 0;
     while (!px_op(px_cur(p), OP_RPAREN)) {
         if (need_comma) {
             px_expect_op(p, OP_COMMA, "',' or ')'");
@@ -211,12 +206,7 @@ static void parse_call_args(parser *p, nargs *a) {
             a->dstar = px_expression(p, true);
         } else if (px_cur(p)->type == T_NAME && px_op(px_look(p), OP_ASSIGN)) {
             if (a->dstar) px_fail(p, pos, HEARTH_E_FORMAT, "invalid syntax for function call expression");
-            if (kwv.n == cap) {
-                cap = cap ? cap * 2 : 4;
-                const tstr **nn = px_alloc(p, sizeof *nn * (size_t)cap);
-                if (kwv.n) memcpy(nn, names, sizeof *nn * (size_t)kwv.n);
-                names = nn;
-            }
+            px_grow(p, &names, &cap, (size_t)kwv.n, (size_t)kwv.n + 1, sizeof *names);
             names[kwv.n] = px_cur(p)->s;
             px_advance(p);
             px_advance(p);

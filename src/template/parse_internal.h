@@ -28,6 +28,8 @@ _Noreturn void px_fail(parser *p, size_t pos, hearth_status code, const char *fm
     __attribute__((format(printf, 4, 5)));
 _Noreturn void px_unexpected(parser *p, const char *wanted);
 void          *px_alloc(parser *p, size_t n); /* zeroed, in the template's arena */
+/* Grow an arena array of n elements to hold need (hearth_arena_grow); raises when it cannot. */
+void           px_grow(parser *p, void *pp, size_t *cap, size_t n, size_t need, size_t elem_bytes);
 node          *px_node(parser *p, nkind kind, size_t pos);
 void           px_push(parser *p, nlist *l, node *e);
 void           px_enter(parser *p, size_t pos); /* depth++ with the bound */

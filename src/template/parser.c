@@ -43,14 +43,20 @@ _Noreturn void px_fail(parser *p, size_t pos, hearth_status code, const char *fm
     longjmp(p->jb, 1);
 }
 
+static _Noreturn void px_nomem(parser *p) {
+    p->code = HEARTH_E_NOMEM;
+    if (p->err) hearth_err_set(p->err, HEARTH_E_NOMEM, -1, "out of memory parsing the template");
+    longjmp(p->jb, 1);
+}
+
 void *px_alloc(parser *p, size_t n) {
     void *m = hearth_arena_calloc(&p->t->arena, 1, n ? n : 1);
-    if (!m) {
-        p->code = HEARTH_E_NOMEM;
-        if (p->err) hearth_err_set(p->err, HEARTH_E_NOMEM, -1, "out of memory parsing the template");
-        longjmp(p->jb, 1);
-    }
+    if (!m) px_nomem(p);
     return m;
+}
+
+void px_grow(parser *p, void *pp, size_t *cap, size_t n, size_t need, size_t elem_bytes) {
+    if (!hearth_arena_grow(&p->t->arena, pp, cap, n, need, elem_bytes, 4)) px_nomem(p);
 }
 
 static const char *describe(const token *t) {
@@ -104,13 +110,11 @@ node *px_node(parser *p, nkind kind, size_t pos) {
     return e;
 }
 
-/* A growable node list (arena-backed; the old array is left behind). */
+/* A growable node list (arena-backed; the old array is left behind). Its capacity is not
+ * stored: the array is full exactly when n is 0 or a power of two. */
 void px_push(parser *p, nlist *l, node *e) {
-    if ((l->n & (l->n - 1)) == 0) { /* n is 0 or a power of two: grow */
-        node **v = px_alloc(p, sizeof *v * (l->n ? (size_t)l->n * 2 : 1));
-        if (l->n) memcpy(v, l->v, sizeof *v * (size_t)l->n);
-        l->v = v;
-    }
+    size_t n = (size_t)l->n, cap = n;
+    if ((n & (n - 1)) == 0 && !hearth_arena_grow(&p->t->arena, &l->v, &cap, n, n + 1, sizeof *l->v, 1)) px_nomem(p);
     l->v[l->n++] = e;
 }
 
@@ -189,7 +193,7 @@ static void parse_signature(parser *p, node *n) {
     nparams *ps = px_alloc(p, sizeof *ps);
     n->params = ps;
     px_expect_op(p, OP_LPAREN, "'('");
-    int cap = 0;
+    size_t cap_names = 0, cap_defaults = 0;
     bool defaults = false;
     while (!px_op(px_cur(p), OP_RPAREN)) {
         if (ps->n) px_expect_op(p, OP_COMMA, "',' or ')'");
@@ -203,17 +207,9 @@ static void parse_signature(parser *p, node *n) {
         } else if (defaults) {
             px_fail(p, pos, HEARTH_E_FORMAT, "non-default argument follows default argument");
         }
-        if (ps->n == cap) {
-            cap = cap ? cap * 2 : 4;
-            const tstr **nn = px_alloc(p, sizeof *nn * (size_t)cap);
-            node **dd = px_alloc(p, sizeof *dd * (size_t)cap);
-            if (ps->n) {
-                memcpy(nn, ps->names, sizeof *nn * (size_t)ps->n);
-                memcpy(dd, ps->defaults, sizeof *dd * (size_t)ps->n);
-            }
-            ps->names = nn;
-            ps->defaults = dd;
-        }
+        size_t k = (size_t)ps->n;
+        px_grow(p, &ps->names, &cap_names, k, k + 1, sizeof *ps->names);
+        px_grow(p, &ps->defaults, &cap_defaults, k, k + 1, sizeof *ps->defaults);
         ps->names[ps->n] = name;
         ps->defaults[ps->n++] = def;
     }

@@ -258,7 +258,8 @@ typedef struct {
 
 struct scope {
     scope       *parent;
-    int          n, cap;
+    int          n;
+    size_t       cap;
     const tstr **names;
     tv          *vals;
 };
@@ -286,6 +287,9 @@ typedef struct rt {
 _Noreturn void rt_fail(rt *r, const node *at, hearth_status code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 void  *rt_alloc(rt *r, size_t n);               /* zeroed, within mem_cap */
+/* Grow an array of this render to hold need elements (hearth_arena_grow within mem_cap; n are
+ * in use and copied); raises on the limit or out of memory. */
+void   rt_grow(rt *r, void *pp, size_t *cap, size_t n, size_t need, size_t elem_bytes, size_t first);
 void   rt_step(rt *r, const node *at, size_t n); /* count steps against max_steps */
 void   rt_enter(rt *r, const node *at);          /* nest++ with the limit */
 static inline void rt_leave(rt *r) { r->nest--; }

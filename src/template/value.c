@@ -52,12 +52,26 @@ tstr *tstr_new(hearth_arena *a, const char *p, size_t n) {
     return s;
 }
 
+static _Noreturn void rt_too_big(rt *r) {
+    rt_fail(r, NULL, HEARTH_E_LIMIT, "the template needs more than %zu bytes of memory", r->mem_cap);
+}
+
+static _Noreturn void rt_nomem(rt *r) { rt_fail(r, NULL, HEARTH_E_NOMEM, "out of memory rendering the template"); }
+
+static bool rt_fits(const rt *r, size_t n) { return n <= r->mem_cap && r->arena.used_bytes <= r->mem_cap - n; }
+
 void *rt_alloc(rt *r, size_t n) {
-    if (n > r->mem_cap || r->arena.used_bytes > r->mem_cap - n)
-        rt_fail(r, NULL, HEARTH_E_LIMIT, "the template needs more than %zu bytes of memory", r->mem_cap);
+    if (!rt_fits(r, n)) rt_too_big(r);
     void *p = hearth_arena_calloc(&r->arena, 1, n ? n : 1);
-    if (!p) rt_fail(r, NULL, HEARTH_E_NOMEM, "out of memory rendering the template");
+    if (!p) rt_nomem(r);
     return p;
+}
+
+void rt_grow(rt *r, void *pp, size_t *cap, size_t n, size_t need, size_t elem_bytes, size_t first) {
+    if (need <= *cap) return;
+    size_t c;
+    if (!hearth_grow_cap(*cap, need, elem_bytes, first, &c) || !rt_fits(r, c * elem_bytes)) rt_too_big(r);
+    if (!hearth_arena_grow(&r->arena, pp, cap, n, need, elem_bytes, first)) rt_nomem(r);
 }
 
 static void check_str_len(rt *r, const node *at, size_t n) {
@@ -68,13 +82,9 @@ static void check_str_len(rt *r, const node *at, size_t n) {
 
 const tstr *rt_str(rt *r, const char *p, size_t n) {
     check_str_len(r, NULL, n);
-    tstr *s = rt_alloc(r, sizeof(tstr) + n + 1);
-    char *d = (char *)(s + 1);
-    if (n) memcpy(d, p, n);
-    d[n] = 0;
-    s->p = d;
-    s->len = n;
-    s->ncp = utf8_count(d, n, NULL);
+    if (!rt_fits(r, sizeof(tstr) + n + 1)) rt_too_big(r); /* n is bounded by the output limit */
+    tstr *s = tstr_new(&r->arena, p, n);
+    if (!s) rt_nomem(r);
     return s;
 }
 
@@ -93,8 +103,7 @@ tv str_concat(rt *r, const node *at, const tstr *a, const tstr *b, bool markup) 
         o->data[total] = 0;
     } else {
         o = rt_alloc(r, sizeof *o);
-        o->cap = total + total / 2 + 16;
-        o->data = rt_alloc(r, o->cap);
+        rt_grow(r, &o->data, &o->cap, 0, total + 1, 1, 16);
         memcpy(o->data, a->p, a->len);
         memcpy(o->data + a->len, b->p, b->len);
         o->used = total;
@@ -144,22 +153,17 @@ tlist *rt_list(rt *r, size_t cap) {
 }
 
 void list_push(rt *r, tlist *l, tv v) {
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 4, bytes;
-        if (!hearth_mul_size(cap, sizeof(tv), &bytes)) rt_fail(r, NULL, HEARTH_E_LIMIT, "list too long");
-        tv *nv = rt_alloc(r, bytes);
-        if (l->n) memcpy(nv, l->v, l->n * sizeof(tv));
-        l->v = nv;
-        l->cap = cap;
-    }
+    rt_grow(r, &l->v, &l->cap, l->n, l->n + 1, sizeof(tv), 4);
     l->v[l->n++] = v;
 }
 
 tdict *rt_dict(rt *r, size_t cap) {
     tdict *d = rt_alloc(r, sizeof *d);
+    size_t bytes;
     if (cap) {
-        d->k = rt_alloc(r, cap * sizeof(tv));
-        d->v = rt_alloc(r, cap * sizeof(tv));
+        if (!hearth_mul_size(cap, sizeof(tv), &bytes)) rt_too_big(r);
+        d->k = rt_alloc(r, bytes);
+        d->v = rt_alloc(r, bytes);
         d->cap = cap;
     }
     return d;
@@ -255,22 +259,16 @@ void dict_set(rt *r, tdict *d, tv k, tv v) {
         return;
     }
     if (d->n >= UINT32_MAX - 1) rt_fail(r, NULL, HEARTH_E_LIMIT, "dict too large");
-    if (d->n == d->cap) {
-        size_t cap = d->cap ? d->cap * 2 : 4;
-        tv *nk = rt_alloc(r, cap * sizeof(tv)), *nv = rt_alloc(r, cap * sizeof(tv));
-        if (d->n) {
-            memcpy(nk, d->k, d->n * sizeof(tv));
-            memcpy(nv, d->v, d->n * sizeof(tv));
-        }
-        d->k = nk;
-        d->v = nv;
-        d->cap = cap;
-    }
+    size_t cap_k = d->cap; /* keys and values share one capacity */
+    rt_grow(r, &d->k, &cap_k, d->n, d->n + 1, sizeof(tv), 4);
+    rt_grow(r, &d->v, &d->cap, d->n, d->n + 1, sizeof(tv), 4);
     d->k[d->n] = k;
     d->v[d->n] = v;
     d->n++;
+    size_t idx_cap;
     if (d->n > 8 && d->n * 2 > d->idx_cap) {
-        dict_reindex(r, d, d->idx_cap ? d->idx_cap * 2 : 32);
+        if (!hearth_grow_cap(d->idx_cap, d->n * 2 + 1, sizeof *d->idx, 32, &idx_cap)) rt_too_big(r);
+        dict_reindex(r, d, idx_cap);
     } else if (d->idx_cap) {
         size_t s = (size_t)tv_hash(k) & (d->idx_cap - 1);
         while (d->idx[s]) s = (s + 1) & (d->idx_cap - 1);
