@@ -11,6 +11,7 @@
 
 #include <stdlib.h>
 
+#include "base/buf.h"
 #include "base/utf8.h"
 
 void hearth_cx_cpset_free(hearth_cx_cpset *s) {
@@ -19,13 +20,7 @@ void hearth_cx_cpset_free(hearth_cx_cpset *s) {
 }
 
 bool hearth_cx_cpset_add(hearth_cx_cpset *s, uint32_t lo, uint32_t hi) {
-    if (s->n == s->cap) {
-        int32_t c = s->cap ? s->cap * 2 : 8;
-        void *q = realloc(s->r, (size_t)c * sizeof *s->r);
-        if (!q) return false;
-        s->r = q;
-        s->cap = c;
-    }
+    if (!hearth_buf_grow(&s->r, &s->cap, (size_t)s->n + 1, sizeof *s->r, 8)) return false;
     s->r[s->n][0] = lo;
     s->r[s->n][1] = hi;
     s->n++;

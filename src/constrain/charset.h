@@ -20,7 +20,8 @@
 
 typedef struct {
     uint32_t (*r)[2]; /* owned [n] inclusive ranges, in any order, may overlap */
-    int32_t    n, cap;
+    int32_t    n;
+    size_t     cap;
 } hearth_cx_cpset;
 
 void hearth_cx_cpset_free(hearth_cx_cpset *s);

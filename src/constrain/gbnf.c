@@ -19,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
+#include "base/size.h"
 #include "base/utf8.h"
 
 #define MAX_NEST  48   /* open parentheses in one rule */
@@ -44,11 +46,13 @@ typedef struct {
     bool               dry;  /* first pass */
     int                placeholder;
     def               *defs;
-    int                n_defs, cap_defs;
+    int                n_defs;
+    size_t             cap_defs;
     ref               *refs; /* first pass: every reference, checked against defs at the end */
-    int                n_refs, cap_refs;
+    int                n_refs;
+    size_t             cap_refs;
     int               *tab;   /* name table: def index or -1, tab_cap a power of two */
-    int                tab_cap;
+    size_t             tab_cap;
     int                cur;   /* the def being built (second pass) */
     int                nest, chain, levels;
 } gp;
@@ -210,11 +214,12 @@ static int find_def(gp *p, size_t at, size_t len) {
 
 /* Enter def k into the table (kept at most half full). */
 static bool index_def(gp *p, int k) {
-    if (2 * (p->n_defs + 1) > p->tab_cap) {
-        int cap = p->tab_cap ? p->tab_cap * 2 : 64;
-        int *t = malloc((size_t)cap * sizeof *t);
+    size_t need = 2 * ((size_t)p->n_defs + 1), cap;
+    if (need > p->tab_cap) {
+        if (!hearth_grow_cap(p->tab_cap, need, sizeof *p->tab, 64, &cap)) return false;
+        int *t = malloc(cap * sizeof *t);
         if (!t) return false;
-        for (int i = 0; i < cap; i++) t[i] = -1;
+        for (size_t i = 0; i < cap; i++) t[i] = -1;
         free(p->tab);
         p->tab = t;
         p->tab_cap = cap;
@@ -271,13 +276,7 @@ static int reference(gp *p, bool *self) {
     size_t len = p->i - at;
     *self = false;
     if (p->dry) {
-        if (p->n_refs == p->cap_refs) {
-            int c = p->cap_refs ? p->cap_refs * 2 : 16;
-            ref *q = realloc(p->refs, (size_t)c * sizeof *q);
-            if (!q) return oom(p);
-            p->refs = q;
-            p->cap_refs = c;
-        }
+        if (!hearth_buf_grow(&p->refs, &p->cap_refs, (size_t)p->n_refs + 1, sizeof *p->refs, 16)) return oom(p);
         p->refs[p->n_refs++] = (ref){at, len};
         return p->placeholder;
     }
@@ -411,13 +410,7 @@ static int scan(gp *p) {
         p->i += 3;
         if (find_def(p, at, len) >= 0)
             return fail(p, HEARTH_E_INVALID, at, "rule '%.*s' is defined twice", (int)(len > 40 ? 40 : len), p->s + at);
-        if (p->n_defs == p->cap_defs) {
-            int c = p->cap_defs ? p->cap_defs * 2 : 16;
-            def *q = realloc(p->defs, (size_t)c * sizeof *q);
-            if (!q) return oom(p);
-            p->defs = q;
-            p->cap_defs = c;
-        }
+        if (!hearth_buf_grow(&p->defs, &p->cap_defs, (size_t)p->n_defs + 1, sizeof *p->defs, 16)) return oom(p);
         ws(p, true);
         p->defs[p->n_defs] = (def){.name = at, .len = len, .body = p->i};
         if (!index_def(p, p->n_defs)) return oom(p);

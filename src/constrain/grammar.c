@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
+
 typedef struct {
     uint8_t kind;
     int32_t arg; /* SET: builder set index; REF: builder rule */
@@ -22,22 +24,27 @@ typedef struct {
 
 typedef struct {
     item   *items; /* owned */
-    int32_t n, cap;
+    int32_t n;
+    size_t  cap;
 } alt;
 
 typedef struct {
     int32_t *alts; /* owned: indices into b->alts */
-    int32_t  n, cap;
+    int32_t  n;
+    size_t   cap;
 } rule;
 
 struct hearth_cx_builder {
     hearth_cx_limits lim;
     rule            *rules; /* owned */
-    int32_t          n_rules, cap_rules;
+    int32_t          n_rules;
+    size_t           cap_rules;
     alt             *alts;  /* owned */
-    int32_t          n_alts, cap_alts;
+    int32_t          n_alts;
+    size_t           cap_alts;
     uint8_t        (*sets)[32];
-    int32_t          n_sets, cap_sets;
+    int32_t          n_sets;
+    size_t           cap_sets;
     int64_t          n_items;
     hearth_status    st;
     char             msg[160];
@@ -80,22 +87,14 @@ int hearth_cx_fail(hearth_cx_builder *b, hearth_status code, const char *fmt, ..
 
 static int oom(hearth_cx_builder *b) { return hearth_cx_fail(b, HEARTH_E_NOMEM, "out of memory building a grammar"); }
 
-/* Make room for one more element of an array of `size`-byte elements. */
-static bool grow(void **p, int32_t *cap, int32_t n, size_t size) {
-    if (n < *cap) return true;
-    int32_t c = *cap ? *cap * 2 : 8;
-    void *q = realloc(*p, (size_t)c * size);
-    if (!q) return false;
-    *p = q;
-    *cap = c;
-    return true;
-}
+/* Make room for one more element after n (hearth_buf_grow). */
+#define GROW(arr, cap, n) hearth_buf_grow(&(arr), &(cap), (size_t)(n) + 1, sizeof *(arr), 8)
 
 int hearth_cx_rule(hearth_cx_builder *b) {
     if (b->st) return -1;
     if (b->n_rules >= b->lim.max_rules)
         return hearth_cx_fail(b, HEARTH_E_LIMIT, "the constraint needs more than %d grammar rules", b->lim.max_rules);
-    if (!grow((void **)&b->rules, &b->cap_rules, b->n_rules, sizeof *b->rules)) return oom(b);
+    if (!GROW(b->rules, b->cap_rules, b->n_rules)) return oom(b);
     b->rules[b->n_rules] = (rule){0};
     return b->n_rules++;
 }
@@ -104,8 +103,7 @@ int hearth_cx_alt(hearth_cx_builder *b, int r) {
     if (b->st) return -1;
     if (r < 0 || r >= b->n_rules) return hearth_cx_fail(b, HEARTH_E_INVALID, "no rule %d", r);
     rule *ru = &b->rules[r];
-    if (!grow((void **)&b->alts, &b->cap_alts, b->n_alts, sizeof *b->alts) ||
-        !grow((void **)&ru->alts, &ru->cap, ru->n, sizeof *ru->alts))
+    if (!GROW(b->alts, b->cap_alts, b->n_alts) || !GROW(ru->alts, ru->cap, ru->n))
         return oom(b);
     b->alts[b->n_alts] = (alt){0};
     ru->alts[ru->n++] = b->n_alts++;
@@ -119,7 +117,7 @@ static int add_item(hearth_cx_builder *b, int r, uint8_t kind, int32_t arg) {
     if (++b->n_items > b->lim.max_items)
         return hearth_cx_fail(b, HEARTH_E_LIMIT, "the constraint needs more than %d grammar states", b->lim.max_items);
     alt *a = &b->alts[b->rules[r].alts[b->rules[r].n - 1]];
-    if (!grow((void **)&a->items, &a->cap, a->n, sizeof *a->items)) return oom(b);
+    if (!GROW(a->items, a->cap, a->n)) return oom(b);
     a->items[a->n++] = (item){kind, arg};
     return 0;
 }
@@ -129,7 +127,7 @@ int hearth_cx_set(hearth_cx_builder *b, int r, const uint8_t set[32]) {
     int32_t i = 0;
     while (i < b->n_sets && memcmp(b->sets[i], set, 32)) i++;
     if (i == b->n_sets) {
-        if (!grow((void **)&b->sets, &b->cap_sets, b->n_sets, sizeof *b->sets)) return oom(b);
+        if (!GROW(b->sets, b->cap_sets, b->n_sets)) return oom(b);
         memcpy(b->sets[b->n_sets++], set, 32);
     }
     return add_item(b, r, CX_SET, i);

@@ -22,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
+
 #define MAX_CONFIGS 512     /* configurations in one set */
 #define MAX_EXPAND  65536   /* closure steps per advanced configuration */
 #define MAX_RECURSE 1024    /* closure nesting (pushes, pops and tail calls without a byte) */
@@ -40,9 +42,10 @@ struct hearth_cx_vocab {
 };
 
 typedef struct {
-    uint32_t *c;  /* owned [cap * stride] */
-    uint32_t *h;  /* owned [cap] */
-    int32_t   n, cap;
+    uint32_t *c;  /* owned [cap_c * stride] */
+    uint32_t *h;  /* owned [cap_h] */
+    int32_t   n;
+    size_t    cap_c, cap_h;
 } cset;
 
 struct hearth_cx_matcher {
@@ -153,17 +156,11 @@ static void cset_add(hearth_cx_matcher *m, cset *s, const uint32_t *w, int32_t d
         m->dropped++;
         return;
     }
-    if (s->n == s->cap) {
-        int32_t cap = s->cap ? s->cap * 2 : 8;
-        uint32_t *c = realloc(s->c, (size_t)cap * (size_t)m->stride * sizeof *c);
-        if (c) s->c = c;
-        uint32_t *hh = c ? realloc(s->h, (size_t)cap * sizeof *hh) : NULL;
-        if (!hh) {
-            m->oom = true;
-            return;
-        }
-        s->h = hh;
-        s->cap = cap;
+    size_t need = (size_t)s->n + 1;
+    if (!hearth_buf_grow(&s->c, &s->cap_c, need, (size_t)m->stride * sizeof *s->c, 8) ||
+        !hearth_buf_grow(&s->h, &s->cap_h, need, sizeof *s->h, 8)) {
+        m->oom = true;
+        return;
     }
     uint32_t *c = s->c + (size_t)s->n * (size_t)m->stride;
     c[0] = (uint32_t)d;

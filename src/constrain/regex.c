@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
 #include "base/utf8.h"
 
 #define MAX_NEST  48
@@ -310,19 +311,14 @@ static int sequence(rx *p) {
 }
 
 static int alternation(rx *p) {
-    int alts[64], n = 0, *all = alts, cap = 64, r = -1;
+    int *all = NULL, n = 0, r = -1;
+    size_t cap = 0;
     for (;;) {
         int x = sequence(p);
         if (x < 0) goto out;
-        if (n == cap) {
-            int *q = all == alts ? malloc((size_t)cap * 2 * sizeof *q) : realloc(all, (size_t)cap * 2 * sizeof *q);
-            if (!q) {
-                oom(p);
-                goto out;
-            }
-            if (all == alts) memcpy(q, alts, sizeof alts);
-            all = q;
-            cap *= 2;
+        if (!hearth_buf_grow(&all, &cap, (size_t)n + 1, sizeof *all, 64)) {
+            oom(p);
+            goto out;
         }
         all[n++] = x;
         if (p->i < p->n && p->s[p->i] == '|') p->i++;
@@ -330,7 +326,7 @@ static int alternation(rx *p) {
     }
     r = hearth_cx_rule_any(p->b, all, n);
 out:
-    if (all != alts) free(all);
+    free(all);
     return r;
 }
 
