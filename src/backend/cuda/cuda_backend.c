@@ -30,6 +30,7 @@
 #include "backend/cuda/cuda_ops.h"
 #include "base/assert.h"
 #include "base/log.h"
+#include "base/size.h"
 #include "tensor/dtype.h"
 
 #include <cuda_runtime_api.h>
@@ -106,8 +107,11 @@ static size_t slot_of(const cuda_ctx *c, const void *host) {
     return (size_t)(h >> 20) & (c->map_cap - 1);
 }
 
-static void map_grow(cuda_ctx *c) {
-    size_t cap = c->map_cap ? c->map_cap * 2 : 1024;
+/* Rehash into a table that holds need slots (a power of two: hearth_grow_cap doubles 1024). */
+static void map_grow(cuda_ctx *c, size_t need) {
+    size_t cap = 0;
+    bool counted = hearth_grow_cap(c->map_cap, need, sizeof *c->map, 1024, &cap);
+    HEARTH_ASSERT(counted); /* need counts weights of one model */
     weight_slot *old = c->map;
     size_t old_cap = c->map_cap;
     c->map = calloc(cap, sizeof *c->map);
@@ -124,7 +128,7 @@ static void map_grow(cuda_ctx *c) {
 
 static const void *weight_dev(cuda_ctx *c, const void *host, size_t bytes) {
     if (!host) return NULL;
-    if ((c->map_n + 1) * 2 > c->map_cap) map_grow(c);
+    if ((c->map_n + 1) * 2 > c->map_cap) map_grow(c, (c->map_n + 1) * 2); /* kept at most half full */
     size_t j = slot_of(c, host);
     while (c->map[j].host && c->map[j].host != host) j = (j + 1) & (c->map_cap - 1);
     weight_slot *w = &c->map[j];
