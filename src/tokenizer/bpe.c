@@ -86,12 +86,7 @@ hearth_status tok_bpe_build(hearth_tok *tok, const hearth_tok_spec *spec, hearth
             goto done;
         }
         size_t nl = (size_t)(sp - m.ptr), nr = m.len - nl - 1;
-        if (nl + nr > cat_cap) {
-            char *c = realloc(cat, nl + nr);
-            if (!c) goto oom;
-            cat = c;
-            cat_cap = nl + nr;
-        }
+        if (!hearth_buf_grow(&cat, &cat_cap, nl + nr, 1, 64)) goto oom;
         memcpy(cat, m.ptr, nl);
         memcpy(cat + nl, sp + 1, nr);
         int32_t l = intern(tok, &is, m.ptr, nl);
@@ -148,12 +143,7 @@ static bool emit_bytes(const hearth_tok *tok, const uint8_t *p, size_t n, tok_ve
 /* Whole-word lookup of the byte-level spelling (llama3's ignore_merges). */
 static int32_t word_token(const hearth_tok *tok, bpe_work *w, const uint8_t *p, size_t n) {
     if (n > tok->max_token_bytes) return -1; /* its spelling is at least n bytes long */
-    if (n * 2 > w->enc_cap) {
-        char *e = realloc(w->enc, n * 2);
-        if (!e) return -1;
-        w->enc = e;
-        w->enc_cap = n * 2;
-    }
+    if (!hearth_buf_grow(&w->enc, &w->enc_cap, n * 2, 1, 64)) return -1; /* bytes map to U+0000..U+0143 */
     size_t k = 0;
     for (size_t i = 0; i < n; i++) k += hearth_utf8_encode(tok_byte_to_cp(p[i]), w->enc + k);
     int32_t id = tok_strmap_find(&tok->map, tok->blob, tok->strs, w->enc, k);
@@ -167,12 +157,7 @@ static bool encode_word(const hearth_tok *tok, bpe_work *w, const uint8_t *p, si
         int32_t id = word_token(tok, w, p, n);
         if (id >= 0) return tok_vec_push(out, id);
     }
-    if (n > w->cap) {
-        tok_sym *s = realloc(w->sym, n * sizeof *s);
-        if (!s) return false;
-        w->sym = s;
-        w->cap = n;
-    }
+    if (!hearth_buf_grow(&w->sym, &w->cap, n, sizeof *w->sym, 64)) return false;
     for (size_t i = 0; i < n; i++)
         w->sym[i] = (tok_sym){(int32_t)i - 1, i + 1 < n ? (int32_t)i + 1 : -1, tok->byte_sym[p[i]],
                               (uint32_t)i, 1};

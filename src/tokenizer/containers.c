@@ -54,11 +54,10 @@ uint64_t tok_hash(const void *p, size_t n) {
 }
 
 bool tok_strmap_init(tok_strmap *m, size_t n_expected) {
-    size_t cap = 64;
-    while (cap < n_expected * 2) {
-        if (cap > ((size_t)1 << 30)) return false;
-        cap *= 2;
-    }
+    size_t cap, want; /* a power of two, at most half full, its mask a uint32_t */
+    if (!hearth_mul_size(n_expected, 2, &want) || !hearth_grow_cap(0, want, sizeof *m->slots, 64, &cap) ||
+        cap > (size_t)1 << 31)
+        return false;
     size_t bits = cap * 4; /* >= 8 bits per expected entry */
     m->slots = calloc(cap, sizeof *m->slots);
     m->bloom = calloc(bits / 64, sizeof *m->bloom);

@@ -29,6 +29,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
+#include "base/size.h"
+
 static int32_t vocab_id(const hearth_tok *tok, const char *s, size_t n) {
     if (n > tok->max_token_bytes) return -1;
     int32_t id = tok_strmap_find(&tok->map, tok->blob, tok->strs, s, n);
@@ -218,8 +221,9 @@ hearth_status tok_model_unigram_build(const hearth_tok *tok, tok_model *m, heart
     size_t total = 1;
     for (int32_t id = 0; id < tok->n_vocab; id++) total += tok->strs[id].len;
     if (total > INT32_MAX / 4) return hearth_err_set(err, HEARTH_E_LIMIT, -1, "vocab too large");
-    size_t cap = 64;
-    while (cap < total * 2) cap *= 2;
+    size_t cap = 0; /* edges: a power of two, at most half full */
+    if (!hearth_grow_cap(0, total * 2, sizeof *m->edges, 64, &cap))
+        return hearth_err_set(err, HEARTH_E_LIMIT, -1, "vocab too large");
     m->edges = calloc(cap, sizeof *m->edges);
     m->node_tok = malloc(total * sizeof *m->node_tok);
     if (!m->edges || !m->node_tok) return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
@@ -271,12 +275,7 @@ static bool unigram_emit(const hearth_tok *tok, const tok_model *m, const char *
 static bool unigram_encode(const hearth_tok *tok, const tok_model *m, const char *s, size_t n,
                            tok_vec *out, tok_model_work *w) {
     if (n == 0) return true;
-    if (n + 1 > w->cap_best) {
-        uni_node *nb = realloc(w->best, (n + 1) * sizeof *nb);
-        if (!nb) return false;
-        w->best = nb;
-        w->cap_best = n + 1;
-    }
+    if (!hearth_buf_grow(&w->best, &w->cap_best, n + 1, sizeof(uni_node), 64)) return false;
     uni_node *best = w->best;
     tok_vec *segv = &w->seg; /* (start, end, fused) triples, backwards */
     segv->n = 0;

@@ -22,12 +22,10 @@ uint32_t tok_hash_slot(uint64_t key, uint32_t mask) {
 static uint64_t pair_key(int32_t l, int32_t r) { return ((uint64_t)(uint32_t)l << 32) | (uint32_t)r; }
 
 bool tok_merges_init(hearth_tok *tok, size_t n_merges) {
-    size_t cap = 64, want;
-    if (!hearth_mul_size(n_merges, 2, &want)) return false;
-    while (cap < want) {
-        if (cap > UINT32_MAX / 2) return false;
-        cap *= 2;
-    }
+    size_t cap, want; /* a power of two, at most half full, its mask a uint32_t */
+    if (!hearth_mul_size(n_merges, 2, &want) || !hearth_grow_cap(0, want, sizeof *tok->merges, 64, &cap) ||
+        cap > (size_t)1 << 31)
+        return false;
     tok->merges = malloc(cap * sizeof *tok->merges);
     if (!tok->merges) return false;
     for (size_t i = 0; i < cap; i++) tok->merges[i].key = UINT64_MAX;

@@ -27,6 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
+
 /* ------------------------------------------------------------------ the added-token tries */
 
 static int32_t atrie_child(const tok_atrie *t, int32_t node, uint8_t b) {
@@ -42,9 +44,7 @@ static bool atrie_add(tok_atrie *t, const char *s, size_t n, int32_t rank) {
         uint8_t b = (uint8_t)s[i];
         int32_t c = atrie_child(t, node, b);
         if (c < 0) {
-            tok_trie_node *v = realloc(t->nodes, ((size_t)t->n_nodes + 1) * sizeof *v);
-            if (!v) return false;
-            t->nodes = v;
+            if (!hearth_buf_grow(&t->nodes, &t->cap_nodes, (size_t)t->n_nodes + 1, sizeof *t->nodes, 64)) return false;
             c = t->n_nodes++;
             t->nodes[c] = (tok_trie_node){-1, -1, -1, b};
             if (node == 0) {
@@ -62,8 +62,9 @@ static bool atrie_add(tok_atrie *t, const char *s, size_t n, int32_t rank) {
 }
 
 static bool atrie_init(tok_atrie *t) {
-    t->nodes = malloc(sizeof *t->nodes);
-    if (!t->nodes) return false;
+    t->nodes = NULL;
+    t->cap_nodes = 0;
+    if (!hearth_buf_grow(&t->nodes, &t->cap_nodes, 1, sizeof *t->nodes, 64)) return false;
     t->nodes[0] = (tok_trie_node){-1, -1, -1, 0};
     t->n_nodes = 1;
     for (int i = 0; i < 256; i++) t->root[i] = -1;

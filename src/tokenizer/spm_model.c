@@ -27,9 +27,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
 #include "base/rd.h"
 
 enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_I32 = 5 };
+enum { MAX_PIECES = 1 << 24 };
 
 static uint64_t varint(hearth_rd *r) {
     uint64_t v = 0;
@@ -76,7 +78,8 @@ typedef struct {
     hearth_span *tokens;
     float       *scores;
     int32_t     *types;
-    int32_t      n, cap;
+    int32_t      n;
+    size_t       cap_tokens, cap_scores, cap_types; /* grown together, one element at a time */
     int32_t      model_type, unk_id, bos_id, eos_id, pad_id;
     bool         byte_fallback, suffix;
     bool         add_dummy_prefix, remove_ws, escape_ws, has_charsmap;
@@ -88,18 +91,12 @@ static hearth_status bad(hearth_err *err, const hearth_rd *top, const char *what
 }
 
 static hearth_status read_piece(spm_model *m, const field *pf, const hearth_rd *top, hearth_err *err) {
-    if (m->n == m->cap) {
-        int32_t cap = m->cap ? 2 * m->cap : 1024;
-        if (cap > (1 << 24)) return hearth_err_set(err, HEARTH_E_LIMIT, -1, "tokenizer.model has too many pieces");
-        hearth_span *t = realloc(m->tokens, (size_t)cap * sizeof *t);
-        if (t) m->tokens = t;
-        float *s = realloc(m->scores, (size_t)cap * sizeof *s);
-        if (s) m->scores = s;
-        int32_t *ty = realloc(m->types, (size_t)cap * sizeof *ty);
-        if (ty) m->types = ty;
-        if (!t || !s || !ty) return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
-        m->cap = cap;
-    }
+    if (m->n >= MAX_PIECES) return hearth_err_set(err, HEARTH_E_LIMIT, -1, "tokenizer.model has too many pieces");
+    size_t need = (size_t)m->n + 1;
+    if (!hearth_buf_grow(&m->tokens, &m->cap_tokens, need, sizeof *m->tokens, 1024) ||
+        !hearth_buf_grow(&m->scores, &m->cap_scores, need, sizeof *m->scores, 1024) ||
+        !hearth_buf_grow(&m->types, &m->cap_types, need, sizeof *m->types, 1024))
+        return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
     hearth_span text = {NULL, 0};
     float score = 0;
     int32_t type = HEARTH_TOKTYPE_NORMAL;

@@ -220,6 +220,7 @@ typedef struct {
 typedef struct {
     tok_trie_node *nodes;    /* owned; node 0 is the root; rank = index into pipe->added */
     int32_t        n_nodes;
+    size_t         cap_nodes;
     int32_t        root[256];
 } tok_atrie;
 
