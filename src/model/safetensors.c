@@ -339,6 +339,7 @@ static hearth_status open_index(const char *dir, const char *index_path, hearth_
     /* distinct file names, in first-seen order */
     const char **files = NULL;
     int n_files = 0;
+    size_t cap_files = 0;
     const cJSON *e;
     cJSON_ArrayForEach(e, map) {
         if (!cJSON_IsString(e) || !plain_file_name(e->valuestring)) {
@@ -353,12 +354,10 @@ static hearth_status open_index(const char *dir, const char *index_path, hearth_
             st = hearth_err_set(err, HEARTH_E_LIMIT, -1, "more than %d shards", MAX_SHARDS);
             goto done_files;
         }
-        const char **nf = realloc(files, (size_t)(n_files + 1) * sizeof *files);
-        if (!nf) {
+        if (!hearth_buf_grow(&files, &cap_files, (size_t)n_files + 1, sizeof *files, 8)) {
             st = hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
             goto done_files;
         }
-        files = nf;
         files[n_files++] = e->valuestring;
     }
     if (n_files == 0) {

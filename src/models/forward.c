@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
+
 static size_t up64(size_t n) { return (n + 63) & ~(size_t)63; }
 
 hearth_fwd *hearth_fwd_create(const hearth_model *m, hearth_backend *be, int32_t max_tok, const hearth_numerics *nx) {
@@ -232,10 +234,8 @@ static const float *dyn_table(hearth_fwd *f, int32_t len) {
     int64_t i = (int64_t)len - hp->n_ctx_train - 1, half = hp->n_rot / 2;
     int32_t ic = (int32_t)(i / DYN_CHUNK);
     if (ic >= f->n_dyn_chunks) {
-        float **c = realloc(f->dyn_chunks, (size_t)(ic + 1) * sizeof *c);
-        if (!c) return NULL;
-        f->dyn_chunks = c;
-        while (f->n_dyn_chunks <= ic) c[f->n_dyn_chunks++] = NULL;
+        if (!hearth_buf_grow(&f->dyn_chunks, &f->cap_dyn_chunks, (size_t)ic + 1, sizeof *f->dyn_chunks, 8)) return NULL;
+        while (f->n_dyn_chunks <= ic) f->dyn_chunks[f->n_dyn_chunks++] = NULL;
     }
     if (!f->dyn_chunks[ic]) {
         float *t = malloc((size_t)(DYN_CHUNK * half) * sizeof(float));

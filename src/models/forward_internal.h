@@ -28,6 +28,7 @@ struct hearth_fwd {
     float  **dyn_chunks;     /* owned: dynamic NTK tables, DYN_CHUNK sequence lengths each, from
                               * n_ctx_train + 1 up; never moved (a device backend keys them by address) */
     int32_t  n_dyn_chunks;
+    size_t   cap_dyn_chunks;
     /* Gemma 4 per-layer inputs (n_embd_ple > 0): backend memory, in mem */
     float   *ple_tok;        /* [T][n_layer * n_embd_ple] token part, then the combined inputs */
     float   *ple_ctx;        /* [T][n_layer * n_embd_ple] projection of the embeddings */

@@ -102,7 +102,7 @@ struct hearth_tc {
     int               n_dl;
     size_t            cap_dl;
     hearth_tc_delta  *deltas;   /* owned [cap_deltas]: dl resolved to pointers for the caller */
-    int               cap_deltas;
+    size_t            cap_deltas;
     hearth_jw         dtext;    /* owned: the strings of this push's deltas */
     hearth_jw         scratch;  /* owned: converted arguments of a partial call */
 };
@@ -578,14 +578,9 @@ static hearth_status step(hearth_tc *p, const char *text, size_t n, bool final, 
     out->calls = p->calls + before;
     out->n_calls = p->n_calls - before;
     out->in_call = p->cur >= 0;
-    if (p->n_dl > p->cap_deltas) {
-        hearth_tc_delta *d = realloc(p->deltas, (size_t)p->n_dl * sizeof *d);
-        if (!d) {
-            p->failed = true;
-            return HEARTH_E_NOMEM;
-        }
-        p->deltas = d;
-        p->cap_deltas = p->n_dl;
+    if (!hearth_buf_grow(&p->deltas, &p->cap_deltas, (size_t)p->n_dl, sizeof *p->deltas, 8)) {
+        p->failed = true;
+        return HEARTH_E_NOMEM;
     }
     for (int i = 0; i < p->n_dl; i++) {
         const delta_rec *r = &p->dl[i];
