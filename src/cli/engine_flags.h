@@ -66,9 +66,12 @@ void cli_engine_levers(const hearth_engine *e, char *buf, size_t cap);
     "                        -ctv q8_0); refused until hearth has the quantized KV cache\n"              \
     "  --numerics l1|l2|ref  the tier by name (ref: transformers' f32 order, the default with\n"         \
     "                        HEARTH_KERNELS=ref)\n"                                                      \
-    "  --compiled-decode on|off       replay decode steps as one CUDA graph (default on)\n"              \
-    "  --fused-sdpa on|off            multi-query attention kernels (default on)\n"                     \
-    "  --compiled-activations on|off  gate/up matmul and GLU in one CUDA launch (default on)\n"         \
+    "  --compiled-decode on|off       replay decode steps as one CUDA graph (default on);\n"            \
+    "                                 selects nothing on the CPU\n"                                      \
+    "  --fused-sdpa on|off            multi-query attention kernels (default on); on CUDA the\n"        \
+    "                                 CUDA-core attention grouped by kv head, off: per query head\n"     \
+    "  --compiled-activations on|off  gate/up matmul and GLU in one CUDA launch (default on);\n"       \
+    "                                 selects nothing on the CPU\n"                                      \
     "                        the three are A/B levers: off takes a slower path of the same bits\n"      \
     "  --force-wire          lock the weights in RAM (mlock); fails, saying why, when the locked-\n"     \
     "                        memory limit (ulimit -l) is too small\n"
