@@ -8,12 +8,15 @@ kernels; with 8-bit activations re-quantized before every matmul and f16 KV, suc
 flip roundings and spread, so this is the floor of agreement any second implementation can
 expect short of reproducing the reference build's arithmetic bit for bit.
 
-How the figures in tests/golden/llamacpp/crossbuild.json were made:
+The second build must be of the llama-cpp-python release pinned in requirements/oracle.txt
+(the one the goldens were made with; the tool reads the pin from there and refuses another).
+How the figures in tests/golden/llamacpp/crossbuild.json are made (its "llama_cpp_python"
+field records the release measured):
     python3 -m venv /tmp/lcpp_avx2
     CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \\
       -DGGML_AVX512=OFF -DGGML_AVX512_VNNI=OFF -DGGML_AVX512_BF16=OFF -DGGML_AVX512_VBMI=OFF \\
       -DGGML_AVX_VNNI=OFF" /tmp/lcpp_avx2/bin/pip install --no-cache-dir --no-binary llama-cpp-python \\
-      numpy llama-cpp-python==0.3.16
+      -r requirements/oracle.txt
     /tmp/lcpp_avx2/bin/python tools/llamacpp_crossbuild.py --models smollm2,gemma3,tiny-qwen2,tiny-qwen3
 """
 import argparse, datetime, json, os, struct, subprocess, sys
@@ -22,6 +25,7 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GOLD = os.path.join(ROOT, "tests", "golden", "llamacpp")
+PINS = os.path.join(ROOT, "requirements", "oracle.txt")
 TINY = {"tiny-qwen2": "tests/golden/tiny/tiny-qwen2.gguf", "tiny-qwen3": "tests/golden/tiny/tiny-qwen3.gguf"}
 
 
@@ -32,6 +36,16 @@ def model_path(name):
     if out.returncode:
         sys.exit(out.stderr.strip())
     return out.stdout.strip()
+
+
+def pinned_version(path=PINS):
+    """The llama-cpp-python version pinned in requirements/oracle.txt (a `llama-cpp-python==X` line)."""
+    for line in open(path):
+        line = line.split("#", 1)[0].strip()
+        name, sep, ver = line.partition("==")
+        if sep and name.strip().lower().replace("_", "-") == "llama-cpp-python":
+            return ver.strip()
+    sys.exit("llamacpp_crossbuild: %s pins no llama-cpp-python==VERSION" % os.path.relpath(path, ROOT))
 
 
 def read_golden(path):
@@ -102,7 +116,11 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--models", default="smollm2,gemma3,tiny-qwen2,tiny-qwen3")
     args = ap.parse_args()
+    pin = pinned_version()
     import llama_cpp
+    if llama_cpp.__version__ != pin:
+        sys.exit("llamacpp_crossbuild: llama-cpp-python %s is installed; the goldens are of %s "
+                 "(requirements/oracle.txt): install that one" % (llama_cpp.__version__, pin))
     out = dict(generator="tools/llamacpp_crossbuild.py", date=datetime.date.today().isoformat(),
                llama_cpp_python=llama_cpp.__version__,
                system_info=llama_cpp.llama_print_system_info().decode().strip(), models={})
