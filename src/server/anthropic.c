@@ -38,6 +38,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
+
 #define MAX_MESSAGES 4096
 
 static const char *const text_types[] = {"text", NULL};
@@ -60,14 +62,9 @@ static bool map_tool_result(cJSON *body, const cJSON *b, const char *param, hear
            hearth_api_oom(e);
 }
 
-/* Append text to *acc (newline-separated). */
-static bool append(char **acc, const char *t, hearth_api_err *e) {
-    size_t a = *acc ? strlen(*acc) : 0, n = strlen(t);
-    char *s = realloc(*acc, a + n + 2);
-    if (!s) return hearth_api_oom(e);
-    if (a) s[a++] = '\n';
-    memcpy(s + a, t, n + 1);
-    *acc = s;
+/* Append a text block to acc, newline-separated (acc->p is set once any block was seen). */
+static bool append(hearth_buf *acc, const char *t, hearth_api_err *e) {
+    if ((acc->len && !hearth_buf_putc(acc, '\n')) || !hearth_buf_puts(acc, t)) return hearth_api_oom(e);
     return true;
 }
 
@@ -76,7 +73,7 @@ static bool map_blocks(cJSON *body, bool user, const cJSON *content, hearth_span
                        hearth_api_err *e) {
     hearth_jraw_it it;
     bool have_raw = raw.len && hearth_jraw_iter(raw, &it);
-    char *text = NULL, *thought = NULL;
+    hearth_buf text = {0}, thought = {0};
     cJSON *calls = cJSON_CreateObject(); /* collects tool_calls of an assistant turn */
     bool ok = false, any_result = false;
     if (!calls) return hearth_api_oom(e);
@@ -126,19 +123,19 @@ static bool map_blocks(cJSON *body, bool user, const cJSON *content, hearth_span
         }
     }
     const cJSON *tc = cJSON_GetObjectItemCaseSensitive(calls, "tool_calls");
-    if (!user || text || !any_result) {
-        cJSON *m = hearth_chatmap_msg(body, user ? "user" : "assistant", text ? text : "", e);
+    if (!user || text.p || !any_result) {
+        cJSON *m = hearth_chatmap_msg(body, user ? "user" : "assistant", text.p ? text.p : "", e);
         if (!m) goto out;
         if (tc) cJSON_AddItemToObject(m, "tool_calls", cJSON_DetachItemViaPointer(calls, (cJSON *)tc));
-        if (thought && !cJSON_AddStringToObject(m, "reasoning_content", thought)) {
+        if (thought.p && !cJSON_AddStringToObject(m, "reasoning_content", thought.p)) {
             hearth_api_oom(e);
             goto out;
         }
     }
     ok = true;
 out:
-    free(thought);
-    free(text);
+    hearth_buf_fini(&thought);
+    hearth_buf_fini(&text);
     cJSON_Delete(calls);
     return ok;
 }
