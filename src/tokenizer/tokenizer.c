@@ -18,17 +18,19 @@
  *
  * End of generation (hearth_tok_is_eog): the spec's eos and eot ids, and every token whose
  * text is one of
- *     <|eot_id|> <|eom_id|> <|im_end|> <|end|> <|return|> <|call|> <end_of_turn>
- *     <|endoftext|> <|end_of_text|> <EOT> _<EOT> <end_of_utterance> <｜end▁of▁sentence｜>
+ *     <|eot_id|> <|eom_id|> <|im_end|> <|end|> <|return|> <|call|> <|flush|> <|calls|>
+ *     <end_of_turn> <|endoftext|> </s> <|end_of_text|> <EOT> _<EOT> [EOT] [EOS]
+ *     <end_of_utterance> <eos> <turn|> <|tool_response> <｜end▁of▁sentence｜> [e~[
  * and the fill-in-the-middle pad / repo / file-separator tokens llama.cpp also stops on:
- *     <|fim_pad|> <fim-pad> <fim_pad> <PAD> <|fim_repo|> <|repo_name|> <fim-repo> <REPO>
- *     <reponame> <|file_sep|>
- * (llama.cpp's list as of llama-cpp-python 0.3.16, plus DeepSeek's end of sentence, which
- * later llama.cpp lists too; SmolLM2 gets {<|endoftext|>, <|im_end|>, <reponame>}, Gemma 3
- * {<eos>, <end_of_turn>}, both checked against llama.cpp by the goldens). As in llama.cpp,
- * when <|return|>, <|call|> and <|end|> are all present (gpt-oss), <|end|> is not an end of
- * generation. One difference: llama.cpp marks only the first FIM token of each kind it finds,
- * hearth every one of the list.
+ *     <|fim_pad|> <fim-pad> <fim_pad> <PAD> [PAD] <|fim_repo|> <|repo_name|> <fim-repo>
+ *     <REPO> <reponame> <|file_sep|>
+ * (llama.cpp's list as of llama-cpp-python 0.3.36, the oracle requirements/oracle.txt pins;
+ * SmolLM2 gets {<|endoftext|>, <|im_end|>, <reponame>}, Gemma 3 {<eos>, <end_of_turn>}, both
+ * checked against llama.cpp by the goldens). As in llama.cpp, <|end|> is not an end of
+ * generation when <|return|> or <|flush|> comes with <|call|> or <|calls|> (gpt-oss, Solar
+ * Open), and </s> is a normal token when <|tool_response> or <|plamo:eos|> ends generation
+ * (Gemma 4, PLaMo). One difference: llama.cpp marks only the first FIM token of each kind it
+ * finds, hearth every one of the list.
  */
 #include "tokenizer/tok_internal.h"
 #include "tokenizer/tok_pipe.h"
@@ -43,11 +45,12 @@
 #define MAX_VOCAB (1 << 26)
 
 static const char *const eog_names[] = {
-    "<|eot_id|>", "<|eom_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>",
-    "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>", "<EOT>", "_<EOT>", "<end_of_utterance>",
+    "<|eot_id|>", "<|eom_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>",
+    "<|calls|>", "<end_of_turn>", "<|endoftext|>", "</s>", "<|end_of_text|>", "<EOT>", "_<EOT>",
+    "[EOT]", "[EOS]", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>", "[e~[",
     /* <｜end▁of▁sentence｜> (DeepSeek) */
     ("<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>"),
-    "<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "<|fim_repo|>", "<|repo_name|>",
+    "<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]", "<|fim_repo|>", "<|repo_name|>",
     "<fim-repo>", "<REPO>", "<reponame>", "<|file_sep|>",
 };
 
@@ -77,6 +80,11 @@ static int32_t find_str(const hearth_tok *tok, const char *s) {
     return id < tok->n_vocab ? id : -1;
 }
 
+static bool is_eog_str(const hearth_tok *tok, const char *s) {
+    int32_t id = find_str(tok, s);
+    return id >= 0 && (tok->attr[id] & TOK_ATTR_EOG);
+}
+
 static uint8_t attr_of_type(int32_t type) {
     switch (type) {
     case HEARTH_TOKTYPE_NORMAL:       return TOK_ATTR_NORMAL;
@@ -102,9 +110,15 @@ static void mark_eog(hearth_tok *tok) {
     }
     if (tok->eos_id >= 0) tok->attr[tok->eos_id] |= TOK_ATTR_EOG;
     if (tok->eot_id >= 0) tok->attr[tok->eot_id] |= TOK_ATTR_EOG;
-    int32_t ret = find_str(tok, "<|return|>"), call = find_str(tok, "<|call|>");
+    /* the fix-ups below look at what ends generation by now, as llama.cpp's look at its set */
+    bool ret = is_eog_str(tok, "<|return|>"), flush = is_eog_str(tok, "<|flush|>");
+    bool call = is_eog_str(tok, "<|call|>") || is_eog_str(tok, "<|calls|>");
     int32_t end = find_str(tok, "<|end|>");
-    if (ret >= 0 && call >= 0 && end >= 0) tok->attr[end] = TOK_ATTR_USER;
+    if (end >= 0 && (tok->attr[end] & TOK_ATTR_EOG) && call && (ret || flush)) tok->attr[end] = TOK_ATTR_USER;
+    int32_t s = find_str(tok, "</s>");
+    if (s >= 0 && (tok->attr[s] & TOK_ATTR_EOG) &&
+        (is_eog_str(tok, "<|tool_response>") || is_eog_str(tok, "<|plamo:eos|>")))
+        tok->attr[s] = TOK_ATTR_NORMAL;
     for (size_t i = 0; i < sizeof user_names / sizeof user_names[0]; i++) {
         int32_t id = find_str(tok, user_names[i]);
         if (id >= 0) tok->attr[id] = TOK_ATTR_USER | (tok->attr[id] & TOK_ATTR_EOG);

@@ -501,6 +501,54 @@ TEST(fim_tokens_by_key_then_name) {
     free(v);
 }
 
+/* llama.cpp 0.3.36's fix-ups of its end-of-generation set (llama-vocab.cpp, load). */
+TEST(eog_fixups) {
+    hearth_log_level lvl = hearth_log_get_level();
+    hearth_log_set_level(HEARTH_LOG_ERROR);
+    /* Solar Open: <|calls|> and <|flush|> with <|end|>: <|end|> is an ordinary token again */
+    vocab_b *v = vb_bytelevel();
+    int32_t end = vb_add(v, "<|end|>", 0, HEARTH_TOKTYPE_CONTROL);
+    int32_t calls = vb_add(v, "<|calls|>", 0, HEARTH_TOKTYPE_CONTROL);
+    int32_t flush = vb_add(v, "<|flush|>", 0, HEARTH_TOKTYPE_CONTROL);
+    hearth_tok *t = vb_build(vb_spec(v, HEARTH_TOK_BPE_BYTES));
+    CHECK(hearth_tok_is_eog(t, calls));
+    CHECK(hearth_tok_is_eog(t, flush));
+    CHECK(!hearth_tok_is_eog(t, end));
+    hearth_tok_destroy(t);
+    free(v);
+    /* <|end|> with <|call|> alone stays an end (neither <|return|> nor <|flush|>) */
+    v = vb_bytelevel();
+    end = vb_add(v, "<|end|>", 0, HEARTH_TOKTYPE_CONTROL);
+    vb_add(v, "<|call|>", 0, HEARTH_TOKTYPE_CONTROL);
+    t = vb_build(vb_spec(v, HEARTH_TOK_BPE_BYTES));
+    CHECK(hearth_tok_is_eog(t, end));
+    hearth_tok_destroy(t);
+    free(v);
+    /* Gemma 4: <|tool_response> ends generation, </s> is a normal token */
+    v = vb_bytelevel();
+    int32_t s_end = vb_add(v, "</s>", 0, HEARTH_TOKTYPE_NORMAL);
+    int32_t tr = vb_add(v, "<|tool_response>", 0, HEARTH_TOKTYPE_CONTROL);
+    int32_t turn = vb_add(v, "<turn|>", 0, HEARTH_TOKTYPE_CONTROL);
+    t = vb_build(vb_spec(v, HEARTH_TOK_BPE_BYTES));
+    CHECK(hearth_tok_is_eog(t, tr));
+    CHECK(hearth_tok_is_eog(t, turn));
+    CHECK(!hearth_tok_is_eog(t, s_end));
+    CHECK(!hearth_tok_is_control(t, s_end));
+    hearth_tok_destroy(t);
+    free(v);
+    /* elsewhere </s> and [EOS] end generation and are promoted to control */
+    v = vb_bytelevel();
+    s_end = vb_add(v, "</s>", 0, HEARTH_TOKTYPE_NORMAL);
+    int32_t keos = vb_add(v, "[EOS]", 0, HEARTH_TOKTYPE_CONTROL);
+    t = vb_build(vb_spec(v, HEARTH_TOK_BPE_BYTES));
+    CHECK(hearth_tok_is_eog(t, s_end));
+    CHECK(hearth_tok_is_control(t, s_end));
+    CHECK(hearth_tok_is_eog(t, keos));
+    hearth_tok_destroy(t);
+    free(v);
+    hearth_log_set_level(lvl);
+}
+
 TEST(huge_runs_stay_linear) {
     /* Gemma-like user-defined runs of 2..31 spaces over a 1 MiB run of spaces */
     vocab_b *v = vb_spm();
