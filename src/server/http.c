@@ -36,8 +36,8 @@
 #include "server/conns.h"
 #include "server/guard.h"
 
-#include <microhttpd.h>
 #include <arpa/inet.h>
+#include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
