@@ -12,8 +12,11 @@
  * standard streams, so it can neither read the terminal nor scribble on the ready card.
  *
  * Signals: SIGINT and SIGTERM are blocked before the first thread starts (every thread
- * inherits the mask) and the main thread waits for them with sigwait, then shuts down in
- * order: server (ends connections, cancels their requests), engine, model.
+ * inherits the mask) and the main thread waits for them with sigtimedwait. The first one (or
+ * POST /admin/drain, which the same loop notices) drains the server (server.h: running
+ * requests finish within --drain-timeout, queued ones get 503); a second one exits at once.
+ * Then it shuts down in order: server (ends connections, cancels their requests), engine,
+ * model.
  */
 #include "backend/backend.h"
 #include "cli/chat.h"
@@ -60,6 +63,15 @@ const char cli_usage_serve[] =
     "                        .example.org takes its subdomains too; * = any): by default only the\n"
     "                        bind address, localhost and loopback addresses (and with a wildcard\n"
     "                        --host this machine's addresses) are answered, others get 403\n"
+    "  --admin-key KEY       key of POST /admin/drain and /admin/cache/flush (default: the\n"
+    "                        --api-key; with neither, loopback clients that are not web pages)\n"
+    "  --drain-timeout SEC   on SIGTERM or /admin/drain, let running requests finish this long\n"
+    "                        before ending them (default 30); a second SIGTERM exits at once\n"
+    "  --max-connections N   connections open at once (default 256; past it: 503)\n"
+    "  --max-conns-per-addr N  connections from one address (default 128)\n"
+    "  --header-timeout SEC  a request's headers must arrive within this (default 10; its body\n"
+    "                        gets this plus 1 s per 64 KiB)\n"
+    "  --idle-timeout SEC    close keep-alive connections idle this long (default 15)\n"
     "  --max-tokens N        completion cap when a request sets none (default: the rest of the\n"
     "                        context for chat, 512 for completions)\n"
     "  --temperature, --temp T   default temperature (default 0.7); requests may override\n"
@@ -86,8 +98,9 @@ const char cli_usage_serve[] =
     "Not yet: --adapter-path/--adapter.\n";
 
 typedef struct {
-    const char *model, *host, *api_key, *cors, *template_file, *allowed_hosts, *alias;
+    const char *model, *host, *api_key, *cors, *template_file, *allowed_hosts, *alias, *admin_key;
     long long   port, max_tokens, top_k, threads, ctx, seed;
+    long long   drain_timeout, max_conns, max_conns_addr, header_timeout, idle_timeout;
     double      temperature, top_p;
     int         thinking;
     bool        no_open, no_special, timings;
@@ -120,6 +133,23 @@ static int parse(int argc, char **argv, serve_opts *o) {
         else if (FLAG("--api-key")) { NEEDVAL(); o->api_key = val; }
         else if (FLAG("--cors")) { NEEDVAL(); o->cors = val; }
         else if (FLAG("--allowed-hosts")) { NEEDVAL(); o->allowed_hosts = val; }
+        else if (FLAG("--admin-key")) { NEEDVAL(); o->admin_key = val; }
+        else if (FLAG("--drain-timeout")) {
+            NEEDVAL();
+            if (!cli_parse_int(a, val, 0, 24 * 3600, &o->drain_timeout)) return 2;
+        } else if (FLAG("--max-connections")) {
+            NEEDVAL();
+            if (!cli_parse_int(a, val, 1, 100000, &o->max_conns)) return 2;
+        } else if (FLAG("--max-conns-per-addr")) {
+            NEEDVAL();
+            if (!cli_parse_int(a, val, 1, 100000, &o->max_conns_addr)) return 2;
+        } else if (FLAG("--header-timeout")) {
+            NEEDVAL();
+            if (!cli_parse_int(a, val, 1, 3600, &o->header_timeout)) return 2;
+        } else if (FLAG("--idle-timeout")) {
+            NEEDVAL();
+            if (!cli_parse_int(a, val, 1, 3600, &o->idle_timeout)) return 2;
+        }
         else if (FLAG("--chat-template-file")) { NEEDVAL(); o->template_file = val; }
         else if (FLAG("--alias")) {
             NEEDVAL();
@@ -269,7 +299,7 @@ static void open_browser(const char *url) {
 int cli_serve(int argc, char **argv) {
     double t0 = now_ms();
     serve_opts o = {.host = "127.0.0.1", .port = 8080, .temperature = -1, .top_p = -1, .top_k = -1, .seed = -1,
-                    .thinking = -1};
+                    .thinking = -1, .drain_timeout = 30};
     cli_engine_flags_init(&o.ef);
     int rc = parse(argc, argv, &o);
     if (rc) return rc;
@@ -337,6 +367,12 @@ int cli_serve(int argc, char **argv) {
     sp.cors = o.cors;
     sp.allowed_hosts = o.allowed_hosts;
     sp.no_special_in_content = o.no_special;
+    sp.admin_key = o.admin_key;
+    sp.drain_timeout_s = (int)o.drain_timeout;
+    if (o.max_conns) sp.max_connections = (int)o.max_conns;
+    if (o.max_conns_addr) sp.max_conns_per_addr = (int)o.max_conns_addr;
+    if (o.header_timeout) sp.header_timeout_s = (int)o.header_timeout;
+    if (o.idle_timeout) sp.idle_timeout_s = (int)o.idle_timeout;
     sp.temperature = o.temperature;
     sp.top_p = o.top_p;
     sp.top_k = (int32_t)o.top_k;
@@ -385,9 +421,23 @@ int cli_serve(int argc, char **argv) {
         open_browser(url);
     }
 
+    const struct timespec tick = {.tv_sec = 0, .tv_nsec = 100 * 1000000L};
     int sig = 0;
-    sigwait(&stop_sigs, &sig);
-    fprintf(stderr, "hearth: %s, stopping\n", sig == SIGINT ? "interrupted" : "terminated");
+    while (sig <= 0 && !hearth_server_draining(srv)) sig = sigtimedwait(&stop_sigs, NULL, &tick);
+    if (sig > 0)
+        fprintf(stderr, "hearth: %s, draining (up to %lld s; %s again stops at once)\n",
+                sig == SIGINT ? "interrupted" : "terminated", o.drain_timeout, sig == SIGINT ? "Ctrl-C" : "SIGTERM");
+    else fprintf(stderr, "hearth: drain asked (POST /admin/drain), draining (up to %lld s)\n", o.drain_timeout);
+    fflush(stderr);
+    hearth_server_drain(srv);
+    while (!hearth_server_drained(srv)) {
+        if (sigtimedwait(&stop_sigs, NULL, &tick) > 0) {
+            fprintf(stderr, "hearth: stopping now\n");
+            fflush(stderr);
+            _exit(1); /* the second signal: at once, without waiting for anything */
+        }
+    }
+    fprintf(stderr, "hearth: stopping\n");
     rc = 0;
 out:
     hearth_server_destroy(srv);

@@ -59,6 +59,9 @@ struct hearth_engine {
     pthread_cond_t       cv;
     hearth_request      *head, *tail;
     bool                 stop;
+    bool                 cancel_all; /* hearth_engine_cancel_all asked; guarded by mu */
+    uint64_t             flush_asked, flush_done; /* cache flush tickets, guarded by mu */
+    int32_t              flush_freed; /* blocks the last flush freed */
     int32_t              n_blocks; /* the pool's, fixed at create (read by submitters) */
     hearth_engine_info   info;     /* fixed at create */
     bool                 wired;    /* the weights are mlocked (force_wire): unlock at free */
@@ -85,17 +88,30 @@ static void *engine_main(void *arg) {
     hearth_engine *e = arg;
     for (;;) {
         pthread_mutex_lock(&e->mu);
-        while (!e->head && !e->stop && hearth_sched_idle(e->sched)) pthread_cond_wait(&e->cv, &e->mu);
+        while (!e->head && !e->stop && !e->cancel_all && e->flush_asked == e->flush_done &&
+               hearth_sched_idle(e->sched))
+            pthread_cond_wait(&e->cv, &e->mu);
         hearth_request *r = e->head;
         e->head = e->tail = NULL;
-        bool stop = e->stop;
+        bool stop = e->stop, cancel = e->cancel_all;
+        e->cancel_all = false;
+        uint64_t flush = e->flush_asked;
         pthread_mutex_unlock(&e->mu);
         for (hearth_request *n; r; r = n) {
             n = r->next;
             r->next = NULL;
             hearth_sched_add(e->sched, r); /* the engine's reference */
         }
-        if (stop) hearth_sched_cancel_all(e->sched);
+        if (stop || cancel) hearth_sched_cancel_all(e->sched);
+        if (flush != e->flush_done) { /* between steps no block is being written */
+            int32_t freed = e->pc ? hearth_prefix_cache_evict(e->pc, e->n_blocks) : 0;
+            publish(e);
+            pthread_mutex_lock(&e->mu);
+            e->flush_freed = freed;
+            e->flush_done = flush;
+            pthread_cond_broadcast(&e->cv);
+            pthread_mutex_unlock(&e->mu);
+        }
         hearth_sched_step(e->sched);
         publish(e);
         if (stop && hearth_sched_idle(e->sched)) break;
@@ -371,10 +387,32 @@ hearth_status hearth_engine_submit(hearth_engine *e, const hearth_request_params
     if (e->tail) e->tail->next = r;
     else e->head = r;
     e->tail = r;
-    pthread_cond_signal(&e->cv);
+    pthread_cond_broadcast(&e->cv); /* flush waiters share cv */
     pthread_mutex_unlock(&e->mu);
     *out = r;
     return HEARTH_OK;
+}
+
+bool hearth_request_admitted(const hearth_request *req) {
+    return atomic_load_explicit(&req->admitted, memory_order_relaxed);
+}
+
+void hearth_engine_cancel_all(hearth_engine *e) {
+    pthread_mutex_lock(&e->mu);
+    e->cancel_all = true;
+    for (hearth_request *r = e->head; r; r = r->next) atomic_store(&r->cancelled, true);
+    pthread_cond_broadcast(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+}
+
+int32_t hearth_engine_cache_flush(hearth_engine *e) {
+    pthread_mutex_lock(&e->mu);
+    uint64_t ticket = ++e->flush_asked;
+    pthread_cond_broadcast(&e->cv);
+    while (e->flush_done < ticket && !e->stop) pthread_cond_wait(&e->cv, &e->mu);
+    int32_t freed = e->flush_done >= ticket ? e->flush_freed : 0;
+    pthread_mutex_unlock(&e->mu);
+    return freed;
 }
 
 void hearth_engine_cancel(hearth_engine *e, hearth_request *req) {

@@ -164,5 +164,13 @@ void          hearth_engine_cancel(hearth_engine *e, hearth_request *req);
 /* Wait up to timeout_ms (< 0: forever) for the next event. Returns HEARTH_OK with *ev filled,
  * or HEARTH_E_TIMEOUT when none came in time. After DONE it keeps returning the DONE event. */
 hearth_status hearth_request_next(hearth_request *req, hearth_event *ev, int timeout_ms);
+/* Has the scheduler admitted req (taken it from the waiting queue to run)? Any thread. */
+bool          hearth_request_admitted(const hearth_request *req);
+/* Cancel every request queued or running now (each ends with DONE/cancelled). Any thread. */
+void          hearth_engine_cancel_all(hearth_engine *e);
+/* Empty the prefix cache: drop every cached block no running sequence holds. Waits for the
+ * engine thread to do it (at most one step). Returns the blocks freed. Any thread but the
+ * engine's. */
+int32_t       hearth_engine_cache_flush(hearth_engine *e);
 /* Drop the caller's reference (cancels the request if still running). Accepts NULL. */
 void          hearth_request_release(hearth_request *req);

@@ -16,6 +16,7 @@
 struct hearth_request {
     _Atomic int           refs;
     _Atomic bool          cancelled;
+    _Atomic bool          admitted;  /* the scheduler took it from the waiting queue once */
     hearth_request_params p;         /* prompt points at own copy */
     int32_t              *prompt;    /* owned */
     hearth_request       *next;      /* submit FIFO link, guarded by the engine's mu */

@@ -394,6 +394,7 @@ void hearth_sched_step(hearth_sched *s) {
         wait_pop(s);
         if (!q->started) {
             q->started = true;
+            atomic_store_explicit(&q->r->admitted, true, memory_order_relaxed);
             s->st.cache_hit_tokens += q->n_cached;
             s->st.cache_query_tokens += q->n_toks;
             if (s->pc) *(q->n_cached > 0 ? &s->st.cache_hits : &s->st.cache_misses) += 1;

@@ -10,6 +10,11 @@
  * 50 ms while queued) and its request is cancelled. A stop string cancels the engine request
  * at once; tokens the engine still produced are ignored.
  *
+ * Admission: after submitting, the request waits until the engine admits it (its first
+ * event held back for next_text) before any answer starts, so a request still queued when the
+ * server begins to drain (drain.c) can be answered 503 with Retry-After - streams included,
+ * whose 200 is not sent yet.
+ *
  * The writer's `start` runs after the engine's first event, not at once: the first token
  * event says how much of the prompt the prefix cache served, which Anthropic's message_start
  * reports. Final text is also kept whole (out.text) for writers that repeat it at the end.
@@ -97,6 +102,8 @@ typedef struct {
     hearth_tc         *tc;         /* owned: NULL when spec.tools is NONE */
     hearth_gen_logprob *lps;       /* owned [cap_lps]: spec.logprobs */
     size_t             cap_lps;
+    hearth_event       pend;       /* an event read while waiting for admission ... */
+    bool               has_pend;   /* ... that next_text has not taken yet */
 } gen;
 
 static void record(gen *g, hearth_gen_outcome how) {
@@ -248,7 +255,10 @@ static int next_text(gen *g, hearth_span *a, hearth_span *b) {
     *a = *b = none;
     for (;;) {
         hearth_event ev;
-        if (hearth_request_next(g->req, &ev, WAIT_MS) != HEARTH_OK) {
+        if (g->has_pend) {
+            ev = g->pend;
+            g->has_pend = false;
+        } else if (hearth_request_next(g->req, &ev, WAIT_MS) != HEARTH_OK) {
             if (hearth_fd_peer_gone(g->fd)) goto gone;
             continue;
         }
@@ -304,6 +314,40 @@ gone:
     return -1;
 }
 
+
+/*
+ * Wait until the engine admits g's request (or its first event comes). Returns 0 to go on;
+ * 1 when the server began draining while it was queued (answered 503 + Retry-After); -1 when
+ * the client went away (cancelled, nothing to answer).
+ */
+static int wait_admitted(hearth_http_req *r, gen *g) {
+    while (!hearth_request_admitted(g->req)) {
+        if (hearth_server_draining(g->srv)) {
+            hearth_api_err e;
+            hearth_engine_cancel(g->srv->e, g->req);
+            record(g, HEARTH_GEN_CANCELLED);
+            hearth_api_fail(&e, HEARTH_E_CANCELLED, "server_draining", NULL,
+                            "the server is shutting down; this request was still queued and did not start");
+            r->retry_after_s = 5;
+            r->close = true;
+            hearth_http_send_error(r, &e);
+            return 1;
+        }
+        hearth_event ev;
+        if (hearth_request_next(g->req, &ev, WAIT_MS) == HEARTH_OK) {
+            g->pend = ev;
+            g->has_pend = true;
+            return 0;
+        }
+        if (hearth_fd_peer_gone(g->fd)) {
+            hearth_engine_cancel(g->srv->e, g->req);
+            record(g, HEARTH_GEN_CANCELLED);
+            hearth_log(HEARTH_LOG_INFO, "server: %s: client disconnected while queued; cancelled", g->id);
+            return -1;
+        }
+    }
+    return 0;
+}
 
 static int stream_fill(void *ctx, hearth_jw *w) {
     gen *g = ctx;
@@ -456,6 +500,10 @@ void hearth_gen_run(hearth_http_req *r, hearth_gen_spec *spec) {
         goto fail;
     }
     hearth_stats_generation_begin(s->stats);
+    if (wait_admitted(r, g) != 0) {
+        gen_free(g);
+        return;
+    }
     if (g->spec.stream) {
         hearth_sse_start(r, stream_fill, gen_done_cb, g); /* gen_free runs when the stream ends */
         return;

@@ -13,6 +13,7 @@
  * polls its socket for POLLRDHUP/POLLHUP; a client that went away is seen within that time,
  * and its generation is cancelled (the engine stops it at its next step). MHD's own write
  * errors end a stream too (the content reader is told via the response's free callback).
+ * Such requests count as "cancelled" in the request counters, not as server errors.
  *
  * The front door (guard.h): before any body is read, the head is checked for strict framing,
  * its Host and its Origin; a refused request is answered at once, and MHD then closes the
@@ -22,14 +23,23 @@
  * Bodies: collected up to max_body_bytes; past that the rest is read and dropped (up to 4x
  * the cap, then the connection is closed) and the answer is 413 - reading it all first means
  * the client sees the 413 instead of a reset while it is still sending.
+ *
+ * Slow clients: conns.c guards every connection (header, body and idle deadlines; per-address
+ * and server-wide caps). This file only tells it where each request is (headers read, being
+ * answered, done) and answers 503 + Retry-After when it says the connection is over a cap or
+ * the server is draining (drain.c). MHD's own inactivity timeout is off: it would cut quiet
+ * streams, which conns.c leaves alone.
  */
 #include "server/server_internal.h"
 #include "base/buf.h"
-#include "server/guard.h"
 #include "base/log.h"
+#include "server/conns.h"
+#include "server/guard.h"
 
+#include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -37,6 +47,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 double hearth_now_ms(void) {
     struct timespec ts;
@@ -50,6 +61,12 @@ const char *hearth_http_header(hearth_http_req *r, const char *name) {
 
 static void common_headers(hearth_http_req *r, struct MHD_Response *resp) {
     MHD_add_response_header(resp, "Server", "hearth/" HEARTH_VERSION);
+    if (r->retry_after_s > 0) {
+        char ra[16];
+        snprintf(ra, sizeof ra, "%d", r->retry_after_s);
+        MHD_add_response_header(resp, "Retry-After", ra);
+    }
+    if (r->close || hearth_server_draining(r->srv)) MHD_add_response_header(resp, "Connection", "close");
     const char *cors = r->srv->cors;
     const char *origin = hearth_http_header(r, "Origin");
     if (cors && origin && hearth_guard_origin_listed(cors, origin)) {
@@ -161,8 +178,19 @@ bool hearth_fd_peer_gone(int fd) {
     return (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
 }
 
-bool hearth_http_authorized(hearth_http_req *r) {
-    const char *key = r->srv->api_key;
+bool hearth_http_peer_loopback(hearth_http_req *r) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+    if (!sa) return false;
+    if (sa->sa_family == AF_INET)
+        return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+    if (sa->sa_family != AF_INET6) return false;
+    const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+    if (IN6_IS_ADDR_LOOPBACK(a)) return true;
+    return IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127;
+}
+
+bool hearth_http_key_ok(hearth_http_req *r, const char *key) {
     if (!key || !*key) return true;
     const char *got = hearth_http_header(r, "x-api-key");
     const char *auth = hearth_http_header(r, "Authorization");
@@ -184,6 +212,22 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c) {
     (void)cls;
     (void)c;
     return hearth_guard_target_has_nul(uri) ? &nul_target : NULL;
+}
+
+bool hearth_http_authorized(hearth_http_req *r) { return hearth_http_key_ok(r, r->srv->api_key); }
+
+static hearth_conn *conn_of(struct MHD_Connection *c) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+/* 503 + Retry-After, closing the connection: over a cap, or draining. */
+static enum MHD_Result refuse(hearth_http_req *r, int retry_s, const char *code, const char *msg) {
+    hearth_api_err e;
+    hearth_api_fail(&e, HEARTH_E_CANCELLED, code, NULL, "%s", msg);
+    r->retry_after_s = retry_s;
+    r->close = true;
+    return hearth_http_send_error(r, &e) ? MHD_YES : MHD_NO;
 }
 
 /* MHD calls this with the headers (first call), each piece of the body, then once more. */
@@ -209,6 +253,11 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
         if (!hearth_guard_request(r, version, &ge)) return hearth_http_send_error(r, &ge) ? MHD_YES : MHD_NO;
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
         unsigned long long want = cl ? strtoull(cl, NULL, 10) : 0;
+        if (!hearth_conns_request(s->conns, conn_of(c), cl ? (int64_t)(want < cap ? want : cap) : (int64_t)cap))
+            return refuse(r, 1, "too_many_connections",
+                          "the server is at its connection limit; retry shortly");
+        if (hearth_server_draining(s))
+            return refuse(r, 5, "server_draining", "the server is shutting down and takes no new requests");
         if (want > (unsigned long long)cap * 4) { /* not worth reading: answer now, then close */
             hearth_api_err e;
             hearth_api_fail(&e, HEARTH_E_TOO_LARGE, "request_too_large", NULL,
@@ -243,22 +292,51 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
         r->body = calloc(1, 1);
         if (!r->body) return MHD_NO;
     }
+    hearth_conns_busy(s->conns, conn_of(c));
     hearth_route(r);
     return r->http ? MHD_YES : MHD_NO;
 }
 
+/* The status class a finished request counts under: what was sent when it completed; a
+ * client that went away first (closed, reset, or its socket shows the hang-up our abort
+ * reacted to) is "cancelled", not a server error. */
+static int outcome(hearth_http_req *r, enum MHD_RequestTerminationCode toe) {
+    switch (toe) {
+    case MHD_REQUEST_TERMINATED_COMPLETED_OK: return r->http;
+    case MHD_REQUEST_TERMINATED_CLIENT_ABORT:
+    case MHD_REQUEST_TERMINATED_READ_ERROR: return HEARTH_HTTP_CANCELLED;
+    case MHD_REQUEST_TERMINATED_WITH_ERROR: return hearth_fd_peer_gone(hearth_http_fd(r)) ? HEARTH_HTTP_CANCELLED : 0;
+    default: return 0;
+    }
+}
+
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe) {
-    (void)c;
     hearth_server *s = cls;
     hearth_http_req *r = *con_cls;
     if (!r || *con_cls == &nul_target) { /* MHD ended it before the first call */
         *con_cls = NULL;
         return;
     }
-    hearth_stats_request_end(s->stats, r->ep, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? r->http : 0);
+    hearth_stats_request_end(s->stats, r->ep, outcome(r, toe));
     free(r->body);
     free(r);
     *con_cls = NULL;
+    hearth_conns_wait(s->conns, conn_of(c));
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe) {
+    hearth_server *s = cls;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *fd = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        const union MHD_ConnectionInfo *ad = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        const struct sockaddr *sa = ad ? ad->client_addr : NULL;
+        socklen_t len = !sa ? 0 : sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+        *socket_context = fd ? hearth_conns_open(s->conns, fd->connect_fd, sa, len) : NULL;
+    } else {
+        hearth_conns_close(s->conns, *socket_context);
+        *socket_context = NULL;
+    }
 }
 
 static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
@@ -279,14 +357,17 @@ hearth_status hearth_http_start(hearth_server *s, hearth_err *err) {
     if (rc != 0 || !ai)
         return hearth_err_set(err, HEARTH_E_IO, -1, "cannot resolve the host '%s': %s", s->host, gai_strerror(rc));
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
-                     MHD_USE_ERROR_LOG;
+                     MHD_USE_ERROR_LOG | MHD_USE_ITC; /* ITC: MHD_quiesce_daemon (drain.c) */
+    /* the guard holds the caps (with a clean 503); MHD's limit is only a backstop above them */
+    unsigned hard_limit = (unsigned)s->p.max_connections + (unsigned)s->p.max_connections / 4 + 16;
     if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
     s->d = MHD_start_daemon(flags, (uint16_t)s->p.port, NULL, NULL, on_access, s,
                             MHD_OPTION_SOCK_ADDR, ai->ai_addr,
-                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->p.max_connections,
-                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600,
+                            MHD_OPTION_CONNECTION_LIMIT, hard_limit,
+                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)0,
                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
                             MHD_OPTION_URI_LOG_CALLBACK, on_uri, s,
+                            MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
                             MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
                             MHD_OPTION_END);
     freeaddrinfo(ai);
@@ -301,4 +382,6 @@ hearth_status hearth_http_start(hearth_server *s, hearth_err *err) {
 void hearth_http_stop(hearth_server *s) {
     if (s->d) MHD_stop_daemon(s->d);
     s->d = NULL;
+    if (s->listen_fd >= 0) close(s->listen_fd); /* quiesced by a drain: closed only after MHD stopped */
+    s->listen_fd = -1;
 }

@@ -326,9 +326,10 @@ static void stream_end(hearth_gen_out *g, hearth_jw *w) {
 
 static void stream_error(hearth_gen_out *g, hearth_jw *w, const hearth_api_err *e) {
     (void)g;
-    hearth_sse_begin(w); /* OpenAI's in-stream error event */
+    hearth_sse_begin(w); /* OpenAI's in-stream error event, then the end of the stream */
     hearth_api_err_json(w, e);
     hearth_sse_end(w);
+    hearth_sse_done(w);
 }
 
 static void body(hearth_gen_out *g, hearth_jw *w) {

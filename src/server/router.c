@@ -94,6 +94,8 @@ static const route routes[] = {
     {"GET", "/downloads", false, false, HEARTH_EP_OTHER, hearth_store_downloads},
     {"POST", "/downloads", false, false, HEARTH_EP_OTHER, hearth_store_download_start},
     {"GET", "/app/", true, true, HEARTH_EP_OTHER, hearth_web_file},
+    {"POST", "/admin/drain", false, true, HEARTH_EP_OTHER, hearth_admin_drain},             /* admin.c: its own */
+    {"POST", "/admin/cache/flush", false, true, HEARTH_EP_OTHER, hearth_admin_cache_flush}, /* key check */
 };
 
 /* Does the route take a JSON body (and so refuse any other media type)? */

@@ -4,6 +4,7 @@
  */
 #include "constrain/matcher.h"
 #include "server/chat.h"
+#include "server/conns.h"
 #include "server/downloads.h"
 #include "server/resp_store.h"
 #include "server/server_internal.h"
@@ -18,7 +19,8 @@ hearth_server_params hearth_server_params_default(void) {
     hearth_server_params p = {
         .host = "127.0.0.1", .port = 8080, .model_id = NULL, .api_key = NULL, .cors = NULL,
         .temperature = -1, .top_p = -1, .top_k = -1, .max_tokens = -1, .seed = -1, .enable_thinking = -1,
-        .max_body_bytes = 8u << 20, .max_connections = 256,
+        .max_body_bytes = 8u << 20, .max_connections = 256, .max_conns_per_addr = 128,
+        .header_timeout_s = 10, .idle_timeout_s = 15, .drain_timeout_s = 30,
     };
     return p;
 }
@@ -32,15 +34,27 @@ hearth_status hearth_server_create(const hearth_server_params *p, const hearth_m
     if (!s) return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
     s->p = *p;
     pthread_mutex_init(&s->cx_mu, NULL);
+    pthread_mutex_init(&s->drain_mu, NULL);
+    pthread_cond_init(&s->drain_cv, NULL);
+    s->listen_fd = -1;
     s->m = m;
     s->e = e;
     if (!s->p.max_body_bytes) s->p.max_body_bytes = 8u << 20;
     if (s->p.max_connections <= 0) s->p.max_connections = 256;
+    if (s->p.max_conns_per_addr <= 0) s->p.max_conns_per_addr = 128;
+    if (s->p.header_timeout_s <= 0) s->p.header_timeout_s = 10;
+    if (s->p.idle_timeout_s <= 0) s->p.idle_timeout_s = 15;
+    if (s->p.drain_timeout_s < 0) s->p.drain_timeout_s = 30;
     s->host = strdup(p->host && *p->host ? p->host : "127.0.0.1");
     s->model_id = strdup(p->model_id && *p->model_id ? p->model_id : hearth_model_name(m));
     s->api_key = dup_or_null(p->api_key);
     s->cors = dup_or_null(p->cors);
     s->allowed_hosts = dup_or_null(p->allowed_hosts);
+    s->admin_key = dup_or_null(p->admin_key);
+    hearth_conns_params cp = {.header_timeout_ms = s->p.header_timeout_s * 1000,
+                              .idle_timeout_ms = s->p.idle_timeout_s * 1000,
+                              .max_total = s->p.max_connections, .max_per_addr = s->p.max_conns_per_addr};
+    s->conns = hearth_conns_create(&cp);
     s->tmpl_src = dup_or_null(p->chat_template);
     s->stats = hearth_stats_create();
     s->responses = hearth_resp_store_create((hearth_resp_store_params){0});
@@ -52,8 +66,10 @@ hearth_status hearth_server_create(const hearth_server_params *p, const hearth_m
     }
     hearth_downloads_params dp = {.max_active = p->max_downloads};
     if ((st = hearth_downloads_create(&dp, &s->dl, err))) goto fail;
-    if (!s->host || !s->model_id || !s->stats || !s->responses || (p->api_key && *p->api_key && !s->api_key) ||
-        (p->cors && *p->cors && !s->cors) || (p->allowed_hosts && *p->allowed_hosts && !s->allowed_hosts) || (p->chat_template && *p->chat_template && !s->tmpl_src)) {
+    if (!s->host || !s->model_id || !s->stats || !s->responses || !s->conns ||
+        (p->api_key && *p->api_key && !s->api_key) || (p->admin_key && *p->admin_key && !s->admin_key) ||
+        (p->cors && *p->cors && !s->cors) || (p->allowed_hosts && *p->allowed_hosts && !s->allowed_hosts) ||
+        (p->chat_template && *p->chat_template && !s->tmpl_src)) {
         st = hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
         goto fail;
     }
@@ -62,6 +78,7 @@ hearth_status hearth_server_create(const hearth_server_params *p, const hearth_m
     s->p.api_key = s->api_key;
     s->p.cors = s->cors;
     s->p.allowed_hosts = s->allowed_hosts;
+    s->p.admin_key = s->admin_key;
     s->p.chat_template = s->tmpl_src;
     s->p.model_path = s->model_path;
     struct timespec ts;
@@ -71,7 +88,7 @@ hearth_status hearth_server_create(const hearth_server_params *p, const hearth_m
     if ((st = hearth_http_start(s, err))) goto fail;
     s->info = (hearth_stats_info){.model = s->model_id, .host = s->host, .version = HEARTH_VERSION,
                                   .port = s->port, .started_at = (int64_t)ts.tv_sec,
-                                  .n_ctx = hearth_engine_n_ctx(e), .engine = e};
+                                  .n_ctx = hearth_engine_n_ctx(e), .engine = e, .conns = s->conns};
     *out = s;
     return HEARTH_OK;
 fail:
@@ -83,7 +100,9 @@ int hearth_server_port(const hearth_server *s) { return s->port; }
 
 void hearth_server_destroy(hearth_server *s) {
     if (!s) return;
+    hearth_drain_fini(s);
     hearth_http_stop(s);
+    hearth_conns_destroy(s->conns); /* after MHD: every connection is closed */
     hearth_downloads_destroy(s->dl); /* after the connections: none can start another */
     hearth_chat_fini(s);
     hearth_stats_destroy(s->stats);
@@ -93,10 +112,13 @@ void hearth_server_destroy(hearth_server *s) {
     free(s->api_key);
     free(s->cors);
     free(s->allowed_hosts);
+    free(s->admin_key);
     free(s->tmpl_src);
     free(s->model_path);
     hearth_cx_vocab_destroy(s->cx_vocab); /* matchers still in the engine hold their own reference */
     pthread_mutex_destroy(&s->cx_mu);
+    pthread_mutex_destroy(&s->drain_mu);
+    pthread_cond_destroy(&s->drain_cv);
     free(s);
 }
 

@@ -49,11 +49,16 @@ typedef struct {
     int         enable_thinking; /* -1 unset; 0/1 becomes the template's enable_thinking */
     const char *chat_template;  /* NULL: the model's own; else this template source (copied) */
     size_t      max_body_bytes; /* request bodies above this get 413; default 8 MiB */
-    int         max_connections; /* default 256 */
+    int         max_connections; /* open at once, default 256; past it: 503 (conns.h) */
     bool        no_special_in_content; /* special-token text in user and tool messages is
                                         * tokenized as plain text (chat_plain.h); default
                                         * false: as the model's tokenizer does */
     bool        timings;        /* llama-server's "timings" in every OpenAI chat/completions answer */
+    int         max_conns_per_addr; /* open at once from one address, default 128 */
+    int         header_timeout_s; /* a request's headers must arrive within this; default 10 */
+    int         idle_timeout_s;   /* a keep-alive connection may idle this long; default 15 */
+    int         drain_timeout_s;  /* a drain lets running requests finish this long; default 30 */
+    const char *admin_key;      /* NULL/"": the /admin routes take api_key, else loopback only (copied) */
 } hearth_server_params;
 
 hearth_server_params hearth_server_params_default(void);
@@ -66,6 +71,15 @@ hearth_status hearth_server_create(const hearth_server_params *p, const hearth_m
                                    hearth_server **out, hearth_err *err);
 /* The port actually bound (useful with port 0). */
 int           hearth_server_port(const hearth_server *s);
+/*
+ * Graceful drain (drain.c): stop accepting connections, close idle ones, answer requests still
+ * queued in the engine 503 with Retry-After, let running ones finish for drain_timeout_s, then
+ * cancel the rest (each stream ends with its API's error event). Idempotent; any thread
+ * (POST /admin/drain starts it too). hearth_server_drained: it is over (nothing in flight).
+ */
+void          hearth_server_drain(hearth_server *s);
+bool          hearth_server_draining(const hearth_server *s);
+bool          hearth_server_drained(const hearth_server *s);
 /* Stop accepting, end every connection (their generations are cancelled), join, free.
  * Accepts NULL. */
 void          hearth_server_destroy(hearth_server *s);

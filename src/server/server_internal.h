@@ -25,7 +25,7 @@ struct hearth_tmpl;
 
 struct hearth_server {
     hearth_server_params p;       /* its strings point at the owned copies below */
-    char                *host, *model_id, *api_key, *cors; /* owned */
+    char                *host, *model_id, *api_key, *cors, *admin_key; /* owned */
     char                *allowed_hosts; /* owned, NULL: none */
     char                *model_path;  /* owned: the served file's real path, NULL if unknown */
     struct hearth_downloads *dl;      /* owned: POST /downloads jobs (downloads.h) */
@@ -45,6 +45,13 @@ struct hearth_server {
     pthread_mutex_t      cx_mu;   /* guards cx_vocab's creation */
     struct hearth_cx_vocab *cx_vocab; /* a reference, built on first use: structured.c */
     uint64_t             id_salt;
+    struct hearth_conns *conns;   /* owned: deadlines and caps of the connections (conns.h) */
+    pthread_mutex_t      drain_mu; /* guards the drain's start and its thread (drain.c) */
+    pthread_cond_t       drain_cv;
+    _Atomic bool         draining, drained;
+    bool                 drain_thread_on;
+    pthread_t            drain_thread;
+    int                  listen_fd; /* the quiesced listening socket, -1: none; closed after MHD stops */
 };
 
 /* One HTTP request from first header to the end of its response. */
@@ -61,6 +68,8 @@ typedef struct {
     int                    http;    /* the status queued, 0 before */
     bool                   nul_in_target; /* the raw request target held %00 */
     char                   allow[48]; /* "" or the Allow header of a 405 */
+    int                    retry_after_s; /* > 0: the answer carries Retry-After */
+    bool                   close;   /* the answer carries Connection: close */
 } hearth_http_req;
 
 /* Monotonic milliseconds. */
@@ -90,6 +99,10 @@ bool hearth_fd_peer_gone(int fd);
 
 /* Does the request carry the server's API key (or is there none)? */
 bool hearth_http_authorized(hearth_http_req *r);
+/* Does it carry key (Bearer or x-api-key; NULL/"": true)? Compared in constant time. */
+bool hearth_http_key_ok(hearth_http_req *r, const char *key);
+/* Is the peer on a loopback address (127.0.0.0/8, ::1, ::ffff:127.x)? */
+bool hearth_http_peer_loopback(hearth_http_req *r);
 
 /* Start MHD on s->host:s->p.port (sets s->d, s->port) / stop it, ending every connection. */
 hearth_status hearth_http_start(hearth_server *s, hearth_err *err);
@@ -98,6 +111,12 @@ void          hearth_http_stop(hearth_server *s);
 /* The front door's checks on r's head (guard.h: framing, Host, Origin), before its body is
  * read; false with e filled when r must be refused. */
 bool hearth_guard_request(hearth_http_req *r, const char *version, hearth_api_err *e);
+/* The drain's end, for hearth_server_destroy (drain.c): stop its thread. */
+void hearth_drain_fini(hearth_server *s);
+
+/* POST /admin/drain and POST /admin/cache/flush (admin.c). */
+void hearth_admin_drain(hearth_http_req *r);
+void hearth_admin_cache_flush(hearth_http_req *r);
 
 /* Dispatch a complete request to its handler (router.c). */
 void hearth_route(hearth_http_req *r);

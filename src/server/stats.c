@@ -8,6 +8,7 @@
  */
 #include "server/stats.h"
 #include "engine/engine.h"
+#include "server/conns.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -29,8 +30,9 @@ static const double ttft_le[N_BUCKETS - 1] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.2
 static const double itl_le[N_BUCKETS - 1] = {0.001, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.08,
                                              0.16, 0.32, 0.64, 1.28, 2.5, 5};
 
-/* Two status classes per endpoint are enough to alert on: 2xx and the rest by class. */
-enum { CLS_2XX, CLS_4XX, CLS_5XX, CLS_COUNT };
+/* Status classes per endpoint, enough to alert on: 2xx, 4xx, 5xx, and requests whose client
+ * went away before its answer was complete (not the server's failure: a closed tab). */
+enum { CLS_2XX, CLS_4XX, CLS_5XX, CLS_CANCELLED, CLS_COUNT };
 
 struct hearth_stats {
     _Atomic int64_t requests[HEARTH_EP_COUNT][CLS_COUNT];
@@ -44,7 +46,7 @@ struct hearth_stats {
 static const char *const ep_name[HEARTH_EP_COUNT] = {"chat_completions", "completions", "models", "index",
                                                      "health", "stats", "metrics", "messages", "responses",
                                                      "other"};
-static const char *const cls_name[CLS_COUNT] = {"2xx", "4xx", "5xx"};
+static const char *const cls_name[CLS_COUNT] = {"2xx", "4xx", "5xx", "cancelled"};
 static const char *const gen_name[HEARTH_GEN_COUNT] = {"completed", "cancelled", "failed"};
 
 #define LD(x) atomic_load_explicit(&(x), memory_order_relaxed)
@@ -65,7 +67,10 @@ void hearth_stats_request_begin(hearth_stats *s) { ADD(s->active, 1); }
 void hearth_stats_request_end(hearth_stats *s, hearth_endpoint ep, int http) {
     ADD(s->active, -1);
     if ((unsigned)ep >= HEARTH_EP_COUNT) ep = HEARTH_EP_OTHER;
-    int cls = http >= 500 || http == 0 ? CLS_5XX : http >= 400 ? CLS_4XX : CLS_2XX;
+    int cls = http == HEARTH_HTTP_CANCELLED ? CLS_CANCELLED
+            : http >= 500 || http <= 0  ? CLS_5XX
+            : http >= 400               ? CLS_4XX
+                                        : CLS_2XX;
     ADD(s->requests[ep][cls], 1);
 }
 
@@ -89,6 +94,8 @@ static void observe(histo *h, double ms) {
 
 void hearth_stats_ttft(hearth_stats *s, double ms) { observe(&s->ttft, ms); }
 void hearth_stats_itl(hearth_stats *s, double ms) { observe(&s->itl, ms); }
+
+int64_t hearth_stats_n_active(const hearth_stats *s) { return LD(s->active); }
 
 int64_t hearth_stats_n_cancelled(const hearth_stats *s) { return LD(s->gen[HEARTH_GEN_CANCELLED]); }
 
@@ -260,6 +267,22 @@ void hearth_stats_json(const hearth_stats *s, const hearth_stats_info *info, hea
     hearth_jw_int(w, total);
     hearth_jw_obj_end(w);
 
+    if (info->conns) { /* the connection guard (conns.h) */
+        hearth_conns_counts cc;
+        hearth_conns_get(info->conns, &cc);
+        hearth_jw_key(w, "connections");
+        hearth_jw_obj(w);
+        hearth_jw_key(w, "open");
+        hearth_jw_int(w, cc.open);
+        hearth_jw_key(w, "timed_out");
+        hearth_jw_int(w, cc.timed_out);
+        hearth_jw_key(w, "evicted");
+        hearth_jw_int(w, cc.evicted);
+        hearth_jw_key(w, "refused");
+        hearth_jw_int(w, cc.refused);
+        hearth_jw_obj_end(w);
+    }
+
     hearth_jw_key(w, "generations");
     hearth_jw_obj(w);
     hearth_jw_key(w, "active");
@@ -364,7 +387,8 @@ void hearth_stats_prometheus(const hearth_stats *s, const hearth_stats_info *inf
     line(w, "# HELP hearth_start_time_seconds Unix time the server started.\n"
             "# TYPE hearth_start_time_seconds gauge\nhearth_start_time_seconds %lld\n",
          (long long)info->started_at);
-    line(w, "# HELP hearth_requests_total HTTP requests by endpoint and status class.\n"
+    line(w, "# HELP hearth_requests_total HTTP requests by endpoint and status class (cancelled: the client "
+            "went away first).\n"
             "# TYPE hearth_requests_total counter\n");
     for (int ep = 0; ep < HEARTH_EP_COUNT; ep++)
         for (int c = 0; c < CLS_COUNT; c++)
@@ -372,6 +396,18 @@ void hearth_stats_prometheus(const hearth_stats *s, const hearth_stats_info *inf
                  (long long)LD(s->requests[ep][c]));
     line(w, "# HELP hearth_requests_active HTTP requests being served.\n# TYPE hearth_requests_active gauge\n"
             "hearth_requests_active %lld\n", (long long)LD(s->active));
+    if (info->conns) {
+        hearth_conns_counts cc;
+        hearth_conns_get(info->conns, &cc);
+        metric(w, "hearth_connections_open", "gauge", "TCP connections open.", (double)cc.open);
+        line(w, "# HELP hearth_connections_closed_total Connections the server closed, by reason.\n"
+                "# TYPE hearth_connections_closed_total counter\n"
+                "hearth_connections_closed_total{reason=\"timeout\"} %lld\n"
+                "hearth_connections_closed_total{reason=\"evicted\"} %lld\n",
+             (long long)cc.timed_out, (long long)cc.evicted);
+        metric(w, "hearth_connections_refused_total", "counter", "Requests answered 503 at a connection cap.",
+               (double)cc.refused);
+    }
     line(w, "# HELP hearth_generations_total Generations by outcome.\n# TYPE hearth_generations_total counter\n");
     for (int g = 0; g < HEARTH_GEN_COUNT; g++)
         line(w, "hearth_generations_total{outcome=\"%s\"} %lld\n", gen_name[g], (long long)LD(s->gen[g]));

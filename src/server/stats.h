@@ -45,12 +45,18 @@ typedef struct {
     int64_t     started_at; /* unix seconds */
     int32_t     n_ctx;
     const hearth_engine *engine; /* its counters and sizes are reported; may be NULL */
+    struct hearth_conns *conns;  /* the connection guard's counts are reported; may be NULL */
 } hearth_stats_info;
 
 hearth_stats *hearth_stats_create(void);
 void          hearth_stats_destroy(hearth_stats *s); /* accepts NULL */
 
-/* An HTTP request arrived / its response finished (http = status sent, 0 when none was). */
+/* The `http` of a request whose client disconnected before its answer was complete: counted
+ * as "cancelled", not as a server error. */
+#define HEARTH_HTTP_CANCELLED (-1)
+
+/* An HTTP request arrived / its response finished (http = status sent, 0 when none was: a
+ * server error; HEARTH_HTTP_CANCELLED: the client left). */
 void hearth_stats_request_begin(hearth_stats *s);
 void hearth_stats_request_end(hearth_stats *s, hearth_endpoint ep, int http);
 /* A generation ended: its outcome and token counts. */
@@ -61,6 +67,8 @@ void hearth_stats_generation_begin(hearth_stats *s);
 void hearth_stats_ttft(hearth_stats *s, double ms);
 void hearth_stats_itl(hearth_stats *s, double ms);
 
+/* HTTP requests in flight now. */
+int64_t hearth_stats_n_active(const hearth_stats *s);
 /* Cancelled generations so far (for tests and /stats). */
 int64_t hearth_stats_n_cancelled(const hearth_stats *s);
 

@@ -623,6 +623,74 @@ TEST(prefix_cache_evicts_under_pressure_and_by_cap) {
     hearth_model_destroy(m);
 }
 
+TEST(cache_flush_empties_the_prefix_cache) {
+    hearth_model *m = load();
+    if (!m) return;
+    hearth_engine *e = small_engine(m, 256, -1);
+    if (!e) return;
+    int32_t p[QLEN], t[8];
+    uint32_t s = 5;
+    for (int i = 0; i < QLEN; i++) p[i] = 1 + (int32_t)(lcg(&s) % 1999);
+    hearth_event d;
+    CHECK_EQ(run_one(e, p, QLEN, 8, t, &d), 8);
+    hearth_engine_stats st;
+    wait_idle(e, &st);
+    CHECK(st.blocks_evictable >= 2);
+    int32_t cached = (int32_t)st.blocks_evictable;
+    CHECK_EQ(hearth_engine_cache_flush(e), cached);
+    hearth_engine_stats_get(e, &st);
+    CHECK_EQ(st.blocks_evictable, 0);
+    CHECK_EQ(st.blocks_cached, 0);
+    CHECK_EQ(st.blocks_free, st.blocks_total);
+    CHECK_EQ(hearth_engine_cache_flush(e), 0); /* nothing left: a second flush frees nothing */
+    CHECK_EQ(run_one(e, p, QLEN, 8, t, &d), 8);
+    CHECK_EQ(d.n_cached, 0); /* the same prompt finds nothing cached */
+    wait_idle(e, &st);
+    CHECK_EQ(st.check_failures, 0);
+    hearth_engine_destroy(e);
+    hearth_model_destroy(m);
+}
+
+TEST(admitted_flag_and_cancel_all) {
+    hearth_model *m = load();
+    if (!m) return;
+    hearth_engine_params ep = hearth_engine_params_default();
+    ep.n_threads = 2;
+    ep.n_ctx = 128;
+    ep.batch = 1; /* the second request waits in the queue */
+    ep.debug_checks = true;
+    hearth_engine *e = NULL;
+    hearth_err err;
+    CHECK_EQ(hearth_engine_create(m, &ep, &e, &err), HEARTH_OK);
+    if (!e) return;
+    hearth_request_params rp = {.prompt = prompt, .n_prompt = N_PROMPT, .max_tokens = 100,
+                                .sampling = hearth_sampler_params_default(), .ignore_eog = true};
+    hearth_request *a = NULL, *b = NULL;
+    CHECK_EQ(hearth_engine_submit(e, &rp, &a, &err), HEARTH_OK);
+    hearth_event ev, done;
+    CHECK_EQ(hearth_request_next(a, &ev, 20000), HEARTH_OK); /* a runs */
+    CHECK(hearth_request_admitted(a));
+    CHECK_EQ(hearth_engine_submit(e, &rp, &b, &err), HEARTH_OK);
+    struct timespec ts = {0, 20000000};
+    nanosleep(&ts, NULL);
+    CHECK(!hearth_request_admitted(b)); /* batch 1: b waits while a runs */
+    hearth_engine_cancel_all(e);
+    int32_t toks[128];
+    collect(a, toks, 128, &done);
+    CHECK_EQ(done.finish, HEARTH_FINISH_CANCELLED);
+    CHECK_EQ(collect(b, toks, 128, &done), 0);
+    CHECK_EQ(done.finish, HEARTH_FINISH_CANCELLED);
+    hearth_request_release(a);
+    hearth_request_release(b);
+    /* the engine still serves after a cancel-all */
+    CHECK_EQ(run_one(e, prompt, N_PROMPT, 4, toks, &done), 4);
+    hearth_engine_stats st;
+    wait_idle(e, &st);
+    CHECK_EQ(st.check_failures, 0);
+    hearth_engine_destroy(e);
+    hearth_model_destroy(m);
+}
+
 TEST(admission_refuses_what_can_never_fit) {
     hearth_model *m = load();
     if (!m) return;

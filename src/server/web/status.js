@@ -46,6 +46,8 @@ function renderStats(s) {
   const by = req.by_endpoint || {};
   const chatN = by.chat_completions ? Object.values(by.chat_completions).reduce((a, b) => a + b, 0) : 0;
   const compN = by.completions ? Object.values(by.completions).reduce((a, b) => a + b, 0) : 0;
+  // Per class over every endpoint: server errors and clients that left (a closed tab) apart.
+  const cls = k => Object.values(by).reduce((a, e) => a + ((e && e[k]) || 0), 0);
   const cfg = app.config || {};
   box.appendChild(card("Model", sv.model || cfg.model || "-",
                        [cfg.quant, cfg.model_bytes ? fmtBytes(cfg.model_bytes) : null,
@@ -59,7 +61,8 @@ function renderStats(s) {
                        fmtNum(gen.completed) + " completed \u00b7 " + fmtNum(gen.cancelled) + " cancelled \u00b7 " +
                        fmtNum(gen.failed) + " failed"));
   box.appendChild(card("Requests", fmtNum(req.total),
-                       fmtNum(chatN) + " chat \u00b7 " + fmtNum(compN) + " completions"));
+                       fmtNum(chatN) + " chat \u00b7 " + fmtNum(compN) + " completions \u00b7 " +
+                       fmtNum(cls("5xx")) + " server errors \u00b7 " + fmtNum(cls("cancelled")) + " cancelled"));
   box.appendChild(card("Tokens", fmtNum(tok.completion), "generated \u00b7 " + fmtNum(tok.prompt) + " prompt"));
   const ttft = lat.ttft || lat.time_to_first_token || {};
   const itl = lat.itl || lat.inter_token || {};
