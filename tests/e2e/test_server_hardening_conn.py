@@ -339,7 +339,7 @@ def test_300_slow_sockets_keep_the_server_on_the_air(smol):
 def test_sigterm_lets_a_running_stream_finish_and_refuses_new_connections():
     s = Server(TINY, "--drain-timeout", "30", "--batch", "1")
     try:
-        run = Stream(s.port, "/v1/completions", {**LONG, "max_tokens": 120, "stream": True})
+        run = Stream(s.port, "/v1/completions", {**LONG, "stream": True})
         run.first.wait(30)
         # --batch 1: a second request waits in the engine's queue
         queued = {}
