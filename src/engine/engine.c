@@ -316,7 +316,8 @@ void hearth_engine_destroy(hearth_engine *e) {
     if (!e) return;
     pthread_mutex_lock(&e->mu);
     e->stop = true;
-    for (hearth_request *r = e->head; r; r = r->next) atomic_store(&r->cancelled, true);
+    for (hearth_request *r = e->head; r; r = r->next)
+        for (hearth_request *c = r; c; c = c->fork_next) atomic_store(&c->cancelled, true);
     pthread_cond_broadcast(&e->cv);
     pthread_mutex_unlock(&e->mu);
     pthread_join(e->thread, NULL);
@@ -368,6 +369,21 @@ static hearth_status admit(hearth_engine *e, const hearth_request_params *p, hea
     return HEARTH_OK;
 }
 
+/* Queue r (with its fork_next chain) on the engine's FIFO; false when the engine is stopping. */
+static bool enqueue(hearth_engine *e, hearth_request *r) {
+    pthread_mutex_lock(&e->mu);
+    if (e->stop) {
+        pthread_mutex_unlock(&e->mu);
+        return false;
+    }
+    if (e->tail) e->tail->next = r;
+    else e->head = r;
+    e->tail = r;
+    pthread_cond_broadcast(&e->cv); /* flush waiters share cv */
+    pthread_mutex_unlock(&e->mu);
+    return true;
+}
+
 hearth_status hearth_engine_submit(hearth_engine *e, const hearth_request_params *p, hearth_request **out,
                                    hearth_err *err) {
     *out = NULL;
@@ -377,18 +393,11 @@ hearth_status hearth_engine_submit(hearth_engine *e, const hearth_request_params
         hearth_cx_matcher_destroy(p->constraint);
         return st ? st : hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
     }
-    pthread_mutex_lock(&e->mu);
-    if (e->stop) {
-        pthread_mutex_unlock(&e->mu);
+    if (!enqueue(e, r)) {
         atomic_store(&r->refs, 1);
         hearth_req_unref(r);
         return hearth_err_set(err, HEARTH_E_CANCELLED, -1, "the engine is shutting down");
     }
-    if (e->tail) e->tail->next = r;
-    else e->head = r;
-    e->tail = r;
-    pthread_cond_broadcast(&e->cv); /* flush waiters share cv */
-    pthread_mutex_unlock(&e->mu);
     *out = r;
     return HEARTH_OK;
 }
@@ -400,7 +409,8 @@ bool hearth_request_admitted(const hearth_request *req) {
 void hearth_engine_cancel_all(hearth_engine *e) {
     pthread_mutex_lock(&e->mu);
     e->cancel_all = true;
-    for (hearth_request *r = e->head; r; r = r->next) atomic_store(&r->cancelled, true);
+    for (hearth_request *r = e->head; r; r = r->next)
+        for (hearth_request *c = r; c; c = c->fork_next) atomic_store(&c->cancelled, true);
     pthread_cond_broadcast(&e->cv);
     pthread_mutex_unlock(&e->mu);
 }
@@ -413,6 +423,43 @@ int32_t hearth_engine_cache_flush(hearth_engine *e) {
     int32_t freed = e->flush_done >= ticket ? e->flush_freed : 0;
     pthread_mutex_unlock(&e->mu);
     return freed;
+}
+
+hearth_status hearth_engine_submit_n(hearth_engine *e, const hearth_request_params *p, int32_t n, hearth_request **out,
+                                     hearth_err *err) {
+    hearth_status st = HEARTH_OK;
+    hearth_req_group *grp = NULL;
+    int32_t made = 0;
+    for (int32_t i = 0; i < n; i++) out[i] = NULL;
+    if (n <= 0) st = hearth_err_set(err, HEARTH_E_INVALID, -1, "a group needs at least one request");
+    for (int32_t i = 0; i < n && !st; i++) {
+        st = admit(e, &p[i], err);
+        if (!st && (p[i].n_prompt != p[0].n_prompt ||
+                    memcmp(p[i].prompt, p[0].prompt, p[0].n_prompt * sizeof(int32_t))))
+            st = hearth_err_set(err, HEARTH_E_INVALID, -1, "the requests of a group must have the same prompt");
+    }
+    if (!st && !(grp = hearth_req_group_create(n))) st = hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
+    for (; !st && made < n; made++) { /* each request takes its constraint */
+        if (!(out[made] = hearth_req_create(&p[made]))) {
+            st = hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
+            break;
+        }
+        out[made]->grp = grp;
+        if (made > 0) out[made - 1]->fork_next = out[made];
+    }
+    if (!st && !enqueue(e, out[0])) st = hearth_err_set(err, HEARTH_E_CANCELLED, -1, "the engine is shutting down");
+    if (!st) return HEARTH_OK;
+    for (int32_t i = 0; i < n; i++) { /* made ones own their constraint and a group reference */
+        if (i < made) {
+            atomic_store(&out[i]->refs, 1);
+            hearth_req_unref(out[i]);
+        } else {
+            hearth_cx_matcher_destroy(p[i].constraint);
+            if (grp) hearth_req_group_unref(grp);
+        }
+        out[i] = NULL;
+    }
+    return st;
 }
 
 void hearth_engine_cancel(hearth_engine *e, hearth_request *req) {
@@ -443,6 +490,68 @@ hearth_status hearth_request_next(hearth_request *r, hearth_event *ev, int timeo
     else *ev = r->done_ev;
     pthread_mutex_unlock(&r->mu);
     return HEARTH_OK;
+}
+
+/* The first unread event of r, without waiting. */
+static bool try_next(hearth_request *r, hearth_event *ev) {
+    pthread_mutex_lock(&r->mu);
+    bool got = r->head < r->n_events || r->done;
+    if (r->head < r->n_events) *ev = r->events[r->head++];
+    else if (r->done) *ev = r->done_ev;
+    pthread_mutex_unlock(&r->mu);
+    return got;
+}
+
+hearth_status hearth_request_next_any(hearth_request *const *reqs, int32_t n, int32_t *which, hearth_event *ev,
+                                      int timeout_ms) {
+    hearth_req_group *grp = NULL;
+    int32_t n_live = 0, only = -1;
+    for (int32_t i = 0; i < n; i++) {
+        if (!reqs[i]) continue;
+        if (n_live++ && reqs[i]->grp != grp) return HEARTH_E_INVALID;
+        grp = reqs[i]->grp;
+        only = i;
+    }
+    if (n_live == 0) return HEARTH_E_INVALID;
+    if (n_live == 1 || !grp) { /* one request: its own wait */
+        if (n_live > 1) return HEARTH_E_INVALID;
+        hearth_status st = hearth_request_next(reqs[only], ev, timeout_ms);
+        if (!st) *which = only;
+        return st;
+    }
+    struct timespec deadline;
+    if (timeout_ms > 0) {
+        clock_gettime(CLOCK_REALTIME, &deadline);
+        deadline.tv_sec += timeout_ms / 1000;
+        deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+        if (deadline.tv_nsec >= 1000000000L) {
+            deadline.tv_sec++;
+            deadline.tv_nsec -= 1000000000L;
+        }
+    }
+    int32_t start = *which;
+    for (;;) {
+        pthread_mutex_lock(&grp->mu);
+        uint64_t seen = grp->n_events; /* before looking: an event pushed after changes it */
+        pthread_mutex_unlock(&grp->mu);
+        for (int32_t k = 1; k <= n; k++) {
+            int32_t i = (int32_t)(((int64_t)start + k) % n);
+            if (i < 0) i += n;
+            if (reqs[i] && try_next(reqs[i], ev)) {
+                *which = i;
+                return HEARTH_OK;
+            }
+        }
+        if (timeout_ms == 0) return HEARTH_E_TIMEOUT;
+        pthread_mutex_lock(&grp->mu);
+        bool timed_out = false;
+        while (grp->n_events == seen && !timed_out) {
+            if (timeout_ms < 0) pthread_cond_wait(&grp->cv, &grp->mu);
+            else timed_out = pthread_cond_timedwait(&grp->cv, &grp->mu, &deadline) == ETIMEDOUT;
+        }
+        pthread_mutex_unlock(&grp->mu);
+        if (timed_out) return HEARTH_E_TIMEOUT;
+    }
 }
 
 void hearth_request_release(hearth_request *req) {

@@ -7,6 +7,8 @@
  *   hearth_request_next(req, &ev, timeout_ms)   the submitter's thread: TOKEN... then DONE
  *   hearth_engine_cancel(e, req)                any thread; the request ends with DONE/cancelled
  *   hearth_request_release(req)                 the submitter drops its reference
+ *   hearth_engine_submit_n(e, p, n, reqs)       n choices of one prompt (OpenAI's n), each its
+ *                                               own request; hearth_request_next_any reads them
  *
  * The engine thread runs requests by continuous batching over a paged KV block pool with
  * automatic prefix caching (sched.h, kv_pool.h, prefix_cache.h): up to `batch` sequences per
@@ -159,6 +161,17 @@ void          hearth_engine_device(const hearth_engine *e, hearth_engine_device_
  * KV pool (HEARTH_E_LIMIT, the limit in the message), or when the engine is shutting down. */
 hearth_status hearth_engine_submit(hearth_engine *e, const hearth_request_params *p, hearth_request **out,
                                    hearth_err *err);
+/* Queue n requests (choices) that share one prompt: p[0..n) must have equal prompts; each has
+ * its own sampling (OpenAI's n choices give choice i the seed + i), max_tokens and constraint.
+ * The prompt is prefilled once: when the first choice's prefill ends, the others start from its
+ * KV (its full blocks shared by reference, its last partial block copied) and draw their first
+ * token from the same logits, each with its own sampler. A choice that finds no free sequence
+ * slot or block then is queued as a request of its own (it may still hit the prefix cache).
+ * out[0..n) each hold one reference for the caller. All or nothing; every constraint is taken
+ * over in every case. Fails as hearth_engine_submit does, and with HEARTH_E_INVALID when the
+ * prompts differ. */
+hearth_status hearth_engine_submit_n(hearth_engine *e, const hearth_request_params *p, int32_t n, hearth_request **out,
+                                     hearth_err *err);
 /* Ask the engine to stop req at its next step; harmless after DONE. */
 void          hearth_engine_cancel(hearth_engine *e, hearth_request *req);
 /* Wait up to timeout_ms (< 0: forever) for the next event. Returns HEARTH_OK with *ev filled,
@@ -172,5 +185,12 @@ void          hearth_engine_cancel_all(hearth_engine *e);
  * engine thread to do it (at most one step). Returns the blocks freed. Any thread but the
  * engine's. */
 int32_t       hearth_engine_cache_flush(hearth_engine *e);
+/* The next event of any of reqs[0..n): the requests of one hearth_engine_submit_n (NULL
+ * entries, e.g. choices already done, are skipped). *which: in, the index read last (the scan
+ * starts after it, so the choices take turns); out, the index of the event's request. Returns
+ * HEARTH_E_TIMEOUT when no event came within timeout_ms (< 0: forever), HEARTH_E_INVALID when
+ * every entry is NULL or they are not of one group. */
+hearth_status hearth_request_next_any(hearth_request *const *reqs, int32_t n, int32_t *which, hearth_event *ev,
+                                      int timeout_ms);
 /* Drop the caller's reference (cancels the request if still running). Accepts NULL. */
 void          hearth_request_release(hearth_request *req);

@@ -19,6 +19,9 @@ struct hearth_kv_pool {
     int32_t          n_groups, n_layer;
     int32_t          n_blocks, block_size, max_blocks, n_seqs, max_seq_len;
     size_t           block_bytes, bytes;
+    size_t           k_row_bytes, v_row_bytes; /* one position's K (V) of one layer place */
+    size_t           place_bytes;              /* one place's K and V regions, all blocks */
+    void            *bounce;   /* owned: one place's K or V rows of a block (device pools' copies) */
     void            *mem;      /* owned: every layer place's K and V blocks (a buffer of be, or host memory) */
     hearth_backend  *be;       /* borrowed, NULL = host memory */
     void           **ptrs;     /* owned: [2][n_layer] */
@@ -126,9 +129,13 @@ hearth_status hearth_kv_pool_create(const hearth_model *m, const hearth_kv_pool_
     pool->refs = calloc(n_blocks, sizeof(int32_t));
     pool->free_ids = malloc(n_blocks * sizeof(int32_t));
     pool->be = p->be;
+    pool->k_row_bytes = kw * esz;
+    pool->v_row_bytes = vw * esz;
+    pool->place_bytes = per_k + per_v;
+    pool->bounce = p->be ? malloc((kw > vw ? kw : vw) * esz * (size_t)bs) : NULL;
     pool->mem = p->be ? hearth_buf_alloc(p->be, total) : aligned_alloc(64, (total + 63) & ~(size_t)63);
     if (!pool->ptrs || !pool->layer_group || !pool->window || !pool->table || !pool->n_in_row || !pool->n_dead ||
-        !pool->refs || !pool->free_ids || !pool->mem) {
+        !pool->refs || !pool->free_ids || !pool->mem || (p->be && !pool->bounce)) {
         hearth_kv_pool_destroy(pool);
         return hearth_err_set(err, HEARTH_E_NOMEM, -1, "cannot allocate %zu MiB of KV blocks", total >> 20);
     }
@@ -176,7 +183,29 @@ void hearth_kv_pool_destroy(hearth_kv_pool *pool) {
     free(pool->n_dead);
     free(pool->refs);
     free(pool->free_ids);
+    free(pool->bounce);
     free(pool);
+}
+
+void hearth_kv_pool_copy_block(hearth_kv_pool *pool, int32_t dst, int32_t src, int32_t n_rows) {
+    if (n_rows <= 0 || dst == src) return;
+    size_t bs = (size_t)pool->block_size, per_k = pool->k_row_bytes * bs * (size_t)pool->n_blocks;
+    for (int32_t place = 0; place < pool->lay.per_group; place++) {
+        char *base = (char *)pool->mem + (size_t)place * pool->place_bytes;
+        for (int kv = 0; kv < 2; kv++) { /* K rows, then V rows */
+            size_t row = kv ? pool->v_row_bytes : pool->k_row_bytes;
+            char *region = base + (kv ? per_k : 0);
+            char *to = region + (size_t)dst * bs * row;
+            const char *from = region + (size_t)src * bs * row;
+            size_t n = (size_t)n_rows * row;
+            if (!pool->be) {
+                memcpy(to, from, n);
+                continue;
+            }
+            hearth_buf_download(pool->be, pool->bounce, from, n);
+            hearth_buf_upload(pool->be, to, pool->bounce, n);
+        }
+    }
 }
 
 const hearth_kv_view *hearth_kv_pool_view(const hearth_kv_pool *pool) { return &pool->view; }

@@ -111,5 +111,11 @@ int32_t hearth_kv_pool_seq_need(const hearth_kv_pool *pool, int32_t slot, int32_
  * most chunk tokens: a window group counts at most the blocks its window spans. */
 int32_t hearth_kv_pool_seq_need_peak(const hearth_kv_pool *pool, int32_t slot, int32_t n_tokens, int32_t chunk);
 
+/* Copy the first n_rows rows (positions within a block) of block src's keys and values, in
+ * every layer place, into block dst (in the pool's memory, wherever it lives: a device pool
+ * goes through a host bounce buffer). For a sequence that forks off another: the two share
+ * the full blocks and each writes its own copy of the last partial one. */
+void    hearth_kv_pool_copy_block(hearth_kv_pool *pool, int32_t dst, int32_t src, int32_t n_rows);
+
 /* Consistency: the free list holds exactly the blocks with 0 references, each once. */
 bool    hearth_kv_pool_check(const hearth_kv_pool *pool);

@@ -50,7 +50,24 @@ void hearth_req_unref(hearth_request *r) {
     free(r->prompt);
     free((void *)r->p.sampling.bias);
     hearth_cx_matcher_destroy(r->p.constraint); /* NULL once the scheduler took it */
+    hearth_req_group_unref(r->grp);
     free(r);
+}
+
+hearth_req_group *hearth_req_group_create(int n) {
+    hearth_req_group *g = calloc(1, sizeof *g);
+    if (!g) return NULL;
+    pthread_mutex_init(&g->mu, NULL);
+    pthread_cond_init(&g->cv, NULL);
+    atomic_store(&g->refs, n);
+    return g;
+}
+
+void hearth_req_group_unref(hearth_req_group *g) {
+    if (!g || atomic_fetch_sub_explicit(&g->refs, 1, memory_order_acq_rel) != 1) return;
+    pthread_mutex_destroy(&g->mu);
+    pthread_cond_destroy(&g->cv);
+    free(g);
 }
 
 bool hearth_req_cancelled(const hearth_request *r) {
@@ -71,6 +88,12 @@ static bool push_event(hearth_request *r, const hearth_event *ev) {
     }
     pthread_cond_broadcast(&r->cv);
     pthread_mutex_unlock(&r->mu);
+    if (r->grp) { /* after the event is readable: a reader woken here finds it */
+        pthread_mutex_lock(&r->grp->mu);
+        r->grp->n_events++;
+        pthread_cond_broadcast(&r->grp->cv);
+        pthread_mutex_unlock(&r->grp->mu);
+    }
     return ok;
 }
 

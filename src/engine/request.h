@@ -5,6 +5,11 @@
  * Thread rule: the engine thread appends events (hearth_req_token / hearth_req_finish) under
  * the request's own mutex, the submitter reads them (hearth_request_next); `cancelled` is an
  * atomic any thread may set. Two references (submitter + engine) so either side may end first.
+ *
+ * The choices of one hearth_engine_submit_n are linked by fork_next (the first is queued, the
+ * scheduler takes the rest with it) and share a hearth_req_group: every event of any of them
+ * also bumps the group's counter and wakes its condition variable, so that one reader can wait
+ * on all of them at once (hearth_request_next_any).
  */
 #pragma once
 #include <pthread.h>
@@ -13,6 +18,14 @@
 
 #include "engine/engine.h"
 
+/* The wake-up shared by the choices of one submit_n (reference-counted by its requests). */
+typedef struct {
+    _Atomic int     refs;
+    pthread_mutex_t mu;       /* guards n_events */
+    pthread_cond_t  cv;
+    uint64_t        n_events; /* events pushed to any request of the group */
+} hearth_req_group;
+
 struct hearth_request {
     _Atomic int           refs;
     _Atomic bool          cancelled;
@@ -20,6 +33,9 @@ struct hearth_request {
     hearth_request_params p;         /* prompt points at own copy */
     int32_t              *prompt;    /* owned */
     hearth_request       *next;      /* submit FIFO link, guarded by the engine's mu */
+    hearth_request       *fork_next; /* the next choice of a submit_n group (its first is queued
+                                      * alone; the scheduler takes the chain at add) */
+    hearth_req_group     *grp;       /* shared (one reference each); NULL for a lone request */
     pthread_mutex_t       mu;        /* guards the event queue below */
     pthread_cond_t        cv;
     hearth_event         *events;    /* owned queue: [head, n_events) unread */
@@ -33,6 +49,9 @@ double hearth_now_mono_ms(void);
  * (submitter + engine). NULL on OOM. */
 hearth_request *hearth_req_create(const hearth_request_params *p);
 void   hearth_req_unref(hearth_request *r);
+/* A group for n requests (n references). NULL on OOM. */
+hearth_req_group *hearth_req_group_create(int n);
+void   hearth_req_group_unref(hearth_req_group *g);
 bool   hearth_req_cancelled(const hearth_request *r);
 /* Append a TOKEN event (n_cached: prompt tokens the prefix cache served; lp: its logprobs, or
  * NULL). False on OOM (the caller then fails the request). */

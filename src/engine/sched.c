@@ -6,8 +6,22 @@
  * token the logits of that row give the next one. Full blocks whose KV is computed are
  * indexed in the prefix cache right after the step that filled them, so a request sharing a
  * prefix with a running one reuses its blocks.
+ *
+ * Choices (hearth_engine_submit_n): the first request of a group is queued as usual and carries
+ * the others as `forks`. In the step that ends its prefill (the KV of every prompt position is
+ * in the cache, the logits of the last one are at hand) each fork takes a free slot and starts
+ * where the first one stands:
+ *
+ *   first:  [ b0 | b1 | b2 (partial) ]          b0, b1 full: shared by reference
+ *   fork:   [ b0 | b1 | b2' ]                   b2' a fresh block with b2's rows copied
+ *
+ * then draws its first token from a copy of the same logits with its own sampler. Full blocks
+ * are never written again, and each sequence appends to its own last block, so nothing else
+ * needs copy-on-write. A fork that finds no free slot or block then is queued as a request of
+ * its own (prefilled later, through the prefix cache when it holds the prompt).
  */
 #include "engine/sched.h"
+#include "base/assert.h"
 #include "base/log.h"
 #include "engine/request.h"
 
@@ -27,6 +41,8 @@ typedef struct seq {
     bool            started;  /* admitted before (a preempted sequence comes back) */
     double          t0, t_first;
     struct seq     *next;     /* waiting list */
+    struct seq     *forks;    /* owned list: the group's other choices, forked at the end of prefill */
+    struct seq     *fork_next;
 } seq;
 
 struct hearth_sched {
@@ -40,6 +56,8 @@ struct hearth_sched {
     int32_t              n_run;
     seq                 *wait_head, *wait_tail;
     int32_t              n_wait;
+    int32_t              n_forks;        /* choices waiting on their group's first sequence */
+    float               *lg_fork;        /* owned [n_vocab]: the logits every fork draws from */
     int32_t             *free_slots; /* owned stack [batch] */
     int32_t              n_free_slots;
     int32_t             *tok, *pos, *sq; /* owned [max_step] */
@@ -72,7 +90,8 @@ hearth_sched *hearth_sched_create(const hearth_model *m, hearth_fwd *fwd, hearth
     s->want = malloc(T);
     s->ids = malloc(B * sizeof(int32_t));
     s->logits = malloc(B * (size_t)s->n_vocab * sizeof(float));
-    if (!s->run || !s->free_slots || !s->tok || !s->pos || !s->sq || !s->want || !s->logits || !s->ids) {
+    s->lg_fork = malloc((size_t)s->n_vocab * sizeof(float));
+    if (!s->lg_fork || !s->run || !s->free_slots || !s->tok || !s->pos || !s->sq || !s->want || !s->logits || !s->ids) {
         hearth_sched_destroy(s);
         return NULL;
     }
@@ -118,30 +137,6 @@ static void seq_free(hearth_sched *s, seq *q) {
     free(q);
 }
 
-static void end(hearth_sched *s, seq *q, hearth_finish why, hearth_status st, const char *msg) {
-    hearth_req_finish(q->r, why, st, msg, q->n_gen, q->n_cached, q->t0, q->t_first);
-    seq_free(s, q);
-}
-
-void hearth_sched_destroy(hearth_sched *s) {
-    if (!s) return;
-    for (int32_t i = 0; i < s->n_run; i++) end(s, s->run[i], HEARTH_FINISH_CANCELLED, HEARTH_E_CANCELLED, "cancelled");
-    for (seq *q = s->wait_head, *n; q; q = n) {
-        n = q->next;
-        end(s, q, HEARTH_FINISH_CANCELLED, HEARTH_E_CANCELLED, "cancelled");
-    }
-    free(s->run);
-    free(s->free_slots);
-    free(s->tok);
-    free(s->pos);
-    free(s->sq);
-    free(s->want);
-    free(s->logits);
-    free(s->ids);
-    free(s->eog);
-    free(s);
-}
-
 static void wait_push_back(hearth_sched *s, seq *q) {
     q->next = NULL;
     if (s->wait_tail) s->wait_tail->next = q;
@@ -167,7 +162,49 @@ static seq *wait_pop(hearth_sched *s) {
     return q;
 }
 
-void hearth_sched_add(hearth_sched *s, hearth_request *r) {
+/* The forks of q go to the front of the queue, in order, as requests of their own. */
+static void unfork(hearth_sched *s, seq *q) {
+    seq *rev = NULL;
+    for (seq *c = q->forks, *n; c; c = n) {
+        n = c->fork_next;
+        c->fork_next = rev;
+        rev = c;
+        s->n_forks--;
+    }
+    q->forks = NULL;
+    for (seq *c = rev, *n; c; c = n) {
+        n = c->fork_next;
+        c->fork_next = NULL;
+        wait_push_front(s, c);
+    }
+}
+
+static void end(hearth_sched *s, seq *q, hearth_finish why, hearth_status st, const char *msg) {
+    unfork(s, q); /* the other choices go on without it */
+    hearth_req_finish(q->r, why, st, msg, q->n_gen, q->n_cached, q->t0, q->t_first);
+    seq_free(s, q);
+}
+
+void hearth_sched_destroy(hearth_sched *s) {
+    if (!s) return;
+    for (int32_t i = 0; i < s->n_run; i++) end(s, s->run[i], HEARTH_FINISH_CANCELLED, HEARTH_E_CANCELLED, "cancelled");
+    seq *q; /* popped one at a time: ending a group's first choice queues its forks at the front */
+    while ((q = wait_pop(s))) end(s, q, HEARTH_FINISH_CANCELLED, HEARTH_E_CANCELLED, "cancelled");
+    free(s->run);
+    free(s->free_slots);
+    free(s->tok);
+    free(s->pos);
+    free(s->sq);
+    free(s->want);
+    free(s->logits);
+    free(s->lg_fork);
+    free(s->ids);
+    free(s->eog);
+    free(s);
+}
+
+/* A sequence for r (the scheduler's reference), or NULL with r finished (too long, OOM). */
+static seq *seq_new(hearth_sched *s, hearth_request *r) {
     char msg[160];
     double t0 = hearth_now_mono_ms();
     int32_t n_prompt = (int32_t)r->p.n_prompt;
@@ -176,7 +213,7 @@ void hearth_sched_add(hearth_sched *s, hearth_request *r) {
                  r->p.max_tokens, s->p.n_ctx);
         hearth_req_finish(r, HEARTH_FINISH_ERROR, HEARTH_E_LIMIT, msg, 0, 0, t0, 0);
         hearth_req_unref(r);
-        return;
+        return NULL;
     }
     hearth_err err = {0};
     seq *q = calloc(1, sizeof *q);
@@ -195,7 +232,7 @@ void hearth_sched_add(hearth_sched *s, hearth_request *r) {
             free(q->hashes);
             free(q);
         }
-        return;
+        return NULL;
     }
     q->r = r;
     q->cx = r->p.constraint;
@@ -204,14 +241,38 @@ void hearth_sched_add(hearth_sched *s, hearth_request *r) {
     q->n_toks = n_prompt;
     q->slot = -1;
     q->t0 = t0;
-    wait_push_back(s, q);
+    return q;
+}
+
+void hearth_sched_add(hearth_sched *s, hearth_request *r) {
+    hearth_request *f = r->fork_next;
+    r->fork_next = NULL;
+    seq *q = seq_new(s, r), **tail = q ? &q->forks : NULL;
+    for (hearth_request *n; f; f = n) { /* the group's other choices (hearth_engine_submit_n) */
+        n = f->fork_next;
+        f->fork_next = NULL;
+        seq *c = seq_new(s, f);
+        if (!c) continue;
+        if (!q) { /* the first could not run: each goes on its own */
+            wait_push_back(s, c);
+            continue;
+        }
+        *tail = c;
+        tail = &c->fork_next;
+        s->n_forks++;
+    }
+    if (q) wait_push_back(s, q);
 }
 
 bool hearth_sched_idle(const hearth_sched *s) { return s->n_run == 0 && s->n_wait == 0; }
 
+static void cancel_with_forks(seq *q) {
+    for (seq *c = q; c; c = c == q ? q->forks : c->fork_next) atomic_store(&c->r->cancelled, true);
+}
+
 void hearth_sched_cancel_all(hearth_sched *s) {
-    for (int32_t i = 0; i < s->n_run; i++) atomic_store(&s->run[i]->r->cancelled, true);
-    for (seq *q = s->wait_head; q; q = q->next) atomic_store(&q->r->cancelled, true);
+    for (int32_t i = 0; i < s->n_run; i++) cancel_with_forks(s->run[i]);
+    for (seq *q = s->wait_head; q; q = q->next) cancel_with_forks(q);
 }
 
 
@@ -342,7 +403,7 @@ static void reap_cancelled(hearth_sched *s) {
 
 static void publish(hearth_sched *s) {
     s->st.running = s->n_run;
-    s->st.waiting = s->n_wait;
+    s->st.waiting = s->n_wait + s->n_forks;
     s->st.blocks_free = hearth_kv_pool_n_free(s->pool);
     s->st.blocks_cached = s->pc ? hearth_prefix_cache_n_cached(s->pc) : 0;
     s->st.blocks_evictable = s->pc ? hearth_prefix_cache_n_evictable(s->pc) : 0;
@@ -352,6 +413,75 @@ static void publish(hearth_sched *s) {
 const hearth_engine_stats *hearth_sched_stats(hearth_sched *s) {
     publish(s);
     return &s->st;
+}
+
+/* Start fork c where q stands at the end of its prefill (sched.c's head comment): a free slot,
+ * q's blocks by reference but its last partial one copied, q's hashes. False (nothing taken)
+ * when no slot or block is free. */
+static bool fork_blocks(hearth_sched *s, seq *q, seq *c) {
+    int32_t n_groups = hearth_kv_pool_n_groups(s->pool), part = q->n_done % s->bs, need = 0;
+    if (s->n_free_slots == 0 || s->n_run >= s->p.batch) return false;
+    for (int32_t g = 0; g < n_groups && part; g++) {
+        int32_t nb = hearth_kv_pool_seq_blocks(s->pool, g, q->slot);
+        need += nb > 0 && hearth_kv_pool_row(s->pool, g, q->slot)[nb - 1] >= 0;
+    }
+    if (!make_room(s, need)) return false;
+    c->slot = s->free_slots[--s->n_free_slots];
+    for (int32_t g = 0; g < n_groups; g++) {
+        const int32_t *row = hearth_kv_pool_row(s->pool, g, q->slot);
+        int32_t nb = hearth_kv_pool_seq_blocks(s->pool, g, q->slot);
+        for (int32_t i = 0; i < nb; i++) {
+            int32_t b = row[i];
+            if (b >= 0 && part && i == nb - 1) { /* the partial block: c writes its own copy */
+                int32_t copy = hearth_kv_pool_alloc(s->pool);
+                HEARTH_ASSERT(copy >= 0); /* make_room freed it */
+                hearth_kv_pool_copy_block(s->pool, copy, b, part);
+                b = copy;
+            } else if (b >= 0) {
+                hearth_kv_pool_ref(s->pool, b);
+            }
+            bool ok = hearth_kv_pool_seq_push(s->pool, g, c->slot, b);
+            HEARTH_ASSERT(ok); /* c's row is as long as q's */
+        }
+    }
+    memcpy(c->hashes, q->hashes, (size_t)q->n_hashed * sizeof *c->hashes);
+    c->n_hashed = q->n_hashed;
+    c->n_done = q->n_done;
+    c->n_cached = q->n_cached; /* the prompt is counted once: as the first choice found it */
+    c->started = true;
+    return true;
+}
+
+/* q's prefill just ended with logits lg: start its forks from it (in the run list, each with
+ * its first token drawn), or queue them on their own. lg is left as it came. */
+static void fork_choices(hearth_sched *s, seq *q, float *lg) {
+    size_t bytes = (size_t)s->n_vocab * sizeof(float);
+    memcpy(s->lg_fork, lg, bytes);
+    seq *c, *queued = NULL, **qt = &queued;
+    while ((c = q->forks)) {
+        q->forks = c->fork_next;
+        c->fork_next = NULL;
+        s->n_forks--;
+        if (hearth_req_cancelled(c->r)) {
+            end(s, c, HEARTH_FINISH_CANCELLED, HEARTH_E_CANCELLED, "cancelled");
+            continue;
+        }
+        if (!fork_blocks(s, q, c)) {
+            *qt = c;
+            qt = &c->fork_next;
+            continue;
+        }
+        release_window(s, c);
+        memcpy(lg, s->lg_fork, bytes); /* sampling shapes the logits in place */
+        if (c->n_gen < c->r->p.min_tokens) /* end of generation not allowed yet */
+            for (int32_t k = 0; k < s->n_eog; k++) lg[s->eog[k]] = -INFINITY;
+        int32_t pick = c->cx ? hearth_sampler_sample_constrained(c->smp, lg, c->cx) : hearth_sampler_sample(c->smp, lg);
+        if (advance(s, c, pick, lg)) s->run[s->n_run++] = c;
+    }
+    memcpy(lg, s->lg_fork, bytes);
+    q->forks = queued; /* unfork queues them at the front, in order */
+    for (seq *k = queued; k; k = k->fork_next) s->n_forks++;
+    unfork(s, q);
 }
 
 void hearth_sched_step(hearth_sched *s) {
@@ -417,7 +547,8 @@ void hearth_sched_step(hearth_sched *s) {
     for (int32_t i = 0; i < s->n_run && argmax; i++) {
         seq *q = s->run[i];
         if (q->take && q->n_done + q->take == q->n_toks &&
-            (!hearth_sampler_is_argmax(q->smp) || q->r->p.logprobs || q->cx || q->n_gen < q->r->p.min_tokens))
+            (!hearth_sampler_is_argmax(q->smp) || q->r->p.logprobs || q->cx || q->n_gen < q->r->p.min_tokens ||
+             q->forks))
             argmax = false;
     }
     hearth_status st = argmax ? hearth_forward_argmax(s->fwd, &b, hearth_kv_pool_view(s->pool), s->logits, s->ids)
@@ -446,6 +577,7 @@ void hearth_sched_step(hearth_sched *s) {
             continue;
         }
         index_blocks(s, q);
+        if (out && q->forks) fork_choices(s, q, lg);
         release_window(s, q);
         if (q->r->p.progress && q->n_gen == 0 && !hearth_req_progress(q->r, q->n_done, q->n_cached)) {
             run_remove(s, i);

@@ -311,6 +311,89 @@ TEST(seeded_sampling_is_reproducible_and_requests_queue_fifo) {
     hearth_model_destroy(m);
 }
 
+/* n choices through the engine seam: hearth_engine_submit_n and hearth_request_next_any. The
+ * prompt is computed once (step tokens), choice i gives what seed + i gives alone, greedy
+ * choices all give the forward's tokens. */
+TEST(choices_share_the_prefill_and_sample_as_their_seeds) {
+    enum { N = 3, M = 12 };
+    int32_t want[M];
+    reference_greedy(want, M);
+    hearth_model *m = load();
+    if (!m) return;
+    hearth_engine_params ep = hearth_engine_params_default();
+    ep.n_threads = 2;
+    ep.n_ctx = 128;
+    ep.kv_f16 = 1;
+    ep.prompt_cache = 0; /* nothing from the cache: the counts below are the group's alone */
+    ep.debug_checks = true;
+    hearth_engine *e = NULL;
+    hearth_err err;
+    CHECK_EQ(hearth_engine_create(m, &ep, &e, &err), HEARTH_OK);
+    for (int greedy = 0; greedy < 2; greedy++) {
+        hearth_request_params rp[N];
+        for (int i = 0; i < N; i++) {
+            rp[i] = (hearth_request_params){.prompt = prompt, .n_prompt = N_PROMPT, .max_tokens = M,
+                                            .sampling = hearth_sampler_params_default(), .ignore_eog = true};
+            rp[i].sampling.temperature = greedy ? 0 : 1.0f;
+            rp[i].sampling.seed = 500 + (uint64_t)i;
+        }
+        hearth_engine_stats st0, st1;
+        hearth_engine_stats_get(e, &st0);
+        hearth_request *r[N];
+        CHECK_EQ(hearth_engine_submit_n(e, rp, N, r, &err), HEARTH_OK);
+        int32_t got[N][M], n_got[N] = {0}, which = N - 1, n_done = 0;
+        hearth_request *live[N] = {r[0], r[1], r[2]};
+        while (n_done < N) {
+            hearth_event ev;
+            if (hearth_request_next_any(live, N, &which, &ev, 20000) != HEARTH_OK) break;
+            if (ev.kind == HEARTH_EV_DONE) {
+                CHECK_EQ(ev.finish, HEARTH_FINISH_LENGTH);
+                live[which] = NULL;
+                n_done++;
+                continue;
+            }
+            if (n_got[which] < M) got[which][n_got[which]] = ev.token;
+            n_got[which]++;
+        }
+        CHECK_EQ(n_done, N);
+        hearth_event none;
+        CHECK_EQ(hearth_request_next_any(live, N, &which, &none, 0), HEARTH_E_INVALID); /* all done */
+        for (int k = 0; k < 2000; k++) { /* the counters are published after the last step */
+            hearth_engine_stats_get(e, &st1);
+            if (st1.running == 0 && st1.waiting == 0) break;
+            nanosleep(&(struct timespec){0, 1000000}, NULL);
+        }
+        CHECK_EQ(st1.step_tokens - st0.step_tokens, N_PROMPT + N * (M - 1));
+        CHECK_EQ(st1.check_failures, 0);
+        for (int i = 0; i < N; i++) {
+            CHECK_EQ(n_got[i], M);
+            hearth_request_release(r[i]);
+            if (greedy) {
+                CHECK(memcmp(got[i], want, sizeof want) == 0);
+                continue;
+            }
+            hearth_request *one = NULL;
+            CHECK_EQ(hearth_engine_submit(e, &rp[i], &one, &err), HEARTH_OK);
+            int32_t alone[M];
+            hearth_event done;
+            CHECK_EQ(collect(one, alone, M, &done), M);
+            CHECK(memcmp(got[i], alone, sizeof alone) == 0);
+            hearth_request_release(one);
+        }
+        if (!greedy) CHECK(memcmp(got[0], got[1], sizeof got[0]) != 0);
+    }
+    /* a group whose prompts differ is refused, and nothing is queued */
+    hearth_request_params bad[2] = {{.prompt = prompt, .n_prompt = N_PROMPT, .max_tokens = 4,
+                                     .sampling = hearth_sampler_params_default()},
+                                    {.prompt = prompt, .n_prompt = N_PROMPT - 1, .max_tokens = 4,
+                                     .sampling = hearth_sampler_params_default()}};
+    hearth_request *br[2];
+    CHECK_EQ(hearth_engine_submit_n(e, bad, 2, br, &err), HEARTH_E_INVALID);
+    CHECK(br[0] == NULL && br[1] == NULL);
+    hearth_engine_destroy(e);
+    hearth_model_destroy(m);
+}
+
 TEST(cancel_and_errors) {
     hearth_model *m = load();
     if (!m) return;

@@ -11,6 +11,10 @@
  * list sound, reference counts equal block-table references plus the cache's, free + used =
  * total); every finished request is compared with the script run directly; at idle no
  * sequence holds a block and evicting the cache frees the whole pool.
+ * Some requests come as groups of choices (one prompt, hearth_engine_submit_n's fork): each
+ * choice must give the script's tokens too, whether it forked off the first choice's KV or
+ * was queued on its own; seeded choices must give what the same seed gives alone, and the
+ * prompt must be computed once.
  */
 #include "support/kv.h"
 #include "engine/prefix_cache.h"
@@ -20,6 +24,7 @@
 #include "test.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 enum { V = 61, N_CTX = 64, MAX_LIVE = 14 };
 
@@ -27,6 +32,7 @@ typedef struct {
     const hearth_model *m;
     int32_t toks[N_CTX];
     int64_t bad;            /* rows that did not hold their own position (or token) */
+    float   hot;            /* the logit of the scripted token (0: 1) */
 } script;
 
 static int32_t next_of(const int32_t *toks, int32_t n) {
@@ -73,7 +79,7 @@ static hearth_status script_fwd(void *ctx, const hearth_batch *b, const hearth_k
         }
         float *lg = logits + (int64_t)n_out++ * V;
         for (int32_t i = 0; i < V; i++) lg[i] = 0;
-        lg[next_of(sc->toks, b->pos[t] + 1)] = 1;
+        lg[next_of(sc->toks, b->pos[t] + 1)] = sc->hot > 0 ? sc->hot : 1;
     }
     return HEARTH_OK;
 }
@@ -159,7 +165,7 @@ static void run_config(const config *c, int iters, hearth_engine_stats *out) {
         for (int j = 0; j < 40; j++) stem[i][j] = (int32_t)rnd(V);
     live lv[MAX_LIVE];
     int n_live = 0;
-    int64_t n_added = 0, n_done = 0, bad_checks = 0, bad_sum = 0, bad_window = 0;
+    int64_t n_added = 0, n_done = 0, bad_checks = 0, bad_sum = 0, bad_window = 0, n_groups = 0;
     int32_t max_live = 0, window_blocks = (c->n_swa + 2 * c->block_size - 3) / c->block_size;
     for (int it = 0; it < iters || n_live > 0; it++) {
         bool adding = it < iters;
@@ -178,9 +184,26 @@ static void run_config(const config *c, int iters, hearth_engine_stats *out) {
             l->r = hearth_req_create(&rp);
             CHECK(l->r != NULL);
             if (!l->r) break;
-            hearth_sched_add(s, l->r); /* the scheduler takes the second reference */
             n_live++;
             n_added++;
+            /* a group of choices now and then: the same prompt, each its own max_tokens */
+            int32_t n_choices = rnd(4) == 0 ? 2 + (int32_t)rnd(3) : 1;
+            hearth_request *prev = l->r;
+            for (int32_t ch = 1; ch < n_choices && n_live < MAX_LIVE; ch++) {
+                live *f = &lv[n_live];
+                *f = *l;
+                f->max_tokens = 1 + (int32_t)rnd((uint32_t)l->max_tokens);
+                rp.max_tokens = f->max_tokens;
+                f->r = hearth_req_create(&rp);
+                CHECK(f->r != NULL);
+                if (!f->r) break;
+                prev->fork_next = f->r;
+                prev = f->r;
+                n_live++;
+                n_added++;
+                n_groups++;
+            }
+            hearth_sched_add(s, l->r); /* the scheduler takes the second reference (of the group) */
         }
         if (adding && n_live > 0 && rnd(9) == 0) atomic_store(&lv[rnd((uint32_t)n_live)].r->cancelled, true);
         hearth_sched_step(s);
@@ -221,9 +244,10 @@ static void run_config(const config *c, int iters, hearth_engine_stats *out) {
     }
     CHECK_EQ(hearth_kv_pool_n_free(pool), c->n_blocks);
     *out = *hearth_sched_stats(s);
-    fprintf(stderr, "  %lld requests, %lld steps, %lld preemptions, %lld cache hits, %lld evictions\n",
-            (long long)n_added, (long long)out->steps, (long long)out->preemptions, (long long)out->cache_hits,
-            (long long)out->cache_evictions);
+    fprintf(stderr, "  %lld requests (%lld forked choices), %lld steps, %lld preemptions, %lld cache hits, "
+            "%lld evictions\n", (long long)n_added, (long long)n_groups, (long long)out->steps,
+            (long long)out->preemptions, (long long)out->cache_hits, (long long)out->cache_evictions);
+    CHECK(n_groups > 0);
     hearth_sched_destroy(s);
     hearth_prefix_cache_destroy(pc);
     hearth_kv_pool_destroy(pool);
@@ -276,6 +300,114 @@ TEST(random_sequences_with_sliding_windows_across_block_edges) {
     CHECK(st.cache_hits > 0);
     run_config(&b, iters() / 2, &st);
     CHECK(st.preemptions > 0);
+}
+
+/* Run one group of n choices of prompt (choice i samples with seed + i at temperature temp;
+ * n == 1: a lone request with that seed) to the end on a fresh scheduler; toks[i] gets choice
+ * i's tokens. Returns the scheduler's counters. */
+enum { G_MAX = 4, G_TOKENS = 12 };
+static hearth_engine_stats run_group(const config *c, const int32_t *prompt, int32_t n_prompt, int32_t n,
+                                     float temp, uint64_t seed, int32_t toks[][G_TOKENS]) {
+    hearth_engine_stats st = {0};
+    hearth_model m = fake_model(c->n_swa);
+    script sc = {.m = &m, .hot = 3};
+    hearth_fwd *fwd = hearth_fwd_create_scripted(&m, c->max_step, script_fwd, &sc);
+    hearth_kv_pool *pool = NULL;
+    hearth_err err;
+    hearth_kv_layout lay = hearth_kv_layout_of(&m, false);
+    hearth_kv_pool_params pp = {.budget_bytes = hearth_kv_layout_block_bytes(&lay, &m, false, c->block_size) *
+                                                (size_t)c->n_blocks,
+                                .block_size = c->block_size, .n_seqs = c->batch, .max_seq_len = N_CTX, .f16 = false};
+    CHECK_EQ(hearth_kv_pool_create(&m, &pp, &pool, &err), HEARTH_OK);
+    hearth_prefix_cache *pc = c->cache_blocks < 0 ? NULL
+                              : hearth_prefix_cache_create(pool, (size_t)c->cache_blocks * hearth_kv_pool_block_bytes(pool));
+    hearth_sched_params sp = {.batch = c->batch, .max_step = c->max_step, .n_ctx = N_CTX};
+    hearth_sched *s = hearth_sched_create(&m, fwd, pool, pc, &sp);
+    CHECK(s != NULL);
+    hearth_request *r[G_MAX] = {0};
+    for (int32_t i = 0; i < n; i++) {
+        hearth_sampler_params smp = hearth_sampler_params_default();
+        smp.temperature = temp;
+        smp.seed = seed + (uint64_t)i;
+        hearth_request_params rp = {.prompt = prompt, .n_prompt = (size_t)n_prompt, .max_tokens = G_TOKENS,
+                                    .sampling = smp, .ignore_eog = true};
+        r[i] = hearth_req_create(&rp);
+        CHECK(r[i] != NULL);
+        if (i > 0) r[i - 1]->fork_next = r[i];
+    }
+    hearth_sched_add(s, r[0]);
+    int64_t bad_checks = 0;
+    for (int it = 0; it < 1000 && !hearth_sched_idle(s); it++) {
+        hearth_sched_step(s);
+        bad_checks += !hearth_sched_check(s);
+    }
+    CHECK(hearth_sched_idle(s));
+    CHECK_EQ(bad_checks, 0);
+    CHECK_EQ(sc.bad, 0);
+    for (int32_t i = 0; i < n; i++) {
+        hearth_event ev;
+        int32_t k = 0;
+        while (hearth_request_next(r[i], &ev, 0) == HEARTH_OK && ev.kind == HEARTH_EV_TOKEN)
+            if (k < G_TOKENS) toks[i][k++] = ev.token;
+        CHECK_EQ(ev.kind, HEARTH_EV_DONE);
+        CHECK_EQ(ev.finish, HEARTH_FINISH_LENGTH);
+        CHECK_EQ(k, G_TOKENS);
+        hearth_req_unref(r[i]);
+    }
+    st = *hearth_sched_stats(s);
+    hearth_sched_destroy(s);
+    if (pc) hearth_prefix_cache_evict(pc, c->n_blocks);
+    CHECK_EQ(hearth_kv_pool_n_free(pool), c->n_blocks);
+    hearth_prefix_cache_destroy(pc);
+    hearth_kv_pool_destroy(pool);
+    hearth_fwd_destroy(fwd);
+    return st;
+}
+
+TEST(choices_prefill_once_and_sample_as_their_seeds_alone) {
+    int32_t prompt[10];
+    for (int i = 0; i < 10; i++) prompt[i] = (int32_t)rnd(V);
+    /* blocks of 4: the prompt's third block is partial (2 rows), copied for each fork */
+    config cfgs[] = {
+        {.block_size = 4, .n_blocks = 40, .batch = 4, .max_step = 16, .cache_blocks = -1},
+        {.block_size = 4, .n_blocks = 40, .batch = 4, .max_step = 3, .cache_blocks = 20}, /* chunked prefill */
+        {.block_size = 5, .n_blocks = 40, .batch = 4, .max_step = 16, .cache_blocks = 20}, /* no partial block */
+        {.block_size = 3, .n_blocks = 60, .batch = 4, .max_step = 16, .cache_blocks = 20, .n_swa = 4},
+    };
+    for (size_t ci = 0; ci < sizeof cfgs / sizeof cfgs[0]; ci++) {
+        const config *c = &cfgs[ci];
+        int32_t group[G_MAX][G_TOKENS], alone[1][G_TOKENS];
+        hearth_engine_stats st = run_group(c, prompt, 10, 3, 0.9f, 1234, group);
+        /* the prompt once, then each choice's tokens but its last */
+        CHECK_EQ(st.step_tokens, 10 + 3 * (G_TOKENS - 1));
+        int same01 = 0;
+        for (int32_t i = 0; i < 3; i++) {
+            run_group(c, prompt, 10, 1, 0.9f, 1234 + (uint64_t)i, alone);
+            CHECK(memcmp(group[i], alone[0], sizeof alone[0]) == 0);
+        }
+        same01 = memcmp(group[0], group[1], sizeof group[0]) == 0;
+        CHECK(!same01); /* the seeds differ, so do the choices */
+        /* greedy: every choice is the script's continuation */
+        run_group(c, prompt, 10, 3, 0, 1, group);
+        int32_t all[10 + G_TOKENS];
+        memcpy(all, prompt, sizeof prompt);
+        for (int32_t i = 10; i < 10 + G_TOKENS; i++) all[i] = next_of(all, i);
+        for (int32_t i = 0; i < 3; i++) CHECK(memcmp(group[i], all + 10, sizeof group[i]) == 0);
+    }
+}
+
+TEST(choices_beyond_the_batch_queue_on_their_own) {
+    int32_t prompt[10];
+    for (int i = 0; i < 10; i++) prompt[i] = (int32_t)rnd(V);
+    config c = {.block_size = 4, .n_blocks = 40, .batch = 2, .max_step = 16, .cache_blocks = 20};
+    int32_t group[G_MAX][G_TOKENS], alone[1][G_TOKENS];
+    hearth_engine_stats st = run_group(&c, prompt, 10, 4, 0.9f, 77, group);
+    /* two forks found no slot: each prefilled later, past the cached full blocks (8 tokens) */
+    CHECK_EQ(st.step_tokens, 10 + 4 * (G_TOKENS - 1) + 2 * 2);
+    for (int32_t i = 0; i < 4; i++) {
+        run_group(&c, prompt, 10, 1, 0.9f, 77 + (uint64_t)i, alone);
+        CHECK(memcmp(group[i], alone[0], sizeof alone[0]) == 0);
+    }
 }
 
 TEST(scripted_forward_keeps_the_batch_checks) {
