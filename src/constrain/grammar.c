@@ -402,5 +402,27 @@ void hearth_cx_grammar_destroy(hearth_cx_grammar *g) {
     free(g);
 }
 
+static void *dup_array(const void *p, int32_t n, size_t size) {
+    void *q = malloc((size_t)(n > 0 ? n : 1) * size);
+    if (q && n > 0) memcpy(q, p, (size_t)n * size);
+    return q;
+}
+
+hearth_cx_grammar *hearth_cx_grammar_clone(const hearth_cx_grammar *g) {
+    hearth_cx_grammar *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    *c = *g;
+    c->syms = dup_array(g->syms, g->n_syms, sizeof *g->syms);
+    c->alt_start = dup_array(g->alt_start, g->n_alts, sizeof *g->alt_start);
+    c->rule_alt0 = dup_array(g->rule_alt0, g->n_rules, sizeof *g->rule_alt0);
+    c->rule_n_alt = dup_array(g->rule_n_alt, g->n_rules, sizeof *g->rule_n_alt);
+    c->sets = dup_array(g->sets, g->n_sets, sizeof *g->sets);
+    if (!c->syms || !c->alt_start || !c->rule_alt0 || !c->rule_n_alt || !c->sets) {
+        hearth_cx_grammar_destroy(c);
+        return NULL;
+    }
+    return c;
+}
+
 int32_t hearth_cx_grammar_n_items(const hearth_cx_grammar *g) { return g->n_syms; }
 int32_t hearth_cx_grammar_max_stack(const hearth_cx_grammar *g) { return g->max_stack; }

@@ -72,6 +72,8 @@ int  hearth_cx_rule_choice(hearth_cx_builder *b, const char *const *lits, const 
  * exceeded. The builder may be destroyed afterwards. */
 hearth_cx_grammar *hearth_cx_build(hearth_cx_builder *b, int root, hearth_err *err);
 void               hearth_cx_grammar_destroy(hearth_cx_grammar *g); /* accepts NULL */
+/* An independent copy of g (a matcher takes its grammar over: one per choice). NULL on OOM. */
+hearth_cx_grammar *hearth_cx_grammar_clone(const hearth_cx_grammar *g);
 /* Size figures (tests, logs). */
 int32_t            hearth_cx_grammar_n_items(const hearth_cx_grammar *g);
 int32_t            hearth_cx_grammar_max_stack(const hearth_cx_grammar *g);

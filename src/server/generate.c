@@ -18,6 +18,10 @@
  * The writer's `start` runs after the engine's first event, not at once: the first token
  * event says how much of the prompt the prefix cache served, which Anthropic's message_start
  * reports. Final text is also kept whole (out.text) for writers that repeat it at the end.
+ *
+ * Several choices (generate.h) each have the pipeline above; one wait (hearth_request_next_any)
+ * takes the next token of whichever choice has one, so a stream interleaves them as the
+ * engine's steps produce them.
  */
 #include "server/generate.h"
 #include "base/buf.h"
@@ -25,6 +29,7 @@
 #include "server/reqjson.h"
 #include "server/sampling.h"
 #include "server/sse.h"
+#include "constrain/grammar.h"
 #include "server/structured.h"
 
 #include <stdatomic.h>
@@ -79,53 +84,78 @@ void hearth_gen_spec_free(hearth_gen_spec *spec) {
     memset(spec, 0, sizeof *spec);
 }
 
+/* One choice's state: its engine request and the text pipeline from its tokens. */
 typedef struct {
-    hearth_server     *srv;        /* borrowed */
-    hearth_gen_spec    spec;       /* owned */
-    hearth_gen_out     out;        /* the writer's view */
     hearth_request    *req;        /* owned reference */
     hearth_tok_decoder dec;
     hearth_stop        stop;       /* owned buffers */
-    char              *piece;      /* owned [cap_piece]: decoder output */
-    size_t             cap_piece;
-    char               id[48];
-    int                fd;         /* the client's socket (valid while we are called) */
-    double             t0_ms, t_last_ms;
-    bool               over;       /* the generation ended (out.end set) */
-    bool               recorded;   /* stats written */
-    bool               started;    /* the writer's start ran */
-    hearth_api_err     err;        /* an engine error */
+    bool               over;       /* the choice ended (out.end set) */
+    bool               started;    /* the writer's start ran for it */
+    double             t_last_ms;
     hearth_jw          text;       /* every piece of final content */
     hearth_jw          reasoning;  /* every piece of reasoning */
     hearth_rs         *rs;         /* owned: NULL when spec.reasoning is NONE */
     int32_t            rs_held;    /* tokens since the last content whose text the splitter holds */
     hearth_tc         *tc;         /* owned: NULL when spec.tools is NONE */
-    hearth_gen_logprob *lps;       /* owned [cap_lps]: spec.logprobs */
+    hearth_gen_logprob *lps;       /* owned [cap_lps]: spec.logprobs (or best_of's ranking) */
     size_t             cap_lps;
+    double             sum_lp;     /* of the chosen tokens (best_of) */
+} choice;
+
+typedef struct {
+    hearth_server     *srv;        /* borrowed */
+    hearth_gen_spec    spec;       /* owned */
+    int32_t            n;          /* sequences run: best_of, else n_choices */
+    choice            *ch;         /* owned [n] */
+    hearth_gen_out    *out;        /* owned [n]: the writer's views, one per choice */
+    hearth_request   **live;       /* owned [n]: the requests of choices not over (NULL when over) */
+    int32_t           *order;      /* owned [n]: the body's choices */
+    int32_t            n_over, which;
+    char              *piece;      /* owned [cap_piece]: decoder output */
+    size_t             cap_piece;
+    char               id[48];
+    int                fd;         /* the client's socket (valid while we are called) */
+    double             t0_ms;
+    int32_t            n_tokens;   /* generated, all choices */
+    bool               recorded;   /* stats written */
+    hearth_api_err     err;        /* an engine error */
     hearth_event       pend;       /* an event read while waiting for admission ... */
+    int32_t            pend_i;     /* ... of this choice ... */
     bool               has_pend;   /* ... that next_text has not taken yet */
 } gen;
 
 static void record(gen *g, hearth_gen_outcome how) {
     if (g->recorded) return;
     g->recorded = true;
-    hearth_stats_generation(g->srv->stats, how, (int64_t)g->spec.n_prompt, g->out.n_gen);
+    hearth_stats_generation(g->srv->stats, how, (int64_t)g->spec.n_prompt, g->n_tokens);
+}
+
+static void cancel_all(gen *g) {
+    for (int32_t i = 0; i < g->n; i++)
+        if (g->ch[i].req) hearth_engine_cancel(g->srv->e, g->ch[i].req);
 }
 
 static void gen_free(gen *g) {
     if (!g) return;
-    if (g->req && !g->recorded) { /* ended before the generation did: the client left */
-        hearth_engine_cancel(g->srv->e, g->req);
+    if (g->ch && g->ch[0].req && !g->recorded) { /* ended before the generation did: the client left */
+        cancel_all(g);
         record(g, HEARTH_GEN_CANCELLED);
     }
-    hearth_request_release(g->req);
-    hearth_stop_fini(&g->stop);
+    for (int32_t i = 0; g->ch && i < g->n; i++) {
+        choice *c = &g->ch[i];
+        hearth_request_release(c->req);
+        hearth_stop_fini(&c->stop);
+        hearth_jw_fini(&c->text);
+        hearth_jw_fini(&c->reasoning);
+        hearth_rs_destroy(c->rs);
+        hearth_tc_destroy(c->tc);
+        free(c->lps);
+    }
     hearth_gen_spec_free(&g->spec);
-    hearth_jw_fini(&g->text);
-    hearth_jw_fini(&g->reasoning);
-    hearth_rs_destroy(g->rs);
-    hearth_tc_destroy(g->tc);
-    free(g->lps);
+    free(g->ch);
+    free(g->out);
+    free(g->live);
+    free(g->order);
     free(g->piece);
     free(g);
 }
@@ -139,89 +169,97 @@ static uint64_t id_hash(const char *s) {
     return h;
 }
 
-static void deliver_reasoning(gen *g, hearth_span r, hearth_jw *w) {
+static void deliver_reasoning(gen *g, int32_t i, hearth_span r, hearth_jw *w) {
     if (!r.len) return;
-    hearth_jw_raw(&g->reasoning, r.ptr, r.len);
-    g->out.reasoning = (hearth_span){g->reasoning.b.p ? g->reasoning.b.p : "", g->reasoning.b.len};
-    if (w && g->spec.dialect->reasoning) g->spec.dialect->reasoning(&g->out, w, r);
+    choice *c = &g->ch[i];
+    hearth_jw_raw(&c->reasoning, r.ptr, r.len);
+    g->out[i].reasoning = (hearth_span){c->reasoning.b.p ? c->reasoning.b.p : "", c->reasoning.b.len};
+    if (w && g->spec.dialect->reasoning) g->spec.dialect->reasoning(&g->out[i], w, r);
 }
 
-static void deliver(gen *g, hearth_span c, hearth_jw *w) {
-    if (!c.len) return;
-    hearth_jw_raw(&g->text, c.ptr, c.len);
-    g->out.text = (hearth_span){g->text.b.p ? g->text.b.p : "", g->text.b.len};
-    if (w) g->spec.dialect->text(&g->out, w, c);
+static void deliver(gen *g, int32_t i, hearth_span t, hearth_jw *w) {
+    if (!t.len) return;
+    choice *c = &g->ch[i];
+    hearth_jw_raw(&c->text, t.ptr, t.len);
+    g->out[i].text = (hearth_span){c->text.b.p ? c->text.b.p : "", c->text.b.len};
+    if (w) g->spec.dialect->text(&g->out[i], w, t);
 }
 
 /* The tool-call parser's output: content, and (streams) the call steps in their places. */
-static void take_calls(gen *g, const hearth_tc_out *o, hearth_jw *w) {
-    g->out.calls = hearth_tc_calls(g->tc, &g->out.n_calls);
+static void take_calls(gen *g, int32_t i, const hearth_tc_out *o, hearth_jw *w) {
+    g->out[i].calls = hearth_tc_calls(g->ch[i].tc, &g->out[i].n_calls);
     size_t off = 0;
-    for (int i = 0; i < o->n_deltas; i++) {
-        const hearth_tc_delta *d = &o->deltas[i];
-        deliver(g, (hearth_span){o->content.ptr + off, d->at - off}, w);
+    for (int k = 0; k < o->n_deltas; k++) {
+        const hearth_tc_delta *d = &o->deltas[k];
+        deliver(g, i, (hearth_span){o->content.ptr + off, d->at - off}, w);
         off = d->at;
-        if (w) g->spec.dialect->tool_delta(&g->out, w, d);
+        if (w) g->spec.dialect->tool_delta(&g->out[i], w, d);
     }
-    deliver(g, (hearth_span){o->content.ptr + off, o->content.len - off}, w);
+    deliver(g, i, (hearth_span){o->content.ptr + off, o->content.len - off}, w);
 }
 
 /* Content -> tool-call parser (when on) -> the writer. */
-static void content(gen *g, hearth_span c, bool final, hearth_jw *w) {
-    if (!g->tc) {
-        deliver(g, c, w);
+static void content(gen *g, int32_t i, hearth_span t, bool final, hearth_jw *w) {
+    hearth_tc *tc = g->ch[i].tc;
+    if (!tc) {
+        deliver(g, i, t, w);
         return;
     }
     hearth_tc_out o;
-    hearth_tc_push(g->tc, c.ptr, c.len, &o);
-    take_calls(g, &o, w);
+    hearth_tc_push(tc, t.ptr, t.len, &o);
+    take_calls(g, i, &o, w);
     if (!final) return;
-    hearth_tc_finish(g->tc, &o);
-    take_calls(g, &o, w);
+    hearth_tc_finish(tc, &o);
+    take_calls(g, i, &o, w);
 }
 
 /* Final text (after stop strings) -> reasoning splitter (when on) -> content. Kept for the
  * writer's view and, when streaming (w), handed to the writer piece by piece. final: the
  * reply ended, the splitters release what they hold. */
-static void split(gen *g, hearth_span t, bool final, hearth_jw *w) {
-    if (!g->rs) {
-        content(g, t, final, w);
+static void split(gen *g, int32_t i, hearth_span t, bool final, hearth_jw *w) {
+    hearth_rs *rs = g->ch[i].rs;
+    if (!rs) {
+        content(g, i, t, final, w);
         return;
     }
     hearth_rs_out o;
-    hearth_rs_push(g->rs, t.ptr, t.len, &o);
-    deliver_reasoning(g, o.reasoning, w);
-    content(g, o.content, false, w);
+    hearth_rs_push(rs, t.ptr, t.len, &o);
+    deliver_reasoning(g, i, o.reasoning, w);
+    content(g, i, o.content, false, w);
     if (!final) return;
-    hearth_rs_finish(g->rs, &o);
-    deliver_reasoning(g, o.reasoning, w);
-    content(g, o.content, true, w);
+    hearth_rs_finish(rs, &o);
+    deliver_reasoning(g, i, o.reasoning, w);
+    content(g, i, o.content, true, w);
 }
 
 /* One generated token's text went through split(): it counts as reasoning when the reply was
  * inside its reasoning before or after it (the opening and closing markers included). Tokens
  * that gave no content while the splitter held their text (the first pieces of an opening
  * marker) count once the reasoning begins. */
-static void count_reasoning(gen *g, bool was_in, size_t text_before) {
-    if (!g->rs) return;
-    if (was_in || hearth_rs_in_reasoning(g->rs)) {
-        g->out.n_reasoning += 1 + g->rs_held;
-        g->rs_held = 0;
-    } else if (g->out.text.len == text_before) {
-        g->rs_held++;
+static void count_reasoning(gen *g, int32_t i, bool was_in, size_t text_before) {
+    choice *c = &g->ch[i];
+    if (!c->rs) return;
+    if (was_in || hearth_rs_in_reasoning(c->rs)) {
+        g->out[i].n_reasoning += 1 + c->rs_held;
+        c->rs_held = 0;
+    } else if (g->out[i].text.len == text_before) {
+        c->rs_held++;
     } else {
-        g->rs_held = 0;
+        c->rs_held = 0;
     }
 }
 
-static bool in_reasoning(const gen *g) { return g->rs && hearth_rs_in_reasoning(g->rs); }
+static bool in_reasoning(const gen *g, int32_t i) { return g->ch[i].rs && hearth_rs_in_reasoning(g->ch[i].rs); }
 
-static void keep_logprobs(gen *g, const hearth_event *ev) {
-    if (!hearth_buf_grow(&g->lps, &g->cap_lps, (size_t)g->out.n_logprobs + 1, sizeof *g->lps, 64))
+static void keep_logprobs(gen *g, int32_t i, const hearth_event *ev) {
+    choice *c = &g->ch[i];
+    hearth_gen_out *o = &g->out[i];
+    c->sum_lp += ev->lp.logprob;
+    if (!hearth_buf_grow(&c->lps, &c->cap_lps, (size_t)o->n_logprobs + 1, sizeof *c->lps, 64))
         return; /* out of memory: the rest of the tokens go without */
-    g->lps[g->out.n_logprobs] = (hearth_gen_logprob){.token = ev->token, .lp = ev->lp};
-    g->out.logprobs = g->lps;
-    g->out.n_logprobs++;
+    c->lps[o->n_logprobs] = (hearth_gen_logprob){.token = ev->token, .lp = ev->lp};
+    o->logprobs = c->lps;
+    o->n_logprobs++;
 }
 
 /* A control token the decoder drops whose text is part of the reply's tool-call or reasoning
@@ -238,93 +276,110 @@ static int marker_text(gen *g, int32_t token) {
     return (int)t.len;
 }
 
-static void stopped_by_string(gen *g) {
-    g->over = true;
-    g->out.end = HEARTH_GEN_END_STOP;
-    g->out.stop = g->stop.hit >= 0 ? g->stop.stops[g->stop.hit] : (hearth_span){"", 0};
+/* Choice i ended (out.end set). */
+static void choice_over(gen *g, int32_t i) {
+    g->ch[i].over = true;
+    g->live[i] = NULL;
+    g->n_over++;
+    g->out[i].last = g->n_over == g->n;
+    if (g->out[i].last) record(g, HEARTH_GEN_COMPLETED);
+}
+
+static void stopped_by_string(gen *g, int32_t i) {
+    hearth_stop *st = &g->ch[i].stop;
+    g->out[i].end = HEARTH_GEN_END_STOP;
+    g->out[i].stop = st->hit >= 0 ? st->stops[st->hit] : (hearth_span){"", 0};
+    choice_over(g, i);
 }
 
 /*
- * Wait for the next piece of final text. Returns 2 after a prefill progress event (spec.progress);
- * 1 with *a (maybe empty) after a token;
- * 0 when the generation is over (*a and *b: the last text, either may be empty, g->over
- * set); -1 when the client is gone (request cancelled); -2 on an engine error (g->err).
+ * Wait for the next piece of final text of any choice; *i: whose. Returns 2 after a prefill
+ * progress event (spec.progress); 1 with *a (maybe empty) after a token; 0 when choice *i is over (*a and *b: its last text, either may be
+ * empty); -1 when the client is gone (requests cancelled); -2 on an engine error (g->err).
  */
-static int next_text(gen *g, hearth_span *a, hearth_span *b) {
+static int next_text(gen *g, int32_t *i, hearth_span *a, hearth_span *b) {
     static const hearth_span none = {"", 0};
     *a = *b = none;
     for (;;) {
         hearth_event ev;
         if (g->has_pend) {
             ev = g->pend;
+            g->which = g->pend_i;
             g->has_pend = false;
-        } else if (hearth_request_next(g->req, &ev, WAIT_MS) != HEARTH_OK) {
+        } else if (hearth_request_next_any(g->live, g->n, &g->which, &ev, WAIT_MS) != HEARTH_OK) {
             if (hearth_fd_peer_gone(g->fd)) goto gone;
             continue;
         }
-        g->out.n_cached = ev.n_cached;
+        int32_t k = *i = g->which;
+        choice *c = &g->ch[k];
+        hearth_gen_out *o = &g->out[k];
+        o->n_cached = ev.n_cached;
         if (ev.kind == HEARTH_EV_PROGRESS) {
-            g->out.n_prompt_done = ev.n_done;
+            o->n_prompt_done = ev.n_done;
             if (hearth_fd_peer_gone(g->fd)) goto gone;
             return 2;
         }
         if (ev.kind == HEARTH_EV_TOKEN) {
             double now = hearth_now_ms();
-            if (g->out.n_gen == 0) hearth_stats_ttft(g->srv->stats, now - g->t0_ms);
-            else hearth_stats_itl(g->srv->stats, now - g->t_last_ms);
-            g->t_last_ms = g->out.t_last_ms = now;
-            if (!g->out.t_first_ms) g->out.t_first_ms = now;
-            g->out.n_gen++;
-            if (ev.has_logprobs) keep_logprobs(g, &ev);
-            int n = hearth_tok_decoder_push(&g->dec, ev.token, g->piece, g->cap_piece);
-            if (n <= 0 && (g->rs || g->tc)) n = marker_text(g, ev.token);
-            if (hearth_stop_push(&g->stop, g->piece, n > 0 ? (size_t)n : 0, a)) {
-                stopped_by_string(g);
-                hearth_engine_cancel(g->srv->e, g->req);
-                record(g, HEARTH_GEN_COMPLETED);
+            if (g->n_tokens == 0) hearth_stats_ttft(g->srv->stats, now - g->t0_ms);
+            else if (o->n_gen > 0) hearth_stats_itl(g->srv->stats, now - c->t_last_ms);
+            c->t_last_ms = o->t_last_ms = now;
+            if (!o->t_first_ms) o->t_first_ms = now;
+            o->n_gen++;
+            g->n_tokens++;
+            if (ev.has_logprobs) keep_logprobs(g, k, &ev);
+            int n = hearth_tok_decoder_push(&c->dec, ev.token, g->piece, g->cap_piece);
+            if (n <= 0 && (c->rs || c->tc)) n = marker_text(g, ev.token);
+            if (hearth_stop_push(&c->stop, g->piece, n > 0 ? (size_t)n : 0, a)) {
+                hearth_engine_cancel(g->srv->e, c->req);
+                stopped_by_string(g, k);
                 return 0;
             }
             if (hearth_fd_peer_gone(g->fd)) goto gone;
             return 1;
         }
         switch (ev.finish) {
-        case HEARTH_FINISH_STOP: g->out.end = HEARTH_GEN_END_EOG; break;
-        case HEARTH_FINISH_LENGTH: g->out.end = HEARTH_GEN_END_LENGTH; break;
+        case HEARTH_FINISH_STOP: o->end = HEARTH_GEN_END_EOG; break;
+        case HEARTH_FINISH_LENGTH: o->end = HEARTH_GEN_END_LENGTH; break;
         case HEARTH_FINISH_CANCELLED:
             hearth_api_fail(&g->err, HEARTH_E_CANCELLED, "cancelled", NULL,
                             "the generation was cancelled (server shutting down)");
+            cancel_all(g);
             record(g, HEARTH_GEN_FAILED);
             return -2;
         default:
             hearth_api_err_from_status(&g->err, ev.status ? ev.status : HEARTH_E_IO, NULL, ev.msg);
+            cancel_all(g);
             record(g, HEARTH_GEN_FAILED);
             return -2;
         }
-        g->over = true;
-        int n = hearth_tok_decoder_flush(&g->dec, g->piece, g->cap_piece);
-        if (hearth_stop_push(&g->stop, g->piece, n > 0 ? (size_t)n : 0, a)) stopped_by_string(g);
-        else *b = hearth_stop_flush(&g->stop);
-        record(g, HEARTH_GEN_COMPLETED);
+        int n = hearth_tok_decoder_flush(&c->dec, g->piece, g->cap_piece);
+        if (hearth_stop_push(&c->stop, g->piece, n > 0 ? (size_t)n : 0, a)) {
+            stopped_by_string(g, k);
+            return 0;
+        }
+        *b = hearth_stop_flush(&c->stop);
+        choice_over(g, k);
         return 0;
     }
 gone:
-    hearth_engine_cancel(g->srv->e, g->req);
+    cancel_all(g);
     record(g, HEARTH_GEN_CANCELLED);
-    hearth_log(HEARTH_LOG_INFO, "server: %s: client disconnected after %d tokens; cancelled", g->id, g->out.n_gen);
+    hearth_log(HEARTH_LOG_INFO, "server: %s: client disconnected after %d tokens; cancelled", g->id, g->n_tokens);
     return -1;
 }
 
 
 /*
- * Wait until the engine admits g's request (or its first event comes). Returns 0 to go on;
+ * Wait until the engine admits g's (first choice's) request (or an event comes). Returns 0 to go on;
  * 1 when the server began draining while it was queued (answered 503 + Retry-After); -1 when
  * the client went away (cancelled, nothing to answer).
  */
 static int wait_admitted(hearth_http_req *r, gen *g) {
-    while (!hearth_request_admitted(g->req)) {
+    while (!hearth_request_admitted(g->ch[0].req)) {
         if (hearth_server_draining(g->srv)) {
             hearth_api_err e;
-            hearth_engine_cancel(g->srv->e, g->req);
+            cancel_all(g);
             record(g, HEARTH_GEN_CANCELLED);
             hearth_api_fail(&e, HEARTH_E_CANCELLED, "server_draining", NULL,
                             "the server is shutting down; this request was still queued and did not start");
@@ -334,13 +389,14 @@ static int wait_admitted(hearth_http_req *r, gen *g) {
             return 1;
         }
         hearth_event ev;
-        if (hearth_request_next(g->req, &ev, WAIT_MS) == HEARTH_OK) {
+        if (hearth_request_next_any(g->live, g->n, &g->which, &ev, WAIT_MS) == HEARTH_OK) {
             g->pend = ev;
+            g->pend_i = g->which;
             g->has_pend = true;
             return 0;
         }
         if (hearth_fd_peer_gone(g->fd)) {
-            hearth_engine_cancel(g->srv->e, g->req);
+            cancel_all(g);
             record(g, HEARTH_GEN_CANCELLED);
             hearth_log(HEARTH_LOG_INFO, "server: %s: client disconnected while queued; cancelled", g->id);
             return -1;
@@ -354,68 +410,113 @@ static int stream_fill(void *ctx, hearth_jw *w) {
     const hearth_gen_dialect *d = g->spec.dialect;
     for (;;) {
         hearth_span a, b;
-        int rc = next_text(g, &a, &b);
+        int32_t i = 0;
+        int rc = next_text(g, &i, &a, &b);
         if (rc == -1) return -1;
-        if (!g->started) {
-            g->started = true;
-            d->start(&g->out, w);
+        if (!g->ch[i].started) {
+            g->ch[i].started = true;
+            d->start(&g->out[i], w);
         }
         if (rc == 2) {
-            if (d->progress) d->progress(&g->out, w);
+            if (d->progress) d->progress(&g->out[i], w);
             if (!w->b.len) continue;
             return 1;
         }
         if (rc == 1) {
-            bool was = in_reasoning(g);
-            size_t before = g->out.text.len;
-            if (a.len) split(g, a, false, w);
-            count_reasoning(g, was, before);
+            bool was = in_reasoning(g, i);
+            size_t before = g->out[i].text.len;
+            if (a.len) split(g, i, a, false, w);
+            count_reasoning(g, i, was, before);
             if (!w->b.len) continue;
             return 1;
         }
         if (rc == -2) {
-            d->error(&g->out, w, &g->err);
+            d->error(&g->out[i], w, &g->err);
             return 0;
         }
-        split(g, a, false, w);
-        split(g, b, true, w);
-        if (d->finished) d->finished(&g->out);
-        d->end(&g->out, w);
-        return 0;
+        split(g, i, a, false, w);
+        split(g, i, b, true, w);
+        if (d->finished) d->finished(&g->out[i]);
+        d->end(&g->out[i], w);
+        if (g->out[i].last) return 0;
+        if (w->b.len) return 1;
     }
 }
 
+/* best_of: the n_choices sequences with the highest sum of token logprobs, best first (ties:
+ * the lower index); else every choice in order. */
+static void rank(gen *g) {
+    int32_t keep = g->spec.n_choices > 1 ? g->spec.n_choices : 1;
+    for (int32_t i = 0; i < g->n; i++) g->order[i] = i;
+    if (g->n > keep)
+        for (int32_t i = 1; i < g->n; i++) /* insertion sort: n is small */
+            for (int32_t j = i; j > 0 && g->ch[g->order[j]].sum_lp > g->ch[g->order[j - 1]].sum_lp; j--) {
+                int32_t t = g->order[j];
+                g->order[j] = g->order[j - 1];
+                g->order[j - 1] = t;
+            }
+    for (int32_t i = 0; i < g->n; i++) g->out[i].n_order = g->n < keep ? g->n : keep;
+}
+
 static void run_sync(hearth_http_req *r, gen *g) {
-    for (;;) {
+    while (g->n_over < g->n) {
         hearth_span a, b;
-        int rc = next_text(g, &a, &b);
+        int32_t i = 0;
+        int rc = next_text(g, &i, &a, &b);
         if (rc == -1) return; /* nobody to answer: MHD closes the connection */
         if (rc == -2) {
             hearth_http_send_error(r, &g->err);
             return;
         }
         if (rc == 2) continue;
-        bool was = in_reasoning(g);
-        size_t before = g->out.text.len;
-        split(g, a, false, NULL);
+        bool was = in_reasoning(g, i);
+        size_t before = g->out[i].text.len;
+        split(g, i, a, false, NULL);
         if (rc == 0) {
-            split(g, b, true, NULL);
-            break;
+            split(g, i, b, true, NULL);
+            if (g->spec.dialect->finished) g->spec.dialect->finished(&g->out[i]);
+            continue;
         }
-        count_reasoning(g, was, before);
+        count_reasoning(g, i, was, before);
     }
-    if (g->spec.dialect->finished) g->spec.dialect->finished(&g->out);
+    rank(g);
     hearth_jw w;
     hearth_jw_init(&w);
-    g->spec.dialect->body(&g->out, &w);
-    if (g->text.b.oom || g->reasoning.b.oom) w.b.oom = true; /* a reply cut short: the out-of-memory answer */
+    g->spec.dialect->body(&g->out[g->order[0]], &w);
+    for (int32_t i = 0; i < g->n; i++)
+        if (g->ch[i].text.b.oom || g->ch[i].reasoning.b.oom) w.b.oom = true; /* a reply cut short: the out-of-memory answer */
     hearth_http_send_json(r, 200, &w);
     hearth_jw_fini(&w);
+}
+
+/* The engine's params of every choice (constraints made, one per choice); false with e set. */
+static bool choice_params(gen *g, hearth_request_params *rp, hearth_api_err *e) {
+    hearth_server *s = g->srv;
+    bool lp = g->spec.logprobs || g->n > (g->spec.n_choices > 1 ? g->spec.n_choices : 1);
+    for (int32_t i = 0; i < g->n; i++) {
+        rp[i] = (hearth_request_params){.prompt = g->spec.prompt, .n_prompt = g->spec.n_prompt,
+                                        .max_tokens = g->spec.max_tokens, .sampling = g->spec.sampling,
+                                        .ignore_eog = g->spec.ignore_eos, .min_tokens = g->spec.min_tokens,
+                                        .progress = i == 0 && g->spec.progress && g->spec.stream, /* the prefill's */
+                                        .logprobs = lp, .top_logprobs = g->spec.top_logprobs};
+        rp[i].sampling.seed = g->spec.sampling.seed + (uint64_t)i; /* choice i: seed + i */
+        if (!g->spec.constraint) continue;
+        hearth_cx_grammar *gr = i + 1 < g->n ? hearth_cx_grammar_clone(g->spec.constraint) : g->spec.constraint;
+        if (i + 1 == g->n) g->spec.constraint = NULL; /* the last choice takes the original */
+        rp[i].constraint = gr ? hearth_structured_matcher(s, gr) : NULL; /* takes gr over */
+        if (!rp[i].constraint) return hearth_api_oom(e);
+        const char *fed = g->spec.constraint_fed;
+        if (fed && !hearth_cx_matcher_feed(rp[i].constraint, fed, strlen(fed)))
+            return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", "messages",
+                                   "the final assistant message is not the start of a reply in the response_format");
+    }
+    return true;
 }
 
 void hearth_gen_run(hearth_http_req *r, hearth_gen_spec *spec) {
     hearth_server *s = r->srv;
     hearth_api_err e;
+    hearth_request_params *rp = NULL;
     gen *g = calloc(1, sizeof *g);
     if (!g) {
         hearth_gen_spec_free(spec);
@@ -426,10 +527,25 @@ void hearth_gen_run(hearth_http_req *r, hearth_gen_spec *spec) {
     g->srv = s;
     g->spec = *spec;
     memset(spec, 0, sizeof *spec);
-    hearth_jw_init(&g->text);
-    hearth_jw_init(&g->reasoning);
-    g->out = (hearth_gen_out){.srv = s, .spec = &g->spec, .ctx = g->spec.ctx, .id = g->id, .text = {"", 0},
-                              .reasoning = {"", 0}};
+    int32_t n_choices = g->spec.n_choices > 1 ? g->spec.n_choices : 1;
+    g->n = g->spec.best_of > n_choices ? g->spec.best_of : n_choices;
+    g->ch = calloc((size_t)g->n, sizeof *g->ch);
+    g->out = calloc((size_t)g->n, sizeof *g->out);
+    g->live = calloc((size_t)g->n, sizeof *g->live);
+    g->order = calloc((size_t)g->n, sizeof *g->order);
+    rp = calloc((size_t)g->n, sizeof *rp);
+    if (!g->ch || !g->out || !g->live || !g->order || !rp) {
+        hearth_api_oom(&e);
+        goto fail;
+    }
+    for (int32_t i = 0; i < g->n; i++) {
+        hearth_jw_init(&g->ch[i].text);
+        hearth_jw_init(&g->ch[i].reasoning);
+        g->order[i] = i;
+        g->out[i] = (hearth_gen_out){.srv = s, .spec = &g->spec, .ctx = g->spec.ctx, .id = g->id, .text = {"", 0},
+                                     .reasoning = {"", 0}, .index = i, .all = g->out, .n_all = g->n,
+                                     .order = g->order, .n_order = g->n};
+    }
 
     int32_t n_ctx = hearth_engine_n_ctx(s->e);
     int64_t room = (int64_t)n_ctx - (int64_t)g->spec.n_prompt;
@@ -451,45 +567,40 @@ void hearth_gen_run(hearth_http_req *r, hearth_gen_spec *spec) {
     const hearth_tok *tok = hearth_model_tok(s->m);
     g->cap_piece = 64 + hearth_tok_max_piece(tok);
     g->piece = malloc(g->cap_piece);
-    if (!g->piece || hearth_stop_init(&g->stop, g->spec.stops, g->spec.n_stops)) {
+    if (!g->piece) {
         hearth_api_oom(&e);
         goto fail;
     }
-    hearth_tok_decoder_init(&g->dec, tok, false);
     hearth_server_new_id(s, g->spec.dialect->id_prefix, g->id, sizeof g->id);
-    if ((g->spec.reasoning && !(g->rs = hearth_rs_create(g->spec.reasoning, g->spec.reasoning_open))) ||
-        (g->spec.tools && !(g->tc = hearth_tc_create(g->spec.tools, id_hash(g->id))))) {
-        hearth_api_oom(&e);
-        goto fail;
-    }
-    if (g->tc && g->spec.stream) hearth_tc_stream_args(g->tc); /* arguments streamed as they come */
-    g->out.created = (int64_t)time(NULL);
-    g->fd = hearth_http_fd(r);
-    g->t0_ms = g->out.t0_ms = r->t_done_ms;
-
-    g->spec.sampling.bias = g->spec.bias;
-    hearth_request_params rp = {.prompt = g->spec.prompt, .n_prompt = g->spec.n_prompt,
-                                .max_tokens = g->spec.max_tokens, .sampling = g->spec.sampling,
-                                .ignore_eog = g->spec.ignore_eos, .min_tokens = g->spec.min_tokens,
-                                .progress = g->spec.progress && g->spec.stream, .logprobs = g->spec.logprobs,
-                                .top_logprobs = g->spec.top_logprobs};
-    if (g->spec.constraint) { /* the engine takes the matcher over, even when submit fails */
-        rp.constraint = hearth_structured_matcher(s, g->spec.constraint);
-        g->spec.constraint = NULL;
-        if (!rp.constraint) {
+    for (int32_t i = 0; i < g->n; i++) {
+        choice *c = &g->ch[i];
+        if (hearth_stop_init(&c->stop, g->spec.stops, g->spec.n_stops) ||
+            (g->spec.reasoning && !(c->rs = hearth_rs_create(g->spec.reasoning, g->spec.reasoning_open))) ||
+            (g->spec.tools && !(c->tc = hearth_tc_create(g->spec.tools, id_hash(g->id) + (uint64_t)i)))) {
             hearth_api_oom(&e);
             goto fail;
         }
-        const char *fed = g->spec.constraint_fed;
-        if (fed && !hearth_cx_matcher_feed(rp.constraint, fed, strlen(fed))) {
-            hearth_cx_matcher_destroy(rp.constraint);
-            hearth_api_fail(&e, HEARTH_E_INVALID, "invalid_value", "messages",
-                            "the final assistant message is not the start of a reply in the response_format");
-            goto fail;
-        }
+        hearth_tok_decoder_init(&c->dec, tok, false);
+        if (c->tc && g->spec.stream) hearth_tc_stream_args(c->tc); /* arguments streamed as they come */
+    }
+    int64_t created = (int64_t)time(NULL);
+    g->fd = hearth_http_fd(r);
+    g->t0_ms = r->t_done_ms;
+    for (int32_t i = 0; i < g->n; i++) {
+        g->out[i].created = created;
+        g->out[i].t0_ms = r->t_done_ms;
+    }
+
+    g->spec.sampling.bias = g->spec.bias;
+    if (!choice_params(g, rp, &e)) {
+        for (int32_t i = 0; i < g->n; i++) hearth_cx_matcher_destroy(rp[i].constraint);
+        goto fail;
     }
     hearth_err herr = {0};
-    hearth_status st = hearth_engine_submit(s->e, &rp, &g->req, &herr);
+    hearth_request *reqs[1];
+    hearth_status st = g->n == 1 ? hearth_engine_submit(s->e, rp, reqs, &herr)
+                                 : hearth_engine_submit_n(s->e, rp, g->n, g->live, &herr);
+    if (g->n == 1) g->live[0] = st ? NULL : reqs[0];
     if (st == HEARTH_E_LIMIT) { /* the engine's admission: it could never fit the KV pool */
         hearth_api_fail(&e, HEARTH_E_LIMIT, "context_over_budget", "max_tokens", "%s", herr.msg);
         e.type = "memory_admission";
@@ -499,6 +610,8 @@ void hearth_gen_run(hearth_http_req *r, hearth_gen_spec *spec) {
         hearth_api_err_from_status(&e, st, NULL, herr.msg);
         goto fail;
     }
+    for (int32_t i = 0; i < g->n; i++) g->ch[i].req = g->live[i];
+    free(rp);
     hearth_stats_generation_begin(s->stats);
     if (wait_admitted(r, g) != 0) {
         gen_free(g);
@@ -512,6 +625,7 @@ void hearth_gen_run(hearth_http_req *r, hearth_gen_spec *spec) {
     gen_free(g);
     return;
 fail:
+    free(rp);
     hearth_http_send_error(r, &e);
     gen_free(g);
 }

@@ -16,6 +16,15 @@
  *   non-stream:  body                       (errors go out through hearth_http_send_error)
  *   both:        finished, after a generation that completed (the responses store)
  *
+ * Choices (spec.n_choices > 1, OpenAI's n): the engine runs them as one group
+ * (hearth_engine_submit_n: the prompt prefilled once, choice i sampling with seed + i), each
+ * with its own decoder, stop strings, splitters and constraint. A stream interleaves them as
+ * their tokens come: start, pieces and end run per choice with that choice's out (out.index),
+ * and out.last marks the end of the last choice to finish (the writer closes the stream
+ * there). A body is written once, after every choice ended, from out.all and out.order.
+ * best_of (spec.best_of > n_choices, not streamed) runs best_of choices and keeps the n with
+ * the highest sum of token logprobs.
+ *
  * Thread rule: the connection's thread.
  */
 #pragma once
@@ -55,9 +64,13 @@ typedef struct {
     bool                  reasoning_open; /* the reply starts inside a reasoning block */
     bool                  logprobs;       /* collect each generated token's logprob ... */
     int32_t               top_logprobs;   /* ... and this many alternatives (<= HEARTH_TOP_LOGPROBS_MAX) */
-    struct hearth_cx_grammar *constraint; /* owned, may be NULL: the reply's forced shape (structured.h) */
+    struct hearth_cx_grammar *constraint; /* owned, may be NULL: the reply's forced shape (structured.h);
+                                           * each choice runs a copy */
     char                 *constraint_fed; /* owned, may be NULL: text the constraint takes in before
                                            * the reply (a continued assistant message) */
+    int32_t               n_choices;      /* choices to answer (OpenAI's n); <= 1: one */
+    int32_t               best_of;        /* sequences to run and rank (> n_choices; not streamed);
+                                           * <= n_choices: n_choices */
 } hearth_gen_spec;
 
 /* One generated token's log-probabilities (spec->logprobs). */
@@ -66,8 +79,9 @@ typedef struct {
     hearth_token_logprobs lp;
 } hearth_gen_logprob;
 
-/* What a writer sees of its generation. Fields are valid from `start` on unless noted. */
-typedef struct {
+/* What a writer sees of its generation (of one choice). Fields are valid from `start` on
+ * unless noted. */
+typedef struct hearth_gen_out_s {
     hearth_server         *srv;      /* borrowed */
     const hearth_gen_spec *spec;
     void                  *ctx;      /* spec->ctx */
@@ -89,6 +103,13 @@ typedef struct {
     double                 t_first_ms; /* ... when the first token came (0 before) */
     double                 t_last_ms;  /* ... when the latest token came (0 before) */
     int32_t                n_prompt_done; /* progress: prompt tokens whose KV is in place */
+    int32_t                index;    /* this choice's (0 unless spec->n_choices > 1) */
+    bool                   last;     /* in end: no other choice is still running */
+    const struct hearth_gen_out_s *all; /* every sequence run [n_all] (usage sums them) */
+    int32_t                n_all;
+    const int32_t         *order;    /* in body: the choices to answer, as indices into all, in
+                                      * answer order [n_order] (best_of ranks them) */
+    int32_t                n_order;
 } hearth_gen_out;
 
 struct hearth_gen_dialect {

@@ -107,14 +107,22 @@ static bool parse_common(hearth_server *s, const cJSON *root, bool chat, hearth_
     if (!o) return hearth_api_oom(e);
     g->prompt_param = chat ? "messages" : "prompt";
 
+    /* n choices (prefilled once, choice i sampled with seed + i: generate.h); best_of >= n runs
+     * best_of and answers the n with the highest sum of token logprobs (not streamed, as OpenAI) */
     if ((rc = opt_int(root, "n", -1e9, 1e9, &i, e)) < 0) return false;
-    if (rc && i != 1) {
-        if (i < 1) return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", "n", "'n' must be at least 1");
-        return unsupported(e, "n", "n > 1 (several choices per request)");
-    }
-    if ((rc = opt_int(root, "best_of", -1e9, 1e9, &i, e)) < 0) return false;
-    if (rc && i != 1) return unsupported(e, "best_of", "best_of");
+    if (rc && (i < 1 || i > HEARTH_CHOICES_MAX))
+        return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", "n", "'n' must be between 1 and %d",
+                               HEARTH_CHOICES_MAX);
+    g->n_choices = rc ? (int32_t)i : 1;
     if (opt_bool(root, "stream", &g->stream, e) < 0) return false;
+    if ((rc = opt_int(root, "best_of", -1e9, 1e9, &i, e)) < 0) return false;
+    if (rc && (i < g->n_choices || i > HEARTH_CHOICES_MAX))
+        return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", "best_of",
+                               "'best_of' must be at least n (%d) and at most %d", g->n_choices, HEARTH_CHOICES_MAX);
+    if (rc && i > g->n_choices && g->stream)
+        return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", "best_of",
+                               "'best_of' greater than n cannot be streamed (the best are known at the end)");
+    g->best_of = rc ? (int32_t)i : g->n_choices;
     const cJSON *so = field(root, "stream_options");
     if (so) {
         if (!cJSON_IsObject(so))

@@ -14,6 +14,11 @@
  * {total, cache, processed, time_ms} while the prompt is prefilled (after the role chunk);
  * "timings" {cache_n, prompt_n, prompt_ms, ..., predicted_per_second} in the body and the
  * finish chunk with --timings, in every chunk with timings_per_token.
+ *
+ * Several choices (n): every chunk carries one choice, by its "index"; chunks of different
+ * choices interleave as their tokens come, each choice has its own role chunk and its own
+ * finish chunk, and the usage chunk and [DONE] follow the last one. A body lists the choices
+ * in order; usage counts the prompt once and the tokens of every sequence run (best_of's too).
  */
 #include "server/openai.h"
 #include "server/sse.h"
@@ -124,23 +129,28 @@ static void logprobs_json(const hearth_gen_out *g, hearth_jw *w, int32_t from, i
 }
 
 static void usage_json(const hearth_gen_out *g, hearth_jw *w) {
+    int64_t n_gen = 0, n_reasoning = 0;
+    for (int32_t i = 0; i < g->n_all; i++) {
+        n_gen += g->all[i].n_gen;
+        n_reasoning += g->all[i].n_reasoning;
+    }
     hearth_jw_key(w, "usage");
     hearth_jw_obj(w);
     hearth_jw_key(w, "prompt_tokens");
     hearth_jw_int(w, (int64_t)g->spec->n_prompt);
     hearth_jw_key(w, "completion_tokens");
-    hearth_jw_int(w, g->n_gen);
+    hearth_jw_int(w, n_gen);
     hearth_jw_key(w, "total_tokens");
-    hearth_jw_int(w, (int64_t)g->spec->n_prompt + g->n_gen);
+    hearth_jw_int(w, (int64_t)g->spec->n_prompt + n_gen);
     hearth_jw_key(w, "prompt_tokens_details");
     hearth_jw_obj(w);
     hearth_jw_key(w, "cached_tokens");
-    hearth_jw_int(w, g->n_cached);
+    hearth_jw_int(w, g->all[0].n_cached); /* the prompt's, once */
     hearth_jw_obj_end(w);
     hearth_jw_key(w, "completion_tokens_details");
     hearth_jw_obj(w);
     hearth_jw_key(w, "reasoning_tokens");
-    hearth_jw_int(w, g->n_reasoning);
+    hearth_jw_int(w, n_reasoning);
     hearth_jw_obj_end(w);
     hearth_jw_obj_end(w);
 }
@@ -212,7 +222,7 @@ static void chunk(const hearth_gen_out *g, hearth_jw *w, const delta *dl) {
     head_json(g, w, chat ? "chat.completion.chunk" : "text_completion");
     hearth_jw_obj(w);
     hearth_jw_key(w, "index");
-    hearth_jw_int(w, 0);
+    hearth_jw_int(w, g->index);
     if (chat) {
         hearth_jw_key(w, "delta");
         hearth_jw_obj(w);
@@ -260,9 +270,10 @@ static void chunk(const hearth_gen_out *g, hearth_jw *w, const delta *dl) {
         hearth_jw_str(w, text ? text->ptr : "", text ? text->len : 0);
     }
     /* the entries of the tokens since the last chunk (the role chunk has none) */
-    int32_t upto = dl->role ? o->lp_sent : g->n_logprobs;
-    logprobs_json(g, w, o->lp_sent, upto, &o->lp_offset);
-    o->lp_sent = upto;
+    int32_t *sent = &o->lp_sent[g->index];
+    int32_t upto = dl->role ? *sent : g->n_logprobs;
+    logprobs_json(g, w, *sent, upto, &o->lp_offset[g->index]);
+    *sent = upto;
     hearth_jw_key(w, "finish_reason");
     hearth_jw_cstr(w, finish);
     hearth_jw_obj_end(w);
@@ -313,6 +324,7 @@ static void stream_tool(hearth_gen_out *g, hearth_jw *w, const hearth_tc_delta *
 static void stream_end(hearth_gen_out *g, hearth_jw *w) {
     const hearth_openai_out *o = g->ctx;
     chunk(g, w, &(delta){.finish = finish_reason(g)});
+    if (!g->last) return; /* other choices are still running */
     if (o->include_usage) {
         hearth_sse_begin(w);
         head_json(g, w, is_chat(g) ? "chat.completion.chunk" : "text_completion");
@@ -332,12 +344,12 @@ static void stream_error(hearth_gen_out *g, hearth_jw *w, const hearth_api_err *
     hearth_sse_done(w);
 }
 
-static void body(hearth_gen_out *g, hearth_jw *w) {
+/* One choice of a body: {"index", "message" | "text", "logprobs", "finish_reason"}. */
+static void body_choice(const hearth_gen_out *g, hearth_jw *w, int32_t index) {
     bool chat = is_chat(g);
-    head_json(g, w, chat ? "chat.completion" : "text_completion");
     hearth_jw_obj(w);
     hearth_jw_key(w, "index");
-    hearth_jw_int(w, 0);
+    hearth_jw_int(w, index);
     if (chat) {
         hearth_jw_key(w, "message");
         hearth_jw_obj(w);
@@ -368,6 +380,11 @@ static void body(hearth_gen_out *g, hearth_jw *w) {
     hearth_jw_key(w, "finish_reason");
     hearth_jw_cstr(w, finish_reason(g));
     hearth_jw_obj_end(w);
+}
+
+static void body(hearth_gen_out *g, hearth_jw *w) {
+    head_json(g, w, is_chat(g) ? "chat.completion" : "text_completion");
+    for (int32_t k = 0; k < g->n_order; k++) body_choice(&g->all[g->order[k]], w, k);
     hearth_jw_arr_end(w);
     usage_json(g, w);
     if (((const hearth_openai_out *)g->ctx)->timings) timings_json(g, w);

@@ -359,7 +359,7 @@ def test_bad_input_sdk(tiny):
         dict(max_tokens=0),
         dict(temperature=-1),
         dict(top_p=3),
-        dict(n=2),
+        dict(n=0),
         dict(logprobs=21),
         dict(echo=True),
         dict(stop=[1, 2]),
