@@ -13,14 +13,19 @@
  * stretched-RoPE checkpoints, the starter models when HEARTH_SMOLLM2_GGUF /
  * HEARTH_GEMMA3_GGUF name them, and any GGUF listed (colon-separated) in HEARTH_CUDA_MODELS (the
  * GPU host's generated checkpoints, docs/cuda.md). Skips without a GPU.
+ * Last, n choices (hearth_engine_submit_n) on a CUDA engine of the tiny qwen2 model.
  */
 #include "test.h"
 
 #include "backend/backend.h"
+#include "engine/engine.h"
 #include "support/kv.h"
 #include "kernels/kernels.h"
 #include "model/model.h"
 #include "models/forward.h"
+
+#include <string.h>
+#include <time.h>
 
 #define N_GEN 64
 
@@ -167,6 +172,98 @@ TEST(listed_models_cuda_match_cpu) {
     char *dup = strdup(list), *save = NULL;
     for (char *p = strtok_r(dup, ":", &save); p; p = strtok_r(NULL, ":", &save)) check_model(p, TOL_BF16);
     free(dup);
+}
+
+
+/* n choices on a CUDA engine (hearth_engine_submit_n): the forks share the first choice's full
+ * prompt blocks and copy its last partial one through the pool's host bounce buffer, and the
+ * device-argmax path is left for the step that forks. Every choice must give what its seed gives
+ * alone on the same engine (seeded) and the same tokens as the first (greedy), and the prompt
+ * must be computed once (step tokens). */
+/* The engine's counters once it is idle: they are published after each step, so a DONE event
+ * can arrive before its step's counts. */
+static void idle_counters(hearth_engine *e, hearth_engine_stats *st) {
+    for (int k = 0; k < 5000; k++) {
+        hearth_engine_stats_get(e, st);
+        if (st->running == 0 && st->waiting == 0) return;
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    }
+}
+
+static int collect_choices(hearth_request **r, int n, int32_t got[][16], int cap) {
+    hearth_request *live[8] = {0};
+    int32_t n_got[8] = {0}, which = n - 1, n_done = 0;
+    for (int i = 0; i < n; i++) live[i] = r[i];
+    while (n_done < n) {
+        hearth_event ev;
+        if (hearth_request_next_any(live, n, &which, &ev, 60000) != HEARTH_OK) break;
+        if (ev.kind == HEARTH_EV_DONE) {
+            CHECK_EQ(ev.finish, HEARTH_FINISH_LENGTH);
+            live[which] = NULL;
+            n_done++;
+            continue;
+        }
+        if (n_got[which] < cap) got[which][n_got[which]] = ev.token;
+        n_got[which]++;
+    }
+    for (int i = 0; i < n; i++) CHECK_EQ(n_got[i], cap);
+    return n_done;
+}
+
+TEST(engine_choices_on_cuda) {
+    if (hearth_cuda_device_count() <= 0) TEST_SKIP("no CUDA device");
+    enum { N = 3, M = 16, P = 21 };
+    hearth_model *m = NULL;
+    hearth_err err = {0};
+    CHECK_EQ(hearth_model_load("tests/golden/tiny/tiny-qwen2.gguf", &m, &err), HEARTH_OK);
+    if (!m) return;
+    hearth_engine_params ep = hearth_engine_params_default();
+    ep.device = HEARTH_DEVICE_CUDA;
+    ep.n_ctx = 128;
+    ep.batch = 4;
+    ep.prompt_cache = 0;
+    ep.debug_checks = true;
+    hearth_engine *e = NULL;
+    CHECK_EQ(hearth_engine_create(m, &ep, &e, &err), HEARTH_OK);
+    if (!e) {
+        hearth_model_destroy(m);
+        return;
+    }
+    int32_t prompt[P];
+    for (int i = 0; i < P; i++) prompt[i] = 100 + (i * 7919) % 3000; /* blocks of 16: one full, 5 rows copied */
+    for (int greedy = 0; greedy < 2; greedy++) {
+        hearth_request_params rp[N];
+        for (int i = 0; i < N; i++) {
+            rp[i] = (hearth_request_params){.prompt = prompt, .n_prompt = P, .max_tokens = M,
+                                            .sampling = hearth_sampler_params_default(), .ignore_eog = true};
+            rp[i].sampling.temperature = greedy ? 0 : 1.0f;
+            rp[i].sampling.seed = 900 + (uint64_t)i;
+        }
+        hearth_engine_stats st0, st1;
+        idle_counters(e, &st0); /* after the last run's final step */
+        hearth_request *r[N];
+        int32_t got[N][16];
+        CHECK_EQ(hearth_engine_submit_n(e, rp, N, r, &err), HEARTH_OK);
+        CHECK_EQ(collect_choices(r, N, got, M), N);
+        idle_counters(e, &st1);
+        CHECK_EQ(st1.step_tokens - st0.step_tokens, P + N * (M - 1));
+        CHECK_EQ(st1.check_failures, 0);
+        for (int i = 0; i < N; i++) {
+            hearth_request_release(r[i]);
+            if (greedy) {
+                CHECK(memcmp(got[i], got[0], sizeof got[0]) == 0);
+                continue;
+            }
+            hearth_request *one = NULL;
+            int32_t alone[1][16];
+            CHECK_EQ(hearth_engine_submit(e, &rp[i], &one, &err), HEARTH_OK);
+            CHECK_EQ(collect_choices(&one, 1, alone, M), 1);
+            CHECK(memcmp(got[i], alone[0], sizeof alone[0]) == 0);
+            hearth_request_release(one);
+        }
+    }
+    hearth_engine_destroy(e);
+    hearth_model_destroy(m);
 }
 
 int main(int argc, char **argv) { return test_main(argc, argv); }

@@ -311,6 +311,16 @@ TEST(seeded_sampling_is_reproducible_and_requests_queue_fifo) {
     hearth_model_destroy(m);
 }
 
+/* The engine's counters once it is idle: they are published after each step, so a DONE event
+ * can arrive before its step's counts. */
+static void idle_counters(hearth_engine *e, hearth_engine_stats *st) {
+    for (int k = 0; k < 5000; k++) {
+        hearth_engine_stats_get(e, st);
+        if (st->running == 0 && st->waiting == 0) return;
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    }
+}
+
 /* n choices through the engine seam: hearth_engine_submit_n and hearth_request_next_any. The
  * prompt is computed once (step tokens), choice i gives what seed + i gives alone, greedy
  * choices all give the forward's tokens. */
@@ -338,7 +348,7 @@ TEST(choices_share_the_prefill_and_sample_as_their_seeds) {
             rp[i].sampling.seed = 500 + (uint64_t)i;
         }
         hearth_engine_stats st0, st1;
-        hearth_engine_stats_get(e, &st0);
+        idle_counters(e, &st0); /* after the last run's final step */
         hearth_request *r[N];
         CHECK_EQ(hearth_engine_submit_n(e, rp, N, r, &err), HEARTH_OK);
         int32_t got[N][M], n_got[N] = {0}, which = N - 1, n_done = 0;
@@ -358,11 +368,7 @@ TEST(choices_share_the_prefill_and_sample_as_their_seeds) {
         CHECK_EQ(n_done, N);
         hearth_event none;
         CHECK_EQ(hearth_request_next_any(live, N, &which, &none, 0), HEARTH_E_INVALID); /* all done */
-        for (int k = 0; k < 2000; k++) { /* the counters are published after the last step */
-            hearth_engine_stats_get(e, &st1);
-            if (st1.running == 0 && st1.waiting == 0) break;
-            nanosleep(&(struct timespec){0, 1000000}, NULL);
-        }
+        idle_counters(e, &st1);
         CHECK_EQ(st1.step_tokens - st0.step_tokens, N_PROMPT + N * (M - 1));
         CHECK_EQ(st1.check_failures, 0);
         for (int i = 0; i < N; i++) {
