@@ -95,8 +95,8 @@ hearth_sched *hearth_sched_create(const hearth_model *m, hearth_fwd *fwd, hearth
         hearth_sched_destroy(s);
         return NULL;
     }
-    const hearth_tok *tk = hearth_model_tok(m);
-    for (int32_t t = 0; t < s->n_vocab; t++) s->n_eog += hearth_tok_is_eog(tk, t);
+    const hearth_tok *tk = hearth_model_tok(m); /* NULL for a scripted model without a vocabulary */
+    for (int32_t t = 0; tk && t < s->n_vocab; t++) s->n_eog += hearth_tok_is_eog(tk, t);
     if (s->n_eog && !(s->eog = malloc((size_t)s->n_eog * sizeof(int32_t)))) {
         hearth_sched_destroy(s);
         return NULL;
