@@ -109,10 +109,11 @@ static bool parse_common(hearth_server *s, const cJSON *root, bool chat, hearth_
 
     /* n choices (prefilled once, choice i sampled with seed + i: generate.h); best_of >= n runs
      * best_of and answers the n with the highest sum of token logprobs (not streamed, as OpenAI) */
-    if ((rc = opt_int(root, "n", -1e9, 1e9, &i, e)) < 0) return false;
+    const char *n_key = field(root, "n") ? "n" : "n_cmpl"; /* llama-server's name for n */
+    if ((rc = opt_int(root, n_key, -1e9, 1e9, &i, e)) < 0) return false;
     if (rc && (i < 1 || i > HEARTH_CHOICES_MAX))
-        return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", "n", "'n' must be between 1 and %d",
-                               HEARTH_CHOICES_MAX);
+        return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", n_key, "'%s' must be between 1 and %d",
+                               n_key, HEARTH_CHOICES_MAX);
     g->n_choices = rc ? (int32_t)i : 1;
     if (opt_bool(root, "stream", &g->stream, e) < 0) return false;
     if ((rc = opt_int(root, "best_of", -1e9, 1e9, &i, e)) < 0) return false;

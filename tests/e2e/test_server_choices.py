@@ -69,6 +69,7 @@ def test_completions_choices_are_their_seeds(tiny):
 def test_completions_greedy_choices_are_equal(tiny):
     r = complete(tiny, n=4, temperature=0, max_tokens=10)
     assert len(r.choices) == 4
+    assert len(complete(tiny, temperature=0, max_tokens=10, extra_body={"n_cmpl": 2}).choices) == 2  # llama-server's n
     assert len({c.text for c in r.choices}) == 1
     assert r.choices[0].text == complete(tiny, temperature=0, max_tokens=10).choices[0].text
 
@@ -157,6 +158,9 @@ def test_bad_choices(tiny):
         with pytest.raises(openai.BadRequestError) as ei:
             complete(tiny, max_tokens=4, **kw)
         assert ei.value.body["param"] in ("n", "best_of"), (kw, ei.value.body)
+    with pytest.raises(openai.BadRequestError) as ei:
+        complete(tiny, max_tokens=4, extra_body={"n_cmpl": 0})
+    assert ei.value.body["param"] == "n_cmpl"
 
 
 def test_choices_with_a_small_batch_and_preemption(tiny_batch2):
