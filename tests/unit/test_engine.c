@@ -745,14 +745,14 @@ TEST(admitted_flag_and_cancel_all) {
     if (!m) return;
     hearth_engine_params ep = hearth_engine_params_default();
     ep.n_threads = 2;
-    ep.n_ctx = 128;
+    ep.n_ctx = 2048; /* a runs for up to 2000 tokens: still running when b is looked at, even on a fast machine */
     ep.batch = 1; /* the second request waits in the queue */
     ep.debug_checks = true;
     hearth_engine *e = NULL;
     hearth_err err;
     CHECK_EQ(hearth_engine_create(m, &ep, &e, &err), HEARTH_OK);
     if (!e) return;
-    hearth_request_params rp = {.prompt = prompt, .n_prompt = N_PROMPT, .max_tokens = 100,
+    hearth_request_params rp = {.prompt = prompt, .n_prompt = N_PROMPT, .max_tokens = 2000,
                                 .sampling = hearth_sampler_params_default(), .ignore_eog = true};
     hearth_request *a = NULL, *b = NULL;
     CHECK_EQ(hearth_engine_submit(e, &rp, &a, &err), HEARTH_OK);
