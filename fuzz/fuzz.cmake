@@ -9,7 +9,14 @@
 #   targets are defined, each compiled from its own sources (src/base plus the parser) with
 #   libFuzzer's coverage instrumentation and address + undefined sanitizers, and linked with
 #   libFuzzer's main().
+#
+# The HTTP targets (HEARTH_FUZZ_HTTP_TARGETS: fuzz_http and one per API) drive the whole server
+# in process (fuzz/http_harness.h), so they link the library - hearth_core in ordinary builds,
+# hearth_fuzz_core (the same sources, instrumented, CPU only) under libFuzzer - behind
+# fuzz/stub_engine.c, whose definitions of engine.h keep the library's engine out of the link.
 set(HEARTH_FUZZ_TARGETS gguf safetensors template tokenizer grammar)
+set(HEARTH_FUZZ_HTTP_TARGETS http chat completions messages responses)
+set(_fuzz_http_src ${CMAKE_SOURCE_DIR}/fuzz/http_harness.c ${CMAKE_SOURCE_DIR}/fuzz/stub_engine.c)
 file(GLOB _fuzz_base CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/base/*.c)
 file(GLOB _fuzz_template CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/template/*.c)
 file(GLOB _fuzz_tokenizer CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/tokenizer/*.c)
@@ -32,6 +39,36 @@ if(HEARTH_LIBFUZZER)
     target_link_libraries(fuzz_${what} PRIVATE PkgConfig::PCRE2 PkgConfig::CJSON PkgConfig::UTF8PROC
                           PkgConfig::XXHASH Threads::Threads m)
   endforeach()
+  # HEARTH_CORE_SRC: every source of hearth_core (the top CMakeLists), here without the CUDA
+  # backend. The numeric code (tensors, kernels, backends, forward passes: reached only through
+  # model loading, never with request bytes) is compiled plainly, the rest instrumented.
+  set(_fuzz_core_src ${HEARTH_CORE_SRC})
+  list(FILTER _fuzz_core_src EXCLUDE REGEX "/src/backend/cuda/")
+  list(APPEND _fuzz_core_src ${CMAKE_SOURCE_DIR}/src/backend/cuda_none.c)
+  list(REMOVE_DUPLICATES _fuzz_core_src)
+  set(_fuzz_numeric_src ${_fuzz_core_src})
+  list(FILTER _fuzz_numeric_src INCLUDE REGEX "/src/(tensor|kernels|backend|models)/")
+  list(FILTER _fuzz_core_src EXCLUDE REGEX "/src/(tensor|kernels|backend|models)/")
+  add_library(hearth_fuzz_numeric STATIC ${_fuzz_numeric_src})
+  target_include_directories(hearth_fuzz_numeric PUBLIC ${CMAKE_SOURCE_DIR}/src)
+  target_compile_options(hearth_fuzz_numeric PRIVATE -O1)
+  add_library(hearth_fuzz_core STATIC ${_fuzz_core_src})
+  target_include_directories(hearth_fuzz_core PUBLIC ${CMAKE_SOURCE_DIR}/src)
+  target_compile_options(hearth_fuzz_core PRIVATE -g -O1 -fno-omit-frame-pointer
+                         -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all)
+  # the two libraries call each other: the numeric one goes in twice
+  target_link_libraries(hearth_fuzz_core PUBLIC hearth_fuzz_numeric PkgConfig::PCRE2 PkgConfig::CJSON PkgConfig::MHD
+                        PkgConfig::CURL PkgConfig::SQLITE3 PkgConfig::CRYPTO PkgConfig::UTF8PROC PkgConfig::XXHASH
+                        Threads::Threads m)
+  target_link_libraries(hearth_fuzz_numeric PUBLIC hearth_fuzz_core)
+  foreach(what ${HEARTH_FUZZ_HTTP_TARGETS})
+    add_executable(fuzz_${what} ${CMAKE_SOURCE_DIR}/fuzz/fuzz_${what}.c ${_fuzz_http_src})
+    target_include_directories(fuzz_${what} PRIVATE ${CMAKE_SOURCE_DIR})
+    target_compile_options(fuzz_${what} PRIVATE -g -O1 -fno-omit-frame-pointer
+                           -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all)
+    target_link_options(fuzz_${what} PRIVATE -fsanitize=fuzzer,address,undefined)
+    target_link_libraries(fuzz_${what} PRIVATE hearth_fuzz_core)
+  endforeach()
 else()
   foreach(what ${HEARTH_FUZZ_TARGETS})
     set(name fuzz_${what}_replay)
@@ -39,6 +76,17 @@ else()
       continue()
     endif()
     add_executable(fuzz_${what} ${CMAKE_SOURCE_DIR}/fuzz/fuzz_${what}.c ${CMAKE_SOURCE_DIR}/fuzz/replay.c)
+    target_link_libraries(fuzz_${what} PRIVATE hearth_core)
+    add_test(NAME ${name} COMMAND fuzz_${what} fuzz/corpus/${what} WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  endforeach()
+  foreach(what ${HEARTH_FUZZ_HTTP_TARGETS})
+    set(name fuzz_${what}_replay)
+    if(HEARTH_TESTS_ONLY AND NOT name MATCHES "${HEARTH_TESTS_ONLY}")
+      continue()
+    endif()
+    add_executable(fuzz_${what} ${CMAKE_SOURCE_DIR}/fuzz/fuzz_${what}.c ${_fuzz_http_src}
+                   ${CMAKE_SOURCE_DIR}/fuzz/replay.c)
+    target_include_directories(fuzz_${what} PRIVATE ${CMAKE_SOURCE_DIR})
     target_link_libraries(fuzz_${what} PRIVATE hearth_core)
     add_test(NAME ${name} COMMAND fuzz_${what} fuzz/corpus/${what} WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
   endforeach()

@@ -11,6 +11,10 @@
 # per target says how many inputs ran and whether it crashed; the exit status is non-zero when
 # any target crashed. A fixed crasher is copied into fuzz/corpus/<what>/ as crash_<what>.*, so
 # that the corpus replay of `make test` keeps it fixed (docs/testing.md, "Fuzzing").
+#
+# FUZZ_FORK=N runs each target as N parallel processes (libFuzzer's -fork=N, one per core),
+# FUZZ_RSS_MB the memory cap of each (default 2048). The HTTP targets (http, chat, completions,
+# messages, responses) start an in-process server from the repository root's tiny model.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -19,9 +23,10 @@ dir=${1:-build-fuzz}
 secs=${2:-20}
 shift $(( $# < 2 ? $# : 2 ))
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(gguf safetensors template tokenizer grammar)
+[ ${#targets[@]} -gt 0 ] || targets=(gguf safetensors template tokenizer grammar http chat completions messages responses)
 
-declare -A max_len=([gguf]=8192 [safetensors]=4096 [template]=4096 [tokenizer]=4096)
+declare -A max_len=([gguf]=8192 [safetensors]=4096 [template]=4096 [tokenizer]=4096 [http]=16384 [chat]=12288
+                    [completions]=12288 [messages]=12288 [responses]=12288)
 failed=0
 for what in "${targets[@]}"; do
     bin=$dir/fuzz_$what
@@ -32,8 +37,9 @@ for what in "${targets[@]}"; do
     fi
     mkdir -p "$dir/corpus-$what"
     rm -f "$dir"/crash-"$what"-*
-    args=(-max_total_time="$secs" -max_len="${max_len[$what]:-4096}" -timeout=25 -rss_limit_mb=2048
+    args=(-max_total_time="$secs" -max_len="${max_len[$what]:-4096}" -timeout=25 -rss_limit_mb="${FUZZ_RSS_MB:-2048}"
           -print_final_stats=1 -artifact_prefix="$dir/crash-$what-")
+    [ "${FUZZ_FORK:-1}" -gt 1 ] && args+=(-fork="$FUZZ_FORK")
     [ -f "fuzz/$what.dict" ] && args+=(-dict="fuzz/$what.dict")
     "$bin" "${args[@]}" "$dir/corpus-$what" "fuzz/corpus/$what" > "$dir/fuzz-$what.log" 2>&1
     rc=$?

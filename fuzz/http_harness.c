@@ -1,0 +1,379 @@
+/*
+ * http_harness.c - the in-process hearth server of the HTTP fuzz targets; see http_harness.h.
+ *
+ * Reading a response: the status line and headers up to the blank line (1xx interim
+ * responses skipped), then the body by Content-Length, by chunked coding, or to the close of
+ * the connection; HEAD, 204 and 304 have none. Waiting is bounded by poll() against one
+ * deadline per exchange, so a server that never answers is a broken promise, not a hang.
+ */
+#include "fuzz/http_harness.h"
+
+#include "base/log.h"
+#include "engine/engine.h"
+#include "model/model.h"
+#include "server/server.h"
+#include "server/server_internal.h"
+
+#include <arpa/inet.h>
+#include <cjson/cJSON.h>
+#include <ftw.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PROMISE(x)                                                                          \
+    do {                                                                                    \
+        if (!(x)) {                                                                         \
+            fprintf(stderr, "http_harness: broken promise: %s (line %d)\n", #x, __LINE__); \
+            abort();                                                                        \
+        }                                                                                   \
+    } while (0)
+
+/* ChatML with tools (Hermes-style <tool_call> markup) and <think> reasoning: the server then
+ * parses tool calls and splits reasoning off the stub engine's replies. */
+static const char TEMPLATE[] =
+    "{%- if tools %}<|im_start|>system\n"
+    "{% if messages[0].role == 'system' %}{{ messages[0].content }}\n\n{% endif %}"
+    "Tools you may call:\n<tools>\n{% for t in tools %}{{ t | tojson }}\n{% endfor %}</tools>\n"
+    "Call one as <tool_call>{\"name\": NAME, \"arguments\": ARGS}</tool_call>.<|im_end|>\n"
+    "{%- elif messages[0].role == 'system' %}<|im_start|>system\n{{ messages[0].content }}<|im_end|>\n"
+    "{%- endif %}"
+    "{%- for m in messages %}"
+    "{%- if m.role == 'system' and loop.first %}"
+    "{%- elif m.role == 'tool' %}<|im_start|>user\n<tool_response>\n{{ m.content }}\n</tool_response><|im_end|>\n"
+    "{%- else %}<|im_start|>{{ m.role }}\n"
+    "{%- if m.reasoning_content %}<think>{{ m.reasoning_content }}</think>\n{% endif %}"
+    "{{ m.content if m.content is string else '' }}"
+    "{%- for c in m.tool_calls or [] %}\n<tool_call>{\"name\": \"{{ c.function.name }}\", \"arguments\": "
+    "{{ c.function.arguments | tojson }}}</tool_call>{%- endfor %}<|im_end|>\n"
+    "{%- endif %}"
+    "{%- endfor %}"
+    "{%- if add_generation_prompt %}<|im_start|>assistant\n"
+    "{%- if enable_thinking is defined and not enable_thinking %}<think>\n\n</think>\n\n{% endif %}"
+    "{%- endif %}";
+
+static struct {
+    bool            up;
+    bool            verbose; /* HEARTH_FUZZ_VERBOSE set: print each response's status and body */
+    char            dir[256];
+    hearth_model   *m;
+    hearth_engine  *e;
+    hearth_server  *s;
+} H;
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+    (void)st, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+static void teardown(void) {
+    hearth_server_destroy(H.s);
+    hearth_engine_destroy(H.e);
+    hearth_model_destroy(H.m);
+    if (H.dir[0]) nftw(H.dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void quiet(hearth_log_level level, const char *msg, void *user) { (void)level, (void)msg, (void)user; }
+
+void fz_http_init(void) {
+    if (H.up) return;
+    const char *tmp = getenv("TMPDIR");
+    snprintf(H.dir, sizeof H.dir, "%s/hearth-fuzz-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    PROMISE(mkdtemp(H.dir) != NULL);
+    setenv("HOME", H.dir, 1);
+    setenv("XDG_CACHE_HOME", H.dir, 1);
+    setenv("HF_HOME", H.dir, 1);
+    setenv("HF_HUB_CACHE", H.dir, 1);
+    setenv("HF_ENDPOINT", "http://127.0.0.1:9", 1); /* discard port: nothing listens, a download fails at once */
+    unsetenv("HF_TOKEN");
+    unsetenv("HUGGING_FACE_HUB_TOKEN");
+    unsetenv("HF_TOKEN_PATH");
+    hearth_log_set_sink(quiet, NULL);
+    H.verbose = getenv("HEARTH_FUZZ_VERBOSE") != NULL;
+
+    const char *path = getenv("HEARTH_FUZZ_MODEL");
+    if (!path || !*path) path = "tests/golden/tiny/tiny-qwen2.gguf";
+    hearth_err err = {0};
+    if (hearth_model_load(path, &H.m, &err)) {
+        fprintf(stderr, "http_harness: cannot load %s (%s): run from the repository root or set HEARTH_FUZZ_MODEL\n",
+                path, err.msg);
+        abort();
+    }
+    hearth_engine_params ep = hearth_engine_params_default();
+    PROMISE(hearth_engine_create(H.m, &ep, &H.e, &err) == HEARTH_OK);
+    hearth_server_params sp = hearth_server_params_default();
+    sp.host = "127.0.0.1";
+    sp.port = 0;
+    sp.model_id = "fuzz-model";
+    sp.api_key = FZ_API_KEY;
+    sp.cors = FZ_ORIGIN;
+    sp.chat_template = TEMPLATE;
+    sp.seed = 7;
+    sp.max_downloads = 1;
+    sp.max_body_bytes = 8192; /* small, so a fuzzed body can pass it (413) */
+    if (hearth_server_create(&sp, H.m, H.e, &H.s, &err)) {
+        fprintf(stderr, "http_harness: the server did not start: %s\n", err.msg);
+        abort();
+    }
+    PROMISE(H.s->tmpl != NULL); /* the template above parses */
+    atexit(teardown);
+    H.up = true;
+}
+
+/* ---- the client side ---- */
+
+typedef struct {
+    char  *p;
+    size_t n, cap;
+} bytes;
+
+static void put(bytes *b, const void *d, size_t n) {
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->n + n + 1) cap *= 2;
+        char *q = realloc(b->p, cap);
+        PROMISE(q != NULL);
+        b->p = q;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, d, n);
+    b->n += n;
+    b->p[b->n] = 0;
+}
+
+static void puts_(bytes *b, const char *s) { put(b, s, strlen(s)); }
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* A connection handed to the daemon; returns the client's end. */
+static int connect_pair(void) {
+    int sv[2];
+    PROMISE(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+    struct sockaddr_in peer = {.sin_family = AF_INET, .sin_port = htons(40000),
+                               .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    PROMISE(MHD_add_connection(H.s->d, sv[0], (const struct sockaddr *)&peer, sizeof peer) == MHD_YES);
+    return sv[1];
+}
+
+static void send_all(int fd, const char *p, size_t n) {
+    while (n) {
+        ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
+        if (k <= 0) return; /* the server closed early (it refused the request): what it said is read next */
+        p += k;
+        n -= (size_t)k;
+    }
+}
+
+/* Read more into b before the deadline: > 0 bytes read, 0 end of stream; a timeout aborts. */
+static ssize_t read_more(int fd, bytes *b, double deadline) {
+    char tmp[16384];
+    for (;;) {
+        int left = (int)(deadline - now_ms());
+        if (left <= 0) {
+            fprintf(stderr, "http_harness: no answer from the server in %d ms\n", FZ_TIMEOUT_MS);
+            abort();
+        }
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int rc = poll(&p, 1, left);
+        if (rc <= 0) continue;
+        ssize_t k = recv(fd, tmp, sizeof tmp, 0);
+        if (k < 0) return 0; /* reset: the end too */
+        if (k) put(b, tmp, (size_t)k);
+        return k;
+    }
+}
+
+/* The daemon has let go of every connection (their threads ran to the end of the request). */
+static void wait_idle(void) {
+    double deadline = now_ms() + FZ_TIMEOUT_MS;
+    for (;;) {
+        const union MHD_DaemonInfo *di = MHD_get_daemon_info(H.s->d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+        if (!di || di->num_connections == 0) return;
+        if (now_ms() > deadline) {
+            fprintf(stderr, "http_harness: a connection is still open %d ms after its client left\n", FZ_TIMEOUT_MS);
+            abort();
+        }
+        struct timespec ts = {0, 20000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* The value of header name in the head [h, e) (case-insensitive), or NULL; *len its length. */
+static const char *header_of(const char *h, const char *e, const char *name, size_t *len) {
+    size_t nl = strlen(name);
+    for (const char *line = h; line < e;) {
+        const char *eol = memmem(line, (size_t)(e - line), "\r\n", 2);
+        if (!eol) eol = e;
+        if ((size_t)(eol - line) > nl && !strncasecmp(line, name, nl) && line[nl] == ':') {
+            const char *v = line + nl + 1;
+            while (v < eol && (*v == ' ' || *v == '\t')) v++;
+            const char *ve = eol;
+            while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t')) ve--;
+            *len = (size_t)(ve - v);
+            return v;
+        }
+        line = eol + 2;
+    }
+    return NULL;
+}
+
+/* Every data line of an event stream is JSON (or [DONE]). */
+static void check_sse(const char *p, size_t n) {
+    const char *e = p + n;
+    while (p < e) {
+        const char *eol = memchr(p, '\n', (size_t)(e - p));
+        if (!eol) eol = e;
+        if (eol - p >= 6 && !memcmp(p, "data: ", 6)) {
+            const char *d = p + 6;
+            size_t dn = (size_t)(eol - d);
+            if (!(dn == 6 && !memcmp(d, "[DONE]", 6))) {
+                cJSON *j = cJSON_ParseWithLength(d, dn);
+                if (!j) fprintf(stderr, "http_harness: event data is not JSON: %.*s\n", (int)(dn > 300 ? 300 : dn), d);
+                PROMISE(j != NULL);
+                cJSON_Delete(j);
+            }
+        }
+        p = eol + 1;
+    }
+}
+
+/* Read one response and check it; false when the connection ended before a whole one. */
+static bool read_response(int fd, bool head_request, double deadline) {
+    bytes b = {0};
+    size_t start = 0; /* where the current response begins */
+    const char *hend;
+    int status;
+    for (;;) { /* status line and headers; 1xx responses are skipped */
+        while (!(hend = b.n > start ? memmem(b.p + start, b.n - start, "\r\n\r\n", 4) : NULL))
+            if (read_more(fd, &b, deadline) == 0) {
+                free(b.p);
+                return false;
+            }
+        const char *sl = b.p + start;
+        PROMISE(!strncmp(sl, "HTTP/1.", 7) && (sl[7] == '0' || sl[7] == '1') && sl[8] == ' ');
+        PROMISE(sl[9] >= '1' && sl[9] <= '5' && sl[10] >= '0' && sl[10] <= '9' && sl[11] >= '0' && sl[11] <= '9');
+        status = (sl[9] - '0') * 100 + (sl[10] - '0') * 10 + (sl[11] - '0');
+        if (status >= 200) break;
+        start = (size_t)(hend - b.p) + 4;
+    }
+    size_t hoff = (size_t)(hend - b.p) + 4; /* body offset */
+    size_t ctn = 0, cln = 0, ten = 0;
+    const char *ct = header_of(b.p + start, hend + 2, "Content-Type", &ctn);
+    const char *cl = header_of(b.p + start, hend + 2, "Content-Length", &cln);
+    const char *te = header_of(b.p + start, hend + 2, "Transfer-Encoding", &ten);
+    char ctype[128] = "";
+    if (ct) snprintf(ctype, sizeof ctype, "%.*s", (int)ctn, ct);
+    bytes body = {0};
+    if (head_request || status == 204 || status == 304) {
+        /* no body */
+    } else if (te && ten == 7 && !strncasecmp(te, "chunked", 7)) {
+        size_t at = hoff;
+        for (;;) {
+            const char *eol;
+            while (!(eol = b.n > at ? memmem(b.p + at, b.n - at, "\r\n", 2) : NULL))
+                if (read_more(fd, &b, deadline) == 0) goto cut;
+            char *end;
+            unsigned long long sz = strtoull(b.p + at, &end, 16);
+            PROMISE(end > b.p + at && end <= eol);
+            at = (size_t)(eol - b.p) + 2;
+            while (b.n < at + sz + 2)
+                if (read_more(fd, &b, deadline) == 0) goto cut;
+            if (sz == 0) break; /* the last chunk: no trailers are sent */
+            put(&body, b.p + at, (size_t)sz);
+            PROMISE(!memcmp(b.p + at + sz, "\r\n", 2));
+            at += (size_t)sz + 2;
+        }
+    } else if (cl) {
+        char *end;
+        unsigned long long want = strtoull(cl, &end, 10);
+        PROMISE(end == cl + cln);
+        while (b.n - hoff < want)
+            if (read_more(fd, &b, deadline) == 0) goto cut;
+        put(&body, b.p + hoff, (size_t)want);
+    } else {
+        while (read_more(fd, &b, deadline) > 0) {
+        }
+        put(&body, b.p + hoff, b.n - hoff);
+    }
+    if (H.verbose)
+        fprintf(stderr, "http_harness: %d %s %.*s\n", status, ctype, (int)(body.n > 600 ? 600 : body.n),
+                body.p ? body.p : "");
+    if (status >= 500)
+        fprintf(stderr, "http_harness: %d %.*s\n", status, (int)(body.n > 400 ? 400 : body.n), body.p ? body.p : "");
+    PROMISE(status < 500);
+    if (!strncasecmp(ctype, "application/json", 16) && body.n) {
+        cJSON *j = cJSON_ParseWithLength(body.p, body.n);
+        if (!j) fprintf(stderr, "http_harness: a JSON response that does not parse: %.*s\n",
+                        (int)(body.n > 400 ? 400 : body.n), body.p);
+        PROMISE(j != NULL);
+        if (status >= 400) PROMISE(cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(j, "error")));
+        cJSON_Delete(j);
+    }
+    if (!strncasecmp(ctype, "text/event-stream", 17)) check_sse(body.p ? body.p : "", body.n);
+    free(body.p);
+    free(b.p);
+    return true;
+cut:
+    free(body.p);
+    free(b.p);
+    return false;
+}
+
+void fz_http_framed(const char *method, const char *target, const char *version, const char *head,
+                    const uint8_t *body, size_t n_body) {
+    fz_http_init();
+    bytes req = {0};
+    char cl[64];
+    puts_(&req, method);
+    puts_(&req, " ");
+    puts_(&req, target);
+    puts_(&req, " ");
+    puts_(&req, version ? version : "HTTP/1.1");
+    puts_(&req, "\r\n");
+    puts_(&req, head);
+    snprintf(cl, sizeof cl, "Content-Length: %zu\r\n\r\n", n_body);
+    puts_(&req, cl);
+    put(&req, body, n_body);
+    int fd = connect_pair();
+    double deadline = now_ms() + FZ_TIMEOUT_MS;
+    send_all(fd, req.p, req.n);
+    bool whole = read_response(fd, !strcmp(method, "HEAD"), deadline);
+    if (!whole) fprintf(stderr, "http_harness: the connection ended without a whole response\n");
+    PROMISE(whole);
+    close(fd);
+    free(req.p);
+    wait_idle();
+}
+
+void fz_http_raw(const uint8_t *data, size_t n) {
+    fz_http_init();
+    int fd = connect_pair();
+    double deadline = now_ms() + FZ_TIMEOUT_MS;
+    send_all(fd, (const char *)data, n);
+    shutdown(fd, SHUT_WR);
+    bytes b = {0};
+    while (read_more(fd, &b, deadline) > 0) {
+    }
+    free(b.p);
+    close(fd);
+    wait_idle();
+}
+
+void fz_http_post_json(const char *path, const uint8_t *body, size_t n_body) {
+    fz_http_framed("POST", path, NULL,
+                   "Host: localhost\r\nContent-Type: application/json\r\nAuthorization: Bearer " FZ_API_KEY
+                   "\r\nOrigin: " FZ_ORIGIN "\r\nAnthropic-Version: 2023-06-01\r\n",
+                   body, n_body);
+}
