@@ -59,6 +59,7 @@ bool hearth_stop_push(hearth_stop *s, const char *text, size_t n, hearth_span *o
     }
     if (n) memcpy(s->held + s->n_held, text, n);
     s->n_held += n;
+    if (!s->n_held) return false; /* nothing seen yet (held may still be NULL): nothing to match */
 
     /* The generation ends where the first stop string completes: the smallest end, and of
      * those ending there the earliest start. Any split of the text into pieces gives the same

@@ -575,7 +575,7 @@ static hearth_status step(hearth_tc *p, const char *text, size_t n, bool final, 
     }
     p->finished = final;
     out->content = (hearth_span){p->content.b.p ? p->content.b.p : "", p->content.b.len};
-    out->calls = p->calls + before;
+    out->calls = p->calls ? p->calls + before : NULL; /* NULL + 0 is undefined */
     out->n_calls = p->n_calls - before;
     out->in_call = p->cur >= 0;
     if (!hearth_buf_grow(&p->deltas, &p->cap_deltas, (size_t)p->n_dl, sizeof *p->deltas, 8)) {

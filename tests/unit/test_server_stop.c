@@ -57,6 +57,22 @@ TEST(stop_across_pieces) {
     CHECK_STR(out, "");
 }
 
+/* Tokens that decode to nothing (a control token, half a character) push empty pieces, also
+ * before any text: the matcher then holds nothing yet (found by fuzz_chat under UBSan). */
+TEST(stop_empty_pieces_before_any_text) {
+    char out[256];
+    const char *stops[] = {"o w"};
+    const char *pieces[] = {"", "", "Hello", "", " world"};
+    CHECK(run(stops, 1, pieces, 5, out, sizeof out));
+    CHECK_STR(out, "Hell");
+    const char *stops2[] = {"xyz"};
+    CHECK(!run(stops2, 1, pieces, 5, out, sizeof out));
+    CHECK_STR(out, "Hello world");
+    const char *empty[] = {"", ""};
+    CHECK(!run(stops, 1, empty, 2, out, sizeof out));
+    CHECK_STR(out, "");
+}
+
 TEST(stop_reports_which_string_matched) {
     /* "b c" completes first (ends earliest) though "a b c d" began earlier; the empty string
      * is skipped, so hit indexes the non-empty strings in order */
