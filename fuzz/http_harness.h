@@ -19,7 +19,8 @@
  *                    - a response arrives (within FZ_TIMEOUT_MS) and is well framed: a status
  *                      line with a code in 100..599, a body as long as Content-Length says or a
  *                      complete chunked body;
- *                    - no 5xx: with the stub engine nothing on the server's side can fail;
+ *                    - no 5xx: with the stub engine nothing on the server's side can fail
+ *                      (505, libmicrohttpd's answer to an HTTP version it does not speak, aside);
  *                    - a JSON response (Content-Type application/json) parses, and an error
  *                      status carries an "error" object (OpenAI's and Anthropic's shapes);
  *                    - a text/event-stream body is made of events whose data lines are JSON

@@ -80,8 +80,9 @@ hearth_span hearth_jraw_trim(const char *s, size_t n) {
 }
 
 bool hearth_jraw_iter(hearth_span v, hearth_jraw_it *it) {
-    const char *p = ws(v.ptr, v.ptr + v.len), *e = v.ptr + v.len;
     memset(it, 0, sizeof *it);
+    if (!v.ptr) return false; /* an unknown text (NULL, 0): no pointer arithmetic on it */
+    const char *p = ws(v.ptr, v.ptr + v.len), *e = v.ptr + v.len;
     if (p >= e || (*p != '{' && *p != '[')) return false;
     it->obj = *p == '{';
     it->p = p + 1;
