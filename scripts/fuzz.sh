@@ -25,7 +25,7 @@ shift $(( $# < 2 ? $# : 2 ))
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(gguf safetensors template tokenizer grammar http chat completions messages responses)
 
-declare -A max_len=([gguf]=8192 [safetensors]=4096 [template]=4096 [tokenizer]=4096 [http]=16384 [chat]=12288
+declare -A max_len=([gguf]=8192 [safetensors]=4096 [template]=4096 [tokenizer]=4096 [http]=12288 [chat]=12288
                     [completions]=12288 [messages]=12288 [responses]=12288)
 failed=0
 for what in "${targets[@]}"; do
