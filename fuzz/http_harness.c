@@ -17,10 +17,13 @@
 
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
+#include <dirent.h>
+#include <errno.h>
 #include <ftw.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,10 +87,29 @@ static void teardown(void) {
 
 static void quiet(hearth_log_level level, const char *msg, void *user) { (void)level, (void)msg, (void)user; }
 
+/* Remove the directories of earlier fuzz processes that ended without their exit handler (a
+ * crash, a timeout, libFuzzer's -fork killing a job): hearth-fuzz-PID-* of a PID gone. */
+static void sweep_stale(const char *tmp) {
+    DIR *d = opendir(tmp);
+    if (!d) return;
+    for (struct dirent *de; (de = readdir(d));) {
+        char *end;
+        if (strncmp(de->d_name, "hearth-fuzz-", 12)) continue;
+        long pid = strtol(de->d_name + 12, &end, 10);
+        if (end == de->d_name + 12 || *end != '-' || pid <= 0 || kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", tmp, de->d_name);
+        nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    }
+    closedir(d);
+}
+
 void fz_http_init(void) {
     if (H.up) return;
     const char *tmp = getenv("TMPDIR");
-    snprintf(H.dir, sizeof H.dir, "%s/hearth-fuzz-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!tmp || !*tmp) tmp = "/tmp";
+    sweep_stale(tmp);
+    snprintf(H.dir, sizeof H.dir, "%s/hearth-fuzz-%ld-XXXXXX", tmp, (long)getpid());
     PROMISE(mkdtemp(H.dir) != NULL);
     setenv("HOME", H.dir, 1);
     setenv("XDG_CACHE_HOME", H.dir, 1);

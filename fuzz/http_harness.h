@@ -29,7 +29,8 @@
  *                    must close the connection (within FZ_TIMEOUT_MS) whatever it answered.
  *
  * The process's model store, Hugging Face cache and home are pointed at a fresh temporary
- * directory (removed at exit) and the Hub endpoint at a closed local port, so /library,
+ * directory, $TMPDIR/hearth-fuzz-PID-* (removed at exit, or by a later run once PID is gone),
+ * and the Hub endpoint at a closed local port, so /library,
  * /fit and /downloads see an empty store and a download fails at once. The model file is
  * HEARTH_FUZZ_MODEL, default tests/golden/tiny/tiny-qwen2.gguf (run from the repository root).
  * The API key is FZ_API_KEY; CORS allows FZ_ORIGIN. With HEARTH_FUZZ_VERBOSE set, each
