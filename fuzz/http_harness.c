@@ -142,6 +142,15 @@ void fz_http_init(void) {
     sp.seed = 7;
     sp.max_downloads = 1;
     sp.max_body_bytes = 8192; /* small, so a fuzzed body can pass it (413) */
+    /* an admin key no input can know: POST /admin/drain is tried, and refused, but never
+     * drains the server (its later answers would all be 503) */
+    static char admin_key[40];
+    unsigned char rnd[16] = {0};
+    FILE *ur = fopen("/dev/urandom", "rb");
+    PROMISE(ur && fread(rnd, 1, sizeof rnd, ur) == sizeof rnd);
+    fclose(ur);
+    for (size_t i = 0; i < sizeof rnd; i++) snprintf(admin_key + 2 * i, 3, "%02x", rnd[i]);
+    sp.admin_key = admin_key;
     if (hearth_server_create(&sp, H.m, H.e, &H.s, &err)) {
         fprintf(stderr, "http_harness: the server did not start: %s\n", err.msg);
         abort();

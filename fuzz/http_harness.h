@@ -33,7 +33,8 @@
  * and the Hub endpoint at a closed local port, so /library,
  * /fit and /downloads see an empty store and a download fails at once. The model file is
  * HEARTH_FUZZ_MODEL, default tests/golden/tiny/tiny-qwen2.gguf (run from the repository root).
- * The API key is FZ_API_KEY; CORS allows FZ_ORIGIN. With HEARTH_FUZZ_VERBOSE set, each
+ * The API key is FZ_API_KEY; CORS allows FZ_ORIGIN; the admin key is random, so that no input
+ * can drain the server. With HEARTH_FUZZ_VERBOSE set, each
  * response's status, type and body start go to stderr (for writing seeds).
  */
 #pragma once

@@ -12,7 +12,9 @@
  * repeats the prompt's last tokens (at most STUB_MAX_REPLY, at most max_tokens), so what the
  * request wrote - tool-call markup, reasoning tags, stop strings, partial UTF-8 - flows back
  * through the server's decoder, stop matching and writers. It ends with FINISH_LENGTH when
- * max_tokens cut it, else FINISH_STOP (an end-of-generation token, not emitted). A request
+ * max_tokens cut it, else FINISH_STOP (an end-of-generation token, not emitted; with
+ * min_tokens above the reply, FINISH_LENGTH instead, as masked end tokens would run on). A
+ * request that asks for progress gets one PROGRESS event (the whole prompt) first. A request
  * whose prompt + max_tokens is over the context ends with DONE/error HEARTH_E_LIMIT, as the
  * real engine's does. The structured-output matcher is taken over and freed, unused.
  * Events come back at once; hearth_request_next never waits. Any thread, no shared state.
@@ -37,6 +39,7 @@ struct hearth_request {
     int32_t       n_tokens, next;
     bool          logprobs;
     int32_t       top_logprobs;
+    bool          progress; /* a PROGRESS event is still to come */
     atomic_bool   cancelled;
     hearth_event  done;
 };
@@ -120,7 +123,8 @@ hearth_status hearth_engine_submit(hearth_engine *e, const hearth_request_params
     }
     memcpy(r->tokens, p->prompt + p->n_prompt - (size_t)n, (size_t)n * sizeof *r->tokens);
     r->n_tokens = n;
-    r->done.finish = n == p->max_tokens ? HEARTH_FINISH_LENGTH : HEARTH_FINISH_STOP;
+    r->done.finish = n == p->max_tokens || p->min_tokens > n ? HEARTH_FINISH_LENGTH : HEARTH_FINISH_STOP;
+    r->progress = p->progress;
     r->done.n_generated = n;
     *out = r;
     return HEARTH_OK;
@@ -137,6 +141,13 @@ hearth_status hearth_request_next(hearth_request *r, hearth_event *ev, int timeo
         r->n_tokens = r->next;
         r->done.finish = HEARTH_FINISH_CANCELLED;
         r->done.n_generated = r->next;
+    }
+    if (r->progress) {
+        r->progress = false;
+        memset(ev, 0, sizeof *ev);
+        ev->kind = HEARTH_EV_PROGRESS;
+        ev->n_prompt = ev->n_done = r->done.n_prompt;
+        return HEARTH_OK;
     }
     if (r->next >= r->n_tokens) {
         *ev = r->done;
@@ -156,6 +167,12 @@ hearth_status hearth_request_next(hearth_request *r, hearth_event *ev, int timeo
     }
     return HEARTH_OK;
 }
+
+bool hearth_request_admitted(const hearth_request *req) { (void)req; return true; /* never queued */ }
+
+void hearth_engine_cancel_all(hearth_engine *e) { (void)e; /* replies are decided at submit, nothing runs */ }
+
+int32_t hearth_engine_cache_flush(hearth_engine *e) { (void)e; return 0; /* no prefix cache */ }
 
 void hearth_request_release(hearth_request *req) {
     if (!req) return;
