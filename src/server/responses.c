@@ -176,6 +176,10 @@ static bool map_tools(const cJSON *root, hearth_span raw, cJSON *body, hearth_re
     if (tools && cJSON_GetArraySize(tools) &&
         !(o->tools = rtools.len ? strndup(rtools.ptr, rtools.len) : cJSON_PrintUnformatted(tools)))
         return oom(e);
+    /* The echo goes into SSE data lines, which a line break would end: in JSON text line
+     * breaks can only be whitespace between tokens (strings hold them escaped), so spaces do. */
+    for (char *c = o->tools; c && *c; c++)
+        if (*c == '\n' || *c == '\r') *c = ' ';
     if (choice) { /* Responses' spelling -> chat's: strings pass, {type: function, name} nests */
         const cJSON *name = cJSON_IsObject(choice) ? hearth_req_field(choice, "name") : NULL;
         cJSON *c = NULL, *f = NULL;
