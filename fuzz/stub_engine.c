@@ -17,7 +17,9 @@
  * request that asks for progress gets one PROGRESS event (the whole prompt) first. A request
  * whose prompt + max_tokens is over the context ends with DONE/error HEARTH_E_LIMIT, as the
  * real engine's does. The structured-output matcher is taken over and freed, unused.
- * Events come back at once; hearth_request_next never waits. Any thread, no shared state.
+ * The n choices of hearth_engine_submit_n are n such requests (the same reply each), read in
+ * turns by hearth_request_next_any. Events come back at once; nothing ever waits. Any thread;
+ * the only shared state is the counter naming submit_n's groups.
  */
 #include "constrain/matcher.h"
 #include "engine/engine.h"
@@ -40,6 +42,7 @@ struct hearth_request {
     bool          logprobs;
     int32_t       top_logprobs;
     bool          progress; /* a PROGRESS event is still to come */
+    uint64_t      group;    /* the hearth_engine_submit_n call it came from (0: none) */
     atomic_bool   cancelled;
     hearth_event  done;
 };
@@ -128,6 +131,57 @@ hearth_status hearth_engine_submit(hearth_engine *e, const hearth_request_params
     r->done.n_generated = n;
     *out = r;
     return HEARTH_OK;
+}
+
+hearth_status hearth_engine_submit_n(hearth_engine *e, const hearth_request_params *p, int32_t n, hearth_request **out,
+                                     hearth_err *err) {
+    static atomic_uint_fast64_t groups;
+    hearth_status st = HEARTH_OK;
+    if (n < 1) st = hearth_err_set(err, HEARTH_E_INVALID, -1, "n must be at least 1");
+    for (int32_t i = 1; i < n && !st; i++)
+        if (p[i].n_prompt != p[0].n_prompt ||
+            (p[0].n_prompt && memcmp(p[i].prompt, p[0].prompt, p[0].n_prompt * sizeof *p[0].prompt)))
+            st = hearth_err_set(err, HEARTH_E_INVALID, -1, "the choices' prompts differ");
+    if (st) {
+        for (int32_t i = 0; i < n; i++) {
+            hearth_cx_matcher_destroy(p[i].constraint);
+            out[i] = NULL;
+        }
+        return st;
+    }
+    uint64_t group = atomic_fetch_add(&groups, 1) + 1;
+    for (int32_t i = 0; i < n; i++) {
+        if ((st = hearth_engine_submit(e, &p[i], &out[i], err))) { /* all or nothing */
+            for (int32_t j = 0; j < i; j++) {
+                hearth_request_release(out[j]);
+                out[j] = NULL;
+            }
+            for (int32_t j = i + 1; j < n; j++) hearth_cx_matcher_destroy(p[j].constraint);
+            out[i] = NULL;
+            return st;
+        }
+        out[i]->group = group;
+    }
+    return HEARTH_OK;
+}
+
+hearth_status hearth_request_next_any(hearth_request *const *reqs, int32_t n, int32_t *which, hearth_event *ev,
+                                      int timeout_ms) {
+    const hearth_request *first = NULL;
+    for (int32_t i = 0; i < n; i++) {
+        if (!reqs[i]) continue;
+        if (first && reqs[i]->group != first->group) return HEARTH_E_INVALID;
+        if (!first) first = reqs[i];
+    }
+    if (!first) return HEARTH_E_INVALID;
+    int32_t start = *which >= 0 && *which < n ? *which + 1 : 0;
+    for (int32_t k = 0; k < n; k++) {
+        int32_t i = (start + k) % n;
+        if (!reqs[i]) continue;
+        *which = i;
+        return hearth_request_next(reqs[i], ev, timeout_ms);
+    }
+    return HEARTH_E_INVALID;
 }
 
 void hearth_engine_cancel(hearth_engine *e, hearth_request *req) {
