@@ -312,12 +312,17 @@ fail:
     return st;
 }
 
+/* Mark every request the engine holds (and each choice forked from one) cancelled; e->mu held. */
+static void cancel_queued_and_running(hearth_engine *e) {
+    for (hearth_request *r = e->head; r; r = r->next)
+        for (hearth_request *c = r; c; c = c->fork_next) atomic_store(&c->cancelled, true);
+}
+
 void hearth_engine_destroy(hearth_engine *e) {
     if (!e) return;
     pthread_mutex_lock(&e->mu);
     e->stop = true;
-    for (hearth_request *r = e->head; r; r = r->next)
-        for (hearth_request *c = r; c; c = c->fork_next) atomic_store(&c->cancelled, true);
+    cancel_queued_and_running(e);
     pthread_cond_broadcast(&e->cv);
     pthread_mutex_unlock(&e->mu);
     pthread_join(e->thread, NULL);
@@ -409,8 +414,7 @@ bool hearth_request_admitted(const hearth_request *req) {
 void hearth_engine_cancel_all(hearth_engine *e) {
     pthread_mutex_lock(&e->mu);
     e->cancel_all = true;
-    for (hearth_request *r = e->head; r; r = r->next)
-        for (hearth_request *c = r; c; c = c->fork_next) atomic_store(&c->cancelled, true);
+    cancel_queued_and_running(e);
     pthread_cond_broadcast(&e->cv);
     pthread_mutex_unlock(&e->mu);
 }
