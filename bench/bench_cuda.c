@@ -117,7 +117,7 @@ static void streams(const hearth_model *m, bool cuda, int n, int gen) {
     ep.n_ctx = 32 + gen + 32;
     ep.max_step = 2048;
     ep.prompt_cache = 0;
-    ep.kv_budget = (int64_t)hearth_kv_bytes_per_token(m, true) * ep.n_ctx * n;
+    ep.kv_budget = (int64_t)hearth_kv_bytes_per_token(m, HEARTH_KV_SCHEME_F16) * ep.n_ctx * n;
     hearth_engine *e = NULL;
     hearth_err err;
     if (hearth_engine_create(m, &ep, &e, &err)) {

@@ -83,7 +83,7 @@ static hearth_engine *engine(const hearth_model *m, int threads, int batch, int3
     ep.batch = batch;
     ep.n_ctx = n_ctx;
     ep.prompt_cache = prompt_cache;
-    ep.kv_budget = (int64_t)hearth_kv_bytes_per_token(m, true) * n_ctx * (batch > 1 ? batch : 1);
+    ep.kv_budget = (int64_t)hearth_kv_bytes_per_token(m, HEARTH_KV_SCHEME_F16) * n_ctx * (batch > 1 ? batch : 1);
     hearth_engine *e = NULL;
     hearth_err err;
     if (hearth_engine_create(m, &ep, &e, &err)) fprintf(stderr, "engine: %s\n", err.msg);

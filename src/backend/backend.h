@@ -36,6 +36,7 @@
 
 #include "base/status.h"
 #include "base/thread.h"
+#include "backend/kv_type.h"
 #include "backend/numerics.h"
 #include "kernels/ref/ops_ref.h"
 #include "tensor/tensor.h"
@@ -68,7 +69,7 @@ typedef struct {
     const int32_t *seq;      /* [n_tok] cache slot of each query */
     const void    *k, *v;    /* cache of this layer: [block][block_size][n_head_kv*head_dim(_v)] */
     hearth_kv_blocks blocks; /* row seq[t] of the block table maps its positions to blocks */
-    bool           kv_f16;   /* cache elements are f16 (else f32) */
+    hearth_kv_type k_type, v_type; /* cache element types (kv_type.h) */
     int32_t        n_swa;    /* sliding window (keys pos-n_swa+1..pos), 0 = full */
     float          scale;
     float          softcap;  /* 0 = none */
@@ -144,16 +145,17 @@ struct hearth_backend_i {
     void (*rope)(hearth_backend *be, float *x, int64_t n_tok, int32_t n_head, int32_t head_dim, int32_t n_rot,
                  const int32_t *pos, const hearth_rope_params *rp);
     /* copy rows x: [n_tok][width] f32 into the cache at (seq[t], pos[t]) through the block
-     * table, as f16 or f32; cache: [block][block_size][width] */
+     * table, converted to type t (kv_type.h: rounded to f16, or quantized block by block);
+     * cache: [block][block_size] rows of hearth_kv_row_bytes(t, width) */
     void (*kv_store)(hearth_backend *be, const float *x, int64_t n_tok, int64_t width, const int32_t *seq,
-                     const int32_t *pos, void *cache, const hearth_kv_blocks *blocks, bool f16);
+                     const int32_t *pos, void *cache, const hearth_kv_blocks *blocks, hearth_kv_type t);
     /* (optional: NULL runs rope on q and k, then kv_store of k and v) a layer's RoPE and cache
      * store in one: q [n_tok][n_head][head_dim] and k [n_tok][n_head_kv][head_dim] rotated in
      * place as rope does, then k and v ([n_tok][v_width]) stored as kv_store does */
     void (*rope_store)(hearth_backend *be, float *q, float *k, const float *v, int64_t n_tok, int32_t n_head,
                        int32_t n_head_kv, int32_t head_dim, int32_t n_rot, int64_t v_width, const int32_t *pos,
                        const hearth_rope_params *rp, const int32_t *seq, void *k_cache, void *v_cache,
-                       const hearth_kv_blocks *blocks, bool f16);
+                       const hearth_kv_blocks *blocks, hearth_kv_type k_type, hearth_kv_type v_type);
     void (*attention)(hearth_backend *be, const hearth_attn_args *a);
     /* g = act(g) * u elementwise over n */
     void (*glu)(hearth_backend *be, float *g, const float *u, int64_t n, hearth_glu_kind kind);
@@ -272,23 +274,24 @@ static inline void hearth_op_rope(hearth_backend *be, float *x, int64_t n_tok, i
 }
 static inline void hearth_op_kv_store(hearth_backend *be, const float *x, int64_t n_tok, int64_t width,
                                       const int32_t *seq, const int32_t *pos, void *cache,
-                                      const hearth_kv_blocks *blocks, bool f16) {
-    be->iface->kv_store(be, x, n_tok, width, seq, pos, cache, blocks, f16);
+                                      const hearth_kv_blocks *blocks, hearth_kv_type t) {
+    be->iface->kv_store(be, x, n_tok, width, seq, pos, cache, blocks, t);
 }
 static inline void hearth_op_rope_store(hearth_backend *be, float *q, float *k, const float *v, int64_t n_tok,
                                         int32_t n_head, int32_t n_head_kv, int32_t head_dim, int32_t n_rot,
                                         int64_t v_width, const int32_t *pos, const hearth_rope_params *rp,
                                         const int32_t *seq, void *k_cache, void *v_cache,
-                                        const hearth_kv_blocks *blocks, bool f16) {
+                                        const hearth_kv_blocks *blocks, hearth_kv_type k_type,
+                                        hearth_kv_type v_type) {
     if (be->iface->rope_store) {
         be->iface->rope_store(be, q, k, v, n_tok, n_head, n_head_kv, head_dim, n_rot, v_width, pos, rp, seq, k_cache,
-                              v_cache, blocks, f16);
+                              v_cache, blocks, k_type, v_type);
         return;
     }
     be->iface->rope(be, q, n_tok, n_head, head_dim, n_rot, pos, rp);
     be->iface->rope(be, k, n_tok, n_head_kv, head_dim, n_rot, pos, rp);
-    be->iface->kv_store(be, k, n_tok, (int64_t)n_head_kv * head_dim, seq, pos, k_cache, blocks, f16);
-    be->iface->kv_store(be, v, n_tok, v_width, seq, pos, v_cache, blocks, f16);
+    be->iface->kv_store(be, k, n_tok, (int64_t)n_head_kv * head_dim, seq, pos, k_cache, blocks, k_type);
+    be->iface->kv_store(be, v, n_tok, v_width, seq, pos, v_cache, blocks, v_type);
 }
 static inline void hearth_op_attention(hearth_backend *be, const hearth_attn_args *a) { be->iface->attention(be, a); }
 static inline void hearth_op_glu(hearth_backend *be, float *g, const float *u, int64_t n, hearth_glu_kind kind) {

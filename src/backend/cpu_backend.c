@@ -152,8 +152,10 @@ typedef struct {
     const int32_t *seq, *pos;
     void *cache;
     const hearth_kv_blocks *bl;
-    bool f16;
+    hearth_kv_type type;
+    size_t row_bytes;
     hearth_f16_row_fn to_f16;
+    hearth_from_float_fn quantize; /* q8_0 / q4_0 rows */
 } kv_store_job;
 
 static void kv_store_fn(void *arg, int ith, int nth) {
@@ -161,19 +163,20 @@ static void kv_store_fn(void *arg, int ith, int nth) {
     const hearth_kv_blocks *bl = j->bl;
     for (int64_t t = ith; t < j->n_tok; t += nth) {
         int32_t blk = bl->table[(int64_t)j->seq[t] * bl->max_blocks + j->pos[t] / bl->block_size];
-        int64_t base = ((int64_t)blk * bl->block_size + j->pos[t] % bl->block_size) * j->width;
+        char *dst = (char *)j->cache + ((size_t)blk * bl->block_size + (size_t)(j->pos[t] % bl->block_size)) * j->row_bytes;
         const float *src = j->x + t * j->width;
-        if (j->f16) {
-            j->to_f16(src, (uint16_t *)j->cache + base, j->width);
-        } else {
-            memcpy((float *)j->cache + base, src, (size_t)j->width * sizeof(float));
-        }
+        if (j->type == HEARTH_KV_F16) j->to_f16(src, (uint16_t *)dst, j->width);
+        else if (j->type == HEARTH_KV_F32) memcpy(dst, src, (size_t)j->width * sizeof(float));
+        else j->quantize(src, dst, j->width);
     }
 }
 
 static void cpu_kv_store(hearth_backend *be, const float *x, int64_t n_tok, int64_t width, const int32_t *seq,
-                         const int32_t *pos, void *cache, const hearth_kv_blocks *bl, bool f16) {
-    kv_store_job j = {x, n_tok, width, seq, pos, cache, bl, f16, hearth_kernels_f16_row()};
+                         const int32_t *pos, void *cache, const hearth_kv_blocks *bl, hearth_kv_type type) {
+    kv_store_job j = {x, n_tok, width, seq, pos, cache, bl, type, hearth_kv_row_bytes(type, width),
+                      hearth_kernels_f16_row(), NULL};
+    if (hearth_kv_type_quantized(type))
+        j.quantize = hearth_kernels_kv_quantizer(type == HEARTH_KV_Q8_0 ? HEARTH_TYPE_Q8_0 : HEARTH_TYPE_Q4_0);
     if (n_tok * width < PAR_MIN_ELEMS) kv_store_fn(&j, 0, 1);
     else hearth_pool_run(ctx_of(be)->pool, kv_store_fn, &j);
 }
@@ -222,7 +225,7 @@ static int64_t window_start(const hearth_attn_args *a, int64_t p) {
 static void attn_head(const attn_job *j, int64_t t, int64_t h, bool single, float *scores) {
     const hearth_attn_args *a = j->a;
     const int64_t hkv = h / (a->n_head / a->n_head_kv), p = a->pos[t];
-    const size_t esz = a->kv_f16 ? 2 : 4;
+    const size_t esz = a->k_type == HEARTH_KV_F16 ? 2 : 4;
     HEARTH_ASSERT((p + 32) / 32 * 32 <= j->c->attn_cap);
     const char *kb = (const char *)a->k + (size_t)(hkv * a->head_dim) * esz;
     const char *vb = (const char *)a->v + (size_t)(hkv * a->head_dim_v) * esz;
@@ -235,7 +238,8 @@ static void attn_head(const attn_job *j, int64_t t, int64_t h, bool single, floa
                out);
         return;
     }
-    hearth_attn_head_paged_ref(q, kb, vb, (int64_t)a->n_head_kv * a->head_dim, row, a->blocks.block_size, a->kv_f16,
+    hearth_attn_head_paged_ref(q, kb, vb, (int64_t)a->n_head_kv * a->head_dim, row, a->blocks.block_size,
+                               a->k_type == HEARTH_KV_F16,
                                a->head_dim, window_start(a, p), p + 1, a->scale, a->softcap, scores, out);
 }
 
@@ -310,11 +314,72 @@ static void attn_fn(void *arg, int ith, int nth) {
     }
 }
 
+/* A quantized cache (kv_type.h): one item per (token, kv head), its query heads together
+ * through the set's flash-order kernel (kernels.h hearth_attn_quant_fn). */
+typedef struct {
+    const hearth_attn_args *a;
+    hearth_attn_quant_fn    fn;
+    int32_t                 parts; /* items per (token, kv head): groups of at most NQ_MAX heads */
+    _Atomic int64_t         next;
+} attn_quant_job;
+
+static hearth_type kv_weight_type(hearth_kv_type t) { return t == HEARTH_KV_Q8_0 ? HEARTH_TYPE_Q8_0 : HEARTH_TYPE_Q4_0; }
+
+static void attn_quant_fn(void *arg, int ith, int nth) {
+    (void)ith, (void)nth;
+    attn_quant_job *j = arg;
+    const hearth_attn_args *a = j->a;
+    const int64_t g = a->n_head / a->n_head_kv, total = a->n_tok * a->n_head_kv * j->parts;
+    const size_t k_row = hearth_kv_row_bytes(a->k_type, (int64_t)a->n_head_kv * a->head_dim),
+                 v_row = hearth_kv_row_bytes(a->v_type, (int64_t)a->n_head_kv * a->head_dim_v);
+    for (;;) {
+        const int64_t idx = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
+        if (idx >= total) break;
+        const int64_t t = idx / (a->n_head_kv * j->parts), hkv = idx / j->parts % a->n_head_kv, part = idx % j->parts;
+        const int64_t h0 = hkv * g + g * part / j->parts, h1 = hkv * g + g * (part + 1) / j->parts;
+        const int64_t p = a->pos[t];
+        hearth_attn_quant_args qa = {
+            .k = (const char *)a->k + hearth_kv_row_bytes(a->k_type, hkv * a->head_dim),
+            .v = (const char *)a->v + hearth_kv_row_bytes(a->v_type, hkv * a->head_dim_v),
+            .k_row = k_row, .v_row = v_row,
+            .k_type = kv_weight_type(a->k_type), .v_type = kv_weight_type(a->v_type),
+            .table_row = a->blocks.table + (int64_t)a->seq[t] * a->blocks.max_blocks,
+            .block_size = a->blocks.block_size, .head_dim = a->head_dim, .head_dim_v = a->head_dim_v,
+            .j0 = window_start(a, p), .j1 = p + 1, .scale = a->scale, .softcap = a->softcap,
+        };
+        const float *q[HEARTH_ATTN_QUANT_NQ_MAX];
+        float *out[HEARTH_ATTN_QUANT_NQ_MAX];
+        for (int64_t h = h0; h < h1; h++) {
+            q[h - h0] = a->q + (t * a->n_head + h) * a->head_dim;
+            out[h - h0] = a->out + (t * a->n_head + h) * a->head_dim_v;
+        }
+        j->fn((int)(h1 - h0), q, out, &qa);
+    }
+}
+
+static void attn_quant(cpu_ctx *c, const hearth_attn_args *a) {
+    HEARTH_ASSERT(hearth_kv_type_quantized(a->v_type));
+    HEARTH_ASSERT(a->head_dim % 32 == 0 && a->head_dim_v % 32 == 0);
+    HEARTH_ASSERT(a->head_dim <= HEARTH_ATTN_QUANT_DIM_MAX && a->head_dim_v <= HEARTH_ATTN_QUANT_DIM_MAX);
+    const int64_t g = a->n_head / a->n_head_kv;
+    attn_quant_job j = {.a = a, .fn = hearth_kernels_attn_quant(), .parts = 1};
+    /* enough items for the pool (decode of one sequence), at most NQ_MAX heads an item */
+    const int64_t nth = hearth_pool_size(c->pool);
+    while ((j.parts < g && a->n_tok * a->n_head_kv * j.parts < nth) || (g + j.parts - 1) / j.parts > HEARTH_ATTN_QUANT_NQ_MAX)
+        j.parts++;
+    atomic_init(&j.next, 0);
+    hearth_pool_run(c->pool, attn_quant_fn, &j);
+}
+
 static void cpu_attention(hearth_backend *be, const hearth_attn_args *a) {
     HEARTH_ASSERT(a->head_dim == a->head_dim_v); /* one kv row stride for k and v */
     HEARTH_ASSERT(a->n_tok <= ctx_of(be)->max_tok);
     cpu_ctx *c = ctx_of(be);
-    attn_job j = {.a = a, .c = c, .x86 = a->kv_f16 ? hearth_kernels_attn_head() : NULL};
+    if (hearth_kv_type_quantized(a->k_type)) {
+        attn_quant(c, a);
+        return;
+    }
+    attn_job j = {.a = a, .c = c, .x86 = a->k_type == HEARTH_KV_F16 ? hearth_kernels_attn_head() : NULL};
     const int64_t g = a->n_head / a->n_head_kv;
     j.tile = g <= HEARTH_ATTN_X86_GROUP_MAX ? HEARTH_ATTN_X86_GROUP_MAX / g : 0;
     if (j.tile > 8) j.tile = 8;

@@ -259,13 +259,13 @@ int cli_benchmark(int argc, char **argv) {
     char nxl[160];
     cli_numerics_levers(e, nxl, sizeof nxl);
     snprintf(row.levers, sizeof row.levers, "kernels=%.15s threads=%d kv=%s batch=1 prefill_chunk=512 %.120s", row.kernels,
-             row.threads, ein.kv_f16 ? "f16" : "f32", nxl);
+             row.threads, hearth_kv_type_name(ein.kv.k), nxl);
     hearth_engine_device_info dev;
     hearth_engine_device(e, &dev);
     if (strcmp(dev.backend, "cpu") != 0) { /* the GPU computes: say which */
         snprintf(row.kernels, sizeof row.kernels, "%s", dev.backend);
         snprintf(row.levers, sizeof row.levers, "device=%.15s (%.40s) kv=%s batch=1 prefill_chunk=512 %.120s", dev.backend,
-                 dev.device, ein.kv_f16 ? "f16" : "f32", nxl);
+                 dev.device, hearth_kv_type_name(ein.kv.k), nxl);
     }
 
     double wpf, wdc;

@@ -34,15 +34,9 @@ static bool parse_gb(const char *flag, const char *s, int64_t *out) {
     return true;
 }
 
-static const char L2_REFUSED[] = "--l2 needs the quantized KV cache (8-bit keys and values, llama.cpp's -ctk q8_0 "
-                                 "-ctv q8_0), which hearth does not have yet; use --l1 (the default)";
-
-/* Set the tier t, refusing l2 for now. */
 static int set_tier(cli_engine_flags *f, hearth_numerics_tier t) {
     f->numerics.tier = t;
-    if (t != HEARTH_NUMERICS_L2) return 1;
-    cli_error("%s", L2_REFUSED);
-    return -1;
+    return 1;
 }
 
 int cli_numerics_flag(int argc, char **argv, int *i, cli_engine_flags *f) {
@@ -55,6 +49,22 @@ int cli_numerics_flag(int argc, char **argv, int *i, cli_engine_flags *f) {
     }
     if (!strcmp(a, "--force-wire")) {
         f->force_wire = true;
+        return 1;
+    }
+    if (!strncmp(a, "--kv-quant", 10) && (a[10] == 0 || a[10] == '=')) {
+        const char *val = a[10] == '=' ? a + 11 : NULL;
+        if (!val) {
+            if (*i + 1 >= argc) {
+                cli_error("--kv-quant needs a value (off, 8, 4, turbo[:k<bits>v<bits>] or config)");
+                return -1;
+            }
+            val = argv[++*i];
+        }
+        char why[160];
+        if (!hearth_kv_quant_parse(val, &f->kv_quant, why, sizeof why)) {
+            cli_error("%s", why);
+            return -1;
+        }
         return 1;
     }
     static const char *const names[] = {"--numerics", "--compiled-decode", "--fused-sdpa", "--compiled-activations"};
@@ -119,16 +129,20 @@ int cli_engine_flag(int argc, char **argv, int *i, cli_engine_flags *f) {
 void cli_numerics_apply(const cli_engine_flags *f, hearth_engine_params *ep) {
     ep->numerics = f->numerics;
     ep->force_wire = f->force_wire;
+    ep->kv_quant = f->kv_quant;
 }
 
 void cli_numerics_levers(const hearth_engine *e, char *buf, size_t cap) {
     hearth_engine_info in;
     hearth_engine_info_get(e, &in);
     const hearth_numerics *nx = &in.numerics;
-    snprintf(buf, cap, "numerics=%s compiled-decode=%s fused-sdpa=%s compiled-activations=%s force-wire=%s",
+    char kvq[32];
+    hearth_kv_quant_name(&in.kv_quant, kvq, sizeof kvq);
+    snprintf(buf, cap,
+             "numerics=%s compiled-decode=%s fused-sdpa=%s compiled-activations=%s force-wire=%s kv-quant=%s",
              hearth_numerics_tier_name(nx->tier), nx->no_compiled_decode ? "off" : "on",
              nx->no_fused_sdpa ? "off" : "on", nx->no_compiled_activations ? "off" : "on",
-             in.force_wire ? "on" : "off");
+             in.force_wire ? "on" : "off", kvq);
 }
 
 void cli_engine_flags_apply(const cli_engine_flags *f, hearth_engine_params *ep) {
@@ -152,8 +166,9 @@ void cli_engine_levers(const hearth_engine *e, char *buf, size_t cap) {
     char nx[128];
     hearth_numerics_describe(&in.numerics, nx, sizeof nx);
     snprintf(buf, cap,
-             "batch %d, KV pool %s (%d blocks of %d tokens), prompt cache %s, memory budget %s, "
+             "batch %d, KV pool %s (%d blocks of %d tokens, %s), prompt cache %s, memory budget %s, "
              "max request %d tokens, numerics %s%s",
-             in.batch, pool, in.n_blocks, in.block_size, in.prompt_cache_bytes ? pc : "off", mem,
+             in.batch, pool, in.n_blocks, in.block_size, hearth_kv_type_name(in.kv.k),
+             in.prompt_cache_bytes ? pc : "off", mem,
              in.max_request_tokens, nx, in.force_wire ? ", weights wired" : "");
 }

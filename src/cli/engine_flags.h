@@ -15,8 +15,8 @@
  *   --fused-sdpa on|off
  *   --compiled-activations on|off
  *   --force-wire                         lock the weights in RAM (mlock)
+ *   --kv-quant off|8|4|turbo[:kXvY]|config  the KV cache's scheme (engine/kv_quant.h)
  *
- * --l2 is parsed and then refused (it needs the quantized KV cache, not built yet).
  * A size is a number of GB (10^9 bytes, fractions allowed) or a number with a unit ("512MB",
  * "1.5GiB"). Parsing only; the engine decides what the values mean.
  */
@@ -30,6 +30,7 @@ typedef struct {
     long long batch, block_size;                      /* 0: the default */
     int64_t   prompt_cache, kv_budget, memory_budget; /* bytes; -1: the default */
     hearth_numerics numerics;                         /* {0}: the default */
+    hearth_kv_quant kv_quant;                         /* {0}: off */
     bool      force_wire;
 } cli_engine_flags;
 
@@ -62,8 +63,11 @@ void cli_engine_levers(const hearth_engine *e, char *buf, size_t cap);
 #define CLI_NUMERICS_FLAGS_USAGE                                                                          \
     "  --l1                  numerics tier l1 (the default): bit-identical to llama.cpp's x86 order\n"   \
     "                        on GGUF models (8-bit activations, f16 KV cache)\n"                         \
-    "  --l2                  tier l2: l1 with an 8-bit quantized KV cache (llama.cpp -ctk q8_0\n"        \
-    "                        -ctv q8_0); refused until hearth has the quantized KV cache\n"              \
+    "  --l2                  tier l2: l1 with the 8-bit KV cache, bit-identical to llama.cpp with\n"     \
+    "                        -ctk q8_0 -ctv q8_0 and flash attention (CPU; implies --kv-quant 8)\n"     \
+    "  --kv-quant MODE       the KV cache: off (f16, the default), 8 or 4 (llama.cpp's q8_0 / q4_0\n"    \
+    "                        blocks of 32 with an f16 scale; CPU), turbo[:k<bits>v<bits>] (not yet),\n" \
+    "                        config (kv_config.json beside the model; off without one)\n"              \
     "  --numerics l1|l2|ref  the tier by name (ref: transformers' f32 order, the default with\n"         \
     "                        HEARTH_KERNELS=ref)\n"                                                      \
     "  --compiled-decode on|off       replay decode steps as one CUDA graph (default on);\n"            \

@@ -145,12 +145,12 @@ static int64_t transient_bytes(const hearth_engine *e, const hearth_hparams *hp,
 
 /* The pool's bytes (see hearth_engine_params): explicit, from the memory budget, or one full
  * context. Refuses a budget that cannot serve one request of the full context. */
-static hearth_status size_pool(hearth_engine *e, const hearth_model *m, bool f16, int64_t width, size_t *out,
+static hearth_status size_pool(hearth_engine *e, const hearth_model *m, hearth_kv_scheme kv, int64_t width, size_t *out,
                                hearth_err *err) {
     const hearth_hparams *hp = hearth_model_hparams(m);
     /* one full context in blocks: a sliding window's layers hold only the window's blocks */
     hearth_kv_layout lay = hearth_kv_layout_of(m, e->p.kv_swa_full);
-    int64_t block = (int64_t)hearth_kv_layout_block_bytes(&lay, m, f16, e->p.block_size);
+    int64_t block = (int64_t)hearth_kv_layout_block_bytes(&lay, m, kv, e->p.block_size);
     int64_t ctx_blocks = hearth_kv_layout_blocks(&lay, e->p.block_size, e->p.n_ctx, e->p.max_step);
     int64_t weights = (int64_t)hearth_model_weight_bytes(m), trans = transient_bytes(e, hp, width);
     e->info.weight_bytes = weights;
@@ -187,6 +187,36 @@ static hearth_status size_pool(hearth_engine *e, const hearth_model *m, bool f16
     return HEARTH_OK;
 }
 
+/* The cache's element types from the scheme asked for and the numerics: l2 is the 8-bit cache
+ * in llama.cpp's arithmetic, off is f16 (f32 under the ref numerics unless kv_f16 says). */
+static hearth_status resolve_kv(hearth_engine *e, const hearth_model *m, hearth_kv_scheme *out, hearth_err *err) {
+    (void)m;
+    const hearth_numerics *nx = &e->p.numerics;
+    hearth_kv_quant *q = &e->p.kv_quant;
+    char name[32];
+    hearth_kv_quant_name(q, name, sizeof name);
+    if (nx->tier == HEARTH_NUMERICS_L2) {
+        if (q->mode != HEARTH_KVQ_OFF && q->mode != HEARTH_KVQ_8)
+            return hearth_err_set(err, HEARTH_E_INVALID, -1,
+                                  "--l2 is llama.cpp's arithmetic with the 8-bit KV cache; it cannot run with "
+                                  "--kv-quant %s",
+                                  name);
+        q->mode = HEARTH_KVQ_8;
+    }
+    if (q->mode == HEARTH_KVQ_CONFIG) q->mode = HEARTH_KVQ_OFF; /* no per-layer schemes are read yet */
+    switch (q->mode) {
+    case HEARTH_KVQ_OFF: {
+        bool f16 = e->p.kv_f16 < 0 ? nx->tier != HEARTH_NUMERICS_REF : e->p.kv_f16 != 0;
+        *out = hearth_kv_scheme_of(f16 ? HEARTH_KV_F16 : HEARTH_KV_F32, f16 ? HEARTH_KV_F16 : HEARTH_KV_F32);
+        return HEARTH_OK;
+    }
+    case HEARTH_KVQ_8: *out = hearth_kv_scheme_of(HEARTH_KV_Q8_0, HEARTH_KV_Q8_0); return HEARTH_OK;
+    case HEARTH_KVQ_4: *out = hearth_kv_scheme_of(HEARTH_KV_Q4_0, HEARTH_KV_Q4_0); return HEARTH_OK;
+    default:
+        return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "--kv-quant %s: this scheme is not available yet", name);
+    }
+}
+
 hearth_status hearth_engine_create(const hearth_model *m, const hearth_engine_params *p, hearth_engine **out,
                                    hearth_err *err) {
     *out = NULL;
@@ -203,13 +233,8 @@ hearth_status hearth_engine_create(const hearth_model *m, const hearth_engine_pa
     e->p.numerics = hearth_numerics_resolve(e->p.numerics);
     const hearth_numerics *nx = &e->p.numerics;
     hearth_status st;
-    if (nx->tier == HEARTH_NUMERICS_L2) {
-        st = hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1,
-                            "--l2 needs the quantized KV cache (8-bit keys and values, as llama.cpp's -ctk q8_0 "
-                            "-ctv q8_0), which this hearth does not have yet; use --l1");
-        goto fail;
-    }
-    bool f16 = e->p.kv_f16 < 0 ? nx->tier != HEARTH_NUMERICS_REF : e->p.kv_f16 != 0;
+    hearth_kv_scheme kv;
+    if ((st = resolve_kv(e, m, &kv, err))) goto fail;
     if (e->p.force_wire) {
         if ((st = hearth_model_wire(m, true, err))) goto fail;
         e->wired = true;
@@ -248,9 +273,14 @@ hearth_status hearth_engine_create(const hearth_model *m, const hearth_engine_pa
         int64_t gpu = (int64_t)(bi.mem_free / 10 * 9);
         if (gpu < e->p.memory_budget) e->p.memory_budget = gpu;
     }
+    if (hearth_kv_type_quantized(kv.k) && !hearth_backend_host_memory(e->be)) {
+        st = hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1,
+                            "--kv-quant: the quantized KV cache runs on the CPU only for now; use --device cpu");
+        goto fail;
+    }
     hearth_kv_pool_params pp = {.block_size = e->p.block_size, .n_seqs = e->p.batch, .max_seq_len = e->p.n_ctx,
-                                .f16 = f16, .swa_full = e->p.kv_swa_full, .be = hearth_backend_host_memory(e->be) ? NULL : e->be};
-    if ((st = size_pool(e, m, f16, width, &pp.budget_bytes, err))) goto fail;
+                                .kv = kv, .swa_full = e->p.kv_swa_full, .be = hearth_backend_host_memory(e->be) ? NULL : e->be};
+    if ((st = size_pool(e, m, kv, width, &pp.budget_bytes, err))) goto fail;
     if ((st = hearth_kv_pool_create(m, &pp, &e->pool, err))) goto fail;
     e->n_blocks = hearth_kv_pool_n_blocks(e->pool);
     e->info.n_ctx = e->p.n_ctx;
@@ -260,8 +290,9 @@ hearth_status hearth_engine_create(const hearth_model *m, const hearth_engine_pa
     e->info.max_step = e->p.max_step;
     e->info.block_bytes = (int64_t)hearth_kv_pool_block_bytes(e->pool);
     e->info.pool_bytes = (int64_t)hearth_kv_pool_bytes(e->pool);
-    e->info.kv_bytes_per_token = (int64_t)hearth_kv_bytes_per_token(m, f16);
-    e->info.kv_f16 = f16;
+    e->info.kv_bytes_per_token = (int64_t)hearth_kv_bytes_per_token(m, kv);
+    e->info.kv = kv;
+    e->info.kv_quant = e->p.kv_quant;
     e->info.numerics = *nx;
     e->info.force_wire = e->wired;
     {
@@ -302,8 +333,10 @@ hearth_status hearth_engine_create(const hearth_model *m, const hearth_engine_pa
     else snprintf(where, sizeof where, "cuda on %s (%zu MiB)", bi.device, bi.mem_total >> 20);
     char nxs[128];
     hearth_numerics_describe(nx, nxs, sizeof nxs);
-    hearth_log(HEARTH_LOG_INFO, "engine: %s, context %d, batch %d, KV %s %zu MiB in %d blocks of %d tokens; numerics %s%s",
-               where, e->p.n_ctx, e->p.batch, f16 ? "f16" : "f32", hearth_kv_pool_bytes(e->pool) >> 20,
+    hearth_log(HEARTH_LOG_INFO,
+               "engine: %s, context %d, batch %d, KV %s/%s %zu MiB in %d blocks of %d tokens; numerics %s%s", where,
+               e->p.n_ctx, e->p.batch, hearth_kv_type_name(kv.k), hearth_kv_type_name(kv.v),
+               hearth_kv_pool_bytes(e->pool) >> 20,
                hearth_kv_pool_n_blocks(e->pool), e->p.block_size, nxs, e->wired ? "; weights wired" : "");
     *out = e;
     return HEARTH_OK;

@@ -20,8 +20,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backend/kv_type.h"
 #include "backend/numerics.h"
 #include "base/status.h"
+#include "engine/kv_quant.h"
 #include "engine/sampler.h"
 #include "model/model.h"
 
@@ -32,7 +34,9 @@ typedef struct {
     int     n_threads;     /* compute threads; <= 0: all CPUs */
     int32_t n_ctx;         /* tokens per sequence; <= 0: min(training context, 4096) */
     int32_t max_step;      /* prefill chunk, tokens per step; <= 0: 512 */
-    int     kv_f16;        /* 1 f16, 0 f32, -1 auto (from the numerics: f32 for ref, f16 for l1) */
+    int     kv_f16;        /* with kv_quant off: 1 f16, 0 f32, -1 auto (from the numerics: f32
+                            * for ref, f16 otherwise) */
+    hearth_kv_quant kv_quant; /* the cache's scheme (kv_quant.h); {0}: off. Tier l2 means 8 */
     int32_t batch;         /* sequences per step; <= 0: 8; 1 = strictly serial */
     int64_t kv_budget;     /* bytes of the KV block pool; <= 0: from memory_budget (below) */
     int64_t memory_budget; /* bytes for weights + KV + transients (the CLI passes 0.75 x RAM);
@@ -50,7 +54,7 @@ typedef struct {
                             * (the GPU when one is usable, else the CPU) */
     hearth_numerics numerics; /* the arithmetic and its A/B switches (backend/numerics.h); {0}:
                                * the default (l1, or ref on the reference kernel set). Tier l2
-                               * fails at create: it needs the quantized KV cache */
+                               * is l1 with the 8-bit cache (kv_quant off or 8) */
     bool    force_wire;    /* lock the weights in RAM (mlock) at create; failing to (RLIMIT_MEMLOCK)
                             * fails the create, saying why */
 } hearth_engine_params;
@@ -139,7 +143,8 @@ typedef struct {
     int64_t prompt_cache_bytes;         /* cap on unreferenced cached blocks; 0: caching off */
     int32_t max_request_tokens;         /* prompt + max_tokens one request may have: min(n_ctx,
                                          * what the pool holds) - the largest safe context */
-    bool    kv_f16;
+    hearth_kv_scheme kv;                /* element types of the cache's keys and values */
+    hearth_kv_quant kv_quant;           /* the scheme as resolved (l2 -> 8, config -> what it names) */
     hearth_numerics numerics;           /* as resolved */
     bool    force_wire;                 /* the weights are locked in RAM */
 } hearth_engine_info;

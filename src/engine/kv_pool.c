@@ -51,11 +51,14 @@ int32_t hearth_kv_n_cache_layers(const hearth_model *m) {
     return n;
 }
 
-size_t hearth_kv_bytes_per_token(const hearth_model *m, bool f16) {
-    const hearth_hparams *hp = hearth_model_hparams(m);
-    size_t e = f16 ? 2 : 4;
-    return (size_t)hearth_kv_n_cache_layers(m) * (size_t)hp->n_head_kv * ((size_t)hp->head_dim + (size_t)hp->head_dim_v) *
-           e;
+/* K+V bytes of one position in one layer */
+static size_t layer_row_bytes(const hearth_hparams *hp, hearth_kv_scheme kv) {
+    return hearth_kv_row_bytes(kv.k, (int64_t)hp->n_head_kv * hp->head_dim) +
+           hearth_kv_row_bytes(kv.v, (int64_t)hp->n_head_kv * hp->head_dim_v);
+}
+
+size_t hearth_kv_bytes_per_token(const hearth_model *m, hearth_kv_scheme kv) {
+    return (size_t)hearth_kv_n_cache_layers(m) * layer_row_bytes(hearth_model_hparams(m), kv);
 }
 
 hearth_kv_layout hearth_kv_layout_of(const hearth_model *m, bool swa_full) {
@@ -81,10 +84,9 @@ int64_t hearth_kv_layout_blocks(const hearth_kv_layout *l, int32_t block_size, i
     return (int64_t)l->n_full * all + (int64_t)l->n_win * win;
 }
 
-size_t hearth_kv_layout_block_bytes(const hearth_kv_layout *l, const hearth_model *m, bool f16, int32_t block_size) {
-    const hearth_hparams *hp = hearth_model_hparams(m);
-    size_t per_layer = (size_t)hp->n_head_kv * ((size_t)hp->head_dim + (size_t)hp->head_dim_v) * (f16 ? 2 : 4);
-    return per_layer * (size_t)l->per_group * (size_t)block_size;
+size_t hearth_kv_layout_block_bytes(const hearth_kv_layout *l, const hearth_model *m, hearth_kv_scheme kv,
+                                    int32_t block_size) {
+    return layer_row_bytes(hearth_model_hparams(m), kv) * (size_t)l->per_group * (size_t)block_size;
 }
 
 hearth_status hearth_kv_pool_create(const hearth_model *m, const hearth_kv_pool_params *p, hearth_kv_pool **out,
@@ -95,15 +97,21 @@ hearth_status hearth_kv_pool_create(const hearth_model *m, const hearth_kv_pool_
     if (p->n_seqs <= 0 || p->max_seq_len <= 0) return hearth_err_set(err, HEARTH_E_INVALID, -1, "empty KV pool");
     hearth_kv_layout lay = hearth_kv_layout_of(m, p->swa_full);
     int32_t n_groups = lay.n_full + lay.n_win;
-    size_t esz = p->f16 ? 2 : 4, kw = (size_t)hp->n_head_kv * (size_t)hp->head_dim,
-           vw = (size_t)hp->n_head_kv * (size_t)hp->head_dim_v;
-    size_t block_bytes = hearth_kv_layout_block_bytes(&lay, m, p->f16, bs);
+    size_t k_row = hearth_kv_row_bytes(p->kv.k, (int64_t)hp->n_head_kv * hp->head_dim),
+           v_row = hearth_kv_row_bytes(p->kv.v, (int64_t)hp->n_head_kv * hp->head_dim_v);
+    if (!k_row || !v_row) return hearth_err_set(err, HEARTH_E_INVALID, -1, "unknown KV cache type");
+    if ((hearth_kv_type_quantized(p->kv.k) && hp->head_dim % HEARTH_KV_QBLOCK) ||
+        (hearth_kv_type_quantized(p->kv.v) && hp->head_dim_v % HEARTH_KV_QBLOCK))
+        return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1,
+                              "a quantized KV cache needs heads of a multiple of %d elements (this model's are %d)",
+                              HEARTH_KV_QBLOCK, hp->head_dim);
+    size_t block_bytes = hearth_kv_layout_block_bytes(&lay, m, p->kv, bs);
     size_t n_blocks = block_bytes ? p->budget_bytes / block_bytes : 0;
     if (n_blocks == 0)
         return hearth_err_set(err, HEARTH_E_LIMIT, -1, "a KV budget of %zu bytes holds no block of %zu bytes",
                               p->budget_bytes, block_bytes);
     if (n_blocks > INT32_MAX / 2) n_blocks = INT32_MAX / 2;
-    size_t per_k = kw * esz * (size_t)bs * n_blocks, per_v = vw * esz * (size_t)bs * n_blocks, total;
+    size_t per_k = k_row * (size_t)bs * n_blocks, per_v = v_row * (size_t)bs * n_blocks, total;
     if (!hearth_mul_size(per_k + per_v, (size_t)lay.per_group, &total))
         return hearth_err_set(err, HEARTH_E_LIMIT, -1, "KV pool size overflows");
     int32_t max_blocks = (p->max_seq_len + bs - 1) / bs;
@@ -129,10 +137,10 @@ hearth_status hearth_kv_pool_create(const hearth_model *m, const hearth_kv_pool_
     pool->refs = calloc(n_blocks, sizeof(int32_t));
     pool->free_ids = malloc(n_blocks * sizeof(int32_t));
     pool->be = p->be;
-    pool->k_row_bytes = kw * esz;
-    pool->v_row_bytes = vw * esz;
+    pool->k_row_bytes = k_row;
+    pool->v_row_bytes = v_row;
     pool->place_bytes = per_k + per_v;
-    pool->bounce = p->be ? malloc((kw > vw ? kw : vw) * esz * (size_t)bs) : NULL;
+    pool->bounce = p->be ? malloc((k_row > v_row ? k_row : v_row) * (size_t)bs) : NULL;
     pool->mem = p->be ? hearth_buf_alloc(p->be, total) : aligned_alloc(64, (total + 63) & ~(size_t)63);
     if (!pool->ptrs || !pool->layer_group || !pool->window || !pool->table || !pool->n_in_row || !pool->n_dead ||
         !pool->refs || !pool->free_ids || !pool->mem || (p->be && !pool->bounce)) {
@@ -164,7 +172,7 @@ hearth_status hearth_kv_pool_create(const hearth_model *m, const hearth_kv_pool_
     pool->view = (hearth_kv_view){
         .n_slots = p->n_seqs, .n_ctx = p->max_seq_len, .n_blocks = pool->n_blocks,
         .blocks = {.table = pool->table, .max_blocks = max_blocks, .block_size = bs},
-        .f16 = p->f16, .k = pool->ptrs, .v = pool->ptrs + hp->n_layer,
+        .k_type = p->kv.k, .v_type = p->kv.v, .k = pool->ptrs, .v = pool->ptrs + hp->n_layer,
         .n_groups = n_groups, .layer_group = pool->layer_group, .group_window = pool->window,
     };
     *out = pool;

@@ -33,8 +33,8 @@
  * cache of an earlier layer (hearth_hparams_kv_layer) and whose view pointers alias it. */
 int32_t hearth_kv_n_cache_layers(const hearth_model *m);
 /* Bytes of K+V one token takes in the cache: a row of the widest layer kind in every layer
- * that stores its own, for a model and element size. */
-size_t  hearth_kv_bytes_per_token(const hearth_model *m, bool f16);
+ * that stores its own, for a model and cache scheme. */
+size_t  hearth_kv_bytes_per_token(const hearth_model *m, hearth_kv_scheme kv);
 
 typedef struct hearth_kv_pool hearth_kv_pool;
 
@@ -49,14 +49,15 @@ hearth_kv_layout hearth_kv_layout_of(const hearth_model *m, bool swa_full);
  * chunk tokens a step (a window group holds the window before a chunk and the chunk). */
 int64_t hearth_kv_layout_blocks(const hearth_kv_layout *l, int32_t block_size, int64_t n_tokens, int64_t chunk);
 /* K+V bytes of one block (per_group layers of block_size rows). */
-size_t  hearth_kv_layout_block_bytes(const hearth_kv_layout *l, const hearth_model *m, bool f16, int32_t block_size);
+size_t  hearth_kv_layout_block_bytes(const hearth_kv_layout *l, const hearth_model *m, hearth_kv_scheme kv,
+                                     int32_t block_size);
 
 typedef struct {
     size_t  budget_bytes; /* K+V bytes of the whole pool: it holds budget / block bytes blocks */
     int32_t block_size;   /* tokens per block; <= 0: 16 */
     int32_t n_seqs;       /* sequence slots (block-table rows) */
     int32_t max_seq_len;  /* positions per sequence */
-    bool    f16;          /* f16 elements, else f32 */
+    hearth_kv_scheme kv;  /* element types of keys and values ({0}: f32) */
     bool    swa_full;     /* sliding-window layers keep every block (one group of all layers) */
     hearth_backend *be;   /* where the blocks live (borrowed, must outlive the pool); NULL: host */
 } hearth_kv_pool_params;

@@ -136,6 +136,36 @@ typedef void (*hearth_attn_sgroup_x86_fn)(int nq, const float *const *q, float *
 hearth_attn_sgroup_x86_fn hearth_kernels_attn_sgroup(void);
 hearth_attn_sgroup_x86_fn hearth_kernels_attn_sgroup_isa(hearth_isa isa); /* NULL: none, or unavailable */
 
+/* Attention over a quantized KV cache (backend/kv_type.h: q8_0 or q4_0 keys and values) in
+ * llama.cpp's flash-attention order (kernels/cpu/attn_quant_body.inc says which): nq query
+ * heads that share one kv head attend keys [j0, j1) of one sequence. k and v point at the kv
+ * head's slice of cache row 0 (the layer's cache plus the head's byte offset in a row); cache
+ * row r's slice is r * k_row (v_row) bytes further; position p is row table_row[p /
+ * block_size] * block_size + p % block_size. head_dim and head_dim_v are multiples of 32 up
+ * to HEARTH_ATTN_QUANT_DIM_MAX, nq <= HEARTH_ATTN_QUANT_NQ_MAX. Any thread. */
+#define HEARTH_ATTN_QUANT_NQ_MAX     16
+#define HEARTH_ATTN_QUANT_DIM_MAX    512
+#define HEARTH_ATTN_QUANT_QBYTES_MAX (HEARTH_ATTN_QUANT_DIM_MAX / 32 * 36)
+typedef struct {
+    const char    *k, *v;
+    size_t         k_row, v_row;
+    hearth_type    k_type, v_type;   /* HEARTH_TYPE_Q8_0 or HEARTH_TYPE_Q4_0 */
+    const int32_t *table_row;
+    int32_t        block_size;
+    int64_t        head_dim, head_dim_v;
+    int64_t        j0, j1;
+    float          scale, softcap;   /* softcap 0: none */
+} hearth_attn_quant_args;
+typedef void (*hearth_attn_quant_fn)(int nq, const float *const *q, float *const *out, const hearth_attn_quant_args *a);
+/* The active set's kernel; the ref and scalar sets get the scalar twin (the quantized cache is
+ * always attended in llama.cpp's order). */
+hearth_attn_quant_fn hearth_kernels_attn_quant(void);
+hearth_attn_quant_fn hearth_kernels_attn_quant_isa(hearth_isa isa); /* NULL: unavailable */
+/* The quantizer of a quantized cache's rows (kv_store) for type t (q8_0, q4_0): the active
+ * set's from_float, the scalar set's under the ref set (as the attention above). */
+hearth_from_float_fn hearth_kernels_kv_quantizer(hearth_type t);
+void hearth_attn_quant_ref(int nq, const float *const *q, float *const *out, const hearth_attn_quant_args *a);
+
 /* y[i] = hearth_fp32_to_fp16(x[i]) for n values (the KV cache store), bit for bit: the
  * active set's F16C / AVX-512 conversion, or the scalar loop (ref and scalar sets). */
 typedef void (*hearth_f16_row_fn)(const float *x, uint16_t *y, int64_t n);

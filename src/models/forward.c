@@ -356,7 +356,8 @@ static hearth_status step_run(hearth_fwd *f, const hearth_batch *b, const hearth
         f->max_len = kv->n_ctx;
         uint64_t parts[] = {(uint64_t)n, (uint64_t)f->n_out, (uint64_t)(uintptr_t)kv->k[0],
                             (uint64_t)(uintptr_t)kv->v[0], (uint64_t)n_table, (uint64_t)kv->n_ctx,
-                            (uint64_t)bl->max_blocks, (uint64_t)bl->block_size, (uint64_t)kv->f16};
+                            (uint64_t)bl->max_blocks, (uint64_t)bl->block_size, (uint64_t)kv->k_type,
+                            (uint64_t)kv->v_type};
         key = 1469598103934665603ull;
         for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) key = (key ^ parts[i]) * 1099511628211ull;
         if (key == 0) key = 1;

@@ -40,7 +40,7 @@ typedef struct {
     int32_t          n_blocks;   /* blocks in each layer's pool */
     hearth_kv_blocks blocks;     /* borrowed table [n_slots][max_blocks]; the positions a step
                                   * touches must map to blocks in [0, n_blocks) */
-    bool             f16;        /* element type of k and v: f16, else f32 */
+    hearth_kv_type   k_type, v_type; /* element types of k and v (backend/kv_type.h) */
     void           **k, **v;     /* borrowed: [n_layer] -> [n_blocks][block_size][n_head_kv * head_dim] */
     /* Layer groups (engine/kv_pool.h): group g's rows are blocks.table + g * n_slots * max_blocks.
      * n_groups <= 1 and layer_group NULL: one table for every layer. */

@@ -162,7 +162,13 @@ static void engine_json(const hearth_engine *e, hearth_jw *w) {
     hearth_jw_key(w, "force_wire");
     hearth_jw_bool(w, in.force_wire);
     hearth_jw_key(w, "kv_type");
-    hearth_jw_cstr(w, in.kv_f16 ? "f16" : "f32");
+    hearth_jw_cstr(w, hearth_kv_type_name(in.kv.k));
+    hearth_jw_key(w, "kv_type_v");
+    hearth_jw_cstr(w, hearth_kv_type_name(in.kv.v));
+    hearth_jw_key(w, "kv_quant");
+    char kvq[32];
+    hearth_kv_quant_name(&in.kv_quant, kvq, sizeof kvq);
+    hearth_jw_cstr(w, kvq);
     hearth_jw_obj_end(w);
 
     hearth_jw_key(w, "prompt_cache");

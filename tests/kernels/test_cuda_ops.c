@@ -150,10 +150,11 @@ TEST(rope_store_matches_rope_then_kv_store) {
             if (way == 0) {
                 hearth_op_rope(gpu(), dq, T, H, D, R, dpos, &rp);
                 hearth_op_rope(gpu(), dk, T, HKV, D, R, dpos, &rp);
-                hearth_op_kv_store(gpu(), dk, T, (int64_t)HKV * D, dseq, dpos, dkc, &bl, f16);
-                hearth_op_kv_store(gpu(), dv, T, vw, dseq, dpos, dvc, &bl, f16);
+                hearth_op_kv_store(gpu(), dk, T, (int64_t)HKV * D, dseq, dpos, dkc, &bl, f16 ? HEARTH_KV_F16 : HEARTH_KV_F32);
+                hearth_op_kv_store(gpu(), dv, T, vw, dseq, dpos, dvc, &bl, f16 ? HEARTH_KV_F16 : HEARTH_KV_F32);
             } else {
-                hearth_op_rope_store(gpu(), dq, dk, dv, T, H, HKV, D, R, vw, dpos, &rp, dseq, dkc, dvc, &bl, f16);
+                hearth_op_rope_store(gpu(), dq, dk, dv, T, H, HKV, D, R, vw, dpos, &rp, dseq, dkc, dvc, &bl,
+                                     f16 ? HEARTH_KV_F16 : HEARTH_KV_F32, f16 ? HEARTH_KV_F16 : HEARTH_KV_F32);
             }
             out[way][0] = malloc(sizeof(float) * qn);
             out[way][1] = malloc(sizeof(float) * kn);
@@ -332,8 +333,8 @@ static void attention_case(bool f16, int32_t n_head, int32_t n_head_kv, int32_t 
             *dseq = up(seq, sizeof(int32_t) * n_rows);
     float *dkx = up(kv, sizeof(float) * n_rows * kvw), *dvx = up(vv, sizeof(float) * n_rows * kvw);
     hearth_kv_blocks bl = {.table = dtable, .max_blocks = max_blocks, .block_size = bs};
-    hearth_op_kv_store(gpu(), dkx, n_rows, kvw, dseq, dpos, dk, &bl, f16);
-    hearth_op_kv_store(gpu(), dvx, n_rows, kvw, dseq, dpos, dv, &bl, f16);
+    hearth_op_kv_store(gpu(), dkx, n_rows, kvw, dseq, dpos, dk, &bl, f16 ? HEARTH_KV_F16 : HEARTH_KV_F32);
+    hearth_op_kv_store(gpu(), dvx, n_rows, kvw, dseq, dpos, dv, &bl, f16 ? HEARTH_KV_F16 : HEARTH_KV_F32);
     /* the stored cache, checked against a host store, then used by the reference */
     char *hk = malloc(cache_bytes), *hv = malloc(cache_bytes), *ek = calloc(1, cache_bytes), *ev = calloc(1, cache_bytes);
     down(hk, dk, cache_bytes);
@@ -375,7 +376,7 @@ static void attention_case(bool f16, int32_t n_head, int32_t n_head_kv, int32_t 
     int32_t *dqpos = up(qpos, sizeof(int32_t) * n_q), *dqseq = up(qseq, sizeof(int32_t) * n_q);
     hearth_attn_args a = {.n_tok = n_q, .n_head = n_head, .n_head_kv = n_head_kv, .head_dim = D, .head_dim_v = D,
                           .q = dq, .out = dout, .pos = dqpos, .seq = dqseq, .k = dk, .v = dv, .blocks = bl,
-                          .kv_f16 = f16, .n_swa = n_swa, .scale = scale, .softcap = softcap, .max_len = ctx,
+                          .k_type = f16 ? HEARTH_KV_F16 : HEARTH_KV_F32, .v_type = f16 ? HEARTH_KV_F16 : HEARTH_KV_F32, .n_swa = n_swa, .scale = scale, .softcap = softcap, .max_len = ctx,
                           .min_run = (int32_t)(n_seq > 1 ? n_q / 2 : n_q)};
     hearth_op_attention(gpu(), &a);
     down(got, dout, sizeof(float) * n_q * qw);

@@ -744,7 +744,7 @@ TEST(backend_attention_equals_twin) {
             hearth_attn_args a = {.n_tok = nt, .n_head = NH, .n_head_kv = NKV, .head_dim = HD, .head_dim_v = HD,
                                   .q = q, .out = got, .pos = pos, .seq = seq, .k = k, .v = v,
                                   .blocks = {.table = table, .max_blocks = (int32_t)nblk, .block_size = BS},
-                                  .kv_f16 = true, .n_swa = swa ? 24 : 0, .scale = 0.125f};
+                                  .k_type = HEARTH_KV_F16, .v_type = HEARTH_KV_F16, .n_swa = swa ? 24 : 0, .scale = 0.125f};
             memset(got, 0xff, sizeof got);
             hearth_op_attention(be, &a);
             int bad = 0;

@@ -9,6 +9,10 @@
  *   preempted  the 8 at once into a pool (blocks of 4) that holds about three of them, without
  *              the cache: sequences are preempted and recomputed, the tokens must not change
  *
+ * The same four runs go through each quantized KV cache (--kv-quant 8 and 4): the reference is
+ * then the cold run with that cache, so batching, the prefix cache and preemption must leave a
+ * quantized cache's tokens alone too.
+ *
  * Near ties: the default kernels follow llama.cpp's x86 operation order, in which a matmul's or
  * an attention's float order depends on how many tokens the step carries (docs/engine.md), so
  * a batched step may move a logit in its last bits. Where the reference run's top two
@@ -65,6 +69,8 @@ static int collect(hearth_request *r, int32_t *toks, int cap, hearth_event *done
     }
 }
 
+static hearth_kv_quant kvq; /* the cache scheme of the runs */
+
 static hearth_engine *engine(hearth_model *m, int32_t batch, int32_t block_size, int32_t pool_tokens,
                              int64_t prompt_cache) {
     hearth_engine_params ep = hearth_engine_params_default();
@@ -75,10 +81,20 @@ static hearth_engine *engine(hearth_model *m, int32_t batch, int32_t block_size,
     ep.max_step = 64;
     ep.prompt_cache = prompt_cache;
     ep.debug_checks = true;
-    ep.kv_budget = (int64_t)hearth_kv_bytes_per_token(m, true) * pool_tokens;
+    ep.kv_quant = kvq;
+    hearth_kv_scheme sc = kvq.mode == HEARTH_KVQ_8   ? hearth_kv_scheme_of(HEARTH_KV_Q8_0, HEARTH_KV_Q8_0)
+                          : kvq.mode == HEARTH_KVQ_4 ? hearth_kv_scheme_of(HEARTH_KV_Q4_0, HEARTH_KV_Q4_0)
+                                                     : HEARTH_KV_SCHEME_F16;
+    ep.kv_budget = (int64_t)hearth_kv_bytes_per_token(m, sc) * pool_tokens;
     hearth_engine *e = NULL;
     hearth_err err;
     CHECK_EQ(hearth_engine_create(m, &ep, &e, &err), HEARTH_OK);
+    if (e) {
+        hearth_engine_info in;
+        hearth_engine_info_get(e, &in);
+        CHECK_EQ(in.kv.k, sc.k);
+        CHECK_EQ(in.kv.v, sc.v);
+    }
     return e;
 }
 
@@ -188,7 +204,16 @@ static void check_model(const char *path) {
     hearth_model_destroy(m);
 }
 
+static void check_scheme(const char *path, hearth_kvq_mode mode) {
+    kvq = (hearth_kv_quant){.mode = mode};
+    check_model(path);
+    kvq = (hearth_kv_quant){0};
+}
+
 TEST(smollm2_batched_cached_preempted_match_alone) { check_model(getenv("HEARTH_SMOLLM2_GGUF")); }
 TEST(gemma3_batched_cached_preempted_match_alone) { check_model(getenv("HEARTH_GEMMA3_GGUF")); }
+TEST(smollm2_kv8_batched_cached_preempted_match_alone) { check_scheme(getenv("HEARTH_SMOLLM2_GGUF"), HEARTH_KVQ_8); }
+TEST(smollm2_kv4_batched_cached_preempted_match_alone) { check_scheme(getenv("HEARTH_SMOLLM2_GGUF"), HEARTH_KVQ_4); }
+TEST(gemma3_kv8_batched_cached_preempted_match_alone) { check_scheme(getenv("HEARTH_GEMMA3_GGUF"), HEARTH_KVQ_8); }
 
 int main(int argc, char **argv) { return test_main(argc, argv); }

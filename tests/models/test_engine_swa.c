@@ -57,8 +57,8 @@ static void run(hearth_model *m, const int32_t *prompt, const shape *sh, bool sw
                                   : hearth_backend_cpu_create(2, STEP, width, CTX, NULL);
     hearth_fwd *fwd = be ? hearth_fwd_create(m, be, STEP, NULL) : NULL;
     hearth_kv_pool *pool = NULL;
-    hearth_kv_pool_params pp = {.budget_bytes = hearth_kv_bytes_per_token(m, true) * (size_t)CTX, .block_size = BS,
-                                .n_seqs = 1, .max_seq_len = CTX, .f16 = true, .swa_full = swa_full,
+    hearth_kv_pool_params pp = {.budget_bytes = hearth_kv_bytes_per_token(m, HEARTH_KV_SCHEME_F16) * (size_t)CTX, .block_size = BS,
+                                .n_seqs = 1, .max_seq_len = CTX, .kv = HEARTH_KV_SCHEME_F16, .swa_full = swa_full,
                                 .be = sh->cuda ? be : NULL};
     CHECK(be != NULL);
     if (be) CHECK_EQ(hearth_kv_pool_create(m, &pp, &pool, &err), HEARTH_OK);

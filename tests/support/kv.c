@@ -20,13 +20,18 @@ hearth_status hearth_kv_create(const hearth_model *m, int32_t n_slots, int32_t n
 
 hearth_status hearth_kv_create_on(hearth_backend *be, const hearth_model *m, int32_t n_slots, int32_t n_ctx, bool f16,
                                   hearth_kv **out, hearth_err *err) {
+    return hearth_kv_create_scheme(be, m, n_slots, n_ctx, f16 ? HEARTH_KV_SCHEME_F16 : HEARTH_KV_SCHEME_F32, out, err);
+}
+
+hearth_status hearth_kv_create_scheme(hearth_backend *be, const hearth_model *m, int32_t n_slots, int32_t n_ctx,
+                                      hearth_kv_scheme scheme, hearth_kv **out, hearth_err *err) {
     *out = NULL;
     const hearth_hparams *hp = hearth_model_hparams(m);
     if (n_slots <= 0 || n_ctx <= 0) return hearth_err_set(err, HEARTH_E_INVALID, -1, "empty KV cache");
-    size_t e = f16 ? 2 : 4, kw = (size_t)hp->n_head_kv * (size_t)hp->head_dim,
-           vw = (size_t)hp->n_head_kv * (size_t)hp->head_dim_v, per_layer_k, per_layer_v, total;
-    if (!hearth_mul_size(kw * e, (size_t)n_ctx * (size_t)n_slots, &per_layer_k) ||
-        !hearth_mul_size(vw * e, (size_t)n_ctx * (size_t)n_slots, &per_layer_v) ||
+    size_t kr = hearth_kv_row_bytes(scheme.k, (int64_t)hp->n_head_kv * hp->head_dim),
+           vr = hearth_kv_row_bytes(scheme.v, (int64_t)hp->n_head_kv * hp->head_dim_v), per_layer_k, per_layer_v, total;
+    if (!hearth_mul_size(kr, (size_t)n_ctx * (size_t)n_slots, &per_layer_k) ||
+        !hearth_mul_size(vr, (size_t)n_ctx * (size_t)n_slots, &per_layer_v) ||
         !hearth_mul_size(per_layer_k + per_layer_v, (size_t)hearth_kv_n_cache_layers(m), &total))
         return hearth_err_set(err, HEARTH_E_LIMIT, -1, "KV cache size overflows");
     hearth_kv *kv = calloc(1, sizeof *kv);
@@ -58,7 +63,8 @@ hearth_status hearth_kv_create_on(hearth_backend *be, const hearth_model *m, int
     kv->view.n_ctx = n_ctx;
     kv->view.n_blocks = n_slots;
     kv->view.blocks = (hearth_kv_blocks){.table = kv->table, .max_blocks = 1, .block_size = n_ctx};
-    kv->view.f16 = f16;
+    kv->view.k_type = scheme.k;
+    kv->view.v_type = scheme.v;
     kv->view.k = kv->ptrs;
     kv->view.v = kv->ptrs + hp->n_layer;
     *out = kv;

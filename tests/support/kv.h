@@ -23,6 +23,9 @@ hearth_status hearth_kv_create(const hearth_model *m, int32_t n_slots, int32_t n
 /* The same in buffers of backend be (borrowed, must outlive the cache); NULL: host memory. */
 hearth_status hearth_kv_create_on(hearth_backend *be, const hearth_model *m, int32_t n_slots, int32_t n_ctx, bool f16,
                                   hearth_kv **out, hearth_err *err);
+/* The same with any cache scheme (backend/kv_type.h): quantized keys and values too. */
+hearth_status hearth_kv_create_scheme(hearth_backend *be, const hearth_model *m, int32_t n_slots, int32_t n_ctx,
+                                      hearth_kv_scheme scheme, hearth_kv **out, hearth_err *err);
 void          hearth_kv_destroy(hearth_kv *kv); /* accepts NULL */
 const hearth_kv_view *hearth_kv_view_of(const hearth_kv *kv);
 size_t        hearth_kv_bytes(const hearth_kv *kv);

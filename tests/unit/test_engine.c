@@ -525,7 +525,7 @@ static hearth_engine_stats run_concurrent(hearth_engine_params ep, int32_t pool_
     ep.n_ctx = 64;
     ep.kv_f16 = 1;
     ep.debug_checks = true;
-    ep.kv_budget = (int64_t)hearth_kv_bytes_per_token(m, true) * pool_tokens;
+    ep.kv_budget = (int64_t)hearth_kv_bytes_per_token(m, HEARTH_KV_SCHEME_F16) * pool_tokens;
     hearth_engine *e = NULL;
     hearth_err err;
     CHECK_EQ(hearth_engine_create(m, &ep, &e, &err), HEARTH_OK);
@@ -594,7 +594,7 @@ static hearth_engine *small_engine(hearth_model *m, int32_t pool_tokens, int64_t
     ep.kv_f16 = 1;
     ep.debug_checks = true;
     ep.prompt_cache = prompt_cache;
-    ep.kv_budget = (int64_t)hearth_kv_bytes_per_token(m, true) * pool_tokens;
+    ep.kv_budget = (int64_t)hearth_kv_bytes_per_token(m, HEARTH_KV_SCHEME_F16) * pool_tokens;
     hearth_engine *e = NULL;
     hearth_err err;
     CHECK_EQ(hearth_engine_create(m, &ep, &e, &err), HEARTH_OK);
@@ -701,7 +701,7 @@ TEST(prefix_cache_evicts_under_pressure_and_by_cap) {
     CHECK_EQ(d.n_cached, 32);
     hearth_engine_destroy(e);
     /* a cap of one block keeps at most one evictable block */
-    e = small_engine(m, 256, (int64_t)hearth_kv_bytes_per_token(m, true) * 16);
+    e = small_engine(m, 256, (int64_t)hearth_kv_bytes_per_token(m, HEARTH_KV_SCHEME_F16) * 16);
     if (e) {
         CHECK_EQ(run_one(e, p[0], QLEN, 24, t, &d), 24);
         wait_idle(e, &st);
@@ -815,7 +815,7 @@ TEST(random_submit_cancel_keeps_the_pool_sound) {
     ep.batch = 4;
     ep.block_size = 4;
     ep.max_step = 24;
-    ep.kv_budget = (int64_t)hearth_kv_bytes_per_token(m, true) * 96;
+    ep.kv_budget = (int64_t)hearth_kv_bytes_per_token(m, HEARTH_KV_SCHEME_F16) * 96;
     hearth_engine *e = NULL;
     hearth_err err;
     CHECK_EQ(hearth_engine_create(m, &ep, &e, &err), HEARTH_OK);

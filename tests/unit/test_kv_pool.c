@@ -30,14 +30,14 @@ TEST(pool_accounting) {
     hearth_model *m = load("tests/golden/tiny/tiny-qwen2.gguf");
     CHECK(m != NULL);
     if (!m) return;
-    hearth_kv_pool_params pp = {.block_size = 4, .n_seqs = 3, .max_seq_len = 20, .f16 = true};
-    pp.budget_bytes = hearth_kv_bytes_per_token(m, true) * 4 * 10 + 7; /* 10 blocks and change */
+    hearth_kv_pool_params pp = {.block_size = 4, .n_seqs = 3, .max_seq_len = 20, .kv = HEARTH_KV_SCHEME_F16};
+    pp.budget_bytes = hearth_kv_bytes_per_token(m, HEARTH_KV_SCHEME_F16) * 4 * 10 + 7; /* 10 blocks and change */
     hearth_kv_pool *pool = NULL;
     hearth_err err;
     CHECK_EQ(hearth_kv_pool_create(m, &pp, &pool, &err), HEARTH_OK);
     CHECK_EQ(hearth_kv_pool_n_blocks(pool), 10);
     CHECK_EQ(hearth_kv_pool_n_free(pool), 10);
-    CHECK_EQ(hearth_kv_pool_block_bytes(pool), hearth_kv_bytes_per_token(m, true) * 4);
+    CHECK_EQ(hearth_kv_pool_block_bytes(pool), hearth_kv_bytes_per_token(m, HEARTH_KV_SCHEME_F16) * 4);
     /* a sequence of 9 tokens takes 3 blocks; growing to 12 takes none, to 13 one more */
     CHECK(hearth_kv_pool_seq_reserve(pool, 0, 9));
     CHECK_EQ(hearth_kv_pool_seq_blocks(pool, 0, 0), 3);
@@ -135,8 +135,8 @@ static void paged_forward_matches(const char *path, int32_t block_size) {
         harness_run(h, &pb[NB_ + i], 1, NB_ + i, false, rb + (size_t)(NB_ + i) * (size_t)V);
     }
     /* paged: blocks handed out in a shuffled order */
-    hearth_kv_pool_params pp = {.block_size = block_size, .n_seqs = 2, .max_seq_len = 128, .f16 = true};
-    pp.budget_bytes = hearth_kv_bytes_per_token(h->m, true) * 128 * 2;
+    hearth_kv_pool_params pp = {.block_size = block_size, .n_seqs = 2, .max_seq_len = 128, .kv = HEARTH_KV_SCHEME_F16};
+    pp.budget_bytes = hearth_kv_bytes_per_token(h->m, HEARTH_KV_SCHEME_F16) * 128 * 2;
     hearth_kv_pool *pool = NULL;
     hearth_err err;
     CHECK_EQ(hearth_kv_pool_create(h->m, &pp, &pool, &err), HEARTH_OK);

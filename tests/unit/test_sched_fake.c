@@ -147,9 +147,9 @@ static void run_config(const config *c, int iters, hearth_engine_stats *out) {
     hearth_kv_pool *pool = NULL;
     hearth_err err;
     hearth_kv_layout lay = hearth_kv_layout_of(&m, false);
-    hearth_kv_pool_params pp = {.budget_bytes = hearth_kv_layout_block_bytes(&lay, &m, false, c->block_size) *
+    hearth_kv_pool_params pp = {.budget_bytes = hearth_kv_layout_block_bytes(&lay, &m, HEARTH_KV_SCHEME_F32, c->block_size) *
                                                 (size_t)c->n_blocks,
-                                .block_size = c->block_size, .n_seqs = c->batch, .max_seq_len = N_CTX, .f16 = false};
+                                .block_size = c->block_size, .n_seqs = c->batch, .max_seq_len = N_CTX, .kv = HEARTH_KV_SCHEME_F32};
     CHECK_EQ(hearth_kv_pool_create(&m, &pp, &pool, &err), HEARTH_OK);
     CHECK(fwd != NULL && pool != NULL);
     if (!fwd || !pool) return;
@@ -315,9 +315,9 @@ static hearth_engine_stats run_group(const config *c, const int32_t *prompt, int
     hearth_kv_pool *pool = NULL;
     hearth_err err;
     hearth_kv_layout lay = hearth_kv_layout_of(&m, false);
-    hearth_kv_pool_params pp = {.budget_bytes = hearth_kv_layout_block_bytes(&lay, &m, false, c->block_size) *
+    hearth_kv_pool_params pp = {.budget_bytes = hearth_kv_layout_block_bytes(&lay, &m, HEARTH_KV_SCHEME_F32, c->block_size) *
                                                 (size_t)c->n_blocks,
-                                .block_size = c->block_size, .n_seqs = c->batch, .max_seq_len = N_CTX, .f16 = false};
+                                .block_size = c->block_size, .n_seqs = c->batch, .max_seq_len = N_CTX, .kv = HEARTH_KV_SCHEME_F32};
     CHECK_EQ(hearth_kv_pool_create(&m, &pp, &pool, &err), HEARTH_OK);
     hearth_prefix_cache *pc = c->cache_blocks < 0 ? NULL
                               : hearth_prefix_cache_create(pool, (size_t)c->cache_blocks * hearth_kv_pool_block_bytes(pool));
@@ -416,8 +416,8 @@ TEST(scripted_forward_keeps_the_batch_checks) {
     hearth_fwd *fwd = hearth_fwd_create_scripted(&m, 4, script_fwd, &sc);
     hearth_kv_pool *pool = NULL;
     hearth_err err;
-    hearth_kv_pool_params pp = {.budget_bytes = hearth_kv_bytes_per_token(&m, false) * 16, .block_size = 4,
-                                .n_seqs = 1, .max_seq_len = 16, .f16 = false};
+    hearth_kv_pool_params pp = {.budget_bytes = hearth_kv_bytes_per_token(&m, HEARTH_KV_SCHEME_F32) * 16, .block_size = 4,
+                                .n_seqs = 1, .max_seq_len = 16, .kv = HEARTH_KV_SCHEME_F32};
     CHECK_EQ(hearth_kv_pool_create(&m, &pp, &pool, &err), HEARTH_OK);
     int32_t tok[1] = {3}, pos[1] = {0}, seq[1] = {0};
     int8_t want[1] = {1};

@@ -139,7 +139,7 @@ TEST(facts_real_model) {
     hearth_model *m = NULL;
     CHECK(hearth_model_load(path, &m, &err) == HEARTH_OK);
     if (!m) return;
-    CHECK_EQ(f.kv_bytes_per_token, (int64_t)hearth_kv_bytes_per_token(m, true));
+    CHECK_EQ(f.kv_bytes_per_token, (int64_t)hearth_kv_bytes_per_token(m, HEARTH_KV_SCHEME_F16));
     CHECK_EQ(f.kv_bytes_per_token, 30 * 3 * 128 * 2);
     CHECK_EQ(f.weight_bytes, (int64_t)hearth_model_weight_bytes(m));
     CHECK_EQ(f.n_ctx_train, hearth_model_hparams(m)->n_ctx_train);

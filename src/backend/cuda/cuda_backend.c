@@ -221,8 +221,10 @@ static void cu_rope(hearth_backend *be, float *x, int64_t n_tok, int32_t n_head,
 static void cu_rope_store(hearth_backend *be, float *q, float *k, const float *v, int64_t n_tok, int32_t n_head,
                           int32_t n_head_kv, int32_t head_dim, int32_t n_rot, int64_t v_width, const int32_t *pos,
                           const hearth_rope_params *rp, const int32_t *seq, void *k_cache, void *v_cache,
-                          const hearth_kv_blocks *bl, bool f16) {
+                          const hearth_kv_blocks *bl, hearth_kv_type k_type, hearth_kv_type v_type) {
     cuda_ctx *c = ctx_of(be);
+    HEARTH_ASSERT(k_type == v_type && !hearth_kv_type_quantized(k_type)); /* engine.c keeps quantized caches off CUDA */
+    const bool f16 = k_type == HEARTH_KV_F16;
     hc_rope_store_args a = {
         .q = q, .k = k, .v = v, .n_tok = n_tok, .v_width = v_width, .n_head = n_head, .n_head_kv = n_head_kv,
         .head_dim = head_dim, .n_rot = n_rot, .pos = pos, .seq = seq,
@@ -234,9 +236,11 @@ static void cu_rope_store(hearth_backend *be, float *q, float *k, const float *v
 }
 
 static void cu_kv_store(hearth_backend *be, const float *x, int64_t n_tok, int64_t width, const int32_t *seq,
-                        const int32_t *pos, void *cache, const hearth_kv_blocks *bl, bool f16) {
+                        const int32_t *pos, void *cache, const hearth_kv_blocks *bl, hearth_kv_type type) {
     cuda_ctx *c = ctx_of(be);
-    hc_kv_store(x, n_tok, width, seq, pos, cache, bl->table, bl->max_blocks, bl->block_size, f16, c->stream);
+    HEARTH_ASSERT(!hearth_kv_type_quantized(type));
+    hc_kv_store(x, n_tok, width, seq, pos, cache, bl->table, bl->max_blocks, bl->block_size, type == HEARTH_KV_F16,
+                c->stream);
 }
 
 static void cu_attention(hearth_backend *be, const hearth_attn_args *a) {
@@ -246,7 +250,7 @@ static void cu_attention(hearth_backend *be, const hearth_attn_args *a) {
     hc_attn h = {.n_tok = a->n_tok, .n_head = a->n_head, .n_head_kv = a->n_head_kv, .head_dim = a->head_dim,
                  .q = a->q, .out = a->out, .pos = a->pos, .seq = a->seq, .k = a->k, .v = a->v,
                  .table = a->blocks.table, .max_blocks = a->blocks.max_blocks, .block_size = a->blocks.block_size,
-                 .kv_f16 = a->kv_f16, .n_swa = a->n_swa, .scale = a->scale, .softcap = a->softcap,
+                 .kv_f16 = a->k_type == HEARTH_KV_F16, .n_swa = a->n_swa, .scale = a->scale, .softcap = a->softcap,
                  .max_len = a->max_len, .min_run = a->min_run, .per_head = c->per_head};
     size_t need = hc_attention_scratch(&h);
     if (need > c->attn_cap) {

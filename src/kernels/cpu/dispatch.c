@@ -325,6 +325,25 @@ hearth_attn_sgroup_x86_fn hearth_kernels_attn_sgroup_isa(hearth_isa isa) {
 
 hearth_attn_sgroup_x86_fn hearth_kernels_attn_sgroup(void) { return hearth_kernels_attn_sgroup_isa(hearth_kernels_isa()); }
 
+hearth_attn_quant_fn hearth_kernels_attn_quant_isa(hearth_isa isa) {
+    if (!hearth_isa_available(isa)) return NULL;
+    switch (isa) {
+#if HEARTH_HAVE_X86
+    case HEARTH_ISA_AVX2: return hearth_attn_quant_avx2;
+    case HEARTH_ISA_AVX512: return hearth_attn_quant_avx512;
+#endif
+    default: return hearth_attn_quant_ref;
+    }
+}
+
+hearth_from_float_fn hearth_kernels_kv_quantizer(hearth_type t) {
+    hearth_isa isa = hearth_kernels_isa() == HEARTH_ISA_REF ? HEARTH_ISA_SCALAR : hearth_kernels_isa();
+    const hearth_kernel_traits *tr = hearth_kernels_traits_isa(t, isa);
+    return tr ? tr->from_float : NULL;
+}
+
+hearth_attn_quant_fn hearth_kernels_attn_quant(void) { return hearth_kernels_attn_quant_isa(hearth_kernels_isa()); }
+
 static void f16_row_scalar(const float *x, uint16_t *y, int64_t n) { hearth_f16_from_float_ref(x, y, n); }
 
 hearth_f16_row_fn hearth_kernels_f16_row_isa(hearth_isa isa) {

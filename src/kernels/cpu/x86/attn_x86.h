@@ -39,3 +39,7 @@ void hearth_attn_sgroup_x86_avx512(int nq, const float *const *q, float *const *
                                    int64_t ld);
 void hearth_f16_row_avx2(const float *x, uint16_t *y, int64_t n);
 void hearth_f16_row_avx512(const float *x, uint16_t *y, int64_t n);
+/* attn_quant_*.c: hearth_attn_quant_fn (kernels.h) of the two sets */
+#include "kernels/kernels.h"
+void hearth_attn_quant_avx2(int nq, const float *const *q, float *const *out, const hearth_attn_quant_args *a);
+void hearth_attn_quant_avx512(int nq, const float *const *q, float *const *out, const hearth_attn_quant_args *a);

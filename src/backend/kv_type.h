@@ -1,0 +1,62 @@
+/*
+ * kv_type.h - the element types of the KV cache (ARCHITECTURE 4: a block is a block whether it
+ * holds f16 or 8 bits).
+ *
+ * A cache row is the keys (or values) of one position in one layer: n_head_kv heads of
+ * head_dim elements side by side. f32 and f16 rows are plain arrays; the quantized rows are
+ * llama.cpp's q8_0 and q4_0 cache types, blocks of 32 elements with an f16 scale, one after
+ * another along the row (a head of head_dim elements, a multiple of 32, is head_dim / 32 whole
+ * blocks, so an attention kernel finds head h's blocks at h * head_dim / 32):
+ *
+ *   q8_0   34 bytes: f16 d, 32 x int8 q;        x = q * d
+ *   q4_0   18 bytes: f16 d, 16 bytes of nibbles; x = (q - 8) * d, element i in the low nibble
+ *          of byte i (i < 16), element i + 16 in the high nibble
+ *
+ * Keys and values may differ in type (a scheme names both). Which scheme a cache uses is the
+ * engine's choice (engine.h kv_quant); the ops take the types as arguments.
+ */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum {
+    HEARTH_KV_F32 = 0,
+    HEARTH_KV_F16,
+    HEARTH_KV_Q8_0,
+    HEARTH_KV_Q4_0,
+    HEARTH_KV_TYPE_COUNT,
+} hearth_kv_type;
+
+enum { HEARTH_KV_QBLOCK = 32 }; /* elements per block of the quantized types */
+
+static inline bool hearth_kv_type_quantized(hearth_kv_type t) { return t == HEARTH_KV_Q8_0 || t == HEARTH_KV_Q4_0; }
+
+/* Bytes of `width` elements of type t (a multiple of HEARTH_KV_QBLOCK for a quantized type). */
+static inline size_t hearth_kv_row_bytes(hearth_kv_type t, int64_t width) {
+    switch (t) {
+    case HEARTH_KV_F32: return (size_t)width * 4;
+    case HEARTH_KV_F16: return (size_t)width * 2;
+    case HEARTH_KV_Q8_0: return (size_t)(width / HEARTH_KV_QBLOCK) * 34;
+    case HEARTH_KV_Q4_0: return (size_t)(width / HEARTH_KV_QBLOCK) * 18;
+    default: return 0;
+    }
+}
+
+/* "f32", "f16", "q8_0", "q4_0" (llama.cpp's cache type names). */
+static inline const char *hearth_kv_type_name(hearth_kv_type t) {
+    static const char *const names[HEARTH_KV_TYPE_COUNT] = {"f32", "f16", "q8_0", "q4_0"};
+    return (unsigned)t < HEARTH_KV_TYPE_COUNT ? names[t] : "?";
+}
+
+/* The types of a cache's keys and values. {0} is f32 keys and values. */
+typedef struct {
+    hearth_kv_type k, v;
+} hearth_kv_scheme;
+
+static inline hearth_kv_scheme hearth_kv_scheme_of(hearth_kv_type k, hearth_kv_type v) {
+    hearth_kv_scheme s = {k, v};
+    return s;
+}
+#define HEARTH_KV_SCHEME_F32 ((hearth_kv_scheme){HEARTH_KV_F32, HEARTH_KV_F32})
+#define HEARTH_KV_SCHEME_F16 ((hearth_kv_scheme){HEARTH_KV_F16, HEARTH_KV_F16})

@@ -1,0 +1,29 @@
+/*
+ * attn_quant_avx2.c - attention over a quantized KV cache (kernels/cpu/attn_quant_body.inc)
+ * with the avx2 set's quantizer and block dots and 8-lane FMA element loops. Bit-identical to
+ * hearth_attn_quant_ref (tests/kernels/test_attn_quant.c): the element loops round each element
+ * once, as the twin's fmaf and multiply do.
+ */
+#include <immintrin.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "kernels/cpu/x86/attn_x86.h"
+#include "kernels/kernels.h"
+
+static inline void mad_f32(float *y, const float *x, float v, int64_t n) {
+    const __m256 vv = _mm256_set1_ps(v);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(_mm256_loadu_ps(x + i), vv, _mm256_loadu_ps(y + i)));
+    for (; i < n; i++) y[i] = fmaf(x[i], v, y[i]);
+}
+static inline void scale_f32(float *y, float v, int64_t n) {
+    const __m256 vv = _mm256_set1_ps(v);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(y + i), vv));
+    for (; i < n; i++) y[i] *= v;
+}
+
+#define ATTN_QUANT_FN  hearth_attn_quant_avx2
+#define ATTN_QUANT_ISA HEARTH_ISA_AVX2
+#include "kernels/cpu/attn_quant_body.inc"
