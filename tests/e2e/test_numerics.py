@@ -1,13 +1,15 @@
 """The numerics levers on the command line (docs/engine.md, "Two ways of rounding"): the tier and
 the kill switches are in the help of serve, generate and benchmark, reach the engine (/stats and
 the ready card show them), select paths of the same bits (greedy logprobs equal with every
-switch off), and bad values or the not-yet-built --l2 are refused with exit code 2."""
+switch off), and bad values are refused with exit code 2. --l2 and --kv-quant (the quantized KV
+cache) need heads of whole 32-element blocks: the tiny model's 16 are refused, saying so, and
+SmolLM2 serves with each scheme, /stats naming the cache's types."""
 import json
 
 from conftest import TINY
 from test_server_openai import Server
 
-LEVERS = ("--l1", "--l2", "--compiled-decode", "--fused-sdpa", "--compiled-activations", "--force-wire")
+LEVERS = ("--l1", "--l2", "--compiled-decode", "--fused-sdpa", "--compiled-activations", "--force-wire", "--kv-quant")
 PROMPT = "The capital of France is a city where"
 
 
@@ -28,8 +30,14 @@ def test_levers_in_help(hearth):
 
 def test_bad_values_and_l2_are_refused(hearth):
     for verb in ("serve", "generate", "benchmark"):
-        r = hearth(verb, TINY, "--l2")
-        assert r.returncode == 2 and "needs the quantized KV cache" in r.stderr, (verb, r.stderr)
+        r = hearth(verb, TINY, "--l2", *(("--raw", "--prompt", "hi") if verb == "generate" else ()))
+        assert r.returncode != 0 and "multiple of 32" in r.stderr, (verb, r.stderr)
+        r = hearth(verb, TINY, "--kv-quant", "6")
+        assert r.returncode == 2 and "expected off, 8, 4" in r.stderr, (verb, r.stderr)
+        r = hearth(verb, TINY, "--kv-quant=turbo:k3v3")
+        assert r.returncode == 2 and "key bits must be" in r.stderr, (verb, r.stderr)
+        r = hearth(verb, TINY, "--kv-quant")
+        assert r.returncode == 2 and "--kv-quant needs a value" in r.stderr, (verb, r.stderr)
         r = hearth(verb, TINY, "--compiled-decode", "sometimes")
         assert r.returncode == 2 and "--compiled-decode expects on or off" in r.stderr, (verb, r.stderr)
         r = hearth(verb, TINY, "--fused-sdpa")
@@ -43,7 +51,7 @@ def test_stats_show_the_numerics_and_the_switches_keep_the_bits():
     try:
         nx = s.stats()["numerics"]
         assert nx == {"tier": "l1", "compiled_decode": True, "fused_sdpa": True, "compiled_activations": True,
-                      "force_wire": False, "kv_type": "f16"}, nx
+                      "force_wire": False, "kv_type": "f16", "kv_type_v": "f16", "kv_quant": "off"}, nx
         assert "numerics l1, compiled-decode on, fused-sdpa on, compiled-activations on" in s.stderr()
         on = greedy_lp(s)
     finally:
@@ -81,3 +89,23 @@ def test_benchmark_shows_and_records_the_numerics(hearth, tmp_path):
     assert "numerics  l1, compiled-decode on, fused-sdpa on, compiled-activations on, force-wire off" in r.stdout
     r = hearth("evals", "--raw", env=env)
     assert r.returncode == 0 and "fused-sdpa=off" in r.stdout.splitlines()[1]
+
+
+def test_quantized_kv_schemes_serve_smollm2(smollm2):
+    texts = {}
+    for scheme, want in (("8", "q8_0"), ("4", "q4_0")):
+        s = Server(smollm2, "--threads", "2", "--kv-quant", scheme)
+        try:
+            nx = s.stats()["numerics"]
+            assert nx["kv_type"] == want and nx["kv_type_v"] == want and nx["kv_quant"] == scheme, nx
+            texts[scheme] = greedy_lp(s, 8)[0]
+        finally:
+            s.stop()
+    s = Server(smollm2, "--threads", "2", "--l2")
+    try:
+        nx = s.stats()["numerics"]
+        assert nx["tier"] == "l2" and nx["kv_type"] == "q8_0" and nx["kv_quant"] == "8", nx
+        # l2 is the 8-bit cache in the same arithmetic as --kv-quant 8 under l1
+        assert greedy_lp(s, 8)[0] == texts["8"]
+    finally:
+        s.stop()
