@@ -120,6 +120,8 @@ CHAT_PROMPTS = {
                            "studying.<|im_end|>\n<|im_start|>assistant\n"),
     "tiny-qwen3": ("chat", "<|im_start|>user\nGive me three tips for staying focused while "
                            "studying.<|im_end|>\n<|im_start|>assistant\n"),
+    "tiny-llama64": ("chat", "<|im_start|>user\nGive me three tips for staying focused while "
+                             "studying.<|im_end|>\n<|im_start|>assistant\n"),
     "smollm2": ("chat", "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n"
                         "<|im_start|>user\nGive me three tips for staying focused while "
                         "studying.<|im_end|>\n<|im_start|>assistant\n"),
@@ -142,7 +144,12 @@ def read_manifest():
 
 # The tiny random checkpoints of tools/make_tiny_models.py (committed, SmolLM2's vocabulary).
 TINY_MODELS = {"tiny-qwen2": "tests/golden/tiny/tiny-qwen2.gguf",
-               "tiny-qwen3": "tests/golden/tiny/tiny-qwen3.gguf"}
+               "tiny-qwen3": "tests/golden/tiny/tiny-qwen3.gguf",
+               "tiny-llama64": "tests/golden/tiny/tiny-llama64.gguf"}  # tools/make_tiny_llama64.py
+
+# --kv: llama.cpp's KV cache types. A quantized cache needs flash attention (llama.cpp refuses a
+# quantized V without it); its goldens are NAME.<type>.golden.
+KV_TYPES = {"f16": 1, "q8_0": 8, "q4_0": 2}
 
 
 def model_path(name):
@@ -229,7 +236,7 @@ def decode(llm, prefix, tokens):
     return raw.decode("utf-8", errors="replace")
 
 
-def build_model(llama_cpp, name, path, manifest_row, out_dir, text):
+def build_model(llama_cpp, name, path, manifest_row, out_dir, text, kv="f16"):
     sha = sha256_file(path)
     if manifest_row and sha != manifest_row["sha256"]:
         sys.exit("golden_llamacpp: %s has sha256 %s, models/starter.tsv says %s"
@@ -237,6 +244,8 @@ def build_model(llama_cpp, name, path, manifest_row, out_dir, text):
     params = dict(n_ctx=N_CTX, n_batch=N_BATCH, n_ubatch=N_BATCH, n_threads=N_THREADS,
                   n_threads_batch=N_THREADS, logits_all=True, flash_attn=False, use_mmap=True,
                   n_gpu_layers=0, seed=0, verbose=False)
+    if kv != "f16":
+        params.update(type_k=KV_TYPES[kv], type_v=KV_TYPES[kv], flash_attn=True)
     llm = llama_cpp.Llama(model_path=path, **params)
     n_vocab = llm.n_vocab()
     add_bos = str(llm.metadata.get("tokenizer.ggml.add_bos_token", "false")).lower() == "true"
@@ -301,11 +310,12 @@ def build_model(llama_cpp, name, path, manifest_row, out_dir, text):
              np.array(text_recs, dtype=REC_DTYPE).tobytes(),
              pool_bytes]
     blob = b"".join(parts)
-    golden = os.path.join(out_dir, name + ".golden")
+    stem = name if kv == "f16" else name + "." + kv
+    golden = os.path.join(out_dir, stem + ".golden")
     with open(golden + ".tmp", "wb") as f:
         f.write(blob)
     os.replace(golden + ".tmp", golden)
-    with open(os.path.join(out_dir, name + ".txt"), "w", encoding="utf-8") as f:
+    with open(os.path.join(out_dir, stem + ".txt"), "w", encoding="utf-8") as f:
         f.write("\n".join(lines) + "\n")
 
     info = dict(model_file=os.path.basename(path), model_sha256=sha,
@@ -313,7 +323,7 @@ def build_model(llama_cpp, name, path, manifest_row, out_dir, text):
                 golden=os.path.basename(golden), golden_sha256=hashlib.sha256(blob).hexdigest(),
                 golden_bytes=len(blob), n_prompts=len(prompts), n_gen=N_GEN, top_k=TOP_K,
                 n_text=len(text_toks), n_text_tokens_total=len(text_toks_all),
-                full_logits_step0=full, llama_params=params)
+                full_logits_step0=full, kv_cache=kv, llama_params=params)
     if manifest_row:
         info.update(repo=manifest_row["repo"], revision=manifest_row["revision"],
                     sources=manifest_row["sources"])
@@ -327,6 +337,8 @@ def main():
     ap.add_argument("--out", default=OUT_DEFAULT, help="output folder")
     ap.add_argument("--oracle-build", default=os.environ.get("CMAKE_ARGS", ""),
                     help="how llama.cpp was built, recorded in provenance.json (default: $CMAKE_ARGS)")
+    ap.add_argument("--kv", default="f16", choices=sorted(KV_TYPES),
+                    help="KV cache type; a quantized one runs with flash attention (NAME.<kv>.golden)")
     args = ap.parse_args()
 
     import llama_cpp  # the oracle: `make oracles` installs it
@@ -342,8 +354,9 @@ def main():
     models = prov.get("models", {})
     for name in args.models.split(","):
         print("golden_llamacpp: %s ..." % name, file=sys.stderr, flush=True)
-        models[name] = build_model(llama_cpp, name, model_path(name), manifest.get(name),
-                                   args.out, text)
+        key = name if args.kv == "f16" else name + "." + args.kv
+        models[key] = build_model(llama_cpp, name, model_path(name), manifest.get(name),
+                                  args.out, text, args.kv)
     cpu = ""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
