@@ -5,8 +5,8 @@ The quantized KV cache stores keys and values in blocks of 32 elements per head,
 its golden tests needs heads of a multiple of 32; the transformers-made tiny checkpoints
 (make_tiny_models.py) have heads of 16. This one is made with numpy alone (no torch): a llama
 (SmolLM2's architecture) of 2 layers, n_embd 256, 4 query heads and 2 kv heads of 64, a
-feed-forward of 512, weights drawn from a fixed seed and stored in the quantized types both
-llama.cpp and hearth read (Q8_0, Q4_0, Q4_1, F16, F32), the output tied to the embedding, and
+feed-forward of 512, weights drawn from a fixed seed and stored in SmolLM2's types (Q4_1
+projections, a Q8_0 embedding, F32 norms), whose llama.cpp order hearth repeats bit for bit, the output tied to the embedding, and
 SmolLM2's byte-level BPE vocabulary cut to its first N_VOCAB tokens (merges kept where both
 halves and the result survive), copied from tests/golden/tiny/tiny-qwen2.gguf.
 
@@ -28,8 +28,10 @@ N_VOCAB = 4096
 EMBD, LAYERS, HEADS, KV_HEADS, HEAD_DIM, FF = 256, 2, 4, 2, 64, 512
 ROPE_THETA, EPS, CTX = 10000.0, 1e-5, 2048
 SEED = 64
-TYPES = {"attn_q": Q.Q8_0, "attn_k": Q.Q4_0, "attn_v": Q.Q8_0, "attn_output": Q.Q4_1,
-         "ffn_gate": Q.Q4_0, "ffn_up": Q.Q8_0, "ffn_down": Q.F16, "token_embd": Q.Q8_0}
+# SmolLM2-135M-Instruct Q4_1's types, whose order hearth repeats bit for bit (docs/engine.md);
+# Q4_0 and Q8_0 projections would go through llama.cpp's repacked and tiled paths instead
+TYPES = {"attn_q": Q.Q4_1, "attn_k": Q.Q4_1, "attn_v": Q.Q4_1, "attn_output": Q.Q4_1,
+         "ffn_gate": Q.Q4_1, "ffn_up": Q.Q4_1, "ffn_down": Q.Q4_1, "token_embd": Q.Q8_0}
 
 
 def vocab():
@@ -89,8 +91,8 @@ def main():
     for il in range(LAYERS):
         p = "blk.%d." % il
         w.add_tensor(p + "attn_norm.weight", (1.0 + 0.1 * rng.standard_normal(EMBD)).astype(np.float32))
-        tensor(p + "attn_q.weight", HEADS * HEAD_DIM, EMBD, "attn_q", 0.3)
-        tensor(p + "attn_k.weight", KV_HEADS * HEAD_DIM, EMBD, "attn_k", 0.3)
+        tensor(p + "attn_q.weight", HEADS * HEAD_DIM, EMBD, "attn_q", 0.15)
+        tensor(p + "attn_k.weight", KV_HEADS * HEAD_DIM, EMBD, "attn_k", 0.15)
         tensor(p + "attn_v.weight", KV_HEADS * HEAD_DIM, EMBD, "attn_v", 0.12)
         tensor(p + "attn_output.weight", EMBD, HEADS * HEAD_DIM, "attn_output", 0.08)
         w.add_tensor(p + "ffn_norm.weight", (1.0 + 0.1 * rng.standard_normal(EMBD)).astype(np.float32))

@@ -172,6 +172,9 @@ struct hearth_backend_i {
     void (*add)(hearth_backend *be, float *x, const float *y, int64_t n);
     /* x *= s over n */
     void (*scale)(hearth_backend *be, float *x, int64_t n, float s);
+    /* rows x: [n_rows][n] rotated in place by the orthonormal Hadamard matrix of size n (a power
+     * of two): hearth_hadamard_ref (kernels/ref/ops_ref.h), bit for bit */
+    void (*hadamard)(hearth_backend *be, float *x, int64_t n_rows, int64_t n);
     /* x = cap * tanh(x / cap) over n */
     void (*softcap)(hearth_backend *be, float *x, int64_t n, float cap);
     /* y[i] = row rows[i] of x;  x: [..][dim], y: [n][dim] */
@@ -314,6 +317,9 @@ static inline void hearth_op_add_rows(hearth_backend *be, float *x, const float 
 }
 static inline void hearth_op_add(hearth_backend *be, float *x, const float *y, int64_t n) { be->iface->add(be, x, y, n); }
 static inline void hearth_op_scale(hearth_backend *be, float *x, int64_t n, float s) { be->iface->scale(be, x, n, s); }
+static inline void hearth_op_hadamard(hearth_backend *be, float *x, int64_t n_rows, int64_t n) {
+    be->iface->hadamard(be, x, n_rows, n);
+}
 static inline void hearth_op_softcap(hearth_backend *be, float *x, int64_t n, float cap) {
     be->iface->softcap(be, x, n, cap);
 }

@@ -495,6 +495,23 @@ static void cpu_scale(hearth_backend *be, float *x, int64_t n, float s) {
     for (int64_t i = 0; i < n; i++) x[i] *= s;
 }
 
+typedef struct {
+    float  *x;
+    int64_t n_rows, n;
+} hadamard_job;
+
+static void hadamard_fn(void *arg, int ith, int nth) {
+    hadamard_job *j = arg;
+    int64_t r0 = j->n_rows * ith / nth, r1 = j->n_rows * (ith + 1) / nth;
+    hearth_hadamard_ref(j->x + r0 * j->n, r1 - r0, j->n);
+}
+
+static void cpu_hadamard(hearth_backend *be, float *x, int64_t n_rows, int64_t n) {
+    hadamard_job j = {x, n_rows, n};
+    if (n_rows * n < PAR_MIN_ELEMS) hadamard_fn(&j, 0, 1);
+    else hearth_pool_run(ctx_of(be)->pool, hadamard_fn, &j);
+}
+
 static void cpu_softcap(hearth_backend *be, float *x, int64_t n, float cap) {
     (void)be;
     for (int64_t i = 0; i < n; i++) x[i] = cap * tanhf(x[i] / cap);
@@ -574,6 +591,7 @@ static const struct hearth_backend_i cpu_iface = {
     .add_rows = cpu_add_rows,
     .add = cpu_add,
     .scale = cpu_scale,
+    .hadamard = cpu_hadamard,
     .softcap = cpu_softcap,
     .copy_rows = cpu_copy_rows,
     .argmax = cpu_argmax,

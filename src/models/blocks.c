@@ -3,8 +3,24 @@
  * and QK-norm, RoPE, cache store, causal/sliding attention, output projection), the gated
  * feed-forward (SwiGLU or GeGLU, through the fused ffn_glu op: its up output is scratch), and
  * the logits head. Each is a list of backend ops.
+ *
+ * Around a q8_0 / q4_0 cache the attention rotates as llama.cpp does (its attn_rot_k / attn_rot_v):
+ * queries and keys by the orthonormal Hadamard matrix of the largest power of two (>= 64)
+ * dividing the head size, after RoPE and before the store; values by the 64-wide one before the
+ * store, and the attention's output back by the same (the matrix is its own inverse). The
+ * rotation spreads outliers over a block before it is quantized; q . k is unchanged.
  */
 #include "models/forward_internal.h"
+
+/* The Hadamard size for a cache of type t and heads of hd (keys: the largest power of two >= 64
+ * dividing hd; values: 64), or 0 for none: only llama.cpp's quantized cache types rotate, and
+ * only heads of a multiple of 64. */
+static int32_t rot_size(hearth_kv_type t, int32_t hd, bool key) {
+    if ((t != HEARTH_KV_Q8_0 && t != HEARTH_KV_Q4_0) || hd % 64) return 0;
+    int32_t n = 64;
+    while (key && hd % (2 * n) == 0) n *= 2;
+    return n;
+}
 
 void hearth_blk_attn(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view *kv, int32_t il) {
     const hearth_hparams *hp = &f->m->hp;
@@ -37,7 +53,8 @@ void hearth_blk_attn(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view 
     hearth_kv_blocks bl = hearth_kv_view_blocks(kv, il); /* the table of the layer's group */
     float scale = hp->attn_scale;
     const struct hearth_rope_run *run1 = f->n_runs == 1 ? &f->runs[0] : NULL;
-    if (hearth_hparams_has_rope(hp, il) && !f->scale_q && run1 && run1->t0 == 0 && run1->n == T) {
+    const int32_t rk = rot_size(kv->k_type, hp->head_dim, true), rv = rot_size(kv->v_type, hp->head_dim_v, false);
+    if (hearth_hparams_has_rope(hp, il) && !f->scale_q && run1 && run1->t0 == 0 && run1->n == T && !rk && !rv) {
         /* one RoPE recipe for the whole step: RoPE and the cache store in one op */
         hearth_op_rope_store(be, f->q, f->k, f->v, T, hp->n_head, hp->n_head_kv, hp->head_dim, hp->n_rot, v_w, b->pos,
                              swa ? &run1->rp_swa : &run1->rp, b->seq, kv->k[il], kv->v[il], &bl, kv->k_type,
@@ -55,6 +72,11 @@ void hearth_blk_attn(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view 
             hearth_op_scale(be, f->q, T * q_w, scale);
             scale = 1.0f;
         }
+        if (rk) {
+            hearth_op_hadamard(be, f->q, T * q_w / rk, rk);
+            hearth_op_hadamard(be, f->k, T * k_w / rk, rk);
+        }
+        if (rv) hearth_op_hadamard(be, f->v, T * v_w / rv, rv);
         hearth_op_kv_store(be, f->k, T, k_w, b->seq, b->pos, kv->k[il], &bl, kv->k_type);
         hearth_op_kv_store(be, f->v, T, v_w, b->seq, b->pos, kv->v[il], &bl, kv->v_type);
     }
@@ -68,6 +90,7 @@ void hearth_blk_attn(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view 
         .max_len = f->max_len, .min_run = f->min_run,
     };
     hearth_op_attention(be, &a);
+    if (rv) hearth_op_hadamard(be, f->att, T * hp->n_head * hp->head_dim_v / rv, rv);
     hearth_fwd_trace(f, "kqv_out", il, "CONT", f->att, T, (int64_t)hp->n_head * hp->head_dim_v);
     hearth_op_matmul(be, &l->wo, f->att, T, f->xb, hp->n_embd);
     if (l->bo) hearth_op_add_rows(be, f->xb, l->bo, T, hp->n_embd);

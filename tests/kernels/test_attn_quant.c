@@ -11,6 +11,9 @@
  *     rounding, ~1e-6 relative), and against attention over the unquantized f32 data within
  *     the quantization error (q8_0 tight, q4_0 loose) - a wrong block, row or head offset is
  *     off by whole units;
+ *   - the Hadamard rotation that surrounds the quantized cache (hearth_hadamard_ref): equal to
+ *     the product with Sylvester's matrix H (H[i][j] = (-1)^popcount(i & j) / sqrt(n)) up to
+ *     rounding, its own inverse, norm-preserving; the CPU backend's op gives its bits;
  *   - the CPU backend's kv_store writes the set's quantizer's bytes at the right rows of a
  *     paged cache, and its attention op over that cache equals the kernel called directly.
  */
@@ -21,6 +24,7 @@
 
 #include "backend/backend.h"
 #include "kernels/kernels.h"
+#include "kernels/ref/ops_ref.h"
 #include "tensor/dtype.h"
 #include "test.h"
 
@@ -263,6 +267,46 @@ TEST(backend_store_and_attention) {
     free(k);
     free(v);
     cache_free(&c);
+    hearth_backend_destroy(be);
+}
+
+TEST(hadamard_is_the_orthonormal_rotation) {
+    hearth_backend *be = hearth_backend_cpu_create(2, 64, 512, 64, NULL);
+    CHECK(be != NULL);
+    for (int64_t n = 64; n <= 256; n *= 2) {
+        enum { ROWS = 40 };
+        float *x = malloc(sizeof(float) * ROWS * (size_t)n), *y = malloc(sizeof(float) * ROWS * (size_t)n),
+              *z = malloc(sizeof(float) * ROWS * (size_t)n);
+        for (int64_t i = 0; i < ROWS * n; i++) x[i] = 4 * rnd_unit();
+        memcpy(y, x, sizeof(float) * ROWS * (size_t)n);
+        hearth_hadamard_ref(y, ROWS, n);
+        memcpy(z, x, sizeof(float) * ROWS * (size_t)n);
+        if (be) hearth_op_hadamard(be, z, ROWS, n);
+        CHECK(memcmp(y, z, sizeof(float) * ROWS * (size_t)n) == 0);
+        double worst = 0, norm_err = 0;
+        for (int r = 0; r < ROWS; r++) {
+            const float *xr = x + r * n, *yr = y + r * n;
+            double nx = 0, ny = 0;
+            for (int64_t i = 0; i < n; i++) {
+                double want = 0;
+                for (int64_t j = 0; j < n; j++) want += (__builtin_popcountll((unsigned long long)(i & j)) & 1 ? -1 : 1) * (double)xr[j];
+                want /= sqrt((double)n);
+                if (fabs(want - yr[i]) > worst) worst = fabs(want - yr[i]);
+                nx += (double)xr[i] * xr[i];
+                ny += (double)yr[i] * yr[i];
+            }
+            if (fabs(nx - ny) / nx > norm_err) norm_err = fabs(nx - ny) / nx;
+        }
+        CHECK(worst < 1e-4);
+        CHECK(norm_err < 1e-5);
+        hearth_hadamard_ref(y, ROWS, n); /* H H = I */
+        double back = 0;
+        for (int64_t i = 0; i < ROWS * n; i++) if (fabs(y[i] - x[i]) > back) back = fabs(y[i] - x[i]);
+        CHECK(back < 1e-5);
+        free(x);
+        free(y);
+        free(z);
+    }
     hearth_backend_destroy(be);
 }
 

@@ -270,6 +270,24 @@ TEST(elementwise_add_add_rows_scale_softcap_copy_rows_argmax) {
     free(sel);
 }
 
+TEST(hadamard_equals_ref_bit_for_bit) {
+    NEED_GPU();
+    const int64_t sizes[] = {64, 128, 256, 512};
+    for (size_t k = 0; k < 4; k++) {
+        const int64_t n = sizes[k], rows = 37, all = rows * n;
+        float *x = malloc(sizeof(float) * all), *got = malloc(sizeof(float) * all);
+        fill(x, all, 3.0f);
+        float *dx = up(x, sizeof(float) * all);
+        hearth_hadamard_ref(x, rows, n);
+        hearth_op_hadamard(gpu(), dx, rows, n);
+        down(got, dx, sizeof(float) * all);
+        CHECK(memcmp(got, x, sizeof(float) * all) == 0);
+        dfree(dx);
+        free(x);
+        free(got);
+    }
+}
+
 /* Paged cache: keys/values stored by kv_store through a shuffled block table, then attention of
  * queries at several positions (decode-like, prefill-like, a long context that splits, a sliding
  * window, softcap, grouped heads), each against the reference head by head. */

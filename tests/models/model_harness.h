@@ -23,7 +23,8 @@ typedef struct {
 } harness;
 
 /* NULL (with the reason printed) when the model cannot be loaded. */
-static inline harness *harness_open(const char *path, int32_t max_tok, int32_t n_ctx, bool kv_f16, int n_threads) {
+static inline harness *harness_open_scheme(const char *path, int32_t max_tok, int32_t n_ctx, hearth_kv_scheme kv,
+                                           int n_threads) {
     hearth_err err = {0};
     harness *h = calloc(1, sizeof *h);
     if (hearth_model_load(path, &h->m, &err)) {
@@ -39,12 +40,16 @@ static inline harness *harness_open(const char *path, int32_t max_tok, int32_t n
     h->n_ctx = n_ctx;
     h->be = hearth_backend_cpu_create(n_threads, max_tok, width, n_ctx, NULL);
     h->fwd = hearth_fwd_create(h->m, h->be, max_tok, NULL);
-    hearth_kv_create(h->m, 1, n_ctx, kv_f16, &h->kv, &err);
+    if (hearth_kv_create_scheme(NULL, h->m, 1, n_ctx, kv, &h->kv, &err)) fprintf(stderr, "  KV cache: %s\n", err.msg);
     h->tok = calloc((size_t)max_tok, sizeof(int32_t));
     h->pos = calloc((size_t)max_tok, sizeof(int32_t));
     h->seq = calloc((size_t)max_tok, sizeof(int32_t));
     h->want = calloc((size_t)max_tok, 1);
     return h;
+}
+
+static inline harness *harness_open(const char *path, int32_t max_tok, int32_t n_ctx, bool kv_f16, int n_threads) {
+    return harness_open_scheme(path, max_tok, n_ctx, kv_f16 ? HEARTH_KV_SCHEME_F16 : HEARTH_KV_SCHEME_F32, n_threads);
 }
 
 static inline void harness_close(harness *h) {

@@ -304,6 +304,11 @@ static void cu_scale(hearth_backend *be, float *x, int64_t n, float sc) {
     hc_scale(x, n, sc, c->stream);
 }
 
+static void cu_hadamard(hearth_backend *be, float *x, int64_t n_rows, int64_t n) {
+    cuda_ctx *c = ctx_of(be);
+    hc_hadamard(x, n_rows, n, c->stream);
+}
+
 static void cu_softcap(hearth_backend *be, float *x, int64_t n, float cap) {
     cuda_ctx *c = ctx_of(be);
     hc_softcap(x, n, cap, c->stream);
@@ -515,6 +520,7 @@ static const struct hearth_backend_i cuda_iface = {
     .add_rows = cu_add_rows,
     .add = cu_add,
     .scale = cu_scale,
+    .hadamard = cu_hadamard,
     .softcap = cu_softcap,
     .copy_rows = cu_copy_rows,
     .argmax = cu_argmax,

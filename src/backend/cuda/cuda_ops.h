@@ -95,6 +95,8 @@ void hc_add(float *x, const float *y, int64_t n, void *stream);
 void hc_add_rows(float *x, const float *b, int64_t n_rows, int64_t dim, void *stream);
 void hc_scale(float *x, int64_t n, float s, void *stream);
 void hc_softcap(float *x, int64_t n, float cap, void *stream);
+/* hadamard.cu: rows [n_rows][n] rotated in place (hearth_hadamard_ref's bits) */
+void hc_hadamard(float *x, int64_t n_rows, int64_t n, void *stream);
 /* y[i] = x[rows[i]] for rows of dim floats */
 void hc_copy_rows(const float *x, int64_t dim, const int32_t *rows, int64_t n, float *y, void *stream);
 

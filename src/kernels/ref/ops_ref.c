@@ -146,3 +146,18 @@ void hearth_attn_head_ref(const float *q, const void *k, const void *v, int64_t 
         for (int64_t d = 0; d < head_dim; d++) out[d] += p * kv_at(v, j * kv_stride + d, kv_f16);
     }
 }
+
+void hearth_hadamard_ref(float *x, int64_t n_rows, int64_t n) {
+    const float scale = 1.0f / sqrtf((float)n);
+    for (int64_t r = 0; r < n_rows; r++) {
+        float *y = x + r * n;
+        for (int64_t i = 0; i < n; i++) y[i] *= scale;
+        for (int64_t len = 1; len < n; len <<= 1)
+            for (int64_t i = 0; i < n; i += 2 * len)
+                for (int64_t j = i; j < i + len; j++) {
+                    const float u = y[j], v = y[j + len];
+                    y[j] = u + v;
+                    y[j + len] = u - v;
+                }
+    }
+}

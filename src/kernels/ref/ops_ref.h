@@ -71,3 +71,10 @@ const uint16_t *hearth_gelu_f16_table(void);
 void hearth_attn_head_ref(const float *q, const void *k, const void *v, int64_t kv_stride,
                           bool kv_f16, int64_t head_dim, int64_t j0, int64_t j1, float scale,
                           float softcap, float *scores, float *out);
+
+/* The orthonormal Walsh-Hadamard rotation of each of n_rows rows of n floats (n a power of two),
+ * in place, as llama.cpp rotates queries, keys and values around a quantized KV cache: every
+ * element times 1/sqrt(n) first, then the butterflies (u, v) -> (u + v, u - v) over spans 1, 2,
+ * 4, ... n/2 (Sylvester's order; the matrix is its own inverse). Each output element is one
+ * fixed sequence of additions, so any vectorization gives the same bits. */
+void hearth_hadamard_ref(float *x, int64_t n_rows, int64_t n);
