@@ -37,7 +37,8 @@ template <int N>
 static __device__ __forceinline__ void cp_wait(void) { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
 
 bool hc_attention_tc_ok(const hc_attn *a) {
-    return a->kv_f16 && a->n_tok >= 32 && (a->head_dim == 64 || a->head_dim == 128 || a->head_dim == 256);
+    return a->k_type == HC_F16 && a->v_type == HC_F16 && a->n_tok >= 32 &&
+           (a->head_dim == 64 || a->head_dim == 128 || a->head_dim == 256);
 }
 
 /* Row strides in shared memory, padded by 16 bytes so that the 8 rows one tensor-core fragment
