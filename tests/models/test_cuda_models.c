@@ -14,8 +14,8 @@
  * HEARTH_GEMMA3_GGUF name them, and any GGUF listed (colon-separated) in HEARTH_CUDA_MODELS (the
  * GPU host's generated checkpoints, docs/cuda.md). Skips without a GPU.
  * Then n choices (hearth_engine_submit_n) on a CUDA engine of the tiny qwen2 model, and last
- * the quantized KV cache (--kv-quant 8 and 4) through CUDA engines of SmolLM2 against a CPU
- * engine with the same cache, batched, prefix-cached and preempted.
+ * the quantized KV cache (--kv-quant 8 and 4) through CUDA engines of the tiny 64-wide llama
+ * and SmolLM2 against a CPU engine with the same cache, batched, prefix-cached and preempted.
  */
 #include "test.h"
 
@@ -270,7 +270,8 @@ TEST(engine_choices_on_cuda) {
 
 /* ---- the quantized KV cache (--kv-quant 8 and 4) through the engine on CUDA ----
  *
- * SmolLM2 (heads of 64: whole 32-element blocks; the tiny models' heads of 16 are not) with
+ * The committed tiny llama with 64-wide heads, and SmolLM2 when HEARTH_SMOLLM2_GGUF names it
+ * (heads of 64: whole 32-element blocks; the tiny qwen models' heads of 16 are not), with
  * q8_0 / q4_0 keys and values, greedy, both engines on the ref numerics (f32 activations):
  *
  *   alone      each of NQ_KV prompts alone on a CUDA engine: the tokens must be the CPU
@@ -378,7 +379,7 @@ static int kv_differing(const char *what, const kv_run *got, const kv_run *ref) 
 }
 
 static void kv_engine_check(const char *path, hearth_kvq_mode mode) {
-    if (!path || !*path) TEST_SKIP("HEARTH_SMOLLM2_GGUF not set");
+    if (!path || !*path) TEST_SKIP("model path not set");
     if (hearth_cuda_device_count() <= 0) TEST_SKIP("no CUDA device");
     hearth_model *m = NULL;
     hearth_err err = {0};
@@ -431,6 +432,12 @@ static void kv_engine_check(const char *path, hearth_kvq_mode mode) {
     hearth_model_destroy(m);
 }
 
+TEST(tiny_llama64_kv8_cuda_engine_matches_cpu) {
+    kv_engine_check("tests/golden/tiny/tiny-llama64.gguf", HEARTH_KVQ_8);
+}
+TEST(tiny_llama64_kv4_cuda_engine_matches_cpu) {
+    kv_engine_check("tests/golden/tiny/tiny-llama64.gguf", HEARTH_KVQ_4);
+}
 TEST(smollm2_kv8_cuda_engine_matches_cpu) { kv_engine_check(getenv("HEARTH_SMOLLM2_GGUF"), HEARTH_KVQ_8); }
 TEST(smollm2_kv4_cuda_engine_matches_cpu) { kv_engine_check(getenv("HEARTH_SMOLLM2_GGUF"), HEARTH_KVQ_4); }
 
