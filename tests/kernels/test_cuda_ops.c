@@ -420,8 +420,13 @@ static void attention_case_h(hearth_kv_type type, int32_t n_head, int32_t n_head
     fprintf(stderr, "  %s heads %d/%d dim %d ctx %d swa %d softcap %g queries %lld sequences %d%s\n",
             hearth_kv_type_name(type), n_head, n_head_kv, D, ctx, n_swa, softcap, (long long)n_q, n_seq,
             holes ? " holes" : "");
+    /* the steps the tensor-core kernel takes (attention.cu use_tc: long runs of one sequence;
+     * every such case here is short enough, or long enough, not to split) */
+    const int32_t min_run = (int32_t)(n_seq > 1 ? n_q / 2 : n_q);
+    const bool tc = n_q >= 32 && min_run >= 32 && (D == 64 || D == 128 || D == 256);
     CHECK_REL(got, ref, n_q * qw,
-              quant ? "attention_quant" : type == HEARTH_KV_F16 ? "attention_f16" : "attention_f32");
+              quant ? (tc ? "attention_quant_tc" : "attention_quant")
+                    : type == HEARTH_KV_F16 ? "attention_f16" : "attention_f32");
     hearth_backend *ph = gpu_per_head();
     CHECK(ph != NULL);
     if (ph) {
@@ -468,9 +473,10 @@ TEST(attention_paged_tensor_cores) {
     attention_case(HEARTH_KV_F16, 4, 2, 64, 90, 0, 0, 66, 2);          /* a short step, one tile, two runs */
 }
 
-/* The quantized cache (q8_0, q4_0): prefill and decode, GQA up to 8, sliding windows (with
- * the slid-out blocks' table entries gone), softcap, two sequences in a step, head sizes 32 to
- * 256; each against the CPU's plain quantized-cache attention over the same stored bytes. */
+/* The quantized cache (q8_0, q4_0): prefill (the tensor-core kernel: 37, 170 and 200 queries)
+ * and decode, GQA up to 8, sliding windows (with the slid-out blocks' table entries gone),
+ * softcap, two sequences in a step, head sizes 32 to 256; each against the CPU's plain
+ * quantized-cache attention over the same stored bytes. */
 TEST(attention_paged_quantized) {
     NEED_GPU();
     for (hearth_kv_type t = HEARTH_KV_Q8_0; t <= HEARTH_KV_Q4_0; t++) {

@@ -19,8 +19,8 @@
  *
  * A quantized cache (q8_0 / q4_0 keys and values, backend/kv_type.h) is read in place: the
  * staging loads dequantize 8 elements at a time (hc_kv_load8_quant, the CPU's to_float), so the
- * tiles in shared memory are f32 as for the other types and nothing else changes; its prefill
- * takes this kernel too (the tensor-core one reads f16 only).
+ * tiles in shared memory are f32 as for the other types and nothing else changes. Its long
+ * steps go to the tensor-core kernel as an f16 cache's do (which dequantizes to f16).
  *
  * Roundings: with an f16 cache the query is rounded to f16 as the reference does; the
  * reference's rounding of the normalized weights to f16 has no counterpart here (the weights
@@ -265,8 +265,8 @@ static int split_plain(const hc_attn *a) {
     return (int)(s > 64 ? 64 : s < 1 ? 1 : s);
 }
 
-/* long steps over an f16 cache whose sequences come in long runs (prefill, not a batch of
- * decodes) go to the tensor-core kernel (attention_tc.cu), which never splits */
+/* long steps over an f16 or quantized cache whose sequences come in long runs (prefill, not a
+ * batch of decodes) go to the tensor-core kernel (attention_tc.cu), which never splits */
 static bool use_tc(const hc_attn *a) {
     return hc_attention_tc_ok(a) && a->min_run >= 32 && (a->n_tok >= 128 || split_plain(a) == 1);
 }

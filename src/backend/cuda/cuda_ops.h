@@ -90,7 +90,8 @@ typedef struct {
 size_t hc_attention_scratch(const hc_attn *a);
 void   hc_attention(const hc_attn *a, float *scratch, void *stream);
 bool   hc_attention_supported(int32_t head_dim, int32_t group);
-/* attention_tc.cu: the tensor-core kernel hc_attention uses for long steps over an f16 cache */
+/* attention_tc.cu: the tensor-core kernel hc_attention uses for long steps over an f16, q8_0 or
+ * q4_0 cache */
 bool   hc_attention_tc_ok(const hc_attn *a);
 void   hc_attention_tc(const hc_attn *a, void *stream);
 
