@@ -10,7 +10,7 @@
  *      -L<cuda>/lib64 -lcudart -lcublas -lstdc++ -lpthread -lm -o build/bench_cuda
  *   build/bench_cuda MODEL.gguf [--device cuda|cpu] [--gen N] [--prefill N] [--streams N]
  *                    [--kv-quant off|8|4]
- *   build/bench_cuda --attn CTX [--heads H/HKV] [--dim D]
+ *   build/bench_cuda --attn CTX [--heads H/HKV] [--dim D] [--tok N]
  *
  * Reports (greedy, random prompt tokens):
  *   decode   one sequence: a 32-token prompt, then gen steps of one token through
@@ -21,9 +21,10 @@
  *   streams  N requests of 32 prompt tokens and gen new tokens each through the engine at batch
  *            N: aggregate generated tokens per second of wall time, prefill included.
  * --kv-quant runs all three over that KV cache (q8_0 / q4_0 keys and values; off: f16).
- *   attn     (no model) one decode attention op over a CTX-token paged cache of f16, q8_0 and
- *            q4_0 keys and values, H query heads over HKV kv heads of D dims (default 32/8, 128:
- *            an 8B model's layer): microseconds per call, averaged over 200 after 20 warm-up.
+ *   attn     (no model) one attention op of N queries (default 1: decode; 128 or more: the
+ *            prefill kernel) at the end of a CTX-token paged cache of f16, q8_0 and q4_0 keys and
+ *            values, H query heads over HKV kv heads of D dims (default 32/8, 128: an 8B model's
+ *            layer): microseconds per call, averaged over 200 after 20 warm-up.
  * Measurements, never assertions.
  */
 #include "backend/backend.h"
@@ -168,15 +169,19 @@ static void streams(const hearth_model *m, bool cuda, int n, int gen) {
 }
 
 /* one decode attention op over a ctx-token cache of each type (see the top comment) */
-static void attn_bench(int32_t ctx, int32_t n_head, int32_t n_head_kv, int32_t D) {
+static void attn_bench(int32_t ctx, int32_t n_head, int32_t n_head_kv, int32_t D, int32_t n_q) {
     hearth_err err = {0};
-    hearth_backend *be = hearth_backend_cuda_create(0, 64, NULL, &err);
+    if (n_q < 1 || n_q > ctx || n_q > 1024) {
+        fprintf(stderr, "--tok: 1 to min(CTX, 1024)\n");
+        exit(2);
+    }
+    hearth_backend *be = hearth_backend_cuda_create(0, n_q > 64 ? n_q : 64, NULL, &err);
     if (!be) {
         fprintf(stderr, "backend: %s\n", err.msg);
         exit(1);
     }
     const int32_t bs = 16, n_blocks = (ctx + bs - 1) / bs, chunk = 1024;
-    const int64_t kvw = (int64_t)n_head_kv * D, qw = (int64_t)n_head * D;
+    const int64_t kvw = (int64_t)n_head_kv * D, qw = (int64_t)n_head * D * n_q;
     int32_t *table = malloc(sizeof(int32_t) * n_blocks), *pos = malloc(sizeof(int32_t) * chunk),
             *seq = calloc(chunk, sizeof(int32_t));
     for (int32_t i = 0; i < n_blocks; i++) table[i] = i;
@@ -208,11 +213,11 @@ static void attn_bench(int32_t ctx, int32_t n_head, int32_t n_head_kv, int32_t D
             hearth_op_kv_store(be, dx, n, kvw, dseq, dpos, k, &bl, t);
             hearth_op_kv_store(be, dx, n, kvw, dseq, dpos, v, &bl, t);
         }
-        int32_t last = ctx - 1;
-        hearth_buf_upload(be, dpos, &last, sizeof last);
-        hearth_attn_args a = {.n_tok = 1, .n_head = n_head, .n_head_kv = n_head_kv, .head_dim = D, .head_dim_v = D,
+        for (int32_t i = 0; i < n_q; i++) pos[i] = ctx - n_q + i; /* seq stays 0 */
+        hearth_buf_upload(be, dpos, pos, sizeof(int32_t) * n_q);
+        hearth_attn_args a = {.n_tok = n_q, .n_head = n_head, .n_head_kv = n_head_kv, .head_dim = D, .head_dim_v = D,
                               .q = dq, .out = dout, .pos = dpos, .seq = dseq, .k = k, .v = v, .blocks = bl,
-                              .k_type = t, .v_type = t, .scale = 1.0f / 11.3f, .max_len = ctx, .min_run = 1};
+                              .k_type = t, .v_type = t, .scale = 1.0f / 11.3f, .max_len = ctx, .min_run = n_q};
         for (int i = 0; i < 20; i++) hearth_op_attention(be, &a);
         hearth_buf_download(be, out, dout, sizeof(float) * qw); /* waits for the stream */
         const int iters = 200;
@@ -220,9 +225,9 @@ static void attn_bench(int32_t ctx, int32_t n_head, int32_t n_head_kv, int32_t D
         for (int i = 0; i < iters; i++) hearth_op_attention(be, &a);
         hearth_buf_download(be, out, dout, sizeof(float) * qw);
         double us = (now_s() - t0) * 1e6 / iters;
-        printf("{\"what\":\"attn\",\"kv\":\"%s\",\"ctx\":%d,\"heads\":\"%d/%d\",\"dim\":%d,\"us\":%.2f,"
+        printf("{\"what\":\"attn\",\"kv\":\"%s\",\"ctx\":%d,\"tok\":%d,\"heads\":\"%d/%d\",\"dim\":%d,\"us\":%.2f,"
                "\"cache_gb_s\":%.1f,\"out0\":%.6f}\n",
-               hearth_kv_type_name(t), ctx, n_head, n_head_kv, D, us,
+               hearth_kv_type_name(t), ctx, n_q, n_head, n_head_kv, D, us,
                2.0 * (double)ctx * (double)hearth_kv_row_bytes(t, kvw) / (us * 1e3),
                (double)out[0]);
         fflush(stdout);
@@ -243,16 +248,17 @@ static void attn_bench(int32_t ctx, int32_t n_head, int32_t n_head_kv, int32_t D
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: bench_cuda MODEL.gguf [--device cuda|cpu] [--gen N] [--prefill N] [--streams N] "
-                        "[--kv-quant off|8|4]\n       bench_cuda --attn CTX [--heads H/HKV] [--dim D]\n");
+                        "[--kv-quant off|8|4]\n       bench_cuda --attn CTX [--heads H/HKV] [--dim D] [--tok N]\n");
         return 2;
     }
     if (!strcmp(argv[1], "--attn") && argc >= 3) {
-        int32_t h = 32, hkv = 8, d = 128;
+        int32_t h = 32, hkv = 8, d = 128, n_q = 1;
         for (int i = 3; i + 1 < argc; i += 2) {
             if (!strcmp(argv[i], "--heads")) sscanf(argv[i + 1], "%d/%d", &h, &hkv);
             else if (!strcmp(argv[i], "--dim")) d = atoi(argv[i + 1]);
+            else if (!strcmp(argv[i], "--tok")) n_q = atoi(argv[i + 1]);
         }
-        attn_bench(atoi(argv[2]), h, hkv, d);
+        attn_bench(atoi(argv[2]), h, hkv, d, n_q);
         return 0;
     }
     bool cuda = true;
