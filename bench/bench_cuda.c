@@ -9,6 +9,8 @@
  *      -lpcre2-8 -lcjson -lmicrohttpd -lcurl -lsqlite3 -lcrypto -lutf8proc -lxxhash \
  *      -L<cuda>/lib64 -lcudart -lcublas -lstdc++ -lpthread -lm -o build/bench_cuda
  *   build/bench_cuda MODEL.gguf [--device cuda|cpu] [--gen N] [--prefill N] [--streams N]
+ *                    [--kv-quant off|8|4]
+ *   build/bench_cuda --attn CTX [--heads H/HKV] [--dim D] [--tok N]
  *
  * Reports (greedy, random prompt tokens):
  *   decode   one sequence: a 32-token prompt, then gen steps of one token through
@@ -18,6 +20,11 @@
  *            warm-up forward of the same size;
  *   streams  N requests of 32 prompt tokens and gen new tokens each through the engine at batch
  *            N: aggregate generated tokens per second of wall time, prefill included.
+ * --kv-quant runs all three over that KV cache (q8_0 / q4_0 keys and values; off: f16).
+ *   attn     (no model) one attention op of N queries (default 1: decode; 128 or more: the
+ *            prefill kernel) at the end of a CTX-token paged cache of f16, q8_0 and q4_0 keys and
+ *            values, H query heads over HKV kv heads of D dims (default 32/8, 128: an 8B model's
+ *            layer): microseconds per call, averaged over 200 after 20 warm-up.
  * Measurements, never assertions.
  */
 #include "backend/backend.h"
@@ -52,6 +59,13 @@ static hearth_backend *backend(const hearth_model *m, bool cuda, int32_t max_tok
     return be;
 }
 
+static hearth_kv_scheme scheme_of(const hearth_kv_quant *q) {
+    if (q->mode == HEARTH_KVQ_8) return hearth_kv_scheme_of(HEARTH_KV_Q8_0, HEARTH_KV_Q8_0);
+    if (q->mode == HEARTH_KVQ_4) return hearth_kv_scheme_of(HEARTH_KV_Q4_0, HEARTH_KV_Q4_0);
+    return HEARTH_KV_SCHEME_F16;
+}
+static hearth_kv_quant kvq; /* --kv-quant */
+
 static void decode_and_prefill(const hearth_model *m, bool cuda, int gen, int prefill) {
     const hearth_hparams *hp = hearth_model_hparams(m);
     int32_t max_tok = prefill > 32 ? prefill : 32, n_ctx = max_tok + gen + 64;
@@ -60,7 +74,8 @@ static void decode_and_prefill(const hearth_model *m, bool cuda, int gen, int pr
     hearth_fwd *f = hearth_fwd_create(m, be, max_tok, NULL);
     hearth_kv *kv = NULL;
     hearth_err err;
-    if (!f || hearth_kv_create_on(hearth_backend_host_memory(be) ? NULL : be, m, 1, n_ctx, true, &kv, &err)) {
+    if (!f || hearth_kv_create_scheme(hearth_backend_host_memory(be) ? NULL : be, m, 1, n_ctx, scheme_of(&kvq), &kv,
+                                      &err)) {
         fprintf(stderr, "out of memory\n");
         exit(1);
     }
@@ -117,7 +132,8 @@ static void streams(const hearth_model *m, bool cuda, int n, int gen) {
     ep.n_ctx = 32 + gen + 32;
     ep.max_step = 2048;
     ep.prompt_cache = 0;
-    ep.kv_budget = (int64_t)hearth_kv_bytes_per_token(m, HEARTH_KV_SCHEME_F16) * ep.n_ctx * n;
+    ep.kv_quant = kvq;
+    ep.kv_budget = (int64_t)hearth_kv_bytes_per_token(m, scheme_of(&kvq)) * ep.n_ctx * n;
     hearth_engine *e = NULL;
     hearth_err err;
     if (hearth_engine_create(m, &ep, &e, &err)) {
@@ -152,10 +168,98 @@ static void streams(const hearth_model *m, bool cuda, int n, int gen) {
     hearth_engine_destroy(e);
 }
 
+/* one decode attention op over a ctx-token cache of each type (see the top comment) */
+static void attn_bench(int32_t ctx, int32_t n_head, int32_t n_head_kv, int32_t D, int32_t n_q) {
+    hearth_err err = {0};
+    if (n_q < 1 || n_q > ctx || n_q > 1024) {
+        fprintf(stderr, "--tok: 1 to min(CTX, 1024)\n");
+        exit(2);
+    }
+    hearth_backend *be = hearth_backend_cuda_create(0, n_q > 64 ? n_q : 64, NULL, &err);
+    if (!be) {
+        fprintf(stderr, "backend: %s\n", err.msg);
+        exit(1);
+    }
+    const int32_t bs = 16, n_blocks = (ctx + bs - 1) / bs, chunk = 1024;
+    const int64_t kvw = (int64_t)n_head_kv * D, qw = (int64_t)n_head * D * n_q;
+    int32_t *table = malloc(sizeof(int32_t) * n_blocks), *pos = malloc(sizeof(int32_t) * chunk),
+            *seq = calloc(chunk, sizeof(int32_t));
+    for (int32_t i = 0; i < n_blocks; i++) table[i] = i;
+    float *x = malloc(sizeof(float) * chunk * kvw), *q = malloc(sizeof(float) * qw);
+    for (int64_t i = 0; i < chunk * kvw; i++) x[i] = (float)(rnd_tok() % 2001 - 1000) / 1000.0f;
+    for (int64_t i = 0; i < qw; i++) q[i] = (float)(rnd_tok() % 2001 - 1000) / 1000.0f;
+    int32_t *dtable = hearth_buf_alloc(be, sizeof(int32_t) * n_blocks),
+            *dpos = hearth_buf_alloc(be, sizeof(int32_t) * chunk), *dseq = hearth_buf_alloc(be, sizeof(int32_t) * chunk);
+    float *dx = hearth_buf_alloc(be, sizeof(float) * chunk * kvw), *dq = hearth_buf_alloc(be, sizeof(float) * qw),
+          *dout = hearth_buf_alloc(be, sizeof(float) * qw), *out = malloc(sizeof(float) * qw);
+    hearth_buf_upload(be, dtable, table, sizeof(int32_t) * n_blocks);
+    hearth_buf_upload(be, dseq, seq, sizeof(int32_t) * chunk);
+    hearth_buf_upload(be, dx, x, sizeof(float) * chunk * kvw);
+    hearth_buf_upload(be, dq, q, sizeof(float) * qw);
+    hearth_kv_blocks bl = {.table = dtable, .max_blocks = n_blocks, .block_size = bs};
+    static const hearth_kv_type types[3] = {HEARTH_KV_F16, HEARTH_KV_Q8_0, HEARTH_KV_Q4_0};
+    for (int ti = 0; ti < 3; ti++) {
+        const hearth_kv_type t = types[ti];
+        const size_t bytes = (size_t)n_blocks * bs * hearth_kv_row_bytes(t, kvw);
+        void *k = hearth_buf_alloc(be, bytes), *v = hearth_buf_alloc(be, bytes);
+        if (!k || !v) {
+            fprintf(stderr, "out of device memory\n");
+            exit(1);
+        }
+        for (int32_t p0 = 0; p0 < ctx; p0 += chunk) { /* the same rows again in each chunk */
+            int32_t n = ctx - p0 < chunk ? ctx - p0 : chunk;
+            for (int32_t i = 0; i < n; i++) pos[i] = p0 + i;
+            hearth_buf_upload(be, dpos, pos, sizeof(int32_t) * n);
+            hearth_op_kv_store(be, dx, n, kvw, dseq, dpos, k, &bl, t);
+            hearth_op_kv_store(be, dx, n, kvw, dseq, dpos, v, &bl, t);
+        }
+        for (int32_t i = 0; i < n_q; i++) pos[i] = ctx - n_q + i; /* seq stays 0 */
+        hearth_buf_upload(be, dpos, pos, sizeof(int32_t) * n_q);
+        hearth_attn_args a = {.n_tok = n_q, .n_head = n_head, .n_head_kv = n_head_kv, .head_dim = D, .head_dim_v = D,
+                              .q = dq, .out = dout, .pos = dpos, .seq = dseq, .k = k, .v = v, .blocks = bl,
+                              .k_type = t, .v_type = t, .scale = 1.0f / 11.3f, .max_len = ctx, .min_run = n_q};
+        for (int i = 0; i < 20; i++) hearth_op_attention(be, &a);
+        hearth_buf_download(be, out, dout, sizeof(float) * qw); /* waits for the stream */
+        const int iters = 200;
+        double t0 = now_s();
+        for (int i = 0; i < iters; i++) hearth_op_attention(be, &a);
+        hearth_buf_download(be, out, dout, sizeof(float) * qw);
+        double us = (now_s() - t0) * 1e6 / iters;
+        printf("{\"what\":\"attn\",\"kv\":\"%s\",\"ctx\":%d,\"tok\":%d,\"heads\":\"%d/%d\",\"dim\":%d,\"us\":%.2f,"
+               "\"cache_gb_s\":%.1f,\"out0\":%.6f}\n",
+               hearth_kv_type_name(t), ctx, n_q, n_head, n_head_kv, D, us,
+               2.0 * (double)ctx * (double)hearth_kv_row_bytes(t, kvw) / (us * 1e3),
+               (double)out[0]);
+        fflush(stdout);
+        hearth_buf_free(be, k);
+        hearth_buf_free(be, v);
+    }
+    void *d[] = {dtable, dpos, dseq, dx, dq, dout};
+    for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) hearth_buf_free(be, d[i]);
+    free(table);
+    free(pos);
+    free(seq);
+    free(x);
+    free(q);
+    free(out);
+    hearth_backend_destroy(be);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: bench_cuda MODEL.gguf [--device cuda|cpu] [--gen N] [--prefill N] [--streams N]\n");
+        fprintf(stderr, "usage: bench_cuda MODEL.gguf [--device cuda|cpu] [--gen N] [--prefill N] [--streams N] "
+                        "[--kv-quant off|8|4]\n       bench_cuda --attn CTX [--heads H/HKV] [--dim D] [--tok N]\n");
         return 2;
+    }
+    if (!strcmp(argv[1], "--attn") && argc >= 3) {
+        int32_t h = 32, hkv = 8, d = 128, n_q = 1;
+        for (int i = 3; i + 1 < argc; i += 2) {
+            if (!strcmp(argv[i], "--heads")) sscanf(argv[i + 1], "%d/%d", &h, &hkv);
+            else if (!strcmp(argv[i], "--dim")) d = atoi(argv[i + 1]);
+            else if (!strcmp(argv[i], "--tok")) n_q = atoi(argv[i + 1]);
+        }
+        attn_bench(atoi(argv[2]), h, hkv, d, n_q);
+        return 0;
     }
     bool cuda = true;
     int gen = 128, prefill = 0, n_streams = 0;
@@ -164,6 +268,10 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--gen")) gen = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--prefill")) prefill = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--streams")) n_streams = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--kv-quant") && !hearth_kv_quant_parse(argv[i + 1], &kvq, NULL, 0)) {
+            fprintf(stderr, "--kv-quant: expected off, 8 or 4\n");
+            return 2;
+        }
     }
     hearth_model *m = NULL;
     hearth_err err;

@@ -190,7 +190,6 @@ static hearth_status size_pool(hearth_engine *e, const hearth_model *m, hearth_k
 /* The cache's element types from the scheme asked for and the numerics: l2 is the 8-bit cache
  * in llama.cpp's arithmetic, off is f16 (f32 under the ref numerics unless kv_f16 says). */
 static hearth_status resolve_kv(hearth_engine *e, const hearth_model *m, hearth_kv_scheme *out, hearth_err *err) {
-    (void)m;
     const hearth_numerics *nx = &e->p.numerics;
     hearth_kv_quant *q = &e->p.kv_quant;
     char name[32];
@@ -210,8 +209,21 @@ static hearth_status resolve_kv(hearth_engine *e, const hearth_model *m, hearth_
         *out = hearth_kv_scheme_of(f16 ? HEARTH_KV_F16 : HEARTH_KV_F32, f16 ? HEARTH_KV_F16 : HEARTH_KV_F32);
         return HEARTH_OK;
     }
-    case HEARTH_KVQ_8: *out = hearth_kv_scheme_of(HEARTH_KV_Q8_0, HEARTH_KV_Q8_0); return HEARTH_OK;
-    case HEARTH_KVQ_4: *out = hearth_kv_scheme_of(HEARTH_KV_Q4_0, HEARTH_KV_Q4_0); return HEARTH_OK;
+    case HEARTH_KVQ_8:
+    case HEARTH_KVQ_4: {
+        /* every layer's heads are whole 32-element blocks (the pool checks the model's head size,
+         * the backends' kernels assume it of each layer's) */
+        const hearth_hparams *hp = hearth_model_hparams(m);
+        for (int32_t il = 0; il < hp->n_layer; il++)
+            if (hearth_hparams_head_dim(hp, il) % HEARTH_KV_QBLOCK)
+                return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1,
+                                      "--kv-quant %s: a quantized KV cache needs heads of a multiple of %d "
+                                      "elements (layer %d's are %d)",
+                                      name, HEARTH_KV_QBLOCK, il, hearth_hparams_head_dim(hp, il));
+        const hearth_kv_type t = q->mode == HEARTH_KVQ_8 ? HEARTH_KV_Q8_0 : HEARTH_KV_Q4_0;
+        *out = hearth_kv_scheme_of(t, t);
+        return HEARTH_OK;
+    }
     default:
         return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "--kv-quant %s: this scheme is not available yet", name);
     }
@@ -272,11 +284,6 @@ hearth_status hearth_engine_create(const hearth_model *m, const hearth_engine_pa
         hearth_backend_get_info(e->be, &bi);
         int64_t gpu = (int64_t)(bi.mem_free / 10 * 9);
         if (gpu < e->p.memory_budget) e->p.memory_budget = gpu;
-    }
-    if (hearth_kv_type_quantized(kv.k) && !hearth_backend_host_memory(e->be)) {
-        st = hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1,
-                            "--kv-quant: the quantized KV cache runs on the CPU only for now; use --device cpu");
-        goto fail;
     }
     hearth_kv_pool_params pp = {.block_size = e->p.block_size, .n_seqs = e->p.batch, .max_seq_len = e->p.n_ctx,
                                 .kv = kv, .swa_full = e->p.kv_swa_full, .be = hearth_backend_host_memory(e->be) ? NULL : e->be};

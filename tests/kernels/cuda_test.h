@@ -42,6 +42,11 @@ static const struct {
     {"kv_store", 0},           /* a copy (rounded to f16 the same way) */
     {"attention_f32", 2e-5},
     {"attention_f16", 4e-3},   /* the reference rounds the normalized weights to f16 */
+    {"attention_quant", 2e-5}, /* q8_0 / q4_0 cache: both dequantize the same blocks exactly and
+                                  meet the same q8_0 query; only the f32 order of the sums (and
+                                  the split's combine) differs, as attention_f32 */
+    {"attention_quant_tc", 4e-3}, /* prefill on tensor cores: the dequantized cache and the query
+                                     rounded to f16, the weights too (as attention_f16) */
     {"glu", 2e-6},
     {"glu_f16", 2e-3},         /* one f16 ulp where tanhf rounds differently */
     {"matmul_glu", 1e-4},      /* the products' error (matmul_gemv) through the activation */

@@ -122,7 +122,7 @@ TEST(rope_both_recipes_both_layouts) {
 
 /* rope_store (one launch) against rope, rope, kv_store, kv_store (each held to its reference
  * above): the same q, k and caches bit for bit; partial rotary, both layouts and both recipes,
- * f16 and f32 caches, a value width unlike the key width */
+ * f32, f16, q8_0 and q4_0 caches, a value width unlike the key width */
 TEST(rope_store_matches_rope_then_kv_store) {
     NEED_GPU();
     const int64_t T = 4, vw = 2 * 48;
@@ -132,12 +132,14 @@ TEST(rope_store_matches_rope_then_kv_store) {
     hearth_rope_inv_freq(inv, R, 10000.0f, 1.0f);
     int32_t *dpos = up(pos, sizeof pos), *dseq = up(seq, sizeof seq), *dtable = up(table, sizeof table);
     hearth_kv_blocks bl = {.table = dtable, .max_blocks = max_blocks, .block_size = bs};
-    for (int k = 0; k < 8; k++) {
-        bool f16 = k & 4;
+    static const hearth_kv_type types[4] = {HEARTH_KV_F32, HEARTH_KV_F16, HEARTH_KV_Q8_0, HEARTH_KV_Q4_0};
+    for (int k = 0; k < 16; k++) {
+        const hearth_kv_type ty = types[k >> 2];
         hearth_rope_params rp = {.inv_freq = k & 1 ? inv : NULL, .theta_scale = powf(10000.0f, -2.0f / R),
                                  .freq_scale = 1.0f, .neox = (k & 2) != 0};
         const size_t qn = (size_t)T * H * D, kn = (size_t)T * HKV * D, vn = (size_t)T * vw;
-        const size_t kc = (size_t)n_blocks * bs * HKV * D * (f16 ? 2 : 4), vc = (size_t)n_blocks * bs * vw * (f16 ? 2 : 4);
+        const size_t kc = (size_t)n_blocks * bs * hearth_kv_row_bytes(ty, (int64_t)HKV * D),
+                     vc = (size_t)n_blocks * bs * hearth_kv_row_bytes(ty, vw);
         float *q = malloc(sizeof(float) * qn), *kk = malloc(sizeof(float) * kn), *v = malloc(sizeof(float) * vn);
         fill(q, (int64_t)qn, 1.0f);
         fill(kk, (int64_t)kn, 1.0f);
@@ -147,14 +149,17 @@ TEST(rope_store_matches_rope_then_kv_store) {
         for (int way = 0; way < 2; way++) {
             float *dq = up(q, sizeof(float) * qn), *dk = up(kk, sizeof(float) * kn), *dv = up(v, sizeof(float) * vn);
             void *dkc = hearth_buf_alloc(gpu(), kc), *dvc = hearth_buf_alloc(gpu(), vc);
+            char *zero = calloc(1, kc > vc ? kc : vc); /* unwritten rows compare equal */
+            hearth_buf_upload(gpu(), dkc, zero, kc);
+            hearth_buf_upload(gpu(), dvc, zero, vc);
+            free(zero);
             if (way == 0) {
                 hearth_op_rope(gpu(), dq, T, H, D, R, dpos, &rp);
                 hearth_op_rope(gpu(), dk, T, HKV, D, R, dpos, &rp);
-                hearth_op_kv_store(gpu(), dk, T, (int64_t)HKV * D, dseq, dpos, dkc, &bl, f16 ? HEARTH_KV_F16 : HEARTH_KV_F32);
-                hearth_op_kv_store(gpu(), dv, T, vw, dseq, dpos, dvc, &bl, f16 ? HEARTH_KV_F16 : HEARTH_KV_F32);
+                hearth_op_kv_store(gpu(), dk, T, (int64_t)HKV * D, dseq, dpos, dkc, &bl, ty);
+                hearth_op_kv_store(gpu(), dv, T, vw, dseq, dpos, dvc, &bl, ty);
             } else {
-                hearth_op_rope_store(gpu(), dq, dk, dv, T, H, HKV, D, R, vw, dpos, &rp, dseq, dkc, dvc, &bl,
-                                     f16 ? HEARTH_KV_F16 : HEARTH_KV_F32, f16 ? HEARTH_KV_F16 : HEARTH_KV_F32);
+                hearth_op_rope_store(gpu(), dq, dk, dv, T, H, HKV, D, R, vw, dpos, &rp, dseq, dkc, dvc, &bl, ty, ty);
             }
             out[way][0] = malloc(sizeof(float) * qn);
             out[way][1] = malloc(sizeof(float) * kn);
@@ -167,7 +172,7 @@ TEST(rope_store_matches_rope_then_kv_store) {
             void *bufs[] = {dq, dk, dv, dkc, dvc};
             for (int i = 0; i < 5; i++) dfree(bufs[i]);
         }
-        fprintf(stderr, "  %s cache, %s, %s recipe\n", f16 ? "f16" : "f32", rp.neox ? "neox" : "interleaved",
+        fprintf(stderr, "  %s cache, %s, %s recipe\n", hearth_kv_type_name(ty), rp.neox ? "neox" : "interleaved",
                 rp.inv_freq ? "inv_freq" : "theta_scale");
         CHECK(!memcmp(out[0][0], out[1][0], sizeof(float) * qn));
         CHECK(!memcmp(out[0][1], out[1][1], sizeof(float) * kn));
@@ -330,11 +335,17 @@ static hearth_backend *gpu_per_head(void) {
 
 /* Attention of n_q queries (the last positions of a ctx-token context) against a paged cache
  * filled through kv_store. With two sequences the second half of the queries belongs to a
- * second sequence with its own keys and blocks, so one step's query tiles mix sequences. */
-static void attention_case(bool f16, int32_t n_head, int32_t n_head_kv, int32_t D, int32_t ctx, int32_t n_swa,
-                           float softcap, int64_t n_q, int n_seq) {
+ * second sequence with its own keys and blocks, so one step's query tiles mix sequences. The
+ * stored cache must equal the CPU backend's kv_store of the same rows byte for byte; the
+ * reference reads that cache: hearth_attn_head_paged_ref for f32 and f16, hearth_attn_quant_ref
+ * (the plain twin of the CPU's quantized-cache attention) for q8_0 and q4_0. With holes, the
+ * table entries of blocks wholly before every query's window are -1 when attention runs (the
+ * pool frees blocks that slid out of a window): no kernel may read them. */
+static void attention_case_h(hearth_kv_type type, int32_t n_head, int32_t n_head_kv, int32_t D, int32_t ctx,
+                             int32_t n_swa, float softcap, int64_t n_q, int n_seq, bool holes) {
     const int32_t bs = 16, max_blocks = (ctx + bs - 1) / bs, n_blocks = n_seq * max_blocks + 3;
     const int64_t kvw = (int64_t)n_head_kv * D, n_rows = (int64_t)n_seq * ctx;
+    const bool quant = hearth_kv_type_quantized(type);
     int32_t *table = malloc(sizeof(int32_t) * n_seq * max_blocks);
     for (int32_t i = 0; i < n_seq * max_blocks; i++) table[i] = (i * 7 + 3) % n_blocks; /* made distinct: */
     for (int32_t i = 0; i < n_seq * max_blocks; i++)
@@ -345,30 +356,28 @@ static void attention_case(bool f16, int32_t n_head, int32_t n_head_kv, int32_t 
     fill(vv, n_rows * kvw, 1.0f);
     int32_t *pos = malloc(sizeof(int32_t) * n_rows), *seq = malloc(sizeof(int32_t) * n_rows);
     for (int64_t i = 0; i < n_rows; i++) pos[i] = (int32_t)(i % ctx), seq[i] = (int32_t)(i / ctx);
-    size_t esz = f16 ? 2 : 4, cache_bytes = (size_t)n_blocks * bs * (size_t)kvw * esz;
+    const size_t row_bytes = hearth_kv_row_bytes(type, kvw), cache_bytes = (size_t)n_blocks * bs * row_bytes;
     void *dk = hearth_buf_alloc(gpu(), cache_bytes), *dv = hearth_buf_alloc(gpu(), cache_bytes);
+    char *ek = calloc(1, cache_bytes), *ev = calloc(1, cache_bytes);
+    hearth_buf_upload(gpu(), dk, ek, cache_bytes); /* rows never stored compare equal */
+    hearth_buf_upload(gpu(), dv, ev, cache_bytes);
     int32_t *dtable = up(table, sizeof(int32_t) * n_seq * max_blocks), *dpos = up(pos, sizeof(int32_t) * n_rows),
             *dseq = up(seq, sizeof(int32_t) * n_rows);
     float *dkx = up(kv, sizeof(float) * n_rows * kvw), *dvx = up(vv, sizeof(float) * n_rows * kvw);
     hearth_kv_blocks bl = {.table = dtable, .max_blocks = max_blocks, .block_size = bs};
-    hearth_op_kv_store(gpu(), dkx, n_rows, kvw, dseq, dpos, dk, &bl, f16 ? HEARTH_KV_F16 : HEARTH_KV_F32);
-    hearth_op_kv_store(gpu(), dvx, n_rows, kvw, dseq, dpos, dv, &bl, f16 ? HEARTH_KV_F16 : HEARTH_KV_F32);
-    /* the stored cache, checked against a host store, then used by the reference */
-    char *hk = malloc(cache_bytes), *hv = malloc(cache_bytes), *ek = calloc(1, cache_bytes), *ev = calloc(1, cache_bytes);
+    hearth_op_kv_store(gpu(), dkx, n_rows, kvw, dseq, dpos, dk, &bl, type);
+    hearth_op_kv_store(gpu(), dvx, n_rows, kvw, dseq, dpos, dv, &bl, type);
+    /* the stored cache, checked against the CPU backend's store, then used by the reference */
+    char *hk = malloc(cache_bytes), *hv = malloc(cache_bytes);
     down(hk, dk, cache_bytes);
     down(hv, dv, cache_bytes);
-    for (int64_t i = 0; i < n_rows; i++) {
-        size_t base = ((size_t)table[seq[i] * max_blocks + pos[i] / bs] * bs + pos[i] % bs) * (size_t)kvw;
-        for (int64_t e = 0; e < kvw; e++) {
-            if (f16) {
-                ((uint16_t *)ek)[base + e] = hearth_fp32_to_fp16(kv[i * kvw + e]);
-                ((uint16_t *)ev)[base + e] = hearth_fp32_to_fp16(vv[i * kvw + e]);
-            } else {
-                ((float *)ek)[base + e] = kv[i * kvw + e];
-                ((float *)ev)[base + e] = vv[i * kvw + e];
-            }
-        }
-    }
+    hearth_backend *cpu = hearth_backend_cpu_create(2, 4, kvw, 16, NULL);
+    CHECK(cpu != NULL);
+    if (!cpu) return;
+    hearth_kv_blocks hbl = {.table = table, .max_blocks = max_blocks, .block_size = bs};
+    hearth_op_kv_store(cpu, kv, n_rows, kvw, seq, pos, ek, &hbl, type);
+    hearth_op_kv_store(cpu, vv, n_rows, kvw, seq, pos, ev, &hbl, type);
+    hearth_backend_destroy(cpu);
     CHECK(!memcmp(hk, ek, cache_bytes));
     CHECK(!memcmp(hv, ev, cache_bytes));
     /* queries: the last n_q positions, the second half in the second sequence when there is one */
@@ -382,25 +391,60 @@ static void attention_case(bool f16, int32_t n_head, int32_t n_head_kv, int32_t 
         qseq[t] = n_seq > 1 && t >= n_q / 2 ? 1 : 0;
     }
     float scale = 1.0f / sqrtf((float)D);
+    const hearth_type wt = type == HEARTH_KV_Q8_0 ? HEARTH_TYPE_Q8_0 : HEARTH_TYPE_Q4_0;
+    int32_t lo = ctx; /* the earliest key any query reads */
     for (int64_t t = 0; t < n_q; t++)
         for (int32_t h = 0; h < n_head; h++) {
             int32_t hkv = h / (n_head / n_head_kv), p = qpos[t];
             int64_t j0 = n_swa > 0 && p - n_swa + 1 > 0 ? p - n_swa + 1 : 0;
-            hearth_attn_head_paged_ref(q + (t * n_head + h) * D, hk + (size_t)hkv * D * esz, hv + (size_t)hkv * D * esz,
-                                       kvw, table + qseq[t] * max_blocks, bs, f16, D, j0, p + 1, scale, softcap,
-                                       scores, ref + (t * n_head + h) * D);
+            if (j0 < lo) lo = (int32_t)j0;
+            float *o = ref + (t * n_head + h) * D;
+            if (quant) {
+                hearth_attn_quant_args qa = {
+                    .k = hk + hearth_kv_row_bytes(type, (int64_t)hkv * D),
+                    .v = hv + hearth_kv_row_bytes(type, (int64_t)hkv * D),
+                    .k_row = row_bytes, .v_row = row_bytes, .k_type = wt, .v_type = wt,
+                    .table_row = table + qseq[t] * max_blocks, .block_size = bs, .head_dim = D, .head_dim_v = D,
+                    .j0 = j0, .j1 = p + 1, .scale = scale, .softcap = softcap};
+                const float *qp = q + (t * n_head + h) * D;
+                hearth_attn_quant_ref(1, &qp, &o, &qa);
+            } else {
+                size_t esz = type == HEARTH_KV_F16 ? 2 : 4;
+                hearth_attn_head_paged_ref(q + (t * n_head + h) * D, hk + (size_t)hkv * D * esz,
+                                           hv + (size_t)hkv * D * esz, kvw, table + qseq[t] * max_blocks, bs,
+                                           type == HEARTH_KV_F16, D, j0, p + 1, scale, softcap, scores, o);
+            }
         }
+    int32_t *dtable_h = NULL;
+    if (holes) {
+        int32_t *ht = malloc(sizeof(int32_t) * n_seq * max_blocks), n_holes = 0;
+        for (int32_t i = 0; i < n_seq * max_blocks; i++) {
+            ht[i] = (i % max_blocks + 1) * bs <= lo ? -1 : table[i];
+            n_holes += ht[i] < 0;
+        }
+        CHECK(n_holes > 0); /* the case has a window that slid */
+        dtable_h = up(ht, sizeof(int32_t) * n_seq * max_blocks);
+        bl.table = dtable_h;
+        free(ht);
+    }
     float *dq = up(q, sizeof(float) * n_q * qw), *dout = hearth_buf_alloc(gpu(), sizeof(float) * n_q * qw);
     int32_t *dqpos = up(qpos, sizeof(int32_t) * n_q), *dqseq = up(qseq, sizeof(int32_t) * n_q);
     hearth_attn_args a = {.n_tok = n_q, .n_head = n_head, .n_head_kv = n_head_kv, .head_dim = D, .head_dim_v = D,
                           .q = dq, .out = dout, .pos = dqpos, .seq = dqseq, .k = dk, .v = dv, .blocks = bl,
-                          .k_type = f16 ? HEARTH_KV_F16 : HEARTH_KV_F32, .v_type = f16 ? HEARTH_KV_F16 : HEARTH_KV_F32, .n_swa = n_swa, .scale = scale, .softcap = softcap, .max_len = ctx,
-                          .min_run = (int32_t)(n_seq > 1 ? n_q / 2 : n_q)};
+                          .k_type = type, .v_type = type, .n_swa = n_swa, .scale = scale, .softcap = softcap,
+                          .max_len = ctx, .min_run = (int32_t)(n_seq > 1 ? n_q / 2 : n_q)};
     hearth_op_attention(gpu(), &a);
     down(got, dout, sizeof(float) * n_q * qw);
-    fprintf(stderr, "  %s heads %d/%d dim %d ctx %d swa %d softcap %g queries %lld sequences %d\n", f16 ? "f16" : "f32",
-            n_head, n_head_kv, D, ctx, n_swa, softcap, (long long)n_q, n_seq);
-    CHECK_REL(got, ref, n_q * qw, f16 ? "attention_f16" : "attention_f32");
+    fprintf(stderr, "  %s heads %d/%d dim %d ctx %d swa %d softcap %g queries %lld sequences %d%s\n",
+            hearth_kv_type_name(type), n_head, n_head_kv, D, ctx, n_swa, softcap, (long long)n_q, n_seq,
+            holes ? " holes" : "");
+    /* the steps the tensor-core kernel takes (attention.cu use_tc: long runs of one sequence;
+     * every such case here is short enough, or long enough, not to split) */
+    const int32_t min_run = (int32_t)(n_seq > 1 ? n_q / 2 : n_q);
+    const bool tc = n_q >= 32 && min_run >= 32 && (D == 64 || D == 128 || D == 256);
+    CHECK_REL(got, ref, n_q * qw,
+              quant ? (tc ? "attention_quant_tc" : "attention_quant")
+                    : type == HEARTH_KV_F16 ? "attention_f16" : "attention_f32");
     hearth_backend *ph = gpu_per_head();
     CHECK(ph != NULL);
     if (ph) {
@@ -413,15 +457,21 @@ static void attention_case(bool f16, int32_t n_head, int32_t n_head_kv, int32_t 
         hearth_buf_free(ph, dout_ph);
         free(got_ph);
     }
+    if (dtable_h) dfree(dtable_h);
     void *dbufs[] = {dk, dv, dtable, dpos, dseq, dkx, dvx, dq, dout, dqpos, dqseq};
     for (size_t i = 0; i < sizeof dbufs / sizeof dbufs[0]; i++) dfree(dbufs[i]);
     void *hbufs[] = {table, kv, vv, pos, seq, hk, hv, ek, ev, q, ref, got, scores, qpos, qseq};
     for (size_t i = 0; i < sizeof hbufs / sizeof hbufs[0]; i++) free(hbufs[i]);
 }
 
+static void attention_case(hearth_kv_type type, int32_t n_head, int32_t n_head_kv, int32_t D, int32_t ctx,
+                           int32_t n_swa, float softcap, int64_t n_q, int n_seq) {
+    attention_case_h(type, n_head, n_head_kv, D, ctx, n_swa, softcap, n_q, n_seq, false);
+}
+
 TEST(attention_paged) {
     NEED_GPU();
-    for (int f = 0; f < 2; f++) {
+    for (hearth_kv_type f = HEARTH_KV_F32; f <= HEARTH_KV_F16; f++) {
         attention_case(f, 8, 2, 64, 37, 0, 0, 37, 1);      /* prefill of a short prompt, GQA 4 */
         attention_case(f, 4, 4, 128, 3000, 0, 0, 1, 1);    /* decode over a long context: split keys */
         attention_case(f, 8, 1, 256, 700, 128, 0, 3, 1);   /* head_dim 256, sliding window, GQA 8 */
@@ -434,11 +484,85 @@ TEST(attention_paged) {
  * last tile, queries after a cached prefix, tiles that mix two sequences */
 TEST(attention_paged_tensor_cores) {
     NEED_GPU();
-    attention_case(true, 8, 2, 128, 300, 0, 0, 300, 1);       /* whole prompt, GQA 4 */
-    attention_case(true, 4, 1, 64, 500, 100, 30.0f, 170, 1);  /* sliding window, softcap, prefix */
-    attention_case(true, 4, 2, 256, 200, 0, 0, 130, 1);       /* head_dim 256 */
-    attention_case(true, 8, 8, 128, 260, 0, 0, 200, 2);       /* two sequences in the step */
-    attention_case(true, 4, 2, 64, 90, 0, 0, 66, 2);          /* a short step, one tile, two runs */
+    attention_case(HEARTH_KV_F16, 8, 2, 128, 300, 0, 0, 300, 1);       /* whole prompt, GQA 4 */
+    attention_case(HEARTH_KV_F16, 4, 1, 64, 500, 100, 30.0f, 170, 1);  /* sliding window, softcap, prefix */
+    attention_case(HEARTH_KV_F16, 4, 2, 256, 200, 0, 0, 130, 1);       /* head_dim 256 */
+    attention_case(HEARTH_KV_F16, 8, 8, 128, 260, 0, 0, 200, 2);       /* two sequences in the step */
+    attention_case(HEARTH_KV_F16, 4, 2, 64, 90, 0, 0, 66, 2);          /* a short step, one tile, two runs */
+}
+
+/* The quantized cache (q8_0, q4_0): prefill (the tensor-core kernel: 37, 170 and 200 queries)
+ * and decode, GQA up to 8, sliding windows (with the slid-out blocks' table entries gone),
+ * softcap, two sequences in a step, head sizes 32 to 256; each against the CPU's plain
+ * quantized-cache attention over the same stored bytes. */
+TEST(attention_paged_quantized) {
+    NEED_GPU();
+    for (hearth_kv_type t = HEARTH_KV_Q8_0; t <= HEARTH_KV_Q4_0; t++) {
+        attention_case(t, 8, 2, 64, 37, 0, 0, 37, 1);           /* prefill of a short prompt, GQA 4 */
+        attention_case(t, 4, 4, 128, 3000, 0, 0, 1, 1);         /* decode over a long context: split keys */
+        attention_case(t, 8, 2, 128, 3000, 0, 0, 2, 1);         /* decode, GQA 4, split keys */
+        attention_case(t, 8, 1, 256, 700, 128, 0, 3, 1);        /* head_dim 256, window, GQA 8 */
+        attention_case(t, 4, 2, 32, 300, 0, 50.0f, 5, 1);       /* softcap */
+        attention_case(t, 8, 8, 128, 260, 0, 0, 200, 2);        /* a long step of two sequences */
+        attention_case(t, 4, 1, 64, 500, 100, 30.0f, 170, 1);   /* window and softcap over a prefix */
+        attention_case_h(t, 8, 2, 64, 900, 64, 0, 1, 1, true);  /* decode, window, holes in the table */
+        attention_case_h(t, 4, 2, 128, 400, 48, 0, 40, 2, true); /* two sequences, windows, holes */
+    }
+}
+
+/* kv_store of q8_0 / q4_0 rows: the bytes the CPU backend's kv_store writes for the same rows,
+ * on random rows and on blocks made to hit the quantizers' edges: all zeros, a negative extreme,
+ * two elements of the largest magnitude with opposite signs (the first one's sign is q4_0's),
+ * products exactly half-way between integers (q8_0 rounds them to even), and a q4_0 element
+ * that rounds past 15. */
+TEST(kv_store_quantized_matches_cpu) {
+    NEED_GPU();
+    const int64_t width = 4 * 32, n_tok = 12;
+    const int32_t bs = 4, max_blocks = 4, n_blocks = 7;
+    int32_t table[8] = {6, 1, 4, 0, 2, 5, 3, 3}, pos[12], seq[12];
+    float *x = malloc(sizeof(float) * n_tok * width);
+    fill(x, n_tok * width, 3.0f);
+    for (int64_t t = 0; t < n_tok; t++) pos[t] = (int32_t)(t % 7) * 2, seq[t] = (int32_t)(t / 7);
+    float *b = x;                          /* token 0, block 0: zeros */
+    for (int i = 0; i < 32; i++) b[i] = 0.0f;
+    b = x + 32;                            /* block 1: amax 127 (q8_0 multiplier 1), halves */
+    for (int i = 0; i < 32; i++) b[i] = (float)(i - 16) + 0.5f;
+    b[5] = -127.0f;
+    b = x + 64;                            /* block 2: -8 first, then 8 (q4_0: d = 1, 8 -> 16 -> 15) */
+    for (int i = 0; i < 32; i++) b[i] = (float)(i % 16) - 7.5f;
+    b[3] = -8.0f;
+    b[20] = 8.0f;
+    b = x + 96;                            /* block 3: a positive extreme, tiny values */
+    for (int i = 0; i < 32; i++) b[i] = 1e-6f * (float)i;
+    b[31] = 2.0f;
+    int32_t *dtable = up(table, sizeof table), *dpos = up(pos, sizeof pos), *dseq = up(seq, sizeof seq);
+    float *dx = up(x, sizeof(float) * n_tok * width);
+    hearth_backend *cpu = hearth_backend_cpu_create(1, 16, width, 16, NULL);
+    CHECK(cpu != NULL);
+    for (hearth_kv_type t = HEARTH_KV_Q8_0; cpu && t <= HEARTH_KV_Q4_0; t++) {
+        const size_t bytes = (size_t)n_blocks * bs * hearth_kv_row_bytes(t, width);
+        char *ref = calloc(1, bytes), *got = malloc(bytes);
+        void *dc = up(ref, bytes);
+        hearth_kv_blocks hb = {.table = table, .max_blocks = max_blocks, .block_size = bs};
+        hearth_kv_blocks db = {.table = dtable, .max_blocks = max_blocks, .block_size = bs};
+        hearth_op_kv_store(cpu, x, n_tok, width, seq, pos, ref, &hb, t);
+        hearth_op_kv_store(gpu(), dx, n_tok, width, dseq, dpos, dc, &db, t);
+        down(got, dc, bytes);
+        fprintf(stderr, "  %s\n", hearth_kv_type_name(t));
+        CHECK(!memcmp(got, ref, bytes));
+        size_t first = 0;
+        while (first < bytes && got[first] == ref[first]) first++;
+        if (first < bytes) fprintf(stderr, "  first difference at byte %zu\n", first);
+        dfree(dc);
+        free(ref);
+        free(got);
+    }
+    if (cpu) hearth_backend_destroy(cpu);
+    dfree(dtable);
+    dfree(dpos);
+    dfree(dseq);
+    dfree(dx);
+    free(x);
 }
 
 int main(int argc, char **argv) {

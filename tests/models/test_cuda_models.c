@@ -13,7 +13,9 @@
  * stretched-RoPE checkpoints, the starter models when HEARTH_SMOLLM2_GGUF /
  * HEARTH_GEMMA3_GGUF name them, and any GGUF listed (colon-separated) in HEARTH_CUDA_MODELS (the
  * GPU host's generated checkpoints, docs/cuda.md). Skips without a GPU.
- * Last, n choices (hearth_engine_submit_n) on a CUDA engine of the tiny qwen2 model.
+ * Then n choices (hearth_engine_submit_n) on a CUDA engine of the tiny qwen2 model, and last
+ * the quantized KV cache (--kv-quant 8 and 4) through CUDA engines of the tiny 64-wide llama
+ * and SmolLM2 against a CPU engine with the same cache, batched, prefix-cached and preempted.
  */
 #include "test.h"
 
@@ -265,5 +267,178 @@ TEST(engine_choices_on_cuda) {
     hearth_engine_destroy(e);
     hearth_model_destroy(m);
 }
+
+/* ---- the quantized KV cache (--kv-quant 8 and 4) through the engine on CUDA ----
+ *
+ * The committed tiny llama with 64-wide heads, and SmolLM2 when HEARTH_SMOLLM2_GGUF names it
+ * (heads of 64: whole 32-element blocks; the tiny qwen models' heads of 16 are not), with
+ * q8_0 / q4_0 keys and values, greedy, both engines on the ref numerics (f32 activations):
+ *
+ *   alone      each of NQ_KV prompts alone on a CUDA engine: the tokens must be the CPU
+ *              engine's with the same cache scheme (alone too)
+ *   together   the NQ_KV at once into a batch, then again with every full prompt block from the
+ *              prefix cache (n_cached 16), then into a pool of blocks of 4 that holds about three
+ *              of them (sequences preempted and recomputed): the tokens must be the CUDA alone
+ *              run's
+ *
+ * Near ties, as check_model's: the two sides' logits differ in summation order (and the prefill
+ * GEMMs' f16 inputs), so where the reference's top two log-probabilities are within KV_TIE
+ * nats (about check_model's 1e-2 of the largest logit, which runs near 20 on SmolLM2) the
+ * other run may take the runner-up there; that one divergence is accepted and printed, the
+ * tokens after it are not compared. Anything else fails: a wrong block, scale or position
+ * changes many tokens at margins of whole nats. */
+enum { NQ_KV = 6, PLEN_KV = 20, NGEN_KV = 12, CTX_KV = 64 };
+#define KV_TIE 0.2f
+
+typedef struct {
+    int32_t tok[NQ_KV][NGEN_KV], second[NQ_KV][NGEN_KV], cached[NQ_KV];
+    float   margin[NQ_KV][NGEN_KV];
+} kv_run;
+
+static hearth_engine *kv_engine(hearth_model *m, hearth_kvq_mode mode, int device, int32_t batch, int32_t block_size,
+                                int32_t pool_tokens, int64_t prompt_cache) {
+    hearth_engine_params ep = hearth_engine_params_default();
+    ep.device = device;
+    ep.n_threads = 2;
+    ep.n_ctx = CTX_KV;
+    ep.batch = batch;
+    ep.block_size = block_size;
+    ep.max_step = 64;
+    ep.prompt_cache = prompt_cache;
+    ep.debug_checks = true;
+    ep.numerics = REF_NX;
+    ep.kv_quant = (hearth_kv_quant){.mode = mode};
+    const hearth_kv_type t = mode == HEARTH_KVQ_8 ? HEARTH_KV_Q8_0 : HEARTH_KV_Q4_0;
+    ep.kv_budget = (int64_t)hearth_kv_bytes_per_token(m, hearth_kv_scheme_of(t, t)) * pool_tokens;
+    hearth_engine *e = NULL;
+    hearth_err err = {0};
+    CHECK_EQ(hearth_engine_create(m, &ep, &e, &err), HEARTH_OK);
+    if (!e) {
+        fprintf(stderr, "  engine: %s\n", err.msg);
+        return NULL;
+    }
+    hearth_engine_info in;
+    hearth_engine_info_get(e, &in);
+    CHECK_EQ(in.kv.k, t);
+    CHECK_EQ(in.kv.v, t);
+    return e;
+}
+
+/* prompts [i0, i0 + n) submitted at once, greedy, with their top two log-probabilities */
+static void kv_submit(hearth_engine *e, int32_t p[NQ_KV][PLEN_KV], int i0, int n, kv_run *out) {
+    hearth_request *r[NQ_KV] = {0};
+    hearth_err err = {0};
+    for (int i = i0; i < i0 + n; i++) {
+        hearth_request_params rp = {.prompt = p[i], .n_prompt = PLEN_KV, .max_tokens = NGEN_KV,
+                                    .sampling = hearth_sampler_params_default(), .ignore_eog = true,
+                                    .logprobs = true, .top_logprobs = 2};
+        rp.sampling.temperature = 0;
+        CHECK_EQ(hearth_engine_submit(e, &rp, &r[i], &err), HEARTH_OK);
+    }
+    for (int i = i0; i < i0 + n; i++) {
+        int got = 0;
+        while (r[i]) {
+            hearth_event ev;
+            if (hearth_request_next(r[i], &ev, 120000) != HEARTH_OK) {
+                CHECK(!"timed out waiting for a token");
+                break;
+            }
+            if (ev.kind == HEARTH_EV_DONE) {
+                CHECK_EQ(ev.finish, HEARTH_FINISH_LENGTH);
+                out->cached[i] = ev.n_cached;
+                break;
+            }
+            if (got < NGEN_KV) {
+                out->tok[i][got] = ev.token;
+                CHECK(ev.has_logprobs && ev.lp.n_top >= 2);
+                if (ev.has_logprobs && ev.lp.n_top >= 2) {
+                    out->margin[i][got] = ev.lp.top_logprob[0] - ev.lp.top_logprob[1];
+                    out->second[i][got] = ev.lp.top_id[1];
+                }
+            }
+            got++;
+        }
+        CHECK_EQ(got, NGEN_KV);
+        if (r[i]) hearth_request_release(r[i]);
+    }
+}
+
+/* sequences of got that differ from ref other than by one runner-up at a near tie of ref */
+static int kv_differing(const char *what, const kv_run *got, const kv_run *ref) {
+    int n = 0;
+    for (int i = 0; i < NQ_KV; i++)
+        for (int t = 0; t < NGEN_KV; t++) {
+            if (got->tok[i][t] == ref->tok[i][t]) continue;
+            const bool tie = ref->margin[i][t] < KV_TIE && got->tok[i][t] == ref->second[i][t];
+            fprintf(stderr, "  %s: prompt %d step %d: token %d, reference %d (margin %.4f nats)%s\n", what, i, t,
+                    got->tok[i][t], ref->tok[i][t], (double)ref->margin[i][t], tie ? ": near tie, accepted" : "");
+            n += !tie;
+            break;
+        }
+    return n;
+}
+
+static void kv_engine_check(const char *path, hearth_kvq_mode mode) {
+    if (!path || !*path) TEST_SKIP("model path not set");
+    if (hearth_cuda_device_count() <= 0) TEST_SKIP("no CUDA device");
+    hearth_model *m = NULL;
+    hearth_err err = {0};
+    CHECK_EQ(hearth_model_load(path, &m, &err), HEARTH_OK);
+    if (!m) return;
+    const int32_t n_vocab = hearth_model_hparams(m)->n_vocab;
+    int32_t p[NQ_KV][PLEN_KV];
+    uint32_t s = 4242;
+    for (int i = 0; i < NQ_KV; i++) /* pairs share a 16-token stem: prefixes meet in a batch */
+        for (int j = 0; j < PLEN_KV; j++) {
+            s = s * 1103515245u + 12345u;
+            p[i][j] = (i % 2 && j < 16) ? p[i - 1][j] : 100 + (int32_t)((s >> 8) % (uint32_t)(n_vocab / 2));
+        }
+    static kv_run cpu, alone, got;
+    memset(&cpu, 0, sizeof cpu);
+    memset(&alone, 0, sizeof alone);
+    hearth_engine *e = kv_engine(m, mode, HEARTH_DEVICE_CPU, 1, 16, CTX_KV, 0);
+    for (int i = 0; e && i < NQ_KV; i++) kv_submit(e, p, i, 1, &cpu);
+    hearth_engine_destroy(e);
+    e = kv_engine(m, mode, HEARTH_DEVICE_CUDA, 1, 16, CTX_KV, 0);
+    for (int i = 0; e && i < NQ_KV; i++) kv_submit(e, p, i, 1, &alone);
+    hearth_engine_destroy(e);
+    CHECK_EQ(kv_differing("cuda alone vs cpu", &alone, &cpu), 0);
+
+    hearth_engine_stats st;
+    e = kv_engine(m, mode, HEARTH_DEVICE_CUDA, NQ_KV, 16, NQ_KV * CTX_KV, -1);
+    if (e) {
+        memset(&got, 0, sizeof got);
+        kv_submit(e, p, 0, NQ_KV, &got);
+        CHECK_EQ(kv_differing("together", &got, &alone), 0);
+        memset(&got, 0, sizeof got);
+        kv_submit(e, p, 0, NQ_KV, &got);
+        CHECK_EQ(kv_differing("cached", &got, &alone), 0);
+        for (int i = 0; i < NQ_KV; i++) CHECK_EQ(got.cached[i], 16);
+        idle_counters(e, &st);
+        CHECK_EQ(st.check_failures, 0);
+    }
+    hearth_engine_destroy(e);
+    e = kv_engine(m, mode, HEARTH_DEVICE_CUDA, NQ_KV, 4, 3 * (PLEN_KV + NGEN_KV), 0);
+    if (e) {
+        memset(&got, 0, sizeof got);
+        kv_submit(e, p, 0, NQ_KV, &got);
+        CHECK_EQ(kv_differing("preempted", &got, &alone), 0);
+        idle_counters(e, &st);
+        CHECK(st.preemptions > 0);
+        CHECK_EQ(st.check_failures, 0);
+        CHECK_EQ(st.blocks_free, st.blocks_total);
+    }
+    hearth_engine_destroy(e);
+    hearth_model_destroy(m);
+}
+
+TEST(tiny_llama64_kv8_cuda_engine_matches_cpu) {
+    kv_engine_check("tests/golden/tiny/tiny-llama64.gguf", HEARTH_KVQ_8);
+}
+TEST(tiny_llama64_kv4_cuda_engine_matches_cpu) {
+    kv_engine_check("tests/golden/tiny/tiny-llama64.gguf", HEARTH_KVQ_4);
+}
+TEST(smollm2_kv8_cuda_engine_matches_cpu) { kv_engine_check(getenv("HEARTH_SMOLLM2_GGUF"), HEARTH_KVQ_8); }
+TEST(smollm2_kv4_cuda_engine_matches_cpu) { kv_engine_check(getenv("HEARTH_SMOLLM2_GGUF"), HEARTH_KVQ_4); }
 
 int main(int argc, char **argv) { return test_main(argc, argv); }

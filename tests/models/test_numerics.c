@@ -8,7 +8,8 @@
  * sequence next to a decode of another: the CPU's multi-query attention kernels both) and
  * decode steps (on CUDA: captured and replayed step graphs, and gate/up fused with the GLU in
  * the persistent layout). Runs on the CPU always, on CUDA when a GPU is there. Models: the
- * committed tiny qwen2 and, when HEARTH_SMOLLM2_GGUF names it, the starter model.
+ * committed tiny qwen2 and, when HEARTH_SMOLLM2_GGUF names it, the starter model; over q8_0
+ * and q4_0 caches the committed tiny llama with 64-wide heads.
  */
 #include "test.h"
 
@@ -55,6 +56,9 @@ typedef struct {
 
 enum { MAXT = 24, CTX = 64, NSEQ = 2, PROMPT = 19, DECODE = 6 };
 
+/* the cache of the runs: f16, or a quantized scheme (switches_same_bits_*_kv_quant) */
+static hearth_kv_scheme run_kv = {HEARTH_KV_F16, HEARTH_KV_F16};
+
 static bool side_open(side *s, const hearth_model *m, bool cuda, const hearth_numerics *nx) {
     hearth_err err = {0};
     const hearth_hparams *hp = hearth_model_hparams(m);
@@ -64,7 +68,7 @@ static bool side_open(side *s, const hearth_model *m, bool cuda, const hearth_nu
     s->be = cuda ? hearth_backend_cuda_create(0, MAXT, nx, &err) : hearth_backend_cpu_create(2, MAXT, width, CTX, nx);
     if (!s->be) return false;
     s->fwd = hearth_fwd_create(m, s->be, MAXT, nx);
-    hearth_kv_create_on(cuda ? s->be : NULL, m, NSEQ, CTX, true, &s->kv, &err);
+    hearth_kv_create_scheme(cuda ? s->be : NULL, m, NSEQ, CTX, run_kv, &s->kv, &err);
     return s->fwd && s->kv;
 }
 
@@ -184,6 +188,24 @@ TEST(switches_same_bits_cuda) {
     const char *p = getenv("HEARTH_SMOLLM2_GGUF");
     if (p && *p) check_switches(p, true, true);
     unsetenv("HEARTH_CUDA_MV");
+}
+
+/* the same over q8_0 and q4_0 caches (the tiny llama's heads of 64 are whole blocks): on CUDA
+ * the quantized store and attention kernels under captured and replayed step graphs, and one
+ * query head per block against the group */
+#define TINY64 "tests/golden/tiny/tiny-llama64.gguf"
+static void check_switches_kv_quant(bool cuda) {
+    const hearth_kv_type types[2] = {HEARTH_KV_Q8_0, HEARTH_KV_Q4_0};
+    for (int i = 0; i < 2; i++) {
+        run_kv = hearth_kv_scheme_of(types[i], types[i]);
+        check_switches(TINY64, cuda, false);
+    }
+    run_kv = HEARTH_KV_SCHEME_F16;
+}
+TEST(switches_same_bits_cpu_kv_quant) { check_switches_kv_quant(false); }
+TEST(switches_same_bits_cuda_kv_quant) {
+    if (!have_gpu()) TEST_SKIP("no CUDA device");
+    check_switches_kv_quant(true);
 }
 
 TEST(engine_takes_and_reports_numerics) {

@@ -17,9 +17,17 @@
  *
  * Long steps over an f16 cache (prefill) take the tensor-core kernel of attention_tc.cu instead.
  *
+ * A quantized cache (q8_0 / q4_0 keys and values, backend/kv_type.h) is read in place: the
+ * staging loads dequantize 8 elements at a time (hc_kv_load8_quant, the CPU's to_float), so the
+ * tiles in shared memory are f32 as for the other types and nothing else changes. Its long
+ * steps go to the tensor-core kernel as an f16 cache's do (which dequantizes to f16).
+ *
  * Roundings: with an f16 cache the query is rounded to f16 as the reference does; the
  * reference's rounding of the normalized weights to f16 has no counterpart here (the weights
- * are never normalized before the end), so results agree to the tolerance of the op test.
+ * are never normalized before the end), so results agree to the tolerance of the op test. With
+ * quantized keys the query goes through q8_0 and back (d = amax / 127 as f16, q rounded half
+ * to even), as the CPU's quantized attention (kernels/cpu/attn_quant_body.inc) quantizes it for
+ * its block dots: the same integers and scales meet, summed in f32 in another order.
  */
 #include "backend/cuda/common.cuh"
 
@@ -43,8 +51,10 @@ static size_t smem_bytes(int D, int P) {
 }
 
 /* 8 consecutive cache elements from element idx (a multiple of 8) as f32 */
-static __device__ __forceinline__ void load8(const void *base, int64_t idx, bool f16, float *o) {
-    if (f16) {
+static __device__ __forceinline__ void load8(const void *base, int64_t idx, int type, float *o) {
+    if (hc_kv_quantized(type)) {
+        hc_kv_load8_quant(base, idx, type, o);
+    } else if (type == HC_F16) {
         uint4 u = *(const uint4 *)((const uint16_t *)base + idx);
         const __half2 *h = (const __half2 *)&u;
 #pragma unroll
@@ -93,10 +103,21 @@ static __global__ void __launch_bounds__(NT) attn_k(hc_attn a, int n_split, int 
             qp[tid] = p;
             qj0[tid] = a.n_swa > 0 && p - a.n_swa + 1 > 0 ? p - a.n_swa + 1 : 0;
         }
-        for (int i = tid; i < P * D; i += NT) {
-            int pair = i / D, qi = pair / G, g = pair % G;
-            float v = a.q[((r0 + qi) * a.n_head + h0 + g) * D + i % D];
-            qs[i] = a.kv_f16 ? hc_round_h(v) : v;
+        if (hc_kv_quantized(a.k_type)) {
+            /* the query as q8_0 (the CPU's activation quantizer), dequantized: warp w takes
+             * blocks w, w+4, ... of the pairs' queries */
+            for (int c = warp; c < P * D / 32; c += NT / 32) {
+                int i = c * 32 + lane, pair = i / D, qi = pair / G, g = pair % G;
+                float v = a.q[((r0 + qi) * a.n_head + h0 + g) * D + i % D];
+                float amax = hc_warp_max(fabsf(v)), id = amax != 0.0f ? 127.0f / amax : 0.0f;
+                qs[i] = hc_round_h(amax / 127.0f) * (float)__float2int_rn(__fmul_rn(v, id));
+            }
+        } else {
+            for (int i = tid; i < P * D; i += NT) {
+                int pair = i / D, qi = pair / G, g = pair % G;
+                float v = a.q[((r0 + qi) * a.n_head + h0 + g) * D + i % D];
+                qs[i] = a.k_type == HC_F16 ? hc_round_h(v) : v;
+            }
         }
         __syncthreads();
         int32_t lo = qj0[0], hi = 0;
@@ -131,8 +152,8 @@ static __global__ void __launch_bounds__(NT) attn_k(hc_attn a, int n_split, int 
                 int r = i / (D / 8), d = i % (D / 8) * 8;
                 float kv8[8], vv8[8];
                 if (rows[r] >= 0) {
-                    load8(a.k, rows[r] + d, a.kv_f16, kv8);
-                    load8(a.v, rows[r] + d, a.kv_f16, vv8);
+                    load8(a.k, rows[r] + d, a.k_type, kv8);
+                    load8(a.v, rows[r] + d, a.v_type, vv8);
                 } else {
 #pragma unroll
                     for (int e = 0; e < 8; e++) kv8[e] = vv8[e] = 0.0f;
@@ -244,8 +265,8 @@ static int split_plain(const hc_attn *a) {
     return (int)(s > 64 ? 64 : s < 1 ? 1 : s);
 }
 
-/* long steps over an f16 cache whose sequences come in long runs (prefill, not a batch of
- * decodes) go to the tensor-core kernel (attention_tc.cu), which never splits */
+/* long steps over an f16 or quantized cache whose sequences come in long runs (prefill, not a
+ * batch of decodes) go to the tensor-core kernel (attention_tc.cu), which never splits */
 static bool use_tc(const hc_attn *a) {
     return hc_attention_tc_ok(a) && a->min_run >= 32 && (a->n_tok >= 128 || split_plain(a) == 1);
 }

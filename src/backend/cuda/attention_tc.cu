@@ -1,5 +1,5 @@
 /*
- * attention_tc.cu - prefill attention on tensor cores (f16 cache): the path hc_attention takes
+ * attention_tc.cu - prefill attention on tensor cores (f16, q8_0 or q4_0 cache): the path hc_attention takes
  * for steps of many query tokens; same contract as attention.cu (twin of
  * hearth_attn_head_paged_ref), never materializing a score matrix.
  *
@@ -16,6 +16,11 @@
  * equal sequence, with the rows outside the run masked (their state is left as it was).
  * Roundings: the query is rounded to f16 as the reference does; the weights are rounded to f16
  * before normalization rather than after, within the op test's f16 tolerance.
+ *
+ * A quantized cache (q8_0 / q4_0) takes this kernel too: its keys and values are dequantized
+ * as they are gathered (plain loads instead of the asynchronous copies) and rounded to f16 for
+ * the products, the query rounded to f16 as for an f16 cache (where the CUDA-core kernel and
+ * the CPU take it through q8_0): within the f16 tolerance of the CPU's quantized attention.
  */
 #include "backend/cuda/common.cuh"
 
@@ -36,8 +41,28 @@ static __device__ __forceinline__ void cp_commit(void) { asm volatile("cp.async.
 template <int N>
 static __device__ __forceinline__ void cp_wait(void) { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
 
+/* 8 cache elements (from element offset row + d) into shared memory as f16: an f16 cache by
+ * an asynchronous copy, a q8_0 / q4_0 one dequantized (common.cuh) and rounded to f16 here;
+ * zeros when row < 0 (nothing is read) */
+static __device__ __forceinline__ void stage8(__half *dst, const void *base, int64_t row, int d, int type) {
+    if (type == HC_F16) {
+        cp16(dst, (const uint16_t *)base + (row >= 0 ? row + d : 0), row >= 0);
+        return;
+    }
+    float o[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+    if (row >= 0) hc_kv_load8_quant(base, row + d, type, o);
+    uint4 u;
+    __half2 *h = (__half2 *)&u;
+#pragma unroll
+    for (int k = 0; k < 4; k++) h[k] = __floats2half2_rn(o[2 * k], o[2 * k + 1]);
+    *(uint4 *)dst = u;
+}
+
+static bool tc_type(int t) { return t == HC_F16 || t == HC_Q8_0 || t == HC_Q4_0; }
+
 bool hc_attention_tc_ok(const hc_attn *a) {
-    return a->kv_f16 && a->n_tok >= 32 && (a->head_dim == 64 || a->head_dim == 128 || a->head_dim == 256);
+    return tc_type(a->k_type) && tc_type(a->v_type) && a->n_tok >= 32 &&
+           (a->head_dim == 64 || a->head_dim == 128 || a->head_dim == 256);
 }
 
 /* Row strides in shared memory, padded by 16 bytes so that the 8 rows one tensor-core fragment
@@ -124,7 +149,7 @@ static __global__ void __launch_bounds__(NW * 32) attn_tc_k(hc_attn a) {
 #pragma unroll
             for (int k = 0; k < BK * D / 8 / (NW * 32); k++) {
                 const int i = tid + k * NW * 32, r = i / (D / 8), d = i % (D / 8) * 8;
-                cp16(kvs + r * QL(D) + d, (const uint16_t *)a.k + (krow[r] >= 0 ? krow[r] + d : 0), krow[r] >= 0);
+                stage8(kvs + r * QL(D) + d, a.k, krow[r], d, a.k_type);
             }
             cp_commit();
             cp_wait<0>();
@@ -148,7 +173,7 @@ static __global__ void __launch_bounds__(NW * 32) attn_tc_k(hc_attn a) {
 #pragma unroll
             for (int k = 0; k < BK * D / 8 / (NW * 32); k++) {
                 const int i = tid + k * NW * 32, r = i / (D / 8), d = i % (D / 8) * 8;
-                cp16(kvs + r * QL(D) + d, (const uint16_t *)a.v + (krow[r] >= 0 ? krow[r] + d : 0), krow[r] >= 0);
+                stage8(kvs + r * QL(D) + d, a.v, krow[r], d, a.v_type);
             }
             cp_commit();
             /* online softmax: this lane's 32 keys of its row, taken in a rotated order so the 32

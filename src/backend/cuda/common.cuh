@@ -121,6 +121,72 @@ static __device__ __forceinline__ void hc_dequant32(const uint8_t *row, int64_t 
     }
 }
 
+/* ---- the quantized KV cache (backend/kv_type.h): q8_0 and q4_0 blocks of 32 elements ---- */
+
+/* A cache is a plain run of 32-element blocks (a row of n_head_kv heads is whole blocks), so
+ * element e of a layer's cache lives in block e / 32, whatever the row and head. */
+static __host__ __device__ __forceinline__ bool hc_kv_quantized(int type) { return type == HC_Q8_0 || type == HC_Q4_0; }
+static __host__ __device__ __forceinline__ int hc_kv_block_bytes(int type) { return type == HC_Q8_0 ? 34 : 18; }
+
+/* Quantize one block held one element per lane of a full warp (x: this lane's element, lane
+ * i = element i) into the block at dst, byte for byte as the CPU stores it:
+ *   q8_0  llama.cpp's x86 quantizer (kernels/ref/llamacpp_order_ref.c): d = amax / 127 as f16,
+ *         q = round-half-even(x * (127 / amax))
+ *   q4_0  ggml's reference (kernels/ref/quant_ref.c): m the first element of largest magnitude
+ *         (its sign kept, +0 when all are zero), d = m / -8 as f16, q = min(15, (int)(x / d +
+ *         8.5)) with x / d as x * (1 / d); element i's nibble low in byte i, element i+16's high
+ * The products and sums are spelled as single roundings (no fused multiply-add), as in C. */
+static __device__ __forceinline__ void hc_kv_quant_block(float x, uint8_t *dst, int type, int lane) {
+    const float amax = hc_warp_max(fabsf(x));
+    uint16_t dh;
+    if (type == HC_Q8_0) {
+        const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+        dh = hc_f2h(amax / 127.0f);
+        dst[2 + lane] = (uint8_t)(int8_t)__float2int_rn(__fmul_rn(x, id));
+    } else {
+        const unsigned first = __ffs(__ballot_sync(0xffffffffu, fabsf(x) == amax)) - 1;
+        const float m = amax != 0.0f ? __shfl_sync(0xffffffffu, x, first) : 0.0f;
+        const float d = m / -8.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+        int q = (int)__fadd_rn(__fmul_rn(x, id), 8.5f);
+        q = q < 0 ? 0 : q > 15 ? 15 : q;
+        const int hi = __shfl_down_sync(0xffffffffu, q, 16);
+        dh = hc_f2h(d);
+        if (lane < 16) dst[2 + lane] = (uint8_t)(q | hi << 4);
+    }
+    if (lane == 0) {
+        dst[0] = (uint8_t)(dh & 0xff);
+        dst[1] = (uint8_t)(dh >> 8);
+    }
+}
+
+/* o[0..7] = elements idx..idx+7 (idx a multiple of 8) of a q8_0 or q4_0 cache, dequantized
+ * exactly as the CPU's to_float: q * d, (q - 8) * d */
+static __device__ __forceinline__ void hc_kv_load8_quant(const void *base, int64_t idx, int type, float *o) {
+    const int w = (int)(idx & 31);
+    if (type == HC_Q8_0) {
+        const uint8_t *b = (const uint8_t *)base + (idx >> 5) * 34;
+        const float d = hc_h2f(hc_ld16(b));
+        const uint16_t *p = (const uint16_t *)(b + 2 + w); /* blocks are 2-byte aligned */
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const uint16_t u = p[k];
+            o[2 * k] = d * (float)(int8_t)(u & 0xff);
+            o[2 * k + 1] = d * (float)(int8_t)(u >> 8);
+        }
+    } else {
+        const uint8_t *b = (const uint8_t *)base + (idx >> 5) * 18;
+        const float d = hc_h2f(hc_ld16(b));
+        const uint16_t *p = (const uint16_t *)(b + 2 + (w & 15));
+        const int sh = w < 16 ? 0 : 4;
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const uint16_t u = p[k];
+            o[2 * k] = d * (float)((int)((u & 0xff) >> sh & 15) - 8);
+            o[2 * k + 1] = d * (float)((int)((u >> 8) >> sh & 15) - 8);
+        }
+    }
+}
+
 /* Dispatch on a runtime type id: the body is instantiated for each quantized format. */
 #define HC_QUANT_SWITCH(type, BODY)                                              \
     switch (type) {                                                              \

@@ -218,19 +218,28 @@ static void cu_rope(hearth_backend *be, float *x, int64_t n_tok, int32_t n_head,
             rp->mscale > 0.0f ? rp->mscale : 1.0f, rp->neox, c->stream);
 }
 
+/* the kernels' id of a cache element type (cuda_ops.h) */
+static int hc_kv_of(hearth_kv_type t) {
+    switch (t) {
+    case HEARTH_KV_F16: return HC_F16;
+    case HEARTH_KV_Q8_0: return HC_Q8_0;
+    case HEARTH_KV_Q4_0: return HC_Q4_0;
+    default: return HC_F32;
+    }
+}
+
 static void cu_rope_store(hearth_backend *be, float *q, float *k, const float *v, int64_t n_tok, int32_t n_head,
                           int32_t n_head_kv, int32_t head_dim, int32_t n_rot, int64_t v_width, const int32_t *pos,
                           const hearth_rope_params *rp, const int32_t *seq, void *k_cache, void *v_cache,
                           const hearth_kv_blocks *bl, hearth_kv_type k_type, hearth_kv_type v_type) {
     cuda_ctx *c = ctx_of(be);
-    HEARTH_ASSERT(k_type == v_type && !hearth_kv_type_quantized(k_type)); /* engine.c keeps quantized caches off CUDA */
-    const bool f16 = k_type == HEARTH_KV_F16;
     hc_rope_store_args a = {
         .q = q, .k = k, .v = v, .n_tok = n_tok, .v_width = v_width, .n_head = n_head, .n_head_kv = n_head_kv,
         .head_dim = head_dim, .n_rot = n_rot, .pos = pos, .seq = seq,
         .inv_freq = weight_dev(c, rp->inv_freq, (size_t)(n_rot / 2) * sizeof(float)),
         .theta_scale = rp->theta_scale, .freq_scale = rp->freq_scale, .mscale = rp->mscale > 0.0f ? rp->mscale : 1.0f,
-        .neox = rp->neox, .f16 = f16, .k_cache = k_cache, .v_cache = v_cache, .table = bl->table,
+        .neox = rp->neox, .k_type = hc_kv_of(k_type), .v_type = hc_kv_of(v_type), .k_cache = k_cache,
+        .v_cache = v_cache, .table = bl->table,
         .max_blocks = bl->max_blocks, .block_size = bl->block_size};
     hc_rope_store(&a, c->stream);
 }
@@ -238,19 +247,22 @@ static void cu_rope_store(hearth_backend *be, float *q, float *k, const float *v
 static void cu_kv_store(hearth_backend *be, const float *x, int64_t n_tok, int64_t width, const int32_t *seq,
                         const int32_t *pos, void *cache, const hearth_kv_blocks *bl, hearth_kv_type type) {
     cuda_ctx *c = ctx_of(be);
-    HEARTH_ASSERT(!hearth_kv_type_quantized(type));
-    hc_kv_store(x, n_tok, width, seq, pos, cache, bl->table, bl->max_blocks, bl->block_size, type == HEARTH_KV_F16,
+    HEARTH_ASSERT(!hearth_kv_type_quantized(type) || width % HEARTH_KV_QBLOCK == 0);
+    hc_kv_store(x, n_tok, width, seq, pos, cache, bl->table, bl->max_blocks, bl->block_size, hc_kv_of(type),
                 c->stream);
 }
 
 static void cu_attention(hearth_backend *be, const hearth_attn_args *a) {
     cuda_ctx *c = ctx_of(be);
     HEARTH_ASSERT(a->head_dim == a->head_dim_v);
+    HEARTH_ASSERT((!hearth_kv_type_quantized(a->k_type) && !hearth_kv_type_quantized(a->v_type)) ||
+                  a->head_dim % HEARTH_KV_QBLOCK == 0); /* the pool refuses other heads (kv_pool.c) */
     HEARTH_ASSERT(hc_attention_supported(a->head_dim, a->n_head / a->n_head_kv));
     hc_attn h = {.n_tok = a->n_tok, .n_head = a->n_head, .n_head_kv = a->n_head_kv, .head_dim = a->head_dim,
                  .q = a->q, .out = a->out, .pos = a->pos, .seq = a->seq, .k = a->k, .v = a->v,
                  .table = a->blocks.table, .max_blocks = a->blocks.max_blocks, .block_size = a->blocks.block_size,
-                 .kv_f16 = a->k_type == HEARTH_KV_F16, .n_swa = a->n_swa, .scale = a->scale, .softcap = a->softcap,
+                 .k_type = hc_kv_of(a->k_type), .v_type = hc_kv_of(a->v_type), .n_swa = a->n_swa,
+                 .scale = a->scale, .softcap = a->softcap,
                  .max_len = a->max_len, .min_run = a->min_run, .per_head = c->per_head};
     size_t need = hc_attention_scratch(&h);
     if (need > c->attn_cap) {

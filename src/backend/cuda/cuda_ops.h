@@ -40,8 +40,12 @@ void hc_add_rmsnorm(float *x, const float *r, const float *w, float *y, int64_t 
 void hc_rope(float *x, int64_t n_tok, int32_t n_head, int32_t head_dim, int32_t n_rot, const int32_t *pos,
              const float *inv_freq, float theta_scale, float freq_scale, float mscale, bool neox, void *stream);
 
+/* KV cache element types (backend/kv_type.h) are named by these ids too: HC_F32, HC_F16,
+ * HC_Q8_0, HC_Q4_0 (llama.cpp's cache blocks; a row is whole 32-element blocks). */
+
 /* rope.cu: a layer's RoPE of q and k and its cache store of k and v in one launch (hc_rope on
- * q and k, then hc_kv_store of k, width n_head_kv*head_dim, and of v, width v_width) */
+ * q and k, then hc_kv_store of k, width n_head_kv*head_dim, and of v, width v_width); with a
+ * quantized type head_dim and v_width are multiples of 32 */
 typedef struct {
     float         *q, *k;
     const float   *v;
@@ -50,16 +54,19 @@ typedef struct {
     const int32_t *pos, *seq;
     const float   *inv_freq; /* as hc_rope */
     float          theta_scale, freq_scale, mscale;
-    bool           neox, f16;
+    bool           neox;
+    int            k_type, v_type; /* cache element types: HC_F32, HC_F16, HC_Q8_0, HC_Q4_0 */
     void          *k_cache, *v_cache;
     const int32_t *table;
     int32_t        max_blocks, block_size;
 } hc_rope_store_args;
 void hc_rope_store(const hc_rope_store_args *a, void *stream);
 
-/* kv_store.cu: rows x [n_tok][width] into cache at (seq[t], pos[t]) through the block table */
+/* kv_store.cu: rows x [n_tok][width] into cache at (seq[t], pos[t]) through the block table,
+ * as type (HC_F32, HC_F16, or HC_Q8_0 / HC_Q4_0 quantized block by block: width a multiple of
+ * 32; the bytes the CPU backend's kv_store writes for the same rows) */
 void hc_kv_store(const float *x, int64_t n_tok, int64_t width, const int32_t *seq, const int32_t *pos,
-                 void *cache, const int32_t *table, int32_t max_blocks, int32_t block_size, bool f16, void *stream);
+                 void *cache, const int32_t *table, int32_t max_blocks, int32_t block_size, int type, void *stream);
 
 /* attention.cu: paged attention, one online-softmax pass over each query's keys (no score
  * matrix), split over the keys when few queries meet a long context, then combined. */
@@ -69,10 +76,10 @@ typedef struct {
     const float   *q;       /* [n_tok][n_head*head_dim] */
     float         *out;     /* [n_tok][n_head*head_dim] */
     const int32_t *pos, *seq;
-    const void    *k, *v;   /* [block][block_size][n_head_kv*head_dim] */
+    const void    *k, *v;   /* [block][block_size] rows of n_head_kv*head_dim elements of k_type (v_type) */
     const int32_t *table;
     int32_t        max_blocks, block_size;
-    bool           kv_f16;
+    int            k_type, v_type; /* HC_F32, HC_F16, HC_Q8_0, HC_Q4_0 (quantized: head_dim % 32 == 0) */
     int32_t        n_swa;
     float          scale, softcap;
     int32_t        max_len; /* longest key range of the step (a hint for the split), 0 = unknown */
@@ -83,7 +90,8 @@ typedef struct {
 size_t hc_attention_scratch(const hc_attn *a);
 void   hc_attention(const hc_attn *a, float *scratch, void *stream);
 bool   hc_attention_supported(int32_t head_dim, int32_t group);
-/* attention_tc.cu: the tensor-core kernel hc_attention uses for long steps over an f16 cache */
+/* attention_tc.cu: the tensor-core kernel hc_attention uses for long steps over an f16, q8_0 or
+ * q4_0 cache */
 bool   hc_attention_tc_ok(const hc_attn *a);
 void   hc_attention_tc(const hc_attn *a, void *stream);
 
