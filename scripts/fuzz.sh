@@ -55,8 +55,9 @@ for what in "${targets[@]}"; do
         log=$dir/fuzz-$what.log
         [ "$workers" -gt 1 ] && log=$dir/fuzz-$what.$i.log
         logs+=("$log")
-        # libFuzzer stops itself after SECONDS; the outer limit only catches a process that hangs
-        timeout -k 10 $((secs + 120)) "$bin" "${args[@]}" "$dir/corpus-$what" "fuzz/corpus/$what" > "$log" 2>&1 &
+        # libFuzzer stops itself after SECONDS; the outer limit (30 s more, so that a 560 s run
+        # ends within 10 minutes) only catches a process that hangs
+        timeout -k 5 $((secs + 30)) "$bin" "${args[@]}" "$dir/corpus-$what" "fuzz/corpus/$what" > "$log" 2>&1 &
         pids+=($!)
     done
     rc=0
