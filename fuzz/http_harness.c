@@ -3,7 +3,12 @@
  *
  * Reading a response: the status line and headers up to the blank line (1xx interim
  * responses skipped), then the body by Content-Length, by chunked coding, or to the close of
- * the connection; HEAD, 204 and 304 have none. Waiting is bounded by poll() against one
+ * the connection; HEAD, 204 and 304 have none.
+ *
+ * One thread does it all: the daemon has no threads of its own (hearth_server_create_driven),
+ * so whenever the client's end has nothing to read, the harness writes what is left of the
+ * request and runs the daemon once (MHD_run: it reads, calls the server's callbacks, writes
+ * what the socket takes) - no thread is started or woken per input. Waiting is bounded by one
  * deadline per exchange, so a server that never answers is a broken promise, not a hang.
  */
 #include "fuzz/http_harness.h"
@@ -19,10 +24,10 @@
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -151,7 +156,7 @@ void fz_http_init(void) {
     fclose(ur);
     for (size_t i = 0; i < sizeof rnd; i++) snprintf(admin_key + 2 * i, 3, "%02x", rnd[i]);
     sp.admin_key = admin_key;
-    if (hearth_server_create(&sp, H.m, H.e, &H.s, &err)) {
+    if (hearth_server_create_driven(&sp, H.m, H.e, &H.s, &err)) {
         fprintf(stderr, "http_harness: the server did not start: %s\n", err.msg);
         abort();
     }
@@ -189,51 +194,79 @@ static double now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* A connection handed to the daemon; returns the client's end. */
-static int connect_pair(void) {
+/* The request bytes not yet written to the client's end of the current connection; when they
+ * are all out and shut_wr is set, the client's write side is shut (end of input). */
+static struct {
+    int         fd;
+    const char *p;
+    size_t      n;
+    bool        shut_wr;
+} OUT = {.fd = -1};
+
+/* A connection handed to the daemon, with data[0..n) to write to it; returns the client's end
+ * (non-blocking: the fuzzing thread both writes it and runs the daemon). */
+static int connect_pair(const char *data, size_t n, bool shut_wr) {
     int sv[2];
     PROMISE(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
     struct sockaddr_in peer = {.sin_family = AF_INET, .sin_port = htons(40000),
                                .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     PROMISE(MHD_add_connection(H.s->d, sv[0], (const struct sockaddr *)&peer, sizeof peer) == MHD_YES);
+    PROMISE(fcntl(sv[1], F_SETFL, fcntl(sv[1], F_GETFL) | O_NONBLOCK) == 0);
+    OUT.fd = sv[1];
+    OUT.p = data;
+    OUT.n = n;
+    OUT.shut_wr = shut_wr;
     return sv[1];
 }
 
-static void send_all(int fd, const char *p, size_t n) {
-    while (n) {
-        ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
-        if (k <= 0) return; /* the server closed early (it refused the request): what it said is read next */
-        p += k;
-        n -= (size_t)k;
+/* Write what the socket takes of the request. */
+static void pump(void) {
+    while (OUT.n) {
+        ssize_t k = send(OUT.fd, OUT.p, OUT.n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return; /* full: the daemon reads first */
+        if (k <= 0) { /* the server closed early (it refused the request): what it said is read next */
+            OUT.n = 0;
+            break;
+        }
+        OUT.p += k;
+        OUT.n -= (size_t)k;
+    }
+    if (OUT.shut_wr) {
+        shutdown(OUT.fd, SHUT_WR);
+        OUT.shut_wr = false;
     }
 }
 
-/* Read more into b before the deadline: > 0 bytes read, 0 end of stream; a timeout aborts. */
+/* Read more into b before the deadline, running the daemon while nothing is there: > 0 bytes
+ * read, 0 end of stream; a timeout aborts. */
 static ssize_t read_more(int fd, bytes *b, double deadline) {
     char tmp[16384];
     for (;;) {
-        int left = (int)(deadline - now_ms());
-        if (left <= 0) {
+        pump();
+        ssize_t k = recv(fd, tmp, sizeof tmp, MSG_DONTWAIT);
+        if (k > 0) {
+            put(b, tmp, (size_t)k);
+            return k;
+        }
+        if (k == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return 0; /* a reset: the end too */
+        if (now_ms() > deadline) {
             fprintf(stderr, "http_harness: no answer from the server in %d ms\n", FZ_TIMEOUT_MS);
             abort();
         }
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        int rc = poll(&p, 1, left);
-        if (rc <= 0) continue;
-        ssize_t k = recv(fd, tmp, sizeof tmp, 0);
-        if (k < 0) return 0; /* reset: the end too */
-        if (k) put(b, tmp, (size_t)k);
-        return k;
+        MHD_run(H.s->d); /* the server's turn: it reads, answers, writes what the socket takes */
     }
 }
 
-/* The daemon has let go of every connection (their threads ran to the end of the request);
- * then the Responses store is emptied, so that no input sees what an earlier one stored (its
- * ids are unguessable anyway) and an input's allocations are all freed by its end, which keeps
- * libFuzzer's leak check to the inputs that really leak. */
+/* The daemon has let go of every connection (the client's end is closed: the daemon sees it,
+ * ends the request and closes its end); then the Responses store is emptied, so that no input
+ * sees what an earlier one stored (its ids are unguessable anyway) and an input's allocations
+ * are all freed by its end, which keeps libFuzzer's leak check to the inputs that really leak. */
 static void wait_idle(void) {
     double deadline = now_ms() + FZ_TIMEOUT_MS;
+    OUT.fd = -1;
+    OUT.n = 0;
     for (;;) {
+        MHD_run(H.s->d);
         const union MHD_DaemonInfo *di = MHD_get_daemon_info(H.s->d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
         if (!di || di->num_connections == 0) {
             hearth_resp_store_destroy(H.s->responses);
@@ -245,8 +278,6 @@ static void wait_idle(void) {
             fprintf(stderr, "http_harness: a connection is still open %d ms after its client left\n", FZ_TIMEOUT_MS);
             abort();
         }
-        struct timespec ts = {0, 20000};
-        nanosleep(&ts, NULL);
     }
 }
 
@@ -386,23 +417,20 @@ void fz_http_framed(const char *method, const char *target, const char *version,
     snprintf(cl, sizeof cl, "Content-Length: %zu\r\n\r\n", n_body);
     puts_(&req, cl);
     put(&req, body, n_body);
-    int fd = connect_pair();
+    int fd = connect_pair(req.p, req.n, false);
     double deadline = now_ms() + FZ_TIMEOUT_MS;
-    send_all(fd, req.p, req.n);
     bool whole = read_response(fd, !strcmp(method, "HEAD"), deadline);
     if (!whole) fprintf(stderr, "http_harness: the connection ended without a whole response\n");
     PROMISE(whole);
     close(fd);
-    free(req.p);
     wait_idle();
+    free(req.p);
 }
 
 void fz_http_raw(const uint8_t *data, size_t n) {
     fz_http_init();
-    int fd = connect_pair();
+    int fd = connect_pair((const char *)data, n, true);
     double deadline = now_ms() + FZ_TIMEOUT_MS;
-    send_all(fd, (const char *)data, n);
-    shutdown(fd, SHUT_WR);
     bytes b = {0};
     while (read_more(fd, &b, deadline) > 0) {
     }

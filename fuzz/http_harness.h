@@ -6,9 +6,11 @@
  * body checks, the API handlers, the writers) serving the committed tiny model's tokenizer
  * with a ChatML template that has tools and reasoning, on the stub engine of
  * fuzz/stub_engine.c (a reply that repeats the prompt's tail, no weights, no thread). It is
- * started once per process. Each request goes in over one end of a socketpair whose other end
- * is handed to the daemon with MHD_add_connection, so libmicrohttpd parses the very bytes
- * written - no network, no port is connected to - and the exchange returns only once the
+ * started once per process, driven (hearth_server_create_driven: libmicrohttpd without threads
+ * of its own, run by the harness from the fuzzing thread; the server's code is the same, only
+ * where its callbacks run differs). Each request goes in over one end of a socketpair whose
+ * other end is handed to the daemon with MHD_add_connection, so libmicrohttpd parses the very
+ * bytes written - no network, no port is connected to - and the exchange returns only once the
  * daemon has closed that connection, so one input's work never runs into the next.
  *
  * Two ways in:

@@ -8,6 +8,8 @@
  * and a stream is just a loop on its own thread. A local appliance has tens of connections,
  * not tens of thousands, so a thread each is cheap (stacks are reserved, not committed). When
  * the engine grows an event callback, MHD's suspend/resume can park idle streams instead.
+ * A driven server (hearth_server_create_driven, for the fuzz harness) starts MHD without
+ * threads; its owner runs every callback here from MHD_run.
  *
  * Disconnects: a waiting connection wakes every 50 ms (hearth_request_next's timeout) and
  * polls its socket for POLLRDHUP/POLLHUP; a client that went away is seen within that time,
@@ -358,6 +360,7 @@ hearth_status hearth_http_start(hearth_server *s, hearth_err *err) {
         return hearth_err_set(err, HEARTH_E_IO, -1, "cannot resolve the host '%s': %s", s->host, gai_strerror(rc));
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
                      MHD_USE_ERROR_LOG | MHD_USE_ITC; /* ITC: MHD_quiesce_daemon (drain.c) */
+    if (s->driven) flags = MHD_USE_ERROR_LOG | MHD_USE_ITC; /* no threads: the owner calls MHD_run */
     /* the guard holds the caps (with a clean 503); MHD's limit is only a backstop above them */
     unsigned hard_limit = (unsigned)s->p.max_connections + (unsigned)s->p.max_connections / 4 + 16;
     if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;

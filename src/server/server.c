@@ -27,12 +27,13 @@ hearth_server_params hearth_server_params_default(void) {
 
 static char *dup_or_null(const char *s) { return s && *s ? strdup(s) : NULL; }
 
-hearth_status hearth_server_create(const hearth_server_params *p, const hearth_model *m, hearth_engine *e,
-                                   hearth_server **out, hearth_err *err) {
+static hearth_status create(const hearth_server_params *p, const hearth_model *m, hearth_engine *e, bool driven,
+                            hearth_server **out, hearth_err *err) {
     *out = NULL;
     hearth_server *s = calloc(1, sizeof *s);
     if (!s) return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
     s->p = *p;
+    s->driven = driven;
     pthread_mutex_init(&s->cx_mu, NULL);
     pthread_mutex_init(&s->drain_mu, NULL);
     pthread_cond_init(&s->drain_cv, NULL);
@@ -94,6 +95,16 @@ hearth_status hearth_server_create(const hearth_server_params *p, const hearth_m
 fail:
     hearth_server_destroy(s);
     return st;
+}
+
+hearth_status hearth_server_create(const hearth_server_params *p, const hearth_model *m, hearth_engine *e,
+                                   hearth_server **out, hearth_err *err) {
+    return create(p, m, e, false, out, err);
+}
+
+hearth_status hearth_server_create_driven(const hearth_server_params *p, const hearth_model *m, hearth_engine *e,
+                                          hearth_server **out, hearth_err *err) {
+    return create(p, m, e, true, out, err);
 }
 
 int hearth_server_port(const hearth_server *s) { return s->port; }

@@ -52,6 +52,7 @@ struct hearth_server {
     bool                 drain_thread_on;
     pthread_t            drain_thread;
     int                  listen_fd; /* the quiesced listening socket, -1: none; closed after MHD stops */
+    bool                 driven;  /* MHD has no threads: the owner runs it (hearth_server_create_driven) */
 };
 
 /* One HTTP request from first header to the end of its response. */
@@ -117,6 +118,18 @@ void hearth_drain_fini(hearth_server *s);
 /* POST /admin/drain and POST /admin/cache/flush (admin.c). */
 void hearth_admin_drain(hearth_http_req *r);
 void hearth_admin_cache_flush(hearth_http_req *r);
+
+/*
+ * hearth_server_create with libmicrohttpd started without threads of its own (no listening
+ * thread, no thread per connection): the caller's thread drives the daemon with MHD_run(s->d),
+ * and every callback - the front door's checks, the router, the handlers, the content readers -
+ * runs inside MHD_run. Everything else is the same code as hearth_server_create's. For the
+ * fuzz harness (fuzz/http_harness.h), which hands connections to the daemon with
+ * MHD_add_connection and runs one request after the other on the fuzzing thread; the handlers
+ * may block (they wait for the engine), so it suits an engine that never waits.
+ */
+hearth_status hearth_server_create_driven(const hearth_server_params *p, const hearth_model *m, hearth_engine *e,
+                                          hearth_server **out, hearth_err *err);
 
 /* Dispatch a complete request to its handler (router.c). */
 void hearth_route(hearth_http_req *r);
