@@ -397,6 +397,9 @@ static hearth_status admit(hearth_engine *e, const hearth_request_params *p, hea
     if (p->n_prompt == 0) return hearth_err_set(err, HEARTH_E_INVALID, -1, "the prompt is empty");
     if (p->max_tokens <= 0) return hearth_err_set(err, HEARTH_E_INVALID, -1, "max_tokens must be positive");
     if (p->min_tokens < 0) return hearth_err_set(err, HEARTH_E_INVALID, -1, "min_tokens must not be negative");
+    if (p->score_from < 0 || (p->score_from > 0 && (size_t)p->score_from >= p->n_prompt))
+        return hearth_err_set(err, HEARTH_E_INVALID, -1, "score_from must be 0 (off) or in [1, %zu) (got %d)",
+                              p->n_prompt, p->score_from);
     /* admission: a request that fits the context but could never fit the pool is refused now
      * (one over the context ends with DONE/error, as documented in engine.h); the last token
      * generated is never fed back, so it needs no KV */

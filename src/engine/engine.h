@@ -81,6 +81,12 @@ typedef struct {
     bool                  progress;    /* PROGRESS events as the prompt's prefill advances */
     bool                  logprobs;    /* TOKEN events carry the chosen token's logprob ... */
     int32_t               top_logprobs; /* ... and this many alternatives (<= HEARTH_TOP_LOGPROBS_MAX) */
+    int32_t               score_from;  /* > 0: score the prompt (perplexity): the log-probability
+                                        * of each prompt token t in [score_from, n_prompt) given the
+                                        * tokens before it, from the logits at position t - 1 (a
+                                        * log-softmax in double), read with hearth_request_scores
+                                        * after DONE. Needs score_from < n_prompt; the prefix cache
+                                        * serves only positions before score_from - 1. 0: off */
     hearth_cx_matcher    *constraint;  /* (optional) structured output: every token is one the
                                         * matcher allows (an end-of-generation token only where
                                         * it can end); taken over by submit in every case, the
@@ -197,5 +203,9 @@ int32_t       hearth_engine_cache_flush(hearth_engine *e);
  * every entry is NULL or they are not of one group. */
 hearth_status hearth_request_next_any(hearth_request *const *reqs, int32_t n, int32_t *which, hearth_event *ev,
                                       int timeout_ms);
+/* The scores of a request made with score_from > 0: *n = n_prompt - score_from log-probabilities,
+ * in prompt order (entry i is token score_from + i). Complete once DONE was read with finish
+ * STOP or LENGTH; NULL (and *n = 0) for a request that does not score. */
+const double *hearth_request_scores(const hearth_request *req, int32_t *n);
 /* Drop the caller's reference (cancels the request if still running). Accepts NULL. */
 void          hearth_request_release(hearth_request *req);

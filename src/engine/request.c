@@ -1,6 +1,7 @@
 /* request.c - the request's event queue and lifetime; see request.h. */
 #include "engine/request.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,10 @@ hearth_request *hearth_req_create(const hearth_request_params *p) {
     r->cap_events = 64;
     r->events = malloc(r->cap_events * sizeof *r->events);
     hearth_logit_bias *b = p->sampling.n_bias > 0 ? malloc((size_t)p->sampling.n_bias * sizeof *b) : NULL;
-    if (!r->prompt || !r->events || (p->sampling.n_bias > 0 && !b)) {
+    size_t n_scores = p->score_from > 0 && (size_t)p->score_from < p->n_prompt ? p->n_prompt - (size_t)p->score_from : 0;
+    if (n_scores) r->scores = malloc(n_scores * sizeof *r->scores);
+    if (!r->prompt || !r->events || (p->sampling.n_bias > 0 && !b) || (n_scores && !r->scores)) {
+        free(r->scores);
         free(r->prompt);
         free(r->events);
         free(b);
@@ -31,6 +35,7 @@ hearth_request *hearth_req_create(const hearth_request_params *p) {
         return NULL;
     }
     memcpy(r->prompt, p->prompt, p->n_prompt * sizeof(int32_t));
+    for (size_t i = 0; i < n_scores; i++) r->scores[i] = NAN; /* until its position is computed */
     r->p = *p;
     r->p.prompt = r->prompt;
     r->p.sampling.bias = b; /* owned: freed by hearth_req_unref (the sampler copies it at create) */
@@ -48,6 +53,7 @@ void hearth_req_unref(hearth_request *r) {
     pthread_cond_destroy(&r->cv);
     free(r->events);
     free(r->prompt);
+    free(r->scores);
     free((void *)r->p.sampling.bias);
     hearth_cx_matcher_destroy(r->p.constraint); /* NULL once the scheduler took it */
     hearth_req_group_unref(r->grp);
@@ -68,6 +74,11 @@ void hearth_req_group_unref(hearth_req_group *g) {
     pthread_mutex_destroy(&g->mu);
     pthread_cond_destroy(&g->cv);
     free(g);
+}
+
+const double *hearth_request_scores(const hearth_request *req, int32_t *n) {
+    *n = req && req->scores ? (int32_t)req->p.n_prompt - req->p.score_from : 0;
+    return *n ? req->scores : NULL;
 }
 
 bool hearth_req_cancelled(const hearth_request *r) {

@@ -32,6 +32,8 @@ struct hearth_request {
     _Atomic bool          admitted;  /* the scheduler took it from the waiting queue once */
     hearth_request_params p;         /* prompt points at own copy */
     int32_t              *prompt;    /* owned */
+    double               *scores;    /* owned [n_prompt - p.score_from] when p.score_from > 0: written
+                                      * by the engine thread, read by the submitter after DONE */
     hearth_request       *next;      /* submit FIFO link, guarded by the engine's mu */
     hearth_request       *fork_next; /* the next choice of a submit_n group (its first is queued
                                       * alone; the scheduler takes the chain at add) */

@@ -19,6 +19,13 @@
  * are never written again, and each sequence appends to its own last block, so nothing else
  * needs copy-on-write. A fork that finds no free slot or block then is queued as a request of
  * its own (prefilled later, through the prefix cache when it holds the prompt).
+ *
+ * Scoring (score_from > 0, `hearth perplexity`): the prompt positions score_from - 1 .. n_prompt
+ * - 2 ask for logits too; each such row becomes the log-probability of the prompt token after
+ * it, in double, straight into the request's scores. A step's rows follow the packing order: a
+ * sequence's score rows, then its output row (the last known token) when it has one. The logits
+ * buffer grows to the rows a step asks for (at most max_step); a preempted sequence computes
+ * its rows again, with the same values.
  */
 #include "engine/sched.h"
 #include "base/assert.h"
@@ -38,6 +45,7 @@ typedef struct seq {
     uint64_t       *hashes;   /* owned [max_blocks]: hashes of the full blocks indexed so far */
     int32_t         n_toks, n_done, n_gen, n_cached, n_hashed, slot;
     int32_t         take;     /* tokens fed in this step */
+    int32_t         score_rows; /* of them, rows that score a prompt token (score_from) */
     bool            started;  /* admitted before (a preempted sequence comes back) */
     double          t0, t_first;
     struct seq     *next;     /* waiting list */
@@ -62,7 +70,9 @@ struct hearth_sched {
     int32_t              n_free_slots;
     int32_t             *tok, *pos, *sq; /* owned [max_step] */
     int8_t              *want;           /* owned [max_step] */
-    float               *logits;         /* owned [batch][n_vocab] */
+    float               *logits;         /* owned [lg_rows][n_vocab] */
+    int32_t              lg_rows;        /* batch, more once a step scores a prompt */
+    int32_t              step_rows;      /* logits rows the step being packed asks for */
     int32_t             *ids;            /* owned [batch]: greedy picks made on the device */
     int32_t             *eog;            /* owned [n_eog]: the end-of-generation ids (min_tokens) */
     int32_t              n_eog;
@@ -90,6 +100,7 @@ hearth_sched *hearth_sched_create(const hearth_model *m, hearth_fwd *fwd, hearth
     s->want = malloc(T);
     s->ids = malloc(B * sizeof(int32_t));
     s->logits = malloc(B * (size_t)s->n_vocab * sizeof(float));
+    s->lg_rows = p->batch;
     s->lg_fork = malloc((size_t)s->n_vocab * sizeof(float));
     if (!s->lg_fork || !s->run || !s->free_slots || !s->tok || !s->pos || !s->sq || !s->want || !s->logits || !s->ids) {
         hearth_sched_destroy(s);
@@ -303,6 +314,8 @@ static seq *preempt_youngest(hearth_sched *s) {
 static void take_prefix(hearth_sched *s, seq *q) {
     if (!s->pc) return;
     int32_t max = (q->n_toks - 1) / s->bs;
+    if (q->r->p.score_from > 0 && (q->r->p.score_from - 1) / s->bs < max) /* scored rows are computed */
+        max = (q->r->p.score_from - 1) / s->bs;
     int32_t n = hearth_prefix_cache_match(s->pc, q->toks, max, q->slot, q->hashes);
     q->n_done = q->n_hashed = n;
     q->n_done *= s->bs;
@@ -334,16 +347,53 @@ static void release_window(hearth_sched *s, seq *q) {
     }
 }
 
+/* Does position pos of q score the prompt token after it? */
+static bool scores_at(const seq *q, int32_t pos) {
+    int32_t from = q->r->p.score_from;
+    return from > 0 && pos >= from - 1 && pos <= (int32_t)q->r->p.n_prompt - 2;
+}
+
 /* Append q's next `take` tokens to the step. */
 static int32_t pack(hearth_sched *s, seq *q, int32_t n, int32_t take) {
+    q->score_rows = 0;
     for (int32_t i = 0; i < take; i++, n++) {
-        s->tok[n] = q->toks[q->n_done + i];
-        s->pos[n] = q->n_done + i;
+        int32_t pos = q->n_done + i;
+        s->tok[n] = q->toks[pos];
+        s->pos[n] = pos;
         s->sq[n] = q->slot;
-        s->want[n] = q->n_done + i == q->n_toks - 1;
+        bool score = scores_at(q, pos);
+        s->want[n] = pos == q->n_toks - 1 || score;
+        q->score_rows += score;
+        s->step_rows += s->want[n];
     }
     q->take = take;
     return n;
+}
+
+/* log p(tok) of a logits row: the log-softmax in double (the maximum taken first). */
+static double row_logprob(const float *lg, int32_t n_vocab, int32_t tok) {
+    float mx = lg[0];
+    for (int32_t i = 1; i < n_vocab; i++) mx = lg[i] > mx ? lg[i] : mx;
+    double sum = 0;
+    for (int32_t i = 0; i < n_vocab; i++) sum += exp((double)lg[i] - (double)mx);
+    return (double)lg[tok] - (double)mx - log(sum);
+}
+
+/* q's score rows of this step (rows[0..score_rows), from position p0 on) into its scores. */
+static void score(hearth_sched *s, seq *q, int32_t p0, const float *rows) {
+    int32_t from = q->r->p.score_from, pos = p0 > from - 1 ? p0 : from - 1;
+    for (int32_t k = 0; k < q->score_rows; k++, pos++)
+        q->r->scores[pos + 1 - from] = row_logprob(rows + (size_t)k * (size_t)s->n_vocab, s->n_vocab, q->toks[pos + 1]);
+}
+
+/* Room in the logits buffer for the step's rows; false on OOM. */
+static bool logits_room(hearth_sched *s) {
+    if (s->step_rows <= s->lg_rows) return true;
+    float *lg = realloc(s->logits, (size_t)s->step_rows * (size_t)s->n_vocab * sizeof(float));
+    if (!lg) return false;
+    s->logits = lg;
+    s->lg_rows = s->step_rows;
+    return true;
 }
 
 /* Take t as q's next token (sampled from its logits row, or the device's argmax; logits is the
@@ -488,6 +538,7 @@ static void fork_choices(hearth_sched *s, seq *q, float *lg) {
 void hearth_sched_step(hearth_sched *s) {
     reap_cancelled(s);
     int32_t budget = s->p.max_step, n = 0;
+    s->step_rows = 0;
     /* 1. running sequences, oldest first; the youngest give way when blocks run out */
     for (int32_t i = 0; i < s->n_run && budget > 0; i++) {
         seq *q = s->run[i];
@@ -547,13 +598,15 @@ void hearth_sched_step(hearth_sched *s) {
     bool argmax = be && !hearth_backend_host_memory(be);
     for (int32_t i = 0; i < s->n_run && argmax; i++) {
         seq *q = s->run[i];
+        if (q->take && q->score_rows) argmax = false; /* the scores need whole rows */
         if (q->take && q->n_done + q->take == q->n_toks &&
             (!hearth_sampler_is_argmax(q->smp) || q->r->p.logprobs || q->cx || q->n_gen < q->r->p.min_tokens ||
              q->forks))
             argmax = false;
     }
-    hearth_status st = argmax ? hearth_forward_argmax(s->fwd, &b, hearth_kv_pool_view(s->pool), s->logits, s->ids)
-                              : hearth_forward(s->fwd, &b, hearth_kv_pool_view(s->pool), s->logits);
+    hearth_status st = !logits_room(s) ? HEARTH_E_NOMEM
+                       : argmax ? hearth_forward_argmax(s->fwd, &b, hearth_kv_pool_view(s->pool), s->logits, s->ids)
+                                : hearth_forward(s->fwd, &b, hearth_kv_pool_view(s->pool), s->logits);
     s->st.steps++;
     s->st.step_tokens += n;
     /* 3. advance every sequence of the step; rows of logits follow the packing order */
@@ -564,9 +617,12 @@ void hearth_sched_step(hearth_sched *s) {
             i++;
             continue;
         }
+        int32_t p0 = q->n_done;
         q->n_done += q->take;
         q->take = 0;
         bool out = q->n_done == q->n_toks;
+        if (!st && q->score_rows) score(s, q, p0, s->logits + (size_t)row * (size_t)s->n_vocab);
+        row += q->score_rows;
         float *lg = s->logits + (size_t)row * (size_t)s->n_vocab;
         int32_t pick = argmax && out ? s->ids[row] : -1;
         row += out;

@@ -23,6 +23,7 @@
 #include "model/model_internal.h"
 #include "test.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -432,6 +433,126 @@ TEST(scripted_forward_keeps_the_batch_checks) {
     CHECK_EQ(hearth_forward(fwd, &b, hearth_kv_pool_view(pool), logits), HEARTH_E_INVALID);
     hearth_kv_pool_destroy(pool);
     hearth_fwd_destroy(fwd);
+}
+
+/* Scoring (score_from, `hearth perplexity`): random prompts, some of whose tokens follow the
+ * script, scored from random positions by several sequences at once, through chunked steps, the
+ * prefix cache and preemption. The script's logits are `hot` at its token and 0 elsewhere, so
+ * the log-probability of prompt token t is known: hot or 0, minus log(V - 1 + e^hot). */
+static void score_config(const config *c, int n_requests, hearth_engine_stats *out) {
+    hearth_model m = fake_model(c->n_swa);
+    script sc = {.m = &m, .hot = 2.5f};
+    hearth_fwd *fwd = hearth_fwd_create_scripted(&m, c->max_step, script_fwd, &sc);
+    hearth_kv_pool *pool = NULL;
+    hearth_err err;
+    hearth_kv_layout lay = hearth_kv_layout_of(&m, false);
+    hearth_kv_pool_params pp = {.budget_bytes = hearth_kv_layout_block_bytes(&lay, &m, HEARTH_KV_SCHEME_F32, c->block_size) *
+                                                (size_t)c->n_blocks,
+                                .block_size = c->block_size, .n_seqs = c->batch, .max_seq_len = N_CTX, .kv = HEARTH_KV_SCHEME_F32};
+    CHECK_EQ(hearth_kv_pool_create(&m, &pp, &pool, &err), HEARTH_OK);
+    size_t bb = pool ? hearth_kv_pool_block_bytes(pool) : 0;
+    hearth_prefix_cache *pc = c->cache_blocks < 0 || !pool ? NULL
+                                                           : hearth_prefix_cache_create(pool, (size_t)c->cache_blocks * bb);
+    hearth_sched_params sp = {.batch = c->batch, .max_step = c->max_step, .n_ctx = N_CTX};
+    hearth_sched *s = fwd && pool ? hearth_sched_create(&m, fwd, pool, pc, &sp) : NULL;
+    CHECK(s != NULL);
+    if (!s) return;
+    double lse = log((double)(V - 1) + exp(2.5));
+    int32_t stem[40];
+    for (int j = 0; j < 40; j++) stem[j] = (int32_t)rnd(V);
+    enum { LIVE = 8 };
+    struct { hearth_request *r; int32_t all[N_CTX], n_prompt, from; } lv[LIVE];
+    int n_live = 0, added = 0, done = 0, bad = 0, nan = 0, scored = 0, followed = 0;
+    for (int it = 0; (added < n_requests || n_live > 0) && it < 100000; it++) {
+        if (added < n_requests && n_live < LIVE && rnd(2) == 0) {
+            int k = n_live++;
+            added++;
+            lv[k].n_prompt = 2 + (int32_t)rnd(50);
+            int32_t shared = (int32_t)rnd(lv[k].n_prompt < 40 ? (uint32_t)lv[k].n_prompt : 40);
+            for (int32_t i = 0; i < lv[k].n_prompt; i++)
+                lv[k].all[i] = i < shared ? stem[i] : rnd(2) ? next_of(lv[k].all, i) : (int32_t)rnd(V);
+            lv[k].from = 1 + (int32_t)rnd((uint32_t)lv[k].n_prompt - 1);
+            hearth_sampler_params smp = hearth_sampler_params_default();
+            smp.temperature = 0;
+            hearth_request_params rp = {.prompt = lv[k].all, .n_prompt = (size_t)lv[k].n_prompt,
+                                        .max_tokens = 1 + (int32_t)rnd(N_CTX - lv[k].n_prompt < 6 ? 1 : 6),
+                                        .sampling = smp, .ignore_eog = true, .score_from = lv[k].from};
+            lv[k].r = hearth_req_create(&rp);
+            CHECK(lv[k].r != NULL);
+            if (!lv[k].r) break;
+            hearth_sched_add(s, lv[k].r);
+        }
+        hearth_sched_step(s);
+        CHECK(hearth_sched_check(s));
+        for (int k = 0; k < n_live;) {
+            hearth_event ev;
+            bool fin = false;
+            while (hearth_request_next(lv[k].r, &ev, 0) == HEARTH_OK)
+                if (ev.kind == HEARTH_EV_DONE) {
+                    fin = true;
+                    break;
+                }
+            if (!fin) {
+                k++;
+                continue;
+            }
+            CHECK_EQ(ev.finish, HEARTH_FINISH_LENGTH);
+            int32_t n = -1;
+            const double *sv = hearth_request_scores(lv[k].r, &n);
+            CHECK(sv != NULL);
+            CHECK_EQ(n, lv[k].n_prompt - lv[k].from);
+            for (int32_t i = 0; sv && i < n; i++) {
+                int32_t t = lv[k].from + i;
+                bool hit = lv[k].all[t] == next_of(lv[k].all, t);
+                double want = (hit ? 2.5 : 0.0) - lse;
+                nan += sv[i] != sv[i];
+                bad += !(fabs(sv[i] - want) < 1e-12);
+                followed += hit;
+                scored++;
+            }
+            hearth_req_unref(lv[k].r);
+            done++;
+            lv[k] = lv[--n_live];
+        }
+    }
+    CHECK_EQ(done, n_requests);
+    CHECK_EQ(nan, 0);
+    CHECK_EQ(bad, 0);
+    CHECK_EQ(sc.bad, 0);
+    CHECK(followed > 0 && followed < scored); /* both kinds of token were scored */
+    *out = *hearth_sched_stats(s);
+    fprintf(stderr, "  %d scored requests, %d tokens scored, %lld steps, %lld preemptions, %lld cache hits\n",
+            done, scored, (long long)out->steps, (long long)out->preemptions, (long long)out->cache_hits);
+    hearth_sched_destroy(s);
+    hearth_prefix_cache_destroy(pc);
+    hearth_kv_pool_destroy(pool);
+    hearth_fwd_destroy(fwd);
+}
+
+TEST(scores_are_the_log_softmax_of_each_prompt_position) {
+    config c = {.block_size = 4, .n_blocks = 24, .batch = 4, .max_step = 11, .cache_blocks = 12};
+    hearth_engine_stats st;
+    score_config(&c, getenv("HEARTH_TEST_SANITIZED") ? 300 : 1500, &st);
+    CHECK(st.preemptions > 0);
+    CHECK(st.cache_hits > 0);
+}
+
+TEST(scores_with_sliding_window_groups_and_no_cache) {
+    config c = {.block_size = 3, .n_blocks = 60, .batch = 3, .max_step = 64, .cache_blocks = -1, .n_swa = 5};
+    hearth_engine_stats st;
+    score_config(&c, getenv("HEARTH_TEST_SANITIZED") ? 200 : 800, &st);
+}
+
+TEST(a_request_that_does_not_score_has_no_scores) {
+    int32_t prompt[3] = {1, 2, 3}, n = -1;
+    hearth_sampler_params smp = hearth_sampler_params_default();
+    hearth_request_params rp = {.prompt = prompt, .n_prompt = 3, .max_tokens = 1, .sampling = smp};
+    hearth_request *r = hearth_req_create(&rp);
+    CHECK(r != NULL);
+    CHECK(hearth_request_scores(r, &n) == NULL);
+    CHECK_EQ(n, 0);
+    hearth_req_unref(r);
+    hearth_req_unref(r);
 }
 
 int main(int argc, char **argv) { return test_main(argc, argv); }
