@@ -31,6 +31,10 @@ int cli_benchmark(int argc, char **argv);
 int cli_evals(int argc, char **argv);
 extern const char cli_usage_benchmark[], cli_usage_evals[];
 
+/* `hearth perplexity` (cmd_perplexity.c): a model's perplexity on a text, as llama.cpp measures it. */
+int cli_perplexity(int argc, char **argv);
+extern const char cli_usage_perplexity[];
+
 /* Print "hearth: <msg>" to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

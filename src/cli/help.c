@@ -21,6 +21,7 @@ static const char usage_main[] =
     "  template        render a chat template (the prompt a model sees), or its token ids\n"
     "  benchmark [model]  prefill and decode tok/s here, recorded in the evals database\n"
     "  evals           the recorded benchmark runs\n"
+    "  perplexity MODEL FILE  a model's perplexity on a text, as llama.cpp measures it\n"
     "  help [verb]     this text, or a verb's flags\n"
     "  --version       print the version\n"
     "\n"
@@ -67,6 +68,7 @@ const char *cli_help_text(const char *verb) {
     if (!strcmp(verb, "template")) return cli_usage_template;
     if (!strcmp(verb, "benchmark") || !strcmp(verb, "bench")) return cli_usage_benchmark;
     if (!strcmp(verb, "evals")) return cli_usage_evals;
+    if (!strcmp(verb, "perplexity") || !strcmp(verb, "ppl")) return cli_usage_perplexity;
     return NULL;
 }
 
