@@ -55,7 +55,7 @@ const char cli_usage_perplexity[] =
     "  --json                print one JSON object instead (ppl, stderr, chunks, tokens scored,\n"
     "                        n_ctx, KV cache scheme and types, numerics, seconds)\n"
     "  --threads N           compute threads (default: all CPUs)\n"
-    "  --device D            auto, cpu (the default) or cuda\n"
+    "  --device D            auto (default: the GPU when usable), cpu or cuda\n"
     CLI_ENGINE_FLAGS_USAGE
     "\n"
     "The prompt cache is off whatever --prompt-cache says; --batch N evaluates N windows at once\n"
@@ -186,7 +186,7 @@ static void print_json(const ppl_opts *o, const char *path, hearth_engine *e, do
 }
 
 int cli_perplexity(int argc, char **argv) {
-    ppl_opts o = {.ctx = 512, .device = HEARTH_DEVICE_CPU};
+    ppl_opts o = {.ctx = 512};
     cli_engine_flags_init(&o.ef);
     int rc = parse(argc, argv, &o);
     if (rc) return rc;

@@ -15,7 +15,8 @@
  * GPU host's generated checkpoints, docs/cuda.md). Skips without a GPU.
  * Then n choices (hearth_engine_submit_n) on a CUDA engine of the tiny qwen2 model, and last
  * the quantized KV cache (--kv-quant 8 and 4) through CUDA engines of the tiny 64-wide llama
- * and SmolLM2 against a CPU engine with the same cache, batched, prefix-cached and preempted.
+ * and SmolLM2 against a CPU engine with the same cache, batched, prefix-cached and preempted;
+ * and the scores of a prompt (score_from, `hearth perplexity`) on a CUDA engine against a CPU one.
  */
 #include "test.h"
 
@@ -26,6 +27,7 @@
 #include "model/model.h"
 #include "models/forward.h"
 
+#include <math.h>
 #include <string.h>
 #include <time.h>
 
@@ -454,5 +456,77 @@ TEST(tiny_llama64_kv4_cuda_engine_matches_cpu) {
 }
 TEST(smollm2_kv8_cuda_engine_matches_cpu) { kv_engine_check(getenv("HEARTH_SMOLLM2_GGUF"), HEARTH_KVQ_8); }
 TEST(smollm2_kv4_cuda_engine_matches_cpu) { kv_engine_check(getenv("HEARTH_SMOLLM2_GGUF"), HEARTH_KVQ_4); }
+
+/* The scores of a prompt (score_from, `hearth perplexity`) from an engine on device dev, with
+ * prefill steps of max_step tokens. False when the engine cannot be made. */
+static bool engine_scores(const hearth_model *m, hearth_device dev, int32_t max_step, const int32_t *prompt,
+                          int32_t n, int32_t from, double *out) {
+    hearth_engine_params ep = hearth_engine_params_default();
+    ep.device = dev;
+    ep.n_ctx = n + 1;
+    ep.batch = 1;
+    ep.max_step = max_step;
+    ep.prompt_cache = 0;
+    ep.numerics = REF_NX;
+    hearth_engine *e = NULL;
+    hearth_err err = {0};
+    CHECK_EQ(hearth_engine_create(m, &ep, &e, &err), HEARTH_OK);
+    if (!e) return false;
+    hearth_request_params rp = {.prompt = prompt, .n_prompt = (size_t)n, .max_tokens = 1,
+                                .sampling = hearth_sampler_params_default(), .ignore_eog = true, .score_from = from};
+    rp.sampling.temperature = 0;
+    hearth_request *r = NULL;
+    bool ok = hearth_engine_submit(e, &rp, &r, &err) == HEARTH_OK;
+    CHECK(ok);
+    hearth_event ev = {0};
+    while (ok && ev.kind != HEARTH_EV_DONE) hearth_request_next(r, &ev, -1);
+    int32_t got = 0;
+    const double *sv = ok ? hearth_request_scores(r, &got) : NULL;
+    CHECK(ok && ev.finish == HEARTH_FINISH_LENGTH && sv && got == n - from);
+    ok = ok && sv && got == n - from;
+    if (ok) memcpy(out, sv, (size_t)got * sizeof *out);
+    hearth_request_release(r);
+    hearth_engine_destroy(e);
+    return ok;
+}
+
+/* Scoring on CUDA (the logits of half a prompt leave the device at once, in one step or over
+ * several) against the CPU, both in the ref numerics: each log-probability within 0.25 and the
+ * mean within 1% (the logits agree within TOL_TINY of the largest; a wrong row or target is off
+ * by nats). */
+static void check_scores(const char *path) {
+    if (!path || !*path) TEST_SKIP("model not given");
+    if (hearth_cuda_device_count() <= 0) TEST_SKIP("no CUDA device");
+    enum { N = 160, FROM = 80 };
+    hearth_model *m = NULL;
+    hearth_err err = {0};
+    CHECK_EQ(hearth_model_load(path, &m, &err), HEARTH_OK);
+    if (!m) return;
+    int32_t n_vocab = hearth_model_hparams(m)->n_vocab, prompt[N];
+    for (int i = 0; i < N; i++) prompt[i] = (int32_t)((100 + (int64_t)i * 7919) % (n_vocab > 3000 ? 3000 : n_vocab));
+    double cpu[N - FROM], gpu[N - FROM];
+    if (engine_scores(m, HEARTH_DEVICE_CPU, 512, prompt, N, FROM, cpu)) {
+        static const int32_t steps[] = {512, 48}; /* the prompt in one step; in steps of 48 */
+        for (size_t k = 0; k < sizeof steps / sizeof steps[0]; k++) {
+            int32_t step = steps[k];
+            if (!engine_scores(m, HEARTH_DEVICE_CUDA, step, prompt, N, FROM, gpu)) break;
+            double worst = 0, sc = 0, sg = 0;
+            for (int i = 0; i < N - FROM; i++) {
+                double d = fabs(cpu[i] - gpu[i]);
+                if (!(d <= worst)) worst = d;
+                sc += cpu[i];
+                sg += gpu[i];
+            }
+            fprintf(stderr, "  %s, steps of %d: max |d logprob| %.3g, mean nll cpu %.6f cuda %.6f\n", path, step, worst,
+                    -sc / (N - FROM), -sg / (N - FROM));
+            CHECK(worst <= 0.25);
+            CHECK(fabs(sc - sg) <= 0.01 * fabs(sc));
+        }
+    }
+    hearth_model_destroy(m);
+}
+
+TEST(tiny_qwen2_scores_on_cuda_match_cpu) { check_scores("tests/golden/tiny/tiny-qwen2.gguf"); }
+TEST(smollm2_scores_on_cuda_match_cpu) { check_scores(getenv("HEARTH_SMOLLM2_GGUF")); }
 
 int main(int argc, char **argv) { return test_main(argc, argv); }
