@@ -109,8 +109,8 @@ def test_the_kv_cache_flag_reaches_the_engine(hearth):
         assert (q["kv_quant"], q["kv_k"], q["kv_v"]) == (mode, k, k)
         assert q["tokens_scored"] == f16["tokens_scored"]
         # a quantized cache gives the attention other inputs: other bits, a PPL near the f16 one
-        # (measured on these windows: 8 -0.5%, 4 +8.8%); a broken cache is far off
-        assert q["ppl"] != f16["ppl"] and q["ppl"] == pytest.approx(f16["ppl"], rel=0.15)
+        # (measured on these windows: 8 +0.24%, 4 +0.21%); a broken cache is far off
+        assert q["ppl"] != f16["ppl"] and q["ppl"] == pytest.approx(f16["ppl"], rel=0.05)
     r = hearth("perplexity", TINY, TEXT, "--ctx", "64", "--kv-quant", "8")
     assert r.returncode == 1 and "multiple of 32" in r.stderr
 
