@@ -530,9 +530,17 @@ bool hearth_ssd_tier_has(hearth_ssd_tier *t, uint64_t hash, int32_t group) {
 
 bool hearth_ssd_tier_writable(hearth_ssd_tier *t) {
     pthread_mutex_lock(&t->mu);
-    bool ok = t->st.state == HEARTH_SSD_ON && !t->stop && t->q_bytes + t->p.block_bytes <= t->q_cap;
+    bool on = t->st.state == HEARTH_SSD_ON && !t->stop, ok = on && t->q_bytes + t->p.block_bytes <= t->q_cap;
+    if (on && !ok) t->st.write_skipped++;
     pthread_mutex_unlock(&t->mu);
     return ok;
+}
+
+bool hearth_ssd_tier_on(hearth_ssd_tier *t) {
+    pthread_mutex_lock(&t->mu);
+    bool on = t->st.state == HEARTH_SSD_ON && !t->stop;
+    pthread_mutex_unlock(&t->mu);
+    return on;
 }
 
 bool hearth_ssd_tier_put(hearth_ssd_tier *t, uint64_t hash, uint64_t parent, int32_t group, const int32_t *tokens,

@@ -80,8 +80,11 @@ void          hearth_ssd_tier_close(hearth_ssd_tier *t);
 
 /* Is the block (hash, group) of this namespace indexed (written, or queued to be)? */
 bool          hearth_ssd_tier_has(hearth_ssd_tier *t, uint64_t hash, int32_t group);
-/* Can a put be taken now (writable, and the queue has room)? */
+/* Can a put be taken now (writable, and the queue has room)? A false answer because the
+ * queue is full counts as a skipped write (the caller then drops the block). */
 bool          hearth_ssd_tier_writable(hearth_ssd_tier *t);
+/* Is the tier writable at all (not read-only)? */
+bool          hearth_ssd_tier_on(hearth_ssd_tier *t);
 /* Queue block (hash after parent, group, tokens[block_tokens]) for writing; payload is a
  * malloc'd block_bytes buffer that the tier takes over (freed in every case). wait: block until
  * the queue has room, else a full queue drops it. False when dropped. */
