@@ -294,6 +294,9 @@ static hearth_status open_tier(hearth_engine *e, const hearth_model *m, hearth_k
     if (st) return st;
     hearth_prefix_cache_set_tier(e->pc, e->tier);
     e->demote_ms = e->p.ssd_demote_idle < 0 ? 300e3 : (double)e->p.ssd_demote_idle * 1e3;
+    e->info.ssd_max_bytes = e->p.ssd_cache_max > 0 ? e->p.ssd_cache_max : (int64_t)32e9;
+    e->info.ssd_demote_idle = (int32_t)(e->demote_ms / 1e3);
+    e->info.ssd_verify = e->p.ssd_cache_verify;
     hearth_ssd_tier_stats ts;
     hearth_ssd_tier_stats_get(e->tier, &ts);
     hearth_log(HEARTH_LOG_INFO, "ssd cache: %s, %lld blocks (%.0f MB) on disk, at most %.0f MB%s", tp.dir,

@@ -167,6 +167,9 @@ typedef struct {
     hearth_kv_quant kv_quant;           /* the scheme as resolved (l2 -> 8, config -> what it names) */
     hearth_numerics numerics;           /* as resolved */
     bool    force_wire;                 /* the weights are locked in RAM */
+    int64_t ssd_max_bytes;              /* the disk tier's cap; 0: the tier is off */
+    int32_t ssd_demote_idle;            /* seconds; 0: no demotion */
+    bool    ssd_verify;
 } hearth_engine_info;
 
 void          hearth_engine_info_get(const hearth_engine *e, hearth_engine_info *out);
