@@ -5,6 +5,7 @@
  * tokens of a cold run; blocks evicted while running come back; idle blocks are demoted;
  * corrupted files are dropped and recomputed; a second engine on one directory is refused.
  */
+#include "backend/backend.h"
 #include "engine/engine.h"
 #include "../models/model_harness.h"
 #include "test.h"
@@ -54,10 +55,13 @@ static void rm_dir(const char *dir) {
     if (system(cmd) != 0) fprintf(stderr, "  cannot remove %s\n", dir);
 }
 
+static int g_device = HEARTH_DEVICE_CPU; /* where engine() computes */
+
 /* An engine with the tier in dir (NULL: none); pool_tokens of KV, prompt_cache bytes. */
 static hearth_engine *engine(hearth_model *m, const char *dir, int32_t pool_tokens, int64_t prompt_cache,
                              int32_t demote, bool verify, hearth_status want) {
     hearth_engine_params ep = hearth_engine_params_default();
+    ep.device = g_device;
     ep.n_threads = 2;
     ep.n_ctx = 256;
     ep.kv_f16 = 1;
@@ -264,6 +268,50 @@ TEST(idle_blocks_are_demoted) {
     CHECK(memcmp(got, want, sizeof got) == 0);
     CHECK_EQ(done.n_cached, 96);
     hearth_engine_destroy(e);
+    rm_dir(dir);
+    hearth_model_destroy(m);
+}
+
+/* The same through a device pool (its blocks go to and from the disk through host copies):
+ * a restart restores the prefix and gives the device's own cold tokens. Skipped without a GPU. */
+TEST(restart_restores_on_cuda) {
+    if (hearth_cuda_device_count() <= 0) TEST_SKIP("no CUDA device");
+    hearth_model *m = NULL;
+    hearth_err err;
+    CHECK_EQ(hearth_model_load(TINY, &m, &err), HEARTH_OK);
+    if (!m) return;
+    g_device = HEARTH_DEVICE_CUDA;
+    char dir[256], none[300];
+    make_dir(dir, sizeof dir);
+    snprintf(none, sizeof none, "%s/cold", dir);
+    int32_t p[PLEN], want[GEN], got[GEN];
+    make_prompt(p, PLEN, 41);
+    hearth_event done;
+    hearth_engine *e = engine(m, none, 512, -1, 0, false, HEARTH_OK); /* the device's cold tokens */
+    if (e) {
+        hearth_engine_device_info di;
+        hearth_engine_device(e, &di);
+        CHECK_STR(di.backend, "cuda");
+        CHECK_EQ(run_one(e, p, PLEN, want, &done), GEN);
+        hearth_engine_destroy(e);
+    }
+    e = engine(m, dir, 512, -1, 0, true, HEARTH_OK);
+    if (e) {
+        CHECK_EQ(run_one(e, p, PLEN, got, &done), GEN);
+        CHECK(memcmp(got, want, sizeof got) == 0);
+        hearth_engine_destroy(e);
+    }
+    e = engine(m, dir, 512, -1, 0, true, HEARTH_OK);
+    if (e) {
+        CHECK_EQ(run_one(e, p, PLEN, got, &done), GEN);
+        CHECK(memcmp(got, want, sizeof got) == 0);
+        CHECK_EQ(done.n_cached, 96);
+        hearth_engine_stats st = settle(e, 0);
+        CHECK_EQ(st.ssd_restores, 6);
+        CHECK_EQ(st.ssd_verify_failures, 0);
+        hearth_engine_destroy(e);
+    }
+    g_device = HEARTH_DEVICE_CPU;
     rm_dir(dir);
     hearth_model_destroy(m);
 }
