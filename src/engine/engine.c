@@ -129,7 +129,10 @@ static void *engine_main(void *arg) {
         }
         if (stop || cancel) hearth_sched_cancel_all(e->sched);
         if (flush != e->flush_done) { /* between steps no block is being written */
+            /* a flush drops the RAM copies without writing them to the disk tier */
+            if (e->pc) hearth_prefix_cache_set_tier(e->pc, NULL);
             int32_t freed = e->pc ? hearth_prefix_cache_evict(e->pc, e->n_blocks) : 0;
+            if (e->pc && e->tier) hearth_prefix_cache_set_tier(e->pc, e->tier);
             publish(e);
             pthread_mutex_lock(&e->mu);
             e->flush_freed = freed;

@@ -209,7 +209,8 @@ hearth_status hearth_request_next(hearth_request *req, hearth_event *ev, int tim
 bool          hearth_request_admitted(const hearth_request *req);
 /* Cancel every request queued or running now (each ends with DONE/cancelled). Any thread. */
 void          hearth_engine_cancel_all(hearth_engine *e);
-/* Empty the prefix cache: drop every cached block no running sequence holds. Waits for the
+/* Empty the prefix cache: drop every cached block no running sequence holds (without writing
+ * it to the disk tier, whose files stay). Waits for the
  * engine thread to do it (at most one step). Returns the blocks freed. Any thread but the
  * engine's. */
 int32_t       hearth_engine_cache_flush(hearth_engine *e);

@@ -235,6 +235,18 @@ TEST(evicted_blocks_come_back_from_disk) {
     CHECK(st.ssd_hits >= 6);
     CHECK_EQ(st.check_failures, 0);
     CHECK_EQ(st.blocks_free + st.blocks_evictable, st.blocks_total);
+    /* a flush drops the RAM copies and writes nothing */
+    int64_t writes = -1;
+    for (int i = 0; i < 100 && writes != st.ssd_writes; i++) { /* queued writes done */
+        writes = st.ssd_writes;
+        sleep_ms(50);
+        hearth_engine_stats_get(e, &st);
+    }
+    CHECK(hearth_engine_cache_flush(e) > 0);
+    sleep_ms(50);
+    st = settle(e, 0);
+    CHECK_EQ(st.ssd_writes, writes);
+    CHECK_EQ(st.blocks_cached, 0);
     hearth_engine_destroy(e);
     rm_dir(dir);
     hearth_model_destroy(m);
