@@ -227,7 +227,9 @@ int32_t hearth_prefix_cache_match(hearth_prefix_cache *pc, const int32_t *tokens
     if (!pc->tier || max_blocks <= 0) return match_ram(pc, tokens, max_blocks, slot, hashes);
     restore_chain(pc, tokens, max_blocks);
     int32_t n = match_ram(pc, tokens, max_blocks, slot, hashes);
-    for (int32_t i = 0; i < pc->n_pins; i++) { /* the match's own references stay */
+    /* the match's own references stay; the pins go last block first (a chain's tail is evicted
+     * before its head, as release_blocks in sched.c hands blocks back) */
+    for (int32_t i = pc->n_pins - 1; i >= 0; i--) {
         pc->pinned[pc->pins[i]] = false;
         hearth_prefix_cache_release(pc, pc->pins[i]);
     }

@@ -190,10 +190,25 @@ static void remove_file(hearth_ssd_tier *t, int32_t i) {
     drop(t, i);
 }
 
-static void evict_over_max(hearth_ssd_tier *t) {
-    while (t->st.bytes > t->p.max_bytes && t->lru_head >= 0) {
-        remove_file(t, t->lru_head);
+/* Forget the least recently used files until the size is under the cap; their names go to
+ * gone[0..*n_gone) (at most cap) for the caller to delete outside the mutex. */
+static void evict_over_max(hearth_ssd_tier *t, uint64_t (*gone)[3], int *n_gone, int cap) {
+    while (t->st.bytes > t->p.max_bytes && t->lru_head >= 0 && *n_gone < cap) {
+        entry *x = &t->e[t->lru_head];
+        gone[*n_gone][0] = x->ns;
+        gone[*n_gone][1] = x->hash;
+        gone[*n_gone][2] = (uint64_t)(uint32_t)x->group;
+        (*n_gone)++;
+        drop(t, t->lru_head);
         t->st.evictions++;
+    }
+}
+
+static void unlink_gone(const hearth_ssd_tier *t, uint64_t (*gone)[3], int n) {
+    char path[PATH_MAX + 64];
+    for (int i = 0; i < n; i++) {
+        file_name(t, gone[i][0], gone[i][1], (int32_t)gone[i][2], path, sizeof path);
+        unlink(path);
     }
 }
 
@@ -286,9 +301,9 @@ static void *writer_main(void *arg) {
         pthread_mutex_unlock(&t->mu);
         int64_t bytes = 0;
         bool ok = on && write_block(t, j, seq, &bytes);
-        int why = errno;
+        int why = errno, n_gone = 0;
+        uint64_t gone[64][3];
         pthread_mutex_lock(&t->mu);
-        t->busy = false;
         t->q_bytes -= t->p.block_bytes;
         int32_t i = find(t, t->ns, j->hash, j->group);
         if (ok && i >= 0 && t->e[i].pending) {
@@ -298,7 +313,7 @@ static void *writer_main(void *arg) {
             t->st.blocks++;
             t->st.writes++;
             lru_append(t, i);
-            evict_over_max(t);
+            evict_over_max(t, gone, &n_gone, 64);
         } else if (!ok) {
             if (i >= 0 && t->e[i].pending) drop(t, i);
             if (!on) t->st.write_skipped++;
@@ -310,6 +325,12 @@ static void *writer_main(void *arg) {
                            t->dir, strerror(why));
             }
         }
+        if (n_gone) { /* file system calls outside the mutex: the engine thread never waits on them */
+            pthread_mutex_unlock(&t->mu);
+            unlink_gone(t, gone, n_gone);
+            pthread_mutex_lock(&t->mu);
+        }
+        t->busy = false;
         pthread_cond_broadcast(&t->cv_room);
         job_free(j);
     }
@@ -426,7 +447,10 @@ hearth_status hearth_ssd_tier_open(const hearth_ssd_tier_params *p, hearth_ssd_t
     if (!t) return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
     t->p = *p;
     if (t->p.max_bytes <= 0) t->p.max_bytes = (int64_t)32e9;
+    /* the queue holds queue_bytes of payloads, and at most 1024 blocks (small blocks would
+     * otherwise queue more files than the writer makes in seconds), and at least one */
     t->q_cap = p->queue_bytes ? p->queue_bytes : (size_t)64 << 20;
+    if (t->q_cap / p->block_bytes > 1024) t->q_cap = 1024 * p->block_bytes;
     if (t->q_cap < p->block_bytes) t->q_cap = p->block_bytes;
     snprintf(t->dir, sizeof t->dir, "%s", p->dir);
     size_t dl = strlen(t->dir);
@@ -484,7 +508,13 @@ hearth_status hearth_ssd_tier_open(const hearth_ssd_tier_params *p, hearth_ssd_t
     scan(t);
     if (fd >= 0) {
         t->st.state = HEARTH_SSD_ON;
-        evict_over_max(t);
+        uint64_t gone[64][3];
+        int n_gone;
+        do { /* the cap may have been lowered since the last run */
+            n_gone = 0;
+            evict_over_max(t, gone, &n_gone, 64);
+            unlink_gone(t, gone, n_gone);
+        } while (n_gone == 64);
         if (pthread_create(&t->writer, NULL, writer_main, t) != 0) {
             hearth_ssd_tier_close(t);
             return hearth_err_set(err, HEARTH_E_NOMEM, -1, "cannot start the SSD cache's writer thread");

@@ -53,7 +53,8 @@ typedef struct {
     size_t      block_bytes; /* payload bytes of every block */
     uint64_t    geometry;    /* anything else that changes what a block's bytes mean (layer groups) */
     bool        verify;      /* check every payload's checksum on restore */
-    size_t      queue_bytes; /* payload bytes the write queue holds at most; 0: 64 MiB */
+    size_t      queue_bytes; /* payload bytes the write queue holds at most; 0: 64 MiB (and
+                              * never more than 1024 blocks) */
 } hearth_ssd_tier_params;
 
 typedef enum { HEARTH_SSD_OFF = 0, HEARTH_SSD_ON, HEARTH_SSD_READ_ONLY } hearth_ssd_state;
