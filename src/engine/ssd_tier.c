@@ -762,7 +762,8 @@ hearth_status hearth_ssd_model_id(const char *path, char *id, double *ms, hearth
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     char real[PATH_MAX];
-    if (!realpath(path, real)) return hearth_err_set(err, HEARTH_E_IO, -1, "cannot resolve %s: %s", path, strerror(errno));
+    if (!realpath(path, real))
+        return hearth_err_set(err, HEARTH_E_IO, -1, "cannot resolve %s: %s", path, strerror(errno));
     const char *base = strrchr(real, '/');
     base = base ? base + 1 : real;
     hearth_status st = HEARTH_OK;

@@ -123,7 +123,8 @@ static int block_files(const char *dir, char paths[][600], int cap) {
     struct dirent *de;
     int n = 0;
     while (d && (de = readdir(d)) && n < cap)
-        if (strstr(de->d_name, ".kv") && !strstr(de->d_name, ".tmp")) snprintf(paths[n++], 600, "%s/%s", dir, de->d_name);
+        if (strstr(de->d_name, ".kv") && !strstr(de->d_name, ".tmp"))
+            snprintf(paths[n++], 600, "%s/%s", dir, de->d_name);
     if (d) closedir(d);
     return n;
 }
