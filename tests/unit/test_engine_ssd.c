@@ -56,12 +56,15 @@ static void rm_dir(const char *dir) {
 }
 
 static int g_device = HEARTH_DEVICE_CPU; /* where engine() computes */
+static hearth_kvq_mode g_kvq = HEARTH_KVQ_OFF; /* the KV scheme engine() asks for */
+static const char *g_path = TINY;              /* the model's file (its identity) */
 
 /* An engine with the tier in dir (NULL: none); pool_tokens of KV, prompt_cache bytes. */
 static hearth_engine *engine(hearth_model *m, const char *dir, int32_t pool_tokens, int64_t prompt_cache,
                              int32_t demote, bool verify, hearth_status want) {
     hearth_engine_params ep = hearth_engine_params_default();
     ep.device = g_device;
+    ep.kv_quant.mode = g_kvq;
     ep.n_threads = 2;
     ep.n_ctx = 256;
     ep.kv_f16 = 1;
@@ -69,7 +72,7 @@ static hearth_engine *engine(hearth_model *m, const char *dir, int32_t pool_toke
     ep.prompt_cache = prompt_cache;
     ep.kv_budget = (int64_t)hearth_kv_bytes_per_token(m, HEARTH_KV_SCHEME_F16) * pool_tokens;
     ep.ssd_cache_dir = dir;
-    ep.ssd_model_path = TINY;
+    ep.ssd_model_path = g_path;
     ep.ssd_demote_idle = demote;
     ep.ssd_cache_verify = verify;
     hearth_engine *e = NULL;
@@ -281,6 +284,51 @@ TEST(idle_blocks_are_demoted) {
     CHECK(memcmp(got, want, sizeof got) == 0);
     CHECK_EQ(done.n_cached, 96);
     hearth_engine_destroy(e);
+    rm_dir(dir);
+    hearth_model_destroy(m);
+}
+
+/* A quantized cache's blocks are their own namespace ("q8_0"): an f16 directory restores
+ * nothing into it, and a q8_0 restart restores its own blocks and gives a cold q8_0 run's tokens. */
+TEST(quantized_scheme_is_its_own_namespace) {
+    g_path = "tests/golden/tiny/tiny-llama64.gguf"; /* heads of 64: q8_0 rows */
+    hearth_model *m = NULL;
+    hearth_err err;
+    CHECK_EQ(hearth_model_load(g_path, &m, &err), HEARTH_OK);
+    if (!m) return;
+    char dir[256];
+    make_dir(dir, sizeof dir);
+    int32_t p[PLEN], f16[GEN], want[GEN], got[GEN];
+    make_prompt(p, PLEN, 51);
+    for (int i = 0; i < PLEN; i++) p[i] = 1 + p[i] % (hearth_model_hparams(m)->n_vocab - 1);
+    hearth_event done;
+    hearth_engine *e = engine(m, dir, 512, -1, 0, false, HEARTH_OK); /* f16 blocks on disk */
+    if (!e) return;
+    CHECK_EQ(run_one(e, p, PLEN, f16, &done), GEN);
+    hearth_engine_destroy(e);
+    g_kvq = HEARTH_KVQ_8;
+    e = engine(m, dir, 512, -1, 0, false, HEARTH_OK);
+    if (e) {
+        hearth_engine_stats st = settle(e, 0);
+        CHECK(st.ssd_blocks >= 6); /* the f16 files are there ... */
+        CHECK_EQ(run_one(e, p, PLEN, want, &done), GEN);
+        CHECK_EQ(done.n_cached, 0); /* ... and never restored into a q8_0 pool */
+        st = settle(e, 0);
+        CHECK_EQ(st.ssd_restores, 0);
+        CHECK_EQ(st.ssd_verify_failures, 0);
+        hearth_engine_destroy(e);
+    }
+    e = engine(m, dir, 512, -1, 0, true, HEARTH_OK);
+    if (e) {
+        CHECK_EQ(run_one(e, p, PLEN, got, &done), GEN);
+        CHECK(memcmp(got, want, sizeof got) == 0);
+        CHECK_EQ(done.n_cached, 96);
+        hearth_engine_stats st = settle(e, 0);
+        CHECK_EQ(st.ssd_restores, 6);
+        hearth_engine_destroy(e);
+    }
+    g_kvq = HEARTH_KVQ_OFF;
+    g_path = TINY;
     rm_dir(dir);
     hearth_model_destroy(m);
 }
