@@ -283,9 +283,13 @@ static hearth_status open_tier(hearth_engine *e, const hearth_model *m, hearth_k
     } else {
         return hearth_err_set(err, HEARTH_E_INVALID, -1, "the SSD cache needs the model's identity or its path");
     }
+    /* what a block's bytes mean beyond model and scheme: the layout of its layer groups, and the
+     * cache's content format, SSD_KV_FORMAT (bumped when the engine writes other bytes for the
+     * same tokens: 2 since quantized caches hold Hadamard-rotated keys and values) */
+    enum { SSD_KV_FORMAT = 2 };
     const hearth_kv_layout *lay = hearth_kv_pool_layout(e->pool);
-    uint64_t geo[6] = {(uint64_t)lay->per_group, (uint64_t)lay->n_full, (uint64_t)lay->n_win, (uint64_t)lay->n_swa,
-                       (uint64_t)e->p.kv_swa_full, (uint64_t)hearth_model_hparams(m)->n_layer};
+    uint64_t geo[7] = {(uint64_t)lay->per_group, (uint64_t)lay->n_full, (uint64_t)lay->n_win, (uint64_t)lay->n_swa,
+                       (uint64_t)e->p.kv_swa_full, (uint64_t)hearth_model_hparams(m)->n_layer, SSD_KV_FORMAT};
     char scheme[HEARTH_SSD_SCHEME_MAX]; /* "f16", "q8_0", or "K/V" when they differ */
     if (kv.k == kv.v) snprintf(scheme, sizeof scheme, "%s", hearth_kv_type_name(kv.k));
     else snprintf(scheme, sizeof scheme, "%s/%s", hearth_kv_type_name(kv.k), hearth_kv_type_name(kv.v));
