@@ -166,6 +166,7 @@ int cli_generate(int argc, char **argv) {
     ep.n_threads = (int)o.threads;
     ep.n_ctx = (int32_t)o.ctx;
     cli_engine_flags_apply(&o.ef, &ep);
+    ep.ssd_model_path = path; /* its identity keys the disk tier (a hub blob's sha256, else a digest) */
     ep.device = (int)o.device;
     if (hearth_engine_create(m, &ep, &e, &err)) {
         cli_error("cannot run %s: %s", path, err.msg);

@@ -12,7 +12,7 @@
 
 void cli_engine_flags_init(cli_engine_flags *f) {
     *f = (cli_engine_flags){.batch = 0, .block_size = 0, .prompt_cache = -1, .kv_budget = -1,
-                            .memory_budget = -1};
+                            .memory_budget = -1, .ssd_max = -1, .ssd_demote = -1};
 }
 
 /* A size in GB, or with its own unit. */
@@ -104,6 +104,34 @@ int cli_engine_flag(int argc, char **argv, int *i, cli_engine_flags *f) {
     int nf = cli_numerics_flag(argc, argv, i, f);
     if (nf) return nf;
     const char *a = argv[*i];
+    if (!strcmp(a, "--ssd-cache-verify")) {
+        f->ssd_verify = true;
+        f->ssd_flag = a;
+        return 1;
+    }
+    if (!strcmp(a, "--ssd-cache") || !strcmp(a, "--ssd-cache-max") || !strcmp(a, "--ssd-demote-idle")) {
+        if (*i + 1 >= argc) {
+            cli_error("%s needs a value", a);
+            return -1;
+        }
+        const char *val = argv[++*i];
+        if (!strcmp(a, "--ssd-cache")) {
+            if (!*val) {
+                cli_error("--ssd-cache needs a directory");
+                return -1;
+            }
+            f->ssd_dir = val;
+            return 1;
+        }
+        f->ssd_flag = a;
+        if (!strcmp(a, "--ssd-demote-idle")) return cli_parse_int(a, val, 0, 100000000, &f->ssd_demote) ? 1 : -1;
+        if (!parse_gb(a, val, &f->ssd_max)) return -1;
+        if (f->ssd_max == 0) {
+            cli_error("%s must be more than 0", a);
+            return -1;
+        }
+        return 1;
+    }
     bool batch = !strcmp(a, "--batch") || !strcmp(a, "--decode-concurrency");
     bool bsz = !strcmp(a, "--paged-kv-block-size");
     int64_t *size = !strcmp(a, "--prompt-cache")    ? &f->prompt_cache
@@ -153,6 +181,14 @@ void cli_engine_flags_apply(const cli_engine_flags *f, hearth_engine_params *ep)
     if (f->kv_budget > 0) ep->kv_budget = f->kv_budget;
     ep->memory_budget = f->memory_budget > 0 ? f->memory_budget
                                              : (int64_t)(HEARTH_FIT_BUDGET_SHARE * (double)hearth_fit_ram_bytes());
+    if (!f->ssd_dir) {
+        if (f->ssd_flag) fprintf(stderr, "hearth: warning: %s without --ssd-cache DIR is ignored\n", f->ssd_flag);
+        return;
+    }
+    ep->ssd_cache_dir = f->ssd_dir;
+    ep->ssd_cache_max = f->ssd_max > 0 ? f->ssd_max : 0;
+    ep->ssd_demote_idle = f->ssd_demote >= 0 ? (int32_t)f->ssd_demote : -1;
+    ep->ssd_cache_verify = f->ssd_verify;
 }
 
 void cli_engine_levers(const hearth_engine *e, char *buf, size_t cap) {
@@ -163,12 +199,17 @@ void cli_engine_levers(const hearth_engine *e, char *buf, size_t cap) {
     hearth_fmt_bytes(in.prompt_cache_bytes, pc, sizeof pc);
     if (in.memory_budget > 0) hearth_fmt_bytes(in.memory_budget, mem, sizeof mem);
     else snprintf(mem, sizeof mem, "none");
-    char nx[128];
+    char nx[128], ssd[64] = "";
     hearth_numerics_describe(&in.numerics, nx, sizeof nx);
+    if (in.ssd_max_bytes > 0) {
+        char mx[32];
+        hearth_fmt_bytes(in.ssd_max_bytes, mx, sizeof mx);
+        snprintf(ssd, sizeof ssd, " + ssd %s", mx);
+    }
     snprintf(buf, cap,
-             "batch %d, KV pool %s (%d blocks of %d tokens, %s), prompt cache %s, memory budget %s, "
+             "batch %d, KV pool %s (%d blocks of %d tokens, %s), prompt cache %s%s, memory budget %s, "
              "max request %d tokens, numerics %s%s",
              in.batch, pool, in.n_blocks, in.block_size, hearth_kv_type_name(in.kv.k),
-             in.prompt_cache_bytes ? pc : "off", mem,
+             in.prompt_cache_bytes ? pc : "off", ssd, mem,
              in.max_request_tokens, nx, in.force_wire ? ", weights wired" : "");
 }

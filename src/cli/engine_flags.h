@@ -7,7 +7,14 @@
  *   --kv-budget GB                       the KV pool's size (default: from the memory budget)
  *   --memory-budget GB                   weights + KV + transients (default 0.75 x RAM)
  *   --paged-kv-block-size N              tokens per KV block (default 16)
+ *   --ssd-cache DIR                      the prompt cache's disk tier (default off)
+ *   --ssd-cache-max GB                   its files at most (default 32)
+ *   --ssd-demote-idle SEC                cached blocks idle this long go to disk (default 300;
+ *                                        0 never)
+ *   --ssd-cache-verify                   check every restored block's full checksum
  *
+ * The three --ssd-cache-* / --ssd-demote-idle flags without --ssd-cache print one warning and
+ * are ignored.
  * and the numerics (backend/numerics.h), which `hearth benchmark` takes too:
  *
  *   --l1 | --l2 | --numerics l1|l2|ref   the tier (default l1; ref on HEARTH_KERNELS=ref)
@@ -32,6 +39,11 @@ typedef struct {
     hearth_numerics numerics;                         /* {0}: the default */
     hearth_kv_quant kv_quant;                         /* {0}: off */
     bool      force_wire;
+    const char *ssd_dir;                              /* NULL: the disk tier is off */
+    int64_t   ssd_max;                                /* bytes; -1: the default */
+    long long ssd_demote;                             /* seconds; -1: the default */
+    bool      ssd_verify;
+    const char *ssd_flag;                             /* a tier flag given (for the warning) */
 } cli_engine_flags;
 
 void cli_engine_flags_init(cli_engine_flags *f);
@@ -40,7 +52,9 @@ void cli_engine_flags_init(cli_engine_flags *f);
 int  cli_engine_flag(int argc, char **argv, int *i, cli_engine_flags *f);
 /* Only the numerics flags (tier, switches, --force-wire), as cli_engine_flag answers. */
 int  cli_numerics_flag(int argc, char **argv, int *i, cli_engine_flags *f);
-/* Fill the engine params from the flags (the memory budget defaults to 0.75 x RAM). */
+/* Fill the engine params from the flags (the memory budget defaults to 0.75 x RAM); warns
+ * (once) about tier flags given without --ssd-cache. model_path: the model's file, whose
+ * identity keys the disk tier. */
 void cli_engine_flags_apply(const cli_engine_flags *f, hearth_engine_params *ep);
 /* Only the numerics and --force-wire into ep. */
 void cli_numerics_apply(const cli_engine_flags *f, hearth_engine_params *ep);
@@ -58,7 +72,15 @@ void cli_engine_levers(const hearth_engine *e, char *buf, size_t cap);
     "  --kv-budget GB        size of the KV block pool (default: what the memory budget leaves)\n"      \
     "  --memory-budget GB    weights + KV + transients (default 0.75 x RAM); a model that cannot\n"    \
     "                        serve one request of the full context refuses to load\n"                   \
-    "  --paged-kv-block-size N   tokens per KV block (default 16)\n" CLI_NUMERICS_FLAGS_USAGE
+    "  --paged-kv-block-size N   tokens per KV block (default 16)\n"                                   \
+    "  --ssd-cache DIR       keep the prompt cache's KV blocks on disk too: evicted blocks are\n"      \
+    "                        written to DIR and read back on a miss, across restarts (default off;\n"  \
+    "                        one server per DIR)\n"                                                    \
+    "  --ssd-cache-max GB    size of the files in DIR at most, least recently used go (default 32)\n"  \
+    "  --ssd-demote-idle SEC cached prefixes unused this long move to disk, freeing the KV pool\n"     \
+    "                        (default 300; 0 never)\n"                                                 \
+    "  --ssd-cache-verify    check every restored block's full checksum (a header checksum is\n"       \
+    "                        always checked)\n" CLI_NUMERICS_FLAGS_USAGE
 
 #define CLI_NUMERICS_FLAGS_USAGE                                                                          \
     "  --l1                  numerics tier l1 (the default): bit-identical to llama.cpp's x86 order\n"   \

@@ -15,6 +15,7 @@
 #include "engine/prefix_cache.h"
 #include "engine/request.h"
 #include "engine/sched.h"
+#include "engine/ssd_tier.h"
 #include "kernels/kernels.h"
 #include "model/wire.h"
 #include "models/forward.h"
@@ -26,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <xxhash.h>
 
 enum { N_STATS = sizeof(hearth_engine_stats) / sizeof(int64_t) };
 
@@ -38,9 +40,13 @@ _Static_assert(STAT_I64(running) && STAT_I64(waiting) && STAT_I64(blocks_total) 
                    STAT_I64(blocks_cached) && STAT_I64(blocks_evictable) && STAT_I64(cache_hit_tokens) &&
                    STAT_I64(cache_hits) && STAT_I64(cache_misses) && STAT_I64(cache_query_tokens) &&
                    STAT_I64(cache_evictions) && STAT_I64(preemptions) && STAT_I64(steps) &&
-                   STAT_I64(step_tokens) && STAT_I64(check_failures),
+                   STAT_I64(step_tokens) && STAT_I64(ssd_state) && STAT_I64(ssd_bytes) && STAT_I64(ssd_blocks) &&
+                   STAT_I64(ssd_hits) && STAT_I64(ssd_misses) && STAT_I64(ssd_restores) &&
+                   STAT_I64(ssd_verify_failures) && STAT_I64(ssd_demotions) && STAT_I64(ssd_writes) &&
+                   STAT_I64(ssd_write_errors) && STAT_I64(ssd_write_skipped) && STAT_I64(ssd_evictions) &&
+                   STAT_I64(check_failures),
                "every field of hearth_engine_stats is an int64_t");
-_Static_assert(sizeof(hearth_engine_stats) == 15 * sizeof(int64_t),
+_Static_assert(sizeof(hearth_engine_stats) == 27 * sizeof(int64_t),
                "hearth_engine_stats has exactly the fields named above (add a new one to the list)");
 _Static_assert(offsetof(hearth_engine_stats, check_failures) == (N_STATS - 1) * sizeof(int64_t),
                "check_failures is the last field of hearth_engine_stats");
@@ -49,10 +55,13 @@ _Static_assert(offsetof(hearth_engine_stats, check_failures) == (N_STATS - 1) * 
 struct hearth_engine {
     const hearth_model  *m;      /* borrowed */
     hearth_engine_params p;
+    hearth_engine_params p_in; /* as given (its strings are read during create only) */
     hearth_backend      *be;     /* owned */
     hearth_fwd          *fwd;    /* owned */
     hearth_kv_pool      *pool;   /* owned */
     hearth_prefix_cache *pc;     /* owned, NULL when caching is off */
+    hearth_ssd_tier     *tier;   /* owned, NULL when the disk tier is off */
+    double               demote_ms; /* idle time after which cached blocks go to the tier; 0: never */
     hearth_sched        *sched;  /* owned; engine thread only */
     pthread_t            thread;
     pthread_mutex_t      mu;     /* guards the FIFO and stop */
@@ -71,7 +80,7 @@ struct hearth_engine {
 hearth_engine_params hearth_engine_params_default(void) {
     hearth_engine_params p = {.n_threads = 0, .n_ctx = 0, .max_step = 512, .kv_f16 = -1, .batch = 8,
                               .kv_budget = 0, .block_size = 16, .prompt_cache = -1,
-                              .device = HEARTH_DEVICE_CPU};
+                              .device = HEARTH_DEVICE_CPU, .ssd_demote_idle = -1};
     return p;
 }
 
@@ -80,17 +89,33 @@ static void publish(hearth_engine *e) {
     if (e->p.debug_checks && !hearth_sched_check(e->sched))
         st.check_failures = atomic_load_explicit(&e->stats[N_STATS - 1], memory_order_relaxed) + 1;
     else st.check_failures = atomic_load_explicit(&e->stats[N_STATS - 1], memory_order_relaxed);
+    if (e->tier) { /* the prefix cache's (engine thread only); the tier's are read live */
+        st.ssd_restores = hearth_prefix_cache_restores(e->pc);
+        st.ssd_demotions = hearth_prefix_cache_demotions(e->pc);
+    }
     const int64_t *f = (const int64_t *)&st;
     for (int i = 0; i < N_STATS; i++) atomic_store_explicit(&e->stats[i], f[i], memory_order_relaxed);
+}
+
+/* Idle cached blocks to the disk tier (engine thread, between steps). */
+static void demote_idle(hearth_engine *e) {
+    if (e->tier && e->demote_ms > 0) hearth_prefix_cache_demote(e->pc, hearth_now_mono_ms(), e->demote_ms, false);
 }
 
 static void *engine_main(void *arg) {
     hearth_engine *e = arg;
     for (;;) {
         pthread_mutex_lock(&e->mu);
+        /* idle with blocks that demotion may take: wake every second to look */
+        bool tick = e->tier && e->demote_ms > 0 && hearth_prefix_cache_n_evictable(e->pc) > 0;
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 1;
         while (!e->head && !e->stop && !e->cancel_all && e->flush_asked == e->flush_done &&
-               hearth_sched_idle(e->sched))
-            pthread_cond_wait(&e->cv, &e->mu);
+               hearth_sched_idle(e->sched)) {
+            if (!tick) pthread_cond_wait(&e->cv, &e->mu);
+            else if (pthread_cond_timedwait(&e->cv, &e->mu, &until) == ETIMEDOUT) break;
+        }
         hearth_request *r = e->head;
         e->head = e->tail = NULL;
         bool stop = e->stop, cancel = e->cancel_all;
@@ -104,7 +129,10 @@ static void *engine_main(void *arg) {
         }
         if (stop || cancel) hearth_sched_cancel_all(e->sched);
         if (flush != e->flush_done) { /* between steps no block is being written */
+            /* a flush drops the RAM copies without writing them to the disk tier */
+            if (e->pc) hearth_prefix_cache_set_tier(e->pc, NULL);
             int32_t freed = e->pc ? hearth_prefix_cache_evict(e->pc, e->n_blocks) : 0;
+            if (e->pc && e->tier) hearth_prefix_cache_set_tier(e->pc, e->tier);
             publish(e);
             pthread_mutex_lock(&e->mu);
             e->flush_freed = freed;
@@ -112,6 +140,7 @@ static void *engine_main(void *arg) {
             pthread_cond_broadcast(&e->cv);
             pthread_mutex_unlock(&e->mu);
         }
+        demote_idle(e);
         hearth_sched_step(e->sched);
         publish(e);
         if (stop && hearth_sched_idle(e->sched)) break;
@@ -121,7 +150,10 @@ static void *engine_main(void *arg) {
 
 static void engine_free(hearth_engine *e) {
     hearth_sched_destroy(e->sched);
+    /* the RAM cache's blocks go to the disk tier, for the next start */
+    if (e->tier && e->pc) hearth_prefix_cache_demote(e->pc, hearth_now_mono_ms(), 0, true);
     hearth_prefix_cache_destroy(e->pc);
+    hearth_ssd_tier_close(e->tier); /* writes what is queued */
     hearth_kv_pool_destroy(e->pool);
     hearth_fwd_destroy(e->fwd);
     hearth_backend_destroy(e->be);
@@ -229,6 +261,58 @@ static hearth_status resolve_kv(hearth_engine *e, const hearth_model *m, hearth_
     }
 }
 
+/* The disk tier of the prefix cache, when asked for: the model's identity (given, or a digest
+ * of its file), the KV scheme, the pool's geometry. A directory another process holds fails the
+ * create; one that cannot be written gives a read-only tier (ssd_tier.h). */
+static hearth_status open_tier(hearth_engine *e, const hearth_model *m, hearth_kv_scheme kv, hearth_err *err) {
+    e->p.ssd_model_id = e->p.ssd_model_path = NULL; /* borrowed strings: not kept */
+    const char *dir = e->p.ssd_cache_dir;
+    e->p.ssd_cache_dir = NULL;
+    if (!dir || !*dir) return HEARTH_OK;
+    char id[HEARTH_SSD_MODEL_ID_MAX];
+    const hearth_engine_params *p = &e->p_in;
+    if (p->ssd_model_id && *p->ssd_model_id) {
+        if (strlen(p->ssd_model_id) >= sizeof id)
+            return hearth_err_set(err, HEARTH_E_INVALID, -1, "the model id of the SSD cache is too long");
+        snprintf(id, sizeof id, "%s", p->ssd_model_id);
+    } else if (p->ssd_model_path && *p->ssd_model_path) {
+        double ms = 0;
+        hearth_status st = hearth_ssd_model_id(p->ssd_model_path, id, &ms, err);
+        if (st) return st;
+        hearth_log(HEARTH_LOG_INFO, "ssd cache: model identity %s (%.0f ms)", id, ms);
+    } else {
+        return hearth_err_set(err, HEARTH_E_INVALID, -1, "the SSD cache needs the model's identity or its path");
+    }
+    /* what a block's bytes mean beyond model and scheme: the layout of its layer groups, and the
+     * cache's content format, SSD_KV_FORMAT (bumped when the engine writes other bytes for the
+     * same tokens: 2 since quantized caches hold Hadamard-rotated keys and values) */
+    enum { SSD_KV_FORMAT = 2 };
+    const hearth_kv_layout *lay = hearth_kv_pool_layout(e->pool);
+    uint64_t geo[7] = {(uint64_t)lay->per_group, (uint64_t)lay->n_full, (uint64_t)lay->n_win, (uint64_t)lay->n_swa,
+                       (uint64_t)e->p.kv_swa_full, (uint64_t)hearth_model_hparams(m)->n_layer, SSD_KV_FORMAT};
+    char scheme[HEARTH_SSD_SCHEME_MAX]; /* "f16", "q8_0", or "K/V" when they differ */
+    if (kv.k == kv.v) snprintf(scheme, sizeof scheme, "%s", hearth_kv_type_name(kv.k));
+    else snprintf(scheme, sizeof scheme, "%s/%s", hearth_kv_type_name(kv.k), hearth_kv_type_name(kv.v));
+    hearth_ssd_tier_params tp = {.dir = dir, .max_bytes = e->p.ssd_cache_max, .model_id = id,
+                                 .scheme = scheme, .block_tokens = e->p.block_size,
+                                 .block_bytes = hearth_kv_pool_block_bytes(e->pool),
+                                 .geometry = XXH3_64bits(geo, sizeof geo), .verify = e->p.ssd_cache_verify};
+    hearth_status st = hearth_ssd_tier_open(&tp, &e->tier, err);
+    if (st) return st;
+    hearth_prefix_cache_set_tier(e->pc, e->tier);
+    e->demote_ms = e->p.ssd_demote_idle < 0 ? 300e3 : (double)e->p.ssd_demote_idle * 1e3;
+    e->info.ssd_max_bytes = e->p.ssd_cache_max > 0 ? e->p.ssd_cache_max : (int64_t)32e9;
+    e->info.ssd_demote_idle = (int32_t)(e->demote_ms / 1e3);
+    e->info.ssd_verify = e->p.ssd_cache_verify;
+    hearth_ssd_tier_stats ts;
+    hearth_ssd_tier_stats_get(e->tier, &ts);
+    hearth_log(HEARTH_LOG_INFO, "ssd cache: %s, %lld blocks (%.0f MB) on disk, at most %.0f MB%s", tp.dir,
+               (long long)ts.blocks, (double)ts.bytes / 1e6,
+               (double)(e->p.ssd_cache_max > 0 ? e->p.ssd_cache_max : (int64_t)32e9) / 1e6,
+               ts.state == HEARTH_SSD_ON ? "" : " (read-only)");
+    return HEARTH_OK;
+}
+
 hearth_status hearth_engine_create(const hearth_model *m, const hearth_engine_params *p, hearth_engine **out,
                                    hearth_err *err) {
     *out = NULL;
@@ -237,6 +321,7 @@ hearth_status hearth_engine_create(const hearth_model *m, const hearth_engine_pa
     if (!e) return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
     e->m = m;
     e->p = *p;
+    e->p_in = *p;
     if (e->p.max_step <= 0) e->p.max_step = 512;
     if (e->p.n_ctx <= 0) e->p.n_ctx = hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096;
     if (e->p.max_step > e->p.n_ctx) e->p.max_step = e->p.n_ctx;
@@ -316,6 +401,10 @@ hearth_status hearth_engine_create(const hearth_model *m, const hearth_engine_pa
     e->fwd = hearth_fwd_create(m, e->be, e->p.max_step, nx);
     if (e->p.prompt_cache != 0)
         e->pc = hearth_prefix_cache_create(e->pool, e->p.prompt_cache < 0 ? SIZE_MAX : (size_t)e->p.prompt_cache);
+    if (e->pc && (st = open_tier(e, m, kv, err))) goto fail;
+    if (!e->pc && e->p.ssd_cache_dir && *e->p.ssd_cache_dir)
+        hearth_log(HEARTH_LOG_WARN, "ssd cache: off, it needs the prompt cache (--prompt-cache 0 turns that off)");
+    e->p.ssd_cache_dir = e->p.ssd_model_id = e->p.ssd_model_path = NULL;
     hearth_sched_params sp = {.batch = e->p.batch, .max_step = e->p.max_step, .n_ctx = e->p.n_ctx};
     e->sched = e->fwd ? hearth_sched_create(m, e->fwd, e->pool, e->pc, &sp) : NULL;
     if (!e->fwd || !e->sched || (e->p.prompt_cache != 0 && !e->pc)) {
@@ -374,6 +463,20 @@ void hearth_engine_destroy(hearth_engine *e) {
 void hearth_engine_stats_get(const hearth_engine *e, hearth_engine_stats *out) {
     int64_t *f = (int64_t *)out;
     for (int i = 0; i < N_STATS; i++) f[i] = atomic_load_explicit(&e->stats[i], memory_order_relaxed);
+    if (e->tier) { /* its writer works while the engine thread sleeps */
+        hearth_ssd_tier_stats ts;
+        hearth_ssd_tier_stats_get(e->tier, &ts);
+        out->ssd_state = ts.state;
+        out->ssd_bytes = ts.bytes;
+        out->ssd_blocks = ts.blocks;
+        out->ssd_hits = ts.hits;
+        out->ssd_misses = ts.misses;
+        out->ssd_verify_failures = ts.verify_failures;
+        out->ssd_writes = ts.writes;
+        out->ssd_write_errors = ts.write_errors;
+        out->ssd_write_skipped = ts.write_skipped;
+        out->ssd_evictions = ts.evictions;
+    }
 }
 
 int32_t hearth_engine_n_ctx(const hearth_engine *e) { return e->p.n_ctx; }

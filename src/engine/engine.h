@@ -57,6 +57,17 @@ typedef struct {
                                * is l1 with the 8-bit cache (kv_quant off or 8) */
     bool    force_wire;    /* lock the weights in RAM (mlock) at create; failing to (RLIMIT_MEMLOCK)
                             * fails the create, saying why */
+    /* The prompt cache's disk tier (ssd_tier.h, docs/engine.md "SSD tier"): blocks evicted from
+     * the RAM prefix cache go to files under ssd_cache_dir and come back on a RAM miss, across
+     * restarts. Needs prefix caching (prompt_cache != 0). The strings are copied at create. */
+    const char *ssd_cache_dir;   /* NULL or "": off */
+    int64_t ssd_cache_max;       /* bytes of block files kept; <= 0: 32 GB */
+    int32_t ssd_demote_idle;     /* seconds: cached blocks unused this long are written to the
+                                  * tier and their pool blocks freed; < 0: 300; 0: never */
+    bool    ssd_cache_verify;    /* check every restored block's payload checksum */
+    const char *ssd_model_id;    /* the model's identity (hearth_ssd_model_id); NULL: computed
+                                  * from ssd_model_path at create (the create fails without either) */
+    const char *ssd_model_path;
 } hearth_engine_params;
 
 hearth_engine_params hearth_engine_params_default(void);
@@ -134,6 +145,15 @@ typedef struct {
     int64_t cache_evictions;           /* blocks */
     int64_t preemptions;
     int64_t steps, step_tokens;        /* forwards run and tokens they carried */
+    /* the disk tier (all 0 when off): ssd_state 0 off, 1 on, 2 read-only (a write failed, or
+     * the directory is not writable: RAM only from then on) */
+    int64_t ssd_state, ssd_bytes, ssd_blocks;      /* files in the directory */
+    int64_t ssd_hits, ssd_misses;      /* RAM misses looked up on disk: indexed there / not */
+    int64_t ssd_restores;              /* blocks restored into the pool */
+    int64_t ssd_verify_failures;       /* blocks dropped: checksum, truncation, model or scheme */
+    int64_t ssd_demotions;             /* idle cached blocks written out and freed */
+    int64_t ssd_writes, ssd_write_errors, ssd_write_skipped; /* skipped: the queue was full */
+    int64_t ssd_evictions;             /* files deleted past ssd_cache_max */
     int64_t check_failures;            /* debug_checks: steps after which an invariant failed */
 } hearth_engine_stats;
 
@@ -153,6 +173,9 @@ typedef struct {
     hearth_kv_quant kv_quant;           /* the scheme as resolved (l2 -> 8, config -> what it names) */
     hearth_numerics numerics;           /* as resolved */
     bool    force_wire;                 /* the weights are locked in RAM */
+    int64_t ssd_max_bytes;              /* the disk tier's cap; 0: the tier is off */
+    int32_t ssd_demote_idle;            /* seconds; 0: no demotion */
+    bool    ssd_verify;
 } hearth_engine_info;
 
 void          hearth_engine_info_get(const hearth_engine *e, hearth_engine_info *out);
@@ -192,7 +215,8 @@ hearth_status hearth_request_next(hearth_request *req, hearth_event *ev, int tim
 bool          hearth_request_admitted(const hearth_request *req);
 /* Cancel every request queued or running now (each ends with DONE/cancelled). Any thread. */
 void          hearth_engine_cancel_all(hearth_engine *e);
-/* Empty the prefix cache: drop every cached block no running sequence holds. Waits for the
+/* Empty the prefix cache: drop every cached block no running sequence holds (without writing
+ * it to the disk tier, whose files stay). Waits for the
  * engine thread to do it (at most one step). Returns the blocks freed. Any thread but the
  * engine's. */
 int32_t       hearth_engine_cache_flush(hearth_engine *e);

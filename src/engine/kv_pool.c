@@ -216,6 +216,31 @@ void hearth_kv_pool_copy_block(hearth_kv_pool *pool, int32_t dst, int32_t src, i
     }
 }
 
+/* The (place, K or V) segments of block blk in pool order: fn(pool memory, host offset, bytes). */
+static void block_segments(const hearth_kv_pool *pool, int32_t blk, char *host, const char *chost) {
+    size_t bs = (size_t)pool->block_size, per_k = pool->k_row_bytes * bs * (size_t)pool->n_blocks, off = 0;
+    for (int32_t place = 0; place < pool->lay.per_group; place++) {
+        char *base = (char *)pool->mem + (size_t)place * pool->place_bytes;
+        for (int kv = 0; kv < 2; kv++) {
+            size_t row = kv ? pool->v_row_bytes : pool->k_row_bytes, n = bs * row;
+            char *at = base + (kv ? per_k : 0) + (size_t)blk * n;
+            if (host && pool->be) hearth_buf_download(pool->be, host + off, at, n);
+            else if (host) memcpy(host + off, at, n);
+            else if (pool->be) hearth_buf_upload(pool->be, at, chost + off, n);
+            else memcpy(at, chost + off, n);
+            off += n;
+        }
+    }
+}
+
+void hearth_kv_pool_block_to_host(const hearth_kv_pool *pool, int32_t blk, void *dst) {
+    block_segments(pool, blk, dst, NULL);
+}
+
+void hearth_kv_pool_block_from_host(hearth_kv_pool *pool, int32_t blk, const void *src) {
+    block_segments(pool, blk, NULL, src);
+}
+
 const hearth_kv_view *hearth_kv_pool_view(const hearth_kv_pool *pool) { return &pool->view; }
 int32_t hearth_kv_pool_n_blocks(const hearth_kv_pool *pool) { return pool->n_blocks; }
 int32_t hearth_kv_pool_n_free(const hearth_kv_pool *pool) { return pool->n_free; }

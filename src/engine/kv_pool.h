@@ -118,5 +118,11 @@ int32_t hearth_kv_pool_seq_need_peak(const hearth_kv_pool *pool, int32_t slot, i
  * the full blocks and each writes its own copy of the last partial one. */
 void    hearth_kv_pool_copy_block(hearth_kv_pool *pool, int32_t dst, int32_t src, int32_t n_rows);
 
+/* Block blk's keys and values, every layer place of its group, to or from host memory (the
+ * disk tier's form, hearth_kv_pool_block_bytes() bytes): for each place, the block's K rows then
+ * its V rows. A device pool copies straight between its memory and the host buffer. */
+void    hearth_kv_pool_block_to_host(const hearth_kv_pool *pool, int32_t blk, void *dst);
+void    hearth_kv_pool_block_from_host(hearth_kv_pool *pool, int32_t blk, const void *src);
+
 /* Consistency: the free list holds exactly the blocks with 0 references, each once. */
 bool    hearth_kv_pool_check(const hearth_kv_pool *pool);

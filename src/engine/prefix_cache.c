@@ -4,8 +4,11 @@
  * Everything is indexed by block id (the pool's size, allocated once): the hash table is a
  * power-of-two array of chain heads with a `next` link per block, and the evictable blocks
  * form a doubly linked list from least (lru_head) to most (lru_tail) recently released.
+ * With a disk tier, a match first makes its chain present in RAM block by block (restoring
+ * from the tier what RAM lacks), pinning each block with a reference until the match is done.
  */
 #include "engine/prefix_cache.h"
+#include "engine/request.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +28,13 @@ struct hearth_prefix_cache {
     int32_t        *prev_l, *next_l; /* owned [n_blocks]: LRU links, -2 = not on the list */
     int32_t         lru_head, lru_tail, n_lru, n_cached;
     int64_t         evictions;
+    double         *t_rel;     /* owned [n_blocks]: when the block went on the LRU list (ms) */
+    hearth_ssd_tier *tier;     /* borrowed, may be NULL */
+    void           *scratch;   /* owned [block bytes] with a tier: a block read from it */
+    int32_t        *pins;      /* owned [n_blocks]: blocks a match holds while it restores */
+    bool           *pinned;    /* owned [n_blocks] */
+    int32_t         n_pins;
+    int64_t         restores, demotions;
 };
 
 uint64_t hearth_prefix_hash(uint64_t parent, const int32_t *tokens, int32_t block_size) {
@@ -51,8 +61,9 @@ hearth_prefix_cache *hearth_prefix_cache_create(hearth_kv_pool *pool, size_t cap
     pc->cached = calloc(n, sizeof(bool));
     pc->prev_l = malloc(n * sizeof(int32_t));
     pc->next_l = malloc(n * sizeof(int32_t));
+    pc->t_rel = calloc(n, sizeof(double));
     if (!pc->bucket || !pc->next || !pc->hash || !pc->parent || !pc->group || !pc->tokens || !pc->cached || !pc->prev_l ||
-        !pc->next_l) {
+        !pc->next_l || !pc->t_rel) {
         hearth_prefix_cache_destroy(pc);
         return NULL;
     }
@@ -79,6 +90,7 @@ static void lru_push(hearth_prefix_cache *pc, int32_t b) {
     else pc->lru_head = b;
     pc->lru_tail = b;
     pc->n_lru++;
+    pc->t_rel[b] = hearth_now_mono_ms();
 }
 
 static void unindex(hearth_prefix_cache *pc, int32_t b) {
@@ -89,9 +101,22 @@ static void unindex(hearth_prefix_cache *pc, int32_t b) {
     pc->n_cached--;
 }
 
-/* Evict the least recently used evictable block. */
-static void evict_one(hearth_prefix_cache *pc) {
+/* Write cached block b to the tier unless it is there already (wait: for room in its queue).
+ * False when it was not written. */
+static bool spill(hearth_prefix_cache *pc, int32_t b, bool wait) {
+    if (hearth_ssd_tier_has(pc->tier, pc->hash[b], pc->group[b])) return true;
+    if (!wait && !hearth_ssd_tier_writable(pc->tier)) return false;
+    void *buf = malloc(hearth_kv_pool_block_bytes(pc->pool));
+    if (!buf) return false;
+    hearth_kv_pool_block_to_host(pc->pool, b, buf);
+    return hearth_ssd_tier_put(pc->tier, pc->hash[b], pc->parent[b], pc->group[b],
+                               pc->tokens + (size_t)b * (size_t)pc->bs, buf, wait);
+}
+
+/* Evict the least recently used evictable block (to the tier when there is one). */
+static void evict_one(hearth_prefix_cache *pc, bool wait) {
     int32_t b = pc->lru_head;
+    if (pc->tier) spill(pc, b, wait);
     lru_remove(pc, b);
     unindex(pc, b);
     pc->evictions++;
@@ -112,8 +137,15 @@ void hearth_prefix_cache_destroy(hearth_prefix_cache *pc) {
     free(pc->cached);
     free(pc->prev_l);
     free(pc->next_l);
+    free(pc->t_rel);
+    free(pc->scratch);
+    free(pc->pins);
+    free(pc->pinned);
     free(pc);
 }
+
+static int32_t match_ram(hearth_prefix_cache *pc, const int32_t *tokens, int32_t max_blocks, int32_t slot,
+                         uint64_t *hashes);
 
 static int32_t lookup(const hearth_prefix_cache *pc, int32_t g, uint64_t h, uint64_t parent, const int32_t *tokens) {
     for (int32_t b = pc->bucket[h & pc->mask]; b >= 0; b = pc->next[b])
@@ -135,8 +167,105 @@ static bool take(hearth_prefix_cache *pc, int32_t g, int32_t slot, uint64_t h, u
     return false;
 }
 
+/* Block blk of group g, restored from the tier into a pool block that this call holds one
+ * reference on (and the cache one more); -1 when the tier lacks it or no block can be freed. */
+static int32_t restore(hearth_prefix_cache *pc, int32_t g, uint64_t h, uint64_t parent, const int32_t *t) {
+    if (!hearth_ssd_tier_get(pc->tier, h, parent, g, t, pc->scratch)) return -1;
+    if (hearth_kv_pool_n_free(pc->pool) == 0 && pc->n_lru > 0) evict_one(pc, false);
+    int32_t b = hearth_kv_pool_alloc(pc->pool);
+    if (b < 0) return -1;
+    hearth_kv_pool_block_from_host(pc->pool, b, pc->scratch);
+    hearth_prefix_cache_insert(pc, g, h, parent, t, b);
+    pc->restores++;
+    return b;
+}
+
+/* Make block (g, h after parent, tokens t) present in RAM, from the tier if need be, and pin
+ * it (one reference, off the LRU list) for the rest of the match. */
+static bool ensure(hearth_prefix_cache *pc, int32_t g, uint64_t h, uint64_t parent, const int32_t *t) {
+    int32_t b = lookup(pc, g, h, parent, t);
+    if (b >= 0 && pc->pinned[b]) return true;
+    if (b >= 0) {
+        if (pc->prev_l[b] != -2) lru_remove(pc, b);
+        hearth_kv_pool_ref(pc->pool, b);
+    } else if ((b = restore(pc, g, h, parent, t)) < 0) {
+        return false;
+    }
+    pc->pinned[b] = true;
+    pc->pins[pc->n_pins++] = b;
+    return true;
+}
+
+/* Bring the longest chain of the first max_blocks blocks that RAM and the tier hold together
+ * into RAM (pinned), as match then looks for it. */
+static void restore_chain(hearth_prefix_cache *pc, const int32_t *tokens, int32_t max_blocks) {
+    const hearth_kv_layout *lay = hearth_kv_pool_layout(pc->pool);
+    int32_t n_groups = hearth_kv_pool_n_groups(pc->pool), n = 0;
+    uint64_t *hashes = malloc(((size_t)max_blocks + 1) * sizeof(uint64_t));
+    if (!hashes) return;
+    for (uint64_t parent = 0; n < max_blocks; n++) {
+        const int32_t *t = tokens + (size_t)n * (size_t)pc->bs;
+        uint64_t h = hearth_prefix_hash(parent, t, pc->bs);
+        bool all = true;
+        for (int32_t g = 0; g < lay->n_full && all; g++) all = ensure(pc, g, h, parent, t);
+        if (!all) break;
+        hashes[n] = h;
+        parent = h;
+    }
+    for (; n > 0 && lay->n_win > 0; n--) {
+        bool all = true;
+        for (int32_t g = lay->n_full; g < n_groups && all; g++)
+            for (int32_t i = hearth_kv_pool_first_needed(pc->pool, g, n * pc->bs); i < n && all; i++)
+                all = ensure(pc, g, hashes[i], i > 0 ? hashes[i - 1] : 0, tokens + (size_t)i * (size_t)pc->bs);
+        if (all) break;
+    }
+    free(hashes);
+}
+
 int32_t hearth_prefix_cache_match(hearth_prefix_cache *pc, const int32_t *tokens, int32_t max_blocks, int32_t slot,
                                   uint64_t *hashes) {
+    if (!pc->tier || max_blocks <= 0) return match_ram(pc, tokens, max_blocks, slot, hashes);
+    restore_chain(pc, tokens, max_blocks);
+    int32_t n = match_ram(pc, tokens, max_blocks, slot, hashes);
+    /* the match's own references stay; the pins go last block first (a chain's tail is evicted
+     * before its head, as release_blocks in sched.c hands blocks back) */
+    for (int32_t i = pc->n_pins - 1; i >= 0; i--) {
+        pc->pinned[pc->pins[i]] = false;
+        hearth_prefix_cache_release(pc, pc->pins[i]);
+    }
+    pc->n_pins = 0;
+    return n;
+}
+
+void hearth_prefix_cache_set_tier(hearth_prefix_cache *pc, hearth_ssd_tier *tier) {
+    pc->tier = NULL;
+    if (!tier) return;
+    size_t n = (size_t)pc->n_blocks;
+    if (!pc->scratch) pc->scratch = malloc(hearth_kv_pool_block_bytes(pc->pool));
+    if (!pc->pins) pc->pins = malloc(n * sizeof(int32_t));
+    if (!pc->pinned) pc->pinned = calloc(n, sizeof(bool));
+    if (pc->scratch && pc->pins && pc->pinned) pc->tier = tier;
+}
+
+int32_t hearth_prefix_cache_demote(hearth_prefix_cache *pc, double now_ms, double idle_ms, bool wait) {
+    if (!pc->tier || !hearth_ssd_tier_on(pc->tier)) return 0;
+    int32_t n = 0;
+    while (pc->n_lru > 0) {
+        int32_t b = pc->lru_head;
+        if (now_ms - pc->t_rel[b] < idle_ms) break;
+        if (!spill(pc, b, wait)) break; /* the queue is full (or the tier went read-only): later */
+        evict_one(pc, false);            /* written (or queued): evicting it writes nothing more */
+        n++;
+    }
+    pc->demotions += n;
+    return n;
+}
+
+int64_t hearth_prefix_cache_restores(const hearth_prefix_cache *pc) { return pc->restores; }
+int64_t hearth_prefix_cache_demotions(const hearth_prefix_cache *pc) { return pc->demotions; }
+
+static int32_t match_ram(hearth_prefix_cache *pc, const int32_t *tokens, int32_t max_blocks, int32_t slot,
+                         uint64_t *hashes) {
     const hearth_kv_layout *lay = hearth_kv_pool_layout(pc->pool);
     int32_t n_groups = hearth_kv_pool_n_groups(pc->pool);
     /* the hashes, and the longest run every full group holds */
@@ -193,13 +322,13 @@ void hearth_prefix_cache_release(hearth_prefix_cache *pc, int32_t blk) {
     hearth_kv_pool_unref(pc->pool, blk);
     if (!pc->cached[blk] || hearth_kv_pool_refs(pc->pool, blk) != 1) return;
     lru_push(pc, blk);
-    while ((size_t)pc->n_lru > pc->cap_blocks) evict_one(pc);
+    while ((size_t)pc->n_lru > pc->cap_blocks) evict_one(pc, false);
 }
 
 int32_t hearth_prefix_cache_evict(hearth_prefix_cache *pc, int32_t want_free) {
     int32_t n = 0;
     while (hearth_kv_pool_n_free(pc->pool) < want_free && pc->n_lru > 0) {
-        evict_one(pc);
+        evict_one(pc, false);
         n++;
     }
     return n;

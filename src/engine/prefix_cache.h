@@ -18,6 +18,12 @@
  * blocks 0..n-1 and each window group's blocks from the first one a query at the cut reads
  * (the window's earlier blocks may be gone: their KV is never read again); the longest cut
  * that all groups can serve is taken.
+ * With a disk tier (ssd_tier.h): an evicted block is written to it (copied to host memory and
+ * queued for the tier's writer; dropped when its queue is full), and a block that a match does
+ * not find in RAM is looked up there and restored into a free pool block (evicting the least
+ * recently used one when none is free), after which it is an ordinary cached block. The blocks
+ * of a match are pinned while it restores, so restoring block i never evicts blocks 0..i-1.
+ * Demotion writes evictable blocks that nobody used for a while to the tier and frees them.
  * Thread rule: engine thread only.
  */
 #pragma once
@@ -26,6 +32,7 @@
 #include <stdint.h>
 
 #include "engine/kv_pool.h"
+#include "engine/ssd_tier.h"
 
 typedef struct hearth_prefix_cache hearth_prefix_cache;
 
@@ -51,6 +58,15 @@ void     hearth_prefix_cache_release(hearth_prefix_cache *pc, int32_t blk);
 /* Evict least recently used evictable blocks until the pool has want_free free blocks or none
  * is left. Returns the number evicted. */
 int32_t  hearth_prefix_cache_evict(hearth_prefix_cache *pc, int32_t want_free);
+/* Attach the disk tier (borrowed; must outlive the cache, or be detached with NULL). */
+void     hearth_prefix_cache_set_tier(hearth_prefix_cache *pc, hearth_ssd_tier *tier);
+/* Write evictable blocks released at least idle_ms before now_ms (hearth_now_mono_ms) to the
+ * tier and free them, least recently used first. wait: block on the tier's queue (shutdown),
+ * else stop when its queue is full. Nothing when the tier is absent or read-only. Returns the
+ * blocks demoted. */
+int32_t  hearth_prefix_cache_demote(hearth_prefix_cache *pc, double now_ms, double idle_ms, bool wait);
+int64_t  hearth_prefix_cache_restores(const hearth_prefix_cache *pc);  /* blocks restored from the tier */
+int64_t  hearth_prefix_cache_demotions(const hearth_prefix_cache *pc);
 int32_t  hearth_prefix_cache_n_evictable(const hearth_prefix_cache *pc);
 int32_t  hearth_prefix_cache_n_cached(const hearth_prefix_cache *pc); /* indexed blocks */
 bool     hearth_prefix_cache_holds(const hearth_prefix_cache *pc, int32_t blk);

@@ -189,6 +189,30 @@ static void engine_json(const hearth_engine *e, hearth_jw *w) {
     kv(w, "cap_bytes", in.prompt_cache_bytes);
     hearth_jw_obj_end(w);
 
+    /* the prompt cache's disk tier (docs/engine.md "SSD tier") */
+    hearth_jw_key(w, "ssd_cache");
+    hearth_jw_obj(w);
+    hearth_jw_key(w, "enabled");
+    hearth_jw_bool(w, in.ssd_max_bytes > 0);
+    hearth_jw_key(w, "state");
+    hearth_jw_cstr(w, st.ssd_state == 1 ? "on" : st.ssd_state == 2 ? "read_only" : "off");
+    kv(w, "max_bytes", in.ssd_max_bytes);
+    kv(w, "demote_idle_s", in.ssd_demote_idle);
+    hearth_jw_key(w, "verify");
+    hearth_jw_bool(w, in.ssd_verify);
+    kv(w, "bytes", st.ssd_bytes);
+    kv(w, "blocks", st.ssd_blocks);
+    kv(w, "hits", st.ssd_hits);
+    kv(w, "misses", st.ssd_misses);
+    kv(w, "restores", st.ssd_restores);
+    kv(w, "verify_failures", st.ssd_verify_failures);
+    kv(w, "demotions", st.ssd_demotions);
+    kv(w, "writes", st.ssd_writes);
+    kv(w, "write_errors", st.ssd_write_errors);
+    kv(w, "write_skipped", st.ssd_write_skipped);
+    kv(w, "evictions", st.ssd_evictions);
+    hearth_jw_obj_end(w);
+
     hearth_jw_key(w, "kv_pool");
     hearth_jw_obj(w);
     kv(w, "blocks_total", st.blocks_total);
@@ -373,6 +397,31 @@ static void engine_prom(const hearth_engine *e, hearth_jw *w) {
            (double)(st.blocks_cached * in.block_bytes));
     metric(w, "hearth_prompt_cache_evictions_total", "counter", "Cached blocks evicted.",
            (double)st.cache_evictions);
+    if (in.ssd_max_bytes > 0) {
+        metric(w, "hearth_ssd_cache_state", "gauge", "The SSD tier: 1 on, 2 read-only (RAM cache only).",
+               (double)st.ssd_state);
+        metric(w, "hearth_ssd_cache_bytes", "gauge", "Bytes of KV block files in the SSD tier.",
+               (double)st.ssd_bytes);
+        metric(w, "hearth_ssd_cache_blocks", "gauge", "KV block files in the SSD tier.", (double)st.ssd_blocks);
+        metric(w, "hearth_ssd_cache_hits_total", "counter", "Prefix-cache RAM misses found in the SSD tier.",
+               (double)st.ssd_hits);
+        metric(w, "hearth_ssd_cache_misses_total", "counter", "Prefix-cache RAM misses not in the SSD tier.",
+               (double)st.ssd_misses);
+        metric(w, "hearth_ssd_cache_restores_total", "counter", "Blocks restored from the SSD tier.",
+               (double)st.ssd_restores);
+        metric(w, "hearth_ssd_cache_verify_failures_total", "counter",
+               "Stored blocks dropped: checksum, truncation, model or scheme.", (double)st.ssd_verify_failures);
+        metric(w, "hearth_ssd_cache_demotions_total", "counter", "Idle cached blocks moved to the SSD tier.",
+               (double)st.ssd_demotions);
+        metric(w, "hearth_ssd_cache_writes_total", "counter", "Blocks written to the SSD tier.",
+               (double)st.ssd_writes);
+        metric(w, "hearth_ssd_cache_write_errors_total", "counter", "Writes to the SSD tier that failed.",
+               (double)st.ssd_write_errors);
+        metric(w, "hearth_ssd_cache_write_skipped_total", "counter",
+               "Evicted blocks not written (the write queue was full).", (double)st.ssd_write_skipped);
+        metric(w, "hearth_ssd_cache_evictions_total", "counter", "Block files deleted past --ssd-cache-max.",
+               (double)st.ssd_evictions);
+    }
     metric(w, "hearth_kv_blocks_used", "gauge", "KV pool blocks in use (sequences or cache).",
            (double)(st.blocks_total - st.blocks_free));
     metric(w, "hearth_kv_blocks_free", "gauge", "KV pool blocks free.", (double)st.blocks_free);

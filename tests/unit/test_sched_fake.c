@@ -15,17 +15,22 @@
  * choice must give the script's tokens too, whether it forked off the first choice's KV or
  * was queued on its own; seeded choices must give what the same seed gives alone, and the
  * prompt must be computed once.
+ * With an SSD tier under the prefix cache (ssd_tier.h) and a cache cap of a few blocks, evicted
+ * blocks go to disk and come back through restores: a restored block holding another block's
+ * rows changes the tokens (and the per-row position check) as any other misplaced block does.
  */
 #include "support/kv.h"
 #include "engine/prefix_cache.h"
 #include "engine/request.h"
 #include "engine/sched.h"
+#include "engine/ssd_tier.h"
 #include "model/model_internal.h"
 #include "test.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 enum { V = 61, N_CTX = 64, MAX_LIVE = 14 };
 
@@ -104,6 +109,7 @@ typedef struct {
     int32_t block_size, n_blocks, batch, max_step;
     int64_t cache_blocks; /* -1: no prefix cache */
     int32_t n_swa;        /* > 0: layers 0 and 1 of 3 slide over n_swa tokens (three layer groups) */
+    bool    ssd;          /* an SSD tier (in a temporary directory) under the prefix cache */
 } config;
 
 static hearth_model fake_model(int32_t n_swa) {
@@ -157,6 +163,18 @@ static void run_config(const config *c, int iters, hearth_engine_stats *out) {
     CHECK_EQ(hearth_kv_pool_n_blocks(pool), c->n_blocks);
     size_t bb = hearth_kv_pool_block_bytes(pool);
     hearth_prefix_cache *pc = c->cache_blocks < 0 ? NULL : hearth_prefix_cache_create(pool, (size_t)c->cache_blocks * bb);
+    hearth_ssd_tier *tier = NULL;
+    char dir[256] = "";
+    if (c->ssd && pc) {
+        const char *tmp = getenv("TMPDIR");
+        snprintf(dir, sizeof dir, "%s/hearth_sched_ssd_XXXXXX", tmp && *tmp ? tmp : "/tmp");
+        CHECK(mkdtemp(dir) != NULL);
+        hearth_ssd_tier_params tp = {.dir = dir, .max_bytes = (int64_t)(bb + 400) * 60, .model_id = "fake",
+                                     .scheme = "f32", .block_tokens = c->block_size, .block_bytes = bb,
+                                     .verify = true};
+        CHECK_EQ(hearth_ssd_tier_open(&tp, &tier, &err), HEARTH_OK);
+        hearth_prefix_cache_set_tier(pc, tier);
+    }
     hearth_sched_params sp = {.batch = c->batch, .max_step = c->max_step, .n_ctx = N_CTX};
     hearth_sched *s = hearth_sched_create(&m, fwd, pool, pc, &sp);
     CHECK(s != NULL);
@@ -249,8 +267,23 @@ static void run_config(const config *c, int iters, hearth_engine_stats *out) {
             "%lld evictions\n", (long long)n_added, (long long)n_groups, (long long)out->steps,
             (long long)out->preemptions, (long long)out->cache_hits, (long long)out->cache_evictions);
     CHECK(n_groups > 0);
+    if (tier) {
+        hearth_ssd_tier_stats ts;
+        hearth_ssd_tier_stats_get(tier, &ts);
+        fprintf(stderr, "  ssd: %lld writes, %lld restores, %lld files evicted past the cap\n", (long long)ts.writes,
+                (long long)hearth_prefix_cache_restores(pc), (long long)ts.evictions);
+        CHECK(hearth_prefix_cache_restores(pc) > 0);
+        CHECK(ts.evictions > 0);
+        CHECK_EQ(ts.verify_failures, 0);
+    }
     hearth_sched_destroy(s);
     hearth_prefix_cache_destroy(pc);
+    hearth_ssd_tier_close(tier);
+    if (dir[0]) {
+        char cmd[300];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        CHECK_EQ(system(cmd), 0);
+    }
     hearth_kv_pool_destroy(pool);
     hearth_fwd_destroy(fwd);
 }
@@ -301,6 +334,18 @@ TEST(random_sequences_with_sliding_windows_across_block_edges) {
     CHECK(st.cache_hits > 0);
     run_config(&b, iters() / 2, &st);
     CHECK(st.preemptions > 0);
+}
+
+TEST(random_sequences_with_an_ssd_tier) {
+    config a = {.block_size = 4, .n_blocks = 20, .batch = 6, .max_step = 16, .cache_blocks = 3, .ssd = true};
+    config b = {.block_size = 4, .n_blocks = 48, .batch = 6, .max_step = 16, .cache_blocks = 6, .n_swa = 8,
+                .ssd = true};
+    hearth_engine_stats st;
+    run_config(&a, iters() / 4, &st);
+    CHECK(st.preemptions > 0);
+    CHECK(st.cache_hits > 0);
+    run_config(&b, iters() / 4, &st);
+    CHECK(st.cache_hits > 0);
 }
 
 /* Run one group of n choices of prompt (choice i samples with seed + i at temperature temp;

@@ -73,7 +73,7 @@ function renderStats(s) {
   engineCards(box, s);
   // Sections this app does not know yet: shown as they come.
   const known = ["server", "requests", "generations", "tokens", "latency_ms", "prompt_cache", "engine", "kv_pool",
-                 "memory"];
+                 "memory", "ssd_cache"];
   for (const k of Object.keys(s)) {
     if (known.includes(k) || !s[k] || typeof s[k] !== "object") continue;
     box.appendChild(card(k.replace(/_/g, " "), "", pairs(s[k], [])));
@@ -96,6 +96,15 @@ function engineCards(box, s) {
                          fmtNum(pc.hits) + " hits \u00b7 " + fmtNum(pc.misses) + " misses \u00b7 " +
                          fmtNum(pc.hit_tokens) + " tokens reused \u00b7 " + fmtBytes(pc.cached_bytes || 0) +
                          " cached of " + fmtBytes(pc.cap_bytes || 0) + " \u00b7 " + fmtNum(pc.evictions) + " evicted"));
+  }
+  const ssd = s.ssd_cache;
+  if (ssd && ssd.enabled) {
+    box.appendChild(card("SSD cache", ssd.state === "on" ? fmtBytes(ssd.bytes || 0) : "read-only",
+                         fmtNum(ssd.blocks) + " blocks of " + fmtBytes(ssd.max_bytes || 0) + " · " +
+                         fmtNum(ssd.restores) + " restored · " + fmtNum(ssd.misses) + " misses · " +
+                         fmtNum(ssd.writes) + " written · " + fmtNum(ssd.demotions) + " demoted · " +
+                         fmtNum(ssd.verify_failures) + " failed checks · " + fmtNum(ssd.write_errors) +
+                         " write errors"));
   }
   if (kv) {
     const used = kv.blocks_used || 0, total = kv.blocks_total || 0;
