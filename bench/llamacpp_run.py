@@ -28,6 +28,8 @@ def main():
     ap.add_argument("--prompt-tokens", type=int, default=512)
     ap.add_argument("--tokens", type=int, default=128)
     ap.add_argument("--idle", action="store_true")
+    ap.add_argument("--kv", default="f16", choices=("f16", "q8_0", "q4_0"),
+                    help="KV cache type (-ctk/-ctv); a quantized one runs with flash attention")
     a = ap.parse_args()
 
     import numpy as np
@@ -50,6 +52,9 @@ def main():
     cp.n_threads = a.threads
     cp.n_threads_batch = a.threads
     cp.no_perf = False
+    if a.kv != "f16":
+        cp.type_k = cp.type_v = {"q8_0": 8, "q4_0": 2}[a.kv]
+        cp.flash_attn_type = 1  # enabled: llama.cpp needs it for a quantized V
     ctx = L.llama_init_from_model(model, cp)
     vocab = L.llama_model_get_vocab(model)
     n_vocab = L.llama_vocab_n_tokens(vocab)
