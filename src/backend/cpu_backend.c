@@ -12,6 +12,7 @@
 #include "kernels/kernels.h"
 #include "kernels/ref/attn_paged_ref.h"
 #include "kernels/ref/ops_ref.h"
+#include "kernels/ref/turbo_ref.h"
 
 #include <math.h>
 #include <stdatomic.h>
@@ -167,6 +168,7 @@ static void kv_store_fn(void *arg, int ith, int nth) {
         const float *src = j->x + t * j->width;
         if (j->type == HEARTH_KV_F16) j->to_f16(src, (uint16_t *)dst, j->width);
         else if (j->type == HEARTH_KV_F32) memcpy(dst, src, (size_t)j->width * sizeof(float));
+        else if (hearth_kv_type_turbo(j->type)) hearth_turbo_quantize_row(src, dst, j->width, hearth_kv_turbo_bits(j->type));
         else j->quantize(src, dst, j->width);
     }
 }
@@ -371,12 +373,70 @@ static void attn_quant(cpu_ctx *c, const hearth_attn_args *a) {
     hearth_pool_run(c->pool, attn_quant_fn, &j);
 }
 
+/* A turbo cache (kv_type.h): the same items as attn_quant, through the set's turbo kernel
+ * (kernels.h hearth_attn_turbo_fn). */
+typedef struct {
+    const hearth_attn_args *a;
+    hearth_attn_turbo_fn    fn;
+    int32_t                 parts;
+    _Atomic int64_t         next;
+} attn_turbo_job;
+
+static void attn_turbo_fn(void *arg, int ith, int nth) {
+    (void)ith, (void)nth;
+    attn_turbo_job *j = arg;
+    const hearth_attn_args *a = j->a;
+    const int64_t g = a->n_head / a->n_head_kv, total = a->n_tok * a->n_head_kv * j->parts;
+    const size_t k_row = hearth_kv_row_bytes(a->k_type, (int64_t)a->n_head_kv * a->head_dim),
+                 v_row = hearth_kv_row_bytes(a->v_type, (int64_t)a->n_head_kv * a->head_dim_v);
+    for (;;) {
+        const int64_t idx = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
+        if (idx >= total) break;
+        const int64_t t = idx / (a->n_head_kv * j->parts), hkv = idx / j->parts % a->n_head_kv, part = idx % j->parts;
+        const int64_t h0 = hkv * g + g * part / j->parts, h1 = hkv * g + g * (part + 1) / j->parts;
+        const int64_t p = a->pos[t];
+        hearth_attn_turbo_args ta = {
+            .k = (const char *)a->k + hearth_kv_row_bytes(a->k_type, hkv * a->head_dim),
+            .v = (const char *)a->v + hearth_kv_row_bytes(a->v_type, hkv * a->head_dim_v),
+            .k_row = k_row, .v_row = v_row,
+            .k_bits = hearth_kv_turbo_bits(a->k_type), .v_bits = hearth_kv_turbo_bits(a->v_type),
+            .table_row = a->blocks.table + (int64_t)a->seq[t] * a->blocks.max_blocks,
+            .block_size = a->blocks.block_size, .head_dim = a->head_dim, .head_dim_v = a->head_dim_v,
+            .j0 = window_start(a, p), .j1 = p + 1, .scale = a->scale, .softcap = a->softcap,
+        };
+        const float *q[HEARTH_ATTN_QUANT_NQ_MAX];
+        float *out[HEARTH_ATTN_QUANT_NQ_MAX];
+        for (int64_t h = h0; h < h1; h++) {
+            q[h - h0] = a->q + (t * a->n_head + h) * a->head_dim;
+            out[h - h0] = a->out + (t * a->n_head + h) * a->head_dim_v;
+        }
+        j->fn((int)(h1 - h0), q, out, &ta);
+    }
+}
+
+static void attn_turbo(cpu_ctx *c, const hearth_attn_args *a) {
+    HEARTH_ASSERT(hearth_kv_type_turbo(a->v_type));
+    HEARTH_ASSERT(a->head_dim % HEARTH_KV_TURBO_ROT == 0 && a->head_dim_v % HEARTH_KV_TURBO_ROT == 0);
+    HEARTH_ASSERT(a->head_dim <= HEARTH_ATTN_QUANT_DIM_MAX && a->head_dim_v <= HEARTH_ATTN_QUANT_DIM_MAX);
+    const int64_t g = a->n_head / a->n_head_kv;
+    attn_turbo_job j = {.a = a, .fn = hearth_kernels_attn_turbo(), .parts = 1};
+    const int64_t nth = hearth_pool_size(c->pool);
+    while ((j.parts < g && a->n_tok * a->n_head_kv * j.parts < nth) || (g + j.parts - 1) / j.parts > HEARTH_ATTN_QUANT_NQ_MAX)
+        j.parts++;
+    atomic_init(&j.next, 0);
+    hearth_pool_run(c->pool, attn_turbo_fn, &j);
+}
+
 static void cpu_attention(hearth_backend *be, const hearth_attn_args *a) {
     HEARTH_ASSERT(a->head_dim == a->head_dim_v); /* one kv row stride for k and v */
     HEARTH_ASSERT(a->n_tok <= ctx_of(be)->max_tok);
     cpu_ctx *c = ctx_of(be);
     if (hearth_kv_type_quantized(a->k_type)) {
         attn_quant(c, a);
+        return;
+    }
+    if (hearth_kv_type_turbo(a->k_type)) {
+        attn_turbo(c, a);
         return;
     }
     attn_job j = {.a = a, .c = c, .x86 = a->k_type == HEARTH_KV_F16 ? hearth_kernels_attn_head() : NULL};

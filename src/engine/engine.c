@@ -256,6 +256,23 @@ static hearth_status resolve_kv(hearth_engine *e, const hearth_model *m, hearth_
         *out = hearth_kv_scheme_of(t, t);
         return HEARTH_OK;
     }
+    case HEARTH_KVQ_TURBO: {
+        /* every layer's heads are whole 64-element rotations (kv_type.h), at most the kernels' */
+        const hearth_hparams *hp = hearth_model_hparams(m);
+        for (int32_t il = 0; il < hp->n_layer; il++) {
+            const int32_t d = hearth_hparams_head_dim(hp, il);
+            if (d % HEARTH_KV_TURBO_ROT || d > 512)
+                return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1,
+                                      "--kv-quant %s: turbo needs heads of a multiple of %d elements, at most 512 "
+                                      "(layer %d's are %d)",
+                                      name, HEARTH_KV_TURBO_ROT, il, d);
+        }
+        const hearth_kv_type k = hearth_kv_turbo_type(q->k_bits), v = hearth_kv_turbo_type(q->v_bits);
+        if (k == HEARTH_KV_TYPE_COUNT || v == HEARTH_KV_TYPE_COUNT)
+            return hearth_err_set(err, HEARTH_E_INVALID, -1, "--kv-quant %s: no turbo type of these bits", name);
+        *out = hearth_kv_scheme_of(k, v);
+        return HEARTH_OK;
+    }
     default:
         return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "--kv-quant %s: this scheme is not available yet", name);
     }
@@ -369,6 +386,11 @@ hearth_status hearth_engine_create(const hearth_model *m, const hearth_engine_pa
         hearth_backend_get_info(e->be, &bi);
         int64_t gpu = (int64_t)(bi.mem_free / 10 * 9);
         if (gpu < e->p.memory_budget) e->p.memory_budget = gpu;
+    }
+    if (hearth_kv_type_turbo(kv.k) && !hearth_backend_host_memory(e->be)) {
+        st = hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1,
+                            "--kv-quant turbo runs on the CPU only; use --device cpu");
+        goto fail;
     }
     hearth_kv_pool_params pp = {.block_size = e->p.block_size, .n_seqs = e->p.batch, .max_seq_len = e->p.n_ctx,
                                 .kv = kv, .swa_full = e->p.kv_swa_full, .be = hearth_backend_host_memory(e->be) ? NULL : e->be};

@@ -105,6 +105,13 @@ hearth_status hearth_kv_pool_create(const hearth_model *m, const hearth_kv_pool_
         return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1,
                               "a quantized KV cache needs heads of a multiple of %d elements (this model's are %d)",
                               HEARTH_KV_QBLOCK, hp->head_dim);
+    if ((hearth_kv_type_turbo(p->kv.k) || hearth_kv_type_turbo(p->kv.v)) &&
+        (hp->head_dim % HEARTH_KV_TURBO_ROT || hp->head_dim_v % HEARTH_KV_TURBO_ROT || hp->head_dim > 512 ||
+         hp->head_dim_v > 512))
+        return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1,
+                              "--kv-quant turbo needs heads of a multiple of %d elements, at most 512 (this "
+                              "model's are %d)",
+                              HEARTH_KV_TURBO_ROT, hp->head_dim);
     size_t block_bytes = hearth_kv_layout_block_bytes(&lay, m, p->kv, bs);
     size_t n_blocks = block_bytes ? p->budget_bytes / block_bytes : 0;
     if (n_blocks == 0)

@@ -166,6 +166,28 @@ hearth_attn_quant_fn hearth_kernels_attn_quant_isa(hearth_isa isa); /* NULL: una
 hearth_from_float_fn hearth_kernels_kv_quantizer(hearth_type t);
 void hearth_attn_quant_ref(int nq, const float *const *q, float *const *out, const hearth_attn_quant_args *a);
 
+/* Attention over a turbo KV cache (backend/kv_type.h, kernels/ref/turbo_ref.h): nq query heads
+ * that share one kv head attend keys [j0, j1) of one sequence, as hearth_attn_quant_fn does
+ * (the same addressing: k and v at the kv head's slice of cache row 0, rows k_row / v_row bytes
+ * apart, the block table), with keys of k_bits and values of v_bits bits. head_dim and
+ * head_dim_v are multiples of 64 up to HEARTH_ATTN_QUANT_DIM_MAX, nq <= HEARTH_ATTN_QUANT_NQ_MAX.
+ * The order is kernels/cpu/attn_turbo_body.inc's; every set's kernel equals the scalar twin
+ * bit for bit (tests/kernels/test_attn_turbo.c). Any thread. */
+typedef struct {
+    const char    *k, *v;
+    size_t         k_row, v_row;
+    int            k_bits, v_bits;
+    const int32_t *table_row;
+    int32_t        block_size;
+    int64_t        head_dim, head_dim_v;
+    int64_t        j0, j1;
+    float          scale, softcap; /* softcap 0: none */
+} hearth_attn_turbo_args;
+typedef void (*hearth_attn_turbo_fn)(int nq, const float *const *q, float *const *out, const hearth_attn_turbo_args *a);
+hearth_attn_turbo_fn hearth_kernels_attn_turbo(void);                /* the active set's (ref: the twin) */
+hearth_attn_turbo_fn hearth_kernels_attn_turbo_isa(hearth_isa isa); /* NULL: unavailable */
+void hearth_attn_turbo_ref(int nq, const float *const *q, float *const *out, const hearth_attn_turbo_args *a);
+
 /* y[i] = hearth_fp32_to_fp16(x[i]) for n values (the KV cache store), bit for bit: the
  * active set's F16C / AVX-512 conversion, or the scalar loop (ref and scalar sets). */
 typedef void (*hearth_f16_row_fn)(const float *x, uint16_t *y, int64_t n);

@@ -344,6 +344,19 @@ hearth_from_float_fn hearth_kernels_kv_quantizer(hearth_type t) {
 
 hearth_attn_quant_fn hearth_kernels_attn_quant(void) { return hearth_kernels_attn_quant_isa(hearth_kernels_isa()); }
 
+hearth_attn_turbo_fn hearth_kernels_attn_turbo_isa(hearth_isa isa) {
+    if (!hearth_isa_available(isa)) return NULL;
+    switch (isa) {
+#if HEARTH_HAVE_X86
+    case HEARTH_ISA_AVX2: return hearth_attn_turbo_avx2;
+    case HEARTH_ISA_AVX512: return hearth_attn_turbo_avx512;
+#endif
+    default: return hearth_attn_turbo_ref;
+    }
+}
+
+hearth_attn_turbo_fn hearth_kernels_attn_turbo(void) { return hearth_kernels_attn_turbo_isa(hearth_kernels_isa()); }
+
 static void f16_row_scalar(const float *x, uint16_t *y, int64_t n) { hearth_f16_from_float_ref(x, y, n); }
 
 hearth_f16_row_fn hearth_kernels_f16_row_isa(hearth_isa isa) {

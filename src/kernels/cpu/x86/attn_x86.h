@@ -43,3 +43,6 @@ void hearth_f16_row_avx512(const float *x, uint16_t *y, int64_t n);
 #include "kernels/kernels.h"
 void hearth_attn_quant_avx2(int nq, const float *const *q, float *const *out, const hearth_attn_quant_args *a);
 void hearth_attn_quant_avx512(int nq, const float *const *q, float *const *out, const hearth_attn_quant_args *a);
+/* attn_turbo_*.c: hearth_attn_turbo_fn (kernels.h) of the two sets */
+void hearth_attn_turbo_avx2(int nq, const float *const *q, float *const *out, const hearth_attn_turbo_args *a);
+void hearth_attn_turbo_avx512(int nq, const float *const *q, float *const *out, const hearth_attn_turbo_args *a);

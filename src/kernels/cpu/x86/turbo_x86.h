@@ -1,0 +1,52 @@
+/*
+ * turbo_x86.h - the turbo cache's dequantizer with AVX2 integer shifts (kernels/ref/turbo_ref.h
+ * has the block format), for the attention kernels of the x86 sets (attn_turbo_*.c; include it
+ * only from files compiled for AVX2 or more). A group of 8 codes is B bytes: loaded as one
+ * little-endian word, shifted by 0, B, .. 7B per lane and masked; then (2q + 1 - 2^B) converted
+ * to f32 (exact) times the block's half-step, the one rounding hearth_turbo_dequant_ref makes,
+ * so the values are the reference's bit for bit.
+ */
+#pragma once
+#include <immintrin.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "tensor/dtype.h"
+
+static inline __m256i turbo_x86_codes(const uint8_t *p, int bits) {
+    switch (bits) {
+    case 8: return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p));
+    case 5: { /* 40 bits: shift 64-bit lanes, keep their low halves */
+        uint64_t w = 0;
+        memcpy(&w, p, 5);
+        const __m256i w4 = _mm256_set1_epi64x((long long)w);
+        const __m256i lo = _mm256_srlv_epi64(w4, _mm256_setr_epi64x(0, 5, 10, 15));
+        const __m256i hi = _mm256_srlv_epi64(w4, _mm256_setr_epi64x(20, 25, 30, 35));
+        const __m256i even = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+        const __m256i c = _mm256_blend_epi32(_mm256_permutevar8x32_epi32(lo, even),
+                                             _mm256_permutevar8x32_epi32(hi, even), 0xF0);
+        return _mm256_and_si256(c, _mm256_set1_epi32(31));
+    }
+    default: { /* 2, 3, 4 bits: at most 32 bits */
+        uint32_t w = 0;
+        memcpy(&w, p, (size_t)bits);
+        const __m256i sh = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(bits));
+        return _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)w), sh), _mm256_set1_epi32((1 << bits) - 1));
+    }
+    }
+}
+
+static inline void turbo_x86_dequant(const char *x, float *y, int64_t n, int bits) {
+    const uint8_t *p = (const uint8_t *)x;
+    const __m256i off = _mm256_set1_epi32(1 - (1 << bits));
+    for (int64_t o = 0; o < n; o += 32, p += 2 + 4 * bits) {
+        uint16_t hh;
+        memcpy(&hh, p, 2);
+        const __m256 h = _mm256_set1_ps(hearth_fp16_to_fp32(hh));
+        for (int g = 0; g < 4; g++) {
+            const __m256i c = turbo_x86_codes(p + 2 + g * bits, bits);
+            const __m256i v = _mm256_add_epi32(_mm256_slli_epi32(c, 1), off);
+            _mm256_storeu_ps(y + o + g * 8, _mm256_mul_ps(_mm256_cvtepi32_ps(v), h));
+        }
+    }
+}
