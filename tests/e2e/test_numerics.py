@@ -3,7 +3,8 @@ the kill switches are in the help of serve, generate and benchmark, reach the en
 the ready card show them), select paths of the same bits (greedy logprobs equal with every
 switch off), and bad values are refused with exit code 2. --l2 and --kv-quant (the quantized KV
 cache) need heads of whole 32-element blocks: the tiny model's 16 are refused, saying so, and
-SmolLM2 serves with each scheme, /stats naming the cache's types."""
+SmolLM2 serves with each scheme, /stats naming the cache's types; turbo (rotated keys and values)
+needs heads of whole 64-element rotations and serves SmolLM2 too."""
 import json
 
 from conftest import TINY
@@ -109,3 +110,19 @@ def test_quantized_kv_schemes_serve_smollm2(smollm2):
         assert greedy_lp(s, 8)[0] == texts["8"]
     finally:
         s.stop()
+
+
+def test_turbo_kv_serves_smollm2(smollm2, hearth):
+    # the tiny model's heads (16) are not whole 64-element rotations: refused, saying so
+    r = hearth("generate", TINY, "--kv-quant", "turbo", "--raw", "--prompt", "hi")
+    assert r.returncode != 0 and "multiple of 64" in r.stderr, r.stderr
+    for scheme, name, k, v in (("turbo", "turbo:k8v3", "turbo8", "turbo3"),
+                               ("turbo:k4v3", "turbo:k4v3", "turbo4", "turbo3")):
+        s = Server(smollm2, "--threads", "2", "--kv-quant", scheme)
+        try:
+            nx = s.stats()["numerics"]
+            assert nx["kv_type"] == k and nx["kv_type_v"] == v and nx["kv_quant"] == name, nx
+            text, lps, _ = greedy_lp(s, 8)
+            assert text.strip() and len(lps) == 8 and all(lp <= 0 for lp in lps), (text, lps)
+        finally:
+            s.stop()

@@ -9,7 +9,8 @@
  *   preempted  the 8 at once into a pool (blocks of 4) that holds about three of them, without
  *              the cache: sequences are preempted and recomputed, the tokens must not change
  *
- * The same four runs go through each quantized KV cache (--kv-quant 8 and 4): the reference is
+ * The same four runs go through each quantized KV cache (--kv-quant 8 and 4, and on SmolLM2
+ * turbo:k8v3 and turbo:k4v3, rotated keys and values): the reference is
  * then the cold run with that cache, so batching, the prefix cache and preemption must leave a
  * quantized cache's tokens alone too.
  *
@@ -84,7 +85,9 @@ static hearth_engine *engine(hearth_model *m, int32_t batch, int32_t block_size,
     ep.kv_quant = kvq;
     hearth_kv_scheme sc = kvq.mode == HEARTH_KVQ_8   ? hearth_kv_scheme_of(HEARTH_KV_Q8_0, HEARTH_KV_Q8_0)
                           : kvq.mode == HEARTH_KVQ_4 ? hearth_kv_scheme_of(HEARTH_KV_Q4_0, HEARTH_KV_Q4_0)
-                                                     : HEARTH_KV_SCHEME_F16;
+                          : kvq.mode == HEARTH_KVQ_TURBO
+                              ? hearth_kv_scheme_of(hearth_kv_turbo_type(kvq.k_bits), hearth_kv_turbo_type(kvq.v_bits))
+                              : HEARTH_KV_SCHEME_F16;
     ep.kv_budget = (int64_t)hearth_kv_bytes_per_token(m, sc) * pool_tokens;
     hearth_engine *e = NULL;
     hearth_err err;
@@ -204,16 +207,24 @@ static void check_model(const char *path) {
     hearth_model_destroy(m);
 }
 
-static void check_scheme(const char *path, hearth_kvq_mode mode) {
-    kvq = (hearth_kv_quant){.mode = mode};
+static void check_scheme_bits(const char *path, hearth_kvq_mode mode, int k_bits, int v_bits) {
+    kvq = (hearth_kv_quant){.mode = mode, .k_bits = (int8_t)k_bits, .v_bits = (int8_t)v_bits};
     check_model(path);
     kvq = (hearth_kv_quant){0};
 }
+
+static void check_scheme(const char *path, hearth_kvq_mode mode) { check_scheme_bits(path, mode, 0, 0); }
 
 TEST(smollm2_batched_cached_preempted_match_alone) { check_model(getenv("HEARTH_SMOLLM2_GGUF")); }
 TEST(gemma3_batched_cached_preempted_match_alone) { check_model(getenv("HEARTH_GEMMA3_GGUF")); }
 TEST(smollm2_kv8_batched_cached_preempted_match_alone) { check_scheme(getenv("HEARTH_SMOLLM2_GGUF"), HEARTH_KVQ_8); }
 TEST(smollm2_kv4_batched_cached_preempted_match_alone) { check_scheme(getenv("HEARTH_SMOLLM2_GGUF"), HEARTH_KVQ_4); }
 TEST(gemma3_kv8_batched_cached_preempted_match_alone) { check_scheme(getenv("HEARTH_GEMMA3_GGUF"), HEARTH_KVQ_8); }
+TEST(smollm2_turbo_k8v3_batched_cached_preempted_match_alone) {
+    check_scheme_bits(getenv("HEARTH_SMOLLM2_GGUF"), HEARTH_KVQ_TURBO, 8, 3);
+}
+TEST(smollm2_turbo_k4v3_batched_cached_preempted_match_alone) {
+    check_scheme_bits(getenv("HEARTH_SMOLLM2_GGUF"), HEARTH_KVQ_TURBO, 4, 3);
+}
 
 int main(int argc, char **argv) { return test_main(argc, argv); }
