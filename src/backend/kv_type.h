@@ -15,11 +15,12 @@
  * The turbo types (turbo2, turbo3, turbo4, turbo5, turbo8: `--kv-quant turbo:kXvY`) hold a row
  * rotated before it is quantized (kernels/ref/turbo_ref.h has the rotation and the codec):
  * every 64 elements of a head (HEARTH_KV_TURBO_ROT) go through a randomized Hadamard transform,
- * then each 32 rotated elements are one block of b-bit codes under an f16 half-step h:
+ * then each 32 rotated elements are one block of B-bit codes under an f16 scale s:
  *
- *   turboB  2 + 4 * B bytes: f16 h, 32 codes of B bits packed LSB first (element i at bit
+ *   turboB  2 + 4 * B bytes: f16 s, 32 codes of B bits packed LSB first (element i at bit
  *           i * B of the packed bytes; 8 elements fill B bytes, nothing is wasted);
- *           x = (2 * q + 1 - 2^B) * h, the 2^B levels symmetric around 0
+ *           x = level_B(q) * s: Lloyd-Max Gaussian levels for B = 2, 3, 4, uniform
+ *           2q + 1 - 2^B for B = 5, 8
  *
  * A turbo cache is attended in the rotated space (the query is rotated the same way, the output
  * is rotated back once), kernels/cpu/attn_turbo_body.inc.

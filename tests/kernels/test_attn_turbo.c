@@ -105,7 +105,7 @@ TEST(block_format_packs_codes_lsb_first) {
         const uint16_t hh = hearth_fp32_to_fp16(0.25f);
         for (int i = 0; i < W; i++) {
             c[i] = i % 32 == 0 ? L - 1 : (int)(rnd() % (unsigned)L); /* amax on a level: f = 1 is exact */
-            r[i] = (float)(2 * c[i] + 1 - L) * 0.25f;
+            r[i] = hearth_turbo_level(bits, c[i]) * 0.25f;
         }
         for (int b = 0; b < W / 32; b++) pack_block(c + 32 * b, bits, hh, want + b * (2 + 4 * bits));
         memcpy(x, r, sizeof r);

@@ -2,15 +2,17 @@
  * turbo_x86.h - the turbo cache's dequantizer with AVX2 integer shifts (kernels/ref/turbo_ref.h
  * has the block format), for the attention kernels of the x86 sets (attn_turbo_*.c; include it
  * only from files compiled for AVX2 or more). A group of 8 codes is B bytes: loaded as one
- * little-endian word, shifted by 0, B, .. 7B per lane and masked; then (2q + 1 - 2^B) converted
- * to f32 (exact) times the block's half-step, the one rounding hearth_turbo_dequant_ref makes,
- * so the values are the reference's bit for bit.
+ * little-endian word, shifted by 0, B, .. 7B per lane and masked; then the level (a lane
+ * permute of the Lloyd-Max codebook for 2-4 bits, 2q + 1 - 2^B converted exactly for 5 and 8)
+ * times the block's scale, the one rounding hearth_turbo_dequant_ref makes, so the values are
+ * the reference's bit for bit.
  */
 #pragma once
 #include <immintrin.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "kernels/ref/turbo_ref.h"
 #include "tensor/dtype.h"
 
 static inline __m256i turbo_x86_codes(const uint8_t *p, int bits) {
@@ -29,7 +31,9 @@ static inline __m256i turbo_x86_codes(const uint8_t *p, int bits) {
     }
     default: { /* 2, 3, 4 bits: at most 32 bits */
         uint32_t w = 0;
-        memcpy(&w, p, (size_t)bits);
+        if (bits == 2) memcpy(&w, p, 2);
+        else if (bits == 3) memcpy(&w, p, 3);
+        else memcpy(&w, p, 4);
         const __m256i sh = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(bits));
         return _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)w), sh), _mm256_set1_epi32((1 << bits) - 1));
     }
@@ -38,15 +42,28 @@ static inline __m256i turbo_x86_codes(const uint8_t *p, int bits) {
 
 static inline void turbo_x86_dequant(const char *x, float *y, int64_t n, int bits) {
     const uint8_t *p = (const uint8_t *)x;
+    const float *cb = hearth_turbo_codebook(bits);
+    /* codebook: 8 levels a register (2 bits: the 4 repeated), 4 bits pick lo or hi by bit 3 */
+    const __m256 lo = cb ? (bits == 2 ? _mm256_setr_ps(cb[0], cb[1], cb[2], cb[3], cb[0], cb[1], cb[2], cb[3])
+                                      : _mm256_loadu_ps(cb))
+                         : _mm256_setzero_ps();
+    const __m256 hi = cb && bits == 4 ? _mm256_loadu_ps(cb + 8) : lo;
     const __m256i off = _mm256_set1_epi32(1 - (1 << bits));
     for (int64_t o = 0; o < n; o += 32, p += 2 + 4 * bits) {
-        uint16_t hh;
-        memcpy(&hh, p, 2);
-        const __m256 h = _mm256_set1_ps(hearth_fp16_to_fp32(hh));
+        uint16_t hs;
+        memcpy(&hs, p, 2);
+        const __m256 s = _mm256_set1_ps(hearth_fp16_to_fp32(hs));
         for (int g = 0; g < 4; g++) {
             const __m256i c = turbo_x86_codes(p + 2 + g * bits, bits);
-            const __m256i v = _mm256_add_epi32(_mm256_slli_epi32(c, 1), off);
-            _mm256_storeu_ps(y + o + g * 8, _mm256_mul_ps(_mm256_cvtepi32_ps(v), h));
+            __m256 l;
+            if (cb) {
+                l = _mm256_permutevar8x32_ps(lo, c);
+                if (bits == 4)
+                    l = _mm256_blendv_ps(l, _mm256_permutevar8x32_ps(hi, c), _mm256_castsi256_ps(_mm256_slli_epi32(c, 28)));
+            } else {
+                l = _mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_slli_epi32(c, 1), off));
+            }
+            _mm256_storeu_ps(y + o + g * 8, _mm256_mul_ps(l, s));
         }
     }
 }
