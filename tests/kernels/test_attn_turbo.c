@@ -11,6 +11,8 @@
  *     heavy channel, which the rotation spreads)
  *   the attention kernel of every x86 set this CPU runs equals the scalar twin bit for bit
  *     (paged rows, a kv head's slice, windows, softcap, 1..16 heads in a group, every bit pair)
+ *   the CPU backend's kv_store writes hearth_turbo_quantize_row's bytes at the rows the block
+ *     table names, and its attention op equals the twin called per (token, head)
  *   the twin is near an f32 attention over the unquantized keys and values, closer with more
  *     bits (rms error: k8v8 within 1.2% of the output's rms, k4v3 25%; a query left unrotated
  *     is off by more than 50%)
@@ -20,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/backend.h"
 #include "backend/kv_type.h"
 #include "kernels/kernels.h"
 #include "kernels/ref/turbo_ref.h"
@@ -300,6 +303,58 @@ TEST(twin_is_near_exact_attention) {
     double e = vs_exact(8, 8, 64, 1);
     fprintf(stderr, "  query left unrotated, k8v8: %.4f\n", e);
     CHECK(e > 0.5);
+}
+
+TEST(backend_store_and_attention) {
+    enum { HD = 128, NKV = 2, G = 3, NH = NKV * G, T = 40, BSZ = 8, NBLK = T / BSZ };
+    const int64_t w = NKV * HD;
+    const hearth_kv_type kt = HEARTH_KV_T4, vt = HEARTH_KV_T3;
+    hearth_backend *be = hearth_backend_cpu_create(2, T, 512, 64, NULL);
+    CHECK(be != NULL);
+    if (!be) return;
+    const size_t k_row = hearth_kv_row_bytes(kt, w), v_row = hearth_kv_row_bytes(vt, w);
+    static float kf[T * NKV * HD], vf[T * NKV * HD], qs[T * NH * HD], out[T * NH * HD];
+    for (int i = 0; i < T * NKV * HD; i++) kf[i] = gauss(), vf[i] = gauss();
+    for (int i = 0; i < T * NH * HD; i++) qs[i] = gauss();
+    uint8_t *k = calloc((size_t)NBLK * BSZ, k_row), *v = calloc((size_t)NBLK * BSZ, v_row);
+    uint8_t *want_k = calloc((size_t)NBLK * BSZ, k_row), *want_v = calloc((size_t)NBLK * BSZ, v_row);
+    int32_t pos[T], seq[T], table[NBLK];
+    for (int b = 0; b < NBLK; b++) table[b] = (b * 3 + 1) % NBLK; /* shuffled blocks */
+    for (int t = 0; t < T; t++) {
+        pos[t] = t;
+        seq[t] = 0;
+        const int64_t r = (int64_t)table[t / BSZ] * BSZ + t % BSZ;
+        hearth_turbo_quantize_row(kf + (size_t)t * w, want_k + r * k_row, w, 4);
+        hearth_turbo_quantize_row(vf + (size_t)t * w, want_v + r * v_row, w, 3);
+    }
+    hearth_kv_blocks bl = {.table = table, .max_blocks = NBLK, .block_size = BSZ};
+    hearth_op_kv_store(be, kf, T, w, seq, pos, k, &bl, kt);
+    hearth_op_kv_store(be, vf, T, w, seq, pos, v, &bl, vt);
+    CHECK(memcmp(k, want_k, (size_t)NBLK * BSZ * k_row) == 0);
+    CHECK(memcmp(v, want_v, (size_t)NBLK * BSZ * v_row) == 0);
+    hearth_attn_args a = {.n_tok = T, .n_head = NH, .n_head_kv = NKV, .head_dim = HD, .head_dim_v = HD,
+                          .q = qs, .out = out, .pos = pos, .seq = seq, .k = k, .v = v, .blocks = bl,
+                          .k_type = kt, .v_type = vt, .scale = 0.088f};
+    hearth_op_attention(be, &a);
+    int bad = 0;
+    for (int t = 0; t < T; t++)
+        for (int h = 0; h < NH; h++) {
+            float ref[HD];
+            const float *qp[1] = {qs + ((size_t)t * NH + h) * HD};
+            float *op[1] = {ref};
+            const int hkv = h / G;
+            hearth_attn_turbo_args ta = {
+                .k = (const char *)k + hearth_kv_row_bytes(kt, (int64_t)hkv * HD),
+                .v = (const char *)v + hearth_kv_row_bytes(vt, (int64_t)hkv * HD),
+                .k_row = k_row, .v_row = v_row, .k_bits = 4, .v_bits = 3, .table_row = table,
+                .block_size = BSZ, .head_dim = HD, .head_dim_v = HD, .j0 = 0, .j1 = t + 1, .scale = 0.088f,
+            };
+            hearth_attn_turbo_ref(1, qp, op, &ta);
+            bad += memcmp(ref, out + ((size_t)t * NH + h) * HD, sizeof ref) != 0;
+        }
+    CHECK_EQ(bad, 0);
+    free(k), free(v), free(want_k), free(want_v);
+    hearth_backend_destroy(be);
 }
 
 int main(int argc, char **argv) { return test_main(argc, argv); }
