@@ -9,7 +9,8 @@
  * decode steps (on CUDA: captured and replayed step graphs, and gate/up fused with the GLU in
  * the persistent layout). Runs on the CPU always, on CUDA when a GPU is there. Models: the
  * committed tiny qwen2 and, when HEARTH_SMOLLM2_GGUF names it, the starter model; over q8_0
- * and q4_0 caches the committed tiny llama with 64-wide heads.
+ * and q4_0 caches (and on the CPU turbo k8v3 and k4v3) the committed tiny llama with 64-wide
+ * heads.
  */
 #include "test.h"
 
@@ -200,6 +201,11 @@ static void check_switches_kv_quant(bool cuda) {
         run_kv = hearth_kv_scheme_of(types[i], types[i]);
         check_switches(TINY64, cuda, false);
     }
+    /* turbo (CPU only): keys and values of other widths */
+    for (int i = 0; i < 2 && !cuda; i++) {
+        run_kv = i ? hearth_kv_scheme_of(HEARTH_KV_T4, HEARTH_KV_T3) : hearth_kv_scheme_of(HEARTH_KV_T8, HEARTH_KV_T3);
+        check_switches(TINY64, cuda, false);
+    }
     run_kv = HEARTH_KV_SCHEME_F16;
 }
 TEST(switches_same_bits_cpu_kv_quant) { check_switches_kv_quant(false); }
@@ -241,6 +247,29 @@ TEST(engine_takes_and_reports_numerics) {
     CHECK(e == NULL);
     CHECK(strstr(err.msg, "--kv-quant 4") != NULL);
     p.kv_quant.mode = HEARTH_KVQ_OFF;
+    /* turbo: the tiny model's heads of 16 are not whole 64-element rotations; the tiny llama's
+     * 64 are, and the engine reports the types */
+    p.numerics = (hearth_numerics){.tier = HEARTH_NUMERICS_L1};
+    p.kv_quant = (hearth_kv_quant){.mode = HEARTH_KVQ_TURBO, .k_bits = 4, .v_bits = 3};
+    CHECK(hearth_engine_create(m, &p, &e, &err) == HEARTH_E_UNSUPPORTED);
+    CHECK(e == NULL);
+    CHECK(strstr(err.msg, "multiple of 64") != NULL);
+    hearth_model *m64 = NULL;
+    CHECK(hearth_model_load(TINY64, &m64, &err) == HEARTH_OK);
+    if (m64) {
+        p.device = HEARTH_DEVICE_CPU;
+        CHECK(hearth_engine_create(m64, &p, &e, &err) == HEARTH_OK);
+        if (e) {
+            hearth_engine_info in;
+            hearth_engine_info_get(e, &in);
+            CHECK(in.kv.k == HEARTH_KV_T4 && in.kv.v == HEARTH_KV_T3 && in.kv_quant.mode == HEARTH_KVQ_TURBO);
+            CHECK_STR(hearth_kv_type_name(in.kv.k), "turbo4");
+            hearth_engine_destroy(e);
+        }
+        p.device = HEARTH_DEVICE_AUTO;
+        hearth_model_destroy(m64);
+    }
+    p.kv_quant = (hearth_kv_quant){.mode = HEARTH_KVQ_OFF};
     /* l1 with switches off: reported as given, an f16 cache */
     p.numerics = (hearth_numerics){.tier = HEARTH_NUMERICS_L1, .no_compiled_decode = true, .no_fused_sdpa = true};
     CHECK(hearth_engine_create(m, &p, &e, &err) == HEARTH_OK);
