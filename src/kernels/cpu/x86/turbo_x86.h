@@ -15,10 +15,11 @@
 #include "kernels/ref/turbo_ref.h"
 #include "tensor/dtype.h"
 
-static inline __m256i turbo_x86_codes(const uint8_t *p, int bits) {
-    switch (bits) {
-    case 8: return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p));
-    case 5: { /* 40 bits: shift 64-bit lanes, keep their low halves */
+/* bits is a constant in every caller (turbo_x86_dequant's switch), so the shifts, masks and
+ * loads fold */
+static inline __attribute__((always_inline)) __m256i turbo_x86_codes(const uint8_t *p, const int bits) {
+    if (bits == 8) return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p));
+    if (bits == 5) { /* 40 bits: shift 64-bit lanes, keep their low halves */
         uint64_t w = 0;
         memcpy(&w, p, 5);
         const __m256i w4 = _mm256_set1_epi64x((long long)w);
@@ -29,34 +30,30 @@ static inline __m256i turbo_x86_codes(const uint8_t *p, int bits) {
                                              _mm256_permutevar8x32_epi32(hi, even), 0xF0);
         return _mm256_and_si256(c, _mm256_set1_epi32(31));
     }
-    default: { /* 2, 3, 4 bits: at most 32 bits */
-        uint32_t w = 0;
-        if (bits == 2) memcpy(&w, p, 2);
-        else if (bits == 3) memcpy(&w, p, 3);
-        else memcpy(&w, p, 4);
-        const __m256i sh = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(bits));
-        return _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)w), sh), _mm256_set1_epi32((1 << bits) - 1));
-    }
-    }
+    /* 2, 3, 4 bits: at most 32 bits */
+    uint32_t w = 0;
+    memcpy(&w, p, (size_t)bits);
+    const __m256i sh = _mm256_setr_epi32(0, bits, 2 * bits, 3 * bits, 4 * bits, 5 * bits, 6 * bits, 7 * bits);
+    return _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)w), sh), _mm256_set1_epi32((1 << bits) - 1));
 }
 
-static inline void turbo_x86_dequant(const char *x, float *y, int64_t n, int bits) {
-    const uint8_t *p = (const uint8_t *)x;
+static inline __attribute__((always_inline)) void turbo_x86_dequant_b(const uint8_t *p, float *y, int64_t n,
+                                                                       const int bits) {
     const float *cb = hearth_turbo_codebook(bits);
     /* codebook: 8 levels a register (2 bits: the 4 repeated), 4 bits pick lo or hi by bit 3 */
-    const __m256 lo = cb ? (bits == 2 ? _mm256_setr_ps(cb[0], cb[1], cb[2], cb[3], cb[0], cb[1], cb[2], cb[3])
-                                      : _mm256_loadu_ps(cb))
-                         : _mm256_setzero_ps();
-    const __m256 hi = cb && bits == 4 ? _mm256_loadu_ps(cb + 8) : lo;
+    const __m256 lo = bits > 4     ? _mm256_setzero_ps()
+                      : bits == 2 ? _mm256_setr_ps(cb[0], cb[1], cb[2], cb[3], cb[0], cb[1], cb[2], cb[3])
+                                  : _mm256_loadu_ps(cb);
+    const __m256 hi = bits == 4 ? _mm256_loadu_ps(cb + 8) : lo;
     const __m256i off = _mm256_set1_epi32(1 - (1 << bits));
     for (int64_t o = 0; o < n; o += 32, p += 2 + 4 * bits) {
         uint16_t hs;
         memcpy(&hs, p, 2);
-        const __m256 s = _mm256_set1_ps(hearth_fp16_to_fp32(hs));
+        const __m256 s = _mm256_set1_ps(_cvtsh_ss(hs)); /* exact, as hearth_fp16_to_fp32 */
         for (int g = 0; g < 4; g++) {
             const __m256i c = turbo_x86_codes(p + 2 + g * bits, bits);
             __m256 l;
-            if (cb) {
+            if (bits <= 4) {
                 l = _mm256_permutevar8x32_ps(lo, c);
                 if (bits == 4)
                     l = _mm256_blendv_ps(l, _mm256_permutevar8x32_ps(hi, c), _mm256_castsi256_ps(_mm256_slli_epi32(c, 28)));
@@ -65,5 +62,16 @@ static inline void turbo_x86_dequant(const char *x, float *y, int64_t n, int bit
             }
             _mm256_storeu_ps(y + o + g * 8, _mm256_mul_ps(l, s));
         }
+    }
+}
+
+static inline void turbo_x86_dequant(const char *x, float *y, int64_t n, int bits) {
+    const uint8_t *p = (const uint8_t *)x;
+    switch (bits) {
+    case 2: turbo_x86_dequant_b(p, y, n, 2); break;
+    case 3: turbo_x86_dequant_b(p, y, n, 3); break;
+    case 4: turbo_x86_dequant_b(p, y, n, 4); break;
+    case 5: turbo_x86_dequant_b(p, y, n, 5); break;
+    default: turbo_x86_dequant_b(p, y, n, 8); break;
     }
 }
