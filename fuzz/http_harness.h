@@ -20,7 +20,10 @@
  *                    closes. Promises checked (a broken one aborts):
  *                    - a response arrives (within FZ_TIMEOUT_MS) and is well framed: a status
  *                      line with a code in 100..599, a body as long as Content-Length says or a
- *                      complete chunked body;
+ *                      complete chunked body; the one exception, a big head that left
+ *                      libmicrohttpd no room for the response head (it closes with nothing
+ *                      sent and says so in its log), is told apart exactly (http_harness.c,
+ *                      head_fills_memory);
  *                    - no 5xx: with the stub engine nothing on the server's side can fail
  *                      (505, libmicrohttpd's answer to an HTTP version it does not speak, aside);
  *                    - a JSON response (Content-Type application/json) parses, and an error

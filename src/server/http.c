@@ -26,6 +26,16 @@
  * the cap, then the connection is closed) and the answer is 413 - reading it all first means
  * the client sees the 413 instead of a reset while it is still sending.
  *
+ * Request heads: libmicrohttpd parses a head into the connection's memory (HEARTH_MHD_CONN_MEMORY:
+ * the head's bytes plus an entry of some 60 bytes per header line and query argument) and
+ * builds the response head there too. A head too big to parse gets its own 431 (or 414); one
+ * that just fits is passed on, but when what it leaves cannot hold the response head,
+ * libmicrohttpd (0.9.75, and its later releases alike) closes the connection with nothing sent
+ * and logs "Closing connection (failed to create response header)". Only its own error
+ * answers retry after freeing the request, and the server cannot see the room left, so such a
+ * head - some 450 short header lines, or 9 KB of 260 lines - ends without an answer; the fuzz
+ * harness allows exactly that (docs/testing.md, "Fuzzing").
+ *
  * Slow clients: conns.c guards every connection (header, body and idle deadlines; per-address
  * and server-wide caps). This file only tells it where each request is (headers read, being
  * answered, done) and answers 503 + Retry-After when it says the connection is over a cap or
@@ -365,13 +375,14 @@ hearth_status hearth_http_start(hearth_server *s, hearth_err *err) {
     unsigned hard_limit = (unsigned)s->p.max_connections + (unsigned)s->p.max_connections / 4 + 16;
     if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
     s->d = MHD_start_daemon(flags, (uint16_t)s->p.port, NULL, NULL, on_access, s,
+                            MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s, /* first: it then sees every message */
                             MHD_OPTION_SOCK_ADDR, ai->ai_addr,
                             MHD_OPTION_CONNECTION_LIMIT, hard_limit,
                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)0,
+                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HEARTH_MHD_CONN_MEMORY,
                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
                             MHD_OPTION_URI_LOG_CALLBACK, on_uri, s,
                             MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
-                            MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
                             MHD_OPTION_END);
     freeaddrinfo(ai);
     if (!s->d)
