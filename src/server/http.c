@@ -34,7 +34,9 @@
  * and logs "Closing connection (failed to create response header)". Only its own error
  * answers retry after freeing the request, and the server cannot see the room left, so such a
  * head - some 450 short header lines, or 9 KB of 260 lines - ends without an answer; the fuzz
- * harness allows exactly that (docs/testing.md, "Fuzzing").
+ * harness allows exactly that (docs/testing.md, "Fuzzing"). No answer of the server's grows with
+ * the request (a preflight echoes Access-Control-Request-Headers only up to 1 KiB), so only a
+ * head near that limit can meet it.
  *
  * Slow clients: conns.c guards every connection (header, body and idle deadlines; per-address
  * and server-wide caps). This file only tells it where each request is (headers read, being
@@ -123,12 +125,19 @@ bool hearth_http_send_error(hearth_http_req *r, const hearth_api_err *e) {
     return ok;
 }
 
+/* The longest Access-Control-Request-Headers a preflight echoes; a longer list (a browser asks
+ * for a few names) gets the default list, so an answer's head stays small whatever was asked. */
+enum { HEARTH_PREFLIGHT_ECHO_MAX = 1024 };
+
 bool hearth_http_send_preflight(hearth_http_req *r) {
     struct MHD_Response *resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
     if (!resp) return false;
     const char *origin = hearth_http_header(r, "Origin");
     if (r->srv->cors && origin && hearth_guard_origin_listed(r->srv->cors, origin)) {
+        /* the headers asked for are echoed, up to a bound: the answer's head is built in the
+         * connection's memory, which a long list there would have to fit twice ("Request heads") */
         const char *want = hearth_http_header(r, "Access-Control-Request-Headers");
+        if (want && strlen(want) > HEARTH_PREFLIGHT_ECHO_MAX) want = NULL;
         MHD_add_response_header(resp, "Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS");
         MHD_add_response_header(resp, "Access-Control-Allow-Headers",
                                 want ? want : "Authorization, Content-Type, X-Api-Key");

@@ -21,12 +21,12 @@
 
 struct MHD_Daemon;
 struct MHD_Connection;
+struct hearth_tmpl;
 
 /* The memory libmicrohttpd gives each connection (MHD_OPTION_CONNECTION_MEMORY_LIMIT; its own
  * default too). The request head, parsed, and the response head both live in it: a head that
  * leaves no room for the answer's head ends without an answer (http.c, "Request heads"). */
 #define HEARTH_MHD_CONN_MEMORY (32 * 1024)
-struct hearth_tmpl;
 
 struct hearth_server {
     hearth_server_params p;       /* its strings point at the owned copies below */

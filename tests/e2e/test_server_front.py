@@ -308,3 +308,55 @@ def test_no_special_in_content():
     # "<|im_end|>" and "<|im_start|>" are one token each by default, several as plain text
     assert f_def < f_pl - 4, (f_def, f_pl)
     assert t_def < t_pl, (t_def, t_pl)
+
+
+# ---- 8. head size (server/http.c, "Request heads") ---------------------------------------------
+
+def test_head_near_the_memory_limit(srv):
+    """Heads of more and more header lines: 200 while they fit with room to answer, then
+    libmicrohttpd's 431; between the two, at most a few counts may end with nothing (the head
+    left libmicrohttpd no room for the answer's head) - never a partial answer, never a hang,
+    and the server answers the next request."""
+    outcomes = []
+    for n in range(400, 480):
+        req = f"GET /health HTTP/1.1\r\nHost: {host(srv)}\r\nConnection: close\r\n".encode()
+        out, closed = exchange(srv, req + b"X-A: b\r\n" * n + b"\r\n")
+        assert closed, n
+        if out == b"":
+            outcomes.append(None)
+            continue
+        codes = responses(out)
+        assert len(codes) == 1 and codes[0] in (200, 431), (n, out[:200])
+        outcomes.append(codes[0])
+    assert outcomes[0] == 200 and outcomes[-1] == 431, outcomes
+    assert outcomes.count(None) <= 4, outcomes
+    first_431 = outcomes.index(431)
+    assert all(o == 200 or o is None for o in outcomes[:first_431]), outcomes
+    assert all(o == 431 for o in outcomes[first_431:]), outcomes
+    st, _ = status_of(srv, f"GET /health HTTP/1.1\r\nHost: {host(srv)}\r\nConnection: close\r\n\r\n".encode())
+    assert st == 200
+
+
+def test_preflight_echo_is_bounded():
+    """A preflight echoes the headers asked for up to 1 KiB; a longer list gets the default
+    list, so its answer's head cannot outgrow the connection's memory (a 20 KB list used to
+    end with no answer at all)."""
+    s = Server(TINY, "--cors", "http://app.example")
+    try:
+        def preflight(want):
+            out, _ = exchange(s, (f"OPTIONS /v1/chat/completions HTTP/1.1\r\nHost: {host(s)}\r\n"
+                                  f"Origin: http://app.example\r\nAccess-Control-Request-Method: POST\r\n"
+                                  f"Access-Control-Request-Headers: {want}\r\nConnection: close\r\n\r\n").encode())
+            assert responses(out) == [204], out[:300]
+            head = out.partition(b"\r\n\r\n")[0].decode()
+            return [ln.split(":", 1)[1].strip() for ln in head.split("\r\n")
+                    if ln.lower().startswith("access-control-allow-headers:")]
+        short = "authorization, content-type, x-trace"
+        assert preflight(short) == [short]
+        at_bound = ",".join(["x-h"] * 256)[:1024]
+        assert preflight(at_bound) == [at_bound]
+        for n in (1025, 20000):
+            got = preflight(",".join(["x-h"] * n)[:n])
+            assert got == ["Authorization, Content-Type, X-Api-Key"], got[0][:80]
+    finally:
+        s.stop()
