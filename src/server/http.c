@@ -251,7 +251,12 @@ static enum MHD_Result refuse(hearth_http_req *r, int retry_s, const char *code,
     return hearth_http_send_error(r, &e) ? MHD_YES : MHD_NO;
 }
 
-/* MHD calls this with the headers (first call), each piece of the body, then once more. */
+/* MHD calls this with the headers (first call), each piece of the body, then once more with
+ * upload_data NULL: that last call is the end of the request. A piece may be empty - after
+ * "Expect: 100-continue" on a request with no body, libmicrohttpd (0.9.75) hands over an empty
+ * one when the next pipelined request is already in its buffer - and is then no end: the
+ * request is answered on the call that follows (an answer queued on the empty piece would be
+ * refused, and the connection closed with nothing sent but the 100). */
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                  const char *version, const char *upload_data, size_t *upload_size,
                                  void **con_cls) {
@@ -287,6 +292,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
         }
         return MHD_YES;
     }
+    if (!*upload_size && upload_data) return MHD_YES; /* an empty piece, not the end (see above) */
     if (*upload_size) {
         size_t n = *upload_size;
         *upload_size = 0;

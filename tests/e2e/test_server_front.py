@@ -310,7 +310,26 @@ def test_no_special_in_content():
     assert t_def < t_pl, (t_def, t_pl)
 
 
-# ---- 8. head size (server/http.c, "Request heads") ---------------------------------------------
+# ---- 8. Expect: 100-continue, pipelined -------------------------------------------------------
+
+def test_expect_continue_without_body_then_pipelined(srv):
+    """A request with no body but "Expect: 100-continue", and the next request sent at once:
+    libmicrohttpd sends 100, hands the server an empty body piece (the next request is already
+    in its buffer), then ends the request; both are answered (an answer on the empty piece was
+    refused, and the connection closed after the 100 alone)."""
+    h = host(srv)
+    nxt = f"GET /health HTTP/1.1\r\nHost: {h}\r\nConnection: close\r\n\r\n".encode()
+    for first in (f"GET /health HTTP/1.1\r\nHost: {h}\r\nExpect: 100-continue\r\n\r\n",
+                  f"POST /v1/completions HTTP/1.1\r\nHost: {h}\r\nContent-Type: application/json\r\n"
+                  f"Expect: 100-continue\r\nContent-Length: 0\r\n\r\n"):
+        out, closed = exchange(srv, first.encode() + nxt)
+        assert closed and out.startswith(b"HTTP/1.1 100 Continue\r\n\r\n"), out[:200]
+        codes = responses(out[len(b"HTTP/1.1 100 Continue\r\n\r\n"):])
+        want = [200, 200] if first.startswith("GET") else [400, 200]  # 400: the empty body is no JSON
+        assert codes == want, out
+
+
+# ---- 9. head size (server/http.c, "Request heads") ---------------------------------------------
 
 def test_head_near_the_memory_limit(srv):
     """Heads of more and more header lines: 200 while they fit with room to answer, then
