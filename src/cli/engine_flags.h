@@ -88,10 +88,10 @@ void cli_engine_levers(const hearth_engine *e, char *buf, size_t cap);
     "  --l2                  tier l2: l1 with the 8-bit KV cache, bit-identical to llama.cpp with\n"     \
     "                        -ctk q8_0 -ctv q8_0 and flash attention (CPU; implies --kv-quant 8)\n"     \
     "  --kv-quant MODE       the KV cache: off (f16, the default), 8 or 4 (llama.cpp's q8_0 / q4_0\n"    \
-    "                        blocks of 32 with an f16 scale; CPU), turbo[:k<bits>v<bits>] (rotated\n"  \
-    "                        then quantized: key bits 2, 4, 5, 8, value bits 2, 3, 4, 5, 8; default\n"  \
-    "                        k8v3; CPU, heads of a multiple of 64), config (kv_config.json beside\n"    \
-    "                        the model; off without one)\n"                                            \
+    "                        blocks of 32 with an f16 scale; CPU and CUDA),\n"                        \
+    "                        turbo[:k<bits>v<bits>] (rotated then quantized: key bits 2, 4, 5, 8,\n"   \
+    "                        value bits 2, 3, 4, 5, 8; default k8v3; CPU, heads of a multiple of\n"    \
+    "                        64), config (kv_config.json beside the model; off without one)\n"        \
     "  --numerics l1|l2|ref  the tier by name (ref: transformers' f32 order, the default with\n"         \
     "                        HEARTH_KERNELS=ref)\n"                                                      \
     "  --compiled-decode on|off       replay decode steps as one CUDA graph (default on);\n"            \
