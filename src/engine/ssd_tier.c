@@ -768,7 +768,7 @@ hearth_status hearth_ssd_model_id(const char *path, char *id, double *ms, hearth
     base = base ? base + 1 : real;
     hearth_status st = HEARTH_OK;
     if (is_sha256_name(base)) {
-        snprintf(id, HEARTH_SSD_MODEL_ID_MAX, "sha256:%s", base);
+        snprintf(id, HEARTH_SSD_MODEL_ID_MAX, "sha256:%.64s", base); /* 64 hex digits (is_sha256_name) */
     } else {
         XXH3_state_t *s = XXH3_createState();
         if (!s) return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");

@@ -31,8 +31,9 @@ static inline __attribute__((always_inline)) __m256i turbo_x86_codes(const uint8
         return _mm256_and_si256(c, _mm256_set1_epi32(31));
     }
     /* 2, 3, 4 bits: at most 32 bits */
-    uint32_t w = 0;
-    memcpy(&w, p, (size_t)bits);
+    uint64_t w64 = 0; /* 8 bytes of room: the length is a run-time value to the compiler */
+    memcpy(&w64, p, (size_t)bits & 7);
+    const uint32_t w = (uint32_t)w64;
     const __m256i sh = _mm256_setr_epi32(0, bits, 2 * bits, 3 * bits, 4 * bits, 5 * bits, 6 * bits, 7 * bits);
     return _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)w), sh), _mm256_set1_epi32((1 << bits) - 1));
 }
