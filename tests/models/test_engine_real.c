@@ -9,10 +9,13 @@
  *   preempted  the 8 at once into a pool (blocks of 4) that holds about three of them, without
  *              the cache: sequences are preempted and recomputed, the tokens must not change
  *
- * The same four runs go through each quantized KV cache (--kv-quant 8 and 4, and on SmolLM2
- * turbo:k8v3 and turbo:k4v3, rotated keys and values): the reference is
- * then the cold run with that cache, so batching, the prefix cache and preemption must leave a
- * quantized cache's tokens alone too.
+ * The same four runs go through each quantized KV cache on SmolLM2 (--kv-quant 8 and 4,
+ * turbo:k8v3 and turbo:k4v3, rotated keys and values): the reference is then the cold run with
+ * that cache, so batching, the prefix cache and preemption must leave a quantized cache's tokens
+ * alone too. Not on Gemma 3: its Q4_K matmuls round otherwise in a step of more than three
+ * tokens (below), and a key that moves in its last bit can take another 8-bit code, which moves
+ * the logits by more than a near tie (a run parted so at a batched step); Gemma 3's quantized
+ * cache is measured by its perplexity instead (docs/engine.md, "Perplexity").
  *
  * Near ties: the default kernels follow llama.cpp's x86 operation order, in which a matmul's or
  * an attention's float order depends on how many tokens the step carries (docs/engine.md), so
@@ -219,7 +222,6 @@ TEST(smollm2_batched_cached_preempted_match_alone) { check_model(getenv("HEARTH_
 TEST(gemma3_batched_cached_preempted_match_alone) { check_model(getenv("HEARTH_GEMMA3_GGUF")); }
 TEST(smollm2_kv8_batched_cached_preempted_match_alone) { check_scheme(getenv("HEARTH_SMOLLM2_GGUF"), HEARTH_KVQ_8); }
 TEST(smollm2_kv4_batched_cached_preempted_match_alone) { check_scheme(getenv("HEARTH_SMOLLM2_GGUF"), HEARTH_KVQ_4); }
-TEST(gemma3_kv8_batched_cached_preempted_match_alone) { check_scheme(getenv("HEARTH_GEMMA3_GGUF"), HEARTH_KVQ_8); }
 TEST(smollm2_turbo_k8v3_batched_cached_preempted_match_alone) {
     check_scheme_bits(getenv("HEARTH_SMOLLM2_GGUF"), HEARTH_KVQ_TURBO, 8, 3);
 }
