@@ -44,9 +44,10 @@ _Static_assert(STAT_I64(running) && STAT_I64(waiting) && STAT_I64(blocks_total) 
                    STAT_I64(ssd_hits) && STAT_I64(ssd_misses) && STAT_I64(ssd_restores) &&
                    STAT_I64(ssd_verify_failures) && STAT_I64(ssd_demotions) && STAT_I64(ssd_writes) &&
                    STAT_I64(ssd_write_errors) && STAT_I64(ssd_write_skipped) && STAT_I64(ssd_evictions) &&
+                   STAT_I64(spec_rounds) && STAT_I64(spec_drafted) && STAT_I64(spec_accepted) &&
                    STAT_I64(check_failures),
                "every field of hearth_engine_stats is an int64_t");
-_Static_assert(sizeof(hearth_engine_stats) == 27 * sizeof(int64_t),
+_Static_assert(sizeof(hearth_engine_stats) == 30 * sizeof(int64_t),
                "hearth_engine_stats has exactly the fields named above (add a new one to the list)");
 _Static_assert(offsetof(hearth_engine_stats, check_failures) == (N_STATS - 1) * sizeof(int64_t),
                "check_failures is the last field of hearth_engine_stats");
@@ -63,6 +64,7 @@ struct hearth_engine {
     hearth_ssd_tier     *tier;   /* owned, NULL when the disk tier is off */
     double               demote_ms; /* idle time after which cached blocks go to the tier; 0: never */
     hearth_sched        *sched;  /* owned; engine thread only */
+    hearth_drafter      *draft;  /* owned, NULL when speculative decoding is off */
     pthread_t            thread;
     pthread_mutex_t      mu;     /* guards the FIFO and stop */
     pthread_cond_t       cv;
@@ -150,6 +152,7 @@ static void *engine_main(void *arg) {
 
 static void engine_free(hearth_engine *e) {
     hearth_sched_destroy(e->sched);
+    hearth_drafter_destroy(e->draft);
     /* the RAM cache's blocks go to the disk tier, for the next start */
     if (e->tier && e->pc) hearth_prefix_cache_demote(e->pc, hearth_now_mono_ms(), 0, true);
     hearth_prefix_cache_destroy(e->pc);
@@ -276,6 +279,37 @@ static hearth_status resolve_kv(hearth_engine *e, const hearth_model *m, hearth_
     default:
         return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "--kv-quant %s: this scheme is not available yet", name);
     }
+}
+
+/* The draft source of speculative decoding, with its defaults (engine.h); none when off. */
+static hearth_status open_drafter(hearth_engine *e, const hearth_model *m, hearth_err *err) {
+    hearth_spec_params *sp = &e->p.spec;
+    int32_t n_vocab = hearth_model_hparams(m)->n_vocab;
+    if (sp->kind == HEARTH_DRAFT_NONE) return HEARTH_OK;
+    if (sp->n_draft <= 0) sp->n_draft = sp->kind == HEARTH_DRAFT_NGRAM ? 10 : 3;
+    if (sp->n_draft > 64) return hearth_err_set(err, HEARTH_E_INVALID, -1, "--num-draft-tokens is at most 64");
+    if (sp->n_draft >= e->p.max_step) sp->n_draft = e->p.max_step - 1;
+    if (sp->ngram_min <= 0) sp->ngram_min = 1;
+    if (sp->ngram_max <= 0) sp->ngram_max = sp->ngram_min > 3 ? sp->ngram_min : 3;
+    if (sp->ngram_min > sp->ngram_max)
+        return hearth_err_set(err, HEARTH_E_INVALID, -1, "--ngram-min (%d) is larger than --ngram-max (%d)",
+                              sp->ngram_min, sp->ngram_max);
+    if (sp->n_draft <= 0) { /* a step of one token has no room for drafts */
+        sp->kind = HEARTH_DRAFT_NONE;
+        return HEARTH_OK;
+    }
+    switch (sp->kind) {
+    case HEARTH_DRAFT_NGRAM:
+        e->draft = hearth_drafter_ngram(n_vocab, sp->ngram_min, sp->ngram_max);
+        break;
+    default:
+        return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "this kind of draft source is not available");
+    }
+    if (!e->draft) return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory creating the draft source");
+    e->info.spec = *sp;
+    e->info.spec.draft_model = NULL;
+    snprintf(e->info.spec_kind, sizeof e->info.spec_kind, "%s", e->draft->kind);
+    return HEARTH_OK;
 }
 
 /* The disk tier of the prefix cache, when asked for: the model's identity (given, or a digest
@@ -427,7 +461,9 @@ hearth_status hearth_engine_create(const hearth_model *m, const hearth_engine_pa
     if (!e->pc && e->p.ssd_cache_dir && *e->p.ssd_cache_dir)
         hearth_log(HEARTH_LOG_WARN, "ssd cache: off, it needs the prompt cache (--prompt-cache 0 turns that off)");
     e->p.ssd_cache_dir = e->p.ssd_model_id = e->p.ssd_model_path = NULL;
-    hearth_sched_params sp = {.batch = e->p.batch, .max_step = e->p.max_step, .n_ctx = e->p.n_ctx};
+    if ((st = open_drafter(e, m, err))) goto fail;
+    hearth_sched_params sp = {.batch = e->p.batch, .max_step = e->p.max_step, .n_ctx = e->p.n_ctx,
+                              .draft = e->draft, .n_draft = e->p.spec.n_draft, .draft_fixed = e->p.spec.fixed};
     e->sched = e->fwd ? hearth_sched_create(m, e->fwd, e->pool, e->pc, &sp) : NULL;
     if (!e->fwd || !e->sched || (e->p.prompt_cache != 0 && !e->pc)) {
         st = hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory creating the engine");

@@ -30,6 +30,24 @@
 typedef struct hearth_engine hearth_engine;
 typedef struct hearth_request hearth_request;
 
+/* Speculative decoding (engine/spec.h, docs/engine.md): where drafts come from. */
+typedef enum {
+    HEARTH_DRAFT_NONE = 0,
+    HEARTH_DRAFT_NGRAM,     /* prompt lookup in the sequence's own tokens */
+    HEARTH_DRAFT_MODEL,     /* a second model with the same vocabulary ("two-model") */
+} hearth_draft_kind;
+
+typedef struct {
+    hearth_draft_kind   kind;
+    int32_t             n_draft;    /* drafts per verify round, at most; <= 0: 3 (ngram: 10) */
+    int32_t             ngram_min;  /* ngram: the shortest match; <= 0: 1 */
+    int32_t             ngram_max;  /* ngram: the longest match; <= 0: 3 */
+    bool                fixed;      /* always ask for n_draft (else adaptive: a sequence's round
+                                     * asks for one more than it last accepted, doubling while
+                                     * every draft is accepted, up to n_draft) */
+    const hearth_model *draft_model; /* MODEL: borrowed, must outlive the engine */
+} hearth_spec_params;
+
 typedef struct {
     int     n_threads;     /* compute threads; <= 0: all CPUs */
     int32_t n_ctx;         /* tokens per sequence; <= 0: min(training context, 4096) */
@@ -68,6 +86,7 @@ typedef struct {
     const char *ssd_model_id;    /* the model's identity (hearth_ssd_model_id); NULL: computed
                                   * from ssd_model_path at create (the create fails without either) */
     const char *ssd_model_path;
+    hearth_spec_params spec;     /* speculative decoding; {0}: off */
 } hearth_engine_params;
 
 hearth_engine_params hearth_engine_params_default(void);
@@ -98,6 +117,7 @@ typedef struct {
                                         * log-softmax in double), read with hearth_request_scores
                                         * after DONE. Needs score_from < n_prompt; the prefix cache
                                         * serves only positions before score_from - 1. 0: off */
+    bool                  no_spec;     /* no speculative decoding for this request */
     hearth_cx_matcher    *constraint;  /* (optional) structured output: every token is one the
                                         * matcher allows (an end-of-generation token only where
                                         * it can end); taken over by submit in every case, the
@@ -128,6 +148,8 @@ typedef struct {
     int32_t           n_cached;    /* TOKEN and DONE: prompt tokens whose KV came from the prefix cache */
     bool              has_logprobs; /* TOKEN of a request that asked for logprobs: lp is set */
     hearth_token_logprobs lp;
+    int32_t           n_drafted;   /* DONE: draft tokens verified for it (speculative decoding) */
+    int32_t           n_accepted;  /* DONE: of them, accepted */
     double            prefill_ms;  /* DONE: time to the first token */
     double            decode_ms;   /* DONE: time after the first token */
 } hearth_event;
@@ -154,6 +176,10 @@ typedef struct {
     int64_t ssd_demotions;             /* idle cached blocks written out and freed */
     int64_t ssd_writes, ssd_write_errors, ssd_write_skipped; /* skipped: the queue was full */
     int64_t ssd_evictions;             /* files deleted past ssd_cache_max */
+    /* speculative decoding (0 when off): rounds that verified drafts, the drafts they verified and
+     * how many were accepted (acceptance rate drafted / accepted, mean accepted length accepted /
+     * rounds) */
+    int64_t spec_rounds, spec_drafted, spec_accepted;
     int64_t check_failures;            /* debug_checks: steps after which an invariant failed */
 } hearth_engine_stats;
 
@@ -176,6 +202,8 @@ typedef struct {
     int64_t ssd_max_bytes;              /* the disk tier's cap; 0: the tier is off */
     int32_t ssd_demote_idle;            /* seconds; 0: no demotion */
     bool    ssd_verify;
+    hearth_spec_params spec;            /* as resolved (kind NONE: off; draft_model not kept) */
+    char    spec_kind[16];              /* "ngram", "two-model", or "" */
 } hearth_engine_info;
 
 void          hearth_engine_info_get(const hearth_engine *e, hearth_engine_info *out);

@@ -126,6 +126,8 @@ void hearth_req_finish(hearth_request *r, hearth_finish why, hearth_status st, c
     if (msg) snprintf(ev.msg, sizeof ev.msg, "%s", msg);
     ev.n_prompt = (int32_t)r->p.n_prompt;
     ev.n_generated = n_gen;
+    ev.n_drafted = r->n_drafted;
+    ev.n_accepted = r->n_accepted;
     ev.n_cached = n_cached;
     double t1 = hearth_now_mono_ms();
     ev.prefill_ms = t_first > 0 ? t_first - t0 : t1 - t0;

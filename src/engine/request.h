@@ -44,6 +44,7 @@ struct hearth_request {
     size_t                n_events, cap_events, head;
     bool                  done;
     hearth_event          done_ev;
+    int32_t               n_drafted, n_accepted; /* speculative decoding (engine thread), for DONE */
 };
 
 double hearth_now_mono_ms(void);

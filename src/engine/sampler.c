@@ -318,6 +318,30 @@ int32_t hearth_sampler_sample_constrained(hearth_sampler *s, float *logits, hear
     return choose(s, logits);
 }
 
+int32_t hearth_sampler_verify(hearth_sampler *s, float *logits, hearth_cx_matcher *m, int32_t d, const float *q) {
+    if (m) return hearth_sampler_sample_constrained(s, logits, m);
+    if (!q || s->p.temperature <= 0.0f || d < 0 || d >= s->n_vocab) return hearth_sampler_sample(s, logits);
+    apply_penalties(s, logits);
+    int32_t nc = support(s, logits);
+    cand *c = s->cands;
+    double total = 0, pd = 0;
+    for (int32_t i = 0; i < nc; i++) {
+        total += c[i].p;
+        if (c[i].id == d) pd = c[i].p;
+    }
+    pd = total > 0 ? pd / total : 0;
+    double qd = q[d];
+    if (pd >= qd || rng_uniform(s->rng) * qd < pd) return d; /* accept with min(1, p(d) / q(d)) */
+    /* the residual max(0, p - q), over the support (p is 0 elsewhere) */
+    int32_t m2 = 0;
+    for (int32_t i = 0; i < nc; i++) {
+        double r = c[i].p / total - (double)q[c[i].id];
+        if (r > 0) c[m2++] = (cand){c[i].id, (float)r};
+    }
+    if (m2 == 0) return c[draw(s, nc)].id; /* p == q: nothing left over (cannot follow a rejection) */
+    return c[draw(s, m2)].id;
+}
+
 void hearth_sampler_logprobs(const float *logits, int32_t n, int32_t chosen, int32_t k, hearth_token_logprobs *out) {
     if (k < 0) k = 0;
     if (k > HEARTH_TOP_LOGPROBS_MAX) k = HEARTH_TOP_LOGPROBS_MAX;

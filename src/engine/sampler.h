@@ -81,6 +81,18 @@ int32_t         hearth_sampler_sample(hearth_sampler *s, float *logits);
  * support; past that the logits of disallowed tokens become -INFINITY and the chain runs
  * again. The matcher is not advanced. -1 when no token is allowed. */
 int32_t         hearth_sampler_sample_constrained(hearth_sampler *s, float *logits, hearth_cx_matcher *m);
+/* Speculative decoding (spec.h): the token a position takes when a draft d was proposed for
+ * it; d is accepted when the result equals it. logits are the target's at the position
+ * (modified in place as by hearth_sampler_sample); q is the distribution d was drawn from
+ * ([n_vocab]) or NULL when d is certain (a point mass). The rule is the standard one, so the
+ * output is distributed exactly as the target's: accept with min(1, p(d) / q(d)), else draw from
+ * max(0, p - q) renormalized, where p is the target's distribution after the whole chain
+ * (penalties, temperature, truncation, XTC). For a point mass that is a plain draw from p (d
+ * comes out with probability p(d); anything else is p without d), which is what q NULL does,
+ * also under a constraint m (NULL: none; q is then ignored). Greedy: the argmax, as
+ * hearth_sampler_sample. The matcher is not advanced. -1 when the constraint allows no token. */
+int32_t         hearth_sampler_verify(hearth_sampler *s, float *logits, hearth_cx_matcher *m, int32_t d,
+                                      const float *q);
 /* The log-softmax of logits[n_vocab] at chosen, and the k (<= HEARTH_TOP_LOGPROBS_MAX) most
  * likely tokens. Pure function; any thread. */
 void            hearth_sampler_logprobs(const float *logits, int32_t n_vocab, int32_t chosen, int32_t k,

@@ -47,6 +47,11 @@ typedef struct seq {
     int32_t         take;     /* tokens fed in this step */
     int32_t         score_rows; /* of them, rows that score a prompt token (score_from) */
     bool            started;  /* admitted before (a preempted sequence comes back) */
+    int32_t         k;        /* drafts in this step (spec.h), stored at toks[n_toks .. n_toks + k) */
+    int32_t         k_next;   /* drafts the next round asks for (adaptive) */
+    int32_t         backoff, missed; /* rounds to skip drafting after rounds that accepted nothing */
+    float          *q;        /* owned [n_draft][n_vocab] once a source gives distributions */
+    bool            q_set;    /* this step's drafts have distributions in q */
     double          t0, t_first;
     struct seq     *next;     /* waiting list */
     struct seq     *forks;    /* owned list: the group's other choices, forked at the end of prefill */
@@ -76,6 +81,8 @@ struct hearth_sched {
     int32_t             *ids;            /* owned [batch]: greedy picks made on the device */
     int32_t             *eog;            /* owned [n_eog]: the end-of-generation ids (min_tokens) */
     int32_t              n_eog;
+    hearth_draft_job    *jobs;           /* owned [batch] */
+    seq                **job_seq;        /* owned [batch] */
     hearth_engine_stats  st;
 };
 
@@ -99,10 +106,13 @@ hearth_sched *hearth_sched_create(const hearth_model *m, hearth_fwd *fwd, hearth
     s->sq = malloc(T * sizeof(int32_t));
     s->want = malloc(T);
     s->ids = malloc(B * sizeof(int32_t));
+    s->jobs = calloc(B, sizeof *s->jobs);
+    s->job_seq = calloc(B, sizeof *s->job_seq);
     s->logits = malloc(B * (size_t)s->n_vocab * sizeof(float));
     s->lg_rows = p->batch;
     s->lg_fork = malloc((size_t)s->n_vocab * sizeof(float));
-    if (!s->lg_fork || !s->run || !s->free_slots || !s->tok || !s->pos || !s->sq || !s->want || !s->logits || !s->ids) {
+    if (!s->lg_fork || !s->run || !s->free_slots || !s->tok || !s->pos || !s->sq || !s->want || !s->logits || !s->ids ||
+        !s->jobs || !s->job_seq) {
         hearth_sched_destroy(s);
         return NULL;
     }
@@ -129,6 +139,8 @@ static void give_back(hearth_sched *s, int32_t b) {
 
 static void release_blocks(hearth_sched *s, seq *q) {
     if (q->slot < 0) return;
+    if (s->p.draft) s->p.draft->release(s->p.draft, q->slot);
+    q->k = 0;
     int32_t b;
     for (int32_t g = 0; g < hearth_kv_pool_n_groups(s->pool); g++)
         while ((b = hearth_kv_pool_seq_pop(s->pool, g, q->slot)) >= 0) give_back(s, b);
@@ -145,6 +157,7 @@ static void seq_free(hearth_sched *s, seq *q) {
     hearth_req_unref(q->r);
     free(q->toks);
     free(q->hashes);
+    free(q->q);
     free(q);
 }
 
@@ -211,6 +224,8 @@ void hearth_sched_destroy(hearth_sched *s) {
     free(s->lg_fork);
     free(s->ids);
     free(s->eog);
+    free(s->jobs);
+    free(s->job_seq);
     free(s);
 }
 
@@ -252,6 +267,7 @@ static seq *seq_new(hearth_sched *s, hearth_request *r) {
     q->n_toks = n_prompt;
     q->slot = -1;
     q->t0 = t0;
+    q->k_next = s->p.n_draft;
     return q;
 }
 
@@ -362,7 +378,7 @@ static int32_t pack(hearth_sched *s, seq *q, int32_t n, int32_t take) {
         s->pos[n] = pos;
         s->sq[n] = q->slot;
         bool score = scores_at(q, pos);
-        s->want[n] = pos == q->n_toks - 1 || score;
+        s->want[n] = pos >= q->n_toks - 1 || score; /* the last known token and the drafts after it */
         q->score_rows += score;
         s->step_rows += s->want[n];
     }
@@ -392,6 +408,9 @@ static bool logits_room(hearth_sched *s) {
     float *lg = realloc(s->logits, (size_t)s->step_rows * (size_t)s->n_vocab * sizeof(float));
     if (!lg) return false;
     s->logits = lg;
+    int32_t *ids = realloc(s->ids, (size_t)s->step_rows * sizeof(int32_t));
+    if (!ids) return false;
+    s->ids = ids;
     s->lg_rows = s->step_rows;
     return true;
 }
@@ -535,8 +554,113 @@ static void fork_choices(hearth_sched *s, seq *q, float *lg) {
     unfork(s, q);
 }
 
+/* Drafts q may carry this step (0: none): a decoding sequence that may speculate, at most what
+ * max_tokens and the context leave after the token the round makes in any case. */
+static int32_t draft_room(const hearth_sched *s, const seq *q) {
+    if (!s->p.draft || q->r->p.no_spec || q->r->p.score_from > 0 || q->forks || q->n_toks - q->n_done != 1) return 0;
+    int32_t k = s->p.draft_fixed ? s->p.n_draft : q->k_next;
+    int32_t left = q->r->p.max_tokens - q->n_gen - 1; /* also keeps the drafts inside toks */
+    if (k > left) k = left;
+    if (k > s->p.n_ctx - q->n_toks) k = s->p.n_ctx - q->n_toks;
+    return k > 0 ? k : 0;
+}
+
+/* Ask the draft source for every running sequence's drafts (one call), into toks[n_toks ..). */
+static void propose(hearth_sched *s) {
+    int32_t n = 0;
+    for (int32_t i = 0; i < s->n_run; i++) {
+        seq *q = s->run[i];
+        q->k = 0;
+        q->q_set = false;
+        int32_t k = draft_room(s, q);
+        if (k == 0) continue;
+        if (q->backoff > 0) { /* recent rounds accepted nothing: decode plainly for a while */
+            q->backoff--;
+            continue;
+        }
+        bool want_q = !q->cx && q->r->p.sampling.temperature > 0;
+        if (want_q && !q->q) q->q = malloc((size_t)s->p.n_draft * (size_t)s->n_vocab * sizeof(float));
+        s->jobs[n] = (hearth_draft_job){.slot = q->slot, .toks = q->toks, .n_toks = q->n_toks, .k = k,
+                                        .sp = &q->r->p.sampling,
+                                        .seed = q->r->p.sampling.seed ^ ((uint64_t)q->n_toks * 0x9e3779b97f4a7c15ull),
+                                        .draft = q->toks + q->n_toks, .q = want_q ? q->q : NULL};
+        s->job_seq[n++] = q;
+    }
+    if (n == 0) return;
+    s->p.draft->propose(s->p.draft, s->jobs, n);
+    for (int32_t j = 0; j < n; j++) {
+        const hearth_draft_job *jb = &s->jobs[j];
+        seq *q = s->job_seq[j];
+        int32_t k = jb->n < 0 ? 0 : jb->n > jb->k ? jb->k : jb->n;
+        for (int32_t i = 0; i < k; i++) /* a source's token outside the vocabulary ends the run */
+            if (jb->draft[i] < 0 || jb->draft[i] >= s->n_vocab) k = i;
+        q->k = k;
+        q->q_set = k > 0 && jb->q && jb->q_set;
+    }
+}
+
+/* After a round that verified k drafts and accepted a: the next round's size (one more than
+ * accepted; doubling while all are), and a pause that doubles (to 8 rounds) while rounds
+ * accept nothing, so that speculation that does not pay costs little. */
+static void adapt(const hearth_sched *s, seq *q, int32_t k, int32_t a) {
+    if (s->p.draft_fixed) return;
+    int32_t next = a == k ? 2 * k : a + 1;
+    q->k_next = next > s->p.n_draft ? s->p.n_draft : next;
+    if (a > 0) q->missed = 0;
+    else q->missed = q->missed ? (q->missed < 8 ? 2 * q->missed : 8) : 1;
+    q->backoff = a > 0 ? 0 : q->missed;
+}
+
+/* Hand back q's blocks past the one its next token goes to: the drafts' rows beyond what was
+ * committed (never indexed: the prefix cache stops at n_done). */
+static void drop_draft_blocks(hearth_sched *s, seq *q) {
+    int32_t keep = q->n_done / s->bs + 1;
+    for (int32_t g = 0; g < hearth_kv_pool_n_groups(s->pool); g++)
+        while (hearth_kv_pool_seq_blocks(s->pool, g, q->slot) > keep) {
+            int32_t b = hearth_kv_pool_seq_pop(s->pool, g, q->slot);
+            if (b < 0) break;
+            give_back(s, b);
+        }
+}
+
+/* q fed its last known token and k drafts (toks[n_toks ..)); lg[0..k] are the target's logits
+ * at those positions (ids: the device's argmax of each, or NULL). Commit the accepted drafts and
+ * the target's token after the last one, roll back the rest. False when q ended (and is freed). */
+static bool verify_drafts(hearth_sched *s, seq *q, int32_t k, float *lg, const int32_t *ids) {
+    size_t nv = (size_t)s->n_vocab;
+    int32_t a = 0;
+    q->r->n_drafted += k;
+    s->st.spec_drafted += k;
+    s->st.spec_rounds++;
+    for (int32_t j = 0; j <= k; j++) {
+        float *row = lg + (size_t)j * nv;
+        int32_t d = j < k ? q->toks[q->n_toks] : -1, pick = ids ? ids[j] : -1;
+        if (pick < 0) {
+            if (q->n_gen < q->r->p.min_tokens) /* end of generation not allowed yet */
+                for (int32_t e = 0; e < s->n_eog; e++) row[s->eog[e]] = -INFINITY;
+            if (j < k) pick = hearth_sampler_verify(q->smp, row, q->cx, d, q->q_set ? q->q + (size_t)j * nv : NULL);
+            else pick = q->cx ? hearth_sampler_sample_constrained(q->smp, row, q->cx) : hearth_sampler_sample(q->smp, row);
+        }
+        bool hit = j < k && pick == d;
+        if (hit) {
+            q->r->n_accepted++;
+            s->st.spec_accepted++;
+            a++;
+        }
+        if (!advance(s, q, pick, row)) return false;
+        if (!hit) break;
+        q->n_done++; /* the draft's KV, written in this step, is the committed token's */
+    }
+    adapt(s, q, k, a);
+    drop_draft_blocks(s, q);
+    index_blocks(s, q);
+    release_window(s, q);
+    return true;
+}
+
 void hearth_sched_step(hearth_sched *s) {
     reap_cancelled(s);
+    propose(s);
     int32_t budget = s->p.max_step, n = 0;
     s->step_rows = 0;
     /* 1. running sequences, oldest first; the youngest give way when blocks run out */
@@ -549,9 +673,12 @@ void hearth_sched_step(hearth_sched *s) {
             preempt_youngest(s);
             break;
         }
-        hearth_kv_pool_seq_reserve(s->pool, q->slot, q->n_done + take);
-        n = pack(s, q, n, take);
-        budget -= take;
+        int32_t k = q->k < budget - take ? q->k : budget - take; /* drafts: only where room is found */
+        if (k > 0 && !make_room(s, hearth_kv_pool_seq_need(s->pool, q->slot, q->n_done + take + k))) k = 0;
+        q->k = k;
+        hearth_kv_pool_seq_reserve(s->pool, q->slot, q->n_done + take + k);
+        n = pack(s, q, n, take + k);
+        budget -= take + k;
     }
     /* 2. admit waiting requests in FIFO order while the batch, the budget and the pool allow */
     while (s->wait_head && s->n_run < s->p.batch && budget > 0) {
@@ -599,7 +726,7 @@ void hearth_sched_step(hearth_sched *s) {
     for (int32_t i = 0; i < s->n_run && argmax; i++) {
         seq *q = s->run[i];
         if (q->take && q->score_rows) argmax = false; /* the scores need whole rows */
-        if (q->take && q->n_done + q->take == q->n_toks &&
+        if (q->take && q->n_done + q->take - q->k == q->n_toks &&
             (!hearth_sampler_is_argmax(q->smp) || q->r->p.logprobs || q->cx || q->n_gen < q->r->p.min_tokens ||
              q->forks))
             argmax = false;
@@ -617,20 +744,27 @@ void hearth_sched_step(hearth_sched *s) {
             i++;
             continue;
         }
-        int32_t p0 = q->n_done;
-        q->n_done += q->take;
+        int32_t p0 = q->n_done, k = q->k;
+        q->n_done += q->take - k; /* the drafts' positions count once verified */
         q->take = 0;
+        q->k = 0;
         bool out = q->n_done == q->n_toks;
         if (!st && q->score_rows) score(s, q, p0, s->logits + (size_t)row * (size_t)s->n_vocab);
         row += q->score_rows;
         float *lg = s->logits + (size_t)row * (size_t)s->n_vocab;
-        int32_t pick = argmax && out ? s->ids[row] : -1;
-        row += out;
+        const int32_t *ids = argmax && out ? s->ids + row : NULL;
+        int32_t pick = ids ? ids[0] : -1;
+        row += out ? 1 + k : 0;
         if (st) {
             char msg[160];
             snprintf(msg, sizeof msg, "forward pass failed: %s", hearth_status_str(st));
             run_remove(s, i);
             end(s, q, HEARTH_FINISH_ERROR, st, msg);
+            continue;
+        }
+        if (k > 0) { /* a speculative round */
+            if (verify_drafts(s, q, k, lg, ids)) i++;
+            else run_remove(s, i);
             continue;
         }
         index_blocks(s, q);
@@ -642,7 +776,7 @@ void hearth_sched_step(hearth_sched *s) {
             continue;
         }
         if (out && pick < 0 && q->n_gen < q->r->p.min_tokens) /* end of generation not allowed yet */
-            for (int32_t k = 0; k < s->n_eog; k++) lg[s->eog[k]] = -INFINITY;
+            for (int32_t e = 0; e < s->n_eog; e++) lg[s->eog[e]] = -INFINITY;
         if (out && pick < 0)
             pick = q->cx ? hearth_sampler_sample_constrained(q->smp, lg, q->cx) : hearth_sampler_sample(q->smp, lg);
         if (out && !advance(s, q, pick, lg)) {

@@ -15,6 +15,17 @@
  * Its sampler state is kept, so at temperature 0 (and with a seed) it produces the same
  * tokens. A cancelled request ends at the next step and its blocks are freed at once.
  *
+ * Speculative decoding (spec.h): before packing, every decoding sequence that may speculate
+ * asks the draft source for drafts (one call for all of them); its step then carries its last
+ * known token and the drafts, each asking for logits. After the forward the drafts are verified
+ * in order (hearth_sampler_verify, or the device's argmax for a greedy sequence): each accepted
+ * one is committed as the sequence's next token, the first rejected one is replaced by the
+ * target's token, and the blocks reserved for positions past the last committed one are handed
+ * back (the rows written there are garbage that the next step overwrites before any query reads
+ * it; the prefix cache only indexes blocks below n_done, which counts committed tokens only).
+ * Drafts never preempt a sequence: when their blocks cannot be found (evicting cached ones),
+ * the sequence decodes one token as usual.
+ *
  * Thread rule: engine thread only (no locks).
  */
 #pragma once
@@ -24,6 +35,7 @@
 #include "engine/engine.h"
 #include "engine/kv_pool.h"
 #include "engine/prefix_cache.h"
+#include "engine/spec.h"
 #include "models/forward.h"
 
 typedef struct hearth_sched hearth_sched;
@@ -32,6 +44,11 @@ typedef struct {
     int32_t batch;    /* sequences at once (= the pool's slots) */
     int32_t max_step; /* tokens per step (<= the forward's max) */
     int32_t n_ctx;    /* positions per sequence */
+    /* speculative decoding (spec.h): a decoding sequence carries up to n_draft drafts from draft
+     * into a step (adaptive unless draft_fixed); NULL: off */
+    hearth_drafter *draft;  /* borrowed */
+    int32_t n_draft;
+    bool    draft_fixed;
 } hearth_sched_params;
 
 /* m, fwd, pool and pc (NULL: no prefix caching) are borrowed. NULL on OOM. */

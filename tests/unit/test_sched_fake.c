@@ -15,6 +15,11 @@
  * choice must give the script's tokens too, whether it forked off the first choice's KV or
  * was queued on its own; seeded choices must give what the same seed gives alone, and the
  * prompt must be computed once.
+ * With speculative decoding (spec.h), a scripted draft source proposes runs of drafts that are
+ * the script's tokens three times in four and random ones otherwise: every rejected draft's row
+ * is written into the cache and must be rolled back (a stale row read later changes the tokens,
+ * a block reserved for drafts and not handed back breaks the reference counts), and every
+ * accepted one must land as the request's next token.
  * With an SSD tier under the prefix cache (ssd_tier.h) and a cache cap of a few blocks, evicted
  * blocks go to disk and come back through restores: a restored block holding another block's
  * rows changes the tokens (and the per-row position check) as any other misplaced block does.
@@ -110,7 +115,42 @@ typedef struct {
     int64_t cache_blocks; /* -1: no prefix cache */
     int32_t n_swa;        /* > 0: layers 0 and 1 of 3 slide over n_swa tokens (three layer groups) */
     bool    ssd;          /* an SSD tier (in a temporary directory) under the prefix cache */
+    int32_t n_draft;      /* > 0: speculative decoding with the scripted draft source below */
+    bool    draft_fixed;
 } config;
+
+/* The scripted draft source: the script's continuation, each draft wrong one time in four. */
+typedef struct {
+    hearth_drafter base;
+    int64_t        jobs, releases, bad_slots;
+    bool           live[16];  /* slots seen since their last release */
+} fake_drafter;
+
+static void fake_propose(hearth_drafter *d, hearth_draft_job *jobs, int32_t n_jobs) {
+    fake_drafter *f = (fake_drafter *)d;
+    for (int32_t j = 0; j < n_jobs; j++) {
+        hearth_draft_job *jb = &jobs[j];
+        int32_t hist[N_CTX * 2];
+        memcpy(hist, jb->toks, (size_t)jb->n_toks * sizeof *hist);
+        f->bad_slots += jb->slot < 0 || jb->slot >= 16;
+        if (jb->slot >= 0 && jb->slot < 16) f->live[jb->slot] = true;
+        jb->n = rnd(5) == 0 ? 0 : 1 + (int32_t)rnd((uint32_t)jb->k); /* now and then no proposal */
+        for (int32_t i = 0; i < jb->n; i++) {
+            int32_t t = rnd(4) == 0 ? (int32_t)rnd(V) : next_of(hist, jb->n_toks + i);
+            hist[jb->n_toks + i] = jb->draft[i] = t;
+        }
+        jb->q_set = false;
+        f->jobs++;
+    }
+}
+
+static void fake_release(hearth_drafter *d, int32_t slot) {
+    fake_drafter *f = (fake_drafter *)d;
+    f->releases++;
+    if (slot >= 0 && slot < 16) f->live[slot] = false;
+}
+
+static void fake_destroy(hearth_drafter *d) { (void)d; }
 
 static hearth_model fake_model(int32_t n_swa) {
     hearth_model m = {0};
@@ -175,7 +215,11 @@ static void run_config(const config *c, int iters, hearth_engine_stats *out) {
         CHECK_EQ(hearth_ssd_tier_open(&tp, &tier, &err), HEARTH_OK);
         hearth_prefix_cache_set_tier(pc, tier);
     }
-    hearth_sched_params sp = {.batch = c->batch, .max_step = c->max_step, .n_ctx = N_CTX};
+    fake_drafter fd = {.base = {.kind = "fake", .n_vocab = V, .propose = fake_propose, .release = fake_release,
+                                .destroy = fake_destroy}};
+    hearth_sched_params sp = {.batch = c->batch, .max_step = c->max_step, .n_ctx = N_CTX,
+                              .draft = c->n_draft > 0 ? &fd.base : NULL, .n_draft = c->n_draft,
+                              .draft_fixed = c->draft_fixed};
     hearth_sched *s = hearth_sched_create(&m, fwd, pool, pc, &sp);
     CHECK(s != NULL);
     /* three shared stems, so prompts share prefixes of several blocks */
@@ -199,7 +243,8 @@ static void run_config(const config *c, int iters, hearth_engine_stats *out) {
             hearth_sampler_params smp = hearth_sampler_params_default();
             smp.temperature = 0;
             hearth_request_params rp = {.prompt = l->all, .n_prompt = (size_t)l->n_prompt,
-                                        .max_tokens = l->max_tokens, .sampling = smp, .ignore_eog = true};
+                                        .max_tokens = l->max_tokens, .sampling = smp, .ignore_eog = true,
+                                        .no_spec = rnd(5) == 0};
             l->r = hearth_req_create(&rp);
             CHECK(l->r != NULL);
             if (!l->r) break;
@@ -263,6 +308,16 @@ static void run_config(const config *c, int iters, hearth_engine_stats *out) {
     }
     CHECK_EQ(hearth_kv_pool_n_free(pool), c->n_blocks);
     *out = *hearth_sched_stats(s);
+    if (c->n_draft > 0) { /* drafts were made, some rejected, and every slot was released at the end */
+        fprintf(stderr, "  speculation: %lld rounds, %lld drafted, %lld accepted\n", (long long)out->spec_rounds,
+                (long long)out->spec_drafted, (long long)out->spec_accepted);
+        CHECK(out->spec_accepted > 0 && out->spec_drafted > out->spec_accepted);
+        CHECK(out->spec_rounds > 0 && out->spec_rounds <= fd.jobs);
+        CHECK_EQ(fd.bad_slots, 0);
+        for (int32_t i = 0; i < 16; i++) CHECK(!fd.live[i]);
+    } else {
+        CHECK_EQ(out->spec_drafted, 0);
+    }
     fprintf(stderr, "  %lld requests (%lld forked choices), %lld steps, %lld preemptions, %lld cache hits, "
             "%lld evictions\n", (long long)n_added, (long long)n_groups, (long long)out->steps,
             (long long)out->preemptions, (long long)out->cache_hits, (long long)out->cache_evictions);
@@ -345,6 +400,27 @@ TEST(random_sequences_with_an_ssd_tier) {
     CHECK(st.preemptions > 0);
     CHECK(st.cache_hits > 0);
     run_config(&b, iters() / 4, &st);
+    CHECK(st.cache_hits > 0);
+}
+
+TEST(random_sequences_with_speculative_drafts) {
+    /* adaptive and fixed draft runs, with preemption, the prefix cache, small blocks and windows */
+    config a = {.block_size = 4, .n_blocks = 20, .batch = 6, .max_step = 16, .cache_blocks = 20, .n_draft = 4};
+    config b = {.block_size = 1, .n_blocks = 70, .batch = 8, .max_step = 7, .cache_blocks = -1, .n_draft = 5,
+                .draft_fixed = true};
+    config w = {.block_size = 4, .n_blocks = 48, .batch = 6, .max_step = 16, .cache_blocks = 40, .n_swa = 8,
+                .n_draft = 6, .draft_fixed = true};
+    config d = {.block_size = 4, .n_blocks = 20, .batch = 6, .max_step = 16, .cache_blocks = 3, .ssd = true,
+                .n_draft = 3};
+    hearth_engine_stats st;
+    run_config(&a, iters() / 2, &st);
+    CHECK(st.preemptions > 0);
+    CHECK(st.cache_hits > 0);
+    run_config(&b, iters() / 2, &st);
+    CHECK(st.preemptions > 0);
+    run_config(&w, iters() / 2, &st);
+    CHECK(st.cache_hits > 0);
+    run_config(&d, iters() / 4, &st);
     CHECK(st.cache_hits > 0);
 }
 

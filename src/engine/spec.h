@@ -1,0 +1,71 @@
+/*
+ * spec.h - speculative decoding's draft sources (ARCHITECTURE 4; docs/engine.md "Speculative
+ * decoding").
+ *
+ * A decoding sequence may carry a run of draft tokens into a step: the scheduler feeds its last
+ * known token and the drafts in one forward, takes the target model's logits at every one of
+ * those positions, and verifies the drafts in order (sched.c): a draft is committed while the
+ * target would have produced it (greedy: the same argmax; sampled: the rejection rule of
+ * hearth_sampler_verify), the first one it would not is replaced by the target's own token, and
+ * the KV written for the drafts after it is rolled back. So every sequence's output is exactly
+ * what it would have been without speculation (greedy: token for token; sampled: in
+ * distribution).
+ *
+ * A draft source proposes drafts for many sequences at once (a model drafter runs them as one
+ * batch):
+ *
+ *   ngram  prompt lookup, model-free: the most recent earlier occurrence of the sequence's last
+ *          n tokens (n from ngram_max down to ngram_min) in its own tokens, and the tokens that
+ *          followed it. A draft is certain (no distribution).
+ *   model  a second, smaller model with the target's vocabulary and its own KV (draft_model.c).
+ *
+ * The source keeps whatever state it needs per sequence slot; the scheduler tells it when a
+ * slot's sequence is gone (ended or preempted) with release. A source never sees the target's
+ * KV and may propose anything: a wrong draft costs time, never correctness.
+ *
+ * Thread rule: engine thread only.
+ */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "engine/sampler.h"
+
+/* One sequence's request for drafts. */
+typedef struct {
+    int32_t        slot;   /* the sequence's slot in the target's pool (0 .. batch) */
+    const int32_t *toks;   /* its known tokens: prompt, then what it generated */
+    int32_t        n_toks;
+    int32_t        k;      /* drafts wanted, >= 1 */
+    const hearth_sampler_params *sp; /* the request's sampling (a model source may draw under it) */
+    uint64_t       seed;   /* a per-round seed for a source that draws */
+    int32_t       *draft;  /* out [k] */
+    float         *q;      /* out [k][n_vocab], or NULL when the source cannot give distributions:
+                            * the distribution each draft was drawn from; the source sets *q_set */
+    bool           q_set;  /* out: q holds the drafts' distributions (else each draft is certain) */
+    int32_t        n;      /* out: drafts made, 0 .. k */
+} hearth_draft_job;
+
+typedef struct hearth_drafter hearth_drafter;
+struct hearth_drafter {
+    const char *kind;      /* "ngram", "two-model" */
+    int32_t     n_vocab;   /* the vocabulary of the drafts (the target's) */
+    /* Fill jobs[0..n_jobs) (each a distinct slot). */
+    void (*propose)(hearth_drafter *d, hearth_draft_job *jobs, int32_t n_jobs);
+    /* The slot's sequence ended or was preempted: forget it. */
+    void (*release)(hearth_drafter *d, int32_t slot);
+    void (*destroy)(hearth_drafter *d);
+};
+
+static inline void hearth_drafter_destroy(hearth_drafter *d) {
+    if (d) d->destroy(d);
+}
+
+/* Prompt lookup: drafts (at most k) for tokens[0..n) into out; returns how many. The longest
+ * n-gram first (ngram_max down to ngram_min); for each, the most recent earlier occurrence of
+ * the last n tokens that has a continuation; the continuation, up to k tokens, is the draft. */
+int32_t hearth_ngram_draft(const int32_t *tokens, int32_t n, int32_t ngram_min, int32_t ngram_max, int32_t k,
+                           int32_t *out);
+
+/* The ngram source (n_vocab: the target's). NULL on OOM. */
+hearth_drafter *hearth_drafter_ngram(int32_t n_vocab, int32_t ngram_min, int32_t ngram_max);
