@@ -114,7 +114,7 @@ int main(int argc, char **argv) {
             for (int i = 0; i < st->n; i++)
                 parts[i] = (hearth_matmul_part){st->t[i]->type, st->t[i]->data,
                                                 hearth_row_size(st->t[i]->type, st->t[i]->ne[0]), st->t[i]->ne[1],
-                                                y[i], st->t[i]->ne[1]};
+                                                y[i], st->t[i]->ne[1], false};
             double w0 = clk(CLOCK_MONOTONIC), c0 = clk(CLOCK_PROCESS_CPUTIME_ID);
             hearth_matmul_n(pool, parts, st->n, st->t[0]->ne[0], x, n_tok, scratch);
             double dw = clk(CLOCK_MONOTONIC) - w0, dc = clk(CLOCK_PROCESS_CPUTIME_ID) - c0;

@@ -33,6 +33,8 @@ typedef struct {
     int32_t     *grp_start;   /* owned: [max_tok + 1] each group's first place in attn_order */
     int64_t     *grp_items;   /* owned: [max_tok + 1] each group's first work item */
     bool         fused_sdpa;  /* the multi-query attention kernels (numerics.h); off: per head */
+    bool         batch_invariant; /* every row as alone (numerics.h): one-row matmul orders, the
+                                   * one-token attention order for every query */
 } cpu_ctx;
 
 static cpu_ctx *ctx_of(hearth_backend *be) { return be->ctx; }
@@ -44,6 +46,11 @@ static void cpu_matmul(hearth_backend *be, const hearth_weight *w, const float *
     cpu_ctx *c = ctx_of(be);
     HEARTH_ASSERT(n_tok <= c->max_tok && w->ne0 <= c->max_width);
     HEARTH_ASSERT(hearth_matmul_scratch_bytes(w->type, w->ne0, n_tok, c->nth) <= c->mm_bytes);
+    if (c->batch_invariant) {
+        hearth_matmul_part part = {w->type, w->data, w->row_bytes, w->ne1, y, ldy, true};
+        hearth_matmul_n(c->pool, &part, 1, w->ne0, x, n_tok, c->mm_scratch);
+        return;
+    }
     hearth_matmul(c->pool, w->type, w->data, w->row_bytes, w->ne1, w->ne0, x, n_tok, y, ldy, c->mm_scratch);
 }
 
@@ -55,7 +62,8 @@ static void cpu_matmul_n(hearth_backend *be, const hearth_weight *const *w, floa
     for (int i = 0; i < n; i++) {
         HEARTH_ASSERT(w[i]->ne0 == w[0]->ne0 && w[i]->ne0 <= c->max_width);
         HEARTH_ASSERT(hearth_matmul_scratch_bytes(w[i]->type, w[i]->ne0, n_tok, c->nth) <= c->mm_bytes);
-        parts[i] = (hearth_matmul_part){w[i]->type, w[i]->data, w[i]->row_bytes, w[i]->ne1, y[i], ldy[i]};
+        parts[i] = (hearth_matmul_part){w[i]->type, w[i]->data, w[i]->row_bytes, w[i]->ne1, y[i], ldy[i],
+                                        c->batch_invariant};
     }
     hearth_matmul_n(c->pool, parts, n, w[0]->ne0, x, n_tok, c->mm_scratch);
 }
@@ -311,7 +319,7 @@ static void attn_fn(void *arg, int ith, int nth) {
                 attn_sgroup(j, order[0], whole + (local - whole) / 2, (local - whole) % 2, 2, scores);
             else attn_sgroup(j, order[0], local / j->parts, local % j->parts, j->parts, scores);
         } else {
-            attn_head(j, order[local / a->n_head], local % a->n_head, n == 1, scores);
+            attn_head(j, order[local / a->n_head], local % a->n_head, n == 1 || c->batch_invariant, scores);
         }
     }
 }
@@ -447,7 +455,8 @@ static void cpu_attention(hearth_backend *be, const hearth_attn_args *a) {
     /* the group kernels compute each query head's result as the head kernel does, bit for bit;
      * fused-sdpa off runs every head alone (the A/B lever, numerics.h) */
     bool fused = c->fused_sdpa && a->head_dim % 16 == 0;
-    j.group = j.x86 && j.tile > 0 && fused ? hearth_kernels_attn_group() : NULL;
+    /* batch invariance: a query of a several-token sequence goes alone in the one-token order */
+    j.group = j.x86 && j.tile > 0 && fused && !c->batch_invariant ? hearth_kernels_attn_group() : NULL;
     j.sgroup = j.x86 && g <= HEARTH_ATTN_X86_SGROUP_MAX && fused ? hearth_kernels_attn_sgroup() : NULL;
 
     /* group the tokens by sequence: attn_order lists each group's tokens in step order */
@@ -672,6 +681,7 @@ hearth_backend *hearth_backend_cpu_create(int n_threads, int64_t max_tok, int64_
     be->ctx = c;
     be->nx = hearth_numerics_resolve(nx ? *nx : (hearth_numerics){0});
     c->fused_sdpa = !be->nx.no_fused_sdpa;
+    c->batch_invariant = be->nx.batch_invariant;
     c->pool = hearth_pool_create(n_threads);
     if (!c->pool) goto fail;
     c->nth = hearth_pool_size(c->pool);

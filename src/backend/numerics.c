@@ -54,4 +54,8 @@ void hearth_numerics_describe(const hearth_numerics *nx, char *buf, size_t cap) 
     snprintf(buf, cap, "%s, compiled-decode %s, fused-sdpa %s, compiled-activations %s",
              hearth_numerics_tier_name(nx->tier), nx->no_compiled_decode ? "off" : "on",
              nx->no_fused_sdpa ? "off" : "on", nx->no_compiled_activations ? "off" : "on");
+    if (nx->batch_invariant) {
+        size_t n = strlen(buf);
+        if (n < cap) snprintf(buf + n, cap - n, ", batch-invariant on");
+    }
 }

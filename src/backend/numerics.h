@@ -25,6 +25,16 @@
  *                         query heads sharing a kv head in one pass; CUDA: the CUDA-core
  *                         kernel's blocks serving a group of query heads, not one head)
  *   compiled-activations  CUDA: gate/up matmul and the GLU in one launch (ffn_glu)
+ *
+ * One switch changes bits on purpose, and is off by default:
+ *
+ *   batch-invariant       CPU: every token's row is computed as it would be alone in its step,
+ *                         whatever else the step carries: matmuls take the one-row dot for every
+ *                         row (not llama.cpp's gemm or tiled orders of steps of 4 or more rows),
+ *                         attention the one-token order for every query. Batching, chunked
+ *                         prefill and speculative decoding's verify steps then never change a
+ *                         token (docs/engine.md, "Batch invariance"); steps of many tokens run
+ *                         slower. Not available on CUDA.
  */
 #pragma once
 #include <stdbool.h>
@@ -42,6 +52,7 @@ typedef struct {
     bool no_compiled_decode;      /* switches, stored inverted so that {0} is the default */
     bool no_fused_sdpa;
     bool no_compiled_activations;
+    bool batch_invariant;         /* off by default (not inverted) */
 } hearth_numerics;
 
 /* tier AUTO resolved: ref when the active kernel set is the reference one, else l1. */

@@ -67,6 +67,21 @@ int cli_numerics_flag(int argc, char **argv, int *i, cli_engine_flags *f) {
         }
         return 1;
     }
+    if (!strncmp(a, "--batch-invariant", 17) && (a[17] == 0 || a[17] == '=')) {
+        const char *val = a[17] == '=' ? a + 18 : NULL;
+        if (!val) {
+            if (*i + 1 >= argc) {
+                cli_error("--batch-invariant needs a value (on or off)");
+                return -1;
+            }
+            val = argv[++*i];
+        }
+        if (!hearth_switch_parse(val, &f->numerics.batch_invariant)) {
+            cli_error("--batch-invariant expects on or off (got \"%s\")", val);
+            return -1;
+        }
+        return 1;
+    }
     static const char *const names[] = {"--numerics", "--compiled-decode", "--fused-sdpa", "--compiled-activations"};
     bool *const off[] = {NULL, &f->numerics.no_compiled_decode, &f->numerics.no_fused_sdpa,
                          &f->numerics.no_compiled_activations};

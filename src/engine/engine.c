@@ -421,6 +421,11 @@ hearth_status hearth_engine_create(const hearth_model *m, const hearth_engine_pa
         int64_t gpu = (int64_t)(bi.mem_free / 10 * 9);
         if (gpu < e->p.memory_budget) e->p.memory_budget = gpu;
     }
+    if (nx->batch_invariant && !hearth_backend_host_memory(e->be)) {
+        st = hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1,
+                            "--batch-invariant runs on the CPU only; use --device cpu");
+        goto fail;
+    }
     if (hearth_kv_type_turbo(kv.k) && !hearth_backend_host_memory(e->be)) {
         st = hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1,
                             "--kv-quant turbo runs on the CPU only; use --device cpu");

@@ -222,6 +222,8 @@ typedef struct {
     int64_t     n_out;
     float      *y;           /* borrowed: [n_tok][ldy] */
     int64_t     ldy;
+    bool        per_row;     /* every activation row in the one-row order (vec_dot, or its tile),
+                              * whatever n_tok: no gemm or batch order (batch invariance) */
 } hearth_matmul_part;
 void hearth_matmul_n(hearth_pool *pool, const hearth_matmul_part *parts, int n_parts, int64_t n_in, const float *x,
                      int64_t n_tok, void *scratch);

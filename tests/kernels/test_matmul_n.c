@@ -40,7 +40,7 @@ static int check(const hearth_type *types, const int64_t *n_outs, int n, int64_t
             hearth_kernels_traits_isa(types[i], HEARTH_ISA_SCALAR)->from_float(w32, w + rb * (size_t)r, N_IN);
         }
         int64_t ldy = n_outs[i] + 3;
-        parts[i] = (hearth_matmul_part){types[i], w, rb, n_outs[i], calloc((size_t)(n_tok * ldy), sizeof(float)), ldy};
+        parts[i] = (hearth_matmul_part){types[i], w, rb, n_outs[i], calloc((size_t)(n_tok * ldy), sizeof(float)), ldy, false};
         want[i] = calloc((size_t)(n_tok * ldy), sizeof(float));
         size_t b = hearth_matmul_scratch_bytes(types[i], N_IN, n_tok, nth);
         if (b > scratch_bytes) scratch_bytes = b;

@@ -29,6 +29,16 @@
  * Any other difference fails: a wrong cache block or position changes many sequences, at
  * margins of whole nats.
  *
+ * The same four runs go through speculative decoding with prompt lookup (--draft-kind ngram) on
+ * both models: the cold run without speculation is the reference, the batched, cached and
+ * preempted runs speculate (one request in four opts out), and drafts must have been made and
+ * accepted. Their prompts repeat a 10-token motif, which the models continue, so that lookup
+ * finds drafts. With the batch-invariant numerics (numerics.h) every token must be the cold
+ * run's, logprobs too, on both models: no near-tie allowance (speculation is exact); the same
+ * holds for plain batching, checked on Gemma 3 (whose default Q4_K orders are the least
+ * batch-invariant). In the default numerics a verify step carries several tokens of one
+ * sequence, so the near-tie rule below applies to it as to any batched step (SmolLM2).
+ *
  * The prompts are pairs sharing a 16-token stem, so prefixes also meet inside a batch. Models
  * come from HEARTH_SMOLLM2_GGUF / HEARTH_GEMMA3_GGUF; skipped under the sanitizers (the tiny
  * model covers the same paths there: tests/unit/test_engine.c).
@@ -49,7 +59,8 @@ enum { NQ = 8, PLEN = 20, NGEN = 8, CTX = 64 };
 static float margin[NQ][NGEN];
 static int32_t second[NQ][NGEN];
 
-static int collect(hearth_request *r, int32_t *toks, int cap, hearth_event *done, float *marg, int32_t *sec) {
+static int collect(hearth_request *r, int32_t *toks, int cap, hearth_event *done, float *marg, int32_t *sec,
+                   float *lpo) {
     int n = 0;
     for (;;) {
         hearth_event ev;
@@ -63,6 +74,7 @@ static int collect(hearth_request *r, int32_t *toks, int cap, hearth_event *done
         }
         if (n < cap) {
             toks[n] = ev.token;
+            if (lpo) lpo[n] = ev.has_logprobs ? ev.lp.logprob : NAN;
             if (marg) CHECK(ev.has_logprobs && ev.lp.n_top >= 2);
             if (marg && ev.has_logprobs && ev.lp.n_top >= 2) {
                 marg[n] = ev.lp.top_logprob[0] - ev.lp.top_logprob[1];
@@ -74,6 +86,9 @@ static int collect(hearth_request *r, int32_t *toks, int cap, hearth_event *done
 }
 
 static hearth_kv_quant kvq; /* the cache scheme of the runs */
+static bool ngram;          /* the batched runs speculate with prompt lookup */
+static bool invariant;      /* batch-invariant numerics: every run must equal the cold one exactly */
+static float cold_lp[NQ][NGEN], got_lp[NQ][NGEN]; /* chosen tokens' logprobs (invariant runs) */
 
 static hearth_engine *engine(hearth_model *m, int32_t batch, int32_t block_size, int32_t pool_tokens,
                              int64_t prompt_cache) {
@@ -86,6 +101,8 @@ static hearth_engine *engine(hearth_model *m, int32_t batch, int32_t block_size,
     ep.prompt_cache = prompt_cache;
     ep.debug_checks = true;
     ep.kv_quant = kvq;
+    ep.numerics.batch_invariant = invariant;
+    if (ngram && batch > 1) ep.spec = (hearth_spec_params){.kind = HEARTH_DRAFT_NGRAM, .n_draft = 6};
     hearth_kv_scheme sc = kvq.mode == HEARTH_KVQ_8   ? hearth_kv_scheme_of(HEARTH_KV_Q8_0, HEARTH_KV_Q8_0)
                           : kvq.mode == HEARTH_KVQ_4 ? hearth_kv_scheme_of(HEARTH_KV_Q4_0, HEARTH_KV_Q4_0)
                           : kvq.mode == HEARTH_KVQ_TURBO
@@ -106,13 +123,14 @@ static hearth_engine *engine(hearth_model *m, int32_t batch, int32_t block_size,
 
 /* Submit prompts [0, n) at once; tokens into out, n_cached into cached. */
 static void run(hearth_engine *e, int32_t p[NQ][PLEN], int n, int32_t out[NQ][NGEN], int32_t *cached,
-                float marg[][NGEN], int32_t sec[][NGEN]) {
+                float marg[][NGEN], int32_t sec[][NGEN], float lpo[][NGEN]) {
     hearth_request *r[NQ] = {0};
     hearth_err err;
     for (int i = 0; i < n; i++) {
         hearth_request_params rp = {.prompt = p[i], .n_prompt = PLEN, .max_tokens = NGEN,
                                     .sampling = hearth_sampler_params_default(), .ignore_eog = true};
         rp.sampling.temperature = 0;
+        rp.no_spec = i % 4 == 3;
         rp.logprobs = true;
         rp.top_logprobs = 2;
         CHECK_EQ(hearth_engine_submit(e, &rp, &r[i], &err), HEARTH_OK);
@@ -120,7 +138,8 @@ static void run(hearth_engine *e, int32_t p[NQ][PLEN], int n, int32_t out[NQ][NG
     for (int i = 0; i < n; i++) {
         if (!r[i]) continue;
         hearth_event done = {0};
-        CHECK_EQ(collect(r[i], out[i], NGEN, &done, marg ? marg[i] : NULL, sec ? sec[i] : NULL), NGEN);
+        CHECK_EQ(collect(r[i], out[i], NGEN, &done, marg ? marg[i] : NULL, sec ? sec[i] : NULL,
+                         lpo[i]), NGEN);
         CHECK_EQ(done.finish, HEARTH_FINISH_LENGTH);
         if (cached) cached[i] = done.n_cached;
         hearth_request_release(r[i]);
@@ -140,6 +159,17 @@ static void idle_stats(hearth_engine *e, hearth_engine_stats *st) {
  * of the reference (after which the sequences are not compared). */
 static int differing(int32_t got[NQ][NGEN], int32_t cold[NQ][NGEN]) {
     int n = 0, loose = 0;
+    if (invariant) { /* exact: the tokens and their logprobs, bit for bit */
+        for (int i = 0; i < NQ; i++)
+            for (int t = 0; t < NGEN; t++)
+                if (got[i][t] != cold[i][t] || memcmp(&got_lp[i][t], &cold_lp[i][t], sizeof(float))) {
+                    printf("  prompt %d step %d: token %d logprob %.9g, alone %d logprob %.9g\n", i, t, got[i][t],
+                           (double)got_lp[i][t], cold[i][t], (double)cold_lp[i][t]);
+                    n++;
+                    break;
+                }
+        return n;
+    }
     for (int i = 0; i < NQ; i++)
         for (int t = 0; t < NGEN; t++) {
             if (got[i][t] == cold[i][t]) continue;
@@ -173,38 +203,47 @@ static void check_model(const char *path) {
         for (int j = 0; j < PLEN; j++) {
             s = s * 1103515245u + 12345u;
             p[i][j] = (i % 2 && j < 16) ? p[i - 1][j] : 100 + (int32_t)((s >> 8) % (uint32_t)(n_vocab / 2));
+            if (ngram && j >= 10) p[i][j] = p[i][j - 10]; /* a motif to look up */
         }
     static int32_t cold[NQ][NGEN], got[NQ][NGEN];
     int32_t cached[NQ];
     hearth_engine_stats st;
 
     hearth_engine *e = engine(m, 1, 16, CTX, 0);
-    for (int i = 0; e && i < NQ; i++) run(e, &p[i], 1, &cold[i], NULL, &margin[i], &second[i]);
+    for (int i = 0; e && i < NQ; i++) run(e, &p[i], 1, &cold[i], NULL, &margin[i], &second[i], &cold_lp[i]);
     hearth_engine_destroy(e);
 
     e = engine(m, NQ, 16, NQ * CTX, -1);
     if (e) {
-        run(e, p, NQ, got, NULL, NULL, NULL);
+        run(e, p, NQ, got, NULL, NULL, NULL, got_lp);
         CHECK_EQ(differing(got, cold), 0);
         memset(got, 0, sizeof got);
-        run(e, p, NQ, got, cached, NULL, NULL);
+        run(e, p, NQ, got, cached, NULL, NULL, got_lp);
         CHECK_EQ(differing(got, cold), 0);
         for (int i = 0; i < NQ; i++) CHECK_EQ(cached[i], 16); /* the full block of 16 (never the last token's) */
         idle_stats(e, &st);
         CHECK_EQ(st.check_failures, 0);
+        if (ngram) {
+            printf("  ngram: %lld rounds, %lld drafted, %lld accepted\n", (long long)st.spec_rounds,
+                   (long long)st.spec_drafted, (long long)st.spec_accepted);
+            CHECK(st.spec_accepted > 0 && st.spec_drafted >= st.spec_accepted);
+        } else {
+            CHECK_EQ(st.spec_drafted, 0);
+        }
         CHECK(st.steps < 2 * NQ * NGEN); /* batched, not one after another */
     }
     hearth_engine_destroy(e);
 
-    e = engine(m, NQ, 4, 3 * (PLEN + NGEN), 0);
+    e = engine(m, NQ, 4, ngram ? 5 * (PLEN + NGEN) / 2 : 3 * (PLEN + NGEN), 0); /* speculation finishes sooner */
     if (e) {
         memset(got, 0, sizeof got);
-        run(e, p, NQ, got, NULL, NULL, NULL);
+        run(e, p, NQ, got, NULL, NULL, NULL, got_lp);
         CHECK_EQ(differing(got, cold), 0);
         idle_stats(e, &st);
         CHECK(st.preemptions > 0);
         CHECK_EQ(st.check_failures, 0);
         CHECK_EQ(st.blocks_free, st.blocks_total);
+        if (ngram) CHECK(st.spec_accepted > 0);
     }
     hearth_engine_destroy(e);
     hearth_model_destroy(m);
@@ -218,7 +257,22 @@ static void check_scheme_bits(const char *path, hearth_kvq_mode mode, int k_bits
 
 static void check_scheme(const char *path, hearth_kvq_mode mode) { check_scheme_bits(path, mode, 0, 0); }
 
+static void check_ngram(const char *path, bool inv) {
+    ngram = true;
+    invariant = inv;
+    check_model(path);
+    ngram = invariant = false;
+}
+
 TEST(smollm2_batched_cached_preempted_match_alone) { check_model(getenv("HEARTH_SMOLLM2_GGUF")); }
+TEST(smollm2_ngram_batched_cached_preempted_match_alone) { check_ngram(getenv("HEARTH_SMOLLM2_GGUF"), false); }
+TEST(smollm2_ngram_batch_invariant_exactly_alone) { check_ngram(getenv("HEARTH_SMOLLM2_GGUF"), true); }
+TEST(gemma3_ngram_batch_invariant_exactly_alone) { check_ngram(getenv("HEARTH_GEMMA3_GGUF"), true); }
+TEST(gemma3_batch_invariant_batched_cached_preempted_exactly_alone) {
+    invariant = true;
+    check_model(getenv("HEARTH_GEMMA3_GGUF"));
+    invariant = false;
+}
 TEST(gemma3_batched_cached_preempted_match_alone) { check_model(getenv("HEARTH_GEMMA3_GGUF")); }
 TEST(smollm2_kv8_batched_cached_preempted_match_alone) { check_scheme(getenv("HEARTH_SMOLLM2_GGUF"), HEARTH_KVQ_8); }
 TEST(smollm2_kv4_batched_cached_preempted_match_alone) { check_scheme(getenv("HEARTH_SMOLLM2_GGUF"), HEARTH_KVQ_4); }

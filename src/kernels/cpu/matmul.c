@@ -254,11 +254,11 @@ static bool job_init(mm_job *j, hearth_pool *pool, const hearth_matmul_part *d, 
         if (vdt != HEARTH_TYPE_F32 || d[i].wtype == HEARTH_TYPE_F32 || tr->f32_direct) {
             p->vec_dot = tr->vec_dot;
             p->vec_dot_tile = vdt != HEARTH_TYPE_F32 ? tr->vec_dot_tile : NULL;
-            if (tr->vec_dot_batch && n_tok >= tr->vec_dot_batch_min) { /* llama.cpp's tiled matmul */
+            if (tr->vec_dot_batch && n_tok >= tr->vec_dot_batch_min && !d[i].per_row) { /* llama.cpp's tiled matmul */
                 p->vec_dot = tr->vec_dot_batch;
                 p->vec_dot_tile = vdt != HEARTH_TYPE_F32 ? tr->vec_dot_batch_tile : NULL;
             }
-            if (tr->vec_dot_gemm && n_tok > 3) { /* llama.cpp's repacked gemm rows (kernels.h) */
+            if (tr->vec_dot_gemm && n_tok > 3 && !d[i].per_row) { /* llama.cpp's repacked gemm rows (kernels.h) */
                 p->vec_dot_gemm = tr->vec_dot_gemm;
                 p->gemm_rows = n_tok - n_tok % 4;
                 p->gemm_tile = tr->vec_dot_gemm_tile;
@@ -315,7 +315,7 @@ void hearth_matmul(hearth_pool *pool, hearth_type wtype, const void *w, size_t w
                    int64_t ldy, void *scratch) {
     HEARTH_ASSERT(n_in > 0 && n_out >= 0 && n_tok >= 0 && ldy >= n_out);
     if (n_out == 0 || n_tok == 0) return;
-    hearth_matmul_part d = {wtype, w, w_row_bytes, n_out, y, ldy};
+    hearth_matmul_part d = {wtype, w, w_row_bytes, n_out, y, ldy, false};
     mm_job j;
     HEARTH_ASSERT(job_init(&j, pool, &d, 1, n_in, x, n_tok, scratch));
     pre_quantize(&j);
