@@ -15,6 +15,7 @@
 #include "engine/prefix_cache.h"
 #include "engine/request.h"
 #include "engine/sched.h"
+#include "engine/spec.h"
 #include "engine/ssd_tier.h"
 #include "kernels/kernels.h"
 #include "model/wire.h"
@@ -178,6 +179,36 @@ static int64_t transient_bytes(const hearth_engine *e, const hearth_hparams *hp,
     return act + mm + logits + scores + (32 << 20) + 64 * (int64_t)hp->n_vocab;
 }
 
+/* The draft model's cache scheme: the target's, or f16 when that is a quantized one (a small
+ * draft's cache costs little, and its rounding changes only which drafts are proposed). */
+static hearth_kv_scheme draft_kv(hearth_kv_scheme kv) {
+    bool plain = (kv.k == HEARTH_KV_F16 || kv.k == HEARTH_KV_F32) && (kv.v == HEARTH_KV_F16 || kv.v == HEARTH_KV_F32);
+    return plain ? kv : HEARTH_KV_SCHEME_F16;
+}
+
+static const hearth_model *draft_model_of(const hearth_engine *e) {
+    return e->p.spec.kind == HEARTH_DRAFT_MODEL ? e->p.spec.draft_model : NULL;
+}
+
+static hearth_draft_model_params draft_params(const hearth_engine *e, hearth_kv_scheme kv) {
+    return (hearth_draft_model_params){.batch = e->p.batch, .n_ctx = e->p.n_ctx, .max_step = e->p.max_step,
+                                       .block_size = e->p.block_size, .kv = draft_kv(kv)};
+}
+
+/* What a two-model draft source adds to the memory (0 without one): the draft's weights, its
+ * pool at its largest (batch full contexts: the cap of the target pool's bytes is applied
+ * later) and its activations and logits. */
+static int64_t draft_bytes(const hearth_engine *e, hearth_kv_scheme kv) {
+    const hearth_model *dm = draft_model_of(e);
+    if (!dm) return 0;
+    const hearth_hparams *hp = hearth_model_hparams(dm);
+    hearth_draft_model_params dp = draft_params(e, kv);
+    int64_t T = e->p.max_step, q = (int64_t)hp->n_head * hp->head_dim, kvw = (int64_t)hp->n_head_kv * hp->head_dim;
+    int64_t act = T * (2 * (int64_t)hp->n_embd + q + 2 * kvw + q + 2 * (int64_t)hp->n_ff) * 4;
+    int64_t logits = (int64_t)e->p.batch * hp->n_vocab * 4;
+    return (int64_t)hearth_model_weight_bytes(dm) + hearth_draft_model_pool_bytes(dm, &dp) + act + logits;
+}
+
 /* The pool's bytes (see hearth_engine_params): explicit, from the memory budget, or one full
  * context. Refuses a budget that cannot serve one request of the full context. */
 static hearth_status size_pool(hearth_engine *e, const hearth_model *m, hearth_kv_scheme kv, int64_t width, size_t *out,
@@ -190,13 +221,17 @@ static hearth_status size_pool(hearth_engine *e, const hearth_model *m, hearth_k
     int64_t weights = (int64_t)hearth_model_weight_bytes(m), trans = transient_bytes(e, hp, width);
     e->info.weight_bytes = weights;
     e->info.transient_bytes = trans;
+    int64_t draft = draft_bytes(e, kv); /* a draft model's weights, pool and activations */
+    char dnote[64] = "";
+    if (draft > 0) snprintf(dnote, sizeof dnote, " and the draft model (%.0f MB)", MB(draft));
+    trans += draft;
     e->info.memory_budget = e->p.memory_budget > 0 ? e->p.memory_budget : 0;
     if (e->p.kv_budget > 0) {
         if (e->p.memory_budget > 0 && weights + trans + e->p.kv_budget > e->p.memory_budget)
             return hearth_err_set(err, HEARTH_E_LIMIT, -1,
-                                  "the KV budget (%.0f MB) with the weights (%.0f MB) and transients (%.0f MB) "
+                                  "the KV budget (%.0f MB) with the weights (%.0f MB) and transients (%.0f MB)%s "
                                   "exceeds the memory budget (%.0f MB): lower --kv-budget or raise --memory-budget",
-                                  MB(e->p.kv_budget), MB(weights), MB(trans), MB(e->p.memory_budget));
+                                  MB(e->p.kv_budget), MB(weights), MB(trans - draft), dnote, MB(e->p.memory_budget));
         *out = (size_t)e->p.kv_budget;
         return HEARTH_OK;
     }
@@ -207,10 +242,11 @@ static hearth_status size_pool(hearth_engine *e, const hearth_model *m, hearth_k
     int64_t left = e->p.memory_budget - weights - trans;
     if (left < block * ctx_blocks)
         return hearth_err_set(err, HEARTH_E_LIMIT, -1,
-                              "the memory budget (%.0f MB) minus the weights (%.0f MB) and transients (%.0f MB) "
+                              "the memory budget (%.0f MB) minus the weights (%.0f MB) and transients (%.0f MB)%s "
                               "leaves %.0f MB for the KV cache; one request of the %d-token context needs %.0f MB: "
                               "raise --memory-budget or lower --ctx",
-                              MB(e->p.memory_budget), MB(weights), MB(trans), MB(left > 0 ? left : 0), e->p.n_ctx,
+                              MB(e->p.memory_budget), MB(weights), MB(trans - draft), dnote, MB(left > 0 ? left : 0),
+                              e->p.n_ctx,
                               MB(block * ctx_blocks));
     /* no more than the batch's full contexts plus the prompt cache can use, and the cache at
      * most 7 batches of full contexts more (a tiny model would otherwise get millions of
@@ -302,6 +338,18 @@ static hearth_status open_drafter(hearth_engine *e, const hearth_model *m, heart
     case HEARTH_DRAFT_NGRAM:
         e->draft = hearth_drafter_ngram(n_vocab, sp->ngram_min, sp->ngram_max);
         break;
+    case HEARTH_DRAFT_MODEL: {
+        if (!sp->draft_model)
+            return hearth_err_set(err, HEARTH_E_INVALID, -1, "the two-model draft source needs a draft model");
+        hearth_status st = hearth_draft_vocab_check(m, sp->draft_model, err);
+        if (st) return st;
+        hearth_draft_model_params dp = draft_params(e, e->info.kv);
+        dp.max_pool_bytes = e->info.pool_bytes; /* never more KV than the target's own pool */
+        if ((st = hearth_drafter_model(m, sp->draft_model, e->be, &dp, &e->draft, err))) return st;
+        e->info.draft_weight_bytes = (int64_t)hearth_model_weight_bytes(sp->draft_model);
+        e->info.draft_pool_bytes = hearth_draft_model_pool_bytes(sp->draft_model, &dp);
+        break;
+    }
     default:
         return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "this kind of draft source is not available");
     }
@@ -408,8 +456,10 @@ hearth_status hearth_engine_create(const hearth_model *m, const hearth_engine_pa
         if (!e->be) hearth_log(HEARTH_LOG_WARN, "engine: not on the GPU (%s); computing on the CPU", cerr.msg);
     }
     int64_t width = hp->n_embd;
-    int64_t cands[] = {hp->n_ff, (int64_t)hp->n_head * hp->head_dim_v};
-    for (int i = 0; i < 2; i++) if (cands[i] > width) width = cands[i];
+    const hearth_hparams *dh = draft_model_of(e) ? hearth_model_hparams(draft_model_of(e)) : hp;
+    int64_t cands[] = {hp->n_ff, (int64_t)hp->n_head * hp->head_dim_v, /* the draft model's rows too */
+                       dh->n_embd, dh->n_ff, (int64_t)dh->n_head * dh->head_dim_v};
+    for (int i = 0; i < 5; i++) if (cands[i] > width) width = cands[i];
     if (!e->be) e->be = hearth_backend_cpu_create(p->n_threads, e->p.max_step, width, e->p.n_ctx, nx);
     if (!e->be) {
         st = hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory creating the backend");

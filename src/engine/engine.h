@@ -45,7 +45,12 @@ typedef struct {
     bool                fixed;      /* always ask for n_draft (else adaptive: a sequence's round
                                      * asks for one more than it last accepted, doubling while
                                      * every draft is accepted, up to n_draft) */
-    const hearth_model *draft_model; /* MODEL: borrowed, must outlive the engine */
+    const hearth_model *draft_model; /* MODEL: borrowed, must outlive the engine; it must have the
+                                     * target's tokenizer (hearth_draft_vocab_check). It runs on
+                                     * the engine's backend with a KV pool of its own: batch full
+                                     * contexts, at most the target pool's bytes, in the target's
+                                     * cache scheme (f16 when that is a quantized one); its weights,
+                                     * pool and activations count in memory_budget */
 } hearth_spec_params;
 
 typedef struct {
@@ -204,6 +209,8 @@ typedef struct {
     bool    ssd_verify;
     hearth_spec_params spec;            /* as resolved (kind NONE: off; draft_model not kept) */
     char    spec_kind[16];              /* "ngram", "two-model", or "" */
+    int64_t draft_weight_bytes;         /* two-model: the draft model's weights (0 otherwise) */
+    int64_t draft_pool_bytes;           /* two-model: the draft's own KV pool (0 otherwise) */
 } hearth_engine_info;
 
 void          hearth_engine_info_get(const hearth_engine *e, hearth_engine_info *out);

@@ -29,7 +29,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "backend/backend.h"
+#include "backend/kv_type.h"
+#include "base/status.h"
 #include "engine/sampler.h"
+#include "model/model.h"
 
 /* One sequence's request for drafts. */
 typedef struct {
@@ -69,3 +73,30 @@ int32_t hearth_ngram_draft(const int32_t *tokens, int32_t n, int32_t ngram_min, 
 
 /* The ngram source (n_vocab: the target's). NULL on OOM. */
 hearth_drafter *hearth_drafter_ngram(int32_t n_vocab, int32_t ngram_min, int32_t ngram_max);
+
+/* Two-model drafts (draft_model.c). The draft model must have the target's tokenizer: the same
+ * number of tokens, the same text for every id, the same control tokens, the same BOS and EOS
+ * and the same end-of-generation set. The number of rows of the models' embeddings and output
+ * heads may differ (a padded embedding): drafts are only ever tokenizer ids. A refusal
+ * (HEARTH_E_INVALID) names the first difference. */
+hearth_status hearth_draft_vocab_check(const hearth_model *target, const hearth_model *draft, hearth_err *err);
+
+typedef struct {
+    int32_t          batch;      /* the target's sequence slots: one draft slot each */
+    int32_t          n_ctx;      /* positions per sequence */
+    int32_t          max_step;   /* tokens per draft forward, at most */
+    int32_t          block_size; /* tokens per KV block; <= 0: 16 */
+    hearth_kv_scheme kv;         /* the draft cache's element types ({0}: f32) */
+    int64_t          max_pool_bytes; /* cap on the draft pool; <= 0: none (batch full contexts) */
+} hearth_draft_model_params;
+
+/* K+V bytes of the draft pool the drafter makes: batch full contexts of the draft model (every
+ * layer keeps every block, sliding-window layers too), at most max_pool_bytes. */
+int64_t hearth_draft_model_pool_bytes(const hearth_model *draft, const hearth_draft_model_params *p);
+
+/* The two-model source ("two-model"): a forward of draft on be (the target's backend,
+ * borrowed, as are both models; the CPU backend must have been made wide enough for the draft
+ * model's rows too) and its own KV pool, one slot per target slot. HEARTH_E_UNSUPPORTED when be
+ * cannot run the draft model, HEARTH_E_LIMIT when the pool's cap holds no block. */
+hearth_status hearth_drafter_model(const hearth_model *target, const hearth_model *draft, hearth_backend *be,
+                                   const hearth_draft_model_params *p, hearth_drafter **out, hearth_err *err);
