@@ -255,7 +255,11 @@ static void model_propose(hearth_drafter *base, hearth_draft_job *jobs, int32_t 
     draft_src *d = (draft_src *)base;
     bool greedy = true;
     int32_t kmax = 0;
-    if (n_jobs > d->batch) n_jobs = d->batch; /* distinct slots: never more than the batch */
+    for (int32_t j = d->batch; j < n_jobs; j++) { /* slots are distinct: never more jobs than the batch */
+        jobs[j].n = 0;
+        jobs[j].q_set = false;
+    }
+    if (n_jobs > d->batch) n_jobs = d->batch;
     /* 1-2. roll back, reserve */
     for (int32_t j = 0; j < n_jobs; j++) {
         hearth_draft_job *jb = &jobs[j];

@@ -16,6 +16,7 @@
  *             small enough to preempt; a sampled round (fixed seeds) runs to its lengths, its
  *             drafts drawn from q and nearly all accepted
  *
+ * On a GPU (skipped without one): the engine runs on the CUDA backend, ref numerics.
  * On SmolLM2 (HEARTH_SMOLLM2_GGUF; skipped without it, or under the sanitizers): the check
  * refuses Gemma 3 (HEARTH_GEMMA3_GGUF) naming the vocabulary sizes, and the engine runs above
  * with SmolLM2 drafting for itself, under the ref numerics. A verify step carries several
@@ -248,6 +249,7 @@ typedef struct {
 } runs;
 
 static bool ref_numerics; /* the engines of a run compute under the ref numerics (f32 cache) */
+static bool on_cuda;      /* ... on the GPU */
 
 static hearth_engine *engine(const hearth_model *m, const hearth_model *draft, int32_t pool_tokens, int64_t prompt_cache,
                              int32_t block_size) {
@@ -261,6 +263,7 @@ static hearth_engine *engine(const hearth_model *m, const hearth_model *draft, i
     ep.debug_checks = true;
     ep.kv_f16 = ref_numerics ? 0 : 1;
     if (ref_numerics) ep.numerics.tier = HEARTH_NUMERICS_REF;
+    if (on_cuda) ep.device = HEARTH_DEVICE_CUDA;
     ep.kv_budget = (int64_t)hearth_kv_bytes_per_token(m, ref_numerics ? HEARTH_KV_SCHEME_F32 : HEARTH_KV_SCHEME_F16) *
                    pool_tokens;
     if (draft) ep.spec = (hearth_spec_params){.kind = HEARTH_DRAFT_MODEL, .n_draft = 4, .draft_model = draft};
@@ -340,11 +343,12 @@ static int differing(const runs *r, int32_t got[NQ][NGEN_MAX]) {
 }
 
 /* The engine checks of the file header on model path (the draft: the same file, loaded again). */
-static void check_engine(const char *path, int32_t ngen, bool ref) {
+static void check_engine(const char *path, int32_t ngen, bool ref, bool cuda) {
     hearth_model *m = load(path), *dm = load(path);
     static runs r;
     static int32_t got[NQ][NGEN_MAX];
     ref_numerics = ref;
+    on_cuda = cuda;
     if (!m || !dm) goto out;
     int32_t n_vocab = hearth_tok_n_vocab(hearth_model_tok(m));
     r.ngen = ngen;
@@ -414,16 +418,25 @@ static void check_engine(const char *path, int32_t ngen, bool ref) {
 out:
     hearth_model_destroy(m);
     hearth_model_destroy(dm);
-    ref_numerics = false;
+    ref_numerics = on_cuda = false;
 }
 
-TEST(tiny_engine_self_drafting_matches_without_speculation) { check_engine(TINY, 16, false); }
+TEST(tiny_engine_self_drafting_matches_without_speculation) { check_engine(TINY, 16, false, false); }
 
 TEST(smollm2_engine_self_drafting_matches_without_speculation) {
     if (getenv("HEARTH_TEST_SANITIZED")) TEST_SKIP("real models run in the normal build");
     const char *path = getenv("HEARTH_SMOLLM2_GGUF");
     if (!path) TEST_SKIP("model path not set");
-    check_engine(path, 24, true);
+    check_engine(path, 24, true, false);
+}
+
+/* The same on the GPU (skipped without one), under the ref numerics: the drafter's forward and
+ * pool on the CUDA backend beside the target's, greedy picks taken on the device. SmolLM2 when
+ * its path is set, else the tiny model. */
+TEST(cuda_engine_self_drafting_matches_without_speculation) {
+    if (hearth_cuda_device_count() <= 0) TEST_SKIP("no CUDA device");
+    const char *path = getenv("HEARTH_SMOLLM2_GGUF");
+    check_engine(path ? path : TINY, 24, true, true);
 }
 
 int main(int argc, char **argv) { return test_main(argc, argv); }
