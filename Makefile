@@ -47,7 +47,7 @@ check-asan: build-asan ## the same tests under AddressSanitizer + UBSan
 # The ThreadSanitizer tier: the tests whose code runs threads - the thread pool (test_base), the
 # KV pool, the engine and its scheduler, the server's pieces - and the real-model engine tests
 # (which skip in sanitized builds). CUDA is off (TSan does not see the device).
-TSAN_TESTS := ^test_(base|kv_pool|engine|engine_real|engine_swa|engine_ssd|ssd_tier|sched_fake|server_.*)$$
+TSAN_TESTS := ^test_(base|kv_pool|engine|engine_real|engine_swa|engine_ssd|ssd_tier|sched_fake|draft_model|server_.*)$$
 build-tsan: ## configure and build build-tsan/ (ThreadSanitizer; the threaded tests only)
 	@cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHEARTH_WERROR=ON -DHEARTH_CUDA=OFF \
 		-DHEARTH_SANITIZE=thread -DHEARTH_TESTS_ONLY='$(TSAN_TESTS)' >/dev/null
