@@ -16,6 +16,9 @@
  *             small enough to preempt; a sampled round (fixed seeds) runs to its lengths, its
  *             drafts drawn from q and nearly all accepted
  *
+ *   memory    the draft's weights, pool and activations count in the memory budget (a budget
+ *             that holds the target alone refuses the pair, naming the draft); a draft with
+ *             another tokenizer, or none, is refused at create
  * On a GPU (skipped without one): the engine runs on the CUDA backend, ref numerics.
  * On SmolLM2 (HEARTH_SMOLLM2_GGUF; skipped without it, or under the sanitizers): the check
  * refuses Gemma 3 (HEARTH_GEMMA3_GGUF) naming the vocabulary sizes, and the engine runs above
@@ -428,6 +431,57 @@ TEST(smollm2_engine_self_drafting_matches_without_speculation) {
     const char *path = getenv("HEARTH_SMOLLM2_GGUF");
     if (!path) TEST_SKIP("model path not set");
     check_engine(path, 24, true, false);
+}
+
+TEST(the_draft_model_counts_in_the_memory_budget) {
+    hearth_model *m = load(TINY), *dm = load(TINY), *other = load(TINY_LLAMA);
+    if (!m || !dm || !other) goto out;
+    hearth_engine_params ep = hearth_engine_params_default();
+    ep.n_threads = 1;
+    ep.n_ctx = 64;
+    ep.batch = 4;
+    ep.max_step = 32;
+    ep.kv_budget = (int64_t)hearth_kv_bytes_per_token(m, HEARTH_KV_SCHEME_F16) * 256;
+    hearth_engine *e = NULL;
+    hearth_err err = {0};
+    CHECK_EQ(hearth_engine_create(m, &ep, &e, &err), HEARTH_OK);
+    hearth_engine_info in = {0};
+    if (e) hearth_engine_info_get(e, &in);
+    hearth_engine_destroy(e);
+    e = NULL;
+    CHECK_EQ(in.draft_weight_bytes, 0);
+    /* a budget that holds the target, its pool and 1 MB more: not the draft model too */
+    ep.memory_budget = in.weight_bytes + in.transient_bytes + ep.kv_budget + (1 << 20);
+    CHECK_EQ(hearth_engine_create(m, &ep, &e, &err), HEARTH_OK);
+    hearth_engine_destroy(e);
+    e = NULL;
+    ep.spec = (hearth_spec_params){.kind = HEARTH_DRAFT_MODEL, .draft_model = dm};
+    CHECK_EQ(hearth_engine_create(m, &ep, &e, &err), HEARTH_E_LIMIT);
+    printf("  %s\n", err.msg);
+    CHECK(strstr(err.msg, "the draft model (") != NULL);
+    hearth_engine_destroy(e);
+    e = NULL;
+    /* without a memory budget it runs, and says what the draft takes */
+    ep.memory_budget = 0;
+    CHECK_EQ(hearth_engine_create(m, &ep, &e, &err), HEARTH_OK);
+    if (e) {
+        hearth_engine_info_get(e, &in);
+        CHECK_EQ(in.draft_weight_bytes, (int64_t)hearth_model_weight_bytes(dm));
+        CHECK(in.draft_pool_bytes > 0 && in.draft_pool_bytes <= in.pool_bytes);
+    }
+    hearth_engine_destroy(e);
+    e = NULL;
+    /* a draft with another tokenizer, or none given: refused at create, saying why */
+    ep.spec.draft_model = other;
+    CHECK_EQ(hearth_engine_create(m, &ep, &e, &err), HEARTH_E_INVALID);
+    CHECK(strstr(err.msg, "vocabulary") != NULL);
+    ep.spec.draft_model = NULL;
+    CHECK_EQ(hearth_engine_create(m, &ep, &e, &err), HEARTH_E_INVALID);
+    CHECK(e == NULL);
+out:
+    hearth_model_destroy(m);
+    hearth_model_destroy(dm);
+    hearth_model_destroy(other);
 }
 
 /* The same on the GPU (skipped without one), under the ref numerics: the drafter's forward and
