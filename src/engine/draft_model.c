@@ -368,7 +368,8 @@ int64_t hearth_draft_model_pool_bytes(const hearth_model *draft, const hearth_dr
     hearth_kv_layout lay = hearth_kv_layout_of(draft, true);
     int64_t block = (int64_t)hearth_kv_layout_block_bytes(&lay, draft, p->kv, bs);
     int64_t bytes = block * hearth_kv_layout_blocks(&lay, bs, p->n_ctx, p->max_step) * p->batch;
-    return p->max_pool_bytes > 0 && p->max_pool_bytes < bytes ? p->max_pool_bytes : bytes;
+    if (p->max_pool_bytes > 0 && p->max_pool_bytes < bytes) bytes = p->max_pool_bytes / block * block;
+    return bytes; /* whole blocks: what the pool allocates */
 }
 
 hearth_status hearth_drafter_model(const hearth_model *target, const hearth_model *draft, hearth_backend *be,
