@@ -3,7 +3,7 @@
  *
  * On the committed tiny qwen2 model, always:
  *   vocab     the check accepts the model against itself and refuses tiny-llama64, naming the
- *             difference
+ *             difference, and a copy whose <|im_end|> reads <|im_enD|>, naming the token
  *   drafts    the drafter's greedy drafts are the model's own greedy continuation (a direct
  *             forward with its own cache, the harness), for three slots in one call, also after
  *             a round whose drafts the sequence did not take (the drafter rolls its KV back)
@@ -26,7 +26,8 @@
  * sequence may take the reference's runner-up where its top two are within CUDA_TIE nats (as
  * tests/models/test_cuda_models.c allows its speculative runs); anything else fails.
  * On SmolLM2 (HEARTH_SMOLLM2_GGUF; skipped without it, or under the sanitizers): the check
- * refuses Gemma 3 (HEARTH_GEMMA3_GGUF) naming the vocabulary sizes, and the engine runs above
+ * refuses Gemma 3 (HEARTH_GEMMA3_GGUF) naming the vocabulary sizes and accepts the tiny qwen2
+ * (SmolLM2's tokenizer), and the engine runs above
  * with SmolLM2 drafting for itself, with batch-invariant numerics: in the default ones a
  * verify step's attention takes the several-token order (docs/engine.md, "Batch invariance"),
  * whose logits on SmolLM2 differ from a one-token step's by up to 0.6 once the context passes
@@ -42,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define TINY "tests/golden/tiny/tiny-qwen2.gguf"
 #define TINY_LLAMA "tests/golden/tiny/tiny-llama64.gguf"
@@ -73,12 +75,68 @@ TEST(vocab_check_accepts_the_same_tokenizer_and_names_a_difference) {
     hearth_model_destroy(c);
 }
 
+/* A copy of the tiny model whose token text `from` (a GGUF string: a 64-bit length, then the
+ * bytes) reads `to` (the same length); the path goes to out. False when that cannot be made. */
+static bool copy_with_token(const char *from, const char *to, char *out, size_t cap) {
+    FILE *f = fopen(TINY, "rb");
+    if (!f) return false;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *img = n > 0 ? malloc((size_t)n) : NULL;
+    bool ok = img && fread(img, 1, (size_t)n, f) == (size_t)n;
+    fclose(f);
+    uint8_t pat[64];
+    uint64_t len = strlen(from);
+    memcpy(pat, &len, 8); /* little-endian, as GGUF and x86 */
+    memcpy(pat + 8, from, len);
+    size_t at = 0, hits = 0;
+    for (size_t i = 0; ok && i + 8 + len <= (size_t)n; i++)
+        if (!memcmp(img + i, pat, 8 + len)) {
+            at = i;
+            hits++;
+        }
+    ok = ok && hits == 1 && strlen(to) == len;
+    if (ok) memcpy(img + at + 8, to, len);
+    const char *tmp = getenv("TMPDIR");
+    snprintf(out, cap, "%s/hearth_test_draft_XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    int fd = ok ? mkstemp(out) : -1;
+    ok = fd >= 0 && write(fd, img, (size_t)n) == (ssize_t)n;
+    if (fd >= 0) close(fd);
+    free(img);
+    return ok;
+}
+
+TEST(vocab_check_names_a_token_whose_text_differs) {
+    char path[512];
+    bool made = copy_with_token("<|im_end|>", "<|im_enD|>", path, sizeof path);
+    CHECK(made);
+    hearth_model *a = load(TINY), *b = made ? load(path) : NULL;
+    if (made) unlink(path);
+    if (a && b) {
+        hearth_err err = {0};
+        int32_t id = hearth_tok_find(hearth_model_tok(a), "<|im_end|>", 10);
+        CHECK(id >= 0);
+        CHECK_EQ(hearth_draft_vocab_check(a, b, &err), HEARTH_E_INVALID);
+        printf("  %s\n", err.msg);
+        char want[128];
+        snprintf(want, sizeof want, "token %d is '<|im_end|>' in the target and '<|im_enD|>' in the draft model", id);
+        CHECK_STR(err.msg, want);
+        CHECK_EQ(err.pos, id);
+    }
+    hearth_model_destroy(a);
+    hearth_model_destroy(b);
+}
+
 TEST(vocab_check_refuses_gemma3_for_smollm2) {
     const char *s = getenv("HEARTH_SMOLLM2_GGUF"), *g = getenv("HEARTH_GEMMA3_GGUF");
     if (!s || !g) TEST_SKIP("model paths not set");
     hearth_model *a = load(s), *b = load(g);
     hearth_err err = {0};
     if (a) CHECK_EQ(hearth_draft_vocab_check(a, a, &err), HEARTH_OK);
+    hearth_model *t = load(TINY); /* random weights, SmolLM2's tokenizer: a valid (useless) draft */
+    if (a && t) CHECK_EQ(hearth_draft_vocab_check(a, t, &err), HEARTH_OK);
+    hearth_model_destroy(t);
     if (a && b) {
         CHECK_EQ(hearth_draft_vocab_check(a, b, &err), HEARTH_E_INVALID);
         printf("  smollm2 vs gemma3: %s\n", err.msg);
