@@ -11,6 +11,9 @@ variant (quantized from the same bf16 values with ggml's reference rounding).
 
   python3 tools/cuda_h200.py mid OUT_DIR          two small checkpoints for the GPU-vs-CPU model test
   python3 tools/cuda_h200.py bench OUT_DIR BENCH  measurements: JSON lines on stdout and in OUT_DIR
+  python3 tools/cuda_h200.py spec OUT_DIR BENCH_SPEC   speculative decoding: a target (HEARTH_SPEC_SHAPE,
+                                                  default 1b) in bf16 with its own Q4_0 as the draft,
+                                                  bench/bench_spec at 1 and 8 streams on CUDA
 
 BENCH is the bench/bench_cuda binary. Measurements, never assertions; the figures go to
 bench/cuda-h200.md by hand with the command that made them. HEARTH_BENCH_ONLY=1b-bf16,... limits
@@ -220,6 +223,24 @@ def main():
         m, cfg = make_model("mid", 0.05)
         for kind in ("mixed", "bf16"):
             write_gguf(m, cfg, f"{od}/mid-{kind}.gguf", kind, vocab)
+        return
+    if stage == "spec":
+        shape = os.environ.get("HEARTH_SPEC_SHAPE", "1b")
+        m, cfg = make_model(shape, 0.02)
+        paths = {k: f"{od}/spec-{shape}-{k}.gguf" for k in ("bf16", "q4_0")}
+        for kind, path in paths.items():
+            t = time.time()
+            write_gguf(m, cfg, path, kind, vocab)
+            log(f"{shape}-{kind}: {os.path.getsize(path) / 1e9:.2f} GB in {time.time() - t:.0f} s")
+        del m
+        torch.cuda.empty_cache()
+        for streams in (1, 8):
+            r = subprocess.run([sys.argv[3], paths["bf16"], paths["q4_0"], "8", "128", str(streams), "cuda", "3"],
+                               capture_output=True, text=True, timeout=400)
+            print(f"== {shape} bf16 target, {shape} q4_0 draft, {streams} streams\n{r.stdout}{r.stderr[-2000:]}",
+                  flush=True)
+        for path in paths.values():
+            os.remove(path)
         return
     bench = sys.argv[3]
     out = open(f"{od}/bench.jsonl", "w")
