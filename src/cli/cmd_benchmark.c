@@ -36,6 +36,7 @@ const char cli_usage_benchmark[] =
     "usage: hearth benchmark [model] [--tokens N] [--runs N] [--prompt-tokens N] [--threads N]\n"
     "                        [--device auto|cpu|cuda] [--l1|--l2] [--compiled-decode on|off]\n"
     "                        [--fused-sdpa on|off] [--compiled-activations on|off] [--force-wire]\n"
+    "                        [--draft-model MODEL | --draft-kind ngram] [--num-draft-tokens N]\n"
     "\n"
     "Measure prefill and decode speed of a model here and record the result in the evals\n"
     "database (`hearth evals` lists it). Each run is one request: a prompt of N pseudo-random\n"
@@ -49,7 +50,7 @@ const char cli_usage_benchmark[] =
     "  --device D          auto (default: the GPU when usable), cpu or cuda\n"
     "  --json              print one JSON object instead of the table\n"
     "  --no-record         do not write the evals database\n"
-    CLI_NUMERICS_FLAGS_USAGE
+    CLI_NUMERICS_FLAGS_USAGE CLI_DRAFT_FLAGS_USAGE
     "\n"
     "The model defaults to the starter model. Rows go to ${XDG_CACHE_HOME:-~/.cache}/hearth/\n"
     "evals.sqlite with the machine's CPU, the load average when the runs started (figures taken\n"
@@ -69,13 +70,14 @@ typedef struct {
     long long   tokens, runs, prompt_tokens, threads;
     bool        json, no_record;
     hearth_device device;
-    cli_engine_flags nx; /* the numerics flags only */
+    cli_engine_flags nx; /* the numerics and draft flags only */
 } bench_opts;
 
 static int parse(int argc, char **argv, bench_opts *o) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         int nf = cli_numerics_flag(argc, argv, &i, &o->nx);
+        if (nf == 0) nf = cli_draft_flag(argc, argv, &i, &o->nx.draft);
         if (nf == 0) nf = cli_run_flag(argc, argv, &i, &o->threads, &o->device, NULL);
         if (nf < 0) return 2;
         if (nf > 0) continue;
@@ -96,7 +98,7 @@ static int parse(int argc, char **argv, bench_opts *o) {
             return 2;
         }
     }
-    return 0;
+    return cli_draft_flags_check(&o->nx.draft) ? 0 : 2;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -194,12 +196,13 @@ static void print_json(const bench_opts *o, const hearth_eval_row *row, const do
 
 int cli_benchmark(int argc, char **argv) {
     bench_opts o = {.tokens = 256, .runs = 3, .prompt_tokens = 512};
+    cli_draft_flags_init(&o.nx.draft);
     int rc = parse(argc, argv, &o);
     if (rc) return rc;
 
     hearth_err err = {0};
     char *path = NULL;
-    hearth_model *m = NULL;
+    hearth_model *m = NULL, *draft = NULL;
     hearth_engine *e = NULL;
     hearth_evals *db = NULL;
     int32_t *prompt = NULL;
@@ -225,6 +228,7 @@ int cli_benchmark(int argc, char **argv) {
     ep.prompt_cache = 0;
     ep.device = (int)o.device;
     cli_numerics_apply(&o.nx, &ep);
+    if (cli_draft_apply(&o.nx.draft, &ep, &draft)) goto out;
     if (hearth_engine_create(m, &ep, &e, &err)) {
         cli_error("%s", err.msg);
         goto out;
@@ -258,13 +262,13 @@ int cli_benchmark(int argc, char **argv) {
     hearth_engine_info_get(e, &ein);
     char nxl[160];
     cli_numerics_levers(e, nxl, sizeof nxl);
-    snprintf(row.levers, sizeof row.levers, "kernels=%.15s threads=%d kv=%s batch=1 prefill_chunk=512 %.120s", row.kernels,
+    snprintf(row.levers, sizeof row.levers, "kernels=%.15s threads=%d kv=%s batch=1 prefill_chunk=512 %.150s", row.kernels,
              row.threads, hearth_kv_type_name(ein.kv.k), nxl);
     hearth_engine_device_info dev;
     hearth_engine_device(e, &dev);
     if (strcmp(dev.backend, "cpu") != 0) { /* the GPU computes: say which */
         snprintf(row.kernels, sizeof row.kernels, "%s", dev.backend);
-        snprintf(row.levers, sizeof row.levers, "device=%.15s (%.40s) kv=%s batch=1 prefill_chunk=512 %.120s", dev.backend,
+        snprintf(row.levers, sizeof row.levers, "device=%.15s (%.40s) kv=%s batch=1 prefill_chunk=512 %.150s", dev.backend,
                  dev.device, hearth_kv_type_name(ein.kv.k), nxl);
     }
 
@@ -316,6 +320,7 @@ int cli_benchmark(int argc, char **argv) {
 out:
     hearth_evals_close(db);
     hearth_engine_destroy(e);
+    hearth_model_destroy(draft); /* after the engine, which borrows it */
     hearth_model_destroy(m);
     free(prompt);
     free(pf);

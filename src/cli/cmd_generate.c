@@ -98,7 +98,7 @@ static int parse(int argc, char **argv, gen_opts *o) {
         cli_error("no prompt given (usage: hearth generate [model] --prompt TEXT)");
         return 2;
     }
-    return 0;
+    return cli_draft_flags_check(&o->ef.draft) ? 0 : 2;
 }
 
 /* The prompt as one user message through the model's chat template (add_generation_prompt
@@ -139,7 +139,7 @@ int cli_generate(int argc, char **argv) {
 
     hearth_err err = {0};
     char *path = NULL;
-    hearth_model *m = NULL;
+    hearth_model *m = NULL, *draft = NULL;
     hearth_engine *e = NULL;
     hearth_request *req = NULL;
     int32_t *ids = NULL;
@@ -168,6 +168,7 @@ int cli_generate(int argc, char **argv) {
     cli_engine_flags_apply(&o.ef, &ep);
     ep.ssd_model_path = path; /* its identity keys the disk tier (a hub blob's sha256, else a digest) */
     ep.device = (int)o.device;
+    if (cli_draft_apply(&o.ef.draft, &ep, &draft)) goto out;
     if (hearth_engine_create(m, &ep, &e, &err)) {
         cli_error("cannot run %s: %s", path, err.msg);
         goto out;
@@ -207,14 +208,18 @@ int cli_generate(int argc, char **argv) {
     }
     double pf = ev.prefill_ms > 0 ? ev.n_prompt / (ev.prefill_ms / 1e3) : 0;
     double dc = ev.decode_ms > 0 && ev.n_generated > 1 ? (ev.n_generated - 1) / (ev.decode_ms / 1e3) : 0;
-    fprintf(stderr, "hearth: %d prompt tokens, %d generated (%s); prefill %.1f tok/s, decode %.1f tok/s\n",
+    char spec[96] = "";
+    if (ep.spec.kind != HEARTH_DRAFT_NONE)
+        snprintf(spec, sizeof spec, "; speculative: %d drafted, %d accepted", ev.n_drafted, ev.n_accepted);
+    fprintf(stderr, "hearth: %d prompt tokens, %d generated (%s); prefill %.1f tok/s, decode %.1f tok/s%s\n",
             ev.n_prompt, ev.n_generated,
             ev.finish == HEARTH_FINISH_STOP ? "stop" : ev.finish == HEARTH_FINISH_LENGTH ? "length" : "cancelled", pf,
-            dc);
+            dc, spec);
     rc = 0;
 out:
     hearth_request_release(req);
     hearth_engine_destroy(e);
+    hearth_model_destroy(draft); /* after the engine, which borrows it */
     hearth_model_destroy(m);
     free(ids);
     free(path);

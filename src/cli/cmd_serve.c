@@ -196,7 +196,7 @@ static int parse(int argc, char **argv, serve_opts *o) {
             return 2;
         }
     }
-    return 0;
+    return cli_draft_flags_check(&o->ef.draft) ? 0 : 2;
 }
 
 static double now_ms(void) {
@@ -320,7 +320,7 @@ int cli_serve(int argc, char **argv) {
 
     hearth_err err = {0};
     char *path = NULL;
-    hearth_model *m = NULL;
+    hearth_model *m = NULL, *draft = NULL;
     hearth_engine *e = NULL;
     hearth_server *srv = NULL;
     char *tmpl_text = NULL; /* --chat-template-file's text */
@@ -353,6 +353,7 @@ int cli_serve(int argc, char **argv) {
     cli_engine_flags_apply(&o.ef, &ep);
     ep.ssd_model_path = path; /* its identity keys the disk tier (a hub blob's sha256, else a digest) */
     ep.device = (int)o.device;
+    if (cli_draft_apply(&o.ef.draft, &ep, &draft)) goto out;
     if (hearth_engine_create(m, &ep, &e, &err)) {
         cli_error("cannot serve %s: %s", path, err.msg);
         goto out;
@@ -392,7 +393,7 @@ int cli_serve(int argc, char **argv) {
     }
     double ready_ms = now_ms() - t0;
     bool v6 = strchr(o.host, ':') != NULL;
-    char tk[32] = "off", mt[32] = "auto", th[32], levers[384];
+    char tk[32] = "off", mt[32] = "auto", th[32], levers[512];
     cli_engine_levers(e, levers, sizeof levers);
     if (o.top_k > 0) snprintf(tk, sizeof tk, "%lld", o.top_k);
     if (o.max_tokens > 0) snprintf(mt, sizeof mt, "%lld", o.max_tokens);
@@ -443,6 +444,7 @@ int cli_serve(int argc, char **argv) {
 out:
     hearth_server_destroy(srv);
     hearth_engine_destroy(e);
+    hearth_model_destroy(draft); /* after the engine, which borrows it */
     hearth_model_destroy(m);
     free(tmpl_text);
     free(path);

@@ -13,6 +13,7 @@
 void cli_engine_flags_init(cli_engine_flags *f) {
     *f = (cli_engine_flags){.batch = 0, .block_size = 0, .prompt_cache = -1, .kv_budget = -1,
                             .memory_budget = -1, .ssd_max = -1, .ssd_demote = -1};
+    cli_draft_flags_init(&f->draft);
 }
 
 /* A size in GB, or with its own unit. */
@@ -117,6 +118,7 @@ int cli_numerics_flag(int argc, char **argv, int *i, cli_engine_flags *f) {
 
 int cli_engine_flag(int argc, char **argv, int *i, cli_engine_flags *f) {
     int nf = cli_numerics_flag(argc, argv, i, f);
+    if (!nf) nf = cli_draft_flag(argc, argv, i, &f->draft);
     if (nf) return nf;
     const char *a = argv[*i];
     if (!strcmp(a, "--ssd-cache-verify")) {
@@ -181,11 +183,13 @@ void cli_numerics_levers(const hearth_engine *e, char *buf, size_t cap) {
     const hearth_numerics *nx = &in.numerics;
     char kvq[32];
     hearth_kv_quant_name(&in.kv_quant, kvq, sizeof kvq);
+    char spec[48] = "";
+    if (in.spec_kind[0]) snprintf(spec, sizeof spec, " spec=%s:%d", in.spec_kind, in.spec.n_draft);
     snprintf(buf, cap,
-             "numerics=%s compiled-decode=%s fused-sdpa=%s compiled-activations=%s force-wire=%s kv-quant=%s",
+             "numerics=%s compiled-decode=%s fused-sdpa=%s compiled-activations=%s force-wire=%s kv-quant=%s%s",
              hearth_numerics_tier_name(nx->tier), nx->no_compiled_decode ? "off" : "on",
              nx->no_fused_sdpa ? "off" : "on", nx->no_compiled_activations ? "off" : "on",
-             in.force_wire ? "on" : "off", kvq);
+             in.force_wire ? "on" : "off", kvq, spec);
 }
 
 void cli_engine_flags_apply(const cli_engine_flags *f, hearth_engine_params *ep) {
@@ -214,7 +218,12 @@ void cli_engine_levers(const hearth_engine *e, char *buf, size_t cap) {
     hearth_fmt_bytes(in.prompt_cache_bytes, pc, sizeof pc);
     if (in.memory_budget > 0) hearth_fmt_bytes(in.memory_budget, mem, sizeof mem);
     else snprintf(mem, sizeof mem, "none");
-    char nx[128], ssd[64] = "";
+    char nx[128], ssd[64] = "", spec[96] = "";
+    if (in.spec_kind[0]) {
+        char d[80];
+        cli_draft_describe(e, d, sizeof d);
+        snprintf(spec, sizeof spec, ", speculative %s", d);
+    }
     hearth_numerics_describe(&in.numerics, nx, sizeof nx);
     if (in.ssd_max_bytes > 0) {
         char mx[32];
@@ -223,8 +232,8 @@ void cli_engine_levers(const hearth_engine *e, char *buf, size_t cap) {
     }
     snprintf(buf, cap,
              "batch %d, KV pool %s (%d blocks of %d tokens, %s), prompt cache %s%s, memory budget %s, "
-             "max request %d tokens, numerics %s%s",
+             "max request %d tokens, numerics %s%s%s",
              in.batch, pool, in.n_blocks, in.block_size, hearth_kv_type_name(in.kv.k),
              in.prompt_cache_bytes ? pc : "off", ssd, mem,
-             in.max_request_tokens, nx, in.force_wire ? ", weights wired" : "");
+             in.max_request_tokens, nx, in.force_wire ? ", weights wired" : "", spec);
 }

@@ -14,7 +14,8 @@
  *   --ssd-cache-verify                   check every restored block's full checksum
  *
  * The three --ssd-cache-* / --ssd-demote-idle flags without --ssd-cache print one warning and
- * are ignored.
+ * are ignored. The speculative decoding flags (--draft-model, --draft-kind, ...) are
+ * draft_flags.h's.
  * and the numerics (backend/numerics.h), which `hearth benchmark` takes too:
  *
  *   --l1 | --l2 | --numerics l1|l2|ref   the tier (default l1; ref on HEARTH_KERNELS=ref)
@@ -31,6 +32,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cli/draft_flags.h"
 #include "engine/engine.h"
 
 typedef struct {
@@ -44,11 +46,13 @@ typedef struct {
     long long ssd_demote;                             /* seconds; -1: the default */
     bool      ssd_verify;
     const char *ssd_flag;                             /* a tier flag given (for the warning) */
+    cli_draft_flags draft;                            /* speculative decoding (draft_flags.h) */
 } cli_engine_flags;
 
 void cli_engine_flags_init(cli_engine_flags *f);
-/* argv[*i] is an engine flag: consume it (and its value, advancing *i). Returns 1 when it was
- * one, 0 when it is not an engine flag, -1 after printing an error. */
+/* argv[*i] is an engine flag (the draft flags included): consume it (and its value, advancing
+ * *i). Returns 1 when it was one, 0 when it is not an engine flag, -1 after printing an error.
+ * After the last flag, cli_draft_flags_check(&f->draft); cli_draft_apply loads a draft model. */
 int  cli_engine_flag(int argc, char **argv, int *i, cli_engine_flags *f);
 /* Only the numerics flags (tier, switches, --force-wire), as cli_engine_flag answers. */
 int  cli_numerics_flag(int argc, char **argv, int *i, cli_engine_flags *f);
@@ -80,7 +84,7 @@ void cli_engine_levers(const hearth_engine *e, char *buf, size_t cap);
     "  --ssd-demote-idle SEC cached prefixes unused this long move to disk, freeing the KV pool\n"     \
     "                        (default 300; 0 never)\n"                                                 \
     "  --ssd-cache-verify    check every restored block's full checksum (a header checksum is\n"       \
-    "                        always checked)\n" CLI_NUMERICS_FLAGS_USAGE
+    "                        always checked)\n" CLI_DRAFT_FLAGS_USAGE CLI_NUMERICS_FLAGS_USAGE
 
 #define CLI_NUMERICS_FLAGS_USAGE                                                                          \
     "  --l1                  numerics tier l1 (the default): bit-identical to llama.cpp's x86 order\n"   \
