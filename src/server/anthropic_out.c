@@ -41,7 +41,8 @@ static void stop_sequence(const hearth_gen_out *g, hearth_jw *w) {
     else hearth_jw_null(w);
 }
 
-static void usage_json(const hearth_gen_out *g, hearth_jw *w, int32_t n_out) {
+/* final: the output's (with the speculation counts), else message_start's. */
+static void usage_json(const hearth_gen_out *g, hearth_jw *w, int32_t n_out, bool final) {
     hearth_jw_key(w, "usage");
     hearth_jw_obj(w);
     hearth_jw_key(w, "input_tokens");
@@ -52,6 +53,7 @@ static void usage_json(const hearth_gen_out *g, hearth_jw *w, int32_t n_out) {
     hearth_jw_int(w, g->n_cached);
     hearth_jw_key(w, "output_tokens");
     hearth_jw_int(w, n_out);
+    if (final) hearth_gen_speculation_json(g, w);
     hearth_jw_obj_end(w);
 }
 
@@ -115,7 +117,7 @@ static void message_json(const hearth_gen_out *g, hearth_jw *w, bool final) {
         hearth_jw_key(w, "stop_sequence");
         hearth_jw_null(w);
     }
-    usage_json(g, w, final ? g->n_gen : 0);
+    usage_json(g, w, final ? g->n_gen : 0, final);
     hearth_jw_obj_end(w);
 }
 
@@ -224,7 +226,7 @@ static void stream_end(hearth_gen_out *g, hearth_jw *w) {
     hearth_jw_cstr(w, stop_reason(g));
     stop_sequence(g, w);
     hearth_jw_obj_end(w);
-    usage_json(g, w, g->n_gen);
+    usage_json(g, w, g->n_gen, true);
     frame_end(w);
     frame(w, "message_stop");
     frame_end(w);

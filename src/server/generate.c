@@ -285,7 +285,24 @@ static void choice_over(gen *g, int32_t i) {
     if (g->out[i].last) record(g, HEARTH_GEN_COMPLETED);
 }
 
+/* The engine's DONE of choice i, for its speculation counts, when the generation ended early (a
+ * stop string cancelled it): the rest of its events are skipped, within a bounded wait (a
+ * cancelled request ends at the engine's next step). */
+static void drain_to_done(gen *g, int32_t i) {
+    hearth_gen_out *o = &g->out[i];
+    if (!o->speculating || !g->ch[i].req) return;
+    double until = hearth_now_ms() + 2000;
+    hearth_event ev;
+    while (hearth_now_ms() < until) {
+        if (hearth_request_next(g->ch[i].req, &ev, 50) != HEARTH_OK || ev.kind != HEARTH_EV_DONE) continue;
+        o->n_drafted = ev.n_drafted;
+        o->n_accepted = ev.n_accepted;
+        return;
+    }
+}
+
 static void stopped_by_string(gen *g, int32_t i) {
+    drain_to_done(g, i);
     hearth_stop *st = &g->ch[i].stop;
     g->out[i].end = HEARTH_GEN_END_STOP;
     g->out[i].stop = st->hit >= 0 ? st->stops[st->hit] : (hearth_span){"", 0};
@@ -338,6 +355,8 @@ static int next_text(gen *g, int32_t *i, hearth_span *a, hearth_span *b) {
             if (hearth_fd_peer_gone(g->fd)) goto gone;
             return 1;
         }
+        o->n_drafted = ev.n_drafted; /* DONE */
+        o->n_accepted = ev.n_accepted;
         switch (ev.finish) {
         case HEARTH_FINISH_STOP: o->end = HEARTH_GEN_END_EOG; break;
         case HEARTH_FINISH_LENGTH: o->end = HEARTH_GEN_END_LENGTH; break;
@@ -498,7 +517,8 @@ static bool choice_params(gen *g, hearth_request_params *rp, hearth_api_err *e) 
                                         .max_tokens = g->spec.max_tokens, .sampling = g->spec.sampling,
                                         .ignore_eog = g->spec.ignore_eos, .min_tokens = g->spec.min_tokens,
                                         .progress = i == 0 && g->spec.progress && g->spec.stream, /* the prefill's */
-                                        .logprobs = lp, .top_logprobs = g->spec.top_logprobs};
+                                        .logprobs = lp, .top_logprobs = g->spec.top_logprobs,
+                                        .no_spec = g->spec.no_spec};
         rp[i].sampling.seed = g->spec.sampling.seed + (uint64_t)i; /* choice i: seed + i */
         if (!g->spec.constraint) continue;
         hearth_cx_grammar *gr = i + 1 < g->n ? hearth_cx_grammar_clone(g->spec.constraint) : g->spec.constraint;
@@ -547,6 +567,10 @@ void hearth_gen_run(hearth_http_req *r, hearth_gen_spec *spec) {
                                      .order = g->order, .n_order = g->n};
     }
 
+    hearth_engine_info ei;
+    hearth_engine_info_get(s->e, &ei);
+    for (int32_t i = 0; i < g->n; i++) g->out[i].speculating = ei.spec_kind[0] && !g->spec.no_spec;
+
     int32_t n_ctx = hearth_engine_n_ctx(s->e);
     int64_t room = (int64_t)n_ctx - (int64_t)g->spec.n_prompt;
     if (room < 1) {
@@ -557,8 +581,6 @@ void hearth_gen_run(hearth_http_req *r, hearth_gen_spec *spec) {
         goto fail;
     }
     /* an unset max_tokens takes what the KV pool can hold, not only the context */
-    hearth_engine_info ei;
-    hearth_engine_info_get(s->e, &ei);
     int64_t pool_room = (int64_t)ei.max_request_tokens - (int64_t)g->spec.n_prompt;
     if (g->spec.max_tokens <= 0 || g->spec.max_tokens > room) g->spec.max_tokens = (int32_t)room;
     if (!g->spec.max_tokens_set && pool_room >= 1 && g->spec.max_tokens > pool_room)
@@ -630,11 +652,36 @@ fail:
     gen_free(g);
 }
 
+void hearth_gen_speculation_json(const hearth_gen_out *g, hearth_jw *w) {
+    if (!g->speculating) return;
+    int64_t drafted = 0, accepted = 0;
+    for (int32_t i = 0; i < g->n_all; i++) {
+        drafted += g->all[i].n_drafted;
+        accepted += g->all[i].n_accepted;
+    }
+    hearth_jw_key(w, "speculation");
+    hearth_jw_obj(w);
+    hearth_jw_key(w, "drafted");
+    hearth_jw_int(w, drafted);
+    hearth_jw_key(w, "accepted");
+    hearth_jw_int(w, accepted);
+    hearth_jw_obj_end(w);
+}
+
+bool hearth_gen_parse_common(const cJSON *root, hearth_gen_spec *g, hearth_api_err *e) {
+    bool on = true;
+    if (hearth_req_bool(root, "speculative", &on, e) < 0) return false;
+    int64_t n_max = 1;
+    if (hearth_req_int(root, "speculative.n_max", 0, 1e9, &n_max, e) < 0) return false;
+    g->no_spec = !on || n_max == 0;
+    return true;
+}
+
 void hearth_gen_handle(hearth_http_req *r, hearth_gen_parse_fn parse) {
     hearth_api_err e;
     hearth_gen_spec g = {0};
     cJSON *root = hearth_req_parse(r, &e);
-    bool ok = root && parse(r->srv, root, (hearth_span){r->body, r->n_body}, &g, &e);
+    bool ok = root && parse(r->srv, root, (hearth_span){r->body, r->n_body}, &g, &e) && hearth_gen_parse_common(root, &g, &e);
     cJSON_Delete(root);
     if (ok) {
         hearth_gen_run(r, &g);

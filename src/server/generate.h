@@ -71,6 +71,7 @@ typedef struct {
     int32_t               n_choices;      /* choices to answer (OpenAI's n); <= 1: one */
     int32_t               best_of;        /* sequences to run and rank (> n_choices; not streamed);
                                            * <= n_choices: n_choices */
+    bool                  no_spec;        /* the request's "speculative": false (no drafts for it) */
 } hearth_gen_spec;
 
 /* One generated token's log-probabilities (spec->logprobs). */
@@ -110,6 +111,9 @@ typedef struct hearth_gen_out_s {
     const int32_t         *order;    /* in body: the choices to answer, as indices into all, in
                                       * answer order [n_order] (best_of ranks them) */
     int32_t                n_order;
+    bool                   speculating; /* the server speculates and the request did not turn it off */
+    int32_t                n_drafted, n_accepted; /* speculating: draft tokens verified for this
+                                       * sequence and those accepted (set when it ended) */
 } hearth_gen_out;
 
 struct hearth_gen_dialect {
@@ -139,6 +143,10 @@ struct hearth_gen_dialect {
     void (*ctx_free)(void *ctx);
 };
 
+/* "speculation":{"drafted":N,"accepted":M} (a key and its object, for a usage object) when
+ * g->speculating, summed over every sequence run (g->all); nothing otherwise. */
+void hearth_gen_speculation_json(const hearth_gen_out *g, hearth_jw *w);
+
 /* Start a spec: sampling defaults by precedence (sampling.h: the server's flags, then the
  * model's generation_config.json, then hearth's defaults), a fresh seed, and max_tokens from
  * --max-tokens, else generation_config's max_new_tokens, else default_max (0 = the rest of
@@ -157,6 +165,11 @@ void hearth_gen_run(hearth_http_req *r, hearth_gen_spec *spec);
 struct cJSON;
 typedef bool (*hearth_gen_parse_fn)(hearth_server *s, const struct cJSON *root, hearth_span raw,
                                     hearth_gen_spec *spec, hearth_api_err *e);
+/* The fields every dialect shares, into spec: "speculative" (a boolean; false: no speculative
+ * decoding for this request) and llama-server's "speculative.n_max" (0 means the same; other
+ * values are accepted and change nothing). False with e filled (400 naming the field). */
+bool hearth_gen_parse_common(const struct cJSON *root, hearth_gen_spec *spec, hearth_api_err *e);
 /* The handler of a generating endpoint: check and parse r's body (reqjson.h), parse it into a
- * spec, run it; any failure is answered as the error (in the path's dialect). */
+ * spec (the dialect's parser, then hearth_gen_parse_common), run it; any failure is answered as
+ * the error (in the path's dialect). */
 void hearth_gen_handle(hearth_http_req *r, hearth_gen_parse_fn parse);

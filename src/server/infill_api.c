@@ -393,7 +393,7 @@ void hearth_infill_handle(hearth_http_req *r) {
     hearth_gen_spec g = {0};
     int64_t n_predict = -1;
     cJSON *root = hearth_req_parse(r, &e);
-    bool ok = root && parse_infill(r->srv, root, &g, &n_predict, &e);
+    bool ok = root && parse_infill(r->srv, root, &g, &n_predict, &e) && hearth_gen_parse_common(root, &g, &e);
     cJSON_Delete(root);
     if (ok && n_predict == 0) {
         answer_empty(r, &g);

@@ -152,6 +152,7 @@ static void usage_json(const hearth_gen_out *g, hearth_jw *w) {
     hearth_jw_key(w, "reasoning_tokens");
     hearth_jw_int(w, n_reasoning);
     hearth_jw_obj_end(w);
+    hearth_gen_speculation_json(g, w);
     hearth_jw_obj_end(w);
 }
 

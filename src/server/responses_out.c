@@ -174,6 +174,7 @@ static void usage_json(const hearth_gen_out *g, hearth_jw *w) {
     hearth_jw_obj_end(w);
     hearth_jw_key(w, "total_tokens");
     hearth_jw_int(w, (int64_t)g->spec->n_prompt + g->n_gen);
+    hearth_gen_speculation_json(g, w);
     hearth_jw_obj_end(w);
 }
 

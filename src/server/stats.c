@@ -213,6 +213,24 @@ static void engine_json(const hearth_engine *e, hearth_jw *w) {
     kv(w, "evictions", st.ssd_evictions);
     hearth_jw_obj_end(w);
 
+    /* speculative decoding (docs/engine.md "Speculative decoding") */
+    hearth_jw_key(w, "speculative");
+    hearth_jw_obj(w);
+    hearth_jw_key(w, "enabled");
+    hearth_jw_bool(w, in.spec_kind[0] != 0);
+    hearth_jw_key(w, "kind");
+    if (in.spec_kind[0]) hearth_jw_cstr(w, in.spec_kind);
+    else hearth_jw_null(w);
+    kv(w, "num_draft_tokens", in.spec_kind[0] ? in.spec.n_draft : 0);
+    kv(w, "rounds", st.spec_rounds);
+    kv(w, "drafted", st.spec_drafted);
+    kv(w, "accepted", st.spec_accepted);
+    hearth_jw_key(w, "acceptance_rate");
+    hearth_jw_num(w, st.spec_drafted ? (double)st.spec_accepted / (double)st.spec_drafted : 0);
+    hearth_jw_key(w, "mean_accepted_length");
+    hearth_jw_num(w, st.spec_rounds ? (double)st.spec_accepted / (double)st.spec_rounds : 0);
+    hearth_jw_obj_end(w);
+
     hearth_jw_key(w, "kv_pool");
     hearth_jw_obj(w);
     kv(w, "blocks_total", st.blocks_total);
@@ -375,6 +393,13 @@ static void metric(hearth_jw *w, const char *name, const char *type, const char 
     line(w, "# HELP %s %s\n# TYPE %s %s\n%s %.17g\n", name, help, name, type, name, v);
 }
 
+/* A counter with the speculative decoding's kind as its label. */
+static void spec_counter(hearth_jw *w, const char *name, const char *help, const char *kind, int64_t v) {
+    line(w, "# HELP %s %s\n# TYPE %s counter\n%s{kind=\"", name, help, name, name);
+    label(w, kind);
+    line(w, "\"} %lld\n", (long long)v);
+}
+
 static void engine_prom(const hearth_engine *e, hearth_jw *w) {
     hearth_engine_stats st;
     hearth_engine_info in;
@@ -421,6 +446,14 @@ static void engine_prom(const hearth_engine *e, hearth_jw *w) {
                "Evicted blocks not written (the write queue was full).", (double)st.ssd_write_skipped);
         metric(w, "hearth_ssd_cache_evictions_total", "counter", "Block files deleted past --ssd-cache-max.",
                (double)st.ssd_evictions);
+    }
+    if (in.spec_kind[0]) {
+        spec_counter(w, "hearth_spec_drafted_tokens_total", "Draft tokens verified (speculative decoding).",
+                     in.spec_kind, st.spec_drafted);
+        spec_counter(w, "hearth_spec_accepted_tokens_total", "Draft tokens accepted.", in.spec_kind,
+                     st.spec_accepted);
+        spec_counter(w, "hearth_spec_rounds_total", "Steps of a sequence that verified drafts.", in.spec_kind,
+                     st.spec_rounds);
     }
     metric(w, "hearth_kv_blocks_used", "gauge", "KV pool blocks in use (sequences or cache).",
            (double)(st.blocks_total - st.blocks_free));
