@@ -73,14 +73,14 @@ function renderStats(s) {
   engineCards(box, s);
   // Sections this app does not know yet: shown as they come.
   const known = ["server", "requests", "generations", "tokens", "latency_ms", "prompt_cache", "engine", "kv_pool",
-                 "memory", "ssd_cache"];
+                 "memory", "ssd_cache", "speculative"];
   for (const k of Object.keys(s)) {
     if (known.includes(k) || !s[k] || typeof s[k] !== "object") continue;
     box.appendChild(card(k.replace(/_/g, " "), "", pairs(s[k], [])));
   }
 }
 
-/* The engine's cards: the batch, the prefix cache, the KV pool and the memory budget. */
+/* The engine's cards: the batch, the prefix cache, speculative decoding, the KV pool and the memory budget. */
 function engineCards(box, s) {
   const en = s.engine, pc = s.prompt_cache, kv = s.kv_pool, mem = s.memory;
   if (en) {
@@ -105,6 +105,14 @@ function engineCards(box, s) {
                          fmtNum(ssd.writes) + " written · " + fmtNum(ssd.demotions) + " demoted · " +
                          fmtNum(ssd.verify_failures) + " failed checks · " + fmtNum(ssd.write_errors) +
                          " write errors"));
+  }
+  const sp = s.speculative;
+  if (sp && sp.enabled) {
+    box.appendChild(card("Speculative decoding", sp.drafted ? (100 * (sp.acceptance_rate || 0)).toFixed(0) +
+                         "% accepted" : "no drafts yet",
+                         sp.kind + " \u00b7 " + fmtNum(sp.drafted) + " drafted \u00b7 " + fmtNum(sp.accepted) +
+                         " accepted \u00b7 " + (sp.mean_accepted_length || 0).toFixed(2) + " accepted per round \u00b7 up to " +
+                         fmtNum(sp.num_draft_tokens) + " drafts"));
   }
   if (kv) {
     const used = kv.blocks_used || 0, total = kv.blocks_total || 0;
