@@ -1,0 +1,337 @@
+"""Speculative decoding through the server (docs/server.md "Speculative decoding"): a server started
+with --draft-kind ngram answers, at temperature 0, exactly what the same server answers with
+"speculative": false and what a server without speculation answers - text, logprobs, stop strings,
+max_tokens, JSON schemas, streams, eight requests at once - on /v1/chat/completions, /v1/completions,
+/v1/messages and /v1/responses. usage.speculation, /stats and /metrics count the drafts; a prompt
+that holds the file being edited gets drafts accepted. Bad values of the field are 400s, bad flags
+exit 2.
+
+Two configurations, one pair of servers (speculating and plain) each, reused by every test:
+
+  smollm2-l2  SmolLM2 on tier l2, where a position's logits do not depend on how many tokens of
+              its sequence a step holds: speculation must be exact, every comparison is strict.
+  gemma3      Gemma 3 on the default tier l1. There the engine's verify step computes the drafts'
+              positions as a several-token step (attention's several-token order; Q4_K's order by
+              the row's place in the step: docs/engine.md), so a near tie may resolve otherwise
+              than in one-token decode steps. Everything else is asserted; where the speculating
+              answer differs from the plain one, the test is marked xfail with the first
+              difference, until the engine verifies in the decode order.
+
+"speculative": false and the plain server must agree in both configurations.
+"""
+import concurrent.futures
+import json
+import os
+import re
+
+import pytest
+
+from test_server_openai import Server
+from test_server_tools import TEMPLATES
+
+CODE = '''def word_counts(path):
+    counts = {}
+    with open(path) as f:
+        for line in f:
+            for word in line.split():
+                word = word.lower()
+                counts[word] = counts.get(word, 0) + 1
+    return counts
+'''
+EDIT = ("Here is a Python file:\n\n" + CODE + "\nRewrite it with one change: rename the function to "
+        "count_words. Answer with the whole file only.")
+SHORT = "Name three colours."
+MAX = 32
+CONFIGS = {"smollm2-l2": ("smollm2", ("--l2",)), "gemma3": ("gemma3", ())}
+
+
+def model_path(name):
+    p = os.environ.get("HEARTH_SMOLLM2_GGUF" if name == "smollm2" else "HEARTH_GEMMA3_GGUF")
+    if not p:
+        pytest.skip(f"the {name} starter model is not set up (make setup)")
+    return p
+
+
+def chat_args(name):
+    """Gemma 3's GGUF carries no chat template: the chat endpoints use the Gemma template file."""
+    if name == "smollm2":
+        return ()
+    tmpl = TEMPLATES / "google-gemma-2-2b-it.jinja"
+    return ("--chat-template-file", str(tmpl)) if tmpl.exists() else None
+
+
+class Pair:
+    """A speculating server and a plain one of the same model."""
+
+    def __init__(self, config):
+        name, tier = CONFIGS[config]
+        path = model_path(name)
+        extra = chat_args(name)
+        self.chat = extra is not None
+        extra = (extra or ()) + tier
+        self.name = name
+        self.exact = bool(tier)
+        self.spec = Server(path, "--draft-kind", "ngram", "--batch", "8", *extra)
+        self.plain = Server(path, "--batch", "8", *extra)
+        self.memo = {}
+
+    def stop(self):
+        self.spec.stop()
+        self.plain.stop()
+
+    def reference(self, path, body):
+        """The plain server's answer (computed once per body)."""
+        key = (path, json.dumps(body, sort_keys=True))
+        if key not in self.memo:
+            self.memo[key] = post(self.plain, path, body)
+        return self.memo[key]
+
+
+@pytest.fixture(scope="module", params=list(CONFIGS))
+def pair(request):
+    p = Pair(request.param)
+    yield p
+    p.stop()
+
+
+def post(s, path, body):
+    st, _, raw = s.raw("POST", path, body, timeout=120)
+    assert st == 200, raw[:400]
+    return json.loads(raw)
+
+
+def bodies(prompt, n=MAX, logprobs=True):
+    """One request per endpoint, temperature 0 (logprobs where the endpoint has them)."""
+    msgs = [{"role": "user", "content": prompt}]
+    chat = {"messages": msgs, "temperature": 0, "max_tokens": n}
+    if logprobs:
+        chat.update(logprobs=True, top_logprobs=2)
+    comp = {"prompt": prompt + "\n", "temperature": 0, "max_tokens": n}
+    if logprobs:
+        comp["logprobs"] = 2
+    return {"/v1/chat/completions": chat, "/v1/completions": comp,
+            "/v1/messages": {"model": "m", "messages": msgs, "temperature": 0, "max_tokens": n},
+            "/v1/responses": {"input": prompt, "temperature": 0, "max_output_tokens": n}}
+
+
+def answer(path, d):
+    """(text, finish, logprobs) of a non-streamed answer, in any of the four shapes."""
+    if path == "/v1/chat/completions":
+        c = d["choices"][0]
+        lp = [(t["token"], t["logprob"]) for t in (c.get("logprobs") or {}).get("content") or []]
+        return c["message"]["content"], c["finish_reason"], lp
+    if path == "/v1/completions":
+        c = d["choices"][0]
+        lp = c.get("logprobs") or {}
+        return c["text"], c["finish_reason"], list(zip(lp.get("tokens") or [], lp.get("token_logprobs") or []))
+    if path == "/v1/messages":
+        return "".join(b.get("text", "") for b in d["content"]), d["stop_reason"], []
+    text = "".join(p.get("text", "") for item in d["output"] if item["type"] == "message" for p in item["content"])
+    return text, d["status"], []
+
+
+def same(a, b):
+    """Token for token: the same text and finish, the same logprob tokens, their values within
+    float noise (the verify step computes a position in a wider forward)."""
+    assert a[0] == b[0]
+    assert a[1] == b[1]
+    assert [t for t, _ in a[2]] == [t for t, _ in b[2]]
+    for (_, x), (_, y) in zip(a[2], b[2]):
+        assert x == pytest.approx(y, abs=1e-3)
+
+
+def same_spec(pair, got, ref, diffs):
+    """A speculating answer against the plain one: strict where the engine is exact, else the
+    difference is kept in diffs (reported as xfail by done())."""
+    if pair.exact:
+        same(got, ref)
+        return
+    try:
+        same(got, ref)
+    except AssertionError:
+        if got[0] == ref[0]:
+            dev = max((abs(x - y) for (_, x), (_, y) in zip(got[2], ref[2])), default=0)
+            diffs.append(f"the same text, logprobs off by up to {dev:.2g}")
+            return
+        n = next((i for i, (x, y) in enumerate(zip(got[0], ref[0])) if x != y), min(len(got[0]), len(ref[0])))
+        diffs.append(f"at char {n}: {got[0][max(0, n - 20):n + 20]!r} vs {ref[0][max(0, n - 20):n + 20]!r}")
+
+
+def done(diffs):
+    if diffs:
+        pytest.xfail("tier l1: the verify step's several-token order resolved a near tie otherwise: " + diffs[0])
+
+
+def speculation(d):
+    return d["usage"].get("speculation")
+
+
+def skip_chat(pair, path):
+    if path != "/v1/completions" and not pair.chat:
+        pytest.skip("the Gemma chat template file is missing (make setup)")
+
+
+@pytest.mark.parametrize("path", list(bodies(EDIT)))
+def test_same_answers_with_and_without_speculation(pair, path):
+    skip_chat(pair, path)
+    diffs = []
+    for prompt in (EDIT, SHORT) if path == "/v1/completions" else (EDIT,):
+        body = bodies(prompt)[path]
+        ref = pair.reference(path, body)
+        on = post(pair.spec, path, body)
+        off = post(pair.spec, path, {**body, "speculative": False})
+        same(answer(path, off), answer(path, ref))
+        sp = speculation(on)
+        assert sp is not None and 0 <= sp["accepted"] <= sp["drafted"]
+        assert speculation(off) is None and speculation(ref) is None
+        same_spec(pair, answer(path, on), answer(path, ref), diffs)
+    done(diffs)
+
+
+def test_code_edit_drafts_accepted(pair):
+    before = pair.spec.stats()["speculative"]
+    assert before["enabled"] and before["kind"] == "ngram" and before["num_draft_tokens"] == 10
+    d = post(pair.spec, "/v1/completions", bodies(EDIT, 64, logprobs=False)["/v1/completions"])
+    sp = speculation(d)
+    assert sp["drafted"] > 0 and 0 < sp["accepted"] <= sp["drafted"]
+    after = pair.spec.stats()["speculative"]
+    assert after["drafted"] - before["drafted"] == sp["drafted"]
+    assert after["accepted"] - before["accepted"] == sp["accepted"]
+    assert after["rounds"] > before["rounds"]
+    assert after["acceptance_rate"] == pytest.approx(after["accepted"] / after["drafted"])
+    assert after["mean_accepted_length"] == pytest.approx(after["accepted"] / after["rounds"])
+    st, _, metrics = pair.spec.raw("GET", "/metrics")
+    assert st == 200
+    text = metrics.decode()
+    for name, key in (("drafted_tokens", "drafted"), ("accepted_tokens", "accepted"), ("rounds", "rounds")):
+        m = re.search(r'^hearth_spec_%s_total\{kind="ngram"\} (\d+)$' % name, text, re.M)
+        assert m and int(m.group(1)) >= after[key]
+    plain = pair.plain.stats()["speculative"]
+    assert not plain["enabled"] and plain["kind"] is None and plain["drafted"] == 0
+    _, _, pm = pair.plain.raw("GET", "/metrics")
+    assert b"hearth_spec_" not in pm
+
+
+def test_eight_at_once_half_without(pair):
+    prompts = [f"{EDIT}\n(version {i})" if i % 2 else f"Count from {i} to {i + 12}, one number a line."
+               for i in range(8)]
+    reqs = [({**bodies(p, 24, logprobs=False)["/v1/completions"], **({"speculative": False} if i % 4 in (1, 2) else {})})
+            for i, p in enumerate(prompts)]
+    refs = [answer("/v1/completions", pair.reference("/v1/completions",
+                                                      {k: v for k, v in r.items() if k != "speculative"}))
+            for r in reqs]
+    with concurrent.futures.ThreadPoolExecutor(8) as ex:
+        got = list(ex.map(lambda r: post(pair.spec, "/v1/completions", r), reqs))
+    diffs = []
+    for r, g, ref in zip(reqs, got, refs):
+        assert (speculation(g) is None) == ("speculative" in r)
+        # in one step with other sequences' drafts, a request without them is batched as with a
+        # prefill: on l1 it is held to the same rule as the speculating ones
+        same_spec(pair, answer("/v1/completions", g), ref, diffs)
+    done(diffs)
+
+
+def sse(s, path, body):
+    """The data frames of a stream, parsed."""
+    st, _, raw = s.raw("POST", path, {**body, "stream": True}, timeout=120)
+    assert st == 200
+    out = []
+    for line in raw.decode().splitlines():
+        if line.startswith("data: ") and line != "data: [DONE]":
+            out.append(json.loads(line[6:]))
+    return out
+
+
+def test_streams_give_the_same_text(pair):
+    path = "/v1/completions"
+    body = {**bodies(EDIT, logprobs=False)[path], "stream_options": {"include_usage": True}}
+    frames = sse(pair.spec, path, body)
+    text = "".join(f["choices"][0]["text"] for f in frames if f.get("choices"))
+    ref = answer(path, pair.reference(path, {k: v for k, v in body.items() if k != "stream_options"}))
+    sp = frames[-1]["usage"]["speculation"]
+    assert 0 <= sp["accepted"] <= sp["drafted"]
+    diffs = []
+    same_spec(pair, (text, ref[1], []), ref[:2] + ([],), diffs)
+    if pair.chat:
+        frames = sse(pair.spec, "/v1/messages", bodies(EDIT)["/v1/messages"])
+        text = "".join(f["delta"].get("text", "") for f in frames if f.get("type") == "content_block_delta")
+        ref = answer("/v1/messages", pair.reference("/v1/messages", bodies(EDIT)["/v1/messages"]))
+        final = [f for f in frames if f.get("type") == "message_delta"][-1]
+        assert final["usage"]["speculation"]["accepted"] <= final["usage"]["speculation"]["drafted"]
+        same_spec(pair, (text, ref[1], []), (ref[0], ref[1], []), diffs)
+    done(diffs)
+
+
+def test_stop_strings_and_max_tokens(pair):
+    path = "/v1/completions"
+    base = bodies(EDIT, logprobs=False)[path]
+    diffs = []
+    for extra in ({"stop": ["counts", "return"]}, {"max_tokens": 5}, {"max_tokens": 1}):
+        body = {**base, **extra}
+        ref = answer(path, pair.reference(path, body))
+        same(answer(path, post(pair.spec, path, {**body, "speculative": False})), ref)
+        on = post(pair.spec, path, body)
+        assert on["usage"]["completion_tokens"] <= body["max_tokens"]
+        same_spec(pair, answer(path, on), ref, diffs)
+    done(diffs)
+
+
+def test_json_schema(pair):
+    if not pair.chat:
+        pytest.skip("the Gemma chat template file is missing (make setup)")
+    path = "/v1/chat/completions"
+    schema = {"type": "object", "properties": {"name": {"type": "string"}, "lines": {"type": "integer"}},
+              "required": ["name", "lines"]}
+    body = {**bodies("Describe this file as JSON:\n\n" + CODE, 64, logprobs=False)[path],
+            "response_format": {"type": "json_schema", "json_schema": {"name": "f", "schema": schema}}}
+    ref = answer(path, pair.reference(path, body))
+    json.loads(ref[0])  # the schema's shape, complete
+    same(answer(path, post(pair.spec, path, {**body, "speculative": False})), ref)
+    diffs = []
+    same_spec(pair, answer(path, post(pair.spec, path, body)), ref, diffs)
+    done(diffs)
+
+
+@pytest.mark.parametrize("value", ["no", 0, 1, {}, []])
+def test_bad_speculative_values(pair, value):
+    if pair.name != "smollm2":
+        pytest.skip("the field is parsed the same whatever the model")
+    for path, body in bodies("hi", 2, logprobs=False).items():
+        st, _, raw = pair.spec.raw("POST", path, {**body, "speculative": value})
+        assert st == 400, (path, raw[:200])
+        assert b"speculative" in raw
+    st, _, raw = pair.spec.raw("POST", "/v1/completions", {"prompt": "hi", "max_tokens": 2,
+                                                             "speculative.n_max": "x"})
+    assert st == 400 and b"speculative.n_max" in raw
+
+
+def test_llama_server_n_max_zero_turns_it_off(pair):
+    if pair.name != "smollm2":
+        pytest.skip("the field is parsed the same whatever the model")
+    d = post(pair.spec, "/v1/completions", {**bodies(SHORT, 8, logprobs=False)["/v1/completions"],
+                                           "speculative.n_max": 0})
+    assert speculation(d) is None
+
+
+@pytest.mark.parametrize("args,msg", [
+    (("--draft-kind", "ngram", "--ngram-min", "4", "--ngram-max", "2"), "--ngram-min (4) must not be larger"),
+    (("--draft-kind", "dspark"), "--draft-kind dspark is not implemented in hearth; use ngram or two-model"),
+    (("--draft-kind", "deepspec"), "not implemented in hearth"),
+    (("--draft-kind", "assistant"), "not implemented in hearth"),
+    (("--draft-kind", "medusa"), "--draft-kind expects two-model or ngram"),
+    (("--draft-model", "gemma-4-assistant-x"), "Gemma assistant"),
+    (("--num-draft-tokens", "0"), "--num-draft-tokens"),
+])
+def test_flag_errors(hearth, args, msg):
+    for verb in ("serve", "generate", "benchmark"):
+        r = hearth(verb, "some-model", *args, "--prompt", "x", timeout=30) if verb == "generate" else \
+            hearth(verb, "some-model", *args, timeout=30)
+        assert r.returncode == 2, (verb, r.stderr)
+        assert msg in r.stderr, (verb, r.stderr)
+
+
+def test_help_lists_the_flags(hearth):
+    for verb in ("serve", "generate", "benchmark"):
+        out = hearth("help", verb).stdout
+        for flag in ("--draft-model", "--draft-kind", "--num-draft-tokens", "--ngram-min", "--ngram-max"):
+            assert flag in out, (verb, flag)
