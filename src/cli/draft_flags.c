@@ -4,12 +4,14 @@
  */
 #include "cli/draft_flags.h"
 #include "cli/cli.h"
+#include "store/facts.h"
 #include "store/hub.h"
 
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* Kinds hearth knows the names of but does not implement (mlx-bun's drafter families). */
 #define KIND_REFUSED 100
@@ -129,7 +131,14 @@ int cli_draft_apply(const cli_draft_flags *d, hearth_engine_params *ep, hearth_m
         cli_error("--draft-model: %s", err.msg);
         return 1;
     }
-    if (d->kind == -1 && says_assistant(path)) { /* a query that named it otherwise */
+    /* a query that named it otherwise, or an assistant architecture (gemma4_assistant) */
+    struct stat sb;
+    hearth_model_facts facts = {0};
+    hearth_err ferr = {0};
+    bool dir = stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+    if ((dir ? hearth_facts_safetensors(path, &facts, &ferr) : hearth_facts_gguf(path, &facts, &ferr)) != HEARTH_OK)
+        facts.arch[0] = 0; /* the load below says what is wrong */
+    if (d->kind == -1 && (says_assistant(path) || says_assistant(facts.arch))) {
         refuse_assistant(path);
         free(path);
         return 1;

@@ -11,8 +11,8 @@
  *   --ngram-min N, --ngram-max N   ngram: the shortest and longest match (defaults 1 and 3)
  *   --fixed-draft              always ask for N drafts (default: adaptive per sequence)
  *
- * A drafter named like a Gemma assistant ("assistant" in its query or path) is kind assistant,
- * which is refused. The ngram and drafts flags without a kind, and the ngram flags with another
+ * A drafter that says it is a Gemma assistant ("assistant" in its query, path or architecture,
+ * as gemma4_assistant) is kind assistant, which is refused. The ngram and drafts flags without a kind, and the ngram flags with another
  * kind, print a warning and are ignored; --draft-model with --draft-kind ngram too.
  *
  * Parsing and loading only; the engine checks the rest (a draft model's vocabulary).
