@@ -98,6 +98,10 @@ bool cli_draft_flags_check(const cli_draft_flags *d) {
         refuse_assistant(d->model);
         return false;
     }
+    if (d->kind == HEARTH_DRAFT_MODEL && !d->model) {
+        cli_error("--draft-kind two-model needs --draft-model MODEL");
+        return false;
+    }
     return true;
 }
 
@@ -120,10 +124,6 @@ int cli_draft_apply(const cli_draft_flags *d, hearth_engine_params *ep, hearth_m
         ep->spec.ngram_min = (int32_t)d->ngram_min;
         ep->spec.ngram_max = (int32_t)d->ngram_max;
         return 0;
-    }
-    if (!d->model) {
-        cli_error("--draft-kind two-model needs --draft-model MODEL");
-        return 1;
     }
     hearth_err err = {0};
     char *path = NULL;

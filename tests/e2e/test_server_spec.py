@@ -278,6 +278,7 @@ def test_llama_server_n_max_zero_turns_it_off(pair):
     (("--draft-kind", "medusa"), "--draft-kind expects two-model or ngram"),
     (("--draft-model", "gemma-4-assistant-x"), "Gemma assistant"),
     (("--num-draft-tokens", "0"), "--num-draft-tokens"),
+    (("--draft-kind", "two-model"), "--draft-kind two-model needs --draft-model"),
 ])
 def test_flag_errors(hearth, args, msg):
     for verb in ("serve", "generate", "benchmark"):
@@ -285,6 +286,17 @@ def test_flag_errors(hearth, args, msg):
             hearth(verb, "some-model", *args, timeout=30)
         assert r.returncode == 2, (verb, r.stderr)
         assert msg in r.stderr, (verb, r.stderr)
+
+
+def test_flags_that_do_nothing_warn(hearth):
+    path = model_path("smollm2")
+    for args, msg in ((("--draft-kind", "ngram", "--draft-model", path), "is not used"),
+                      (("--ngram-max", "4"), "--ngram-max without --draft-kind or --draft-model is ignored"),
+                      (("--num-draft-tokens", "4"), "is ignored")):
+        r = hearth("generate", path, *args, "--max-tokens", "2", "--prompt", "hi", timeout=60)
+        assert r.returncode == 0 and msg in r.stderr, (args, r.stderr)
+    r = hearth("generate", path, "--draft-kind", "ngram", "--max-tokens", "4", "--prompt", "hi", timeout=60)
+    assert r.returncode == 0 and re.search(r"speculative: \d+ drafted, \d+ accepted", r.stderr), r.stderr
 
 
 def test_help_lists_the_flags(hearth):
