@@ -35,6 +35,10 @@ extern const char cli_usage_benchmark[], cli_usage_evals[];
 int cli_perplexity(int argc, char **argv);
 extern const char cli_usage_perplexity[];
 
+/* `hearth embed` (cmd_embed.c): sentence embeddings from an encoder checkpoint, no server. */
+int cli_embed(int argc, char **argv);
+extern const char cli_usage_embed[];
+
 /* Print "hearth: <msg>" to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

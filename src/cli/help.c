@@ -22,6 +22,7 @@ static const char usage_main[] =
     "  benchmark [model]  prefill and decode tok/s here, recorded in the evals database\n"
     "  evals           the recorded benchmark runs\n"
     "  perplexity MODEL FILE  a model's perplexity on a text, as llama.cpp measures it\n"
+    "  embed MODEL     sentence embeddings of --text inputs or stdin lines (encoder models)\n"
     "  help [verb]     this text, or a verb's flags\n"
     "  --version       print the version\n"
     "\n"
@@ -69,6 +70,7 @@ const char *cli_help_text(const char *verb) {
     if (!strcmp(verb, "benchmark") || !strcmp(verb, "bench")) return cli_usage_benchmark;
     if (!strcmp(verb, "evals")) return cli_usage_evals;
     if (!strcmp(verb, "perplexity") || !strcmp(verb, "ppl")) return cli_usage_perplexity;
+    if (!strcmp(verb, "embed")) return cli_usage_embed;
     return NULL;
 }
 

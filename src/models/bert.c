@@ -1,0 +1,278 @@
+/*
+ * bert.c - the encoder forward: a batch of whole sequences in, one pooled vector per sequence
+ * out (bert.h).
+ *
+ * Layout. The sequences of one forward are laid end to end: T tokens in all, sequence s owning
+ * rows [start[s], start[s] + len[s]) of every activation buffer, so each matmul runs once over
+ * all T rows (hearth_matmul on the encoder's pool, the kernel set's f32 / f16 / bf16 dots) and
+ * no row is padding. Attention is the one place the sequences stay apart: each (sequence, head)
+ * pair attends its own rows only, bidirectionally (kernels/ref/encoder_ref.h), the pairs shared
+ * out over the pool's threads. Nothing survives the call: there is no KV cache.
+ *
+ * One layer, post-LN as BERT has it (d = hidden size, d_ff = intermediate size):
+ *   qkv = x [Wq Wk Wv]^T + [bq bk bv]             one matmul job of three parts, [T][3d]
+ *   ctx = attention(q, k, v) per sequence, head   scale 1/sqrt(head_dim)
+ *   x   = LayerNorm(x + ctx Wo^T + bo)
+ *   h   = gelu_erf(x Wup^T + bup)                 [T][d_ff]
+ *   x   = LayerNorm(x + h Wdown^T + bdown)
+ * before the first layer x = LayerNorm(word[id] + position[p] + token_type[0]), p counting from
+ * 0 in each sequence. After the last, the pooling (mean over the sequence's rows, summed in
+ * double; the first row; the last row) and, when configured, L2 normalization, as
+ * sentence-transformers' Pooling and Normalize modules compute them.
+ *
+ * Batches longer than params.max_batch_tokens are cut into several forwards of whole sequences;
+ * a sequence's result does not depend on its neighbours (the matmul dot of a row is its own),
+ * so cutting changes no bits. Buffers are allocated per forward (request-sized memory).
+ */
+#include "models/bert_internal.h"
+
+#include "base/size.h"
+#include "kernels/kernels.h"
+#include "kernels/ref/encoder_ref.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum { ROWS_EMBED, ROWS_QKV_BIAS, ROWS_RESIDUAL_LN, ROWS_UP_GELU } rows_kind;
+
+typedef struct {
+    const hearth_bert *b;
+    int64_t            n_tok;
+    const int32_t     *tok_ids;   /* [n_tok] */
+    const int32_t     *tok_pos;   /* [n_tok] */
+    float             *x;         /* [n_tok][d] the residual stream */
+    float             *qkv;       /* [n_tok][3d] */
+    float             *ctx;       /* [n_tok][d] attention output */
+    float             *tmp;       /* [n_tok][d] a projection before its residual add */
+    float             *ff;        /* [n_tok][d_ff] */
+    float             *scores;    /* [n_threads][max_len] */
+    int64_t            max_len;
+    const int64_t     *start, *len; /* [n_seq] */
+    int64_t            n_seq;
+    /* the job */
+    rows_kind          kind;
+    const bert_layer  *l;
+    const float       *ln_w, *ln_b, *bias;
+    atomic_int_fast64_t next;
+} fwd;
+
+static void row_of(const hearth_weight *w, int64_t r, float *out) {
+    const char *p = (const char *)w->data + (size_t)r * w->row_bytes;
+    if (w->type == HEARTH_TYPE_F32) memcpy(out, p, (size_t)w->ne0 * sizeof *out);
+    else hearth_kernels_traits_isa(w->type, HEARTH_ISA_SCALAR)->to_float(p, out, w->ne0);
+}
+
+static void rows_job(void *arg, int ith, int nth) {
+    fwd *f = arg;
+    const hearth_bert *b = f->b;
+    const int64_t d = b->d;
+    for (int64_t r = ith; r < f->n_tok; r += nth) {
+        float *xr = f->x + r * d;
+        switch (f->kind) {
+        case ROWS_EMBED: {
+            float *t = f->tmp + r * d;
+            row_of(&b->word, f->tok_ids[r], xr);
+            row_of(&b->pos, f->tok_pos[r], t);
+            for (int64_t i = 0; i < d; i++) xr[i] += t[i];
+            row_of(&b->type, 0, t);
+            for (int64_t i = 0; i < d; i++) xr[i] += t[i];
+            hearth_layernorm_ref(xr, b->emb_ln_w, b->emb_ln_b, xr, 1, d, b->eps);
+            break;
+        }
+        case ROWS_QKV_BIAS: {
+            float *q = f->qkv + r * 3 * d;
+            for (int64_t i = 0; i < d; i++) {
+                q[i] += f->l->bq[i];
+                q[d + i] += f->l->bk[i];
+                q[2 * d + i] += f->l->bv[i];
+            }
+            break;
+        }
+        case ROWS_RESIDUAL_LN: {
+            const float *y = f->tmp + r * d;
+            for (int64_t i = 0; i < d; i++) xr[i] += y[i] + f->bias[i];
+            hearth_layernorm_ref(xr, f->ln_w, f->ln_b, xr, 1, d, b->eps);
+            break;
+        }
+        case ROWS_UP_GELU: {
+            float *h = f->ff + r * b->d_ff;
+            for (int64_t i = 0; i < b->d_ff; i++) h[i] += f->l->b_up[i];
+            hearth_gelu_erf_ref(h, b->d_ff);
+            break;
+        }
+        }
+    }
+}
+
+static void run_rows(fwd *f, rows_kind kind) {
+    f->kind = kind;
+    hearth_pool_run(f->b->pool, rows_job, f);
+}
+
+/* (sequence, head) pairs taken from a shared counter: sequences differ in length. */
+static void attn_job(void *arg, int ith, int nth) {
+    (void)nth;
+    fwd *f = arg;
+    const hearth_bert *b = f->b;
+    const int64_t d = b->d, n_pairs = f->n_seq * b->n_head;
+    float *scores = f->scores + ith * f->max_len;
+    const float scale = 1.0f / sqrtf((float)b->head_dim);
+    for (;;) {
+        int64_t p = atomic_fetch_add(&f->next, 1);
+        if (p >= n_pairs) break;
+        int64_t s = p / b->n_head, h = p % b->n_head, off = h * b->head_dim;
+        const float *q = f->qkv + f->start[s] * 3 * d + off;
+        hearth_attn_full_ref(q, q + d, q + 2 * d, 3 * d, f->ctx + f->start[s] * d + off, d, f->len[s], 1,
+                             b->head_dim, scale, scores);
+    }
+}
+
+static void matmul(const hearth_bert *b, const hearth_weight *w, const float *x, int64_t n_tok, float *y, int64_t ldy,
+                   void *scratch) {
+    hearth_matmul(b->pool, w->type, w->data, w->row_bytes, w->ne1, w->ne0, x, n_tok, y, ldy, scratch);
+}
+
+static void pool_out(const hearth_bert *b, const float *x, int64_t start, int64_t len, float *out) {
+    const int64_t d = b->d;
+    if (b->pooling == HEARTH_POOLING_CLS) memcpy(out, x + start * d, (size_t)d * sizeof *out);
+    else if (b->pooling == HEARTH_POOLING_LAST) memcpy(out, x + (start + len - 1) * d, (size_t)d * sizeof *out);
+    else {
+        for (int64_t i = 0; i < d; i++) {
+            double sum = 0;
+            for (int64_t t = 0; t < len; t++) sum += x[(start + t) * d + i];
+            out[i] = (float)(sum / (double)len);
+        }
+    }
+    if (b->normalize) hearth_embed_normalize(out, d);
+}
+
+void hearth_embed_normalize(float *x, int64_t dim) {
+    double ss = 0;
+    for (int64_t i = 0; i < dim; i++) ss += (double)x[i] * x[i];
+    double norm = sqrt(ss);
+    if (norm < 1e-12) norm = 1e-12; /* torch.nn.functional.normalize's eps */
+    const float inv = (float)(1.0 / norm);
+    for (int64_t i = 0; i < dim; i++) x[i] *= inv;
+}
+
+/* One forward of sequences [s0, s1): n_tok tokens, the longest max_len. */
+static hearth_status forward(hearth_bert *b, const int32_t *const *ids, const size_t *n_ids, int64_t s0, int64_t s1,
+                             int64_t n_tok, int64_t max_len, float *out) {
+    const int64_t d = b->d, n_seq = s1 - s0;
+    const int nth = hearth_pool_size(b->pool);
+    size_t scratch_bytes = 0;
+    const hearth_weight *mats[] = {&b->layers[0].wq, &b->layers[0].w_down};
+    for (int i = 0; i < 2; i++) {
+        size_t sb = hearth_matmul_scratch_bytes(mats[i]->type, mats[i]->ne0, n_tok, nth);
+        if (sb > scratch_bytes) scratch_bytes = sb;
+    }
+    size_t n_floats = (size_t)n_tok * (size_t)(d * 6 + b->d_ff) + (size_t)nth * (size_t)max_len;
+    float *buf = malloc(n_floats * sizeof(float));
+    void *scratch = aligned_alloc(64, (scratch_bytes + 63) / 64 * 64 + 64);
+    int32_t *tok = malloc((size_t)n_tok * 2 * sizeof *tok);
+    int64_t *start = malloc((size_t)n_seq * 2 * sizeof *start);
+    hearth_status st = HEARTH_OK;
+    if (!buf || !scratch || !tok || !start) {
+        st = HEARTH_E_NOMEM;
+        goto out;
+    }
+    fwd f = {.b = b, .n_tok = n_tok, .max_len = max_len, .n_seq = n_seq, .start = start, .len = start + n_seq};
+    f.x = buf;
+    f.qkv = f.x + n_tok * d;
+    f.ctx = f.qkv + n_tok * 3 * d;
+    f.tmp = f.ctx + n_tok * d;
+    f.ff = f.tmp + n_tok * d;
+    f.scores = f.ff + n_tok * b->d_ff;
+    int32_t *tok_ids = tok, *tok_pos = tok + n_tok;
+    int64_t t = 0;
+    for (int64_t s = 0; s < n_seq; s++) {
+        start[s] = t;
+        start[n_seq + s] = (int64_t)n_ids[s0 + s];
+        for (size_t i = 0; i < n_ids[s0 + s]; i++, t++) {
+            tok_ids[t] = ids[s0 + s][i];
+            tok_pos[t] = (int32_t)i;
+        }
+    }
+    f.tok_ids = tok_ids;
+    f.tok_pos = tok_pos;
+
+    run_rows(&f, ROWS_EMBED);
+    for (int64_t il = 0; il < b->n_layer; il++) {
+        const bert_layer *l = &b->layers[il];
+        f.l = l;
+        hearth_matmul_part parts[3] = {
+            {.wtype = l->wq.type, .w = l->wq.data, .w_row_bytes = l->wq.row_bytes, .n_out = d, .y = f.qkv, .ldy = 3 * d},
+            {.wtype = l->wk.type, .w = l->wk.data, .w_row_bytes = l->wk.row_bytes, .n_out = d, .y = f.qkv + d,
+             .ldy = 3 * d},
+            {.wtype = l->wv.type, .w = l->wv.data, .w_row_bytes = l->wv.row_bytes, .n_out = d, .y = f.qkv + 2 * d,
+             .ldy = 3 * d},
+        };
+        hearth_matmul_n(b->pool, parts, 3, d, f.x, n_tok, scratch);
+        run_rows(&f, ROWS_QKV_BIAS);
+        atomic_store(&f.next, 0);
+        hearth_pool_run(b->pool, attn_job, &f);
+        matmul(b, &l->wo, f.ctx, n_tok, f.tmp, d, scratch);
+        f.bias = l->bo;
+        f.ln_w = l->ln1_w;
+        f.ln_b = l->ln1_b;
+        run_rows(&f, ROWS_RESIDUAL_LN);
+        matmul(b, &l->w_up, f.x, n_tok, f.ff, b->d_ff, scratch);
+        run_rows(&f, ROWS_UP_GELU);
+        matmul(b, &l->w_down, f.ff, n_tok, f.tmp, d, scratch);
+        f.bias = l->b_down;
+        f.ln_w = l->ln2_w;
+        f.ln_b = l->ln2_b;
+        run_rows(&f, ROWS_RESIDUAL_LN);
+    }
+    for (int64_t s = 0; s < n_seq; s++) pool_out(b, f.x, start[s], f.len[s], out + (s0 + s) * d);
+out:
+    free(start);
+    free(tok);
+    free(scratch);
+    free(buf);
+    return st;
+}
+
+hearth_status hearth_bert_embed(hearth_bert *b, const int32_t *const *ids, const size_t *n_ids, int64_t n_seq,
+                                float *out, hearth_err *err) {
+    if (n_seq <= 0 || !ids || !n_ids || !out)
+        return hearth_err_set(err, HEARTH_E_INVALID, -1, "nothing to embed");
+    for (int64_t s = 0; s < n_seq; s++) {
+        if (n_ids[s] == 0) return hearth_err_set(err, HEARTH_E_INVALID, s, "input %lld is empty", (long long)s);
+        if (n_ids[s] > (size_t)b->max_tokens)
+            return hearth_err_set(err, HEARTH_E_INVALID, s, "input %lld has %zu tokens, more than the model's %d",
+                                  (long long)s, n_ids[s], b->max_tokens);
+        for (size_t i = 0; i < n_ids[s]; i++)
+            if (ids[s][i] < 0 || ids[s][i] >= b->n_vocab)
+                return hearth_err_set(err, HEARTH_E_INVALID, s, "input %lld: token id %d is outside the vocabulary "
+                                      "(0..%d)", (long long)s, ids[s][i], b->n_vocab - 1);
+    }
+    hearth_status st = HEARTH_OK;
+    pthread_mutex_lock(&b->mu);
+    for (int64_t s0 = 0; s0 < n_seq && !st;) {
+        int64_t s1 = s0, n_tok = 0, max_len = 0;
+        while (s1 < n_seq && (s1 == s0 || n_tok + (int64_t)n_ids[s1] <= b->params.max_batch_tokens)) {
+            n_tok += (int64_t)n_ids[s1];
+            if ((int64_t)n_ids[s1] > max_len) max_len = (int64_t)n_ids[s1];
+            s1++;
+        }
+        st = forward(b, ids, n_ids, s0, s1, n_tok, max_len, out);
+        s0 = s1;
+    }
+    pthread_mutex_unlock(&b->mu);
+    if (st) hearth_err_set(err, st, -1, "out of memory for a batch of %lld inputs", (long long)n_seq);
+    return st;
+}
+
+hearth_status hearth_bert_tokenize(const hearth_bert *b, const char *text, size_t n, int32_t **ids, size_t *n_ids) {
+    return hearth_tok_encode(b->tok, text, n, true, true, ids, n_ids);
+}
+
+size_t hearth_bert_truncate(const hearth_bert *b, int32_t *ids, size_t n_ids, size_t max) {
+    if (n_ids <= max || max == 0) return n_ids;
+    int32_t last = ids[n_ids - 1];
+    if (max >= 2 && hearth_tok_is_control(b->tok, last)) ids[max - 1] = last;
+    return max;
+}

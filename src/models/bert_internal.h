@@ -1,0 +1,48 @@
+/*
+ * bert_internal.h - the layout of a loaded encoder, shared by bert_load.c (which fills it) and
+ * bert.c (the forward). Immutable after load except the compute state under mu.
+ */
+#pragma once
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/thread.h"
+#include "model/safetensors.h"
+#include "models/bert.h"
+#include "tensor/tensor.h"
+#include "tokenizer/tokenizer.h"
+
+typedef struct {
+    hearth_weight wq, wk, wv, wo;        /* [d][d] */
+    const float  *bq, *bk, *bv, *bo;     /* [d] */
+    const float  *ln1_w, *ln1_b;         /* attention.output.LayerNorm [d] */
+    hearth_weight w_up;                  /* intermediate.dense [d_ff][d] */
+    const float  *b_up;                  /* [d_ff] */
+    hearth_weight w_down;                /* output.dense [d][d_ff] */
+    const float  *b_down;                /* [d] */
+    const float  *ln2_w, *ln2_b;         /* output.LayerNorm [d] */
+} bert_layer;
+
+struct hearth_bert {
+    int64_t        d, d_ff, n_layer;
+    int32_t        n_head, head_dim;
+    int32_t        n_vocab, n_pos, n_type;
+    int32_t        max_tokens;           /* max_seq_length, or n_pos */
+    float          eps;
+    hearth_pooling pooling;
+    bool           normalize;
+    hearth_st     *st;                   /* owned: the mapping the weights point into */
+    hearth_tok    *tok;                  /* owned */
+    hearth_weight  word, pos, type;      /* embedding tables [n][d] */
+    const float   *emb_ln_w, *emb_ln_b;  /* [d] */
+    bert_layer    *layers;               /* owned: [n_layer] */
+    void         **owned;                /* owned: f32 copies and realigned tensors */
+    int64_t        n_owned;
+    size_t         weight_bytes;
+    char           desc[160];
+    hearth_bert_params params;
+    /* compute state: one forward at a time */
+    pthread_mutex_t mu;
+    hearth_pool   *pool;                 /* owned */
+};

@@ -1,0 +1,380 @@
+/*
+ * bert_load.c - load a BERT-style encoder checkpoint folder (bert.h says which files and keys).
+ *
+ * config.json gives the shape (hidden_size, num_hidden_layers, num_attention_heads,
+ * intermediate_size, vocab_size, max_position_embeddings, type_vocab_size, layer_norm_eps);
+ * settings hearth does not compute (another hidden_act, relative position embeddings, another
+ * model_type) are refused by name rather than run wrongly. Weights are found by their
+ * transformers names, with or without the "bert." prefix a BertFor... head model adds. Matrices
+ * and embedding tables are used in place in the mapping (copied when the writer left them
+ * unaligned for their element type); bias and LayerNorm vectors become f32 copies. Every
+ * tensor's shape is checked, and a missing or misshapen tensor is an error that names it.
+ *
+ * The sentence-transformers side: modules.json lists the modules; the Pooling module's folder
+ * holds config.json with pooling_mode_cls_token / pooling_mode_mean_tokens /
+ * pooling_mode_lasttoken (exactly one must be set; max and mean-sqrt-len pooling are refused), a
+ * Normalize module turns L2 normalization on, and sentence_bert_config.json's max_seq_length
+ * bounds the input (sentence-transformers truncates there).
+ */
+#include "models/bert_internal.h"
+
+#include "base/size.h"
+#include "kernels/kernels.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+enum { MAX_JSON_BYTES = 4 << 20, MAX_TOKENIZER_BYTES = 64 << 20 };
+
+hearth_bert_params hearth_bert_params_default(void) {
+    return (hearth_bert_params){.n_threads = 0, .max_batch_tokens = 8192};
+}
+
+static char *slurp(const char *path, size_t max, size_t *len) {
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return NULL;
+    char *buf = NULL;
+    struct stat st;
+    if (fstat(fileno(fp), &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size <= max &&
+        (buf = malloc((size_t)st.st_size + 1)) != NULL) {
+        if (fread(buf, 1, (size_t)st.st_size, fp) != (size_t)st.st_size) {
+            free(buf);
+            buf = NULL;
+        } else {
+            buf[st.st_size] = 0;
+            if (len) *len = (size_t)st.st_size;
+        }
+    }
+    fclose(fp);
+    return buf;
+}
+
+static cJSON *read_json(const char *dir, const char *name) {
+    char path[4096];
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path) return NULL;
+    char *text = slurp(path, MAX_JSON_BYTES, NULL);
+    if (!text) return NULL;
+    cJSON *j = cJSON_Parse(text);
+    free(text);
+    return j;
+}
+
+bool hearth_bert_probe(const char *path) {
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) return false;
+    cJSON *cfg = read_json(path, "config.json");
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(cfg, "model_type");
+    bool ok = cJSON_IsString(mt) && !strcmp(mt->valuestring, "bert");
+    cJSON_Delete(cfg);
+    return ok;
+}
+
+typedef struct {
+    hearth_bert *b;
+    hearth_err  *err;
+    const char  *pfx;   /* "" or "bert." */
+} loader;
+
+static void *keep(hearth_bert *b, void *p) {
+    if (!p) return NULL;
+    void **grown = realloc(b->owned, (size_t)(b->n_owned + 1) * sizeof *grown);
+    if (!grown) {
+        free(p);
+        return NULL;
+    }
+    b->owned = grown;
+    b->owned[b->n_owned++] = p;
+    return p;
+}
+
+static const hearth_st_tensor *find(loader *L, const char *name) {
+    char full[256];
+    snprintf(full, sizeof full, "%s%s", L->pfx, name);
+    return hearth_st_find(L->b->st, full);
+}
+
+/* Tensor name, shape [rows][cols] (rows 0: a vector of cols) into a matrix view or f32 vector. */
+static hearth_status get_matrix(loader *L, const char *name, int64_t rows, int64_t cols, hearth_weight *w) {
+    const hearth_st_tensor *t = find(L, name);
+    if (!t) return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "tensor %s%s is missing", L->pfx, name);
+    int type = hearth_st_dtype_to_type(t->dtype);
+    if (type < 0)
+        return hearth_err_set(L->err, HEARTH_E_UNSUPPORTED, -1, "tensor %s is %s (f32, f16 or bf16 only)", t->name,
+                              hearth_st_dtype_name(t->dtype));
+    if (t->n_dims != 2 || t->shape[0] != rows || t->shape[1] != cols)
+        return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "tensor %s: shape is not [%lld, %lld]", t->name,
+                              (long long)rows, (long long)cols);
+    size_t esz = hearth_st_dtype_size(t->dtype);
+    const void *data = t->data;
+    if ((uintptr_t)data % esz) {
+        void *copy = keep(L->b, malloc(t->n_bytes));
+        if (!copy) return hearth_err_set(L->err, HEARTH_E_NOMEM, -1, "out of memory copying %s", t->name);
+        memcpy(copy, data, t->n_bytes);
+        data = copy;
+    }
+    *w = (hearth_weight){.type = (hearth_type)type, .ne0 = cols, .ne1 = rows, .row_bytes = (size_t)cols * esz,
+                         .data = data};
+    L->b->weight_bytes += t->n_bytes;
+    return HEARTH_OK;
+}
+
+static hearth_status get_vector(loader *L, const char *name, int64_t n, const float **out) {
+    const hearth_st_tensor *t = find(L, name);
+    if (!t) return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "tensor %s%s is missing", L->pfx, name);
+    int type = hearth_st_dtype_to_type(t->dtype);
+    if (type < 0)
+        return hearth_err_set(L->err, HEARTH_E_UNSUPPORTED, -1, "tensor %s is %s (f32, f16 or bf16 only)", t->name,
+                              hearth_st_dtype_name(t->dtype));
+    if (t->n_dims != 1 || t->shape[0] != n)
+        return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "tensor %s: shape is not [%lld]", t->name, (long long)n);
+    float *v = keep(L->b, malloc((size_t)n * sizeof *v));
+    if (!v) return hearth_err_set(L->err, HEARTH_E_NOMEM, -1, "out of memory copying %s", t->name);
+    size_t esz = hearth_st_dtype_size(t->dtype);
+    const uint8_t *p = t->data;
+    for (int64_t i = 0; i < n; i++) {
+        if (t->dtype == HEARTH_ST_F32) memcpy(&v[i], p + i * esz, 4);
+        else {
+            uint16_t h;
+            memcpy(&h, p + i * esz, 2);
+            v[i] = t->dtype == HEARTH_ST_F16 ? hearth_fp16_to_fp32(h) : hearth_bf16_to_fp32(h);
+        }
+    }
+    L->b->weight_bytes += t->n_bytes;
+    *out = v;
+    return HEARTH_OK;
+}
+
+static int64_t cfg_int(const cJSON *cfg, const char *key, int64_t dflt) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cfg, key);
+    return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : dflt;
+}
+
+static bool cfg_true(const cJSON *cfg, const char *key) {
+    return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cfg, key));
+}
+
+static hearth_status read_shape(hearth_bert *b, const char *dir, hearth_err *err) {
+    hearth_status st = HEARTH_OK;
+    cJSON *cfg = read_json(dir, "config.json");
+    if (!cfg) return hearth_err_set(err, HEARTH_E_NOTFOUND, -1, "'%.200s' has no readable config.json", dir);
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(cfg, "model_type");
+    const cJSON *act = cJSON_GetObjectItemCaseSensitive(cfg, "hidden_act");
+    const cJSON *pe = cJSON_GetObjectItemCaseSensitive(cfg, "position_embedding_type");
+    if (!cJSON_IsString(mt) || strcmp(mt->valuestring, "bert")) {
+        st = hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "model_type '%.60s' is not an encoder hearth embeds with "
+                            "(bert)", cJSON_IsString(mt) ? mt->valuestring : "?");
+        goto out;
+    }
+    if (cJSON_IsString(act) && strcmp(act->valuestring, "gelu")) {
+        st = hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "hidden_act '%.60s' is not supported (gelu only)",
+                            act->valuestring);
+        goto out;
+    }
+    if (cJSON_IsString(pe) && strcmp(pe->valuestring, "absolute")) {
+        st = hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "position_embedding_type '%.60s' is not supported "
+                            "(absolute only)", pe->valuestring);
+        goto out;
+    }
+    b->d = cfg_int(cfg, "hidden_size", 0);
+    b->n_layer = cfg_int(cfg, "num_hidden_layers", 0);
+    b->n_head = (int32_t)cfg_int(cfg, "num_attention_heads", 0);
+    b->d_ff = cfg_int(cfg, "intermediate_size", 0);
+    b->n_vocab = (int32_t)cfg_int(cfg, "vocab_size", 0);
+    b->n_pos = (int32_t)cfg_int(cfg, "max_position_embeddings", 512);
+    b->n_type = (int32_t)cfg_int(cfg, "type_vocab_size", 2);
+    const cJSON *eps = cJSON_GetObjectItemCaseSensitive(cfg, "layer_norm_eps");
+    b->eps = cJSON_IsNumber(eps) ? (float)eps->valuedouble : 1e-12f;
+    if (b->d <= 0 || b->d > 65536 || b->n_layer <= 0 || b->n_layer > 1024 || b->n_head <= 0 ||
+        b->d % b->n_head || b->d_ff <= 0 || b->d_ff > (1 << 20) || b->n_vocab <= 0 || b->n_pos <= 0 ||
+        b->n_pos > (1 << 20) || b->n_type <= 0 || b->n_type > 1024 || !(b->eps >= 0)) {
+        st = hearth_err_set(err, HEARTH_E_FORMAT, -1, "config.json: a missing or impossible shape (hidden_size %lld, "
+                            "layers %lld, heads %d, intermediate_size %lld, vocab %d)", (long long)b->d,
+                            (long long)b->n_layer, b->n_head, (long long)b->d_ff, b->n_vocab);
+        goto out;
+    }
+    b->head_dim = (int32_t)(b->d / b->n_head);
+    b->max_tokens = b->n_pos;
+out:
+    cJSON_Delete(cfg);
+    return st;
+}
+
+/* modules.json, the Pooling module's config.json, sentence_bert_config.json. */
+static hearth_status read_sentence_config(hearth_bert *b, const char *dir, hearth_err *err) {
+    hearth_status st = HEARTH_OK;
+    b->pooling = HEARTH_POOLING_MEAN;
+    b->normalize = false;
+    cJSON *mods = read_json(dir, "modules.json"), *pool = NULL, *sb = NULL;
+    const cJSON *m;
+    cJSON_ArrayForEach(m, mods) {
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(m, "type");
+        const cJSON *path = cJSON_GetObjectItemCaseSensitive(m, "path");
+        if (!cJSON_IsString(type)) continue;
+        const char *dot = strrchr(type->valuestring, '.');
+        const char *kind = dot ? dot + 1 : type->valuestring;
+        if (!strcmp(kind, "Normalize")) b->normalize = true;
+        else if (!strcmp(kind, "Pooling") && cJSON_IsString(path)) {
+            if (strstr(path->valuestring, "..") || path->valuestring[0] == '/') {
+                st = hearth_err_set(err, HEARTH_E_FORMAT, -1, "modules.json: pooling path '%.80s' leaves the folder",
+                                    path->valuestring);
+                goto out;
+            }
+            char name[512];
+            snprintf(name, sizeof name, "%s/config.json", path->valuestring);
+            cJSON_Delete(pool);
+            pool = read_json(dir, name);
+            if (!pool) {
+                st = hearth_err_set(err, HEARTH_E_FORMAT, -1, "modules.json names a Pooling module, but %.200s "
+                                    "cannot be read", name);
+                goto out;
+            }
+        } else if (strcmp(kind, "Transformer")) {
+            st = hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "modules.json: module %.80s is not supported "
+                                "(Transformer, Pooling, Normalize)", type->valuestring);
+            goto out;
+        }
+    }
+    if (pool) {
+        int n_set = 0;
+        if (cfg_true(pool, "pooling_mode_mean_tokens")) { b->pooling = HEARTH_POOLING_MEAN; n_set++; }
+        if (cfg_true(pool, "pooling_mode_cls_token")) { b->pooling = HEARTH_POOLING_CLS; n_set++; }
+        if (cfg_true(pool, "pooling_mode_lasttoken")) { b->pooling = HEARTH_POOLING_LAST; n_set++; }
+        if (cfg_true(pool, "pooling_mode_max_tokens") || cfg_true(pool, "pooling_mode_mean_sqrt_len_tokens") ||
+            cfg_true(pool, "pooling_mode_weightedmean_tokens")) {
+            st = hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "pooling: only mean, CLS and last-token pooling are "
+                                "supported");
+            goto out;
+        }
+        if (n_set != 1) {
+            st = hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "pooling: exactly one of mean, CLS and last-token "
+                                "pooling must be set (%d are)", n_set);
+            goto out;
+        }
+        int64_t wd = cfg_int(pool, "word_embedding_dimension", b->d);
+        if (wd != b->d) {
+            st = hearth_err_set(err, HEARTH_E_FORMAT, -1, "pooling: word_embedding_dimension %lld, the model has %lld",
+                                (long long)wd, (long long)b->d);
+            goto out;
+        }
+    }
+    sb = read_json(dir, "sentence_bert_config.json");
+    int64_t msl = cfg_int(sb, "max_seq_length", 0);
+    if (msl > 0 && msl < b->max_tokens) b->max_tokens = (int32_t)msl;
+out:
+    cJSON_Delete(sb);
+    cJSON_Delete(pool);
+    cJSON_Delete(mods);
+    return st;
+}
+
+static hearth_status bind_weights(loader *L) {
+    hearth_bert *b = L->b;
+    hearth_status st;
+    L->pfx = find(L, "embeddings.word_embeddings.weight") ? "" : "bert.";
+    if ((st = get_matrix(L, "embeddings.word_embeddings.weight", b->n_vocab, b->d, &b->word)) ||
+        (st = get_matrix(L, "embeddings.position_embeddings.weight", b->n_pos, b->d, &b->pos)) ||
+        (st = get_matrix(L, "embeddings.token_type_embeddings.weight", b->n_type, b->d, &b->type)) ||
+        (st = get_vector(L, "embeddings.LayerNorm.weight", b->d, &b->emb_ln_w)) ||
+        (st = get_vector(L, "embeddings.LayerNorm.bias", b->d, &b->emb_ln_b)))
+        return st;
+    if (!(b->layers = calloc((size_t)b->n_layer, sizeof *b->layers)))
+        return hearth_err_set(L->err, HEARTH_E_NOMEM, -1, "out of memory");
+    for (int64_t il = 0; il < b->n_layer; il++) {
+        bert_layer *l = &b->layers[il];
+        char n[24][128];
+        const char *parts[] = {
+            "attention.self.query.weight", "attention.self.query.bias", "attention.self.key.weight",
+            "attention.self.key.bias", "attention.self.value.weight", "attention.self.value.bias",
+            "attention.output.dense.weight", "attention.output.dense.bias", "attention.output.LayerNorm.weight",
+            "attention.output.LayerNorm.bias", "intermediate.dense.weight", "intermediate.dense.bias",
+            "output.dense.weight", "output.dense.bias", "output.LayerNorm.weight", "output.LayerNorm.bias"};
+        for (int i = 0; i < 16; i++) snprintf(n[i], sizeof n[i], "encoder.layer.%lld.%s", (long long)il, parts[i]);
+        if ((st = get_matrix(L, n[0], b->d, b->d, &l->wq)) || (st = get_vector(L, n[1], b->d, &l->bq)) ||
+            (st = get_matrix(L, n[2], b->d, b->d, &l->wk)) || (st = get_vector(L, n[3], b->d, &l->bk)) ||
+            (st = get_matrix(L, n[4], b->d, b->d, &l->wv)) || (st = get_vector(L, n[5], b->d, &l->bv)) ||
+            (st = get_matrix(L, n[6], b->d, b->d, &l->wo)) || (st = get_vector(L, n[7], b->d, &l->bo)) ||
+            (st = get_vector(L, n[8], b->d, &l->ln1_w)) || (st = get_vector(L, n[9], b->d, &l->ln1_b)) ||
+            (st = get_matrix(L, n[10], b->d_ff, b->d, &l->w_up)) || (st = get_vector(L, n[11], b->d_ff, &l->b_up)) ||
+            (st = get_matrix(L, n[12], b->d, b->d_ff, &l->w_down)) ||
+            (st = get_vector(L, n[13], b->d, &l->b_down)) || (st = get_vector(L, n[14], b->d, &l->ln2_w)) ||
+            (st = get_vector(L, n[15], b->d, &l->ln2_b)))
+            return st;
+    }
+    return HEARTH_OK;
+}
+
+static hearth_status load_tokenizer(hearth_bert *b, const char *dir, hearth_err *err) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+    size_t len = 0;
+    char *text = slurp(path, MAX_TOKENIZER_BYTES, &len);
+    if (!text) return hearth_err_set(err, HEARTH_E_NOTFOUND, -1, "'%.200s' has no readable tokenizer.json", dir);
+    hearth_status st = hearth_tok_from_json(text, len, &b->tok, err);
+    free(text);
+    if (st) return st;
+    if (hearth_tok_n_vocab(b->tok) > b->n_vocab)
+        return hearth_err_set(err, HEARTH_E_FORMAT, -1, "tokenizer.json has %d tokens but the model %d",
+                              hearth_tok_n_vocab(b->tok), b->n_vocab);
+    return HEARTH_OK;
+}
+
+hearth_status hearth_bert_load(const char *path, const hearth_bert_params *p, hearth_bert **out, hearth_err *err) {
+    *out = NULL;
+    hearth_err_clear(err);
+    hearth_kernels_init();
+    hearth_bert *b = calloc(1, sizeof *b);
+    if (!b) return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
+    pthread_mutex_init(&b->mu, NULL);
+    b->params = p ? *p : hearth_bert_params_default();
+    if (b->params.max_batch_tokens <= 0) b->params.max_batch_tokens = 8192;
+    hearth_status st;
+    loader L = {.b = b, .err = err, .pfx = ""};
+    if ((st = read_shape(b, path, err)) || (st = read_sentence_config(b, path, err)) ||
+        (st = hearth_st_open(path, &b->st, err)) || (st = bind_weights(&L)) || (st = load_tokenizer(b, path, err)))
+        goto fail;
+    if (b->params.max_batch_tokens < b->max_tokens) b->params.max_batch_tokens = b->max_tokens;
+    if (!(b->pool = hearth_pool_create(b->params.n_threads))) {
+        st = hearth_err_set(err, HEARTH_E_NOMEM, -1, "cannot start the compute threads");
+        goto fail;
+    }
+    snprintf(b->desc, sizeof b->desc, "bert, %lld layers, %lld dims, %s, %s pooling%s, up to %d tokens",
+             (long long)b->n_layer, (long long)b->d, hearth_type_name(b->layers[0].wq.type),
+             hearth_bert_pooling_name(b->pooling), b->normalize ? ", normalized" : "", b->max_tokens);
+    *out = b;
+    return HEARTH_OK;
+fail:
+    hearth_bert_destroy(b);
+    return st;
+}
+
+void hearth_bert_destroy(hearth_bert *b) {
+    if (!b) return;
+    hearth_pool_destroy(b->pool);
+    for (int64_t i = 0; i < b->n_owned; i++) free(b->owned[i]);
+    free(b->owned);
+    free(b->layers);
+    hearth_tok_destroy(b->tok);
+    hearth_st_close(b->st);
+    pthread_mutex_destroy(&b->mu);
+    free(b);
+}
+
+int64_t        hearth_bert_dim(const hearth_bert *b) { return b->d; }
+int32_t        hearth_bert_max_tokens(const hearth_bert *b) { return b->max_tokens; }
+int32_t        hearth_bert_n_vocab(const hearth_bert *b) { return b->n_vocab; }
+hearth_pooling hearth_bert_pooling(const hearth_bert *b) { return b->pooling; }
+bool           hearth_bert_normalizes(const hearth_bert *b) { return b->normalize; }
+const char    *hearth_bert_desc(const hearth_bert *b) { return b->desc; }
+size_t         hearth_bert_weight_bytes(const hearth_bert *b) { return b->weight_bytes; }
+
+const char *hearth_bert_pooling_name(hearth_pooling p) {
+    switch (p) {
+    case HEARTH_POOLING_MEAN: return "mean";
+    case HEARTH_POOLING_CLS: return "cls";
+    case HEARTH_POOLING_LAST: return "last";
+    default: return "?";
+    }
+}
