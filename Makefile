@@ -17,6 +17,8 @@ CMAKE_BUILD = env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL cmake --build
 # the models are fetched, and then the tests that need them skip. Set them to override.
 export HEARTH_SMOLLM2_GGUF ?= $(shell scripts/model-path.sh smollm2 2>/dev/null)
 export HEARTH_GEMMA3_GGUF  ?= $(shell scripts/model-path.sh gemma3 2>/dev/null)
+# The embedding model's checkpoint folder (models/embed.tsv), the same way.
+export HEARTH_MINILM       ?= $(shell scripts/model-path.sh minilm 2>/dev/null)
 
 # One target at a time: each step already uses every core, and `test` relies on the order.
 .NOTPARALLEL:

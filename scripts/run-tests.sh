@@ -24,7 +24,7 @@ cd "$root"
 timeout_s=${HEARTH_TEST_TIMEOUT:-600}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
-for v in HEARTH_SMOLLM2_GGUF HEARTH_GEMMA3_GGUF; do
+for v in HEARTH_SMOLLM2_GGUF HEARTH_GEMMA3_GGUF HEARTH_MINILM; do
     [ -n "${!v:-}" ] || unset "$v"
 done
 

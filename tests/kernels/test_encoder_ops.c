@@ -1,0 +1,134 @@
+/*
+ * test_encoder_ops.c - the encoder's reference kernels (kernels/ref/encoder_ref.h) against the
+ * same formulas in double precision: LayerNorm over odd widths with and without weight and
+ * bias (and in place), the exact GELU over a range that covers both tails, and bidirectional
+ * attention over odd sequence lengths and head sizes, with a check that every key is seen (a
+ * key moved far away changes every query's output).
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/ref/encoder_ref.h"
+#include "test.h"
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static float rnd(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (float)(rng >> 40) / (float)(1 << 24) * 4.0f - 2.0f;
+}
+
+TEST(layernorm_matches_double) {
+    const int64_t dims[] = {1, 3, 17, 32, 384, 1001};
+    for (size_t k = 0; k < sizeof dims / sizeof dims[0]; k++) {
+        const int64_t d = dims[k], rows = 3;
+        float *x = malloc((size_t)(rows * d) * sizeof *x), *y = malloc((size_t)(rows * d) * sizeof *y);
+        float *w = malloc((size_t)d * sizeof *w), *b = malloc((size_t)d * sizeof *b);
+        for (int64_t i = 0; i < rows * d; i++) x[i] = rnd() * 3 + 5; /* an offset the mean must remove */
+        for (int64_t i = 0; i < d; i++) w[i] = rnd(), b[i] = rnd();
+        for (int with = 0; with < 2; with++) {
+            hearth_layernorm_ref(x, with ? w : NULL, with ? b : NULL, y, rows, d, 1e-12f);
+            double worst = 0;
+            for (int64_t r = 0; r < rows; r++) {
+                double m = 0, v = 0;
+                for (int64_t i = 0; i < d; i++) m += x[r * d + i];
+                m /= (double)d;
+                for (int64_t i = 0; i < d; i++) v += (x[r * d + i] - m) * (x[r * d + i] - m);
+                v /= (double)d;
+                for (int64_t i = 0; i < d; i++) {
+                    double want = (x[r * d + i] - m) / sqrt(v + 1e-12);
+                    if (with) want = want * w[i] + b[i];
+                    double e = fabs(want - y[r * d + i]);
+                    if (e > worst) worst = e;
+                }
+            }
+            CHECK(worst < 2e-5);
+        }
+        /* in place gives the same bits */
+        hearth_layernorm_ref(x, w, b, y, rows, d, 1e-5f);
+        hearth_layernorm_ref(x, w, b, x, rows, d, 1e-5f);
+        CHECK(memcmp(x, y, (size_t)(rows * d) * sizeof *x) == 0);
+        free(x), free(y), free(w), free(b);
+    }
+}
+
+TEST(gelu_erf_matches_double) {
+    enum { N = 2001 };
+    float x[N];
+    for (int i = 0; i < N; i++) x[i] = -10.0f + 20.0f * (float)i / (N - 1);
+    float y[N];
+    memcpy(y, x, sizeof x);
+    hearth_gelu_erf_ref(y, N);
+    double worst = 0;
+    for (int i = 0; i < N; i++) {
+        double want = 0.5 * x[i] * (1.0 + erf(x[i] / sqrt(2.0)));
+        double e = fabs(want - y[i]) / (1.0 + fabs(want));
+        if (e > worst) worst = e;
+    }
+    CHECK(worst < 1e-6);
+    CHECK(y[0] == 0.0f || fabs(y[0]) < 1e-20); /* the far left tail is 0, not NaN */
+    CHECK_NEAR(y[N - 1], 10.0, 1e-6);
+    /* erf, not tanh: at x = -3 the two differ by about 4e-4 */
+    float t = -3.0f;
+    hearth_gelu_erf_ref(&t, 1);
+    CHECK_NEAR(t, -0.00404969, 1e-7);
+}
+
+static void attn_double(const float *q, const float *k, const float *v, int64_t ld, double *out, int64_t n, int nh,
+                        int hd, double scale) {
+    double *s = malloc((size_t)n * sizeof *s);
+    for (int h = 0; h < nh; h++)
+        for (int64_t t = 0; t < n; t++) {
+            double mx = -INFINITY, sum = 0;
+            for (int64_t j = 0; j < n; j++) {
+                double d = 0;
+                for (int c = 0; c < hd; c++) d += (double)q[t * ld + h * hd + c] * k[j * ld + h * hd + c];
+                s[j] = d * scale;
+                if (s[j] > mx) mx = s[j];
+            }
+            for (int64_t j = 0; j < n; j++) sum += s[j] = exp(s[j] - mx);
+            for (int c = 0; c < hd; c++) {
+                double o = 0;
+                for (int64_t j = 0; j < n; j++) o += s[j] / sum * v[j * ld + h * hd + c];
+                out[t * nh * hd + h * hd + c] = o;
+            }
+        }
+    free(s);
+}
+
+TEST(attn_full_matches_double) {
+    const int64_t lens[] = {1, 2, 7, 33, 130};
+    const int heads[][2] = {{1, 8}, {3, 5}, {12, 32}};
+    for (size_t a = 0; a < sizeof lens / sizeof lens[0]; a++)
+        for (size_t b = 0; b < sizeof heads / sizeof heads[0]; b++) {
+            const int64_t n = lens[a];
+            const int nh = heads[b][0], hd = heads[b][1], w = nh * hd;
+            const int64_t ld = 3 * w + 5; /* q, k, v side by side, plus padding */
+            float *qkv = malloc((size_t)(n * ld) * sizeof *qkv), *out = malloc((size_t)(n * w) * sizeof *out);
+            double *want = malloc((size_t)(n * w) * sizeof *want);
+            float *scores = malloc((size_t)n * sizeof *scores);
+            for (int64_t i = 0; i < n * ld; i++) qkv[i] = rnd();
+            const float scale = 1.0f / sqrtf((float)hd);
+            hearth_attn_full_ref(qkv, qkv + w, qkv + 2 * w, ld, out, w, n, nh, hd, scale, scores);
+            attn_double(qkv, qkv + w, qkv + 2 * w, ld, want, n, nh, hd, scale);
+            double worst = 0;
+            for (int64_t i = 0; i < n * w; i++) {
+                double e = fabs(want[i] - out[i]);
+                if (e > worst) worst = e;
+            }
+            CHECK(worst < 1e-5);
+            if (n > 1) {
+                /* bidirectional: the last key's value reaches the first query */
+                float before = out[0];
+                for (int c = 0; c < hd; c++) qkv[(n - 1) * ld + 2 * w + c] += 100.0f;
+                hearth_attn_full_ref(qkv, qkv + w, qkv + 2 * w, ld, out, w, n, nh, hd, scale, scores);
+                CHECK(out[0] != before);
+            }
+            free(qkv), free(out), free(want), free(scores);
+        }
+}
+
+int main(int argc, char **argv) { return test_main(argc, argv); }

@@ -1,0 +1,287 @@
+/*
+ * test_bert.c - encoder embeddings (models/bert.h) against sentence-transformers.
+ *
+ * Goldens (tools/embed_golden.py, tests/golden/embed/NAME.json) hold, for the sentences of
+ * tests/golden/embed/sentences.txt, the token ids and the float32 embeddings that
+ * sentence-transformers computes on the CPU, and for each query the three nearest corpus
+ * sentences. Checked here:
+ *   - tiny-bert (committed: a random 2-layer BertModel, CLS pooling, normalized): the ids, and
+ *     every embedding's cosine with the golden >= 0.99999; the nearest neighbour of each query
+ *     where the golden's top two are more than 1e-3 apart;
+ *   - all-MiniLM-L6-v2 (HEARTH_MINILM, the folder scripts/model-path.sh minilm prints; skipped
+ *     when unset): the same, and the same nearest neighbour for every query;
+ *   - batching: the whole set in one forward, one by one, and cut into forwards of at most 40
+ *     tokens give the same bits;
+ *   - errors: an empty input, one past the model's limit, an id outside the vocabulary (each
+ *     naming the input's index), and hearth_bert_truncate keeping the closing [SEP];
+ *   - loading: a folder without config.json, another model_type, and an unsupported pooling
+ *     fail with a message naming the problem.
+ */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "golden_json.h"
+#include "models/bert.h"
+#include "test.h"
+
+typedef struct {
+    cJSON   *root;
+    int      n_texts, n_corpus, dim;
+    int32_t **ids;
+    size_t  *n_ids;
+    float   *emb;        /* [n_texts][dim] */
+} golden;
+
+static bool golden_load(const char *name, golden *g) {
+    memset(g, 0, sizeof *g);
+    char path[256];
+    snprintf(path, sizeof path, "tests/golden/embed/%s.json", name);
+    char *text = golden_slurp(path, NULL);
+    if (!text) return false;
+    g->root = cJSON_Parse(text);
+    free(text);
+    if (!g->root) return false;
+    const cJSON *texts = cJSON_GetObjectItem(g->root, "texts"), *ids = cJSON_GetObjectItem(g->root, "ids"),
+                *emb = cJSON_GetObjectItem(g->root, "embeddings");
+    g->n_texts = cJSON_GetArraySize(texts);
+    g->n_corpus = cJSON_GetObjectItem(g->root, "n_corpus")->valueint;
+    g->dim = cJSON_GetObjectItem(g->root, "dim")->valueint;
+    g->ids = calloc((size_t)g->n_texts, sizeof *g->ids);
+    g->n_ids = calloc((size_t)g->n_texts, sizeof *g->n_ids);
+    g->emb = malloc((size_t)g->n_texts * (size_t)g->dim * sizeof *g->emb);
+    for (int i = 0; i < g->n_texts; i++) {
+        const cJSON *row = cJSON_GetArrayItem(ids, i), *e = cJSON_GetArrayItem(emb, i);
+        g->n_ids[i] = (size_t)cJSON_GetArraySize(row);
+        g->ids[i] = malloc(g->n_ids[i] * sizeof *g->ids[i]);
+        for (size_t k = 0; k < g->n_ids[i]; k++) g->ids[i][k] = cJSON_GetArrayItem(row, (int)k)->valueint;
+        for (int k = 0; k < g->dim; k++) g->emb[i * g->dim + k] = (float)cJSON_GetArrayItem(e, k)->valuedouble;
+    }
+    return true;
+}
+
+static void golden_free(golden *g) {
+    for (int i = 0; i < g->n_texts; i++) free(g->ids[i]);
+    free(g->ids);
+    free(g->n_ids);
+    free(g->emb);
+    cJSON_Delete(g->root);
+}
+
+static double cosine(const float *a, const float *b, int64_t n) {
+    double ab = 0, aa = 0, bb = 0;
+    for (int64_t i = 0; i < n; i++) ab += (double)a[i] * b[i], aa += (double)a[i] * a[i], bb += (double)b[i] * b[i];
+    return ab / sqrt(aa * bb);
+}
+
+/* Tokenize every golden text with hearth and embed them all in one call; checks the ids. */
+static float *embed_all(hearth_bert *b, golden *g, int *bad_ids) {
+    const cJSON *texts = cJSON_GetObjectItem(g->root, "texts");
+    int32_t **ids = calloc((size_t)g->n_texts, sizeof *ids);
+    size_t *n_ids = calloc((size_t)g->n_texts, sizeof *n_ids);
+    *bad_ids = 0;
+    for (int i = 0; i < g->n_texts; i++) {
+        const char *t = cJSON_GetArrayItem(texts, i)->valuestring;
+        CHECK_EQ(hearth_bert_tokenize(b, t, strlen(t), &ids[i], &n_ids[i]), HEARTH_OK);
+        if (n_ids[i] != g->n_ids[i] || memcmp(ids[i], g->ids[i], n_ids[i] * sizeof *ids[i])) {
+            fprintf(stderr, "  text %d (%s): hearth's ids differ from the tokenizer's\n", i, t);
+            (*bad_ids)++;
+        }
+    }
+    float *out = malloc((size_t)g->n_texts * (size_t)g->dim * sizeof *out);
+    hearth_err err = {0};
+    CHECK_EQ(hearth_bert_embed(b, (const int32_t *const *)ids, n_ids, g->n_texts, out, &err), HEARTH_OK);
+    for (int i = 0; i < g->n_texts; i++) free(ids[i]);
+    free(ids);
+    free(n_ids);
+    return out;
+}
+
+/* Cosine per vector and the nearest neighbours; all_queries: every query's top 1 must agree,
+ * else only where the golden's top two are more than 1e-3 apart. */
+static void check_parity(hearth_bert *b, golden *g, bool all_queries) {
+    CHECK_EQ(hearth_bert_dim(b), g->dim);
+    int bad_ids;
+    float *out = embed_all(b, g, &bad_ids);
+    CHECK_EQ(bad_ids, 0);
+    double worst = 1;
+    for (int i = 0; i < g->n_texts; i++) {
+        double c = cosine(out + i * g->dim, g->emb + i * g->dim, g->dim);
+        if (c < worst) worst = c;
+    }
+    fprintf(stderr, "  worst cosine with sentence-transformers: 1 - %.3g over %d texts\n", 1 - worst, g->n_texts);
+    CHECK(worst >= 0.99999);
+    const cJSON *ranking = cJSON_GetObjectItem(g->root, "ranking"), *r;
+    int n_checked = 0;
+    cJSON_ArrayForEach(r, ranking) {
+        int q = cJSON_GetObjectItem(r, "query")->valueint;
+        const cJSON *top = cJSON_GetObjectItem(r, "top"), *sc = cJSON_GetObjectItem(r, "scores");
+        double margin = cJSON_GetArrayItem(sc, 0)->valuedouble - cJSON_GetArrayItem(sc, 1)->valuedouble;
+        if (!all_queries && margin <= 1e-3) continue;
+        const float *qv = out + (g->n_corpus + q) * g->dim;
+        int best = -1;
+        double best_s = -2;
+        for (int j = 0; j < g->n_corpus; j++) {
+            double s = cosine(qv, out + j * g->dim, g->dim);
+            if (s > best_s) best_s = s, best = j;
+        }
+        CHECK_EQ(best, cJSON_GetArrayItem(top, 0)->valueint);
+        n_checked++;
+    }
+    CHECK(n_checked >= (all_queries ? cJSON_GetArraySize(ranking) : 3));
+    free(out);
+}
+
+static hearth_bert *load(const char *dir, int64_t max_batch_tokens) {
+    hearth_bert_params p = hearth_bert_params_default();
+    p.n_threads = 2;
+    if (max_batch_tokens) p.max_batch_tokens = max_batch_tokens;
+    hearth_bert *b = NULL;
+    hearth_err err = {0};
+    if (hearth_bert_load(dir, &p, &b, &err)) fprintf(stderr, "  load %s: %s\n", dir, err.msg);
+    return b;
+}
+
+#define TINY "tests/golden/embed/tiny-bert"
+
+TEST(tiny_bert_parity) {
+    golden g;
+    CHECK(golden_load("tiny-bert", &g));
+    hearth_bert *b = load(TINY, 0);
+    CHECK(b != NULL);
+    if (b) {
+        CHECK_EQ(hearth_bert_pooling(b), HEARTH_POOLING_CLS);
+        CHECK(hearth_bert_normalizes(b));
+        CHECK_EQ(hearth_bert_max_tokens(b), 64);
+        check_parity(b, &g, false);
+    }
+    hearth_bert_destroy(b);
+    golden_free(&g);
+}
+
+TEST(minilm_parity) {
+    const char *dir = getenv("HEARTH_MINILM");
+    if (!dir || !*dir) TEST_SKIP("HEARTH_MINILM is not set (scripts/model-path.sh minilm)");
+    golden g;
+    CHECK(golden_load("minilm", &g));
+    hearth_bert *b = load(dir, 0);
+    CHECK(b != NULL);
+    if (b) {
+        CHECK_EQ(hearth_bert_pooling(b), HEARTH_POOLING_MEAN);
+        CHECK(hearth_bert_normalizes(b));
+        CHECK_EQ(hearth_bert_max_tokens(b), 256);
+        check_parity(b, &g, true);
+    }
+    hearth_bert_destroy(b);
+    golden_free(&g);
+}
+
+/* One forward, one by one, and forwards cut at 40 tokens: the same bits. */
+TEST(batching_changes_no_bits) {
+    golden g;
+    CHECK(golden_load("tiny-bert", &g));
+    hearth_bert *b = load(TINY, 0), *cut = load(TINY, 40);
+    CHECK(b && cut);
+    if (b && cut) {
+        const int n = g.n_texts, d = g.dim;
+        float *all = malloc((size_t)n * d * sizeof *all), *one = malloc((size_t)n * d * sizeof *one),
+              *parts = malloc((size_t)n * d * sizeof *parts);
+        hearth_err err = {0};
+        CHECK_EQ(hearth_bert_embed(b, (const int32_t *const *)g.ids, g.n_ids, n, all, &err), HEARTH_OK);
+        for (int i = 0; i < n; i++)
+            CHECK_EQ(hearth_bert_embed(b, (const int32_t *const *)g.ids + i, g.n_ids + i, 1, one + i * d, &err),
+                     HEARTH_OK);
+        CHECK_EQ(hearth_bert_embed(cut, (const int32_t *const *)g.ids, g.n_ids, n, parts, &err), HEARTH_OK);
+        CHECK(memcmp(all, one, (size_t)n * d * sizeof *all) == 0);
+        CHECK(memcmp(all, parts, (size_t)n * d * sizeof *all) == 0);
+        free(all), free(one), free(parts);
+    }
+    hearth_bert_destroy(b);
+    hearth_bert_destroy(cut);
+    golden_free(&g);
+}
+
+TEST(bad_inputs_name_the_index) {
+    hearth_bert *b = load(TINY, 0);
+    CHECK(b != NULL);
+    if (!b) return;
+    float out[3 * 32];
+    int32_t ok[] = {2, 5, 3}, big[70], bad_id[] = {2, 100000, 3};
+    for (int i = 0; i < 70; i++) big[i] = 5;
+    const int32_t *seqs[3] = {ok, ok, ok};
+    size_t n[3] = {3, 0, 3};
+    hearth_err err = {0};
+    CHECK_EQ(hearth_bert_embed(b, seqs, n, 3, out, &err), HEARTH_E_INVALID);
+    CHECK(strstr(err.msg, "input 1") != NULL);
+    seqs[2] = big;
+    n[1] = 3, n[2] = 70;
+    CHECK_EQ(hearth_bert_embed(b, seqs, n, 3, out, &err), HEARTH_E_INVALID);
+    CHECK(strstr(err.msg, "input 2") && strstr(err.msg, "64"));
+    seqs[2] = bad_id;
+    n[2] = 3;
+    CHECK_EQ(hearth_bert_embed(b, seqs, n, 3, out, &err), HEARTH_E_INVALID);
+    CHECK(strstr(err.msg, "input 2") && strstr(err.msg, "100000"));
+    /* truncation keeps [CLS] first and [SEP] last */
+    int32_t *ids = NULL;
+    size_t n_ids = 0;
+    const char *text = "the cat sat on the mat the cat sat on the mat the cat sat on the mat";
+    CHECK_EQ(hearth_bert_tokenize(b, text, strlen(text), &ids, &n_ids), HEARTH_OK);
+    CHECK(n_ids > 8);
+    int32_t sep = ids[n_ids - 1], cls = ids[0];
+    size_t m = hearth_bert_truncate(b, ids, n_ids, 8);
+    CHECK_EQ(m, 8);
+    CHECK_EQ(ids[0], cls);
+    CHECK_EQ(ids[7], sep);
+    CHECK_EQ(hearth_bert_truncate(b, ids, m, 64), m);
+    free(ids);
+    hearth_bert_destroy(b);
+}
+
+static void write_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    if (!f) return;
+    fputs(text, f);
+    fclose(f);
+}
+
+TEST(load_errors_say_what) {
+    char dir[] = "/tmp/hearth_bert_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char path[256];
+    hearth_bert *b = NULL;
+    hearth_err err = {0};
+    CHECK_EQ(hearth_bert_load(dir, NULL, &b, &err), HEARTH_E_NOTFOUND);
+    CHECK(strstr(err.msg, "config.json") != NULL);
+    CHECK(!hearth_bert_probe(dir));
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    write_file(path, "{\"model_type\": \"roberta\", \"hidden_size\": 32}");
+    CHECK_EQ(hearth_bert_load(dir, NULL, &b, &err), HEARTH_E_UNSUPPORTED);
+    CHECK(strstr(err.msg, "roberta") != NULL);
+    CHECK(!hearth_bert_probe(dir));
+    CHECK(hearth_bert_probe(TINY));
+    write_file(path, "{\"model_type\": \"bert\", \"hidden_size\": 32, \"num_hidden_layers\": 1, "
+                     "\"num_attention_heads\": 4, \"intermediate_size\": 64, \"vocab_size\": 10}");
+    char mods[256];
+    snprintf(mods, sizeof mods, "%s/modules.json", dir);
+    write_file(mods, "[{\"type\": \"sentence_transformers.models.Pooling\", \"path\": \"p\"}]");
+    snprintf(path, sizeof path, "%s/p", dir);
+    mkdir(path, 0700);
+    snprintf(path, sizeof path, "%s/p/config.json", dir);
+    write_file(path, "{\"pooling_mode_max_tokens\": true}");
+    CHECK_EQ(hearth_bert_load(dir, NULL, &b, &err), HEARTH_E_UNSUPPORTED);
+    CHECK(strstr(err.msg, "pooling") != NULL);
+    CHECK(b == NULL);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/p", dir);
+    rmdir(path);
+    unlink(mods);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    unlink(path);
+    rmdir(dir);
+}
+
+int main(int argc, char **argv) { return test_main(argc, argv); }

@@ -1,0 +1,187 @@
+#!/usr/bin/env python3
+"""embed_golden.py - sentence-transformers goldens for hearth's encoder embeddings
+(tests/models/test_bert.c), and the tiny random BERT checkpoint they are checked on.
+
+The oracle is sentence-transformers' SentenceTransformer(folder, device="cpu").encode(...) in
+float32 on PyTorch's CPU, batch 32, with the model's own modules (pooling, normalization) and
+max_seq_length. For each model it records, for every sentence of a fixed set (tests/golden/
+embed/sentences.txt: a retrieval corpus and queries, one per line, "Q " marking a query):
+the token ids the model's tokenizer gives it (add_special_tokens as sentence-transformers
+calls it) and the embedding. For every query it also records the corpus sentences ranked by
+cosine similarity (top 3) with their scores, so the C test can ask for the same nearest
+neighbours. The JSON says which versions made it and with which command.
+
+  --make-tiny DIR   write the tiny random BERT (transformers BertModel from a small BertConfig
+                    with a fixed seed, f32 safetensors), a tokenizer.json built with `tokenizers`
+                    from a small WordPiece vocabulary, and sentence-transformers' modules.json,
+                    1_Pooling/config.json (CLS pooling) and a Normalize module, then its golden
+  --name NAME --model DIR   the golden of an existing checkpoint folder (the real model:
+                    --name minilm --model "$(scripts/model-path.sh minilm)")
+
+Writes tests/golden/embed/NAME.json. Needs torch, transformers, sentence-transformers and
+tokenizers in a throwaway venv (never the project's .venv):
+  python3 -m venv /tmp/stenv && /tmp/stenv/bin/pip install torch transformers sentence-transformers
+  /tmp/stenv/bin/python tools/embed_golden.py --make-tiny tests/golden/embed/tiny-bert
+  /tmp/stenv/bin/python tools/embed_golden.py --name minilm --model "$(scripts/model-path.sh minilm)"
+"""
+import argparse
+import datetime
+import hashlib
+import json
+import os
+import shlex
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DIR = os.path.join(ROOT, "tests", "golden", "embed")
+
+# The tiny vocabulary: specials, then whole words and pieces the sentences use, then single
+# letters and digits (and their ## forms) so that every word of the set tokenizes without [UNK].
+TINY_WORDS = """the a an is are of on in to and cat dog sat mat sun sky blue rain ran fast slow
+bird sing song eat food man woman child play park tree green red car road city night day
+water river sea fish boat book read write code computer music loud quiet cold hot""".split()
+
+
+def sha256_of(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def read_sentences():
+    corpus, queries = [], []
+    with open(os.path.join(DIR, "sentences.txt"), encoding="utf-8") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if not line or line.startswith("#"):
+                continue
+            if line.startswith("Q "):
+                queries.append(line[2:])
+            else:
+                corpus.append(line)
+    return corpus, queries
+
+
+def make_tiny(out):
+    import torch
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
+    from transformers import BertConfig, BertModel
+
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    chars = list("abcdefghijklmnopqrstuvwxyz0123456789.,!?'-")
+    vocab = specials + TINY_WORDS + chars + ["##" + c for c in "abcdefghijklmnopqrstuvwxyz0123456789"]
+    vocab = list(dict.fromkeys(vocab))
+    tok = Tokenizer(models.WordPiece({w: i for i, w in enumerate(vocab)}, unk_token="[UNK]",
+                                     max_input_chars_per_word=100))
+    tok.normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True,
+                                                strip_accents=None, lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", vocab.index("[CLS]")), ("[SEP]", vocab.index("[SEP]"))])
+    tok.add_special_tokens(specials)
+
+    torch.manual_seed(20260)
+    cfg = BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                     intermediate_size=64, max_position_embeddings=64, type_vocab_size=2,
+                     hidden_act="gelu", layer_norm_eps=1e-12, initializer_range=0.6)
+    model = BertModel(cfg, add_pooling_layer=False).eval()
+    # A random init leaves LayerNorm at (1, 0) and the biases at 0; perturb them so the test
+    # sees each one used.
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("bias") or "LayerNorm" in name:
+                p.add_(torch.randn_like(p) * 0.3)
+    os.makedirs(os.path.join(out, "1_Pooling"), exist_ok=True)
+    model.save_pretrained(out, safe_serialization=True)
+    tok.save(os.path.join(out, "tokenizer.json"))
+    with open(os.path.join(out, "tokenizer_config.json"), "w") as f:
+        json.dump({"tokenizer_class": "BertTokenizerFast", "do_lower_case": True, "model_max_length": 64,
+                   "cls_token": "[CLS]", "sep_token": "[SEP]", "pad_token": "[PAD]", "unk_token": "[UNK]",
+                   "mask_token": "[MASK]"}, f, indent=2)
+    with open(os.path.join(out, "modules.json"), "w") as f:
+        json.dump([{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+                   {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+                   {"idx": 2, "name": "2", "path": "2_Normalize",
+                    "type": "sentence_transformers.models.Normalize"}], f, indent=2)
+    with open(os.path.join(out, "1_Pooling", "config.json"), "w") as f:
+        json.dump({"word_embedding_dimension": 32, "pooling_mode_cls_token": True,
+                   "pooling_mode_mean_tokens": False, "pooling_mode_max_tokens": False,
+                   "pooling_mode_mean_sqrt_len_tokens": False}, f, indent=2)
+    with open(os.path.join(out, "sentence_bert_config.json"), "w") as f:
+        json.dump({"max_seq_length": 64, "do_lower_case": False}, f, indent=2)
+
+
+def golden(name, folder, command):
+    import numpy as np
+    import sentence_transformers
+    import tokenizers
+    import torch
+    import transformers
+    from sentence_transformers import SentenceTransformer
+
+    torch.manual_seed(0)
+    model = SentenceTransformer(folder, device="cpu")
+    corpus, queries = read_sentences()
+    texts = corpus + queries
+    emb = model.encode(texts, batch_size=32, convert_to_numpy=True, normalize_embeddings=False)
+    emb = emb.astype(np.float32)
+    feats = model.tokenize(texts)
+    ids = []
+    for i in range(len(texts)):
+        mask = feats["attention_mask"][i].tolist()
+        ids.append([int(t) for t, m in zip(feats["input_ids"][i].tolist(), mask) if m])
+    n = emb / np.linalg.norm(emb, axis=1, keepdims=True)
+    sims = n[len(corpus):] @ n[:len(corpus)].T
+    ranking = []
+    for qi in range(len(queries)):
+        order = np.argsort(-sims[qi], kind="stable")[:3]
+        ranking.append({"query": qi, "top": [int(j) for j in order], "scores": [float(sims[qi][j]) for j in order]})
+    weights = os.path.join(folder, "model.safetensors")
+    out = {
+        "about": "sentence-transformers embeddings for tests/models/test_bert.c; written by tools/embed_golden.py, "
+                 "do not edit",
+        "name": name,
+        "command": command,
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
+        "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
+                     "sentence_transformers": sentence_transformers.__version__,
+                     "tokenizers": tokenizers.__version__, "numpy": np.__version__},
+        "model_sha256": sha256_of(weights),
+        "dim": int(emb.shape[1]),
+        "max_seq_length": int(model.max_seq_length),
+        "n_corpus": len(corpus),
+        "texts": texts,
+        "ids": ids,
+        "embeddings": [[float("%.9g" % v) for v in row] for row in emb.tolist()],
+        "ranking": ranking,
+    }
+    path = os.path.join(DIR, name + ".json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(out, f, indent=None, separators=(",", ":"))
+        f.write("\n")
+    print("embed_golden: %s (%d texts, dim %d)" % (os.path.relpath(path, ROOT), len(texts), emb.shape[1]))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--make-tiny", metavar="DIR")
+    ap.add_argument("--name")
+    ap.add_argument("--model", metavar="DIR")
+    a = ap.parse_args()
+    command = "tools/embed_golden.py " + " ".join(shlex.quote(x if not x.startswith(os.path.expanduser("~"))
+                                                              else "~" + x[len(os.path.expanduser("~")):])
+                                                  for x in sys.argv[1:])
+    if a.make_tiny:
+        make_tiny(a.make_tiny)
+        golden(a.name or os.path.basename(os.path.normpath(a.make_tiny)), a.make_tiny, command)
+    elif a.name and a.model:
+        golden(a.name, a.model, command)
+    else:
+        ap.error("give --make-tiny DIR, or --name NAME --model DIR")
+
+
+if __name__ == "__main__":
+    main()
