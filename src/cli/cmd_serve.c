@@ -17,6 +17,10 @@
  * requests finish within --drain-timeout, queued ones get 503); a second one exits at once.
  * Then it shuts down in order: server (ends connections, cancels their requests), engine,
  * model.
+ *
+ * An embedding model (a checkpoint folder hearth_bert_probe recognizes, such as
+ * all-MiniLM-L6-v2) is served alone: no engine, POST /v1/embeddings and the model list, the
+ * generation routes answering 400 (docs/embeddings.md).
  */
 #include "backend/backend.h"
 #include "cli/chat.h"
@@ -24,6 +28,7 @@
 #include "cli/engine_flags.h"
 #include "engine/engine.h"
 #include "model/model.h"
+#include "models/bert.h"
 #include "server/server.h"
 #include "store/hub.h"
 
@@ -322,6 +327,7 @@ int cli_serve(int argc, char **argv) {
     char *path = NULL;
     hearth_model *m = NULL, *draft = NULL;
     hearth_engine *e = NULL;
+    hearth_bert *emb = NULL;
     hearth_server *srv = NULL;
     char *tmpl_text = NULL; /* --chat-template-file's text */
     rc = 1;
@@ -343,7 +349,14 @@ int cli_serve(int argc, char **argv) {
     pthread_sigmask(SIG_BLOCK, &stop_sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    if (hearth_model_load(path, &m, &err)) {
+    if (hearth_bert_probe(path)) {
+        hearth_bert_params bp = hearth_bert_params_default();
+        bp.n_threads = (int)o.threads;
+        if (hearth_bert_load(path, &bp, &emb, &err)) {
+            cli_error("cannot load %s as an embedding model: %s", path, err.msg);
+            goto out;
+        }
+    } else if (hearth_model_load(path, &m, &err)) {
         cli_error("cannot load %s: %s", path, err.msg);
         goto out;
     }
@@ -353,8 +366,8 @@ int cli_serve(int argc, char **argv) {
     cli_engine_flags_apply(&o.ef, &ep);
     ep.ssd_model_path = path; /* its identity keys the disk tier (a hub blob's sha256, else a digest) */
     ep.device = (int)o.device;
-    if (cli_draft_apply(&o.ef.draft, &ep, &draft)) goto out;
-    if (hearth_engine_create(m, &ep, &e, &err)) {
+    if (m && cli_draft_apply(&o.ef.draft, &ep, &draft)) goto out;
+    if (m && hearth_engine_create(m, &ep, &e, &err)) {
         cli_error("cannot serve %s: %s", path, err.msg);
         goto out;
     }
@@ -365,6 +378,7 @@ int cli_serve(int argc, char **argv) {
     sp.port = (int)o.port;
     sp.model_id = o.alias ? o.alias : model_id;
     sp.model_path = path;
+    sp.embedder = emb;
     sp.api_key = o.api_key;
     sp.cors = o.cors;
     sp.allowed_hosts = o.allowed_hosts;
@@ -393,6 +407,17 @@ int cli_serve(int argc, char **argv) {
     }
     double ready_ms = now_ms() - t0;
     bool v6 = strchr(o.host, ':') != NULL;
+    if (emb) {
+        fprintf(stderr,
+                "hearth %s ready in %.0f ms\n"
+                "  API      http://%s%s%s:%d/v1  (POST /v1/embeddings)\n"
+                "  model    %s  (embeddings: %s, %zu MiB)\n"
+                "  Ctrl-C stops the server\n",
+                HEARTH_VERSION, ready_ms, v6 ? "[" : "", o.host, v6 ? "]" : "", hearth_server_port(srv), model_id,
+                hearth_bert_desc(emb), hearth_bert_weight_bytes(emb) >> 20);
+        fflush(stderr);
+        goto wait;
+    }
     char tk[32] = "off", mt[32] = "auto", th[32], levers[512];
     cli_engine_levers(e, levers, sizeof levers);
     if (o.top_k > 0) snprintf(tk, sizeof tk, "%lld", o.top_k);
@@ -423,6 +448,7 @@ int cli_serve(int argc, char **argv) {
         open_browser(url);
     }
 
+wait:;
     const struct timespec tick = {.tv_sec = 0, .tv_nsec = 100 * 1000000L};
     int sig = 0;
     while (sig <= 0 && !hearth_server_draining(srv)) sig = sigtimedwait(&stop_sigs, NULL, &tick);
@@ -446,6 +472,7 @@ out:
     hearth_engine_destroy(e);
     hearth_model_destroy(draft); /* after the engine, which borrows it */
     hearth_model_destroy(m);
+    hearth_bert_destroy(emb);
     free(tmpl_text);
     free(path);
     return rc;

@@ -51,7 +51,7 @@ static void *drain_main(void *arg) {
     if (left > 0 && !atomic_load(&s->drained)) {
         hearth_log(HEARTH_LOG_INFO, "server: drain: %lld requests still running after %d s; cancelling them",
                    (long long)left, s->p.drain_timeout_s);
-        hearth_engine_cancel_all(s->e);
+        if (s->e) hearth_engine_cancel_all(s->e); /* an embedding-only server has none */
         wait_idle(s, hearth_now_ms() + CUT_GRACE_MS);
     }
     hearth_log(HEARTH_LOG_INFO, "server: drained in %.0f ms", hearth_now_ms() - t0);

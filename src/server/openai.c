@@ -300,7 +300,7 @@ static void model_json(hearth_server *s, hearth_jw *w) {
     hearth_jw_key(w, "owned_by");
     hearth_jw_cstr(w, "hearth");
     hearth_jw_key(w, "context_window");
-    hearth_jw_int(w, hearth_engine_n_ctx(s->e));
+    hearth_jw_int(w, s->info.n_ctx);
     hearth_jw_key(w, "chat_template");
     hearth_jw_bool(w, s->tmpl != NULL);
     hearth_jw_obj_end(w);
@@ -342,7 +342,7 @@ void hearth_openai_index(hearth_http_req *r) {
         "POST /v1/messages/count_tokens", "POST /v1/responses", "GET /v1/responses/{id}",
         "DELETE /v1/responses/{id}", "GET /v1/models", "GET /v1",
         "GET /health", "GET /stats", "GET /metrics", "POST /tokenize", "POST /detokenize",
-        "POST /apply-template", "GET /props",
+        "POST /apply-template", "GET /props", "POST /v1/embeddings",
     };
     hearth_jw w;
     hearth_jw_init(&w);

@@ -13,6 +13,7 @@
  * them); the handler then sees the /v1 path.
  */
 #include "server/anthropic.h"
+#include "server/embeddings.h"
 #include "server/guard.h"
 #include "server/infill_api.h"
 #include "server/openai.h"
@@ -76,6 +77,7 @@ static const route routes[] = {
     {"POST", "/v1/messages", false, false, HEARTH_EP_MESSAGES, hearth_anthropic_messages},
     {"POST", "/v1/messages/count_tokens", false, false, HEARTH_EP_MESSAGES, hearth_anthropic_count_tokens},
     {"POST", "/v1/responses", false, false, HEARTH_EP_RESPONSES, hearth_responses_create},
+    {"POST", "/v1/embeddings", false, false, HEARTH_EP_OTHER, hearth_embeddings},
     {"GET", "/v1/responses/", true, false, HEARTH_EP_RESPONSES, hearth_responses_get},
     {"DELETE", "/v1/responses/", true, false, HEARTH_EP_RESPONSES, hearth_responses_delete},
     {"POST", "/tokenize", false, false, HEARTH_EP_OTHER, hearth_tokenize},
@@ -103,7 +105,15 @@ static bool takes_json(const route *rt) {
     if (strcmp(rt->method, "POST")) return false;
     return rt->ep == HEARTH_EP_CHAT || rt->ep == HEARTH_EP_COMPLETIONS || rt->ep == HEARTH_EP_MESSAGES ||
            rt->ep == HEARTH_EP_RESPONSES || rt->fn == hearth_store_download_start || rt->fn == hearth_tokenize ||
-           rt->fn == hearth_detokenize || rt->fn == hearth_apply_template;
+           rt->fn == hearth_detokenize || rt->fn == hearth_apply_template || rt->fn == hearth_embeddings;
+}
+
+/* With an embedding model alone (no engine), what stays served: the embeddings, the model
+ * list, and the server's own routes that need no model (health, counters, the description,
+ * the drain). */
+static bool embedding_only_ok(const route *rt) {
+    return hearth_embeddings_only_route(rt->fn) || rt->fn == h_health || rt->fn == h_stats || rt->fn == h_metrics ||
+           rt->fn == h_openapi || rt->fn == hearth_admin_drain;
 }
 
 /* Add method to the Allow list r->allow once ("GET" brings HEAD). */
@@ -172,6 +182,14 @@ void hearth_route(hearth_http_req *r) {
     if (!hit->open && !hearth_http_authorized(r)) {
         hearth_api_fail(&e, HEARTH_E_DENIED, "invalid_api_key", NULL,
                         "Incorrect or missing API key: send it as 'Authorization: Bearer KEY' or 'x-api-key: KEY'");
+        hearth_http_send_error(r, &e);
+        r->path = path;
+        return;
+    }
+    if (!r->srv->e && !embedding_only_ok(hit)) {
+        hearth_api_fail(&e, HEARTH_E_UNSUPPORTED, "model_not_supported", "model",
+                        "the model '%.200s' is an embedding model: it serves POST /v1/embeddings (and GET "
+                        "/v1/models), not %s %s", r->srv->model_id, r->method, path);
         hearth_http_send_error(r, &e);
         r->path = path;
         return;

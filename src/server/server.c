@@ -3,6 +3,7 @@
  * daemon; and the response ids.
  */
 #include "constrain/matcher.h"
+#include "models/bert.h"
 #include "server/chat.h"
 #include "server/conns.h"
 #include "server/downloads.h"
@@ -47,7 +48,14 @@ static hearth_status create(const hearth_server_params *p, const hearth_model *m
     if (s->p.idle_timeout_s <= 0) s->p.idle_timeout_s = 15;
     if (s->p.drain_timeout_s < 0) s->p.drain_timeout_s = 30;
     s->host = strdup(p->host && *p->host ? p->host : "127.0.0.1");
-    s->model_id = strdup(p->model_id && *p->model_id ? p->model_id : hearth_model_name(m));
+    if (!m || !e) {
+        if (m || e || !p->embedder) {
+            free(s);
+            return hearth_err_set(err, HEARTH_E_INVALID, -1, "a server needs a model and its engine, or an embedding "
+                                  "model");
+        }
+    }
+    s->model_id = strdup(p->model_id && *p->model_id ? p->model_id : m ? hearth_model_name(m) : "embeddings");
     s->api_key = dup_or_null(p->api_key);
     s->cors = dup_or_null(p->cors);
     s->allowed_hosts = dup_or_null(p->allowed_hosts);
@@ -85,11 +93,14 @@ static hearth_status create(const hearth_server_params *p, const hearth_model *m
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     s->id_salt = ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)ts.tv_nsec ^ (uint64_t)(uintptr_t)s;
-    hearth_chat_init(s);
+    if (m) hearth_chat_init(s);
+    else snprintf(s->tmpl_error, sizeof s->tmpl_error, "the model '%.200s' is an embedding model: it serves "
+                  "POST /v1/embeddings", s->model_id);
     if ((st = hearth_http_start(s, err))) goto fail;
     s->info = (hearth_stats_info){.model = s->model_id, .host = s->host, .version = HEARTH_VERSION,
                                   .port = s->port, .started_at = (int64_t)ts.tv_sec,
-                                  .n_ctx = hearth_engine_n_ctx(e), .engine = e, .conns = s->conns};
+                                  .n_ctx = e ? hearth_engine_n_ctx(e) : hearth_bert_max_tokens(p->embedder),
+                                  .engine = e, .conns = s->conns};
     *out = s;
     return HEARTH_OK;
 fail:

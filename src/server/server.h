@@ -26,6 +26,8 @@
 #include "engine/engine.h"
 #include "model/model.h"
 
+struct hearth_bert;
+
 typedef struct hearth_server hearth_server;
 
 typedef struct {
@@ -59,11 +61,16 @@ typedef struct {
     int         idle_timeout_s;   /* a keep-alive connection may idle this long; default 15 */
     int         drain_timeout_s;  /* a drain lets running requests finish this long; default 30 */
     const char *admin_key;      /* NULL/"": the /admin routes take api_key, else loopback only (copied) */
+    struct hearth_bert *embedder; /* borrowed, NULL: none; an encoder (models/bert.h) that serves
+                                 * POST /v1/embeddings (embeddings.h). With it, m and e of
+                                 * hearth_server_create may be NULL: the server then serves the
+                                 * embedding model alone, and the generation routes answer 400 */
 } hearth_server_params;
 
 hearth_server_params hearth_server_params_default(void);
 
-/* Bind and start serving m through e (both borrowed; they must outlive the server). Fails with
+/* Bind and start serving m through e (both borrowed; they must outlive the server; both NULL
+ * with p->embedder set: an embedding model alone). Fails with
  * HEARTH_E_IO when the address cannot be bound (err says why), HEARTH_E_FORMAT when the
  * model's chat template does not parse (chat then answers 400; the rest still works: the
  * error is only logged). */
