@@ -4,13 +4,13 @@
  *
  * Layout. The sequences of one forward are laid end to end: T tokens in all, sequence s owning
  * rows [start[s], start[s] + len[s]) of every activation buffer, so each matmul runs once over
- * all T rows (hearth_matmul on the encoder's pool, the kernel set's f32 / f16 / bf16 dots) and
- * no row is padding. Attention is the one place the sequences stay apart: each (sequence, head)
+ * all T rows and no row is padding: kernels/gemm_f32.h's packed f32 GEMM on the encoder's pool
+ * (the weights were packed at load, f16 and bf16 converted to f32 exactly). Attention is the one place the sequences stay apart: each (sequence, head)
  * pair attends its own rows only, bidirectionally (kernels/ref/encoder_ref.h), the pairs shared
  * out over the pool's threads. Nothing survives the call: there is no KV cache.
  *
  * One layer, post-LN as BERT has it (d = hidden size, d_ff = intermediate size):
- *   qkv = x [Wq Wk Wv]^T + [bq bk bv]             one matmul job of three parts, [T][3d]
+ *   qkv = x [Wq Wk Wv]^T + [bq bk bv]             one GEMM of the stacked weights, [T][3d]
  *   ctx = attention(q, k, v) per sequence, head   scale 1/sqrt(head_dim)
  *   x   = LayerNorm(x + ctx Wo^T + bo)
  *   h   = gelu_erf(x Wup^T + bup)                 [T][d_ff]
@@ -21,12 +21,13 @@
  * sentence-transformers' Pooling and Normalize modules compute them.
  *
  * Batches longer than params.max_batch_tokens are cut into several forwards of whole sequences;
- * a sequence's result does not depend on its neighbours (the matmul dot of a row is its own),
+ * a sequence's result does not depend on its neighbours (the GEMM's output of a row is its own),
  * so cutting changes no bits. Buffers are allocated per forward (request-sized memory).
  */
 #include "models/bert_internal.h"
 
 #include "base/size.h"
+#include "kernels/gemm_f32.h"
 #include "kernels/kernels.h"
 #include "kernels/ref/encoder_ref.h"
 
@@ -129,9 +130,9 @@ static void attn_job(void *arg, int ith, int nth) {
     }
 }
 
-static void matmul(const hearth_bert *b, const hearth_weight *w, const float *x, int64_t n_tok, float *y, int64_t ldy,
-                   void *scratch) {
-    hearth_matmul(b->pool, w->type, w->data, w->row_bytes, w->ne1, w->ne0, x, n_tok, y, ldy, scratch);
+static void gemm(const hearth_bert *b, const float *packed, int64_t n_out, int64_t n_in, const float *x, int64_t n_tok,
+                 float *y) {
+    hearth_gemm_f32(b->pool, packed, n_out, n_in, x, n_in, n_tok, y, n_out);
 }
 
 static void pool_out(const hearth_bert *b, const float *x, int64_t start, int64_t len, float *out) {
@@ -162,19 +163,12 @@ static hearth_status forward(hearth_bert *b, const int32_t *const *ids, const si
                              int64_t n_tok, int64_t max_len, float *out) {
     const int64_t d = b->d, n_seq = s1 - s0;
     const int nth = hearth_pool_size(b->pool);
-    size_t scratch_bytes = 0;
-    const hearth_weight *mats[] = {&b->layers[0].wq, &b->layers[0].w_down};
-    for (int i = 0; i < 2; i++) {
-        size_t sb = hearth_matmul_scratch_bytes(mats[i]->type, mats[i]->ne0, n_tok, nth);
-        if (sb > scratch_bytes) scratch_bytes = sb;
-    }
     size_t n_floats = (size_t)n_tok * (size_t)(d * 6 + b->d_ff) + (size_t)nth * (size_t)max_len;
     float *buf = malloc(n_floats * sizeof(float));
-    void *scratch = aligned_alloc(64, (scratch_bytes + 63) / 64 * 64 + 64);
     int32_t *tok = malloc((size_t)n_tok * 2 * sizeof *tok);
     int64_t *start = malloc((size_t)n_seq * 2 * sizeof *start);
     hearth_status st = HEARTH_OK;
-    if (!buf || !scratch || !tok || !start) {
+    if (!buf || !tok || !start) {
         st = HEARTH_E_NOMEM;
         goto out;
     }
@@ -202,25 +196,18 @@ static hearth_status forward(hearth_bert *b, const int32_t *const *ids, const si
     for (int64_t il = 0; il < b->n_layer; il++) {
         const bert_layer *l = &b->layers[il];
         f.l = l;
-        hearth_matmul_part parts[3] = {
-            {.wtype = l->wq.type, .w = l->wq.data, .w_row_bytes = l->wq.row_bytes, .n_out = d, .y = f.qkv, .ldy = 3 * d},
-            {.wtype = l->wk.type, .w = l->wk.data, .w_row_bytes = l->wk.row_bytes, .n_out = d, .y = f.qkv + d,
-             .ldy = 3 * d},
-            {.wtype = l->wv.type, .w = l->wv.data, .w_row_bytes = l->wv.row_bytes, .n_out = d, .y = f.qkv + 2 * d,
-             .ldy = 3 * d},
-        };
-        hearth_matmul_n(b->pool, parts, 3, d, f.x, n_tok, scratch);
+        gemm(b, l->p_qkv, 3 * d, d, f.x, n_tok, f.qkv);
         run_rows(&f, ROWS_QKV_BIAS);
         atomic_store(&f.next, 0);
         hearth_pool_run(b->pool, attn_job, &f);
-        matmul(b, &l->wo, f.ctx, n_tok, f.tmp, d, scratch);
+        gemm(b, l->p_o, d, d, f.ctx, n_tok, f.tmp);
         f.bias = l->bo;
         f.ln_w = l->ln1_w;
         f.ln_b = l->ln1_b;
         run_rows(&f, ROWS_RESIDUAL_LN);
-        matmul(b, &l->w_up, f.x, n_tok, f.ff, b->d_ff, scratch);
+        gemm(b, l->p_up, b->d_ff, d, f.x, n_tok, f.ff);
         run_rows(&f, ROWS_UP_GELU);
-        matmul(b, &l->w_down, f.ff, n_tok, f.tmp, d, scratch);
+        gemm(b, l->p_down, d, b->d_ff, f.ff, n_tok, f.tmp);
         f.bias = l->b_down;
         f.ln_w = l->ln2_w;
         f.ln_b = l->ln2_b;
@@ -230,7 +217,6 @@ static hearth_status forward(hearth_bert *b, const int32_t *const *ids, const si
 out:
     free(start);
     free(tok);
-    free(scratch);
     free(buf);
     return st;
 }

@@ -22,6 +22,9 @@ typedef struct {
     hearth_weight w_down;                /* output.dense [d][d_ff] */
     const float  *b_down;                /* [d] */
     const float  *ln2_w, *ln2_b;         /* output.LayerNorm [d] */
+    /* the matrices packed for kernels/gemm_f32.h, in f32 (owned, in the encoder's list) */
+    const float  *p_qkv;                 /* [3d][d]: query, key and value rows in that order */
+    const float  *p_o, *p_up, *p_down;
 } bert_layer;
 
 struct hearth_bert {

@@ -8,7 +8,9 @@
  * transformers names, with or without the "bert." prefix a BertFor... head model adds. Matrices
  * and embedding tables are used in place in the mapping (copied when the writer left them
  * unaligned for their element type); bias and LayerNorm vectors become f32 copies. Every
- * tensor's shape is checked, and a missing or misshapen tensor is an error that names it.
+ * tensor's shape is checked, and a missing or misshapen tensor is an error that names it. The
+ * layers' matrices are then packed once, in f32 (f16 and bf16 converted exactly), for the
+ * forward's GEMM (kernels/gemm_f32.h): query, key and value stacked into one weight.
  *
  * The sentence-transformers side: modules.json lists the modules; the Pooling module's folder
  * holds config.json with pooling_mode_cls_token / pooling_mode_mean_tokens /
@@ -19,6 +21,7 @@
 #include "models/bert_internal.h"
 
 #include "base/size.h"
+#include "kernels/gemm_f32.h"
 #include "kernels/kernels.h"
 
 #include <cjson/cJSON.h>
@@ -306,6 +309,43 @@ static hearth_status bind_weights(loader *L) {
     return HEARTH_OK;
 }
 
+/* Pack n_w matrices of the same width, stacked in order, into one f32 packed weight. */
+static const float *pack(hearth_bert *b, const hearth_weight *const *w, int n_w, hearth_err *err) {
+    int64_t n_out = 0;
+    const int64_t n_in = w[0]->ne0;
+    for (int i = 0; i < n_w; i++) n_out += w[i]->ne1;
+    float *dense = malloc((size_t)n_out * (size_t)n_in * sizeof *dense);
+    float *packed = keep(b, malloc(hearth_gemm_f32_packed_floats(n_out, n_in) * sizeof *packed));
+    if (!dense || !packed) {
+        free(dense);
+        hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory packing the weights");
+        return NULL;
+    }
+    int64_t row = 0;
+    for (int i = 0; i < n_w; i++)
+        for (int64_t r = 0; r < w[i]->ne1; r++, row++) {
+            const char *src = (const char *)w[i]->data + (size_t)r * w[i]->row_bytes;
+            if (w[i]->type == HEARTH_TYPE_F32) memcpy(dense + row * n_in, src, (size_t)n_in * sizeof *dense);
+            else hearth_kernels_traits_isa(w[i]->type, HEARTH_ISA_SCALAR)->to_float(src, dense + row * n_in, n_in);
+        }
+    hearth_gemm_f32_pack(dense, n_in, n_out, n_in, packed);
+    free(dense);
+    return packed;
+}
+
+/* Every layer's matrices in the packed f32 form the forward multiplies with. */
+static hearth_status pack_layers(hearth_bert *b, hearth_err *err) {
+    for (int64_t il = 0; il < b->n_layer; il++) {
+        bert_layer *l = &b->layers[il];
+        const hearth_weight *qkv[3] = {&l->wq, &l->wk, &l->wv}, *o[1] = {&l->wo}, *up[1] = {&l->w_up},
+                            *down[1] = {&l->w_down};
+        if (!(l->p_qkv = pack(b, qkv, 3, err)) || !(l->p_o = pack(b, o, 1, err)) || !(l->p_up = pack(b, up, 1, err)) ||
+            !(l->p_down = pack(b, down, 1, err)))
+            return HEARTH_E_NOMEM;
+    }
+    return HEARTH_OK;
+}
+
 static hearth_status load_tokenizer(hearth_bert *b, const char *dir, hearth_err *err) {
     char path[4096];
     snprintf(path, sizeof path, "%s/tokenizer.json", dir);
@@ -333,7 +373,8 @@ hearth_status hearth_bert_load(const char *path, const hearth_bert_params *p, he
     hearth_status st;
     loader L = {.b = b, .err = err, .pfx = ""};
     if ((st = read_shape(b, path, err)) || (st = read_sentence_config(b, path, err)) ||
-        (st = hearth_st_open(path, &b->st, err)) || (st = bind_weights(&L)) || (st = load_tokenizer(b, path, err)))
+        (st = hearth_st_open(path, &b->st, err)) || (st = bind_weights(&L)) || (st = pack_layers(b, err)) ||
+        (st = load_tokenizer(b, path, err)))
         goto fail;
     if (b->params.max_batch_tokens < b->max_tokens) b->params.max_batch_tokens = b->max_tokens;
     if (!(b->pool = hearth_pool_create(b->params.n_threads))) {
