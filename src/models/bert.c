@@ -27,6 +27,7 @@
 #include "models/bert_internal.h"
 
 #include "base/size.h"
+#include "kernels/encoder_ops.h"
 #include "kernels/gemm_f32.h"
 #include "kernels/kernels.h"
 #include "kernels/ref/encoder_ref.h"
@@ -54,6 +55,8 @@ typedef struct {
     int64_t            n_seq;
     /* the job */
     rows_kind          kind;
+    hearth_gelu_fn      gelu;     /* the active set's kernels */
+    hearth_attn_full_fn attn;
     const bert_layer  *l;
     const float       *ln_w, *ln_b, *bias;
     atomic_int_fast64_t next;
@@ -100,7 +103,7 @@ static void rows_job(void *arg, int ith, int nth) {
         case ROWS_UP_GELU: {
             float *h = f->ff + r * b->d_ff;
             for (int64_t i = 0; i < b->d_ff; i++) h[i] += f->l->b_up[i];
-            hearth_gelu_erf_ref(h, b->d_ff);
+            f->gelu(h, b->d_ff);
             break;
         }
         }
@@ -125,7 +128,7 @@ static void attn_job(void *arg, int ith, int nth) {
         if (p >= n_pairs) break;
         int64_t s = p / b->n_head, h = p % b->n_head, off = h * b->head_dim;
         const float *q = f->qkv + f->start[s] * 3 * d + off;
-        hearth_attn_full_ref(q, q + d, q + 2 * d, 3 * d, f->ctx + f->start[s] * d + off, d, f->len[s], 1,
+        f->attn(q, q + d, q + 2 * d, 3 * d, f->ctx + f->start[s] * d + off, d, f->len[s], 1,
                              b->head_dim, scale, scores);
     }
 }
@@ -189,6 +192,8 @@ static hearth_status forward(hearth_bert *b, const int32_t *const *ids, const si
             tok_pos[t] = (int32_t)i;
         }
     }
+    f.gelu = hearth_kernels_gelu_erf();
+    f.attn = hearth_kernels_attn_full();
     f.tok_ids = tok_ids;
     f.tok_pos = tok_pos;
 
