@@ -2,7 +2,8 @@
  * test_gemm_f32.c - the packed f32 GEMM (kernels/gemm_f32.h): packing against the row-major
  * weight, the reference against a double-precision product (a tolerance from the length of
  * the sum), and the active set's kernel against the reference bit for bit over odd shapes
- * (outputs not a multiple of 16, token counts not a multiple of 6 or of the token block,
+ * (outputs not a multiple of 16, token counts not a multiple of 6, 12 or of the token block, k
+ * longer than one range,
  * strided x and y) on one thread and on a pool; columns past n_out are left alone.
  */
 #include <math.h>
@@ -70,7 +71,11 @@ TEST(kernel_equals_reference) {
     hearth_pool *pool = hearth_pool_create(3);
     const hearth_isa active = hearth_kernels_isa();
     for (int isa = 0; isa < HEARTH_ISA_COUNT; isa++) {
-        if (!hearth_kernels_select((hearth_isa)isa)) continue;
+        if (!hearth_kernels_select((hearth_isa)isa)) {
+            fprintf(stderr, "  %s: not available on this CPU, its kernel is not checked here\n",
+                    hearth_isa_name((hearth_isa)isa));
+            continue;
+        }
         for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
             run_case(shapes[i][0], shapes[i][1], shapes[i][2], NULL);
             run_case(shapes[i][0], shapes[i][1], shapes[i][2], pool);

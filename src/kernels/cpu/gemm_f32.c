@@ -1,8 +1,9 @@
 /*
  * gemm_f32.c - the packed f32 GEMM on the pool (kernels/gemm_f32.h): the work is cut into
  * items of one panel (16 outputs) x TOK_BLOCK token rows, handed out from an atomic counter;
- * each item runs the micro-kernel over its rows 6 at a time (a last group of fewer rows
- * repeats a row and does not store it). The ref and scalar sets run the reference instead.
+ * each item runs the micro-kernel over its rows 6 at a time (AVX2) or 12 (AVX-512) (a last group of fewer rows
+ * repeats a row and does not store it), in ranges of KC along k so that the panel's part stays
+ * in L1 while the rows pass (the outputs carry the chains from one range to the next). The ref and scalar sets run the reference instead.
  */
 #include "kernels/gemm_f32.h"
 
@@ -19,13 +20,14 @@
 #define HAVE_X86 0
 #endif
 
-enum { MR = 6, TOK_BLOCK = 48 };
+enum { MR_MAX = 12, TOK_BLOCK = 48, KC = 256 }; /* TOK_BLOCK a multiple of both kernels' rows */
 
 typedef struct {
     const float *packed, *x;
     float       *y;
     int64_t      n_out, n_in, ldx, n_tok, ldy;
     int64_t      n_panels, n_tblocks;
+    bool         avx512;       /* the 12-row AVX-512 kernel, else the 6-row AVX2 one */
     atomic_int_fast64_t next;
 } gemm_job;
 
@@ -35,17 +37,22 @@ static void item(const gemm_job *j, int64_t it) {
     const float *panel = j->packed + (size_t)p * (size_t)j->n_in * HEARTH_GEMM_NR;
     const int64_t o0 = p * HEARTH_GEMM_NR;
     const int nc = (int)(j->n_out - o0 < HEARTH_GEMM_NR ? j->n_out - o0 : HEARTH_GEMM_NR);
-    for (int64_t t = t0; t < t1; t += MR) {
-        const float *x[MR];
-        float *y[MR];
-        for (int r = 0; r < MR; r++) {
-            const bool in = t + r < t1;
-            x[r] = j->x + (in ? t + r : t) * j->ldx;
-            y[r] = in ? j->y + (t + r) * j->ldy + o0 : NULL;
-        }
+    for (int64_t k0 = 0; k0 < j->n_in; k0 += KC) { /* KC of the panel stay in L1 for the block's rows */
+        const int64_t k1 = k0 + KC < j->n_in ? k0 + KC : j->n_in;
+        const int mr = j->avx512 ? 12 : 6;
+        for (int64_t t = t0; t < t1; t += mr) {
+            const float *x[MR_MAX];
+            float *y[MR_MAX];
+            for (int r = 0; r < mr; r++) {
+                const bool in = t + r < t1;
+                x[r] = j->x + (in ? t + r : t) * j->ldx;
+                y[r] = in ? j->y + (t + r) * j->ldy + o0 : NULL;
+            }
 #if HAVE_X86
-        hearth_gemm_f32_6x16_avx2(panel, j->n_in, x, y, nc);
+            if (j->avx512) hearth_gemm_f32_12x16_avx512(panel, k0, k1, x, y, nc, k0 > 0);
+            else hearth_gemm_f32_6x16_avx2(panel, k0, k1, x, y, nc, k0 > 0);
 #endif
+        }
     }
 }
 
@@ -70,7 +77,7 @@ void hearth_gemm_f32(hearth_pool *pool, const float *packed, int64_t n_out, int6
     }
     gemm_job j = {.packed = packed, .x = x, .y = y, .n_out = n_out, .n_in = n_in, .ldx = ldx, .n_tok = n_tok,
                   .ldy = ldy, .n_panels = (n_out + HEARTH_GEMM_NR - 1) / HEARTH_GEMM_NR,
-                  .n_tblocks = (n_tok + TOK_BLOCK - 1) / TOK_BLOCK};
+                  .n_tblocks = (n_tok + TOK_BLOCK - 1) / TOK_BLOCK, .avx512 = isa == HEARTH_ISA_AVX512};
     atomic_init(&j.next, 0);
     hearth_pool_run(pool, worker, &j);
 }

@@ -1,18 +1,36 @@
 /*
  * gemm_f32_avx2.c - the AVX2 micro-kernel of the packed f32 GEMM (kernels/gemm_f32.h): 6 token
  * rows x 16 outputs of one panel in 12 accumulators, k from 0 to n_in, one FMA per (token,
- * 8 outputs) per k. Each lane is the reference's fmaf chain, so the results equal
- * hearth_gemm_f32_ref bit for bit.
+ * 8 outputs) per k, over one range of k: a later range continues the chains from the values
+ * the earlier one stored (a float stored and loaded back is the same float). Each lane is the
+ * reference's fmaf chain, so the results equal hearth_gemm_f32_ref bit for bit.
  */
 #include <immintrin.h>
 
 #include "kernels/cpu/x86/gemm_x86.h"
 
-void hearth_gemm_f32_6x16_avx2(const float *panel, int64_t n_in, const float *const x[6], float *const y[6], int nc) {
+static inline __m256 load_part(const float *y, int nc, int half) {
+    if (nc == 16) return _mm256_loadu_ps(y + 8 * half);
+    float tmp[16] = {0};
+    for (int j = 0; j < nc; j++) tmp[j] = y[j];
+    return _mm256_loadu_ps(tmp + 8 * half);
+}
+
+void hearth_gemm_f32_6x16_avx2(const float *panel, int64_t k0, int64_t k1, const float *const x[6], float *const y[6],
+                               int nc, bool cont) {
     __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
     __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+    if (cont) { /* carry on the chains the previous k range stored */
+        const float *z = y[0]; /* a row that is not stored repeats row 0 */
+        c00 = load_part(y[0], nc, 0), c01 = load_part(y[0], nc, 1);
+        c10 = load_part(y[1] ? y[1] : z, nc, 0), c11 = load_part(y[1] ? y[1] : z, nc, 1);
+        c20 = load_part(y[2] ? y[2] : z, nc, 0), c21 = load_part(y[2] ? y[2] : z, nc, 1);
+        c30 = load_part(y[3] ? y[3] : z, nc, 0), c31 = load_part(y[3] ? y[3] : z, nc, 1);
+        c40 = load_part(y[4] ? y[4] : z, nc, 0), c41 = load_part(y[4] ? y[4] : z, nc, 1);
+        c50 = load_part(y[5] ? y[5] : z, nc, 0), c51 = load_part(y[5] ? y[5] : z, nc, 1);
+    }
     const float *x0 = x[0], *x1 = x[1], *x2 = x[2], *x3 = x[3], *x4 = x[4], *x5 = x[5];
-    for (int64_t k = 0; k < n_in; k++) {
+    for (int64_t k = k0; k < k1; k++) {
         const __m256 w0 = _mm256_loadu_ps(panel + k * 16), w1 = _mm256_loadu_ps(panel + k * 16 + 8);
         __m256 b = _mm256_broadcast_ss(x0 + k);
         c00 = _mm256_fmadd_ps(b, w0, c00);
