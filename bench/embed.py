@@ -135,7 +135,9 @@ def main():
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     sents = sentences(a.n)
-    res = {"model": os.path.basename(os.path.normpath(a.model)), "n": a.n, "batch": a.batch,
+    m = re.search(r"models--([^/]+?)--([^/]+)", a.model)
+    name = "%s/%s" % m.groups() if m else os.path.basename(os.path.normpath(a.model))
+    res = {"model": name, "n": a.n, "batch": a.batch,
            "threads": a.threads or os.cpu_count()}
     h, h_s = bench_hearth(a.bin, a.model, sents, a.batch, a.threads)
     res["hearth_per_s"] = round(h, 1)

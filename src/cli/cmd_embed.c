@@ -6,7 +6,7 @@
  * newline and carriage return are dropped; empty lines are skipped, as there is nothing to
  * embed). All inputs go through the encoder in batches of --batch (the forward itself lays a
  * batch's sequences end to end). Output: one line per input of space-separated numbers, or with
- * --json one object {"model", "dim", "data": [{"index", "tokens", "embedding"}]}. --dimensions
+ * --json one object {"model" (as given), "dim", "data": [{"index", "tokens", "embedding"}]}. --dimensions
  * N keeps the first N numbers and normalizes again (Matryoshka truncation, as the API's
  * `dimensions` does). An input longer than the model's limit is an error naming it, unless
  * --truncate cuts it.
@@ -201,7 +201,7 @@ int cli_embed(int argc, char **argv) {
     }
     if (o.json) {
         root = cJSON_CreateObject();
-        cJSON_AddStringToObject(root, "model", path);
+        cJSON_AddStringToObject(root, "model", o.model);
         cJSON_AddNumberToObject(root, "dim", (double)out_dim);
         data = cJSON_AddArrayToObject(root, "data");
     }
