@@ -15,7 +15,9 @@
  *   - errors: an empty input, one past the model's limit, an id outside the vocabulary (each
  *     naming the input's index), and hearth_bert_truncate keeping the closing [SEP];
  *   - loading: a folder without config.json, another model_type, and an unsupported pooling
- *     fail with a message naming the problem.
+ *     fail with a message naming the problem;
+ *   - f16 and bf16 checkpoints: tiny-bert rewritten with every tensor in f16 (then bf16) loads
+ *     and stays close to the golden (cosine >= 0.9999 and 0.99: the weights' own rounding).
  */
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -26,7 +28,9 @@
 #include <unistd.h>
 
 #include "golden_json.h"
+#include "model/safetensors.h"
 #include "models/bert.h"
+#include "tensor/dtype.h"
 #include "test.h"
 
 typedef struct {
@@ -282,6 +286,112 @@ TEST(load_errors_say_what) {
     snprintf(path, sizeof path, "%s/config.json", dir);
     unlink(path);
     rmdir(dir);
+}
+
+/* dir/model.safetensors: every tensor of src converted to dtype (F16 or BF16); the other files
+ * of tiny-bert linked beside it. */
+static bool write_converted(const char *dir, const char *dtype) {
+    hearth_st *st = NULL;
+    hearth_err err = {0};
+    if (hearth_st_open(TINY "/model.safetensors", &st, &err)) return false;
+    cJSON *hdr = cJSON_CreateObject();
+    size_t off = 0;
+    int64_t n = hearth_st_n_tensors(st);
+    for (int64_t i = 0; i < n; i++) {
+        const hearth_st_tensor *t = hearth_st_tensor_at(st, i);
+        cJSON *e = cJSON_AddObjectToObject(hdr, t->name);
+        cJSON_AddStringToObject(e, "dtype", t->dtype == HEARTH_ST_F32 ? dtype : hearth_st_dtype_name(t->dtype));
+        cJSON *shape = cJSON_AddArrayToObject(e, "shape");
+        for (int d = 0; d < t->n_dims; d++) cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)t->shape[d]));
+        size_t nb = t->dtype == HEARTH_ST_F32 ? (size_t)t->n_elem * 2 : t->n_bytes;
+        cJSON *offs = cJSON_AddArrayToObject(e, "data_offsets");
+        cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)off));
+        cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)(off + nb)));
+        off += nb;
+    }
+    char *json = cJSON_PrintUnformatted(hdr);
+    size_t hl = (strlen(json) + 7) / 8 * 8;
+    char path[512];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    FILE *f = fopen(path, "wb");
+    bool ok = f != NULL;
+    if (ok) {
+        uint8_t len8[8];
+        for (int b = 0; b < 8; b++) len8[b] = (uint8_t)((uint64_t)hl >> (8 * b));
+        fwrite(len8, 1, 8, f);
+        fwrite(json, 1, strlen(json), f);
+        for (size_t p = strlen(json); p < hl; p++) fputc(' ', f);
+        for (int64_t i = 0; i < n; i++) {
+            const hearth_st_tensor *t = hearth_st_tensor_at(st, i);
+            if (t->dtype != HEARTH_ST_F32) {
+                fwrite(t->data, 1, t->n_bytes, f);
+                continue;
+            }
+            for (int64_t k = 0; k < t->n_elem; k++) {
+                float v;
+                memcpy(&v, (const char *)t->data + 4 * k, 4);
+                uint16_t h = !strcmp(dtype, "F16") ? hearth_fp32_to_fp16(v) : hearth_fp32_to_bf16(v);
+                uint8_t b2[2] = {(uint8_t)h, (uint8_t)(h >> 8)};
+                fwrite(b2, 1, 2, f);
+            }
+        }
+        ok = fclose(f) == 0;
+    }
+    free(json);
+    cJSON_Delete(hdr);
+    hearth_st_close(st);
+    char cwd[1024];
+    if (!getcwd(cwd, sizeof cwd)) return false;
+    const char *links[] = {"config.json", "tokenizer.json", "modules.json", "sentence_bert_config.json", "1_Pooling"};
+    for (size_t i = 0; ok && i < sizeof links / sizeof links[0]; i++) {
+        char src[1536], dst[600];
+        snprintf(src, sizeof src, "%s/" TINY "/%s", cwd, links[i]);
+        snprintf(dst, sizeof dst, "%s/%s", dir, links[i]);
+        ok = symlink(src, dst) == 0;
+    }
+    return ok;
+}
+
+static void remove_converted(const char *dir) {
+    const char *names[] = {"model.safetensors", "config.json", "tokenizer.json", "modules.json",
+                           "sentence_bert_config.json", "1_Pooling"};
+    char path[600];
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        unlink(path);
+    }
+    rmdir(dir);
+}
+
+TEST(f16_and_bf16_checkpoints) {
+    golden g;
+    CHECK(golden_load("tiny-bert", &g));
+    const char *dtypes[] = {"F16", "BF16"};
+    const double min_cos[] = {0.9999, 0.99}; /* bf16 keeps 8 bits: about 0.3% here */
+    for (int k = 0; k < 2; k++) {
+        char dir[] = "/tmp/hearth_bert16_XXXXXX";
+        CHECK(mkdtemp(dir) != NULL);
+        CHECK(write_converted(dir, dtypes[k]));
+        hearth_bert *b = load(dir, 0);
+        CHECK(b != NULL);
+        if (b) {
+            CHECK(strstr(hearth_bert_desc(b), k ? "bf16" : "f16") != NULL);
+            int bad_ids;
+            float *out = embed_all(b, &g, &bad_ids);
+            double worst = 1;
+            for (int i = 0; i < g.n_texts; i++) {
+                double c = cosine(out + i * g.dim, g.emb + i * g.dim, g.dim);
+                if (c < worst) worst = c;
+            }
+            fprintf(stderr, "  %s: worst cosine with the f32 golden 1 - %.3g\n", dtypes[k], 1 - worst);
+            CHECK(worst >= min_cos[k]);
+            CHECK(worst < 1 - 1e-9); /* the rounding is there: the weights were really converted */
+            free(out);
+        }
+        hearth_bert_destroy(b);
+        remove_converted(dir);
+    }
+    golden_free(&g);
 }
 
 int main(int argc, char **argv) { return test_main(argc, argv); }
