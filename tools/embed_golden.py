@@ -15,6 +15,9 @@ neighbours. The JSON says which versions made it and with which command.
                     with a fixed seed, f32 safetensors), a tokenizer.json built with `tokenizers`
                     from a small WordPiece vocabulary, and sentence-transformers' modules.json,
                     1_Pooling/config.json (CLS pooling) and a Normalize module, then its golden
+  --make-tiny-roberta DIR   the same for a tiny random RoBERTa (RobertaModel, positions from
+                    padding_idx + 1, one token type): a byte-level BPE tokenizer.json trained with
+                    `tokenizers` on the sentences (RobertaProcessing), mean pooling, no normalization
   --name NAME --model DIR   the golden of an existing checkpoint folder (the real model:
                     --name minilm --model "$(scripts/model-path.sh minilm)")
 
@@ -114,6 +117,51 @@ def make_tiny(out):
         json.dump({"max_seq_length": 64, "do_lower_case": False}, f, indent=2)
 
 
+def make_tiny_roberta(out):
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from transformers import RobertaConfig, RobertaModel
+
+    corpus, queries = read_sentences()
+    specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+    tok = Tokenizer(models.BPE(unk_token=None))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=specials, show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(corpus + queries, trainer=trainer)
+    tok.post_processor = processors.RobertaProcessing(("</s>", tok.token_to_id("</s>")),
+                                                      ("<s>", tok.token_to_id("<s>")), trim_offsets=True,
+                                                      add_prefix_space=False)
+    torch.manual_seed(20261)
+    cfg = RobertaConfig(vocab_size=tok.get_vocab_size(), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=64, max_position_embeddings=66, type_vocab_size=1, pad_token_id=1,
+                        bos_token_id=0, eos_token_id=2, hidden_act="gelu", layer_norm_eps=1e-5,
+                        initializer_range=0.6)
+    model = RobertaModel(cfg, add_pooling_layer=False).eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("bias") or "LayerNorm" in name:
+                p.add_(torch.randn_like(p) * 0.3)
+    os.makedirs(os.path.join(out, "1_Pooling"), exist_ok=True)
+    model.save_pretrained(out, safe_serialization=True)
+    tok.save(os.path.join(out, "tokenizer.json"))
+    with open(os.path.join(out, "tokenizer_config.json"), "w") as f:
+        json.dump({"tokenizer_class": "RobertaTokenizerFast", "model_max_length": 64, "bos_token": "<s>",
+                   "eos_token": "</s>", "cls_token": "<s>", "sep_token": "</s>", "pad_token": "<pad>",
+                   "unk_token": "<unk>", "mask_token": "<mask>"}, f, indent=2)
+    with open(os.path.join(out, "modules.json"), "w") as f:
+        json.dump([{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+                   {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}],
+                  f, indent=2)
+    with open(os.path.join(out, "1_Pooling", "config.json"), "w") as f:
+        json.dump({"word_embedding_dimension": 32, "pooling_mode_cls_token": False,
+                   "pooling_mode_mean_tokens": True, "pooling_mode_max_tokens": False,
+                   "pooling_mode_mean_sqrt_len_tokens": False}, f, indent=2)
+    with open(os.path.join(out, "sentence_bert_config.json"), "w") as f:
+        json.dump({"max_seq_length": 64, "do_lower_case": False}, f, indent=2)
+
+
 def golden(name, folder, command):
     import numpy as np
     import sentence_transformers
@@ -168,6 +216,7 @@ def golden(name, folder, command):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--make-tiny", metavar="DIR")
+    ap.add_argument("--make-tiny-roberta", metavar="DIR")
     ap.add_argument("--name")
     ap.add_argument("--model", metavar="DIR")
     a = ap.parse_args()
@@ -177,10 +226,13 @@ def main():
     if a.make_tiny:
         make_tiny(a.make_tiny)
         golden(a.name or os.path.basename(os.path.normpath(a.make_tiny)), a.make_tiny, command)
+    elif a.make_tiny_roberta:
+        make_tiny_roberta(a.make_tiny_roberta)
+        golden(a.name or os.path.basename(os.path.normpath(a.make_tiny_roberta)), a.make_tiny_roberta, command)
     elif a.name and a.model:
         golden(a.name, a.model, command)
     else:
-        ap.error("give --make-tiny DIR, or --name NAME --model DIR")
+        ap.error("give --make-tiny DIR, --make-tiny-roberta DIR, or --name NAME --model DIR")
 
 
 if __name__ == "__main__":

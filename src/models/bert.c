@@ -16,7 +16,7 @@
  *   h   = gelu_erf(x Wup^T + bup)                 [T][d_ff]
  *   x   = LayerNorm(x + h Wdown^T + bdown)
  * before the first layer x = LayerNorm(word[id] + position[p] + token_type[0]), p counting from
- * 0 in each sequence. After the last, the pooling (mean over the sequence's rows, summed in
+ * 0 in each sequence (from pad_token_id + 1 for RoBERTa and XLM-R). After the last, the pooling (mean over the sequence's rows, summed in
  * double; the first row; the last row) and, when configured, L2 normalization, as
  * sentence-transformers' Pooling and Normalize modules compute them.
  *
@@ -189,7 +189,7 @@ static hearth_status forward(hearth_bert *b, const int32_t *const *ids, const si
         start[n_seq + s] = (int64_t)n_ids[s0 + s];
         for (size_t i = 0; i < n_ids[s0 + s]; i++, t++) {
             tok_ids[t] = ids[s0 + s][i];
-            tok_pos[t] = (int32_t)i;
+            tok_pos[t] = (int32_t)i + b->pos_offset;
         }
     }
     f.gelu = hearth_kernels_gelu_erf();

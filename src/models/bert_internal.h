@@ -31,7 +31,10 @@ struct hearth_bert {
     int64_t        d, d_ff, n_layer;
     int32_t        n_head, head_dim;
     int32_t        n_vocab, n_pos, n_type;
-    int32_t        max_tokens;           /* max_seq_length, or n_pos */
+    int32_t        max_tokens;           /* max_seq_length, or n_pos - pos_offset */
+    int32_t        pos_offset;           /* position of a sequence's first token: 0 (BERT), or
+                                          * pad_token_id + 1 (RoBERTa, XLM-R) */
+    char           family[16];           /* "bert", "roberta", "xlm-roberta" */
     float          eps;
     hearth_pooling pooling;
     bool           normalize;

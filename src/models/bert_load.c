@@ -4,8 +4,10 @@
  * config.json gives the shape (hidden_size, num_hidden_layers, num_attention_heads,
  * intermediate_size, vocab_size, max_position_embeddings, type_vocab_size, layer_norm_eps);
  * settings hearth does not compute (another hidden_act, relative position embeddings, another
- * model_type) are refused by name rather than run wrongly. Weights are found by their
- * transformers names, with or without the "bert." prefix a BertFor... head model adds. Matrices
+ * model_type) are refused by name rather than run wrongly. model_type "roberta" and
+ * "xlm-roberta" are the same layers with positions counted from pad_token_id + 1. Weights are
+ * found by their transformers names, with or without the "bert." / "roberta." prefix a
+ * ...For... head model adds. Matrices
  * and embedding tables are used in place in the mapping (copied when the writer left them
  * unaligned for their element type); bias and LayerNorm vectors become f32 copies. Every
  * tensor's shape is checked, and a missing or misshapen tensor is an error that names it. The
@@ -65,12 +67,18 @@ static cJSON *read_json(const char *dir, const char *name) {
     return j;
 }
 
+/* The model_type values this loader takes: BERT, and RoBERTa / XLM-R (the same layers; positions
+ * counted from pad_token_id + 1, as their embeddings make position ids). */
+static bool family_ok(const char *mt) {
+    return !strcmp(mt, "bert") || !strcmp(mt, "roberta") || !strcmp(mt, "xlm-roberta");
+}
+
 bool hearth_bert_probe(const char *path) {
     struct stat st;
     if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) return false;
     cJSON *cfg = read_json(path, "config.json");
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(cfg, "model_type");
-    bool ok = cJSON_IsString(mt) && !strcmp(mt->valuestring, "bert");
+    bool ok = cJSON_IsString(mt) && family_ok(mt->valuestring);
     cJSON_Delete(cfg);
     return ok;
 }
@@ -166,11 +174,13 @@ static hearth_status read_shape(hearth_bert *b, const char *dir, hearth_err *err
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(cfg, "model_type");
     const cJSON *act = cJSON_GetObjectItemCaseSensitive(cfg, "hidden_act");
     const cJSON *pe = cJSON_GetObjectItemCaseSensitive(cfg, "position_embedding_type");
-    if (!cJSON_IsString(mt) || strcmp(mt->valuestring, "bert")) {
+    if (!cJSON_IsString(mt) || !family_ok(mt->valuestring)) {
         st = hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "model_type '%.60s' is not an encoder hearth embeds with "
-                            "(bert)", cJSON_IsString(mt) ? mt->valuestring : "?");
+                            "(bert, roberta, xlm-roberta)", cJSON_IsString(mt) ? mt->valuestring : "?");
         goto out;
     }
+    snprintf(b->family, sizeof b->family, "%s", mt->valuestring);
+    b->pos_offset = strcmp(mt->valuestring, "bert") ? (int32_t)cfg_int(cfg, "pad_token_id", 1) + 1 : 0;
     if (cJSON_IsString(act) && strcmp(act->valuestring, "gelu")) {
         st = hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "hidden_act '%.60s' is not supported (gelu only)",
                             act->valuestring);
@@ -199,7 +209,12 @@ static hearth_status read_shape(hearth_bert *b, const char *dir, hearth_err *err
         goto out;
     }
     b->head_dim = (int32_t)(b->d / b->n_head);
-    b->max_tokens = b->n_pos;
+    if (b->pos_offset < 0 || b->pos_offset >= b->n_pos) {
+        st = hearth_err_set(err, HEARTH_E_FORMAT, -1, "config.json: pad_token_id %d leaves no positions of %d",
+                            b->pos_offset - 1, b->n_pos);
+        goto out;
+    }
+    b->max_tokens = b->n_pos - b->pos_offset;
 out:
     cJSON_Delete(cfg);
     return st;
@@ -276,7 +291,9 @@ out:
 static hearth_status bind_weights(loader *L) {
     hearth_bert *b = L->b;
     hearth_status st;
-    L->pfx = find(L, "embeddings.word_embeddings.weight") ? "" : "bert.";
+    L->pfx = "";
+    static const char *const pfx[] = {"bert.", "roberta."};
+    for (int i = 0; i < 2 && !find(L, "embeddings.word_embeddings.weight"); i++) L->pfx = pfx[i];
     if ((st = get_matrix(L, "embeddings.word_embeddings.weight", b->n_vocab, b->d, &b->word)) ||
         (st = get_matrix(L, "embeddings.position_embeddings.weight", b->n_pos, b->d, &b->pos)) ||
         (st = get_matrix(L, "embeddings.token_type_embeddings.weight", b->n_type, b->d, &b->type)) ||
@@ -381,8 +398,8 @@ hearth_status hearth_bert_load(const char *path, const hearth_bert_params *p, he
         st = hearth_err_set(err, HEARTH_E_NOMEM, -1, "cannot start the compute threads");
         goto fail;
     }
-    snprintf(b->desc, sizeof b->desc, "bert, %lld layers, %lld dims, %s, %s pooling%s, up to %d tokens",
-             (long long)b->n_layer, (long long)b->d, hearth_type_name(b->layers[0].wq.type),
+    snprintf(b->desc, sizeof b->desc, "%s, %lld layers, %lld dims, %s, %s pooling%s, up to %d tokens",
+             b->family, (long long)b->n_layer, (long long)b->d, hearth_type_name(b->layers[0].wq.type),
              hearth_bert_pooling_name(b->pooling), b->normalize ? ", normalized" : "", b->max_tokens);
     *out = b;
     return HEARTH_OK;

@@ -8,6 +8,8 @@
  *   - tiny-bert (committed: a random 2-layer BertModel, CLS pooling, normalized): the ids, and
  *     every embedding's cosine with the golden >= 0.99999; the nearest neighbour of each query
  *     where the golden's top two are more than 1e-3 apart;
+ *   - tiny-roberta (committed: a random 2-layer RobertaModel, byte-level BPE, mean pooling, not
+ *     normalized): the same checks;
  *   - all-MiniLM-L6-v2 (HEARTH_MINILM, the folder scripts/model-path.sh minilm prints; skipped
  *     when unset): the same, and the same nearest neighbour for every query;
  *   - batching: the whole set in one forward, one by one, and cut into forwards of at most 40
@@ -167,6 +169,24 @@ TEST(tiny_bert_parity) {
     golden_free(&g);
 }
 
+/* RoBERTa: positions from pad_token_id + 1, a byte-level BPE tokenizer, mean pooling, no
+ * normalization. */
+TEST(tiny_roberta_parity) {
+    golden g;
+    CHECK(golden_load("tiny-roberta", &g));
+    hearth_bert *b = load("tests/golden/embed/tiny-roberta", 0);
+    CHECK(b != NULL);
+    if (b) {
+        CHECK_EQ(hearth_bert_pooling(b), HEARTH_POOLING_MEAN);
+        CHECK(!hearth_bert_normalizes(b));
+        CHECK_EQ(hearth_bert_max_tokens(b), 64);
+        CHECK(strstr(hearth_bert_desc(b), "roberta") != NULL);
+        check_parity(b, &g, false);
+    }
+    hearth_bert_destroy(b);
+    golden_free(&g);
+}
+
 TEST(minilm_parity) {
     const char *dir = getenv("HEARTH_MINILM");
     if (!dir || !*dir) TEST_SKIP("HEARTH_MINILM is not set (scripts/model-path.sh minilm)");
@@ -262,9 +282,9 @@ TEST(load_errors_say_what) {
     CHECK(strstr(err.msg, "config.json") != NULL);
     CHECK(!hearth_bert_probe(dir));
     snprintf(path, sizeof path, "%s/config.json", dir);
-    write_file(path, "{\"model_type\": \"roberta\", \"hidden_size\": 32}");
+    write_file(path, "{\"model_type\": \"modernbert\", \"hidden_size\": 32}");
     CHECK_EQ(hearth_bert_load(dir, NULL, &b, &err), HEARTH_E_UNSUPPORTED);
-    CHECK(strstr(err.msg, "roberta") != NULL);
+    CHECK(strstr(err.msg, "modernbert") != NULL);
     CHECK(!hearth_bert_probe(dir));
     CHECK(hearth_bert_probe(TINY));
     write_file(path, "{\"model_type\": \"bert\", \"hidden_size\": 32, \"num_hidden_layers\": 1, "
