@@ -18,6 +18,9 @@ neighbours. The JSON says which versions made it and with which command.
   --make-tiny-roberta DIR   the same for a tiny random RoBERTa (RobertaModel, positions from
                     padding_idx + 1, one token type): a byte-level BPE tokenizer.json trained with
                     `tokenizers` on the sentences (RobertaProcessing), mean pooling, no normalization
+  --make-tiny-xlmr DIR   a tiny random XLM-R (XLMRobertaModel): a SentencePiece-style Unigram
+                    tokenizer.json (NFKC, Metaspace) trained with `tokenizers` on the sentences,
+                    "<s> $A </s>", CLS pooling and normalization
   --name NAME --model DIR   the golden of an existing checkpoint folder (the real model:
                     --name minilm --model "$(scripts/model-path.sh minilm)")
 
@@ -115,6 +118,58 @@ def make_tiny(out):
                    "pooling_mode_mean_sqrt_len_tokens": False}, f, indent=2)
     with open(os.path.join(out, "sentence_bert_config.json"), "w") as f:
         json.dump({"max_seq_length": 64, "do_lower_case": False}, f, indent=2)
+
+
+def write_st_modules(out, dim, pooling, normalize):
+    mods = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+            {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]
+    if normalize:
+        mods.append({"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"})
+    os.makedirs(os.path.join(out, "1_Pooling"), exist_ok=True)
+    with open(os.path.join(out, "modules.json"), "w") as f:
+        json.dump(mods, f, indent=2)
+    with open(os.path.join(out, "1_Pooling", "config.json"), "w") as f:
+        json.dump({"word_embedding_dimension": dim, "pooling_mode_cls_token": pooling == "cls",
+                   "pooling_mode_mean_tokens": pooling == "mean", "pooling_mode_max_tokens": False,
+                   "pooling_mode_mean_sqrt_len_tokens": False}, f, indent=2)
+    with open(os.path.join(out, "sentence_bert_config.json"), "w") as f:
+        json.dump({"max_seq_length": 64, "do_lower_case": False}, f, indent=2)
+
+
+def make_tiny_xlmr(out):
+    import torch
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+    from transformers import XLMRobertaConfig, XLMRobertaModel
+
+    corpus, queries = read_sentences()
+    specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+    tok = Tokenizer(models.Unigram())
+    tok.normalizer = normalizers.NFKC()
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always")
+    tok.decoder = decoders.Metaspace(replacement="\u2581", prepend_scheme="always")
+    trainer = trainers.UnigramTrainer(vocab_size=200, special_tokens=specials, unk_token="<unk>",
+                                      show_progress=False)
+    tok.train_from_iterator(corpus + queries, trainer=trainer)
+    tok.post_processor = processors.TemplateProcessing(
+        single="<s> $A </s>", pair="<s> $A </s> </s> $B </s>",
+        special_tokens=[("<s>", tok.token_to_id("<s>")), ("</s>", tok.token_to_id("</s>"))])
+    torch.manual_seed(20262)
+    cfg = XLMRobertaConfig(vocab_size=tok.get_vocab_size(), hidden_size=32, num_hidden_layers=2,
+                           num_attention_heads=4, intermediate_size=64, max_position_embeddings=66,
+                           type_vocab_size=1, pad_token_id=tok.token_to_id("<pad>"), bos_token_id=0,
+                           eos_token_id=2, hidden_act="gelu", layer_norm_eps=1e-5, initializer_range=0.6)
+    model = XLMRobertaModel(cfg, add_pooling_layer=False).eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("bias") or "LayerNorm" in name:
+                p.add_(torch.randn_like(p) * 0.3)
+    model.save_pretrained(out, safe_serialization=True)
+    tok.save(os.path.join(out, "tokenizer.json"))
+    with open(os.path.join(out, "tokenizer_config.json"), "w") as f:
+        json.dump({"tokenizer_class": "XLMRobertaTokenizerFast", "model_max_length": 64, "bos_token": "<s>",
+                   "eos_token": "</s>", "cls_token": "<s>", "sep_token": "</s>", "pad_token": "<pad>",
+                   "unk_token": "<unk>", "mask_token": "<mask>"}, f, indent=2)
+    write_st_modules(out, 32, "cls", True)
 
 
 def make_tiny_roberta(out):
@@ -217,6 +272,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--make-tiny", metavar="DIR")
     ap.add_argument("--make-tiny-roberta", metavar="DIR")
+    ap.add_argument("--make-tiny-xlmr", metavar="DIR")
     ap.add_argument("--name")
     ap.add_argument("--model", metavar="DIR")
     a = ap.parse_args()
@@ -229,10 +285,13 @@ def main():
     elif a.make_tiny_roberta:
         make_tiny_roberta(a.make_tiny_roberta)
         golden(a.name or os.path.basename(os.path.normpath(a.make_tiny_roberta)), a.make_tiny_roberta, command)
+    elif a.make_tiny_xlmr:
+        make_tiny_xlmr(a.make_tiny_xlmr)
+        golden(a.name or os.path.basename(os.path.normpath(a.make_tiny_xlmr)), a.make_tiny_xlmr, command)
     elif a.name and a.model:
         golden(a.name, a.model, command)
     else:
-        ap.error("give --make-tiny DIR, --make-tiny-roberta DIR, or --name NAME --model DIR")
+        ap.error("give --make-tiny DIR, --make-tiny-roberta DIR, --make-tiny-xlmr DIR, or --name NAME --model DIR")
 
 
 if __name__ == "__main__":

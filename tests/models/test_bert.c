@@ -10,6 +10,8 @@
  *     where the golden's top two are more than 1e-3 apart;
  *   - tiny-roberta (committed: a random 2-layer RobertaModel, byte-level BPE, mean pooling, not
  *     normalized): the same checks;
+ *   - tiny-xlmr (committed: a random 2-layer XLMRobertaModel, a Unigram tokenizer, CLS pooling,
+ *     normalized): the same checks;
  *   - all-MiniLM-L6-v2 (HEARTH_MINILM, the folder scripts/model-path.sh minilm prints; skipped
  *     when unset): the same, and the same nearest neighbour for every query;
  *   - batching: the whole set in one forward, one by one, and cut into forwards of at most 40
@@ -119,7 +121,7 @@ static void check_parity(hearth_bert *b, golden *g, bool all_queries) {
         double c = cosine(out + i * g->dim, g->emb + i * g->dim, g->dim);
         if (c < worst) worst = c;
     }
-    fprintf(stderr, "  worst cosine with sentence-transformers: 1 - %.3g over %d texts\n", 1 - worst, g->n_texts);
+    fprintf(stderr, "  worst cosine with sentence-transformers: 1 - %.6g over %d texts\n", 1 - worst, g->n_texts);
     CHECK(worst >= 0.99999);
     const cJSON *ranking = cJSON_GetObjectItem(g->root, "ranking"), *r;
     int n_checked = 0;
@@ -181,6 +183,23 @@ TEST(tiny_roberta_parity) {
         CHECK(!hearth_bert_normalizes(b));
         CHECK_EQ(hearth_bert_max_tokens(b), 64);
         CHECK(strstr(hearth_bert_desc(b), "roberta") != NULL);
+        check_parity(b, &g, false);
+    }
+    hearth_bert_destroy(b);
+    golden_free(&g);
+}
+
+/* XLM-R: the RoBERTa layout with a SentencePiece-style Unigram tokenizer, CLS pooling,
+ * normalized. */
+TEST(tiny_xlmr_parity) {
+    golden g;
+    CHECK(golden_load("tiny-xlmr", &g));
+    hearth_bert *b = load("tests/golden/embed/tiny-xlmr", 0);
+    CHECK(b != NULL);
+    if (b) {
+        CHECK_EQ(hearth_bert_pooling(b), HEARTH_POOLING_CLS);
+        CHECK(hearth_bert_normalizes(b));
+        CHECK(strstr(hearth_bert_desc(b), "xlm-roberta") != NULL);
         check_parity(b, &g, false);
     }
     hearth_bert_destroy(b);
