@@ -21,6 +21,9 @@ neighbours. The JSON says which versions made it and with which command.
   --make-tiny-xlmr DIR   a tiny random XLM-R (XLMRobertaModel): a SentencePiece-style Unigram
                     tokenizer.json (NFKC, Metaspace) trained with `tokenizers` on the sentences,
                     "<s> $A </s>", CLS pooling and normalization
+  --make-tiny-modernbert DIR   a tiny random ModernBERT (ModernBertModel, 3 layers: global, then
+                    two sliding ones with a window of 4 tokens each way, so the sentences cross it):
+                    a byte-level BPE tokenizer.json, "[CLS] $A [SEP]", mean pooling, normalized
   --name NAME --model DIR   the golden of an existing checkpoint folder (the real model:
                     --name minilm --model "$(scripts/model-path.sh minilm)")
 
@@ -172,6 +175,44 @@ def make_tiny_xlmr(out):
     write_st_modules(out, 32, "cls", True)
 
 
+def make_tiny_modernbert(out):
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from transformers import ModernBertConfig, ModernBertModel
+
+    corpus, queries = read_sentences()
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    tok = Tokenizer(models.BPE(unk_token=None))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=380, special_tokens=specials, show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(corpus + queries, trainer=trainer)
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]",
+        special_tokens=[("[CLS]", tok.token_to_id("[CLS]")), ("[SEP]", tok.token_to_id("[SEP]"))])
+    torch.manual_seed(20263)
+    cfg = ModernBertConfig(vocab_size=tok.get_vocab_size(), hidden_size=32, num_hidden_layers=3,
+                           num_attention_heads=4, intermediate_size=48, max_position_embeddings=128,
+                           local_attention=8, global_attn_every_n_layers=3, global_rope_theta=160000.0,
+                           local_rope_theta=10000.0, pad_token_id=tok.token_to_id("[PAD]"),
+                           cls_token_id=tok.token_to_id("[CLS]"), sep_token_id=tok.token_to_id("[SEP]"),
+                           hidden_activation="gelu", initializer_range=0.6)
+    cfg._attn_implementation = "eager"
+    model = ModernBertModel(cfg).eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "norm" in name:
+                p.add_(torch.randn_like(p) * 0.3)
+    model.save_pretrained(out, safe_serialization=True)
+    tok.save(os.path.join(out, "tokenizer.json"))
+    with open(os.path.join(out, "tokenizer_config.json"), "w") as f:
+        json.dump({"tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": 64, "cls_token": "[CLS]",
+                   "sep_token": "[SEP]", "pad_token": "[PAD]", "unk_token": "[UNK]", "mask_token": "[MASK]"},
+                  f, indent=2)
+    write_st_modules(out, 32, "mean", True)
+
+
 def make_tiny_roberta(out):
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
@@ -273,6 +314,7 @@ def main():
     ap.add_argument("--make-tiny", metavar="DIR")
     ap.add_argument("--make-tiny-roberta", metavar="DIR")
     ap.add_argument("--make-tiny-xlmr", metavar="DIR")
+    ap.add_argument("--make-tiny-modernbert", metavar="DIR")
     ap.add_argument("--name")
     ap.add_argument("--model", metavar="DIR")
     a = ap.parse_args()
@@ -288,10 +330,15 @@ def main():
     elif a.make_tiny_xlmr:
         make_tiny_xlmr(a.make_tiny_xlmr)
         golden(a.name or os.path.basename(os.path.normpath(a.make_tiny_xlmr)), a.make_tiny_xlmr, command)
+    elif a.make_tiny_modernbert:
+        make_tiny_modernbert(a.make_tiny_modernbert)
+        golden(a.name or os.path.basename(os.path.normpath(a.make_tiny_modernbert)), a.make_tiny_modernbert,
+               command)
     elif a.name and a.model:
         golden(a.name, a.model, command)
     else:
-        ap.error("give --make-tiny DIR, --make-tiny-roberta DIR, --make-tiny-xlmr DIR, or --name NAME --model DIR")
+        ap.error("give --make-tiny DIR, --make-tiny-roberta DIR, --make-tiny-xlmr DIR, --make-tiny-modernbert DIR, "
+                 "or --name NAME --model DIR")
 
 
 if __name__ == "__main__":

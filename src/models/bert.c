@@ -192,6 +192,11 @@ static hearth_status forward(hearth_bert *b, const int32_t *const *ids, const si
             tok_pos[t] = (int32_t)i + b->pos_offset;
         }
     }
+    if (b->modern) {
+        st = hearth_modernbert_forward(b, tok_ids, tok_pos, n_tok, start, start + n_seq, n_seq, max_len, f.x);
+        if (st) goto out;
+        goto pool;
+    }
     f.gelu = hearth_kernels_gelu_erf();
     f.attn = hearth_kernels_attn_full();
     f.tok_ids = tok_ids;
@@ -218,6 +223,7 @@ static hearth_status forward(hearth_bert *b, const int32_t *const *ids, const si
         f.ln_b = l->ln2_b;
         run_rows(&f, ROWS_RESIDUAL_LN);
     }
+pool:
     for (int64_t s = 0; s < n_seq; s++) pool_out(b, f.x, start[s], f.len[s], out + (s0 + s) * d);
 out:
     free(start);

@@ -25,6 +25,9 @@ typedef struct {
     /* the matrices packed for kernels/gemm_f32.h, in f32 (owned, in the encoder's list) */
     const float  *p_qkv;                 /* [3d][d]: query, key and value rows in that order */
     const float  *p_o, *p_up, *p_down;
+    /* ModernBERT (modernbert.c): ln1 is attn_norm (NULL in layer 0), ln2 mlp_norm, p_up the GLU's
+     * Wi [2 d_ff][d] (input half, then gate half), p_down mlp.Wo; biases may be NULL */
+    bool          sliding;               /* a sliding-window (local) attention layer */
 } bert_layer;
 
 struct hearth_bert {
@@ -34,7 +37,11 @@ struct hearth_bert {
     int32_t        max_tokens;           /* max_seq_length, or n_pos - pos_offset */
     int32_t        pos_offset;           /* position of a sequence's first token: 0 (BERT), or
                                           * pad_token_id + 1 (RoBERTa, XLM-R) */
-    char           family[16];           /* "bert", "roberta", "xlm-roberta" */
+    char           family[16];           /* "bert", "roberta", "xlm-roberta", "modernbert" */
+    bool           modern;               /* ModernBERT: pre-LN, rotary positions, GLU (modernbert.c) */
+    const float   *final_w, *final_b;    /* ModernBERT's final_norm [d] (b may be NULL) */
+    float          inv_freq_global[256], inv_freq_local[256]; /* rotary, head_dim / 2 each */
+    int32_t        window;               /* sliding layers: keys within |i - j| <= window */
     float          eps;
     hearth_pooling pooling;
     bool           normalize;
@@ -52,3 +59,9 @@ struct hearth_bert {
     pthread_mutex_t mu;
     hearth_pool   *pool;                 /* owned */
 };
+
+/* ModernBERT's forward of one batch laid end to end (modernbert.c); bert.c's forward calls it.
+ * x: [n_tok][d] out: the last hidden states, final_norm applied. */
+hearth_status hearth_modernbert_forward(const hearth_bert *b, const int32_t *tok_ids, const int32_t *tok_pos,
+                                        int64_t n_tok, const int64_t *start, const int64_t *len, int64_t n_seq,
+                                        int64_t max_len, float *x);

@@ -25,6 +25,7 @@
 #include "base/size.h"
 #include "kernels/gemm_f32.h"
 #include "kernels/kernels.h"
+#include "kernels/ref/ops_ref.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -70,7 +71,7 @@ static cJSON *read_json(const char *dir, const char *name) {
 /* The model_type values this loader takes: BERT, and RoBERTa / XLM-R (the same layers; positions
  * counted from pad_token_id + 1, as their embeddings make position ids). */
 static bool family_ok(const char *mt) {
-    return !strcmp(mt, "bert") || !strcmp(mt, "roberta") || !strcmp(mt, "xlm-roberta");
+    return !strcmp(mt, "bert") || !strcmp(mt, "roberta") || !strcmp(mt, "xlm-roberta") || !strcmp(mt, "modernbert");
 }
 
 bool hearth_bert_probe(const char *path) {
@@ -167,6 +168,55 @@ static bool cfg_true(const cJSON *cfg, const char *key) {
     return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cfg, key));
 }
 
+static double cfg_num(const cJSON *cfg, const char *key, double dflt) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cfg, key);
+    return cJSON_IsNumber(v) ? v->valuedouble : dflt;
+}
+
+/* ModernBERT's config.json: the shape, hidden_activation, which layers attend globally
+ * (layer_types, else every global_attn_every_n_layers-th from layer 0) and the two rotary bases
+ * (rope_parameters of transformers 5, else global_rope_theta / local_rope_theta). */
+static hearth_status read_modern_shape(hearth_bert *b, const cJSON *cfg, hearth_err *err) {
+    b->modern = true;
+    b->d = cfg_int(cfg, "hidden_size", 0);
+    b->n_layer = cfg_int(cfg, "num_hidden_layers", 0);
+    b->n_head = (int32_t)cfg_int(cfg, "num_attention_heads", 0);
+    b->d_ff = cfg_int(cfg, "intermediate_size", 0);
+    b->n_vocab = (int32_t)cfg_int(cfg, "vocab_size", 0);
+    b->n_pos = (int32_t)cfg_int(cfg, "max_position_embeddings", 8192);
+    b->eps = (float)cfg_num(cfg, "norm_eps", 1e-5);
+    const cJSON *act = cJSON_GetObjectItemCaseSensitive(cfg, "hidden_activation");
+    if (cJSON_IsString(act) && strcmp(act->valuestring, "gelu"))
+        return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "hidden_activation '%.60s' is not supported (gelu only)",
+                              act->valuestring);
+    if (b->d <= 0 || b->d > 65536 || b->n_layer <= 0 || b->n_layer > 1024 || b->n_head <= 0 || b->d % b->n_head ||
+        b->d_ff <= 0 || b->d_ff > (1 << 20) || b->n_vocab <= 0 || b->n_pos <= 0 || b->n_pos > (1 << 20) ||
+        !(b->eps >= 0) || (b->d / b->n_head) % 2 || b->d / b->n_head > 512)
+        return hearth_err_set(err, HEARTH_E_FORMAT, -1, "config.json: a missing or impossible ModernBERT shape");
+    b->head_dim = (int32_t)(b->d / b->n_head);
+    b->max_tokens = b->n_pos;
+    b->window = (int32_t)(cfg_int(cfg, "local_attention", 128) / 2);
+    double g_theta = cfg_num(cfg, "global_rope_theta", 160000.0), l_theta = cfg_num(cfg, "local_rope_theta", 10000.0);
+    const cJSON *rp = cJSON_GetObjectItemCaseSensitive(cfg, "rope_parameters");
+    g_theta = cfg_num(cJSON_GetObjectItemCaseSensitive(rp, "full_attention"), "rope_theta", g_theta);
+    l_theta = cfg_num(cJSON_GetObjectItemCaseSensitive(rp, "sliding_attention"), "rope_theta", l_theta);
+    hearth_rope_inv_freq(b->inv_freq_global, b->head_dim, (float)g_theta, 1.0f);
+    hearth_rope_inv_freq(b->inv_freq_local, b->head_dim, (float)l_theta, 1.0f);
+    if (!(b->layers = calloc((size_t)b->n_layer, sizeof *b->layers)))
+        return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
+    const cJSON *types = cJSON_GetObjectItemCaseSensitive(cfg, "layer_types");
+    const int64_t every = cfg_int(cfg, "global_attn_every_n_layers", 3);
+    if (types && cJSON_GetArraySize(types) != b->n_layer)
+        return hearth_err_set(err, HEARTH_E_FORMAT, -1, "config.json: layer_types has %d entries for %lld layers",
+                              cJSON_GetArraySize(types), (long long)b->n_layer);
+    for (int64_t il = 0; il < b->n_layer; il++) {
+        const cJSON *t = types ? cJSON_GetArrayItem(types, (int)il) : NULL;
+        b->layers[il].sliding = t ? cJSON_IsString(t) && !strcmp(t->valuestring, "sliding_attention")
+                                  : every > 0 && il % every != 0;
+    }
+    return HEARTH_OK;
+}
+
 static hearth_status read_shape(hearth_bert *b, const char *dir, hearth_err *err) {
     hearth_status st = HEARTH_OK;
     cJSON *cfg = read_json(dir, "config.json");
@@ -176,10 +226,14 @@ static hearth_status read_shape(hearth_bert *b, const char *dir, hearth_err *err
     const cJSON *pe = cJSON_GetObjectItemCaseSensitive(cfg, "position_embedding_type");
     if (!cJSON_IsString(mt) || !family_ok(mt->valuestring)) {
         st = hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "model_type '%.60s' is not an encoder hearth embeds with "
-                            "(bert, roberta, xlm-roberta)", cJSON_IsString(mt) ? mt->valuestring : "?");
+                            "(bert, roberta, xlm-roberta, modernbert)", cJSON_IsString(mt) ? mt->valuestring : "?");
         goto out;
     }
     snprintf(b->family, sizeof b->family, "%s", mt->valuestring);
+    if (!strcmp(mt->valuestring, "modernbert")) {
+        st = read_modern_shape(b, cfg, err);
+        goto out;
+    }
     b->pos_offset = strcmp(mt->valuestring, "bert") ? (int32_t)cfg_int(cfg, "pad_token_id", 1) + 1 : 0;
     if (cJSON_IsString(act) && strcmp(act->valuestring, "gelu")) {
         st = hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "hidden_act '%.60s' is not supported (gelu only)",
@@ -288,9 +342,47 @@ out:
     return st;
 }
 
+/* An optional vector (a ModernBERT bias with norm_bias / mlp_bias off): NULL when absent. */
+static hearth_status get_vector_opt(loader *L, const char *name, int64_t n, const float **out) {
+    *out = NULL;
+    return find(L, name) ? get_vector(L, name, n, out) : HEARTH_OK;
+}
+
+static hearth_status bind_modern(loader *L) {
+    hearth_bert *b = L->b;
+    hearth_status st;
+    L->pfx = find(L, "embeddings.tok_embeddings.weight") ? "" : "model.";
+    if ((st = get_matrix(L, "embeddings.tok_embeddings.weight", b->n_vocab, b->d, &b->word)) ||
+        (st = get_vector(L, "embeddings.norm.weight", b->d, &b->emb_ln_w)) ||
+        (st = get_vector_opt(L, "embeddings.norm.bias", b->d, &b->emb_ln_b)) ||
+        (st = get_vector(L, "final_norm.weight", b->d, &b->final_w)) ||
+        (st = get_vector_opt(L, "final_norm.bias", b->d, &b->final_b)))
+        return st;
+    for (int64_t il = 0; il < b->n_layer; il++) {
+        bert_layer *l = &b->layers[il];
+        char n[10][96];
+        const char *parts[] = {"attn_norm.weight", "attn_norm.bias", "attn.Wqkv.weight", "attn.Wqkv.bias", "attn.Wo.weight",
+                               "attn.Wo.bias", "mlp_norm.weight", "mlp_norm.bias", "mlp.Wi.weight", "mlp.Wo.weight"};
+        for (int i = 0; i < 10; i++) snprintf(n[i], sizeof n[i], "layers.%lld.%s", (long long)il, parts[i]);
+        hearth_weight wqkv;
+        if ((il > 0 && (st = get_vector(L, n[0], b->d, &l->ln1_w))) ||
+            (il > 0 && (st = get_vector_opt(L, n[1], b->d, &l->ln1_b))) ||
+            (st = get_matrix(L, n[2], 3 * b->d, b->d, &wqkv)) || (st = get_vector_opt(L, n[3], 3 * b->d, &l->bq)) ||
+            (st = get_matrix(L, n[4], b->d, b->d, &l->wo)) || (st = get_vector_opt(L, n[5], b->d, &l->bo)) ||
+            (st = get_vector(L, n[6], b->d, &l->ln2_w)) || (st = get_vector_opt(L, n[7], b->d, &l->ln2_b)) ||
+            (st = get_matrix(L, n[8], 2 * b->d_ff, b->d, &l->w_up)) || (st = get_matrix(L, n[9], b->d, b->d_ff, &l->w_down)))
+            return st;
+        if (find(L, "layers.0.mlp.Wi.bias") || find(L, "layers.0.mlp.Wo.bias"))
+            return hearth_err_set(L->err, HEARTH_E_UNSUPPORTED, -1, "ModernBERT with mlp_bias is not supported");
+        l->wq = wqkv; /* the fused [3d][d] weight, packed as one in pack_layers */
+    }
+    return HEARTH_OK;
+}
+
 static hearth_status bind_weights(loader *L) {
     hearth_bert *b = L->b;
     hearth_status st;
+    if (b->modern) return bind_modern(L);
     L->pfx = "";
     static const char *const pfx[] = {"bert.", "roberta."};
     for (int i = 0; i < 2 && !find(L, "embeddings.word_embeddings.weight"); i++) L->pfx = pfx[i];
@@ -356,7 +448,7 @@ static hearth_status pack_layers(hearth_bert *b, hearth_err *err) {
         bert_layer *l = &b->layers[il];
         const hearth_weight *qkv[3] = {&l->wq, &l->wk, &l->wv}, *o[1] = {&l->wo}, *up[1] = {&l->w_up},
                             *down[1] = {&l->w_down};
-        if (!(l->p_qkv = pack(b, qkv, 3, err)) || !(l->p_o = pack(b, o, 1, err)) || !(l->p_up = pack(b, up, 1, err)) ||
+        if (!(l->p_qkv = pack(b, qkv, b->modern ? 1 : 3, err)) || !(l->p_o = pack(b, o, 1, err)) || !(l->p_up = pack(b, up, 1, err)) ||
             !(l->p_down = pack(b, down, 1, err)))
             return HEARTH_E_NOMEM;
     }

@@ -12,6 +12,8 @@
  *     normalized): the same checks;
  *   - tiny-xlmr (committed: a random 2-layer XLMRobertaModel, a Unigram tokenizer, CLS pooling,
  *     normalized): the same checks;
+ *   - tiny-modernbert (committed: a random 3-layer ModernBertModel with sliding windows shorter
+ *     than the sentences, mean pooling, normalized): the same checks;
  *   - all-MiniLM-L6-v2 (HEARTH_MINILM, the folder scripts/model-path.sh minilm prints; skipped
  *     when unset): the same, and the same nearest neighbour for every query;
  *   - batching: the whole set in one forward, one by one, and cut into forwards of at most 40
@@ -206,6 +208,23 @@ TEST(tiny_xlmr_parity) {
     golden_free(&g);
 }
 
+/* ModernBERT: pre-LN, rotary positions (two bases), a GLU, sliding windows of 4 tokens each way
+ * in layers 1 and 2 that the sentences are longer than, mean pooling, normalized. */
+TEST(tiny_modernbert_parity) {
+    golden g;
+    CHECK(golden_load("tiny-modernbert", &g));
+    hearth_bert *b = load("tests/golden/embed/tiny-modernbert", 0);
+    CHECK(b != NULL);
+    if (b) {
+        CHECK_EQ(hearth_bert_pooling(b), HEARTH_POOLING_MEAN);
+        CHECK(hearth_bert_normalizes(b));
+        CHECK(strstr(hearth_bert_desc(b), "modernbert") != NULL);
+        check_parity(b, &g, false);
+    }
+    hearth_bert_destroy(b);
+    golden_free(&g);
+}
+
 TEST(minilm_parity) {
     const char *dir = getenv("HEARTH_MINILM");
     if (!dir || !*dir) TEST_SKIP("HEARTH_MINILM is not set (scripts/model-path.sh minilm)");
@@ -301,9 +320,9 @@ TEST(load_errors_say_what) {
     CHECK(strstr(err.msg, "config.json") != NULL);
     CHECK(!hearth_bert_probe(dir));
     snprintf(path, sizeof path, "%s/config.json", dir);
-    write_file(path, "{\"model_type\": \"modernbert\", \"hidden_size\": 32}");
+    write_file(path, "{\"model_type\": \"nomic_bert\", \"hidden_size\": 32}");
     CHECK_EQ(hearth_bert_load(dir, NULL, &b, &err), HEARTH_E_UNSUPPORTED);
-    CHECK(strstr(err.msg, "modernbert") != NULL);
+    CHECK(strstr(err.msg, "nomic_bert") != NULL);
     CHECK(!hearth_bert_probe(dir));
     CHECK(hearth_bert_probe(TINY));
     write_file(path, "{\"model_type\": \"bert\", \"hidden_size\": 32, \"num_hidden_layers\": 1, "
