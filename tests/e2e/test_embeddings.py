@@ -8,7 +8,8 @@ the same checks on the real model when it is set up. Shapes: a string, a list of
 of token ids, a list of lists; float and base64 encodings; `dimensions`; usage. Errors: empty
 and wrong-typed inputs, an input past the model's limit (400 naming the index and the limit)
 and `truncate`, `dimensions` above the model's size, the generation routes of an embedding
-server and /v1/embeddings of a chat model.
+server and /v1/embeddings of a chat model. The committed tiny RoBERTa, XLM-R and ModernBERT go
+through `hearth embed` against their goldens too.
 """
 import base64
 import json
@@ -197,3 +198,18 @@ def test_minilm_through_the_api():
         assert [int(t) for t in top] == [rk["top"][0] for rk in g["ranking"]]
     finally:
         s.stop()
+
+
+@pytest.mark.parametrize("name", ["tiny-roberta", "tiny-xlmr", "tiny-modernbert"])
+def test_cli_other_families(name):
+    """RoBERTa (byte-level BPE), XLM-R (Unigram) and ModernBERT (rotary, sliding windows) through
+    `hearth embed`, every golden sentence in one call."""
+    g = golden(name)
+    args = [str(ROOT / "tests" / "golden" / "embed" / name), "--json"]
+    for t in g["texts"]:
+        args += ["--text", t]
+    r = cli(*args)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)["data"]
+    assert [d["tokens"] for d in out] == [len(i) for i in g["ids"]]
+    assert min(cos(d["embedding"], e) for d, e in zip(out, g["embeddings"])) >= 0.99999
