@@ -24,6 +24,9 @@ neighbours. The JSON says which versions made it and with which command.
   --make-tiny-modernbert DIR   a tiny random ModernBERT (ModernBertModel, 3 layers: global, then
                     two sliding ones with a window of 4 tokens each way, so the sentences cross it):
                     a byte-level BPE tokenizer.json, "[CLS] $A [SEP]", mean pooling, normalized
+  --make-tiny-qwen3 DIR   a tiny random Qwen3 decoder as Qwen3-Embedding uses one (Qwen3Model,
+                    grouped-query attention, causal): a byte-level BPE tokenizer.json with
+                    "$A <|endoftext|>", last-token pooling, normalized
   --name NAME --model DIR   the golden of an existing checkpoint folder (the real model:
                     --name minilm --model "$(scripts/model-path.sh minilm)")
 
@@ -134,7 +137,8 @@ def write_st_modules(out, dim, pooling, normalize):
     with open(os.path.join(out, "1_Pooling", "config.json"), "w") as f:
         json.dump({"word_embedding_dimension": dim, "pooling_mode_cls_token": pooling == "cls",
                    "pooling_mode_mean_tokens": pooling == "mean", "pooling_mode_max_tokens": False,
-                   "pooling_mode_mean_sqrt_len_tokens": False}, f, indent=2)
+                   "pooling_mode_mean_sqrt_len_tokens": False, "pooling_mode_lasttoken": pooling == "lasttoken"},
+                  f, indent=2)
     with open(os.path.join(out, "sentence_bert_config.json"), "w") as f:
         json.dump({"max_seq_length": 64, "do_lower_case": False}, f, indent=2)
 
@@ -211,6 +215,41 @@ def make_tiny_modernbert(out):
                    "sep_token": "[SEP]", "pad_token": "[PAD]", "unk_token": "[UNK]", "mask_token": "[MASK]"},
                   f, indent=2)
     write_st_modules(out, 32, "mean", True)
+
+
+def make_tiny_qwen3(out):
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from transformers import Qwen3Config, Qwen3Model
+
+    corpus, queries = read_sentences()
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    tok = Tokenizer(models.BPE(unk_token=None))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=360, special_tokens=specials, show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(corpus + queries, trainer=trainer)
+    eos = tok.token_to_id("<|endoftext|>")
+    tok.post_processor = processors.TemplateProcessing(single="$A <|endoftext|>", pair="$A $B <|endoftext|>",
+                                                       special_tokens=[("<|endoftext|>", eos)])
+    torch.manual_seed(20264)
+    cfg = Qwen3Config(vocab_size=tok.get_vocab_size(), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                      num_key_value_heads=2, head_dim=16, intermediate_size=48, max_position_embeddings=128,
+                      rms_norm_eps=1e-6, rope_theta=10000.0, hidden_act="silu", tie_word_embeddings=True,
+                      initializer_range=0.6, pad_token_id=eos, eos_token_id=eos, bos_token_id=eos)
+    cfg._attn_implementation = "eager"
+    model = Qwen3Model(cfg).eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "norm" in name:
+                p.add_(torch.randn_like(p) * 0.3)
+    model.save_pretrained(out, safe_serialization=True)
+    tok.save(os.path.join(out, "tokenizer.json"))
+    with open(os.path.join(out, "tokenizer_config.json"), "w") as f:
+        json.dump({"tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": 64, "eos_token": "<|endoftext|>",
+                   "pad_token": "<|endoftext|>", "padding_side": "left"}, f, indent=2)
+    write_st_modules(out, 32, "lasttoken", True)
 
 
 def make_tiny_roberta(out):
@@ -315,6 +354,7 @@ def main():
     ap.add_argument("--make-tiny-roberta", metavar="DIR")
     ap.add_argument("--make-tiny-xlmr", metavar="DIR")
     ap.add_argument("--make-tiny-modernbert", metavar="DIR")
+    ap.add_argument("--make-tiny-qwen3", metavar="DIR")
     ap.add_argument("--name")
     ap.add_argument("--model", metavar="DIR")
     a = ap.parse_args()
@@ -334,11 +374,14 @@ def main():
         make_tiny_modernbert(a.make_tiny_modernbert)
         golden(a.name or os.path.basename(os.path.normpath(a.make_tiny_modernbert)), a.make_tiny_modernbert,
                command)
+    elif a.make_tiny_qwen3:
+        make_tiny_qwen3(a.make_tiny_qwen3)
+        golden(a.name or os.path.basename(os.path.normpath(a.make_tiny_qwen3)), a.make_tiny_qwen3, command)
     elif a.name and a.model:
         golden(a.name, a.model, command)
     else:
         ap.error("give --make-tiny DIR, --make-tiny-roberta DIR, --make-tiny-xlmr DIR, --make-tiny-modernbert DIR, "
-                 "or --name NAME --model DIR")
+                 "--make-tiny-qwen3 DIR, or --name NAME --model DIR")
 
 
 if __name__ == "__main__":

@@ -192,8 +192,9 @@ static hearth_status forward(hearth_bert *b, const int32_t *const *ids, const si
             tok_pos[t] = (int32_t)i + b->pos_offset;
         }
     }
-    if (b->modern) {
-        st = hearth_modernbert_forward(b, tok_ids, tok_pos, n_tok, start, start + n_seq, n_seq, max_len, f.x);
+    if (b->modern || b->decoder) {
+        st = (b->modern ? hearth_modernbert_forward : hearth_qwen3_embed_forward)(b, tok_ids, tok_pos, n_tok, start,
+                                                                                start + n_seq, n_seq, max_len, f.x);
         if (st) goto out;
         goto pool;
     }

@@ -3,7 +3,8 @@
  * plus, when there, its sentence-transformers configuration).
  *
  * What loads: a folder with config.json (model_type "bert", "roberta" or "xlm-roberta",
- * absolute positions, hidden_act "gelu"; or "modernbert", modernbert.c), model.safetensors (f32, f16 or bf16; tensor names
+ * absolute positions, hidden_act "gelu"; or "modernbert", modernbert.c; or "qwen3", a decoder
+ * used for embeddings, qwen3_embed.c), model.safetensors (f32, f16 or bf16; tensor names
  * with or without the "bert." / "roberta." prefix), tokenizer.json, and optionally modules.json with its Pooling module's config.json
  * (mean, CLS or last-token pooling) and a Normalize module (L2 normalization), and
  * sentence_bert_config.json's max_seq_length (the context; else max_position_embeddings).

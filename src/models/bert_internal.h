@@ -28,6 +28,10 @@ typedef struct {
     /* ModernBERT (modernbert.c): ln1 is attn_norm (NULL in layer 0), ln2 mlp_norm, p_up the GLU's
      * Wi [2 d_ff][d] (input half, then gate half), p_down mlp.Wo; biases may be NULL */
     bool          sliding;               /* a sliding-window (local) attention layer */
+    /* Qwen3 (qwen3_embed.c): ln1 input_layernorm, ln2 post_attention_layernorm (RMSNorm
+     * weights), p_qkv q | k | v rows, p_up gate | up rows */
+    const float  *q_norm, *k_norm;       /* [head_dim] */
+    hearth_weight w_gate;                /* Qwen3's gate_proj [d_ff][d] */
 } bert_layer;
 
 struct hearth_bert {
@@ -39,6 +43,8 @@ struct hearth_bert {
                                           * pad_token_id + 1 (RoBERTa, XLM-R) */
     char           family[16];           /* "bert", "roberta", "xlm-roberta", "modernbert" */
     bool           modern;               /* ModernBERT: pre-LN, rotary positions, GLU (modernbert.c) */
+    bool           decoder;              /* Qwen3: a causal decoder embedding model (qwen3_embed.c) */
+    int32_t        n_head_kv;            /* Qwen3's key/value heads (grouped-query attention) */
     const float   *final_w, *final_b;    /* ModernBERT's final_norm [d] (b may be NULL) */
     float          inv_freq_global[256], inv_freq_local[256]; /* rotary, head_dim / 2 each */
     int32_t        window;               /* sliding layers: keys within |i - j| <= window */
@@ -59,6 +65,11 @@ struct hearth_bert {
     pthread_mutex_t mu;
     hearth_pool   *pool;                 /* owned */
 };
+
+/* Qwen3's forward, the same contract (qwen3_embed.c). */
+hearth_status hearth_qwen3_embed_forward(const hearth_bert *b, const int32_t *tok_ids, const int32_t *tok_pos,
+                                         int64_t n_tok, const int64_t *start, const int64_t *len, int64_t n_seq,
+                                         int64_t max_len, float *x);
 
 /* ModernBERT's forward of one batch laid end to end (modernbert.c); bert.c's forward calls it.
  * x: [n_tok][d] out: the last hidden states, final_norm applied. */

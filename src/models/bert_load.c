@@ -71,7 +71,8 @@ static cJSON *read_json(const char *dir, const char *name) {
 /* The model_type values this loader takes: BERT, and RoBERTa / XLM-R (the same layers; positions
  * counted from pad_token_id + 1, as their embeddings make position ids). */
 static bool family_ok(const char *mt) {
-    return !strcmp(mt, "bert") || !strcmp(mt, "roberta") || !strcmp(mt, "xlm-roberta") || !strcmp(mt, "modernbert");
+    return !strcmp(mt, "bert") || !strcmp(mt, "roberta") || !strcmp(mt, "xlm-roberta") || !strcmp(mt, "modernbert") ||
+           !strcmp(mt, "qwen3");
 }
 
 bool hearth_bert_probe(const char *path) {
@@ -217,6 +218,39 @@ static hearth_status read_modern_shape(hearth_bert *b, const cJSON *cfg, hearth_
     return HEARTH_OK;
 }
 
+/* Qwen3's config.json (a decoder used for embeddings, as Qwen3-Embedding is): the shape,
+ * grouped-query heads, head_dim, rms_norm_eps, the rotary base; silu only, no sliding window. */
+static hearth_status read_qwen3_shape(hearth_bert *b, const cJSON *cfg, hearth_err *err) {
+    b->decoder = true;
+    b->d = cfg_int(cfg, "hidden_size", 0);
+    b->n_layer = cfg_int(cfg, "num_hidden_layers", 0);
+    b->n_head = (int32_t)cfg_int(cfg, "num_attention_heads", 0);
+    b->n_head_kv = (int32_t)cfg_int(cfg, "num_key_value_heads", b->n_head);
+    b->head_dim = (int32_t)cfg_int(cfg, "head_dim", b->n_head > 0 ? b->d / b->n_head : 0);
+    b->d_ff = cfg_int(cfg, "intermediate_size", 0);
+    b->n_vocab = (int32_t)cfg_int(cfg, "vocab_size", 0);
+    b->n_pos = (int32_t)cfg_int(cfg, "max_position_embeddings", 32768);
+    b->eps = (float)cfg_num(cfg, "rms_norm_eps", 1e-6);
+    const cJSON *act = cJSON_GetObjectItemCaseSensitive(cfg, "hidden_act");
+    if (cJSON_IsString(act) && strcmp(act->valuestring, "silu"))
+        return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "hidden_act '%.60s' is not supported (silu only)",
+                              act->valuestring);
+    if (cfg_true(cfg, "use_sliding_window") || cfg_true(cfg, "attention_bias"))
+        return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "Qwen3 with a sliding window or attention biases is not "
+                              "supported");
+    if (b->d <= 0 || b->d > 65536 || b->n_layer <= 0 || b->n_layer > 1024 || b->n_head <= 0 || b->n_head_kv <= 0 ||
+        b->n_head % b->n_head_kv || b->head_dim <= 0 || b->head_dim > 512 || b->head_dim % 2 || b->d_ff <= 0 ||
+        b->d_ff > (1 << 20) || b->n_vocab <= 0 || b->n_pos <= 0 || !(b->eps >= 0))
+        return hearth_err_set(err, HEARTH_E_FORMAT, -1, "config.json: a missing or impossible Qwen3 shape");
+    b->max_tokens = b->n_pos;
+    double theta = cfg_num(cfg, "rope_theta", 1000000.0);
+    theta = cfg_num(cJSON_GetObjectItemCaseSensitive(cfg, "rope_parameters"), "rope_theta", theta);
+    hearth_rope_inv_freq(b->inv_freq_global, b->head_dim, (float)theta, 1.0f);
+    if (!(b->layers = calloc((size_t)b->n_layer, sizeof *b->layers)))
+        return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
+    return HEARTH_OK;
+}
+
 static hearth_status read_shape(hearth_bert *b, const char *dir, hearth_err *err) {
     hearth_status st = HEARTH_OK;
     cJSON *cfg = read_json(dir, "config.json");
@@ -226,12 +260,16 @@ static hearth_status read_shape(hearth_bert *b, const char *dir, hearth_err *err
     const cJSON *pe = cJSON_GetObjectItemCaseSensitive(cfg, "position_embedding_type");
     if (!cJSON_IsString(mt) || !family_ok(mt->valuestring)) {
         st = hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "model_type '%.60s' is not an encoder hearth embeds with "
-                            "(bert, roberta, xlm-roberta, modernbert)", cJSON_IsString(mt) ? mt->valuestring : "?");
+                            "(bert, roberta, xlm-roberta, modernbert, qwen3)", cJSON_IsString(mt) ? mt->valuestring : "?");
         goto out;
     }
     snprintf(b->family, sizeof b->family, "%s", mt->valuestring);
     if (!strcmp(mt->valuestring, "modernbert")) {
         st = read_modern_shape(b, cfg, err);
+        goto out;
+    }
+    if (!strcmp(mt->valuestring, "qwen3")) {
+        st = read_qwen3_shape(b, cfg, err);
         goto out;
     }
     b->pos_offset = strcmp(mt->valuestring, "bert") ? (int32_t)cfg_int(cfg, "pad_token_id", 1) + 1 : 0;
@@ -379,10 +417,38 @@ static hearth_status bind_modern(loader *L) {
     return HEARTH_OK;
 }
 
+static hearth_status bind_qwen3(loader *L) {
+    hearth_bert *b = L->b;
+    hearth_status st;
+    const int64_t qd = (int64_t)b->n_head * b->head_dim, kvd = (int64_t)b->n_head_kv * b->head_dim;
+    L->pfx = find(L, "embed_tokens.weight") ? "" : "model.";
+    if ((st = get_matrix(L, "embed_tokens.weight", b->n_vocab, b->d, &b->word)) ||
+        (st = get_vector(L, "norm.weight", b->d, &b->final_w)))
+        return st;
+    for (int64_t il = 0; il < b->n_layer; il++) {
+        bert_layer *l = &b->layers[il];
+        char n[11][96];
+        const char *parts[] = {"input_layernorm.weight", "self_attn.q_proj.weight", "self_attn.k_proj.weight",
+                               "self_attn.v_proj.weight", "self_attn.o_proj.weight", "self_attn.q_norm.weight",
+                               "self_attn.k_norm.weight", "post_attention_layernorm.weight", "mlp.gate_proj.weight",
+                               "mlp.up_proj.weight", "mlp.down_proj.weight"};
+        for (int i = 0; i < 11; i++) snprintf(n[i], sizeof n[i], "layers.%lld.%s", (long long)il, parts[i]);
+        if ((st = get_vector(L, n[0], b->d, &l->ln1_w)) || (st = get_matrix(L, n[1], qd, b->d, &l->wq)) ||
+            (st = get_matrix(L, n[2], kvd, b->d, &l->wk)) || (st = get_matrix(L, n[3], kvd, b->d, &l->wv)) ||
+            (st = get_matrix(L, n[4], b->d, qd, &l->wo)) || (st = get_vector(L, n[5], b->head_dim, &l->q_norm)) ||
+            (st = get_vector(L, n[6], b->head_dim, &l->k_norm)) || (st = get_vector(L, n[7], b->d, &l->ln2_w)) ||
+            (st = get_matrix(L, n[8], b->d_ff, b->d, &l->w_gate)) || (st = get_matrix(L, n[9], b->d_ff, b->d, &l->w_up)) ||
+            (st = get_matrix(L, n[10], b->d, b->d_ff, &l->w_down)))
+            return st;
+    }
+    return HEARTH_OK;
+}
+
 static hearth_status bind_weights(loader *L) {
     hearth_bert *b = L->b;
     hearth_status st;
     if (b->modern) return bind_modern(L);
+    if (b->decoder) return bind_qwen3(L);
     L->pfx = "";
     static const char *const pfx[] = {"bert.", "roberta."};
     for (int i = 0; i < 2 && !find(L, "embeddings.word_embeddings.weight"); i++) L->pfx = pfx[i];
@@ -446,9 +512,10 @@ static const float *pack(hearth_bert *b, const hearth_weight *const *w, int n_w,
 static hearth_status pack_layers(hearth_bert *b, hearth_err *err) {
     for (int64_t il = 0; il < b->n_layer; il++) {
         bert_layer *l = &b->layers[il];
-        const hearth_weight *qkv[3] = {&l->wq, &l->wk, &l->wv}, *o[1] = {&l->wo}, *up[1] = {&l->w_up},
-                            *down[1] = {&l->w_down};
-        if (!(l->p_qkv = pack(b, qkv, b->modern ? 1 : 3, err)) || !(l->p_o = pack(b, o, 1, err)) || !(l->p_up = pack(b, up, 1, err)) ||
+        const hearth_weight *qkv[3] = {&l->wq, &l->wk, &l->wv}, *o[1] = {&l->wo}, *down[1] = {&l->w_down};
+        const hearth_weight *up[2] = {b->decoder ? &l->w_gate : &l->w_up, &l->w_up}; /* Qwen3: gate | up */
+        if (!(l->p_qkv = pack(b, qkv, b->modern ? 1 : 3, err)) || !(l->p_o = pack(b, o, 1, err)) ||
+            !(l->p_up = pack(b, up, b->decoder ? 2 : 1, err)) ||
             !(l->p_down = pack(b, down, 1, err)))
             return HEARTH_E_NOMEM;
     }

@@ -14,6 +14,8 @@
  *     normalized): the same checks;
  *   - tiny-modernbert (committed: a random 3-layer ModernBertModel with sliding windows shorter
  *     than the sentences, mean pooling, normalized): the same checks;
+ *   - tiny-qwen3 (committed: a random 2-layer Qwen3Model, causal with grouped-query attention,
+ *     last-token pooling, normalized): the same checks;
  *   - all-MiniLM-L6-v2 (HEARTH_MINILM, the folder scripts/model-path.sh minilm prints; skipped
  *     when unset): the same, and the same nearest neighbour for every query;
  *   - batching: the whole set in one forward, one by one, and cut into forwards of at most 40
@@ -219,6 +221,23 @@ TEST(tiny_modernbert_parity) {
         CHECK_EQ(hearth_bert_pooling(b), HEARTH_POOLING_MEAN);
         CHECK(hearth_bert_normalizes(b));
         CHECK(strstr(hearth_bert_desc(b), "modernbert") != NULL);
+        check_parity(b, &g, false);
+    }
+    hearth_bert_destroy(b);
+    golden_free(&g);
+}
+
+/* Qwen3 as an embedding model: causal, grouped-query attention, q/k norms, last-token pooling,
+ * normalized. */
+TEST(tiny_qwen3_parity) {
+    golden g;
+    CHECK(golden_load("tiny-qwen3", &g));
+    hearth_bert *b = load("tests/golden/embed/tiny-qwen3", 0);
+    CHECK(b != NULL);
+    if (b) {
+        CHECK_EQ(hearth_bert_pooling(b), HEARTH_POOLING_LAST);
+        CHECK(hearth_bert_normalizes(b));
+        CHECK(strstr(hearth_bert_desc(b), "qwen3") != NULL);
         check_parity(b, &g, false);
     }
     hearth_bert_destroy(b);
