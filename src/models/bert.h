@@ -44,8 +44,9 @@ typedef struct {
 
 hearth_bert_params hearth_bert_params_default(void);
 
-/* Is path a folder that looks like an encoder checkpoint (config.json's model_type is one
- * hearth_bert_load takes)? Reads config.json only; false for anything else. */
+/* Is path a folder that looks like an embedding checkpoint (config.json's model_type is one
+ * hearth_bert_load takes; for "qwen3", which is a chat model as often, sentence-transformers'
+ * modules.json must be there too)? Reads those files only; false for anything else. */
 bool hearth_bert_probe(const char *path);
 
 /* Load the checkpoint folder at path. On failure returns the status (HEARTH_E_UNSUPPORTED for

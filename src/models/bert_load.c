@@ -81,6 +81,11 @@ bool hearth_bert_probe(const char *path) {
     cJSON *cfg = read_json(path, "config.json");
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(cfg, "model_type");
     bool ok = cJSON_IsString(mt) && family_ok(mt->valuestring);
+    if (ok && !strcmp(mt->valuestring, "qwen3")) { /* a chat model too: an embedding one only with modules.json */
+        cJSON *mods = read_json(path, "modules.json");
+        ok = cJSON_IsArray(mods);
+        cJSON_Delete(mods);
+    }
     cJSON_Delete(cfg);
     return ok;
 }

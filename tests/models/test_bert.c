@@ -344,6 +344,9 @@ TEST(load_errors_say_what) {
     CHECK(strstr(err.msg, "nomic_bert") != NULL);
     CHECK(!hearth_bert_probe(dir));
     CHECK(hearth_bert_probe(TINY));
+    CHECK(hearth_bert_probe("tests/golden/embed/tiny-qwen3"));
+    write_file(path, "{\"model_type\": \"qwen3\", \"hidden_size\": 32}"); /* a chat Qwen3: no modules.json */
+    CHECK(!hearth_bert_probe(dir));
     write_file(path, "{\"model_type\": \"bert\", \"hidden_size\": 32, \"num_hidden_layers\": 1, "
                      "\"num_attention_heads\": 4, \"intermediate_size\": 64, \"vocab_size\": 10}");
     char mods[256];
