@@ -8,7 +8,7 @@ the same checks on the real model when it is set up. Shapes: a string, a list of
 of token ids, a list of lists; float and base64 encodings; `dimensions`; usage. Errors: empty
 and wrong-typed inputs, an input past the model's limit (400 naming the index and the limit)
 and `truncate`, `dimensions` above the model's size, the generation routes of an embedding
-server and /v1/embeddings of a chat model. The committed tiny RoBERTa, XLM-R and ModernBERT go
+server and /v1/embeddings of a chat model. The committed tiny RoBERTa, XLM-R, ModernBERT and Qwen3 go
 through `hearth embed` against their goldens too.
 """
 import base64
@@ -200,10 +200,10 @@ def test_minilm_through_the_api():
         s.stop()
 
 
-@pytest.mark.parametrize("name", ["tiny-roberta", "tiny-xlmr", "tiny-modernbert"])
+@pytest.mark.parametrize("name", ["tiny-roberta", "tiny-xlmr", "tiny-modernbert", "tiny-qwen3"])
 def test_cli_other_families(name):
-    """RoBERTa (byte-level BPE), XLM-R (Unigram) and ModernBERT (rotary, sliding windows) through
-    `hearth embed`, every golden sentence in one call."""
+    """RoBERTa (byte-level BPE), XLM-R (Unigram), ModernBERT (rotary, sliding windows) and Qwen3
+    (causal, last token) through `hearth embed`, every golden sentence in one call."""
     g = golden(name)
     args = [str(ROOT / "tests" / "golden" / "embed" / name), "--json"]
     for t in g["texts"]:
