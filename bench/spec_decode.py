@@ -7,10 +7,13 @@ change", greedy, so most of the answer repeats text the prompt holds. For each m
 run one after the other (`hearth serve` plain, then with `--draft-kind ngram` and any
 --spec-args), each answering:
 
-  single   the request alone, --reps times (after one warm-up): decode tokens/s of the stream
-           (completion tokens after the first / time from the first to the last token)
+  single   the request alone: decode tokens/s of the stream (completion tokens after the first /
+           time from the first to the last token)
   streams  --streams copies at once (each with its own small change, so that they are different
            sequences): aggregate completion tokens/s over the wall time
+
+Both servers stay up and their runs alternate (plain, ngram, plain, ngram ...), so that a slow
+spell of a shared machine falls on both; each figure is the median of --reps runs.
 
 and the speculative server's /stats (drafted, accepted, acceptance rate, mean accepted length).
 The greedy answers of the two servers are compared (they match token for token under
@@ -93,6 +96,15 @@ class Server:
         os.unlink(self.log.name)
 
 
+def chat_args(name):
+    """Gemma 3's GGUF carries no chat template: the Gemma template file from the template cache."""
+    if "gemma" not in name:
+        return []
+    cache = pathlib.Path(os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache")
+    tmpl = cache / "hearth" / "templates" / "llama-cpp-python-0.3.16" / "google-gemma-2-2b-it.jinja"
+    return ["--chat-template-file", str(tmpl)] if tmpl.exists() else []
+
+
 def messages(source, k):
     old, new = RENAMES[k % len(RENAMES)]
     return [{"role": "user", "content": f"Here is a C source file:\n\n```c\n{source}```\n\nRewrite the whole file "
@@ -100,32 +112,49 @@ def messages(source, k):
                                         f"complete file only, in one code block."}]
 
 
-def measure(model, args, source, a):
-    srv = Server(model, args)
+def single(srv, source, a):
+    _, n, dt = srv.stream(messages(source, 0), a.max_tokens)
+    return (n - 1) / dt if dt > 0 and n > 1 else 0.0
+
+
+def streams(srv, source, a):
+    outs = [None] * a.streams
+
+    def one(i):
+        outs[i] = srv.stream(messages(source, i), a.max_tokens)
+
+    t0 = time.perf_counter()
+    th = [threading.Thread(target=one, args=(i,)) for i in range(a.streams)]
+    for t in th:
+        t.start()
+    for t in th:
+        t.join()
+    return sum(o[1] for o in outs if o) / (time.perf_counter() - t0)
+
+
+def measure_pair(model, plain_args, spec_args, source, a):
+    """Both servers up (an idle one costs nothing); the runs alternate, so that a slow spell of
+    the machine falls on both; medians of --reps."""
+    srv = {"plain": Server(model, plain_args), "spec": Server(model, spec_args)}
     try:
-        srv.stream(messages(source, 0), 16)  # warm-up
-        singles, text = [], None
+        text = {}
+        for k, s in srv.items():
+            s.stream(messages(source, 0), 16)  # warm-up
+            text[k] = s.stream(messages(source, 0), a.max_tokens)[0]
+        res = {k: {"single": [], "streams": []} for k in srv}
         for _ in range(a.reps):
-            text, n, dt = srv.stream(messages(source, 0), a.max_tokens)
-            singles.append((n - 1) / dt if dt > 0 and n > 1 else 0.0)
-        singles.sort()
-        outs = [None] * a.streams
-
-        def one(i):
-            outs[i] = srv.stream(messages(source, i), a.max_tokens)
-
-        t0 = time.perf_counter()
-        th = [threading.Thread(target=one, args=(i,)) for i in range(a.streams)]
-        for t in th:
-            t.start()
-        for t in th:
-            t.join()
-        wall = time.perf_counter() - t0
-        agg = sum(o[1] for o in outs if o) / wall
-        st = srv.stats()
-        return {"single": singles[len(singles) // 2], "streams": agg, "text": text, "stats": st.get("speculative")}
+            for k, s in srv.items():
+                res[k]["single"].append(single(s, source, a))
+            for k, s in srv.items():
+                res[k]["streams"].append(streams(s, source, a))
+        out = {}
+        for k in srv:
+            med = {m: sorted(v)[len(v) // 2] for m, v in res[k].items()}
+            out[k] = dict(med, text=text[k], stats=srv[k].stats().get("speculative"))
+        return out["plain"], out["spec"]
     finally:
-        srv.stop()
+        for s in srv.values():
+            s.stop()
 
 
 def main():
@@ -146,8 +175,9 @@ def main():
     for name in a.models.split(","):
         model = name if os.path.exists(name) else subprocess.run(
             [str(ROOT / "scripts" / "model-path.sh"), name], capture_output=True, text=True, check=True).stdout.strip()
-        plain = measure(model, common, source, a)
-        spec = measure(model, common + ["--draft-kind", "ngram"] + shlex.split(a.spec_args), source, a)
+        args = common + chat_args(name)
+        plain, spec = measure_pair(model, args, args + ["--draft-kind", "ngram"] + shlex.split(a.spec_args), source,
+                                   a)
         rows.append((os.path.basename(model), plain, spec))
         print(f"{os.path.basename(model)}: plain {plain['single']:.1f} tok/s single, {plain['streams']:.1f} tok/s x"
               f"{a.streams}; ngram {spec['single']:.1f} / {spec['streams']:.1f}; stats {spec['stats']}",

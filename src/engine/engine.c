@@ -518,7 +518,8 @@ hearth_status hearth_engine_create(const hearth_model *m, const hearth_engine_pa
     e->p.ssd_cache_dir = e->p.ssd_model_id = e->p.ssd_model_path = NULL;
     if ((st = open_drafter(e, m, err))) goto fail;
     hearth_sched_params sp = {.batch = e->p.batch, .max_step = e->p.max_step, .n_ctx = e->p.n_ctx,
-                              .draft = e->draft, .n_draft = e->p.spec.n_draft, .draft_fixed = e->p.spec.fixed};
+                              .draft = e->draft, .n_draft = e->p.spec.n_draft, .draft_fixed = e->p.spec.fixed,
+                              .draft_costed = !e->p.spec.fixed};
     e->sched = e->fwd ? hearth_sched_create(m, e->fwd, e->pool, e->pc, &sp) : NULL;
     if (!e->fwd || !e->sched || (e->p.prompt_cache != 0 && !e->pc)) {
         st = hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory creating the engine");

@@ -50,6 +50,8 @@ typedef struct seq {
     int32_t         k;        /* drafts in this step (spec.h), stored at toks[n_toks .. n_toks + k) */
     int32_t         k_next;   /* drafts the next round asks for (adaptive) */
     int32_t         backoff, missed; /* rounds to skip drafting after rounds that accepted nothing */
+    double          alpha;    /* the sequence's acceptance rate (moving average over its rounds) */
+    int32_t         skipped;  /* rounds the cost model left out since the last one it drafted */
     float          *q;        /* owned [n_draft][n_vocab] once a source gives distributions */
     bool            q_set;    /* this step's drafts have distributions in q */
     double          t0, t_first;
@@ -82,6 +84,11 @@ struct hearth_sched {
     int32_t             *eog;            /* owned [n_eog]: the end-of-generation ids (min_tokens) */
     int32_t              n_eog;
     hearth_draft_job    *jobs;           /* owned [batch] */
+    /* the step cost model of speculation (hearth_spec_best_k): step time ~ c0 + c1 * tokens,
+     * fitted by least squares over the recent steps (sums decayed by DECAY a step) */
+    double               fit_w, fit_n, fit_t, fit_nn, fit_nt;
+    int64_t              fit_steps;
+    double               draft_ms;       /* the draft source's time per draft asked for (moving average) */
     seq                **job_seq;        /* owned [batch] */
     hearth_engine_stats  st;
 };
@@ -268,6 +275,7 @@ static seq *seq_new(hearth_sched *s, hearth_request *r) {
     q->slot = -1;
     q->t0 = t0;
     q->k_next = s->p.n_draft;
+    q->alpha = 0.6;
     return q;
 }
 
@@ -554,6 +562,31 @@ static void fork_choices(hearth_sched *s, seq *q, float *lg) {
     unfork(s, q);
 }
 
+enum { FIT_MIN_STEPS = 8 };
+#define FIT_DECAY 0.97
+
+/* Record a step of n tokens that took ms. */
+static void cost_record(hearth_sched *s, int32_t n, double ms) {
+    s->fit_w = s->fit_w * FIT_DECAY + 1;
+    s->fit_n = s->fit_n * FIT_DECAY + n;
+    s->fit_t = s->fit_t * FIT_DECAY + ms;
+    s->fit_nn = s->fit_nn * FIT_DECAY + (double)n * n;
+    s->fit_nt = s->fit_nt * FIT_DECAY + (double)n * ms;
+    s->fit_steps++;
+}
+
+/* The fitted step cost c0 + c1 * tokens; false until enough steps of different sizes ran. */
+static bool cost_model(const hearth_sched *s, double *c0, double *c1) {
+    if (s->fit_steps < FIT_MIN_STEPS) return false;
+    double mn = s->fit_n / s->fit_w, mt = s->fit_t / s->fit_w, var = s->fit_nn / s->fit_w - mn * mn;
+    if (var < 0.25) return false; /* all steps of one size: the split is unknown */
+    *c1 = (s->fit_nt / s->fit_w - mn * mt) / var;
+    if (*c1 < 0) *c1 = 0;
+    *c0 = mt - *c1 * mn;
+    if (*c0 < 0) *c0 = 0;
+    return true;
+}
+
 /* Drafts q may carry this step (0: none): a decoding sequence that may speculate, at most what
  * max_tokens and the context leave after the token the round makes in any case. */
 static int32_t draft_room(const hearth_sched *s, const seq *q) {
@@ -578,6 +611,13 @@ static void propose(hearth_sched *s) {
             q->backoff--;
             continue;
         }
+        double c0, c1;
+        if (!s->p.draft_fixed && s->p.draft_costed && cost_model(s, &c0, &c1)) { /* as far as it pays */
+            int32_t best = hearth_spec_best_k(q->alpha, c0 / s->n_run, c1, s->draft_ms, s->p.n_draft);
+            if (best == 0 && ++q->skipped >= 16) best = 1; /* one round in 16 drafts, to keep alpha fresh */
+            if (best == 0) continue;
+            if (best < k) k = best;
+        }
         bool want_q = !q->cx && q->r->p.sampling.temperature > 0;
         if (want_q && !q->q) q->q = malloc((size_t)s->p.n_draft * (size_t)s->n_vocab * sizeof(float));
         s->jobs[n] = (hearth_draft_job){.slot = q->slot, .toks = q->toks, .n_toks = q->n_toks, .k = k,
@@ -587,7 +627,11 @@ static void propose(hearth_sched *s) {
         s->job_seq[n++] = q;
     }
     if (n == 0) return;
+    double t0 = hearth_now_mono_ms();
     s->p.draft->propose(s->p.draft, s->jobs, n);
+    int32_t asked = 0;
+    for (int32_t j = 0; j < n; j++) asked += s->jobs[j].k;
+    s->draft_ms = 0.9 * s->draft_ms + 0.1 * (hearth_now_mono_ms() - t0) / asked;
     for (int32_t j = 0; j < n; j++) {
         const hearth_draft_job *jb = &s->jobs[j];
         seq *q = s->job_seq[j];
@@ -604,6 +648,8 @@ static void propose(hearth_sched *s) {
  * accept nothing, so that speculation that does not pay costs little. */
 static void adapt(const hearth_sched *s, seq *q, int32_t k, int32_t a) {
     if (s->p.draft_fixed) return;
+    q->alpha = 0.8 * q->alpha + 0.2 * (double)a / (double)k;
+    q->skipped = 0;
     int32_t next = a == k ? 2 * k : a + 1;
     q->k_next = next > s->p.n_draft ? s->p.n_draft : next;
     if (a > 0) q->missed = 0;
@@ -731,9 +777,11 @@ void hearth_sched_step(hearth_sched *s) {
              q->forks))
             argmax = false;
     }
+    double t_step = hearth_now_mono_ms();
     hearth_status st = !logits_room(s) ? HEARTH_E_NOMEM
                        : argmax ? hearth_forward_argmax(s->fwd, &b, hearth_kv_pool_view(s->pool), s->logits, s->ids)
                                 : hearth_forward(s->fwd, &b, hearth_kv_pool_view(s->pool), s->logits);
+    if (s->p.draft && !st) cost_record(s, n, hearth_now_mono_ms() - t_step);
     s->st.steps++;
     s->st.step_tokens += n;
     /* 3. advance every sequence of the step; rows of logits follow the packing order */

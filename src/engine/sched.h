@@ -49,6 +49,9 @@ typedef struct {
     hearth_drafter *draft;  /* borrowed */
     int32_t n_draft;
     bool    draft_fixed;
+    bool    draft_costed;   /* adaptive rounds also follow the step cost model (hearth_spec_best_k
+                             * over the measured cost of a step's tokens): drafting stops where it
+                             * does not pay. Off: the acceptance rule alone (deterministic) */
 } hearth_sched_params;
 
 /* m, fwd, pool and pc (NULL: no prefix caching) are borrowed. NULL on OOM. */

@@ -71,6 +71,16 @@ static inline void hearth_drafter_destroy(hearth_drafter *d) {
 int32_t hearth_ngram_draft(const int32_t *tokens, int32_t n, int32_t ngram_min, int32_t ngram_max, int32_t k,
                            int32_t *out);
 
+/* Whether drafting pays, and how far: the draft length k in [1, kmax] that maximizes the expected
+ * tokens a round commits per unit of step time, or 0 when no k beats decoding one token by 5%.
+ * alpha: the chance that a draft is accepted (each in turn; a round commits (1 - alpha^(k+1)) /
+ * (1 - alpha) tokens on average); share: the fixed cost of a step that falls to one sequence (the
+ * step's cost at zero tokens over its sequences); per_tok: what one more token adds to a step.
+ * A step whose cost is all per token (a compute-bound CPU) never pays; one whose cost is all
+ * fixed (a bandwidth-bound GPU) pays at any alpha > 0. per_draft: what making one draft costs
+ * (a draft model's forward share; about 0 for prompt lookup). Pure function. */
+int32_t hearth_spec_best_k(double alpha, double share, double per_tok, double per_draft, int32_t kmax);
+
 /* The ngram source (n_vocab: the target's). NULL on OOM. */
 hearth_drafter *hearth_drafter_ngram(int32_t n_vocab, int32_t ngram_min, int32_t ngram_max);
 

@@ -29,6 +29,27 @@ int32_t hearth_ngram_draft(const int32_t *tokens, int32_t n, int32_t ngram_min, 
     return 0;
 }
 
+int32_t hearth_spec_best_k(double alpha, double share, double per_tok, double per_draft, int32_t kmax) {
+    if (alpha < 0) alpha = 0;
+    if (alpha > 1) alpha = 1;
+    if (share < 0) share = 0;
+    if (per_tok < 0) per_tok = 0;
+    if (per_draft < 0) per_draft = 0;
+    if (share + per_tok <= 0) return kmax > 0 ? kmax : 0; /* no cost measured: nothing to lose */
+    double plain = 1.0 / (share + per_tok), best = plain * 1.05, expect = 1, pow = 1;
+    int32_t best_k = 0;
+    for (int32_t k = 1; k <= kmax; k++) {
+        pow *= alpha;
+        expect += pow; /* 1 + alpha + ... + alpha^k */
+        double rate = expect / (share + per_tok * (double)(k + 1) + per_draft * (double)k);
+        if (rate > best) {
+            best = rate;
+            best_k = k;
+        }
+    }
+    return best_k;
+}
+
 typedef struct {
     hearth_drafter base;
     int32_t        ngram_min, ngram_max;

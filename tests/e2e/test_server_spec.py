@@ -62,7 +62,8 @@ class Pair:
         self.chat = extra is not None
         extra = (extra or ()) + ("--batch-invariant", "on")
         self.name = name
-        self.spec = Server(path, "--draft-kind", "ngram", "--batch", "8", *extra)
+        # fixed rounds: the step cost model would stop drafting on a compute-bound CPU
+        self.spec = Server(path, "--draft-kind", "ngram", "--fixed-draft", "--batch", "8", *extra)
         self.plain = Server(path, "--batch", "8", *extra)
         self.memo = {}
 
@@ -320,7 +321,7 @@ def self_drafted(hearth):
     """SmolLM2 drafting for itself (--draft-model: the same file) and a plain SmolLM2."""
     path = model_path("smollm2")
     two_model_available(hearth, path)
-    s = Server(path, "--draft-model", path, "--batch-invariant", "on")
+    s = Server(path, "--draft-model", path, "--fixed-draft", "--batch-invariant", "on")
     p = Server(path, "--batch-invariant", "on")
     yield s, p
     s.stop()

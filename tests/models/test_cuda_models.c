@@ -551,7 +551,7 @@ static hearth_engine *spec_engine(hearth_model *m, int32_t batch, int32_t block_
     ep.prompt_cache = -1;
     ep.debug_checks = true;
     ep.kv_budget = (int64_t)hearth_kv_bytes_per_token(m, HEARTH_KV_SCHEME_F16) * pool_tokens;
-    if (spec) ep.spec = (hearth_spec_params){.kind = HEARTH_DRAFT_NGRAM, .n_draft = 6};
+    if (spec) ep.spec = (hearth_spec_params){.kind = HEARTH_DRAFT_NGRAM, .n_draft = 6, .fixed = true};
     hearth_engine *e = NULL;
     hearth_err err = {0};
     CHECK_EQ(hearth_engine_create(m, &ep, &e, &err), HEARTH_OK);

@@ -104,7 +104,8 @@ static hearth_engine *engine(hearth_model *m, int32_t batch, int32_t block_size,
     ep.debug_checks = true;
     ep.kv_quant = kvq;
     ep.numerics.batch_invariant = invariant;
-    if (ngram && batch > 1) ep.spec = (hearth_spec_params){.kind = HEARTH_DRAFT_NGRAM, .n_draft = 6};
+    if (ngram && batch > 1) /* fixed rounds: the cost model would stop drafting on a compute-bound CPU */
+        ep.spec = (hearth_spec_params){.kind = HEARTH_DRAFT_NGRAM, .n_draft = 6, .fixed = true};
     hearth_kv_scheme sc = kvq.mode == HEARTH_KVQ_8   ? hearth_kv_scheme_of(HEARTH_KV_Q8_0, HEARTH_KV_Q8_0)
                           : kvq.mode == HEARTH_KVQ_4 ? hearth_kv_scheme_of(HEARTH_KV_Q4_0, HEARTH_KV_Q4_0)
                           : kvq.mode == HEARTH_KVQ_TURBO

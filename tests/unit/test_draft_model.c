@@ -340,7 +340,8 @@ static hearth_engine *engine(const hearth_model *m, const hearth_model *draft, i
     ep.numerics.batch_invariant = invariant;
     if (on_cuda) ep.device = HEARTH_DEVICE_CUDA;
     ep.kv_budget = (int64_t)hearth_kv_bytes_per_token(m, HEARTH_KV_SCHEME_F16) * pool_tokens;
-    if (draft) ep.spec = (hearth_spec_params){.kind = HEARTH_DRAFT_MODEL, .n_draft = 4, .draft_model = draft};
+    if (draft) /* fixed rounds: the step cost model would hold drafts back on a compute-bound CPU */
+        ep.spec = (hearth_spec_params){.kind = HEARTH_DRAFT_MODEL, .n_draft = 4, .fixed = true, .draft_model = draft};
     hearth_engine *e = NULL;
     hearth_err err = {0};
     CHECK_EQ(hearth_engine_create(m, &ep, &e, &err), HEARTH_OK);

@@ -304,4 +304,19 @@ TEST(verify_is_greedy_at_temperature_zero) {
     hearth_sampler_destroy(smp);
 }
 
+TEST(drafting_pays_only_where_a_step_has_a_fixed_cost) {
+    /* all cost per token (a compute-bound CPU): never, however good the drafts */
+    CHECK_EQ(hearth_spec_best_k(0.95, 0.0, 1.0, 0.0, 10), 0);
+    /* all cost fixed (a bandwidth-bound GPU): as far as allowed when every draft lands */
+    CHECK_EQ(hearth_spec_best_k(1.0, 10.0, 0.0, 0.0, 10), 10);
+    int32_t good = hearth_spec_best_k(0.9, 10.0, 0.1, 0.0, 10);
+    CHECK(good >= 5 && good <= 10);
+    /* drafts that rarely land do not pay even there */
+    CHECK(hearth_spec_best_k(0.05, 10.0, 0.1, 0.0, 10) <= 1);
+    /* a costly draft source shortens the rounds */
+    CHECK(hearth_spec_best_k(0.9, 10.0, 0.1, 3.0, 10) < good);
+    /* no cost measured yet: no reason to hold back */
+    CHECK_EQ(hearth_spec_best_k(0.5, 0.0, 0.0, 0.0, 7), 7);
+}
+
 int main(int argc, char **argv) { return test_main(argc, argv); }
