@@ -77,6 +77,9 @@ typedef struct {
                               * work), 0 = unknown */
     int32_t        min_run;  /* the fewest consecutive tokens of one sequence in the call (a hint:
                               * long runs suit tiles of many queries), 0 = unknown */
+    int32_t        max_run;  /* the most consecutive tokens of one sequence in the call (a hint:
+                              * 1 = every query is its own sequence's, a batch of decodes), 0 =
+                              * unknown */
 } hearth_attn_args;
 
 /* What a backend runs on (hearth_backend_info). */

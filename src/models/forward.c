@@ -205,9 +205,11 @@ static hearth_status step_check(hearth_fwd *f, const hearth_batch *b, const hear
     f->n_out = 0;
     f->max_len = 0;
     f->min_run = b->n_tokens;
+    f->max_run = 0;
     for (int32_t t = 0, run = 0; t < b->n_tokens; t++) {
         run = t > 0 && b->seq[t] == b->seq[t - 1] ? run + 1 : 1;
         if ((t + 1 == b->n_tokens || b->seq[t + 1] != b->seq[t]) && run < f->min_run) f->min_run = run;
+        if (run > f->max_run) f->max_run = run;
         if (b->seq[t] < 0 || b->seq[t] >= kv->n_slots || b->pos[t] < 0 || b->pos[t] >= kv->n_ctx ||
             b->token[t] < 0 || b->token[t] >= f->m->hp.n_vocab)
             return HEARTH_E_INVALID;
@@ -349,7 +351,8 @@ static hearth_status step_run(hearth_fwd *f, const hearth_batch *b, const hearth
     }
     /* A backend may replay small steps (decode) as one graph: every op argument is then fixed
      * but the buffers' contents, so the attention split is sized for the whole context and the
-     * key names everything else a step's ops depend on (the staging buffers are the backend's
+     * key names everything else a step's ops depend on (incl. whether a sequence has more than
+     * one token in the step: the attention's tiling follows it) (the staging buffers are the backend's
      * own). Not with stretched RoPE tables (they change per step) nor experts (routed on the host). */
     uint64_t key = 0;
     if (!f->stretched && f->m->hp.n_expert == 0 && hearth_step_replays(f->be, n)) {
@@ -357,7 +360,7 @@ static hearth_status step_run(hearth_fwd *f, const hearth_batch *b, const hearth
         uint64_t parts[] = {(uint64_t)n, (uint64_t)f->n_out, (uint64_t)(uintptr_t)kv->k[0],
                             (uint64_t)(uintptr_t)kv->v[0], (uint64_t)n_table, (uint64_t)kv->n_ctx,
                             (uint64_t)bl->max_blocks, (uint64_t)bl->block_size, (uint64_t)kv->k_type,
-                            (uint64_t)kv->v_type};
+                            (uint64_t)kv->v_type, (uint64_t)(f->max_run > 1)};
         key = 1469598103934665603ull;
         for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) key = (key ^ parts[i]) * 1099511628211ull;
         if (key == 0) key = 1;

@@ -56,6 +56,7 @@ struct hearth_fwd {
     int32_t  n_out;
     int32_t  max_len;        /* longest key range of the step */
     int32_t  min_run;        /* fewest consecutive tokens of one sequence in the step */
+    int32_t  max_run;        /* most consecutive tokens of one sequence in the step */
     hearth_fwd_script_fn script; /* tests: replaces the family forward (be and scratch unused) */
     void  *script_ctx;
     hearth_fwd_trace_fn trace; /* debugging (forward.h); NULL = off */

@@ -65,6 +65,7 @@ static void gemma4_attn(hearth_fwd *f, const hearth_batch *b, const hearth_kv_vi
         .k = kv->k[src], .v = kv->v[src], .blocks = hearth_kv_view_blocks(kv, src),
         .k_type = kv->k_type, .v_type = kv->v_type,
         .n_swa = swa ? hp->n_swa : 0, .scale = hp->attn_scale, .softcap = 0, .max_len = f->max_len,
+        .max_run = f->max_run,
     };
     hearth_op_attention(be, &a);
     hearth_fwd_trace(f, "kqv_out", il, "CONT", f->att, T, q_w);

@@ -340,9 +340,14 @@ static hearth_backend *gpu_per_head(void) {
  * reference reads that cache: hearth_attn_head_paged_ref for f32 and f16, hearth_attn_quant_ref
  * (the plain twin of the CPU's quantized-cache attention) for q8_0 and q4_0. With holes, the
  * table entries of blocks wholly before every query's window are -1 when attention runs (the
- * pool frees blocks that slid out of a window): no kernel may read them. */
+ * pool frees blocks that slid out of a window): no kernel may read them. As DECODES, the step is
+ * a batch of decodes: n_q = n_seq queries, query t the one token of sequence t, at a position a
+ * few tokens short of the context's end that differs between neighbours (so sequences of
+ * different lengths meet), with the hint max_run = 1 that a real batch of decodes carries. */
+enum { PLAIN, HOLES, DECODES };
 static void attention_case_h(hearth_kv_type type, int32_t n_head, int32_t n_head_kv, int32_t D, int32_t ctx,
-                             int32_t n_swa, float softcap, int64_t n_q, int n_seq, bool holes) {
+                             int32_t n_swa, float softcap, int64_t n_q, int n_seq, int mode) {
+    const bool holes = mode == HOLES, decodes = mode == DECODES;
     const int32_t bs = 16, max_blocks = (ctx + bs - 1) / bs, n_blocks = n_seq * max_blocks + 3;
     const int64_t kvw = (int64_t)n_head_kv * D, n_rows = (int64_t)n_seq * ctx;
     const bool quant = hearth_kv_type_quantized(type);
@@ -387,8 +392,8 @@ static void attention_case_h(hearth_kv_type type, int32_t n_head, int32_t n_head
     fill(q, n_q * qw, 1.0f);
     int32_t *qpos = malloc(sizeof(int32_t) * n_q), *qseq = malloc(sizeof(int32_t) * n_q);
     for (int64_t t = 0; t < n_q; t++) {
-        qpos[t] = ctx - (int32_t)n_q + (int32_t)t;
-        qseq[t] = n_seq > 1 && t >= n_q / 2 ? 1 : 0;
+        qpos[t] = decodes ? ctx - 1 - (int32_t)(t * 5 % 17) : ctx - (int32_t)n_q + (int32_t)t;
+        qseq[t] = decodes ? (int32_t)t : n_seq > 1 && t >= n_q / 2 ? 1 : 0;
     }
     float scale = 1.0f / sqrtf((float)D);
     const hearth_type wt = type == HEARTH_KV_Q8_0 ? HEARTH_TYPE_Q8_0 : HEARTH_TYPE_Q4_0;
@@ -432,15 +437,16 @@ static void attention_case_h(hearth_kv_type type, int32_t n_head, int32_t n_head
     hearth_attn_args a = {.n_tok = n_q, .n_head = n_head, .n_head_kv = n_head_kv, .head_dim = D, .head_dim_v = D,
                           .q = dq, .out = dout, .pos = dqpos, .seq = dqseq, .k = dk, .v = dv, .blocks = bl,
                           .k_type = type, .v_type = type, .n_swa = n_swa, .scale = scale, .softcap = softcap,
-                          .max_len = ctx, .min_run = (int32_t)(n_seq > 1 ? n_q / 2 : n_q)};
+                          .max_len = ctx, .min_run = decodes ? 1 : (int32_t)(n_seq > 1 ? n_q / 2 : n_q),
+                          .max_run = decodes ? 1 : 0};
     hearth_op_attention(gpu(), &a);
     down(got, dout, sizeof(float) * n_q * qw);
     fprintf(stderr, "  %s heads %d/%d dim %d ctx %d swa %d softcap %g queries %lld sequences %d%s\n",
             hearth_kv_type_name(type), n_head, n_head_kv, D, ctx, n_swa, softcap, (long long)n_q, n_seq,
-            holes ? " holes" : "");
+            holes ? " holes" : decodes ? " decodes" : "");
     /* the steps the tensor-core kernel takes (attention.cu use_tc: long runs of one sequence;
      * every such case here is short enough, or long enough, not to split) */
-    const int32_t min_run = (int32_t)(n_seq > 1 ? n_q / 2 : n_q);
+    const int32_t min_run = decodes ? 1 : (int32_t)(n_seq > 1 ? n_q / 2 : n_q);
     const bool tc = n_q >= 32 && min_run >= 32 && (D == 64 || D == 128 || D == 256);
     CHECK_REL(got, ref, n_q * qw,
               quant ? (tc ? "attention_quant_tc" : "attention_quant")
@@ -466,7 +472,7 @@ static void attention_case_h(hearth_kv_type type, int32_t n_head, int32_t n_head
 
 static void attention_case(hearth_kv_type type, int32_t n_head, int32_t n_head_kv, int32_t D, int32_t ctx,
                            int32_t n_swa, float softcap, int64_t n_q, int n_seq) {
-    attention_case_h(type, n_head, n_head_kv, D, ctx, n_swa, softcap, n_q, n_seq, false);
+    attention_case_h(type, n_head, n_head_kv, D, ctx, n_swa, softcap, n_q, n_seq, PLAIN);
 }
 
 TEST(attention_paged) {
@@ -477,6 +483,8 @@ TEST(attention_paged) {
         attention_case(f, 8, 1, 256, 700, 128, 0, 3, 1);   /* head_dim 256, sliding window, GQA 8 */
         attention_case(f, 4, 2, 32, 300, 0, 50.0f, 5, 1);  /* softcap */
         attention_case(f, 8, 2, 128, 3000, 0, 0, 2, 1);   /* decode, GQA 4, split keys */
+        attention_case_h(f, 32, 8, 128, 200, 0, 0, 64, 64, DECODES); /* a batch of 64 decodes */
+        attention_case_h(f, 8, 1, 256, 300, 64, 0, 20, 20, DECODES); /* decodes, window, GQA 8 */
     }
 }
 
@@ -505,8 +513,9 @@ TEST(attention_paged_quantized) {
         attention_case(t, 4, 2, 32, 300, 0, 50.0f, 5, 1);       /* softcap */
         attention_case(t, 8, 8, 128, 260, 0, 0, 200, 2);        /* a long step of two sequences */
         attention_case(t, 4, 1, 64, 500, 100, 30.0f, 170, 1);   /* window and softcap over a prefix */
-        attention_case_h(t, 8, 2, 64, 900, 64, 0, 1, 1, true);  /* decode, window, holes in the table */
-        attention_case_h(t, 4, 2, 128, 400, 48, 0, 40, 2, true); /* two sequences, windows, holes */
+        attention_case_h(t, 8, 2, 64, 900, 64, 0, 1, 1, HOLES);   /* decode, window, holes in the table */
+        attention_case_h(t, 4, 2, 128, 400, 48, 0, 40, 2, HOLES); /* two sequences, windows, holes */
+        attention_case_h(t, 32, 8, 128, 200, 0, 0, 48, 48, DECODES); /* a batch of 48 decodes */
     }
 }
 

@@ -9,7 +9,9 @@
  * pairs w, w+4, ... (lane = key), keeps each pair's running maximum and sum (online softmax: no
  * score matrix is kept), and then every thread adds the tile's weighted values into its output
  * dimensions for all pairs. Tokens of a tile that belong to different sequences are taken one
- * run of equal sequence at a time. With split > 1 (few queries, long contexts: decode) each
+ * run of equal sequence at a time, so a step whose every token is its own sequence's (a batch of
+ * decodes, max_run 1) takes tiles of one token: one block per (sequence, KV head), all of them
+ * in flight at once, instead of a block walking up to QT sequences in turn. With split > 1 (few queries, long contexts: decode) each
  * split writes (max, sum, unnormalized output) per pair and a second kernel combines them.
  * With per_head (--fused-sdpa off) a block serves one query head instead of the group: every
  * key is read once per head, slower, and each (token, head) pair's arithmetic is the same
@@ -44,6 +46,10 @@ bool hc_attention_supported(int32_t head_dim, int32_t group) {
 }
 
 static int qt_of(int G) { return MAX_P / G > 8 ? 8 : MAX_P / G; }
+
+/* tokens per tile: one when no sequence has two tokens in the step (tiles could only hold
+ * tokens of different sequences, which a block takes one after another) */
+static int qt_for(const hc_attn *a) { return a->max_run == 1 ? 1 : qt_of(a->n_head / a->n_head_kv); }
 
 static size_t smem_bytes(int D, int P) {
     return sizeof(float) * ((size_t)P * D + (size_t)TK * (D + 1) + (size_t)TK * D + (size_t)P * TK + 2 * MAX_P) +
@@ -257,7 +263,7 @@ static __global__ void attn_combine_k(hc_attn a, int n_split, const float *part)
 }
 
 static int split_plain(const hc_attn *a) {
-    int QT = qt_of(a->n_head / a->n_head_kv);
+    int QT = qt_for(a);
     int64_t base = (a->n_tok + QT - 1) / QT * a->n_head_kv;
     if (a->max_len <= 64 || base >= 264) return 1;
     int64_t by_len = (a->max_len + 63) / 64, by_sm = (264 + base - 1) / base;
@@ -292,7 +298,7 @@ void hc_attention(const hc_attn *a, float *scratch, void *stream) {
         hc_attention_tc(a, stream);
         return;
     }
-    int s = n_split_of(a), G = a->n_head / a->n_head_kv, QT = qt_of(G);
+    int s = n_split_of(a), QT = qt_for(a);
     int64_t n_tiles = (a->n_tok + QT - 1) / QT;
     dim3 grid((unsigned)(n_tiles * (a->per_head ? a->n_head : a->n_head_kv)), (unsigned)s);
     size_t sm = smem_bytes(a->head_dim, MAX_P);

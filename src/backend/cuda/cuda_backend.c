@@ -263,7 +263,7 @@ static void cu_attention(hearth_backend *be, const hearth_attn_args *a) {
                  .table = a->blocks.table, .max_blocks = a->blocks.max_blocks, .block_size = a->blocks.block_size,
                  .k_type = hc_kv_of(a->k_type), .v_type = hc_kv_of(a->v_type), .n_swa = a->n_swa,
                  .scale = a->scale, .softcap = a->softcap,
-                 .max_len = a->max_len, .min_run = a->min_run, .per_head = c->per_head};
+                 .max_len = a->max_len, .min_run = a->min_run, .max_run = a->max_run, .per_head = c->per_head};
     size_t need = hc_attention_scratch(&h);
     if (need > c->attn_cap) {
         check(cudaStreamSynchronize(c->stream), "synchronize");

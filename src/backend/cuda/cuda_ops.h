@@ -84,6 +84,8 @@ typedef struct {
     float          scale, softcap;
     int32_t        max_len; /* longest key range of the step (a hint for the split), 0 = unknown */
     int32_t        min_run; /* fewest consecutive tokens of one sequence (a hint), 0 = unknown */
+    int32_t        max_run; /* most consecutive tokens of one sequence (a hint: 1 = a batch of
+                             * decodes, one query per block), 0 = unknown */
     bool           per_head; /* one query head per block, not the group (--fused-sdpa off): same bits */
 } hc_attn;
 /* Floats of scratch hc_attention needs for a; it uses none when this is 0. */
