@@ -198,6 +198,14 @@ def test_inline_payload_over_the_cap(smol):
         s.stop()
 
 
+def test_models_mark_capabilities(smol):
+    st, _, out = smol.raw("GET", "/v1/models")
+    m = json.loads(out)["data"][0]
+    assert st == 200 and m["capabilities"] == ["text"], m  # a text-only model: no vision, no audio
+    st, _, out = smol.raw("GET", "/v1/models/" + m["id"])
+    assert json.loads(out)["capabilities"] == ["text"]
+
+
 def test_text_parts_still_served(smol):
     r = smol.client().chat.completions.create(
         model="m", max_tokens=2, temperature=0,
