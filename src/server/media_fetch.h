@@ -23,6 +23,9 @@
  * Every refusal is HEARTH_E_INVALID / HEARTH_E_LIMIT (the request's fault: 400) with a message
  * that names what was refused and why.
  *
+ * TODO(media): the host lookup (getaddrinfo) is not bounded by timeout_ms, only the transfer
+ * is; a resolver that hangs holds the fetch for the system resolver's own timeout.
+ *
  * Thread rule: any thread; blocking (up to timeout_ms). curl_global_init must have run
  * (hearth_media_fetch_global_init, idempotent).
  */
@@ -54,7 +57,8 @@ typedef struct {
 } hearth_media_fetched;
 
 void          hearth_media_fetch_global_init(void);
-/* Fetch url, wanting a body of kind want (HEARTH_MEDIA_FILE: any sniffed type). On failure
+/* Fetch url, wanting a body of kind want (HEARTH_MEDIA_FILE: any image or audio type the
+ * sniffer knows; nothing else is taken). On failure
  * msg (may be NULL) gets why. */
 hearth_status hearth_media_fetch(const char *url, hearth_media_kind want, const hearth_media_fetch_opts *o,
                                  hearth_media_fetched *out, char *msg, size_t n_msg);
