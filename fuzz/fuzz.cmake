@@ -14,7 +14,7 @@
 # in process (fuzz/http_harness.h), so they link the library - hearth_core in ordinary builds,
 # hearth_fuzz_core (the same sources, instrumented, CPU only) under libFuzzer - behind
 # fuzz/stub_engine.c, whose definitions of engine.h keep the library's engine out of the link.
-set(HEARTH_FUZZ_TARGETS gguf safetensors template tokenizer grammar)
+set(HEARTH_FUZZ_TARGETS gguf safetensors template tokenizer grammar image audio)
 set(HEARTH_FUZZ_HTTP_TARGETS http chat completions messages responses)
 set(_fuzz_http_src ${CMAKE_SOURCE_DIR}/fuzz/http_harness.c ${CMAKE_SOURCE_DIR}/fuzz/stub_engine.c)
 file(GLOB _fuzz_base CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/base/*.c)
@@ -25,6 +25,8 @@ set(_fuzz_safetensors ${CMAKE_SOURCE_DIR}/src/model/safetensors.c ${CMAKE_SOURCE
 set(_fuzz_grammar ${CMAKE_SOURCE_DIR}/src/constrain/grammar.c ${CMAKE_SOURCE_DIR}/src/constrain/charset.c
     ${CMAKE_SOURCE_DIR}/src/constrain/regex.c ${CMAKE_SOURCE_DIR}/src/constrain/gbnf.c
     ${CMAKE_SOURCE_DIR}/src/constrain/matcher.c)
+set(_fuzz_image ${CMAKE_SOURCE_DIR}/src/server/image_decode.c)
+set(_fuzz_audio ${CMAKE_SOURCE_DIR}/src/server/audio_decode.c ${CMAKE_SOURCE_DIR}/src/server/resample.c)
 
 if(HEARTH_LIBFUZZER)
   if(NOT CMAKE_C_COMPILER_ID MATCHES "Clang")
@@ -37,7 +39,8 @@ if(HEARTH_LIBFUZZER)
                            -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all)
     target_link_options(fuzz_${what} PRIVATE -fsanitize=fuzzer,address,undefined)
     target_link_libraries(fuzz_${what} PRIVATE PkgConfig::PCRE2 PkgConfig::CJSON PkgConfig::UTF8PROC
-                          PkgConfig::XXHASH Threads::Threads m)
+                          PkgConfig::XXHASH PkgConfig::PNG PkgConfig::JPEG PkgConfig::WEBP PkgConfig::SNDFILE
+                          Threads::Threads m)
   endforeach()
   # HEARTH_CORE_SRC: every source of hearth_core (the top CMakeLists), here without the CUDA
   # backend. The numeric code (tensors, kernels, backends, forward passes: reached only through
@@ -81,7 +84,7 @@ if(HEARTH_LIBFUZZER)
   # the two libraries call each other: the numeric one goes in twice
   target_link_libraries(hearth_fuzz_core PUBLIC hearth_fuzz_numeric PkgConfig::PCRE2 PkgConfig::CJSON PkgConfig::MHD
                         PkgConfig::CURL PkgConfig::SQLITE3 PkgConfig::CRYPTO PkgConfig::UTF8PROC PkgConfig::XXHASH
-                        Threads::Threads m)
+                        PkgConfig::PNG PkgConfig::JPEG PkgConfig::WEBP PkgConfig::SNDFILE Threads::Threads m)
   target_link_libraries(hearth_fuzz_numeric PUBLIC hearth_fuzz_core)
   # The harness and the stub engine are checked by the sanitizers but give no coverage: what the
   # fuzzer should steer by is the server's code, not the client's reading of its answers.

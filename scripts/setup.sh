@@ -55,6 +55,7 @@ python=${PYTHON:-python3}
 apt_packages=(pkg-config cmake make gcc g++ libc6-dev
     libmicrohttpd-dev libcjson-dev libcurl4-openssl-dev libssl-dev libsqlite3-dev libpcre2-dev
     libutf8proc-dev libxxhash-dev libzstd-dev libopenblas-dev libopenblas-pthread-dev
+    libpng-dev libjpeg62-turbo-dev libwebp-dev libsndfile1-dev   # images and audio in requests
     libcmocka-dev clang libclang-rt-14-dev valgrind unzip
     chromium chromium-driver)   # the web app's browser tests (tests/e2e/test_webapp.py)
 

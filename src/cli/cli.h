@@ -37,6 +37,9 @@ extern const char cli_usage_perplexity[];
 
 /* `hearth embed` (cmd_embed.c): sentence embeddings from an encoder checkpoint, no server. */
 int cli_embed(int argc, char **argv);
+/* `hearth fetch-media URL`: the server's guarded media fetch, once (a diagnostic). */
+int cli_fetch_media(int argc, char **argv);
+extern const char cli_usage_fetch_media[];
 extern const char cli_usage_embed[];
 
 /* Print "hearth: <msg>" to stderr. */

@@ -1,5 +1,5 @@
 /*
- * cmd_ls.c - `hearth ls [query] [--max-size SIZE] [--all-revisions]`: the models of the hub
+ * cmd_ls.c - `hearth ls [query] [--max-size SIZE] [--vision] [--all-revisions]`: the models of the hub
  * cache as a table, from the registry (scanned first: unchanged files cost a stat each).
  */
 #include "cli/cli.h"
@@ -12,17 +12,19 @@
 #include <string.h>
 
 const char cli_usage_ls[] =
-    "usage: hearth ls [query] [--max-size SIZE] [--all-revisions]\n"
+    "usage: hearth ls [query] [--max-size SIZE] [--vision] [--all-revisions]\n"
     "\n"
     "List the models of the hub cache: one row per model file of each repo's canonical snapshot\n"
     "(the one refs/main names, else the newest).\n"
     "\n"
     "  query               keep models whose \"org/name/file\" contains it (case-insensitive)\n"
     "  --max-size SIZE     keep models of at most SIZE bytes on disk (10GB, 500MB, 2GiB)\n"
+    "  --vision            keep models with a vision tower (a config.json vision_config, or an\n"
+    "                      mmproj projector GGUF in the snapshot); hearth runs none of them yet\n"
     "  --all-revisions     one row per cached snapshot; * marks the canonical one\n"
     "\n"
     "CAPS: supported (hearth runs the architecture), chat (a chat template), tools, thinking,\n"
-    "vision (a projector in the snapshot), embed.\n";
+    "vision (a vision_config, or a projector in the snapshot), embed.\n";
 
 enum { N_COLS = 10 };
 
@@ -31,6 +33,7 @@ int cli_ls(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--all-revisions")) f.all_revisions = true;
+        else if (!strcmp(a, "--vision")) f.caps |= HEARTH_CAP_VISION;
         else if (!strcmp(a, "--max-size")) {
             if (i + 1 >= argc) {
                 cli_error("--max-size needs a value");
@@ -62,7 +65,7 @@ int cli_ls(int argc, char **argv) {
     if (n == 0) {
         char hub[4096];
         hearth_hub_cache_dir(hub, sizeof hub);
-        if (f.query || f.max_bytes) printf("no model in %s matches\n", hub);
+        if (f.query || f.max_bytes || f.caps) printf("no model in %s matches\n", hub);
         else printf("no models in %s yet (hearth get ORG/NAME downloads one)\n", hub);
         rc = 0;
         goto done;

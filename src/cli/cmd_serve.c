@@ -26,6 +26,7 @@
 #include "cli/chat.h"
 #include "cli/cli.h"
 #include "cli/engine_flags.h"
+#include "cli/media_flags.h"
 #include "engine/engine.h"
 #include "model/model.h"
 #include "models/bert.h"
@@ -92,6 +93,7 @@ const char cli_usage_serve[] =
     "  --alias NAME          the model id the API reports and answers to (default: the model's\n"
     "                        repo or file name)\n"
     "  --timings             llama-server's \"timings\" in every chat / completions answer\n"
+    CLI_MEDIA_FLAGS_USAGE
     "  --threads N           compute threads (default: all CPUs)\n"
     "  --device auto|cpu|cuda  where to compute (default auto: the GPU when hearth was built with\n"
     "                        CUDA and one is usable, else the CPU)\n"
@@ -111,6 +113,7 @@ typedef struct {
     bool        no_open, no_special, timings;
     cli_engine_flags ef;
     hearth_device device;
+    hearth_media_fetch_opts media;
 } serve_opts;
 
 static const char *const not_yet[] = {"--adapter-path", "--adapter"};
@@ -128,6 +131,7 @@ static int parse(int argc, char **argv, serve_opts *o) {
             }
         int ef = cli_engine_flag(argc, argv, &i, &o->ef);
         if (ef == 0) ef = cli_run_flag(argc, argv, &i, &o->threads, &o->device, &o->ctx);
+        if (ef == 0) ef = cli_media_flag(argc, argv, &i, &o->media);
         if (ef < 0) return 2;
         if (ef > 0) continue;
         if (FLAG("--no-open")) { o->no_open = true; continue; }
@@ -305,6 +309,7 @@ int cli_serve(int argc, char **argv) {
     double t0 = now_ms();
     serve_opts o = {.host = "127.0.0.1", .port = 8080, .temperature = -1, .top_p = -1, .top_k = -1, .seed = -1,
                     .thinking = -1, .drain_timeout = 30};
+    o.media = hearth_media_fetch_opts_default();
     cli_engine_flags_init(&o.ef);
     int rc = parse(argc, argv, &o);
     if (rc) return rc;
@@ -396,6 +401,7 @@ int cli_serve(int argc, char **argv) {
     sp.max_tokens = o.max_tokens > 0 ? (int32_t)o.max_tokens : -1;
     sp.enable_thinking = o.thinking;
     sp.timings = o.timings;
+    sp.media = o.media;
     if (o.template_file) {
         size_t n_tmpl = 0;
         if (!(tmpl_text = cli_read_file("--chat-template-file", o.template_file, &n_tmpl))) goto out;

@@ -23,6 +23,8 @@ static const char usage_main[] =
     "  evals           the recorded benchmark runs\n"
     "  perplexity MODEL FILE  a model's perplexity on a text, as llama.cpp measures it\n"
     "  embed MODEL     sentence embeddings of --text inputs or stdin lines (encoder models)\n"
+    "  fetch-media URL a diagnostic: fetch an image or audio URL as the server would (the\n"
+    "                  address guard, redirects, caps), and say what came back or why not\n"
     "  help [verb]     this text, or a verb's flags\n"
     "  --version       print the version\n"
     "\n"
@@ -71,6 +73,7 @@ const char *cli_help_text(const char *verb) {
     if (!strcmp(verb, "evals")) return cli_usage_evals;
     if (!strcmp(verb, "perplexity") || !strcmp(verb, "ppl")) return cli_usage_perplexity;
     if (!strcmp(verb, "embed")) return cli_usage_embed;
+    if (!strcmp(verb, "fetch-media")) return cli_usage_fetch_media;
     return NULL;
 }
 

@@ -85,6 +85,7 @@ int main(int argc, char **argv) {
     if (!strcmp(verb, "template")) return cli_template(argc - 1, argv + 1);
     if (!strcmp(verb, "perplexity") || !strcmp(verb, "ppl")) return cli_perplexity(argc - 1, argv + 1);
     if (!strcmp(verb, "embed")) return cli_embed(argc - 1, argv + 1);
+    if (!strcmp(verb, "fetch-media")) return cli_fetch_media(argc - 1, argv + 1);
     cli_error("unknown verb '%s' (try 'hearth help')", verb);
     return 2;
 }

@@ -26,7 +26,9 @@
  * list of user/assistant turns, temperature and top_p lie in [0, 1]; unknown fields
  * (metadata, service_tier, cache_control...) are ignored, but those that would change the
  * output and that hearth does not honour (adapter, lora: reqjson.h) are a 400 naming them.
- * Image and document blocks are a 400 "not supported" (no vision yet).
+ * Image blocks in user turns are parsed into media items (media.h): a 400 naming the block
+ * ("messages.1.content.0") and the model unless the model can see; document blocks are a 400
+ * "not supported".
  */
 #include "server/anthropic.h"
 #include "server/chat.h"
@@ -70,14 +72,15 @@ static bool append(hearth_buf *acc, const char *t, hearth_api_err *e) {
 
 /* One message whose content is a list of blocks. */
 static bool map_blocks(cJSON *body, bool user, const cJSON *content, hearth_span raw, const char *param,
-                       hearth_api_err *e) {
+                       int im, hearth_media_list *media, size_t max_media, hearth_api_err *e) {
     hearth_jraw_it it;
     bool have_raw = raw.len && hearth_jraw_iter(raw, &it);
     hearth_buf text = {0}, thought = {0};
     cJSON *calls = cJSON_CreateObject(); /* collects tool_calls of an assistant turn */
     bool ok = false, any_result = false;
+    int  ib = 0;
     if (!calls) return hearth_api_oom(e);
-    for (const cJSON *b = content->child; b; b = b->next) {
+    for (const cJSON *b = content->child; b; b = b->next, ib++) {
         hearth_span rb = {NULL, 0};
         if (have_raw && !hearth_jraw_next(&it, NULL, &rb)) have_raw = false;
         const cJSON *type = cJSON_IsObject(b) ? hearth_req_field(b, "type") : NULL;
@@ -93,6 +96,10 @@ static bool map_blocks(cJSON *body, bool user, const cJSON *content, hearth_span
                 goto out;
             }
             if (!append(&text, tx->valuestring, e)) goto out;
+        } else if (user && !strcmp(t, "image")) {
+            char pb[96];
+            snprintf(pb, sizeof pb, "%s.content.%d", param, ib);
+            if (!hearth_media_parse(b, im, pb, max_media, media, e)) goto out;
         } else if (user && !strcmp(t, "tool_result")) {
             if (!map_tool_result(body, b, param, e)) goto out;
             any_result = true;
@@ -140,7 +147,8 @@ out:
     return ok;
 }
 
-static bool map_messages(const cJSON *root, hearth_span raw, cJSON *body, hearth_api_err *e) {
+static bool map_messages(const cJSON *root, hearth_span raw, cJSON *body, hearth_media_list *media, size_t max_media,
+                         hearth_api_err *e) {
     const cJSON *sys = hearth_req_field(root, "system");
     if (sys) {
         char *text = NULL;
@@ -177,7 +185,8 @@ static bool map_messages(const cJSON *root, hearth_span raw, cJSON *body, hearth
         if (cJSON_IsString(c)) {
             if (!hearth_chatmap_msg(body, role->valuestring, c->valuestring, e)) return false;
         } else if (cJSON_IsArray(c)) {
-            if (!map_blocks(body, user, c, hearth_chatmap_raw_child(rm, m, c), param, e)) return false;
+            if (!map_blocks(body, user, c, hearth_chatmap_raw_child(rm, m, c), param, i, media, max_media, e))
+                return false;
         } else {
             return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", param,
                                    "%s.content: must be a string or a list of content blocks", param);
@@ -257,8 +266,11 @@ static bool prompt_of(hearth_server *s, const cJSON *root, hearth_span raw, hear
                       size_t *n, hearth_api_err *e) {
     cJSON *body = hearth_chatmap_new();
     if (!body) return hearth_api_oom(e);
-    bool ok = map_messages(root, raw, body, e) && map_tools(root, raw, body, e) && map_thinking(root, body, e) &&
+    hearth_media_list media = {0};
+    bool ok = map_messages(root, raw, body, &media, hearth_media_max(s), e) && map_tools(root, raw, body, e) &&
+              map_thinking(root, body, e) && hearth_server_media_admit(s, &media, e) &&
               hearth_chat_prompt_opts(s, body, co, ids, n, e);
+    hearth_media_list_fini(&media);
     cJSON_Delete(body);
     return ok;
 }

@@ -17,6 +17,7 @@
 #include "base/log.h"
 #include "server/chatmap.h"
 #include "server/jraw.h"
+#include "server/media.h"
 #include "server/reqjson.h"
 #include "server/toolcall_internal.h"
 #include "template/template.h"
@@ -27,8 +28,10 @@
 
 #define MAX_MESSAGES 4096
 
-/* The text of a message's content: a string, null, or an array of parts. */
-static bool content_text(const cJSON *c, int im, cJSON **out, hearth_api_err *e) {
+/* The text of a message's content: a string, null, or an array of parts; image and audio
+ * parts go to media (media.h) and take no place in the text. */
+static bool content_text(const cJSON *c, int im, hearth_media_list *media, size_t max_media, cJSON **out,
+                         hearth_api_err *e) {
     char param[48];
     snprintf(param, sizeof param, "messages[%d].content", im);
     if (!c || cJSON_IsNull(c)) {
@@ -43,12 +46,19 @@ static bool content_text(const cJSON *c, int im, cJSON **out, hearth_api_err *e)
         return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", param, "'%s' must be a string or a list of parts",
                                param);
     size_t n = 0;
-    for (const cJSON *p = c->child; p; p = p->next) {
+    int    ip = 0;
+    for (const cJSON *p = c->child; p; p = p->next, ip++) {
         const cJSON *type = cJSON_IsObject(p) ? cJSON_GetObjectItemCaseSensitive(p, "type") : NULL;
         const cJSON *text = cJSON_IsObject(p) ? cJSON_GetObjectItemCaseSensitive(p, "text") : NULL;
         if (!cJSON_IsString(type))
             return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", param,
                                    "each part of '%s' needs a string 'type'", param);
+        if (hearth_media_is_part(type->valuestring)) {
+            char pp[96];
+            snprintf(pp, sizeof pp, "%s[%d]", param, ip);
+            if (!hearth_media_parse(p, im, pp, max_media, media, e)) return false;
+            continue;
+        }
         if (strcmp(type->valuestring, "text") && strcmp(type->valuestring, "input_text"))
             return hearth_api_fail(e, HEARTH_E_UNSUPPORTED, "unsupported", param,
                                    "content parts of type '%.40s' are not supported yet (text only)",
@@ -61,6 +71,7 @@ static bool content_text(const cJSON *c, int im, cJSON **out, hearth_api_err *e)
     char *buf = malloc(n + 1), *q = buf;
     if (!buf) return hearth_api_oom(e);
     for (const cJSON *p = c->child; p; p = p->next) {
+        if (hearth_media_is_part(cJSON_GetObjectItemCaseSensitive(p, "type")->valuestring)) continue;
         const char *t = cJSON_GetObjectItemCaseSensitive(p, "text")->valuestring;
         if (q != buf) *q++ = '\n'; /* parts joined by newlines, as vLLM does */
         size_t k = strlen(t);
@@ -147,7 +158,8 @@ static bool tool_calls(const cJSON *tc, hearth_span raw, cJSON *nm, const char *
 }
 
 /* messages -> a normalized cJSON array (added to ctx). */
-static bool normalize(const cJSON *root, hearth_span raw, cJSON *ctx, hearth_api_err *e) {
+static bool normalize_msgs(hearth_server *s, const cJSON *root, hearth_span raw, cJSON *ctx,
+                           hearth_media_list *media, hearth_api_err *e) {
     const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(root, "messages");
     if (!msgs || cJSON_IsNull(msgs))
         return hearth_api_fail(e, HEARTH_E_INVALID, "missing_required_parameter", "messages", "'messages' is required");
@@ -185,7 +197,8 @@ static bool normalize(const cJSON *root, hearth_span raw, cJSON *ctx, hearth_api
                                    param, role->valuestring);
         cJSON *nm = cJSON_CreateObject(), *text = NULL;
         if (!nm || !cJSON_AddItemToArray(out, nm) || !cJSON_AddStringToObject(nm, "role", r)) return oom(e);
-        if (!content_text(cJSON_GetObjectItemCaseSensitive(m, "content"), im, &text, e)) return false;
+        if (!content_text(cJSON_GetObjectItemCaseSensitive(m, "content"), im, media, hearth_media_max(s), &text, e))
+            return false;
         cJSON_AddItemToObject(nm, "content", text);
         /* passed through for templates that render them (tool results, names, past reasoning) */
         static const char *const keep[] = {"name", "tool_call_id", "reasoning_content", "thinking"};
@@ -199,6 +212,23 @@ static bool normalize(const cJSON *root, hearth_span raw, cJSON *ctx, hearth_api
             return false;
     }
     return true;
+}
+
+size_t hearth_media_max(const hearth_server *s) {
+    return s->p.media.max_bytes ? s->p.media.max_bytes : HEARTH_MEDIA_MAX_BYTES;
+}
+
+bool hearth_server_media_admit(const hearth_server *s, const hearth_media_list *l, hearth_api_err *e) {
+    return hearth_media_admit(l, s->model_id, s->media_caps, e);
+}
+
+/* The messages of root into ctx; then every media part must be one the model can use. */
+static bool normalize(hearth_server *s, const cJSON *root, hearth_span raw, cJSON *ctx, hearth_api_err *e) {
+    hearth_media_list media = {0};
+    bool ok = normalize_msgs(s, root, raw, ctx, &media, e) && hearth_server_media_admit(s, &media, e);
+    /* TODO(media): a vision model takes the items on from here (fetch, decode, encode). */
+    hearth_media_list_fini(&media);
+    return ok;
 }
 
 enum { FORCE_ANY = 1, FORCE_ONE = 2 }; /* tool_choice "required" / a named function */
@@ -330,7 +360,7 @@ static cJSON *build_context(hearth_server *s, const cJSON *root, hearth_span raw
         oom(e);
         return NULL;
     }
-    if (!normalize(root, raw, ctx, e) || !add_tools(root, raw, ctx, tools, force, e)) goto fail;
+    if (!normalize(s, root, raw, ctx, e) || !add_tools(root, raw, ctx, tools, force, e)) goto fail;
     *final = final_to_continue(ctx, cont, &bad);
     if (bad) {
         hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", "messages",

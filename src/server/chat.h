@@ -2,8 +2,8 @@
  * chat.h - OpenAI chat messages to prompt tokens, through the model's chat template.
  *
  * Messages are normalized first (mlx-bun's normalizeMessages): `developer` becomes `system`,
- * content-part arrays become one string (text parts joined by newlines; image or audio parts
- * are refused: no vision yet), null content becomes "". The template context is the JSON
+ * content-part arrays become one string (text parts joined by newlines; image and audio parts
+ * are parsed into media items (media.h) and refused unless the model can use them), null content becomes "". The template context is the JSON
  * object {messages, tools (or null), documents (or null), add_generation_prompt: true,
  * bos_token, eos_token, enable_thinking?, reasoning_effort?, ...chat_template_kwargs} as
  * transformers builds it; assistant tool_calls carry their arguments as objects. The rendered text is tokenized with special
@@ -14,6 +14,7 @@
 #pragma once
 #include <cjson/cJSON.h>
 
+#include "server/media.h"
 #include "server/reasoning.h"
 #include "server/server_internal.h"
 #include "server/toolcall.h"
@@ -60,6 +61,13 @@ typedef struct {
  * then this, then --thinking). */
 bool hearth_chat_prompt_opts(hearth_server *s, const cJSON *root, hearth_chat_opts *opts, int32_t **ids,
                              size_t *n_ids, hearth_api_err *e);
+
+/* The cap on one media item's bytes (--media-max-bytes, test-only; default 64 MB). */
+size_t hearth_media_max(const hearth_server *s);
+/* Can the served model use every item of l? False with e filled (a 400 naming the first part
+ * it cannot, and the model). The Anthropic and Responses parsers call it on what they
+ * collected, chat on what its messages held. */
+bool   hearth_server_media_admit(const hearth_server *s, const hearth_media_list *l, hearth_api_err *e);
 
 /* The model's template, parsed once at start (chat_template.c). On failure s->tmpl stays NULL
  * and s->tmpl_error says why (chat then answers with it); never fails the server. */

@@ -4,6 +4,7 @@
 #include "server/chatmap.h"
 #include "server/jraw.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -136,6 +137,11 @@ static bool type_in(const char *t, const char *const *types) {
 
 bool hearth_chatmap_text(const cJSON *content, const char *const *text_types, const char *param, char **out,
                          hearth_api_err *e) {
+    return hearth_chatmap_content(content, text_types, param, 0, 0, NULL, out, e);
+}
+
+bool hearth_chatmap_content(const cJSON *content, const char *const *text_types, const char *param, int i_msg,
+                            size_t max_media, hearth_media_list *media, char **out, hearth_api_err *e) {
     *out = NULL;
     if (cJSON_IsString(content)) {
         *out = strdup(content->valuestring);
@@ -145,12 +151,19 @@ bool hearth_chatmap_text(const cJSON *content, const char *const *text_types, co
         return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", param,
                                "'%s' must be a string or a list of content blocks", param);
     size_t n = 1;
-    for (const cJSON *p = content->child; p; p = p->next) {
+    int    ip = 0;
+    for (const cJSON *p = content->child; p; p = p->next, ip++) {
         const cJSON *type = cJSON_IsObject(p) ? cJSON_GetObjectItemCaseSensitive(p, "type") : NULL;
         const cJSON *text = cJSON_IsObject(p) ? cJSON_GetObjectItemCaseSensitive(p, "text") : NULL;
         if (!cJSON_IsString(type))
             return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", param,
                                    "each block of '%s' needs a string 'type'", param);
+        if (media && hearth_media_is_part(type->valuestring)) {
+            char pp[96];
+            snprintf(pp, sizeof pp, "%s.content[%d]", param, ip);
+            if (!hearth_media_parse(p, i_msg, pp, max_media, media, e)) return false;
+            continue;
+        }
         if (!type_in(type->valuestring, text_types))
             return hearth_api_fail(e, HEARTH_E_UNSUPPORTED, "unsupported", param,
                                    "content blocks of type '%.40s' are not supported here by hearth (text only)",
@@ -162,9 +175,12 @@ bool hearth_chatmap_text(const cJSON *content, const char *const *text_types, co
     }
     char *buf = malloc(n), *q = buf;
     if (!buf) return oom(e);
+    bool first = true;
     for (const cJSON *p = content->child; p; p = p->next) {
+        if (media && hearth_media_is_part(cJSON_GetObjectItemCaseSensitive(p, "type")->valuestring)) continue;
         const char *t = cJSON_GetObjectItemCaseSensitive(p, "text")->valuestring;
-        if (p != content->child) *q++ = '\n';
+        if (!first) *q++ = '\n';
+        first = false;
         size_t k = strlen(t);
         memcpy(q, t, k);
         q += k;

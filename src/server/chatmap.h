@@ -22,6 +22,7 @@
 
 #include "base/span.h"
 #include "server/errors.h"
+#include "server/media.h"
 
 /* A new empty body {"messages": []}; NULL when out of memory. */
 cJSON *hearth_chatmap_new(void);
@@ -49,3 +50,8 @@ bool   hearth_chatmap_kwarg(cJSON *body, const char *key, cJSON *value, hearth_a
  * 400 ("not supported yet"); *out is malloc'ed (caller frees). */
 bool   hearth_chatmap_text(const cJSON *content, const char *const *text_types, const char *param, char **out,
                            hearth_api_err *e);
+/* hearth_chatmap_text that also takes media parts (media.h) when media is non-NULL: each is
+ * parsed into media as part "param.content[k]" of message i_msg (inline payloads capped at
+ * max_media bytes) and leaves no text. */
+bool   hearth_chatmap_content(const cJSON *content, const char *const *text_types, const char *param, int i_msg,
+                              size_t max_media, hearth_media_list *media, char **out, hearth_api_err *e);

@@ -17,6 +17,7 @@
  * 512 for completions - mlx_lm.server's and mlx-bun's defaults).
  */
 #include "server/openai.h"
+#include "server/media.h"
 #include "server/chat.h"
 #include "server/generate.h"
 #include "server/infill_api.h"
@@ -303,6 +304,13 @@ static void model_json(hearth_server *s, hearth_jw *w) {
     hearth_jw_int(w, s->info.n_ctx);
     hearth_jw_key(w, "chat_template");
     hearth_jw_bool(w, s->tmpl != NULL);
+    hearth_jw_key(w, "capabilities"); /* what the model takes as input (media.h): text, and
+                                        * vision / audio once such a model runs */
+    hearth_jw_arr(w);
+    hearth_jw_cstr(w, "text");
+    if (s->media_caps & HEARTH_MEDIA_CAP_IMAGE) hearth_jw_cstr(w, "vision");
+    if (s->media_caps & HEARTH_MEDIA_CAP_AUDIO) hearth_jw_cstr(w, "audio");
+    hearth_jw_arr_end(w);
     hearth_jw_obj_end(w);
 }
 

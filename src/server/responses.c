@@ -22,8 +22,9 @@
  *   reasoning.effort                      -> enable_thinking (false for "none"/"minimal")
  *
  * max_output_tokens (>= 1), temperature [0, 2], top_p [0, 1], stream, store (default true),
- * previous_response_id; text.format other than "text", background mode and image or file
- * inputs are 400 "not supported", as are fields that would change the output and that hearth
+ * previous_response_id; text.format other than "text" and background mode are 400 "not
+ * supported"; input_image / input_file parts are parsed into media items (media.h), a 400
+ * naming the part ("input[0].content[1]") and the model unless the model can use them; so are fields that would change the output and that hearth
  * does not honour (adapter, lora: reqjson.h); other fields (truncation, include, user,
  * metadata...) are accepted and, where the response object has them, echoed. metadata is held
  * to OpenAI's documented bounds (16 pairs, keys up to 64 characters, string values up to 512),
@@ -89,7 +90,8 @@ static bool map_reasoning(cJSON *body, const cJSON *it, const char *param, heart
     return ok;
 }
 
-static bool map_item(cJSON *body, const cJSON *it, hearth_span raw, const char *param, hearth_api_err *e) {
+static bool map_item(cJSON *body, const cJSON *it, hearth_span raw, const char *param, int ii, hearth_media_list *media,
+                     size_t max_media, hearth_api_err *e) {
     if (!cJSON_IsObject(it)) return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", param,
                                                     "'%s' must be an object", param);
     const char *type = NULL;
@@ -105,7 +107,7 @@ static bool map_item(cJSON *body, const cJSON *it, hearth_span raw, const char *
         if (!c) return hearth_api_fail(e, HEARTH_E_INVALID, "missing_required_parameter", param,
                                        "'%s.content' is required", param);
         char *text = NULL;
-        if (!hearth_chatmap_text(c, text_types, param, &text, e)) return false;
+        if (!hearth_chatmap_content(c, text_types, param, ii, max_media, media, &text, e)) return false;
         cJSON *m = !strcmp(role, "assistant") ? open_reasoning(body) : NULL;
         bool ok = m ? cJSON_ReplaceItemInObjectCaseSensitive(m, "content", cJSON_CreateString(text)) || oom(e)
                     : hearth_chatmap_msg(body, !strcmp(role, "developer") ? "system" : role, text, e) != NULL;
@@ -141,7 +143,8 @@ static bool map_item(cJSON *body, const cJSON *it, hearth_span raw, const char *
                            "hearth yet", type);
 }
 
-static bool map_input(const cJSON *root, hearth_span raw, cJSON *body, hearth_api_err *e) {
+static bool map_input(const cJSON *root, hearth_span raw, cJSON *body, hearth_media_list *media, size_t max_media,
+                      hearth_api_err *e) {
     const cJSON *in = hearth_req_field(root, "input");
     if (!in) return hearth_api_fail(e, HEARTH_E_INVALID, "missing_required_parameter", "input", "'input' is required");
     if (cJSON_IsString(in)) return hearth_chatmap_msg(body, "user", in->valuestring, e) != NULL;
@@ -162,7 +165,7 @@ static bool map_input(const cJSON *root, hearth_span raw, cJSON *body, hearth_ap
         hearth_span r1 = {NULL, 0};
         if (have_raw && !hearth_jraw_next(&ri, NULL, &r1)) have_raw = false;
         snprintf(param, sizeof param, "input[%d]", i);
-        if (!map_item(body, it, r1, param, e)) return false;
+        if (!map_item(body, it, r1, param, i, media, max_media, e)) return false;
     }
     return true;
 }
@@ -327,8 +330,10 @@ static bool parse(hearth_server *s, const cJSON *root, hearth_span raw, hearth_g
 
     cJSON *body = hearth_chatmap_new();
     if (!body) return oom(e);
-    bool ok = resume(s, root, body, o, e) && map_input(root, raw, body, e) && map_tools(root, raw, body, o, e) &&
-              map_options(root, body, e);
+    hearth_media_list media = {0};
+    bool ok = resume(s, root, body, o, e) && map_input(root, raw, body, &media, hearth_media_max(s), e) &&
+              map_tools(root, raw, body, o, e) && map_options(root, body, e) && hearth_server_media_admit(s, &media, e);
+    hearth_media_list_fini(&media); /* TODO(media): a vision model takes the items on */
     if (ok) { /* the conversation to store excludes the instructions */
         cJSON *msgs = cJSON_GetObjectItemCaseSensitive(body, "messages");
         o->conv = cJSON_Duplicate(msgs, true);

@@ -23,6 +23,7 @@ hearth_server_params hearth_server_params_default(void) {
         .max_body_bytes = 8u << 20, .max_connections = 256, .max_conns_per_addr = 128,
         .header_timeout_s = 10, .idle_timeout_s = 15, .drain_timeout_s = 30,
     };
+    p.media = hearth_media_fetch_opts_default();
     return p;
 }
 

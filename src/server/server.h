@@ -25,6 +25,7 @@
 #include "base/status.h"
 #include "engine/engine.h"
 #include "model/model.h"
+#include "server/media_fetch.h"
 
 struct hearth_bert;
 
@@ -61,6 +62,8 @@ typedef struct {
     int         idle_timeout_s;   /* a keep-alive connection may idle this long; default 15 */
     int         drain_timeout_s;  /* a drain lets running requests finish this long; default 30 */
     const char *admin_key;      /* NULL/"": the /admin routes take api_key, else loopback only (copied) */
+    hearth_media_fetch_opts media; /* fetching image and audio URLs of requests (media_fetch.h):
+                                 * --allow-private-media and the test-only knobs */
     struct hearth_bert *embedder; /* borrowed, NULL: none; an encoder (models/bert.h) that serves
                                  * POST /v1/embeddings (embeddings.h). With it, m and e of
                                  * hearth_server_create may be NULL: the server then serves the

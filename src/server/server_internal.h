@@ -36,6 +36,8 @@ struct hearth_server {
     struct hearth_downloads *dl;      /* owned: POST /downloads jobs (downloads.h) */
     struct hearth_resp_store *responses; /* owned: the Responses API's store (resp_store.h) */
     const hearth_model  *m;       /* borrowed */
+    unsigned             media_caps; /* HEARTH_MEDIA_CAP_* the served model takes (media.h):
+                                   * none until a vision or audio forward runs */
     hearth_engine       *e;       /* borrowed */
     struct hearth_tmpl  *tmpl;    /* owned: the parsed chat template, NULL when none */
     char                 tmpl_error[512]; /* why chat is unavailable when tmpl is NULL */

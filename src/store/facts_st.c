@@ -138,6 +138,8 @@ hearth_status hearth_facts_safetensors(const char *dir, hearth_model_facts *f, h
     }
     const cJSON *tc = cJSON_GetObjectItemCaseSensitive(cfg, "text_config");
     if (!cJSON_IsObject(tc)) tc = cfg;
+    /* a vision tower: transformers' multimodal configs (Gemma 3, Qwen2.5-VL, LLaVA...) */
+    if (cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(cfg, "vision_config"))) f->caps |= HEARTH_CAP_VISION;
     const char *mt = jstr(tc, "model_type") ? jstr(tc, "model_type") : jstr(cfg, "model_type");
     snprintf(f->arch, sizeof f->arch, "%s", mt ? mt : "?");
     const cJSON *q = cJSON_GetObjectItemCaseSensitive(cfg, "quantization");

@@ -417,6 +417,7 @@ hearth_status hearth_registry_list(hearth_registry *r, const hearth_registry_fil
         snprintf(label, sizeof label, "%s/%s", row.repo_id, row.file);
         if (filter->query && !hearth_hub_match(label, filter->query)) continue;
         if (filter->max_bytes > 0 && row.f.file_bytes > filter->max_bytes) continue;
+        if ((row.f.caps & filter->caps) != filter->caps) continue;
         if (*n == cap && !hearth_buf_grow(rows, &cap, *n + 1, sizeof **rows, 16)) {
             st = hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
             break;

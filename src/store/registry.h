@@ -60,6 +60,7 @@ hearth_status hearth_registry_scan(hearth_registry *r, const char *hub_dir, cons
 typedef struct {
     const char *query;         /* case-insensitive substring of "repo_id/file"; NULL: all */
     int64_t     max_bytes;     /* > 0: only models of at most this many bytes */
+    uint32_t    caps;          /* only models with all of these HEARTH_CAP_* bits; 0: any */
     bool        all_revisions; /* false: canonical rows only */
 } hearth_registry_filter;
 
@@ -79,4 +80,4 @@ const char *hearth_registry_path(const hearth_registry *r);
 
 /* The schema version this build writes: bump it with any change to the table or to what
  * store/facts.h extracts, so old rows are rebuilt rather than trusted. */
-#define HEARTH_REGISTRY_SCHEMA 1
+#define HEARTH_REGISTRY_SCHEMA 2 /* 2: safetensors vision_config sets the vision cap */

@@ -389,3 +389,22 @@ def test_ls_filters(run, hub, env):
     assert run("ls", "--max-size", "lots").returncode == 2
     r = run("scan")
     assert r.returncode == 0 and "2 models in 2 repos" in r.stdout and "1 unreadable" not in r.stdout
+
+
+def test_ls_vision(run, hub, env):
+    """ls --vision keeps models with a vision tower: a safetensors config with vision_config, or a
+    GGUF with an mmproj projector beside it; a plain text model is left out."""
+    mm = ROOT / "tests" / "golden" / "hf" / "gemma3-mm"
+    hub.add_repo("acme/seer", {p.name: p.read_bytes() for p in mm.iterdir()})
+    hub.add_repo("acme/eyes", {"tiny-qwen2.gguf": TINY.read_bytes(), "mmproj-tiny-f16.gguf": TINY.read_bytes()})
+    standard_repo(hub, "acme/plain")
+    for repo in ("acme/seer", "acme/eyes", "acme/plain"):
+        assert run("get", repo).returncode == 0
+    r = run("ls")
+    assert all(n in r.stdout for n in ("acme/seer", "acme/eyes", "acme/plain")), r.stdout
+    r = run("ls", "--vision")
+    assert r.returncode == 0 and "acme/seer" in r.stdout and "acme/eyes" in r.stdout, r.stdout
+    assert "acme/plain" not in r.stdout and "mmproj" not in r.stdout
+    assert "vision" in r.stdout
+    r = run("ls", "plain", "--vision")
+    assert r.returncode == 0 and "no model" in r.stdout

@@ -63,7 +63,10 @@ TEST(gemma3_multimodal_layout) {
     hearth_err err = {0};
     CHECK_EQ(hearth_facts_safetensors(GOLD "gemma3-mm", &f, &err), HEARTH_OK);
     CHECK(f.caps & HEARTH_CAP_SUPPORTED);
+    CHECK(f.caps & HEARTH_CAP_VISION); /* its config has a vision_config */
     CHECK_EQ(f.n_layer_swa, 1);
+    CHECK_EQ(hearth_facts_safetensors(GOLD "gemma3_text-bf16", &f, &err), HEARTH_OK);
+    CHECK(!(f.caps & HEARTH_CAP_VISION));
 }
 
 /* Gemma 4: per-layer inputs, KV sharing, sliding / full layers of different head sizes and kv
