@@ -3,6 +3,7 @@
  * return of main); verbs return an exit status.
  */
 #include "cli/cli.h"
+#include "cli/serve_isolate.h"
 #include "base/log.h"
 
 #include <stdarg.h>
@@ -73,6 +74,7 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(verb, "help") || !strcmp(verb, "--help") || !strcmp(verb, "-h")) return cli_help(argc - 1, argv + 1);
     if (!strcmp(verb, "serve")) return cli_serve(argc - 1, argv + 1);
+    if (!strcmp(verb, "_engine")) return cli_engine_child(argc - 1, argv + 1); /* serve --isolate's */
     if (verb[0] == '-' && verb[1] == '-') return cli_serve(argc, argv); /* `hearth --port N` */
     if (!strcmp(verb, "generate") || !strcmp(verb, "gen")) return cli_generate(argc - 1, argv + 1);
     if (!strcmp(verb, "scan")) return cli_scan(argc - 1, argv + 1);

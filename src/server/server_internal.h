@@ -36,7 +36,8 @@ struct hearth_server {
     struct hearth_downloads *dl;      /* owned: POST /downloads jobs (downloads.h) */
     struct hearth_resp_store *responses; /* owned: the Responses API's store (resp_store.h) */
     const hearth_model  *m;       /* borrowed */
-    hearth_engine       *e;       /* borrowed */
+    hearth_engine       *e;       /* borrowed; NULL with an embedder or engines */
+    struct hearth_engines *engines; /* borrowed, NULL: in-process (engines.h) */
     struct hearth_tmpl  *tmpl;    /* owned: the parsed chat template, NULL when none */
     char                 tmpl_error[512]; /* why chat is unavailable when tmpl is NULL */
     char                *tmpl_src;    /* owned: p.chat_template's copy, NULL: the model's template */
@@ -57,6 +58,8 @@ struct hearth_server {
     bool                 drain_thread_on;
     pthread_t            drain_thread;
     int                  listen_fd; /* the quiesced listening socket, -1: none; closed after MHD stops */
+    bool                 unix_listening; /* serving on p.unix_path (removed when the server stops) */
+    char                *unix_path;  /* owned copy of p.unix_path, NULL: TCP */
     bool                 driven;  /* MHD has no threads: the owner runs it (hearth_server_create_driven) */
 };
 
@@ -120,6 +123,8 @@ bool hearth_guard_request(hearth_http_req *r, const char *version, hearth_api_er
 /* The drain's end, for hearth_server_destroy (drain.c): stop its thread. */
 void hearth_drain_fini(hearth_server *s);
 
+/* May r call the admin routes? When not, r has been answered 401 or 403 (admin.c). */
+bool hearth_admin_allowed(hearth_http_req *r);
 /* POST /admin/drain and POST /admin/cache/flush (admin.c). */
 void hearth_admin_drain(hearth_http_req *r);
 void hearth_admin_cache_flush(hearth_http_req *r);

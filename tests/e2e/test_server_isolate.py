@@ -1,0 +1,263 @@
+"""`hearth serve --unix` and `serve --isolate`: the engine in a child process that may die or
+hang while the server keeps answering (docs/isolation.md).
+
+Every server binds 127.0.0.1 or a unix socket in a temporary directory; every load is bounded
+(8 streams, a few requests) and every wait has a deadline. The expected tokens are never
+written by hand: each isolated answer is compared with the same greedy request served
+in-process by the same binary and model.
+"""
+import json
+import os
+import pathlib
+import re
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+
+import httpx2 as httpx  # the HTTP library this openai SDK is built on (its uds transport)
+import openai
+import pytest
+
+from conftest import ROOT, smol_server
+from test_server_openai import EXE, Server
+
+MSG = [{"role": "user", "content": "Write a long story about a dragon who learns to bake bread."}]
+
+
+def chat_text(s, model="x", max_tokens=12, **kw):
+    r = s.client().chat.completions.create(model=model, messages=MSG, max_tokens=max_tokens, temperature=0, **kw)
+    return r.choices[0].message.content
+
+
+def stream_text(s, model="x", max_tokens=12):
+    out = []
+    for ch in s.client().chat.completions.create(model=model, messages=MSG, max_tokens=max_tokens, temperature=0,
+                                                 stream=True):
+        if ch.choices and ch.choices[0].delta.content:
+            out.append(ch.choices[0].delta.content)
+    return "".join(out)
+
+
+def wait_for(cond, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(0.05)
+    pytest.fail(f"timed out after {timeout} s waiting for {what}")
+
+
+def pid_gone(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+@pytest.fixture(scope="module")
+def plain():
+    yield from smol_server()
+
+
+@pytest.fixture(scope="module")
+def iso():
+    yield from smol_server("--isolate", "--heartbeat-timeout", "2")
+
+
+# ---- --unix -----------------------------------------------------------------------------------
+
+class UnixServer:
+    def __init__(self, model, path, *args, timeout=60):
+        self.path = path
+        self.log = tempfile.NamedTemporaryFile(prefix="hearth-unix-", suffix=".log", delete=False)
+        self.proc = subprocess.Popen([str(EXE), "serve", model, "--unix", path, "--no-open", "--seed", "1", *args],
+                                     stdout=subprocess.DEVNULL, stderr=self.log, stdin=subprocess.DEVNULL, cwd=ROOT)
+        wait_for(lambda: "unix:" + path in self.stderr() or self.proc.poll() is not None, timeout, "the ready card")
+        assert self.proc.poll() is None, self.stderr()
+
+    def stderr(self):
+        return pathlib.Path(self.log.name).read_text(errors="replace")
+
+    def client(self):
+        http = httpx.Client(transport=httpx.HTTPTransport(uds=self.path), timeout=60)
+        return openai.OpenAI(base_url="http://localhost/v1", api_key="none", max_retries=0, http_client=http)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(timeout=15)
+        assert self.proc.returncode == 0, self.stderr()[-2000:]
+        os.unlink(self.log.name)
+
+
+def test_unix_socket_through_the_sdk(plain, smollm2, tmp_path):
+    path = str(tmp_path / "h.sock")
+    s = UnixServer(smollm2, path)
+    try:
+        assert (os.stat(path).st_mode & 0o777) == 0o600
+        r = s.client().chat.completions.create(model="x", messages=MSG, max_tokens=12, temperature=0)
+        assert r.choices[0].message.content == chat_text(plain)
+        # a second server on the live socket is refused, naming it; the first keeps serving
+        p = subprocess.run([str(EXE), "serve", smollm2, "--unix", path, "--no-open"], capture_output=True,
+                           text=True, timeout=60, cwd=ROOT)
+        assert p.returncode == 1 and "already listening" in p.stderr and path in p.stderr, p.stderr
+        assert s.client().models.list().data
+    finally:
+        s.stop()
+    assert not os.path.exists(path), "the socket file outlived its server"
+
+
+def test_unix_socket_refuses_a_file_and_takes_a_stale_socket(smollm2, tmp_path):
+    f = tmp_path / "not-a-socket"
+    f.write_text("x")
+    p = subprocess.run([str(EXE), "serve", smollm2, "--unix", str(f), "--no-open"], capture_output=True, text=True,
+                       timeout=60, cwd=ROOT)
+    assert p.returncode == 1 and "is not a socket" in p.stderr, p.stderr
+    assert f.read_text() == "x"
+    # a socket left by a killed server is taken over
+    path = str(tmp_path / "stale.sock")
+    s = UnixServer(smollm2, path)
+    s.proc.kill()
+    s.proc.wait()
+    assert os.path.exists(path)
+    s2 = UnixServer(smollm2, path)
+    try:
+        assert s2.client().models.list().data
+    finally:
+        s2.stop()
+
+
+# ---- --isolate --------------------------------------------------------------------------------
+
+def engine_pid(s):
+    return s.stats()["engine_pid"]
+
+
+def test_isolated_answers_match_in_process(plain, iso):
+    st = iso.stats()
+    pid = st["engine_pid"]
+    assert pid > 0 and pid != iso.proc.pid
+    assert [e["state"] for e in st["engines"]] == ["ready"]
+    assert chat_text(iso) == chat_text(plain)
+    assert stream_text(iso) == stream_text(plain)
+    # the other APIs and the small routes pass through too
+    assert iso.client().models.list().data[0].id == plain.client().models.list().data[0].id
+    st_code, _, body = iso.raw("POST", "/tokenize", {"content": "hello world"})
+    assert st_code == 200 and json.loads(body) == json.loads(plain.raw("POST", "/tokenize",
+                                                                       {"content": "hello world"})[2])
+    st_code, hdr, body = iso.raw("GET", "/")
+    assert st_code == 200 and "text/html" in hdr.get("Content-Type", "")
+
+
+def test_kill9_during_streams(iso):
+    """8 streams in flight, the engine child SIGKILLed: every stream ends with an error event (no
+    client hangs), /health never fails, the child is replaced and the next request is served."""
+    pid = engine_pid(iso)
+    health_fail, stop_probe = [], threading.Event()
+
+    def probe():
+        while not stop_probe.is_set():
+            try:
+                c, _, _ = iso.raw("GET", "/health", timeout=2)
+                if c != 200:
+                    health_fail.append(c)
+            except Exception as ex:  # noqa: BLE001 - any failure counts
+                health_fail.append(repr(ex))
+            time.sleep(0.05)
+
+    started = threading.Barrier(9, timeout=120)
+    results = [None] * 8
+
+    def stream(i):
+        c = iso.client()
+        try:
+            it = c.chat.completions.create(model="x", messages=MSG, max_tokens=400, temperature=0, stream=True)
+            first = True
+            n = 0
+            for ch in it:
+                n += 1
+                if first:
+                    first = False
+                    started.wait()
+            results[i] = ("finished", n)
+        except openai.APIError as ex:
+            results[i] = ("error", str(ex))
+        except Exception as ex:  # noqa: BLE001
+            results[i] = ("other", repr(ex))
+
+    pt = threading.Thread(target=probe)
+    pt.start()
+    ts = [threading.Thread(target=stream, args=(i,)) for i in range(8)]
+    for t in ts:
+        t.start()
+    started.wait()
+    t_kill = time.monotonic()
+    os.kill(pid, signal.SIGKILL)
+    for t in ts:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in ts), "a client hung after the engine died"
+    assert all(r and r[0] == "error" and "engine process" in r[1] for r in results), results
+    # the next request waits for the respawn and is served
+    assert chat_text(iso, max_tokens=4)
+    recovered_s = time.monotonic() - t_kill
+    time.sleep(0.2)
+    stop_probe.set()
+    pt.join()
+    assert not health_fail, health_fail
+    st = iso.stats()
+    assert st["engine_pid"] != pid and st["engine_pid"] > 0
+    assert st["engines"][0]["restarts"] >= 1
+    assert pid_gone(pid)
+    print(f"kill -9 during 8 streams: 8 errors, recovered in {recovered_s:.2f} s")
+
+
+def test_killed_child_non_stream_gets_503_retry_after(iso):
+    pid = engine_pid(iso)
+    box = {}
+
+    def go():
+        box["r"] = iso.raw("POST", "/v1/chat/completions",
+                           {"model": "x", "messages": MSG, "max_tokens": 400, "temperature": 0}, timeout=60)
+
+    t = threading.Thread(target=go)
+    t.start()
+    time.sleep(0.5)  # in the child's hands by now
+    os.kill(pid, signal.SIGKILL)
+    t.join(timeout=60)
+    status, hdr, body = box["r"]
+    assert status == 503, body
+    assert int(hdr["Retry-After"]) >= 1
+    err = json.loads(body)["error"]
+    assert err["code"] == "engine_restarting" and err["type"] == "server_error"
+    assert chat_text(iso, max_tokens=4)
+
+
+def test_hung_child_is_killed_and_replaced(iso):
+    pid = engine_pid(iso)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        t0 = time.monotonic()
+        # the server itself answers while its engine is stopped
+        for path in ("/health", "/stats", "/"):
+            assert iso.raw("GET", path, timeout=2)[0] == 200
+        new = wait_for(lambda: (p := engine_pid(iso)) != pid and p, 30, "a new engine after SIGSTOP")
+        took = time.monotonic() - t0
+        assert 1.5 <= took < 30, took  # the heartbeat timeout is 2 s
+        assert new > 0
+        wait_for(lambda: pid_gone(pid), 10, "the stopped engine to be killed")
+    finally:
+        try:
+            os.kill(pid, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+    assert chat_text(iso, max_tokens=4)
+
+
+def test_isolate_flags_are_checked(smollm2):
+    p = subprocess.run([str(EXE), "serve", smollm2, "--model-pool", "2", "--no-open"], capture_output=True,
+                       text=True, timeout=30, cwd=ROOT)
+    assert p.returncode == 2 and "--model-pool needs --isolate" in p.stderr, p.stderr
