@@ -9,13 +9,12 @@
  * given, with its values: this pass needs no list of which flags take a value, because only
  * the flags it drops or moves must be known, and those are listed here.
  *
- * The pool finds a requested model the way `hearth serve NAME` does (hub.h: an exact or
- * unique "org/name" of the Hugging Face cache), but never as a filesystem path: a client must
- * not make the server open files of its choosing.
+ * The pool finds a requested model in the registry (pool_models.h), never as a filesystem
+ * path: a client must not make the server open files of its choosing.
  */
 #include "cli/serve_isolate.h"
 #include "cli/cli.h"
-#include "store/hub.h"
+#include "server/pool_models.h"
 
 #include <signal.h>
 #include <stdlib.h>
@@ -40,22 +39,6 @@ static const flag_info *lookup(const flag_info *t, size_t n, const char *a) {
     for (size_t i = 0; i < n; i++)
         if (!strcmp(t[i].name, a)) return &t[i];
     return NULL;
-}
-
-static bool resolve(void *cls, const char *name, char *id, size_t id_cap, char *path, size_t path_cap) {
-    (void)cls;
-    if (!*name || name[0] == '/' || name[0] == '.' || name[0] == '~' || strstr(name, "..")) return false;
-    char *p = NULL;
-    hearth_err err = {0};
-    if (hearth_hub_resolve(name, &p, &err)) {
-        free(p);
-        return false;
-    }
-    cli_model_id_of(p, id, id_cap);
-    bool ok = strlen(p) < path_cap;
-    if (ok) memcpy(path, p, strlen(p) + 1);
-    free(p);
-    return ok;
 }
 
 hearth_status cli_isolate_start(int argc, char **argv, const char *model_arg, const char *path, const char *model_id,
@@ -87,7 +70,7 @@ hearth_status cli_isolate_start(int argc, char **argv, const char *model_arg, co
     hearth_engines_params p = {
         .exe = "/proc/self/exe", .argv_common = common, .n_common = n_common, .argv_default = dflt,
         .n_default = n_dflt, .model_id = model_id, .model_path = path, .pool_size = pool > 0 ? pool : 1,
-        .hang_timeout_s = heartbeat, .resolve = pool > 0 ? resolve : NULL,
+        .hang_timeout_s = heartbeat, .resolve = pool > 0 ? hearth_pool_resolve : NULL,
     };
     hearth_status st = hearth_engines_create(&p, out, err);
     free(common);

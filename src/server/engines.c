@@ -128,7 +128,21 @@ static void spawn(hearth_engines *g, slot *s) {
     argv[k++] = s->sock;
     argv[k++] = "--alias";
     argv[k++] = s->id;
-    for (int i = 0; i < n_common; i++) argv[k++] = g->argv_common[i];
+    /* a pool's children each take a folder of --ssd-cache DIR of their own (DIR/org--name): the
+     * disk tier is one process's (ssd_tier.h locks it); the same model finds its folder again */
+    char ssd[1400];
+    for (int i = 0; i < n_common; i++) {
+        argv[k++] = g->argv_common[i];
+        if (g->p.resolve && !strcmp(g->argv_common[i], "--ssd-cache") && i + 1 < n_common) {
+            int n = snprintf(ssd, sizeof ssd, "%s/", g->argv_common[++i]);
+            for (const char *c = s->id; *c && n < (int)sizeof ssd - 3; c++) {
+                if (*c == '/') ssd[n++] = '-', ssd[n++] = '-';
+                else ssd[n++] = (*c == '.' && c == s->id) ? '_' : *c;
+            }
+            ssd[n] = 0;
+            argv[k++] = ssd;
+        }
+    }
     for (int i = 0; i < n_def; i++) argv[k++] = g->argv_default[i];
     argv[k] = NULL;
     posix_spawn_file_actions_t fa;
@@ -357,6 +371,8 @@ hearth_status hearth_engines_create(const hearth_engines_params *p, hearth_engin
 }
 
 const char *hearth_engines_default_id(const hearth_engines *g) { return g->p.model_id; }
+
+bool hearth_engines_pooled(const hearth_engines *g) { return g->p.resolve != NULL; }
 
 static void deadline(struct timespec *ts, int ms) {
     clock_gettime(CLOCK_REALTIME, ts);

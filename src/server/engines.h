@@ -86,6 +86,8 @@ void          hearth_engines_suspect(hearth_engines *g, const hearth_engine_leas
  * object per slot {model, pid, state, in_flight, restarts, loaded}. Written as keys of the
  * object w is in. */
 void          hearth_engines_json(hearth_engines *g, hearth_jw *w);
+/* Does a request's model name pick its engine (a resolver was given: --model-pool)? */
+bool          hearth_engines_pooled(const hearth_engines *g);
 /* Is a child of this model id resident (loaded) now? */
 bool          hearth_engines_loaded(hearth_engines *g, const char *model_id);
 /* SIGTERM every child, wait for them (up to timeout_ms, then SIGKILL), stop the supervisor,

@@ -17,6 +17,8 @@
 #include "server/guard.h"
 #include "server/infill_api.h"
 #include "server/openai.h"
+#include "server/engines.h"
+#include "server/pool_models.h"
 #include "server/proxy.h"
 #include "server/responses.h"
 #include "server/server_internal.h"
@@ -201,6 +203,10 @@ void hearth_route(hearth_http_req *r) {
             hearth_http_send_error(r, &e);
         } else if (serving_process_route(hit)) {
             hit->fn(r);
+        } else if (hearth_engines_pooled(r->srv->engines) && hit->fn == hearth_openai_models) {
+            hearth_pool_models(r); /* every model of the store, loaded or not */
+        } else if (hearth_engines_pooled(r->srv->engines) && hit->fn == hearth_openai_model) {
+            hearth_pool_model(r);
         } else if (hit->fn != hearth_admin_cache_flush || hearth_admin_allowed(r)) {
             char model[256];
             hearth_proxy_forward(r, hearth_proxy_model_of(r, model, sizeof model) ? model : NULL);

@@ -261,3 +261,75 @@ def test_isolate_flags_are_checked(smollm2):
     p = subprocess.run([str(EXE), "serve", smollm2, "--model-pool", "2", "--no-open"], capture_output=True,
                        text=True, timeout=30, cwd=ROOT)
     assert p.returncode == 2 and "--model-pool needs --isolate" in p.stderr, p.stderr
+
+
+# ---- --model-pool -----------------------------------------------------------------------------
+
+def link_model(hub, repo, src):
+    """Put the model file or folder src into a hub cache at hub as repo (org/name), the way
+    huggingface_hub lays it out (snapshot entries are symlinks)."""
+    org, name = repo.split("/")
+    d = hub / f"models--{org}--{name}"
+    snap = d / "snapshots" / "r1"
+    snap.mkdir(parents=True)
+    (d / "refs").mkdir()
+    (d / "refs" / "main").write_text("r1")
+    src = pathlib.Path(src)
+    if src.is_dir():
+        for f in src.iterdir():
+            (snap / f.name).symlink_to(f.resolve())
+    else:
+        (snap / src.name).symlink_to(src.resolve())
+
+
+def complete_text(s, model, prompt="The capital of France is", n=8):
+    r = s.client().completions.create(model=model, prompt=prompt, max_tokens=n, temperature=0)
+    return r.choices[0].text
+
+
+def loaded(s):
+    return {m.id: m.loaded for m in s.client().models.list().data}
+
+
+def test_pool_of_two_over_three_models(smollm2, tmp_path):
+    from conftest import TINY
+    gemma = os.environ.get("HEARTH_GEMMA3_GGUF")
+    if not gemma:
+        pytest.skip("HEARTH_GEMMA3_GGUF is not set")
+    models = {"test/smol": smollm2, "test/gemma": gemma, "test/tiny": TINY}
+    want = {}
+    for repo, path in models.items():  # each model served alone, in-process
+        s = Server(path)
+        try:
+            want[repo] = complete_text(s, "x")
+        finally:
+            s.stop()
+    hub = tmp_path / "hub"
+    for repo, path in models.items():
+        link_model(hub, repo, path)
+    env = {"HF_HUB_CACHE": str(hub), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    s = Server("test/smol", "--isolate", "--model-pool", "2", env=env, timeout=60)
+    try:
+        assert loaded(s) == {"test/smol": True, "test/gemma": False, "test/tiny": False}
+        assert complete_text(s, "test/smol") == want["test/smol"]
+        assert complete_text(s, "test/gemma") == want["test/gemma"]
+        assert loaded(s) == {"test/smol": True, "test/gemma": True, "test/tiny": False}
+        # a third model: the least recently used one (smol) drains and exits
+        smol_pid = [e["pid"] for e in s.stats()["engines"] if e["model"] == "test/smol"][0]
+        assert complete_text(s, "test/tiny") == want["test/tiny"]
+        assert loaded(s) == {"test/smol": False, "test/gemma": True, "test/tiny": True}
+        wait_for(lambda: pid_gone(smol_pid), 10, "the evicted engine to exit")
+        # gemma is now the least recently used: smol comes back in its place
+        assert complete_text(s, "test/smol") == want["test/smol"]
+        assert loaded(s) == {"test/smol": True, "test/gemma": False, "test/tiny": True}
+        assert complete_text(s, "test/tiny") == want["test/tiny"]
+        st = s.stats()
+        assert sorted(e["model"] for e in st["engines"] if e["state"] == "ready") == ["test/smol", "test/tiny"]
+        assert st["model_pool"] == 2
+        # a name the store does not know, and a path, are 404s naming the model
+        for bad in ("no/such-model", "/etc/passwd", "../x"):
+            with pytest.raises(openai.NotFoundError) as ex:
+                complete_text(s, bad)
+            assert bad in str(ex.value) and "test/smol" in str(ex.value)
+    finally:
+        s.stop()
