@@ -333,3 +333,27 @@ def test_pool_of_two_over_three_models(smollm2, tmp_path):
             assert bad in str(ex.value) and "test/smol" in str(ex.value)
     finally:
         s.stop()
+
+
+def test_pool_serves_embeddings_beside_a_chat_model(smollm2, plain, tmp_path):
+    minilm = os.environ.get("HEARTH_MINILM")
+    if not minilm:
+        pytest.skip("HEARTH_MINILM is not set")
+    texts = ["a cat sat on the mat", "stock markets fell today"]
+    alone = Server(minilm)
+    try:
+        want = [d.embedding for d in alone.client().embeddings.create(model="x", input=texts).data]
+    finally:
+        alone.stop()
+    hub = tmp_path / "hub"
+    link_model(hub, "test/smol", smollm2)
+    link_model(hub, "test/minilm", minilm)
+    env = {"HF_HUB_CACHE": str(hub), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    s = Server("test/smol", "--isolate", "--model-pool", "2", env=env, timeout=60)
+    try:
+        got = [d.embedding for d in s.client().embeddings.create(model="test/minilm", input=texts).data]
+        assert got == want
+        assert chat_text(s, model="test/smol") == chat_text(plain)
+        assert loaded(s) == {"test/smol": True, "test/minilm": True}
+    finally:
+        s.stop()
