@@ -225,7 +225,8 @@ def test_killed_child_non_stream_gets_503_retry_after(iso):
 
     t = threading.Thread(target=go)
     t.start()
-    time.sleep(0.5)  # in the child's hands by now
+    wait_for(lambda: iso.stats()["engines"][0]["in_flight"] >= 1, 30, "the request to reach the engine")
+    time.sleep(0.2)
     os.kill(pid, signal.SIGKILL)
     t.join(timeout=60)
     status, hdr, body = box["r"]
@@ -233,6 +234,62 @@ def test_killed_child_non_stream_gets_503_retry_after(iso):
     assert int(hdr["Retry-After"]) >= 1
     err = json.loads(body)["error"]
     assert err["code"] == "engine_restarting" and err["type"] == "server_error"
+    assert chat_text(iso, max_tokens=4)
+
+
+def sse_events(sock_file):
+    """(event name or None, data) of each SSE frame until the stream's end."""
+    ev, data, out = None, [], []
+    for line in sock_file:
+        line = line.decode().rstrip("\r\n")
+        if line.startswith("event: "):
+            ev = line[7:]
+        elif line.startswith("data: "):
+            data.append(line[6:])
+        elif not line and data:
+            out.append((ev, "\n".join(data)))
+            ev, data = None, []
+    return out
+
+
+@pytest.mark.parametrize("path,body,last", [
+    ("/v1/messages", {"model": "x", "max_tokens": 400, "messages": MSG, "stream": True}, "error"),
+    ("/v1/responses", {"model": "x", "max_output_tokens": 400, "input": MSG[0]["content"], "stream": True},
+     "response.failed"),
+    ("/v1/completions", {"model": "x", "max_tokens": 400, "prompt": "Once upon a time", "stream": True}, None),
+])
+def test_killed_child_ends_each_dialects_stream(iso, path, body, last):
+    """The error event of each API when the engine dies mid-stream; every frame before it is
+    whole JSON."""
+    import http.client
+    pid = engine_pid(iso)
+    c = http.client.HTTPConnection("127.0.0.1", iso.port, timeout=60)
+    try:
+        c.request("POST", path, body=json.dumps(dict(body, temperature=0)),
+                  headers={"Content-Type": "application/json", "anthropic-version": "2023-06-01"})
+        r = c.getresponse()
+        assert r.status == 200 and r.getheader("Content-Type").startswith("text/event-stream")
+        first = r.fp.readline()  # the stream has started
+        assert first.strip()
+        time.sleep(0.3)
+        os.kill(pid, signal.SIGKILL)
+        events = sse_events(r.fp)
+    finally:
+        c.close()
+    assert events, "the stream ended with no frame"
+    for _, data in events:
+        if data != "[DONE]":
+            json.loads(data)
+    if last is None:  # OpenAI: an error object, then [DONE]
+        assert events[-1][1] == "[DONE]"
+        err = json.loads(events[-2][1])["error"]
+    else:
+        assert events[-1][0] == last, events[-3:]
+        j = json.loads(events[-1][1])
+        err = j["error"] if last == "error" else j["response"]["error"]
+        if last == "response.failed":
+            assert j["response"]["status"] == "failed"
+    assert "engine process" in err["message"]
     assert chat_text(iso, max_tokens=4)
 
 
