@@ -62,7 +62,8 @@ struct hearth_engines {
     slot              s[MAX_SLOTS];
     char              fail_id[256], fail_msg[320]; /* the last start failure, for its waiters */
     unsigned          fail_seq;
-    bool              stop;
+    bool              closing;  /* destroy has begun: no spawns, no leases, exits are final */
+    bool              stop;     /* the supervisor's end (after every child is gone) */
     pthread_t         thread;
     bool              thread_on;
 };
@@ -158,7 +159,10 @@ static void spawn(hearth_engines *g, slot *s) {
     posix_spawnattr_init(&at);
     posix_spawnattr_setsigmask(&at, &none);
     posix_spawnattr_setsigdefault(&at, &dfl);
-    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    /* a process group of its own: a terminal's Ctrl-C reaches the serving process alone,
+     * which then stops its children in order */
+    posix_spawnattr_setpgroup(&at, 0);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
     extern char **environ;
     pid_t pid = 0;
     int rc = posix_spawn(&pid, g->p.exe, &fa, &at, argv, environ);
@@ -196,7 +200,7 @@ static void reaped(hearth_engines *g, slot *s, int st) {
     else snprintf(how, sizeof how, "exit status %d", WEXITSTATUS(st));
     unlink(s->sock);
     s->pid = 0;
-    if (s->state == S_DRAINING || g->stop) {
+    if (s->state == S_DRAINING || g->closing) {
         hearth_log(HEARTH_LOG_INFO, "isolate: engine of %s stopped (%s)", s->id, how);
         s->state = S_EMPTY;
     } else if (s->state == S_STARTING && !s->was_ready) {
@@ -230,6 +234,7 @@ static void *supervise(void *arg) {
         }
         for (int i = 0; i < MAX_SLOTS; i++) {
             slot *s = &g->s[i];
+            if (s->state == S_WANTED && g->closing) s->state = S_EMPTY;
             if (s->state == S_WANTED && n_live(g) < g->p.pool_size && t >= s->spawn_after_ms) spawn(g, s);
             if (s->state == S_DRAINING && s->pid > 0 && s->in_flight == 0 && !s->term_sent) {
                 kill(s->pid, SIGTERM); /* `serve` drains and exits; its caches go to the SSD tier */
@@ -453,7 +458,7 @@ bool hearth_engines_acquire(hearth_engines *g, const char *model, hearth_engine_
             *retry_after_s = 5;
             break;
         }
-        if (g->stop) {
+        if (g->closing) {
             hearth_api_fail(e, HEARTH_E_TIMEOUT, "server_draining", NULL, "the server is stopping");
             *retry_after_s = 5;
             break;
@@ -534,40 +539,42 @@ void hearth_engines_json(hearth_engines *g, hearth_jw *w) {
 
 void hearth_engines_destroy(hearth_engines *g, int timeout_ms) {
     if (!g) return;
-    if (g->thread_on) {
-        pthread_mutex_lock(&g->mu);
-        g->stop = true;
-        pthread_cond_broadcast(&g->cv);
-        pthread_mutex_unlock(&g->mu);
-        pthread_join(g->thread, NULL);
-    }
-    /* the supervisor is gone: this thread reaps */
+    /* SIGTERM first, with the supervisor still running: a child's parent-death signal is tied
+     * to the thread that spawned it, so the supervisor must outlive the children's own exits
+     * (`serve` drains and writes its prompt cache to the SSD tier) */
+    pthread_mutex_lock(&g->mu);
+    g->closing = true;
     for (int i = 0; i < MAX_SLOTS; i++)
         if (g->s[i].pid > 0) kill(g->s[i].pid, SIGTERM);
+    pthread_cond_broadcast(&g->cv);
     double until = now_ms() + timeout_ms;
     for (;;) {
-        int left = 0;
-        for (int i = 0; i < MAX_SLOTS; i++) {
-            slot *s = &g->s[i];
-            if (s->pid <= 0) continue;
-            if (waitpid(s->pid, NULL, WNOHANG) == s->pid) {
-                unlink(s->sock);
-                s->pid = 0;
-            } else left++;
+        if (!g->thread_on) { /* no supervisor: reap here */
+            for (int i = 0; i < MAX_SLOTS; i++)
+                if (g->s[i].pid > 0 && waitpid(g->s[i].pid, NULL, WNOHANG) == g->s[i].pid) g->s[i].pid = 0;
         }
-        if (!left) break;
+        if (!n_live(g)) break;
         if (now_ms() > until) {
             for (int i = 0; i < MAX_SLOTS; i++)
-                if (g->s[i].pid > 0) {
-                    kill(g->s[i].pid, SIGKILL);
-                    waitpid(g->s[i].pid, NULL, 0);
-                    unlink(g->s[i].sock);
-                    g->s[i].pid = 0;
-                }
-            break;
+                if (g->s[i].pid > 0) kill(g->s[i].pid, SIGKILL);
+            until = now_ms() + 5000; /* SIGKILL cannot be refused: reaped at the next ticks */
+            timeout_ms = -1;
         }
-        usleep(20 * 1000);
+        if (timeout_ms < 0 && now_ms() > until) break;
+        struct timespec ts;
+        deadline(&ts, 20);
+        pthread_cond_timedwait(&g->cv, &g->mu, &ts);
     }
+    g->stop = true;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+    if (g->thread_on) pthread_join(g->thread, NULL);
+    for (int i = 0; i < MAX_SLOTS; i++) /* anything left: reap it now */
+        if (g->s[i].pid > 0) {
+            kill(g->s[i].pid, SIGKILL);
+            waitpid(g->s[i].pid, NULL, 0);
+            unlink(g->s[i].sock);
+        }
     if (g->dir[0]) rmdir(g->dir);
     free_argv(g->argv_common);
     free_argv(g->argv_default);

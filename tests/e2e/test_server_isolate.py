@@ -414,3 +414,32 @@ def test_pool_serves_embeddings_beside_a_chat_model(smollm2, plain, tmp_path):
         assert loaded(s) == {"test/smol": True, "test/minilm": True}
     finally:
         s.stop()
+
+
+def test_pool_eviction_keeps_the_prompt_cache_on_the_ssd_tier(smollm2, tmp_path):
+    """An engine evicted from the pool writes its prompt cache to its folder of --ssd-cache;
+    started again, it answers the same long prompt from there (cached tokens) with the same
+    tokens."""
+    from conftest import TINY
+    hub = tmp_path / "hub"
+    link_model(hub, "test/smol", smollm2)
+    link_model(hub, "test/tiny", TINY)
+    env = {"HF_HUB_CACHE": str(hub), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    d = tmp_path / "ssd"
+    prompt = "Facts: " + " ".join(["river stone lantern orchard meadow copper violet harbor"] * 40)
+    s = Server("test/smol", "--isolate", "--model-pool", "1", "--ssd-cache", str(d), env=env, timeout=60)
+    try:
+        def ask():
+            r = s.client().completions.create(model="test/smol", prompt=prompt, max_tokens=6, temperature=0)
+            return r.choices[0].text, r.usage.prompt_tokens_details.cached_tokens
+
+        first, cached0 = ask()
+        assert cached0 == 0
+        assert complete_text(s, "test/tiny")  # evicts smol: its cache goes to d/test--smol
+        assert loaded(s)["test/smol"] is False
+        assert list((d / "test--smol").glob("*.kv")), sorted(p.name for p in d.rglob("*"))
+        again, cached1 = ask()  # smol again, in a fresh process
+        assert again == first
+        assert cached1 > 0
+    finally:
+        s.stop()
