@@ -123,6 +123,7 @@ def test_unix_socket_refuses_a_file_and_takes_a_stale_socket(smollm2, tmp_path):
     s = UnixServer(smollm2, path)
     s.proc.kill()
     s.proc.wait()
+    os.unlink(s.log.name)
     assert os.path.exists(path)
     s2 = UnixServer(smollm2, path)
     try:
