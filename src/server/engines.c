@@ -49,6 +49,7 @@ typedef struct {
     bool       term_sent;
     int        restarts;     /* respawns after a death or a hang */
     bool       suspect;      /* a request saw its socket fail: probe now */
+    int        waiters;      /* requests waiting for it to become READY: it is not evicted */
     bool       was_ready;    /* has answered once: a later exit is a death, not a failed start */
     double     spawn_after_ms; /* a respawn waits this long after repeated deaths (backoff) */
 } slot;
@@ -200,6 +201,7 @@ static void reaped(hearth_engines *g, slot *s, int st) {
     else snprintf(how, sizeof how, "exit status %d", WEXITSTATUS(st));
     unlink(s->sock);
     s->pid = 0;
+    s->in_flight = 0; /* its requests have failed; their releases (of this gen) are ignored */
     if (s->state == S_DRAINING || g->closing) {
         hearth_log(HEARTH_LOG_INFO, "isolate: engine of %s stopped (%s)", s->id, how);
         s->state = S_EMPTY;
@@ -300,8 +302,10 @@ static slot *find(hearth_engines *g, const char *id) {
     return NULL;
 }
 
-/* A free slot for id at path, WANTED; the least recently used resident slot over the cap
- * starts draining. NULL when every slot is taken. Under mu. */
+/* A free slot for id at path, WANTED; over the cap the least recently used resident slot
+ * starts draining. Only a slot that is up (READY) and that no request waits for is evicted,
+ * so two models asked for at once cannot take turns evicting each other before either is
+ * used. NULL when there is no room yet (the caller waits and asks again). Under mu. */
 static slot *want(hearth_engines *g, const char *id, const char *path, bool is_default) {
     slot *fresh = NULL;
     int n_kept = 0;
@@ -311,20 +315,27 @@ static slot *want(hearth_engines *g, const char *id, const char *path, bool is_d
         } else if (g->s[i].state != S_DRAINING) n_kept++;
     }
     if (!fresh) return NULL;
-    while (n_kept >= g->p.pool_size) {
+    if (n_kept >= g->p.pool_size) {
         slot *lru = NULL;
         for (int i = 0; i < MAX_SLOTS; i++) {
             slot *s = &g->s[i];
-            if (s->state == S_EMPTY || s->state == S_DRAINING) continue;
+            if (s->state != S_READY || s->waiters > 0) continue;
             if (!lru || s->last_used_ms < lru->last_used_ms) lru = s;
         }
-        if (!lru) break;
+        if (!lru) return NULL;
         hearth_log(HEARTH_LOG_INFO, "isolate: pool full (%d): %s drains to make room for %s", g->p.pool_size,
                    lru->id, id);
-        lru->state = lru->pid > 0 ? S_DRAINING : S_EMPTY;
-        n_kept--;
+        lru->state = S_DRAINING;
+        pthread_cond_broadcast(&g->cv);
+        if (n_kept - 1 >= g->p.pool_size) return NULL; /* still over: another round */
     }
+    /* kept across uses: a lease of an earlier use never matches its gen, and a request still
+     * waiting on the slot's index takes its count off the same slot */
+    unsigned gen = fresh->gen;
+    int waiters = fresh->waiters;
     memset(fresh, 0, sizeof *fresh);
+    fresh->gen = gen;
+    fresh->waiters = waiters;
     snprintf(fresh->id, sizeof fresh->id, "%s", id);
     snprintf(fresh->path, sizeof fresh->path, "%s", path);
     fresh->is_default = is_default;
@@ -463,16 +474,12 @@ bool hearth_engines_acquire(hearth_engines *g, const char *model, hearth_engine_
             *retry_after_s = 5;
             break;
         }
-        if (!s) {
-            if (!want(g, id, path, is_default)) {
-                hearth_api_fail(e, HEARTH_E_TIMEOUT, "model_pool_full", "model",
-                                "every engine slot is busy; retry shortly");
-                *retry_after_s = 2;
-                break;
-            }
-            continue;
-        }
-        if (pthread_cond_timedwait(&g->cv, &g->mu, &until) == ETIMEDOUT) {
+        if (!s && want(g, id, path, is_default)) continue;
+        /* not ready, or no room yet: wait (the model's slot, if any, is not evicted meanwhile) */
+        if (s) s->waiters++;
+        int rc = pthread_cond_timedwait(&g->cv, &g->mu, &until);
+        if (s) s->waiters--;
+        if (rc == ETIMEDOUT) {
             hearth_api_fail(e, HEARTH_E_TIMEOUT, "engine_unavailable", "model",
                             "the engine of '%.200s' is not ready (starting or restarting); retry shortly", id);
             *retry_after_s = 2;
@@ -486,8 +493,10 @@ bool hearth_engines_acquire(hearth_engines *g, const char *model, hearth_engine_
 void hearth_engines_release(hearth_engines *g, const hearth_engine_lease *l) {
     pthread_mutex_lock(&g->mu);
     slot *s = &g->s[l->slot];
-    if (s->in_flight > 0) s->in_flight--;
-    s->last_used_ms = now_ms();
+    if (s->gen == l->gen) {
+        if (s->in_flight > 0) s->in_flight--;
+        s->last_used_ms = now_ms();
+    }
     pthread_cond_broadcast(&g->cv);
     pthread_mutex_unlock(&g->mu);
 }

@@ -445,3 +445,44 @@ def test_pool_eviction_keeps_the_prompt_cache_on_the_ssd_tier(smollm2, tmp_path)
         assert cached1 > 0
     finally:
         s.stop()
+
+
+def test_pool_of_one_under_concurrent_requests_for_two_models(smollm2, tmp_path):
+    """Two clients asking for two models at once through a pool of one: every request is
+    served (the engines take turns; none is evicted before its waiting request ran) with
+    each model's own tokens."""
+    from conftest import TINY
+    models = {"test/smol": smollm2, "test/tiny": TINY}
+    want = {}
+    for repo, path in models.items():
+        alone = Server(path)
+        try:
+            want[repo] = complete_text(alone, "x", n=4)
+        finally:
+            alone.stop()
+    hub = tmp_path / "hub"
+    for repo, path in models.items():
+        link_model(hub, repo, path)
+    env = {"HF_HUB_CACHE": str(hub), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    s = Server("test/smol", "--isolate", "--model-pool", "1", env=env, timeout=60)
+    got, errors = [], []
+    try:
+        def client(order):
+            try:
+                for m in order:
+                    got.append((m, complete_text(s, m, n=4)))
+            except Exception as ex:  # noqa: BLE001 - reported below
+                errors.append(repr(ex))
+
+        ts = [threading.Thread(target=client, args=(o,)) for o in
+              (["test/smol", "test/tiny"] * 2, ["test/tiny", "test/smol"] * 2)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join(timeout=240)
+        assert not any(t.is_alive() for t in ts), "a request waited forever"
+        assert not errors, errors
+        assert len(got) == 8 and all(text == want[m] for m, text in got), got
+        assert sum(e["state"] == "ready" for e in s.stats()["engines"]) <= 1
+    finally:
+        s.stop()
