@@ -14,6 +14,8 @@ int cli_generate(int argc, char **argv);
 /* `hearth serve` and bare `hearth` (cmd_serve.c, which also defines its usage text). */
 int cli_serve(int argc, char **argv);
 extern const char cli_usage_serve[];
+/* serve as an engine child of `serve --isolate` (serve_isolate.h): quiet, on --unix only. */
+int cli_serve_child(int argc, char **argv);
 int cli_help(int argc, char **argv);
 /* The model store verbs (cmd_scan.c, cmd_ls.c, ...); each file also defines its usage text. */
 int cli_scan(int argc, char **argv);

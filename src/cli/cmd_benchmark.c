@@ -58,12 +58,13 @@ const char cli_usage_benchmark[] =
     "its switches among them (run twice with a switch off for an A/B).\n";
 
 const char cli_usage_evals[] =
-    "usage: hearth evals [--limit N] [--raw]\n"
+    "usage: hearth evals [--limit N] [--raw] | hearth evals --clear\n"
     "\n"
     "List the recorded benchmark runs, newest first.\n"
     "\n"
     "  --limit N   at most N rows (default 20; 0 = all)\n"
-    "  --raw       every column, tab-separated with a header line (for scripts)\n";
+    "  --raw       every column, tab-separated with a header line (for scripts)\n"
+    "  --clear     delete every recorded run\n";
 
 typedef struct {
     const char *model;
@@ -331,9 +332,10 @@ out:
 
 int cli_evals(int argc, char **argv) {
     long long limit = 20;
-    bool raw = false;
+    bool raw = false, clear = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--raw")) raw = true;
+        else if (!strcmp(argv[i], "--clear")) clear = true;
         else if (!strcmp(argv[i], "--limit")) {
             if (i + 1 >= argc) {
                 cli_error("--limit needs a value");
@@ -349,6 +351,17 @@ int cli_evals(int argc, char **argv) {
     hearth_evals *db = NULL;
     hearth_eval_row *rows = NULL;
     size_t n = 0;
+    if (clear) {
+        int64_t gone = 0;
+        if (hearth_evals_open(NULL, &db, &err) || hearth_evals_clear(db, &gone, &err)) {
+            cli_error("%s", err.msg);
+            hearth_evals_close(db);
+            return 1;
+        }
+        printf("deleted %lld recorded runs from %s\n", (long long)gone, hearth_evals_path(db));
+        hearth_evals_close(db);
+        return 0;
+    }
     if (hearth_evals_open(NULL, &db, &err) || hearth_evals_list(db, limit, &rows, &n, &err)) {
         cli_error("%s", err.msg);
         hearth_evals_close(db);

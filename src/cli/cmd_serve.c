@@ -23,10 +23,12 @@
  * generation routes answering 400 (docs/embeddings.md).
  */
 #include "backend/backend.h"
+#include "base/log.h"
 #include "cli/chat.h"
 #include "cli/cli.h"
 #include "cli/engine_flags.h"
 #include "cli/media_flags.h"
+#include "cli/serve_isolate.h"
 #include "engine/engine.h"
 #include "model/model.h"
 #include "models/bert.h"
@@ -101,6 +103,15 @@ const char cli_usage_serve[] =
     CLI_ENGINE_FLAGS_USAGE
     "  --no-open             do not open the chat in a browser (opened with xdg-open when\n"
     "                        stdout is a terminal and a display is set)\n"
+    "  --unix PATH           listen on this unix socket (mode 0600) instead of HOST:PORT\n"
+    "  --isolate             run the model in an engine process of its own: this process keeps\n"
+    "                        HTTP, the web app and the store, forwards API requests to it, and\n"
+    "                        restarts it when it dies or hangs (docs/isolation.md)\n"
+    "  --model-pool N        with --isolate: a request whose \"model\" names another model of the\n"
+    "                        store (its /v1/models id) starts that model's engine; N engines stay\n"
+    "                        resident, the least recently used one stops to make room\n"
+    "  --heartbeat-timeout SEC  with --isolate: an engine that has not answered its health probe\n"
+    "                        this long is killed and restarted (default 10)\n"
     "\n"
     "Not yet: --adapter-path/--adapter.\n";
 
@@ -110,7 +121,9 @@ typedef struct {
     long long   drain_timeout, max_conns, max_conns_addr, header_timeout, idle_timeout;
     double      temperature, top_p;
     int         thinking;
-    bool        no_open, no_special, timings;
+    bool        no_open, no_special, timings, isolate;
+    const char *unix_path;
+    long long   model_pool, heartbeat; /* 0: not given */
     cli_engine_flags ef;
     hearth_device device;
     hearth_media_fetch_opts media;
@@ -137,6 +150,22 @@ static int parse(int argc, char **argv, serve_opts *o) {
         if (FLAG("--no-open")) { o->no_open = true; continue; }
         if (FLAG("--no-special-in-content")) { o->no_special = true; continue; }
         if (FLAG("--timings")) { o->timings = true; continue; }
+        if (FLAG("--isolate")) { o->isolate = true; continue; }
+        if (FLAG("--unix")) {
+            NEEDVAL();
+            o->unix_path = val;
+            continue;
+        }
+        if (FLAG("--model-pool")) {
+            NEEDVAL();
+            if (!cli_parse_int(a, val, 1, 8, &o->model_pool)) return 2;
+            continue;
+        }
+        if (FLAG("--heartbeat-timeout")) {
+            NEEDVAL();
+            if (!cli_parse_int(a, val, 1, 3600, &o->heartbeat)) return 2;
+            continue;
+        }
         else if (FLAG("--model")) { NEEDVAL(); o->model = val; }
         else if (FLAG("--host")) { NEEDVAL(); o->host = val; }
         else if (FLAG("--api-key")) { NEEDVAL(); o->api_key = val; }
@@ -205,6 +234,11 @@ static int parse(int argc, char **argv, serve_opts *o) {
             return 2;
         }
     }
+    if ((o->model_pool || o->heartbeat) && !o->isolate) {
+        cli_error("%s needs --isolate (the pool's engines are processes of their own)",
+                  o->model_pool ? "--model-pool" : "--heartbeat-timeout");
+        return 2;
+    }
     return cli_draft_flags_check(&o->ef.draft) ? 0 : 2;
 }
 
@@ -260,7 +294,7 @@ out:
 
 /* "org/name" for a file in the hub cache (models--org--name/snapshots/...), else the file name
  * without .gguf. Written into out. */
-static void model_id_of(const char *path, char *out, size_t cap) {
+void cli_model_id_of(const char *path, char *out, size_t cap) {
     const char *m = strstr(path, "models--");
     if (m) {
         m += 8;
@@ -305,6 +339,14 @@ static void open_browser(const char *url) {
     posix_spawn_file_actions_destroy(&fa);
 }
 
+/* Serving as an engine child of --isolate (cli_serve_child): no ready card, no browser. */
+static bool engine_child;
+
+int cli_serve_child(int argc, char **argv) {
+    engine_child = true;
+    return cli_serve(argc, argv);
+}
+
 int cli_serve(int argc, char **argv) {
     double t0 = now_ms();
     serve_opts o = {.host = "127.0.0.1", .port = 8080, .temperature = -1, .top_p = -1, .top_k = -1, .seed = -1,
@@ -316,7 +358,11 @@ int cli_serve(int argc, char **argv) {
     bool starter = !o.model;
     if (starter) o.model = STARTER_QUERY;
 
-    if (o.port != 0) {
+    if (engine_child && !o.unix_path) {
+        cli_error("an engine process serves on --unix only");
+        return 2;
+    }
+    if (o.port != 0 && !o.unix_path) { /* a unix socket is checked when it is bound */
         int who = probe(o.host, (int)o.port);
         if (who == 1) {
             cli_error("hearth is already serving on http://%s:%lld (stop it, or pick another --port)", o.host, o.port);
@@ -334,6 +380,7 @@ int cli_serve(int argc, char **argv) {
     hearth_engine *e = NULL;
     hearth_bert *emb = NULL;
     hearth_server *srv = NULL;
+    hearth_engines *eng = NULL;
     char *tmpl_text = NULL; /* --chat-template-file's text */
     rc = 1;
     if (hearth_hub_resolve(o.model, &path, &err)) {
@@ -354,7 +401,17 @@ int cli_serve(int argc, char **argv) {
     pthread_sigmask(SIG_BLOCK, &stop_sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    if (hearth_bert_probe(path)) {
+    char model_id[256];
+    cli_model_id_of(path, model_id, sizeof model_id);
+    if (o.isolate) {
+        /* the serving process loads nothing: the model runs in an engine child */
+        if (cli_isolate_start(argc, argv, starter ? NULL : o.model, path, o.alias ? o.alias : model_id,
+                              (int)o.model_pool, (int)o.heartbeat, &eng, &err) ||
+            hearth_engines_wait_default(eng, 600 * 1000, &err)) {
+            cli_error("cannot serve %s: %s", path, err.msg);
+            goto out;
+        }
+    } else if (hearth_bert_probe(path)) {
         hearth_bert_params bp = hearth_bert_params_default();
         bp.n_threads = (int)o.threads;
         if (hearth_bert_load(path, &bp, &emb, &err)) {
@@ -376,11 +433,11 @@ int cli_serve(int argc, char **argv) {
         cli_error("cannot serve %s: %s", path, err.msg);
         goto out;
     }
-    char model_id[256];
-    model_id_of(path, model_id, sizeof model_id);
     hearth_server_params sp = hearth_server_params_default();
     sp.host = o.host;
     sp.port = (int)o.port;
+    sp.unix_path = o.unix_path;
+    sp.engines = eng;
     sp.model_id = o.alias ? o.alias : model_id;
     sp.model_path = path;
     sp.embedder = emb;
@@ -413,14 +470,32 @@ int cli_serve(int argc, char **argv) {
     }
     double ready_ms = now_ms() - t0;
     bool v6 = strchr(o.host, ':') != NULL;
+    if (engine_child) {
+        hearth_log(HEARTH_LOG_INFO, "engine: %s ready in %.0f ms on %s", model_id, ready_ms, o.unix_path);
+        goto wait;
+    }
+    char where[300];
+    if (o.unix_path) snprintf(where, sizeof where, "unix:%s", o.unix_path);
+    else snprintf(where, sizeof where, "http://%s%s%s:%d", v6 ? "[" : "", o.host, v6 ? "]" : "", hearth_server_port(srv));
+    if (eng) {
+        fprintf(stderr,
+                "hearth %s ready in %.0f ms\n"
+                "  API      %s/v1\n"
+                "  App      %s/  (chat, status, library)\n"
+                "  model    %s  (in an engine process: --isolate, model pool %lld)\n"
+                "  Ctrl-C stops the server\n",
+                HEARTH_VERSION, ready_ms, where, where, o.alias ? o.alias : model_id,
+                o.model_pool ? o.model_pool : 1LL);
+        fflush(stderr);
+        goto wait;
+    }
     if (emb) {
         fprintf(stderr,
                 "hearth %s ready in %.0f ms\n"
-                "  API      http://%s%s%s:%d/v1  (POST /v1/embeddings)\n"
+                "  API      %s/v1  (POST /v1/embeddings)\n"
                 "  model    %s  (embeddings: %s, %zu MiB)\n"
                 "  Ctrl-C stops the server\n",
-                HEARTH_VERSION, ready_ms, v6 ? "[" : "", o.host, v6 ? "]" : "", hearth_server_port(srv), model_id,
-                hearth_bert_desc(emb), hearth_bert_weight_bytes(emb) >> 20);
+                HEARTH_VERSION, ready_ms, where, model_id, hearth_bert_desc(emb), hearth_bert_weight_bytes(emb) >> 20);
         fflush(stderr);
         goto wait;
     }
@@ -431,21 +506,20 @@ int cli_serve(int argc, char **argv) {
     snprintf(th, sizeof th, "%lld", o.threads > 0 ? o.threads : (long long)sysconf(_SC_NPROCESSORS_ONLN));
     fprintf(stderr,
             "hearth %s ready in %.0f ms\n"
-            "  API      http://%s%s%s:%d/v1\n"
-            "  App      http://%s%s%s:%d/  (chat, status, library)\n"
+            "  API      %s/v1\n"
+            "  App      %s/  (chat, status, library)\n"
             "  model    %s  (%s, %zu MiB, %s)\n"
             "  context  %d tokens\n"
             "  levers   temperature %g, top-p %g, top-k %s, max-tokens %s, threads %s, api-key %s, cors %s\n"
             "  engine   %s\n"
             "  Ctrl-C stops the server\n",
-            HEARTH_VERSION, ready_ms, v6 ? "[" : "", o.host, v6 ? "]" : "", hearth_server_port(srv), v6 ? "[" : "",
-            o.host, v6 ? "]" : "", hearth_server_port(srv), model_id,
+            HEARTH_VERSION, ready_ms, where, where, model_id,
             hearth_model_name(m), hearth_model_weight_bytes(m) >> 20, hearth_model_quant_desc(m),
             hearth_engine_n_ctx(e), o.temperature >= 0 ? o.temperature : 0.7, o.top_p >= 0 ? o.top_p : 1.0, tk, mt,
             th, o.api_key && *o.api_key ? "on" : "off", o.cors ? o.cors : "off", levers);
     fflush(stderr);
     const char *display = getenv("DISPLAY"), *wayland = getenv("WAYLAND_DISPLAY");
-    if (!o.no_open && isatty(STDOUT_FILENO) && ((display && *display) || (wayland && *wayland))) {
+    if (!o.no_open && !o.unix_path && isatty(STDOUT_FILENO) && ((display && *display) || (wayland && *wayland))) {
         /* A wildcard bind is reached on loopback. */
         const char *h = !strcmp(o.host, "0.0.0.0") || !strcmp(o.host, "::") ? "localhost" : o.host;
         bool h6 = strchr(h, ':') != NULL;
@@ -475,6 +549,7 @@ wait:;
     rc = 0;
 out:
     hearth_server_destroy(srv);
+    hearth_engines_destroy(eng, 10 * 1000); /* after the server: no request holds a child */
     hearth_engine_destroy(e);
     hearth_model_destroy(draft); /* after the engine, which borrows it */
     hearth_model_destroy(m);

@@ -149,6 +149,7 @@ int cli_engine_flag(int argc, char **argv, int *i, cli_engine_flags *f) {
         }
         return 1;
     }
+    if (!strcmp(a, "--paged-kv")) return 1; /* mlx-bun's opt-in: hearth's KV is always paged */
     bool batch = !strcmp(a, "--batch") || !strcmp(a, "--decode-concurrency");
     bool bsz = !strcmp(a, "--paged-kv-block-size");
     int64_t *size = !strcmp(a, "--prompt-cache")    ? &f->prompt_cache
@@ -164,10 +165,7 @@ int cli_engine_flag(int argc, char **argv, int *i, cli_engine_flags *f) {
     if (batch) return cli_parse_int(a, val, 1, 256, &f->batch) ? 1 : -1;
     if (bsz) return cli_parse_int(a, val, 1, 4096, &f->block_size) ? 1 : -1;
     if (!parse_gb(a, val, size)) return -1;
-    if (size != &f->prompt_cache && *size == 0) {
-        cli_error("%s must be more than 0", a);
-        return -1;
-    }
+    if (size != &f->prompt_cache && *size == 0) *size = -1; /* 0: off / the default, as mlx-bun reads it */
     return 1;
 }
 

@@ -6,6 +6,7 @@
  *   --prompt-cache GB                    unreferenced cached KV kept (default 8; 0 disables)
  *   --kv-budget GB                       the KV pool's size (default: from the memory budget)
  *   --memory-budget GB                   weights + KV + transients (default 0.75 x RAM)
+ *   --paged-kv                           a no-op (the pool is always paged; seed command lines work)
  *   --paged-kv-block-size N              tokens per KV block (default 16)
  *   --ssd-cache DIR                      the prompt cache's disk tier (default off)
  *   --ssd-cache-max GB                   its files at most (default 32)
@@ -73,9 +74,11 @@ void cli_engine_levers(const hearth_engine *e, char *buf, size_t cap);
     "  --batch N             sequences decoded together (default 8; 1 = strictly serial);\n"            \
     "                        --decode-concurrency N is the same\n"                                        \
     "  --prompt-cache GB     KV of finished requests kept for prefix reuse (default 8; 0 disables)\n"    \
-    "  --kv-budget GB        size of the KV block pool (default: what the memory budget leaves)\n"      \
-    "  --memory-budget GB    weights + KV + transients (default 0.75 x RAM); a model that cannot\n"    \
-    "                        serve one request of the full context refuses to load\n"                   \
+    "  --kv-budget GB        size of the KV block pool (default, or 0: what the memory budget\n"      \
+    "                        leaves)\n"                                                               \
+    "  --memory-budget GB    weights + KV + transients (default, or 0: 0.75 x RAM); a model that\n"   \
+    "                        cannot serve one request of the full context refuses to load\n"          \
+    "  --paged-kv            accepted and ignored: the KV cache is always paged (one block pool)\n"   \
     "  --paged-kv-block-size N   tokens per KV block (default 16)\n"                                   \
     "  --ssd-cache DIR       keep the prompt cache's KV blocks on disk too: evicted blocks are\n"      \
     "                        written to DIR and read back on a miss, across restarts (default off;\n"  \

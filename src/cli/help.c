@@ -25,8 +25,8 @@ static const char usage_main[] =
     "  embed MODEL     sentence embeddings of --text inputs or stdin lines (encoder models)\n"
     "  fetch-media URL a diagnostic: fetch an image or audio URL as the server would (the\n"
     "                  address guard, redirects, caps), and say what came back or why not\n"
-    "  help [verb]     this text, or a verb's flags\n"
-    "  --version       print the version\n"
+    "  help [verb]     this text, or a verb's flags (also `hearth VERB --help`)\n"
+    "  --version, -v   print the version\n"
     "\n"
     "A model is a path to a .gguf file or a substring of a repo id in the Hugging Face cache\n"
     "($HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub).\n";

@@ -3,6 +3,7 @@
  * return of main); verbs return an exit status.
  */
 #include "cli/cli.h"
+#include "cli/serve_isolate.h"
 #include "base/log.h"
 
 #include <stdarg.h>
@@ -67,12 +68,20 @@ int main(int argc, char **argv) {
     }
     if (argc < 2) return cli_serve(argc, argv); /* bare `hearth` serves the starter model */
     const char *verb = argv[1];
-    if (!strcmp(verb, "--version") || !strcmp(verb, "-V") || !strcmp(verb, "version")) {
+    if (!strcmp(verb, "--version") || !strcmp(verb, "-V") || !strcmp(verb, "-v") || !strcmp(verb, "version")) {
         printf("hearth %s\n", HEARTH_VERSION);
         return 0;
     }
     if (!strcmp(verb, "help") || !strcmp(verb, "--help") || !strcmp(verb, "-h")) return cli_help(argc - 1, argv + 1);
+    /* `hearth VERB ... --help`: the verb's usage, as `hearth help VERB` prints it */
+    for (int i = 2; i < argc && verb[0] != '-'; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            if (!cli_help_text(verb)) break; /* not a verb: the error below says so */
+            char *args[] = {"help", argv[1], NULL};
+            return cli_help(2, args);
+        }
     if (!strcmp(verb, "serve")) return cli_serve(argc - 1, argv + 1);
+    if (!strcmp(verb, "_engine")) return cli_engine_child(argc - 1, argv + 1); /* serve --isolate's */
     if (verb[0] == '-' && verb[1] == '-') return cli_serve(argc, argv); /* `hearth --port N` */
     if (!strcmp(verb, "generate") || !strcmp(verb, "gen")) return cli_generate(argc - 1, argv + 1);
     if (!strcmp(verb, "scan")) return cli_scan(argc - 1, argv + 1);

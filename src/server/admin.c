@@ -13,7 +13,7 @@
 
 #include <string.h>
 
-static bool admin_allowed(hearth_http_req *r) {
+bool hearth_admin_allowed(hearth_http_req *r) {
     hearth_server *s = r->srv;
     const char *key = s->admin_key ? s->admin_key : s->api_key;
     hearth_api_err e;
@@ -34,7 +34,7 @@ static bool admin_allowed(hearth_http_req *r) {
 }
 
 void hearth_admin_drain(hearth_http_req *r) {
-    if (!admin_allowed(r)) return;
+    if (!hearth_admin_allowed(r)) return;
     hearth_server_drain(r->srv);
     hearth_jw w;
     hearth_jw_init(&w);
@@ -49,7 +49,7 @@ void hearth_admin_drain(hearth_http_req *r) {
 }
 
 void hearth_admin_cache_flush(hearth_http_req *r) {
-    if (!admin_allowed(r)) return;
+    if (!hearth_admin_allowed(r)) return;
     hearth_engine_info in;
     hearth_engine_info_get(r->srv->e, &in);
     int32_t n = hearth_engine_cache_flush(r->srv->e);

@@ -49,6 +49,7 @@
 #include "base/log.h"
 #include "server/conns.h"
 #include "server/guard.h"
+#include "server/unixsock.h"
 
 #include <arpa/inet.h>
 #include <microhttpd.h>
@@ -203,6 +204,7 @@ bool hearth_http_peer_loopback(hearth_http_req *r) {
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     const struct sockaddr *sa = ci ? ci->client_addr : NULL;
     if (!sa) return false;
+    if (sa->sa_family == AF_UNIX) return true; /* a unix socket (mode 0600): this user's processes only */
     if (sa->sa_family == AF_INET)
         return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
     if (sa->sa_family != AF_INET6) return false;
@@ -375,7 +377,34 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
     hearth_log(HEARTH_LOG_DEBUG, "http: %s", b);
 }
 
+/* The daemon's options but the listening address: the same for TCP and a unix socket. */
+#define HEARTH_MHD_COMMON_OPTIONS(s, hard_limit)                                                \
+    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s, /* first: it then sees every message */           \
+        MHD_OPTION_CONNECTION_LIMIT, hard_limit, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)0,       \
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HEARTH_MHD_CONN_MEMORY, MHD_OPTION_NOTIFY_COMPLETED, \
+        on_completed, s, MHD_OPTION_URI_LOG_CALLBACK, on_uri, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, s
+
+/* `serve --unix PATH`: MHD serves a listening socket made here (unixsock.h), mode 0600. */
+static hearth_status start_unix(hearth_server *s, hearth_err *err) {
+    int fd = hearth_unix_listen(s->p.unix_path, err);
+    if (fd < 0) return err ? err->code : HEARTH_E_IO;
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
+                     MHD_USE_ERROR_LOG | MHD_USE_ITC;
+    unsigned hard_limit = (unsigned)s->p.max_connections + (unsigned)s->p.max_connections / 4 + 16;
+    s->d = MHD_start_daemon(flags, 0, NULL, NULL, on_access, s, HEARTH_MHD_COMMON_OPTIONS(s, hard_limit),
+                            MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_END);
+    if (!s->d) {
+        close(fd);
+        unlink(s->p.unix_path);
+        return hearth_err_set(err, HEARTH_E_IO, -1, "cannot serve on the unix socket '%.200s'", s->p.unix_path);
+    }
+    s->unix_listening = true;
+    s->port = 0;
+    return HEARTH_OK;
+}
+
 hearth_status hearth_http_start(hearth_server *s, hearth_err *err) {
+    if (s->p.unix_path) return start_unix(s, err);
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_PASSIVE | AI_NUMERICSERV}, *ai = NULL;
     char port[16];
@@ -411,6 +440,9 @@ hearth_status hearth_http_start(hearth_server *s, hearth_err *err) {
 void hearth_http_stop(hearth_server *s) {
     if (s->d) MHD_stop_daemon(s->d);
     s->d = NULL;
+    /* MHD closed a unix listening socket it was given, or a drain handed it to listen_fd */
+    if (s->p.unix_path && s->unix_listening) unlink(s->p.unix_path);
+    s->unix_listening = false;
     if (s->listen_fd >= 0) close(s->listen_fd); /* quiesced by a drain: closed only after MHD stopped */
     s->listen_fd = -1;
 }

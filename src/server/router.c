@@ -17,6 +17,9 @@
 #include "server/guard.h"
 #include "server/infill_api.h"
 #include "server/openai.h"
+#include "server/engines.h"
+#include "server/pool_models.h"
+#include "server/proxy.h"
 #include "server/responses.h"
 #include "server/server_internal.h"
 #include "server/store_api.h"
@@ -116,6 +119,15 @@ static bool embedding_only_ok(const route *rt) {
            rt->fn == h_openapi || rt->fn == hearth_admin_drain;
 }
 
+/* With --isolate, what the serving process answers itself: health, counters, the
+ * description, the web app, the store and the drain. The rest goes to an engine child. */
+static bool serving_process_route(const route *rt) {
+    return rt->fn == h_health || rt->fn == h_stats || rt->fn == h_metrics || rt->fn == h_openapi ||
+           rt->fn == hearth_web_index || rt->fn == hearth_web_deep_link || rt->fn == hearth_web_file ||
+           rt->fn == hearth_store_library || rt->fn == hearth_store_fit || rt->fn == hearth_store_downloads ||
+           rt->fn == hearth_store_download_start || rt->fn == hearth_admin_drain;
+}
+
 /* Add method to the Allow list r->allow once ("GET" brings HEAD). */
 static void allow_add(hearth_http_req *r, const char *method) {
     char *a = r->allow;
@@ -183,6 +195,22 @@ void hearth_route(hearth_http_req *r) {
         hearth_api_fail(&e, HEARTH_E_DENIED, "invalid_api_key", NULL,
                         "Incorrect or missing API key: send it as 'Authorization: Bearer KEY' or 'x-api-key: KEY'");
         hearth_http_send_error(r, &e);
+        r->path = path;
+        return;
+    }
+    if (r->srv->engines) { /* --isolate: the serving process's own routes, else the engine's */
+        if (takes_json(hit) && !hearth_guard_json_type(hearth_http_header(r, "Content-Type"), &e)) {
+            hearth_http_send_error(r, &e);
+        } else if (serving_process_route(hit)) {
+            hit->fn(r);
+        } else if (hearth_engines_pooled(r->srv->engines) && hit->fn == hearth_openai_models) {
+            hearth_pool_models(r); /* every model of the store, loaded or not */
+        } else if (hearth_engines_pooled(r->srv->engines) && hit->fn == hearth_openai_model) {
+            hearth_pool_model(r);
+        } else if (hit->fn != hearth_admin_cache_flush || hearth_admin_allowed(r)) {
+            char model[256];
+            hearth_proxy_forward(r, hearth_proxy_model_of(r, model, sizeof model) ? model : NULL);
+        }
         r->path = path;
         return;
     }

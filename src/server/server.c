@@ -49,8 +49,9 @@ static hearth_status create(const hearth_server_params *p, const hearth_model *m
     if (s->p.idle_timeout_s <= 0) s->p.idle_timeout_s = 15;
     if (s->p.drain_timeout_s < 0) s->p.drain_timeout_s = 30;
     s->host = strdup(p->host && *p->host ? p->host : "127.0.0.1");
+    s->engines = p->engines;
     if (!m || !e) {
-        if (m || e || !p->embedder) {
+        if (m || e || (!p->embedder && !p->engines)) {
             free(s);
             return hearth_err_set(err, HEARTH_E_INVALID, -1, "a server needs a model and its engine, or an embedding "
                                   "model");
@@ -58,6 +59,7 @@ static hearth_status create(const hearth_server_params *p, const hearth_model *m
     }
     s->model_id = strdup(p->model_id && *p->model_id ? p->model_id : m ? hearth_model_name(m) : "embeddings");
     s->api_key = dup_or_null(p->api_key);
+    s->unix_path = dup_or_null(p->unix_path);
     s->cors = dup_or_null(p->cors);
     s->allowed_hosts = dup_or_null(p->allowed_hosts);
     s->admin_key = dup_or_null(p->admin_key);
@@ -78,6 +80,7 @@ static hearth_status create(const hearth_server_params *p, const hearth_model *m
     if ((st = hearth_downloads_create(&dp, &s->dl, err))) goto fail;
     if (!s->host || !s->model_id || !s->stats || !s->responses || !s->conns ||
         (p->api_key && *p->api_key && !s->api_key) || (p->admin_key && *p->admin_key && !s->admin_key) ||
+        (p->unix_path && *p->unix_path && !s->unix_path) ||
         (p->cors && *p->cors && !s->cors) || (p->allowed_hosts && *p->allowed_hosts && !s->allowed_hosts) ||
         (p->chat_template && *p->chat_template && !s->tmpl_src)) {
         st = hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
@@ -86,6 +89,7 @@ static hearth_status create(const hearth_server_params *p, const hearth_model *m
     s->p.host = s->host;
     s->p.model_id = s->model_id;
     s->p.api_key = s->api_key;
+    s->p.unix_path = s->unix_path;
     s->p.cors = s->cors;
     s->p.allowed_hosts = s->allowed_hosts;
     s->p.admin_key = s->admin_key;
@@ -95,13 +99,14 @@ static hearth_status create(const hearth_server_params *p, const hearth_model *m
     clock_gettime(CLOCK_REALTIME, &ts);
     s->id_salt = ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)ts.tv_nsec ^ (uint64_t)(uintptr_t)s;
     if (m) hearth_chat_init(s);
+    else if (p->engines) snprintf(s->tmpl_error, sizeof s->tmpl_error, "the models run in engine processes");
     else snprintf(s->tmpl_error, sizeof s->tmpl_error, "the model '%.200s' is an embedding model: it serves "
                   "POST /v1/embeddings", s->model_id);
     if ((st = hearth_http_start(s, err))) goto fail;
     s->info = (hearth_stats_info){.model = s->model_id, .host = s->host, .version = HEARTH_VERSION,
                                   .port = s->port, .started_at = (int64_t)ts.tv_sec,
-                                  .n_ctx = e ? hearth_engine_n_ctx(e) : hearth_bert_max_tokens(p->embedder),
-                                  .engine = e, .conns = s->conns};
+                                  .n_ctx = e ? hearth_engine_n_ctx(e) : p->embedder ? hearth_bert_max_tokens(p->embedder) : 0,
+                                  .engine = e, .conns = s->conns, .engines = p->engines};
     *out = s;
     return HEARTH_OK;
 fail:
@@ -133,6 +138,7 @@ void hearth_server_destroy(hearth_server *s) {
     free(s->host);
     free(s->model_id);
     free(s->api_key);
+    free(s->unix_path);
     free(s->cors);
     free(s->allowed_hosts);
     free(s->admin_key);

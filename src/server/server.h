@@ -28,12 +28,15 @@
 #include "server/media_fetch.h"
 
 struct hearth_bert;
+struct hearth_engines;
 
 typedef struct hearth_server hearth_server;
 
 typedef struct {
     const char *host;           /* bind address, default "127.0.0.1" (copied) */
     int         port;           /* 0: any free port (see hearth_server_port) */
+    const char *unix_path;      /* non-NULL: listen on this unix socket (mode 0600) instead of
+                                 * host:port (copied; the socket file is removed at destroy) */
     const char *model_id;       /* the id /v1/models reports and responses echo (copied) */
     const char *model_path;     /* the served file, for /library's "serving" flag (NULL: unknown) */
     int         max_downloads;  /* POST /downloads running at once; <= 0: 2 */
@@ -68,6 +71,10 @@ typedef struct {
                                  * POST /v1/embeddings (embeddings.h). With it, m and e of
                                  * hearth_server_create may be NULL: the server then serves the
                                  * embedding model alone, and the generation routes answer 400 */
+    struct hearth_engines *engines; /* borrowed, NULL: none; `serve --isolate` (engines.h): the
+                                 * models run in engine children and this server forwards every
+                                 * API request to them (proxy.h), serving only /health, /stats,
+                                 * the web app and the store itself; m and e are then NULL */
 } hearth_server_params;
 
 hearth_server_params hearth_server_params_default(void);

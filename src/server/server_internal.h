@@ -38,7 +38,8 @@ struct hearth_server {
     const hearth_model  *m;       /* borrowed */
     unsigned             media_caps; /* HEARTH_MEDIA_CAP_* the served model takes (media.h):
                                    * none until a vision or audio forward runs */
-    hearth_engine       *e;       /* borrowed */
+    hearth_engine       *e;       /* borrowed; NULL with an embedder or engines */
+    struct hearth_engines *engines; /* borrowed, NULL: in-process (engines.h) */
     struct hearth_tmpl  *tmpl;    /* owned: the parsed chat template, NULL when none */
     char                 tmpl_error[512]; /* why chat is unavailable when tmpl is NULL */
     char                *tmpl_src;    /* owned: p.chat_template's copy, NULL: the model's template */
@@ -59,6 +60,8 @@ struct hearth_server {
     bool                 drain_thread_on;
     pthread_t            drain_thread;
     int                  listen_fd; /* the quiesced listening socket, -1: none; closed after MHD stops */
+    bool                 unix_listening; /* serving on p.unix_path (removed when the server stops) */
+    char                *unix_path;  /* owned copy of p.unix_path, NULL: TCP */
     bool                 driven;  /* MHD has no threads: the owner runs it (hearth_server_create_driven) */
 };
 
@@ -122,6 +125,8 @@ bool hearth_guard_request(hearth_http_req *r, const char *version, hearth_api_er
 /* The drain's end, for hearth_server_destroy (drain.c): stop its thread. */
 void hearth_drain_fini(hearth_server *s);
 
+/* May r call the admin routes? When not, r has been answered 401 or 403 (admin.c). */
+bool hearth_admin_allowed(hearth_http_req *r);
 /* POST /admin/drain and POST /admin/cache/flush (admin.c). */
 void hearth_admin_drain(hearth_http_req *r);
 void hearth_admin_cache_flush(hearth_http_req *r);

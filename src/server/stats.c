@@ -8,6 +8,7 @@
  */
 #include "server/stats.h"
 #include "engine/engine.h"
+#include "server/engines.h"
 #include "server/conns.h"
 
 #include <math.h>
@@ -356,6 +357,7 @@ void hearth_stats_json(const hearth_stats *s, const hearth_stats_info *info, hea
     hearth_jw_obj_end(w);
 
     if (info->engine) engine_json(info->engine, w);
+    if (info->engines) hearth_engines_json(info->engines, w);
     hearth_jw_obj_end(w);
 }
 

@@ -46,6 +46,7 @@ typedef struct {
     int32_t     n_ctx;
     const hearth_engine *engine; /* its counters and sizes are reported; may be NULL */
     struct hearth_conns *conns;  /* the connection guard's counts are reported; may be NULL */
+    struct hearth_engines *engines; /* `serve --isolate`: its children are reported; may be NULL */
 } hearth_stats_info;
 
 hearth_stats *hearth_stats_create(void);

@@ -103,6 +103,12 @@ static void col_text(sqlite3_stmt *s, int i, char *dst, size_t n) {
     snprintf(dst, n, "%s", t ? (const char *)t : "");
 }
 
+hearth_status hearth_evals_clear(hearth_evals *e, int64_t *n_deleted, hearth_err *err) {
+    if (sqlite3_exec(e->db, "DELETE FROM evals", NULL, NULL, NULL) != SQLITE_OK) return db_err(e, err, "delete");
+    if (n_deleted) *n_deleted = sqlite3_changes(e->db);
+    return HEARTH_OK;
+}
+
 hearth_status hearth_evals_list(hearth_evals *e, int64_t limit, hearth_eval_row **rows, size_t *n,
                                 hearth_err *err) {
     *rows = NULL;

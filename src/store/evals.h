@@ -50,5 +50,7 @@ hearth_status hearth_evals_add(hearth_evals *e, hearth_eval_row *row, hearth_err
 
 /* The newest rows first, at most limit (<= 0: all). *rows is malloc'ed (free() it), NULL when
  * *n is 0. */
+/* Delete every recorded run; *n_deleted (may be NULL) says how many there were. */
+hearth_status hearth_evals_clear(hearth_evals *e, int64_t *n_deleted, hearth_err *err);
 hearth_status hearth_evals_list(hearth_evals *e, int64_t limit, hearth_eval_row **rows, size_t *n,
                                 hearth_err *err);

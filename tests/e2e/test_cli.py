@@ -103,3 +103,43 @@ def test_model_substring_resolution(hearth, tmp_path):
     assert len(r.stdout.split()) >= 1
     r = hearth("generate", "nothing-like-this", "--raw", "--prompt", "x", env=env)
     assert r.returncode == 1 and "nothing-like-this" in one_line(r.stderr)
+
+
+def test_verb_help_flag_and_short_version(hearth):
+    for verb in ("serve", "generate", "evals", "ls"):
+        want = hearth("help", verb)
+        assert want.returncode == 0 and want.stdout
+        for flag in ("--help", "-h"):
+            r = hearth(verb, flag)
+            assert (r.returncode, r.stdout) == (0, want.stdout), (verb, flag, r.stderr)
+    r = hearth("serve", "some-model", "--port", "1", "--help")  # anywhere among the arguments
+    assert r.returncode == 0 and r.stdout == hearth("help", "serve").stdout
+    assert "--isolate" in r.stdout and "--unix" in r.stdout and "--paged-kv" in r.stdout
+    assert "_engine" not in hearth("help").stdout  # the engine child's verb is internal
+    r = hearth("-v")
+    assert r.returncode == 0 and r.stdout == hearth("--version").stdout
+
+
+def test_seed_engine_flags_are_accepted(hearth):
+    """--paged-kv (a no-op), --kv-budget 0 and --memory-budget 0 (the defaults) and
+    --decode-concurrency (mlx_lm.server's --batch) give the tokens the plain command gives."""
+    base = ("generate", TINY, "--raw", "--prompt", "Once upon a time", "--max-tokens", "6", "--ids")
+    want = hearth(*base)
+    assert want.returncode == 0 and want.stdout.split(), want.stderr
+    for extra in (("--paged-kv",), ("--kv-budget", "0"), ("--memory-budget", "0"), ("--decode-concurrency", "2")):
+        r = hearth(*base, *extra)
+        assert (r.returncode, r.stdout) == (0, want.stdout), (extra, r.stderr)
+    r = hearth(*base, "--decode-concurrency", "0")
+    assert r.returncode == 2 and "--decode-concurrency" in one_line(r.stderr)
+
+
+def test_evals_clear(hearth, tmp_path):
+    env = {"XDG_CACHE_HOME": str(tmp_path)}
+    for _ in range(2):
+        r = hearth("benchmark", TINY, "--tokens", "2", "--runs", "1", "--prompt-tokens", "4", env=env)
+        assert r.returncode == 0, r.stderr
+    assert len(hearth("evals", env=env).stdout.splitlines()) == 3  # a header and two rows
+    r = hearth("evals", "--clear", env=env)
+    assert r.returncode == 0 and "deleted 2 recorded runs" in r.stdout, r.stdout + r.stderr
+    r = hearth("evals", env=env)
+    assert r.returncode == 0 and "no recorded runs" in r.stdout

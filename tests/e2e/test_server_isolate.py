@@ -1,0 +1,488 @@
+"""`hearth serve --unix` and `serve --isolate`: the engine in a child process that may die or
+hang while the server keeps answering (docs/isolation.md).
+
+Every server binds 127.0.0.1 or a unix socket in a temporary directory; every load is bounded
+(8 streams, a few requests) and every wait has a deadline. The expected tokens are never
+written by hand: each isolated answer is compared with the same greedy request served
+in-process by the same binary and model.
+"""
+import json
+import os
+import pathlib
+import re
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+
+import httpx2 as httpx  # the HTTP library this openai SDK is built on (its uds transport)
+import openai
+import pytest
+
+from conftest import ROOT, smol_server
+from test_server_openai import EXE, Server
+
+MSG = [{"role": "user", "content": "Write a long story about a dragon who learns to bake bread."}]
+
+
+def chat_text(s, model="x", max_tokens=12, **kw):
+    r = s.client().chat.completions.create(model=model, messages=MSG, max_tokens=max_tokens, temperature=0, **kw)
+    return r.choices[0].message.content
+
+
+def stream_text(s, model="x", max_tokens=12):
+    out = []
+    for ch in s.client().chat.completions.create(model=model, messages=MSG, max_tokens=max_tokens, temperature=0,
+                                                 stream=True):
+        if ch.choices and ch.choices[0].delta.content:
+            out.append(ch.choices[0].delta.content)
+    return "".join(out)
+
+
+def wait_for(cond, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(0.05)
+    pytest.fail(f"timed out after {timeout} s waiting for {what}")
+
+
+def pid_gone(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+@pytest.fixture(scope="module")
+def plain():
+    yield from smol_server()
+
+
+@pytest.fixture(scope="module")
+def iso():
+    yield from smol_server("--isolate", "--heartbeat-timeout", "2")
+
+
+# ---- --unix -----------------------------------------------------------------------------------
+
+class UnixServer:
+    def __init__(self, model, path, *args, timeout=60):
+        self.path = path
+        self.log = tempfile.NamedTemporaryFile(prefix="hearth-unix-", suffix=".log", delete=False)
+        self.proc = subprocess.Popen([str(EXE), "serve", model, "--unix", path, "--no-open", "--seed", "1", *args],
+                                     stdout=subprocess.DEVNULL, stderr=self.log, stdin=subprocess.DEVNULL, cwd=ROOT)
+        wait_for(lambda: "unix:" + path in self.stderr() or self.proc.poll() is not None, timeout, "the ready card")
+        assert self.proc.poll() is None, self.stderr()
+
+    def stderr(self):
+        return pathlib.Path(self.log.name).read_text(errors="replace")
+
+    def client(self):
+        http = httpx.Client(transport=httpx.HTTPTransport(uds=self.path), timeout=60)
+        return openai.OpenAI(base_url="http://localhost/v1", api_key="none", max_retries=0, http_client=http)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(timeout=15)
+        assert self.proc.returncode == 0, self.stderr()[-2000:]
+        os.unlink(self.log.name)
+
+
+def test_unix_socket_through_the_sdk(plain, smollm2, tmp_path):
+    path = str(tmp_path / "h.sock")
+    s = UnixServer(smollm2, path)
+    try:
+        assert (os.stat(path).st_mode & 0o777) == 0o600
+        r = s.client().chat.completions.create(model="x", messages=MSG, max_tokens=12, temperature=0)
+        assert r.choices[0].message.content == chat_text(plain)
+        # a second server on the live socket is refused, naming it; the first keeps serving
+        p = subprocess.run([str(EXE), "serve", smollm2, "--unix", path, "--no-open"], capture_output=True,
+                           text=True, timeout=60, cwd=ROOT)
+        assert p.returncode == 1 and "already listening" in p.stderr and path in p.stderr, p.stderr
+        assert s.client().models.list().data
+    finally:
+        s.stop()
+    assert not os.path.exists(path), "the socket file outlived its server"
+
+
+def test_unix_socket_refuses_a_file_and_takes_a_stale_socket(smollm2, tmp_path):
+    f = tmp_path / "not-a-socket"
+    f.write_text("x")
+    p = subprocess.run([str(EXE), "serve", smollm2, "--unix", str(f), "--no-open"], capture_output=True, text=True,
+                       timeout=60, cwd=ROOT)
+    assert p.returncode == 1 and "is not a socket" in p.stderr, p.stderr
+    assert f.read_text() == "x"
+    # a socket left by a killed server is taken over
+    path = str(tmp_path / "stale.sock")
+    s = UnixServer(smollm2, path)
+    s.proc.kill()
+    s.proc.wait()
+    os.unlink(s.log.name)
+    assert os.path.exists(path)
+    s2 = UnixServer(smollm2, path)
+    try:
+        assert s2.client().models.list().data
+    finally:
+        s2.stop()
+
+
+# ---- --isolate --------------------------------------------------------------------------------
+
+def engine_pid(s):
+    return s.stats()["engine_pid"]
+
+
+def test_isolated_answers_match_in_process(plain, iso):
+    st = iso.stats()
+    pid = st["engine_pid"]
+    assert pid > 0 and pid != iso.proc.pid
+    assert [e["state"] for e in st["engines"]] == ["ready"]
+    assert chat_text(iso) == chat_text(plain)
+    assert stream_text(iso) == stream_text(plain)
+    # the other APIs and the small routes pass through too
+    assert iso.client().models.list().data[0].id == plain.client().models.list().data[0].id
+    st_code, _, body = iso.raw("POST", "/tokenize", {"content": "hello world"})
+    assert st_code == 200 and json.loads(body) == json.loads(plain.raw("POST", "/tokenize",
+                                                                       {"content": "hello world"})[2])
+    st_code, hdr, body = iso.raw("GET", "/")
+    assert st_code == 200 and "text/html" in hdr.get("Content-Type", "")
+
+
+def test_kill9_during_streams(iso):
+    """8 streams in flight, the engine child SIGKILLed: every stream ends with an error event (no
+    client hangs), /health never fails, the child is replaced and the next request is served."""
+    pid = engine_pid(iso)
+    health_fail, stop_probe = [], threading.Event()
+
+    def probe():
+        while not stop_probe.is_set():
+            try:
+                c, _, _ = iso.raw("GET", "/health", timeout=2)
+                if c != 200:
+                    health_fail.append(c)
+            except Exception as ex:  # noqa: BLE001 - any failure counts
+                health_fail.append(repr(ex))
+            time.sleep(0.05)
+
+    started = threading.Barrier(9, timeout=120)
+    results = [None] * 8
+
+    def stream(i):
+        c = iso.client()
+        try:
+            it = c.chat.completions.create(model="x", messages=MSG, max_tokens=400, temperature=0, stream=True)
+            first = True
+            n = 0
+            for ch in it:
+                n += 1
+                if first:
+                    first = False
+                    started.wait()
+            results[i] = ("finished", n)
+        except openai.APIError as ex:
+            results[i] = ("error", str(ex))
+        except Exception as ex:  # noqa: BLE001
+            results[i] = ("other", repr(ex))
+
+    pt = threading.Thread(target=probe)
+    pt.start()
+    ts = [threading.Thread(target=stream, args=(i,)) for i in range(8)]
+    for t in ts:
+        t.start()
+    started.wait()
+    t_kill = time.monotonic()
+    os.kill(pid, signal.SIGKILL)
+    for t in ts:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in ts), "a client hung after the engine died"
+    assert all(r and r[0] == "error" and "engine process" in r[1] for r in results), results
+    # the next request waits for the respawn and is served
+    assert chat_text(iso, max_tokens=4)
+    recovered_s = time.monotonic() - t_kill
+    time.sleep(0.2)
+    stop_probe.set()
+    pt.join()
+    assert not health_fail, health_fail
+    st = iso.stats()
+    assert st["engine_pid"] != pid and st["engine_pid"] > 0
+    assert st["engines"][0]["restarts"] >= 1
+    assert pid_gone(pid)
+    print(f"kill -9 during 8 streams: 8 errors, recovered in {recovered_s:.2f} s")
+
+
+def test_killed_child_non_stream_gets_503_retry_after(iso):
+    pid = engine_pid(iso)
+    box = {}
+
+    def go():
+        box["r"] = iso.raw("POST", "/v1/chat/completions",
+                           {"model": "x", "messages": MSG, "max_tokens": 400, "temperature": 0}, timeout=60)
+
+    t = threading.Thread(target=go)
+    t.start()
+    wait_for(lambda: iso.stats()["engines"][0]["in_flight"] >= 1, 30, "the request to reach the engine")
+    time.sleep(0.2)
+    os.kill(pid, signal.SIGKILL)
+    t.join(timeout=60)
+    status, hdr, body = box["r"]
+    assert status == 503, body
+    assert int(hdr["Retry-After"]) >= 1
+    err = json.loads(body)["error"]
+    assert err["code"] == "engine_restarting" and err["type"] == "server_error"
+    assert chat_text(iso, max_tokens=4)
+
+
+def sse_events(resp):
+    """(event name or None, data) of each SSE frame until the stream's end."""
+    ev, data, out = None, [], []
+    for line in resp:
+        line = line.decode().rstrip("\r\n")
+        if line.startswith("event: "):
+            ev = line[7:]
+        elif line.startswith("data: "):
+            data.append(line[6:])
+        elif not line and data:
+            out.append((ev, "\n".join(data)))
+            ev, data = None, []
+    return out
+
+
+@pytest.mark.parametrize("path,body,last", [
+    ("/v1/messages", {"model": "x", "max_tokens": 400, "messages": MSG, "stream": True}, "error"),
+    ("/v1/responses", {"model": "x", "max_output_tokens": 400, "input": MSG[0]["content"], "stream": True},
+     "response.failed"),
+    ("/v1/completions", {"model": "x", "max_tokens": 400, "prompt": "Once upon a time", "stream": True}, None),
+])
+def test_killed_child_ends_each_dialects_stream(iso, path, body, last):
+    """The error event of each API when the engine dies mid-stream; every frame before it is
+    whole JSON."""
+    import http.client
+    pid = engine_pid(iso)
+    c = http.client.HTTPConnection("127.0.0.1", iso.port, timeout=60)
+    try:
+        c.request("POST", path, body=json.dumps(dict(body, temperature=0)),
+                  headers={"Content-Type": "application/json", "anthropic-version": "2023-06-01"})
+        r = c.getresponse()
+        assert r.status == 200 and r.getheader("Content-Type").startswith("text/event-stream")
+        first = r.readline()  # the stream has started (read through the chunked framing)
+        assert first.strip()
+        time.sleep(0.3)
+        os.kill(pid, signal.SIGKILL)
+        events = sse_events(r)
+    finally:
+        c.close()
+    assert events, "the stream ended with no frame"
+    for _, data in events:
+        if data != "[DONE]":
+            json.loads(data)
+    if last is None:  # OpenAI: an error object, then [DONE]
+        assert events[-1][1] == "[DONE]"
+        err = json.loads(events[-2][1])["error"]
+    else:
+        assert events[-1][0] == last, events[-3:]
+        j = json.loads(events[-1][1])
+        err = j["error"] if last == "error" else j["response"]["error"]
+        if last == "response.failed":
+            assert j["response"]["status"] == "failed"
+    assert "engine process" in err["message"]
+    assert chat_text(iso, max_tokens=4)
+
+
+def test_hung_child_is_killed_and_replaced(iso):
+    pid = engine_pid(iso)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        t0 = time.monotonic()
+        # the server itself answers while its engine is stopped
+        for path in ("/health", "/stats", "/"):
+            assert iso.raw("GET", path, timeout=2)[0] == 200
+        new = wait_for(lambda: (p := engine_pid(iso)) != pid and p, 30, "a new engine after SIGSTOP")
+        took = time.monotonic() - t0
+        assert 1.5 <= took < 30, took  # the heartbeat timeout is 2 s
+        assert new > 0
+        wait_for(lambda: pid_gone(pid), 10, "the stopped engine to be killed")
+    finally:
+        try:
+            os.kill(pid, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+    assert chat_text(iso, max_tokens=4)
+
+
+def test_isolate_flags_are_checked(smollm2):
+    p = subprocess.run([str(EXE), "serve", smollm2, "--model-pool", "2", "--no-open"], capture_output=True,
+                       text=True, timeout=30, cwd=ROOT)
+    assert p.returncode == 2 and "--model-pool needs --isolate" in p.stderr, p.stderr
+
+
+# ---- --model-pool -----------------------------------------------------------------------------
+
+def link_model(hub, repo, src):
+    """Put the model file or folder src into a hub cache at hub as repo (org/name), the way
+    huggingface_hub lays it out (snapshot entries are symlinks)."""
+    org, name = repo.split("/")
+    d = hub / f"models--{org}--{name}"
+    snap = d / "snapshots" / "r1"
+    snap.mkdir(parents=True)
+    (d / "refs").mkdir()
+    (d / "refs" / "main").write_text("r1")
+    src = pathlib.Path(src)
+    if src.is_dir():
+        for f in src.iterdir():
+            (snap / f.name).symlink_to(f.resolve())
+    else:
+        (snap / src.name).symlink_to(src.resolve())
+
+
+def complete_text(s, model, prompt="The capital of France is", n=8):
+    r = s.client().completions.create(model=model, prompt=prompt, max_tokens=n, temperature=0)
+    return r.choices[0].text
+
+
+def loaded(s):
+    return {m.id: m.loaded for m in s.client().models.list().data}
+
+
+def test_pool_of_two_over_three_models(smollm2, tmp_path):
+    from conftest import TINY
+    gemma = os.environ.get("HEARTH_GEMMA3_GGUF")
+    if not gemma:
+        pytest.skip("HEARTH_GEMMA3_GGUF is not set")
+    models = {"test/smol": smollm2, "test/gemma": gemma, "test/tiny": TINY}
+    want = {}
+    for repo, path in models.items():  # each model served alone, in-process
+        s = Server(path)
+        try:
+            want[repo] = complete_text(s, "x")
+        finally:
+            s.stop()
+    hub = tmp_path / "hub"
+    for repo, path in models.items():
+        link_model(hub, repo, path)
+    env = {"HF_HUB_CACHE": str(hub), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    s = Server("test/smol", "--isolate", "--model-pool", "2", env=env, timeout=60)
+    try:
+        assert loaded(s) == {"test/smol": True, "test/gemma": False, "test/tiny": False}
+        assert complete_text(s, "test/smol") == want["test/smol"]
+        assert complete_text(s, "test/gemma") == want["test/gemma"]
+        assert loaded(s) == {"test/smol": True, "test/gemma": True, "test/tiny": False}
+        # a third model: the least recently used one (smol) drains and exits
+        smol_pid = [e["pid"] for e in s.stats()["engines"] if e["model"] == "test/smol"][0]
+        assert complete_text(s, "test/tiny") == want["test/tiny"]
+        assert loaded(s) == {"test/smol": False, "test/gemma": True, "test/tiny": True}
+        wait_for(lambda: pid_gone(smol_pid), 10, "the evicted engine to exit")
+        # gemma is now the least recently used: smol comes back in its place
+        assert complete_text(s, "test/smol") == want["test/smol"]
+        assert loaded(s) == {"test/smol": True, "test/gemma": False, "test/tiny": True}
+        assert complete_text(s, "test/tiny") == want["test/tiny"]
+        st = s.stats()
+        assert sorted(e["model"] for e in st["engines"] if e["state"] == "ready") == ["test/smol", "test/tiny"]
+        assert st["model_pool"] == 2
+        # a name the store does not know, and a path, are 404s naming the model
+        for bad in ("no/such-model", "/etc/passwd", "../x"):
+            with pytest.raises(openai.NotFoundError) as ex:
+                complete_text(s, bad)
+            assert bad in str(ex.value) and "test/smol" in str(ex.value)
+    finally:
+        s.stop()
+
+
+def test_pool_serves_embeddings_beside_a_chat_model(smollm2, plain, tmp_path):
+    minilm = os.environ.get("HEARTH_MINILM")
+    if not minilm:
+        pytest.skip("HEARTH_MINILM is not set")
+    texts = ["a cat sat on the mat", "stock markets fell today"]
+    alone = Server(minilm)
+    try:
+        want = [d.embedding for d in alone.client().embeddings.create(model="x", input=texts).data]
+    finally:
+        alone.stop()
+    hub = tmp_path / "hub"
+    link_model(hub, "test/smol", smollm2)
+    link_model(hub, "test/minilm", minilm)
+    env = {"HF_HUB_CACHE": str(hub), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    s = Server("test/smol", "--isolate", "--model-pool", "2", env=env, timeout=60)
+    try:
+        got = [d.embedding for d in s.client().embeddings.create(model="test/minilm", input=texts).data]
+        assert got == want
+        assert chat_text(s, model="test/smol") == chat_text(plain)
+        assert loaded(s) == {"test/smol": True, "test/minilm": True}
+    finally:
+        s.stop()
+
+
+def test_pool_eviction_keeps_the_prompt_cache_on_the_ssd_tier(smollm2, tmp_path):
+    """An engine evicted from the pool writes its prompt cache to its folder of --ssd-cache;
+    started again, it answers the same long prompt from there (cached tokens) with the same
+    tokens."""
+    from conftest import TINY
+    hub = tmp_path / "hub"
+    link_model(hub, "test/smol", smollm2)
+    link_model(hub, "test/tiny", TINY)
+    env = {"HF_HUB_CACHE": str(hub), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    d = tmp_path / "ssd"
+    prompt = "Facts: " + " ".join(["river stone lantern orchard meadow copper violet harbor"] * 16)
+    s = Server("test/smol", "--isolate", "--model-pool", "1", "--ssd-cache", str(d), env=env, timeout=60)
+    try:
+        def ask():
+            c = openai.OpenAI(base_url=s.base + "/v1", api_key="none", max_retries=0, timeout=300)  # sanitizer builds
+            r = c.completions.create(model="test/smol", prompt=prompt, max_tokens=6, temperature=0)
+            return r.choices[0].text, r.usage.prompt_tokens_details.cached_tokens
+
+        first, cached0 = ask()
+        assert cached0 == 0
+        assert complete_text(s, "test/tiny")  # evicts smol: its cache goes to d/test--smol
+        assert loaded(s)["test/smol"] is False
+        assert list((d / "test--smol").glob("*.kv")), sorted(p.name for p in d.rglob("*"))
+        again, cached1 = ask()  # smol again, in a fresh process
+        assert again == first
+        assert cached1 > 0
+    finally:
+        s.stop()
+
+
+def test_pool_of_one_under_concurrent_requests_for_two_models(smollm2, tmp_path):
+    """Two clients asking for two models at once through a pool of one: every request is
+    served (the engines take turns; none is evicted before its waiting request ran) with
+    each model's own tokens."""
+    from conftest import TINY
+    models = {"test/smol": smollm2, "test/tiny": TINY}
+    want = {}
+    for repo, path in models.items():
+        alone = Server(path)
+        try:
+            want[repo] = complete_text(alone, "x", n=4)
+        finally:
+            alone.stop()
+    hub = tmp_path / "hub"
+    for repo, path in models.items():
+        link_model(hub, repo, path)
+    env = {"HF_HUB_CACHE": str(hub), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    s = Server("test/smol", "--isolate", "--model-pool", "1", env=env, timeout=60)
+    got, errors = [], []
+    try:
+        def client(order):
+            try:
+                for m in order:
+                    got.append((m, complete_text(s, m, n=4)))
+            except Exception as ex:  # noqa: BLE001 - reported below
+                errors.append(repr(ex))
+
+        ts = [threading.Thread(target=client, args=(o,)) for o in
+              (["test/smol", "test/tiny"] * 2, ["test/tiny", "test/smol"] * 2)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join(timeout=240)
+        assert not any(t.is_alive() for t in ts), "a request waited forever"
+        assert not errors, errors
+        assert len(got) == 8 and all(text == want[m] for m, text in got), got
+        assert sum(e["state"] == "ready" for e in s.stats()["engines"]) <= 1
+    finally:
+        s.stop()
