@@ -2,7 +2,8 @@
  * model.c - load a GGUF model (Hugging Face checkpoints go to model_st.c): hparams from metadata through the arch table, weights bound by
  * name with type and shape checked, tokenizer and chat template from metadata.
  *
- * Tensor names follow GGUF's convention (token_embd, output_norm, output, blk.N.attn_q, ...).
+ * Tensor names follow GGUF's convention (token_embd, output_norm, output, blk.N.attn_q, ...);
+ * a qwen3moe layer with blk.N.ffn_gate_inp has its experts in 3-D blk.N.ffn_{gate,up,down}_exps.
  * A missing required tensor, a shape that disagrees with the hparams, or a tensor type hearth
  * cannot multiply is a load error naming the tensor: a model never half-loads.
  */
@@ -100,6 +101,14 @@ static hearth_status read_hparams(loader *L, const hearth_arch_info *ai) {
     hp->qk_norm = ai->qk_norm;
     hp->post_norms = ai->post_norms;
     hp->ffn = ai->ffn;
+    if (ai->arch == HEARTH_ARCH_QWEN3MOE) {
+        /* llama.cpp's qwen3moe graph always renormalizes the chosen experts' weights */
+        if ((st = need_u32(L, "expert_count", &hp->n_expert, 1024)) ||
+            (st = need_u32(L, "expert_used_count", &hp->n_expert_used, (uint32_t)hp->n_expert)) ||
+            (st = need_u32(L, "expert_feed_forward_length", &hp->n_ff_exp, 1 << 20)))
+            return st;
+        hp->moe_norm_topk = true;
+    }
     return HEARTH_OK;
 }
 
@@ -126,6 +135,26 @@ static hearth_status bind_mat(loader *L, const char *name, int64_t in, int64_t o
     w->ne1 = t->ne[1];
     w->row_bytes = hearth_row_size(t->type, t->ne[0]);
     w->data = t->data;
+    return HEARTH_OK;
+}
+
+/* Bind a 3-D stack of n expert matrices (ne [in, rows, n], as llama.cpp's *_exps tensors lie)
+ * as one weight of n * rows rows: expert e's rows from row e * rows on. */
+static hearth_status bind_exps(loader *L, const char *name, int64_t in, int64_t rows, int64_t n, hearth_weight *w) {
+    memset(w, 0, sizeof *w);
+    const hearth_gguf_tensor *t = hearth_gguf_find_tensor(L->m->gguf, name);
+    if (!t) return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "missing tensor '%s'", name);
+    const hearth_type_traits *tr = hearth_type_traits_of((int)t->type);
+    const hearth_kernel_traits *kt = hearth_kernels_traits(t->type);
+    if (!tr || !tr->supported || !kt || !kt->vec_dot)
+        return hearth_err_set(L->err, HEARTH_E_UNSUPPORTED, -1, "tensor '%s' has type %s, which hearth cannot multiply",
+                              name, hearth_type_name((int)t->type));
+    if (t->n_dims != 3 || t->ne[0] != in || t->ne[1] != rows || t->ne[2] != n)
+        return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "tensor '%s' has shape [%lld, %lld, %lld] in %d dims, "
+                              "expected [%lld, %lld, %lld]", name, (long long)t->ne[0], (long long)t->ne[1],
+                              (long long)t->ne[2], t->n_dims, (long long)in, (long long)rows, (long long)n);
+    *w = (hearth_weight){.type = t->type, .ne0 = in, .ne1 = rows * n, .row_bytes = hearth_row_size(t->type, in),
+                         .data = t->data};
     return HEARTH_OK;
 }
 
@@ -164,11 +193,23 @@ static hearth_status bind_layer(loader *L, int il) {
         (st = bind_mat(L, NAME("attn_k.weight"), E, k_out, true, &l->wk)) ||
         (st = bind_mat(L, NAME("attn_v.weight"), E, v_out, true, &l->wv)) ||
         (st = bind_mat(L, NAME("attn_output.weight"), (int64_t)hp->n_head * hp->head_dim_v, E, true, &l->wo)) ||
-        (st = bind_vec(L, NAME("ffn_norm.weight"), E, !hp->post_norms, &l->ffn_norm)) ||
-        (st = bind_mat(L, NAME("ffn_gate.weight"), E, hp->n_ff, true, &l->w_gate)) ||
-        (st = bind_mat(L, NAME("ffn_up.weight"), E, hp->n_ff, true, &l->w_up)) ||
-        (st = bind_mat(L, NAME("ffn_down.weight"), hp->n_ff, E, true, &l->w_down)))
+        (st = bind_vec(L, NAME("ffn_norm.weight"), E, !hp->post_norms, &l->ffn_norm)))
         return st;
+    /* a mixture-of-experts layer (qwen3moe): the router ffn_gate_inp and the experts stacked
+     * in 3-D tensors, instead of the MLP */
+    if (hp->n_expert > 0 && hearth_gguf_find_tensor(L->m->gguf, NAME("ffn_gate_inp.weight"))) {
+        int64_t NE = hp->n_expert, I = hp->n_ff_exp;
+        l->exp_stride = I;
+        if ((st = bind_mat(L, NAME("ffn_gate_inp.weight"), E, NE, true, &l->router)) ||
+            (st = bind_exps(L, NAME("ffn_gate_exps.weight"), E, I, NE, &l->exp_gate)) ||
+            (st = bind_exps(L, NAME("ffn_up_exps.weight"), E, I, NE, &l->exp_up)) ||
+            (st = bind_exps(L, NAME("ffn_down_exps.weight"), I, E, NE, &l->exp_down)))
+            return st;
+    } else if ((st = bind_mat(L, NAME("ffn_gate.weight"), E, hp->n_ff, true, &l->w_gate)) ||
+               (st = bind_mat(L, NAME("ffn_up.weight"), E, hp->n_ff, true, &l->w_up)) ||
+               (st = bind_mat(L, NAME("ffn_down.weight"), hp->n_ff, E, true, &l->w_down))) {
+        return st;
+    }
     if (hp->qkv_bias &&
         ((st = bind_vec(L, NAME("attn_q.bias"), q_out, true, &l->bq)) ||
          (st = bind_vec(L, NAME("attn_k.bias"), k_out, true, &l->bk)) ||
@@ -241,7 +282,7 @@ hearth_status hearth_model_load(const char *path, hearth_model **out, hearth_err
     const hearth_arch_info *ai = arch_name ? hearth_arch_by_gguf_name(arch_name) : NULL;
     if (!ai) {
         st = hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "model architecture '%.*s' is not supported "
-                            "(supported: llama, qwen2, qwen3, gemma3)", (int)arch.len, arch.ptr);
+                            "(supported: llama, qwen2, qwen3, qwen3moe, gemma3)", (int)arch.len, arch.ptr);
         goto fail;
     }
     L.arch = arch_name;

@@ -13,7 +13,9 @@
  * stores them. Phi-3's fused qkv_proj and gate_up_proj are bound once and cut into row views.
  * Gemma 4's experts are 3-D [expert][out][in] tensors, bound as matrices of expert x out rows:
  * transformers' float gate_up_proj / down_proj, or mlx-lm's switch_glu gate / up / down, MLX
- * quantized (the same triple with a leading expert dimension) or float.
+ * quantized (the same triple with a leading expert dimension) or float. Qwen3 MoE's experts
+ * come in those stacked layouts too, or one module per expert (the released checkpoints), then
+ * stacked into one arena copy per projection at load.
  * As in model.c, a missing or misshapen tensor is a load error that names it.
  */
 #include "model/model_internal.h"
@@ -200,6 +202,8 @@ static hearth_status bind_vec(loader *L, const char *name, int64_t n, bool requi
     return HEARTH_OK;
 }
 
+static hearth_status bind_moe_qwen3(loader *L, int il);
+
 static hearth_status bind_layer(loader *L, int il) {
     const hearth_hparams *hp = &L->m->hp;
     const hearth_hf_config *c = L->cfg;
@@ -210,9 +214,11 @@ static hearth_status bind_layer(loader *L, int il) {
     char n[192];
     hearth_status st;
 #define NAME(s) (snprintf(n, sizeof n, "%slayers.%d." s, L->pfx, il), n)
+    bool routed = hearth_hf_config_moe_layer(c, il); /* Qwen3 MoE: experts instead of the MLP */
     if ((st = bind_vec(L, NAME("input_layernorm.weight"), E, true, p1, &l->attn_norm)) ||
         (st = bind_mat(L, NAME("self_attn.o_proj"), (int64_t)hp->n_head * hp->head_dim_v, E, true, &l->wo)) ||
-        (st = bind_mat(L, NAME("mlp.down_proj"), hp->n_ff, E, true, &l->w_down)))
+        (routed && (st = bind_moe_qwen3(L, il))) ||
+        (!routed && (st = bind_mat(L, NAME("mlp.down_proj"), hp->n_ff, E, true, &l->w_down))))
         return st;
     if (c->fused_qkv) {
         hearth_weight qkv, gu;
@@ -227,8 +233,8 @@ static hearth_status bind_layer(loader *L, int il) {
     } else if ((st = bind_mat(L, NAME("self_attn.q_proj"), E, q_out, true, &l->wq)) ||
                (st = bind_mat(L, NAME("self_attn.k_proj"), E, k_out, true, &l->wk)) ||
                (st = bind_mat(L, NAME("self_attn.v_proj"), E, v_out, true, &l->wv)) ||
-               (st = bind_mat(L, NAME("mlp.gate_proj"), E, hp->n_ff, true, &l->w_gate)) ||
-               (st = bind_mat(L, NAME("mlp.up_proj"), E, hp->n_ff, true, &l->w_up))) {
+               (!routed && (st = bind_mat(L, NAME("mlp.gate_proj"), E, hp->n_ff, true, &l->w_gate))) ||
+               (!routed && (st = bind_mat(L, NAME("mlp.up_proj"), E, hp->n_ff, true, &l->w_up)))) {
         return st;
     }
     if (hp->qkv_bias &&
@@ -367,6 +373,81 @@ static hearth_status bind_moe(loader *L, int il) {
         l->exp_stride = 2 * I; /* expert e: gate rows from e * 2I, its up rows I further */
         l->exp_gate = gu;
         l->exp_up = rows_of(&gu, I, NE * 2 * I - I);
+    }
+#undef NAME
+    return HEARTH_OK;
+}
+
+/* Experts stored one module each ("<pfx>.<e>.<proj>.weight", [rows][in], float: the layout of
+ * the released Qwen3 MoE checkpoints), copied into one stacked matrix of n * rows rows in the
+ * model arena; every expert must have the same dtype. */
+static hearth_status bind_expert_list(loader *L, const char *pfx, const char *proj, int64_t n, int64_t rows,
+                                      int64_t in, hearth_weight *w) {
+    char name[192];
+    uint8_t *dst = NULL;
+    hearth_st_dtype dt = HEARTH_ST_F32;
+    size_t per = 0;
+    for (int64_t e = 0; e < n; e++) {
+        snprintf(name, sizeof name, "%s.%lld.%s.weight", pfx, (long long)e, proj);
+        const hearth_st_tensor *t = hearth_st_find(L->m->st, name);
+        if (!t) return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "missing tensor '%s'", name);
+        if (!float_dtype(t->dtype) || (e > 0 && t->dtype != dt))
+            return hearth_err_set(L->err, HEARTH_E_UNSUPPORTED, -1, "tensor '%s' has dtype %s; hearth runs these "
+                                  "experts in f32, f16 or bf16, one dtype for all", name, hearth_st_dtype_name(t->dtype));
+        if (t->n_dims != 2 || t->shape[0] != rows || t->shape[1] != in)
+            return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "tensor '%s' is not [%lld, %lld]", name, (long long)rows,
+                                  (long long)in);
+        if (e == 0) {
+            dt = t->dtype;
+            per = t->n_bytes;
+            size_t total;
+            if (!hearth_mul_size(per, (size_t)n, &total))
+                return hearth_err_set(L->err, HEARTH_E_LIMIT, -1, "tensor '%s' is too large", name);
+            if (!(dst = hearth_arena_alloc_aligned(&L->m->arena, total, 64)))
+                return hearth_err_set(L->err, HEARTH_E_NOMEM, -1, "out of memory stacking '%s'", name);
+        }
+        memcpy(dst + (size_t)e * per, t->data, per);
+    }
+    int type = hearth_st_dtype_to_type(dt);
+    *w = (hearth_weight){.type = (hearth_type)type, .ne0 = in, .ne1 = n * rows,
+                         .row_bytes = (size_t)in * hearth_st_dtype_size(dt), .data = dst};
+    L->n_by_type[type]++;
+    return HEARTH_OK;
+}
+
+/* Qwen3 MoE's routed feed-forward of layer il: the router mlp.gate [NE][E] and the experts in
+ * one of three layouts: one module per expert (mlp.experts.<e>.{gate,up,down}_proj, the released
+ * checkpoints), transformers' stacked mlp.experts.gate_up_proj [NE][2I][E] / down_proj
+ * [NE][E][I], or mlx-lm's mlp.switch_mlp.{gate,up,down}_proj [NE][out][in] (MLX quantized or
+ * float). */
+static hearth_status bind_moe_qwen3(loader *L, int il) {
+    const hearth_hparams *hp = &L->m->hp;
+    hearth_layer *l = &L->m->layers[il];
+    int64_t E = hp->n_embd, NE = hp->n_expert, I = hp->n_ff_exp;
+    char n[192], pfx[160];
+    hearth_status st;
+#define NAME(s) (snprintf(n, sizeof n, "%slayers.%d." s, L->pfx, il), n)
+    if ((st = bind_mat(L, NAME("mlp.gate"), E, NE, true, &l->router))) return st;
+    l->exp_stride = I;
+    if (hearth_st_find(L->m->st, NAME("mlp.switch_mlp.gate_proj.weight"))) {
+        if ((st = bind_switch(L, NAME("mlp.switch_mlp.gate_proj"), NE, I, E, &l->exp_gate)) ||
+            (st = bind_switch(L, NAME("mlp.switch_mlp.up_proj"), NE, I, E, &l->exp_up)) ||
+            (st = bind_switch(L, NAME("mlp.switch_mlp.down_proj"), NE, E, I, &l->exp_down)))
+            return st;
+    } else if (hearth_st_find(L->m->st, NAME("mlp.experts.gate_up_proj"))) {
+        hearth_weight gu;
+        if ((st = bind_experts(L, NAME("mlp.experts.gate_up_proj"), NE, 2 * I, E, &gu)) ||
+            (st = bind_experts(L, NAME("mlp.experts.down_proj"), NE, E, I, &l->exp_down)))
+            return st;
+        l->exp_stride = 2 * I; /* expert e: gate rows from e * 2I, its up rows I further */
+        l->exp_gate = gu;
+        l->exp_up = rows_of(&gu, I, NE * 2 * I - I);
+    } else {
+        snprintf(pfx, sizeof pfx, "%slayers.%d.mlp.experts", L->pfx, il);
+        if ((st = bind_expert_list(L, pfx, "gate_proj", NE, I, E, &l->exp_gate)) ||
+            (st = bind_expert_list(L, pfx, "up_proj", NE, I, E, &l->exp_up)) ||
+            (st = bind_expert_list(L, pfx, "down_proj", NE, E, I, &l->exp_down)))
+            return st;
     }
 #undef NAME
     return HEARTH_OK;

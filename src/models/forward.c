@@ -343,6 +343,7 @@ static hearth_status step_run(hearth_fwd *f, const hearth_batch *b, const hearth
     case HEARTH_ARCH_MISTRAL:
     case HEARTH_ARCH_PHI3:
     case HEARTH_ARCH_SMOLLM3:
+    case HEARTH_ARCH_QWEN3MOE:
         break;
     default:
         return HEARTH_E_UNSUPPORTED;
