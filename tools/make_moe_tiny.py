@@ -218,16 +218,114 @@ def write_gguf(sd, tok_dir, path):
     w.close()
 
 
+GPT_OSS = dict(hf.COMMON, head_dim=hf.HEAD_DIM, max_position_embeddings=128, intermediate_size=32, num_local_experts=4, num_experts_per_tok=2,
+               sliding_window=8, layer_types=["sliding_attention", "full_attention"], tie_word_embeddings=False,
+               rope_parameters=dict(rope_type="yarn", rope_theta=150000.0, factor=4.0, beta_fast=32.0, beta_slow=1.0,
+                                    truncate=False, original_max_position_embeddings=32))
+E2M1 = torch.tensor([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])
+
+
+def build_gpt_oss():
+    cfg = transformers.AutoConfig.for_model("gpt_oss", **GPT_OSS)
+    torch.manual_seed(24)
+    model = transformers.AutoModelForCausalLM.from_config(cfg, attn_implementation="eager").float().eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("norm.weight"):
+                p.copy_(1.0 + 0.2 * torch.randn_like(p))
+            elif name.endswith("sinks"):
+                p.copy_(1.5 * torch.randn_like(p))  # some heads put much weight on their sink
+            elif name.endswith("bias"):
+                p.copy_(0.3 * torch.randn_like(p))
+            elif "experts" in name or "router" in name:
+                p.copy_(0.5 * torch.randn_like(p))  # pre-activations past the SwiGLU's clamps at 7
+    return model
+
+
+def mxfp4_encode(w):
+    """w [..., rows, n] f32 -> (blocks uint8 [..., rows, n/32, 16], scales uint8 [..., rows, n/32], the values
+    they hold): per 32 inputs the power of two 2^e with max|w| / 2^e <= 6, each w / 2^e rounded to the
+    nearest e2m1 magnitude (ties to the lower code), the sign in bit 3; low nibble = even element."""
+    *lead, rows, n = w.shape
+    g = w.reshape(*lead, rows, n // 32, 32).double()
+    amax = g.abs().amax(-1).clamp(min=2.0 ** -120)
+    e = torch.ceil(torch.log2(amax / 6.0)).clamp(-127, 127)
+    x = g / torch.pow(2.0, e)[..., None]
+    code = (x.abs()[..., None] - E2M1.double()).abs().argmin(-1)
+    code = code | ((x < 0).long() << 3)
+    vals = torch.where(x < 0, -E2M1[code & 7].double(), E2M1[code & 7].double()) * torch.pow(2.0, e)[..., None]
+    blocks = (code[..., 0::2] | (code[..., 1::2] << 4)).to(torch.uint8)
+    scales = (e + 127).to(torch.uint8)
+    return blocks.contiguous(), scales.contiguous(), vals.reshape(w.shape).float()
+
+
+def gpt_oss(args, tok, provenance):
+    """gpt_oss/ (f32), gpt_oss-bf16/ and gpt_oss-mxfp4/ (the experts as the released checkpoints store
+    them: gate_up_proj_blocks / _scales [expert, 2 * width, hidden / 32, 16 | -], down_proj_* likewise,
+    quantization_config quant_method mxfp4; the golden on the MXFP4 values)."""
+    model = build_gpt_oss()
+    model.generation_config = transformers.GenerationConfig(eos_token_id=[2], do_sample=False)
+    f32 = {k: v.clone() for k, v in model.state_dict().items()}
+    fam = "gpt_oss"
+    for variant in ("", "-bf16", "-mxfp4"):
+        d = os.path.join(args.out, fam + variant)
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d)
+        tok.save_pretrained(d)
+        if os.path.exists(os.path.join(d, "special_tokens_map.json")):
+            os.remove(os.path.join(d, "special_tokens_map.json"))
+        ref = build_gpt_oss()
+        state = dict(f32)
+        if variant == "-bf16":
+            m16 = build_gpt_oss()
+            m16.load_state_dict(f32)
+            m16.to(torch.bfloat16).save_pretrained(d)
+            state = {k: v.to(torch.bfloat16).float() for k, v in f32.items()}
+        else:
+            model.load_state_dict(f32)
+            model.save_pretrained(d)
+        if variant == "-mxfp4":
+            sd = load_file(os.path.join(d, "model.safetensors"))
+            out = {}
+            for k, v in sd.items():
+                if k.endswith("experts.gate_up_proj") or k.endswith("experts.down_proj"):
+                    # the checkpoint's [expert, out, in] rows: the parameter ([expert, in, out]) transposed
+                    b, s_, vals = mxfp4_encode(v.transpose(1, 2).contiguous())
+                    # transformers' own MXFP4 reader gives back the values the golden uses
+                    from transformers.integrations.mxfp4 import convert_moe_packed_tensors
+                    assert torch.equal(convert_moe_packed_tensors(b, s_, dtype=torch.float32), vals.transpose(1, 2))
+                    out[k + "_blocks"], out[k + "_scales"] = b, s_
+                    state[k] = vals.transpose(1, 2).contiguous()
+                else:
+                    out[k] = v
+            os.remove(os.path.join(d, "model.safetensors"))
+            save_file(out, os.path.join(d, "model.safetensors"), metadata={"format": "pt"})
+            cfg = json.load(open(os.path.join(d, "config.json")))
+            cfg["quantization_config"] = {"quant_method": "mxfp4", "modules_to_not_convert": [
+                "model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]}
+            json.dump(cfg, open(os.path.join(d, "config.json"), "w"), indent=2)
+        missing = set(ref.state_dict()) - set(state)
+        assert not missing, "the golden would keep random weights for %s" % sorted(missing)
+        hf.reference(ref, state, fam + variant, args.out, provenance)
+        print(fam + variant, "ok", file=sys.stderr)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="tests/golden/hf")
+    ap.add_argument("--only", nargs="*", help="qwen3_moe, gpt_oss (default: both)")
     args = ap.parse_args()
     torch.set_num_threads(1)
     provenance = {"tool": "tools/make_moe_tiny.py", "transformers": transformers.__version__,
                   "torch": torch.__version__, "tokenizers": tokenizers.__version__,
                   "safetensors": safetensors.__version__, "date": datetime.date.today().isoformat(),
                   "attention": "eager", "dtype": "float32"}
+    ap_only = args.only or ["qwen3_moe", "gpt_oss"]
     tok = hf.make_tokenizer()
+    if "gpt_oss" in ap_only:
+        gpt_oss(args, tok, provenance)
+    if "qwen3_moe" not in ap_only:
+        return
     model = build()
     model.generation_config = transformers.GenerationConfig(eos_token_id=[2], temperature=0.7, top_p=0.8,
                                                             top_k=20, do_sample=True)

@@ -19,6 +19,7 @@ typedef enum {
     HEARTH_ARCH_SMOLLM3,  /* safetensors only */
     HEARTH_ARCH_GEMMA4,   /* safetensors only */
     HEARTH_ARCH_QWEN3MOE, /* qwen3 attention, mixture-of-experts feed-forward (models/moe.c) */
+    HEARTH_ARCH_GPT_OSS,  /* attention sinks, biases, experts with the clamped SwiGLU; safetensors only */
     HEARTH_ARCH_COUNT,
 } hearth_arch;
 
@@ -95,6 +96,7 @@ typedef struct {
     bool    k_eq_v;          /* full layers: values come from the key projection */
     int32_t n_expert, n_expert_used, n_ff_exp; /* mixture-of-experts block (0 = none): beside the MLP
                               * (Gemma 4), or in its place on the layers that have a router (Qwen3 MoE) */
+    bool    attn_sinks;      /* gpt-oss: a learned logit per head joins every softmax (attn_paged_ref.h) */
     bool    moe_norm_topk;   /* Qwen3 MoE: the k chosen probabilities are renormalized to sum 1
                               * (norm_topk_prob); Gemma 4 always renormalizes */
     /* dynamic NTK: the base grows with the sequence length past n_ctx_train (rope_freq.c);

@@ -375,6 +375,32 @@ static hearth_status read_qwen3moe(const cJSON *tc, hearth_hf_config *cfg, heart
     return HEARTH_OK;
 }
 
+/* gpt-oss (transformers' GptOssConfig): every layer routes to num_experts_per_tok of
+ * num_local_experts experts of intermediate_size (softmax over the chosen logits: the same
+ * weights as renormalizing the top k of the whole softmax), attention sinks, biases on the
+ * attention and the experts. The clamped SwiGLU is computed with transformers' defaults
+ * (alpha 1.702, limit 7); other values are refused. */
+static hearth_status read_gpt_oss(const cJSON *tc, hearth_hf_config *cfg, hearth_err *err) {
+    hearth_hparams *hp = &cfg->hp;
+    double d;
+    const char *count = cJSON_GetObjectItemCaseSensitive(tc, "num_local_experts") ? "num_local_experts" : "num_experts";
+    if (need_int(tc, count, 1024, &hp->n_expert, err) ||
+        need_int(tc, "num_experts_per_tok", hp->n_expert, &hp->n_expert_used, err))
+        return HEARTH_E_FORMAT;
+    if ((jnum(tc, "swiglu_limit", &d) && d != 7.0) || (jnum(tc, "swiglu_alpha", &d) && fabs(d - 1.702) > 1e-9))
+        return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "config.json swiglu_limit / swiglu_alpha other than 7 "
+                              "and 1.702 are not supported");
+    hp->n_ff_exp = hp->n_ff;
+    hp->moe_norm_topk = true;
+    hp->attn_sinks = true;
+    if (jbool(tc, "attention_bias") == 0)
+        return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "config.json attention_bias = false on gpt_oss");
+    hp->qkv_bias = true;
+    cfg->attn_out_bias = true;
+    for (int32_t il = 0; il < hp->n_layer; il++) cfg->moe_layer[il / 64] |= (uint64_t)1 << (il % 64);
+    return HEARTH_OK;
+}
+
 static hearth_status parse_text(const cJSON *root, const cJSON *tc, hearth_hf_config *cfg, hearth_err *err) {
     hearth_hparams *hp = &cfg->hp;
     const hearth_arch_info *ai = cfg->ai;
@@ -474,6 +500,7 @@ static hearth_status parse_text(const cJSON *root, const cJSON *tc, hearth_hf_co
     }
     if ((st = read_layers(tc, cfg, hp, err))) return st;
     if (ai->arch == HEARTH_ARCH_QWEN3MOE) return read_qwen3moe(tc, cfg, err);
+    if (ai->arch == HEARTH_ARCH_GPT_OSS) return read_gpt_oss(tc, cfg, err);
     return ai->arch == HEARTH_ARCH_GEMMA4 ? read_gemma4(tc, rp_full, hp, err) : HEARTH_OK;
 }
 
@@ -499,7 +526,7 @@ hearth_status hearth_hf_config_parse(const char *json, size_t n, hearth_hf_confi
     cfg->ai = mt ? hearth_arch_by_hf_type(mt) : NULL;
     if (!cfg->ai) {
         st = hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "model_type '%s' is not supported (supported: llama, "
-                            "mistral, qwen2, qwen3, qwen3_moe, gemma2, gemma3, gemma4, phi3, smollm3)", mt ? mt : "(none)");
+                            "mistral, qwen2, qwen3, qwen3_moe, gpt_oss, gemma2, gemma3, gemma4, phi3, smollm3)", mt ? mt : "(none)");
         goto done;
     }
     if ((st = parse_text(root, tc, cfg, err))) goto done;
@@ -507,6 +534,11 @@ hearth_status hearth_hf_config_parse(const char *json, size_t n, hearth_hf_confi
     if (tc != root) add_eos_of(&cfg->gen, tc);
     const cJSON *q = cJSON_GetObjectItemCaseSensitive(root, "quantization");
     if (!cJSON_IsObject(q)) q = cJSON_GetObjectItemCaseSensitive(root, "quantization_config");
+    const char *method = cJSON_IsObject(q) ? jstr(q, "quant_method") : NULL;
+    if (method && !strcmp(method, "mxfp4") && cfg->ai->arch == HEARTH_ARCH_GPT_OSS) {
+        cfg->mxfp4 = true; /* the experts' *_blocks / *_scales (model_st.c); nothing else is quantized */
+        q = NULL;
+    }
     if (cJSON_IsObject(q)) {
         double bits = 0, gs = 0;
         jnum(q, "bits", &bits);

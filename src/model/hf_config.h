@@ -2,7 +2,7 @@
  * hf_config.h - a Hugging Face checkpoint's config.json and generation_config.json, read into
  * the hparams the forward pass uses plus what the safetensors loader needs to bind weights.
  *
- * Families (config model_type): llama, mistral, qwen2, qwen3, qwen3_moe, gemma2, gemma3_text, gemma4_text
+ * Families (config model_type): llama, mistral, qwen2, qwen3, qwen3_moe, gpt_oss, gemma2, gemma3_text, gemma4_text
  * (also a gemma3 / gemma4 config whose text_config holds the text model), phi3, smollm3. Both config layouts of
  * transformers are read: v5's rope_parameters (one dict, or one per layer type) and v4's
  * rope_theta / rope_scaling / rope_local_base_freq. Per-layer features are checked against
@@ -53,6 +53,7 @@ typedef struct {
     /* Qwen3 MoE: bit il % 64 of moe_layer[il / 64] is set when layer il routes to experts (every
      * decoder_sparse_step-th layer not in mlp_only_layers); the others have a dense MLP */
     uint64_t moe_layer[1024 / 64];
+    bool   mxfp4;         /* gpt-oss quantization_config quant_method mxfp4: experts in MXFP4 blocks */
     hearth_mlx_quant quant;
     char  *quant_json;    /* owned: the "quantization" object as JSON (per-module overrides), or NULL */
     hearth_gen_defaults gen;

@@ -13,6 +13,10 @@
  * row e * exp_stride of exp_gate / exp_up, its down rows at e * n_embd of exp_down (model.h's
  * layer layout), so one stacked tensor serves as every expert's matrix through row views.
  *
+ * gpt-oss adds biases (router, and each expert's gate, up and down rows: the gate and up then
+ * go as two matmuls, bias, then the clamped SwiGLU) and routes by a softmax over the k largest
+ * logits, which is the renormalized top k of the whole softmax.
+ *
  * The router's logits are downloaded and the choice is made on the host: a step with experts
  * is never replayed as a captured graph (forward.c).
  */
@@ -76,8 +80,19 @@ void hearth_moe_experts(hearth_fwd *f, const float *x, int64_t T, int32_t il, he
             off += n;
             hearth_weight gate = rows_view(&l->exp_gate, e * l->exp_stride, I),
                           up = rows_view(&l->exp_up, e * l->exp_stride, I), down = rows_view(&l->exp_down, e * E, E);
-            hearth_op_ffn_glu(be, &gate, &up, f->moe_gx, n, f->moe_g, f->moe_u, glu);
+            if (l->exp_gate_b) { /* gpt-oss: biases on the gate, up and down rows */
+                const hearth_weight *gu[2] = {&gate, &up};
+                float *const out[2] = {f->moe_g, f->moe_u};
+                const int64_t ld[2] = {I, I};
+                hearth_op_matmul_n(be, gu, out, ld, 2, f->moe_gx, n);
+                hearth_op_add_rows(be, f->moe_g, l->exp_gate_b + e * I, n, I);
+                hearth_op_add_rows(be, f->moe_u, l->exp_up_b + e * I, n, I);
+                hearth_op_glu(be, f->moe_g, f->moe_u, (int64_t)n * I, glu);
+            } else {
+                hearth_op_ffn_glu(be, &gate, &up, f->moe_gx, n, f->moe_g, f->moe_u, glu);
+            }
             hearth_op_matmul(be, &down, f->moe_g, n, f->moe_d, E);
+            if (l->exp_down_b) hearth_op_add_rows(be, f->moe_d, l->exp_down_b + e * E, n, E);
             for (int32_t j = 0; j < n; j++) {
                 hearth_op_scale(be, f->moe_d + j * E, E, weight[j]);
                 hearth_op_add(be, f->moe_out + list[j] * E, f->moe_d + j * E, E);
@@ -91,9 +106,10 @@ void hearth_blk_moe(hearth_fwd *f, int32_t n_tok, int32_t il) {
     const hearth_layer *l = &f->m->layers[il];
     int64_t T = n_tok, E = hp->n_embd;
     hearth_op_matmul(f->be, &l->router, f->xb, T, f->moe_logits, hp->n_expert);
+    if (l->router_b) hearth_op_add_rows(f->be, f->moe_logits, l->router_b, T, hp->n_expert);
     hearth_fwd_trace(f, "ffn_moe_logits", il, "MUL_MAT", f->moe_logits, T, hp->n_expert);
     hearth_moe_route(f, T, hp->moe_norm_topk);
-    hearth_moe_experts(f, f->xb, T, il, f->glu);
+    hearth_moe_experts(f, f->xb, T, il, hp->arch == HEARTH_ARCH_GPT_OSS ? HEARTH_GLU_SWIGLU_OAI : f->glu);
     hearth_op_scale(f->be, f->xb, T * E, 0.0f);
     hearth_op_add(f->be, f->xb, f->moe_out, T * E);
     hearth_fwd_trace(f, "ffn_moe_out", il, "ADD", f->xb, T, E);

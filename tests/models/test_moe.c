@@ -19,6 +19,7 @@
 #include "engine/engine.h"
 #include "hf_golden.h"
 #include "model/model_internal.h"
+#include "store/facts.h"
 #include "store_cache.h"
 #include "test.h"
 
@@ -90,6 +91,33 @@ TEST(qwen3_moe_layout) {
             CHECK_EQ(m->layers[2].exp_down.type, HEARTH_TYPE_MLX8_G32);
         }
         hearth_model_destroy(m);
+    }
+}
+
+/* Registry facts from the headers and config (store/facts.h): supported, and the parameters
+ * transformers counted (the experts whole, in each layout). */
+TEST(moe_registry_facts) {
+    static const struct { const char *ckpt, *golden; } cases[] = {
+        {"qwen3_moe", "qwen3_moe"}, {"qwen3_moe-stacked", "qwen3_moe"}, {"qwen3_moe-bf16", "qwen3_moe"},
+        {"gpt_oss", "gpt_oss"}, {"gpt_oss-bf16", "gpt_oss"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char path[256];
+        snprintf(path, sizeof path, HF_GOLD "%s.json", cases[i].golden);
+        char *json = golden_slurp(path, NULL);
+        int n = 0;
+        int32_t *np = json ? golden_int_array(json, "n_params", 0, &n) : NULL;
+        hearth_model_facts f;
+        hearth_err err = {0};
+        snprintf(path, sizeof path, HF_GOLD "%s", cases[i].ckpt);
+        CHECK_EQ(hearth_facts_safetensors(path, &f, &err), HEARTH_OK);
+        CHECK(f.caps & HEARTH_CAP_SUPPORTED);
+        if (!np || n != 1 || f.n_params != np[0])
+            fprintf(stderr, "  %s: %lld parameters, transformers %d\n", cases[i].ckpt, (long long)f.n_params,
+                    np ? np[0] : -1);
+        CHECK(np && n == 1 && f.n_params == np[0]);
+        free(np);
+        free(json);
     }
 }
 
@@ -268,8 +296,69 @@ static void check_engine(const char *path) {
     hearth_model_destroy(m);
 }
 
+/* The f16-cache bound of gpt-oss's f32 and MXFP4 checkpoints: their experts are drawn at twice
+ * the spread of the other tiny models' weights (so that pre-activations pass the SwiGLU's
+ * clamps) and YaRN's attention factor (1.14) scales q and k, so the f16 rounding of the cache and
+ * of the attention weights reaches the logits about twice as strongly as test_hf_tiny.c's 0.05
+ * allows for: we require 0.15 (measured 0.083 and 0.092). */
+#define GPT_OSS_F16_BOUND 0.15
+
+/* gpt-oss: attention sinks, sliding / full layers alternating (window 8, shorter than the
+ * prompts), YaRN without truncation, biases on q/k/v/o, the router and the experts, the clamped
+ * SwiGLU (pre-activations reach past its clamps), softmax over the chosen experts' logits; f32,
+ * bf16, and the experts in MXFP4 (read as bf16, which holds MXFP4 values exactly). */
+TEST(gpt_oss_f32) {
+    check_ref("gpt_oss", "gpt_oss");
+    hf_golden_check("gpt_oss", "gpt_oss", GPT_OSS_F16_BOUND);
+}
+TEST(gpt_oss_bf16) {
+    check_ref("gpt_oss-bf16", "gpt_oss-bf16");
+    hf_golden_check("gpt_oss-bf16", "gpt_oss-bf16", 0.5);
+}
+TEST(gpt_oss_mxfp4) {
+    check_ref("gpt_oss-mxfp4", "gpt_oss-mxfp4");
+    hf_golden_check("gpt_oss-mxfp4", "gpt_oss-mxfp4", GPT_OSS_F16_BOUND);
+    hearth_model *m = NULL;
+    hearth_err err = {0};
+    CHECK_EQ(hearth_model_load(HF_GOLD "gpt_oss-mxfp4", &m, &err), HEARTH_OK);
+    if (!m) return;
+    CHECK(m->hp.attn_sinks && m->hp.yarn_no_truncate);
+    CHECK_EQ(m->hp.swa_pattern, 2);
+    CHECK_EQ(m->layers[1].exp_gate.type, HEARTH_TYPE_BF16);
+    CHECK_EQ(m->layers[1].exp_gate.ne1, 4 * 32);
+    CHECK_EQ(m->layers[1].exp_down.ne1, 4 * 64);
+    CHECK(m->layers[0].sinks && m->layers[0].router_b && m->layers[0].exp_down_b);
+    /* a device backend (no host memory) is refused with the reason */
+    hearth_backend *cpu = hearth_backend_cpu_create(1, 8, 256, 64, NULL);
+    if (cpu) {
+        char why[256] = "";
+        CHECK(hearth_fwd_supported(m, cpu, why, sizeof why));
+    }
+    hearth_backend_destroy(cpu);
+    hearth_model_destroy(m);
+}
+
+/* A quantized KV cache is refused for a model with attention sinks. */
+TEST(gpt_oss_quantized_cache_refused) {
+    hearth_model *m = NULL;
+    hearth_err err = {0};
+    CHECK_EQ(hearth_model_load(HF_GOLD "gpt_oss", &m, &err), HEARTH_OK);
+    if (!m) return;
+    hearth_engine_params ep = hearth_engine_params_default();
+    ep.n_threads = 1;
+    ep.n_ctx = 64;
+    ep.kv_quant = (hearth_kv_quant){.mode = HEARTH_KVQ_8};
+    hearth_engine *e = NULL;
+    CHECK(hearth_engine_create(m, &ep, &e, &err) != HEARTH_OK);
+    CHECK(e == NULL);
+    CHECK(strstr(err.msg, "--kv-quant 8: attention sinks (gpt-oss) run on an f16 or f32 KV cache only") != NULL);
+    hearth_engine_destroy(e);
+    hearth_model_destroy(m);
+}
+
 TEST(qwen3_moe_engine_batched_equals_alone) { check_engine(HF_GOLD "qwen3_moe"); }
 TEST(qwen3_moe_gguf_engine_batched_equals_alone) { check_engine(HF_GOLD "qwen3_moe.gguf"); }
+TEST(gpt_oss_engine_batched_equals_alone) { check_engine(HF_GOLD "gpt_oss-mxfp4"); }
 
 int main(int argc, char **argv) {
     hearth_kernels_init();
