@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Make tiny random-init checkpoints of the mixture-of-experts families with transformers, write
-the same weights as GGUF with gguf-py, and record transformers' f32 reference logits.
+"""Make tiny random-init checkpoints of the mixture-of-experts families (Qwen3 MoE, gpt-oss) with
+transformers, write the same weights as GGUF with gguf-py, and record transformers' f32 reference
+logits.
 
 How the goldens were made (re-run to regenerate; deterministic for given library versions,
 which are recorded in each golden's "provenance"):
@@ -28,6 +29,10 @@ differs between tokens, norms moved off 1. Written as:
                         expert_feed_forward_length), the tokenizer as gpt2 BPE metadata; its
                         golden is qwen3_moe's (llama.cpp's qwen3moe graph always renormalizes
                         the chosen experts, as norm_topk_prob does)
+gpt_oss (transformers' GptOssForCausalLM): 2 layers (sliding window 8, then full), 4 experts of
+width 32 with 2 per token, sinks, biases, YaRN (factor 4 over 32 positions, truncate: false), see
+gpt_oss() below for its four forms (f32, bf16, MXFP4 safetensors, GGUF).
+
 For each, with eager attention in f32 on the weights hearth computes with (bf16 widened, MLX
 dequantized), <name>.logits.bin holds the logits at every position of each prompt and
 <name>.json the argmax at every position and a 32-token greedy continuation (full recompute per
@@ -172,24 +177,7 @@ def write_gguf(sd, tok_dir, path):
     w.add_expert_count(NE)
     w.add_expert_used_count(TOPK)
     w.add_expert_feed_forward_length(FF_EXP)
-    tj = json.load(open(os.path.join(tok_dir, "tokenizer.json")))
-    vocab = dict(tj["model"]["vocab"])
-    special = {a["content"]: a["id"] for a in tj["added_tokens"]}
-    vocab.update(special)
-    n_vocab = c["vocab_size"]
-    toks = ["[PAD%d]" % i for i in range(n_vocab)]
-    types = [gguf.TokenType.UNUSED] * n_vocab
-    for t, i in vocab.items():
-        toks[i] = t
-        types[i] = gguf.TokenType.CONTROL if t in special else gguf.TokenType.NORMAL
-    merges = [m if isinstance(m, str) else " ".join(m) for m in tj["model"]["merges"]]
-    w.add_tokenizer_model("gpt2")
-    w.add_tokenizer_pre("qwen2")
-    w.add_token_list(toks)
-    w.add_token_types(types)
-    w.add_token_merges(merges)
-    w.add_eos_token_id(special["<|im_end|>"])
-    w.add_chat_template(hf.CHATML)
+    add_tokenizer(w, tok_dir, c["vocab_size"])
 
     def put(name, t):
         w.add_tensor(name, t.float().contiguous().numpy().astype(np.float32))
@@ -218,6 +206,105 @@ def write_gguf(sd, tok_dir, path):
     w.close()
 
 
+def add_tokenizer(w, tok_dir, n_vocab):
+    """The tiny BPE of tokenizer.json as gpt2 tokenizer metadata, with the ChatML template."""
+    import gguf
+    tj = json.load(open(os.path.join(tok_dir, "tokenizer.json")))
+    vocab = dict(tj["model"]["vocab"])
+    special = {a["content"]: a["id"] for a in tj["added_tokens"]}
+    vocab.update(special)
+    toks = ["[PAD%d]" % i for i in range(n_vocab)]
+    types = [gguf.TokenType.UNUSED] * n_vocab
+    for t, i in vocab.items():
+        toks[i] = t
+        types[i] = gguf.TokenType.CONTROL if t in special else gguf.TokenType.NORMAL
+    merges = [m if isinstance(m, str) else " ".join(m) for m in tj["model"]["merges"]]
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("qwen2")
+    w.add_token_list(toks)
+    w.add_token_types(types)
+    w.add_token_merges(merges)
+    w.add_eos_token_id(special["<|im_end|>"])
+    w.add_chat_template(hf.CHATML)
+
+
+def hf_blocks_to_ggml(blocks, scales):
+    """MXFP4 as the safetensors store it ([.., rows, n/32, 16] with elements 2j, 2j+1 in byte j;
+    [.., rows, n/32] e8m0) -> GGML's type 39 rows ([.., rows, n/32 * 17]: the e8m0 byte, then
+    byte j = element j | element j + 16 << 4)."""
+    lo, hi = blocks & 15, blocks >> 4
+    codes = torch.stack([lo, hi], dim=-1).reshape(*blocks.shape[:-1], 32)
+    qs = codes[..., :16] | (codes[..., 16:] << 4)
+    out = torch.cat([scales[..., None], qs], dim=-1)
+    return out.reshape(*blocks.shape[:-2], -1).to(torch.uint8).numpy()
+
+
+def write_gguf_gpt_oss(sd, path):
+    """gpt_oss-mxfp4's weights as llama.cpp's converter writes a gpt-oss GGUF: experts in MXFP4
+    (type 39; gate and up are the even and odd rows of gate_up), everything else f32, the
+    pre-ffn norm named post_attention_norm, sinks as attn_sinks.weight."""
+    import gguf
+    c = GPT_OSS
+    w = gguf.GGUFWriter(path, "gpt-oss")
+    w.add_name("tiny gpt-oss")
+    w.add_context_length(c["max_position_embeddings"])
+    w.add_embedding_length(c["hidden_size"])
+    w.add_block_count(c["num_hidden_layers"])
+    w.add_feed_forward_length(c["intermediate_size"])
+    w.add_head_count(c["num_attention_heads"])
+    w.add_head_count_kv(c["num_key_value_heads"])
+    w.add_key_length(c["head_dim"])
+    w.add_value_length(c["head_dim"])
+    w.add_rope_freq_base(c["rope_parameters"]["rope_theta"])
+    w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+    w.add_rope_scaling_factor(c["rope_parameters"]["factor"])
+    w.add_rope_scaling_orig_ctx_len(c["rope_parameters"]["original_max_position_embeddings"])
+    w.add_layer_norm_rms_eps(c["rms_norm_eps"])
+    w.add_sliding_window(c["sliding_window"])
+    w.add_expert_count(c["num_local_experts"])
+    w.add_expert_used_count(c["num_experts_per_tok"])
+    w.add_expert_feed_forward_length(c["intermediate_size"])
+    add_tokenizer(w, os.path.join(os.path.dirname(path), "gpt_oss-mxfp4"), c["vocab_size"])
+
+    def put(name, t):
+        w.add_tensor(name, t.float().contiguous().numpy().astype(np.float32))
+
+    def put_mxfp4(name, blocks, scales, want):
+        raw = hf_blocks_to_ggml(blocks, scales)
+        # gguf-py's own MXFP4 reader gives back the values the golden uses
+        assert np.array_equal(gguf.quants.dequantize(raw, gguf.GGMLQuantizationType.MXFP4), want.numpy())
+        w.add_tensor(name, raw, raw_dtype=gguf.GGMLQuantizationType.MXFP4)
+
+    put("token_embd.weight", sd["model.embed_tokens.weight"])
+    put("output_norm.weight", sd["model.norm.weight"])
+    put("output.weight", sd["lm_head.weight"])
+    names = {"input_layernorm.weight": "attn_norm.weight", "post_attention_layernorm.weight": "post_attention_norm.weight",
+             "self_attn.sinks": "attn_sinks.weight", "mlp.router.weight": "ffn_gate_inp.weight",
+             "mlp.router.bias": "ffn_gate_inp.bias", "mlp.experts.down_proj_bias": "ffn_down_exps.bias"}
+    for p, g in (("q", "q"), ("k", "k"), ("v", "v"), ("o", "output")):
+        names["self_attn.%s_proj.weight" % p] = "attn_%s.weight" % g
+        names["self_attn.%s_proj.bias" % p] = "attn_%s.bias" % g
+    for il in range(c["num_hidden_layers"]):
+        pre = "model.layers.%d." % il
+        for hfn, gn in names.items():
+            put("blk.%d.%s" % (il, gn), sd[pre + hfn])
+        gub = sd[pre + "mlp.experts.gate_up_proj_bias"]
+        put("blk.%d.ffn_gate_exps.bias" % il, gub[:, 0::2])
+        put("blk.%d.ffn_up_exps.bias" % il, gub[:, 1::2])
+        gb, gs = sd[pre + "mlp.experts.gate_up_proj_blocks"], sd[pre + "mlp.experts.gate_up_proj_scales"]
+        db, ds = sd[pre + "mlp.experts.down_proj_blocks"], sd[pre + "mlp.experts.down_proj_scales"]
+        from transformers.integrations.mxfp4 import convert_moe_packed_tensors
+        gu = convert_moe_packed_tensors(gb, gs, dtype=torch.float32).transpose(1, 2)  # [NE, 2I, E]
+        dn = convert_moe_packed_tensors(db, ds, dtype=torch.float32).transpose(1, 2)  # [NE, E, I]
+        put_mxfp4("blk.%d.ffn_gate_exps.weight" % il, gb[:, 0::2], gs[:, 0::2], gu[:, 0::2])
+        put_mxfp4("blk.%d.ffn_up_exps.weight" % il, gb[:, 1::2], gs[:, 1::2], gu[:, 1::2])
+        put_mxfp4("blk.%d.ffn_down_exps.weight" % il, db, ds, dn)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
 GPT_OSS = dict(hf.COMMON, head_dim=hf.HEAD_DIM, max_position_embeddings=128, intermediate_size=32, num_local_experts=4, num_experts_per_tok=2,
                sliding_window=8, layer_types=["sliding_attention", "full_attention"], tie_word_embeddings=False,
                rope_parameters=dict(rope_type="yarn", rope_theta=150000.0, factor=4.0, beta_fast=32.0, beta_slow=1.0,
@@ -225,8 +312,8 @@ GPT_OSS = dict(hf.COMMON, head_dim=hf.HEAD_DIM, max_position_embeddings=128, int
 E2M1 = torch.tensor([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])
 
 
-def build_gpt_oss():
-    cfg = transformers.AutoConfig.for_model("gpt_oss", **GPT_OSS)
+def build_gpt_oss(kw=None):
+    cfg = transformers.AutoConfig.for_model("gpt_oss", **(kw or GPT_OSS))
     torch.manual_seed(24)
     model = transformers.AutoModelForCausalLM.from_config(cfg, attn_implementation="eager").float().eval()
     with torch.no_grad():
@@ -262,7 +349,9 @@ def mxfp4_encode(w):
 def gpt_oss(args, tok, provenance):
     """gpt_oss/ (f32), gpt_oss-bf16/ and gpt_oss-mxfp4/ (the experts as the released checkpoints store
     them: gate_up_proj_blocks / _scales [expert, 2 * width, hidden / 32, 16 | -], down_proj_* likewise,
-    quantization_config quant_method mxfp4; the golden on the MXFP4 values)."""
+    quantization_config quant_method mxfp4; the golden on the MXFP4 values), and gpt_oss.gguf (those
+    weights as a llama.cpp gpt-oss GGUF, experts in MXFP4 type 39; golden gpt_oss-gguf: transformers
+    with YaRN truncate: true, as llama.cpp rounds the ramp)."""
     model = build_gpt_oss()
     model.generation_config = transformers.GenerationConfig(eos_token_id=[2], do_sample=False)
     f32 = {k: v.clone() for k, v in model.state_dict().items()}
@@ -308,6 +397,13 @@ def gpt_oss(args, tok, provenance):
         assert not missing, "the golden would keep random weights for %s" % sorted(missing)
         hf.reference(ref, state, fam + variant, args.out, provenance)
         print(fam + variant, "ok", file=sys.stderr)
+        if variant == "-mxfp4":
+            write_gguf_gpt_oss(load_file(os.path.join(d, "model.safetensors")), os.path.join(args.out, fam + ".gguf"))
+            # llama.cpp rounds YaRN's ramp ends to whole dims: transformers' truncate: true
+            tcfg = dict(GPT_OSS, rope_parameters=dict(GPT_OSS["rope_parameters"], truncate=True))
+            gref = build_gpt_oss(tcfg)
+            hf.reference(gref, state, fam + "-gguf", args.out, provenance)
+            print(fam + ".gguf ok (golden: gpt_oss-gguf)", file=sys.stderr)
 
 
 def main():

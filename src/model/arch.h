@@ -19,7 +19,7 @@ typedef enum {
     HEARTH_ARCH_SMOLLM3,  /* safetensors only */
     HEARTH_ARCH_GEMMA4,   /* safetensors only */
     HEARTH_ARCH_QWEN3MOE, /* qwen3 attention, mixture-of-experts feed-forward (models/moe.c) */
-    HEARTH_ARCH_GPT_OSS,  /* attention sinks, biases, experts with the clamped SwiGLU; safetensors only */
+    HEARTH_ARCH_GPT_OSS,  /* attention sinks, biases, experts with the clamped SwiGLU */
     HEARTH_ARCH_COUNT,
 } hearth_arch;
 

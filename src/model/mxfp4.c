@@ -17,3 +17,14 @@ void hearth_mxfp4_row_to_bf16(const uint8_t *blocks, const uint8_t *scales, int6
         }
     }
 }
+
+void hearth_mxfp4_ggml_row_to_bf16(const uint8_t *row, int64_t n, uint16_t *out) {
+    for (int64_t b = 0; b < n / 32; b++) {
+        const uint8_t *blk = row + b * 17;
+        int e = (int)blk[0] - 127;
+        for (int j = 0; j < 16; j++) {
+            out[b * 32 + j] = hearth_fp32_to_bf16(ldexpf(e2m1[blk[1 + j] & 15], e));
+            out[b * 32 + 16 + j] = hearth_fp32_to_bf16(ldexpf(e2m1[blk[1 + j] >> 4], e));
+        }
+    }
+}

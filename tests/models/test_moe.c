@@ -338,6 +338,22 @@ TEST(gpt_oss_mxfp4) {
     hearth_model_destroy(m);
 }
 
+/* The same MXFP4 weights as a llama.cpp gpt-oss GGUF (experts in GGML type 39, read as bf16),
+ * against transformers with YaRN's ramp ends rounded (truncate: true), as llama.cpp rounds them. */
+TEST(gpt_oss_gguf) {
+    check_ref("gpt_oss.gguf", "gpt_oss-gguf");
+    hf_golden_check("gpt_oss.gguf", "gpt_oss-gguf", GPT_OSS_F16_BOUND);
+    hearth_model *m = NULL;
+    hearth_err err = {0};
+    CHECK_EQ(hearth_model_load(HF_GOLD "gpt_oss.gguf", &m, &err), HEARTH_OK);
+    if (!m) return;
+    CHECK(m->hp.attn_sinks && !m->hp.yarn_no_truncate);
+    CHECK_EQ(m->hp.rope_kind, HEARTH_ROPE_YARN);
+    CHECK_EQ(m->layers[0].exp_up.type, HEARTH_TYPE_BF16);
+    CHECK(m->layers[1].sinks && m->layers[1].bo && m->layers[1].exp_up_b);
+    hearth_model_destroy(m);
+}
+
 /* A quantized KV cache is refused for a model with attention sinks. */
 TEST(gpt_oss_quantized_cache_refused) {
     hearth_model *m = NULL;
@@ -359,6 +375,7 @@ TEST(gpt_oss_quantized_cache_refused) {
 TEST(qwen3_moe_engine_batched_equals_alone) { check_engine(HF_GOLD "qwen3_moe"); }
 TEST(qwen3_moe_gguf_engine_batched_equals_alone) { check_engine(HF_GOLD "qwen3_moe.gguf"); }
 TEST(gpt_oss_engine_batched_equals_alone) { check_engine(HF_GOLD "gpt_oss-mxfp4"); }
+TEST(gpt_oss_gguf_engine_batched_equals_alone) { check_engine(HF_GOLD "gpt_oss.gguf"); }
 
 int main(int argc, char **argv) {
     hearth_kernels_init();
