@@ -253,7 +253,8 @@ static hearth_status bind_layer(loader *L, int il) {
         (st = bind_mat(L, NAME("attn_k.weight"), E, k_out, true, &l->wk)) ||
         (st = bind_mat(L, NAME("attn_v.weight"), E, v_out, true, &l->wv)) ||
         (st = bind_mat(L, NAME("attn_output.weight"), (int64_t)hp->n_head * hp->head_dim_v, E, true, &l->wo)) ||
-        (st = bind_vec(L, hp->arch == HEARTH_ARCH_GPT_OSS ? NAME("post_attention_norm.weight") : NAME("ffn_norm.weight"),
+        (st = bind_vec(L, hp->arch == HEARTH_ARCH_GPT_OSS ? NAME("post_attention_norm.weight")
+                                                          : NAME("ffn_norm.weight"),
                        E, !hp->post_norms, &l->ffn_norm)))
         return st;
     if (hp->arch == HEARTH_ARCH_GPT_OSS && /* llama.cpp names the pre-ffn norm post_attention_norm */

@@ -511,8 +511,8 @@ static hearth_status experts_mxfp4(loader *L, const char *base, int64_t NE, int6
         return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "tensor '%s': %lld inputs are not whole blocks of 32", bn,
                               (long long)in);
     const int64_t bshape[4] = {NE, rows, in / 32, 16}, sshape[3] = {NE, rows, in / 32};
-    const hearth_st_tensor *b = need_shape(L, bn, true, 4, bshape, &st), *sc = b ? need_shape(L, sn, true, 3, sshape, &st)
-                                                                                  : NULL;
+    const hearth_st_tensor *b = need_shape(L, bn, true, 4, bshape, &st);
+    const hearth_st_tensor *sc = b ? need_shape(L, sn, true, 3, sshape, &st) : NULL;
     if (!b || !sc) return st;
     int64_t out_rows = rows / split;
     uint16_t *dst = hearth_arena_alloc_aligned(&L->m->arena, (size_t)(NE * out_rows * in) * 2, 64);

@@ -5,11 +5,13 @@
  * Qwen3 MoE: a 3-layer model whose layers 0 and 2 route each token to 2 of 4 experts
  * (norm_topk_prob) and whose layer 1 is a dense MLP (mlp_only_layers), in every form hearth
  * loads: transformers' f32 save (one module per expert, the released checkpoints' layout), bf16,
- * transformers' stacked gate_up_proj / down_proj, mlx-lm's quantized switch_mlp, and a qwen3moe GGUF written with llama.cpp's names. On the ref
- * kernel set (f32 arithmetic, f32 KV cache) each must give transformers' logits on the weights
- * it holds within 1e-4 at every position of every prompt, the same argmax everywhere and the
- * same 32-token greedy continuation decoded on the cache. The other kernel sets, with the f16
- * cache, are held to test_hf_tiny.c's bounds (0.05; bf16 0.5: see its head comment).
+ * transformers' stacked gate_up_proj / down_proj, mlx-lm's quantized switch_mlp, and a qwen3moe
+ * GGUF written with llama.cpp's names. gpt-oss: f32, bf16, MXFP4 experts and a gpt-oss GGUF
+ * (below). On the ref kernel set (f32 arithmetic, f32 KV cache) each must give transformers'
+ * logits on the weights it holds within 1e-4 at every position of every prompt, the same argmax
+ * everywhere and the same 32-token greedy continuation decoded on the cache. The other kernel
+ * sets, with the f16 cache, are held to test_hf_tiny.c's bounds (0.05; bf16 0.5: see its head
+ * comment), gpt-oss to its own (GPT_OSS_F16_BOUND).
  *
  * Batched through the engine equals alone: 8 prompts (pairs sharing a 16-token stem) decoded
  * one at a time are the reference; all 8 at once, then again from the prefix cache, then in a
