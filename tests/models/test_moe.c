@@ -163,41 +163,78 @@ TEST(qwen3_moe_config_refusals) {
     hearth_hf_config_fini(&cfg);
 }
 
-/* A checkpoint with one module per expert that lacks one expert's tensor is refused, naming it. */
-TEST(qwen3_moe_missing_expert) {
+/* A copy of checkpoint src (config, tokenizer, weights) in a fresh temp dir (out) whose
+ * model.safetensors header has its first `from` after `at` replaced by `to` of the same length,
+ * so the data stay in place. */
+static void patched_copy(const char *src, char *out, size_t cap, const char *at, const char *from, const char *to) {
     static const char *const files[] = {"config.json", "tokenizer.json", "tokenizer_config.json", "model.safetensors"};
-    static const char at[] = "layers.2.mlp.experts.3.up_proj";
-    char dir[512];
-    sc_tmpdir(dir, sizeof dir, "moe-missing");
+    sc_tmpdir(out, cap, "moe-bad");
     for (int i = 0; i < 4; i++) {
         char path[1024];
         size_t n = 0;
-        snprintf(path, sizeof path, HF_GOLD "qwen3_moe/%s", files[i]);
+        snprintf(path, sizeof path, HF_GOLD "%s/%s", src, files[i]);
         char *bytes = golden_slurp(path, &n);
         CHECK(bytes != NULL);
         if (!bytes) continue;
-        if (i == 3) { /* rename one expert's tensor in the header: same length, the data stay in place */
+        if (i == 3) { /* the header is [8, 8 + its length): JSON without NULs */
             size_t hlen = 0;
             for (int k = 0; k < 8; k++) hlen |= (size_t)(uint8_t)bytes[k] << (8 * k);
-            bool found = false;
-            for (size_t o = 8; !found && hlen + 8 <= n && o + sizeof at - 1 <= hlen + 8; o++)
-                if (!memcmp(bytes + o, at, sizeof at - 1)) {
-                    bytes[o + sizeof at - 2] = 'x';
-                    found = true;
-                }
-            CHECK(found);
+            char *hdr = hlen + 8 <= n ? strndup(bytes + 8, hlen) : NULL;
+            char *p = hdr ? strstr(hdr, at) : NULL;
+            char *q = p ? strstr(p, from) : NULL;
+            CHECK(q != NULL && strlen(from) == strlen(to));
+            if (q) memcpy(bytes + 8 + (q - hdr), to, strlen(to));
+            free(hdr);
         }
-        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        snprintf(path, sizeof path, "%s/%s", out, files[i]);
         sc_write(path, bytes, n);
         free(bytes);
     }
-    hearth_model *m = NULL;
+}
+
+/* Missing or misshapen expert tensors are refused with an error that names the tensor. */
+TEST(moe_bad_experts) {
+#define G1 "model.layers.1.mlp.experts."
+    static const struct {
+        const char *ckpt, *at, *from, *to, *msg;
+    } cases[] = {
+        {"qwen3_moe", "layers.2.mlp.experts.3.up_proj", "up_proj", "up_prox",
+         "missing tensor 'model.layers.2.mlp.experts.3.up_proj.weight'"},
+        {"qwen3_moe", "layers.0.mlp.experts.1.down_proj", "[64,32]", "[32,64]",
+         "tensor 'model.layers.0.mlp.experts.1.down_proj.weight' is not [64, 32]"},
+        {"qwen3_moe-stacked", "layers.0.mlp.experts.down_proj", "[4,64,32]", "[4,32,64]",
+         "tensor 'model.layers.0.mlp.experts.down_proj' is not [4, 64, 32]"},
+        {"gpt_oss-mxfp4", G1 "down_proj_scales", "[4,64,1]", "[4,32,2]",
+         "tensor '" G1 "down_proj_scales' is U8 in 3 dims, expected U8 [4, 64, 1]"},
+        {"gpt_oss-mxfp4", G1 "gate_up_proj_blocks", "U8", "I8", "tensor '" G1 "gate_up_proj_blocks' is I8"},
+        {"gpt_oss", G1 "gate_up_proj\"", "[4,64,64]", "[8,32,64]",
+         "tensor '" G1 "gate_up_proj' is F32 in 3 dims, expected float [4, 64, 64]"},
+        {"gpt_oss", "layers.0.self_attn.sinks", "sinks", "sinkz", "missing tensor 'model.layers.0.self_attn.sinks'"},
+    };
+#undef G1
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char dir[512];
+        patched_copy(cases[i].ckpt, dir, sizeof dir, cases[i].at, cases[i].from, cases[i].to);
+        hearth_model *m = NULL;
+        hearth_err err = {0};
+        hearth_status st = hearth_model_load(dir, &m, &err);
+        if (st != HEARTH_E_FORMAT || !strstr(err.msg, cases[i].msg))
+            fprintf(stderr, "  case %zu: status %d, '%s'\n", i, st, err.msg);
+        CHECK_EQ(st, HEARTH_E_FORMAT);
+        CHECK(m == NULL);
+        CHECK(strstr(err.msg, cases[i].msg) != NULL);
+        hearth_model_destroy(m);
+        sc_rmrf(dir);
+    }
+    /* gpt-oss's clamped SwiGLU runs with transformers' constants only */
+    static const char cfg[] = "{\"model_type\":\"gpt_oss\",\"hidden_size\":64,\"num_hidden_layers\":2,"
+                              "\"intermediate_size\":32,\"num_attention_heads\":4,\"vocab_size\":100,"
+                              "\"num_local_experts\":4,\"num_experts_per_tok\":2,\"swiglu_limit\":5.0}";
+    hearth_hf_config c;
     hearth_err err = {0};
-    CHECK_EQ(hearth_model_load(dir, &m, &err), HEARTH_E_FORMAT);
-    CHECK(m == NULL);
-    CHECK(strstr(err.msg, "missing tensor 'model.layers.2.mlp.experts.3.up_proj.weight'") != NULL);
-    hearth_model_destroy(m);
-    sc_rmrf(dir);
+    CHECK_EQ(hearth_hf_config_parse(cfg, strlen(cfg), &c, &err), HEARTH_E_UNSUPPORTED);
+    CHECK(strstr(err.msg, "swiglu_limit") != NULL);
+    hearth_hf_config_fini(&c);
 }
 
 enum { NQ = 8, PLEN = 20, NGEN = 12, CTX = 64 };
