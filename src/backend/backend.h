@@ -47,6 +47,8 @@ typedef enum {
     HEARTH_GLU_SWIGLU = 0, /* silu(g) * u */
     HEARTH_GLU_GEGLU,      /* gelu_tanh(g) * u, in f32 */
     HEARTH_GLU_GEGLU_F16,  /* gelu_tanh from an f16 table, as llama.cpp computes it */
+    HEARTH_GLU_SWIGLU_OAI, /* gpt-oss: g' = min(g, 7), u' = clamp(u, -7, 7), g' * sigmoid(1.702 g') * (u' + 1);
+                            * the CPU backend only (gpt-oss is refused on device backends) */
 } hearth_glu_kind;
 
 /* How a layer's cache is addressed (ARCHITECTURE 4): the cache is a pool of blocks of
@@ -73,6 +75,10 @@ typedef struct {
     int32_t        n_swa;    /* sliding window (keys pos-n_swa+1..pos), 0 = full */
     float          scale;
     float          softcap;  /* 0 = none */
+    const float   *sinks;    /* [n_head] attention sinks (gpt-oss: a logit per head in every softmax's
+                              * denominator, attn_paged_ref.h), or NULL. Host memory: the CPU backend
+                              * runs them in the reference order, on an f16 or f32 cache only;
+                              * device backends do not run them (hearth_fwd_supported refuses) */
     int32_t        max_len;  /* the longest key range of the call (a hint for how to split the
                               * work), 0 = unknown */
     int32_t        min_run;  /* the fewest consecutive tokens of one sequence in the call (a hint:

@@ -248,9 +248,9 @@ static void attn_head(const attn_job *j, int64_t t, int64_t h, bool single, floa
                out);
         return;
     }
-    hearth_attn_head_paged_ref(q, kb, vb, (int64_t)a->n_head_kv * a->head_dim, row, a->blocks.block_size,
-                               a->k_type == HEARTH_KV_F16,
-                               a->head_dim, window_start(a, p), p + 1, a->scale, a->softcap, scores, out);
+    hearth_attn_head_paged_sink_ref(q, kb, vb, (int64_t)a->n_head_kv * a->head_dim, row, a->blocks.block_size,
+                                    a->k_type == HEARTH_KV_F16, a->head_dim, window_start(a, p), p + 1, a->scale,
+                                    a->softcap, a->sinks ? a->sinks[h] : -INFINITY, scores, out);
 }
 
 /* kv head hkv for the tokens order[0..n) of one sequence, through the group kernel */
@@ -439,6 +439,7 @@ static void cpu_attention(hearth_backend *be, const hearth_attn_args *a) {
     HEARTH_ASSERT(a->head_dim == a->head_dim_v); /* one kv row stride for k and v */
     HEARTH_ASSERT(a->n_tok <= ctx_of(be)->max_tok);
     cpu_ctx *c = ctx_of(be);
+    HEARTH_ASSERT(!a->sinks || a->k_type == HEARTH_KV_F16 || a->k_type == HEARTH_KV_F32); /* kv_pool.c refuses */
     if (hearth_kv_type_quantized(a->k_type)) {
         attn_quant(c, a);
         return;
@@ -447,7 +448,8 @@ static void cpu_attention(hearth_backend *be, const hearth_attn_args *a) {
         attn_turbo(c, a);
         return;
     }
-    attn_job j = {.a = a, .c = c, .x86 = a->k_type == HEARTH_KV_F16 ? hearth_kernels_attn_head() : NULL};
+    /* sinks: every head alone in the reference order (no SIMD kernel has them) */
+    attn_job j = {.a = a, .c = c, .x86 = a->k_type == HEARTH_KV_F16 && !a->sinks ? hearth_kernels_attn_head() : NULL};
     const int64_t g = a->n_head / a->n_head_kv;
     j.tile = g <= HEARTH_ATTN_X86_GROUP_MAX ? HEARTH_ATTN_X86_GROUP_MAX / g : 0;
     if (j.tile > 8) j.tile = 8;
@@ -527,6 +529,7 @@ static void glu_fn(void *arg, int ith, int nth) {
     case HEARTH_GLU_SWIGLU: hearth_kernels_swiglu()(j->g + a, j->u + a, b - a); break;
     case HEARTH_GLU_GEGLU: hearth_geglu_ref(j->g + a, j->u + a, b - a); break;
     case HEARTH_GLU_GEGLU_F16: hearth_kernels_geglu_f16()(j->g + a, j->u + a, b - a); break;
+    case HEARTH_GLU_SWIGLU_OAI: hearth_swiglu_oai_ref(j->g + a, j->u + a, b - a); break;
     }
 }
 

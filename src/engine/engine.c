@@ -274,6 +274,9 @@ static hearth_status resolve_kv(hearth_engine *e, const hearth_model *m, hearth_
         q->mode = HEARTH_KVQ_8;
     }
     if (q->mode == HEARTH_KVQ_CONFIG) q->mode = HEARTH_KVQ_OFF; /* no per-layer schemes are read yet */
+    if (q->mode != HEARTH_KVQ_OFF && hearth_model_hparams(m)->attn_sinks)
+        return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1,
+                              "--kv-quant %s: attention sinks (gpt-oss) run on an f16 or f32 KV cache only", name);
     switch (q->mode) {
     case HEARTH_KVQ_OFF: {
         bool f16 = e->p.kv_f16 < 0 ? nx->tier != HEARTH_NUMERICS_REF : e->p.kv_f16 != 0;

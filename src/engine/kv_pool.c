@@ -112,6 +112,10 @@ hearth_status hearth_kv_pool_create(const hearth_model *m, const hearth_kv_pool_
                               "--kv-quant turbo needs heads of a multiple of %d elements, at most 512 (this "
                               "model's are %d)",
                               HEARTH_KV_TURBO_ROT, hp->head_dim);
+    if (hp->attn_sinks && (hearth_kv_type_quantized(p->kv.k) || hearth_kv_type_turbo(p->kv.k) ||
+                           hearth_kv_type_quantized(p->kv.v) || hearth_kv_type_turbo(p->kv.v)))
+        return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1,
+                              "attention sinks (gpt-oss) run on an f16 or f32 KV cache only, not a quantized one");
     size_t block_bytes = hearth_kv_layout_block_bytes(&lay, m, p->kv, bs);
     size_t n_blocks = block_bytes ? p->budget_bytes / block_bytes : 0;
     if (n_blocks == 0)

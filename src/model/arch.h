@@ -18,6 +18,8 @@ typedef enum {
     HEARTH_ARCH_PHI3,     /* safetensors only */
     HEARTH_ARCH_SMOLLM3,  /* safetensors only */
     HEARTH_ARCH_GEMMA4,   /* safetensors only */
+    HEARTH_ARCH_QWEN3MOE, /* qwen3 attention, mixture-of-experts feed-forward (models/moe.c) */
+    HEARTH_ARCH_GPT_OSS,  /* attention sinks, biases, experts with the clamped SwiGLU */
     HEARTH_ARCH_COUNT,
 } hearth_arch;
 
@@ -63,6 +65,7 @@ typedef struct {
     int32_t rope_orig_ctx;   /* original_max_position_embeddings (yarn, llama3, dynamic) */
     float   rope_lo_freq, rope_hi_freq; /* llama3 low_freq_factor, high_freq_factor */
     float   yarn_beta_fast, yarn_beta_slow;
+    bool    yarn_no_truncate; /* yarn truncate: false: the ramp's ends are not rounded to whole dims */
     float   rope_mscale;     /* cos and sin are multiplied by it (yarn attention_factor); 1 = none */
     bool    hf_numerics;     /* computed as transformers does on every kernel set (RoPE angles
                               * pos * inv_freq, exact tanh GELU): Hugging Face checkpoints. GGUF
@@ -91,7 +94,11 @@ typedef struct {
     int32_t n_ff_kv;         /* feed-forward width of the layers below n_layer_kv when the shared
                               * ones are double-wide (n_ff is then the wider); 0 = n_ff */
     bool    k_eq_v;          /* full layers: values come from the key projection */
-    int32_t n_expert, n_expert_used, n_ff_exp; /* mixture-of-experts block beside the MLP (0 = none) */
+    int32_t n_expert, n_expert_used, n_ff_exp; /* mixture-of-experts block (0 = none): beside the MLP
+                              * (Gemma 4), or in its place on the layers that have a router (Qwen3 MoE) */
+    bool    attn_sinks;      /* gpt-oss: a learned logit per head joins every softmax (attn_paged_ref.h) */
+    bool    moe_norm_topk;   /* Qwen3 MoE: the k chosen probabilities are renormalized to sum 1
+                              * (norm_topk_prob); Gemma 4 always renormalizes */
     /* dynamic NTK: the base grows with the sequence length past n_ctx_train (rope_freq.c);
      * longrope: factors of the rotated frequencies within (short) and past (long)
      * rope_orig_ctx, the attention factor in rope_mscale */

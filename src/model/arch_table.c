@@ -18,6 +18,10 @@ static const hearth_arch_info arch_rows[HEARTH_ARCH_COUNT] = {
     {HEARTH_ARCH_SMOLLM3, NULL,     "SmolLM3ForCausalLM", "smollm3",      true,  false, false, false, false, HEARTH_FFN_SWIGLU, 0, 0.0f},
     /* Gemma 4 (models/gemma4.c): per-layer head sizes, KV sharing, per-layer inputs */
     {HEARTH_ARCH_GEMMA4,  NULL,     "Gemma4ForCausalLM",  "gemma4_text",  true,  false, true,  true,  true,  HEARTH_FFN_GEGLU,  6, 10000.0f},
+    /* Qwen3 MoE: qwen3's attention; the feed-forward of most layers is a routed mixture of experts */
+    {HEARTH_ARCH_QWEN3MOE, "qwen3moe", "Qwen3MoeForCausalLM", "qwen3_moe", true, false, true, false, false, HEARTH_FFN_SWIGLU, 0, 0.0f},
+    /* gpt-oss: sliding and full layers alternate; every layer's feed-forward is routed experts */
+    {HEARTH_ARCH_GPT_OSS, "gpt-oss", "GptOssForCausalLM",  "gpt_oss",      true,  true,  false, false, false, HEARTH_FFN_SWIGLU, 2, 0.0f},
 };
 
 const hearth_arch_info *hearth_arch_by_gguf_name(const char *name) {

@@ -146,8 +146,7 @@ static hearth_status read_rope(const cJSON *rp, const cJSON *scaling, const cJSO
         double bf = 0, bs = 0, af = 0, ms = 0, msa = 0;
         hp->yarn_beta_fast = jnum(sc, "beta_fast", &bf) && bf != 0 ? (float)bf : 32.0f;
         hp->yarn_beta_slow = jnum(sc, "beta_slow", &bs) && bs != 0 ? (float)bs : 1.0f;
-        if (jbool(sc, "truncate") == 0)
-            return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "yarn rope with truncate = false");
+        hp->yarn_no_truncate = jbool(sc, "truncate") == 0;
         if (jnum(sc, "attention_factor", &af)) {
             hp->rope_mscale = (float)af;
         } else {
@@ -344,6 +343,64 @@ static hearth_status read_gemma4(const cJSON *tc, const cJSON *rp_full, hearth_h
     return HEARTH_OK;
 }
 
+/* Qwen3 MoE (transformers' Qwen3MoeConfig): num_experts (or num_local_experts) experts of moe_intermediate_size,
+ * num_experts_per_tok per token, renormalized when norm_topk_prob; layer il routes when
+ * (il + 1) % decoder_sparse_step == 0 and il is not in mlp_only_layers, else it has a dense MLP
+ * of intermediate_size. */
+static hearth_status read_qwen3moe(const cJSON *tc, hearth_hf_config *cfg, hearth_err *err) {
+    hearth_hparams *hp = &cfg->hp;
+    int32_t step = 1;
+    /* transformers 5 writes the count as num_local_experts, the released configs as num_experts */
+    const char *count = cJSON_GetObjectItemCaseSensitive(tc, "num_experts") ? "num_experts" : "num_local_experts";
+    if (need_int(tc, count, 1024, &hp->n_expert, err) ||
+        need_int(tc, "num_experts_per_tok", hp->n_expert, &hp->n_expert_used, err) ||
+        need_int(tc, "moe_intermediate_size", 1 << 20, &hp->n_ff_exp, err) ||
+        opt_int(tc, "decoder_sparse_step", hp->n_layer, &step, err))
+        return HEARTH_E_FORMAT;
+    if (step < 1) return hearth_err_set(err, HEARTH_E_FORMAT, -1, "config.json decoder_sparse_step = 0");
+    hp->moe_norm_topk = jbool(tc, "norm_topk_prob") == 1;
+    for (int32_t il = 0; il < hp->n_layer; il++)
+        if ((il + 1) % step == 0) cfg->moe_layer[il / 64] |= (uint64_t)1 << (il % 64);
+    const cJSON *only = cJSON_GetObjectItemCaseSensitive(tc, "mlp_only_layers"), *e;
+    if (only && !cJSON_IsNull(only) && !cJSON_IsArray(only))
+        return hearth_err_set(err, HEARTH_E_FORMAT, -1, "config.json mlp_only_layers is not a list");
+    cJSON_ArrayForEach(e, only) {
+        if (!cJSON_IsNumber(e) || e->valuedouble != floor(e->valuedouble) || e->valuedouble < 0 ||
+            e->valuedouble >= hp->n_layer)
+            return hearth_err_set(err, HEARTH_E_FORMAT, -1, "config.json mlp_only_layers has an entry that is not a "
+                                  "layer index (0..%d)", hp->n_layer - 1);
+        int32_t il = (int32_t)e->valuedouble;
+        cfg->moe_layer[il / 64] &= ~((uint64_t)1 << (il % 64));
+    }
+    return HEARTH_OK;
+}
+
+/* gpt-oss (transformers' GptOssConfig): every layer routes to num_experts_per_tok of
+ * num_local_experts experts of intermediate_size (softmax over the chosen logits: the same
+ * weights as renormalizing the top k of the whole softmax), attention sinks, biases on the
+ * attention and the experts. The clamped SwiGLU is computed with transformers' defaults
+ * (alpha 1.702, limit 7); other values are refused. */
+static hearth_status read_gpt_oss(const cJSON *tc, hearth_hf_config *cfg, hearth_err *err) {
+    hearth_hparams *hp = &cfg->hp;
+    double d;
+    const char *count = cJSON_GetObjectItemCaseSensitive(tc, "num_local_experts") ? "num_local_experts" : "num_experts";
+    if (need_int(tc, count, 1024, &hp->n_expert, err) ||
+        need_int(tc, "num_experts_per_tok", hp->n_expert, &hp->n_expert_used, err))
+        return HEARTH_E_FORMAT;
+    if ((jnum(tc, "swiglu_limit", &d) && d != 7.0) || (jnum(tc, "swiglu_alpha", &d) && fabs(d - 1.702) > 1e-9))
+        return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "config.json swiglu_limit / swiglu_alpha other than 7 "
+                              "and 1.702 are not supported");
+    hp->n_ff_exp = hp->n_ff;
+    hp->moe_norm_topk = true;
+    hp->attn_sinks = true;
+    if (jbool(tc, "attention_bias") == 0)
+        return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "config.json attention_bias = false on gpt_oss");
+    hp->qkv_bias = true;
+    cfg->attn_out_bias = true;
+    for (int32_t il = 0; il < hp->n_layer; il++) cfg->moe_layer[il / 64] |= (uint64_t)1 << (il % 64);
+    return HEARTH_OK;
+}
+
 static hearth_status parse_text(const cJSON *root, const cJSON *tc, hearth_hf_config *cfg, hearth_err *err) {
     hearth_hparams *hp = &cfg->hp;
     const hearth_arch_info *ai = cfg->ai;
@@ -442,6 +499,8 @@ static hearth_status parse_text(const cJSON *root, const cJSON *tc, hearth_hf_co
                                   "positive numbers (rotated dims / 2)", n);
     }
     if ((st = read_layers(tc, cfg, hp, err))) return st;
+    if (ai->arch == HEARTH_ARCH_QWEN3MOE) return read_qwen3moe(tc, cfg, err);
+    if (ai->arch == HEARTH_ARCH_GPT_OSS) return read_gpt_oss(tc, cfg, err);
     return ai->arch == HEARTH_ARCH_GEMMA4 ? read_gemma4(tc, rp_full, hp, err) : HEARTH_OK;
 }
 
@@ -467,7 +526,7 @@ hearth_status hearth_hf_config_parse(const char *json, size_t n, hearth_hf_confi
     cfg->ai = mt ? hearth_arch_by_hf_type(mt) : NULL;
     if (!cfg->ai) {
         st = hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "model_type '%s' is not supported (supported: llama, "
-                            "mistral, qwen2, qwen3, gemma2, gemma3, gemma4, phi3, smollm3)", mt ? mt : "(none)");
+                            "mistral, qwen2, qwen3, qwen3_moe, gpt_oss, gemma2, gemma3, gemma4, phi3, smollm3)", mt ? mt : "(none)");
         goto done;
     }
     if ((st = parse_text(root, tc, cfg, err))) goto done;
@@ -475,6 +534,11 @@ hearth_status hearth_hf_config_parse(const char *json, size_t n, hearth_hf_confi
     if (tc != root) add_eos_of(&cfg->gen, tc);
     const cJSON *q = cJSON_GetObjectItemCaseSensitive(root, "quantization");
     if (!cJSON_IsObject(q)) q = cJSON_GetObjectItemCaseSensitive(root, "quantization_config");
+    const char *method = cJSON_IsObject(q) ? jstr(q, "quant_method") : NULL;
+    if (method && !strcmp(method, "mxfp4") && cfg->ai->arch == HEARTH_ARCH_GPT_OSS) {
+        cfg->mxfp4 = true; /* the experts' *_blocks / *_scales (model_st.c); nothing else is quantized */
+        q = NULL;
+    }
     if (cJSON_IsObject(q)) {
         double bits = 0, gs = 0;
         jnum(q, "bits", &bits);

@@ -2,7 +2,7 @@
  * hf_config.h - a Hugging Face checkpoint's config.json and generation_config.json, read into
  * the hparams the forward pass uses plus what the safetensors loader needs to bind weights.
  *
- * Families (config model_type): llama, mistral, qwen2, qwen3, gemma2, gemma3_text, gemma4_text
+ * Families (config model_type): llama, mistral, qwen2, qwen3, qwen3_moe, gpt_oss, gemma2, gemma3_text, gemma4_text
  * (also a gemma3 / gemma4 config whose text_config holds the text model), phi3, smollm3. Both config layouts of
  * transformers are read: v5's rope_parameters (one dict, or one per layer type) and v4's
  * rope_theta / rope_scaling / rope_local_base_freq. Per-layer features are checked against
@@ -50,6 +50,10 @@ typedef struct {
     bool   norm_plus_one; /* RMSNorm multiplies by (1 + w) (gemma) */
     bool   fused_qkv;     /* phi3: qkv_proj and gate_up_proj */
     bool   text_config;   /* weights live under a language model prefix */
+    /* Qwen3 MoE: bit il % 64 of moe_layer[il / 64] is set when layer il routes to experts (every
+     * decoder_sparse_step-th layer not in mlp_only_layers); the others have a dense MLP */
+    uint64_t moe_layer[1024 / 64];
+    bool   mxfp4;         /* gpt-oss quantization_config quant_method mxfp4: experts in MXFP4 blocks */
     hearth_mlx_quant quant;
     char  *quant_json;    /* owned: the "quantization" object as JSON (per-module overrides), or NULL */
     hearth_gen_defaults gen;
@@ -68,6 +72,10 @@ void          hearth_gen_add_eos(hearth_gen_defaults *gen, int32_t id);
 /* Bits and group size the config gives the module (e.g. "model.layers.0.mlp.down_proj"):
  * its override or the default; {0, 0} when the config says it is not quantized. */
 hearth_mlx_quant hearth_hf_config_quant_of(const hearth_hf_config *cfg, const char *module);
+/* Does layer il route to experts (Qwen3 MoE)? */
+static inline bool hearth_hf_config_moe_layer(const hearth_hf_config *cfg, int32_t il) {
+    return il >= 0 && il < 1024 && (cfg->moe_layer[il / 64] >> (il % 64) & 1);
+}
 
 /* RoPE inverse frequencies of the global (swa = false) or sliding layers,
  * [hearth_hparams_rope_dims / 2], in float as transformers' rope init functions compute them

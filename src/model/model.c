@@ -2,12 +2,15 @@
  * model.c - load a GGUF model (Hugging Face checkpoints go to model_st.c): hparams from metadata through the arch table, weights bound by
  * name with type and shape checked, tokenizer and chat template from metadata.
  *
- * Tensor names follow GGUF's convention (token_embd, output_norm, output, blk.N.attn_q, ...).
+ * Tensor names follow GGUF's convention (token_embd, output_norm, output, blk.N.attn_q, ...);
+ * a qwen3moe / gpt-oss layer with blk.N.ffn_gate_inp has its experts in 3-D
+ * blk.N.ffn_{gate,up,down}_exps (gpt-oss's in MXFP4, read into bf16 at load: mxfp4.h).
  * A missing required tensor, a shape that disagrees with the hparams, or a tensor type hearth
  * cannot multiply is a load error naming the tensor: a model never half-loads.
  */
 #include "model/model.h"
 #include "model/model_internal.h"
+#include "model/mxfp4.h"
 #include "model/tok_gguf.h"
 #include "kernels/kernels.h"
 
@@ -46,6 +49,42 @@ static hearth_status need_u32(loader *L, const char *suffix, int32_t *out, uint3
     return HEARTH_OK;
 }
 
+/* gpt-oss (llama.cpp's gpt-oss arch): experts, attention sinks, and YaRN RoPE from
+ * rope.scaling.{type,factor,original_context_length}. Its angles are computed as transformers
+ * computes them (hf_numerics) with the ramp's ends rounded to whole dims, as llama.cpp's
+ * ggml_rope_yarn_corr_dims rounds them (transformers' truncate: true); attention factor
+ * 1 + 0.1 ln(factor), as both compute it. */
+static hearth_status read_gpt_oss(loader *L, hearth_hparams *hp) {
+    hearth_status st;
+    if ((st = need_u32(L, "expert_count", &hp->n_expert, 1024)) ||
+        (st = need_u32(L, "expert_used_count", &hp->n_expert_used, (uint32_t)hp->n_expert)) ||
+        (st = need_u32(L, "expert_feed_forward_length", &hp->n_ff_exp, 1 << 20)))
+        return st;
+    hp->moe_norm_topk = true;
+    hp->attn_sinks = true;
+    hp->hf_numerics = true;
+    float factor = 0;
+    uint32_t orig = 0;
+    hearth_span type = {0};
+    char key[128];
+    snprintf(key, sizeof key, "%s.rope.scaling.type", L->arch);
+    if (!hearth_gguf_get_str(L->m->gguf, key, &type) || hearth_span_eq(type, "none")) return HEARTH_OK;
+    if (!hearth_span_eq(type, "yarn"))
+        return hearth_err_set(L->err, HEARTH_E_UNSUPPORTED, -1, "gpt-oss rope scaling type '%.*s' is not supported",
+                              (int)type.len, type.ptr);
+    if (!key_f32(L, "rope.scaling.factor", &factor) || !(factor > 0) ||
+        !key_u32(L, "rope.scaling.original_context_length", &orig) || orig == 0)
+        return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "yarn rope scaling needs %s.rope.scaling.factor and "
+                              "%s.rope.scaling.original_context_length", L->arch, L->arch);
+    hp->rope_kind = HEARTH_ROPE_YARN;
+    hp->rope_factor = factor;
+    hp->rope_orig_ctx = (int32_t)orig;
+    hp->yarn_beta_fast = 32.0f;
+    hp->yarn_beta_slow = 1.0f;
+    hp->rope_mscale = factor <= 1 ? 1.0f : (float)(0.1 * log((double)factor) + 1.0);
+    return HEARTH_OK;
+}
+
 static hearth_status read_hparams(loader *L, const hearth_arch_info *ai) {
     hearth_hparams *hp = &L->m->hp;
     hearth_status st;
@@ -76,7 +115,10 @@ static hearth_status read_hparams(loader *L, const hearth_arch_info *ai) {
     hp->rope_base_swa = ai->rope_base_swa > 0 ? ai->rope_base_swa : hp->rope_base;
     hp->rope_scale = 1.0f;
     float f;
-    if (key_f32(L, "rope.scaling.factor", &f) && f > 0) {
+    if (ai->arch == HEARTH_ARCH_GPT_OSS) {
+        hearth_status yst = read_gpt_oss(L, hp);
+        if (yst) return yst;
+    } else if (key_f32(L, "rope.scaling.factor", &f) && f > 0) {
         hearth_span type = {0};
         char key[128];
         snprintf(key, sizeof key, "%s.rope.scaling.type", L->arch);
@@ -100,6 +142,14 @@ static hearth_status read_hparams(loader *L, const hearth_arch_info *ai) {
     hp->qk_norm = ai->qk_norm;
     hp->post_norms = ai->post_norms;
     hp->ffn = ai->ffn;
+    if (ai->arch == HEARTH_ARCH_QWEN3MOE) {
+        /* llama.cpp's qwen3moe graph always renormalizes the chosen experts' weights */
+        if ((st = need_u32(L, "expert_count", &hp->n_expert, 1024)) ||
+            (st = need_u32(L, "expert_used_count", &hp->n_expert_used, (uint32_t)hp->n_expert)) ||
+            (st = need_u32(L, "expert_feed_forward_length", &hp->n_ff_exp, 1 << 20)))
+            return st;
+        hp->moe_norm_topk = true;
+    }
     return HEARTH_OK;
 }
 
@@ -129,6 +179,44 @@ static hearth_status bind_mat(loader *L, const char *name, int64_t in, int64_t o
     return HEARTH_OK;
 }
 
+/* Bind a 3-D stack of n expert matrices (ne [in, rows, n], as llama.cpp's *_exps tensors lie)
+ * as one weight of n * rows rows: expert e's rows from row e * rows on. */
+static hearth_status bind_exps(loader *L, const char *name, int64_t in, int64_t rows, int64_t n, hearth_weight *w) {
+    memset(w, 0, sizeof *w);
+    const hearth_gguf_tensor *t = hearth_gguf_find_tensor(L->m->gguf, name);
+    if (!t) return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "missing tensor '%s'", name);
+    const hearth_type_traits *tr = hearth_type_traits_of((int)t->type);
+    const hearth_kernel_traits *kt = hearth_kernels_traits(t->type);
+    if (!tr || !tr->supported || !kt || !kt->vec_dot)
+        return hearth_err_set(L->err, HEARTH_E_UNSUPPORTED, -1, "tensor '%s' has type %s, which hearth cannot multiply",
+                              name, hearth_type_name((int)t->type));
+    if (t->n_dims != 3 || t->ne[0] != in || t->ne[1] != rows || t->ne[2] != n)
+        return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "tensor '%s' has shape [%lld, %lld, %lld] in %d dims, "
+                              "expected [%lld, %lld, %lld]", name, (long long)t->ne[0], (long long)t->ne[1],
+                              (long long)t->ne[2], t->n_dims, (long long)in, (long long)rows, (long long)n);
+    *w = (hearth_weight){.type = t->type, .ne0 = in, .ne1 = rows * n, .row_bytes = hearth_row_size(t->type, in),
+                         .data = t->data};
+    return HEARTH_OK;
+}
+
+/* gpt-oss experts in GGUF MXFP4 (type 39, ne [in, rows, n]): read into bf16 rows in the arena
+ * (mxfp4.h), expert e's rows from row e * rows on. */
+static hearth_status bind_exps_mxfp4(loader *L, const hearth_gguf_tensor *t, int64_t in, int64_t rows, int64_t n,
+                                     hearth_weight *w) {
+    if (t->n_dims != 3 || t->ne[0] != in || t->ne[1] != rows || t->ne[2] != n || in % 32)
+        return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "tensor '%s' has shape [%lld, %lld, %lld], expected "
+                              "[%lld, %lld, %lld]", t->name, (long long)t->ne[0], (long long)t->ne[1],
+                              (long long)t->ne[2], (long long)in, (long long)rows, (long long)n);
+    uint16_t *dst = hearth_arena_alloc_aligned(&L->m->arena, (size_t)(in * rows * n) * 2, 64);
+    if (!dst) return hearth_err_set(L->err, HEARTH_E_NOMEM, -1, "out of memory reading '%s'", t->name);
+    size_t row_in = (size_t)(in / 32) * 17;
+    for (int64_t r = 0; r < rows * n; r++)
+        hearth_mxfp4_ggml_row_to_bf16((const uint8_t *)t->data + (size_t)r * row_in, in, dst + r * in);
+    *w = (hearth_weight){.type = HEARTH_TYPE_BF16, .ne0 = in, .ne1 = rows * n, .row_bytes = (size_t)in * 2,
+                         .data = dst};
+    return HEARTH_OK;
+}
+
 /* Bind a vector of n elements as an f32 copy in the model arena. */
 static hearth_status bind_vec(loader *L, const char *name, int64_t n, bool required, const float **out) {
     *out = NULL;
@@ -137,9 +225,10 @@ static hearth_status bind_vec(loader *L, const char *name, int64_t n, bool requi
         if (!required) return HEARTH_OK;
         return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "missing tensor '%s'", name);
     }
-    if (t->n_dims != 1 || t->ne[0] != n)
+    /* 2-D biases (gpt-oss's per-expert ones) are read whole, n = ne0 x ne1 */
+    if (t->n_dims > 2 || t->ne[0] * (t->n_dims == 2 ? t->ne[1] : 1) != n)
         return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "tensor '%s' has %lld elements in %d dims, expected %lld",
-                              name, (long long)t->ne[0], t->n_dims, (long long)n);
+                              name, (long long)(t->ne[0] * (t->n_dims == 2 ? t->ne[1] : 1)), t->n_dims, (long long)n);
     const hearth_kernel_traits *kt = hearth_kernels_traits_isa(t->type, HEARTH_ISA_SCALAR);
     if (!kt || !kt->to_float)
         return hearth_err_set(L->err, HEARTH_E_UNSUPPORTED, -1, "tensor '%s' has type %s, which hearth cannot read",
@@ -164,11 +253,41 @@ static hearth_status bind_layer(loader *L, int il) {
         (st = bind_mat(L, NAME("attn_k.weight"), E, k_out, true, &l->wk)) ||
         (st = bind_mat(L, NAME("attn_v.weight"), E, v_out, true, &l->wv)) ||
         (st = bind_mat(L, NAME("attn_output.weight"), (int64_t)hp->n_head * hp->head_dim_v, E, true, &l->wo)) ||
-        (st = bind_vec(L, NAME("ffn_norm.weight"), E, !hp->post_norms, &l->ffn_norm)) ||
-        (st = bind_mat(L, NAME("ffn_gate.weight"), E, hp->n_ff, true, &l->w_gate)) ||
-        (st = bind_mat(L, NAME("ffn_up.weight"), E, hp->n_ff, true, &l->w_up)) ||
-        (st = bind_mat(L, NAME("ffn_down.weight"), hp->n_ff, E, true, &l->w_down)))
+        (st = bind_vec(L, hp->arch == HEARTH_ARCH_GPT_OSS ? NAME("post_attention_norm.weight")
+                                                          : NAME("ffn_norm.weight"),
+                       E, !hp->post_norms, &l->ffn_norm)))
         return st;
+    if (hp->arch == HEARTH_ARCH_GPT_OSS && /* llama.cpp names the pre-ffn norm post_attention_norm */
+        ((st = bind_vec(L, NAME("attn_output.bias"), E, true, &l->bo)) ||
+         (st = bind_vec(L, NAME("attn_sinks.weight"), hp->n_head, true, &l->sinks))))
+        return st;
+    /* a mixture-of-experts layer (qwen3moe): the router ffn_gate_inp and the experts stacked
+     * in 3-D tensors, instead of the MLP */
+    if (hp->n_expert > 0 && hearth_gguf_find_tensor(L->m->gguf, NAME("ffn_gate_inp.weight"))) {
+        int64_t NE = hp->n_expert, I = hp->n_ff_exp;
+        l->exp_stride = I;
+        if ((st = bind_mat(L, NAME("ffn_gate_inp.weight"), E, NE, true, &l->router))) return st;
+        static const char *const exps[3] = {"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"};
+        hearth_weight *ew[3] = {&l->exp_gate, &l->exp_up, &l->exp_down};
+        for (int k = 0; k < 3; k++) {
+            int64_t in = k == 2 ? I : E, rows = k == 2 ? E : I;
+            snprintf(n, sizeof n, "blk.%d.%s.weight", il, exps[k]);
+            const hearth_gguf_tensor *t = hearth_gguf_find_tensor(L->m->gguf, n);
+            if ((st = t && t->type == 39 ? bind_exps_mxfp4(L, t, in, rows, NE, ew[k]) /* GGML_TYPE_MXFP4 */
+                                         : bind_exps(L, n, in, rows, NE, ew[k])))
+                return st;
+        }
+        if (hp->arch == HEARTH_ARCH_GPT_OSS &&
+            ((st = bind_vec(L, NAME("ffn_gate_inp.bias"), NE, true, &l->router_b)) ||
+             (st = bind_vec(L, NAME("ffn_gate_exps.bias"), NE * I, true, &l->exp_gate_b)) ||
+             (st = bind_vec(L, NAME("ffn_up_exps.bias"), NE * I, true, &l->exp_up_b)) ||
+             (st = bind_vec(L, NAME("ffn_down_exps.bias"), NE * E, true, &l->exp_down_b))))
+            return st;
+    } else if ((st = bind_mat(L, NAME("ffn_gate.weight"), E, hp->n_ff, true, &l->w_gate)) ||
+               (st = bind_mat(L, NAME("ffn_up.weight"), E, hp->n_ff, true, &l->w_up)) ||
+               (st = bind_mat(L, NAME("ffn_down.weight"), hp->n_ff, E, true, &l->w_down))) {
+        return st;
+    }
     if (hp->qkv_bias &&
         ((st = bind_vec(L, NAME("attn_q.bias"), q_out, true, &l->bq)) ||
          (st = bind_vec(L, NAME("attn_k.bias"), k_out, true, &l->bk)) ||
@@ -241,7 +360,7 @@ hearth_status hearth_model_load(const char *path, hearth_model **out, hearth_err
     const hearth_arch_info *ai = arch_name ? hearth_arch_by_gguf_name(arch_name) : NULL;
     if (!ai) {
         st = hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "model architecture '%.*s' is not supported "
-                            "(supported: llama, qwen2, qwen3, gemma3)", (int)arch.len, arch.ptr);
+                            "(supported: llama, qwen2, qwen3, qwen3moe, gpt-oss, gemma3)", (int)arch.len, arch.ptr);
         goto fail;
     }
     L.arch = arch_name;

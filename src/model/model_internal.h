@@ -39,6 +39,10 @@ typedef struct {
     hearth_weight exp_gate, exp_up; /* [..][n_embd]: expert e's n_ff_exp gate / up rows from row e * exp_stride */
     int64_t       exp_stride;     /* n_ff_exp (separate gate and up) or 2 n_ff_exp (views of one gate_up) */
     hearth_weight exp_down;       /* [n_expert * n_embd][n_ff_exp] */
+    /* gpt-oss: biases of the router [n_expert] and of expert e's gate / up [e][n_ff_exp] and
+     * down [e][n_embd] rows; the attention sinks [n_head] (NULL elsewhere) */
+    const float  *router_b, *exp_gate_b, *exp_up_b, *exp_down_b;
+    const float  *sinks;
     const float  *post_ffn_norm_1, *pre_ffn_norm_2, *post_ffn_norm_2; /* [n_embd] */
 } hearth_layer;
 

@@ -13,10 +13,13 @@
  * stores them. Phi-3's fused qkv_proj and gate_up_proj are bound once and cut into row views.
  * Gemma 4's experts are 3-D [expert][out][in] tensors, bound as matrices of expert x out rows:
  * transformers' float gate_up_proj / down_proj, or mlx-lm's switch_glu gate / up / down, MLX
- * quantized (the same triple with a leading expert dimension) or float.
+ * quantized (the same triple with a leading expert dimension) or float. Qwen3 MoE's experts
+ * come in those stacked layouts too, or one module per expert (the released checkpoints), then
+ * stacked into one arena copy per projection at load.
  * As in model.c, a missing or misshapen tensor is a load error that names it.
  */
 #include "model/model_internal.h"
+#include "model/mxfp4.h"
 
 #include "base/size.h"
 #include "kernels/kernels.h"
@@ -200,6 +203,9 @@ static hearth_status bind_vec(loader *L, const char *name, int64_t n, bool requi
     return HEARTH_OK;
 }
 
+static hearth_status bind_moe_qwen3(loader *L, int il);
+static hearth_status bind_moe_gpt_oss(loader *L, int il);
+
 static hearth_status bind_layer(loader *L, int il) {
     const hearth_hparams *hp = &L->m->hp;
     const hearth_hf_config *c = L->cfg;
@@ -210,9 +216,11 @@ static hearth_status bind_layer(loader *L, int il) {
     char n[192];
     hearth_status st;
 #define NAME(s) (snprintf(n, sizeof n, "%slayers.%d." s, L->pfx, il), n)
+    bool routed = hearth_hf_config_moe_layer(c, il); /* Qwen3 MoE: experts instead of the MLP */
     if ((st = bind_vec(L, NAME("input_layernorm.weight"), E, true, p1, &l->attn_norm)) ||
         (st = bind_mat(L, NAME("self_attn.o_proj"), (int64_t)hp->n_head * hp->head_dim_v, E, true, &l->wo)) ||
-        (st = bind_mat(L, NAME("mlp.down_proj"), hp->n_ff, E, true, &l->w_down)))
+        (routed && (st = hp->arch == HEARTH_ARCH_GPT_OSS ? bind_moe_gpt_oss(L, il) : bind_moe_qwen3(L, il))) ||
+        (!routed && (st = bind_mat(L, NAME("mlp.down_proj"), hp->n_ff, E, true, &l->w_down))))
         return st;
     if (c->fused_qkv) {
         hearth_weight qkv, gu;
@@ -227,8 +235,8 @@ static hearth_status bind_layer(loader *L, int il) {
     } else if ((st = bind_mat(L, NAME("self_attn.q_proj"), E, q_out, true, &l->wq)) ||
                (st = bind_mat(L, NAME("self_attn.k_proj"), E, k_out, true, &l->wk)) ||
                (st = bind_mat(L, NAME("self_attn.v_proj"), E, v_out, true, &l->wv)) ||
-               (st = bind_mat(L, NAME("mlp.gate_proj"), E, hp->n_ff, true, &l->w_gate)) ||
-               (st = bind_mat(L, NAME("mlp.up_proj"), E, hp->n_ff, true, &l->w_up))) {
+               (!routed && (st = bind_mat(L, NAME("mlp.gate_proj"), E, hp->n_ff, true, &l->w_gate))) ||
+               (!routed && (st = bind_mat(L, NAME("mlp.up_proj"), E, hp->n_ff, true, &l->w_up)))) {
         return st;
     }
     if (hp->qkv_bias &&
@@ -237,6 +245,7 @@ static hearth_status bind_layer(loader *L, int il) {
          (st = bind_vec(L, NAME("self_attn.v_proj.bias"), v_out, true, false, &l->bv))))
         return st;
     if (c->attn_out_bias && (st = bind_vec(L, NAME("self_attn.o_proj.bias"), E, true, false, &l->bo))) return st;
+    if (hp->attn_sinks && (st = bind_vec(L, NAME("self_attn.sinks"), hp->n_head, true, false, &l->sinks))) return st;
     if (hp->qk_norm &&
         ((st = bind_vec(L, NAME("self_attn.q_norm.weight"), hp->head_dim, true, p1, &l->q_norm)) ||
          (st = bind_vec(L, NAME("self_attn.k_norm.weight"), hp->head_dim, true, p1, &l->k_norm))))
@@ -367,6 +376,214 @@ static hearth_status bind_moe(loader *L, int il) {
         l->exp_stride = 2 * I; /* expert e: gate rows from e * 2I, its up rows I further */
         l->exp_gate = gu;
         l->exp_up = rows_of(&gu, I, NE * 2 * I - I);
+    }
+#undef NAME
+    return HEARTH_OK;
+}
+
+/* Experts stored one module each ("<pfx>.<e>.<proj>.weight", [rows][in], float: the layout of
+ * the released Qwen3 MoE checkpoints), copied into one stacked matrix of n * rows rows in the
+ * model arena; every expert must have the same dtype. */
+static hearth_status bind_expert_list(loader *L, const char *pfx, const char *proj, int64_t n, int64_t rows,
+                                      int64_t in, hearth_weight *w) {
+    char name[192];
+    uint8_t *dst = NULL;
+    hearth_st_dtype dt = HEARTH_ST_F32;
+    size_t per = 0;
+    for (int64_t e = 0; e < n; e++) {
+        snprintf(name, sizeof name, "%s.%lld.%s.weight", pfx, (long long)e, proj);
+        const hearth_st_tensor *t = hearth_st_find(L->m->st, name);
+        if (!t) return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "missing tensor '%s'", name);
+        if (!float_dtype(t->dtype) || (e > 0 && t->dtype != dt))
+            return hearth_err_set(L->err, HEARTH_E_UNSUPPORTED, -1, "tensor '%s' has dtype %s; hearth runs these "
+                                  "experts in f32, f16 or bf16, one dtype for all", name, hearth_st_dtype_name(t->dtype));
+        if (t->n_dims != 2 || t->shape[0] != rows || t->shape[1] != in)
+            return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "tensor '%s' is not [%lld, %lld]", name, (long long)rows,
+                                  (long long)in);
+        if (e == 0) {
+            dt = t->dtype;
+            per = t->n_bytes;
+            size_t total;
+            if (!hearth_mul_size(per, (size_t)n, &total))
+                return hearth_err_set(L->err, HEARTH_E_LIMIT, -1, "tensor '%s' is too large", name);
+            if (!(dst = hearth_arena_alloc_aligned(&L->m->arena, total, 64)))
+                return hearth_err_set(L->err, HEARTH_E_NOMEM, -1, "out of memory stacking '%s'", name);
+        }
+        memcpy(dst + (size_t)e * per, t->data, per);
+    }
+    int type = hearth_st_dtype_to_type(dt);
+    *w = (hearth_weight){.type = (hearth_type)type, .ne0 = in, .ne1 = n * rows,
+                         .row_bytes = (size_t)in * hearth_st_dtype_size(dt), .data = dst};
+    L->n_by_type[type]++;
+    return HEARTH_OK;
+}
+
+/* Qwen3 MoE's routed feed-forward of layer il: the router mlp.gate [NE][E] and the experts in
+ * one of three layouts: one module per expert (mlp.experts.<e>.{gate,up,down}_proj, the released
+ * checkpoints), transformers' stacked mlp.experts.gate_up_proj [NE][2I][E] / down_proj
+ * [NE][E][I], or mlx-lm's mlp.switch_mlp.{gate,up,down}_proj [NE][out][in] (MLX quantized or
+ * float). */
+static hearth_status bind_moe_qwen3(loader *L, int il) {
+    const hearth_hparams *hp = &L->m->hp;
+    hearth_layer *l = &L->m->layers[il];
+    int64_t E = hp->n_embd, NE = hp->n_expert, I = hp->n_ff_exp;
+    char n[192], pfx[160];
+    hearth_status st;
+#define NAME(s) (snprintf(n, sizeof n, "%slayers.%d." s, L->pfx, il), n)
+    if ((st = bind_mat(L, NAME("mlp.gate"), E, NE, true, &l->router))) return st;
+    l->exp_stride = I;
+    if (hearth_st_find(L->m->st, NAME("mlp.switch_mlp.gate_proj.weight"))) {
+        if ((st = bind_switch(L, NAME("mlp.switch_mlp.gate_proj"), NE, I, E, &l->exp_gate)) ||
+            (st = bind_switch(L, NAME("mlp.switch_mlp.up_proj"), NE, I, E, &l->exp_up)) ||
+            (st = bind_switch(L, NAME("mlp.switch_mlp.down_proj"), NE, E, I, &l->exp_down)))
+            return st;
+    } else if (hearth_st_find(L->m->st, NAME("mlp.experts.gate_up_proj"))) {
+        hearth_weight gu;
+        if ((st = bind_experts(L, NAME("mlp.experts.gate_up_proj"), NE, 2 * I, E, &gu)) ||
+            (st = bind_experts(L, NAME("mlp.experts.down_proj"), NE, E, I, &l->exp_down)))
+            return st;
+        l->exp_stride = 2 * I; /* expert e: gate rows from e * 2I, its up rows I further */
+        l->exp_gate = gu;
+        l->exp_up = rows_of(&gu, I, NE * 2 * I - I);
+    } else {
+        snprintf(pfx, sizeof pfx, "%slayers.%d.mlp.experts", L->pfx, il);
+        if ((st = bind_expert_list(L, pfx, "gate_proj", NE, I, E, &l->exp_gate)) ||
+            (st = bind_expert_list(L, pfx, "up_proj", NE, I, E, &l->exp_up)) ||
+            (st = bind_expert_list(L, pfx, "down_proj", NE, E, I, &l->exp_down)))
+            return st;
+    }
+#undef NAME
+    return HEARTH_OK;
+}
+
+/* A float or uint8 tensor of exactly the given shape (nd dims), or an error naming it. */
+static const hearth_st_tensor *need_shape(loader *L, const char *name, bool is_u8, int nd, const int64_t *shape,
+                                          hearth_status *st) {
+    const hearth_st_tensor *t = hearth_st_find(L->m->st, name);
+    if (!t) {
+        *st = hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "missing tensor '%s'", name);
+        return NULL;
+    }
+    bool ok = t->n_dims == nd && (is_u8 ? t->dtype == HEARTH_ST_U8 : float_dtype(t->dtype));
+    for (int d = 0; ok && d < nd; d++) ok = t->shape[d] == shape[d];
+    if (!ok) {
+        char want[96] = "";
+        for (int d = 0, o = 0; d < nd && o < (int)sizeof want; d++)
+            o += snprintf(want + o, sizeof want - (size_t)o, "%s%lld", d ? ", " : "", (long long)shape[d]);
+        *st = hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "tensor '%s' is %s in %d dims, expected %s [%s]", name,
+                             hearth_st_dtype_name(t->dtype), t->n_dims, is_u8 ? "U8" : "float", want);
+        return NULL;
+    }
+    return t;
+}
+
+/* gpt-oss expert matrices from a stack [NE][in][cols] used as x @ W (transformers' layout): the
+ * columns c with c % split == part (split 2: gate and up interleaved; 1: all) become the rows of
+ * w, [NE * cols / split][in], in the tensor's own float type, in the model arena. */
+static hearth_status experts_transposed(loader *L, const hearth_st_tensor *t, int64_t NE, int64_t in, int64_t cols,
+                                        int split, int part, hearth_weight *w) {
+    size_t es = hearth_st_dtype_size(t->dtype);
+    int64_t rows = cols / split;
+    uint8_t *dst = hearth_arena_alloc_aligned(&L->m->arena, (size_t)(NE * rows * in) * es, 64);
+    if (!dst) return hearth_err_set(L->err, HEARTH_E_NOMEM, -1, "out of memory transposing '%s'", t->name);
+    const uint8_t *src = t->data;
+    for (int64_t e = 0; e < NE; e++)
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t k = 0; k < in; k++)
+                memcpy(dst + (size_t)((e * rows + r) * in + k) * es,
+                       src + (size_t)((e * in + k) * cols + r * split + part) * es, es);
+    int type = hearth_st_dtype_to_type(t->dtype);
+    *w = (hearth_weight){.type = (hearth_type)type, .ne0 = in, .ne1 = NE * rows, .row_bytes = (size_t)in * es,
+                         .data = dst};
+    L->n_by_type[type]++;
+    return HEARTH_OK;
+}
+
+/* gpt-oss MXFP4 experts <base>_blocks [NE][rows][in / 32][16] / <base>_scales [NE][rows][in / 32]:
+ * the rows r with r % split == part, as bf16 [NE * rows / split][in] (mxfp4.h). */
+static hearth_status experts_mxfp4(loader *L, const char *base, int64_t NE, int64_t rows, int64_t in, int split,
+                                   int part, hearth_weight *w) {
+    char bn[200], sn[200];
+    hearth_status st = HEARTH_OK;
+    snprintf(bn, sizeof bn, "%s_blocks", base);
+    snprintf(sn, sizeof sn, "%s_scales", base);
+    if (in % 32)
+        return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "tensor '%s': %lld inputs are not whole blocks of 32", bn,
+                              (long long)in);
+    const int64_t bshape[4] = {NE, rows, in / 32, 16}, sshape[3] = {NE, rows, in / 32};
+    const hearth_st_tensor *b = need_shape(L, bn, true, 4, bshape, &st);
+    const hearth_st_tensor *sc = b ? need_shape(L, sn, true, 3, sshape, &st) : NULL;
+    if (!b || !sc) return st;
+    int64_t out_rows = rows / split;
+    uint16_t *dst = hearth_arena_alloc_aligned(&L->m->arena, (size_t)(NE * out_rows * in) * 2, 64);
+    if (!dst) return hearth_err_set(L->err, HEARTH_E_NOMEM, -1, "out of memory reading '%s'", bn);
+    for (int64_t e = 0; e < NE; e++)
+        for (int64_t r = 0; r < out_rows; r++) {
+            int64_t src = e * rows + r * split + part;
+            hearth_mxfp4_row_to_bf16((const uint8_t *)b->data + src * (in / 32) * 16,
+                                     (const uint8_t *)sc->data + src * (in / 32), in, dst + (e * out_rows + r) * in);
+        }
+    *w = (hearth_weight){.type = HEARTH_TYPE_BF16, .ne0 = in, .ne1 = NE * out_rows, .row_bytes = (size_t)in * 2,
+                         .data = dst};
+    L->n_by_type[HEARTH_TYPE_BF16]++;
+    return HEARTH_OK;
+}
+
+/* Bias vectors [NE][cols]: the columns c with c % split == part, as f32 [NE][cols / split]. */
+static hearth_status expert_bias(loader *L, const char *name, int64_t NE, int64_t cols, int split, int part,
+                                 const float **out) {
+    hearth_status st = HEARTH_OK;
+    const int64_t shape[2] = {NE, cols};
+    const hearth_st_tensor *t = need_shape(L, name, false, 2, shape, &st);
+    if (!t) return st;
+    float *v = hearth_arena_alloc_aligned(&L->m->arena, (size_t)(NE * cols / split) * sizeof(float), 64);
+    if (!v) return hearth_err_set(L->err, HEARTH_E_NOMEM, -1, "out of memory loading '%s'", name);
+    size_t es = hearth_st_dtype_size(t->dtype);
+    for (int64_t i = 0; i < NE * cols / split; i++)
+        v[i] = elem_f32(t->dtype, (const uint8_t *)t->data + (size_t)(i * split + part) * es);
+    *out = v;
+    return HEARTH_OK;
+}
+
+/* gpt-oss's routed feed-forward of layer il: the router mlp.router (weight [NE][E], bias) and
+ * the experts as transformers lays them out: mlp.experts.gate_up_proj [NE][E][2I] (x @ W; gate i
+ * is column 2i, up i column 2i + 1), down_proj [NE][I][E], float, or the released checkpoints'
+ * MXFP4 gate_up_proj_blocks / _scales ([NE][2I][..], rows interleaved alike) and down_proj_*
+ * ([NE][E][..]), with their biases [NE][2I] and [NE][E]. Each becomes hearth's [out][in] rows
+ * (float kept in its type, MXFP4 read as bf16), gate and up apart, copied into the model arena. */
+static hearth_status bind_moe_gpt_oss(loader *L, int il) {
+    const hearth_hparams *hp = &L->m->hp;
+    hearth_layer *l = &L->m->layers[il];
+    int64_t E = hp->n_embd, NE = hp->n_expert, I = hp->n_ff_exp;
+    char n[192], base[192];
+    hearth_status st;
+#define NAME(s) (snprintf(n, sizeof n, "%slayers.%d." s, L->pfx, il), n)
+    if ((st = bind_mat(L, NAME("mlp.router"), E, NE, true, &l->router)) ||
+        (st = bind_vec(L, NAME("mlp.router.bias"), NE, true, false, &l->router_b)) ||
+        (st = expert_bias(L, NAME("mlp.experts.gate_up_proj_bias"), NE, 2 * I, 2, 0, &l->exp_gate_b)) ||
+        (st = expert_bias(L, NAME("mlp.experts.gate_up_proj_bias"), NE, 2 * I, 2, 1, &l->exp_up_b)) ||
+        (st = expert_bias(L, NAME("mlp.experts.down_proj_bias"), NE, E, 1, 0, &l->exp_down_b)))
+        return st;
+    l->exp_stride = I;
+    snprintf(base, sizeof base, "%slayers.%d.mlp.experts.", L->pfx, il);
+    if (L->cfg->mxfp4) {
+        char gu[220], dn[220];
+        snprintf(gu, sizeof gu, "%sgate_up_proj", base);
+        snprintf(dn, sizeof dn, "%sdown_proj", base);
+        if ((st = experts_mxfp4(L, gu, NE, 2 * I, E, 2, 0, &l->exp_gate)) ||
+            (st = experts_mxfp4(L, gu, NE, 2 * I, E, 2, 1, &l->exp_up)) ||
+            (st = experts_mxfp4(L, dn, NE, E, I, 1, 0, &l->exp_down)))
+            return st;
+    } else {
+        const int64_t gshape[3] = {NE, E, 2 * I}, dshape[3] = {NE, I, E};
+        const hearth_st_tensor *gu = need_shape(L, NAME("mlp.experts.gate_up_proj"), false, 3, gshape, &st);
+        if (!gu) return st;
+        const hearth_st_tensor *dn = need_shape(L, NAME("mlp.experts.down_proj"), false, 3, dshape, &st);
+        if (!dn) return st;
+        if ((st = experts_transposed(L, gu, NE, E, 2 * I, 2, 0, &l->exp_gate)) ||
+            (st = experts_transposed(L, gu, NE, E, 2 * I, 2, 1, &l->exp_up)) ||
+            (st = experts_transposed(L, dn, NE, I, E, 1, 0, &l->exp_down)))
+            return st;
     }
 #undef NAME
     return HEARTH_OK;

@@ -17,7 +17,9 @@
  *            high_freq_factor) kept, a smooth blend between
  *   yarn     blend of interpolated (/ factor) and extrapolated frequencies by a linear ramp
  *            over [low, high] dims from beta_fast / beta_slow rotations; cos and sin are then
- *            multiplied by attention_factor (hp->rope_mscale, applied by the rope op)
+ *            multiplied by attention_factor (hp->rope_mscale, applied by the rope op); the
+ *            range's ends are rounded out to whole dims unless the config says truncate: false
+ *            (gpt-oss)
  */
 #include "model/hf_config.h"
 
@@ -84,8 +86,9 @@ void hearth_hparams_inv_freq_at(const hearth_hparams *hp, bool swa, int32_t seq_
             break;
         }
         case HEARTH_ROPE_YARN: {
-            double lo = floor(correction_dim(hp->yarn_beta_fast, d, base, hp->rope_orig_ctx));
-            double hi = ceil(correction_dim(hp->yarn_beta_slow, d, base, hp->rope_orig_ctx));
+            double lo = correction_dim(hp->yarn_beta_fast, d, base, hp->rope_orig_ctx);
+            double hi = correction_dim(hp->yarn_beta_slow, d, base, hp->rope_orig_ctx);
+            if (!hp->yarn_no_truncate) lo = floor(lo), hi = ceil(hi);
             if (lo < 0) lo = 0;
             if (hi > d - 1) hi = d - 1;
             if (lo == hi) hi += 0.001;

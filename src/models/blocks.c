@@ -86,7 +86,7 @@ void hearth_blk_attn(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view 
         .head_dim = hp->head_dim, .head_dim_v = hp->head_dim_v,
         .q = f->q, .out = f->att, .pos = b->pos, .seq = b->seq,
         .k = kv->k[il], .v = kv->v[il], .blocks = bl, .k_type = kv->k_type, .v_type = kv->v_type,
-        .n_swa = swa ? hp->n_swa : 0, .scale = scale, .softcap = hp->attn_softcap,
+        .n_swa = swa ? hp->n_swa : 0, .scale = scale, .softcap = hp->attn_softcap, .sinks = l->sinks,
         .max_len = f->max_len, .min_run = f->min_run, .max_run = f->max_run,
     };
     hearth_op_attention(be, &a);

@@ -168,6 +168,11 @@ hearth_numerics hearth_fwd_numerics(const hearth_fwd *f) { return f->nx; }
 bool hearth_fwd_supported(const hearth_model *m, hearth_backend *be, char *why, size_t cap) {
     const hearth_hparams *hp = &m->hp;
     const hearth_weight *one[] = {&m->tok_embd, &m->output};
+    if (hp->attn_sinks && !hearth_backend_host_memory(be)) {
+        snprintf(why, cap, "the %s backend has no attention sinks or clamped SwiGLU (gpt-oss runs on the CPU "
+                 "backend)", hearth_backend_name(be));
+        return false;
+    }
     for (int32_t il = 0; il < hp->n_layer; il++) {
         int32_t hd = hearth_hparams_head_dim(hp, il), group = hp->n_head / hearth_hparams_n_head_kv(hp, il);
         if (hearth_backend_attn_supports(be, hd, group)) continue;
@@ -345,6 +350,8 @@ static hearth_status step_run(hearth_fwd *f, const hearth_batch *b, const hearth
     case HEARTH_ARCH_MISTRAL:
     case HEARTH_ARCH_PHI3:
     case HEARTH_ARCH_SMOLLM3:
+    case HEARTH_ARCH_QWEN3MOE:
+    case HEARTH_ARCH_GPT_OSS:
         break;
     default:
         return HEARTH_E_UNSUPPORTED;

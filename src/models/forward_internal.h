@@ -34,7 +34,7 @@ struct hearth_fwd {
     float   *ple_ctx;        /* [T][n_layer * n_embd_ple] projection of the embeddings */
     float   *ple_x, *ple_g;  /* [T][n_embd_ple] layer il's input, its gate */
     int32_t *ple_rows;       /* owned backend buffer [n_layer][max_tok]: rows t * n_layer + il */
-    /* Gemma 4 mixture of experts (n_expert > 0): backend memory in mem, except as noted */
+    /* mixture of experts (n_expert > 0; moe.c): backend memory in mem, except as noted */
     float   *moe_in, *moe_out, *moe_gx, *moe_d; /* [T][n_embd] */
     float   *moe_g, *moe_u;  /* [T][n_ff_exp] */
     float   *moe_logits;     /* [T][n_expert] */
@@ -79,7 +79,16 @@ void hearth_blk_rope(hearth_fwd *f, float *x, int32_t n_head, int32_t head_dim, 
 /* Final norm + output projection for the f->n_out rows f->out_rows, into logits (backend memory). */
 void hearth_blk_logits(hearth_fwd *f, float *logits);
 
-/* Family forwards (llama.c: llama, qwen2, qwen3; gemma3.c). */
+/* Mixture of experts (moe.c). route: f->moe_logits [T][n_expert] (backend memory, the router's
+ * output) to the k chosen experts and their weights per token in f->moe_sel / f->moe_w (host),
+ * renormalized to sum 1 when renorm. experts: the chosen experts of layer il on the rows of x
+ * [T][n_embd] (backend memory), weighted and summed into f->moe_out (overwritten). blk_moe: the
+ * feed-forward of a routed layer (Qwen3 MoE), f->xb in and out. */
+void hearth_moe_route(hearth_fwd *f, int64_t T, bool renorm);
+void hearth_moe_experts(hearth_fwd *f, const float *x, int64_t T, int32_t il, hearth_glu_kind glu);
+void hearth_blk_moe(hearth_fwd *f, int32_t n_tok, int32_t il);
+
+/* Family forwards (llama.c: llama, qwen2, qwen3, qwen3 MoE; gemma3.c). */
 void hearth_llama_forward(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view *kv, float *logits);
 void hearth_gemma3_forward(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view *kv, float *logits);
 void hearth_gemma4_forward(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view *kv, float *logits);

@@ -73,77 +73,26 @@ static void gemma4_attn(hearth_fwd *f, const hearth_batch *b, const hearth_kv_vi
     hearth_fwd_trace(f, "attn_out", il, "MUL_MAT", f->xb, T, hp->n_embd);
 }
 
-/* Rows [r0, r0 + n) of w as a weight of their own (one expert's slice). */
-static hearth_weight rows_view(const hearth_weight *w, int64_t r0, int64_t n) {
-    hearth_weight v = *w;
-    v.ne1 = n;
-    v.data = (const uint8_t *)w->data + (size_t)r0 * w->row_bytes;
-    return v;
-}
-
 /* The mixture-of-experts half of layer il's feed-forward (transformers' Gemma4TextRouter and
  * Gemma4TextExperts), added to f->xb (the dense MLP's output, normed here by
  * post_feedforward_layernorm_1). The router reads the residual f->x:
  *   p = softmax(W_router (rmsnorm(x) * scale / sqrt(n_embd)));  the top k of p, renormalized,
  *   times per_expert_scale, weigh the experts' gelu(x2 W_gate_e) * (x2 W_up_e) W_down_e with
- *   x2 = pre_feedforward_layernorm_2(x); their sum (experts in ascending order, as index_add_
- *   does) is normed by post_feedforward_layernorm_2.
- * The choice is made on the host: the router's logits are downloaded, each expert's tokens are
- * gathered, run, weighted and added back row by row. */
+ *   x2 = pre_feedforward_layernorm_2(x); their sum (models/moe.c: grouped by expert, in
+ *   ascending order as index_add_ does) is normed by post_feedforward_layernorm_2. */
 static void gemma4_moe(hearth_fwd *f, int64_t T, int32_t il) {
     const hearth_hparams *hp = &f->m->hp;
     const hearth_layer *l = &f->m->layers[il];
     hearth_backend *be = f->be;
-    int64_t E = hp->n_embd, I = hp->n_ff_exp, NE = hp->n_expert, K = hp->n_expert_used;
+    int64_t E = hp->n_embd, NE = hp->n_expert, K = hp->n_expert_used;
     hearth_op_rmsnorm(be, f->xb, l->post_ffn_norm_1, f->xb, T, E, hp->norm_eps);
     hearth_op_rmsnorm(be, f->x, l->router_scale, f->moe_in, T, E, hp->norm_eps);
     hearth_op_scale(be, f->moe_in, T * E, (float)(1.0 / sqrt((double)E)));
     hearth_op_matmul(be, &l->router, f->moe_in, T, f->moe_logits, NE);
-    hearth_buf_download(be, f->moe_host, f->moe_logits, (size_t)(T * NE) * sizeof(float));
-    for (int64_t t = 0; t < T; t++) { /* softmax in f32, top k, renormalize, per-expert scale */
-        float *p = f->moe_host + t * NE, mx = p[0], sum = 0, top = 0;
-        for (int64_t e = 1; e < NE; e++) mx = p[e] > mx ? p[e] : mx;
-        for (int64_t e = 0; e < NE; e++) sum += p[e] = expf(p[e] - mx);
-        for (int64_t e = 0; e < NE; e++) p[e] /= sum;
-        for (int64_t k = 0; k < K; k++) {
-            int32_t best = -1;
-            for (int64_t e = 0; e < NE; e++) {
-                bool taken = false;
-                for (int64_t j = 0; j < k; j++) taken |= f->moe_sel[t * K + j] == e;
-                if (!taken && (best < 0 || p[e] > p[best])) best = (int32_t)e;
-            }
-            f->moe_sel[t * K + k] = best;
-            f->moe_w[t * K + k] = p[best];
-            top += p[best];
-        }
-        for (int64_t k = 0; k < K; k++)
-            f->moe_w[t * K + k] = f->moe_w[t * K + k] / top * l->expert_scale[f->moe_sel[t * K + k]];
-    }
+    hearth_moe_route(f, T, true);
+    for (int64_t i = 0; i < T * K; i++) f->moe_w[i] *= l->expert_scale[f->moe_sel[i]];
     hearth_op_rmsnorm(be, f->x, l->pre_ffn_norm_2, f->moe_in, T, E, hp->norm_eps);
-    hearth_op_scale(be, f->moe_out, T * E, 0.0f);
-    int64_t off = 0; /* each expert's token list goes to its own part of moe_rows */
-    int32_t list[256];
-    float weight[256];
-    for (int64_t e = 0; e < NE; e++) {
-        for (int64_t t0 = 0; t0 < T; t0 += 256) { /* in chunks of at most 256 tokens */
-            int32_t n = 0;
-            for (int64_t t = t0; t < T && t < t0 + 256; t++)
-                for (int64_t k = 0; k < K; k++)
-                    if (f->moe_sel[t * K + k] == e) list[n] = (int32_t)t, weight[n++] = f->moe_w[t * K + k];
-            if (n == 0) continue;
-            hearth_buf_upload(be, f->moe_rows + off, list, (size_t)n * sizeof(int32_t));
-            hearth_op_copy_rows(be, f->moe_in, E, f->moe_rows + off, n, f->moe_gx);
-            off += n;
-            hearth_weight gate = rows_view(&l->exp_gate, e * l->exp_stride, I),
-                          up = rows_view(&l->exp_up, e * l->exp_stride, I), down = rows_view(&l->exp_down, e * E, E);
-            hearth_op_ffn_glu(be, &gate, &up, f->moe_gx, n, f->moe_g, f->moe_u, HEARTH_GLU_GEGLU);
-            hearth_op_matmul(be, &down, f->moe_g, n, f->moe_d, E);
-            for (int32_t j = 0; j < n; j++) {
-                hearth_op_scale(be, f->moe_d + j * E, E, weight[j]);
-                hearth_op_add(be, f->moe_out + list[j] * E, f->moe_d + j * E, E);
-            }
-        }
-    }
+    hearth_moe_experts(f, f->moe_in, T, il, HEARTH_GLU_GEGLU);
     hearth_op_rmsnorm(be, f->moe_out, l->post_ffn_norm_2, f->moe_out, T, E, hp->norm_eps);
     hearth_op_add(be, f->xb, f->moe_out, T * E);
 }

@@ -1,8 +1,9 @@
 /*
  * llama.c - the forward pass of llama-shaped decoders: llama (SmolLM2), qwen2 (QKV bias),
  * qwen3 (QK-norm), mistral (sliding window), phi3 (fused projections, bound as row views;
- * partial rotary) and smollm3 (layers without RoPE); the differences are flags of the arch
- * table and hparams read inside the blocks.
+ * partial rotary), smollm3 (layers without RoPE) and qwen3 MoE (a layer with a router runs
+ * the mixture of experts of moe.c as its ffn); the differences are flags of the arch table and
+ * hparams read inside the blocks.
  *
  *   x = embed(tokens)
  *   for each layer:  x += attn(rmsnorm(x));  x += ffn(rmsnorm(x))
@@ -26,7 +27,8 @@ void hearth_llama_forward(hearth_fwd *f, const hearth_batch *b, const hearth_kv_
         hearth_op_add_rmsnorm(f->be, f->x, f->xb, l->ffn_norm, f->xb, T, E, hp->norm_eps);
         hearth_fwd_trace(f, "ffn_inp", il, "ADD", f->x, T, E);
         hearth_fwd_trace(f, "ffn_norm", il, "MUL", f->xb, T, E);
-        hearth_blk_ffn(f, (int32_t)T, il);
+        if (l->router.data) hearth_blk_moe(f, (int32_t)T, il);
+        else hearth_blk_ffn(f, (int32_t)T, il);
         if (il + 1 < hp->n_layer)
             hearth_op_add_rmsnorm(f->be, f->x, f->xb, m->layers[il + 1].attn_norm, f->xb, T, E, hp->norm_eps);
         else

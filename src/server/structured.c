@@ -83,6 +83,9 @@ bool hearth_structured_tools(hearth_tc_format f, const cJSON *tools, const char 
     if (f <= HEARTH_TC_NONE || f >= HEARTH_TC_COUNT)
         return hearth_api_fail(e, HEARTH_E_UNSUPPORTED, "unsupported", "tool_choice",
                                "this model has no tool-call format to force a call in");
+    if (f == HEARTH_TC_HARMONY)
+        return hearth_api_fail(e, HEARTH_E_UNSUPPORTED, "unsupported", "tool_choice",
+                               "forcing a call is not supported for the harmony format (gpt-oss) yet");
     hearth_cx_builder *b = hearth_cx_builder_create(hearth_cx_limits_default());
     if (!b) return hearth_api_oom(e);
     hearth_cx_json j;

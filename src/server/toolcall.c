@@ -38,6 +38,7 @@ enum {
     K_GEMMA_CALL = HEARTH_TCK_GEMMA_CALL,
     K_GEMMA4_CALL = HEARTH_TCK_GEMMA4_CALL,
     K_BARE = HEARTH_TCK_BARE,
+    K_HARMONY = HEARTH_TCK_HARMONY,
 };
 
 typedef struct {
@@ -51,6 +52,8 @@ static const trig T_MISTRAL[] = {{"[TOOL_CALLS]", NULL, K_MISTRAL}};
 static const trig T_GEMMA[] = {{"```tool_code", "```", K_TOOL_CODE},
                                {"<start_function_call>", "<end_function_call>", K_GEMMA_CALL},
                                {"<|tool_call>", "<tool_call|>", K_GEMMA4_CALL}};
+static const trig T_HARMONY[] = {{"<|channel|>commentary to=functions.", "<|call|>", K_HARMONY},
+                                 {" to=functions.", "<|call|>", K_HARMONY}};
 #define MAX_TRIGS 3
 
 static const struct {
@@ -63,6 +66,7 @@ static const struct {
     [HEARTH_TC_LLAMA3] = {"llama3", T_LLAMA3, 1},
     [HEARTH_TC_MISTRAL] = {"mistral", T_MISTRAL, 1},
     [HEARTH_TC_GEMMA] = {"gemma", T_GEMMA, 3},
+    [HEARTH_TC_HARMONY] = {"harmony", T_HARMONY, 2},
 };
 
 typedef struct {
@@ -119,8 +123,11 @@ hearth_tc_format hearth_tc_format_from_name(const char *name) {
 
 bool hearth_tc_is_marker(hearth_tc_format f, const char *text, size_t n) {
     static const char *const extra[] = {"[ARGS]", "[CALL_ID]", "<|\"|>", "<escape>"};
+    static const char *const harmony[] = {"<|channel|>", "<|message|>", "<|constrain|>", "<|call|>"};
     if (f <= HEARTH_TC_NONE || f >= HEARTH_TC_COUNT || !n) return false;
     hearth_span s = {text, n};
+    for (size_t i = 0; f == HEARTH_TC_HARMONY && i < sizeof harmony / sizeof harmony[0]; i++)
+        if (hearth_span_eq(s, harmony[i])) return true;
     for (int i = 0; i < FORMATS[f].n; i++)
         if (hearth_span_eq(s, FORMATS[f].t[i].open) || (FORMATS[f].t[i].close && hearth_span_eq(s, FORMATS[f].t[i].close)))
             return true;
@@ -131,6 +138,7 @@ bool hearth_tc_is_marker(hearth_tc_format f, const char *text, size_t n) {
 
 hearth_tc_format hearth_tc_detect(const char *tmpl, const char *arch) {
     if (tmpl) {
+        if (strstr(tmpl, "to=functions.") && strstr(tmpl, "<|channel|>")) return HEARTH_TC_HARMONY;
         if (strstr(tmpl, "[TOOL_CALLS]")) return HEARTH_TC_MISTRAL;
         if (strstr(tmpl, "<tool_call>")) return HEARTH_TC_HERMES;
         if (strstr(tmpl, "<|python_tag|>") || strstr(tmpl, "\"parameters\": ")) return HEARTH_TC_LLAMA3;
@@ -139,6 +147,7 @@ hearth_tc_format hearth_tc_detect(const char *tmpl, const char *arch) {
     }
     if (arch) {
         if (!strncmp(arch, "gemma", 5)) return HEARTH_TC_GEMMA;
+        if (!strcmp(arch, "gpt-oss") || !strcmp(arch, "gpt_oss")) return HEARTH_TC_HARMONY;
         if (strstr(arch, "mistral") || strstr(arch, "mixtral")) return HEARTH_TC_MISTRAL;
         if (tmpl && strstr(tmpl, "<|start_header_id|>")) return HEARTH_TC_LLAMA3;
     }
@@ -371,6 +380,7 @@ static int parse_markup(hearth_tc *p, bool final, size_t *used) {
         return hearth_tc_xml_call(p, body.ptr, body.len);
     case K_TOOL_CODE: return hearth_tc_python_calls(p, body.ptr, body.len);
     case K_GEMMA_CALL: return hearth_tc_gemma_call(p, body.ptr, body.len, "<escape>");
+    case K_HARMONY: return hearth_tc_harmony_call(p, b, nb);
     default: return hearth_tc_gemma_call(p, body.ptr, body.len, "<|\"|>");
     }
 }

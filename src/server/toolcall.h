@@ -15,6 +15,11 @@
  *            syntax, one call per line), <start_function_call>call:f{k:<escape>v<escape>}
  *            <end_function_call> (FunctionGemma) and <|tool_call>call:f{k:<|"|>v<|"|>}<tool_call|>
  *            (Gemma 4)
+ *   HARMONY  <|channel|>commentary to=functions.f <|constrain|>json<|message|>{...}<|call|>, or
+ *            the recipient in the header: <|start|>assistant to=functions.f<|channel|>commentary
+ *            json<|message|>{...}<|call|> (gpt-oss; the reasoning splitter has dropped
+ *            <|start|>assistant). <|call|> ends the model's turn: a call whose JSON is complete
+ *            when the reply ends without it stands as if it had been written
  *
  * Text is fed as it decodes, in pieces split anywhere (a marker may span pieces; the parser
  * holds back any tail that could still begin one). Each push returns the content that is now
@@ -57,6 +62,7 @@ typedef enum {
     HEARTH_TC_LLAMA3,
     HEARTH_TC_MISTRAL,
     HEARTH_TC_GEMMA,
+    HEARTH_TC_HARMONY,
     HEARTH_TC_COUNT
 } hearth_tc_format;
 
@@ -65,7 +71,7 @@ typedef enum {
  * that render no tool markup (Gemma 3, SmolLM2) fall back to the architecture; HERMES when
  * nothing says otherwise, since ChatML-style tool prompts ask for it. */
 hearth_tc_format hearth_tc_detect(const char *chat_template, const char *arch);
-/* "none", "hermes", "llama3", "mistral", "gemma"; from a name: HEARTH_TC_COUNT when unknown. */
+/* "none", "hermes", "llama3", "mistral", "gemma", "harmony"; from a name: HEARTH_TC_COUNT when unknown. */
 const char      *hearth_tc_format_name(hearth_tc_format f);
 hearth_tc_format hearth_tc_format_from_name(const char *name);
 /* Is text[0..n) the text of a control token this format's markup uses (feed it in)? */

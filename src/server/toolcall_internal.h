@@ -18,6 +18,7 @@ enum {
     HEARTH_TCK_GEMMA_CALL,   /* <start_function_call>call:f{...}<end_function_call> */
     HEARTH_TCK_GEMMA4_CALL,  /* <|tool_call>call:f{...}<tool_call|> */
     HEARTH_TCK_BARE,         /* Llama 3: a JSON object as the reply */
+    HEARTH_TCK_HARMONY,      /* to=functions.f ... <|message|>JSON<|call|> */
 };
 
 /* A call in markup that is still open, as far as it is decided. */
@@ -36,6 +37,12 @@ int hearth_tc_partial_call(int kind, const char *b, size_t n, int k, hearth_tc_p
 int hearth_tc_python_partial(const char *s, size_t n, int k, hearth_tc_partial *pc, hearth_jw *w);
 int hearth_tc_gemma_partial(const char *s, size_t n, const char *delim, hearth_tc_partial *pc, hearth_jw *w);
 int hearth_tc_xml_partial(const char *s, size_t n, hearth_tc_partial *pc, hearth_jw *w);
+
+/* gpt-oss: the body after "to=functions." - the name (up to whitespace or '<'), anything up to
+ * <|message|>, then the JSON arguments. Whole: 1 added, -1 not a call, -2 OOM; partial: as
+ * hearth_tc_partial_call. */
+int hearth_tc_harmony_call(hearth_tc *p, const char *s, size_t n);
+int hearth_tc_harmony_partial(const char *s, size_t n, hearth_tc_partial *pc);
 
 /* s[0..n) parsed as one JSON value with nothing but whitespace after it, else NULL. */
 cJSON *hearth_tc_parse_exact(const char *s, size_t n);

@@ -138,6 +138,7 @@ int hearth_tc_partial_call(int kind, const char *b, size_t n, int k, hearth_tc_p
     case HEARTH_TCK_TOOL_CODE: return hearth_tc_python_partial(b, n, k, pc, w);
     case HEARTH_TCK_GEMMA_CALL: return k ? 0 : hearth_tc_gemma_partial(b, n, "<escape>", pc, w);
     case HEARTH_TCK_GEMMA4_CALL: return k ? 0 : hearth_tc_gemma_partial(b, n, "<|\"|>", pc, w);
+    case HEARTH_TCK_HARMONY: return k ? 0 : hearth_tc_harmony_partial(b, n, pc);
     default: return 0;
     }
 }

@@ -9,7 +9,7 @@
  * logit, and the greedy continuations token for token; where they part, the CPU's logits must
  * show a near-tie there (the two tokens' logits within the same tolerance), else it fails.
  *
- * Models: the committed tiny qwen2/qwen3 checkpoints, tiny Hugging Face Gemma 4 and
+ * Models: the committed tiny qwen2/qwen3 checkpoints, tiny Hugging Face Gemma 4, Qwen3 MoE and
  * stretched-RoPE checkpoints, the starter models when HEARTH_SMOLLM2_GGUF /
  * HEARTH_GEMMA3_GGUF name them, and any GGUF listed (colon-separated) in HEARTH_CUDA_MODELS (the
  * GPU host's generated checkpoints, docs/cuda.md). Skips without a GPU.
@@ -166,6 +166,30 @@ TEST(tiny_qwen3_cuda_matches_cpu) { check_model("tests/golden/tiny/tiny-qwen3.gg
  * 32 tokens (dynamic NTK, longrope: the decode steps run past it, off the graph path); not yet
  * run on a GPU host */
 TEST(hf_gemma4_cuda_matches_cpu) { check_model("tests/golden/hf/gemma4_text", TOL_TINY); }
+/* Qwen3 MoE: routed layers (experts grouped per step on the host's routing: copy_rows, one
+ * gate/up and one down matmul per expert) beside a dense one; from safetensors, mlx-lm's
+ * quantized layout and GGUF. Not yet run on a GPU host. */
+TEST(hf_qwen3_moe_cuda_matches_cpu) { check_model("tests/golden/hf/qwen3_moe", TOL_TINY); }
+TEST(hf_qwen3_moe_mlx_cuda_matches_cpu) { check_model("tests/golden/hf/qwen3_moe-mlx", TOL_TINY); }
+TEST(qwen3_moe_gguf_cuda_matches_cpu) { check_model("tests/golden/hf/qwen3_moe.gguf", TOL_TINY); }
+/* gpt-oss has attention sinks and the clamped SwiGLU, which the CUDA backend does not run: the
+ * model is refused up front with that reason (the CPU computes it instead). */
+TEST(gpt_oss_refused_on_cuda) {
+    hearth_err err = {0};
+    hearth_model *m = NULL;
+    CHECK_EQ(hearth_model_load("tests/golden/hf/gpt_oss", &m, &err), HEARTH_OK);
+    if (!m) return;
+    hearth_backend *be = hearth_backend_cuda_create(0, 8, &REF_NX, &err);
+    if (!be) {
+        hearth_model_destroy(m);
+        TEST_SKIP("no CUDA device");
+    }
+    char why[256] = "";
+    CHECK(!hearth_fwd_supported(m, be, why, sizeof why));
+    CHECK(strstr(why, "no attention sinks or clamped SwiGLU") != NULL);
+    hearth_backend_destroy(be);
+    hearth_model_destroy(m);
+}
 TEST(hf_rope_dynamic_cuda_matches_cpu) { check_model("tests/golden/hf/rope-dynamic", TOL_TINY); }
 TEST(hf_rope_longrope_cuda_matches_cpu) { check_model("tests/golden/hf/rope-longrope", TOL_TINY); }
 TEST(smollm2_cuda_matches_cpu) { check_model(getenv("HEARTH_SMOLLM2_GGUF"), TOL_TINY); }

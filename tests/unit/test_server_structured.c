@@ -38,6 +38,13 @@ static void check_args(const char *name, const char *args) {
 TEST(forced_calls_parse_in_every_format) {
     cJSON *tools = cJSON_Parse(TOOLS);
     for (int f = HEARTH_TC_HERMES; f < HEARTH_TC_COUNT; f++) {
+        if (f == HEARTH_TC_HARMONY) { /* not forced yet: refused with a message naming tool_choice */
+            hearth_cx_grammar *g = NULL;
+            hearth_api_err e;
+            CHECK(!hearth_structured_tools((hearth_tc_format)f, tools, NULL, false, NULL, &g, &e));
+            CHECK(g == NULL);
+            continue;
+        }
         for (int mode = 0; mode < 3; mode++) { /* any one, several, the named one */
             const char *only = mode == 2 ? "get_weather" : NULL;
             int walks = 0;

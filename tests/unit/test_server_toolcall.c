@@ -163,6 +163,22 @@ TEST(tc_gemma) {
     tc_expect(HEARTH_TC_GEMMA, "<|tool_call>f{}<tool_call|>", "<|tool_call>f{}<tool_call|>", "", false);
 }
 
+/* gpt-oss's harmony calls: the recipient after the channel or in the header, <|call|> present
+ * or not (it ends the turn, so a decoder may stop before it); a body that is not a JSON object
+ * is content. */
+TEST(tc_harmony) {
+    tc_expect(HEARTH_TC_HARMONY, "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>"
+              "{\"city\": \"Paris\", \"days\": 3}<|call|>", "",
+              "get_weather|{\"city\": \"Paris\", \"days\": 3};", false);
+    tc_expect(HEARTH_TC_HARMONY, " to=functions.lookup<|channel|>commentary json<|message|>{\"q\": \"a<b\"}", "",
+              "lookup|{\"q\": \"a<b\"};", false);
+    tc_expect(HEARTH_TC_HARMONY, "Checking.<|channel|>commentary to=functions.f<|message|>{}<|call|>", "Checking.",
+              "f|{};", false);
+    tc_expect(HEARTH_TC_HARMONY, "<|channel|>commentary to=functions.f<|message|>[1]<|call|>",
+              "<|channel|>commentary to=functions.f<|message|>[1]<|call|>", "", false);
+    tc_expect(HEARTH_TC_HARMONY, "plain answer", "plain answer", "", false);
+}
+
 TEST(tc_none_passes_everything) {
     tc_expect(HEARTH_TC_NONE, "<tool_call>{\"name\":\"f\"}</tool_call>", "<tool_call>{\"name\":\"f\"}</tool_call>", "",
               false);
@@ -212,6 +228,11 @@ TEST(tc_detect) {
     CHECK_EQ(hearth_tc_detect("{{ bos_token }}<start_of_turn>", "gemma3"), HEARTH_TC_GEMMA);
     CHECK_EQ(hearth_tc_detect(NULL, "gemma3"), HEARTH_TC_GEMMA);
     CHECK_EQ(hearth_tc_detect("<|im_start|>", "llama"), HEARTH_TC_HERMES);
+    CHECK_EQ(hearth_tc_detect("{{- '<|channel|>commentary to=functions.' }}", "gpt_oss"), HEARTH_TC_HARMONY);
+    CHECK_EQ(hearth_tc_detect(NULL, "gpt-oss"), HEARTH_TC_HARMONY);
+    CHECK(hearth_tc_is_marker(HEARTH_TC_HARMONY, "<|call|>", 8));
+    CHECK(hearth_tc_is_marker(HEARTH_TC_HARMONY, "<|message|>", 11));
+    CHECK_EQ(hearth_tc_format_from_name("harmony"), HEARTH_TC_HARMONY);
     CHECK(hearth_tc_is_marker(HEARTH_TC_MISTRAL, "[TOOL_CALLS]", 12));
     CHECK(!hearth_tc_is_marker(HEARTH_TC_MISTRAL, "</s>", 4));
     CHECK_EQ(hearth_tc_format_from_name("gemma"), HEARTH_TC_GEMMA);

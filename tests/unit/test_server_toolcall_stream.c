@@ -173,6 +173,16 @@ TEST(tcs_gemma) {
            "f|{\"q\":\"a}b\",\"n\":-2.5e3};", 1);
 }
 
+/* harmony: a call is announced once its JSON is complete (the tail may still be <|call|>), so
+ * its arguments come in one piece; without <|call|> (a decoder that stopped on it) too */
+TEST(tcs_harmony) {
+    expect(HEARTH_TC_HARMONY, "Checking.<|channel|>commentary to=functions.get_weather <|constrain|>json"
+           "<|message|>{\"city\": \"Paris\"}<|call|>", "Checking.{B0:get_weather}{E0}",
+           "get_weather|{\"city\": \"Paris\"};", 0);
+    expect(HEARTH_TC_HARMONY, " to=functions.f<|channel|>commentary json<|message|>{\"n\": [1, 2]}", "{B0:f}{E0}",
+           "f|{\"n\": [1, 2]};", 0);
+}
+
 TEST(tcs_not_calls_stay_content) {
     expect(HEARTH_TC_HERMES, "x <tool_call>{oops}</tool_call> y", "x <tool_call>{oops}</tool_call> y", "", 0);
     expect(HEARTH_TC_HERMES, "<tool_call>{\"arguments\":{}}</tool_call>", "<tool_call>{\"arguments\":{}}</tool_call>",

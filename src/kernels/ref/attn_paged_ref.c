@@ -35,6 +35,14 @@ static void axpy_row(float *out, float p, const void *base, int64_t off, bool f1
 void hearth_attn_head_paged_ref(const float *q, const void *k, const void *v, int64_t kv_stride,
                                 const int32_t *table_row, int32_t block_size, bool kv_f16, int64_t head_dim,
                                 int64_t j0, int64_t j1, float scale, float softcap, float *scores, float *out) {
+    hearth_attn_head_paged_sink_ref(q, k, v, kv_stride, table_row, block_size, kv_f16, head_dim, j0, j1, scale,
+                                    softcap, -INFINITY, scores, out);
+}
+
+void hearth_attn_head_paged_sink_ref(const float *q, const void *k, const void *v, int64_t kv_stride,
+                                     const int32_t *table_row, int32_t block_size, bool kv_f16, int64_t head_dim,
+                                     int64_t j0, int64_t j1, float scale, float softcap, float sink, float *scores,
+                                     float *out) {
     float qr[HEARTH_ATTN_MAX_HEAD_DIM]; /* the query as the dot sees it */
     for (int64_t d = 0; d < head_dim; d++)
         qr[d] = kv_f16 ? hearth_fp16_to_fp32(hearth_fp32_to_fp16(q[d])) : q[d];
@@ -46,7 +54,8 @@ void hearth_attn_head_paged_ref(const float *q, const void *k, const void *v, in
         scores[j] = s;
         if (s > max) max = s;
     }
-    double sum = 0.0;
+    if (sink > max) max = sink;
+    double sum = sink == -INFINITY ? 0.0 : (double)expf(sink - max); /* the sink's share of the denominator */
     for (int64_t j = j0; j < j1; j++) {
         scores[j] = expf(scores[j] - max);
         sum += scores[j];

@@ -16,3 +16,11 @@
 void hearth_attn_head_paged_ref(const float *q, const void *k, const void *v, int64_t kv_stride,
                                 const int32_t *table_row, int32_t block_size, bool kv_f16, int64_t head_dim,
                                 int64_t j0, int64_t j1, float scale, float softcap, float *scores, float *out);
+/* The same with an attention sink (gpt-oss): a learned logit `sink` that joins the softmax's
+ * maximum and denominator but has no value, so the weights of the keys sum to less than 1:
+ *   m = max(sink, s_j0..s_j1-1),  out = sum_j e^(s_j - m) v_j / (e^(sink - m) + sum_j e^(s_j - m)).
+ * sink = -INFINITY is no sink: bit for bit hearth_attn_head_paged_ref. */
+void hearth_attn_head_paged_sink_ref(const float *q, const void *k, const void *v, int64_t kv_stride,
+                                     const int32_t *table_row, int32_t block_size, bool kv_f16, int64_t head_dim,
+                                     int64_t j0, int64_t j1, float scale, float softcap, float sink, float *scores,
+                                     float *out);

@@ -76,6 +76,16 @@ void hearth_swiglu_ref(float *g, const float *u, int64_t n) {
     for (int64_t i = 0; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
+void hearth_swiglu_oai_ref(float *g, const float *u, int64_t n) {
+    const float alpha = 1.702f, limit = 7.0f;
+    for (int64_t i = 0; i < n; i++) {
+        float x = g[i] > limit ? limit : g[i];
+        float up = u[i] < -limit ? -limit : u[i] > limit ? limit : u[i];
+        float glu = x * (1.0f / (1.0f + expf(-(x * alpha))));
+        g[i] = (up + 1.0f) * glu;
+    }
+}
+
 void hearth_geglu_ref(float *g, const float *u, int64_t n) {
     const float c = 0.7978845608028654f; /* sqrt(2/pi) */
     for (int64_t i = 0; i < n; i++) {
