@@ -25,6 +25,10 @@
  */
 #include "backend/cuda/gemv.cuh"
 
+/* Rows per row group of the waves layout at several tokens (mv_plain_k): each token's
+ * activations are loaded once for this many rows. One token keeps one row a group. */
+#define HC_MV_ROWS 4
+
 /* 16 bytes of a weight, not kept in L1 */
 static __device__ __forceinline__ uint4 ld_stream(const uint4 *p) {
     uint4 r;
@@ -154,56 +158,113 @@ static __device__ __forceinline__ void to_f32(uint4 u, float *w) {
     }
 }
 
+/* Token t's 8 activations of piece cu: x [t][cu E .. cu E + E - 1] (E = 4: b is not read) */
+template <int E>
+static __device__ __forceinline__ void x_piece(const float *__restrict__ x, int64_t n_in, int64_t cu, int t, float4 &a,
+                                               float4 &b) {
+    const float4 *xp = (const float4 *)(x + t * n_in + cu * E);
+    a = __ldg(xp);
+    if (E == 8) b = __ldg(xp + 1);
+}
+
+/* One piece's partial dot, its operations spelled out (no contraction left to the compiler), so
+ * that a (row, token) sum has the same bits in every kernel and at every token count. */
+template <int E>
+static __device__ __forceinline__ float piece_dot(const float *w, float4 a, float4 b) {
+    float s = __fmaf_rn(w[3], a.w, __fmaf_rn(w[2], a.z, __fmaf_rn(w[1], a.y, __fmul_rn(w[0], a.x))));
+    if (E == 8)
+        s = __fadd_rn(s, __fmaf_rn(w[7], b.w, __fmaf_rn(w[6], b.z, __fmaf_rn(w[5], b.y, __fmul_rn(w[4], b.x)))));
+    return s;
+}
+
 /* acc[t] += the 16 bytes u of a row (its piece cu) against token t's matching activations */
 template <int T, int NT>
 static __device__ __forceinline__ void plain_dot(uint4 u, const float *__restrict__ x, int64_t n_in, int64_t cu,
                                                  int n_tok, float *acc) {
     constexpr int E = T == HC_F32 ? 4 : 8;
-    float w[E];
+    float w[8];
     to_f32<T>(u, w);
 #pragma unroll
     for (int t = 0; t < NT; t++) {
         if (t >= n_tok) break;
-        const float4 *xp = (const float4 *)(x + t * n_in + cu * E);
-        float4 a = __ldg(xp);
-        float s = w[0] * a.x + w[1] * a.y + w[2] * a.z + w[3] * a.w;
-        if (E == 8) {
-            float4 b = __ldg(xp + 1);
-            s += w[E > 4 ? 4 : 0] * b.x + w[E > 4 ? 5 : 1] * b.y + w[E > 4 ? 6 : 2] * b.z + w[E > 4 ? 7 : 3] * b.w;
-        }
-        acc[t] += s;
+        float4 a, b = make_float4(0, 0, 0, 0);
+        x_piece<E>(x, n_in, cu, t, a, b);
+        acc[t] = __fadd_rn(acc[t], piece_dot<E>(w, a, b));
     }
 }
 
-template <int T, int NT, int P>
-static __global__ void __launch_bounds__(256) mv_plain_k(hc_mv m, const float *__restrict__ x, int n_tok) {
-    constexpr int E = T == HC_F32 ? 4 : 8, U = 8; /* elements per load, loads per batch */
-    const mv_row rr = row_of(m, (int64_t)blockIdx.x * (256 / P) + threadIdx.x / P);
-    const int64_t nch = rr.live ? m.n_in / E : 0;
-    const uint4 *rp = (const uint4 *)rr.w;
+/* plain_dot for R rows' pieces u[i] at the same cu: each token's activations are read once for
+ * the R rows (the loads of x, not the weights, bound a launch of several tokens); row i's sums
+ * go through the very operations plain_dot does. */
+template <int T, int NT, int R>
+static __device__ __forceinline__ void plain_dot_rows(const uint4 *u, const float *__restrict__ x, int64_t n_in,
+                                                      int64_t cu, int n_tok, float (*acc)[NT]) {
+    constexpr int E = T == HC_F32 ? 4 : 8;
+    float w[R][8];
+#pragma unroll
+    for (int i = 0; i < R; i++) to_f32<T>(u[i], w[i]);
+#pragma unroll
+    for (int t = 0; t < NT; t++) {
+        if (t >= n_tok) break;
+        float4 a, b = make_float4(0, 0, 0, 0);
+        x_piece<E>(x, n_in, cu, t, a, b);
+#pragma unroll
+        for (int i = 0; i < R; i++) acc[i][t] = __fadd_rn(acc[i][t], piece_dot<E>(w[i], a, b));
+    }
+}
+
+/* The waves layout: a block's 256 / P row groups take R consecutive rows each (R > 1 for launches
+ * of several tokens, see plain_dot_rows); the P threads of a group read pieces lane, lane + P,
+ * ... of each of its rows, U / R pieces of every row per batch, so that a thread keeps U loads in
+ * flight whatever R. A row's P partial sums and their order are those of R = 1. */
+template <int T, int NT, int P, int R>
+static __global__ void __launch_bounds__(256, R > 1 ? 2 : 1) mv_plain_k(hc_mv m, const float *__restrict__ x, int n_tok) {
+    constexpr int E = T == HC_F32 ? 4 : 8, U = R == 1 ? 8 : 4 / R; /* elements per load, loads per row per batch */
+    static_assert(U >= 1 && (R == 1 || U * R == 4), "R divides the batch");
+    const int64_t r0 = ((int64_t)blockIdx.x * (256 / P) + threadIdx.x / P) * R;
+    const uint4 *rp[R];
+    bool live[R], any = false;
+#pragma unroll
+    for (int i = 0; i < R; i++) {
+        const mv_row rr = row_of(m, r0 + i);
+        rp[i] = (const uint4 *)rr.w;
+        live[i] = rr.live;
+        any = any || rr.live;
+    }
+    const int64_t nch = any ? m.n_in / E : 0;
     int64_t c = threadIdx.x % P;
-    uint4 nxt[U];
+    uint4 nxt[U][R];
 #pragma unroll
-    for (int u = 0; u < U; u++) nxt[u] = c + u * P < nch ? ld_stream(rp + c + u * P) : make_uint4(0, 0, 0, 0);
+    for (int u = 0; u < U; u++)
+#pragma unroll
+        for (int i = 0; i < R; i++)
+            nxt[u][i] = live[i] && c + u * P < nch ? ld_stream(rp[i] + c + u * P) : make_uint4(0, 0, 0, 0);
     hc_pdl_begin();
-    float acc[NT];
+    float acc[R][NT];
 #pragma unroll
-    for (int t = 0; t < NT; t++) acc[t] = 0.0f;
+    for (int i = 0; i < R; i++)
+#pragma unroll
+        for (int t = 0; t < NT; t++) acc[i][t] = 0.0f;
     for (; c < nch; c += U * P) {
-        uint4 cur[U];
-#pragma unroll
-        for (int u = 0; u < U; u++) cur[u] = nxt[u];
+        uint4 cur[U][R];
 #pragma unroll
         for (int u = 0; u < U; u++)
-            if (c + (U + u) * P < nch) nxt[u] = ld_stream(rp + c + (U + u) * P);
+#pragma unroll
+            for (int i = 0; i < R; i++) cur[u][i] = nxt[u][i];
+#pragma unroll
+        for (int u = 0; u < U; u++)
+#pragma unroll
+            for (int i = 0; i < R; i++)
+                if (live[i] && c + (U + u) * P < nch) nxt[u][i] = ld_stream(rp[i] + c + (U + u) * P);
 #pragma unroll
         for (int u = 0; u < U; u++) {
             const int64_t cu = c + u * P;
             if (cu >= nch) break;
-            plain_dot<T, NT>(cur[u], x, m.n_in, cu, n_tok, acc);
+            plain_dot_rows<T, NT, R>(cur[u], x, m.n_in, cu, n_tok, acc);
         }
     }
-    mv_store<NT, P>(acc, n_tok, rr);
+#pragma unroll
+    for (int i = 0; i < R; i++) mv_store<NT, P>(acc[i], n_tok, row_of(m, r0 + i));
 }
 
 /* Row k of a persistent row group's sequence: rows g, g + G, ...; with a GLU, gate row g, up
@@ -600,11 +661,22 @@ static int64_t resident_blocks(const void *k, size_t smem) {
     return (int64_t)per * n_sms();
 }
 
+/* The persistent grid of kernel k (smem bytes) at P threads a row: a block per 256 / P rows, at
+ * most the resident ones and mv_max_blocks */
+static unsigned persistent_grid(const void *k, int64_t rows, int P, size_t smem) {
+    const int rpb = 256 / P;
+    int64_t b = (rows + rpb - 1) / rpb, res = resident_blocks(k, smem);
+    if (b > res) b = res;
+    if (mv_max_blocks && b > mv_max_blocks) b = mv_max_blocks;
+    return (unsigned)b;
+}
+
 /* The persistent layout of rows x units (16-byte loads or block groups) of work: the threads per
- * row P (of 16..max_p; ks[i] is the kernel for P = 16 << i) and the grid that give each thread
- * the fewest slots, a row's reduction counted as part of a slot (a block-wide one as two). */
-static int persistent_plan(const void *const *ks, int64_t rows, int64_t units, int max_p, size_t smem,
-                           unsigned *blocks) {
+ * row P (of 16..max_p; ks[i] is the kernel for P = 16 << i) whose grid gives each thread the
+ * fewest slots, a row's reduction counted as part of a slot (a block-wide one as two). A row's
+ * bits depend on P, so every token count plans with the one-token kernels (ks, smem) and only
+ * sizes its grid from its own. */
+static int persistent_plan(const void *const *ks, int64_t rows, int64_t units, int max_p, size_t smem) {
     static const int order[] = {32, 64, 16, 128, 256};
     double best = 0;
     int bestP = 0;
@@ -612,15 +684,12 @@ static int persistent_plan(const void *const *ks, int64_t rows, int64_t units, i
         const int P = order[oi], rpb = 256 / P;
         if (P > max_p || (mv_force_p && P != (mv_force_p < max_p ? mv_force_p : max_p))) continue;
         const void *k = ks[P == 16 ? 0 : P == 32 ? 1 : P == 64 ? 2 : P == 128 ? 3 : 4];
-        int64_t b = (rows + rpb - 1) / rpb, res = resident_blocks(k, smem);
-        if (b > res) b = res;
-        if (mv_max_blocks && b > mv_max_blocks) b = mv_max_blocks;
-        const int64_t G = b * rpb, n_iter = (rows + G - 1) / G, L = (units + P - 1) / P;
+        const int64_t G = (int64_t)persistent_grid(k, rows, P, smem) * rpb, n_iter = (rows + G - 1) / G,
+                      L = (units + P - 1) / P;
         const double cost = (double)n_iter * ((double)L + (P > 32 ? 2.0 : 0.5));
         if (!bestP || cost < best) {
             best = cost;
             bestP = P;
-            *blocks = (unsigned)b;
         }
     }
     return bestP;
@@ -649,15 +718,17 @@ static void plain_t(const hc_mv *m, const float *x, int n_tok, int kind, cudaStr
     int64_t rows = GLU ? m->end[0] : rows_of(m), units = m->n_in / (T == HC_F32 ? 4 : 8);
     if (!GLU && mv_mode != HC_MV_PERSIST) {
         int P = threads_per_row(rows, units, 256);
-        HC_P_SWITCH(P, (hc_launch(mv_plain_k<T, NT, PP>, hc_blocks(rows, 256 / PP), 256, 0, s, *m, x, n_tok)));
+        constexpr int R = NT == 1 ? 1 : HC_MV_ROWS;
+        HC_P_SWITCH(P, (hc_launch(mv_plain_k<T, NT, PP, R>, hc_blocks(rows, 256 / PP * R), 256, 0, s, *m, x, n_tok)));
         return;
     }
-    const void *ks[5] = {(const void *)mv_plain_p<T, NT, 16, GLU>, (const void *)mv_plain_p<T, NT, 32, GLU>,
-                         (const void *)mv_plain_p<T, NT, 64, GLU>, (const void *)mv_plain_p<T, NT, 128, GLU>,
-                         (const void *)mv_plain_p<T, NT, 256, GLU>};
-    unsigned blocks = 1;
-    int P = persistent_plan(ks, rows, GLU ? 2 * units : units, 256, 0, &blocks);
-    HC_P_SWITCH(P, (hc_launch(mv_plain_p<T, NT, PP, GLU>, blocks, 256, 0, s, *m, x, n_tok, kind)));
+    const void *ks[5] = {(const void *)mv_plain_p<T, 1, 16, GLU>, (const void *)mv_plain_p<T, 1, 32, GLU>,
+                         (const void *)mv_plain_p<T, 1, 64, GLU>, (const void *)mv_plain_p<T, 1, 128, GLU>,
+                         (const void *)mv_plain_p<T, 1, 256, GLU>};
+    int P = persistent_plan(ks, rows, GLU ? 2 * units : units, 256, 0);
+    HC_P_SWITCH(P, (hc_launch(mv_plain_p<T, NT, PP, GLU>, persistent_grid((const void *)mv_plain_p<T, NT, PP, GLU>,
+                                                                            rows, PP, 0),
+                              256, 0, s, *m, x, n_tok, kind)));
 }
 
 template <bool GLU>
@@ -692,16 +763,20 @@ bool hc_mv_q8_quantizes(int n_tok) { return n_tok == 1 && mv_mode != HC_MV_WAVES
 template <int T, int NT>
 static void q8_t(const hc_mv *m, const int8_t *xq, const float *xd, const float *xf, int n_tok, cudaStream_t s) {
     int64_t rows = rows_of(m), units = m->n_in / (32 * qgroup<T>::G);
-    size_t sm = (size_t)256 * qgroup<T>::V * 16;
-    if (NT == 1) sm += (size_t)xs_bytes(m->n_in) + (size_t)xd_floats(m->n_in) * sizeof(float);
+    /* shared memory: the groups, and for one token its activations (sm1) */
+    const size_t sm0 = (size_t)256 * qgroup<T>::V * 16,
+                 sm1 = sm0 + (size_t)xs_bytes(m->n_in) + (size_t)xd_floats(m->n_in) * sizeof(float),
+                 sm = NT == 1 ? sm1 : sm0;
     static bool attr_set;
-    if (!attr_set) { /* past the default 48 KB: Q8_0's groups, long rows' activations */
+    if (!attr_set) { /* past the default 48 KB: Q8_0's groups, long rows' activations (the one-token
+                      * kernels too: the persistent plan asks their occupancy at any token count) */
         int most = 0;
         cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0);
-        cudaFuncSetAttribute(mv_q8_k<T, NT, 16>, cudaFuncAttributeMaxDynamicSharedMemorySize, most);
-        cudaFuncSetAttribute(mv_q8_k<T, NT, 32>, cudaFuncAttributeMaxDynamicSharedMemorySize, most);
-        cudaFuncSetAttribute(mv_q8_p<T, NT, 16>, cudaFuncAttributeMaxDynamicSharedMemorySize, most);
-        cudaFuncSetAttribute(mv_q8_p<T, NT, 32>, cudaFuncAttributeMaxDynamicSharedMemorySize, most);
+        const void *ks[] = {(const void *)mv_q8_k<T, NT, 16>, (const void *)mv_q8_k<T, NT, 32>,
+                            (const void *)mv_q8_p<T, NT, 16>, (const void *)mv_q8_p<T, NT, 32>,
+                            (const void *)mv_q8_p<T, 1, 16>,  (const void *)mv_q8_p<T, 1, 32>};
+        for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++)
+            cudaFuncSetAttribute(ks[i], cudaFuncAttributeMaxDynamicSharedMemorySize, most);
         attr_set = true;
     }
     if (mv_mode == HC_MV_WAVES) {
@@ -710,11 +785,14 @@ static void q8_t(const hc_mv *m, const int8_t *xq, const float *xd, const float 
         else hc_launch(mv_q8_k<T, NT, 32>, hc_blocks(rows, 8), 256, sm, s, *m, xq, xd, n_tok);
         return;
     }
-    const void *ks[5] = {(const void *)mv_q8_p<T, NT, 16>, (const void *)mv_q8_p<T, NT, 32>, NULL, NULL, NULL};
-    unsigned blocks = 1;
-    int P = persistent_plan(ks, rows, units, 32, sm, &blocks);
-    if (P == 16) hc_launch(mv_q8_p<T, NT, 16>, blocks, 256, sm, s, *m, xq, xd, xf, n_tok);
-    else hc_launch(mv_q8_p<T, NT, 32>, blocks, 256, sm, s, *m, xq, xd, xf, n_tok);
+    const void *ks[5] = {(const void *)mv_q8_p<T, 1, 16>, (const void *)mv_q8_p<T, 1, 32>, NULL, NULL, NULL};
+    int P = persistent_plan(ks, rows, units, 32, sm1);
+    if (P == 16)
+        hc_launch(mv_q8_p<T, NT, 16>, persistent_grid((const void *)mv_q8_p<T, NT, 16>, rows, 16, sm), 256, sm, s, *m,
+                  xq, xd, xf, n_tok);
+    else
+        hc_launch(mv_q8_p<T, NT, 32>, persistent_grid((const void *)mv_q8_p<T, NT, 32>, rows, 32, sm), 256, sm, s, *m,
+                  xq, xd, xf, n_tok);
 }
 
 void hc_mv_q8(int type, const hc_mv *m, const int8_t *xq, const float *xd, const float *xf, int n_tok,
