@@ -359,23 +359,24 @@ static __device__ __forceinline__ float w16f(const uint32_t *v, int off) {
     return hc_h2f((uint16_t)(v[off >> 2] >> ((off & 3) * 8)));
 }
 
-/* Where token t's 8-bit activations are: in global memory (xq [tok][n_in], xd [tok][nb][2]) or,
- * for one token, copied into shared memory with 16 bytes of padding after every 8 blocks and one
- * float after every 8 scale pairs, so that the threads of a row, each on its own group of 8
- * blocks, read different banks. */
+/* Where token t's 8-bit activations are: in global memory (xq [tok][n_in], xd [tok][nb][2]) or
+ * copied into shared memory (every token of the launch, each xs_bytes and xd_floats apart: tq,
+ * td) with 16 bytes of padding after every 8 blocks and one float after every 8 scale pairs, so
+ * that the threads of a row, each on its own group of 8 blocks, read different banks. The same
+ * values either way: where they are read from never changes a sum. */
 template <bool SM>
 struct xsrc {
     const int8_t *q;
     const float  *d;
-    int64_t       n_in, nb;
+    int64_t       n_in, nb, tq, td;
     __device__ __forceinline__ void get(int t, int64_t b, bool want_s1, int4 &x0, int4 &x1, float &dx,
                                         float &s1) const {
         if (SM) {
-            const int4 *p = (const int4 *)(q + b * 32 + (b >> 3) * 16);
+            const int4 *p = (const int4 *)(q + t * tq + b * 32 + (b >> 3) * 16);
             x0 = p[0];
             x1 = p[1];
-            dx = d[2 * b + (b >> 3)];
-            s1 = want_s1 ? d[2 * b + 1 + (b >> 3)] : 0.0f;
+            dx = d[t * td + 2 * b + (b >> 3)];
+            s1 = want_s1 ? d[t * td + 2 * b + 1 + (b >> 3)] : 0.0f;
         } else {
             const int4 *p = (const int4 *)(q + t * n_in + b * 32);
             x0 = __ldg(p);
@@ -424,17 +425,17 @@ static __device__ __forceinline__ float dot_blk(const uint32_t *v, int k, int4 x
     }
 }
 
-/* One token's activations (NT == 1: SM) copied into shared memory at sq, padded as xsrc reads
- * them, by the whole block; else read where they are. With xf (f32 activations, SM only) the
- * block rounds them to 8 bits itself, warp w taking blocks w, w + 8, ... with hc_mv_quantize's
- * arithmetic, instead of copying what that kernel would have written. */
+/* The n_tok tokens' activations copied into shared memory at sq (SM), padded as xsrc reads
+ * them, by the whole block; else read where they are. With xf (f32 activations of one token, SM
+ * only) the block rounds them to 8 bits itself, warp w taking blocks w, w + 8, ... with
+ * hc_mv_quantize's arithmetic, instead of copying what that kernel would have written. */
 template <bool SM>
 static __device__ __forceinline__ xsrc<SM> stage_x(const int8_t *xq, const float *xd, const float *xf, int64_t n_in,
-                                                   int8_t *sq) {
+                                                   int n_tok, int8_t *sq) {
     const int64_t nb = n_in / 32;
-    xsrc<SM> xs = {xq, xd, n_in, nb};
+    xsrc<SM> xs = {xq, xd, n_in, nb, xs_bytes(n_in), xd_floats(n_in)};
     if (SM) {
-        float *sd = (float *)(sq + xs_bytes(n_in));
+        float *sd = (float *)(sq + (size_t)n_tok * xs_bytes(n_in));
         if (xf) {
             const int lane = threadIdx.x % 32;
             for (int64_t b = threadIdx.x / 32; b < nb; b += 8) { /* the same trips for a warp's lanes */
@@ -450,10 +451,10 @@ static __device__ __forceinline__ xsrc<SM> stage_x(const int8_t *xq, const float
                 }
             }
         } else
-            for (int64_t c = threadIdx.x; c < nb * 2; c += 256) {
-                const int64_t b = c >> 1;
-                *(int4 *)(sq + b * 32 + (b >> 3) * 16 + (c & 1) * 16) = __ldg((const int4 *)xq + c);
-                sd[2 * b + (b >> 3) + (c & 1)] = __ldg(xd + c);
+            for (int64_t c = threadIdx.x; c < n_tok * nb * 2; c += 256) { /* c: half-block c % (2 nb) of token t */
+                const int64_t t = c / (nb * 2), h = c - t * nb * 2, b = h >> 1;
+                *(int4 *)(sq + t * xs.tq + b * 32 + (b >> 3) * 16 + (h & 1) * 16) = __ldg((const int4 *)xq + c);
+                sd[t * xs.td + 2 * b + (b >> 3) + (h & 1)] = __ldg(xd + c);
             }
         __syncthreads();
         xs.q = sq;
@@ -491,14 +492,15 @@ static __device__ __forceinline__ void group_dot(const uint4 *sg, const xsrc<SM>
 /* The P threads of a row read P groups at a time as one coalesced run of 16-byte loads, pass
  * them through shared memory (seg: [256 / P rows][P * V]; V is odd, so the reads of whole groups
  * do not collide in banks) and each takes its own group from there. P <= 32: a row's threads
- * are one warp or half of one. One token's activations are staged in shared memory too (xsrc):
- * read from L1 by every thread they would keep it busier than the weights do. */
-template <int T, int NT, int P>
+ * are one warp or half of one. The tokens' activations are staged in shared memory too (SM, xsrc;
+ * always for one token, for several where they fit): read from L1 by every thread, a thread's
+ * 32 bytes of a block 256 bytes from its neighbour's, they keep it far busier than the weights
+ * do, at every token again. */
+template <int T, int NT, int P, bool SM>
 static __global__ void __launch_bounds__(256) mv_q8_k(hc_mv m, const int8_t *__restrict__ xq,
                                                       const float *__restrict__ xd, int n_tok) {
     using F = qgroup<T>;
     constexpr int V = F::V;
-    constexpr bool SM = NT == 1;
     extern __shared__ uint4 seg[];
     const int li = threadIdx.x % P;
     const mv_row rr = row_of(m, (int64_t)blockIdx.x * (256 / P) + threadIdx.x / P);
@@ -509,7 +511,7 @@ static __global__ void __launch_bounds__(256) mv_q8_k(hc_mv m, const int8_t *__r
 #pragma unroll
     for (int k = 0; k < V; k++) nxt[k] = li + k * P < nu ? ld_stream(rp + li + k * P) : make_uint4(0, 0, 0, 0);
     hc_pdl_begin();
-    const xsrc<SM> xs = stage_x<SM>(xq, xd, NULL, m.n_in, (int8_t *)(seg + 256 * V));
+    const xsrc<SM> xs = stage_x<SM>(xq, xd, NULL, m.n_in, n_tok, (int8_t *)(seg + 256 * V));
     float acc[NT];
 #pragma unroll
     for (int t = 0; t < NT; t++) acc[t] = 0.0f;
@@ -530,12 +532,11 @@ static __global__ void __launch_bounds__(256) mv_q8_k(hc_mv m, const int8_t *__r
 
 /* The persistent twin of mv_q8_k: slot j of a row is its run of groups j P .. j P + P - 1.
  * xf: one token's f32 activations, quantized by each block as it stages them (else xq, xd). */
-template <int T, int NT, int P>
+template <int T, int NT, int P, bool SM>
 static __global__ void __launch_bounds__(256) mv_q8_p(hc_mv m, const int8_t *__restrict__ xq,
                                                       const float *__restrict__ xd, const float *xf, int n_tok) {
     using F = qgroup<T>;
     constexpr int V = F::V;
-    constexpr bool SM = NT == 1;
     extern __shared__ uint4 seg[];
     const int li = threadIdx.x % P;
     const int64_t G = (int64_t)gridDim.x * (256 / P), g = (int64_t)blockIdx.x * (256 / P) + threadIdx.x / P;
@@ -552,7 +553,7 @@ static __global__ void __launch_bounds__(256) mv_q8_p(hc_mv m, const int8_t *__r
     }
     feed_next(f, m, total, L, G);
     hc_pdl_begin();
-    const xsrc<SM> xs = stage_x<SM>(xq, xd, xf, m.n_in, (int8_t *)(seg + 256 * V));
+    const xsrc<SM> xs = stage_x<SM>(xq, xd, xf, m.n_in, n_tok, (int8_t *)(seg + 256 * V));
     int64_t cr = g, cj = 0;
     mv_row rr = row_of(m, cr);
     float acc[NT];
@@ -760,39 +761,62 @@ void hc_mv_plain_glu(int type, const hc_mv *m, const float *x, int n_tok, int ki
 
 bool hc_mv_q8_quantizes(int n_tok) { return n_tok == 1 && mv_mode != HC_MV_WAVES; }
 
-template <int T, int NT>
-static void q8_t(const hc_mv *m, const int8_t *xq, const float *xd, const float *xf, int n_tok, cudaStream_t s) {
-    int64_t rows = rows_of(m), units = m->n_in / (32 * qgroup<T>::G);
-    /* shared memory: the groups, and for one token its activations (sm1) */
-    const size_t sm0 = (size_t)256 * qgroup<T>::V * 16,
-                 sm1 = sm0 + (size_t)xs_bytes(m->n_in) + (size_t)xd_floats(m->n_in) * sizeof(float),
-                 sm = NT == 1 ? sm1 : sm0;
-    static bool attr_set;
-    if (!attr_set) { /* past the default 48 KB: Q8_0's groups, long rows' activations (the one-token
-                      * kernels too: the persistent plan asks their occupancy at any token count) */
-        int most = 0;
-        cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0);
-        const void *ks[] = {(const void *)mv_q8_k<T, NT, 16>, (const void *)mv_q8_k<T, NT, 32>,
-                            (const void *)mv_q8_p<T, NT, 16>, (const void *)mv_q8_p<T, NT, 32>,
-                            (const void *)mv_q8_p<T, 1, 16>,  (const void *)mv_q8_p<T, 1, 32>};
+/* The most dynamic shared memory a block may take, every 8-bit kernel of type T allowed it (past
+ * the default 48 KB: Q8_0's groups, long rows' activations, several tokens'). Once per T. */
+template <int T>
+static size_t q8_smem_most(void) {
+    static int most = -1;
+    if (most < 0) {
+        int dev = 0;
+        cudaGetDevice(&dev);
+        if (cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess) most = 48 << 10;
+        constexpr int N = HC_GEMV_MAX_TOK;
+        const void *ks[] = {(const void *)mv_q8_k<T, 1, 16, true>,   (const void *)mv_q8_k<T, 1, 32, true>,
+                            (const void *)mv_q8_p<T, 1, 16, true>,   (const void *)mv_q8_p<T, 1, 32, true>,
+                            (const void *)mv_q8_k<T, N, 16, true>,   (const void *)mv_q8_k<T, N, 32, true>,
+                            (const void *)mv_q8_p<T, N, 16, true>,   (const void *)mv_q8_p<T, N, 32, true>,
+                            (const void *)mv_q8_k<T, N, 16, false>,  (const void *)mv_q8_k<T, N, 32, false>,
+                            (const void *)mv_q8_p<T, N, 16, false>,  (const void *)mv_q8_p<T, N, 32, false>};
         for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++)
             cudaFuncSetAttribute(ks[i], cudaFuncAttributeMaxDynamicSharedMemorySize, most);
-        attr_set = true;
+        cudaGetLastError();
     }
+    return (size_t)most;
+}
+
+/* One launch of the 8-bit kernels of T, NT, SM on the current layout; P as planned for one token
+ * (a row's bits depend on P), sm bytes of shared memory, sm1 what one token's launch takes. */
+template <int T, int NT, bool SM>
+static void q8_launch(const hc_mv *m, const int8_t *xq, const float *xd, const float *xf, int n_tok, size_t sm,
+                      size_t sm1, cudaStream_t s) {
+    int64_t rows = rows_of(m), units = m->n_in / (32 * qgroup<T>::G);
     if (mv_mode == HC_MV_WAVES) {
         int P = threads_per_row(rows, units, 32);
-        if (P == 16) hc_launch(mv_q8_k<T, NT, 16>, hc_blocks(rows, 16), 256, sm, s, *m, xq, xd, n_tok);
-        else hc_launch(mv_q8_k<T, NT, 32>, hc_blocks(rows, 8), 256, sm, s, *m, xq, xd, n_tok);
+        if (P == 16) hc_launch(mv_q8_k<T, NT, 16, SM>, hc_blocks(rows, 16), 256, sm, s, *m, xq, xd, n_tok);
+        else hc_launch(mv_q8_k<T, NT, 32, SM>, hc_blocks(rows, 8), 256, sm, s, *m, xq, xd, n_tok);
         return;
     }
-    const void *ks[5] = {(const void *)mv_q8_p<T, 1, 16>, (const void *)mv_q8_p<T, 1, 32>, NULL, NULL, NULL};
+    const void *ks[5] = {(const void *)mv_q8_p<T, 1, 16, true>, (const void *)mv_q8_p<T, 1, 32, true>, NULL, NULL,
+                         NULL};
     int P = persistent_plan(ks, rows, units, 32, sm1);
     if (P == 16)
-        hc_launch(mv_q8_p<T, NT, 16>, persistent_grid((const void *)mv_q8_p<T, NT, 16>, rows, 16, sm), 256, sm, s, *m,
-                  xq, xd, xf, n_tok);
+        hc_launch(mv_q8_p<T, NT, 16, SM>, persistent_grid((const void *)mv_q8_p<T, NT, 16, SM>, rows, 16, sm), 256, sm,
+                  s, *m, xq, xd, xf, n_tok);
     else
-        hc_launch(mv_q8_p<T, NT, 32>, persistent_grid((const void *)mv_q8_p<T, NT, 32>, rows, 32, sm), 256, sm, s, *m,
-                  xq, xd, xf, n_tok);
+        hc_launch(mv_q8_p<T, NT, 32, SM>, persistent_grid((const void *)mv_q8_p<T, NT, 32, SM>, rows, 32, sm), 256, sm,
+                  s, *m, xq, xd, xf, n_tok);
+}
+
+/* Shared memory: the groups (sm0) and each token's staged activations; several tokens are read
+ * from global memory only where their staging would not fit. */
+template <int T, int NT>
+static void q8_t(const hc_mv *m, const int8_t *xq, const float *xd, const float *xf, int n_tok, cudaStream_t s) {
+    const size_t sm0 = (size_t)256 * qgroup<T>::V * 16,
+                 per = (size_t)xs_bytes(m->n_in) + (size_t)xd_floats(m->n_in) * sizeof(float), sm1 = sm0 + per,
+                 smn = sm0 + (size_t)n_tok * per, most = q8_smem_most<T>();
+    if constexpr (NT == 1) q8_launch<T, 1, true>(m, xq, xd, xf, n_tok, sm1, sm1, s);
+    else if (smn <= most) q8_launch<T, NT, true>(m, xq, xd, NULL, n_tok, smn, sm1, s);
+    else q8_launch<T, NT, false>(m, xq, xd, NULL, n_tok, sm0, sm1, s);
 }
 
 void hc_mv_q8(int type, const hc_mv *m, const int8_t *xq, const float *xd, const float *xf, int n_tok,
