@@ -12,7 +12,14 @@
  * block's fields are cut out of the group's registers at byte offsets known at compile time.
  * Each thread fetches its first batch before hc_pdl_begin, so that fetch overlaps the kernel
  * before it. The P partial sums of a row meet through shuffles (and shared memory past a warp);
- * activations come from L1.
+ * activations come from L1. A launch of several tokens would load each token's activations again
+ * for every weight piece (more L1 traffic than weight bytes, growing with the tokens), so in the
+ * waves layout a row group then takes HC_MV_ROWS rows and loads them once for all of them.
+ *
+ * A (row, token) result never depends on the launch's token count (speculative decoding's
+ * verify step relies on it): P is what a one-token launch picks, each 16-byte piece is dotted
+ * with explicit fused multiply-adds (piece_dot), its sums added in the piece order, and the P
+ * partials reduced the same way, in every kernel.
  *
  * Two layouts of a launch: waves of short blocks (one row group each), or persistent (one wave
  * of resident blocks streaming many rows each; below). hc_mv_configure picks; by default the
