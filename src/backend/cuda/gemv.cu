@@ -654,7 +654,7 @@ static int threads_per_row(int64_t rows, int64_t units, int max_p) {
  * that it could fetch its first weights meanwhile, measured much slower: the launch then has too
  * few loads in flight.) */
 static int64_t resident_blocks(const void *k, size_t smem) {
-    static struct { const void *k; size_t smem; int per; } memo[64];
+    static struct { const void *k; size_t smem; int per; } memo[256]; /* kernels x token counts' smem */
     static int n_memo;
     int per = 0;
     for (int i = 0; i < n_memo && !per; i++)
@@ -664,7 +664,7 @@ static int64_t resident_blocks(const void *k, size_t smem) {
             cudaGetLastError();
             per = 1;
         }
-        if (n_memo < 64) memo[n_memo++] = {k, smem, per};
+        if (n_memo < 256) memo[n_memo++] = {k, smem, per};
     }
     return (int64_t)per * n_sms();
 }
