@@ -274,7 +274,8 @@ static void mv_bench(int n_max) {
     }
     for (int64_t i = 0; i < n_max * ne0; i++) x[i] = (float)(rnd_tok() % 2001 - 1000) / 1000.0f;
     const hearth_weight wt = {.type = HEARTH_TYPE_BF16, .ne0 = ne0, .ne1 = ne1, .row_bytes = rb, .data = w};
-    float *dx = hearth_buf_alloc(be, sizeof(float) * n_max * ne0), *dy = hearth_buf_alloc(be, sizeof(float) * n_max * ne1);
+    float *dx = hearth_buf_alloc(be, sizeof(float) * n_max * ne0),
+          *dy = hearth_buf_alloc(be, sizeof(float) * n_max * ne1);
     hearth_buf_upload(be, dx, x, sizeof(float) * n_max * ne0);
     double us1 = 0;
     for (int n = 1; n <= n_max; n++) {

@@ -225,7 +225,8 @@ static __device__ __forceinline__ void plain_dot_rows(const uint4 *u, const floa
  * ... of each of its rows, U / R pieces of every row per batch, so that a thread keeps U loads in
  * flight whatever R. A row's P partial sums and their order are those of R = 1. */
 template <int T, int NT, int P, int R>
-static __global__ void __launch_bounds__(256, R > 1 ? 2 : 1) mv_plain_k(hc_mv m, const float *__restrict__ x, int n_tok) {
+static __global__ void __launch_bounds__(256, R > 1 ? 2 : 1) mv_plain_k(hc_mv m, const float *__restrict__ x,
+                                                                        int n_tok) {
     constexpr int E = T == HC_F32 ? 4 : 8, U = R == 1 ? 8 : 4 / R; /* elements per load, loads per row per batch */
     static_assert(U >= 1 && (R == 1 || U * R == 4), "R divides the batch");
     const int64_t r0 = ((int64_t)blockIdx.x * (256 / P) + threadIdx.x / P) * R;
