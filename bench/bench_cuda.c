@@ -29,7 +29,8 @@
  *   mv       (no model) one matmul of a bf16 14336 x 4096 weight (an 8B model's gate or up) at
  *            1, 2, ... N tokens (N <= 8: the matrix-vector kernels): microseconds per call
  *            (averaged over 200 after 20 warm-up), the weight's read rate, and the time over the
- *            one-token call's.
+ *            one-token call's (HEARTH_CUDA_MV_ROWS=1 in the environment: one row per row group,
+ *            the comparison).
  * Measurements, never assertions.
  */
 #include "backend/backend.h"

@@ -116,9 +116,10 @@ TEST(matmul_gemv_layouts) {
     const int64_t shapes[][2] = {{70, 512}, {37, 4096}, {9, 16384}};
     const int64_t toks[] = {1, 2, 3, 4, 5, 6, 7, 8};
     const int types[] = {0, 1, 2, 3, 4, 7}; /* f32 f16 bf16 q4_0 q4_1 q8_0 */
-    const int cfg[][3] = {{HC_MV_WAVES, 0, 0}, {HC_MV_PERSIST, 0, 0}, {HC_MV_AUTO, 0, 0},
-                          {HC_MV_PERSIST, 1, 0}, {HC_MV_PERSIST, 1, 16}, {HC_MV_PERSIST, 3, 32},
-                          {HC_MV_PERSIST, 1, 64}, {HC_MV_PERSIST, 3, 128}, {HC_MV_PERSIST, 1, 256}};
+    const int cfg[][4] = {{HC_MV_WAVES, 0, 0, 4}, {HC_MV_WAVES, 0, 0, 1}, {HC_MV_PERSIST, 0, 0, 4},
+                          {HC_MV_AUTO, 0, 0, 4},  {HC_MV_PERSIST, 1, 0, 4}, {HC_MV_PERSIST, 1, 16, 4},
+                          {HC_MV_PERSIST, 3, 32, 4}, {HC_MV_PERSIST, 1, 64, 4}, {HC_MV_PERSIST, 3, 128, 4},
+                          {HC_MV_PERSIST, 1, 256, 4}}; /* layout, blocks, P, rows per waves group */
     for (size_t si = 0; si < 3; si++)
         for (size_t k = 0; k < 6; k++) {
             const int ti = types[k];
@@ -133,17 +134,19 @@ TEST(matmul_gemv_layouts) {
                 float *d_x = up(x, sizeof(float) * T * ne0), *d_y = hearth_buf_alloc(gpu(), sizeof(float) * T * ldy);
                 for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
                     hc_mv_configure(cfg[c][0], cfg[c][1], cfg[c][2]);
+                    hc_mv_rows_configure(cfg[c][3]);
                     hearth_op_matmul(gpu(), &tw.w, d_x, T, d_y, ldy);
                     down(got, d_y, sizeof(float) * T * ldy);
-                    fprintf(stderr, "  %s [%lld x %lld] x %lld tokens, layout %d, %d blocks, P %d\n",
+                    fprintf(stderr, "  %s [%lld x %lld] x %lld tokens, layout %d, %d blocks, P %d, rows %d\n",
                             hearth_type_name(TYPES[ti].t), (long long)ne1, (long long)ne0, (long long)T, cfg[c][0],
-                            cfg[c][1], cfg[c][2]);
+                            cfg[c][1], cfg[c][2], cfg[c][3]);
                     CHECK_REL(got, ref, T * ldy, op);
                     check_tokens_alone(&tw, NULL, x, T, ne0, got, ne1, ldy, 0, "matmul_gemv_layouts");
                     memset(got, 0, sizeof(float) * T * ldy);
                     hearth_buf_upload(gpu(), d_y, got, sizeof(float) * T * ldy); /* no result carries over */
                 }
                 hc_mv_configure(HC_MV_AUTO, 0, 0);
+                hc_mv_rows_configure(4);
                 dfree(d_x);
                 dfree(d_y);
                 free(x);

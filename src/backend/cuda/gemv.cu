@@ -33,7 +33,8 @@
 #include "backend/cuda/gemv.cuh"
 
 /* Rows per row group of the waves layout at several tokens (mv_plain_k): each token's
- * activations are loaded once for this many rows. One token keeps one row a group. */
+ * activations are loaded once for this many rows (mv_rows: 1 compares, hc_mv_rows_configure).
+ * One token keeps one row a group. */
 #define HC_MV_ROWS 4
 
 /* 16 bytes of a weight, not kept in L1 */
@@ -621,6 +622,9 @@ static int64_t rows_of(const hc_mv *m) { return m->end[m->n - 1]; }
 static int mv_mode = HC_MV_AUTO; /* hc_mv_configure */
 static int64_t mv_max_blocks;
 static int mv_force_p;
+static int mv_rows = HC_MV_ROWS;
+
+void hc_mv_rows_configure(int rows) { mv_rows = rows == 1 ? 1 : HC_MV_ROWS; }
 
 void hc_mv_configure(int mode, int max_blocks, int force_p) {
     mv_mode = mode;
@@ -727,8 +731,12 @@ static void plain_t(const hc_mv *m, const float *x, int n_tok, int kind, cudaStr
     int64_t rows = GLU ? m->end[0] : rows_of(m), units = m->n_in / (T == HC_F32 ? 4 : 8);
     if (!GLU && mv_mode != HC_MV_PERSIST) {
         int P = threads_per_row(rows, units, 256);
-        constexpr int R = NT == 1 ? 1 : HC_MV_ROWS;
-        HC_P_SWITCH(P, (hc_launch(mv_plain_k<T, NT, PP, R>, hc_blocks(rows, 256 / PP * R), 256, 0, s, *m, x, n_tok)));
+        if (NT == 1 || mv_rows == 1) {
+            HC_P_SWITCH(P, (hc_launch(mv_plain_k<T, NT, PP, 1>, hc_blocks(rows, 256 / PP), 256, 0, s, *m, x, n_tok)));
+        } else {
+            HC_P_SWITCH(P, (hc_launch(mv_plain_k<T, NT, PP, HC_MV_ROWS>, hc_blocks(rows, 256 / PP * HC_MV_ROWS), 256, 0,
+                                      s, *m, x, n_tok)));
+        }
         return;
     }
     const void *ks[5] = {(const void *)mv_plain_p<T, 1, 16, GLU>, (const void *)mv_plain_p<T, 1, 32, GLU>,
