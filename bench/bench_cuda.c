@@ -11,6 +11,7 @@
  *   build/bench_cuda MODEL.gguf [--device cuda|cpu] [--gen N] [--prefill N] [--streams N]
  *                    [--kv-quant off|8|4]
  *   build/bench_cuda --attn CTX [--heads H/HKV] [--dim D] [--tok N]
+ *   build/bench_cuda --mv N
  *
  * Reports (greedy, random prompt tokens):
  *   decode   one sequence: a 32-token prompt, then gen steps of one token through
@@ -25,6 +26,11 @@
  *            prefill kernel) at the end of a CTX-token paged cache of f16, q8_0 and q4_0 keys and
  *            values, H query heads over HKV kv heads of D dims (default 32/8, 128: an 8B model's
  *            layer): microseconds per call, averaged over 200 after 20 warm-up.
+ *   mv       (no model) one matmul of a bf16 14336 x 4096 weight (an 8B model's gate or up) at
+ *            1, 2, ... N tokens (N <= 8: the matrix-vector kernels): microseconds per call
+ *            (averaged over 200 after 20 warm-up), the weight's read rate, and the time over the
+ *            one-token call's (HEARTH_CUDA_MV_ROWS=1 in the environment: one row per row group,
+ *            the comparison).
  * Measurements, never assertions.
  */
 #include "backend/backend.h"
@@ -245,11 +251,66 @@ static void attn_bench(int32_t ctx, int32_t n_head, int32_t n_head_kv, int32_t D
     hearth_backend_destroy(be);
 }
 
+/* one bf16 matmul of 1..n_max tokens (see the top comment) */
+static void mv_bench(int n_max) {
+    const int64_t ne1 = 14336, ne0 = 4096;
+    if (n_max < 1 || n_max > 8) {
+        fprintf(stderr, "--mv: 1 to 8 tokens\n");
+        exit(2);
+    }
+    hearth_err err = {0};
+    hearth_backend *be = hearth_backend_cuda_create(0, 64, NULL, &err);
+    if (!be) {
+        fprintf(stderr, "backend: %s\n", err.msg);
+        exit(1);
+    }
+    const size_t rb = hearth_row_size(HEARTH_TYPE_BF16, ne0);
+    uint16_t *w = malloc(rb * (size_t)ne1); /* lives as long as the backend: its device copy is keyed by it */
+    float *x = malloc(sizeof(float) * n_max * ne0), *y = malloc(sizeof(float) * n_max * ne1);
+    for (int64_t i = 0; i < ne1 * ne0; i++) {
+        float v = (float)(rnd_tok() % 2001 - 1000) / 32000.0f;
+        uint32_t u;
+        memcpy(&u, &v, 4);
+        w[i] = (uint16_t)(u >> 16);
+    }
+    for (int64_t i = 0; i < n_max * ne0; i++) x[i] = (float)(rnd_tok() % 2001 - 1000) / 1000.0f;
+    const hearth_weight wt = {.type = HEARTH_TYPE_BF16, .ne0 = ne0, .ne1 = ne1, .row_bytes = rb, .data = w};
+    float *dx = hearth_buf_alloc(be, sizeof(float) * n_max * ne0),
+          *dy = hearth_buf_alloc(be, sizeof(float) * n_max * ne1);
+    hearth_buf_upload(be, dx, x, sizeof(float) * n_max * ne0);
+    double us1 = 0;
+    for (int n = 1; n <= n_max; n++) {
+        for (int i = 0; i < 20; i++) hearth_op_matmul(be, &wt, dx, n, dy, ne1);
+        hearth_buf_download(be, y, dy, sizeof(float) * n * ne1); /* waits for the stream */
+        const int iters = 200;
+        double t0 = now_s();
+        for (int i = 0; i < iters; i++) hearth_op_matmul(be, &wt, dx, n, dy, ne1);
+        hearth_buf_download(be, y, dy, sizeof(float) * n * ne1);
+        double us = (now_s() - t0) * 1e6 / iters;
+        if (n == 1) us1 = us;
+        printf("{\"what\":\"mv\",\"type\":\"bf16\",\"rows\":%lld,\"width\":%lld,\"tok\":%d,\"us\":%.2f,"
+               "\"weight_gb_s\":%.1f,\"vs_one\":%.3f,\"y0\":%.6f}\n",
+               (long long)ne1, (long long)ne0, n, us, (double)rb * (double)ne1 / (us * 1e3), us / us1, (double)y[0]);
+        fflush(stdout);
+    }
+    hearth_buf_free(be, dx);
+    hearth_buf_free(be, dy);
+    hearth_backend_destroy(be);
+    free(w);
+    free(x);
+    free(y);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: bench_cuda MODEL.gguf [--device cuda|cpu] [--gen N] [--prefill N] [--streams N] "
-                        "[--kv-quant off|8|4]\n       bench_cuda --attn CTX [--heads H/HKV] [--dim D] [--tok N]\n");
+                        "[--kv-quant off|8|4]\n       bench_cuda --attn CTX [--heads H/HKV] [--dim D] [--tok N]\n"
+                        "       bench_cuda --mv N\n");
         return 2;
+    }
+    if (!strcmp(argv[1], "--mv") && argc >= 3) {
+        mv_bench(atoi(argv[2]));
+        return 0;
     }
     if (!strcmp(argv[1], "--attn") && argc >= 3) {
         int32_t h = 32, hkv = 8, d = 128, n_q = 1;

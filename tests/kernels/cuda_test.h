@@ -26,6 +26,7 @@
 enum { HC_MV_AUTO = 0, HC_MV_PERSIST = 1, HC_MV_WAVES = 2 };
 static inline void hc_mv_configure(int mode, int max_blocks, int force_p) { (void)mode, (void)max_blocks, (void)force_p; }
 static inline void hc_q8_fuse_configure(bool on) { (void)on; }
+static inline void hc_mv_rows_configure(int rows) { (void)rows; }
 static inline void hc_glu_fuse_configure(bool on) { (void)on; }
 static inline long hc_q8_fused_count(void) { return 0; }
 #endif

@@ -83,24 +83,49 @@ TEST(matmul_n_shares_one_launch) {
         }
 }
 
+/* Each token's row of an n-token product against the one-token launch of that token alone, bit
+ * for bit: speculative decoding's verify step relies on it. glu: through ffn_glu (y[1] for up). */
+static void check_tokens_alone(const tweight *tw, const tweight *tu, const float *x, int64_t T, int64_t ne0,
+                               const float *got, int64_t ne1, int64_t ldy, int kind, const char *what) {
+    float *d_x = hearth_buf_alloc(gpu(), sizeof(float) * ne0), *d_y = hearth_buf_alloc(gpu(), sizeof(float) * ldy),
+          *d_u = tu ? hearth_buf_alloc(gpu(), sizeof(float) * ldy) : NULL, *one = malloc(sizeof(float) * ldy);
+    for (int64_t t = 0; t < T && T > 1; t++) {
+        hearth_buf_upload(gpu(), d_x, x + t * ne0, sizeof(float) * ne0);
+        if (tu) hearth_op_ffn_glu(gpu(), &tw->w, &tu->w, d_x, 1, d_y, d_u, (hearth_glu_kind)kind);
+        else hearth_op_matmul(gpu(), &tw->w, d_x, 1, d_y, ldy);
+        down(one, d_y, sizeof(float) * ldy);
+        if (memcmp(one, got + t * ldy, sizeof(float) * (size_t)ne1)) {
+            fprintf(stderr, "  %s: token %lld of %lld differs from its one-token launch\n", what, (long long)t,
+                    (long long)T);
+            CHECK(0);
+        }
+    }
+    dfree(d_x);
+    dfree(d_y);
+    if (d_u) dfree(d_u);
+    free(one);
+}
+
 /* The matrix-vector layouts (gemv.cu) at decode sizes, against the reference: the waves, the
  * persistent grid as chosen, the default mix of the two, and the persistent grid capped to one
  * or three blocks at each thread count per row, so that every row group streams many rows and
- * its loads run across row ends (rows of 1 to 4 slots per thread, P up to 256). */
+ * its loads run across row ends (rows of 1 to 4 slots per thread, P up to 256); and every token
+ * of 2..8 equal to its one-token launch in each layout (rows not a multiple of a row group's). */
 TEST(matmul_gemv_layouts) {
     NEED_GPU();
     const int64_t shapes[][2] = {{70, 512}, {37, 4096}, {9, 16384}};
-    const int64_t toks[] = {1, 3, 8};
+    const int64_t toks[] = {1, 2, 3, 4, 5, 6, 7, 8};
     const int types[] = {0, 1, 2, 3, 4, 7}; /* f32 f16 bf16 q4_0 q4_1 q8_0 */
-    const int cfg[][3] = {{HC_MV_WAVES, 0, 0}, {HC_MV_PERSIST, 0, 0}, {HC_MV_AUTO, 0, 0},
-                          {HC_MV_PERSIST, 1, 0}, {HC_MV_PERSIST, 1, 16}, {HC_MV_PERSIST, 3, 32},
-                          {HC_MV_PERSIST, 1, 64}, {HC_MV_PERSIST, 3, 128}, {HC_MV_PERSIST, 1, 256}};
+    const int cfg[][4] = {{HC_MV_WAVES, 0, 0, 4}, {HC_MV_WAVES, 0, 0, 1}, {HC_MV_PERSIST, 0, 0, 4},
+                          {HC_MV_AUTO, 0, 0, 4},  {HC_MV_PERSIST, 1, 0, 4}, {HC_MV_PERSIST, 1, 16, 4},
+                          {HC_MV_PERSIST, 3, 32, 4}, {HC_MV_PERSIST, 1, 64, 4}, {HC_MV_PERSIST, 3, 128, 4},
+                          {HC_MV_PERSIST, 1, 256, 4}}; /* layout, blocks, P, rows per waves group */
     for (size_t si = 0; si < 3; si++)
         for (size_t k = 0; k < 6; k++) {
             const int ti = types[k];
             const int64_t ne1 = shapes[si][0], ne0 = shapes[si][1];
             tweight tw = *weight_of(ti, ne1, ne0);
-            for (size_t tk = 0; tk < 3; tk++) {
+            for (size_t tk = 0; tk < sizeof toks / sizeof toks[0]; tk++) {
                 int64_t T = toks[tk], ldy = ne1 + 1;
                 float *x = malloc(sizeof(float) * T * ne0), *ref = calloc((size_t)(T * ldy), sizeof(float)),
                       *got = calloc((size_t)(T * ldy), sizeof(float));
@@ -109,16 +134,19 @@ TEST(matmul_gemv_layouts) {
                 float *d_x = up(x, sizeof(float) * T * ne0), *d_y = hearth_buf_alloc(gpu(), sizeof(float) * T * ldy);
                 for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
                     hc_mv_configure(cfg[c][0], cfg[c][1], cfg[c][2]);
+                    hc_mv_rows_configure(cfg[c][3]);
                     hearth_op_matmul(gpu(), &tw.w, d_x, T, d_y, ldy);
                     down(got, d_y, sizeof(float) * T * ldy);
-                    fprintf(stderr, "  %s [%lld x %lld] x %lld tokens, layout %d, %d blocks, P %d\n",
+                    fprintf(stderr, "  %s [%lld x %lld] x %lld tokens, layout %d, %d blocks, P %d, rows %d\n",
                             hearth_type_name(TYPES[ti].t), (long long)ne1, (long long)ne0, (long long)T, cfg[c][0],
-                            cfg[c][1], cfg[c][2]);
+                            cfg[c][1], cfg[c][2], cfg[c][3]);
                     CHECK_REL(got, ref, T * ldy, op);
+                    check_tokens_alone(&tw, NULL, x, T, ne0, got, ne1, ldy, 0, "matmul_gemv_layouts");
                     memset(got, 0, sizeof(float) * T * ldy);
                     hearth_buf_upload(gpu(), d_y, got, sizeof(float) * T * ldy); /* no result carries over */
                 }
                 hc_mv_configure(HC_MV_AUTO, 0, 0);
+                hc_mv_rows_configure(4);
                 dfree(d_x);
                 dfree(d_y);
                 free(x);
@@ -210,6 +238,8 @@ TEST(matmul_gemv_gate_up_then_glu) {
                             hearth_op_ffn_glu(gpu(), &tg->w, &tu->w, d_x, T, dy[0], dy[1], (hearth_glu_kind)kind);
                         }
                         down(got, dy[0], sizeof(float) * n);
+                        if (!flushed) /* each token as its own launch gives (as in a verify step) */
+                            check_tokens_alone(tg, tu, x, T, ne0, got, rows, rows, kind, "ffn_glu");
                         if (fused == 1 && !flushed) { /* the same bits as the unfused path */
                             float *plain_g = malloc(sizeof(float) * n);
                             float *dz[2] = {hearth_buf_alloc(gpu(), sizeof(float) * n),

@@ -590,6 +590,8 @@ hearth_backend *hearth_backend_cuda_create(int device, int64_t max_tok, const he
     const char *mv = getenv("HEARTH_CUDA_MV"), *fq = getenv("HEARTH_CUDA_FUSE_Q8");
     const int mode = mv && !strcmp(mv, "waves") ? HC_MV_WAVES : mv && !strcmp(mv, "persist") ? HC_MV_PERSIST : HC_MV_AUTO;
     hc_mv_configure(mode, 0, 0);
+    const char *mr = getenv("HEARTH_CUDA_MV_ROWS");
+    hc_mv_rows_configure(mr && !strcmp(mr, "1") ? 1 : 4);
     hc_q8_fuse_configure(fq && !strcmp(fq, "1"));
     const char *fg = getenv("HEARTH_CUDA_FUSE_GLU");
     hc_glu_fuse_configure(!(fg && !strcmp(fg, "0"))); /* the process's; the switch is this backend's */

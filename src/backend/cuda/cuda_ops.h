@@ -141,6 +141,9 @@ bool           hc_matmul_n_ok(int n, int64_t n_tok);
  * kernels); 0, 0 is automatic. */
 enum { HC_MV_AUTO = 0, HC_MV_PERSIST = 1, HC_MV_WAVES = 2 };
 void hc_mv_configure(int mode, int max_blocks, int force_p);
+/* Rows per row group of a waves launch of several tokens (1 or 4, the default; HEARTH_CUDA_MV_ROWS):
+ * each token's activations are loaded once for that many rows. The same bits either way. */
+void hc_mv_rows_configure(int rows);
 
 /* matmul.cu: one-token products of Q4_0, Q4_1 or Q8_0 rows on the persistent layout may quantize their
  * activations inside the kernel, each block as it stages them, instead of in a launch of their

@@ -12,7 +12,14 @@
  * block's fields are cut out of the group's registers at byte offsets known at compile time.
  * Each thread fetches its first batch before hc_pdl_begin, so that fetch overlaps the kernel
  * before it. The P partial sums of a row meet through shuffles (and shared memory past a warp);
- * activations come from L1.
+ * activations come from L1. A launch of several tokens would load each token's activations again
+ * for every weight piece (more L1 traffic than weight bytes, growing with the tokens), so in the
+ * waves layout a row group then takes HC_MV_ROWS rows and loads them once for all of them.
+ *
+ * A (row, token) result never depends on the launch's token count (speculative decoding's
+ * verify step relies on it): P is what a one-token launch picks, each 16-byte piece is dotted
+ * with explicit fused multiply-adds (piece_dot), its sums added in the piece order, and the P
+ * partials reduced the same way, in every kernel.
  *
  * Two layouts of a launch: waves of short blocks (one row group each), or persistent (one wave
  * of resident blocks streaming many rows each; below). hc_mv_configure picks; by default the
@@ -24,6 +31,11 @@
  * dotted four bytes at a time with dp4a; the integer sums are exact.
  */
 #include "backend/cuda/gemv.cuh"
+
+/* Rows per row group of the waves layout at several tokens (mv_plain_k): each token's
+ * activations are loaded once for this many rows (mv_rows: 1 compares, hc_mv_rows_configure).
+ * One token keeps one row a group. */
+#define HC_MV_ROWS 4
 
 /* 16 bytes of a weight, not kept in L1 */
 static __device__ __forceinline__ uint4 ld_stream(const uint4 *p) {
@@ -154,56 +166,114 @@ static __device__ __forceinline__ void to_f32(uint4 u, float *w) {
     }
 }
 
+/* Token t's 8 activations of piece cu: x [t][cu E .. cu E + E - 1] (E = 4: b is not read) */
+template <int E>
+static __device__ __forceinline__ void x_piece(const float *__restrict__ x, int64_t n_in, int64_t cu, int t, float4 &a,
+                                               float4 &b) {
+    const float4 *xp = (const float4 *)(x + t * n_in + cu * E);
+    a = __ldg(xp);
+    if (E == 8) b = __ldg(xp + 1);
+}
+
+/* One piece's partial dot, its operations spelled out (no contraction left to the compiler), so
+ * that a (row, token) sum has the same bits in every kernel and at every token count. */
+template <int E>
+static __device__ __forceinline__ float piece_dot(const float *w, float4 a, float4 b) {
+    float s = __fmaf_rn(w[3], a.w, __fmaf_rn(w[2], a.z, __fmaf_rn(w[1], a.y, __fmul_rn(w[0], a.x))));
+    if (E == 8)
+        s = __fadd_rn(s, __fmaf_rn(w[7], b.w, __fmaf_rn(w[6], b.z, __fmaf_rn(w[5], b.y, __fmul_rn(w[4], b.x)))));
+    return s;
+}
+
 /* acc[t] += the 16 bytes u of a row (its piece cu) against token t's matching activations */
 template <int T, int NT>
 static __device__ __forceinline__ void plain_dot(uint4 u, const float *__restrict__ x, int64_t n_in, int64_t cu,
                                                  int n_tok, float *acc) {
     constexpr int E = T == HC_F32 ? 4 : 8;
-    float w[E];
+    float w[8];
     to_f32<T>(u, w);
 #pragma unroll
     for (int t = 0; t < NT; t++) {
         if (t >= n_tok) break;
-        const float4 *xp = (const float4 *)(x + t * n_in + cu * E);
-        float4 a = __ldg(xp);
-        float s = w[0] * a.x + w[1] * a.y + w[2] * a.z + w[3] * a.w;
-        if (E == 8) {
-            float4 b = __ldg(xp + 1);
-            s += w[E > 4 ? 4 : 0] * b.x + w[E > 4 ? 5 : 1] * b.y + w[E > 4 ? 6 : 2] * b.z + w[E > 4 ? 7 : 3] * b.w;
-        }
-        acc[t] += s;
+        float4 a, b = make_float4(0, 0, 0, 0);
+        x_piece<E>(x, n_in, cu, t, a, b);
+        acc[t] = __fadd_rn(acc[t], piece_dot<E>(w, a, b));
     }
 }
 
-template <int T, int NT, int P>
-static __global__ void __launch_bounds__(256) mv_plain_k(hc_mv m, const float *__restrict__ x, int n_tok) {
-    constexpr int E = T == HC_F32 ? 4 : 8, U = 8; /* elements per load, loads per batch */
-    const mv_row rr = row_of(m, (int64_t)blockIdx.x * (256 / P) + threadIdx.x / P);
-    const int64_t nch = rr.live ? m.n_in / E : 0;
-    const uint4 *rp = (const uint4 *)rr.w;
+/* plain_dot for R rows' pieces u[i] at the same cu: each token's activations are read once for
+ * the R rows (the loads of x, not the weights, bound a launch of several tokens); row i's sums
+ * go through the very operations plain_dot does. */
+template <int T, int NT, int R>
+static __device__ __forceinline__ void plain_dot_rows(const uint4 *u, const float *__restrict__ x, int64_t n_in,
+                                                      int64_t cu, int n_tok, float (*acc)[NT]) {
+    constexpr int E = T == HC_F32 ? 4 : 8;
+    float w[R][8];
+#pragma unroll
+    for (int i = 0; i < R; i++) to_f32<T>(u[i], w[i]);
+#pragma unroll
+    for (int t = 0; t < NT; t++) {
+        if (t >= n_tok) break;
+        float4 a, b = make_float4(0, 0, 0, 0);
+        x_piece<E>(x, n_in, cu, t, a, b);
+#pragma unroll
+        for (int i = 0; i < R; i++) acc[i][t] = __fadd_rn(acc[i][t], piece_dot<E>(w[i], a, b));
+    }
+}
+
+/* The waves layout: a block's 256 / P row groups take R consecutive rows each (R > 1 for launches
+ * of several tokens, see plain_dot_rows); the P threads of a group read pieces lane, lane + P,
+ * ... of each of its rows, U / R pieces of every row per batch, so that a thread keeps U loads in
+ * flight whatever R. A row's P partial sums and their order are those of R = 1. */
+template <int T, int NT, int P, int R>
+static __global__ void __launch_bounds__(256, R > 1 ? 2 : 1) mv_plain_k(hc_mv m, const float *__restrict__ x,
+                                                                        int n_tok) {
+    constexpr int E = T == HC_F32 ? 4 : 8, U = R == 1 ? 8 : 4 / R; /* elements per load, loads per row per batch */
+    static_assert(U >= 1 && (R == 1 || U * R == 4), "R divides the batch");
+    const int64_t r0 = ((int64_t)blockIdx.x * (256 / P) + threadIdx.x / P) * R;
+    const uint4 *rp[R];
+    bool live[R], any = false;
+#pragma unroll
+    for (int i = 0; i < R; i++) {
+        const mv_row rr = row_of(m, r0 + i);
+        rp[i] = (const uint4 *)rr.w;
+        live[i] = rr.live;
+        any = any || rr.live;
+    }
+    const int64_t nch = any ? m.n_in / E : 0;
     int64_t c = threadIdx.x % P;
-    uint4 nxt[U];
+    uint4 nxt[U][R];
 #pragma unroll
-    for (int u = 0; u < U; u++) nxt[u] = c + u * P < nch ? ld_stream(rp + c + u * P) : make_uint4(0, 0, 0, 0);
+    for (int u = 0; u < U; u++)
+#pragma unroll
+        for (int i = 0; i < R; i++)
+            nxt[u][i] = live[i] && c + u * P < nch ? ld_stream(rp[i] + c + u * P) : make_uint4(0, 0, 0, 0);
     hc_pdl_begin();
-    float acc[NT];
+    float acc[R][NT];
 #pragma unroll
-    for (int t = 0; t < NT; t++) acc[t] = 0.0f;
+    for (int i = 0; i < R; i++)
+#pragma unroll
+        for (int t = 0; t < NT; t++) acc[i][t] = 0.0f;
     for (; c < nch; c += U * P) {
-        uint4 cur[U];
-#pragma unroll
-        for (int u = 0; u < U; u++) cur[u] = nxt[u];
+        uint4 cur[U][R];
 #pragma unroll
         for (int u = 0; u < U; u++)
-            if (c + (U + u) * P < nch) nxt[u] = ld_stream(rp + c + (U + u) * P);
+#pragma unroll
+            for (int i = 0; i < R; i++) cur[u][i] = nxt[u][i];
+#pragma unroll
+        for (int u = 0; u < U; u++)
+#pragma unroll
+            for (int i = 0; i < R; i++)
+                if (live[i] && c + (U + u) * P < nch) nxt[u][i] = ld_stream(rp[i] + c + (U + u) * P);
 #pragma unroll
         for (int u = 0; u < U; u++) {
             const int64_t cu = c + u * P;
             if (cu >= nch) break;
-            plain_dot<T, NT>(cur[u], x, m.n_in, cu, n_tok, acc);
+            plain_dot_rows<T, NT, R>(cur[u], x, m.n_in, cu, n_tok, acc);
         }
     }
-    mv_store<NT, P>(acc, n_tok, rr);
+#pragma unroll
+    for (int i = 0; i < R; i++) mv_store<NT, P>(acc[i], n_tok, row_of(m, r0 + i));
 }
 
 /* Row k of a persistent row group's sequence: rows g, g + G, ...; with a GLU, gate row g, up
@@ -298,23 +368,24 @@ static __device__ __forceinline__ float w16f(const uint32_t *v, int off) {
     return hc_h2f((uint16_t)(v[off >> 2] >> ((off & 3) * 8)));
 }
 
-/* Where token t's 8-bit activations are: in global memory (xq [tok][n_in], xd [tok][nb][2]) or,
- * for one token, copied into shared memory with 16 bytes of padding after every 8 blocks and one
- * float after every 8 scale pairs, so that the threads of a row, each on its own group of 8
- * blocks, read different banks. */
+/* Where token t's 8-bit activations are: in global memory (xq [tok][n_in], xd [tok][nb][2]) or
+ * copied into shared memory (every token of the launch, each xs_bytes and xd_floats apart: tq,
+ * td) with 16 bytes of padding after every 8 blocks and one float after every 8 scale pairs, so
+ * that the threads of a row, each on its own group of 8 blocks, read different banks. The same
+ * values either way: where they are read from never changes a sum. */
 template <bool SM>
 struct xsrc {
     const int8_t *q;
     const float  *d;
-    int64_t       n_in, nb;
+    int64_t       n_in, nb, tq, td;
     __device__ __forceinline__ void get(int t, int64_t b, bool want_s1, int4 &x0, int4 &x1, float &dx,
                                         float &s1) const {
         if (SM) {
-            const int4 *p = (const int4 *)(q + b * 32 + (b >> 3) * 16);
+            const int4 *p = (const int4 *)(q + t * tq + b * 32 + (b >> 3) * 16);
             x0 = p[0];
             x1 = p[1];
-            dx = d[2 * b + (b >> 3)];
-            s1 = want_s1 ? d[2 * b + 1 + (b >> 3)] : 0.0f;
+            dx = d[t * td + 2 * b + (b >> 3)];
+            s1 = want_s1 ? d[t * td + 2 * b + 1 + (b >> 3)] : 0.0f;
         } else {
             const int4 *p = (const int4 *)(q + t * n_in + b * 32);
             x0 = __ldg(p);
@@ -363,17 +434,17 @@ static __device__ __forceinline__ float dot_blk(const uint32_t *v, int k, int4 x
     }
 }
 
-/* One token's activations (NT == 1: SM) copied into shared memory at sq, padded as xsrc reads
- * them, by the whole block; else read where they are. With xf (f32 activations, SM only) the
- * block rounds them to 8 bits itself, warp w taking blocks w, w + 8, ... with hc_mv_quantize's
- * arithmetic, instead of copying what that kernel would have written. */
+/* The n_tok tokens' activations copied into shared memory at sq (SM), padded as xsrc reads
+ * them, by the whole block; else read where they are. With xf (f32 activations of one token, SM
+ * only) the block rounds them to 8 bits itself, warp w taking blocks w, w + 8, ... with
+ * hc_mv_quantize's arithmetic, instead of copying what that kernel would have written. */
 template <bool SM>
 static __device__ __forceinline__ xsrc<SM> stage_x(const int8_t *xq, const float *xd, const float *xf, int64_t n_in,
-                                                   int8_t *sq) {
+                                                   int n_tok, int8_t *sq) {
     const int64_t nb = n_in / 32;
-    xsrc<SM> xs = {xq, xd, n_in, nb};
+    xsrc<SM> xs = {xq, xd, n_in, nb, xs_bytes(n_in), xd_floats(n_in)};
     if (SM) {
-        float *sd = (float *)(sq + xs_bytes(n_in));
+        float *sd = (float *)(sq + (size_t)n_tok * xs_bytes(n_in));
         if (xf) {
             const int lane = threadIdx.x % 32;
             for (int64_t b = threadIdx.x / 32; b < nb; b += 8) { /* the same trips for a warp's lanes */
@@ -389,10 +460,10 @@ static __device__ __forceinline__ xsrc<SM> stage_x(const int8_t *xq, const float
                 }
             }
         } else
-            for (int64_t c = threadIdx.x; c < nb * 2; c += 256) {
-                const int64_t b = c >> 1;
-                *(int4 *)(sq + b * 32 + (b >> 3) * 16 + (c & 1) * 16) = __ldg((const int4 *)xq + c);
-                sd[2 * b + (b >> 3) + (c & 1)] = __ldg(xd + c);
+            for (int64_t c = threadIdx.x; c < n_tok * nb * 2; c += 256) { /* c: half-block c % (2 nb) of token t */
+                const int64_t t = c / (nb * 2), h = c - t * nb * 2, b = h >> 1;
+                *(int4 *)(sq + t * xs.tq + b * 32 + (b >> 3) * 16 + (h & 1) * 16) = __ldg((const int4 *)xq + c);
+                sd[t * xs.td + 2 * b + (b >> 3) + (h & 1)] = __ldg(xd + c);
             }
         __syncthreads();
         xs.q = sq;
@@ -430,14 +501,15 @@ static __device__ __forceinline__ void group_dot(const uint4 *sg, const xsrc<SM>
 /* The P threads of a row read P groups at a time as one coalesced run of 16-byte loads, pass
  * them through shared memory (seg: [256 / P rows][P * V]; V is odd, so the reads of whole groups
  * do not collide in banks) and each takes its own group from there. P <= 32: a row's threads
- * are one warp or half of one. One token's activations are staged in shared memory too (xsrc):
- * read from L1 by every thread they would keep it busier than the weights do. */
-template <int T, int NT, int P>
+ * are one warp or half of one. The tokens' activations are staged in shared memory too (SM, xsrc;
+ * always for one token, for several where they fit): read from L1 by every thread, a thread's
+ * 32 bytes of a block 256 bytes from its neighbour's, they keep it far busier than the weights
+ * do, at every token again. */
+template <int T, int NT, int P, bool SM>
 static __global__ void __launch_bounds__(256) mv_q8_k(hc_mv m, const int8_t *__restrict__ xq,
                                                       const float *__restrict__ xd, int n_tok) {
     using F = qgroup<T>;
     constexpr int V = F::V;
-    constexpr bool SM = NT == 1;
     extern __shared__ uint4 seg[];
     const int li = threadIdx.x % P;
     const mv_row rr = row_of(m, (int64_t)blockIdx.x * (256 / P) + threadIdx.x / P);
@@ -448,7 +520,7 @@ static __global__ void __launch_bounds__(256) mv_q8_k(hc_mv m, const int8_t *__r
 #pragma unroll
     for (int k = 0; k < V; k++) nxt[k] = li + k * P < nu ? ld_stream(rp + li + k * P) : make_uint4(0, 0, 0, 0);
     hc_pdl_begin();
-    const xsrc<SM> xs = stage_x<SM>(xq, xd, NULL, m.n_in, (int8_t *)(seg + 256 * V));
+    const xsrc<SM> xs = stage_x<SM>(xq, xd, NULL, m.n_in, n_tok, (int8_t *)(seg + 256 * V));
     float acc[NT];
 #pragma unroll
     for (int t = 0; t < NT; t++) acc[t] = 0.0f;
@@ -469,12 +541,11 @@ static __global__ void __launch_bounds__(256) mv_q8_k(hc_mv m, const int8_t *__r
 
 /* The persistent twin of mv_q8_k: slot j of a row is its run of groups j P .. j P + P - 1.
  * xf: one token's f32 activations, quantized by each block as it stages them (else xq, xd). */
-template <int T, int NT, int P>
+template <int T, int NT, int P, bool SM>
 static __global__ void __launch_bounds__(256) mv_q8_p(hc_mv m, const int8_t *__restrict__ xq,
                                                       const float *__restrict__ xd, const float *xf, int n_tok) {
     using F = qgroup<T>;
     constexpr int V = F::V;
-    constexpr bool SM = NT == 1;
     extern __shared__ uint4 seg[];
     const int li = threadIdx.x % P;
     const int64_t G = (int64_t)gridDim.x * (256 / P), g = (int64_t)blockIdx.x * (256 / P) + threadIdx.x / P;
@@ -491,7 +562,7 @@ static __global__ void __launch_bounds__(256) mv_q8_p(hc_mv m, const int8_t *__r
     }
     feed_next(f, m, total, L, G);
     hc_pdl_begin();
-    const xsrc<SM> xs = stage_x<SM>(xq, xd, xf, m.n_in, (int8_t *)(seg + 256 * V));
+    const xsrc<SM> xs = stage_x<SM>(xq, xd, xf, m.n_in, n_tok, (int8_t *)(seg + 256 * V));
     int64_t cr = g, cj = 0;
     mv_row rr = row_of(m, cr);
     float acc[NT];
@@ -551,6 +622,9 @@ static int64_t rows_of(const hc_mv *m) { return m->end[m->n - 1]; }
 static int mv_mode = HC_MV_AUTO; /* hc_mv_configure */
 static int64_t mv_max_blocks;
 static int mv_force_p;
+static int mv_rows = HC_MV_ROWS;
+
+void hc_mv_rows_configure(int rows) { mv_rows = rows == 1 ? 1 : HC_MV_ROWS; }
 
 void hc_mv_configure(int mode, int max_blocks, int force_p) {
     mv_mode = mode;
@@ -585,7 +659,7 @@ static int threads_per_row(int64_t rows, int64_t units, int max_p) {
  * that it could fetch its first weights meanwhile, measured much slower: the launch then has too
  * few loads in flight.) */
 static int64_t resident_blocks(const void *k, size_t smem) {
-    static struct { const void *k; size_t smem; int per; } memo[64];
+    static struct { const void *k; size_t smem; int per; } memo[256]; /* kernels x token counts' smem */
     static int n_memo;
     int per = 0;
     for (int i = 0; i < n_memo && !per; i++)
@@ -595,16 +669,27 @@ static int64_t resident_blocks(const void *k, size_t smem) {
             cudaGetLastError();
             per = 1;
         }
-        if (n_memo < 64) memo[n_memo++] = {k, smem, per};
+        if (n_memo < 256) memo[n_memo++] = {k, smem, per};
     }
     return (int64_t)per * n_sms();
 }
 
+/* The persistent grid of kernel k (smem bytes) at P threads a row: a block per 256 / P rows, at
+ * most the resident ones and mv_max_blocks */
+static unsigned persistent_grid(const void *k, int64_t rows, int P, size_t smem) {
+    const int rpb = 256 / P;
+    int64_t b = (rows + rpb - 1) / rpb, res = resident_blocks(k, smem);
+    if (b > res) b = res;
+    if (mv_max_blocks && b > mv_max_blocks) b = mv_max_blocks;
+    return (unsigned)b;
+}
+
 /* The persistent layout of rows x units (16-byte loads or block groups) of work: the threads per
- * row P (of 16..max_p; ks[i] is the kernel for P = 16 << i) and the grid that give each thread
- * the fewest slots, a row's reduction counted as part of a slot (a block-wide one as two). */
-static int persistent_plan(const void *const *ks, int64_t rows, int64_t units, int max_p, size_t smem,
-                           unsigned *blocks) {
+ * row P (of 16..max_p; ks[i] is the kernel for P = 16 << i) whose grid gives each thread the
+ * fewest slots, a row's reduction counted as part of a slot (a block-wide one as two). A row's
+ * bits depend on P, so every token count plans with the one-token kernels (ks, smem) and only
+ * sizes its grid from its own. */
+static int persistent_plan(const void *const *ks, int64_t rows, int64_t units, int max_p, size_t smem) {
     static const int order[] = {32, 64, 16, 128, 256};
     double best = 0;
     int bestP = 0;
@@ -612,15 +697,12 @@ static int persistent_plan(const void *const *ks, int64_t rows, int64_t units, i
         const int P = order[oi], rpb = 256 / P;
         if (P > max_p || (mv_force_p && P != (mv_force_p < max_p ? mv_force_p : max_p))) continue;
         const void *k = ks[P == 16 ? 0 : P == 32 ? 1 : P == 64 ? 2 : P == 128 ? 3 : 4];
-        int64_t b = (rows + rpb - 1) / rpb, res = resident_blocks(k, smem);
-        if (b > res) b = res;
-        if (mv_max_blocks && b > mv_max_blocks) b = mv_max_blocks;
-        const int64_t G = b * rpb, n_iter = (rows + G - 1) / G, L = (units + P - 1) / P;
+        const int64_t G = (int64_t)persistent_grid(k, rows, P, smem) * rpb, n_iter = (rows + G - 1) / G,
+                      L = (units + P - 1) / P;
         const double cost = (double)n_iter * ((double)L + (P > 32 ? 2.0 : 0.5));
         if (!bestP || cost < best) {
             best = cost;
             bestP = P;
-            *blocks = (unsigned)b;
         }
     }
     return bestP;
@@ -649,15 +731,21 @@ static void plain_t(const hc_mv *m, const float *x, int n_tok, int kind, cudaStr
     int64_t rows = GLU ? m->end[0] : rows_of(m), units = m->n_in / (T == HC_F32 ? 4 : 8);
     if (!GLU && mv_mode != HC_MV_PERSIST) {
         int P = threads_per_row(rows, units, 256);
-        HC_P_SWITCH(P, (hc_launch(mv_plain_k<T, NT, PP>, hc_blocks(rows, 256 / PP), 256, 0, s, *m, x, n_tok)));
+        if (NT == 1 || mv_rows == 1) {
+            HC_P_SWITCH(P, (hc_launch(mv_plain_k<T, NT, PP, 1>, hc_blocks(rows, 256 / PP), 256, 0, s, *m, x, n_tok)));
+        } else {
+            HC_P_SWITCH(P, (hc_launch(mv_plain_k<T, NT, PP, HC_MV_ROWS>, hc_blocks(rows, 256 / PP * HC_MV_ROWS), 256, 0,
+                                      s, *m, x, n_tok)));
+        }
         return;
     }
-    const void *ks[5] = {(const void *)mv_plain_p<T, NT, 16, GLU>, (const void *)mv_plain_p<T, NT, 32, GLU>,
-                         (const void *)mv_plain_p<T, NT, 64, GLU>, (const void *)mv_plain_p<T, NT, 128, GLU>,
-                         (const void *)mv_plain_p<T, NT, 256, GLU>};
-    unsigned blocks = 1;
-    int P = persistent_plan(ks, rows, GLU ? 2 * units : units, 256, 0, &blocks);
-    HC_P_SWITCH(P, (hc_launch(mv_plain_p<T, NT, PP, GLU>, blocks, 256, 0, s, *m, x, n_tok, kind)));
+    const void *ks[5] = {(const void *)mv_plain_p<T, 1, 16, GLU>, (const void *)mv_plain_p<T, 1, 32, GLU>,
+                         (const void *)mv_plain_p<T, 1, 64, GLU>, (const void *)mv_plain_p<T, 1, 128, GLU>,
+                         (const void *)mv_plain_p<T, 1, 256, GLU>};
+    int P = persistent_plan(ks, rows, GLU ? 2 * units : units, 256, 0);
+    HC_P_SWITCH(P, (hc_launch(mv_plain_p<T, NT, PP, GLU>, persistent_grid((const void *)mv_plain_p<T, NT, PP, GLU>,
+                                                                            rows, PP, 0),
+                              256, 0, s, *m, x, n_tok, kind)));
 }
 
 template <bool GLU>
@@ -689,32 +777,62 @@ void hc_mv_plain_glu(int type, const hc_mv *m, const float *x, int n_tok, int ki
 
 bool hc_mv_q8_quantizes(int n_tok) { return n_tok == 1 && mv_mode != HC_MV_WAVES; }
 
-template <int T, int NT>
-static void q8_t(const hc_mv *m, const int8_t *xq, const float *xd, const float *xf, int n_tok, cudaStream_t s) {
-    int64_t rows = rows_of(m), units = m->n_in / (32 * qgroup<T>::G);
-    size_t sm = (size_t)256 * qgroup<T>::V * 16;
-    if (NT == 1) sm += (size_t)xs_bytes(m->n_in) + (size_t)xd_floats(m->n_in) * sizeof(float);
-    static bool attr_set;
-    if (!attr_set) { /* past the default 48 KB: Q8_0's groups, long rows' activations */
-        int most = 0;
-        cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0);
-        cudaFuncSetAttribute(mv_q8_k<T, NT, 16>, cudaFuncAttributeMaxDynamicSharedMemorySize, most);
-        cudaFuncSetAttribute(mv_q8_k<T, NT, 32>, cudaFuncAttributeMaxDynamicSharedMemorySize, most);
-        cudaFuncSetAttribute(mv_q8_p<T, NT, 16>, cudaFuncAttributeMaxDynamicSharedMemorySize, most);
-        cudaFuncSetAttribute(mv_q8_p<T, NT, 32>, cudaFuncAttributeMaxDynamicSharedMemorySize, most);
-        attr_set = true;
+/* The most dynamic shared memory a block may take, every 8-bit kernel of type T allowed it (past
+ * the default 48 KB: Q8_0's groups, long rows' activations, several tokens'). Once per T. */
+template <int T>
+static size_t q8_smem_most(void) {
+    static int most = -1;
+    if (most < 0) {
+        int dev = 0;
+        cudaGetDevice(&dev);
+        if (cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess) most = 48 << 10;
+        constexpr int N = HC_GEMV_MAX_TOK;
+        const void *ks[] = {(const void *)mv_q8_k<T, 1, 16, true>,   (const void *)mv_q8_k<T, 1, 32, true>,
+                            (const void *)mv_q8_p<T, 1, 16, true>,   (const void *)mv_q8_p<T, 1, 32, true>,
+                            (const void *)mv_q8_k<T, N, 16, true>,   (const void *)mv_q8_k<T, N, 32, true>,
+                            (const void *)mv_q8_p<T, N, 16, true>,   (const void *)mv_q8_p<T, N, 32, true>,
+                            (const void *)mv_q8_k<T, N, 16, false>,  (const void *)mv_q8_k<T, N, 32, false>,
+                            (const void *)mv_q8_p<T, N, 16, false>,  (const void *)mv_q8_p<T, N, 32, false>};
+        for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++)
+            cudaFuncSetAttribute(ks[i], cudaFuncAttributeMaxDynamicSharedMemorySize, most);
+        cudaGetLastError();
     }
+    return (size_t)most;
+}
+
+/* One launch of the 8-bit kernels of T, NT, SM on the current layout; P as planned for one token
+ * (a row's bits depend on P), sm bytes of shared memory, sm1 what one token's launch takes. */
+template <int T, int NT, bool SM>
+static void q8_launch(const hc_mv *m, const int8_t *xq, const float *xd, const float *xf, int n_tok, size_t sm,
+                      size_t sm1, cudaStream_t s) {
+    int64_t rows = rows_of(m), units = m->n_in / (32 * qgroup<T>::G);
     if (mv_mode == HC_MV_WAVES) {
         int P = threads_per_row(rows, units, 32);
-        if (P == 16) hc_launch(mv_q8_k<T, NT, 16>, hc_blocks(rows, 16), 256, sm, s, *m, xq, xd, n_tok);
-        else hc_launch(mv_q8_k<T, NT, 32>, hc_blocks(rows, 8), 256, sm, s, *m, xq, xd, n_tok);
+        if (P == 16) hc_launch(mv_q8_k<T, NT, 16, SM>, hc_blocks(rows, 16), 256, sm, s, *m, xq, xd, n_tok);
+        else hc_launch(mv_q8_k<T, NT, 32, SM>, hc_blocks(rows, 8), 256, sm, s, *m, xq, xd, n_tok);
         return;
     }
-    const void *ks[5] = {(const void *)mv_q8_p<T, NT, 16>, (const void *)mv_q8_p<T, NT, 32>, NULL, NULL, NULL};
-    unsigned blocks = 1;
-    int P = persistent_plan(ks, rows, units, 32, sm, &blocks);
-    if (P == 16) hc_launch(mv_q8_p<T, NT, 16>, blocks, 256, sm, s, *m, xq, xd, xf, n_tok);
-    else hc_launch(mv_q8_p<T, NT, 32>, blocks, 256, sm, s, *m, xq, xd, xf, n_tok);
+    const void *ks[5] = {(const void *)mv_q8_p<T, 1, 16, true>, (const void *)mv_q8_p<T, 1, 32, true>, NULL, NULL,
+                         NULL};
+    int P = persistent_plan(ks, rows, units, 32, sm1);
+    if (P == 16)
+        hc_launch(mv_q8_p<T, NT, 16, SM>, persistent_grid((const void *)mv_q8_p<T, NT, 16, SM>, rows, 16, sm), 256, sm,
+                  s, *m, xq, xd, xf, n_tok);
+    else
+        hc_launch(mv_q8_p<T, NT, 32, SM>, persistent_grid((const void *)mv_q8_p<T, NT, 32, SM>, rows, 32, sm), 256, sm,
+                  s, *m, xq, xd, xf, n_tok);
+}
+
+/* Shared memory: the groups (sm0) and each token's staged activations; several tokens are read
+ * from global memory only where their staging would not fit. */
+template <int T, int NT>
+static void q8_t(const hc_mv *m, const int8_t *xq, const float *xd, const float *xf, int n_tok, cudaStream_t s) {
+    const size_t sm0 = (size_t)256 * qgroup<T>::V * 16,
+                 per = (size_t)xs_bytes(m->n_in) + (size_t)xd_floats(m->n_in) * sizeof(float), sm1 = sm0 + per,
+                 smn = sm0 + (size_t)n_tok * per, most = q8_smem_most<T>();
+    if constexpr (NT == 1) q8_launch<T, 1, true>(m, xq, xd, xf, n_tok, sm1, sm1, s);
+    else if (smn <= most) q8_launch<T, NT, true>(m, xq, xd, NULL, n_tok, smn, sm1, s);
+    else q8_launch<T, NT, false>(m, xq, xd, NULL, n_tok, sm0, sm1, s);
 }
 
 void hc_mv_q8(int type, const hc_mv *m, const int8_t *xq, const float *xd, const float *xf, int n_tok,
