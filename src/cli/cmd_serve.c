@@ -99,11 +99,12 @@ const char cli_usage_serve[] =
     CLI_ENGINE_FLAGS_USAGE
     "  --no-open             do not open the chat in a browser (opened with xdg-open when\n"
     "                        stdout is a terminal and a display is set)\n"
-    "\n"
-    "Not yet: --adapter-path/--adapter.\n";
+    "  --adapter DIR         mount a LoRA adapter at start as the default of requests that name\n"
+    "                        none (alias --adapter-path): a PEFT or mlx-lm folder, a GGUF LoRA\n"
+    "                        file or a hub repo id; more with POST /v1/adapters (docs/server.md)\n";
 
 typedef struct {
-    const char *model, *host, *api_key, *cors, *template_file, *allowed_hosts, *alias, *admin_key;
+    const char *model, *adapter, *host, *api_key, *cors, *template_file, *allowed_hosts, *alias, *admin_key;
     long long   port, max_tokens, top_k, threads, ctx, seed;
     long long   drain_timeout, max_conns, max_conns_addr, header_timeout, idle_timeout;
     double      temperature, top_p;
@@ -113,19 +114,12 @@ typedef struct {
     hearth_device device;
 } serve_opts;
 
-static const char *const not_yet[] = {"--adapter-path", "--adapter"};
-
 static int parse(int argc, char **argv, serve_opts *o) {
     int n_pos = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
         double fv;
-        for (size_t k = 0; k < sizeof not_yet / sizeof not_yet[0]; k++)
-            if (FLAG(not_yet[k])) {
-                cli_error("%s is not supported yet (adapters are later work)", a);
-                return 2;
-            }
         int ef = cli_engine_flag(argc, argv, &i, &o->ef);
         if (ef == 0) ef = cli_run_flag(argc, argv, &i, &o->threads, &o->device, &o->ctx);
         if (ef < 0) return 2;
@@ -134,6 +128,7 @@ static int parse(int argc, char **argv, serve_opts *o) {
         if (FLAG("--no-special-in-content")) { o->no_special = true; continue; }
         if (FLAG("--timings")) { o->timings = true; continue; }
         else if (FLAG("--model")) { NEEDVAL(); o->model = val; }
+        else if (FLAG("--adapter") || FLAG("--adapter-path")) { NEEDVAL(); o->adapter = val; }
         else if (FLAG("--host")) { NEEDVAL(); o->host = val; }
         else if (FLAG("--api-key")) { NEEDVAL(); o->api_key = val; }
         else if (FLAG("--cors")) { NEEDVAL(); o->cors = val; }
@@ -379,6 +374,7 @@ int cli_serve(int argc, char **argv) {
     sp.model_id = o.alias ? o.alias : model_id;
     sp.model_path = path;
     sp.embedder = emb;
+    sp.adapter_path = o.adapter;
     sp.api_key = o.api_key;
     sp.cors = o.cors;
     sp.allowed_hosts = o.allowed_hosts;

@@ -34,6 +34,8 @@ static const char usage_generate[] =
     "\n"
     "  --prompt, -p TEXT     the prompt (may also follow the model as a second positional)\n"
     "  --model MODEL         the model (path or hub-cache query), instead of the positional\n"
+    "  --adapter DIR         apply a LoRA adapter (alias --adapter-path): a PEFT or mlx-lm folder,\n"
+    "                        or a GGUF LoRA file (docs/server.md \"Adapters\")\n"
     "  --raw                 feed the prompt verbatim. Without it the prompt is one user message\n"
     "                        rendered with the model's chat template (add_generation_prompt on;\n"
     "                        `hearth template` shows the result)\n"

@@ -24,7 +24,7 @@
  * max_output_tokens (>= 1), temperature [0, 2], top_p [0, 1], stream, store (default true),
  * previous_response_id; text.format other than "text", background mode and image or file
  * inputs are 400 "not supported", as are fields that would change the output and that hearth
- * does not honour (adapter, lora: reqjson.h); other fields (truncation, include, user,
+ * does not honour (lora: reqjson.h); other fields (truncation, include, user,
  * metadata...) are accepted and, where the response object has them, echoed. metadata is held
  * to OpenAI's documented bounds (16 pairs, keys up to 64 characters, string values up to 512),
  * since it is stored and echoed back.

@@ -61,6 +61,8 @@ typedef struct {
     int         idle_timeout_s;   /* a keep-alive connection may idle this long; default 15 */
     int         drain_timeout_s;  /* a drain lets running requests finish this long; default 30 */
     const char *admin_key;      /* NULL/"": the /admin routes take api_key, else loopback only (copied) */
+    const char *adapter_path;   /* NULL: none; a LoRA adapter (folder, .gguf or hub repo id) mounted at
+                                 * start as the default of requests that name none (adapters.h) */
     struct hearth_bert *embedder; /* borrowed, NULL: none; an encoder (models/bert.h) that serves
                                  * POST /v1/embeddings (embeddings.h). With it, m and e of
                                  * hearth_server_create may be NULL: the server then serves the
