@@ -76,6 +76,13 @@ hearth_status hearth_lora_load(const char *path, const hearth_model *m, hearth_l
 const hearth_lora *hearth_lora_retain(const hearth_lora *a);
 void          hearth_lora_release(const hearth_lora *a);
 
+/* Merge a into the weights of m, a Hugging Face checkpoint loaded from folder src_dir, and
+ * write the merged checkpoint to out_dir (created if missing): src_dir's other files and one
+ * model.safetensors in the source dtypes, each adapted W replaced by W + scale B A
+ * (lora_fuse.c). HEARTH_E_UNSUPPORTED for a GGUF or MLX-quantized base; HEARTH_E_IO. */
+hearth_status hearth_lora_fuse(const hearth_model *m, const hearth_lora *a, const char *src_dir, const char *out_dir,
+                               hearth_err *err);
+
 /* The matrices of layer il's projection mod (r == 0 when not adapted). */
 static inline const hearth_lora_mat *hearth_lora_get(const hearth_lora *a, int32_t il, hearth_lora_mod mod) {
     return &a->mats[il][mod];

@@ -13,6 +13,8 @@
  *     forward alone; the prefix cache serves an adapter its own blocks only;
  *   - a mixed step: three sequences (adapter A, no adapter, adapter B) prefilled and decoded
  *     together equal each run alone in its own forward (1e-5: the base matmul sees other rows);
+ *   - hearth fuse (lora_fuse.c): the merged llama and phi3 checkpoints against peft's merged
+ *     logits (1e-4), their greedy picks equal the unmerged adapter's at every step;
  *   - refusals, each naming the first mismatch: an adapter for another shape of model, a fused
  *     module on a model without it, a target module hearth does not adapt, a folder with no
  *     adapter, DoRA.
@@ -59,18 +61,19 @@ static double parity(const char *base, const char *adapter, const char *golden, 
     size_t n_bin = 0;
     char *bin = golden_slurp(path, &n_bin);
     CHECK(json && bin);
-    snprintf(path, sizeof path, HF_DIR "%s", base);
+    if (strchr(base, '/')) snprintf(path, sizeof path, "%s", base); /* a path of its own (fused) */
+    else snprintf(path, sizeof path, HF_DIR "%s", base);
     harness *h = json && bin ? harness_open(path, MAX_TOK, N_CTX, false, 2) : NULL;
     CHECK(h != NULL);
     hearth_lora *a = NULL;
     hearth_err err = {0};
-    if (h) {
+    if (h && adapter) {
         hearth_status st = hearth_lora_load(adapter, h->m, &a, &err);
         if (st) fprintf(stderr, "  %s: %s\n", adapter, err.msg);
         CHECK_EQ(st, HEARTH_OK);
     }
     double worst = INFINITY;
-    if (h && a) {
+    if (h && (a || !adapter)) {
         worst = 0;
         int n_prompts = golden_count(json, "ids"), n_am = 0;
         int32_t *am = golden_int_array(json, "argmax", 0, &n_am);
@@ -310,6 +313,96 @@ done:
     hearth_engine_destroy(e);
     hearth_lora_release(la);
     hearth_lora_release(lb);
+    hearth_model_destroy(m);
+}
+
+/* hearth fuse: the merged checkpoint of base + its peft adapter against peft's merged logits
+ * (1e-4), and its greedy continuations against the adapter run unmerged. */
+static void check_fuse(const char *base, const char *golden) {
+    hearth_isa was = hearth_kernels_isa();
+    CHECK(hearth_kernels_select(HEARTH_ISA_REF));
+    char tmp[] = "/tmp/hearth_fuse_XXXXXX", src[256], ad[256], out[600];
+    CHECK(mkdtemp(tmp) != NULL);
+    snprintf(src, sizeof src, HF_DIR "%s", base);
+    snprintf(ad, sizeof ad, LORA_GOLD "%s-peft", base);
+    snprintf(out, sizeof out, "%s/fused", tmp);
+    hearth_model *m = NULL;
+    hearth_lora *a = NULL;
+    hearth_err err = {0};
+    CHECK_EQ(hearth_model_load(src, &m, &err), HEARTH_OK);
+    if (m) CHECK_EQ(hearth_lora_load(ad, m, &a, &err), HEARTH_OK);
+    if (m && a) {
+        hearth_status st = hearth_lora_fuse(m, a, src, out, &err);
+        if (st) fprintf(stderr, "  fuse: %s\n", err.msg);
+        CHECK_EQ(st, HEARTH_OK);
+        int am = -1;
+        double d = parity(out, NULL, golden, "merged", &am);
+        fprintf(stderr, "  %-12s fused vs peft merged: max |dlogit| %.2e, argmax diffs %d\n", base, d, am);
+        CHECK(d <= 1e-4);
+        CHECK_EQ(am, 0);
+        /* greedy: fused against unmerged, 32 tokens of each golden prompt */
+        harness *hf = harness_open(out, MAX_TOK, N_CTX, false, 2), *hu = harness_open(src, MAX_TOK, N_CTX, false, 2);
+        CHECK(hf && hu);
+        char gpath[256];
+        snprintf(gpath, sizeof gpath, LORA_GOLD "%s.json", golden);
+        char *json = golden_slurp(gpath, NULL);
+        int agree = 0, total = 0;
+        float *lf = malloc((size_t)MAX_TOK * 512 * sizeof(float)), *lu = malloc((size_t)MAX_TOK * 512 * sizeof(float));
+        for (int ip = 0; hf && hu && json && ip < golden_count(json, "ids"); ip++) {
+            int n = 0;
+            int32_t *ids = golden_int_array(json, "ids", ip, &n);
+            int32_t tf = -1, tu = -1;
+            for (int s = 0; ids && s < 32 && n + s < N_CTX; s++) {
+                if (s == 0) {
+                    CHECK_EQ(harness_run(hf, ids, n, 0, false, lf), HEARTH_OK);
+                    CHECK_EQ(run_lora(hu, a, ids, n, 0, lu), HEARTH_OK);
+                    tf = argmax_f(lf, hf->n_vocab);
+                    tu = argmax_f(lu + (size_t)(n - 1) * (size_t)hu->n_vocab, hu->n_vocab);
+                } else {
+                    int32_t prev = tu; /* both continue from the unmerged pick (teacher-forced) */
+                    CHECK_EQ(harness_run(hf, &prev, 1, n + s - 1, false, lf), HEARTH_OK);
+                    CHECK_EQ(run_lora(hu, a, &prev, 1, n + s - 1, lu), HEARTH_OK);
+                    tf = argmax_f(lf, hf->n_vocab);
+                    tu = argmax_f(lu, hu->n_vocab);
+                }
+                agree += tf == tu;
+                total++;
+            }
+            free(ids);
+        }
+        fprintf(stderr, "  %-12s fused vs unmerged: top-1 agrees at %d of %d greedy steps\n", base, agree, total);
+        CHECK(total == 64 && agree == total);
+        free(lf), free(lu), free(json);
+        harness_close(hf);
+        harness_close(hu);
+    }
+    hearth_lora_release(a);
+    hearth_model_destroy(m);
+    char p[700];
+    const char *files[] = {"model.safetensors", "config.json", "generation_config.json", "tokenizer.json",
+                           "tokenizer_config.json", "chat_template.jinja"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(p, sizeof p, "%s/%s", out, files[i]);
+        unlink(p);
+    }
+    rmdir(out);
+    rmdir(tmp);
+    hearth_kernels_select(was);
+}
+
+TEST(fuse_llama) { check_fuse("llama", "llama"); }
+TEST(fuse_phi3_fused_rows) { check_fuse("phi3", "phi3"); }
+
+TEST(fuse_refuses_a_gguf_base) {
+    hearth_model *m = NULL;
+    hearth_err err = {0};
+    CHECK_EQ(hearth_model_load("tests/golden/tiny/tiny-qwen3.gguf", &m, &err), HEARTH_OK);
+    if (!m) return;
+    hearth_lora none = {.n_layer = 0}; /* the base is refused before the adapter is read */
+    CHECK_EQ(hearth_lora_fuse(m, &none, "tests/golden/tiny", "/tmp/hearth-never-written", &err), HEARTH_E_UNSUPPORTED);
+    CHECK(strstr(err.msg, "GGUF") != NULL);
+    struct stat sb;
+    CHECK(stat("/tmp/hearth-never-written", &sb) != 0);
     hearth_model_destroy(m);
 }
 
