@@ -637,7 +637,8 @@ static hearth_status admit(hearth_engine *e, const hearth_request_params *p, hea
         if (!hearth_fwd_lora_supported(e->fwd, why, sizeof why))
             return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "%s", why);
         if (p->lora->n_layer != hearth_model_hparams(e->m)->n_layer || p->lora_id == 0)
-            return hearth_err_set(err, HEARTH_E_INVALID, -1, "the adapter was not loaded for this model");
+            return hearth_err_set(err, HEARTH_E_INVALID, -1, p->lora_id == 0 ? "a request with an adapter needs a "
+                                  "nonzero lora_id" : "the adapter was not loaded for this model");
     }
     for (size_t i = 0; i < p->n_prompt; i++)
         if (p->prompt[i] < 0 || p->prompt[i] >= n_vocab)
