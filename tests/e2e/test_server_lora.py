@@ -167,17 +167,16 @@ def test_unmount_while_in_use_finishes_the_request(srv):
     st, r = post(srv, "/v1/adapters", {"path": str(LORA / "qwen3-peft"), "id": "busy"})
     assert st == 200
     prompt = [61, 200, 14, 180, 99]
-    st, want = complete(srv, prompt, adapter="busy", max_tokens=48, ignore_eos=True)
+    st, want = complete(srv, prompt, adapter="busy", max_tokens=200, ignore_eos=True)
     assert st == 200
     c = srv.client()
-    stream = c.completions.create(model="tiny", prompt=prompt, max_tokens=48, temperature=0, stream=True,
+    stream = c.completions.create(model="tiny", prompt=prompt, max_tokens=200, temperature=0, stream=True,
                                   extra_body={"adapter": "busy", "ignore_eos": True})
     pieces = []
     it = iter(stream)
-    pieces.append(next(it).choices[0].text)  # running now
-    st, body = get(srv, "/v1/adapters")
-    busy = [a for a in body["data"] if a["id"] == "busy"][0]
-    assert busy["in_use"] >= 1
+    pieces.append(next(it).choices[0].text)  # admitted and streaming
+    # (whether the engine is still decoding it now depends on timing; tests/models/test_lora.c
+    # drops an adapter while its requests are queued, deterministically, under ASan too)
     st, _, _ = srv.raw("DELETE", "/v1/adapters/busy")
     assert st == 200
     for ch in it:
@@ -207,3 +206,23 @@ def test_mismatched_default_adapter_fails_start(tmp_path):
     from test_server_openai import run_cli
     r = run_cli("serve", BASE, "--adapter", str(LORA / "phi3-peft"), "--port", "0")
     assert r.returncode == 1 and "gate_up_proj" in r.stderr, r.stderr
+
+
+def test_generate_adapter_and_fuse_cli(tmp_path):
+    """`hearth generate --adapter` applies the adapter; `hearth fuse` writes a checkpoint whose greedy
+    tokens are the unmerged adapter's, and refuses an adapter for another base, writing nothing."""
+    from test_server_openai import run_cli
+    args = ("--raw", "--prompt", "hello there", "--max-tokens", "12", "--temperature", "0", "--ids", "--ignore-eos")
+    a = run_cli("generate", BASE, "--adapter", str(LORA / "llama-peft"), *args, timeout=120)
+    assert a.returncode == 0, a.stderr
+    base = run_cli("generate", BASE, *args, timeout=120)
+    assert base.returncode == 0 and base.stdout != a.stdout
+    out = tmp_path / "fused"
+    f = run_cli("fuse", BASE, "--adapter", str(LORA / "llama-peft"), "--out", str(out), timeout=120)
+    assert f.returncode == 0, f.stderr
+    assert (out / "model.safetensors").exists() and (out / "tokenizer.json").exists()
+    g = run_cli("generate", str(out), *args, timeout=120)
+    assert g.returncode == 0 and g.stdout == a.stdout, g.stderr
+    r = run_cli("fuse", BASE, "--adapter", str(LORA / "phi3-peft"), "--out", str(tmp_path / "bad"))
+    assert r.returncode == 1 and "gate_up_proj" in r.stderr
+    assert not (tmp_path / "bad").exists()
