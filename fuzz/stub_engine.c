@@ -69,6 +69,12 @@ void hearth_engine_destroy(hearth_engine *e) { free(e); }
 
 int32_t hearth_engine_n_ctx(const hearth_engine *e) { return e->n_ctx; }
 
+bool hearth_engine_lora_supported(const hearth_engine *e, char *why, size_t cap) {
+    (void)e;
+    snprintf(why, cap, "the fuzzing stub applies no adapters");
+    return false;
+}
+
 void hearth_engine_stats_get(const hearth_engine *e, hearth_engine_stats *out) {
     (void)e;
     memset(out, 0, sizeof *out);

@@ -38,6 +38,7 @@
 #include "base/thread.h"
 #include "backend/kv_type.h"
 #include "backend/numerics.h"
+#include "kernels/ref/lora_ref.h"
 #include "kernels/ref/ops_ref.h"
 #include "tensor/tensor.h"
 
@@ -188,6 +189,13 @@ struct hearth_backend_i {
     void (*softcap)(hearth_backend *be, float *x, int64_t n, float cap);
     /* y[i] = row rows[i] of x;  x: [..][dim], y: [n][dim] */
     void (*copy_rows)(hearth_backend *be, const float *x, int64_t dim, const int32_t *rows, int64_t n, float *y);
+    /* (optional: NULL = this backend applies no LoRA adapters; the forward refuses them) the
+     * segmented LoRA update (kernels/ref/lora_ref.h): for each segment, its rows of y:
+     * [..][ldy] get scale * (x A^T) B^T added, x: [..][n_in]; segs is host memory, and each
+     * segment's a and b host memory that stays put while the backend lives (a device backend
+     * may keep copies keyed by address, as it does weights) */
+    void (*lora)(hearth_backend *be, const hearth_lora_seg *segs, int n_seg, const float *x, int64_t n_in, float *y,
+                 int64_t ldy, int64_t n_out);
     /* out[r] (host memory) = the first index of the largest of x[r][0..n), r < n_rows: greedy
      * picks where only the ids leave the device */
     void (*argmax)(hearth_backend *be, const float *x, int64_t n_rows, int64_t n, int32_t *out);
@@ -334,6 +342,11 @@ static inline void hearth_op_softcap(hearth_backend *be, float *x, int64_t n, fl
 }
 static inline void hearth_op_copy_rows(hearth_backend *be, const float *x, int64_t dim, const int32_t *rows, int64_t n,
                                        float *y) { be->iface->copy_rows(be, x, dim, rows, n, y); }
+static inline bool hearth_backend_has_lora(const hearth_backend *be) { return be->iface->lora != NULL; }
+static inline void hearth_op_lora(hearth_backend *be, const hearth_lora_seg *segs, int n_seg, const float *x,
+                                  int64_t n_in, float *y, int64_t ldy, int64_t n_out) {
+    be->iface->lora(be, segs, n_seg, x, n_in, y, ldy, n_out);
+}
 static inline void hearth_op_argmax(hearth_backend *be, const float *x, int64_t n_rows, int64_t n, int32_t *out) {
     be->iface->argmax(be, x, n_rows, n, out);
 }

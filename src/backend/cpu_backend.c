@@ -10,6 +10,7 @@
 #include "backend/backend.h"
 #include "base/assert.h"
 #include "kernels/kernels.h"
+#include "kernels/lora.h"
 #include "kernels/ref/attn_paged_ref.h"
 #include "kernels/ref/ops_ref.h"
 #include "kernels/ref/turbo_ref.h"
@@ -594,6 +595,29 @@ static void cpu_copy_rows(hearth_backend *be, const float *x, int64_t dim, const
     for (int64_t i = 0; i < n; i++) memcpy(y + i * dim, x + (int64_t)rows[i] * dim, (size_t)dim * sizeof(float));
 }
 
+typedef struct {
+    const hearth_lora_seg *segs;
+    int                    n_seg;
+    const float           *x;
+    int64_t                n_in;
+    float                 *y;
+    int64_t                ldy, n_out;
+} lora_job;
+
+static void lora_fn(void *arg, int ith, int nth) {
+    lora_job *j = arg;
+    hearth_lora_rows(j->segs, j->n_seg, j->x, j->n_in, j->y, j->ldy, j->n_out, ith, nth);
+}
+
+static void cpu_lora(hearth_backend *be, const hearth_lora_seg *segs, int n_seg, const float *x, int64_t n_in,
+                     float *y, int64_t ldy, int64_t n_out) {
+    lora_job j = {segs, n_seg, x, n_in, y, ldy, n_out};
+    int64_t rows = 0;
+    for (int s = 0; s < n_seg; s++) rows += segs[s].n;
+    if (rows < 2) lora_fn(&j, 0, 1);
+    else hearth_pool_run(ctx_of(be)->pool, lora_fn, &j);
+}
+
 static void cpu_argmax(hearth_backend *be, const float *x, int64_t n_rows, int64_t n, int32_t *out) {
     (void)be;
     for (int64_t r = 0; r < n_rows; r++) out[r] = (int32_t)hearth_kernels_argmax(x + r * n, n);
@@ -665,6 +689,7 @@ static const struct hearth_backend_i cpu_iface = {
     .scale = cpu_scale,
     .hadamard = cpu_hadamard,
     .softcap = cpu_softcap,
+    .lora = cpu_lora,
     .copy_rows = cpu_copy_rows,
     .argmax = cpu_argmax,
     .destroy = cpu_destroy,

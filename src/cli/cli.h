@@ -11,6 +11,7 @@
 
 /* A verb returns the process exit status: 0 ok, 1 failure, 2 usage error. */
 int cli_generate(int argc, char **argv);
+int cli_fuse(int argc, char **argv);
 /* `hearth serve` and bare `hearth` (cmd_serve.c, which also defines its usage text). */
 int cli_serve(int argc, char **argv);
 extern const char cli_usage_serve[];

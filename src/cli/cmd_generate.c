@@ -8,6 +8,7 @@
 #include "cli/cli.h"
 #include "cli/engine_flags.h"
 #include "engine/engine.h"
+#include "lora/lora.h"
 #include "model/model.h"
 #include "store/hub.h"
 
@@ -16,7 +17,7 @@
 #include <string.h>
 
 typedef struct {
-    const char *model, *prompt;
+    const char *model, *prompt, *adapter;
     bool raw, ids, ignore_eos;
     long long max_tokens, threads, ctx;
     hearth_device device;
@@ -42,6 +43,7 @@ static int parse(int argc, char **argv, gen_opts *o) {
         else if (FLAG("--ignore-eos")) o->ignore_eos = true;
         else if (FLAG("--prompt") || FLAG("-p")) { NEEDVAL(); o->prompt = val; }
         else if (FLAG("--model")) { NEEDVAL(); o->model = val; }
+        else if (FLAG("--adapter") || FLAG("--adapter-path")) { NEEDVAL(); o->adapter = val; }
         else if (FLAG("--max-tokens")) {
             NEEDVAL();
             if (!cli_parse_int(a, val, 1, 1 << 24, &o->max_tokens)) return 2;
@@ -142,6 +144,7 @@ int cli_generate(int argc, char **argv) {
     hearth_model *m = NULL, *draft = NULL;
     hearth_engine *e = NULL;
     hearth_request *req = NULL;
+    hearth_lora *lora = NULL;
     int32_t *ids = NULL;
     size_t n_ids = 0;
     rc = 1;
@@ -151,6 +154,10 @@ int cli_generate(int argc, char **argv) {
     }
     if (hearth_model_load(path, &m, &err)) {
         cli_error("cannot load %s: %s", path, err.msg);
+        goto out;
+    }
+    if (o.adapter && hearth_lora_load(o.adapter, m, &lora, &err)) {
+        cli_error("--adapter %s: %s", o.adapter, err.msg);
         goto out;
     }
     const hearth_tok *tok = hearth_model_tok(m);
@@ -174,7 +181,7 @@ int cli_generate(int argc, char **argv) {
         goto out;
     }
     hearth_request_params rp = {.prompt = ids, .n_prompt = n_ids, .max_tokens = (int32_t)o.max_tokens,
-                                .sampling = o.sp, .ignore_eog = o.ignore_eos};
+                                .sampling = o.sp, .ignore_eog = o.ignore_eos, .lora = lora, .lora_id = lora ? 1 : 0};
     if (hearth_engine_submit(e, &rp, &req, &err)) {
         cli_error("%s", err.msg);
         goto out;
@@ -219,6 +226,7 @@ int cli_generate(int argc, char **argv) {
 out:
     hearth_request_release(req);
     hearth_engine_destroy(e);
+    hearth_lora_release(lora); /* after the engine's requests */
     hearth_model_destroy(draft); /* after the engine, which borrows it */
     hearth_model_destroy(m);
     free(ids);

@@ -112,11 +112,12 @@ const char cli_usage_serve[] =
     "                        resident, the least recently used one stops to make room\n"
     "  --heartbeat-timeout SEC  with --isolate: an engine that has not answered its health probe\n"
     "                        this long is killed and restarted (default 10)\n"
-    "\n"
-    "Not yet: --adapter-path/--adapter.\n";
+    "  --adapter DIR         mount a LoRA adapter at start as the default of requests that name\n"
+    "                        none (alias --adapter-path): a PEFT or mlx-lm folder, a GGUF LoRA\n"
+    "                        file or a hub repo id; more with POST /v1/adapters (docs/server.md)\n";
 
 typedef struct {
-    const char *model, *host, *api_key, *cors, *template_file, *allowed_hosts, *alias, *admin_key;
+    const char *model, *adapter, *host, *api_key, *cors, *template_file, *allowed_hosts, *alias, *admin_key;
     long long   port, max_tokens, top_k, threads, ctx, seed;
     long long   drain_timeout, max_conns, max_conns_addr, header_timeout, idle_timeout;
     double      temperature, top_p;
@@ -129,19 +130,12 @@ typedef struct {
     hearth_media_fetch_opts media;
 } serve_opts;
 
-static const char *const not_yet[] = {"--adapter-path", "--adapter"};
-
 static int parse(int argc, char **argv, serve_opts *o) {
     int n_pos = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
         double fv;
-        for (size_t k = 0; k < sizeof not_yet / sizeof not_yet[0]; k++)
-            if (FLAG(not_yet[k])) {
-                cli_error("%s is not supported yet (adapters are later work)", a);
-                return 2;
-            }
         int ef = cli_engine_flag(argc, argv, &i, &o->ef);
         if (ef == 0) ef = cli_run_flag(argc, argv, &i, &o->threads, &o->device, &o->ctx);
         if (ef == 0) ef = cli_media_flag(argc, argv, &i, &o->media);
@@ -167,6 +161,7 @@ static int parse(int argc, char **argv, serve_opts *o) {
             continue;
         }
         else if (FLAG("--model")) { NEEDVAL(); o->model = val; }
+        else if (FLAG("--adapter") || FLAG("--adapter-path")) { NEEDVAL(); o->adapter = val; }
         else if (FLAG("--host")) { NEEDVAL(); o->host = val; }
         else if (FLAG("--api-key")) { NEEDVAL(); o->api_key = val; }
         else if (FLAG("--cors")) { NEEDVAL(); o->cors = val; }
@@ -441,6 +436,7 @@ int cli_serve(int argc, char **argv) {
     sp.model_id = o.alias ? o.alias : model_id;
     sp.model_path = path;
     sp.embedder = emb;
+    sp.adapter_path = o.adapter;
     sp.api_key = o.api_key;
     sp.cors = o.cors;
     sp.allowed_hosts = o.allowed_hosts;

@@ -23,6 +23,7 @@ static const char usage_main[] =
     "  evals           the recorded benchmark runs\n"
     "  perplexity MODEL FILE  a model's perplexity on a text, as llama.cpp measures it\n"
     "  embed MODEL     sentence embeddings of --text inputs or stdin lines (encoder models)\n"
+    "  fuse MODEL --adapter DIR --out DIR  merge a LoRA adapter into a safetensors checkpoint\n"
     "  fetch-media URL a diagnostic: fetch an image or audio URL as the server would (the\n"
     "                  address guard, redirects, caps), and say what came back or why not\n"
     "  help [verb]     this text, or a verb's flags (also `hearth VERB --help`)\n"
@@ -31,11 +32,25 @@ static const char usage_main[] =
     "A model is a path to a .gguf file or a substring of a repo id in the Hugging Face cache\n"
     "($HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub).\n";
 
+static const char usage_fuse[] =
+    "usage: hearth fuse MODEL --adapter DIR --out DIR\n"
+    "\n"
+    "Merge a LoRA adapter into a Hugging Face checkpoint: OUT gets MODEL's files (config,\n"
+    "tokenizer, templates) and one model.safetensors in the source dtypes, each adapted weight\n"
+    "W replaced by W + scale B A (PEFT's merge_and_unload). MODEL is a safetensors checkpoint\n"
+    "folder (path or hub-cache query) in f32, f16 or bf16; GGUF and MLX-quantized bases are not\n"
+    "merged (serve them with --adapter).\n"
+    "\n"
+    "  --adapter DIR         the adapter (alias --adapter-path): PEFT or mlx-lm folder, GGUF LoRA\n"
+    "  --out DIR             where the merged checkpoint goes (alias --save-path; created)\n";
+
 static const char usage_generate[] =
     "usage: hearth generate [model] --prompt TEXT [flags]\n"
     "\n"
     "  --prompt, -p TEXT     the prompt (may also follow the model as a second positional)\n"
     "  --model MODEL         the model (path or hub-cache query), instead of the positional\n"
+    "  --adapter DIR         apply a LoRA adapter (alias --adapter-path): a PEFT or mlx-lm folder,\n"
+    "                        or a GGUF LoRA file (docs/server.md \"Adapters\")\n"
     "  --raw                 feed the prompt verbatim. Without it the prompt is one user message\n"
     "                        rendered with the model's chat template (add_generation_prompt on;\n"
     "                        `hearth template` shows the result)\n"
@@ -63,6 +78,7 @@ const char *cli_help_text(const char *verb) {
     if (!verb) return usage_main;
     if (!strcmp(verb, "serve")) return cli_usage_serve;
     if (!strcmp(verb, "generate") || !strcmp(verb, "gen")) return usage_generate;
+    if (!strcmp(verb, "fuse")) return usage_fuse;
     if (!strcmp(verb, "scan")) return cli_usage_scan;
     if (!strcmp(verb, "ls")) return cli_usage_ls;
     if (!strcmp(verb, "get")) return cli_usage_get;

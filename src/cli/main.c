@@ -84,6 +84,7 @@ int main(int argc, char **argv) {
     if (!strcmp(verb, "_engine")) return cli_engine_child(argc - 1, argv + 1); /* serve --isolate's */
     if (verb[0] == '-' && verb[1] == '-') return cli_serve(argc, argv); /* `hearth --port N` */
     if (!strcmp(verb, "generate") || !strcmp(verb, "gen")) return cli_generate(argc - 1, argv + 1);
+    if (!strcmp(verb, "fuse")) return cli_fuse(argc - 1, argv + 1);
     if (!strcmp(verb, "scan")) return cli_scan(argc - 1, argv + 1);
     if (!strcmp(verb, "ls")) return cli_ls(argc - 1, argv + 1);
     if (!strcmp(verb, "get")) return cli_get(argc - 1, argv + 1);

@@ -18,6 +18,7 @@
 #include "engine/spec.h"
 #include "engine/ssd_tier.h"
 #include "kernels/kernels.h"
+#include "lora/lora.h"
 #include "model/wire.h"
 #include "models/forward.h"
 
@@ -611,6 +612,10 @@ void hearth_engine_device(const hearth_engine *e, hearth_engine_device_info *out
     out->kv_bytes = (int64_t)hearth_kv_pool_bytes(e->pool);
 }
 
+bool hearth_engine_lora_supported(const hearth_engine *e, char *why, size_t cap) {
+    return hearth_fwd_lora_supported(e->fwd, why, cap);
+}
+
 /* The checks of submit, before anything is queued. */
 static hearth_status admit(hearth_engine *e, const hearth_request_params *p, hearth_err *err) {
     int32_t n_vocab = hearth_model_hparams(e->m)->n_vocab;
@@ -630,6 +635,14 @@ static hearth_status admit(hearth_engine *e, const hearth_request_params *p, hea
                               "%lld (%d blocks of %d tokens)",
                               p->n_prompt, p->max_tokens, (long long)need,
                               (long long)e->info.max_request_tokens - 1, e->n_blocks, e->p.block_size);
+    if (p->lora) {
+        char why[160];
+        if (!hearth_fwd_lora_supported(e->fwd, why, sizeof why))
+            return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "%s", why);
+        if (p->lora->n_layer != hearth_model_hparams(e->m)->n_layer || p->lora_id == 0)
+            return hearth_err_set(err, HEARTH_E_INVALID, -1, p->lora_id == 0 ? "a request with an adapter needs a "
+                                  "nonzero lora_id" : "the adapter was not loaded for this model");
+    }
     for (size_t i = 0; i < p->n_prompt; i++)
         if (p->prompt[i] < 0 || p->prompt[i] >= n_vocab)
             return hearth_err_set(err, HEARTH_E_INVALID, (int64_t)i, "prompt token %d is outside the vocabulary",

@@ -123,6 +123,13 @@ typedef struct {
                                         * after DONE. Needs score_from < n_prompt; the prefix cache
                                         * serves only positions before score_from - 1. 0: off */
     bool                  no_spec;     /* no speculative decoding for this request */
+    /* (optional) a LoRA adapter (lora/lora.h) loaded for the engine's model: each request made
+     * from the params takes a reference (hearth_lora_retain) and drops it when freed, so the
+     * caller may drop its own at any time after submit. NULL: the base model. lora_id names it in the prefix cache (unique among the
+     * adapters the engine ever sees; 0 with lora NULL): sequences of different adapters never
+     * share KV blocks. The engine's backend must apply adapters (hearth_engine_lora_supported). */
+    const struct hearth_lora *lora;
+    uint64_t              lora_id;
     hearth_cx_matcher    *constraint;  /* (optional) structured output: every token is one the
                                         * matcher allows (an end-of-generation token only where
                                         * it can end); taken over by submit in every case, the
@@ -224,6 +231,8 @@ typedef struct {
     int64_t kv_bytes;
 } hearth_engine_device_info;
 void          hearth_engine_device(const hearth_engine *e, hearth_engine_device_info *out);
+/* Does the engine's backend apply LoRA adapters (request params lora)? False with the reason. */
+bool          hearth_engine_lora_supported(const hearth_engine *e, char *why, size_t cap);
 
 /* Queue a request. *out holds one reference for the caller. Fails (nothing queued) on invalid
  * params (HEARTH_E_INVALID), when prompt + max_tokens fits the context but could never fit the

@@ -144,8 +144,8 @@ void hearth_prefix_cache_destroy(hearth_prefix_cache *pc) {
     free(pc);
 }
 
-static int32_t match_ram(hearth_prefix_cache *pc, const int32_t *tokens, int32_t max_blocks, int32_t slot,
-                         uint64_t *hashes);
+static int32_t match_ram(hearth_prefix_cache *pc, uint64_t root, const int32_t *tokens, int32_t max_blocks,
+                         int32_t slot, uint64_t *hashes);
 
 static int32_t lookup(const hearth_prefix_cache *pc, int32_t g, uint64_t h, uint64_t parent, const int32_t *tokens) {
     for (int32_t b = pc->bucket[h & pc->mask]; b >= 0; b = pc->next[b])
@@ -198,12 +198,12 @@ static bool ensure(hearth_prefix_cache *pc, int32_t g, uint64_t h, uint64_t pare
 
 /* Bring the longest chain of the first max_blocks blocks that RAM and the tier hold together
  * into RAM (pinned), as match then looks for it. */
-static void restore_chain(hearth_prefix_cache *pc, const int32_t *tokens, int32_t max_blocks) {
+static void restore_chain(hearth_prefix_cache *pc, uint64_t root, const int32_t *tokens, int32_t max_blocks) {
     const hearth_kv_layout *lay = hearth_kv_pool_layout(pc->pool);
     int32_t n_groups = hearth_kv_pool_n_groups(pc->pool), n = 0;
     uint64_t *hashes = malloc(((size_t)max_blocks + 1) * sizeof(uint64_t));
     if (!hashes) return;
-    for (uint64_t parent = 0; n < max_blocks; n++) {
+    for (uint64_t parent = root; n < max_blocks; n++) {
         const int32_t *t = tokens + (size_t)n * (size_t)pc->bs;
         uint64_t h = hearth_prefix_hash(parent, t, pc->bs);
         bool all = true;
@@ -216,7 +216,7 @@ static void restore_chain(hearth_prefix_cache *pc, const int32_t *tokens, int32_
         bool all = true;
         for (int32_t g = lay->n_full; g < n_groups && all; g++)
             for (int32_t i = hearth_kv_pool_first_needed(pc->pool, g, n * pc->bs); i < n && all; i++)
-                all = ensure(pc, g, hashes[i], i > 0 ? hashes[i - 1] : 0, tokens + (size_t)i * (size_t)pc->bs);
+                all = ensure(pc, g, hashes[i], i > 0 ? hashes[i - 1] : root, tokens + (size_t)i * (size_t)pc->bs);
         if (all) break;
     }
     free(hashes);
@@ -224,9 +224,14 @@ static void restore_chain(hearth_prefix_cache *pc, const int32_t *tokens, int32_
 
 int32_t hearth_prefix_cache_match(hearth_prefix_cache *pc, const int32_t *tokens, int32_t max_blocks, int32_t slot,
                                   uint64_t *hashes) {
-    if (!pc->tier || max_blocks <= 0) return match_ram(pc, tokens, max_blocks, slot, hashes);
-    restore_chain(pc, tokens, max_blocks);
-    int32_t n = match_ram(pc, tokens, max_blocks, slot, hashes);
+    return hearth_prefix_cache_match_root(pc, 0, tokens, max_blocks, slot, hashes);
+}
+
+int32_t hearth_prefix_cache_match_root(hearth_prefix_cache *pc, uint64_t root, const int32_t *tokens,
+                                       int32_t max_blocks, int32_t slot, uint64_t *hashes) {
+    if (!pc->tier || max_blocks <= 0) return match_ram(pc, root, tokens, max_blocks, slot, hashes);
+    restore_chain(pc, root, tokens, max_blocks);
+    int32_t n = match_ram(pc, root, tokens, max_blocks, slot, hashes);
     /* the match's own references stay; the pins go last block first (a chain's tail is evicted
      * before its head, as release_blocks in sched.c hands blocks back) */
     for (int32_t i = pc->n_pins - 1; i >= 0; i--) {
@@ -264,13 +269,13 @@ int32_t hearth_prefix_cache_demote(hearth_prefix_cache *pc, double now_ms, doubl
 int64_t hearth_prefix_cache_restores(const hearth_prefix_cache *pc) { return pc->restores; }
 int64_t hearth_prefix_cache_demotions(const hearth_prefix_cache *pc) { return pc->demotions; }
 
-static int32_t match_ram(hearth_prefix_cache *pc, const int32_t *tokens, int32_t max_blocks, int32_t slot,
-                         uint64_t *hashes) {
+static int32_t match_ram(hearth_prefix_cache *pc, uint64_t root, const int32_t *tokens, int32_t max_blocks,
+                         int32_t slot, uint64_t *hashes) {
     const hearth_kv_layout *lay = hearth_kv_pool_layout(pc->pool);
     int32_t n_groups = hearth_kv_pool_n_groups(pc->pool);
     /* the hashes, and the longest run every full group holds */
     int32_t n = 0;
-    for (uint64_t parent = 0; n < max_blocks; n++) {
+    for (uint64_t parent = root; n < max_blocks; n++) {
         const int32_t *t = tokens + (size_t)n * (size_t)pc->bs;
         uint64_t h = hearth_prefix_hash(parent, t, pc->bs);
         bool all = true;
@@ -284,14 +289,14 @@ static int32_t match_ram(hearth_prefix_cache *pc, const int32_t *tokens, int32_t
         bool all = true;
         for (int32_t g = lay->n_full; g < n_groups && all; g++)
             for (int32_t i = hearth_kv_pool_first_needed(pc->pool, g, n * pc->bs); i < n && all; i++)
-                all = lookup(pc, g, hashes[i], i > 0 ? hashes[i - 1] : 0, tokens + (size_t)i * (size_t)pc->bs) >= 0;
+                all = lookup(pc, g, hashes[i], i > 0 ? hashes[i - 1] : root, tokens + (size_t)i * (size_t)pc->bs) >= 0;
         if (all) break;
     }
     for (int32_t g = 0; g < n_groups; g++) {
         int32_t first = hearth_kv_pool_first_needed(pc->pool, g, n * pc->bs), i = 0;
         for (; i < first; i++) hearth_kv_pool_seq_push(pc->pool, g, slot, -1);
         for (; i < n; i++)
-            if (!take(pc, g, slot, hashes[i], i > 0 ? hashes[i - 1] : 0, tokens + (size_t)i * (size_t)pc->bs)) break;
+            if (!take(pc, g, slot, hashes[i], i > 0 ? hashes[i - 1] : root, tokens + (size_t)i * (size_t)pc->bs)) break;
         if (i < n) { /* a full row (cannot happen below max_seq_len): give everything back */
             for (int32_t k = 0; k <= g; k++) {
                 int32_t b;

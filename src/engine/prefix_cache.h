@@ -3,7 +3,7 @@
  * automatic prefix caching).
  *
  * A full block of a sequence is content-addressed by h = XXH3(its tokens, seed = the hash of
- * the block before it; 0 for the first), so equal hashes mean equal prefixes up to and
+ * the block before it; for the first 0, or the root of its adapter: match_root), so equal hashes mean equal prefixes up to and
  * including that block (the tokens and the parent hash are also compared, so a hash collision
  * cannot hand out wrong KV). The cache holds one pool reference on every block it indexes.
  * A block that only the cache references is "evictable": such blocks sit in LRU order and are
@@ -49,6 +49,11 @@ uint64_t hearth_prefix_hash(uint64_t parent, const int32_t *tokens, int32_t bloc
  * hashes[i] receives block i's hash. Returns the blocks of the prefix (the cut / block_size). */
 int32_t  hearth_prefix_cache_match(hearth_prefix_cache *pc, const int32_t *tokens, int32_t max_blocks, int32_t slot,
                                    uint64_t *hashes);
+/* The same, with the chain rooted at root instead of 0: block 0's parent hash. Sequences whose
+ * KV differs for the same tokens (a LoRA adapter) pass a root of their own, so their blocks
+ * never match another root's (the parent is compared too). */
+int32_t  hearth_prefix_cache_match_root(hearth_prefix_cache *pc, uint64_t root, const int32_t *tokens,
+                                        int32_t max_blocks, int32_t slot, uint64_t *hashes);
 /* Index block blk of group g (full, its KV computed) under hash h after parent: the cache takes
  * a reference. Nothing happens when an equal block of the group is already indexed. */
 void     hearth_prefix_cache_insert(hearth_prefix_cache *pc, int32_t g, uint64_t h, uint64_t parent,

@@ -1,5 +1,6 @@
 /* request.c - the request's event queue and lifetime; see request.h. */
 #include "engine/request.h"
+#include "lora/lora.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -38,6 +39,7 @@ hearth_request *hearth_req_create(const hearth_request_params *p) {
     for (size_t i = 0; i < n_scores; i++) r->scores[i] = NAN; /* until its position is computed */
     r->p = *p;
     r->p.prompt = r->prompt;
+    hearth_lora_retain(p->lora); /* dropped when the request is freed */
     r->p.sampling.bias = b; /* owned: freed by hearth_req_unref (the sampler copies it at create) */
     r->p.sampling.n_bias = b ? p->sampling.n_bias : 0;
     if (b) memcpy(b, p->sampling.bias, (size_t)p->sampling.n_bias * sizeof *b);
@@ -56,6 +58,7 @@ void hearth_req_unref(hearth_request *r) {
     free(r->scores);
     free((void *)r->p.sampling.bias);
     hearth_cx_matcher_destroy(r->p.constraint); /* NULL once the scheduler took it */
+    hearth_lora_release(r->p.lora);
     hearth_req_group_unref(r->grp);
     free(r);
 }

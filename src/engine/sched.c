@@ -77,6 +77,8 @@ struct hearth_sched {
     int32_t              n_free_slots;
     int32_t             *tok, *pos, *sq; /* owned [max_step] */
     int8_t              *want;           /* owned [max_step] */
+    const hearth_lora  **lora;           /* owned [max_step]: each token's adapter (NULL = none) */
+    int32_t              step_lora;      /* tokens of the step with an adapter */
     float               *logits;         /* owned [lg_rows][n_vocab] */
     int32_t              lg_rows;        /* batch, more once a step scores a prompt */
     int32_t              step_rows;      /* logits rows the step being packed asks for */
@@ -112,13 +114,14 @@ hearth_sched *hearth_sched_create(const hearth_model *m, hearth_fwd *fwd, hearth
     s->pos = malloc(T * sizeof(int32_t));
     s->sq = malloc(T * sizeof(int32_t));
     s->want = malloc(T);
+    s->lora = malloc(T * sizeof *s->lora);
     s->ids = malloc(B * sizeof(int32_t));
     s->jobs = calloc(B, sizeof *s->jobs);
     s->job_seq = calloc(B, sizeof *s->job_seq);
     s->logits = malloc(B * (size_t)s->n_vocab * sizeof(float));
     s->lg_rows = p->batch;
     s->lg_fork = malloc((size_t)s->n_vocab * sizeof(float));
-    if (!s->lg_fork || !s->run || !s->free_slots || !s->tok || !s->pos || !s->sq || !s->want || !s->logits || !s->ids ||
+    if (!s->lg_fork || !s->run || !s->free_slots || !s->tok || !s->pos || !s->sq || !s->want || !s->lora || !s->logits || !s->ids ||
         !s->jobs || !s->job_seq) {
         hearth_sched_destroy(s);
         return NULL;
@@ -227,6 +230,7 @@ void hearth_sched_destroy(hearth_sched *s) {
     free(s->pos);
     free(s->sq);
     free(s->want);
+    free(s->lora);
     free(s->logits);
     free(s->lg_fork);
     free(s->ids);
@@ -333,6 +337,13 @@ static seq *preempt_youngest(hearth_sched *s) {
     return v;
 }
 
+/* The root of a sequence's block hashes (prefix_cache.h): 0 for the base model, a value of its
+ * adapter's id otherwise, so two adapters (or an adapter and none) never share KV. */
+static uint64_t lora_root(const seq *q) {
+    uint64_t id = q->r->p.lora ? q->r->p.lora_id : 0;
+    return id ? (id * 0x9e3779b97f4a7c15ull) ^ 0x4c6f526141646170ull : 0;
+}
+
 /* Take the longest cached prefix for a sequence getting a slot (never its last known token,
  * whose logits must be computed). */
 static void take_prefix(hearth_sched *s, seq *q) {
@@ -340,7 +351,7 @@ static void take_prefix(hearth_sched *s, seq *q) {
     int32_t max = (q->n_toks - 1) / s->bs;
     if (q->r->p.score_from > 0 && (q->r->p.score_from - 1) / s->bs < max) /* scored rows are computed */
         max = (q->r->p.score_from - 1) / s->bs;
-    int32_t n = hearth_prefix_cache_match(s->pc, q->toks, max, q->slot, q->hashes);
+    int32_t n = hearth_prefix_cache_match_root(s->pc, lora_root(q), q->toks, max, q->slot, q->hashes);
     q->n_done = q->n_hashed = n;
     q->n_done *= s->bs;
     if (!q->started) q->n_cached = q->n_done; /* a resumed sequence hits its own blocks: no prompt hit */
@@ -351,7 +362,7 @@ static void index_blocks(hearth_sched *s, seq *q) {
     if (!s->pc) return;
     int32_t n_groups = hearth_kv_pool_n_groups(s->pool);
     for (int32_t i = q->n_hashed; (i + 1) * s->bs <= q->n_done; i++) {
-        uint64_t parent = i > 0 ? q->hashes[i - 1] : 0;
+        uint64_t parent = i > 0 ? q->hashes[i - 1] : lora_root(q);
         const int32_t *t = q->toks + (size_t)i * (size_t)s->bs;
         q->hashes[i] = hearth_prefix_hash(parent, t, s->bs);
         for (int32_t g = 0; g < n_groups; g++) {
@@ -387,6 +398,8 @@ static int32_t pack(hearth_sched *s, seq *q, int32_t n, int32_t take) {
         s->sq[n] = q->slot;
         bool score = scores_at(q, pos);
         s->want[n] = pos >= q->n_toks - 1 || score; /* the last known token and the drafts after it */
+        s->lora[n] = q->r->p.lora;
+        s->step_lora += q->r->p.lora != NULL;
         q->score_rows += score;
         s->step_rows += s->want[n];
     }
@@ -709,6 +722,7 @@ void hearth_sched_step(hearth_sched *s) {
     propose(s);
     int32_t budget = s->p.max_step, n = 0;
     s->step_rows = 0;
+    s->step_lora = 0;
     /* 1. running sequences, oldest first; the youngest give way when blocks run out */
     for (int32_t i = 0; i < s->n_run && budget > 0; i++) {
         seq *q = s->run[i];
@@ -764,7 +778,8 @@ void hearth_sched_step(hearth_sched *s) {
         publish(s);
         return;
     }
-    hearth_batch b = {.n_tokens = n, .token = s->tok, .pos = s->pos, .seq = s->sq, .want_logits = s->want};
+    hearth_batch b = {.n_tokens = n, .token = s->tok, .pos = s->pos, .seq = s->sq, .want_logits = s->want,
+                      .lora = s->step_lora ? s->lora : NULL};
     /* on a device backend, when every sequence that gets a token this step picks greedily, only
      * the picks leave the device */
     hearth_backend *be = hearth_fwd_backend(s->fwd);

@@ -35,6 +35,9 @@ void hearth_blk_attn(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view 
     float *const out[3] = {f->q, f->k, f->v};
     const int64_t ld[3] = {q_w, k_w, v_w};
     hearth_op_matmul_n(be, qkv, out, ld, 3, f->xb, T);
+    hearth_blk_lora(f, il, HEARTH_LORA_Q, f->xb, f->q, q_w);
+    hearth_blk_lora(f, il, HEARTH_LORA_K, f->xb, f->k, k_w);
+    hearth_blk_lora(f, il, HEARTH_LORA_V, f->xb, f->v, v_w);
     hearth_fwd_trace(f, "Qcur", il, "MUL_MAT", f->q, T, q_w);
     hearth_fwd_trace(f, "Kcur", il, "MUL_MAT", f->k, T, k_w);
     hearth_fwd_trace(f, "Vcur", il, "MUL_MAT", f->v, T, v_w);
@@ -93,6 +96,7 @@ void hearth_blk_attn(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view 
     if (rv) hearth_op_hadamard(be, f->att, T * hp->n_head * hp->head_dim_v / rv, rv);
     hearth_fwd_trace(f, "kqv_out", il, "CONT", f->att, T, (int64_t)hp->n_head * hp->head_dim_v);
     hearth_op_matmul(be, &l->wo, f->att, T, f->xb, hp->n_embd);
+    hearth_blk_lora(f, il, HEARTH_LORA_O, f->att, f->xb, hp->n_embd);
     if (l->bo) hearth_op_add_rows(be, f->xb, l->bo, T, hp->n_embd);
     hearth_fwd_trace(f, "attn_out", il, "MUL_MAT", f->xb, T, hp->n_embd);
 }
@@ -110,11 +114,13 @@ void hearth_blk_rope(hearth_fwd *f, float *x, int32_t n_head, int32_t head_dim, 
 void hearth_blk_ffn(hearth_fwd *f, int32_t n_tok, int32_t il) {
     const hearth_layer *l = &f->m->layers[il];
     int64_t n_ff = hearth_hparams_n_ff(&f->m->hp, il);
-    if (f->trace) { /* gate and up apart, to pass them to the hook */
+    if (f->trace || f->lora_gate_up) { /* gate and up apart: for the hook, or for adapters */
         const hearth_weight *gu[2] = {&l->w_gate, &l->w_up};
         float *const out[2] = {f->g, f->u};
         const int64_t ld[2] = {n_ff, n_ff};
         hearth_op_matmul_n(f->be, gu, out, ld, 2, f->xb, n_tok);
+        hearth_blk_lora(f, il, HEARTH_LORA_GATE, f->xb, f->g, n_ff);
+        hearth_blk_lora(f, il, HEARTH_LORA_UP, f->xb, f->u, n_ff);
         hearth_fwd_trace(f, "ffn_gate", il, "MUL_MAT", f->g, n_tok, n_ff);
         hearth_fwd_trace(f, "ffn_up", il, "MUL_MAT", f->u, n_tok, n_ff);
         hearth_op_glu(f->be, f->g, f->u, (int64_t)n_tok * n_ff, f->glu);
@@ -125,7 +131,23 @@ void hearth_blk_ffn(hearth_fwd *f, int32_t n_tok, int32_t il) {
     hearth_fwd_trace(f, f->glu == HEARTH_GLU_SWIGLU ? "ffn_swiglu" : "ffn_geglu", il,
                      f->glu == HEARTH_GLU_SWIGLU ? "SWIGLU" : "GEGLU", f->g, n_tok, n_ff);
     hearth_op_matmul(f->be, &l->w_down, f->g, n_tok, f->xb, f->m->hp.n_embd);
+    hearth_blk_lora(f, il, HEARTH_LORA_DOWN, f->g, f->xb, f->m->hp.n_embd);
     hearth_fwd_trace(f, "ffn_out", il, "MUL_MAT", f->xb, n_tok, f->m->hp.n_embd);
+}
+
+void hearth_blk_lora(hearth_fwd *f, int32_t il, hearth_lora_mod mod, const float *x, float *y, int64_t ldy) {
+    int n = 0;
+    int64_t n_in = 0, n_out = 0;
+    for (int32_t i = 0; i < f->n_lora_runs; i++) {
+        const struct hearth_lora_run *run = &f->lora_runs[i];
+        const hearth_lora_mat *mt = hearth_lora_get(run->a, il, mod);
+        if (!mt->r) continue;
+        f->lora_segs[n++] = (hearth_lora_seg){.t0 = run->t0, .n = run->n, .r = mt->r, .scale = mt->scale,
+                                              .a = mt->a, .b = mt->b};
+        n_in = mt->n_in; /* the same for every adapter: each was checked against this layer */
+        n_out = mt->n_out;
+    }
+    if (n) hearth_op_lora(f->be, f->lora_segs, n, x, n_in, y, ldy, n_out);
 }
 
 void hearth_blk_logits(hearth_fwd *f, float *logits) {

@@ -51,7 +51,9 @@ hearth_fwd *hearth_fwd_create(const hearth_model *m, hearth_backend *be, int32_t
     f->idx_host = malloc(4 * T * sizeof(int32_t));
     f->idx_cap = 4 * (int64_t)T;
     f->runs = malloc(T * sizeof *f->runs);
-    if (!f->mem || !f->host_mem || !f->idx_host || !f->runs) {
+    f->lora_runs = malloc(T * sizeof *f->lora_runs);
+    f->lora_segs = malloc(T * sizeof *f->lora_segs);
+    if (!f->mem || !f->host_mem || !f->idx_host || !f->runs || !f->lora_runs || !f->lora_segs) {
         hearth_fwd_destroy(f);
         return NULL;
     }
@@ -140,6 +142,8 @@ void hearth_fwd_destroy(hearth_fwd *f) {
     for (int32_t i = 0; i < f->n_dyn_chunks; i++) free(f->dyn_chunks[i]);
     free(f->dyn_chunks);
     free(f->runs);
+    free(f->lora_runs);
+    free(f->lora_segs);
     free(f->moe_host);
     free(f->moe_sel);
     free(f->moe_w);
@@ -286,6 +290,32 @@ static hearth_status rope_runs(hearth_fwd *f, const hearth_batch *b) {
     return HEARTH_OK;
 }
 
+bool hearth_fwd_lora_supported(const hearth_fwd *f, char *why, size_t cap) {
+    if (!f->be || hearth_backend_has_lora(f->be)) return true;
+    snprintf(why, cap, "the %s backend does not apply LoRA adapters yet (use --device cpu)", hearth_backend_name(f->be));
+    return false;
+}
+
+/* The step's runs of one adapter (see hearth_fwd.lora_runs). */
+static hearth_status lora_runs(hearth_fwd *f, const hearth_batch *b) {
+    f->n_lora_runs = 0;
+    f->lora_gate_up = false;
+    if (!b->lora) return HEARTH_OK;
+    for (int32_t t = 0; t < b->n_tokens; t++) {
+        const hearth_lora *a = b->lora[t];
+        if (!a) continue;
+        if (a->n_layer != f->m->hp.n_layer) return HEARTH_E_INVALID; /* loaded for another model */
+        struct hearth_lora_run *last = f->n_lora_runs ? &f->lora_runs[f->n_lora_runs - 1] : NULL;
+        if (last && last->a == a && last->t0 + last->n == t) last->n++;
+        else f->lora_runs[f->n_lora_runs++] = (struct hearth_lora_run){t, 1, a};
+    }
+    if (f->n_lora_runs && (!f->be || !hearth_backend_has_lora(f->be))) return HEARTH_E_UNSUPPORTED;
+    for (int32_t r = 0; r < f->n_lora_runs; r++)
+        f->lora_gate_up |= hearth_lora_touches(f->lora_runs[r].a, HEARTH_LORA_GATE) ||
+                           hearth_lora_touches(f->lora_runs[r].a, HEARTH_LORA_UP);
+    return HEARTH_OK;
+}
+
 struct step_ctx {
     hearth_fwd           *f;
     const hearth_batch   *b;
@@ -307,6 +337,7 @@ static hearth_status step_run(hearth_fwd *f, const hearth_batch *b, const hearth
     *out = logits;
     if (f->script) return f->script(f->script_ctx, b, kv, logits);
     if ((st = rope_runs(f, b))) return st;
+    if ((st = lora_runs(f, b))) return st;
     hearth_batch db = *b;
     hearth_kv_view dkv = *kv;
     int64_t T = f->max_tok, n = b->n_tokens, n_vocab = f->m->hp.n_vocab;
@@ -362,7 +393,7 @@ static hearth_status step_run(hearth_fwd *f, const hearth_batch *b, const hearth
      * one token in the step: the attention's tiling follows it) (the staging buffers are the backend's
      * own). Not with stretched RoPE tables (they change per step) nor experts (routed on the host). */
     uint64_t key = 0;
-    if (!f->stretched && f->m->hp.n_expert == 0 && hearth_step_replays(f->be, n)) {
+    if (!f->stretched && f->m->hp.n_expert == 0 && f->n_lora_runs == 0 && hearth_step_replays(f->be, n)) {
         f->max_len = kv->n_ctx;
         uint64_t parts[] = {(uint64_t)n, (uint64_t)f->n_out, (uint64_t)(uintptr_t)kv->k[0],
                             (uint64_t)(uintptr_t)kv->v[0], (uint64_t)n_table, (uint64_t)kv->n_ctx,

@@ -24,6 +24,7 @@
 
 #include "backend/backend.h"
 #include "base/status.h"
+#include "lora/lora.h"
 #include "model/model.h"
 
 typedef struct {
@@ -32,6 +33,11 @@ typedef struct {
     const int32_t *pos;         /* [n_tokens] */
     const int32_t *seq;         /* [n_tokens] cache slot */
     const int8_t  *want_logits; /* [n_tokens] or NULL (= last token only) */
+    /* [n_tokens] the LoRA adapter of each token (NULL = the base model), or NULL for none at
+     * all. Borrowed (lora/lora.h; host memory); a sequence's tokens share one. Rows with
+     * different adapters share the base matmuls; each run of equal adapters gets its own
+     * low-rank update (the backend's lora op). */
+    const struct hearth_lora *const *lora;
 } hearth_batch;
 
 typedef struct {
@@ -77,7 +83,8 @@ hearth_fwd   *hearth_fwd_create_scripted(const hearth_model *m, int32_t max_tok,
 
 /* Run one step; logits: [n_out][n_vocab] where n_out is the number of tokens asking for them.
  * Returns HEARTH_E_INVALID (and computes nothing) when the batch is inconsistent with the
- * view (slot or position out of range, a position without a block, too many tokens). */
+ * view (slot or position out of range, a position without a block, too many tokens), and
+ * HEARTH_E_UNSUPPORTED when it carries adapters and the backend applies none (hearth_fwd_lora_supported). */
 hearth_status hearth_forward(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view *kv, float *logits);
 /* The same step, but only the greedy pick of each logits row leaves the backend: ids[n_out]
  * gets the first index of each row's maximum. logits is scratch of the same size as for
@@ -87,6 +94,10 @@ hearth_status hearth_forward_argmax(hearth_fwd *f, const hearth_batch *b, const 
 hearth_backend *hearth_fwd_backend(const hearth_fwd *f);
 /* Can backend be run model m: every weight's type has its kernels. False with the reason in why. */
 bool            hearth_fwd_supported(const hearth_model *m, hearth_backend *be, char *why, size_t cap);
+
+/* Does the forward's backend apply LoRA adapters (the CPU does; the CUDA backend not yet).
+ * False with the reason in why. */
+bool            hearth_fwd_lora_supported(const hearth_fwd *f, char *why, size_t cap);
 
 /* Debugging: when set, every intermediate activation of a step is passed to fn after the op
  * that made it, named as llama.cpp names its graph nodes ("Qcur-3", "ffn_out-0", ...) with the

@@ -57,6 +57,12 @@ struct hearth_fwd {
     int32_t  max_len;        /* longest key range of the step */
     int32_t  min_run;        /* fewest consecutive tokens of one sequence in the step */
     int32_t  max_run;        /* most consecutive tokens of one sequence in the step */
+    /* LoRA (batch.lora): the step's runs of consecutive tokens with one adapter, and room for
+     * one op's segments; host memory [max_tok] each */
+    struct hearth_lora_run { int32_t t0, n; const hearth_lora *a; } *lora_runs; /* owned */
+    int32_t          n_lora_runs;
+    hearth_lora_seg *lora_segs; /* owned */
+    bool             lora_gate_up; /* a run's adapter touches gate_proj or up_proj: no fused ffn_glu */
     hearth_fwd_script_fn script; /* tests: replaces the family forward (be and scratch unused) */
     void  *script_ctx;
     hearth_fwd_trace_fn trace; /* debugging (forward.h); NULL = off */
@@ -76,6 +82,9 @@ void hearth_blk_ffn(hearth_fwd *f, int32_t n_tok, int32_t il);
  * sliding-window tables when swa. */
 void hearth_blk_rope(hearth_fwd *f, float *x, int32_t n_head, int32_t head_dim, int32_t n_rot, const int32_t *pos,
                      bool swa);
+/* y += each run's low-rank update of layer il's projection mod: x [T][n_in] is the input of
+ * the projection, y [T][ldy] its output (after the base matmul). Nothing without adapters. */
+void hearth_blk_lora(hearth_fwd *f, int32_t il, hearth_lora_mod mod, const float *x, float *y, int64_t ldy);
 /* Final norm + output projection for the f->n_out rows f->out_rows, into logits (backend memory). */
 void hearth_blk_logits(hearth_fwd *f, float *logits);
 

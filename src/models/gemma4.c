@@ -43,9 +43,12 @@ static void gemma4_attn(hearth_fwd *f, const hearth_batch *b, const hearth_kv_vi
         float *const out[3] = {f->q, f->k, f->v};
         const int64_t ld[3] = {q_w, k_w, k_w};
         hearth_op_matmul_n(be, qkv, out, ld, 3, f->xb, T);
+        hearth_blk_lora(f, il, HEARTH_LORA_K, f->xb, f->k, k_w);
+        hearth_blk_lora(f, il, HEARTH_LORA_V, f->xb, f->v, k_w);
     } else {
         hearth_op_matmul(be, &l->wq, f->xb, T, f->q, q_w);
     }
+    hearth_blk_lora(f, il, HEARTH_LORA_Q, f->xb, f->q, q_w);
     hearth_op_rmsnorm(be, f->q, l->q_norm, f->q, T * hp->n_head, hd, hp->norm_eps);
     hearth_blk_rope(f, f->q, hp->n_head, hd, hd, b->pos, swa);
     hearth_fwd_trace(f, "Qcur", il, "ROPE", f->q, T, q_w);
@@ -70,6 +73,7 @@ static void gemma4_attn(hearth_fwd *f, const hearth_batch *b, const hearth_kv_vi
     hearth_op_attention(be, &a);
     hearth_fwd_trace(f, "kqv_out", il, "CONT", f->att, T, q_w);
     hearth_op_matmul(be, &l->wo, f->att, T, f->xb, hp->n_embd);
+    hearth_blk_lora(f, il, HEARTH_LORA_O, f->att, f->xb, hp->n_embd);
     hearth_fwd_trace(f, "attn_out", il, "MUL_MAT", f->xb, T, hp->n_embd);
 }
 

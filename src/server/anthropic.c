@@ -25,7 +25,7 @@
  * Validation follows the API: max_tokens is required (>= 1), messages must be a non-empty
  * list of user/assistant turns, temperature and top_p lie in [0, 1]; unknown fields
  * (metadata, service_tier, cache_control...) are ignored, but those that would change the
- * output and that hearth does not honour (adapter, lora: reqjson.h) are a 400 naming them.
+ * output and that hearth does not honour (lora: reqjson.h) are a 400 naming them.
  * Image blocks in user turns are parsed into media items (media.h): a 400 naming the block
  * ("messages.1.content.0") and the model unless the model can see; document blocks are a 400
  * "not supported".

@@ -26,6 +26,7 @@
 #include "server/generate.h"
 #include "base/buf.h"
 #include "base/log.h"
+#include "server/adapters_api.h"
 #include "server/reqjson.h"
 #include "server/sampling.h"
 #include "server/sse.h"
@@ -79,6 +80,7 @@ void hearth_gen_spec_free(hearth_gen_spec *spec) {
     free(spec->bias);
     hearth_cx_grammar_destroy(spec->constraint);
     free(spec->constraint_fed);
+    hearth_lora_release(spec->lora);
     for (int i = 0; i < HEARTH_STOP_MAX; i++) free(spec->stop_text[i]);
     if (spec->ctx && spec->dialect && spec->dialect->ctx_free) spec->dialect->ctx_free(spec->ctx);
     memset(spec, 0, sizeof *spec);
@@ -518,7 +520,8 @@ static bool choice_params(gen *g, hearth_request_params *rp, hearth_api_err *e) 
                                         .ignore_eog = g->spec.ignore_eos, .min_tokens = g->spec.min_tokens,
                                         .progress = i == 0 && g->spec.progress && g->spec.stream, /* the prefill's */
                                         .logprobs = lp, .top_logprobs = g->spec.top_logprobs,
-                                        .no_spec = g->spec.no_spec};
+                                        .no_spec = g->spec.no_spec,
+                                        .lora = g->spec.lora, .lora_id = g->spec.lora_id};
         rp[i].sampling.seed = g->spec.sampling.seed + (uint64_t)i; /* choice i: seed + i */
         if (!g->spec.constraint) continue;
         hearth_cx_grammar *gr = i + 1 < g->n ? hearth_cx_grammar_clone(g->spec.constraint) : g->spec.constraint;
@@ -681,7 +684,8 @@ void hearth_gen_handle(hearth_http_req *r, hearth_gen_parse_fn parse) {
     hearth_api_err e;
     hearth_gen_spec g = {0};
     cJSON *root = hearth_req_parse(r, &e);
-    bool ok = root && parse(r->srv, root, (hearth_span){r->body, r->n_body}, &g, &e) && hearth_gen_parse_common(root, &g, &e);
+    bool ok = root && parse(r->srv, root, (hearth_span){r->body, r->n_body}, &g, &e) &&
+              hearth_gen_parse_common(root, &g, &e) && hearth_adapters_pick(r->srv, root, &g.lora, &g.lora_id, &e);
     cJSON_Delete(root);
     if (ok) {
         hearth_gen_run(r, &g);

@@ -72,6 +72,8 @@ typedef struct {
     int32_t               best_of;        /* sequences to run and rank (> n_choices; not streamed);
                                            * <= n_choices: n_choices */
     bool                  no_spec;        /* the request's "speculative": false (no drafts for it) */
+    const struct hearth_lora *lora;       /* owned reference, NULL: the base model (adapters_api.h) */
+    uint64_t              lora_id;        /* its mount's uid (engine.h lora_id) */
 } hearth_gen_spec;
 
 /* One generated token's log-probabilities (spec->logprobs). */

@@ -17,6 +17,7 @@
  * 512 for completions - mlx_lm.server's and mlx-bun's defaults).
  */
 #include "server/openai.h"
+#include "server/adapters.h"
 #include "server/media.h"
 #include "server/chat.h"
 #include "server/generate.h"
@@ -26,6 +27,7 @@
 
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -290,10 +292,21 @@ static bool parse_completions(hearth_server *s, const cJSON *root, hearth_span r
 
 void hearth_openai_completions(hearth_http_req *r) { hearth_gen_handle(r, parse_completions); }
 
-static void model_json(hearth_server *s, hearth_jw *w) {
+/* The served model, or with adapter != NULL its "<model>:<adapter>" id (adapters_api.c). */
+static void model_json(hearth_server *s, hearth_jw *w, const char *adapter) {
     hearth_jw_obj(w);
     hearth_jw_key(w, "id");
-    hearth_jw_cstr(w, s->model_id);
+    if (adapter) {
+        char id[512];
+        snprintf(id, sizeof id, "%s:%s", s->model_id, adapter);
+        hearth_jw_cstr(w, id);
+        hearth_jw_key(w, "parent");
+        hearth_jw_cstr(w, s->model_id);
+        hearth_jw_key(w, "adapter");
+        hearth_jw_cstr(w, adapter);
+    } else {
+        hearth_jw_cstr(w, s->model_id);
+    }
     hearth_jw_key(w, "object");
     hearth_jw_cstr(w, "model");
     hearth_jw_key(w, "created");
@@ -322,7 +335,10 @@ void hearth_openai_models(hearth_http_req *r) {
     hearth_jw_cstr(&w, "list");
     hearth_jw_key(&w, "data");
     hearth_jw_arr(&w);
-    model_json(r->srv, &w);
+    model_json(r->srv, &w, NULL);
+    char id[HEARTH_ADAPTER_ID_MAX];
+    for (int i = 0; r->srv->adapters && hearth_adapters_id_at(r->srv->adapters, i, id, sizeof id); i++)
+        model_json(r->srv, &w, id);
     hearth_jw_arr_end(&w);
     hearth_jw_obj_end(&w);
     hearth_http_send_json(r, 200, &w);
@@ -331,7 +347,12 @@ void hearth_openai_models(hearth_http_req *r) {
 
 void hearth_openai_model(hearth_http_req *r) {
     const char *id = r->path + strlen("/v1/models/");
-    if (strcmp(id, r->srv->model_id)) {
+    size_t n = strlen(r->srv->model_id);
+    const char *adapter = !strncmp(id, r->srv->model_id, n) && id[n] == ':' ? id + n + 1 : NULL;
+    uint64_t uid = 0;
+    const hearth_lora *a = adapter && r->srv->adapters ? hearth_adapters_get(r->srv->adapters, adapter, &uid) : NULL;
+    hearth_lora_release(a); /* only asked whether it is mounted */
+    if (adapter ? !a : strcmp(id, r->srv->model_id) != 0) {
         hearth_api_err e;
         hearth_api_fail(&e, HEARTH_E_NOTFOUND, "model_not_found", "model", "The model '%.200s' does not exist", id);
         hearth_http_send_error(r, &e);
@@ -339,7 +360,7 @@ void hearth_openai_model(hearth_http_req *r) {
     }
     hearth_jw w;
     hearth_jw_init(&w);
-    model_json(r->srv, &w);
+    model_json(r->srv, &w, adapter);
     hearth_http_send_json(r, 200, &w);
     hearth_jw_fini(&w);
 }
@@ -348,7 +369,8 @@ void hearth_openai_index(hearth_http_req *r) {
     static const char *const endpoints[] = {
         "POST /v1/chat/completions", "POST /v1/completions", "POST /infill", "POST /v1/messages",
         "POST /v1/messages/count_tokens", "POST /v1/responses", "GET /v1/responses/{id}",
-        "DELETE /v1/responses/{id}", "GET /v1/models", "GET /v1",
+        "DELETE /v1/responses/{id}", "GET /v1/models", "GET /v1", "GET /v1/adapters", "POST /v1/adapters",
+        "DELETE /v1/adapters/{id}", "GET /v1/adapters/available",
         "GET /health", "GET /stats", "GET /metrics", "POST /tokenize", "POST /detokenize",
         "POST /apply-template", "GET /props", "POST /v1/embeddings",
     };

@@ -166,8 +166,8 @@ typedef struct {
 } unhonoured;
 
 static const unhonoured UNHONOURED[] = {
-    {"adapter", NEUTRAL_NONE, 0, false, "LoRA adapters are not supported yet"},
-    {"lora", NEUTRAL_EMPTY, 0, false, "LoRA adapters are not supported yet"},
+    {"lora", NEUTRAL_EMPTY, 0, false, "per-request LoRA scales ('lora') are not supported by hearth: mount adapters "
+     "with POST /v1/adapters and pick one with 'adapter'"},
     {"hlg", NEUTRAL_NONE, 0, false, "'hlg' is not supported by hearth"},
     {"typical_p", NEUTRAL_NUM, 1, true, "locally typical sampling (typical_p) is not supported by hearth"},
     {"tfs_z", NEUTRAL_NUM, 1, true, "tail-free sampling (tfs_z) is not supported by hearth"},

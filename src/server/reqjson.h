@@ -36,5 +36,5 @@ int hearth_req_str(const cJSON *obj, const char *k, const char **out, hearth_api
  * naming the first one present at other than its neutral value (typical_p 1, mirostat 0,
  * min_tokens 0, an empty stop_token_ids...). extras: also the sampling and decoding fields of
  * vLLM and llama-server (the OpenAI dialect, where clients send them); otherwise only those
- * that no dialect honours (adapter, lora, hlg). */
+ * that no dialect honours (lora, hlg). */
 bool hearth_req_refuse_unhonoured(const cJSON *root, bool extras, hearth_api_err *e);

@@ -25,7 +25,7 @@
  * previous_response_id; text.format other than "text" and background mode are 400 "not
  * supported"; input_image / input_file parts are parsed into media items (media.h), a 400
  * naming the part ("input[0].content[1]") and the model unless the model can use them; so are fields that would change the output and that hearth
- * does not honour (adapter, lora: reqjson.h); other fields (truncation, include, user,
+ * does not honour (lora: reqjson.h); other fields (truncation, include, user,
  * metadata...) are accepted and, where the response object has them, echoed. metadata is held
  * to OpenAI's documented bounds (16 pairs, keys up to 64 characters, string values up to 512),
  * since it is stored and echoed back.

@@ -12,6 +12,7 @@
  * answer as /v1/models, /v1/responses/ID, /v1/embeddings do, as llama-server and vLLM accept
  * them); the handler then sees the /v1 path.
  */
+#include "server/adapters_api.h"
 #include "server/anthropic.h"
 #include "server/embeddings.h"
 #include "server/guard.h"
@@ -81,6 +82,10 @@ static const route routes[] = {
     {"POST", "/v1/messages/count_tokens", false, false, HEARTH_EP_MESSAGES, hearth_anthropic_count_tokens},
     {"POST", "/v1/responses", false, false, HEARTH_EP_RESPONSES, hearth_responses_create},
     {"POST", "/v1/embeddings", false, false, HEARTH_EP_OTHER, hearth_embeddings},
+    {"GET", "/v1/adapters", false, false, HEARTH_EP_OTHER, hearth_adapters_list},
+    {"POST", "/v1/adapters", false, false, HEARTH_EP_OTHER, hearth_adapters_mount_route},
+    {"GET", "/v1/adapters/available", false, false, HEARTH_EP_OTHER, hearth_adapters_available},
+    {"DELETE", "/v1/adapters/", true, false, HEARTH_EP_OTHER, hearth_adapters_delete},
     {"GET", "/v1/responses/", true, false, HEARTH_EP_RESPONSES, hearth_responses_get},
     {"DELETE", "/v1/responses/", true, false, HEARTH_EP_RESPONSES, hearth_responses_delete},
     {"POST", "/tokenize", false, false, HEARTH_EP_OTHER, hearth_tokenize},
@@ -108,7 +113,8 @@ static bool takes_json(const route *rt) {
     if (strcmp(rt->method, "POST")) return false;
     return rt->ep == HEARTH_EP_CHAT || rt->ep == HEARTH_EP_COMPLETIONS || rt->ep == HEARTH_EP_MESSAGES ||
            rt->ep == HEARTH_EP_RESPONSES || rt->fn == hearth_store_download_start || rt->fn == hearth_tokenize ||
-           rt->fn == hearth_detokenize || rt->fn == hearth_apply_template || rt->fn == hearth_embeddings;
+           rt->fn == hearth_detokenize || rt->fn == hearth_apply_template || rt->fn == hearth_embeddings ||
+           rt->fn == hearth_adapters_mount_route;
 }
 
 /* With an embedding model alone (no engine), what stays served: the embeddings, the model

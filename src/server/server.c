@@ -4,6 +4,7 @@
  */
 #include "constrain/matcher.h"
 #include "models/bert.h"
+#include "server/adapters.h"
 #include "server/chat.h"
 #include "server/conns.h"
 #include "server/downloads.h"
@@ -78,6 +79,22 @@ static hearth_status create(const hearth_server_params *p, const hearth_model *m
     }
     hearth_downloads_params dp = {.max_active = p->max_downloads};
     if ((st = hearth_downloads_create(&dp, &s->dl, err))) goto fail;
+    if (m && !(s->adapters = hearth_adapters_create(m))) {
+        st = hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
+        goto fail;
+    }
+    if (p->adapter_path && *p->adapter_path) { /* the default adapter (--adapter) */
+        char why[160];
+        if (!e || !hearth_engine_lora_supported(e, why, sizeof why)) {
+            st = hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "--adapter: %s", e ? why : "no generation model");
+            goto fail;
+        }
+        hearth_err aerr = {0};
+        if ((st = hearth_adapters_mount(s->adapters, p->adapter_path, NULL, true, NULL, 0, &aerr))) {
+            hearth_err_set(err, st, -1, "--adapter %.200s: %s", p->adapter_path, aerr.msg);
+            goto fail;
+        }
+    }
     if (!s->host || !s->model_id || !s->stats || !s->responses || !s->conns ||
         (p->api_key && *p->api_key && !s->api_key) || (p->admin_key && *p->admin_key && !s->admin_key) ||
         (p->unix_path && *p->unix_path && !s->unix_path) ||
@@ -135,6 +152,7 @@ void hearth_server_destroy(hearth_server *s) {
     hearth_chat_fini(s);
     hearth_stats_destroy(s->stats);
     hearth_resp_store_destroy(s->responses);
+    hearth_adapters_destroy(s->adapters); /* after MHD: no request holds the table */
     free(s->host);
     free(s->model_id);
     free(s->api_key);

@@ -67,6 +67,8 @@ typedef struct {
     const char *admin_key;      /* NULL/"": the /admin routes take api_key, else loopback only (copied) */
     hearth_media_fetch_opts media; /* fetching image and audio URLs of requests (media_fetch.h):
                                  * --allow-private-media and the test-only knobs */
+    const char *adapter_path;   /* NULL: none; a LoRA adapter (folder, .gguf or hub repo id) mounted at
+                                 * start as the default of requests that name none (adapters.h) */
     struct hearth_bert *embedder; /* borrowed, NULL: none; an encoder (models/bert.h) that serves
                                  * POST /v1/embeddings (embeddings.h). With it, m and e of
                                  * hearth_server_create may be NULL: the server then serves the

@@ -35,6 +35,7 @@ struct hearth_server {
     char                *model_path;  /* owned: the served file's real path, NULL if unknown */
     struct hearth_downloads *dl;      /* owned: POST /downloads jobs (downloads.h) */
     struct hearth_resp_store *responses; /* owned: the Responses API's store (resp_store.h) */
+    struct hearth_adapters *adapters; /* owned: mounted LoRA adapters (adapters.h); NULL without a model */
     const hearth_model  *m;       /* borrowed */
     unsigned             media_caps; /* HEARTH_MEDIA_CAP_* the served model takes (media.h):
                                    * none until a vision or audio forward runs */

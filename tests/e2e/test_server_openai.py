@@ -576,8 +576,8 @@ def test_port_in_use(tiny):
 
 
 def test_cli_flags(tmp_path):
-    r = run_cli("serve", TINY, "--adapter-path", "x")
-    assert r.returncode == 2 and "not supported yet" in r.stderr
+    r = run_cli("serve", TINY, "--adapter-path", str(tmp_path / "none-here"))
+    assert r.returncode == 1 and "no adapter there" in r.stderr, r.stderr
     r = run_cli("serve", TINY, "--port", "70000")
     assert r.returncode == 2 and "--port" in r.stderr
     r = run_cli("serve", TINY, "--bogus")

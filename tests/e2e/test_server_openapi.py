@@ -145,7 +145,7 @@ def test_schemathesis(smol):
         run_cases(smol, op, GenerationMode.POSITIVE, EXAMPLES[op.method.upper()], positive, failures)
         if op.method.upper() == "POST":
             run_cases(smol, op, GenerationMode.NEGATIVE, NEGATIVE_EXAMPLES, [not_a_server_error], failures)
-    assert n_ops == 25  # 24, and POST /v1/embeddings
+    assert n_ops == 29  # 24, POST /v1/embeddings, and the four /v1/adapters operations
     assert not failures, "\n\n".join(failures[:5])
     st, _, _ = smol.raw("GET", "/health")
     assert st == 200

@@ -23,12 +23,16 @@
  * With an SSD tier under the prefix cache (ssd_tier.h) and a cache cap of a few blocks, evicted
  * blocks go to disk and come back through restores: a restored block holding another block's
  * rows changes the tokens (and the per-row position check) as any other misplaced block does.
+ * With LoRA adapters (engine.h lora, lora_id), a request runs on one of two stand-in adapters or
+ * none: the script writes the token's adapter into its key row and shifts the scripted token by
+ * it, so a block shared across adapters (the prefix cache must key them apart) is a bad row.
  */
 #include "support/kv.h"
 #include "engine/prefix_cache.h"
 #include "engine/request.h"
 #include "engine/sched.h"
 #include "engine/ssd_tier.h"
+#include "lora/lora.h"
 #include "model/model_internal.h"
 #include "test.h"
 
@@ -39,8 +43,14 @@
 
 enum { V = 61, N_CTX = 64, MAX_LIVE = 14 };
 
+enum { N_ADAPTERS = 3 }; /* 0: none, then two stand-ins (the scripted forward never reads them) */
+
+/* The scripted token after toks[0..n) on adapter ad. */
+static int32_t next_on(const int32_t *toks, int32_t n, int32_t ad);
+
 typedef struct {
     const hearth_model *m;
+    const hearth_lora  *adapters[N_ADAPTERS]; /* [0] NULL */
     int32_t toks[N_CTX];
     int64_t bad;            /* rows that did not hold their own position (or token) */
     float   hot;            /* the logit of the scripted token (0: 1) */
@@ -50,6 +60,15 @@ static int32_t next_of(const int32_t *toks, int32_t n) {
     uint64_t h = 1469598103934665603ull;
     for (int32_t i = 0; i < n; i++) h = (h ^ (uint64_t)(toks[i] + 1)) * 1099511628211ull;
     return (int32_t)(h % V);
+}
+
+static int32_t next_on(const int32_t *toks, int32_t n, int32_t ad) { return (next_of(toks, n) + 7 * ad) % V; }
+
+/* The index of token t's adapter in sc->adapters. */
+static int32_t adapter_of(const script *sc, const hearth_batch *b, int32_t t) {
+    for (int32_t a = 1; b->lora && a < N_ADAPTERS; a++)
+        if (b->lora[t] == sc->adapters[a]) return a;
+    return 0;
 }
 
 /* The key row of position j in layer il (NULL when the table has no block there). */
@@ -66,7 +85,7 @@ static hearth_status script_fwd(void *ctx, const hearth_batch *b, const hearth_k
     for (int32_t il = 0; il < hp->n_layer; il++) /* every layer stores first ... */
         for (int32_t t = 0; t < b->n_tokens; t++) {
             float *row = row_at(kv, il, b->seq[t], b->pos[t]);
-            row[0] = (float)b->token[t];
+            row[0] = (float)(b->token[t] + 1000 * adapter_of(sc, b, t)); /* the adapter is in the KV */
             row[1] = (float)b->pos[t];
         }
     int32_t n_out = 0;
@@ -84,13 +103,14 @@ static hearth_status script_fwd(void *ctx, const hearth_batch *b, const hearth_k
                     continue;
                 }
                 sc->bad += row[1] != (float)j;
-                if (!swa) sc->toks[j] = (int32_t)row[0];
-                else sc->bad += sc->toks[j] != (int32_t)row[0];
+                sc->bad += (int32_t)row[0] / 1000 != adapter_of(sc, b, t); /* KV of another adapter */
+                if (!swa) sc->toks[j] = (int32_t)row[0] % 1000;
+                else sc->bad += sc->toks[j] != (int32_t)row[0] % 1000;
             }
         }
         float *lg = logits + (int64_t)n_out++ * V;
         for (int32_t i = 0; i < V; i++) lg[i] = 0;
-        lg[next_of(sc->toks, b->pos[t] + 1)] = sc->hot > 0 ? sc->hot : 1;
+        lg[next_on(sc->toks, b->pos[t] + 1, adapter_of(sc, b, t))] = sc->hot > 0 ? sc->hot : 1;
     }
     return HEARTH_OK;
 }
@@ -117,6 +137,7 @@ typedef struct {
     bool    ssd;          /* an SSD tier (in a temporary directory) under the prefix cache */
     int32_t n_draft;      /* > 0: speculative decoding with the scripted draft source below */
     bool    draft_fixed;
+    bool    adapters;     /* requests on adapter 0 (none), 1 or 2 at random */
 } config;
 
 /* The scripted draft source: the script's continuation, each draft wrong one time in four. */
@@ -189,7 +210,9 @@ static bool drain(live *l, int64_t *n_done) {
 
 static void run_config(const config *c, int iters, hearth_engine_stats *out) {
     hearth_model m = fake_model(c->n_swa);
-    script sc = {.m = &m};
+    hearth_lora stand_in[N_ADAPTERS] = {{.n_layer = m.hp.n_layer}, {.n_layer = m.hp.n_layer}, {.n_layer = m.hp.n_layer}};
+    for (int a = 0; a < N_ADAPTERS; a++) atomic_init(&stand_in[a].refs, 1); /* the test's: never freed */
+    script sc = {.m = &m, .adapters = {NULL, &stand_in[1], &stand_in[2]}};
     hearth_fwd *fwd = hearth_fwd_create_scripted(&m, c->max_step, script_fwd, &sc);
     hearth_kv_pool *pool = NULL;
     hearth_err err;
@@ -237,14 +260,16 @@ static void run_config(const config *c, int iters, hearth_engine_stats *out) {
             l->n_prompt = 1 + (int32_t)rnd(36);
             l->max_tokens = 1 + (int32_t)rnd(N_CTX - l->n_prompt < 24 ? (uint32_t)(N_CTX - l->n_prompt) : 24);
             int32_t k = (int32_t)rnd(3), shared = (int32_t)rnd((uint32_t)l->n_prompt + 1);
+            int32_t ad = c->adapters ? (int32_t)rnd(N_ADAPTERS) : 0;
             for (int32_t i = 0; i < l->n_prompt; i++) l->all[i] = i < shared ? stem[k][i] : (int32_t)rnd(V);
-            for (int32_t i = l->n_prompt; i < l->n_prompt + l->max_tokens; i++) l->all[i] = next_of(l->all, i);
+            for (int32_t i = l->n_prompt; i < l->n_prompt + l->max_tokens; i++) l->all[i] = next_on(l->all, i, ad);
             l->n_got = 0;
             hearth_sampler_params smp = hearth_sampler_params_default();
             smp.temperature = 0;
             hearth_request_params rp = {.prompt = l->all, .n_prompt = (size_t)l->n_prompt,
                                         .max_tokens = l->max_tokens, .sampling = smp, .ignore_eog = true,
-                                        .no_spec = rnd(5) == 0};
+                                        .no_spec = rnd(5) == 0, .lora = sc.adapters[ad],
+                                        .lora_id = (uint64_t)ad};
             l->r = hearth_req_create(&rp);
             CHECK(l->r != NULL);
             if (!l->r) break;
@@ -352,6 +377,14 @@ TEST(random_sequences_with_prefix_cache_and_preemption) {
     CHECK(st.preemptions > 0);
     CHECK(st.cache_hits > 0 && st.cache_hit_tokens > 0);
     CHECK(st.cache_evictions > 0);
+}
+
+TEST(random_sequences_with_adapters) {
+    config c = {.block_size = 4, .n_blocks = 20, .batch = 6, .max_step = 16, .cache_blocks = 20, .adapters = true};
+    hearth_engine_stats st;
+    run_config(&c, iters(), &st);
+    CHECK(st.preemptions > 0);
+    CHECK(st.cache_hits > 0 && st.cache_hit_tokens > 0);
 }
 
 TEST(random_sequences_with_a_small_cache_cap) {
