@@ -16,7 +16,9 @@
  *   h   = gelu_erf(x Wup^T + bup)                 [T][d_ff]
  *   x   = LayerNorm(x + h Wdown^T + bdown)
  * before the first layer x = LayerNorm(word[id] + position[p] + token_type[0]), p counting from
- * 0 in each sequence (from pad_token_id + 1 for RoBERTa and XLM-R). After the last, the pooling (mean over the sequence's rows, summed in
+ * 0 in each sequence (from pad_token_id + 1 for RoBERTa and XLM-R). NomicBERT (b->rope) is the
+ * same layer with no biases, no position table, q and k rotated by position after the QKV GEMM,
+ * and silu(x Wgate^T) * (x Wup^T) in place of the GELU. After the last, the pooling (mean over the sequence's rows, summed in
  * double; the first row; the last row) and, when configured, L2 normalization, as
  * sentence-transformers' Pooling and Normalize modules compute them.
  *
@@ -31,6 +33,7 @@
 #include "kernels/gemm_f32.h"
 #include "kernels/kernels.h"
 #include "kernels/ref/encoder_ref.h"
+#include "kernels/ref/ops_ref.h"
 
 #include <math.h>
 #include <stdatomic.h>
@@ -78,8 +81,10 @@ static void rows_job(void *arg, int ith, int nth) {
         case ROWS_EMBED: {
             float *t = f->tmp + r * d;
             row_of(&b->word, f->tok_ids[r], xr);
-            row_of(&b->pos, f->tok_pos[r], t);
-            for (int64_t i = 0; i < d; i++) xr[i] += t[i];
+            if (b->pos.data) { /* NomicBERT has none: its positions are rotary */
+                row_of(&b->pos, f->tok_pos[r], t);
+                for (int64_t i = 0; i < d; i++) xr[i] += t[i];
+            }
             row_of(&b->type, 0, t);
             for (int64_t i = 0; i < d; i++) xr[i] += t[i];
             hearth_layernorm_ref(xr, b->emb_ln_w, b->emb_ln_b, xr, 1, d, b->eps);
@@ -87,20 +92,34 @@ static void rows_job(void *arg, int ith, int nth) {
         }
         case ROWS_QKV_BIAS: {
             float *q = f->qkv + r * 3 * d;
-            for (int64_t i = 0; i < d; i++) {
-                q[i] += f->l->bq[i];
-                q[d + i] += f->l->bk[i];
-                q[2 * d + i] += f->l->bv[i];
+            if (f->l->bq)
+                for (int64_t i = 0; i < d; i++) {
+                    q[i] += f->l->bq[i];
+                    q[d + i] += f->l->bk[i];
+                    q[2 * d + i] += f->l->bv[i];
+                }
+            if (b->rope) { /* NomicBERT: q's heads, then k's, rotated by position (rotate-half) */
+                hearth_rope_params rp = {.inv_freq = b->inv_freq_global, .neox = true};
+                for (int32_t hh = 0; hh < 2 * b->n_head; hh++)
+                    hearth_rope_ref(q + (int64_t)hh * b->head_dim, b->head_dim, f->tok_pos[r], &rp);
             }
             break;
         }
         case ROWS_RESIDUAL_LN: {
             const float *y = f->tmp + r * d;
-            for (int64_t i = 0; i < d; i++) xr[i] += y[i] + f->bias[i];
+            if (f->bias)
+                for (int64_t i = 0; i < d; i++) xr[i] += y[i] + f->bias[i];
+            else
+                for (int64_t i = 0; i < d; i++) xr[i] += y[i];
             hearth_layernorm_ref(xr, f->ln_w, f->ln_b, xr, 1, d, b->eps);
             break;
         }
         case ROWS_UP_GELU: {
+            if (f->l->w_gate.data) { /* NomicBERT: silu(gate) * up, in place over the gate half */
+                float *u = f->ff + r * 2 * b->d_ff;
+                for (int64_t i = 0; i < b->d_ff; i++) u[i] = u[i] / (1.0f + expf(-u[i])) * u[b->d_ff + i];
+                break;
+            }
             float *h = f->ff + r * b->d_ff;
             for (int64_t i = 0; i < b->d_ff; i++) h[i] += f->l->b_up[i];
             f->gelu(h, b->d_ff);
@@ -166,7 +185,8 @@ static hearth_status forward(hearth_bert *b, const int32_t *const *ids, const si
                              int64_t n_tok, int64_t max_len, float *out) {
     const int64_t d = b->d, n_seq = s1 - s0;
     const int nth = hearth_pool_size(b->pool);
-    size_t n_floats = (size_t)n_tok * (size_t)(d * 6 + b->d_ff) + (size_t)nth * (size_t)max_len;
+    const int64_t ff_w = b->rope ? 2 * b->d_ff : b->d_ff; /* NomicBERT's gate | up */
+    size_t n_floats = (size_t)n_tok * (size_t)(d * 6 + ff_w) + (size_t)nth * (size_t)max_len;
     float *buf = malloc(n_floats * sizeof(float));
     int32_t *tok = malloc((size_t)n_tok * 2 * sizeof *tok);
     int64_t *start = malloc((size_t)n_seq * 2 * sizeof *start);
@@ -181,7 +201,7 @@ static hearth_status forward(hearth_bert *b, const int32_t *const *ids, const si
     f.ctx = f.qkv + n_tok * 3 * d;
     f.tmp = f.ctx + n_tok * d;
     f.ff = f.tmp + n_tok * d;
-    f.scores = f.ff + n_tok * b->d_ff;
+    f.scores = f.ff + n_tok * ff_w;
     int32_t *tok_ids = tok, *tok_pos = tok + n_tok;
     int64_t t = 0;
     for (int64_t s = 0; s < n_seq; s++) {
@@ -216,9 +236,9 @@ static hearth_status forward(hearth_bert *b, const int32_t *const *ids, const si
         f.ln_w = l->ln1_w;
         f.ln_b = l->ln1_b;
         run_rows(&f, ROWS_RESIDUAL_LN);
-        gemm(b, l->p_up, b->d_ff, d, f.x, n_tok, f.ff);
+        gemm(b, l->p_up, ff_w, d, f.x, n_tok, f.ff);
         run_rows(&f, ROWS_UP_GELU);
-        gemm(b, l->p_down, d, b->d_ff, f.ff, n_tok, f.tmp);
+        hearth_gemm_f32(b->pool, l->p_down, d, b->d_ff, f.ff, ff_w, n_tok, f.tmp, d);
         f.bias = l->b_down;
         f.ln_w = l->ln2_w;
         f.ln_b = l->ln2_b;

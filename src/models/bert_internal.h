@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "base/thread.h"
+#include "model/gguf.h"
 #include "model/safetensors.h"
 #include "models/bert.h"
 #include "tensor/tensor.h"
@@ -31,7 +32,8 @@ typedef struct {
     /* Qwen3 (qwen3_embed.c): ln1 input_layernorm, ln2 post_attention_layernorm (RMSNorm
      * weights), p_qkv q | k | v rows, p_up gate | up rows */
     const float  *q_norm, *k_norm;       /* [head_dim] */
-    hearth_weight w_gate;                /* Qwen3's gate_proj [d_ff][d] */
+    hearth_weight w_gate;                /* Qwen3's gate_proj, NomicBERT's ffn_gate [d_ff][d]; when set,
+                                          * p_up is gate | up [2 d_ff][d] */
 } bert_layer;
 
 struct hearth_bert {
@@ -44,6 +46,8 @@ struct hearth_bert {
     char           family[16];           /* "bert", "roberta", "xlm-roberta", "modernbert" */
     bool           modern;               /* ModernBERT: pre-LN, rotary positions, GLU (modernbert.c) */
     bool           decoder;              /* Qwen3: a causal decoder embedding model (qwen3_embed.c) */
+    bool           rope;                 /* NomicBERT: BERT's post-LN layers with rotary positions (no
+                                          * position table), fused q | k | v, SwiGLU (w_gate), no biases */
     int32_t        n_head_kv;            /* Qwen3's key/value heads (grouped-query attention) */
     const float   *final_w, *final_b;    /* ModernBERT's final_norm [d] (b may be NULL) */
     float          inv_freq_global[256], inv_freq_local[256]; /* rotary, head_dim / 2 each */
@@ -51,7 +55,8 @@ struct hearth_bert {
     float          eps;
     hearth_pooling pooling;
     bool           normalize;
-    hearth_st     *st;                   /* owned: the mapping the weights point into */
+    hearth_st     *st;                   /* owned: the mapping the weights point into (safetensors) */
+    hearth_gguf   *gg;                   /* owned: the same for a GGUF file (bert_gguf.c) */
     hearth_tok    *tok;                  /* owned */
     hearth_weight  word, pos, type;      /* embedding tables [n][d] */
     const float   *emb_ln_w, *emb_ln_b;  /* [d] */
@@ -65,6 +70,15 @@ struct hearth_bert {
     pthread_mutex_t mu;
     hearth_pool   *pool;                 /* owned */
 };
+
+/* bert_load.c's helpers, shared with the GGUF loader (bert_gguf.c). */
+void         *hearth_bert_keep(hearth_bert *b, void *p);   /* b owns p from now on; NULL (p freed) on no memory */
+hearth_status hearth_bert_pack_layers(hearth_bert *b, hearth_err *err);
+/* Load a GGUF file (general.architecture bert or qwen3) into b: shape, pooling, weights,
+ * tokenizer. b->params is set; the caller packs the layers and starts the pool. */
+hearth_status hearth_bert_load_gguf(hearth_bert *b, const char *path, hearth_err *err);
+/* Is path a GGUF file of an embedding model (bert, or qwen3 with a pooling_type)? */
+bool          hearth_bert_probe_gguf(const char *path);
 
 /* Qwen3's forward, the same contract (qwen3_embed.c). */
 hearth_status hearth_qwen3_embed_forward(const hearth_bert *b, const int32_t *tok_ids, const int32_t *tok_pos,

@@ -77,7 +77,9 @@ static bool family_ok(const char *mt) {
 
 bool hearth_bert_probe(const char *path) {
     struct stat st;
-    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) return false;
+    if (stat(path, &st) != 0) return false;
+    if (S_ISREG(st.st_mode)) return hearth_bert_probe_gguf(path);
+    if (!S_ISDIR(st.st_mode)) return false;
     cJSON *cfg = read_json(path, "config.json");
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(cfg, "model_type");
     bool ok = cJSON_IsString(mt) && family_ok(mt->valuestring);
@@ -96,7 +98,7 @@ typedef struct {
     const char  *pfx;   /* "" or "bert." */
 } loader;
 
-static void *keep(hearth_bert *b, void *p) {
+void *hearth_bert_keep(hearth_bert *b, void *p) {
     if (!p) return NULL;
     void **grown = realloc(b->owned, (size_t)(b->n_owned + 1) * sizeof *grown);
     if (!grown) {
@@ -128,7 +130,7 @@ static hearth_status get_matrix(loader *L, const char *name, int64_t rows, int64
     size_t esz = hearth_st_dtype_size(t->dtype);
     const void *data = t->data;
     if ((uintptr_t)data % esz) {
-        void *copy = keep(L->b, malloc(t->n_bytes));
+        void *copy = hearth_bert_keep(L->b, malloc(t->n_bytes));
         if (!copy) return hearth_err_set(L->err, HEARTH_E_NOMEM, -1, "out of memory copying %s", t->name);
         memcpy(copy, data, t->n_bytes);
         data = copy;
@@ -148,7 +150,7 @@ static hearth_status get_vector(loader *L, const char *name, int64_t n, const fl
                               hearth_st_dtype_name(t->dtype));
     if (t->n_dims != 1 || t->shape[0] != n)
         return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "tensor %s: shape is not [%lld]", t->name, (long long)n);
-    float *v = keep(L->b, malloc((size_t)n * sizeof *v));
+    float *v = hearth_bert_keep(L->b, malloc((size_t)n * sizeof *v));
     if (!v) return hearth_err_set(L->err, HEARTH_E_NOMEM, -1, "out of memory copying %s", t->name);
     size_t esz = hearth_st_dtype_size(t->dtype);
     const uint8_t *p = t->data;
@@ -495,7 +497,7 @@ static const float *pack(hearth_bert *b, const hearth_weight *const *w, int n_w,
     const int64_t n_in = w[0]->ne0;
     for (int i = 0; i < n_w; i++) n_out += w[i]->ne1;
     float *dense = malloc((size_t)n_out * (size_t)n_in * sizeof *dense);
-    float *packed = keep(b, malloc(hearth_gemm_f32_packed_floats(n_out, n_in) * sizeof *packed));
+    float *packed = hearth_bert_keep(b, malloc(hearth_gemm_f32_packed_floats(n_out, n_in) * sizeof *packed));
     if (!dense || !packed) {
         free(dense);
         hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory packing the weights");
@@ -514,13 +516,15 @@ static const float *pack(hearth_bert *b, const hearth_weight *const *w, int n_w,
 }
 
 /* Every layer's matrices in the packed f32 form the forward multiplies with. */
-static hearth_status pack_layers(hearth_bert *b, hearth_err *err) {
+hearth_status hearth_bert_pack_layers(hearth_bert *b, hearth_err *err) {
     for (int64_t il = 0; il < b->n_layer; il++) {
         bert_layer *l = &b->layers[il];
         const hearth_weight *qkv[3] = {&l->wq, &l->wk, &l->wv}, *o[1] = {&l->wo}, *down[1] = {&l->w_down};
-        const hearth_weight *up[2] = {b->decoder ? &l->w_gate : &l->w_up, &l->w_up}; /* Qwen3: gate | up */
-        if (!(l->p_qkv = pack(b, qkv, b->modern ? 1 : 3, err)) || !(l->p_o = pack(b, o, 1, err)) ||
-            !(l->p_up = pack(b, up, b->decoder ? 2 : 1, err)) ||
+        const bool gated = l->w_gate.data != NULL; /* Qwen3, NomicBERT: gate | up */
+        const hearth_weight *up[2] = {gated ? &l->w_gate : &l->w_up, &l->w_up};
+        /* one fused [3d][d] weight (ModernBERT, a GGUF attn_qkv) has no separate key and value */
+        if (!(l->p_qkv = pack(b, qkv, l->wk.data ? 3 : 1, err)) || !(l->p_o = pack(b, o, 1, err)) ||
+            !(l->p_up = pack(b, up, gated ? 2 : 1, err)) ||
             !(l->p_down = pack(b, down, 1, err)))
             return HEARTH_E_NOMEM;
     }
@@ -553,9 +557,12 @@ hearth_status hearth_bert_load(const char *path, const hearth_bert_params *p, he
     if (b->params.max_batch_tokens <= 0) b->params.max_batch_tokens = 8192;
     hearth_status st;
     loader L = {.b = b, .err = err, .pfx = ""};
-    if ((st = read_shape(b, path, err)) || (st = read_sentence_config(b, path, err)) ||
-        (st = hearth_st_open(path, &b->st, err)) || (st = bind_weights(&L)) || (st = pack_layers(b, err)) ||
-        (st = load_tokenizer(b, path, err)))
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode)) { /* a GGUF file */
+        if ((st = hearth_bert_load_gguf(b, path, err)) || (st = hearth_bert_pack_layers(b, err))) goto fail;
+    } else if ((st = read_shape(b, path, err)) || (st = read_sentence_config(b, path, err)) ||
+               (st = hearth_st_open(path, &b->st, err)) || (st = bind_weights(&L)) ||
+               (st = hearth_bert_pack_layers(b, err)) || (st = load_tokenizer(b, path, err)))
         goto fail;
     if (b->params.max_batch_tokens < b->max_tokens) b->params.max_batch_tokens = b->max_tokens;
     if (!(b->pool = hearth_pool_create(b->params.n_threads))) {
@@ -580,6 +587,7 @@ void hearth_bert_destroy(hearth_bert *b) {
     free(b->layers);
     hearth_tok_destroy(b->tok);
     hearth_st_close(b->st);
+    hearth_gguf_close(b->gg);
     pthread_mutex_destroy(&b->mu);
     free(b);
 }
