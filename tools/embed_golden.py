@@ -316,32 +316,43 @@ def golden(name, folder, command):
     for i in range(len(texts)):
         mask = feats["attention_mask"][i].tolist()
         ids.append([int(t) for t, m in zip(feats["input_ids"][i].tolist(), mask) if m])
+    weights = os.path.join(folder, "model.safetensors")
+    versions = {"torch": torch.__version__, "transformers": transformers.__version__,
+                "sentence_transformers": sentence_transformers.__version__,
+                "tokenizers": tokenizers.__version__, "numpy": np.__version__}
+    write_golden(name, "sentence-transformers embeddings for tests/models/test_bert.c; written by "
+                 "tools/embed_golden.py, do not edit", command, versions, sha256_of(weights),
+                 int(model.max_seq_length), len(corpus), texts, ids, emb)
+
+
+def write_golden(file_name, about, command, versions, model_sha256, max_seq_length, n_corpus, texts, ids, emb):
+    """tests/golden/embed/FILE_NAME.json in the shape the C tests read (tests/models/embed_harness.h):
+    provenance, the texts, the oracle's ids and float32 embeddings, and for every query (the
+    texts after the first n_corpus) the three corpus texts nearest by cosine, with the scores."""
+    import numpy as np
+    emb = np.asarray(emb, dtype=np.float32)
     n = emb / np.linalg.norm(emb, axis=1, keepdims=True)
-    sims = n[len(corpus):] @ n[:len(corpus)].T
+    sims = n[n_corpus:] @ n[:n_corpus].T
     ranking = []
-    for qi in range(len(queries)):
+    for qi in range(len(texts) - n_corpus):
         order = np.argsort(-sims[qi], kind="stable")[:3]
         ranking.append({"query": qi, "top": [int(j) for j in order], "scores": [float(sims[qi][j]) for j in order]})
-    weights = os.path.join(folder, "model.safetensors")
     out = {
-        "about": "sentence-transformers embeddings for tests/models/test_bert.c; written by tools/embed_golden.py, "
-                 "do not edit",
-        "name": name,
+        "about": about,
+        "name": file_name,
         "command": command,
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
-        "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
-                     "sentence_transformers": sentence_transformers.__version__,
-                     "tokenizers": tokenizers.__version__, "numpy": np.__version__},
-        "model_sha256": sha256_of(weights),
+        "versions": versions,
+        "model_sha256": model_sha256,
         "dim": int(emb.shape[1]),
-        "max_seq_length": int(model.max_seq_length),
-        "n_corpus": len(corpus),
+        "max_seq_length": max_seq_length,
+        "n_corpus": n_corpus,
         "texts": texts,
         "ids": ids,
         "embeddings": [[float("%.9g" % v) for v in row] for row in emb.tolist()],
         "ranking": ranking,
     }
-    path = os.path.join(DIR, name + ".json")
+    path = os.path.join(DIR, file_name + ".json")
     with open(path, "w", encoding="utf-8") as f:
         json.dump(out, f, indent=None, separators=(",", ":"))
         f.write("\n")

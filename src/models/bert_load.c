@@ -72,7 +72,7 @@ static cJSON *read_json(const char *dir, const char *name) {
  * counted from pad_token_id + 1, as their embeddings make position ids). */
 static bool family_ok(const char *mt) {
     return !strcmp(mt, "bert") || !strcmp(mt, "roberta") || !strcmp(mt, "xlm-roberta") || !strcmp(mt, "modernbert") ||
-           !strcmp(mt, "qwen3");
+           !strcmp(mt, "qwen3") || !strcmp(mt, "nomic_bert");
 }
 
 bool hearth_bert_probe(const char *path) {
@@ -258,6 +258,43 @@ static hearth_status read_qwen3_shape(hearth_bert *b, const cJSON *cfg, hearth_e
     return HEARTH_OK;
 }
 
+/* NomicBERT's config.json (nomic-embed-text's NomicBertConfig, GPT-2 style keys): n_embd,
+ * n_layer, n_head, n_inner, n_positions, vocab_size, type_vocab_size, layer_norm_epsilon,
+ * rotary_emb_base. The settings of the layout bert.c computes are required as they are: post-LN
+ * (prenorm false), SwiGLU, rotary over the whole head (rotary_emb_fraction 1), rotate-half (not
+ * interleaved), no q/k/v or MLP biases; anything else is refused by name. */
+static hearth_status read_nomic_shape(hearth_bert *b, const cJSON *cfg, hearth_err *err) {
+    b->rope = true;
+    b->d = cfg_int(cfg, "n_embd", 0);
+    b->n_layer = cfg_int(cfg, "n_layer", 0);
+    b->n_head = (int32_t)cfg_int(cfg, "n_head", 0);
+    b->d_ff = cfg_int(cfg, "n_inner", 4 * b->d);
+    b->n_vocab = (int32_t)cfg_int(cfg, "vocab_size", 0);
+    b->n_pos = (int32_t)cfg_int(cfg, "n_positions", 2048);
+    b->n_type = (int32_t)cfg_int(cfg, "type_vocab_size", 2);
+    b->eps = (float)cfg_num(cfg, "layer_norm_epsilon", 1e-12);
+    const cJSON *act = cJSON_GetObjectItemCaseSensitive(cfg, "activation_function");
+    if (cJSON_IsString(act) && strcmp(act->valuestring, "swiglu"))
+        return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "activation_function '%.60s' is not supported (swiglu "
+                              "only)", act->valuestring);
+    static const char *const off[] = {"prenorm", "rotary_emb_interleaved", "qkv_proj_bias", "mlp_fc1_bias",
+                                      "mlp_fc2_bias"};
+    for (int i = 0; i < 5; i++)
+        if (cfg_true(cfg, off[i]))
+            return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "NomicBERT with %s is not supported", off[i]);
+    if (cfg_num(cfg, "rotary_emb_fraction", 1.0) != 1.0)
+        return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "NomicBERT with rotary_emb_fraction %g is not supported "
+                              "(1 only)", cfg_num(cfg, "rotary_emb_fraction", 1.0));
+    if (b->d <= 0 || b->d > 65536 || b->n_layer <= 0 || b->n_layer > 1024 || b->n_head <= 0 || b->d % b->n_head ||
+        (b->d / b->n_head) % 2 || b->d / b->n_head > 512 || b->d_ff <= 0 || b->d_ff > (1 << 20) || b->n_vocab <= 0 ||
+        b->n_pos <= 0 || b->n_pos > (1 << 20) || b->n_type <= 0 || b->n_type > 1024 || !(b->eps >= 0))
+        return hearth_err_set(err, HEARTH_E_FORMAT, -1, "config.json: a missing or impossible NomicBERT shape");
+    b->head_dim = (int32_t)(b->d / b->n_head);
+    b->max_tokens = b->n_pos;
+    hearth_rope_inv_freq(b->inv_freq_global, b->head_dim, (float)cfg_num(cfg, "rotary_emb_base", 10000.0), 1.0f);
+    return HEARTH_OK;
+}
+
 static hearth_status read_shape(hearth_bert *b, const char *dir, hearth_err *err) {
     hearth_status st = HEARTH_OK;
     cJSON *cfg = read_json(dir, "config.json");
@@ -267,7 +304,7 @@ static hearth_status read_shape(hearth_bert *b, const char *dir, hearth_err *err
     const cJSON *pe = cJSON_GetObjectItemCaseSensitive(cfg, "position_embedding_type");
     if (!cJSON_IsString(mt) || !family_ok(mt->valuestring)) {
         st = hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "model_type '%.60s' is not an encoder hearth embeds with "
-                            "(bert, roberta, xlm-roberta, modernbert, qwen3)", cJSON_IsString(mt) ? mt->valuestring : "?");
+                            "(bert, roberta, xlm-roberta, modernbert, qwen3, nomic_bert)", cJSON_IsString(mt) ? mt->valuestring : "?");
         goto out;
     }
     snprintf(b->family, sizeof b->family, "%s", mt->valuestring);
@@ -277,6 +314,10 @@ static hearth_status read_shape(hearth_bert *b, const char *dir, hearth_err *err
     }
     if (!strcmp(mt->valuestring, "qwen3")) {
         st = read_qwen3_shape(b, cfg, err);
+        goto out;
+    }
+    if (!strcmp(mt->valuestring, "nomic_bert")) {
+        st = read_nomic_shape(b, cfg, err);
         goto out;
     }
     b->pos_offset = strcmp(mt->valuestring, "bert") ? (int32_t)cfg_int(cfg, "pad_token_id", 1) + 1 : 0;
@@ -451,9 +492,38 @@ static hearth_status bind_qwen3(loader *L) {
     return HEARTH_OK;
 }
 
+/* NomicBERT's names (nomic-embed-text's NomicBertModel): a fused Wqkv, out_proj, fc11 (up),
+ * fc12 (gate), fc2 (down), norm1 / norm2 after attention / MLP, emb_ln after the embeddings. */
+static hearth_status bind_nomic(loader *L) {
+    hearth_bert *b = L->b;
+    hearth_status st;
+    L->pfx = "";
+    if ((st = get_matrix(L, "embeddings.word_embeddings.weight", b->n_vocab, b->d, &b->word)) ||
+        (st = get_matrix(L, "embeddings.token_type_embeddings.weight", b->n_type, b->d, &b->type)) ||
+        (st = get_vector(L, "emb_ln.weight", b->d, &b->emb_ln_w)) || (st = get_vector(L, "emb_ln.bias", b->d, &b->emb_ln_b)))
+        return st;
+    if (!(b->layers = calloc((size_t)b->n_layer, sizeof *b->layers)))
+        return hearth_err_set(L->err, HEARTH_E_NOMEM, -1, "out of memory");
+    for (int64_t il = 0; il < b->n_layer; il++) {
+        bert_layer *l = &b->layers[il];
+        char n[9][96];
+        const char *parts[] = {"attn.Wqkv.weight", "attn.out_proj.weight", "norm1.weight", "norm1.bias", "mlp.fc11.weight",
+                               "mlp.fc12.weight", "mlp.fc2.weight", "norm2.weight", "norm2.bias"};
+        for (int i = 0; i < 9; i++) snprintf(n[i], sizeof n[i], "encoder.layers.%lld.%s", (long long)il, parts[i]);
+        if ((st = get_matrix(L, n[0], 3 * b->d, b->d, &l->wq)) || (st = get_matrix(L, n[1], b->d, b->d, &l->wo)) ||
+            (st = get_vector(L, n[2], b->d, &l->ln1_w)) || (st = get_vector(L, n[3], b->d, &l->ln1_b)) ||
+            (st = get_matrix(L, n[4], b->d_ff, b->d, &l->w_up)) || (st = get_matrix(L, n[5], b->d_ff, b->d, &l->w_gate)) ||
+            (st = get_matrix(L, n[6], b->d, b->d_ff, &l->w_down)) || (st = get_vector(L, n[7], b->d, &l->ln2_w)) ||
+            (st = get_vector(L, n[8], b->d, &l->ln2_b)))
+            return st;
+    }
+    return HEARTH_OK;
+}
+
 static hearth_status bind_weights(loader *L) {
     hearth_bert *b = L->b;
     hearth_status st;
+    if (b->rope) return bind_nomic(L);
     if (b->modern) return bind_modern(L);
     if (b->decoder) return bind_qwen3(L);
     L->pfx = "";

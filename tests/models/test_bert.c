@@ -16,6 +16,8 @@
  *     than the sentences, mean pooling, normalized): the same checks;
  *   - tiny-qwen3 (committed: a random 2-layer Qwen3Model, causal with grouped-query attention,
  *     last-token pooling, normalized): the same checks;
+ *   - tiny-nomic (committed: a random 2-layer NomicBERT, against tools/nomic_ref.py's PyTorch
+ *     reference, itself checked against llama.cpp by tools/embed_gguf.py): the same checks;
  *   - all-MiniLM-L6-v2 (HEARTH_MINILM, the folder scripts/model-path.sh minilm prints; skipped
  *     when unset): the same, and the same nearest neighbour for every query;
  *   - batching: the whole set in one forward, one by one, and cut into forwards of at most 40
@@ -128,6 +130,23 @@ TEST(tiny_qwen3_parity) {
     golden_free(&g);
 }
 
+/* NomicBERT: BERT's post-LN layers with rotary positions, a fused Wqkv, SwiGLU and no biases;
+ * the golden is tools/nomic_ref.py's float64 reference forward. */
+TEST(tiny_nomic_parity) {
+    golden g;
+    CHECK(golden_load("tiny-nomic", &g));
+    hearth_bert *b = load("tests/golden/embed/tiny-nomic", 0);
+    CHECK(b != NULL);
+    if (b) {
+        CHECK_EQ(hearth_bert_pooling(b), HEARTH_POOLING_MEAN);
+        CHECK(hearth_bert_normalizes(b));
+        CHECK(strstr(hearth_bert_desc(b), "nomic_bert") != NULL);
+        check_parity_min(b, &g, false, 0.99999, "the NomicBERT reference");
+    }
+    hearth_bert_destroy(b);
+    golden_free(&g);
+}
+
 TEST(minilm_parity) {
     const char *dir = getenv("HEARTH_MINILM");
     if (!dir || !*dir) TEST_SKIP("HEARTH_MINILM is not set (scripts/model-path.sh minilm)");
@@ -223,10 +242,13 @@ TEST(load_errors_say_what) {
     CHECK(strstr(err.msg, "config.json") != NULL);
     CHECK(!hearth_bert_probe(dir));
     snprintf(path, sizeof path, "%s/config.json", dir);
-    write_file(path, "{\"model_type\": \"nomic_bert\", \"hidden_size\": 32}");
+    write_file(path, "{\"model_type\": \"t5\", \"hidden_size\": 32}");
     CHECK_EQ(hearth_bert_load(dir, NULL, &b, &err), HEARTH_E_UNSUPPORTED);
-    CHECK(strstr(err.msg, "nomic_bert") != NULL);
+    CHECK(strstr(err.msg, "t5") != NULL);
     CHECK(!hearth_bert_probe(dir));
+    write_file(path, "{\"model_type\": \"nomic_bert\", \"n_embd\": 32, \"prenorm\": true}");
+    CHECK_EQ(hearth_bert_load(dir, NULL, &b, &err), HEARTH_E_UNSUPPORTED);
+    CHECK(strstr(err.msg, "prenorm") != NULL);
     CHECK(hearth_bert_probe(TINY));
     CHECK(hearth_bert_probe("tests/golden/embed/tiny-qwen3"));
     write_file(path, "{\"model_type\": \"qwen3\", \"hidden_size\": 32}"); /* a chat Qwen3: no modules.json */
