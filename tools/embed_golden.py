@@ -27,6 +27,11 @@ neighbours. The JSON says which versions made it and with which command.
   --make-tiny-qwen3 DIR   a tiny random Qwen3 decoder as Qwen3-Embedding uses one (Qwen3Model,
                     grouped-query attention, causal): a byte-level BPE tokenizer.json with
                     "$A <|endoftext|>", last-token pooling, normalized
+  --make-tiny-gemma DIR   a tiny random EmbeddingGemma (Gemma3TextModel with
+                    use_bidirectional_attention: 3 layers, two sliding ones with a window of 4
+                    tokens each way, grouped-query attention): a byte-level BPE tokenizer.json
+                    with "<bos> $A <eos>", mean pooling, two Dense projections without bias
+                    (32 -> 64 -> 32, as EmbeddingGemma's 2_Dense and 3_Dense), normalized
   --name NAME --model DIR   the golden of an existing checkpoint folder (the real model:
                     --name minilm --model "$(scripts/model-path.sh minilm)")
 
@@ -252,6 +257,49 @@ def make_tiny_qwen3(out):
     write_st_modules(out, 32, "lasttoken", True)
 
 
+def make_tiny_gemma(out):
+    import torch
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers import models as st_models
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from transformers import Gemma3TextConfig, Gemma3TextModel
+
+    corpus, queries = read_sentences()
+    specials = ["<pad>", "<eos>", "<bos>", "<unk>"]
+    tok = Tokenizer(models.BPE(unk_token=None))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=360, special_tokens=specials, show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(corpus + queries, trainer=trainer)
+    bos, eos = tok.token_to_id("<bos>"), tok.token_to_id("<eos>")
+    tok.post_processor = processors.TemplateProcessing(single="<bos> $A <eos>", pair="<bos> $A $B <eos>",
+                                                       special_tokens=[("<bos>", bos), ("<eos>", eos)])
+    torch.manual_seed(20265)
+    cfg = Gemma3TextConfig(vocab_size=tok.get_vocab_size(), hidden_size=32, num_hidden_layers=3,
+                           num_attention_heads=4, num_key_value_heads=2, head_dim=16, intermediate_size=48,
+                           max_position_embeddings=128, rms_norm_eps=1e-6, query_pre_attn_scalar=16,
+                           sliding_window=8, layer_types=["sliding_attention", "sliding_attention", "full_attention"],
+                           use_bidirectional_attention=True, hidden_activation="gelu_pytorch_tanh",
+                           initializer_range=0.6, pad_token_id=0, eos_token_id=eos, bos_token_id=bos)
+    cfg._attn_implementation = "eager"
+    model = Gemma3TextModel(cfg).eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "norm" in name:
+                p.add_(torch.randn_like(p) * 0.3)
+    model.save_pretrained(out, safe_serialization=True)
+    tok.save(os.path.join(out, "tokenizer.json"))
+    with open(os.path.join(out, "tokenizer_config.json"), "w") as f:
+        json.dump({"tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": 64, "bos_token": "<bos>",
+                   "eos_token": "<eos>", "pad_token": "<pad>", "padding_side": "right"}, f, indent=2)
+    tr = st_models.Transformer(out, max_seq_length=64)
+    modules = [tr, st_models.Pooling(32, pooling_mode="mean"),
+               st_models.Dense(32, 64, bias=False, activation_function=torch.nn.Identity()),
+               st_models.Dense(64, 32, bias=False, activation_function=torch.nn.Identity()), st_models.Normalize()]
+    SentenceTransformer(modules=modules, device="cpu").save(out)
+
+
 def make_tiny_roberta(out):
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
@@ -366,6 +414,7 @@ def main():
     ap.add_argument("--make-tiny-xlmr", metavar="DIR")
     ap.add_argument("--make-tiny-modernbert", metavar="DIR")
     ap.add_argument("--make-tiny-qwen3", metavar="DIR")
+    ap.add_argument("--make-tiny-gemma", metavar="DIR")
     ap.add_argument("--name")
     ap.add_argument("--model", metavar="DIR")
     a = ap.parse_args()
@@ -388,6 +437,9 @@ def main():
     elif a.make_tiny_qwen3:
         make_tiny_qwen3(a.make_tiny_qwen3)
         golden(a.name or os.path.basename(os.path.normpath(a.make_tiny_qwen3)), a.make_tiny_qwen3, command)
+    elif a.make_tiny_gemma:
+        make_tiny_gemma(a.make_tiny_gemma)
+        golden(a.name or os.path.basename(os.path.normpath(a.make_tiny_gemma)), a.make_tiny_gemma, command)
     elif a.name and a.model:
         golden(a.name, a.model, command)
     else:

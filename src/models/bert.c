@@ -157,18 +157,35 @@ static void gemm(const hearth_bert *b, const float *packed, int64_t n_out, int64
     hearth_gemm_f32(b->pool, packed, n_out, n_in, x, n_in, n_tok, y, n_out);
 }
 
-static void pool_out(const hearth_bert *b, const float *x, int64_t start, int64_t len, float *out) {
+/* The pooled vector of rows [start, start + len) of x into out[0..out_dim): the pooling, then the
+ * Dense modules (y = W x + b in float, each output one dot product in order), then the
+ * normalization. tmp: two halves of `half` floats (the widest of d and every Dense output), used in
+ * turn. */
+static void pool_out(const hearth_bert *b, const float *x, int64_t start, int64_t len, float *tmp, int64_t half,
+                     float *out) {
     const int64_t d = b->d;
-    if (b->pooling == HEARTH_POOLING_CLS) memcpy(out, x + start * d, (size_t)d * sizeof *out);
-    else if (b->pooling == HEARTH_POOLING_LAST) memcpy(out, x + (start + len - 1) * d, (size_t)d * sizeof *out);
+    float *v = b->n_dense ? tmp : out;
+    if (b->pooling == HEARTH_POOLING_CLS) memcpy(v, x + start * d, (size_t)d * sizeof *v);
+    else if (b->pooling == HEARTH_POOLING_LAST) memcpy(v, x + (start + len - 1) * d, (size_t)d * sizeof *v);
     else {
         for (int64_t i = 0; i < d; i++) {
             double sum = 0;
             for (int64_t t = 0; t < len; t++) sum += x[(start + t) * d + i];
-            out[i] = (float)(sum / (double)len);
+            v[i] = (float)(sum / (double)len);
         }
     }
-    if (b->normalize) hearth_embed_normalize(out, d);
+    for (int k = 0; k < b->n_dense; k++) {
+        const int64_t n_in = b->dense[k].n_in, n_out = b->dense[k].n_out;
+        float *y = k == b->n_dense - 1 ? out : (v == tmp ? tmp + half : tmp);
+        for (int64_t o = 0; o < n_out; o++) {
+            const float *w = b->dense[k].w + o * n_in;
+            float acc = 0;
+            for (int64_t i = 0; i < n_in; i++) acc += w[i] * v[i];
+            y[o] = acc + (b->dense[k].bias ? b->dense[k].bias[o] : 0.0f);
+        }
+        v = y;
+    }
+    if (b->normalize) hearth_embed_normalize(out, b->out_dim);
 }
 
 void hearth_embed_normalize(float *x, int64_t dim) {
@@ -187,11 +204,13 @@ static hearth_status forward(hearth_bert *b, const int32_t *const *ids, const si
     const int nth = hearth_pool_size(b->pool);
     const int64_t ff_w = b->rope ? 2 * b->d_ff : b->d_ff; /* NomicBERT's gate | up */
     size_t n_floats = (size_t)n_tok * (size_t)(d * 6 + ff_w) + (size_t)nth * (size_t)max_len;
-    float *buf = malloc(n_floats * sizeof(float));
+    int64_t widest = d;
+    for (int k = 0; k < b->n_dense; k++) widest = b->dense[k].n_out > widest ? b->dense[k].n_out : widest;
+    float *buf = malloc(n_floats * sizeof(float)), *pool_tmp = malloc((size_t)widest * 2 * sizeof(float));
     int32_t *tok = malloc((size_t)n_tok * 2 * sizeof *tok);
     int64_t *start = malloc((size_t)n_seq * 2 * sizeof *start);
     hearth_status st = HEARTH_OK;
-    if (!buf || !tok || !start) {
+    if (!buf || !tok || !start || !pool_tmp) {
         st = HEARTH_E_NOMEM;
         goto out;
     }
@@ -245,8 +264,10 @@ static hearth_status forward(hearth_bert *b, const int32_t *const *ids, const si
         run_rows(&f, ROWS_RESIDUAL_LN);
     }
 pool:
-    for (int64_t s = 0; s < n_seq; s++) pool_out(b, f.x, start[s], f.len[s], out + (s0 + s) * d);
+    for (int64_t s = 0; s < n_seq; s++) pool_out(b, f.x, start[s], f.len[s], pool_tmp, widest,
+                                                    out + (s0 + s) * b->out_dim);
 out:
+    free(pool_tmp);
     free(start);
     free(tok);
     free(buf);

@@ -32,6 +32,7 @@ typedef struct {
     /* Qwen3 (qwen3_embed.c): ln1 input_layernorm, ln2 post_attention_layernorm (RMSNorm
      * weights), p_qkv q | k | v rows, p_up gate | up rows */
     const float  *q_norm, *k_norm;       /* [head_dim] */
+    const float  *post_attn_w, *post_ffn_w; /* EmbeddingGemma's sandwich norms [d] (1 + w folded in) */
     hearth_weight w_gate;                /* Qwen3's gate_proj, NomicBERT's ffn_gate [d_ff][d]; when set,
                                           * p_up is gate | up [2 d_ff][d] */
 } bert_layer;
@@ -49,6 +50,16 @@ struct hearth_bert {
     bool           rope;                 /* NomicBERT: BERT's post-LN layers with rotary positions (no
                                           * position table), fused q | k | v, SwiGLU (w_gate), no biases */
     int32_t        n_head_kv;            /* Qwen3's key/value heads (grouped-query attention) */
+    bool           gemma;                /* EmbeddingGemma: a bidirectional Gemma 3 (decoder is set too) */
+    float          embed_scale;          /* Gemma: word rows times sqrt(d) */
+    float          attn_scale;           /* Gemma: query_pre_attn_scalar^-1/2 */
+    int64_t        out_dim;              /* the embedding's size: d, or the last Dense module's output */
+    int            n_dense;              /* sentence-transformers Dense modules after the pooling */
+    struct {
+        float         *w;                /* owned [n_out][n_in] f32 */
+        float         *bias;             /* owned [n_out] or NULL */
+        int64_t        n_in, n_out;
+    } dense[4];
     const float   *final_w, *final_b;    /* ModernBERT's final_norm [d] (b may be NULL) */
     float          inv_freq_global[256], inv_freq_local[256]; /* rotary, head_dim / 2 each */
     int32_t        window;               /* sliding layers: keys within |i - j| <= window */

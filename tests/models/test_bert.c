@@ -16,6 +16,8 @@
  *     than the sentences, mean pooling, normalized): the same checks;
  *   - tiny-qwen3 (committed: a random 2-layer Qwen3Model, causal with grouped-query attention,
  *     last-token pooling, normalized): the same checks;
+ *   - tiny-gemma (committed: a random 3-layer EmbeddingGemma, bidirectional with sliding windows,
+ *     mean pooling, two Dense modules, normalized): the same checks;
  *   - tiny-nomic (committed: a random 2-layer NomicBERT, against tools/nomic_ref.py's PyTorch
  *     reference, itself checked against llama.cpp by tools/embed_gguf.py): the same checks;
  *   - all-MiniLM-L6-v2 (HEARTH_MINILM, the folder scripts/model-path.sh minilm prints; skipped
@@ -124,6 +126,23 @@ TEST(tiny_qwen3_parity) {
         CHECK_EQ(hearth_bert_pooling(b), HEARTH_POOLING_LAST);
         CHECK(hearth_bert_normalizes(b));
         CHECK(strstr(hearth_bert_desc(b), "qwen3") != NULL);
+        check_parity(b, &g, false);
+    }
+    hearth_bert_destroy(b);
+    golden_free(&g);
+}
+
+/* EmbeddingGemma: a bidirectional Gemma 3 with sliding layers shorter than the sentences, mean
+ * pooling, then two Dense projections (32 -> 64 -> 32) and the normalization. */
+TEST(tiny_gemma_parity) {
+    golden g;
+    CHECK(golden_load("tiny-gemma", &g));
+    hearth_bert *b = load("tests/golden/embed/tiny-gemma", 0);
+    CHECK(b != NULL);
+    if (b) {
+        CHECK_EQ(hearth_bert_pooling(b), HEARTH_POOLING_MEAN);
+        CHECK(hearth_bert_normalizes(b));
+        CHECK(strstr(hearth_bert_desc(b), "gemma3_text") != NULL);
         check_parity(b, &g, false);
     }
     hearth_bert_destroy(b);
