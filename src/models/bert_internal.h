@@ -91,6 +91,12 @@ hearth_status hearth_bert_load_gguf(hearth_bert *b, const char *path, hearth_err
 /* Is path a GGUF file of an embedding model (bert, or qwen3 with a pooling_type)? */
 bool          hearth_bert_probe_gguf(const char *path);
 
+/* One (sequence, head) of attention over n rows (embed_attn.c): query row i at q + i ld, key
+ * and value rows j at k + j ld and v + j ld, the output row at o + i ldo. Keys: all, 0..i when
+ * causal, and within |i - j| <= window when window >= 0. sc: n floats of scratch. */
+void hearth_embed_attn_head(const float *q, const float *k, const float *v, int64_t ld, float *o, int64_t ldo,
+                            int64_t n, int32_t hd, float scale, bool causal, int32_t window, float *sc);
+
 /* Qwen3's forward, the same contract (qwen3_embed.c). */
 hearth_status hearth_qwen3_embed_forward(const hearth_bert *b, const int32_t *tok_ids, const int32_t *tok_pos,
                                          int64_t n_tok, const int64_t *start, const int64_t *len, int64_t n_seq,

@@ -22,6 +22,7 @@
  */
 #include "models/bert_internal.h"
 
+#include "base/file.h"
 #include "base/size.h"
 #include "kernels/gemm_f32.h"
 #include "kernels/kernels.h"
@@ -40,29 +41,10 @@ hearth_bert_params hearth_bert_params_default(void) {
     return (hearth_bert_params){.n_threads = 0, .max_batch_tokens = 8192};
 }
 
-static char *slurp(const char *path, size_t max, size_t *len) {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return NULL;
-    char *buf = NULL;
-    struct stat st;
-    if (fstat(fileno(fp), &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size <= max &&
-        (buf = malloc((size_t)st.st_size + 1)) != NULL) {
-        if (fread(buf, 1, (size_t)st.st_size, fp) != (size_t)st.st_size) {
-            free(buf);
-            buf = NULL;
-        } else {
-            buf[st.st_size] = 0;
-            if (len) *len = (size_t)st.st_size;
-        }
-    }
-    fclose(fp);
-    return buf;
-}
-
 static cJSON *read_json(const char *dir, const char *name) {
     char path[4096];
     if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path) return NULL;
-    char *text = slurp(path, MAX_JSON_BYTES, NULL);
+    char *text = hearth_file_read(path, MAX_JSON_BYTES, NULL);
     if (!text) return NULL;
     cJSON *j = cJSON_Parse(text);
     free(text);
@@ -786,7 +768,7 @@ static hearth_status load_tokenizer(hearth_bert *b, const char *dir, hearth_err 
     char path[4096];
     snprintf(path, sizeof path, "%s/tokenizer.json", dir);
     size_t len = 0;
-    char *text = slurp(path, MAX_TOKENIZER_BYTES, &len);
+    char *text = hearth_file_read(path, MAX_TOKENIZER_BYTES, &len);
     if (!text) return hearth_err_set(err, HEARTH_E_NOTFOUND, -1, "'%.200s' has no readable tokenizer.json", dir);
     hearth_status st = hearth_tok_from_json(text, len, &b->tok, err);
     free(text);

@@ -116,32 +116,8 @@ static void attn_job(void *arg, int ith, int nth) {
         const int64_t s = p / b->n_head, h = p % b->n_head, n = f->len[s];
         const float *base = f->qkv + f->start[s] * w;
         const int64_t qo = h * hd, ko = f->qd + (h / group) * hd, vo = f->qd + f->kvd + (h / group) * hd;
-        for (int64_t i = 0; i < n; i++) {
-            const float *qi = base + i * w + qo;
-            float mx = -INFINITY, sum = 0;
-            int64_t j0 = 0, j1 = i + 1; /* keys [j0, j1) */
-            if (b->gemma) {
-                j1 = n;
-                if (f->l->sliding) {
-                    j0 = i - b->window > 0 ? i - b->window : 0;
-                    j1 = i + b->window + 1 < n ? i + b->window + 1 : n;
-                }
-            }
-            for (int64_t j = j0; j < j1; j++) {
-                const float *kj = base + j * w + ko;
-                float dot = 0;
-                for (int64_t c = 0; c < hd; c++) dot += qi[c] * kj[c];
-                sc[j] = dot * scale;
-                if (sc[j] > mx) mx = sc[j];
-            }
-            for (int64_t j = j0; j < j1; j++) sum += sc[j] = expf(sc[j] - mx);
-            float *o = f->ctx + (f->start[s] + i) * f->qd + qo;
-            for (int64_t c = 0; c < hd; c++) o[c] = 0;
-            for (int64_t j = j0; j < j1; j++) {
-                const float pw = sc[j] / sum, *vj = base + j * w + vo;
-                for (int64_t c = 0; c < hd; c++) o[c] += pw * vj[c];
-            }
-        }
+        hearth_embed_attn_head(base + qo, base + ko, base + vo, w, f->ctx + f->start[s] * f->qd + qo, f->qd, n,
+                               (int32_t)hd, scale, !b->gemma, b->gemma && f->l->sliding ? b->window : -1, sc);
     }
 }
 
