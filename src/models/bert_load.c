@@ -525,59 +525,38 @@ static hearth_status get_gemma_norm(loader *L, const char *name, int64_t n, cons
     return st;
 }
 
-static hearth_status bind_gemma(loader *L) {
+/* Qwen3 and EmbeddingGemma: the same decoder names; Gemma's norms are (1 + w), with the
+ * sandwich norms after attention and MLP and pre_feedforward_layernorm in
+ * post_attention_layernorm's place. */
+static hearth_status bind_decoder(loader *L) {
     hearth_bert *b = L->b;
     hearth_status st;
+    const bool gemma = b->gemma;
+    hearth_status (*norm)(loader *, const char *, int64_t, const float **) = gemma ? get_gemma_norm : get_vector;
     const int64_t qd = (int64_t)b->n_head * b->head_dim, kvd = (int64_t)b->n_head_kv * b->head_dim;
     L->pfx = find(L, "embed_tokens.weight") ? "" : "model.";
     if ((st = get_matrix(L, "embed_tokens.weight", b->n_vocab, b->d, &b->word)) ||
-        (st = get_gemma_norm(L, "norm.weight", b->d, &b->final_w)))
+        (st = norm(L, "norm.weight", b->d, &b->final_w)))
         return st;
     for (int64_t il = 0; il < b->n_layer; il++) {
         bert_layer *l = &b->layers[il];
         char n[13][96];
         const char *parts[] = {"input_layernorm.weight", "self_attn.q_proj.weight", "self_attn.k_proj.weight",
                                "self_attn.v_proj.weight", "self_attn.o_proj.weight", "self_attn.q_norm.weight",
-                               "self_attn.k_norm.weight", "post_attention_layernorm.weight",
-                               "pre_feedforward_layernorm.weight", "post_feedforward_layernorm.weight",
-                               "mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight"};
+                               "self_attn.k_norm.weight", "mlp.gate_proj.weight", "mlp.up_proj.weight",
+                               "mlp.down_proj.weight", "post_attention_layernorm.weight",
+                               "pre_feedforward_layernorm.weight", "post_feedforward_layernorm.weight"};
         for (int i = 0; i < 13; i++) snprintf(n[i], sizeof n[i], "layers.%lld.%s", (long long)il, parts[i]);
-        if ((st = get_gemma_norm(L, n[0], b->d, &l->ln1_w)) || (st = get_matrix(L, n[1], qd, b->d, &l->wq)) ||
+        if ((st = norm(L, n[0], b->d, &l->ln1_w)) || (st = get_matrix(L, n[1], qd, b->d, &l->wq)) ||
             (st = get_matrix(L, n[2], kvd, b->d, &l->wk)) || (st = get_matrix(L, n[3], kvd, b->d, &l->wv)) ||
-            (st = get_matrix(L, n[4], b->d, qd, &l->wo)) || (st = get_gemma_norm(L, n[5], b->head_dim, &l->q_norm)) ||
-            (st = get_gemma_norm(L, n[6], b->head_dim, &l->k_norm)) ||
-            (st = get_gemma_norm(L, n[7], b->d, &l->post_attn_w)) || (st = get_gemma_norm(L, n[8], b->d, &l->ln2_w)) ||
-            (st = get_gemma_norm(L, n[9], b->d, &l->post_ffn_w)) ||
-            (st = get_matrix(L, n[10], b->d_ff, b->d, &l->w_gate)) ||
-            (st = get_matrix(L, n[11], b->d_ff, b->d, &l->w_up)) || (st = get_matrix(L, n[12], b->d, b->d_ff, &l->w_down)))
+            (st = get_matrix(L, n[4], b->d, qd, &l->wo)) || (st = norm(L, n[5], b->head_dim, &l->q_norm)) ||
+            (st = norm(L, n[6], b->head_dim, &l->k_norm)) || (st = get_matrix(L, n[7], b->d_ff, b->d, &l->w_gate)) ||
+            (st = get_matrix(L, n[8], b->d_ff, b->d, &l->w_up)) || (st = get_matrix(L, n[9], b->d, b->d_ff, &l->w_down)))
             return st;
-    }
-    return HEARTH_OK;
-}
-
-static hearth_status bind_qwen3(loader *L) {
-    hearth_bert *b = L->b;
-    hearth_status st;
-    const int64_t qd = (int64_t)b->n_head * b->head_dim, kvd = (int64_t)b->n_head_kv * b->head_dim;
-    L->pfx = find(L, "embed_tokens.weight") ? "" : "model.";
-    if ((st = get_matrix(L, "embed_tokens.weight", b->n_vocab, b->d, &b->word)) ||
-        (st = get_vector(L, "norm.weight", b->d, &b->final_w)))
-        return st;
-    for (int64_t il = 0; il < b->n_layer; il++) {
-        bert_layer *l = &b->layers[il];
-        char n[11][96];
-        const char *parts[] = {"input_layernorm.weight", "self_attn.q_proj.weight", "self_attn.k_proj.weight",
-                               "self_attn.v_proj.weight", "self_attn.o_proj.weight", "self_attn.q_norm.weight",
-                               "self_attn.k_norm.weight", "post_attention_layernorm.weight", "mlp.gate_proj.weight",
-                               "mlp.up_proj.weight", "mlp.down_proj.weight"};
-        for (int i = 0; i < 11; i++) snprintf(n[i], sizeof n[i], "layers.%lld.%s", (long long)il, parts[i]);
-        if ((st = get_vector(L, n[0], b->d, &l->ln1_w)) || (st = get_matrix(L, n[1], qd, b->d, &l->wq)) ||
-            (st = get_matrix(L, n[2], kvd, b->d, &l->wk)) || (st = get_matrix(L, n[3], kvd, b->d, &l->wv)) ||
-            (st = get_matrix(L, n[4], b->d, qd, &l->wo)) || (st = get_vector(L, n[5], b->head_dim, &l->q_norm)) ||
-            (st = get_vector(L, n[6], b->head_dim, &l->k_norm)) || (st = get_vector(L, n[7], b->d, &l->ln2_w)) ||
-            (st = get_matrix(L, n[8], b->d_ff, b->d, &l->w_gate)) || (st = get_matrix(L, n[9], b->d_ff, b->d, &l->w_up)) ||
-            (st = get_matrix(L, n[10], b->d, b->d_ff, &l->w_down)))
-            return st;
+        if (!gemma) st = get_vector(L, n[10], b->d, &l->ln2_w);
+        else if (!(st = norm(L, n[10], b->d, &l->post_attn_w)) && !(st = norm(L, n[11], b->d, &l->ln2_w)))
+            st = norm(L, n[12], b->d, &l->post_ffn_w);
+        if (st) return st;
     }
     return HEARTH_OK;
 }
@@ -614,9 +593,8 @@ static hearth_status bind_weights(loader *L) {
     hearth_bert *b = L->b;
     hearth_status st;
     if (b->rope) return bind_nomic(L);
-    if (b->gemma) return bind_gemma(L);
     if (b->modern) return bind_modern(L);
-    if (b->decoder) return bind_qwen3(L);
+    if (b->decoder) return bind_decoder(L);
     L->pfx = "";
     static const char *const pfx[] = {"bert.", "roberta."};
     for (int i = 0; i < 2 && !find(L, "embeddings.word_embeddings.weight"); i++) L->pfx = pfx[i];
