@@ -222,19 +222,25 @@ def make_tiny_modernbert(out):
     write_st_modules(out, 32, "mean", True)
 
 
-def make_tiny_qwen3(out):
-    import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-    from transformers import Qwen3Config, Qwen3Model
-
+def train_byte_bpe(specials):
+    """A byte-level BPE tokenizer of 360 tokens (specials first) trained on the sentences."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     corpus, queries = read_sentences()
-    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
     tok = Tokenizer(models.BPE(unk_token=None))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=360, special_tokens=specials, show_progress=False,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     tok.train_from_iterator(corpus + queries, trainer=trainer)
+    return tok
+
+
+def make_tiny_qwen3(out):
+    import torch
+    from tokenizers import processors
+    from transformers import Qwen3Config, Qwen3Model
+
+    tok = train_byte_bpe(["<|endoftext|>", "<|im_start|>", "<|im_end|>"])
     eos = tok.token_to_id("<|endoftext|>")
     tok.post_processor = processors.TemplateProcessing(single="$A <|endoftext|>", pair="$A $B <|endoftext|>",
                                                        special_tokens=[("<|endoftext|>", eos)])
@@ -261,17 +267,10 @@ def make_tiny_gemma(out):
     import torch
     from sentence_transformers import SentenceTransformer
     from sentence_transformers import models as st_models
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from tokenizers import processors
     from transformers import Gemma3TextConfig, Gemma3TextModel
 
-    corpus, queries = read_sentences()
-    specials = ["<pad>", "<eos>", "<bos>", "<unk>"]
-    tok = Tokenizer(models.BPE(unk_token=None))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=360, special_tokens=specials, show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tok.train_from_iterator(corpus + queries, trainer=trainer)
+    tok = train_byte_bpe(["<pad>", "<eos>", "<bos>", "<unk>"])
     bos, eos = tok.token_to_id("<bos>"), tok.token_to_id("<eos>")
     tok.post_processor = processors.TemplateProcessing(single="<bos> $A <eos>", pair="<bos> $A $B <eos>",
                                                        special_tokens=[("<bos>", bos), ("<eos>", eos)])
