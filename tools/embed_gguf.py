@@ -57,7 +57,8 @@ TYPES = ("f32", "f16", "q8_0")
 
 
 def read_safetensors(path):
-    """{name: float32 array} of an f32/f16/bf16 safetensors file (no torch needed)."""
+    """{name: float32 array} of the f32/f16/bf16 tensors of a safetensors file (no torch needed);
+    integer buffers are left out."""
     with open(path, "rb") as f:
         n = struct.unpack("<Q", f.read(8))[0]
         header = json.loads(f.read(n))
@@ -74,6 +75,8 @@ def read_safetensors(path):
             arr = np.frombuffer(raw, dtype="<f2").astype(np.float32)
         elif t["dtype"] == "BF16":
             arr = (np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16).view(np.float32)
+        elif t["dtype"] in ("I64", "I32"):  # buffers such as embeddings.position_ids: not weights
+            continue
         else:
             raise SystemExit("embed_gguf: %s is %s" % (name, t["dtype"]))
         out[name] = arr.reshape(t["shape"]).copy()
