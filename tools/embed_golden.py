@@ -186,17 +186,10 @@ def make_tiny_xlmr(out):
 
 def make_tiny_modernbert(out):
     import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from tokenizers import processors
     from transformers import ModernBertConfig, ModernBertModel
 
-    corpus, queries = read_sentences()
-    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    tok = Tokenizer(models.BPE(unk_token=None))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=380, special_tokens=specials, show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tok.train_from_iterator(corpus + queries, trainer=trainer)
+    tok = train_byte_bpe(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"], 380)
     tok.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]",
         special_tokens=[("[CLS]", tok.token_to_id("[CLS]")), ("[SEP]", tok.token_to_id("[SEP]"))])
@@ -222,14 +215,14 @@ def make_tiny_modernbert(out):
     write_st_modules(out, 32, "mean", True)
 
 
-def train_byte_bpe(specials):
-    """A byte-level BPE tokenizer of 360 tokens (specials first) trained on the sentences."""
+def train_byte_bpe(specials, vocab_size=360):
+    """A byte-level BPE tokenizer of vocab_size tokens (specials first) trained on the sentences."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     corpus, queries = read_sentences()
     tok = Tokenizer(models.BPE(unk_token=None))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=360, special_tokens=specials, show_progress=False,
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=specials, show_progress=False,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     tok.train_from_iterator(corpus + queries, trainer=trainer)
     return tok
@@ -301,17 +294,10 @@ def make_tiny_gemma(out):
 
 def make_tiny_roberta(out):
     import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from tokenizers import processors
     from transformers import RobertaConfig, RobertaModel
 
-    corpus, queries = read_sentences()
-    specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
-    tok = Tokenizer(models.BPE(unk_token=None))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=specials, show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tok.train_from_iterator(corpus + queries, trainer=trainer)
+    tok = train_byte_bpe(["<s>", "<pad>", "</s>", "<unk>", "<mask>"], 400)
     tok.post_processor = processors.RobertaProcessing(("</s>", tok.token_to_id("</s>")),
                                                       ("<s>", tok.token_to_id("<s>")), trim_offsets=True,
                                                       add_prefix_space=False)

@@ -165,6 +165,35 @@ static double cfg_num(const cJSON *cfg, const char *key, double dflt) {
     return cJSON_IsNumber(v) ? v->valuedouble : dflt;
 }
 
+/* Two rotary bases, full-attention and sliding layers: rope_parameters of transformers 5, else
+ * the keys g_key / l_key of older configs (defaults g_dflt / l_dflt). */
+static void read_rope_bases(hearth_bert *b, const cJSON *cfg, const char *g_key, double g_dflt, const char *l_key,
+                            double l_dflt) {
+    double g_theta = cfg_num(cfg, g_key, g_dflt), l_theta = cfg_num(cfg, l_key, l_dflt);
+    const cJSON *rp = cJSON_GetObjectItemCaseSensitive(cfg, "rope_parameters");
+    g_theta = cfg_num(cJSON_GetObjectItemCaseSensitive(rp, "full_attention"), "rope_theta", g_theta);
+    l_theta = cfg_num(cJSON_GetObjectItemCaseSensitive(rp, "sliding_attention"), "rope_theta", l_theta);
+    hearth_rope_inv_freq(b->inv_freq_global, b->head_dim, (float)g_theta, 1.0f);
+    hearth_rope_inv_freq(b->inv_freq_local, b->head_dim, (float)l_theta, 1.0f);
+}
+
+/* The layers (allocated here) and which of them slide: layer_types when there, else (every > 0)
+ * all but every every-th layer from 0; every <= 0 makes layer_types required. */
+static hearth_status read_layer_types(hearth_bert *b, const cJSON *cfg, int64_t every, hearth_err *err) {
+    if (!(b->layers = calloc((size_t)b->n_layer, sizeof *b->layers)))
+        return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
+    const cJSON *types = cJSON_GetObjectItemCaseSensitive(cfg, "layer_types");
+    if ((types || every <= 0) && cJSON_GetArraySize(types) != b->n_layer)
+        return hearth_err_set(err, HEARTH_E_FORMAT, -1, "config.json: layer_types has %d entries for %lld layers",
+                              cJSON_GetArraySize(types), (long long)b->n_layer);
+    for (int64_t il = 0; il < b->n_layer; il++) {
+        const cJSON *t = types ? cJSON_GetArrayItem(types, (int)il) : NULL;
+        b->layers[il].sliding = t ? cJSON_IsString(t) && !strcmp(t->valuestring, "sliding_attention")
+                                  : every > 0 && il % every != 0;
+    }
+    return HEARTH_OK;
+}
+
 /* ModernBERT's config.json: the shape, hidden_activation, which layers attend globally
  * (layer_types, else every global_attn_every_n_layers-th from layer 0) and the two rotary bases
  * (rope_parameters of transformers 5, else global_rope_theta / local_rope_theta). */
@@ -188,25 +217,9 @@ static hearth_status read_modern_shape(hearth_bert *b, const cJSON *cfg, hearth_
     b->head_dim = (int32_t)(b->d / b->n_head);
     b->max_tokens = b->n_pos;
     b->window = (int32_t)(cfg_int(cfg, "local_attention", 128) / 2);
-    double g_theta = cfg_num(cfg, "global_rope_theta", 160000.0), l_theta = cfg_num(cfg, "local_rope_theta", 10000.0);
-    const cJSON *rp = cJSON_GetObjectItemCaseSensitive(cfg, "rope_parameters");
-    g_theta = cfg_num(cJSON_GetObjectItemCaseSensitive(rp, "full_attention"), "rope_theta", g_theta);
-    l_theta = cfg_num(cJSON_GetObjectItemCaseSensitive(rp, "sliding_attention"), "rope_theta", l_theta);
-    hearth_rope_inv_freq(b->inv_freq_global, b->head_dim, (float)g_theta, 1.0f);
-    hearth_rope_inv_freq(b->inv_freq_local, b->head_dim, (float)l_theta, 1.0f);
-    if (!(b->layers = calloc((size_t)b->n_layer, sizeof *b->layers)))
-        return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
-    const cJSON *types = cJSON_GetObjectItemCaseSensitive(cfg, "layer_types");
+    read_rope_bases(b, cfg, "global_rope_theta", 160000.0, "local_rope_theta", 10000.0);
     const int64_t every = cfg_int(cfg, "global_attn_every_n_layers", 3);
-    if (types && cJSON_GetArraySize(types) != b->n_layer)
-        return hearth_err_set(err, HEARTH_E_FORMAT, -1, "config.json: layer_types has %d entries for %lld layers",
-                              cJSON_GetArraySize(types), (long long)b->n_layer);
-    for (int64_t il = 0; il < b->n_layer; il++) {
-        const cJSON *t = types ? cJSON_GetArrayItem(types, (int)il) : NULL;
-        b->layers[il].sliding = t ? cJSON_IsString(t) && !strcmp(t->valuestring, "sliding_attention")
-                                  : every > 0 && il % every != 0;
-    }
-    return HEARTH_OK;
+    return read_layer_types(b, cfg, every > 0 ? every : 1, err);
 }
 
 /* Qwen3's config.json (a decoder used for embeddings, as Qwen3-Embedding is): the shape,
@@ -275,23 +288,8 @@ static hearth_status read_gemma_shape(hearth_bert *b, const cJSON *cfg, hearth_e
     b->embed_scale = (float)sqrt((double)b->d);
     b->attn_scale = (float)(1.0 / sqrt(cfg_num(cfg, "query_pre_attn_scalar", (double)b->head_dim)));
     b->window = (int32_t)(cfg_int(cfg, "sliding_window", 512) / 2);
-    double g_theta = cfg_num(cfg, "rope_theta", 1000000.0), l_theta = cfg_num(cfg, "rope_local_base_freq", 10000.0);
-    const cJSON *rp = cJSON_GetObjectItemCaseSensitive(cfg, "rope_parameters");
-    g_theta = cfg_num(cJSON_GetObjectItemCaseSensitive(rp, "full_attention"), "rope_theta", g_theta);
-    l_theta = cfg_num(cJSON_GetObjectItemCaseSensitive(rp, "sliding_attention"), "rope_theta", l_theta);
-    hearth_rope_inv_freq(b->inv_freq_global, b->head_dim, (float)g_theta, 1.0f);
-    hearth_rope_inv_freq(b->inv_freq_local, b->head_dim, (float)l_theta, 1.0f);
-    if (!(b->layers = calloc((size_t)b->n_layer, sizeof *b->layers)))
-        return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
-    const cJSON *types = cJSON_GetObjectItemCaseSensitive(cfg, "layer_types");
-    if (cJSON_GetArraySize(types) != b->n_layer)
-        return hearth_err_set(err, HEARTH_E_FORMAT, -1, "config.json: layer_types has %d entries for %lld layers",
-                              cJSON_GetArraySize(types), (long long)b->n_layer);
-    for (int64_t il = 0; il < b->n_layer; il++) {
-        const cJSON *t = cJSON_GetArrayItem(types, (int)il);
-        b->layers[il].sliding = cJSON_IsString(t) && !strcmp(t->valuestring, "sliding_attention");
-    }
-    return HEARTH_OK;
+    read_rope_bases(b, cfg, "rope_theta", 1000000.0, "rope_local_base_freq", 10000.0);
+    return read_layer_types(b, cfg, 0, err);
 }
 
 /* NomicBERT's config.json (nomic-embed-text's NomicBertConfig, GPT-2 style keys): n_embd,
