@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """embed.py - embeddings per second: hearth's /v1/embeddings against sentence-transformers
-(PyTorch on the CPU), the same model, the same 1,000 short sentences, batches of 32, same run.
+(PyTorch on the CPU) and llama.cpp, the same model, the same 1,000 short sentences, batches of
+32, same run.
 
 hearth: `hearth serve MODEL` (its encoder, models/bert.c) is started once; after a warm-up batch
 the sentences are posted 32 at a time with encoding_format base64 (so JSON float printing is not
@@ -9,14 +10,16 @@ what is measured), one request after the other, and the wall time of all of them
 sentence-transformers (--st-python PY, a Python with torch and sentence-transformers; never the
 project's .venv): SentenceTransformer(MODEL, device=cpu).encode(sentences, batch_size=32) after
 a warm-up batch, in a subprocess of PY, with torch.set_num_threads as --threads.
-Both use --threads threads (default: all CPUs). The sentences are made from a fixed word list
+llama.cpp (--gguf FILE, the same model as a GGUF file, e.g. from tools/embed_gguf.py --convert):
+llama-cpp-python's Llama(FILE, embedding=True, n_threads=--threads, n_batch=n_ubatch=4096)
+.embed(batch) for each batch of 32 after a warm-up batch, in a subprocess of this Python (the
+project's .venv has llama-cpp-python after `make oracles`).
+All use --threads threads (default: all CPUs). The sentences are made from a fixed word list
 with a fixed seed (6 to 16 words each). Prints one line per engine and the ratio; with --json,
 the numbers as one JSON object. Measurements, never assertions.
 
-llama.cpp is not measured yet: hearth does not load GGUF encoders (docs/embeddings.md).
-
-Usage: .venv/bin/python bench/embed.py MODEL_DIR [--st-python PY] [--threads N] [--n 1000]
-       [--batch 32] [--bin build/hearth] [--json]
+Usage: .venv/bin/python bench/embed.py MODEL_DIR [--st-python PY] [--gguf FILE] [--threads N]
+       [--n 1000] [--batch 32] [--bin build/hearth] [--json]
 """
 import argparse
 import base64
@@ -124,10 +127,38 @@ def bench_st(py, model, sents, batch, threads):
     return out["n"] / out["seconds"], out
 
 
+LLAMA_SNIPPET = r"""
+import json, os, sys, time
+import llama_cpp
+path, batch, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+threads = threads if threads > 0 else os.cpu_count()
+sents = json.load(sys.stdin)
+llm = llama_cpp.Llama(model_path=path, embedding=True, n_ctx=4096, n_batch=4096, n_ubatch=4096,
+                      n_threads=threads, n_threads_batch=threads, verbose=False)
+llm.embed(sents[:batch])
+t0 = time.perf_counter()
+n = 0
+for i in range(0, len(sents), batch):
+    n += len(llm.embed(sents[i:i + batch]))
+dt = time.perf_counter() - t0
+print(json.dumps({"n": n, "seconds": dt, "llama_cpp_python": llama_cpp.__version__, "threads": threads}))
+"""
+
+
+def bench_llama(gguf, sents, batch, threads):
+    r = subprocess.run([sys.executable, "-c", LLAMA_SNIPPET, gguf, str(batch), str(threads or 0)],
+                       input=json.dumps(sents), capture_output=True, text=True, timeout=3600)
+    if r.returncode != 0:
+        sys.exit("embed.py: llama.cpp failed:\n" + r.stderr[-2000:])
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    return out["n"] / out["seconds"], out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("model")
     ap.add_argument("--st-python")
+    ap.add_argument("--gguf")
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--n", type=int, default=1000)
     ap.add_argument("--batch", type=int, default=32)
@@ -150,6 +181,14 @@ def main():
         print("sentence-transformers  %8.1f embeddings/s  (torch %s, %d threads)" % (s, info["torch"],
                                                                                    info["threads"]), file=sys.stderr)
         print("hearth / sentence-transformers: %.2fx" % (h / s), file=sys.stderr)
+    if a.gguf:
+        ll, info = bench_llama(a.gguf, sents, a.batch, a.threads)
+        res["llama_per_s"] = round(ll, 1)
+        res["llama_versions"] = {"llama_cpp_python": info["llama_cpp_python"]}
+        res["ratio_hearth_llama"] = round(h / ll, 2)
+        print("llama.cpp              %8.1f embeddings/s  (llama-cpp-python %s, %d threads)" % (
+            ll, info["llama_cpp_python"], info["threads"]), file=sys.stderr)
+        print("hearth / llama.cpp: %.2fx" % (h / ll), file=sys.stderr)
     if a.json:
         print(json.dumps(res))
 

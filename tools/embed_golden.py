@@ -27,6 +27,11 @@ neighbours. The JSON says which versions made it and with which command.
   --make-tiny-qwen3 DIR   a tiny random Qwen3 decoder as Qwen3-Embedding uses one (Qwen3Model,
                     grouped-query attention, causal): a byte-level BPE tokenizer.json with
                     "$A <|endoftext|>", last-token pooling, normalized
+  --make-tiny-gemma DIR   a tiny random EmbeddingGemma (Gemma3TextModel with
+                    use_bidirectional_attention: 3 layers, two sliding ones with a window of 4
+                    tokens each way, grouped-query attention): a byte-level BPE tokenizer.json
+                    with "<bos> $A <eos>", mean pooling, two Dense projections without bias
+                    (32 -> 64 -> 32, as EmbeddingGemma's 2_Dense and 3_Dense), normalized
   --name NAME --model DIR   the golden of an existing checkpoint folder (the real model:
                     --name minilm --model "$(scripts/model-path.sh minilm)")
 
@@ -181,17 +186,10 @@ def make_tiny_xlmr(out):
 
 def make_tiny_modernbert(out):
     import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from tokenizers import processors
     from transformers import ModernBertConfig, ModernBertModel
 
-    corpus, queries = read_sentences()
-    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    tok = Tokenizer(models.BPE(unk_token=None))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=380, special_tokens=specials, show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tok.train_from_iterator(corpus + queries, trainer=trainer)
+    tok = train_byte_bpe(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"], 380)
     tok.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]",
         special_tokens=[("[CLS]", tok.token_to_id("[CLS]")), ("[SEP]", tok.token_to_id("[SEP]"))])
@@ -217,19 +215,25 @@ def make_tiny_modernbert(out):
     write_st_modules(out, 32, "mean", True)
 
 
-def make_tiny_qwen3(out):
-    import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-    from transformers import Qwen3Config, Qwen3Model
-
+def train_byte_bpe(specials, vocab_size=360):
+    """A byte-level BPE tokenizer of vocab_size tokens (specials first) trained on the sentences."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     corpus, queries = read_sentences()
-    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
     tok = Tokenizer(models.BPE(unk_token=None))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=360, special_tokens=specials, show_progress=False,
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=specials, show_progress=False,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     tok.train_from_iterator(corpus + queries, trainer=trainer)
+    return tok
+
+
+def make_tiny_qwen3(out):
+    import torch
+    from tokenizers import processors
+    from transformers import Qwen3Config, Qwen3Model
+
+    tok = train_byte_bpe(["<|endoftext|>", "<|im_start|>", "<|im_end|>"])
     eos = tok.token_to_id("<|endoftext|>")
     tok.post_processor = processors.TemplateProcessing(single="$A <|endoftext|>", pair="$A $B <|endoftext|>",
                                                        special_tokens=[("<|endoftext|>", eos)])
@@ -252,19 +256,48 @@ def make_tiny_qwen3(out):
     write_st_modules(out, 32, "lasttoken", True)
 
 
+def make_tiny_gemma(out):
+    import torch
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers import models as st_models
+    from tokenizers import processors
+    from transformers import Gemma3TextConfig, Gemma3TextModel
+
+    tok = train_byte_bpe(["<pad>", "<eos>", "<bos>", "<unk>"])
+    bos, eos = tok.token_to_id("<bos>"), tok.token_to_id("<eos>")
+    tok.post_processor = processors.TemplateProcessing(single="<bos> $A <eos>", pair="<bos> $A $B <eos>",
+                                                       special_tokens=[("<bos>", bos), ("<eos>", eos)])
+    torch.manual_seed(20265)
+    cfg = Gemma3TextConfig(vocab_size=tok.get_vocab_size(), hidden_size=32, num_hidden_layers=3,
+                           num_attention_heads=4, num_key_value_heads=2, head_dim=16, intermediate_size=48,
+                           max_position_embeddings=128, rms_norm_eps=1e-6, query_pre_attn_scalar=16,
+                           sliding_window=8, layer_types=["sliding_attention", "sliding_attention", "full_attention"],
+                           use_bidirectional_attention=True, hidden_activation="gelu_pytorch_tanh",
+                           initializer_range=0.6, pad_token_id=0, eos_token_id=eos, bos_token_id=bos)
+    cfg._attn_implementation = "eager"
+    model = Gemma3TextModel(cfg).eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "norm" in name:
+                p.add_(torch.randn_like(p) * 0.3)
+    model.save_pretrained(out, safe_serialization=True)
+    tok.save(os.path.join(out, "tokenizer.json"))
+    with open(os.path.join(out, "tokenizer_config.json"), "w") as f:
+        json.dump({"tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": 64, "bos_token": "<bos>",
+                   "eos_token": "<eos>", "pad_token": "<pad>", "padding_side": "right"}, f, indent=2)
+    tr = st_models.Transformer(out, max_seq_length=64)
+    modules = [tr, st_models.Pooling(32, pooling_mode="mean"),
+               st_models.Dense(32, 64, bias=False, activation_function=torch.nn.Identity()),
+               st_models.Dense(64, 32, bias=False, activation_function=torch.nn.Identity()), st_models.Normalize()]
+    SentenceTransformer(modules=modules, device="cpu").save(out)
+
+
 def make_tiny_roberta(out):
     import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from tokenizers import processors
     from transformers import RobertaConfig, RobertaModel
 
-    corpus, queries = read_sentences()
-    specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
-    tok = Tokenizer(models.BPE(unk_token=None))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=specials, show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tok.train_from_iterator(corpus + queries, trainer=trainer)
+    tok = train_byte_bpe(["<s>", "<pad>", "</s>", "<unk>", "<mask>"], 400)
     tok.post_processor = processors.RobertaProcessing(("</s>", tok.token_to_id("</s>")),
                                                       ("<s>", tok.token_to_id("<s>")), trim_offsets=True,
                                                       add_prefix_space=False)
@@ -316,32 +349,43 @@ def golden(name, folder, command):
     for i in range(len(texts)):
         mask = feats["attention_mask"][i].tolist()
         ids.append([int(t) for t, m in zip(feats["input_ids"][i].tolist(), mask) if m])
+    weights = os.path.join(folder, "model.safetensors")
+    versions = {"torch": torch.__version__, "transformers": transformers.__version__,
+                "sentence_transformers": sentence_transformers.__version__,
+                "tokenizers": tokenizers.__version__, "numpy": np.__version__}
+    write_golden(name, "sentence-transformers embeddings for tests/models/test_bert.c; written by "
+                 "tools/embed_golden.py, do not edit", command, versions, sha256_of(weights),
+                 int(model.max_seq_length), len(corpus), texts, ids, emb)
+
+
+def write_golden(file_name, about, command, versions, model_sha256, max_seq_length, n_corpus, texts, ids, emb):
+    """tests/golden/embed/FILE_NAME.json in the shape the C tests read (tests/models/embed_harness.h):
+    provenance, the texts, the oracle's ids and float32 embeddings, and for every query (the
+    texts after the first n_corpus) the three corpus texts nearest by cosine, with the scores."""
+    import numpy as np
+    emb = np.asarray(emb, dtype=np.float32)
     n = emb / np.linalg.norm(emb, axis=1, keepdims=True)
-    sims = n[len(corpus):] @ n[:len(corpus)].T
+    sims = n[n_corpus:] @ n[:n_corpus].T
     ranking = []
-    for qi in range(len(queries)):
+    for qi in range(len(texts) - n_corpus):
         order = np.argsort(-sims[qi], kind="stable")[:3]
         ranking.append({"query": qi, "top": [int(j) for j in order], "scores": [float(sims[qi][j]) for j in order]})
-    weights = os.path.join(folder, "model.safetensors")
     out = {
-        "about": "sentence-transformers embeddings for tests/models/test_bert.c; written by tools/embed_golden.py, "
-                 "do not edit",
-        "name": name,
+        "about": about,
+        "name": file_name,
         "command": command,
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
-        "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
-                     "sentence_transformers": sentence_transformers.__version__,
-                     "tokenizers": tokenizers.__version__, "numpy": np.__version__},
-        "model_sha256": sha256_of(weights),
+        "versions": versions,
+        "model_sha256": model_sha256,
         "dim": int(emb.shape[1]),
-        "max_seq_length": int(model.max_seq_length),
-        "n_corpus": len(corpus),
+        "max_seq_length": max_seq_length,
+        "n_corpus": n_corpus,
         "texts": texts,
         "ids": ids,
         "embeddings": [[float("%.9g" % v) for v in row] for row in emb.tolist()],
         "ranking": ranking,
     }
-    path = os.path.join(DIR, name + ".json")
+    path = os.path.join(DIR, file_name + ".json")
     with open(path, "w", encoding="utf-8") as f:
         json.dump(out, f, indent=None, separators=(",", ":"))
         f.write("\n")
@@ -355,6 +399,7 @@ def main():
     ap.add_argument("--make-tiny-xlmr", metavar="DIR")
     ap.add_argument("--make-tiny-modernbert", metavar="DIR")
     ap.add_argument("--make-tiny-qwen3", metavar="DIR")
+    ap.add_argument("--make-tiny-gemma", metavar="DIR")
     ap.add_argument("--name")
     ap.add_argument("--model", metavar="DIR")
     a = ap.parse_args()
@@ -377,6 +422,9 @@ def main():
     elif a.make_tiny_qwen3:
         make_tiny_qwen3(a.make_tiny_qwen3)
         golden(a.name or os.path.basename(os.path.normpath(a.make_tiny_qwen3)), a.make_tiny_qwen3, command)
+    elif a.make_tiny_gemma:
+        make_tiny_gemma(a.make_tiny_gemma)
+        golden(a.name or os.path.basename(os.path.normpath(a.make_tiny_gemma)), a.make_tiny_gemma, command)
     elif a.name and a.model:
         golden(a.name, a.model, command)
     else:

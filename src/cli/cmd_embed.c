@@ -23,8 +23,10 @@
 const char cli_usage_embed[] =
     "usage: hearth embed MODEL [--text T ...] [flags]\n"
     "\n"
-    "Sentence embeddings from an encoder checkpoint (BERT-style safetensors with its\n"
-    "sentence-transformers pooling), one vector per input. See docs/embeddings.md.\n"
+    "Sentence embeddings from an embedding model, one vector per input: a checkpoint folder\n"
+    "(BERT, RoBERTa, XLM-R, NomicBERT, ModernBERT, Qwen3 or EmbeddingGemma safetensors with its\n"
+    "sentence-transformers modules) or a GGUF file (bert, nomic-bert, or qwen3 with a\n"
+    "pooling_type). See docs/embeddings.md.\n"
     "\n"
     "  --text, -t T          an input (repeatable); without any, each line of stdin is one\n"
     "  --instruct I          put I in front of every input (as written; some models want a\n"

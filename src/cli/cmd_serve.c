@@ -18,7 +18,7 @@
  * Then it shuts down in order: server (ends connections, cancels their requests), engine,
  * model.
  *
- * An embedding model (a checkpoint folder hearth_bert_probe recognizes, such as
+ * An embedding model (a checkpoint folder or GGUF file hearth_bert_probe recognizes, such as
  * all-MiniLM-L6-v2) is served alone: no engine, POST /v1/embeddings and the model list, the
  * generation routes answering 400 (docs/embeddings.md).
  */

@@ -21,6 +21,7 @@
 #include "model/model_internal.h"
 #include "model/mxfp4.h"
 
+#include "base/file.h"
 #include "base/size.h"
 #include "kernels/kernels.h"
 #include "tensor/quant.h"
@@ -40,25 +41,6 @@ typedef struct {
     const char       *pfx;   /* "model.", "model.language_model.", "language_model.model." */
     int64_t           n_by_type[HEARTH_TYPE_COUNT];
 } loader;
-
-static char *slurp(const char *path, size_t max, size_t *len) {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return NULL;
-    char *buf = NULL;
-    struct stat st;
-    if (fstat(fileno(fp), &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size <= max &&
-        (buf = malloc((size_t)st.st_size + 1)) != NULL) {
-        if (fread(buf, 1, (size_t)st.st_size, fp) != (size_t)st.st_size) {
-            free(buf);
-            buf = NULL;
-        } else {
-            buf[st.st_size] = 0;
-            if (len) *len = (size_t)st.st_size;
-        }
-    }
-    fclose(fp);
-    return buf;
-}
 
 static float elem_f32(hearth_st_dtype dt, const uint8_t *p) {
     if (dt == HEARTH_ST_F32) {
@@ -640,11 +622,11 @@ static hearth_status load_tokenizer(loader *L, const char *dir) {
     char path[4200];
     size_t len = 0;
     snprintf(path, sizeof path, "%s/tokenizer.json", dir);
-    char *text = slurp(path, MAX_TOKENIZER_BYTES, &len);
+    char *text = hearth_file_read(path, MAX_TOKENIZER_BYTES, &len);
     bool spm = false;
     if (!text) { /* a SentencePiece model alone */
         snprintf(path, sizeof path, "%s/tokenizer.model", dir);
-        spm = (text = slurp(path, MAX_TOKENIZER_BYTES, &len)) != NULL;
+        spm = (text = hearth_file_read(path, MAX_TOKENIZER_BYTES, &len)) != NULL;
     }
     if (!text)
         return hearth_err_set(L->err, HEARTH_E_NOTFOUND, -1, "'%.200s' has no readable tokenizer.json or "
@@ -654,7 +636,7 @@ static hearth_status load_tokenizer(loader *L, const char *dir) {
     free(text);
     if (st) return st;
     snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
-    text = slurp(path, MAX_CONFIG_BYTES, &len);
+    text = hearth_file_read(path, MAX_CONFIG_BYTES, &len);
     cJSON *tc = text ? cJSON_ParseWithLength(text, len) : NULL;
     free(text);
     if (tc) {
@@ -674,7 +656,7 @@ static hearth_status load_tokenizer(loader *L, const char *dir) {
         cJSON_Delete(tc);
     }
     snprintf(path, sizeof path, "%s/chat_template.jinja", dir);
-    text = slurp(path, MAX_CONFIG_BYTES, &len);
+    text = hearth_file_read(path, MAX_CONFIG_BYTES, &len);
     if (text) {
         m->chat_template = hearth_arena_strndup(&m->arena, text, len);
         free(text);
@@ -723,14 +705,14 @@ hearth_status hearth_model_load_st(const char *path, hearth_model **out, hearth_
     char file[4200];
     size_t len = 0;
     snprintf(file, sizeof file, "%s/config.json", dir);
-    if (!(text = slurp(file, MAX_CONFIG_BYTES, &len))) {
+    if (!(text = hearth_file_read(file, MAX_CONFIG_BYTES, &len))) {
         st = hearth_err_set(err, HEARTH_E_NOTFOUND, -1, "'%.200s' has no readable config.json", dir);
         goto fail;
     }
     if ((st = hearth_hf_config_parse(text, len, cfg, err))) goto fail;
     free(text);
     snprintf(file, sizeof file, "%s/generation_config.json", dir);
-    if ((text = slurp(file, MAX_CONFIG_BYTES, &len)) && (st = hearth_hf_gen_config_parse(text, len, cfg, err))) goto fail;
+    if ((text = hearth_file_read(file, MAX_CONFIG_BYTES, &len)) && (st = hearth_hf_gen_config_parse(text, len, cfg, err))) goto fail;
     free(text);
     text = NULL;
     if ((st = hearth_st_open(path, &m->st, err))) goto fail;

@@ -2,7 +2,8 @@
  * tok_gguf.h - the GGUF front end of the tokenizer: reads the tokenizer.ggml.* metadata of an
  * open GGUF file into a hearth_tok_spec and builds the tokenizer (tokenizer/tokenizer.h).
  *
- * Keys read: tokenizer.ggml.model ("llama" -> SentencePiece BPE, "gpt2" -> byte-level BPE; other
+ * Keys read: tokenizer.ggml.model ("llama" -> SentencePiece BPE, "gpt2" -> byte-level BPE, "bert" ->
+ * WordPiece, built by tok_gguf_wpm.c; other
  * models are HEARTH_E_UNSUPPORTED naming them), .pre, .tokens, .scores (float32 or int32),
  * .token_type, .merges, .bos_token_id / .eos_token_id / .eot_token_id / .unknown_token_id /
  * .padding_token_id, .fim_{pre,suf,mid,pad,rep,sep}_token_id (or the older .prefix_token_id,
@@ -21,3 +22,7 @@
 /* Build the tokenizer of g into *out (caller destroys with hearth_tok_destroy). On failure
  * returns the status, fills err (may be NULL) naming the key, and sets *out = NULL. */
 hearth_status hearth_tok_from_gguf(const hearth_gguf *g, hearth_tok **out, hearth_err *err);
+
+/* The WordPiece tokenizer of tokenizer.ggml.model "bert" (tok_gguf_wpm.c); hearth_tok_from_gguf
+ * calls it for that model. Same contract. */
+hearth_status hearth_tok_wpm_from_gguf(const hearth_gguf *g, hearth_tok **out, hearth_err *err);

@@ -16,7 +16,9 @@
  *   h   = gelu_erf(x Wup^T + bup)                 [T][d_ff]
  *   x   = LayerNorm(x + h Wdown^T + bdown)
  * before the first layer x = LayerNorm(word[id] + position[p] + token_type[0]), p counting from
- * 0 in each sequence (from pad_token_id + 1 for RoBERTa and XLM-R). After the last, the pooling (mean over the sequence's rows, summed in
+ * 0 in each sequence (from pad_token_id + 1 for RoBERTa and XLM-R). NomicBERT (b->rope) is the
+ * same layer with no biases, no position table, q and k rotated by position after the QKV GEMM,
+ * and silu(x Wgate^T) * (x Wup^T) in place of the GELU. After the last, the pooling (mean over the sequence's rows, summed in
  * double; the first row; the last row) and, when configured, L2 normalization, as
  * sentence-transformers' Pooling and Normalize modules compute them.
  *
@@ -31,6 +33,7 @@
 #include "kernels/gemm_f32.h"
 #include "kernels/kernels.h"
 #include "kernels/ref/encoder_ref.h"
+#include "kernels/ref/ops_ref.h"
 
 #include <math.h>
 #include <stdatomic.h>
@@ -78,8 +81,10 @@ static void rows_job(void *arg, int ith, int nth) {
         case ROWS_EMBED: {
             float *t = f->tmp + r * d;
             row_of(&b->word, f->tok_ids[r], xr);
-            row_of(&b->pos, f->tok_pos[r], t);
-            for (int64_t i = 0; i < d; i++) xr[i] += t[i];
+            if (b->pos.data) { /* NomicBERT has none: its positions are rotary */
+                row_of(&b->pos, f->tok_pos[r], t);
+                for (int64_t i = 0; i < d; i++) xr[i] += t[i];
+            }
             row_of(&b->type, 0, t);
             for (int64_t i = 0; i < d; i++) xr[i] += t[i];
             hearth_layernorm_ref(xr, b->emb_ln_w, b->emb_ln_b, xr, 1, d, b->eps);
@@ -87,20 +92,34 @@ static void rows_job(void *arg, int ith, int nth) {
         }
         case ROWS_QKV_BIAS: {
             float *q = f->qkv + r * 3 * d;
-            for (int64_t i = 0; i < d; i++) {
-                q[i] += f->l->bq[i];
-                q[d + i] += f->l->bk[i];
-                q[2 * d + i] += f->l->bv[i];
+            if (f->l->bq)
+                for (int64_t i = 0; i < d; i++) {
+                    q[i] += f->l->bq[i];
+                    q[d + i] += f->l->bk[i];
+                    q[2 * d + i] += f->l->bv[i];
+                }
+            if (b->rope) { /* NomicBERT: q's heads, then k's, rotated by position (rotate-half) */
+                hearth_rope_params rp = {.inv_freq = b->inv_freq_global, .neox = true};
+                for (int32_t hh = 0; hh < 2 * b->n_head; hh++)
+                    hearth_rope_ref(q + (int64_t)hh * b->head_dim, b->head_dim, f->tok_pos[r], &rp);
             }
             break;
         }
         case ROWS_RESIDUAL_LN: {
             const float *y = f->tmp + r * d;
-            for (int64_t i = 0; i < d; i++) xr[i] += y[i] + f->bias[i];
+            if (f->bias)
+                for (int64_t i = 0; i < d; i++) xr[i] += y[i] + f->bias[i];
+            else
+                for (int64_t i = 0; i < d; i++) xr[i] += y[i];
             hearth_layernorm_ref(xr, f->ln_w, f->ln_b, xr, 1, d, b->eps);
             break;
         }
         case ROWS_UP_GELU: {
+            if (f->l->w_gate.data) { /* NomicBERT: silu(gate) * up, in place over the gate half */
+                float *u = f->ff + r * 2 * b->d_ff;
+                for (int64_t i = 0; i < b->d_ff; i++) u[i] = u[i] / (1.0f + expf(-u[i])) * u[b->d_ff + i];
+                break;
+            }
             float *h = f->ff + r * b->d_ff;
             for (int64_t i = 0; i < b->d_ff; i++) h[i] += f->l->b_up[i];
             f->gelu(h, b->d_ff);
@@ -138,18 +157,35 @@ static void gemm(const hearth_bert *b, const float *packed, int64_t n_out, int64
     hearth_gemm_f32(b->pool, packed, n_out, n_in, x, n_in, n_tok, y, n_out);
 }
 
-static void pool_out(const hearth_bert *b, const float *x, int64_t start, int64_t len, float *out) {
+/* The pooled vector of rows [start, start + len) of x into out[0..out_dim): the pooling, then the
+ * Dense modules (y = W x + b in float, each output one dot product in order), then the
+ * normalization. tmp: two halves of `half` floats (the widest of d and every Dense output), used in
+ * turn. */
+static void pool_out(const hearth_bert *b, const float *x, int64_t start, int64_t len, float *tmp, int64_t half,
+                     float *out) {
     const int64_t d = b->d;
-    if (b->pooling == HEARTH_POOLING_CLS) memcpy(out, x + start * d, (size_t)d * sizeof *out);
-    else if (b->pooling == HEARTH_POOLING_LAST) memcpy(out, x + (start + len - 1) * d, (size_t)d * sizeof *out);
+    float *v = b->n_dense ? tmp : out;
+    if (b->pooling == HEARTH_POOLING_CLS) memcpy(v, x + start * d, (size_t)d * sizeof *v);
+    else if (b->pooling == HEARTH_POOLING_LAST) memcpy(v, x + (start + len - 1) * d, (size_t)d * sizeof *v);
     else {
         for (int64_t i = 0; i < d; i++) {
             double sum = 0;
             for (int64_t t = 0; t < len; t++) sum += x[(start + t) * d + i];
-            out[i] = (float)(sum / (double)len);
+            v[i] = (float)(sum / (double)len);
         }
     }
-    if (b->normalize) hearth_embed_normalize(out, d);
+    for (int k = 0; k < b->n_dense; k++) {
+        const int64_t n_in = b->dense[k].n_in, n_out = b->dense[k].n_out;
+        float *y = k == b->n_dense - 1 ? out : (v == tmp ? tmp + half : tmp);
+        for (int64_t o = 0; o < n_out; o++) {
+            const float *w = b->dense[k].w + o * n_in;
+            float acc = 0;
+            for (int64_t i = 0; i < n_in; i++) acc += w[i] * v[i];
+            y[o] = acc + (b->dense[k].bias ? b->dense[k].bias[o] : 0.0f);
+        }
+        v = y;
+    }
+    if (b->normalize) hearth_embed_normalize(out, b->out_dim);
 }
 
 void hearth_embed_normalize(float *x, int64_t dim) {
@@ -166,12 +202,15 @@ static hearth_status forward(hearth_bert *b, const int32_t *const *ids, const si
                              int64_t n_tok, int64_t max_len, float *out) {
     const int64_t d = b->d, n_seq = s1 - s0;
     const int nth = hearth_pool_size(b->pool);
-    size_t n_floats = (size_t)n_tok * (size_t)(d * 6 + b->d_ff) + (size_t)nth * (size_t)max_len;
-    float *buf = malloc(n_floats * sizeof(float));
+    const int64_t ff_w = b->rope ? 2 * b->d_ff : b->d_ff; /* NomicBERT's gate | up */
+    size_t n_floats = (size_t)n_tok * (size_t)(d * 6 + ff_w) + (size_t)nth * (size_t)max_len;
+    int64_t widest = d;
+    for (int k = 0; k < b->n_dense; k++) widest = b->dense[k].n_out > widest ? b->dense[k].n_out : widest;
+    float *buf = malloc(n_floats * sizeof(float)), *pool_tmp = malloc((size_t)widest * 2 * sizeof(float));
     int32_t *tok = malloc((size_t)n_tok * 2 * sizeof *tok);
     int64_t *start = malloc((size_t)n_seq * 2 * sizeof *start);
     hearth_status st = HEARTH_OK;
-    if (!buf || !tok || !start) {
+    if (!buf || !tok || !start || !pool_tmp) {
         st = HEARTH_E_NOMEM;
         goto out;
     }
@@ -181,7 +220,7 @@ static hearth_status forward(hearth_bert *b, const int32_t *const *ids, const si
     f.ctx = f.qkv + n_tok * 3 * d;
     f.tmp = f.ctx + n_tok * d;
     f.ff = f.tmp + n_tok * d;
-    f.scores = f.ff + n_tok * b->d_ff;
+    f.scores = f.ff + n_tok * ff_w;
     int32_t *tok_ids = tok, *tok_pos = tok + n_tok;
     int64_t t = 0;
     for (int64_t s = 0; s < n_seq; s++) {
@@ -216,17 +255,19 @@ static hearth_status forward(hearth_bert *b, const int32_t *const *ids, const si
         f.ln_w = l->ln1_w;
         f.ln_b = l->ln1_b;
         run_rows(&f, ROWS_RESIDUAL_LN);
-        gemm(b, l->p_up, b->d_ff, d, f.x, n_tok, f.ff);
+        gemm(b, l->p_up, ff_w, d, f.x, n_tok, f.ff);
         run_rows(&f, ROWS_UP_GELU);
-        gemm(b, l->p_down, d, b->d_ff, f.ff, n_tok, f.tmp);
+        hearth_gemm_f32(b->pool, l->p_down, d, b->d_ff, f.ff, ff_w, n_tok, f.tmp, d);
         f.bias = l->b_down;
         f.ln_w = l->ln2_w;
         f.ln_b = l->ln2_b;
         run_rows(&f, ROWS_RESIDUAL_LN);
     }
 pool:
-    for (int64_t s = 0; s < n_seq; s++) pool_out(b, f.x, start[s], f.len[s], out + (s0 + s) * d);
+    for (int64_t s = 0; s < n_seq; s++) pool_out(b, f.x, start[s], f.len[s], pool_tmp, widest,
+                                                    out + (s0 + s) * b->out_dim);
 out:
+    free(pool_tmp);
     free(start);
     free(tok);
     free(buf);

@@ -3,13 +3,17 @@
  * plus, when there, its sentence-transformers configuration).
  *
  * What loads: a folder with config.json (model_type "bert", "roberta" or "xlm-roberta",
- * absolute positions, hidden_act "gelu"; or "modernbert", modernbert.c; or "qwen3", a decoder
- * used for embeddings, qwen3_embed.c), model.safetensors (f32, f16 or bf16; tensor names
- * with or without the "bert." / "roberta." prefix), tokenizer.json, and optionally modules.json with its Pooling module's config.json
- * (mean, CLS or last-token pooling) and a Normalize module (L2 normalization), and
- * sentence_bert_config.json's max_seq_length (the context; else max_position_embeddings).
- * Without modules.json the pooling is the mean and nothing is normalized, as
- * sentence-transformers does for a bare transformers checkpoint.
+ * absolute positions, hidden_act "gelu"; or "nomic_bert", the same layers with rotary
+ * positions and SwiGLU; or "modernbert", modernbert.c; or "qwen3", a decoder used for
+ * embeddings, or "gemma3_text" with bidirectional attention (EmbeddingGemma), qwen3_embed.c),
+ * model.safetensors (f32, f16 or bf16; tensor names with or without the "bert." / "roberta."
+ * prefix), tokenizer.json, and optionally modules.json with its Pooling module's config.json
+ * (mean, CLS or last-token pooling), Dense modules (applied after the pooling) and a Normalize
+ * module (L2 normalization), and sentence_bert_config.json's max_seq_length (the context; else
+ * max_position_embeddings). Without modules.json the pooling is the mean and nothing is
+ * normalized, as sentence-transformers does for a bare transformers checkpoint. Or one GGUF
+ * file of general.architecture "bert", "nomic-bert", or "qwen3" with a pooling_type, as
+ * llama.cpp's converter writes them (bert_gguf.c; normalized as llama.cpp returns them).
  *
  * The forward (bert.c) takes several sequences at once as one flat batch of tokens: every
  * matmul runs over all of them, attention is bidirectional within each sequence, and nothing
@@ -45,8 +49,10 @@ typedef struct {
 hearth_bert_params hearth_bert_params_default(void);
 
 /* Is path a folder that looks like an embedding checkpoint (config.json's model_type is one
- * hearth_bert_load takes; for "qwen3", which is a chat model as often, sentence-transformers'
- * modules.json must be there too)? Reads those files only; false for anything else. */
+ * hearth_bert_load takes; for "qwen3" and "gemma3_text", chat models as often,
+ * sentence-transformers' modules.json must be there too), or a GGUF file of an embedding model
+ * (bert, nomic-bert, qwen3 with a pooling_type)? Reads those files only (a GGUF's header);
+ * false for anything else. */
 bool hearth_bert_probe(const char *path);
 
 /* Load the checkpoint folder at path. On failure returns the status (HEARTH_E_UNSUPPORTED for
@@ -54,7 +60,7 @@ bool hearth_bert_probe(const char *path);
 hearth_status hearth_bert_load(const char *path, const hearth_bert_params *p, hearth_bert **out, hearth_err *err);
 void          hearth_bert_destroy(hearth_bert *b); /* accepts NULL */
 
-int64_t        hearth_bert_dim(const hearth_bert *b);        /* embedding size */
+int64_t        hearth_bert_dim(const hearth_bert *b);        /* embedding size (after any Dense module) */
 int32_t        hearth_bert_max_tokens(const hearth_bert *b); /* longest input, special tokens included */
 int32_t        hearth_bert_n_vocab(const hearth_bert *b);
 hearth_pooling hearth_bert_pooling(const hearth_bert *b);

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "base/thread.h"
+#include "model/gguf.h"
 #include "model/safetensors.h"
 #include "models/bert.h"
 #include "tensor/tensor.h"
@@ -31,7 +32,9 @@ typedef struct {
     /* Qwen3 (qwen3_embed.c): ln1 input_layernorm, ln2 post_attention_layernorm (RMSNorm
      * weights), p_qkv q | k | v rows, p_up gate | up rows */
     const float  *q_norm, *k_norm;       /* [head_dim] */
-    hearth_weight w_gate;                /* Qwen3's gate_proj [d_ff][d] */
+    const float  *post_attn_w, *post_ffn_w; /* EmbeddingGemma's sandwich norms [d] (1 + w folded in) */
+    hearth_weight w_gate;                /* Qwen3's gate_proj, NomicBERT's ffn_gate [d_ff][d]; when set,
+                                          * p_up is gate | up [2 d_ff][d] */
 } bert_layer;
 
 struct hearth_bert {
@@ -44,14 +47,27 @@ struct hearth_bert {
     char           family[16];           /* "bert", "roberta", "xlm-roberta", "modernbert" */
     bool           modern;               /* ModernBERT: pre-LN, rotary positions, GLU (modernbert.c) */
     bool           decoder;              /* Qwen3: a causal decoder embedding model (qwen3_embed.c) */
+    bool           rope;                 /* NomicBERT: BERT's post-LN layers with rotary positions (no
+                                          * position table), fused q | k | v, SwiGLU (w_gate), no biases */
     int32_t        n_head_kv;            /* Qwen3's key/value heads (grouped-query attention) */
+    bool           gemma;                /* EmbeddingGemma: a bidirectional Gemma 3 (decoder is set too) */
+    float          embed_scale;          /* Gemma: word rows times sqrt(d) */
+    float          attn_scale;           /* Gemma: query_pre_attn_scalar^-1/2 */
+    int64_t        out_dim;              /* the embedding's size: d, or the last Dense module's output */
+    int            n_dense;              /* sentence-transformers Dense modules after the pooling */
+    struct {
+        float         *w;                /* owned [n_out][n_in] f32 */
+        float         *bias;             /* owned [n_out] or NULL */
+        int64_t        n_in, n_out;
+    } dense[4];
     const float   *final_w, *final_b;    /* ModernBERT's final_norm [d] (b may be NULL) */
     float          inv_freq_global[256], inv_freq_local[256]; /* rotary, head_dim / 2 each */
     int32_t        window;               /* sliding layers: keys within |i - j| <= window */
     float          eps;
     hearth_pooling pooling;
     bool           normalize;
-    hearth_st     *st;                   /* owned: the mapping the weights point into */
+    hearth_st     *st;                   /* owned: the mapping the weights point into (safetensors) */
+    hearth_gguf   *gg;                   /* owned: the same for a GGUF file (bert_gguf.c) */
     hearth_tok    *tok;                  /* owned */
     hearth_weight  word, pos, type;      /* embedding tables [n][d] */
     const float   *emb_ln_w, *emb_ln_b;  /* [d] */
@@ -65,6 +81,21 @@ struct hearth_bert {
     pthread_mutex_t mu;
     hearth_pool   *pool;                 /* owned */
 };
+
+/* bert_load.c's helpers, shared with the GGUF loader (bert_gguf.c). */
+void         *hearth_bert_keep(hearth_bert *b, void *p);   /* b owns p from now on; NULL (p freed) on no memory */
+hearth_status hearth_bert_pack_layers(hearth_bert *b, hearth_err *err);
+/* Load a GGUF file (general.architecture bert or qwen3) into b: shape, pooling, weights,
+ * tokenizer. b->params is set; the caller packs the layers and starts the pool. */
+hearth_status hearth_bert_load_gguf(hearth_bert *b, const char *path, hearth_err *err);
+/* Is path a GGUF file of an embedding model (bert, or qwen3 with a pooling_type)? */
+bool          hearth_bert_probe_gguf(const char *path);
+
+/* One (sequence, head) of attention over n rows (embed_attn.c): query row i at q + i ld, key
+ * and value rows j at k + j ld and v + j ld, the output row at o + i ldo. Keys: all, 0..i when
+ * causal, and within |i - j| <= window when window >= 0. sc: n floats of scratch. */
+void hearth_embed_attn_head(const float *q, const float *k, const float *v, int64_t ld, float *o, int64_t ldo,
+                            int64_t n, int32_t hd, float scale, bool causal, int32_t window, float *sc);
 
 /* Qwen3's forward, the same contract (qwen3_embed.c). */
 hearth_status hearth_qwen3_embed_forward(const hearth_bert *b, const int32_t *tok_ids, const int32_t *tok_pos,

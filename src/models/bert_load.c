@@ -22,12 +22,14 @@
  */
 #include "models/bert_internal.h"
 
+#include "base/file.h"
 #include "base/size.h"
 #include "kernels/gemm_f32.h"
 #include "kernels/kernels.h"
 #include "kernels/ref/ops_ref.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,29 +41,10 @@ hearth_bert_params hearth_bert_params_default(void) {
     return (hearth_bert_params){.n_threads = 0, .max_batch_tokens = 8192};
 }
 
-static char *slurp(const char *path, size_t max, size_t *len) {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return NULL;
-    char *buf = NULL;
-    struct stat st;
-    if (fstat(fileno(fp), &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size <= max &&
-        (buf = malloc((size_t)st.st_size + 1)) != NULL) {
-        if (fread(buf, 1, (size_t)st.st_size, fp) != (size_t)st.st_size) {
-            free(buf);
-            buf = NULL;
-        } else {
-            buf[st.st_size] = 0;
-            if (len) *len = (size_t)st.st_size;
-        }
-    }
-    fclose(fp);
-    return buf;
-}
-
 static cJSON *read_json(const char *dir, const char *name) {
     char path[4096];
     if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path) return NULL;
-    char *text = slurp(path, MAX_JSON_BYTES, NULL);
+    char *text = hearth_file_read(path, MAX_JSON_BYTES, NULL);
     if (!text) return NULL;
     cJSON *j = cJSON_Parse(text);
     free(text);
@@ -72,16 +55,19 @@ static cJSON *read_json(const char *dir, const char *name) {
  * counted from pad_token_id + 1, as their embeddings make position ids). */
 static bool family_ok(const char *mt) {
     return !strcmp(mt, "bert") || !strcmp(mt, "roberta") || !strcmp(mt, "xlm-roberta") || !strcmp(mt, "modernbert") ||
-           !strcmp(mt, "qwen3");
+           !strcmp(mt, "qwen3") || !strcmp(mt, "nomic_bert") || !strcmp(mt, "gemma3_text");
 }
 
 bool hearth_bert_probe(const char *path) {
     struct stat st;
-    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) return false;
+    if (stat(path, &st) != 0) return false;
+    if (S_ISREG(st.st_mode)) return hearth_bert_probe_gguf(path);
+    if (!S_ISDIR(st.st_mode)) return false;
     cJSON *cfg = read_json(path, "config.json");
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(cfg, "model_type");
     bool ok = cJSON_IsString(mt) && family_ok(mt->valuestring);
-    if (ok && !strcmp(mt->valuestring, "qwen3")) { /* a chat model too: an embedding one only with modules.json */
+    if (ok && (!strcmp(mt->valuestring, "qwen3") || !strcmp(mt->valuestring, "gemma3_text"))) {
+        /* a chat model too: an embedding one only with modules.json */
         cJSON *mods = read_json(path, "modules.json");
         ok = cJSON_IsArray(mods);
         cJSON_Delete(mods);
@@ -96,7 +82,7 @@ typedef struct {
     const char  *pfx;   /* "" or "bert." */
 } loader;
 
-static void *keep(hearth_bert *b, void *p) {
+void *hearth_bert_keep(hearth_bert *b, void *p) {
     if (!p) return NULL;
     void **grown = realloc(b->owned, (size_t)(b->n_owned + 1) * sizeof *grown);
     if (!grown) {
@@ -128,7 +114,7 @@ static hearth_status get_matrix(loader *L, const char *name, int64_t rows, int64
     size_t esz = hearth_st_dtype_size(t->dtype);
     const void *data = t->data;
     if ((uintptr_t)data % esz) {
-        void *copy = keep(L->b, malloc(t->n_bytes));
+        void *copy = hearth_bert_keep(L->b, malloc(t->n_bytes));
         if (!copy) return hearth_err_set(L->err, HEARTH_E_NOMEM, -1, "out of memory copying %s", t->name);
         memcpy(copy, data, t->n_bytes);
         data = copy;
@@ -148,7 +134,7 @@ static hearth_status get_vector(loader *L, const char *name, int64_t n, const fl
                               hearth_st_dtype_name(t->dtype));
     if (t->n_dims != 1 || t->shape[0] != n)
         return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "tensor %s: shape is not [%lld]", t->name, (long long)n);
-    float *v = keep(L->b, malloc((size_t)n * sizeof *v));
+    float *v = hearth_bert_keep(L->b, malloc((size_t)n * sizeof *v));
     if (!v) return hearth_err_set(L->err, HEARTH_E_NOMEM, -1, "out of memory copying %s", t->name);
     size_t esz = hearth_st_dtype_size(t->dtype);
     const uint8_t *p = t->data;
@@ -179,6 +165,35 @@ static double cfg_num(const cJSON *cfg, const char *key, double dflt) {
     return cJSON_IsNumber(v) ? v->valuedouble : dflt;
 }
 
+/* Two rotary bases, full-attention and sliding layers: rope_parameters of transformers 5, else
+ * the keys g_key / l_key of older configs (defaults g_dflt / l_dflt). */
+static void read_rope_bases(hearth_bert *b, const cJSON *cfg, const char *g_key, double g_dflt, const char *l_key,
+                            double l_dflt) {
+    double g_theta = cfg_num(cfg, g_key, g_dflt), l_theta = cfg_num(cfg, l_key, l_dflt);
+    const cJSON *rp = cJSON_GetObjectItemCaseSensitive(cfg, "rope_parameters");
+    g_theta = cfg_num(cJSON_GetObjectItemCaseSensitive(rp, "full_attention"), "rope_theta", g_theta);
+    l_theta = cfg_num(cJSON_GetObjectItemCaseSensitive(rp, "sliding_attention"), "rope_theta", l_theta);
+    hearth_rope_inv_freq(b->inv_freq_global, b->head_dim, (float)g_theta, 1.0f);
+    hearth_rope_inv_freq(b->inv_freq_local, b->head_dim, (float)l_theta, 1.0f);
+}
+
+/* The layers (allocated here) and which of them slide: layer_types when there, else (every > 0)
+ * all but every every-th layer from 0; every <= 0 makes layer_types required. */
+static hearth_status read_layer_types(hearth_bert *b, const cJSON *cfg, int64_t every, hearth_err *err) {
+    if (!(b->layers = calloc((size_t)b->n_layer, sizeof *b->layers)))
+        return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
+    const cJSON *types = cJSON_GetObjectItemCaseSensitive(cfg, "layer_types");
+    if ((types || every <= 0) && cJSON_GetArraySize(types) != b->n_layer)
+        return hearth_err_set(err, HEARTH_E_FORMAT, -1, "config.json: layer_types has %d entries for %lld layers",
+                              cJSON_GetArraySize(types), (long long)b->n_layer);
+    for (int64_t il = 0; il < b->n_layer; il++) {
+        const cJSON *t = types ? cJSON_GetArrayItem(types, (int)il) : NULL;
+        b->layers[il].sliding = t ? cJSON_IsString(t) && !strcmp(t->valuestring, "sliding_attention")
+                                  : every > 0 && il % every != 0;
+    }
+    return HEARTH_OK;
+}
+
 /* ModernBERT's config.json: the shape, hidden_activation, which layers attend globally
  * (layer_types, else every global_attn_every_n_layers-th from layer 0) and the two rotary bases
  * (rope_parameters of transformers 5, else global_rope_theta / local_rope_theta). */
@@ -202,25 +217,9 @@ static hearth_status read_modern_shape(hearth_bert *b, const cJSON *cfg, hearth_
     b->head_dim = (int32_t)(b->d / b->n_head);
     b->max_tokens = b->n_pos;
     b->window = (int32_t)(cfg_int(cfg, "local_attention", 128) / 2);
-    double g_theta = cfg_num(cfg, "global_rope_theta", 160000.0), l_theta = cfg_num(cfg, "local_rope_theta", 10000.0);
-    const cJSON *rp = cJSON_GetObjectItemCaseSensitive(cfg, "rope_parameters");
-    g_theta = cfg_num(cJSON_GetObjectItemCaseSensitive(rp, "full_attention"), "rope_theta", g_theta);
-    l_theta = cfg_num(cJSON_GetObjectItemCaseSensitive(rp, "sliding_attention"), "rope_theta", l_theta);
-    hearth_rope_inv_freq(b->inv_freq_global, b->head_dim, (float)g_theta, 1.0f);
-    hearth_rope_inv_freq(b->inv_freq_local, b->head_dim, (float)l_theta, 1.0f);
-    if (!(b->layers = calloc((size_t)b->n_layer, sizeof *b->layers)))
-        return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
-    const cJSON *types = cJSON_GetObjectItemCaseSensitive(cfg, "layer_types");
+    read_rope_bases(b, cfg, "global_rope_theta", 160000.0, "local_rope_theta", 10000.0);
     const int64_t every = cfg_int(cfg, "global_attn_every_n_layers", 3);
-    if (types && cJSON_GetArraySize(types) != b->n_layer)
-        return hearth_err_set(err, HEARTH_E_FORMAT, -1, "config.json: layer_types has %d entries for %lld layers",
-                              cJSON_GetArraySize(types), (long long)b->n_layer);
-    for (int64_t il = 0; il < b->n_layer; il++) {
-        const cJSON *t = types ? cJSON_GetArrayItem(types, (int)il) : NULL;
-        b->layers[il].sliding = t ? cJSON_IsString(t) && !strcmp(t->valuestring, "sliding_attention")
-                                  : every > 0 && il % every != 0;
-    }
-    return HEARTH_OK;
+    return read_layer_types(b, cfg, every > 0 ? every : 1, err);
 }
 
 /* Qwen3's config.json (a decoder used for embeddings, as Qwen3-Embedding is): the shape,
@@ -256,6 +255,80 @@ static hearth_status read_qwen3_shape(hearth_bert *b, const cJSON *cfg, hearth_e
     return HEARTH_OK;
 }
 
+/* EmbeddingGemma's config.json (transformers' gemma3_text with use_bidirectional_attention): the
+ * Qwen3-like shape, query_pre_attn_scalar, sliding_window (a sliding layer's query i sees keys
+ * with |i - j| < sliding_window / 2 + 1), layer_types, the two rotary bases (rope_parameters of
+ * transformers 5, else rope_theta / rope_local_base_freq), hidden_activation gelu_pytorch_tanh.
+ * A causal gemma3_text (a chat model) and soft-capped attention are refused. */
+static hearth_status read_gemma_shape(hearth_bert *b, const cJSON *cfg, hearth_err *err) {
+    b->decoder = b->gemma = true;
+    b->d = cfg_int(cfg, "hidden_size", 0);
+    b->n_layer = cfg_int(cfg, "num_hidden_layers", 0);
+    b->n_head = (int32_t)cfg_int(cfg, "num_attention_heads", 0);
+    b->n_head_kv = (int32_t)cfg_int(cfg, "num_key_value_heads", b->n_head);
+    b->head_dim = (int32_t)cfg_int(cfg, "head_dim", 256);
+    b->d_ff = cfg_int(cfg, "intermediate_size", 0);
+    b->n_vocab = (int32_t)cfg_int(cfg, "vocab_size", 0);
+    b->n_pos = (int32_t)cfg_int(cfg, "max_position_embeddings", 2048);
+    b->eps = (float)cfg_num(cfg, "rms_norm_eps", 1e-6);
+    const cJSON *act = cJSON_GetObjectItemCaseSensitive(cfg, "hidden_activation");
+    if (cJSON_IsString(act) && strcmp(act->valuestring, "gelu_pytorch_tanh"))
+        return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "hidden_activation '%.60s' is not supported "
+                              "(gelu_pytorch_tanh only)", act->valuestring);
+    if (!cfg_true(cfg, "use_bidirectional_attention"))
+        return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "gemma3_text without use_bidirectional_attention is a "
+                              "chat model, not an embedding model");
+    if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(cfg, "attn_logit_softcapping")))
+        return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "gemma3_text with attn_logit_softcapping is not supported");
+    if (b->d <= 0 || b->d > 65536 || b->n_layer <= 0 || b->n_layer > 1024 || b->n_head <= 0 || b->n_head_kv <= 0 ||
+        b->n_head % b->n_head_kv || b->head_dim <= 0 || b->head_dim > 512 || b->head_dim % 2 || b->d_ff <= 0 ||
+        b->d_ff > (1 << 20) || b->n_vocab <= 0 || b->n_pos <= 0 || !(b->eps >= 0))
+        return hearth_err_set(err, HEARTH_E_FORMAT, -1, "config.json: a missing or impossible Gemma 3 shape");
+    b->max_tokens = b->n_pos;
+    b->embed_scale = (float)sqrt((double)b->d);
+    b->attn_scale = (float)(1.0 / sqrt(cfg_num(cfg, "query_pre_attn_scalar", (double)b->head_dim)));
+    b->window = (int32_t)(cfg_int(cfg, "sliding_window", 512) / 2);
+    read_rope_bases(b, cfg, "rope_theta", 1000000.0, "rope_local_base_freq", 10000.0);
+    return read_layer_types(b, cfg, 0, err);
+}
+
+/* NomicBERT's config.json (nomic-embed-text's NomicBertConfig, GPT-2 style keys): n_embd,
+ * n_layer, n_head, n_inner, n_positions, vocab_size, type_vocab_size, layer_norm_epsilon,
+ * rotary_emb_base. The settings of the layout bert.c computes are required as they are: post-LN
+ * (prenorm false), SwiGLU, rotary over the whole head (rotary_emb_fraction 1), rotate-half (not
+ * interleaved), no q/k/v or MLP biases; anything else is refused by name. */
+static hearth_status read_nomic_shape(hearth_bert *b, const cJSON *cfg, hearth_err *err) {
+    b->rope = true;
+    b->d = cfg_int(cfg, "n_embd", 0);
+    b->n_layer = cfg_int(cfg, "n_layer", 0);
+    b->n_head = (int32_t)cfg_int(cfg, "n_head", 0);
+    b->d_ff = cfg_int(cfg, "n_inner", 4 * b->d);
+    b->n_vocab = (int32_t)cfg_int(cfg, "vocab_size", 0);
+    b->n_pos = (int32_t)cfg_int(cfg, "n_positions", 2048);
+    b->n_type = (int32_t)cfg_int(cfg, "type_vocab_size", 2);
+    b->eps = (float)cfg_num(cfg, "layer_norm_epsilon", 1e-12);
+    const cJSON *act = cJSON_GetObjectItemCaseSensitive(cfg, "activation_function");
+    if (cJSON_IsString(act) && strcmp(act->valuestring, "swiglu"))
+        return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "activation_function '%.60s' is not supported (swiglu "
+                              "only)", act->valuestring);
+    static const char *const off[] = {"prenorm", "rotary_emb_interleaved", "qkv_proj_bias", "mlp_fc1_bias",
+                                      "mlp_fc2_bias"};
+    for (int i = 0; i < 5; i++)
+        if (cfg_true(cfg, off[i]))
+            return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "NomicBERT with %s is not supported", off[i]);
+    if (cfg_num(cfg, "rotary_emb_fraction", 1.0) != 1.0)
+        return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "NomicBERT with rotary_emb_fraction %g is not supported "
+                              "(1 only)", cfg_num(cfg, "rotary_emb_fraction", 1.0));
+    if (b->d <= 0 || b->d > 65536 || b->n_layer <= 0 || b->n_layer > 1024 || b->n_head <= 0 || b->d % b->n_head ||
+        (b->d / b->n_head) % 2 || b->d / b->n_head > 512 || b->d_ff <= 0 || b->d_ff > (1 << 20) || b->n_vocab <= 0 ||
+        b->n_pos <= 0 || b->n_pos > (1 << 20) || b->n_type <= 0 || b->n_type > 1024 || !(b->eps >= 0))
+        return hearth_err_set(err, HEARTH_E_FORMAT, -1, "config.json: a missing or impossible NomicBERT shape");
+    b->head_dim = (int32_t)(b->d / b->n_head);
+    b->max_tokens = b->n_pos;
+    hearth_rope_inv_freq(b->inv_freq_global, b->head_dim, (float)cfg_num(cfg, "rotary_emb_base", 10000.0), 1.0f);
+    return HEARTH_OK;
+}
+
 static hearth_status read_shape(hearth_bert *b, const char *dir, hearth_err *err) {
     hearth_status st = HEARTH_OK;
     cJSON *cfg = read_json(dir, "config.json");
@@ -265,7 +338,7 @@ static hearth_status read_shape(hearth_bert *b, const char *dir, hearth_err *err
     const cJSON *pe = cJSON_GetObjectItemCaseSensitive(cfg, "position_embedding_type");
     if (!cJSON_IsString(mt) || !family_ok(mt->valuestring)) {
         st = hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "model_type '%.60s' is not an encoder hearth embeds with "
-                            "(bert, roberta, xlm-roberta, modernbert, qwen3)", cJSON_IsString(mt) ? mt->valuestring : "?");
+                            "(bert, roberta, xlm-roberta, modernbert, qwen3, nomic_bert, gemma3_text)", cJSON_IsString(mt) ? mt->valuestring : "?");
         goto out;
     }
     snprintf(b->family, sizeof b->family, "%s", mt->valuestring);
@@ -275,6 +348,14 @@ static hearth_status read_shape(hearth_bert *b, const char *dir, hearth_err *err
     }
     if (!strcmp(mt->valuestring, "qwen3")) {
         st = read_qwen3_shape(b, cfg, err);
+        goto out;
+    }
+    if (!strcmp(mt->valuestring, "nomic_bert")) {
+        st = read_nomic_shape(b, cfg, err);
+        goto out;
+    }
+    if (!strcmp(mt->valuestring, "gemma3_text")) {
+        st = read_gemma_shape(b, cfg, err);
         goto out;
     }
     b->pos_offset = strcmp(mt->valuestring, "bert") ? (int32_t)cfg_int(cfg, "pad_token_id", 1) + 1 : 0;
@@ -346,9 +427,9 @@ static hearth_status read_sentence_config(hearth_bert *b, const char *dir, heart
                                     "cannot be read", name);
                 goto out;
             }
-        } else if (strcmp(kind, "Transformer")) {
+        } else if (strcmp(kind, "Transformer") && strcmp(kind, "Dense")) { /* Dense: load_dense */
             st = hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "modules.json: module %.80s is not supported "
-                                "(Transformer, Pooling, Normalize)", type->valuestring);
+                                "(Transformer, Pooling, Dense, Normalize)", type->valuestring);
             goto out;
         }
     }
@@ -357,6 +438,18 @@ static hearth_status read_sentence_config(hearth_bert *b, const char *dir, heart
         if (cfg_true(pool, "pooling_mode_mean_tokens")) { b->pooling = HEARTH_POOLING_MEAN; n_set++; }
         if (cfg_true(pool, "pooling_mode_cls_token")) { b->pooling = HEARTH_POOLING_CLS; n_set++; }
         if (cfg_true(pool, "pooling_mode_lasttoken")) { b->pooling = HEARTH_POOLING_LAST; n_set++; }
+        const cJSON *mode = cJSON_GetObjectItemCaseSensitive(pool, "pooling_mode"); /* sentence-transformers 6.3 */
+        if (cJSON_IsString(mode)) {
+            const char *pm = mode->valuestring;
+            if (!strcmp(pm, "mean")) { b->pooling = HEARTH_POOLING_MEAN; n_set++; }
+            else if (!strcmp(pm, "cls")) { b->pooling = HEARTH_POOLING_CLS; n_set++; }
+            else if (!strcmp(pm, "lasttoken")) { b->pooling = HEARTH_POOLING_LAST; n_set++; }
+            else {
+                st = hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "pooling: pooling_mode '%.40s' is not supported "
+                                    "(mean, cls, lasttoken)", pm);
+                goto out;
+            }
+        }
         if (cfg_true(pool, "pooling_mode_max_tokens") || cfg_true(pool, "pooling_mode_mean_sqrt_len_tokens") ||
             cfg_true(pool, "pooling_mode_weightedmean_tokens")) {
             st = hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "pooling: only mean, CLS and last-token pooling are "
@@ -368,7 +461,7 @@ static hearth_status read_sentence_config(hearth_bert *b, const char *dir, heart
                                 "pooling must be set (%d are)", n_set);
             goto out;
         }
-        int64_t wd = cfg_int(pool, "word_embedding_dimension", b->d);
+        int64_t wd = cfg_int(pool, "word_embedding_dimension", cfg_int(pool, "embedding_dimension", b->d));
         if (wd != b->d) {
             st = hearth_err_set(err, HEARTH_E_FORMAT, -1, "pooling: word_embedding_dimension %lld, the model has %lld",
                                 (long long)wd, (long long)b->d);
@@ -422,28 +515,73 @@ static hearth_status bind_modern(loader *L) {
     return HEARTH_OK;
 }
 
-static hearth_status bind_qwen3(loader *L) {
+/* A Gemma RMSNorm weight w, used as (1 + w): folded once into the f32 copy. */
+static hearth_status get_gemma_norm(loader *L, const char *name, int64_t n, const float **out) {
+    hearth_status st = get_vector(L, name, n, out);
+    if (!st)
+        for (int64_t i = 0; i < n; i++) ((float *)*out)[i] += 1.0f;
+    return st;
+}
+
+/* Qwen3 and EmbeddingGemma: the same decoder names; Gemma's norms are (1 + w), with the
+ * sandwich norms after attention and MLP and pre_feedforward_layernorm in
+ * post_attention_layernorm's place. */
+static hearth_status bind_decoder(loader *L) {
     hearth_bert *b = L->b;
     hearth_status st;
+    const bool gemma = b->gemma;
+    hearth_status (*norm)(loader *, const char *, int64_t, const float **) = gemma ? get_gemma_norm : get_vector;
     const int64_t qd = (int64_t)b->n_head * b->head_dim, kvd = (int64_t)b->n_head_kv * b->head_dim;
     L->pfx = find(L, "embed_tokens.weight") ? "" : "model.";
     if ((st = get_matrix(L, "embed_tokens.weight", b->n_vocab, b->d, &b->word)) ||
-        (st = get_vector(L, "norm.weight", b->d, &b->final_w)))
+        (st = norm(L, "norm.weight", b->d, &b->final_w)))
         return st;
     for (int64_t il = 0; il < b->n_layer; il++) {
         bert_layer *l = &b->layers[il];
-        char n[11][96];
+        char n[13][96];
         const char *parts[] = {"input_layernorm.weight", "self_attn.q_proj.weight", "self_attn.k_proj.weight",
                                "self_attn.v_proj.weight", "self_attn.o_proj.weight", "self_attn.q_norm.weight",
-                               "self_attn.k_norm.weight", "post_attention_layernorm.weight", "mlp.gate_proj.weight",
-                               "mlp.up_proj.weight", "mlp.down_proj.weight"};
-        for (int i = 0; i < 11; i++) snprintf(n[i], sizeof n[i], "layers.%lld.%s", (long long)il, parts[i]);
-        if ((st = get_vector(L, n[0], b->d, &l->ln1_w)) || (st = get_matrix(L, n[1], qd, b->d, &l->wq)) ||
+                               "self_attn.k_norm.weight", "mlp.gate_proj.weight", "mlp.up_proj.weight",
+                               "mlp.down_proj.weight", "post_attention_layernorm.weight",
+                               "pre_feedforward_layernorm.weight", "post_feedforward_layernorm.weight"};
+        for (int i = 0; i < 13; i++) snprintf(n[i], sizeof n[i], "layers.%lld.%s", (long long)il, parts[i]);
+        if ((st = norm(L, n[0], b->d, &l->ln1_w)) || (st = get_matrix(L, n[1], qd, b->d, &l->wq)) ||
             (st = get_matrix(L, n[2], kvd, b->d, &l->wk)) || (st = get_matrix(L, n[3], kvd, b->d, &l->wv)) ||
-            (st = get_matrix(L, n[4], b->d, qd, &l->wo)) || (st = get_vector(L, n[5], b->head_dim, &l->q_norm)) ||
-            (st = get_vector(L, n[6], b->head_dim, &l->k_norm)) || (st = get_vector(L, n[7], b->d, &l->ln2_w)) ||
-            (st = get_matrix(L, n[8], b->d_ff, b->d, &l->w_gate)) || (st = get_matrix(L, n[9], b->d_ff, b->d, &l->w_up)) ||
-            (st = get_matrix(L, n[10], b->d, b->d_ff, &l->w_down)))
+            (st = get_matrix(L, n[4], b->d, qd, &l->wo)) || (st = norm(L, n[5], b->head_dim, &l->q_norm)) ||
+            (st = norm(L, n[6], b->head_dim, &l->k_norm)) || (st = get_matrix(L, n[7], b->d_ff, b->d, &l->w_gate)) ||
+            (st = get_matrix(L, n[8], b->d_ff, b->d, &l->w_up)) || (st = get_matrix(L, n[9], b->d, b->d_ff, &l->w_down)))
+            return st;
+        if (!gemma) st = get_vector(L, n[10], b->d, &l->ln2_w);
+        else if (!(st = norm(L, n[10], b->d, &l->post_attn_w)) && !(st = norm(L, n[11], b->d, &l->ln2_w)))
+            st = norm(L, n[12], b->d, &l->post_ffn_w);
+        if (st) return st;
+    }
+    return HEARTH_OK;
+}
+
+/* NomicBERT's names (nomic-embed-text's NomicBertModel): a fused Wqkv, out_proj, fc11 (up),
+ * fc12 (gate), fc2 (down), norm1 / norm2 after attention / MLP, emb_ln after the embeddings. */
+static hearth_status bind_nomic(loader *L) {
+    hearth_bert *b = L->b;
+    hearth_status st;
+    L->pfx = "";
+    if ((st = get_matrix(L, "embeddings.word_embeddings.weight", b->n_vocab, b->d, &b->word)) ||
+        (st = get_matrix(L, "embeddings.token_type_embeddings.weight", b->n_type, b->d, &b->type)) ||
+        (st = get_vector(L, "emb_ln.weight", b->d, &b->emb_ln_w)) || (st = get_vector(L, "emb_ln.bias", b->d, &b->emb_ln_b)))
+        return st;
+    if (!(b->layers = calloc((size_t)b->n_layer, sizeof *b->layers)))
+        return hearth_err_set(L->err, HEARTH_E_NOMEM, -1, "out of memory");
+    for (int64_t il = 0; il < b->n_layer; il++) {
+        bert_layer *l = &b->layers[il];
+        char n[9][96];
+        const char *parts[] = {"attn.Wqkv.weight", "attn.out_proj.weight", "norm1.weight", "norm1.bias", "mlp.fc11.weight",
+                               "mlp.fc12.weight", "mlp.fc2.weight", "norm2.weight", "norm2.bias"};
+        for (int i = 0; i < 9; i++) snprintf(n[i], sizeof n[i], "encoder.layers.%lld.%s", (long long)il, parts[i]);
+        if ((st = get_matrix(L, n[0], 3 * b->d, b->d, &l->wq)) || (st = get_matrix(L, n[1], b->d, b->d, &l->wo)) ||
+            (st = get_vector(L, n[2], b->d, &l->ln1_w)) || (st = get_vector(L, n[3], b->d, &l->ln1_b)) ||
+            (st = get_matrix(L, n[4], b->d_ff, b->d, &l->w_up)) || (st = get_matrix(L, n[5], b->d_ff, b->d, &l->w_gate)) ||
+            (st = get_matrix(L, n[6], b->d, b->d_ff, &l->w_down)) || (st = get_vector(L, n[7], b->d, &l->ln2_w)) ||
+            (st = get_vector(L, n[8], b->d, &l->ln2_b)))
             return st;
     }
     return HEARTH_OK;
@@ -452,8 +590,9 @@ static hearth_status bind_qwen3(loader *L) {
 static hearth_status bind_weights(loader *L) {
     hearth_bert *b = L->b;
     hearth_status st;
+    if (b->rope) return bind_nomic(L);
     if (b->modern) return bind_modern(L);
-    if (b->decoder) return bind_qwen3(L);
+    if (b->decoder) return bind_decoder(L);
     L->pfx = "";
     static const char *const pfx[] = {"bert.", "roberta."};
     for (int i = 0; i < 2 && !find(L, "embeddings.word_embeddings.weight"); i++) L->pfx = pfx[i];
@@ -495,7 +634,7 @@ static const float *pack(hearth_bert *b, const hearth_weight *const *w, int n_w,
     const int64_t n_in = w[0]->ne0;
     for (int i = 0; i < n_w; i++) n_out += w[i]->ne1;
     float *dense = malloc((size_t)n_out * (size_t)n_in * sizeof *dense);
-    float *packed = keep(b, malloc(hearth_gemm_f32_packed_floats(n_out, n_in) * sizeof *packed));
+    float *packed = hearth_bert_keep(b, malloc(hearth_gemm_f32_packed_floats(n_out, n_in) * sizeof *packed));
     if (!dense || !packed) {
         free(dense);
         hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory packing the weights");
@@ -514,24 +653,98 @@ static const float *pack(hearth_bert *b, const hearth_weight *const *w, int n_w,
 }
 
 /* Every layer's matrices in the packed f32 form the forward multiplies with. */
-static hearth_status pack_layers(hearth_bert *b, hearth_err *err) {
+hearth_status hearth_bert_pack_layers(hearth_bert *b, hearth_err *err) {
     for (int64_t il = 0; il < b->n_layer; il++) {
         bert_layer *l = &b->layers[il];
         const hearth_weight *qkv[3] = {&l->wq, &l->wk, &l->wv}, *o[1] = {&l->wo}, *down[1] = {&l->w_down};
-        const hearth_weight *up[2] = {b->decoder ? &l->w_gate : &l->w_up, &l->w_up}; /* Qwen3: gate | up */
-        if (!(l->p_qkv = pack(b, qkv, b->modern ? 1 : 3, err)) || !(l->p_o = pack(b, o, 1, err)) ||
-            !(l->p_up = pack(b, up, b->decoder ? 2 : 1, err)) ||
+        const bool gated = l->w_gate.data != NULL; /* Qwen3, NomicBERT: gate | up */
+        const hearth_weight *up[2] = {gated ? &l->w_gate : &l->w_up, &l->w_up};
+        /* one fused [3d][d] weight (ModernBERT, a GGUF attn_qkv) has no separate key and value */
+        if (!(l->p_qkv = pack(b, qkv, l->wk.data ? 3 : 1, err)) || !(l->p_o = pack(b, o, 1, err)) ||
+            !(l->p_up = pack(b, up, gated ? 2 : 1, err)) ||
             !(l->p_down = pack(b, down, 1, err)))
             return HEARTH_E_NOMEM;
     }
     return HEARTH_OK;
 }
 
+/* One Dense module (folder sub of dir): config.json (in_features, out_features, bias,
+ * activation_function Identity only) and model.safetensors' linear.weight [out][in] (and
+ * linear.bias), copied to f32. */
+static hearth_status load_one_dense(hearth_bert *b, const char *dir, const char *sub, int64_t n_in, hearth_err *err) {
+    char folder[4096];
+    if (strstr(sub, "..") || sub[0] == '/')
+        return hearth_err_set(err, HEARTH_E_FORMAT, -1, "modules.json: Dense path '%.80s' leaves the folder", sub);
+    snprintf(folder, sizeof folder, "%s/%s", dir, sub);
+    cJSON *cfg = read_json(folder, "config.json");
+    const cJSON *act = cJSON_GetObjectItemCaseSensitive(cfg, "activation_function");
+    const int64_t in = cfg_int(cfg, "in_features", -1), out = cfg_int(cfg, "out_features", -1);
+    const bool has_bias = cfg_true(cfg, "bias");
+    hearth_status st = HEARTH_OK;
+    hearth_st *ds = NULL;
+    if (!cfg) st = hearth_err_set(err, HEARTH_E_FORMAT, -1, "Dense module %.80s has no readable config.json", sub);
+    else if (cJSON_IsString(act) && !strstr(act->valuestring, "Identity"))
+        st = hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "Dense module %.80s: activation %.80s is not supported "
+                            "(Identity only)", sub, act->valuestring);
+    else if (in != n_in || out <= 0 || out > 65536 || b->n_dense >= 4)
+        st = hearth_err_set(err, HEARTH_E_FORMAT, -1, "Dense module %.80s: in_features %lld, out_features %lld after "
+                            "%lld numbers (at most 4 Dense modules)", sub, (long long)in, (long long)out,
+                            (long long)n_in);
+    else if (!(st = hearth_st_open(folder, &ds, err))) {
+        const char *names[2] = {"linear.weight", "linear.bias"};
+        float *dst[2] = {NULL, NULL};
+        for (int k = 0; k < (has_bias ? 2 : 1) && !st; k++) {
+            const hearth_st_tensor *t = hearth_st_find(ds, names[k]);
+            const int64_t n = k ? out : out * in;
+            int type = t ? hearth_st_dtype_to_type(t->dtype) : -1;
+            if (!t || type < 0 || (k == 0 && (t->n_dims != 2 || t->shape[0] != out || t->shape[1] != in)) ||
+                (k == 1 && (t->n_dims != 1 || t->shape[0] != out))) {
+                st = hearth_err_set(err, HEARTH_E_FORMAT, -1, "Dense module %.80s: %s is missing or not [%lld, %lld] "
+                                    "f32/f16/bf16", sub, names[k], (long long)out, (long long)(k ? 1 : in));
+                break;
+            }
+            if (!(dst[k] = hearth_bert_keep(b, malloc((size_t)n * sizeof(float))))) {
+                st = hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
+                break;
+            }
+            if (type == HEARTH_TYPE_F32) memcpy(dst[k], t->data, (size_t)n * sizeof(float));
+            else hearth_kernels_traits_isa((hearth_type)type, HEARTH_ISA_SCALAR)->to_float(t->data, dst[k], n);
+        }
+        if (!st) {
+            b->dense[b->n_dense].w = dst[0], b->dense[b->n_dense].bias = dst[1];
+            b->dense[b->n_dense].n_in = in, b->dense[b->n_dense].n_out = out;
+            b->n_dense++;
+        }
+    }
+    hearth_st_close(ds);
+    cJSON_Delete(cfg);
+    return st;
+}
+
+/* sentence-transformers' Dense modules after the pooling, in modules.json's order (EmbeddingGemma's
+ * 2_Dense and 3_Dense); sets out_dim. */
+static hearth_status load_dense(hearth_bert *b, const char *dir, hearth_err *err) {
+    b->out_dim = b->d;
+    cJSON *mods = read_json(dir, "modules.json");
+    const cJSON *m;
+    hearth_status st = HEARTH_OK;
+    cJSON_ArrayForEach(m, mods) {
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(m, "type"), *path = cJSON_GetObjectItemCaseSensitive(m, "path");
+        if (!cJSON_IsString(type) || !cJSON_IsString(path)) continue;
+        const char *dot = strrchr(type->valuestring, '.');
+        if (strcmp(dot ? dot + 1 : type->valuestring, "Dense")) continue;
+        if ((st = load_one_dense(b, dir, path->valuestring, b->out_dim, err))) break;
+        b->out_dim = b->dense[b->n_dense - 1].n_out;
+    }
+    cJSON_Delete(mods);
+    return st;
+}
+
 static hearth_status load_tokenizer(hearth_bert *b, const char *dir, hearth_err *err) {
     char path[4096];
     snprintf(path, sizeof path, "%s/tokenizer.json", dir);
     size_t len = 0;
-    char *text = slurp(path, MAX_TOKENIZER_BYTES, &len);
+    char *text = hearth_file_read(path, MAX_TOKENIZER_BYTES, &len);
     if (!text) return hearth_err_set(err, HEARTH_E_NOTFOUND, -1, "'%.200s' has no readable tokenizer.json", dir);
     hearth_status st = hearth_tok_from_json(text, len, &b->tok, err);
     free(text);
@@ -553,9 +766,14 @@ hearth_status hearth_bert_load(const char *path, const hearth_bert_params *p, he
     if (b->params.max_batch_tokens <= 0) b->params.max_batch_tokens = 8192;
     hearth_status st;
     loader L = {.b = b, .err = err, .pfx = ""};
-    if ((st = read_shape(b, path, err)) || (st = read_sentence_config(b, path, err)) ||
-        (st = hearth_st_open(path, &b->st, err)) || (st = bind_weights(&L)) || (st = pack_layers(b, err)) ||
-        (st = load_tokenizer(b, path, err)))
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode)) { /* a GGUF file */
+        if ((st = hearth_bert_load_gguf(b, path, err)) || (st = hearth_bert_pack_layers(b, err))) goto fail;
+        b->out_dim = b->d;
+    } else if ((st = read_shape(b, path, err)) || (st = read_sentence_config(b, path, err)) ||
+               (st = hearth_st_open(path, &b->st, err)) || (st = bind_weights(&L)) ||
+               (st = hearth_bert_pack_layers(b, err)) || (st = load_tokenizer(b, path, err)) ||
+               (st = load_dense(b, path, err)))
         goto fail;
     if (b->params.max_batch_tokens < b->max_tokens) b->params.max_batch_tokens = b->max_tokens;
     if (!(b->pool = hearth_pool_create(b->params.n_threads))) {
@@ -563,7 +781,7 @@ hearth_status hearth_bert_load(const char *path, const hearth_bert_params *p, he
         goto fail;
     }
     snprintf(b->desc, sizeof b->desc, "%s, %lld layers, %lld dims, %s, %s pooling%s, up to %d tokens",
-             b->family, (long long)b->n_layer, (long long)b->d, hearth_type_name(b->layers[0].wq.type),
+             b->family, (long long)b->n_layer, (long long)b->out_dim, hearth_type_name(b->layers[0].wq.type),
              hearth_bert_pooling_name(b->pooling), b->normalize ? ", normalized" : "", b->max_tokens);
     *out = b;
     return HEARTH_OK;
@@ -580,11 +798,12 @@ void hearth_bert_destroy(hearth_bert *b) {
     free(b->layers);
     hearth_tok_destroy(b->tok);
     hearth_st_close(b->st);
+    hearth_gguf_close(b->gg);
     pthread_mutex_destroy(&b->mu);
     free(b);
 }
 
-int64_t        hearth_bert_dim(const hearth_bert *b) { return b->d; }
+int64_t        hearth_bert_dim(const hearth_bert *b) { return b->out_dim; }
 int32_t        hearth_bert_max_tokens(const hearth_bert *b) { return b->max_tokens; }
 int32_t        hearth_bert_n_vocab(const hearth_bert *b) { return b->n_vocab; }
 hearth_pooling hearth_bert_pooling(const hearth_bert *b) { return b->pooling; }

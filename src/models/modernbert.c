@@ -107,29 +107,8 @@ static void attn_job(void *arg, int ith, int nth) {
         if (p >= n_pairs) break;
         const int64_t s = p / b->n_head, off = (p % b->n_head) * hd, n = f->len[s];
         const float *q0 = f->qkv + f->start[s] * ld + off;
-        for (int64_t i = 0; i < n; i++) {
-            int64_t j0 = 0, j1 = n;
-            if (f->l->sliding) {
-                j0 = i - b->window > 0 ? i - b->window : 0;
-                j1 = i + b->window + 1 < n ? i + b->window + 1 : n;
-            }
-            const float *qi = q0 + i * ld;
-            float mx = -INFINITY, sum = 0;
-            for (int64_t j = j0; j < j1; j++) {
-                const float *kj = q0 + j * ld + d;
-                float dot = 0;
-                for (int32_t c = 0; c < hd; c++) dot += qi[c] * kj[c];
-                sc[j] = dot * scale;
-                if (sc[j] > mx) mx = sc[j];
-            }
-            for (int64_t j = j0; j < j1; j++) sum += sc[j] = expf(sc[j] - mx);
-            float *o = f->ctx + (f->start[s] + i) * d + off;
-            for (int32_t c = 0; c < hd; c++) o[c] = 0;
-            for (int64_t j = j0; j < j1; j++) {
-                const float w = sc[j] / sum, *vj = q0 + j * ld + 2 * d;
-                for (int32_t c = 0; c < hd; c++) o[c] += w * vj[c];
-            }
-        }
+        hearth_embed_attn_head(q0, q0 + d, q0 + 2 * d, ld, f->ctx + f->start[s] * d + off, d, n, hd, scale, false,
+                               f->l->sliding ? b->window : -1, sc);
     }
 }
 

@@ -8,8 +8,9 @@ the same checks on the real model when it is set up. Shapes: a string, a list of
 of token ids, a list of lists; float and base64 encodings; `dimensions`; usage. Errors: empty
 and wrong-typed inputs, an input past the model's limit (400 naming the index and the limit)
 and `truncate`, `dimensions` above the model's size, the generation routes of an embedding
-server and /v1/embeddings of a chat model. The committed tiny RoBERTa, XLM-R, ModernBERT and Qwen3 go
-through `hearth embed` against their goldens too.
+server and /v1/embeddings of a chat model. The committed tiny RoBERTa, XLM-R, ModernBERT, Qwen3,
+EmbeddingGemma and NomicBERT go through `hearth embed` against their goldens too, and GGUF files
+(tests/golden/embed/gguf) through the API against llama.cpp's embeddings.
 """
 import base64
 import json
@@ -200,10 +201,12 @@ def test_minilm_through_the_api():
         s.stop()
 
 
-@pytest.mark.parametrize("name", ["tiny-roberta", "tiny-xlmr", "tiny-modernbert", "tiny-qwen3"])
+@pytest.mark.parametrize("name", ["tiny-roberta", "tiny-xlmr", "tiny-modernbert", "tiny-qwen3", "tiny-gemma",
+                                  "tiny-nomic"])
 def test_cli_other_families(name):
-    """RoBERTa (byte-level BPE), XLM-R (Unigram), ModernBERT (rotary, sliding windows) and Qwen3
-    (causal, last token) through `hearth embed`, every golden sentence in one call."""
+    """RoBERTa (byte-level BPE), XLM-R (Unigram), ModernBERT (rotary, sliding windows), Qwen3
+    (causal, last token), EmbeddingGemma (Dense modules) and NomicBERT through `hearth embed`,
+    every golden sentence in one call."""
     g = golden(name)
     args = [str(ROOT / "tests" / "golden" / "embed" / name), "--json"]
     for t in g["texts"]:
@@ -213,3 +216,20 @@ def test_cli_other_families(name):
     out = json.loads(r.stdout)["data"]
     assert [d["tokens"] for d in out] == [len(i) for i in g["ids"]]
     assert min(cos(d["embedding"], e) for d, e in zip(out, g["embeddings"])) >= 0.99999
+
+
+@pytest.mark.parametrize("name,arch", [("tiny-bert-f32", "bert"), ("tiny-qwen3-f16", "qwen3"),
+                                       ("tiny-nomic-f32", "nomic-bert")])
+def test_gguf_through_the_api(name, arch):
+    """A GGUF embedding model served as a file: the OpenAI SDK's embeddings against llama.cpp's
+    (tools/embed_gguf.py's golden), the model card naming the architecture."""
+    g = golden("gguf-" + name)
+    s = Server(str(ROOT / "tests" / "golden" / "embed" / "gguf" / (name + ".gguf")))
+    try:
+        assert "embeddings: " + arch + "," in s.stderr()
+        r = s.client().embeddings.create(model="x", input=g["texts"], encoding_format="float")
+        assert [d.index for d in r.data] == list(range(len(g["texts"])))
+        assert r.usage.prompt_tokens == sum(len(i) for i in g["ids"])
+        assert min(cos(d.embedding, e) for d, e in zip(r.data, g["embeddings"])) >= 0.99999
+    finally:
+        s.stop()

@@ -862,9 +862,14 @@ TEST(gguf_front_end_errors) {
     CHECK(strstr(e.msg, "tokenizer.ggml.model") != NULL);
 
     w = (mini_gguf){0};
-    mg_str(&w, "tokenizer.ggml.model", "bert");
+    mg_str(&w, "tokenizer.ggml.model", "rwkv");
     CHECK_EQ(tok_of(&w, &t, &e), HEARTH_E_UNSUPPORTED);
-    CHECK(strstr(e.msg, "bert") != NULL);
+    CHECK(strstr(e.msg, "rwkv") != NULL);
+
+    w = (mini_gguf){0}; /* WordPiece (model/tok_gguf_wpm.c) without its vocabulary */
+    mg_str(&w, "tokenizer.ggml.model", "bert");
+    CHECK_EQ(tok_of(&w, &t, &e), HEARTH_E_FORMAT);
+    CHECK(strstr(e.msg, "tokenizer.ggml.tokens") != NULL);
 
     const char *bl[] = {"a", "b"};
     w = (mini_gguf){0};
