@@ -535,11 +535,6 @@ hearth_status hearth_engine_create(const hearth_model *m, const hearth_engine_pa
                             "--batch-invariant runs on the CPU only; use --device cpu");
         goto fail;
     }
-    if (hearth_kv_type_turbo(kv.k) && !hearth_backend_host_memory(e->be)) {
-        st = hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1,
-                            "--kv-quant turbo runs on the CPU only; use --device cpu");
-        goto fail;
-    }
     hearth_kv_pool_params pp = {.block_size = e->p.block_size, .n_seqs = e->p.batch, .max_seq_len = e->p.n_ctx,
                                 .kv = kv, .layer_kv = e->layer_kv, .swa_full = e->p.kv_swa_full, .be = hearth_backend_host_memory(e->be) ? NULL : e->be};
     if ((st = size_pool(e, m, kv, width, &pp.budget_bytes, err))) goto fail;
