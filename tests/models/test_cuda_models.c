@@ -14,8 +14,8 @@
  * HEARTH_GEMMA3_GGUF name them, and any GGUF listed (colon-separated) in HEARTH_CUDA_MODELS (the
  * GPU host's generated checkpoints, docs/cuda.md). Skips without a GPU.
  * Then n choices (hearth_engine_submit_n) on a CUDA engine of the tiny qwen2 model, and last
- * the quantized KV cache (--kv-quant 8 and 4) through CUDA engines of the tiny 64-wide llama
- * and SmolLM2 against a CPU engine with the same cache, batched, prefix-cached and preempted;
+ * the quantized KV cache (--kv-quant 8, 4, turbo:k8v3 and k4v3) through CUDA engines of the
+ * tiny 64-wide llama and SmolLM2 against a CPU engine with the same cache, batched, prefix-cached and preempted;
  * and the scores of a prompt (score_from, `hearth perplexity`) on a CUDA engine against a CPU one.
  */
 #include "test.h"
@@ -270,11 +270,11 @@ TEST(engine_choices_on_cuda) {
     hearth_model_destroy(m);
 }
 
-/* ---- the quantized KV cache (--kv-quant 8 and 4) through the engine on CUDA ----
+/* ---- the quantized KV cache (--kv-quant 8, 4 and turbo) through the engine on CUDA ----
  *
  * The committed tiny llama with 64-wide heads, and SmolLM2 when HEARTH_SMOLLM2_GGUF names it
  * (heads of 64: whole 32-element blocks; the tiny qwen models' heads of 16 are not), with
- * q8_0 / q4_0 keys and values, greedy, both engines on the ref numerics (f32 activations):
+ * q8_0 / q4_0 (or turbo) keys and values, greedy, both engines on the ref numerics (f32 activations):
  *
  *   alone      each of NQ_KV prompts alone on a CUDA engine: the first token after each prompt
  *              must be the CPU engine's with the same cache scheme (alone too), unless the
