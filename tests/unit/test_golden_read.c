@@ -133,6 +133,8 @@ TEST(gemma3_golden) { check_golden("gemma3", 262144, GOLDEN_FLAG_BOS); }
 
 TEST(smollm2_q8_0_golden) { check_golden("smollm2.q8_0", 49152, GOLDEN_FLAG_FULL); }
 
+TEST(gemma3_q8_0_golden) { check_golden("gemma3.q8_0", 262144, GOLDEN_FLAG_BOS); }
+
 TEST(f16_conversion) {
     CHECK_EQ(golden_f16_to_f32(0x0000), 0.0f);
     CHECK_EQ(golden_f16_to_f32(0x3c00), 1.0f);
