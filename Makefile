@@ -84,6 +84,7 @@ oracles: ## set up, plus the oracle libraries of requirements/oracle.txt (compil
 
 goldens: oracles ## regenerate tests/golden/llamacpp/ with llama.cpp (minutes; commit the result)
 	$(PY) tools/golden_llamacpp.py
+	$(PY) tools/golden_llamacpp.py --kv q8_0
 
 # `bench` measures hearth against llama.cpp (bench/README.md): minutes, and meaningful only on a
 # quiet machine. BENCH_FLAGS="..." passes through to bench/speed.py (e.g. --reps 3 --threads 2).

@@ -52,9 +52,11 @@ G = n_gen, T = n_text, V = n_vocab, N = n_prompt_tokens, B = n_prompt_bytes.
 
 tests/golden_read.h reads this format; tests/golden/llamacpp/README.md describes it too.
 
-Usage: .venv/bin/python tools/golden_llamacpp.py [--models smollm2,gemma3] [--out DIR]
+Usage: .venv/bin/python tools/golden_llamacpp.py [--models smollm2,gemma3] [--out DIR] [--kv q8_0]
 Models come from HEARTH_SMOLLM2_GGUF / HEARTH_GEMMA3_GGUF, else scripts/model-path.sh.
-`make goldens` installs the oracle and runs this; commit the files it writes.
+`--kv q8_0` runs llama.cpp with type_k = type_v = q8_0 and flash_attn=True (the cache hearth's
+--l2 repeats) and writes NAME.q8_0.golden. `make goldens` installs the oracle and runs this for
+the f16 cache and for the q8_0 cache; commit the files it writes.
 """
 
 import argparse

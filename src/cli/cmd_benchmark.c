@@ -230,6 +230,7 @@ int cli_benchmark(int argc, char **argv) {
     ep.device = (int)o.device;
     cli_numerics_apply(&o.nx, &ep);
     if (cli_draft_apply(&o.nx.draft, &ep, &draft)) goto out;
+    ep.model_path = path; /* --kv-quant config reads its kv_config.json */
     if (hearth_engine_create(m, &ep, &e, &err)) {
         cli_error("%s", err.msg);
         goto out;

@@ -231,6 +231,7 @@ int cli_perplexity(int argc, char **argv) {
     cli_engine_flags_apply(&o.ef, &ep);
     ep.prompt_cache = 0;
     ep.n_ctx = n_ctx + 1; /* the window and the one token each request generates */
+    ep.model_path = path; /* --kv-quant config reads its kv_config.json */
     if (hearth_engine_create(m, &ep, &e, &err)) {
         cli_error("cannot run %s: %s", path, err.msg);
         goto out;

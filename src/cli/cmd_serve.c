@@ -422,6 +422,7 @@ int cli_serve(int argc, char **argv) {
     ep.n_ctx = (int32_t)o.ctx;
     cli_engine_flags_apply(&o.ef, &ep);
     ep.ssd_model_path = path; /* its identity keys the disk tier (a hub blob's sha256, else a digest) */
+    ep.model_path = path;     /* --kv-quant config reads its kv_config.json */
     ep.device = (int)o.device;
     if (m && cli_draft_apply(&o.ef.draft, &ep, &draft)) goto out;
     if (m && hearth_engine_create(m, &ep, &e, &err)) {

@@ -11,6 +11,7 @@
 #include "engine/engine.h"
 #include "backend/backend.h"
 #include "base/log.h"
+#include "engine/kv_config.h"
 #include "engine/kv_pool.h"
 #include "engine/prefix_cache.h"
 #include "engine/request.h"
@@ -62,6 +63,8 @@ struct hearth_engine {
     hearth_backend      *be;     /* owned */
     hearth_fwd          *fwd;    /* owned */
     hearth_kv_pool      *pool;   /* owned */
+    hearth_kv_scheme    *layer_kv; /* owned [n_layer]: a per-layer scheme (kv_config.json); NULL:
+                                    * one scheme for every layer */
     hearth_prefix_cache *pc;     /* owned, NULL when caching is off */
     hearth_ssd_tier     *tier;   /* owned, NULL when the disk tier is off */
     double               demote_ms; /* idle time after which cached blocks go to the tier; 0: never */
@@ -163,6 +166,7 @@ static void engine_free(hearth_engine *e) {
     hearth_fwd_destroy(e->fwd);
     hearth_backend_destroy(e->be);
     if (e->wired) hearth_model_wire(e->m, false, NULL);
+    free(e->layer_kv);
     free(e);
 }
 
@@ -217,7 +221,7 @@ static hearth_status size_pool(hearth_engine *e, const hearth_model *m, hearth_k
     const hearth_hparams *hp = hearth_model_hparams(m);
     /* one full context in blocks: a sliding window's layers hold only the window's blocks */
     hearth_kv_layout lay = hearth_kv_layout_of(m, e->p.kv_swa_full);
-    int64_t block = (int64_t)hearth_kv_layout_block_bytes(&lay, m, kv, e->p.block_size);
+    int64_t block = (int64_t)hearth_kv_block_bytes_layers(m, e->p.kv_swa_full, kv, e->layer_kv, e->p.block_size);
     int64_t ctx_blocks = hearth_kv_layout_blocks(&lay, e->p.block_size, e->p.n_ctx, e->p.max_step);
     int64_t weights = (int64_t)hearth_model_weight_bytes(m), trans = transient_bytes(e, hp, width);
     e->info.weight_bytes = weights;
@@ -259,6 +263,57 @@ static hearth_status size_pool(hearth_engine *e, const hearth_model *m, hearth_k
     return HEARTH_OK;
 }
 
+/* --kv-quant config: the per-layer scheme of the model's kv_config.json (kv_config.h) into
+ * e->layer_kv, or off when the model ships none. A scheme that is the same in every layer is
+ * that uniform scheme (layer_kv stays NULL): the same pool, numerics and disk-tier key as
+ * --kv-quant 8 or 4. *out is layer 0's types (the view's fallback). */
+static hearth_status resolve_kv_off(hearth_engine *e, hearth_kv_scheme *out) {
+    const hearth_numerics *nx = &e->p.numerics;
+    bool f16 = e->p.kv_f16 < 0 ? nx->tier != HEARTH_NUMERICS_REF : e->p.kv_f16 != 0;
+    *out = hearth_kv_scheme_of(f16 ? HEARTH_KV_F16 : HEARTH_KV_F32, f16 ? HEARTH_KV_F16 : HEARTH_KV_F32);
+    return HEARTH_OK;
+}
+
+static hearth_status resolve_kv_config(hearth_engine *e, const hearth_model *m, hearth_kv_scheme *out,
+                                       hearth_err *err) {
+    const hearth_hparams *hp = hearth_model_hparams(m);
+    char path[4096];
+    if (!hearth_kv_config_find(e->p_in.model_path, path, sizeof path)) {
+        hearth_log(HEARTH_LOG_INFO, "kv cache: --kv-quant config, but the model ships no kv_config.json: off");
+        e->p.kv_quant.mode = HEARTH_KVQ_OFF;
+        return resolve_kv_off(e, out);
+    }
+    hearth_kv_scheme *lk = malloc((size_t)hp->n_layer * sizeof *lk);
+    if (!lk) return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
+    hearth_status st = hearth_kv_config_load(path, hp->n_layer, lk, err);
+    if (st) {
+        free(lk);
+        return st;
+    }
+    int32_t n_of[HEARTH_KV_TYPE_COUNT] = {0};
+    bool uniform = true;
+    for (int32_t il = 0; il < hp->n_layer; il++) {
+        int32_t src = hearth_hparams_kv_layer(hp, il);
+        if (src != il) lk[il] = lk[src]; /* a KV-shared layer reads its source's cache */
+        if (hearth_kv_type_quantized(lk[il].k) && hearth_hparams_head_dim(hp, il) % HEARTH_KV_QBLOCK) {
+            st = hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1,
+                                "%s: layer %d is %s, but its heads of %d elements are not whole %d-element blocks",
+                                path, il, hearth_kv_type_name(lk[il].k), hearth_hparams_head_dim(hp, il),
+                                HEARTH_KV_QBLOCK);
+            free(lk);
+            return st;
+        }
+        uniform = uniform && lk[il].k == lk[0].k && lk[il].v == lk[0].v;
+        n_of[lk[il].k]++;
+    }
+    *out = lk[0];
+    hearth_log(HEARTH_LOG_INFO, "kv cache: %s: %d layers q8_0, %d q4_0, %d f16", path, n_of[HEARTH_KV_Q8_0],
+               n_of[HEARTH_KV_Q4_0], n_of[HEARTH_KV_F16]);
+    if (uniform) free(lk);
+    else e->layer_kv = lk;
+    return HEARTH_OK;
+}
+
 /* The cache's element types from the scheme asked for and the numerics: l2 is the 8-bit cache
  * in llama.cpp's arithmetic, off is f16 (f32 under the ref numerics unless kv_f16 says). */
 static hearth_status resolve_kv(hearth_engine *e, const hearth_model *m, hearth_kv_scheme *out, hearth_err *err) {
@@ -274,16 +329,12 @@ static hearth_status resolve_kv(hearth_engine *e, const hearth_model *m, hearth_
                                   name);
         q->mode = HEARTH_KVQ_8;
     }
-    if (q->mode == HEARTH_KVQ_CONFIG) q->mode = HEARTH_KVQ_OFF; /* no per-layer schemes are read yet */
+    if (q->mode == HEARTH_KVQ_CONFIG) return resolve_kv_config(e, m, out, err);
     if (q->mode != HEARTH_KVQ_OFF && hearth_model_hparams(m)->attn_sinks)
         return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1,
                               "--kv-quant %s: attention sinks (gpt-oss) run on an f16 or f32 KV cache only", name);
     switch (q->mode) {
-    case HEARTH_KVQ_OFF: {
-        bool f16 = e->p.kv_f16 < 0 ? nx->tier != HEARTH_NUMERICS_REF : e->p.kv_f16 != 0;
-        *out = hearth_kv_scheme_of(f16 ? HEARTH_KV_F16 : HEARTH_KV_F32, f16 ? HEARTH_KV_F16 : HEARTH_KV_F32);
-        return HEARTH_OK;
-    }
+    case HEARTH_KVQ_OFF: return resolve_kv_off(e, out);
     case HEARTH_KVQ_8:
     case HEARTH_KVQ_4: {
         /* every layer's heads are whole 32-element blocks (the pool checks the model's head size,
@@ -393,8 +444,16 @@ static hearth_status open_tier(hearth_engine *e, const hearth_model *m, hearth_k
     const hearth_kv_layout *lay = hearth_kv_pool_layout(e->pool);
     uint64_t geo[7] = {(uint64_t)lay->per_group, (uint64_t)lay->n_full, (uint64_t)lay->n_win, (uint64_t)lay->n_swa,
                        (uint64_t)e->p.kv_swa_full, (uint64_t)hearth_model_hparams(m)->n_layer, SSD_KV_FORMAT};
-    char scheme[HEARTH_SSD_SCHEME_MAX]; /* "f16", "q8_0", or "K/V" when they differ */
-    if (kv.k == kv.v) snprintf(scheme, sizeof scheme, "%s", hearth_kv_type_name(kv.k));
+    char scheme[HEARTH_SSD_SCHEME_MAX]; /* "f16", "q8_0", "K/V" when they differ, "cfg<hash>" per layer */
+    if (e->layer_kv) { /* every layer's K and V types, in order */
+        int32_t n_layer = hearth_model_hparams(m)->n_layer;
+        XXH64_hash_t h = 0;
+        for (int32_t il = 0; il < n_layer; il++) {
+            uint8_t kv2[2] = {(uint8_t)e->layer_kv[il].k, (uint8_t)e->layer_kv[il].v};
+            h = XXH3_64bits_withSeed(kv2, sizeof kv2, h);
+        }
+        snprintf(scheme, sizeof scheme, "cfg%012llx", (unsigned long long)(h & 0xffffffffffffull));
+    } else if (kv.k == kv.v) snprintf(scheme, sizeof scheme, "%s", hearth_kv_type_name(kv.k));
     else snprintf(scheme, sizeof scheme, "%s/%s", hearth_kv_type_name(kv.k), hearth_kv_type_name(kv.v));
     hearth_ssd_tier_params tp = {.dir = dir, .max_bytes = e->p.ssd_cache_max, .model_id = id,
                                  .scheme = scheme, .block_tokens = e->p.block_size,
@@ -480,13 +539,8 @@ hearth_status hearth_engine_create(const hearth_model *m, const hearth_engine_pa
                             "--batch-invariant runs on the CPU only; use --device cpu");
         goto fail;
     }
-    if (hearth_kv_type_turbo(kv.k) && !hearth_backend_host_memory(e->be)) {
-        st = hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1,
-                            "--kv-quant turbo runs on the CPU only; use --device cpu");
-        goto fail;
-    }
     hearth_kv_pool_params pp = {.block_size = e->p.block_size, .n_seqs = e->p.batch, .max_seq_len = e->p.n_ctx,
-                                .kv = kv, .swa_full = e->p.kv_swa_full, .be = hearth_backend_host_memory(e->be) ? NULL : e->be};
+                                .kv = kv, .layer_kv = e->layer_kv, .swa_full = e->p.kv_swa_full, .be = hearth_backend_host_memory(e->be) ? NULL : e->be};
     if ((st = size_pool(e, m, kv, width, &pp.budget_bytes, err))) goto fail;
     if ((st = hearth_kv_pool_create(m, &pp, &e->pool, err))) goto fail;
     e->n_blocks = hearth_kv_pool_n_blocks(e->pool);
@@ -497,7 +551,9 @@ hearth_status hearth_engine_create(const hearth_model *m, const hearth_engine_pa
     e->info.max_step = e->p.max_step;
     e->info.block_bytes = (int64_t)hearth_kv_pool_block_bytes(e->pool);
     e->info.pool_bytes = (int64_t)hearth_kv_pool_bytes(e->pool);
-    e->info.kv_bytes_per_token = (int64_t)hearth_kv_bytes_per_token(m, kv);
+    e->info.kv_bytes_per_token = (int64_t)hearth_kv_bytes_per_token_layers(m, kv, e->layer_kv);
+    e->info.kv_layers = e->layer_kv;
+    e->info.n_kv_layers = e->layer_kv ? hp->n_layer : 0;
     e->info.kv = kv;
     e->info.kv_quant = e->p.kv_quant;
     e->info.numerics = *nx;
@@ -548,8 +604,9 @@ hearth_status hearth_engine_create(const hearth_model *m, const hearth_engine_pa
     char nxs[128];
     hearth_numerics_describe(nx, nxs, sizeof nxs);
     hearth_log(HEARTH_LOG_INFO,
-               "engine: %s, context %d, batch %d, KV %s/%s %zu MiB in %d blocks of %d tokens; numerics %s%s", where,
+               "engine: %s, context %d, batch %d, KV %s/%s%s %zu MiB in %d blocks of %d tokens; numerics %s%s", where,
                e->p.n_ctx, e->p.batch, hearth_kv_type_name(kv.k), hearth_kv_type_name(kv.v),
+               e->layer_kv ? " (layer 0; a type per layer)" : "",
                hearth_kv_pool_bytes(e->pool) >> 20,
                hearth_kv_pool_n_blocks(e->pool), e->p.block_size, nxs, e->wired ? "; weights wired" : "");
     *out = e;

@@ -60,6 +60,8 @@ typedef struct {
     int     kv_f16;        /* with kv_quant off: 1 f16, 0 f32, -1 auto (from the numerics: f32
                             * for ref, f16 otherwise) */
     hearth_kv_quant kv_quant; /* the cache's scheme (kv_quant.h); {0}: off. Tier l2 means 8 */
+    const char *model_path; /* the model's file or folder: kv_quant config reads the kv_config.json
+                             * that belongs to it (engine/kv_config.h); NULL: none. Read at create */
     int32_t batch;         /* sequences per step; <= 0: 8; 1 = strictly serial */
     int64_t kv_budget;     /* bytes of the KV block pool; <= 0: from memory_budget (below) */
     int64_t memory_budget; /* bytes for weights + KV + transients (the CLI passes 0.75 x RAM);
@@ -207,7 +209,11 @@ typedef struct {
     int64_t prompt_cache_bytes;         /* cap on unreferenced cached blocks; 0: caching off */
     int32_t max_request_tokens;         /* prompt + max_tokens one request may have: min(n_ctx,
                                          * what the pool holds) - the largest safe context */
-    hearth_kv_scheme kv;                /* element types of the cache's keys and values */
+    hearth_kv_scheme kv;                /* element types of the cache's keys and values (layer 0's
+                                         * under a per-layer scheme) */
+    const hearth_kv_scheme *kv_layers;  /* borrowed: engine, [n_kv_layers]: each layer's types under a
+                                         * per-layer scheme (kv_config.json); NULL: kv in every layer */
+    int32_t n_kv_layers;
     hearth_kv_quant kv_quant;           /* the scheme as resolved (l2 -> 8, config -> what it names) */
     hearth_numerics numerics;           /* as resolved */
     bool    force_wire;                 /* the weights are locked in RAM */

@@ -6,6 +6,14 @@
  * table, so a block id means "these rows of the per_group layers of one group". The free list
  * is a stack of block ids (the most recently freed block is reused first, while it may still
  * be in cache). Tables: [n_groups][n_seqs][max_blocks], -1 = none (or a hole).
+ *
+ * Per-layer schemes (kv_config.json): the memory is cut into regions, one per (place, K row
+ * bytes, V row bytes) that some layer uses, each region K [n_blocks][block_size][k_row] then V
+ * likewise. With one scheme for all layers the regions are exactly the places above. A place
+ * whose layers (in different groups) differ in row bytes gets one region per row size: block b
+ * of a layer is at b * block_size * row of its own region, so layers of one block id never
+ * overlap. Every block pays for every region (block ids are shared by all groups), which costs
+ * memory only for a sliding-window model whose groups mix row sizes at one place.
  */
 #include "engine/kv_pool.h"
 #include "base/size.h"
@@ -19,13 +27,17 @@ struct hearth_kv_pool {
     int32_t          n_groups, n_layer;
     int32_t          n_blocks, block_size, max_blocks, n_seqs, max_seq_len;
     size_t           block_bytes, bytes;
-    size_t           k_row_bytes, v_row_bytes; /* one position's K (V) of one layer place */
-    size_t           place_bytes;              /* one place's K and V regions, all blocks */
-    void            *bounce;   /* owned: one place's K or V rows of a block (device pools' copies) */
+    int32_t          n_regions;
+    struct kv_region {
+        size_t k_row, v_row; /* bytes of one position's K (V) in one layer */
+        size_t off;          /* bytes from mem to the region's K rows; its V rows follow them */
+    } *regions;                /* owned [n_regions] (kv_pool.c's head comment) */
+    void            *bounce;   /* owned: one region's K or V rows of a block (device pools' copies) */
     void            *mem;      /* owned: every layer place's K and V blocks (a buffer of be, or host memory) */
     hearth_backend  *be;       /* borrowed, NULL = host memory */
     void           **ptrs;     /* owned: [2][n_layer] */
     int32_t         *layer_group; /* owned [n_layer] */
+    hearth_kv_type  *layer_type;  /* owned [2][n_layer]: each layer's K types, then its V types */
     int32_t         *window;   /* owned [n_groups] */
     int32_t         *table;    /* owned: [n_groups][n_seqs][max_blocks], -1 = none */
     int32_t         *n_in_row; /* owned: [n_groups][n_seqs] entries, holes included */
@@ -61,6 +73,15 @@ size_t hearth_kv_bytes_per_token(const hearth_model *m, hearth_kv_scheme kv) {
     return (size_t)hearth_kv_n_cache_layers(m) * layer_row_bytes(hearth_model_hparams(m), kv);
 }
 
+size_t hearth_kv_bytes_per_token_layers(const hearth_model *m, hearth_kv_scheme kv, const hearth_kv_scheme *layer_kv) {
+    if (!layer_kv) return hearth_kv_bytes_per_token(m, kv);
+    const hearth_hparams *hp = hearth_model_hparams(m);
+    size_t n = 0;
+    for (int32_t il = 0; il < hp->n_layer; il++)
+        if (hearth_hparams_kv_layer(hp, il) == il) n += layer_row_bytes(hp, layer_kv[il]);
+    return n;
+}
+
 hearth_kv_layout hearth_kv_layout_of(const hearth_model *m, bool swa_full) {
     const hearth_hparams *hp = hearth_model_hparams(m);
     int32_t n_swa_layers = 0, n_full_layers = 0; /* of the layers that store their own K and V */
@@ -89,6 +110,50 @@ size_t hearth_kv_layout_block_bytes(const hearth_kv_layout *l, const hearth_mode
     return layer_row_bytes(hearth_model_hparams(m), kv) * (size_t)l->per_group * (size_t)block_size;
 }
 
+/* The regions of a pool (kv_pool.c's head comment): which region each layer that stores its own
+ * K and V uses (region[il], -1 for a KV-shared layer) and each region's row bytes. regs holds
+ * room for n_layer entries; returns how many regions there are. */
+static int32_t plan_regions(const hearth_model *m, const hearth_kv_layout *lay, bool swa_full, hearth_kv_scheme kv,
+                            const hearth_kv_scheme *layer_kv, int32_t *region, struct kv_region *regs,
+                            int32_t *reg_place) {
+    const hearth_hparams *hp = hearth_model_hparams(m);
+    int32_t n_kind[2] = {0, 0}, n = 0;
+    for (int32_t il = 0; il < hp->n_layer; il++) {
+        region[il] = -1;
+        if (hearth_hparams_kv_layer(hp, il) != il) continue;
+        int kind = !swa_full && hearth_hparams_is_swa(hp, il);
+        int32_t place = n_kind[kind]++ % lay->per_group;
+        hearth_kv_scheme s = layer_kv ? layer_kv[il] : kv;
+        size_t k_row = hearth_kv_row_bytes(s.k, (int64_t)hp->n_head_kv * hp->head_dim),
+               v_row = hearth_kv_row_bytes(s.v, (int64_t)hp->n_head_kv * hp->head_dim_v);
+        int32_t r = 0;
+        while (r < n && !(reg_place[r] == place && regs[r].k_row == k_row && regs[r].v_row == v_row)) r++;
+        if (r == n) {
+            regs[n] = (struct kv_region){.k_row = k_row, .v_row = v_row};
+            reg_place[n++] = place;
+        }
+        region[il] = r;
+    }
+    return n;
+}
+
+size_t hearth_kv_block_bytes_layers(const hearth_model *m, bool swa_full, hearth_kv_scheme kv,
+                                    const hearth_kv_scheme *layer_kv, int32_t block_size) {
+    hearth_kv_layout lay = hearth_kv_layout_of(m, swa_full);
+    if (!layer_kv) return hearth_kv_layout_block_bytes(&lay, m, kv, block_size);
+    int32_t n_layer = hearth_model_hparams(m)->n_layer;
+    int32_t *region = malloc((size_t)n_layer * 2 * sizeof(int32_t));
+    struct kv_region *regs = malloc((size_t)n_layer * sizeof *regs);
+    size_t bytes = 0;
+    if (region && regs) {
+        int32_t n = plan_regions(m, &lay, swa_full, kv, layer_kv, region, regs, region + n_layer);
+        for (int32_t r = 0; r < n; r++) bytes += (regs[r].k_row + regs[r].v_row) * (size_t)block_size;
+    }
+    free(region);
+    free(regs);
+    return bytes;
+}
+
 hearth_status hearth_kv_pool_create(const hearth_model *m, const hearth_kv_pool_params *p, hearth_kv_pool **out,
                                     hearth_err *err) {
     *out = NULL;
@@ -97,38 +162,71 @@ hearth_status hearth_kv_pool_create(const hearth_model *m, const hearth_kv_pool_
     if (p->n_seqs <= 0 || p->max_seq_len <= 0) return hearth_err_set(err, HEARTH_E_INVALID, -1, "empty KV pool");
     hearth_kv_layout lay = hearth_kv_layout_of(m, p->swa_full);
     int32_t n_groups = lay.n_full + lay.n_win;
-    size_t k_row = hearth_kv_row_bytes(p->kv.k, (int64_t)hp->n_head_kv * hp->head_dim),
-           v_row = hearth_kv_row_bytes(p->kv.v, (int64_t)hp->n_head_kv * hp->head_dim_v);
-    if (!k_row || !v_row) return hearth_err_set(err, HEARTH_E_INVALID, -1, "unknown KV cache type");
-    if ((hearth_kv_type_quantized(p->kv.k) && hp->head_dim % HEARTH_KV_QBLOCK) ||
-        (hearth_kv_type_quantized(p->kv.v) && hp->head_dim_v % HEARTH_KV_QBLOCK))
-        return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1,
-                              "a quantized KV cache needs heads of a multiple of %d elements (this model's are %d)",
-                              HEARTH_KV_QBLOCK, hp->head_dim);
-    if ((hearth_kv_type_turbo(p->kv.k) || hearth_kv_type_turbo(p->kv.v)) &&
-        (hp->head_dim % HEARTH_KV_TURBO_ROT || hp->head_dim_v % HEARTH_KV_TURBO_ROT || hp->head_dim > 512 ||
-         hp->head_dim_v > 512))
-        return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1,
-                              "--kv-quant turbo needs heads of a multiple of %d elements, at most 512 (this "
-                              "model's are %d)",
-                              HEARTH_KV_TURBO_ROT, hp->head_dim);
-    if (hp->attn_sinks && (hearth_kv_type_quantized(p->kv.k) || hearth_kv_type_turbo(p->kv.k) ||
-                           hearth_kv_type_quantized(p->kv.v) || hearth_kv_type_turbo(p->kv.v)))
-        return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1,
-                              "attention sinks (gpt-oss) run on an f16 or f32 KV cache only, not a quantized one");
-    size_t block_bytes = hearth_kv_layout_block_bytes(&lay, m, p->kv, bs);
-    size_t n_blocks = block_bytes ? p->budget_bytes / block_bytes : 0;
-    if (n_blocks == 0)
-        return hearth_err_set(err, HEARTH_E_LIMIT, -1, "a KV budget of %zu bytes holds no block of %zu bytes",
-                              p->budget_bytes, block_bytes);
-    if (n_blocks > INT32_MAX / 2) n_blocks = INT32_MAX / 2;
-    size_t per_k = k_row * (size_t)bs * n_blocks, per_v = v_row * (size_t)bs * n_blocks, total;
-    if (!hearth_mul_size(per_k + per_v, (size_t)lay.per_group, &total))
-        return hearth_err_set(err, HEARTH_E_LIMIT, -1, "KV pool size overflows");
-    int32_t max_blocks = (p->max_seq_len + bs - 1) / bs;
-    size_t rows = (size_t)n_groups * (size_t)p->n_seqs;
+    for (int32_t il = 0; il < hp->n_layer; il++) {
+        if (hearth_hparams_kv_layer(hp, il) != il) continue;
+        hearth_kv_scheme s = p->layer_kv ? p->layer_kv[il] : p->kv;
+        if (!hearth_kv_row_bytes(s.k, (int64_t)hp->n_head_kv * hp->head_dim) ||
+            !hearth_kv_row_bytes(s.v, (int64_t)hp->n_head_kv * hp->head_dim_v))
+            return hearth_err_set(err, HEARTH_E_INVALID, -1, "unknown KV cache type (layer %d)", il);
+        if ((hearth_kv_type_quantized(s.k) && hp->head_dim % HEARTH_KV_QBLOCK) ||
+            (hearth_kv_type_quantized(s.v) && hp->head_dim_v % HEARTH_KV_QBLOCK))
+            return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1,
+                                  "a quantized KV cache needs heads of a multiple of %d elements (this model's are "
+                                  "%d)",
+                                  HEARTH_KV_QBLOCK, hp->head_dim);
+        if ((hearth_kv_type_turbo(s.k) || hearth_kv_type_turbo(s.v)) &&
+            (hp->head_dim % HEARTH_KV_TURBO_ROT || hp->head_dim_v % HEARTH_KV_TURBO_ROT || hp->head_dim > 512 ||
+             hp->head_dim_v > 512))
+            return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1,
+                                  "--kv-quant turbo needs heads of a multiple of %d elements, at most 512 (this "
+                                  "model's are %d)",
+                                  HEARTH_KV_TURBO_ROT, hp->head_dim);
+        if (hp->attn_sinks && (hearth_kv_type_quantized(s.k) || hearth_kv_type_turbo(s.k) ||
+                               hearth_kv_type_quantized(s.v) || hearth_kv_type_turbo(s.v)))
+            return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1,
+                                  "attention sinks (gpt-oss) run on an f16 or f32 KV cache only, not a quantized one");
+    }
     hearth_kv_pool *pool = calloc(1, sizeof *pool);
     if (!pool) return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
+    int32_t *region = malloc((size_t)hp->n_layer * 2 * sizeof(int32_t)); /* [n_layer] then region places */
+    pool->regions = malloc((size_t)hp->n_layer * sizeof *pool->regions);
+    if (!region || !pool->regions) {
+        free(region);
+        hearth_kv_pool_destroy(pool);
+        return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
+    }
+    pool->n_regions = plan_regions(m, &lay, p->swa_full, p->kv, p->layer_kv, region, pool->regions,
+                                   region + hp->n_layer);
+    size_t block_bytes = 0, max_row = 0;
+    for (int32_t r = 0; r < pool->n_regions; r++) {
+        block_bytes += (pool->regions[r].k_row + pool->regions[r].v_row) * (size_t)bs;
+        if (pool->regions[r].k_row > max_row) max_row = pool->regions[r].k_row;
+        if (pool->regions[r].v_row > max_row) max_row = pool->regions[r].v_row;
+    }
+    size_t n_blocks = block_bytes ? p->budget_bytes / block_bytes : 0;
+    if (n_blocks == 0) {
+        free(region);
+        hearth_kv_pool_destroy(pool);
+        return hearth_err_set(err, HEARTH_E_LIMIT, -1, "a KV budget of %zu bytes holds no block of %zu bytes",
+                              p->budget_bytes, block_bytes);
+    }
+    if (n_blocks > INT32_MAX / 2) n_blocks = INT32_MAX / 2;
+    size_t total = 0;
+    bool ok = true;
+    for (int32_t r = 0; r < pool->n_regions && ok; r++) { /* K [n_blocks][bs][k_row], then V */
+        size_t k, v;
+        pool->regions[r].off = total;
+        ok = hearth_mul_size(pool->regions[r].k_row * (size_t)bs, n_blocks, &k) &&
+             hearth_mul_size(pool->regions[r].v_row * (size_t)bs, n_blocks, &v) && hearth_add_size(total, k, &total) &&
+             hearth_add_size(total, v, &total);
+    }
+    if (!ok) {
+        free(region);
+        hearth_kv_pool_destroy(pool);
+        return hearth_err_set(err, HEARTH_E_LIMIT, -1, "KV pool size overflows");
+    }
+    int32_t max_blocks = (p->max_seq_len + bs - 1) / bs;
+    size_t rows = (size_t)n_groups * (size_t)p->n_seqs;
     pool->lay = lay;
     pool->n_groups = n_groups;
     pool->n_layer = hp->n_layer;
@@ -141,6 +239,7 @@ hearth_status hearth_kv_pool_create(const hearth_model *m, const hearth_kv_pool_
     pool->bytes = total;
     pool->ptrs = calloc(2 * (size_t)hp->n_layer, sizeof *pool->ptrs);
     pool->layer_group = calloc((size_t)hp->n_layer, sizeof(int32_t));
+    pool->layer_type = calloc(2 * (size_t)hp->n_layer, sizeof *pool->layer_type);
     pool->window = calloc((size_t)n_groups, sizeof(int32_t));
     pool->table = malloc(rows * (size_t)max_blocks * sizeof(int32_t));
     pool->n_in_row = calloc(rows, sizeof(int32_t));
@@ -148,18 +247,17 @@ hearth_status hearth_kv_pool_create(const hearth_model *m, const hearth_kv_pool_
     pool->refs = calloc(n_blocks, sizeof(int32_t));
     pool->free_ids = malloc(n_blocks * sizeof(int32_t));
     pool->be = p->be;
-    pool->k_row_bytes = k_row;
-    pool->v_row_bytes = v_row;
-    pool->place_bytes = per_k + per_v;
-    pool->bounce = p->be ? malloc((k_row > v_row ? k_row : v_row) * (size_t)bs) : NULL;
+    pool->bounce = p->be ? malloc(max_row * (size_t)bs) : NULL;
     pool->mem = p->be ? hearth_buf_alloc(p->be, total) : aligned_alloc(64, (total + 63) & ~(size_t)63);
-    if (!pool->ptrs || !pool->layer_group || !pool->window || !pool->table || !pool->n_in_row || !pool->n_dead ||
-        !pool->refs || !pool->free_ids || !pool->mem || (p->be && !pool->bounce)) {
+    if (!pool->ptrs || !pool->layer_group || !pool->layer_type || !pool->window || !pool->table || !pool->n_in_row ||
+        !pool->n_dead || !pool->refs || !pool->free_ids || !pool->mem || (p->be && !pool->bounce)) {
+        free(region);
         hearth_kv_pool_destroy(pool);
         return hearth_err_set(err, HEARTH_E_NOMEM, -1, "cannot allocate %zu MiB of KV blocks", total >> 20);
     }
-    /* the k-th layer of a kind goes to group k / per_group of that kind, place k % per_group;
-     * a KV-shared layer reads its source's (an earlier layer's) group and place */
+    /* the k-th layer of a kind goes to group k / per_group of that kind, place k % per_group (its
+     * region: plan_regions); a KV-shared layer reads its source's (an earlier layer's) group,
+     * region and types */
     int32_t n_kind[2] = {0, 0};
     for (int32_t il = 0; il < hp->n_layer; il++) {
         int32_t src = hearth_hparams_kv_layer(hp, il);
@@ -167,14 +265,21 @@ hearth_status hearth_kv_pool_create(const hearth_model *m, const hearth_kv_pool_
             pool->layer_group[il] = pool->layer_group[src];
             pool->ptrs[il] = pool->ptrs[src];
             pool->ptrs[hp->n_layer + il] = pool->ptrs[hp->n_layer + src];
+            pool->layer_type[il] = pool->layer_type[src];
+            pool->layer_type[hp->n_layer + il] = pool->layer_type[hp->n_layer + src];
             continue;
         }
         int kind = !p->swa_full && hearth_hparams_is_swa(hp, il);
-        int32_t k = n_kind[kind]++, place = k % lay.per_group;
+        int32_t k = n_kind[kind]++;
+        const struct kv_region *rg = &pool->regions[region[il]];
+        hearth_kv_scheme s = p->layer_kv ? p->layer_kv[il] : p->kv;
         pool->layer_group[il] = (kind ? lay.n_full : 0) + k / lay.per_group;
-        pool->ptrs[il] = (char *)pool->mem + (size_t)place * (per_k + per_v);
-        pool->ptrs[hp->n_layer + il] = (char *)pool->mem + (size_t)place * (per_k + per_v) + per_k;
+        pool->ptrs[il] = (char *)pool->mem + rg->off;
+        pool->ptrs[hp->n_layer + il] = (char *)pool->mem + rg->off + rg->k_row * (size_t)bs * n_blocks;
+        pool->layer_type[il] = s.k;
+        pool->layer_type[hp->n_layer + il] = s.v;
     }
+    free(region);
     for (int32_t g = lay.n_full; g < n_groups; g++) pool->window[g] = lay.n_swa;
     for (size_t i = 0; i < rows * (size_t)max_blocks; i++) pool->table[i] = -1;
     /* stack top is the last entry: hand out block 0 first */
@@ -184,6 +289,8 @@ hearth_status hearth_kv_pool_create(const hearth_model *m, const hearth_kv_pool_
         .n_slots = p->n_seqs, .n_ctx = p->max_seq_len, .n_blocks = pool->n_blocks,
         .blocks = {.table = pool->table, .max_blocks = max_blocks, .block_size = bs},
         .k_type = p->kv.k, .v_type = p->kv.v, .k = pool->ptrs, .v = pool->ptrs + hp->n_layer,
+        .layer_k_type = p->layer_kv ? pool->layer_type : NULL,
+        .layer_v_type = p->layer_kv ? pool->layer_type + hp->n_layer : NULL,
         .n_groups = n_groups, .layer_group = pool->layer_group, .group_window = pool->window,
     };
     *out = pool;
@@ -196,6 +303,8 @@ void hearth_kv_pool_destroy(hearth_kv_pool *pool) {
     else free(pool->mem);
     free(pool->ptrs);
     free(pool->layer_group);
+    free(pool->layer_type);
+    free(pool->regions);
     free(pool->window);
     free(pool->table);
     free(pool->n_in_row);
@@ -208,12 +317,12 @@ void hearth_kv_pool_destroy(hearth_kv_pool *pool) {
 
 void hearth_kv_pool_copy_block(hearth_kv_pool *pool, int32_t dst, int32_t src, int32_t n_rows) {
     if (n_rows <= 0 || dst == src) return;
-    size_t bs = (size_t)pool->block_size, per_k = pool->k_row_bytes * bs * (size_t)pool->n_blocks;
-    for (int32_t place = 0; place < pool->lay.per_group; place++) {
-        char *base = (char *)pool->mem + (size_t)place * pool->place_bytes;
+    size_t bs = (size_t)pool->block_size;
+    for (int32_t r = 0; r < pool->n_regions; r++) {
+        const struct kv_region *rg = &pool->regions[r];
         for (int kv = 0; kv < 2; kv++) { /* K rows, then V rows */
-            size_t row = kv ? pool->v_row_bytes : pool->k_row_bytes;
-            char *region = base + (kv ? per_k : 0);
+            size_t row = kv ? rg->v_row : rg->k_row;
+            char *region = (char *)pool->mem + rg->off + (kv ? rg->k_row * bs * (size_t)pool->n_blocks : 0);
             char *to = region + (size_t)dst * bs * row;
             const char *from = region + (size_t)src * bs * row;
             size_t n = (size_t)n_rows * row;
@@ -227,14 +336,15 @@ void hearth_kv_pool_copy_block(hearth_kv_pool *pool, int32_t dst, int32_t src, i
     }
 }
 
-/* The (place, K or V) segments of block blk in pool order: fn(pool memory, host offset, bytes). */
+/* The (region, K or V) segments of block blk in pool order, to host (host) or from it (chost). */
 static void block_segments(const hearth_kv_pool *pool, int32_t blk, char *host, const char *chost) {
-    size_t bs = (size_t)pool->block_size, per_k = pool->k_row_bytes * bs * (size_t)pool->n_blocks, off = 0;
-    for (int32_t place = 0; place < pool->lay.per_group; place++) {
-        char *base = (char *)pool->mem + (size_t)place * pool->place_bytes;
+    size_t bs = (size_t)pool->block_size, off = 0;
+    for (int32_t r = 0; r < pool->n_regions; r++) {
+        const struct kv_region *rg = &pool->regions[r];
         for (int kv = 0; kv < 2; kv++) {
-            size_t row = kv ? pool->v_row_bytes : pool->k_row_bytes, n = bs * row;
-            char *at = base + (kv ? per_k : 0) + (size_t)blk * n;
+            size_t row = kv ? rg->v_row : rg->k_row, n = bs * row;
+            char *at = (char *)pool->mem + rg->off + (kv ? rg->k_row * bs * (size_t)pool->n_blocks : 0) +
+                       (size_t)blk * n;
             if (host && pool->be) hearth_buf_download(pool->be, host + off, at, n);
             else if (host) memcpy(host + off, at, n);
             else if (pool->be) hearth_buf_upload(pool->be, at, chost + off, n);

@@ -56,12 +56,12 @@ void hearth_blk_attn(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view 
     hearth_kv_blocks bl = hearth_kv_view_blocks(kv, il); /* the table of the layer's group */
     float scale = hp->attn_scale;
     const struct hearth_rope_run *run1 = f->n_runs == 1 ? &f->runs[0] : NULL;
-    const int32_t rk = rot_size(kv->k_type, hp->head_dim, true), rv = rot_size(kv->v_type, hp->head_dim_v, false);
+    const hearth_kv_type kt = hearth_kv_view_k_type(kv, il), vt = hearth_kv_view_v_type(kv, il);
+    const int32_t rk = rot_size(kt, hp->head_dim, true), rv = rot_size(vt, hp->head_dim_v, false);
     if (hearth_hparams_has_rope(hp, il) && !f->scale_q && run1 && run1->t0 == 0 && run1->n == T && !rk && !rv) {
         /* one RoPE recipe for the whole step: RoPE and the cache store in one op */
         hearth_op_rope_store(be, f->q, f->k, f->v, T, hp->n_head, hp->n_head_kv, hp->head_dim, hp->n_rot, v_w, b->pos,
-                             swa ? &run1->rp_swa : &run1->rp, b->seq, kv->k[il], kv->v[il], &bl, kv->k_type,
-                             kv->v_type);
+                             swa ? &run1->rp_swa : &run1->rp, b->seq, kv->k[il], kv->v[il], &bl, kt, vt);
         hearth_fwd_trace(f, "Qcur", il, "ROPE", f->q, T, q_w);
         hearth_fwd_trace(f, "Kcur", il, "ROPE", f->k, T, k_w);
     } else {
@@ -80,15 +80,15 @@ void hearth_blk_attn(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view 
             hearth_op_hadamard(be, f->k, T * k_w / rk, rk);
         }
         if (rv) hearth_op_hadamard(be, f->v, T * v_w / rv, rv);
-        hearth_op_kv_store(be, f->k, T, k_w, b->seq, b->pos, kv->k[il], &bl, kv->k_type);
-        hearth_op_kv_store(be, f->v, T, v_w, b->seq, b->pos, kv->v[il], &bl, kv->v_type);
+        hearth_op_kv_store(be, f->k, T, k_w, b->seq, b->pos, kv->k[il], &bl, kt);
+        hearth_op_kv_store(be, f->v, T, v_w, b->seq, b->pos, kv->v[il], &bl, vt);
     }
 
     hearth_attn_args a = {
         .n_tok = T, .n_head = hp->n_head, .n_head_kv = hp->n_head_kv,
         .head_dim = hp->head_dim, .head_dim_v = hp->head_dim_v,
         .q = f->q, .out = f->att, .pos = b->pos, .seq = b->seq,
-        .k = kv->k[il], .v = kv->v[il], .blocks = bl, .k_type = kv->k_type, .v_type = kv->v_type,
+        .k = kv->k[il], .v = kv->v[il], .blocks = bl, .k_type = kt, .v_type = vt,
         .n_swa = swa ? hp->n_swa : 0, .scale = scale, .softcap = hp->attn_softcap, .sinks = l->sinks,
         .max_len = f->max_len, .min_run = f->min_run, .max_run = f->max_run,
     };

@@ -401,6 +401,8 @@ static hearth_status step_run(hearth_fwd *f, const hearth_batch *b, const hearth
                             (uint64_t)kv->v_type, (uint64_t)(f->max_run > 1)};
         key = 1469598103934665603ull;
         for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) key = (key ^ parts[i]) * 1099511628211ull;
+        for (int32_t il = 0; kv->layer_k_type && il < f->m->hp.n_layer; il++) /* a per-layer scheme */
+            key = (key ^ ((uint64_t)kv->layer_k_type[il] << 8 | (uint64_t)kv->layer_v_type[il])) * 1099511628211ull;
         if (key == 0) key = 1;
     }
     hearth_step_run(f->be, key, n, step_family, &sc);

@@ -47,6 +47,8 @@ typedef struct {
     hearth_kv_blocks blocks;     /* borrowed table [n_slots][max_blocks]; the positions a step
                                   * touches must map to blocks in [0, n_blocks) */
     hearth_kv_type   k_type, v_type; /* element types of k and v (backend/kv_type.h) */
+    const hearth_kv_type *layer_k_type, *layer_v_type; /* borrowed [n_layer]: each layer's own types
+                                  * (a per-layer scheme, engine/kv_config.h); NULL: k_type / v_type */
     void           **k, **v;     /* borrowed: [n_layer] -> [n_blocks][block_size][n_head_kv * head_dim] */
     /* Layer groups (engine/kv_pool.h): group g's rows are blocks.table + g * n_slots * max_blocks.
      * n_groups <= 1 and layer_group NULL: one table for every layer. */
@@ -62,6 +64,14 @@ static inline hearth_kv_blocks hearth_kv_view_blocks(const hearth_kv_view *kv, i
     hearth_kv_blocks b = kv->blocks;
     if (kv->layer_group) b.table += (int64_t)kv->layer_group[il] * kv->n_slots * b.max_blocks;
     return b;
+}
+
+/* The element types of layer il's keys and values. */
+static inline hearth_kv_type hearth_kv_view_k_type(const hearth_kv_view *kv, int32_t il) {
+    return kv->layer_k_type ? kv->layer_k_type[il] : kv->k_type;
+}
+static inline hearth_kv_type hearth_kv_view_v_type(const hearth_kv_view *kv, int32_t il) {
+    return kv->layer_v_type ? kv->layer_v_type[il] : kv->v_type;
 }
 
 typedef struct hearth_fwd hearth_fwd;

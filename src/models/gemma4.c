@@ -59,14 +59,14 @@ static void gemma4_attn(hearth_fwd *f, const hearth_batch *b, const hearth_kv_vi
         hearth_fwd_trace(f, "Kcur", il, "ROPE", f->k, T, k_w);
         hearth_fwd_trace(f, "Vcur", il, "RMS_NORM", f->v, T, k_w);
         hearth_kv_blocks own = hearth_kv_view_blocks(kv, il); /* the table of the layer's group */
-        hearth_op_kv_store(be, f->k, T, k_w, b->seq, b->pos, kv->k[il], &own, kv->k_type);
-        hearth_op_kv_store(be, f->v, T, k_w, b->seq, b->pos, kv->v[il], &own, kv->v_type);
+        hearth_op_kv_store(be, f->k, T, k_w, b->seq, b->pos, kv->k[il], &own, hearth_kv_view_k_type(kv, il));
+        hearth_op_kv_store(be, f->v, T, k_w, b->seq, b->pos, kv->v[il], &own, hearth_kv_view_v_type(kv, il));
     }
     hearth_attn_args a = {
         .n_tok = T, .n_head = hp->n_head, .n_head_kv = n_kv, .head_dim = hd, .head_dim_v = hd,
         .q = f->q, .out = f->att, .pos = b->pos, .seq = b->seq,
         .k = kv->k[src], .v = kv->v[src], .blocks = hearth_kv_view_blocks(kv, src),
-        .k_type = kv->k_type, .v_type = kv->v_type,
+        .k_type = hearth_kv_view_k_type(kv, src), .v_type = hearth_kv_view_v_type(kv, src),
         .n_swa = swa ? hp->n_swa : 0, .scale = hp->attn_scale, .softcap = 0, .max_len = f->max_len,
         .max_run = f->max_run,
     };

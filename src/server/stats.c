@@ -170,6 +170,18 @@ static void engine_json(const hearth_engine *e, hearth_jw *w) {
     char kvq[32];
     hearth_kv_quant_name(&in.kv_quant, kvq, sizeof kvq);
     hearth_jw_cstr(w, kvq);
+    if (in.kv_layers) { /* a per-layer scheme: each layer's types, "K" or "K/V" */
+        hearth_jw_key(w, "kv_layers");
+        hearth_jw_arr(w);
+        for (int32_t il = 0; il < in.n_kv_layers; il++) {
+            char t[24];
+            hearth_kv_scheme s = in.kv_layers[il];
+            if (s.k == s.v) snprintf(t, sizeof t, "%s", hearth_kv_type_name(s.k));
+            else snprintf(t, sizeof t, "%s/%s", hearth_kv_type_name(s.k), hearth_kv_type_name(s.v));
+            hearth_jw_cstr(w, t);
+        }
+        hearth_jw_arr_end(w);
+    }
     hearth_jw_obj_end(w);
 
     hearth_jw_key(w, "prompt_cache");

@@ -126,3 +126,32 @@ def test_turbo_kv_serves_smollm2(smollm2, hearth):
             assert text.strip() and len(lps) == 8 and all(lp <= 0 for lp in lps), (text, lps)
         finally:
             s.stop()
+
+
+def test_kv_config_serves_a_scheme_per_layer(tmp_path, hearth):
+    # the tiny llama with 64-wide heads and a kv_config.json in mlx-optiq's list shape beside it:
+    # /stats names the scheme and each layer's type; without the file `config` is off
+    import os
+    import shutil
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    model = tmp_path / "tiny64.gguf"
+    shutil.copy(os.path.join(here, "tests", "golden", "tiny", "tiny-llama64.gguf"), model)
+    s = Server(str(model), "--threads", "1", "--kv-quant", "config")
+    try:
+        nx = s.stats()["numerics"]
+        assert nx["kv_quant"] == "off" and nx["kv_type"] == "f16" and "kv_layers" not in nx, nx
+    finally:
+        s.stop()
+    (tmp_path / "kv_config.json").write_text(json.dumps(
+        [{"layer_idx": 0, "bits": 8, "group_size": 64}, {"layer_idx": 1, "bits": 4, "group_size": 64}]))
+    s = Server(str(model), "--threads", "1", "--kv-quant", "config")
+    try:
+        nx = s.stats()["numerics"]
+        assert nx["kv_quant"] == "config" and nx["kv_layers"] == ["q8_0", "q4_0"] and nx["kv_type"] == "q8_0", nx
+        text, lps, _ = greedy_lp(s, 6)
+        assert len(lps) == 6 and all(lp <= 0 for lp in lps), (text, lps)
+    finally:
+        s.stop()
+    (tmp_path / "kv_config.json").write_text('{"layers": {"1": 6}}')
+    r = hearth("generate", str(model), "--kv-quant", "config", "--raw", "--prompt", "hi")
+    assert r.returncode != 0 and "layer 1: bits 6 is not supported" in r.stderr, r.stderr

@@ -9,6 +9,7 @@
  * (docs/cuda.md).
  */
 #include "cuda_test.h"
+#include "kernels/ref/turbo_ref.h"
 
 TEST(get_rows_every_type) {
     NEED_GPU();
@@ -125,16 +126,20 @@ TEST(rope_both_recipes_both_layouts) {
  * f32, f16, q8_0 and q4_0 caches, a value width unlike the key width */
 TEST(rope_store_matches_rope_then_kv_store) {
     NEED_GPU();
-    const int64_t T = 4, vw = 2 * 48;
+    const int64_t T = 4, vw0 = 2 * 48;
     const int32_t H = 6, HKV = 2, D = 64, R = 32, bs = 16, max_blocks = 4, n_blocks = 6;
     int32_t pos[4] = {3, 17, 18, 40}, seq[4] = {0, 0, 1, 1}, table[8] = {5, 2, 0, 1, 3, 4, 0, 0};
     static float inv[16]; /* lives as long as the backend: it keeps a copy keyed by the address */
     hearth_rope_inv_freq(inv, R, 10000.0f, 1.0f);
     int32_t *dpos = up(pos, sizeof pos), *dseq = up(seq, sizeof seq), *dtable = up(table, sizeof table);
     hearth_kv_blocks bl = {.table = dtable, .max_blocks = max_blocks, .block_size = bs};
-    static const hearth_kv_type types[4] = {HEARTH_KV_F32, HEARTH_KV_F16, HEARTH_KV_Q8_0, HEARTH_KV_Q4_0};
-    for (int k = 0; k < 16; k++) {
+    /* a turbo cache too: rope_store runs the ops one by one for it (value rows of whole
+     * 64-element pieces) */
+    static const hearth_kv_type types[6] = {HEARTH_KV_F32, HEARTH_KV_F16, HEARTH_KV_Q8_0,
+                                            HEARTH_KV_Q4_0, HEARTH_KV_T3,  HEARTH_KV_T8};
+    for (int k = 0; k < 24; k++) {
         const hearth_kv_type ty = types[k >> 2];
+        const int64_t vw = hearth_kv_type_turbo(ty) ? 2 * 64 : vw0;
         hearth_rope_params rp = {.inv_freq = k & 1 ? inv : NULL, .theta_scale = powf(10000.0f, -2.0f / R),
                                  .freq_scale = 1.0f, .neox = (k & 2) != 0};
         const size_t qn = (size_t)T * H * D, kn = (size_t)T * HKV * D, vn = (size_t)T * vw;
@@ -350,7 +355,7 @@ static void attention_case_h(hearth_kv_type type, int32_t n_head, int32_t n_head
     const bool holes = mode == HOLES, decodes = mode == DECODES;
     const int32_t bs = 16, max_blocks = (ctx + bs - 1) / bs, n_blocks = n_seq * max_blocks + 3;
     const int64_t kvw = (int64_t)n_head_kv * D, n_rows = (int64_t)n_seq * ctx;
-    const bool quant = hearth_kv_type_quantized(type);
+    const bool quant = hearth_kv_type_quantized(type), turbo = hearth_kv_type_turbo(type);
     int32_t *table = malloc(sizeof(int32_t) * n_seq * max_blocks);
     for (int32_t i = 0; i < n_seq * max_blocks; i++) table[i] = (i * 7 + 3) % n_blocks; /* made distinct: */
     for (int32_t i = 0; i < n_seq * max_blocks; i++)
@@ -404,7 +409,17 @@ static void attention_case_h(hearth_kv_type type, int32_t n_head, int32_t n_head
             int64_t j0 = n_swa > 0 && p - n_swa + 1 > 0 ? p - n_swa + 1 : 0;
             if (j0 < lo) lo = (int32_t)j0;
             float *o = ref + (t * n_head + h) * D;
-            if (quant) {
+            if (turbo) { /* the CPU's turbo twin: rotated query, dequantized blocks, output rotated back */
+                hearth_attn_turbo_args ta = {
+                    .k = hk + hearth_kv_row_bytes(type, (int64_t)hkv * D),
+                    .v = hv + hearth_kv_row_bytes(type, (int64_t)hkv * D),
+                    .k_row = row_bytes, .v_row = row_bytes, .k_bits = hearth_kv_turbo_bits(type),
+                    .v_bits = hearth_kv_turbo_bits(type), .table_row = table + qseq[t] * max_blocks,
+                    .block_size = bs, .head_dim = D, .head_dim_v = D, .j0 = j0, .j1 = p + 1, .scale = scale,
+                    .softcap = softcap};
+                const float *qp = q + (t * n_head + h) * D;
+                hearth_attn_turbo_ref(1, &qp, &o, &ta);
+            } else if (quant) {
                 hearth_attn_quant_args qa = {
                     .k = hk + hearth_kv_row_bytes(type, (int64_t)hkv * D),
                     .v = hv + hearth_kv_row_bytes(type, (int64_t)hkv * D),
@@ -449,7 +464,8 @@ static void attention_case_h(hearth_kv_type type, int32_t n_head, int32_t n_head
     const int32_t min_run = decodes ? 1 : (int32_t)(n_seq > 1 ? n_q / 2 : n_q);
     const bool tc = n_q >= 32 && min_run >= 32 && (D == 64 || D == 128 || D == 256);
     CHECK_REL(got, ref, n_q * qw,
-              quant ? (tc ? "attention_quant_tc" : "attention_quant")
+              turbo   ? "attention_turbo" /* never on the tensor cores */
+              : quant ? (tc ? "attention_quant_tc" : "attention_quant")
                     : type == HEARTH_KV_F16 ? "attention_f16" : "attention_f32");
     hearth_backend *ph = gpu_per_head();
     CHECK(ph != NULL);
@@ -517,6 +533,69 @@ TEST(attention_paged_quantized) {
         attention_case_h(t, 4, 2, 128, 400, 48, 0, 40, 2, HOLES); /* two sequences, windows, holes */
         attention_case_h(t, 32, 8, 128, 200, 0, 0, 48, 48, DECODES); /* a batch of 48 decodes */
     }
+}
+
+/* The turbo cache (turbo2 .. turbo8 keys and values: the CPU's kv_store bytes, then attention
+ * against the CPU's plain turbo twin): prefill of a short prompt and long steps (which stay off
+ * the tensor cores), decode with split keys, GQA up to 8, windows with holes in the table,
+ * softcap, two sequences in a step, heads of 64 to 256. */
+TEST(attention_paged_turbo) {
+    NEED_GPU();
+    for (hearth_kv_type t = HEARTH_KV_T2; t <= HEARTH_KV_T8; t++) {
+        attention_case(t, 8, 2, 64, 37, 0, 0, 37, 1);            /* prefill of a short prompt, GQA 4 */
+        attention_case(t, 4, 4, 128, 3000, 0, 0, 1, 1);          /* decode over a long context: split keys */
+        attention_case(t, 8, 1, 256, 700, 128, 0, 3, 1);         /* head_dim 256, window, GQA 8 */
+        attention_case(t, 4, 2, 64, 300, 0, 50.0f, 5, 1);        /* softcap */
+        attention_case(t, 8, 8, 128, 260, 0, 0, 200, 2);         /* a long step of two sequences */
+        attention_case_h(t, 8, 2, 64, 900, 64, 0, 1, 1, true);   /* decode, window, holes in the table */
+    }
+}
+
+/* kv_store of turbo rows: the bytes hearth_turbo_quantize_row writes (the CPU backend's
+ * kv_store), for every bit width, on random rows and on pieces made to hit the codec's edges:
+ * all zeros (scale 0, the middle code), one heavy channel (the rotation spreads it), a row whose
+ * rotated values are exactly the levels, and a constant row (all its energy in one rotated
+ * element). */
+TEST(kv_store_turbo_matches_cpu) {
+    NEED_GPU();
+    const int64_t width = 4 * 64, n_tok = 10;
+    const int32_t bs = 4, max_blocks = 4, n_blocks = 7;
+    int32_t table[8] = {6, 1, 4, 0, 2, 5, 3, 3}, pos[10], seq[10];
+    float *x = malloc(sizeof(float) * n_tok * width);
+    fill(x, n_tok * width, 2.0f);
+    for (int64_t t = 0; t < n_tok; t++) pos[t] = (int32_t)(t % 6) * 2, seq[t] = (int32_t)(t / 6);
+    for (int i = 0; i < 64; i++) x[i] = 0.0f;                 /* token 0, piece 0: zeros */
+    x[64 + 17] = 40.0f;                                       /* piece 1: a heavy channel */
+    for (int i = 0; i < 64; i++) x[128 + i] = 0.75f;          /* piece 2: constant */
+    float *lev = x + width + 64;                              /* token 1, piece 1: the 3-bit levels */
+    for (int i = 0; i < 64; i++) lev[i] = hearth_turbo_level(3, i % 8) * 0.5f;
+    hearth_turbo_unrotate(lev, 64);                           /* so that its rotation is the levels */
+    int32_t *dtable = up(table, sizeof table), *dpos = up(pos, sizeof pos), *dseq = up(seq, sizeof seq);
+    float *dx = up(x, sizeof(float) * n_tok * width);
+    hearth_backend *cpu = hearth_backend_cpu_create(1, 16, width, 16, NULL);
+    CHECK(cpu != NULL);
+    for (hearth_kv_type t = HEARTH_KV_T2; cpu && t <= HEARTH_KV_T8; t++) {
+        const size_t bytes = (size_t)n_blocks * bs * hearth_kv_row_bytes(t, width);
+        char *ref = calloc(1, bytes), *got = malloc(bytes);
+        void *dc = up(ref, bytes);
+        hearth_kv_blocks hb = {.table = table, .max_blocks = max_blocks, .block_size = bs};
+        hearth_kv_blocks db = {.table = dtable, .max_blocks = max_blocks, .block_size = bs};
+        hearth_op_kv_store(cpu, x, n_tok, width, seq, pos, ref, &hb, t);
+        hearth_op_kv_store(gpu(), dx, n_tok, width, dseq, dpos, dc, &db, t);
+        down(got, dc, bytes);
+        fprintf(stderr, "  %s\n", hearth_kv_type_name(t));
+        CHECK(!memcmp(got, ref, bytes));
+        size_t first = 0;
+        while (first < bytes && got[first] == ref[first]) first++;
+        if (first < bytes) fprintf(stderr, "  first difference at byte %zu\n", first);
+        dfree(dc);
+        free(ref);
+        free(got);
+    }
+    if (cpu) hearth_backend_destroy(cpu);
+    void *dbufs[] = {dtable, dpos, dseq, dx};
+    for (size_t i = 0; i < sizeof dbufs / sizeof dbufs[0]; i++) dfree(dbufs[i]);
+    free(x);
 }
 
 /* kv_store of q8_0 / q4_0 rows: the bytes the CPU backend's kv_store writes for the same rows,

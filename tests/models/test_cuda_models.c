@@ -14,8 +14,8 @@
  * HEARTH_GEMMA3_GGUF name them, and any GGUF listed (colon-separated) in HEARTH_CUDA_MODELS (the
  * GPU host's generated checkpoints, docs/cuda.md). Skips without a GPU.
  * Then n choices (hearth_engine_submit_n) on a CUDA engine of the tiny qwen2 model, and last
- * the quantized KV cache (--kv-quant 8 and 4) through CUDA engines of the tiny 64-wide llama
- * and SmolLM2 against a CPU engine with the same cache, batched, prefix-cached and preempted;
+ * the quantized KV cache (--kv-quant 8, 4, turbo:k8v3 and k4v3) through CUDA engines of the
+ * tiny 64-wide llama and SmolLM2 against a CPU engine with the same cache, batched, prefix-cached and preempted;
  * and the scores of a prompt (score_from, `hearth perplexity`) on a CUDA engine against a CPU one.
  * LoRA adapters are not applied on CUDA yet: a forward and an engine request with one are
  * refused with the reason, and nothing runs.
@@ -297,11 +297,11 @@ TEST(engine_choices_on_cuda) {
     hearth_model_destroy(m);
 }
 
-/* ---- the quantized KV cache (--kv-quant 8 and 4) through the engine on CUDA ----
+/* ---- the quantized KV cache (--kv-quant 8, 4 and turbo) through the engine on CUDA ----
  *
  * The committed tiny llama with 64-wide heads, and SmolLM2 when HEARTH_SMOLLM2_GGUF names it
  * (heads of 64: whole 32-element blocks; the tiny qwen models' heads of 16 are not), with
- * q8_0 / q4_0 keys and values, greedy, both engines on the ref numerics (f32 activations):
+ * q8_0 / q4_0 (or turbo) keys and values, greedy, both engines on the ref numerics (f32 activations):
  *
  *   alone      each of NQ_KV prompts alone on a CUDA engine: the first token after each prompt
  *              must be the CPU engine's with the same cache scheme (alone too), unless the
@@ -332,7 +332,14 @@ typedef struct {
     float   margin[NQ_KV][NGEN_KV];
 } kv_run;
 
-static hearth_engine *kv_engine(hearth_model *m, hearth_kvq_mode mode, int device, int32_t batch, int32_t block_size,
+/* the cache types of scheme q (8, 4, or turbo:kXvY) */
+static hearth_kv_scheme kv_scheme_of(hearth_kv_quant q) {
+    if (q.mode == HEARTH_KVQ_TURBO) return hearth_kv_scheme_of(hearth_kv_turbo_type(q.k_bits), hearth_kv_turbo_type(q.v_bits));
+    const hearth_kv_type t = q.mode == HEARTH_KVQ_8 ? HEARTH_KV_Q8_0 : HEARTH_KV_Q4_0;
+    return hearth_kv_scheme_of(t, t);
+}
+
+static hearth_engine *kv_engine(hearth_model *m, hearth_kv_quant q, int device, int32_t batch, int32_t block_size,
                                 int32_t pool_tokens, int64_t prompt_cache) {
     hearth_engine_params ep = hearth_engine_params_default();
     ep.device = device;
@@ -344,9 +351,9 @@ static hearth_engine *kv_engine(hearth_model *m, hearth_kvq_mode mode, int devic
     ep.prompt_cache = prompt_cache;
     ep.debug_checks = true;
     ep.numerics = REF_NX;
-    ep.kv_quant = (hearth_kv_quant){.mode = mode};
-    const hearth_kv_type t = mode == HEARTH_KVQ_8 ? HEARTH_KV_Q8_0 : HEARTH_KV_Q4_0;
-    ep.kv_budget = (int64_t)hearth_kv_bytes_per_token(m, hearth_kv_scheme_of(t, t)) * pool_tokens;
+    ep.kv_quant = q;
+    const hearth_kv_scheme sc = kv_scheme_of(q);
+    ep.kv_budget = (int64_t)hearth_kv_bytes_per_token(m, sc) * pool_tokens;
     hearth_engine *e = NULL;
     hearth_err err = {0};
     CHECK_EQ(hearth_engine_create(m, &ep, &e, &err), HEARTH_OK);
@@ -356,8 +363,8 @@ static hearth_engine *kv_engine(hearth_model *m, hearth_kvq_mode mode, int devic
     }
     hearth_engine_info in;
     hearth_engine_info_get(e, &in);
-    CHECK_EQ(in.kv.k, t);
-    CHECK_EQ(in.kv.v, t);
+    CHECK_EQ(in.kv.k, sc.k);
+    CHECK_EQ(in.kv.v, sc.v);
     return e;
 }
 
@@ -420,7 +427,7 @@ static int kv_differing(const char *what, const kv_run *got, const kv_run *ref) 
     return kv_differing_n(what, got, ref, NGEN_KV, KV_TIE);
 }
 
-static void kv_engine_check(const char *path, hearth_kvq_mode mode) {
+static void kv_engine_check(const char *path, hearth_kv_quant mode) {
     if (!path || !*path) TEST_SKIP("model path not set");
     if (hearth_cuda_device_count() <= 0) TEST_SKIP("no CUDA device");
     hearth_model *m = NULL;
@@ -475,14 +482,25 @@ static void kv_engine_check(const char *path, hearth_kvq_mode mode) {
     hearth_model_destroy(m);
 }
 
+#define KVQ(m) ((hearth_kv_quant){.mode = (m)})
+#define TURBO(k, v) ((hearth_kv_quant){.mode = HEARTH_KVQ_TURBO, .k_bits = (k), .v_bits = (v)})
 TEST(tiny_llama64_kv8_cuda_engine_matches_cpu) {
-    kv_engine_check("tests/golden/tiny/tiny-llama64.gguf", HEARTH_KVQ_8);
+    kv_engine_check("tests/golden/tiny/tiny-llama64.gguf", KVQ(HEARTH_KVQ_8));
 }
 TEST(tiny_llama64_kv4_cuda_engine_matches_cpu) {
-    kv_engine_check("tests/golden/tiny/tiny-llama64.gguf", HEARTH_KVQ_4);
+    kv_engine_check("tests/golden/tiny/tiny-llama64.gguf", KVQ(HEARTH_KVQ_4));
 }
-TEST(smollm2_kv8_cuda_engine_matches_cpu) { kv_engine_check(getenv("HEARTH_SMOLLM2_GGUF"), HEARTH_KVQ_8); }
-TEST(smollm2_kv4_cuda_engine_matches_cpu) { kv_engine_check(getenv("HEARTH_SMOLLM2_GGUF"), HEARTH_KVQ_4); }
+TEST(smollm2_kv8_cuda_engine_matches_cpu) { kv_engine_check(getenv("HEARTH_SMOLLM2_GGUF"), KVQ(HEARTH_KVQ_8)); }
+TEST(smollm2_kv4_cuda_engine_matches_cpu) { kv_engine_check(getenv("HEARTH_SMOLLM2_GGUF"), KVQ(HEARTH_KVQ_4)); }
+/* the turbo cache (turbo.cu, attention.cu): CUDA's store writes the CPU's bytes, its attention
+ * reads them in the rotated space; the same checks as the q8_0 / q4_0 cases */
+TEST(tiny_llama64_turbo_k8v3_cuda_engine_matches_cpu) {
+    kv_engine_check("tests/golden/tiny/tiny-llama64.gguf", TURBO(8, 3));
+}
+TEST(tiny_llama64_turbo_k4v3_cuda_engine_matches_cpu) {
+    kv_engine_check("tests/golden/tiny/tiny-llama64.gguf", TURBO(4, 3));
+}
+TEST(smollm2_turbo_k8v3_cuda_engine_matches_cpu) { kv_engine_check(getenv("HEARTH_SMOLLM2_GGUF"), TURBO(8, 3)); }
 
 /* The scores of a prompt (score_from, `hearth perplexity`) from an engine on device dev, with
  * prefill steps of max_step tokens. False when the engine cannot be made. */

@@ -192,4 +192,18 @@ TEST(tiny_llama64_l2_q8_0_cache_agrees_with_llamacpp_bit_for_bit) {
                    hearth_kv_scheme_of(HEARTH_KV_Q8_0, HEARTH_KV_Q8_0));
 }
 
+/* --l2 on the starter models: the 8-bit cache in llama.cpp's flash-attention order against
+ * llama.cpp run with type_k = type_v = q8_0 and flash_attn (tools/golden_llamacpp.py --kv q8_0),
+ * held to the same bit identity as the tiny llama's */
+TEST(smollm2_l2_q8_0_cache_agrees_with_llamacpp_bit_for_bit) {
+    SKIP_IF_SANITIZED();
+    check_model_kv(getenv("HEARTH_SMOLLM2_GGUF"), "tests/golden/llamacpp/smollm2.q8_0.golden", &identical,
+                   hearth_kv_scheme_of(HEARTH_KV_Q8_0, HEARTH_KV_Q8_0));
+}
+TEST(gemma3_l2_q8_0_cache_agrees_with_llamacpp_bit_for_bit) {
+    SKIP_IF_SANITIZED();
+    check_model_kv(getenv("HEARTH_GEMMA3_GGUF"), "tests/golden/llamacpp/gemma3.q8_0.golden", &identical,
+                   hearth_kv_scheme_of(HEARTH_KV_Q8_0, HEARTH_KV_Q8_0));
+}
+
 int main(int argc, char **argv) { return test_main(argc, argv); }

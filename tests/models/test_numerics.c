@@ -201,8 +201,9 @@ static void check_switches_kv_quant(bool cuda) {
         run_kv = hearth_kv_scheme_of(types[i], types[i]);
         check_switches(TINY64, cuda, false);
     }
-    /* turbo (CPU only): keys and values of other widths */
-    for (int i = 0; i < 2 && !cuda; i++) {
+    /* turbo: keys and values of other widths (on CUDA too: the rotation in the attention kernel
+     * and the store's are per (token, head), so graphs and one head per block keep the bits) */
+    for (int i = 0; i < 2; i++) {
         run_kv = i ? hearth_kv_scheme_of(HEARTH_KV_T4, HEARTH_KV_T3) : hearth_kv_scheme_of(HEARTH_KV_T8, HEARTH_KV_T3);
         check_switches(TINY64, cuda, false);
     }

@@ -62,9 +62,11 @@ static int tokens_in_range(const golden_file *g, const int32_t *t, uint32_t n) {
     return 1;
 }
 
+/* name: the golden's file stem (NAME or NAME.<kv>); its model is the starter row before the dot */
 static void check_golden(const char *name, uint32_t n_vocab, uint32_t flags) {
-    char path[256], err[512];
+    char path[256], err[512], model[64];
     snprintf(path, sizeof path, GOLDEN_DIR "%s.golden", name);
+    snprintf(model, sizeof model, "%.*s", (int)strcspn(name, "."), name);
     golden_file g;
     int rc = golden_open(&g, path, err, sizeof err);
     if (rc) fprintf(stderr, "  %s\n", err);
@@ -79,7 +81,7 @@ static void check_golden(const char *name, uint32_t n_vocab, uint32_t flags) {
     CHECK(g.n_text >= 512);
     CHECK_EQ(g.flags, flags);
     uint8_t sha[32];
-    CHECK_EQ(manifest_sha(name, sha), 0);
+    CHECK_EQ(manifest_sha(model, sha), 0);
     CHECK(memcmp(sha, g.model_sha256, 32) == 0);
 
     int faults = 0, argmax_mismatch = 0, total_tokens = 0;
@@ -128,6 +130,10 @@ static void check_golden(const char *name, uint32_t n_vocab, uint32_t flags) {
 TEST(smollm2_golden) { check_golden("smollm2", 49152, GOLDEN_FLAG_FULL); }
 
 TEST(gemma3_golden) { check_golden("gemma3", 262144, GOLDEN_FLAG_BOS); }
+
+TEST(smollm2_q8_0_golden) { check_golden("smollm2.q8_0", 49152, GOLDEN_FLAG_FULL); }
+
+TEST(gemma3_q8_0_golden) { check_golden("gemma3.q8_0", 262144, GOLDEN_FLAG_BOS); }
 
 TEST(f16_conversion) {
     CHECK_EQ(golden_f16_to_f32(0x0000), 0.0f);

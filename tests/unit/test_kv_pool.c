@@ -9,6 +9,7 @@
 #include "kernels/ref/ops_ref.h"
 #include "tensor/dtype.h"
 #include "../models/model_harness.h"
+#include "model/model_internal.h"
 #include "test.h"
 
 #include <stdlib.h>
@@ -251,6 +252,82 @@ TEST(paged_forward_gemma3) {
     if (!p) TEST_SKIP("HEARTH_GEMMA3_GGUF not set");
     if (getenv("HEARTH_TEST_SANITIZED")) TEST_SKIP("real model: normal build only");
     paged_forward_matches(p, 32);
+}
+
+/* A scheme per layer on a model of three layer groups (two full layers, four sliding): each
+ * place holds layers of other row sizes in other groups, so the pool gives each (place, row
+ * size) a region of its own. Filling every block through the layers of the group that owns it
+ * must leave every other layer's bytes alone, a block's bytes must round-trip through host
+ * memory, and the block's bytes are each region's rows. */
+TEST(per_layer_schemes_own_their_rows) {
+    hearth_model m = {0};
+    m.hp.n_layer = 6;
+    m.hp.n_swa = 8;
+    m.hp.swa_pattern = 3;
+    m.hp.n_head = m.hp.n_head_kv = 1;
+    m.hp.head_dim = m.hp.head_dim_v = 64;
+    m.hp.n_vocab = 16;
+    m.hp.n_ctx_train = 64;
+    const hearth_kv_type ty[6] = {HEARTH_KV_Q8_0, HEARTH_KV_F16, HEARTH_KV_Q4_0,
+                                  HEARTH_KV_F16,  HEARTH_KV_Q8_0, HEARTH_KV_F32};
+    hearth_kv_scheme lk[6];
+    for (int i = 0; i < 6; i++) lk[i] = hearth_kv_scheme_of(ty[i], i == 3 ? HEARTH_KV_Q4_0 : ty[i]);
+    const int32_t bs = 4, nb = 12;
+    size_t block = hearth_kv_block_bytes_layers(&m, false, lk[0], lk, bs);
+    /* distinct (place, K row, V row) of each layer: every layer here has its own */
+    size_t want = 0;
+    for (int i = 0; i < 6; i++) want += (hearth_kv_row_bytes(lk[i].k, 64) + hearth_kv_row_bytes(lk[i].v, 64)) * bs;
+    CHECK_EQ(block, want);
+    hearth_kv_pool_params pp = {.budget_bytes = block * nb, .block_size = bs, .n_seqs = 2, .max_seq_len = 32,
+                                .kv = lk[0], .layer_kv = lk};
+    hearth_kv_pool *pool = NULL;
+    hearth_err err;
+    CHECK_EQ(hearth_kv_pool_create(&m, &pp, &pool, &err), HEARTH_OK);
+    if (!pool) return;
+    CHECK_EQ(hearth_kv_pool_n_groups(pool), 3);
+    CHECK_EQ(hearth_kv_pool_n_blocks(pool), nb);
+    CHECK_EQ(hearth_kv_pool_block_bytes(pool), block);
+    const hearth_kv_view *v = hearth_kv_pool_view(pool);
+    for (int il = 0; il < 6; il++) {
+        CHECK_EQ(hearth_kv_view_k_type(v, il), lk[il].k);
+        CHECK_EQ(hearth_kv_view_v_type(v, il), lk[il].v);
+    }
+    /* block b belongs to group b % 3: its layers' rows get the byte (il, b) */
+    for (int pass = 0; pass < 2; pass++)
+        for (int32_t b = 0; b < nb; b++)
+            for (int il = 0; il < 6; il++) {
+                if (v->layer_group[il] != b % 3) continue;
+                for (int kv = 0; kv < 2; kv++) {
+                    size_t row = hearth_kv_row_bytes(kv ? lk[il].v : lk[il].k, 64);
+                    unsigned char *at = (unsigned char *)(kv ? v->v[il] : v->k[il]) + (size_t)b * bs * row;
+                    unsigned char val = (unsigned char)(il * 29 + b * 7 + kv * 101 + 1);
+                    for (size_t i = 0; i < bs * row; i++) {
+                        if (pass == 0) at[i] = val;
+                        else if (at[i] != val) {
+                            CHECK(!"a layer's rows were overwritten by another layer's");
+                            goto out;
+                        }
+                    }
+                }
+            }
+    {
+        unsigned char *a = malloc(block), *z = calloc(block, 1), *c = malloc(block);
+        CHECK(a && z && c);
+        if (a && z && c) {
+            hearth_kv_pool_block_to_host(pool, 5, a);
+            hearth_kv_pool_block_from_host(pool, 5, z);
+            hearth_kv_pool_block_to_host(pool, 5, c);
+            CHECK(!memcmp(c, z, block));
+            hearth_kv_pool_block_from_host(pool, 5, a);
+            hearth_kv_pool_block_to_host(pool, 5, c);
+            CHECK(!memcmp(c, a, block));
+        }
+        free(a);
+        free(z);
+        free(c);
+    }
+out:
+    hearth_kv_pool_destroy(pool);
 }
 
 int main(int argc, char **argv) { return test_main(argc, argv); }

@@ -24,6 +24,13 @@
  * tiles in shared memory are f32 as for the other types and nothing else changes. Its long
  * steps go to the tensor-core kernel as an f16 cache's do (which dequantizes to f16).
  *
+ * A turbo cache (rotated keys and values in blocks of B-bit codes, backend/kv_type.h) is read in
+ * place too (hc_turbo_load8, the CPU's dequantizer) and attended in the rotated space, as the
+ * CPU's kernels/cpu/attn_turbo_body.inc: the staged query is rotated in shared memory (signs,
+ * butterflies, 1/8: the bits of hearth_turbo_rotate), and hc_attention rotates the finished
+ * output back (turbo.cu hc_turbo_unrotate). The CPU rotates back before dividing by the
+ * softmax's sum, here after: the same values up to rounding. Never on the tensor cores.
+ *
  * Roundings: with an f16 cache the query is rounded to f16 as the reference does; the
  * reference's rounding of the normalized weights to f16 has no counterpart here (the weights
  * are never normalized before the end), so results agree to the tolerance of the op test. With
@@ -60,6 +67,8 @@ static size_t smem_bytes(int D, int P) {
 static __device__ __forceinline__ void load8(const void *base, int64_t idx, int type, float *o) {
     if (hc_kv_quantized(type)) {
         hc_kv_load8_quant(base, idx, type, o);
+    } else if (hc_kv_turbo(type)) {
+        hc_turbo_load8(base, idx, hc_turbo_bits(type), o);
     } else if (type == HC_F16) {
         uint4 u = *(const uint4 *)((const uint16_t *)base + idx);
         const __half2 *h = (const __half2 *)&u;
@@ -126,6 +135,21 @@ static __global__ void __launch_bounds__(NT) attn_k(hc_attn a, int n_split, int 
             }
         }
         __syncthreads();
+        if (hc_kv_turbo(a.k_type)) { /* rotate each 64-element piece of the queries (turbo_ref.c) */
+            for (int i = tid; i < P * D; i += NT) qs[i] = __fmul_rn(qs[i], hc_turbo_sign(i % 64));
+            __syncthreads();
+            for (int len = 1; len < 64; len <<= 1) {
+                for (int j = tid; j < P * D / 2; j += NT) {
+                    const int i = j / 32 * 64 + (j % 32 / len) * 2 * len + j % 32 % len;
+                    const float u = qs[i], v = qs[i + len];
+                    qs[i] = __fadd_rn(u, v);
+                    qs[i + len] = __fsub_rn(u, v);
+                }
+                __syncthreads();
+            }
+            for (int i = tid; i < P * D; i += NT) qs[i] = __fmul_rn(qs[i], 0.125f);
+            __syncthreads();
+        }
         int32_t lo = qj0[0], hi = 0;
         for (int i = 0; i < nq; i++) {
             lo = min(lo, qj0[i]);
@@ -305,4 +329,5 @@ void hc_attention(const hc_attn *a, float *scratch, void *stream) {
     if (a->head_dim <= NT) hc_launch(attn_k<1>, grid, NT, sm, st, *a, s, QT, scratch);
     else hc_launch(attn_k<2>, grid, NT, sm, st, *a, s, QT, scratch);
     if (s > 1) hc_launch(attn_combine_k, (unsigned)(a->n_tok * a->n_head), 128, 0, st, *a, s, (const float *)scratch);
+    if (hc_kv_turbo(a->v_type)) hc_turbo_unrotate(a->out, a->n_tok * a->n_head * a->head_dim / 64, stream);
 }

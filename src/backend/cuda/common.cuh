@@ -187,6 +187,52 @@ static __device__ __forceinline__ void hc_kv_load8_quant(const void *base, int64
     }
 }
 
+/* ---- the turbo KV cache (backend/kv_type.h, kernels/ref/turbo_ref.h) ---- */
+
+static __host__ __device__ __forceinline__ bool hc_kv_turbo(int type) { return type > HC_TURBO0 && type <= HC_TURBO8; }
+static __host__ __device__ __forceinline__ int hc_turbo_bits(int type) { return type - HC_TURBO0; }
+
+/* hearth_turbo_sign(i): the sign of bit 63 of splitmix64 output i of seed HEARTH_TURBO_SEED,
+ * the same integer steps */
+static __device__ __forceinline__ float hc_turbo_sign(int i) {
+    unsigned long long z = 0x7475726230ull + (unsigned long long)(i + 1) * 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return (z >> 63) ? -1.0f : 1.0f;
+}
+
+/* the Lloyd-Max levels of turbo_ref.c (the same decimal literals, so the same floats) */
+static __constant__ float hc_turbo_lv2[4] = {-1.5104f, -0.4528f, 0.4528f, 1.5104f};
+static __constant__ float hc_turbo_lv3[8] = {-2.1520f, -1.3439f, -0.7560f, -0.2451f,
+                                             0.2451f,  0.7560f,  1.3439f,  2.1520f};
+static __constant__ float hc_turbo_lv4[16] = {-2.7326f, -2.0690f, -1.6181f, -1.2562f, -0.9424f, -0.6568f,
+                                              -0.3881f, -0.1284f, 0.1284f,  0.3881f,  0.6568f,  0.9424f,
+                                              1.2562f,  1.6181f,  2.0690f,  2.7326f};
+
+/* hearth_turbo_level: code q of the B-bit codebook at scale 1 */
+static __device__ __forceinline__ float hc_turbo_level(int bits, int q) {
+    switch (bits) {
+    case 2: return hc_turbo_lv2[q];
+    case 3: return hc_turbo_lv3[q];
+    case 4: return hc_turbo_lv4[q];
+    default: return (float)(2 * q + 1 - (1 << bits));
+    }
+}
+
+/* o[0..7] = elements idx..idx+7 (idx a multiple of 8) of a turbo cache of B bits, still
+ * rotated, exactly as hearth_turbo_dequant_ref: level(code) * s, one rounding */
+static __device__ __forceinline__ void hc_turbo_load8(const void *base, int64_t idx, int bits, float *o) {
+    const uint8_t *b = (const uint8_t *)base + (idx >> 5) * (2 + 4 * bits);
+    const float s = hc_h2f(hc_ld16(b));
+    const uint8_t *p = b + 2 + ((idx & 31) >> 3) * bits;
+    unsigned long long w = 0;
+    for (int k = 0; k < bits; k++) w |= (unsigned long long)p[k] << (8 * k);
+    const unsigned long long mask = (1ull << bits) - 1;
+#pragma unroll
+    for (int k = 0; k < 8; k++) o[k] = __fmul_rn(hc_turbo_level(bits, (int)((w >> (k * bits)) & mask)), s);
+}
+
 /* Dispatch on a runtime type id: the body is instantiated for each quantized format. */
 #define HC_QUANT_SWITCH(type, BODY)                                              \
     switch (type) {                                                              \

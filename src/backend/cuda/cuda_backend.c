@@ -224,6 +224,11 @@ static int hc_kv_of(hearth_kv_type t) {
     case HEARTH_KV_F16: return HC_F16;
     case HEARTH_KV_Q8_0: return HC_Q8_0;
     case HEARTH_KV_Q4_0: return HC_Q4_0;
+    case HEARTH_KV_T2:
+    case HEARTH_KV_T3:
+    case HEARTH_KV_T4:
+    case HEARTH_KV_T5:
+    case HEARTH_KV_T8: return HC_TURBO0 + hearth_kv_turbo_bits(t);
     default: return HC_F32;
     }
 }
@@ -248,6 +253,7 @@ static void cu_kv_store(hearth_backend *be, const float *x, int64_t n_tok, int64
                         const int32_t *pos, void *cache, const hearth_kv_blocks *bl, hearth_kv_type type) {
     cuda_ctx *c = ctx_of(be);
     HEARTH_ASSERT(!hearth_kv_type_quantized(type) || width % HEARTH_KV_QBLOCK == 0);
+    HEARTH_ASSERT(!hearth_kv_type_turbo(type) || width % HEARTH_KV_TURBO_ROT == 0);
     hc_kv_store(x, n_tok, width, seq, pos, cache, bl->table, bl->max_blocks, bl->block_size, hc_kv_of(type),
                 c->stream);
 }
@@ -257,6 +263,10 @@ static void cu_attention(hearth_backend *be, const hearth_attn_args *a) {
     HEARTH_ASSERT(a->head_dim == a->head_dim_v);
     HEARTH_ASSERT((!hearth_kv_type_quantized(a->k_type) && !hearth_kv_type_quantized(a->v_type)) ||
                   a->head_dim % HEARTH_KV_QBLOCK == 0); /* the pool refuses other heads (kv_pool.c) */
+    /* turbo: keys and values both (the query is rotated for the keys, the output back for the
+     * values), heads of whole 64-element pieces */
+    HEARTH_ASSERT(hearth_kv_type_turbo(a->k_type) == hearth_kv_type_turbo(a->v_type));
+    HEARTH_ASSERT(!hearth_kv_type_turbo(a->k_type) || a->head_dim % HEARTH_KV_TURBO_ROT == 0);
     HEARTH_ASSERT(hc_attention_supported(a->head_dim, a->n_head / a->n_head_kv));
     hc_attn h = {.n_tok = a->n_tok, .n_head = a->n_head, .n_head_kv = a->n_head_kv, .head_dim = a->head_dim,
                  .q = a->q, .out = a->out, .pos = a->pos, .seq = a->seq, .k = a->k, .v = a->v,

@@ -41,7 +41,10 @@ void hc_rope(float *x, int64_t n_tok, int32_t n_head, int32_t head_dim, int32_t 
              const float *inv_freq, float theta_scale, float freq_scale, float mscale, bool neox, void *stream);
 
 /* KV cache element types (backend/kv_type.h) are named by these ids too: HC_F32, HC_F16,
- * HC_Q8_0, HC_Q4_0 (llama.cpp's cache blocks; a row is whole 32-element blocks). */
+ * HC_Q8_0, HC_Q4_0 (llama.cpp's cache blocks; a row is whole 32-element blocks), and the turbo
+ * types HC_TURBO0 + B for B = 2, 3, 4, 5, 8 bits (rows rotated by 64-element pieces, then
+ * blocks of 32 B-bit codes under an f16 scale: kernels/ref/turbo_ref.h). */
+enum { HC_TURBO0 = 40, HC_TURBO2 = 42, HC_TURBO8 = 48 };
 
 /* rope.cu: a layer's RoPE of q and k and its cache store of k and v in one launch (hc_rope on
  * q and k, then hc_kv_store of k, width n_head_kv*head_dim, and of v, width v_width); with a
@@ -55,7 +58,7 @@ typedef struct {
     const float   *inv_freq; /* as hc_rope */
     float          theta_scale, freq_scale, mscale;
     bool           neox;
-    int            k_type, v_type; /* cache element types: HC_F32, HC_F16, HC_Q8_0, HC_Q4_0 */
+    int            k_type, v_type; /* cache element types: HC_F32, HC_F16, HC_Q8_0, HC_Q4_0, turbo */
     void          *k_cache, *v_cache;
     const int32_t *table;
     int32_t        max_blocks, block_size;
@@ -64,7 +67,8 @@ void hc_rope_store(const hc_rope_store_args *a, void *stream);
 
 /* kv_store.cu: rows x [n_tok][width] into cache at (seq[t], pos[t]) through the block table,
  * as type (HC_F32, HC_F16, or HC_Q8_0 / HC_Q4_0 quantized block by block: width a multiple of
- * 32; the bytes the CPU backend's kv_store writes for the same rows) */
+ * 32; a turbo type rotated and quantized by turbo.cu: width a multiple of 64; the bytes the CPU
+ * backend's kv_store writes for the same rows) */
 void hc_kv_store(const float *x, int64_t n_tok, int64_t width, const int32_t *seq, const int32_t *pos,
                  void *cache, const int32_t *table, int32_t max_blocks, int32_t block_size, int type, void *stream);
 
@@ -79,7 +83,9 @@ typedef struct {
     const void    *k, *v;   /* [block][block_size] rows of n_head_kv*head_dim elements of k_type (v_type) */
     const int32_t *table;
     int32_t        max_blocks, block_size;
-    int            k_type, v_type; /* HC_F32, HC_F16, HC_Q8_0, HC_Q4_0 (quantized: head_dim % 32 == 0) */
+    int            k_type, v_type; /* HC_F32, HC_F16, HC_Q8_0, HC_Q4_0 (quantized: head_dim % 32 == 0),
+                                    * or turbo keys and values (head_dim % 64 == 0): the query is
+                                    * rotated in the kernel, the output rotated back after it */
     int32_t        n_swa;
     float          scale, softcap;
     int32_t        max_len; /* longest key range of the step (a hint for the split), 0 = unknown */
@@ -96,6 +102,14 @@ bool   hc_attention_supported(int32_t head_dim, int32_t group);
  * q4_0 cache */
 bool   hc_attention_tc_ok(const hc_attn *a);
 void   hc_attention_tc(const hc_attn *a, void *stream);
+
+/* turbo.cu: the turbo cache's store (rows rotated by 64-element pieces, then quantized to
+ * blocks of B-bit codes: hearth_turbo_quantize_row's bytes) and the inverse rotation of
+ * n_pieces consecutive 64-element pieces of x in place (hearth_turbo_unrotate) */
+void hc_kv_store_turbo(const float *x, int64_t n_tok, int64_t width, const int32_t *seq, const int32_t *pos,
+                       void *cache, const int32_t *table, int32_t max_blocks, int32_t block_size, int bits,
+                       void *stream);
+void hc_turbo_unrotate(float *x, int64_t n_pieces, void *stream);
 
 /* glu.cu: g = act(g) * u; kind as hearth_glu_kind (0 swiglu, 1 geglu, 2 geglu rounded to f16) */
 void hc_glu(float *g, const float *u, int64_t n, int kind, void *stream);

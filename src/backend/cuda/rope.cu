@@ -137,8 +137,10 @@ static __global__ void rope_store_quant_k(hc_rope_store_args a) {
 }
 
 void hc_rope_store(const hc_rope_store_args *a, void *stream) {
-    if (hc_kv_quantized(a->k_type) || hc_kv_quantized(a->v_type)) {
-        if (!hc_kv_quantized(a->k_type) || !hc_kv_quantized(a->v_type)) { /* one of each: the ops one by one */
+    if (hc_kv_quantized(a->k_type) || hc_kv_quantized(a->v_type) || hc_kv_turbo(a->k_type) ||
+        hc_kv_turbo(a->v_type)) {
+        /* one of each, or a turbo cache (stored by turbo.cu): the ops one by one */
+        if (!hc_kv_quantized(a->k_type) || !hc_kv_quantized(a->v_type)) {
             hc_rope(a->q, a->n_tok, a->n_head, a->head_dim, a->n_rot, a->pos, a->inv_freq, a->theta_scale,
                     a->freq_scale, a->mscale, a->neox, stream);
             hc_rope(a->k, a->n_tok, a->n_head_kv, a->head_dim, a->n_rot, a->pos, a->inv_freq, a->theta_scale,
