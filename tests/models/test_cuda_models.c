@@ -166,14 +166,29 @@ static void check_model(const char *path, double tol) {
 TEST(tiny_qwen2_cuda_matches_cpu) { check_model("tests/golden/tiny/tiny-qwen2.gguf", TOL_TINY); }
 TEST(tiny_qwen3_cuda_matches_cpu) { check_model("tests/golden/tiny/tiny-qwen3.gguf", TOL_TINY); }
 /* Gemma 4 (per-layer inputs, KV sharing, two head shapes) and RoPE whose tables change past
- * 32 tokens (dynamic NTK, longrope: the decode steps run past it, off the graph path); not yet
- * run on a GPU host */
+ * 32 tokens (dynamic NTK, longrope: the decode steps run past it, off the graph path) */
 TEST(hf_gemma4_cuda_matches_cpu) { check_model("tests/golden/hf/gemma4_text", TOL_TINY); }
 /* Qwen3 MoE: routed layers (experts grouped per step on the host's routing: copy_rows, one
- * gate/up and one down matmul per expert) beside a dense one; from safetensors, mlx-lm's
- * quantized layout and GGUF. Not yet run on a GPU host. */
+ * gate/up and one down matmul per expert) beside a dense one; from safetensors and GGUF */
 TEST(hf_qwen3_moe_cuda_matches_cpu) { check_model("tests/golden/hf/qwen3_moe", TOL_TINY); }
-TEST(hf_qwen3_moe_mlx_cuda_matches_cpu) { check_model("tests/golden/hf/qwen3_moe-mlx", TOL_TINY); }
+/* MLX affine weights have no CUDA kernels yet: a model of them (here mlx-lm's stacked experts) is
+ * refused up front, naming the type, rather than run (the engine then stays on the CPU) */
+TEST(hf_qwen3_moe_mlx_refused_on_cuda) {
+    hearth_err err = {0};
+    hearth_model *m = NULL;
+    CHECK_EQ(hearth_model_load("tests/golden/hf/qwen3_moe-mlx", &m, &err), HEARTH_OK);
+    if (!m) return;
+    hearth_backend *be = hearth_backend_cuda_create(0, 8, &REF_NX, &err);
+    if (!be) {
+        hearth_model_destroy(m);
+        TEST_SKIP("no CUDA device");
+    }
+    char why[256] = "";
+    CHECK(!hearth_fwd_supported(m, be, why, sizeof why));
+    CHECK(strstr(why, "no kernel for mlx") != NULL);
+    hearth_backend_destroy(be);
+    hearth_model_destroy(m);
+}
 TEST(qwen3_moe_gguf_cuda_matches_cpu) { check_model("tests/golden/hf/qwen3_moe.gguf", TOL_TINY); }
 /* gpt-oss has attention sinks and the clamped SwiGLU, which the CUDA backend does not run: the
  * model is refused up front with that reason (the CPU computes it instead). */
