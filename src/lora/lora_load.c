@@ -9,6 +9,7 @@
  * "language_model.model."), the suffix lora_A.weight / lora_B.weight (PEFT) or lora_a / lora_b
  * (mlx-lm); any other tensor is refused with its name: an adapter is applied whole or not at all.
  */
+#include "base/file.h"
 #include "lora/lora.h"
 
 #include "model/model_internal.h"
@@ -22,24 +23,6 @@
 #include <sys/stat.h>
 
 enum { MAX_CONFIG_BYTES = 1 << 20 };
-
-static char *slurp(const char *path, size_t max) {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return NULL;
-    char *buf = NULL;
-    struct stat st;
-    if (fstat(fileno(fp), &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size <= max &&
-        (buf = malloc((size_t)st.st_size + 1)) != NULL) {
-        if (fread(buf, 1, (size_t)st.st_size, fp) != (size_t)st.st_size) {
-            free(buf);
-            buf = NULL;
-        } else {
-            buf[st.st_size] = 0;
-        }
-    }
-    fclose(fp);
-    return buf;
-}
 
 static bool is_file(const char *path) {
     struct stat st;
@@ -170,7 +153,7 @@ static hearth_status read_config(hearth_lora_builder *L, const char *dir, bool m
                                  float *mlx_scale) {
     char path[4096];
     snprintf(path, sizeof path, "%s/adapter_config.json", dir);
-    char *text = slurp(path, MAX_CONFIG_BYTES);
+    char *text = hearth_file_read(path, MAX_CONFIG_BYTES, NULL);
     if (!text) return hearth_err_set(L->err, HEARTH_E_NOTFOUND, -1, "%s: no adapter_config.json", dir);
     cJSON *c = cJSON_Parse(text);
     free(text);

@@ -171,12 +171,12 @@ TEST(hf_gemma4_cuda_matches_cpu) { check_model("tests/golden/hf/gemma4_text", TO
 /* Qwen3 MoE: routed layers (experts grouped per step on the host's routing: copy_rows, one
  * gate/up and one down matmul per expert) beside a dense one; from safetensors and GGUF */
 TEST(hf_qwen3_moe_cuda_matches_cpu) { check_model("tests/golden/hf/qwen3_moe", TOL_TINY); }
-/* MLX affine weights have no CUDA kernels yet: a model of them (here mlx-lm's stacked experts) is
- * refused up front, naming the type, rather than run (the engine then stays on the CPU) */
-TEST(hf_qwen3_moe_mlx_refused_on_cuda) {
+/* A model the CUDA backend cannot run is refused up front with the reason (the engine then stays
+ * on the CPU): hearth_fwd_supported says no, and why holds needle. */
+static void check_refused(const char *path, const char *needle) {
     hearth_err err = {0};
     hearth_model *m = NULL;
-    CHECK_EQ(hearth_model_load("tests/golden/hf/qwen3_moe-mlx", &m, &err), HEARTH_OK);
+    CHECK_EQ(hearth_model_load(path, &m, &err), HEARTH_OK);
     if (!m) return;
     hearth_backend *be = hearth_backend_cuda_create(0, 8, &REF_NX, &err);
     if (!be) {
@@ -185,29 +185,15 @@ TEST(hf_qwen3_moe_mlx_refused_on_cuda) {
     }
     char why[256] = "";
     CHECK(!hearth_fwd_supported(m, be, why, sizeof why));
-    CHECK(strstr(why, "no kernel for mlx") != NULL);
+    CHECK(strstr(why, needle) != NULL);
     hearth_backend_destroy(be);
     hearth_model_destroy(m);
 }
+/* MLX affine weights have no CUDA kernels yet (here mlx-lm's stacked experts) */
+TEST(hf_qwen3_moe_mlx_refused_on_cuda) { check_refused("tests/golden/hf/qwen3_moe-mlx", "no kernel for mlx"); }
 TEST(qwen3_moe_gguf_cuda_matches_cpu) { check_model("tests/golden/hf/qwen3_moe.gguf", TOL_TINY); }
-/* gpt-oss has attention sinks and the clamped SwiGLU, which the CUDA backend does not run: the
- * model is refused up front with that reason (the CPU computes it instead). */
-TEST(gpt_oss_refused_on_cuda) {
-    hearth_err err = {0};
-    hearth_model *m = NULL;
-    CHECK_EQ(hearth_model_load("tests/golden/hf/gpt_oss", &m, &err), HEARTH_OK);
-    if (!m) return;
-    hearth_backend *be = hearth_backend_cuda_create(0, 8, &REF_NX, &err);
-    if (!be) {
-        hearth_model_destroy(m);
-        TEST_SKIP("no CUDA device");
-    }
-    char why[256] = "";
-    CHECK(!hearth_fwd_supported(m, be, why, sizeof why));
-    CHECK(strstr(why, "no attention sinks or clamped SwiGLU") != NULL);
-    hearth_backend_destroy(be);
-    hearth_model_destroy(m);
-}
+/* gpt-oss has attention sinks and the clamped SwiGLU, which the CUDA backend does not run */
+TEST(gpt_oss_refused_on_cuda) { check_refused("tests/golden/hf/gpt_oss", "no attention sinks or clamped SwiGLU"); }
 TEST(hf_rope_dynamic_cuda_matches_cpu) { check_model("tests/golden/hf/rope-dynamic", TOL_TINY); }
 TEST(hf_rope_longrope_cuda_matches_cpu) { check_model("tests/golden/hf/rope-longrope", TOL_TINY); }
 TEST(smollm2_cuda_matches_cpu) { check_model(getenv("HEARTH_SMOLLM2_GGUF"), TOL_TINY); }
