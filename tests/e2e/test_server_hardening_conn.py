@@ -146,6 +146,11 @@ def metric(s, name):
 
 
 LONG = {"prompt": PROMPT, "max_tokens": 1900, "ignore_eos": True, "temperature": 0}
+# LONG must still be running seconds after its first token (a disconnect, a SIGTERM or a drain
+# deadline lands in the middle of it), but the tiny model's SIMD kernels write 1,900 tokens in
+# under half a second: the servers that time a LONG run the plain reference kernels (about 10x
+# slower, ~5 s for a LONG) so the margin holds on any machine.
+SLOW = {"HEARTH_KERNELS": "ref"}
 
 
 # ---- honest counters ----------------------------------------------------------------------
@@ -153,7 +158,7 @@ LONG = {"prompt": PROMPT, "max_tokens": 1900, "ignore_eos": True, "temperature":
 @pytest.fixture(scope="module")
 def tiny():
     s = Server(TINY, "--idle-timeout", "1", "--header-timeout", "2", "--max-conns-per-addr", "3",
-               "--max-connections", "6")
+               "--max-connections", "6", env=SLOW)
     yield s
     s.stop()
 
@@ -337,7 +342,7 @@ def test_300_slow_sockets_keep_the_server_on_the_air(smol):
 # ---- drain ----------------------------------------------------------------------------------
 
 def test_sigterm_lets_a_running_stream_finish_and_refuses_new_connections():
-    s = Server(TINY, "--drain-timeout", "30", "--batch", "1")
+    s = Server(TINY, "--drain-timeout", "30", "--batch", "1", env=SLOW)
     try:
         run = Stream(s.port, "/v1/completions", {**LONG, "stream": True})
         run.first.wait(30)
@@ -367,7 +372,7 @@ def test_sigterm_lets_a_running_stream_finish_and_refuses_new_connections():
 
 def test_drain_timeout_cuts_what_still_runs():
     """--drain-timeout 1: a long stream and a long plain request run past it and are ended then."""
-    s = Server(TINY, "--drain-timeout", "1")
+    s = Server(TINY, "--drain-timeout", "1", env=SLOW)
     try:
         st = Stream(s.port, "/v1/completions", {**LONG, "stream": True})
         st.first.wait(30)
@@ -425,7 +430,7 @@ def test_drain_ends_each_api_with_its_error_event(smol_drain):
 
 
 def test_second_sigterm_exits_at_once():
-    s = Server(TINY, "--drain-timeout", "60")
+    s = Server(TINY, "--drain-timeout", "60", env=SLOW)
     try:
         run = Stream(s.port, "/v1/completions", {**LONG, "stream": True})
         run.first.wait(30)
