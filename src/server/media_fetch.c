@@ -5,7 +5,8 @@
  * One hop:
  *
  *   URL --curl_url--> scheme http/https? no userinfo? host, port
- *       --getaddrinfo--> every address classified; one blocked address refuses the hop
+ *       --getaddrinfo (within what is left of the time limit: media_lookup.c)--> every address
+ *       classified; one blocked address refuses the hop
  *       --CURLOPT_RESOLVE "host:port:addr"--> libcurl connects to the checked address only
  *       --perform (no redirects, no proxy, timeout = what is left of the budget)-->
  *   2xx: the body (capped in the write callback) is the answer
@@ -125,10 +126,14 @@ out:
 }
 
 /* Resolve t->host once and check every address; *pinned gets the first, as text. */
-static hearth_status resolve_checked(const target *t, const hearth_media_fetch_opts *o, char *pinned, size_t n_pinned,
-                                     char *msg, size_t n_msg) {
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
-    int rc = getaddrinfo(t->host, NULL, &hints, &res);
+static hearth_status resolve_checked(const target *t, const hearth_media_fetch_opts *o, long left_ms, char *pinned,
+                                     size_t n_pinned, char *msg, size_t n_msg) {
+    struct addrinfo *res = NULL;
+    bool late = false;
+    int rc = hearth_media_lookup(t->host, left_ms, NULL, &res, &late);
+    if (late)
+        return fail(msg, n_msg, HEARTH_E_LIMIT, "the host '%.200s' did not resolve within the fetch's time limit",
+                    t->host);
     if (rc) return fail(msg, n_msg, HEARTH_E_INVALID, "the host '%.200s' does not resolve (%s)", t->host,
                         gai_strerror(rc));
     hearth_status st = HEARTH_OK;
@@ -222,7 +227,8 @@ hearth_status hearth_media_fetch(const char *url, hearth_media_kind want, const 
         long   status = 0;
         char  *next = NULL;
         if ((st = parse_url(cur, &t, msg, n_msg)) != HEARTH_OK) break;
-        if ((st = resolve_checked(&t, o, addr, sizeof addr, msg, n_msg)) != HEARTH_OK) break;
+        if ((st = resolve_checked(&t, o, (long)(deadline - now_ms()), addr, sizeof addr, msg, n_msg)) != HEARTH_OK)
+            break;
         long left = (long)(deadline - now_ms());
         if (left <= 0) {
             st = fail(msg, n_msg, HEARTH_E_LIMIT, "'%.200s': the fetch took longer than its %ld ms limit", cur, timeout);

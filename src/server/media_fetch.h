@@ -23,8 +23,8 @@
  * Every refusal is HEARTH_E_INVALID / HEARTH_E_LIMIT (the request's fault: 400) with a message
  * that names what was refused and why.
  *
- * TODO(media): the host lookup (getaddrinfo) is not bounded by timeout_ms, only the transfer
- * is; a resolver that hangs holds the fetch for the system resolver's own timeout.
+ * The host lookup counts against timeout_ms as well: it runs on a thread of its own and a
+ * late one is abandoned (media_lookup.c).
  *
  * Thread rule: any thread; blocking (up to timeout_ms). curl_global_init must have run
  * (hearth_media_fetch_global_init, idempotent).
@@ -81,3 +81,14 @@ typedef enum {
  * 64:ff9b::/96 and 64:ff9b:1::/48 NAT64, 2002::/16 6to4) take the class of that address. */
 hearth_addr_class hearth_media_addr_class(int family, const uint8_t *addr);
 const char       *hearth_media_addr_class_name(hearth_addr_class c);
+
+/* ---- the timed host lookup (media_lookup.c), exposed for its tests ---- */
+struct addrinfo;
+/* getaddrinfo of host for a stream socket, any family; 0 or an EAI_* code */
+typedef int (*hearth_resolver_fn)(const char *host, struct addrinfo **res);
+int hearth_media_resolve_system(const char *host, struct addrinfo **res);
+/* resolve (NULL: hearth_media_resolve_system) host, waiting at most timeout_ms: its result, with
+ * *res the caller's to freeaddrinfo; or, when the lookup is later than that, 0 with *res NULL
+ * and *late set (the lookup's thread finishes and frees its answer on its own) */
+int hearth_media_lookup(const char *host, long timeout_ms, hearth_resolver_fn resolve, struct addrinfo **res,
+                        bool *late);
