@@ -150,46 +150,68 @@ static void add_text(families *fs, const char *p, size_t n, const char *model) {
     }
 }
 
+static void emit(const families *fs, hearth_buf *out) {
+    for (size_t i = 0; i < fs->n; i++) {
+        hearth_buf_put(out, fs->f[i].head.p, fs->f[i].head.len);
+        hearth_buf_put(out, fs->f[i].samples.p, fs->f[i].samples.len);
+    }
+}
+
+static bool any_oom(const families *fs) {
+    if (fs->oom) return true;
+    for (size_t i = 0; i < fs->n; i++)
+        if (fs->f[i].head.oom || fs->f[i].samples.oom) return true;
+    return false;
+}
+
+bool hearth_prom_merge(const hearth_prom_part *parts, int n, hearth_buf *out) {
+    families fs = {0};
+    for (int i = 0; i < n; i++) add_text(&fs, parts[i].text ? parts[i].text : "", parts[i].len, parts[i].model);
+    bool ok = !any_oom(&fs);
+    if (ok) emit(&fs, out);
+    fams_fini(&fs);
+    return ok && !out->oom;
+}
+
 void hearth_pool_metrics(hearth_engines *g, hearth_jw *w) {
     if (w->b.oom) return;
     hearth_engine_addr *kids = calloc(MAX_CHILDREN, sizeof *kids);
-    if (!kids) return;
-    int n = hearth_engines_ready(g, kids, MAX_CHILDREN), missed = 0;
-    families fs = {0};
-    add_text(&fs, w->b.p ? w->b.p : "", w->b.len, NULL);
-    hearth_buf body = {0};
-    for (int i = 0; i < n && !fs.oom; i++) {
+    hearth_buf *bodies = calloc(MAX_CHILDREN, sizeof *bodies);
+    hearth_prom_part *parts = calloc(MAX_CHILDREN + 2, sizeof *parts);
+    if (!kids || !bodies || !parts) {
+        free(kids);
+        free(bodies);
+        free(parts);
+        return;
+    }
+    int n = hearth_engines_ready(g, kids, MAX_CHILDREN), missed = 0, np = 0;
+    parts[np++] = (hearth_prom_part){w->b.p, w->b.len, NULL};
+    for (int i = 0; i < n; i++) {
         int status = 0;
-        hearth_buf_reset(&body);
-        if (!hearth_engine_get(kids[i].sock, "GET", "/metrics", SCRAPE_TIMEOUT_MS, &status, &body) || status != 200) {
+        if (!hearth_engine_get(kids[i].sock, "GET", "/metrics", SCRAPE_TIMEOUT_MS, &status, &bodies[i]) ||
+            status != 200) {
             hearth_log(HEARTH_LOG_WARN, "isolate: the engine of %s did not answer /metrics; left out of this scrape",
                        kids[i].model_id);
             missed++;
             continue;
         }
-        add_text(&fs, body.p ? body.p : "", body.len, kids[i].model_id);
+        parts[np++] = (hearth_prom_part){bodies[i].p, bodies[i].len, kids[i].model_id};
     }
-    hearth_buf_fini(&body);
-    long long total = hearth_engines_scrape_missed(g, missed);
-    family *f = fam_get(&fs, SCRAPE_FAILURES, strlen(SCRAPE_FAILURES));
-    if (f && !f->has_type) {
-        hearth_buf_puts(&f->head, "# HELP hearth_engine_scrape_failures_total Engine children that did not answer "
-                                  "a /metrics scrape in time (their series were left out).\n"
-                                  "# TYPE hearth_engine_scrape_failures_total counter\n");
-        hearth_buf_printf(&f->samples, "hearth_engine_scrape_failures_total %lld\n", total);
-        f->has_help = f->has_type = true;
-    }
+    hearth_buf own = {0};
+    hearth_buf_printf(&own,
+                      "# HELP %s Engine children that did not answer a /metrics scrape in time (their series were "
+                      "left out).\n# TYPE %s counter\n%s %lld\n",
+                      SCRAPE_FAILURES, SCRAPE_FAILURES, SCRAPE_FAILURES, hearth_engines_scrape_missed(g, missed));
+    parts[np++] = (hearth_prom_part){own.p, own.len, NULL};
     hearth_buf out = {0};
-    for (size_t i = 0; i < fs.n && !fs.oom; i++) {
-        hearth_buf_put(&out, fs.f[i].head.p, fs.f[i].head.len);
-        hearth_buf_put(&out, fs.f[i].samples.p, fs.f[i].samples.len);
-        if (fs.f[i].head.oom || fs.f[i].samples.oom) fs.oom = true;
-    }
-    if (!fs.oom && !out.oom) {
+    if (!own.oom && hearth_prom_merge(parts, np, &out)) {
         hearth_jw_reset(w);
         hearth_jw_raw(w, out.p ? out.p : "", out.len);
     }
     hearth_buf_fini(&out);
-    fams_fini(&fs);
+    hearth_buf_fini(&own);
+    for (int i = 0; i < n; i++) hearth_buf_fini(&bodies[i]);
+    free(bodies);
+    free(parts);
     free(kids);
 }

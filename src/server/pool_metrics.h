@@ -13,8 +13,23 @@
  * Thread rule: any thread.
  */
 #pragma once
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "base/buf.h"
 #include "server/engines.h"
 #include "server/json_out.h"
+
+/* One exposition text to merge: its samples labelled model="<model>" (NULL: left as they are;
+ * with a model, a sample that has a `model` label already keeps it, and hearth_info is left out). */
+typedef struct {
+    const char *text;
+    size_t      len;
+    const char *model;
+} hearth_prom_part;
+
+/* The parts merged family by family into out (appended). false when memory ran out. */
+bool hearth_prom_merge(const hearth_prom_part *parts, int n, hearth_buf *out);
 
 /* Replace the text exposition in w (the serving process's own) with it merged with the
  * children's. When memory runs out on the way, w is left as it was. */
