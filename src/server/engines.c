@@ -67,6 +67,7 @@ struct hearth_engines {
     bool              stop;     /* the supervisor's end (after every child is gone) */
     pthread_t         thread;
     bool              thread_on;
+    long long         scrape_missed; /* children that did not answer a /metrics scrape (under mu) */
 };
 
 static double now_ms(void) {
@@ -515,6 +516,28 @@ bool hearth_engines_loaded(hearth_engines *g, const char *model_id) {
     bool on = s && s->state == S_READY;
     pthread_mutex_unlock(&g->mu);
     return on;
+}
+
+int hearth_engines_ready(hearth_engines *g, hearth_engine_addr *out, int cap) {
+    int n = 0;
+    pthread_mutex_lock(&g->mu);
+    for (int pass = 0; pass < 2; pass++) /* the default model's first */
+        for (int i = 0; i < MAX_SLOTS && n < cap; i++) {
+            slot *s = &g->s[i];
+            if (s->state != S_READY || s->is_default != (pass == 0)) continue;
+            snprintf(out[n].model_id, sizeof out[n].model_id, "%s", s->id);
+            snprintf(out[n].sock, sizeof out[n].sock, "%s", s->sock);
+            n++;
+        }
+    pthread_mutex_unlock(&g->mu);
+    return n;
+}
+
+long long hearth_engines_scrape_missed(hearth_engines *g, int n) {
+    pthread_mutex_lock(&g->mu);
+    long long t = g->scrape_missed += n;
+    pthread_mutex_unlock(&g->mu);
+    return t;
 }
 
 void hearth_engines_json(hearth_engines *g, hearth_jw *w) {

@@ -90,6 +90,15 @@ void          hearth_engines_json(hearth_engines *g, hearth_jw *w);
 bool          hearth_engines_pooled(const hearth_engines *g);
 /* Is a child of this model id resident (loaded) now? */
 bool          hearth_engines_loaded(hearth_engines *g, const char *model_id);
+/* A READY child's address, for the serving process's own requests to it (engine_get.h). */
+typedef struct {
+    char model_id[256];
+    char sock[108];
+} hearth_engine_addr;
+/* The children READY now, the default model's first: up to cap into out; returns how many. */
+int           hearth_engines_ready(hearth_engines *g, hearth_engine_addr *out, int cap);
+/* Count n children that did not answer a /metrics scrape; returns the total so far. */
+long long     hearth_engines_scrape_missed(hearth_engines *g, int n);
 /* SIGTERM every child, wait for them (up to timeout_ms, then SIGKILL), stop the supervisor,
  * remove the sockets' directory, free. Accepts NULL. */
 void          hearth_engines_destroy(hearth_engines *g, int timeout_ms);

@@ -19,7 +19,9 @@
 #include "server/infill_api.h"
 #include "server/openai.h"
 #include "server/engines.h"
+#include "server/pool_metrics.h"
 #include "server/pool_models.h"
+#include "server/pool_responses.h"
 #include "server/proxy.h"
 #include "server/responses.h"
 #include "server/server_internal.h"
@@ -48,6 +50,7 @@ static void h_metrics(hearth_http_req *r) {
     hearth_jw w;
     hearth_jw_init(&w);
     hearth_stats_prometheus(r->srv->stats, &r->srv->info, &w);
+    if (r->srv->engines) hearth_pool_metrics(r->srv->engines, &w); /* --isolate: the children's series too */
     if (w.b.oom) hearth_http_send_json(r, 200, &w); /* answers the out-of-memory fallback */
     else hearth_http_send(r, 200, "text/plain; version=0.0.4; charset=utf-8", w.b.p ? w.b.p : "", w.b.len);
     hearth_jw_fini(&w);
@@ -213,6 +216,9 @@ void hearth_route(hearth_http_req *r) {
             hearth_pool_models(r); /* every model of the store, loaded or not */
         } else if (hearth_engines_pooled(r->srv->engines) && hit->fn == hearth_openai_model) {
             hearth_pool_model(r);
+        } else if (hearth_engines_pooled(r->srv->engines) &&
+                   (hit->fn == hearth_responses_get || hit->fn == hearth_responses_delete)) {
+            hearth_pool_response(r); /* the child that stored it */
         } else if (hit->fn != hearth_admin_cache_flush || hearth_admin_allowed(r)) {
             char model[256];
             hearth_proxy_forward(r, hearth_proxy_model_of(r, model, sizeof model) ? model : NULL);

@@ -154,6 +154,93 @@ def test_isolated_answers_match_in_process(plain, iso):
     assert st_code == 200 and "text/html" in hdr.get("Content-Type", "")
 
 
+SAMPLE = re.compile(r'([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
+LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"\s*(,|$)')
+
+
+def parse_prometheus(text):
+    """{(name, ((label, value), ...)): value} of a text exposition (format 0.0.4), failing on
+    what a Prometheus scrape refuses: a second HELP or TYPE of a family, a family whose lines
+    are not together, a repeated label name, a series given twice, a malformed line."""
+    series, typed, helped, done, cur = {}, set(), set(), set(), None
+    for ln in text.splitlines():
+        if not ln:
+            continue
+        m = re.match(r"# (HELP|TYPE) (\S+)", ln)
+        if m:
+            kind, name = m.groups()
+            seen = typed if kind == "TYPE" else helped
+            assert name not in seen, f"a second {kind} of {name}"
+            seen.add(name)
+            if name != cur:
+                assert name not in done, f"the family {name} is split"
+                if cur:
+                    done.add(cur)
+                cur = name
+            continue
+        assert not ln.startswith("#"), ln
+        m = SAMPLE.match(ln)
+        assert m, f"malformed sample line: {ln!r}"
+        name, labels, value = m.groups()
+        fam = cur if cur and re.fullmatch(re.escape(cur) + r"(_bucket|_sum|_count|_total)?", name) else name
+        if fam != cur:
+            assert fam not in done, f"the family {fam} is split"
+            if cur:
+                done.add(cur)
+            cur = fam
+        pairs, rest = [], labels or ""
+        while rest:
+            lm = LABEL.match(rest)
+            assert lm, f"malformed labels in {ln!r}"
+            pairs.append(lm.group(1, 2))
+            rest = rest[lm.end():]
+        names = [k for k, _ in pairs]
+        assert len(names) == len(set(names)), f"a repeated label in {ln!r}"
+        key = (name, tuple(sorted(pairs)))
+        assert key not in series, f"the series is given twice: {ln!r}"
+        series[key] = float(value)
+    return series
+
+
+def by_label(series, name, **labels):
+    return [v for (n, ls), v in series.items() if n == name and all((k, w) in ls for k, w in labels.items())]
+
+
+def test_isolated_metrics_include_the_childs_series(iso):
+    model = iso.client().models.list().data[0].id
+    assert chat_text(iso)
+    st, hdr, body = iso.raw("GET", "/metrics")
+    assert st == 200 and hdr["Content-Type"].startswith("text/plain")
+    m = parse_prometheus(body.decode())
+    # the child's engine counters, labelled with its model; the serving process's own too
+    assert by_label(m, "hearth_completion_tokens_total", model=model)[0] > 0
+    assert by_label(m, "hearth_kv_blocks_free", model=model)[0] > 0
+    assert by_label(m, "hearth_requests_total", model=model, endpoint="chat_completions", code="2xx")[0] >= 1
+    assert m[("hearth_requests_total", (("code", "2xx"), ("endpoint", "chat_completions")))] >= 1
+    assert [v for (n, ls), v in m.items() if n == "hearth_info"] == [1.0]
+    assert m[("hearth_engine_scrape_failures_total", ())] == 0
+
+
+def test_isolated_metrics_skip_a_child_that_does_not_answer(iso):
+    """A stopped child is left out of the scrape within its deadline (1 s) and counted; it is
+    resumed before the hang detection (2 s here) takes it."""
+    model = iso.client().models.list().data[0].id
+    pid = engine_pid(iso)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        t0 = time.monotonic()
+        st, _, body = iso.raw("GET", "/metrics")
+        took = time.monotonic() - t0
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert st == 200 and took < 1.8, took
+    m = parse_prometheus(body.decode())
+    assert not by_label(m, "hearth_completion_tokens_total", model=model)
+    assert m[("hearth_engine_scrape_failures_total", ())] == 1
+    wait_for(lambda: by_label(parse_prometheus(iso.raw("GET", "/metrics")[2].decode()),
+                              "hearth_completion_tokens_total", model=model), 20, "the child's series again")
+
+
 def test_kill9_during_streams(iso):
     """8 streams in flight, the engine child SIGKILLed: every stream ends with an error event (no
     client hangs), /health never fails, the child is replaced and the next request is served."""
@@ -484,5 +571,39 @@ def test_pool_of_one_under_concurrent_requests_for_two_models(smollm2, tmp_path)
         assert not errors, errors
         assert len(got) == 8 and all(text == want[m] for m, text in got), got
         assert sum(e["state"] == "ready" for e in s.stats()["engines"]) <= 1
+    finally:
+        s.stop()
+
+
+def test_pool_finds_a_stored_response_in_its_models_child(smollm2, tmp_path):
+    """GET and DELETE /v1/responses/ID reach the child of the model that made the response,
+    not only the default model's. The second model is the same file under another id: a child
+    of its own, and a cheap one."""
+    hub = tmp_path / "hub"
+    link_model(hub, "test/smol", smollm2)
+    link_model(hub, "test/other", smollm2)
+    env = {"HF_HUB_CACHE": str(hub), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    s = Server("test/smol", "--isolate", "--model-pool", "2", env=env, timeout=60)
+    try:
+        made = {}
+        for model in ("test/other", "test/smol"):
+            r = s.client().responses.create(model=model, input="The capital of France is", max_output_tokens=4,
+                                            temperature=0)
+            made[model] = r
+        assert loaded(s) == {"test/smol": True, "test/other": True}
+        for model, r in made.items():
+            st, _, body = s.raw("GET", f"/v1/responses/{r.id}")
+            assert st == 200, body
+            got = json.loads(body)
+            assert got["id"] == r.id and got["model"] == r.model == model
+            assert got["output"][0]["content"][0]["text"] == r.output_text
+        other_id = made["test/other"].id
+        st, _, body = s.raw("DELETE", f"/v1/responses/{other_id}")
+        assert st == 200 and json.loads(body) == {"id": other_id, "object": "response", "deleted": True}
+        st, _, body = s.raw("GET", f"/v1/responses/{other_id}")
+        assert st == 404 and other_id in json.loads(body)["error"]["message"]
+        st, _, body = s.raw("GET", "/v1/responses/resp_nosuch")
+        assert st == 404 and "resp_nosuch" in body.decode()
+        assert s.raw("GET", f"/v1/responses/{made['test/smol'].id}")[0] == 200
     finally:
         s.stop()
