@@ -41,7 +41,7 @@ TEST(matmul_every_type) {
 }
 
 /* matmul_n: three weights that share the input (one launch at decode sizes), each against its
- * own reference, written with its own row stride */
+ * own reference, written with its own row stride, and equal bit for bit to its own matmul */
 TEST(matmul_n_shares_one_launch) {
     NEED_GPU();
     const int64_t rows[3] = {64, 16, 24}, widths[] = {512, 4096};
@@ -73,6 +73,13 @@ TEST(matmul_n_shares_one_launch) {
                     fprintf(stderr, "  matmul_n %s width %lld, weight %d x %lld tokens\n",
                             hearth_type_name(TYPES[ti].t), (long long)ne0, i, (long long)T);
                     CHECK_REL(got[i], ref[i], T * ldy[i], op);
+                    /* the weight alone gives the same bits (above decode sizes the shared
+                     * activations are rounded once for the three GEMMs) */
+                    float *alone = calloc((size_t)(T * ldy[i]), sizeof(float));
+                    hearth_op_matmul(gpu(), w[i], d_x, T, d_y[i], ldy[i]);
+                    down(alone, d_y[i], sizeof(float) * T * ldy[i]);
+                    CHECK(!memcmp(alone, got[i], sizeof(float) * T * ldy[i]));
+                    free(alone);
                     dfree(d_y[i]);
                     free(ref[i]);
                     free(got[i]);

@@ -384,11 +384,50 @@ bool hc_matmul_glu(hc_matmul_ctx *c, int type, const void *wg, const void *wu, s
     return true;
 }
 
+/* activations x of n_tok rows rounded into c->xbuf as the 16-bit type the GEMM of a type-t
+ * weight reads (bf16 for BF16 weights, f16 for the rest) */
+static int x_to_16(hc_matmul_ctx *c, int type, const float *x, int64_t nx) {
+    int e = grow(&c->xbuf, &c->xcap, (size_t)nx * 2);
+    if (e) return e;
+    if (type == HC_BF16) x_to_bf16_k<<<hc_blocks(nx, 256), 256, 0, c->stream>>>(x, nx, (__nv_bfloat16 *)c->xbuf);
+    else x_to_f16_k<<<hc_blocks(nx, 256), 256, 0, c->stream>>>(x, nx, (__half *)c->xbuf);
+    return 0;
+}
+
+/* the cuBLAS product of a non-f32 weight with the activations already in c->xbuf (x_to_16) */
+static int gemm_16(hc_matmul_ctx *c, int type, const uint8_t *w, size_t rb, int64_t n_out, int64_t n_in,
+                   int64_t n_tok, float *y, int64_t ldy) {
+    const float one = 1.0f, zero = 0.0f;
+    const void *A = w;
+    int lda = (int)(rb / 2);
+    cudaDataType at = type == HC_BF16 ? CUDA_R_16BF : CUDA_R_16F;
+    if (type != HC_BF16 && type != HC_F16) {
+        int e = grow(&c->wbuf, &c->wcap, (size_t)(n_out * n_in) * 2);
+        if (e) return e;
+        unsigned g = hc_blocks(n_out * (n_in / 32), 128);
+        HC_QUANT_SWITCH(type, (dequant_f16_k<QT><<<g, 128, 0, c->stream>>>(w, rb, n_out, n_in, (__half *)c->wbuf)));
+        A = c->wbuf;
+        lda = (int)n_in;
+    }
+    cublasStatus_t st = cublasGemmEx(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)n_out, (int)n_tok, (int)n_in, &one, A,
+                                     at, lda, c->xbuf, at, (int)n_in, &zero, y, CUDA_R_32F, (int)ldy,
+                                     CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    return (int)st;
+}
+
 bool hc_matmul_n_ok(int n, int64_t n_tok) { return n >= 1 && n <= HC_MV_MAX && n_tok >= 1 && n_tok <= HC_GEMV_MAX_TOK; }
 
 int hc_matmul_n(hc_matmul_ctx *c, int type, const void *const *w, size_t rb, const int64_t *n_out, int n,
                 int64_t n_in, const float *x, int64_t n_tok, float *const *y, const int64_t *ldy, bool exact) {
     if (!hc_matmul_n_ok(n, n_tok) || ((uintptr_t)x & 15) != 0 || n_in % 4 != 0) {
+        /* where hc_matmul takes cuBLAS for each weight: the activations rounded once for all */
+        const bool blas = n_tok > HC_GEMV_MAX_TOK || ((uintptr_t)x & 15) != 0 || n_in % 4 != 0;
+        if (blas && type != HC_F32) {
+            int e = x_to_16(c, type, x, n_tok * n_in);
+            for (int i = 0; i < n && !e; i++)
+                e = gemm_16(c, type, (const uint8_t *)w[i], rb, n_out[i], n_in, n_tok, y[i], ldy[i]);
+            return e;
+        }
         for (int i = 0; i < n; i++) {
             int e = hc_matmul(c, type, w[i], rb, n_out[i], n_in, x, n_tok, y[i], ldy[i], exact);
             if (e) return e;
@@ -402,39 +441,16 @@ int hc_matmul_n(hc_matmul_ctx *c, int type, const void *const *w, size_t rb, con
 int hc_matmul(hc_matmul_ctx *c, int type, const void *wv, size_t rb, int64_t n_out, int64_t n_in, const float *x,
               int64_t n_tok, float *y, int64_t ldy, bool exact) {
     const uint8_t *w = (const uint8_t *)wv;
-    cudaStream_t s = c->stream;
     if (n_tok <= 0) return 0;
     if (n_tok <= HC_GEMV_MAX_TOK && ((uintptr_t)x & 15) == 0 && n_in % 4 == 0) {
         gemv_n(c, type, &w, rb, &n_out, 1, n_in, x, (int)n_tok, &y, &ldy, exact);
         return (int)cudaGetLastError();
     }
-    const float one = 1.0f, zero = 0.0f;
-    cublasStatus_t st;
     if (type == HC_F32) {
-        st = cublasSgemm(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)n_out, (int)n_tok, (int)n_in, &one, (const float *)w,
-                         (int)(rb / 4), x, (int)n_in, &zero, y, (int)ldy);
-        return (int)st;
+        const float one = 1.0f, zero = 0.0f;
+        return (int)cublasSgemm(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)n_out, (int)n_tok, (int)n_in, &one,
+                                (const float *)w, (int)(rb / 4), x, (int)n_in, &zero, y, (int)ldy);
     }
-    int64_t nx = n_tok * n_in;
-    int e = grow(&c->xbuf, &c->xcap, (size_t)nx * 2);
-    if (e) return e;
-    const void *A = w;
-    int lda = (int)(rb / 2);
-    cudaDataType at = CUDA_R_16F;
-    if (type == HC_BF16) {
-        at = CUDA_R_16BF;
-        x_to_bf16_k<<<hc_blocks(nx, 256), 256, 0, s>>>(x, nx, (__nv_bfloat16 *)c->xbuf);
-    } else {
-        x_to_f16_k<<<hc_blocks(nx, 256), 256, 0, s>>>(x, nx, (__half *)c->xbuf);
-        if (type != HC_F16) {
-            if ((e = grow(&c->wbuf, &c->wcap, (size_t)(n_out * n_in) * 2))) return e;
-            unsigned g = hc_blocks(n_out * (n_in / 32), 128);
-            HC_QUANT_SWITCH(type, (dequant_f16_k<QT><<<g, 128, 0, s>>>(w, rb, n_out, n_in, (__half *)c->wbuf)));
-            A = c->wbuf;
-            lda = (int)n_in;
-        }
-    }
-    st = cublasGemmEx(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)n_out, (int)n_tok, (int)n_in, &one, A, at, lda, c->xbuf,
-                      at, (int)n_in, &zero, y, CUDA_R_32F, (int)ldy, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-    return (int)st;
+    int e = x_to_16(c, type, x, n_tok * n_in);
+    return e ? e : gemm_16(c, type, w, rb, n_out, n_in, n_tok, y, ldy);
 }
