@@ -1,6 +1,7 @@
 /*
  * test_lora_kernel.c - the segmented LoRA update (kernels/ref/lora_ref.h, kernels/lora.h): the
- * reference row against a double-precision B (A x) (a tolerance from the length of the sums),
+ * reference row (f32 and f16 A and B) against a double-precision B (A x) of the same values (a
+ * tolerance from the length of the sums),
  * the pool split against the reference bit for bit (odd ranks, odd widths, rows outside every
  * segment left alone, y wider than n_out, 1..5 threads), and the CPU backend's op against it.
  */
@@ -12,6 +13,7 @@
 #include "backend/backend.h"
 #include "kernels/kernels.h"
 #include "kernels/lora.h"
+#include "tensor/dtype.h"
 #include "test.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -27,35 +29,49 @@ static float *rnd_vec(int64_t n) {
     return v;
 }
 
-TEST(row_ref_matches_double) {
-    const int64_t shapes[][3] = {{1, 1, 1}, {7, 33, 19}, {16, 64, 128}, {3, 130, 5}, {256, 40, 24}};
-    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-        int32_t r = (int32_t)shapes[s][0];
-        int64_t n_in = shapes[s][1], n_out = shapes[s][2];
-        float *a = rnd_vec(r * n_in), *b = rnd_vec(n_out * r), *x = rnd_vec(n_in), *y = rnd_vec(n_out);
-        float *y0 = malloc((size_t)n_out * sizeof *y0);
-        memcpy(y0, y, (size_t)n_out * sizeof *y0);
-        hearth_lora_row_ref(a, b, r, 0.75f, x, n_in, y, n_out);
-        double worst = 0;
-        for (int64_t o = 0; o < n_out; o++) {
-            double acc = 0;
-            for (int32_t k = 0; k < r; k++) {
-                double h = 0;
-                for (int64_t i = 0; i < n_in; i++) h += (double)a[k * n_in + i] * x[i];
-                acc += (double)b[o * r + k] * h;
-            }
-            worst = fmax(worst, fabs(y0[o] + 0.75 * acc - y[o]));
-        }
-        CHECK(worst <= 1e-6 * (double)(n_in + r) * 4);
-        free(a), free(b), free(x), free(y), free(y0);
-    }
+/* n random matrix values in [-1, 1): halves (as an adapter keeps f16 sources) or floats. */
+static void *rnd_mat(int64_t n, bool half) {
+    if (!half) return rnd_vec(n);
+    uint16_t *v = malloc((size_t)n * sizeof *v);
+    for (int64_t i = 0; i < n; i++) v[i] = hearth_fp32_to_fp16(rnd());
+    return v;
+}
+static double mat_at(const void *m, bool half, int64_t i) {
+    return half ? (double)hearth_fp16_to_fp32(((const uint16_t *)m)[i]) : (double)((const float *)m)[i];
 }
 
-/* Segments over rows [0, T) with gaps, different ranks, the same n_in / n_out. */
+TEST(row_ref_matches_double) {
+    const int64_t shapes[][3] = {{1, 1, 1}, {7, 33, 19}, {16, 64, 128}, {3, 130, 5}, {256, 40, 24}};
+    for (int half = 0; half < 2; half++)
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            int32_t r = (int32_t)shapes[s][0];
+            int64_t n_in = shapes[s][1], n_out = shapes[s][2];
+            void *a = rnd_mat(r * n_in, half), *b = rnd_mat(n_out * r, half);
+            float *x = rnd_vec(n_in), *y = rnd_vec(n_out);
+            float *y0 = malloc((size_t)n_out * sizeof *y0);
+            memcpy(y0, y, (size_t)n_out * sizeof *y0);
+            hearth_lora_row_ref(a, b, half, r, 0.75f, x, n_in, y, n_out);
+            double worst = 0;
+            for (int64_t o = 0; o < n_out; o++) {
+                double acc = 0;
+                for (int32_t k = 0; k < r; k++) {
+                    double h = 0;
+                    for (int64_t i = 0; i < n_in; i++) h += mat_at(a, half, k * n_in + i) * x[i];
+                    acc += mat_at(b, half, o * r + k) * h;
+                }
+                worst = fmax(worst, fabs(y0[o] + 0.75 * acc - y[o]));
+            }
+            CHECK(worst <= 1e-6 * (double)(n_in + r) * 4);
+            free(a), free(b), free(x), free(y), free(y0);
+        }
+}
+
+/* Segments over rows [0, T) with gaps, different ranks, the same n_in / n_out; segments 0 and 2
+ * keep f16 matrices, 1 and 3 f32 ones. */
 typedef struct {
     hearth_lora_seg segs[4];
     int             n;
-    float          *mem[8];
+    void           *mem[8];
 } segset;
 
 static void make_segs(segset *s, int64_t n_in, int64_t n_out) {
@@ -63,10 +79,10 @@ static void make_segs(segset *s, int64_t n_in, int64_t n_out) {
     const int32_t r[] = {8, 1, 17, 4};
     s->n = 4;
     for (int i = 0; i < 4; i++) {
-        s->mem[2 * i] = rnd_vec(r[i] * n_in);
-        s->mem[2 * i + 1] = rnd_vec(n_out * r[i]);
+        s->mem[2 * i] = rnd_mat(r[i] * n_in, i % 2 == 0);
+        s->mem[2 * i + 1] = rnd_mat(n_out * r[i], i % 2 == 0);
         s->segs[i] = (hearth_lora_seg){.t0 = t0[i], .n = n[i], .r = r[i], .scale = 0.5f + (float)i,
-                                       .a = s->mem[2 * i], .b = s->mem[2 * i + 1]};
+                                       .half = i % 2 == 0, .a = s->mem[2 * i], .b = s->mem[2 * i + 1]};
     }
 }
 static void free_segs(segset *s) {

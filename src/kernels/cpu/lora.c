@@ -9,6 +9,7 @@ void hearth_lora_rows(const hearth_lora_seg *segs, int n_seg, const float *x, in
     for (int s = 0; s < n_seg; s++) {
         const hearth_lora_seg *g = &segs[s];
         for (int64_t t = g->t0; t < g->t0 + g->n; t++, k++)
-            if (k % nth == ith) hearth_lora_row_ref(g->a, g->b, g->r, g->scale, x + t * n_in, n_in, y + t * ldy, n_out);
+            if (k % nth == ith) hearth_lora_row_ref(g->a, g->b, g->half, g->r, g->scale, x + t * n_in, n_in, y + t * ldy,
+                                                    n_out);
     }
 }
