@@ -3,9 +3,13 @@
  * reference row (f32 and f16 A and B) against a double-precision B (A x) of the same values (a
  * tolerance from the length of the sums),
  * the pool split against the reference bit for bit (odd ranks, odd widths, rows outside every
- * segment left alone, y wider than n_out, 1..5 threads), and the CPU backend's op against it.
+ * segment left alone, y wider than n_out, 1..5 threads) on every kernel set this CPU runs
+ * (AVX2 and AVX-512 take the vector row, lora_avx2.c), the vector row itself against the
+ * reference row bit for bit (widths around multiples of 8, f32 and f16), and the CPU backend's
+ * op against the reference.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +17,9 @@
 #include "backend/backend.h"
 #include "kernels/kernels.h"
 #include "kernels/lora.h"
+#if defined(__x86_64__)
+#include "kernels/cpu/x86/lora_x86.h"
+#endif
 #include "tensor/dtype.h"
 #include "test.h"
 
@@ -103,14 +110,42 @@ TEST(rows_match_ref_bitwise) {
     /* row 2 and rows 8, 12.. are in no segment; columns NO..LDY are outside n_out */
     CHECK(!memcmp(want + 2 * LDY, y + 2 * LDY, sizeof(float) * LDY));
     CHECK(!memcmp(want + 3 * LDY + NO, y + 3 * LDY + NO, sizeof(float) * (LDY - NO)));
-    for (int nth = 1; nth <= 5; nth++) {
-        memcpy(got, y, sizeof(float) * T * LDY);
-        for (int ith = 0; ith < nth; ith++) hearth_lora_rows(s.segs, s.n, x, NI, got, LDY, NO, ith, nth);
-        CHECK(!memcmp(got, want, sizeof(float) * T * LDY));
+    hearth_isa was = hearth_kernels_isa();
+    for (int isa = 0; isa < HEARTH_ISA_COUNT; isa++) {
+        if (!hearth_isa_available((hearth_isa)isa)) continue;
+        CHECK(hearth_kernels_select((hearth_isa)isa));
+        for (int nth = 1; nth <= 5; nth++) {
+            memcpy(got, y, sizeof(float) * T * LDY);
+            for (int ith = 0; ith < nth; ith++) hearth_lora_rows(s.segs, s.n, x, NI, got, LDY, NO, ith, nth);
+            CHECK(!memcmp(got, want, sizeof(float) * T * LDY));
+        }
     }
+    hearth_kernels_select(was);
     free(x), free(y), free(want), free(got);
     free_segs(&s);
 }
+
+#if defined(__x86_64__)
+TEST(avx2_row_matches_ref_bitwise) {
+    if (!hearth_isa_available(HEARTH_ISA_AVX2)) {
+        fprintf(stderr, "  skipped: no AVX2 here\n");
+        return;
+    }
+    const int64_t shapes[][3] = {{1, 1, 1}, {16, 576, 576}, {7, 33, 19}, {8, 8, 8}, {17, 65, 9}, {256, 40, 24}};
+    for (int half = 0; half < 2; half++)
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            int32_t r = (int32_t)shapes[s][0];
+            int64_t n_in = shapes[s][1], n_out = shapes[s][2];
+            void *a = rnd_mat(r * n_in, half), *b = rnd_mat(n_out * r, half);
+            float *x = rnd_vec(n_in), *want = rnd_vec(n_out), *got = malloc((size_t)n_out * sizeof *got);
+            memcpy(got, want, (size_t)n_out * sizeof *got);
+            hearth_lora_row_ref(a, b, half, r, 1.25f, x, n_in, want, n_out);
+            hearth_lora_row_avx2(a, b, half, r, 1.25f, x, n_in, got, n_out);
+            CHECK(!memcmp(got, want, (size_t)n_out * sizeof *got));
+            free(a), free(b), free(x), free(want), free(got);
+        }
+}
+#endif
 
 TEST(cpu_backend_op) {
     enum { T = 12, NI = 64, NO = 48 };

@@ -11,8 +11,14 @@
  * The base matmul has already written y; this adds each row's own adapter on top, so rows with
  * different adapters (and rows with none) share one base matmul. A segment's A and B are both
  * f32 or both IEEE halves (`half`: half the bytes a step reads, each value widened to float
- * exactly); products and sums are float (a product rounded, then added), in index order. Pure
- * functions; any thread.
+ * exactly). Each of the two sums is a float dot product in 8 lanes, the order an 8-wide vector
+ * kernel keeps (kernels/cpu/x86/lora_avx2.c), so that it can equal this bit for bit:
+ *
+ *   acc[l] += w[i + l] * v[i + l]   i = 0, 8, 16, ..; l < 8; a product rounded, then added
+ *                                   (no fused multiply-add); lanes past the end add 0
+ *   sum     = ((acc0 + acc1) + (acc2 + acc3)) + ((acc4 + acc5) + (acc6 + acc7))
+ *
+ * Pure functions; any thread.
  */
 #pragma once
 #include <stdbool.h>
@@ -33,6 +39,8 @@ typedef struct {
  * (f16 when half, else f32). */
 void hearth_lora_row_ref(const void *a, const void *b, bool half, int32_t r, float scale, const float *x, int64_t n_in,
                          float *y, int64_t n_out);
+typedef void (*hearth_lora_row_fn)(const void *a, const void *b, bool half, int32_t r, float scale, const float *x,
+                                   int64_t n_in, float *y, int64_t n_out);
 /* Every segment's rows: x: [..][n_in] (row stride n_in), y: [..][ldy] (the first n_out of each
  * row updated). */
 void hearth_lora_ref(const hearth_lora_seg *segs, int n_seg, const float *x, int64_t n_in, float *y, int64_t ldy,
