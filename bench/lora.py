@@ -3,7 +3,8 @@
 on one server, in one run.
 
 One `hearth serve MODEL --batch N` mounts N random rank-R adapters (GGUF LoRA files written here
-with gguf-py, every projection of every layer: q, k, v, o, gate, up, down) through
+with gguf-py, every projection of every layer: q, k, v, o, gate, up, down; f16 tensors as
+convert_lora_to_gguf.py writes by default, or f32 with --dtype f32) through
 POST /v1/adapters, then answers, alternately:
 
   base      N concurrent streams on the base model ("adapter": "none")
@@ -16,7 +17,7 @@ line per run and a summary with the ratio adapters / base. A measurement, not a 
 asserted. Bounded: N x reps x 2 requests, each at most max_tokens.
 
     .venv/bin/python bench/lora.py [--model GGUF] [--streams 8] [--rank 16] [--max-tokens 64]
-        [--reps 3] [--serve-args "--threads 2"]
+        [--reps 3] [--serve-args "--threads 2"] [--dtype f16|f32]
 
 The model defaults to the SmolLM2 starter (scripts/model-path.sh smollm2); it must be a GGUF (the
 adapters are GGUF LoRA files made for its shapes).
@@ -42,7 +43,7 @@ EXE = ROOT / "build" / "hearth"
 TARGETS = ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down")
 
 
-def make_adapter(base, out, rank, seed):
+def make_adapter(base, out, rank, seed, dtype):
     r = gguf.GGUFReader(base)
     arch = bytes(r.fields["general.architecture"].parts[-1]).decode()
     shapes = {t.name: [int(x) for x in t.shape] for t in r.tensors}
@@ -56,8 +57,8 @@ def make_adapter(base, out, rank, seed):
         for name in TARGETS:
             n_in, n_out = shapes[f"blk.{il}.{name}.weight"][:2]
             w.add_tensor(f"blk.{il}.{name}.weight.lora_a",
-                         (rng.standard_normal((rank, n_in)) / np.sqrt(n_in)).astype(np.float32))
-            w.add_tensor(f"blk.{il}.{name}.weight.lora_b", (rng.standard_normal((n_out, rank)) * 0.01).astype(np.float32))
+                         (rng.standard_normal((rank, n_in)) / np.sqrt(n_in)).astype(dtype))
+            w.add_tensor(f"blk.{il}.{name}.weight.lora_b", (rng.standard_normal((n_out, rank)) * 0.01).astype(dtype))
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
@@ -100,13 +101,17 @@ def main():
     ap.add_argument("--max-tokens", type=int, default=64)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--serve-args", default="")
+    ap.add_argument("--dtype", choices=("f16", "f32"), default="f16",
+                    help="the adapters' tensor type (convert_lora_to_gguf.py writes f16 by default; hearth keeps f16 "
+                         "adapters as f16, f32 ones as f32)")
     args = ap.parse_args()
     model = args.model or subprocess.run([str(ROOT / "scripts" / "model-path.sh"), "smollm2"], capture_output=True,
                                          text=True, check=True).stdout.strip()
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="hearth-lora-bench-"))
     names = []
     for i in range(args.streams):
-        make_adapter(model, str(tmp / f"a{i}.gguf"), args.rank, 1000 + i)
+        make_adapter(model, str(tmp / f"a{i}.gguf"), args.rank, 1000 + i,
+                     np.float16 if args.dtype == "f16" else np.float32)
         names.append(f"a{i}")
     log = tempfile.NamedTemporaryFile(prefix="hearth-lora-bench-", suffix=".log", delete=False)
     cmd = [str(EXE), "serve", model, "--port", "0", "--no-open", "--seed", "1", "--batch", str(args.streams),
@@ -133,9 +138,9 @@ def main():
                 tps, n, dt = run(base, ads, prompt, args.max_tokens)
                 res[kind].append(tps)
                 print(json.dumps({"bench": "lora", "kind": kind, "rep": rep, "streams": args.streams,
-                                  "rank": args.rank, "tokens": n, "seconds": round(dt, 3), "tok_s": round(tps, 2)}))
+                                  "rank": args.rank, "dtype": args.dtype, "tokens": n, "seconds": round(dt, 3), "tok_s": round(tps, 2)}))
         b, a = statistics.median(res["base"]), statistics.median(res["adapters"])
-        print(f"{args.streams} streams, rank {args.rank}, {args.max_tokens} tokens each: base {b:.1f} tok/s, "
+        print(f"{args.streams} streams, rank {args.rank} {args.dtype}, {args.max_tokens} tokens each: base {b:.1f} tok/s, "
               f"{args.streams} adapters {a:.1f} tok/s, ratio {a / b:.3f}")
     finally:
         proc.terminate()

@@ -3,10 +3,11 @@
  * its specification).
  *
  * The rows of all segments are numbered one after another and thread ith of nth takes rows
- * ith, ith + nth, ...: each row is one call of the reference row kernel, so the result is the
- * reference's bit for bit whatever the thread count. A row's cost is r (n_in + n_out) multiply-
+ * ith, ith + nth, ...: each row is one call of a row kernel equal to the reference row bit for
+ * bit, so the result is the reference's whatever the thread count and kernel set. A row's cost is r (n_in + n_out) multiply-
  * adds, a few percent of its base matmul for the ranks adapters use (8..64), so rows are the
- * unit of work (a decode step has as many rows as sequences).
+ * unit of work (a decode step has as many rows as sequences). Each row is the active kernel
+ * set's row kernel (AVX2 and AVX-512: kernels/cpu/x86/lora_avx2.c; else the reference row).
  * Pure function of its arguments and (ith, nth); any thread.
  */
 #pragma once

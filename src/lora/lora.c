@@ -11,6 +11,7 @@
 #include "kernels/kernels.h"
 #include "model/model_internal.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,7 +81,7 @@ static int module_parts(const char *module, hearth_lora_mod *parts) {
 }
 
 hearth_status hearth_lora_add(hearth_lora_builder *L, const char *name, int32_t il, const char *module, int64_t r,
-                              int64_t n_in, int64_t n_out, float scale, float **a_out, float **b_out) {
+                              int64_t n_in, int64_t n_out, float scale, bool half, float **a_out, float **b_out) {
     const hearth_hparams *hp = &L->m->hp;
     hearth_lora *a = L->a;
     hearth_lora_mod parts[3];
@@ -117,21 +118,62 @@ hearth_status hearth_lora_add(hearth_lora_builder *L, const char *name, int32_t 
                               "base model", name, (long long)n_in, (long long)n_out, il, module, (long long)want_in,
                               (long long)want_out);
     size_t na = (size_t)r * (size_t)n_in, nb = (size_t)n_out * (size_t)r;
-    float *pa = hearth_arena_alloc_aligned(&a->arena, na * sizeof(float), 64);
-    float *pb = hearth_arena_alloc_aligned(&a->arena, nb * sizeof(float), 64);
+    hearth_arena *ar = half ? &L->staging : &a->arena;
+    float *pa = hearth_arena_alloc_aligned(ar, na * sizeof(float), 64);
+    float *pb = hearth_arena_alloc_aligned(ar, nb * sizeof(float), 64);
     if (!pa || !pb) return hearth_err_set(L->err, HEARTH_E_NOMEM, -1, "out of memory loading adapter tensor '%s'", name);
     int64_t row0 = 0;
     for (int i = 0; i < n_parts; i++) {
         const hearth_weight *w = layer_weight(l, parts[i]);
         a->mats[il][parts[i]] = (hearth_lora_mat){.r = (int32_t)r, .n_in = n_in, .n_out = w->ne1, .scale = scale,
-                                                  .a = pa, .b = pb + row0 * r};
+                                                  .half = half, .a32 = pa, .b32 = pb + row0 * r};
+        if (!half) a->mats[il][parts[i]].a = pa, a->mats[il][parts[i]].b = pb + row0 * r;
         row0 += w->ne1;
         a->n_mats++;
     }
     if (r > a->max_rank) a->max_rank = (int32_t)r;
-    a->bytes += (na + nb) * sizeof(float);
+    if (!half) a->bytes += (na + nb) * sizeof(float);
     *a_out = pa;
     *b_out = pb;
+    return HEARTH_OK;
+}
+
+bool hearth_lora_half_types(int type_a, int type_b) {
+    return (type_a == HEARTH_TYPE_F16 || type_a == HEARTH_TYPE_BF16) &&
+           (type_b == HEARTH_TYPE_F16 || type_b == HEARTH_TYPE_BF16);
+}
+
+/* dst = src rounded to f16; false when a value is beyond f16's range (or not a number). */
+static bool round_f16(const float *src, uint16_t *dst, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        if (!(fabsf(src[i]) <= 65504.0f)) return false;
+        dst[i] = hearth_fp32_to_fp16(src[i]);
+    }
+    return true;
+}
+
+hearth_status hearth_lora_finish(hearth_lora_builder *L) {
+    hearth_lora *a = L->a;
+    for (int32_t il = 0; il < a->n_layer; il++)
+        for (int mod = 0; mod < HEARTH_LORA_N_MOD; mod++) {
+            hearth_lora_mat *mt = &a->mats[il][mod];
+            if (!mt->r || !mt->half) continue;
+            size_t na = (size_t)mt->r * (size_t)mt->n_in, nb = (size_t)mt->n_out * (size_t)mt->r;
+            for (int p = 0; p < mod; p++) /* phi3: the fused projections share one A */
+                if (a->mats[il][p].r && a->mats[il][p].half && a->mats[il][p].a32 == mt->a32) mt->a = a->mats[il][p].a, na = 0;
+            uint16_t *pa = na ? hearth_arena_alloc_aligned(&a->arena, na * sizeof(uint16_t), 64) : NULL;
+            uint16_t *pb = hearth_arena_alloc_aligned(&a->arena, nb * sizeof(uint16_t), 64);
+            if ((na && !pa) || !pb) return hearth_err_set(L->err, HEARTH_E_NOMEM, -1, "out of memory");
+            if ((na && !round_f16(mt->a32, pa, (int64_t)na)) || !round_f16(mt->b32, pb, (int64_t)nb))
+                return hearth_err_set(L->err, HEARTH_E_UNSUPPORTED, -1, "adapter: layer %d's %s has a value beyond "
+                                      "f16's range (65504), which hearth keeps adapters in", il,
+                                      mod_names[mod]);
+            if (na) mt->a = pa;
+            mt->b = pb;
+            a->bytes += (na + nb) * sizeof(uint16_t);
+        }
+    for (int32_t il = 0; il < a->n_layer; il++) /* the staging arena is freed by the caller */
+        for (int mod = 0; mod < HEARTH_LORA_N_MOD; mod++) a->mats[il][mod].a32 = a->mats[il][mod].b32 = NULL;
     return HEARTH_OK;
 }
 

@@ -18,7 +18,14 @@
  * Phi-3's fused qkv_proj / gate_up_proj: the one A is shared and B's rows are cut at the same
  * boundaries as the base model's fused weight (q|k|v, gate|up), which is exact.
  *
- * Matrices are f32 copies (f16 and bf16 widened) in the adapter's arena. Everything is checked
+ * Matrices are kept in the adapter's arena as f16 when both the A and the B source are f16 or
+ * bf16 (the kernel reads half the bytes of f32 and sums in f32, kernels/ref/lora_ref.h): f16
+ * keeps its values, bf16 is rounded to nearest even (exact in f16's normal range, 6.1e-5 ..
+ * 65504; a value beyond 65504 is refused naming the layer and projection). f32 sources (and
+ * dequantized GGUF types) stay f32: rounding them to f16 moves the tiny test models' logits by
+ * up to 7e-2 against peft, far past the 1e-4 the parity tests hold. The loaders write f32 (into
+ * a staging arena for the f16 ones: transposes, phi3's cuts, the q/k permutation), and
+ * hearth_lora_finish rounds. Everything is checked
  * against the base model at load: the architecture (GGUF), every module name, layer index and
  * shape; the first mismatch is the error, naming the tensor and what the base model has. Only
  * the seven projections of a decoder layer are adapted; an adapter that touches anything else
@@ -51,8 +58,10 @@ typedef struct {
     int64_t      n_in;     /* the base weight's ne0 */
     int64_t      n_out;    /* the base weight's ne1 */
     float        scale;
-    const float *a;        /* [r][n_in], in the adapter's arena */
-    const float *b;        /* [n_out][r], in the arena (a row slice of a fused B for phi3) */
+    bool         half;     /* a and b hold f16 values, else f32 */
+    const void  *a;        /* [r][n_in], in the adapter's arena */
+    const void  *b;        /* [n_out][r], in the arena (a row slice of a fused B for phi3) */
+    float       *a32, *b32; /* the f32 matrices while loading; NULL after hearth_lora_finish */
 } hearth_lora_mat;
 
 typedef struct hearth_lora {
@@ -64,7 +73,7 @@ typedef struct hearth_lora {
     hearth_lora_mat (*mats)[HEARTH_LORA_N_MOD]; /* [n_layer][module], in arena */
     const char      *format;    /* "peft", "mlx", "gguf" (static) */
     const char      *path;      /* in arena */
-    size_t           bytes;     /* of the f32 matrices */
+    size_t           bytes;     /* of the matrices as kept (f16 or f32) */
 } hearth_lora;
 
 /* Load the adapter at path (one reference, the caller's) (a PEFT or mlx-lm folder, or a GGUF LoRA file) for base model m
@@ -97,14 +106,21 @@ typedef struct {
     hearth_lora        *a;
     const hearth_model *m;
     hearth_err         *err;
+    hearth_arena        staging; /* the f32 matrices until hearth_lora_finish */
 } hearth_lora_builder;
 /* Check an A of [r][n_in] and a B of [n_out][r] (as they are after any transpose) for layer
  * il's projection `module` (a Hugging Face name: q_proj .. down_proj, or phi3's fused qkv_proj
  * and gate_up_proj) against the base model, and make room for them: *a_out ([r][n_in]) and
- * *b_out ([n_out][r]) are arena buffers the caller fills. name names the tensor in messages. */
+ * *b_out ([n_out][r]) are f32 buffers the caller fills (staging ones when half: both sources are f16
+ * or bf16, kept as f16). name names the tensor in messages. */
 hearth_status hearth_lora_add(hearth_lora_builder *L, const char *name, int32_t il, const char *module, int64_t r,
-                              int64_t n_in, int64_t n_out, float scale, float **a_out, float **b_out);
+                              int64_t n_in, int64_t n_out, float scale, bool half, float **a_out, float **b_out);
+/* Are both types (HEARTH_TYPE_*) f16 or bf16, the sources an adapter keeps as f16? */
+bool hearth_lora_half_types(int type_a, int type_b);
 /* Convert n values of a float tensor's dtype (HEARTH_TYPE_F32/F16/BF16, or any type with a
  * dequantizer) to f32. False when the type cannot be converted. */
 bool hearth_lora_to_f32(int type, const void *src, float *dst, int64_t n);
+/* Round every half matrix's staged f32 to its f16 copy in the adapter's arena (phi3's shared A
+ * once); HEARTH_E_UNSUPPORTED naming the layer and projection for a value beyond f16's range. */
+hearth_status hearth_lora_finish(hearth_lora_builder *L);
 hearth_status hearth_lora_load_gguf(hearth_lora_builder *L, const char *path);

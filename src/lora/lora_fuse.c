@@ -77,6 +77,11 @@ static void put_elem(hearth_st_dtype dt, uint8_t *p, float f) {
     memcpy(p, &h, 2);
 }
 
+/* Element i of an adapter matrix kept as f16 (half) or f32. */
+static float elem(bool half, const void *m, int64_t i) {
+    return half ? hearth_fp16_to_fp32(((const uint16_t *)m)[i]) : ((const float *)m)[i];
+}
+
 /* W[row0 + o][i] += scale sum_k B[o][k] A[k][i] over the mat's rows of tensor bytes dst. */
 static void add_delta(uint8_t *dst, hearth_st_dtype dt, int64_t n_in, int64_t row0, const hearth_lora_mat *mt) {
     size_t es = hearth_st_dtype_size(dt);
@@ -84,7 +89,7 @@ static void add_delta(uint8_t *dst, hearth_st_dtype dt, int64_t n_in, int64_t ro
         uint8_t *row = dst + (size_t)(row0 + o) * (size_t)n_in * es;
         for (int64_t i = 0; i < n_in; i++) {
             float s = 0.0f;
-            for (int32_t k = 0; k < mt->r; k++) s += mt->b[o * mt->r + k] * mt->a[(int64_t)k * n_in + i];
+            for (int32_t k = 0; k < mt->r; k++) s += elem(mt->half, mt->b, o * mt->r + k) * elem(mt->half, mt->a, (int64_t)k * n_in + i);
             put_elem(dt, row + (size_t)i * es, get_elem(dt, row + (size_t)i * es) + mt->scale * s);
         }
     }

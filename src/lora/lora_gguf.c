@@ -88,7 +88,8 @@ hearth_status hearth_lora_load_gguf(hearth_lora_builder *L, const char *path) {
         }
         int64_t r = t->ne[1], n_in = t->ne[0], n_out = b->ne[1];
         float *pa, *pb;
-        if ((s = hearth_lora_add(L, t->name, il, mod, r, n_in, n_out, alpha / (float)r, &pa, &pb))) goto done;
+        if ((s = hearth_lora_add(L, t->name, il, mod, r, n_in, n_out, alpha / (float)r,
+                                   hearth_lora_half_types(t->type, b->type), &pa, &pb))) goto done;
         if (!hearth_lora_to_f32(t->type, t->data, pa, r * n_in) || !hearth_lora_to_f32(b->type, b->data, pb, n_out * r)) {
             s = hearth_err_set(L->err, HEARTH_E_UNSUPPORTED, -1, "adapter tensor '%s' or '%s' has a type hearth cannot "
                                "read (%s / %s)", t->name, b->name, hearth_type_name(t->type), hearth_type_name(b->type));

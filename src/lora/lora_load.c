@@ -117,7 +117,8 @@ static hearth_status read_pairs(hearth_lora_builder *L, const hearth_st *st, boo
         }
         float scale = mlx ? mlx_scale : rs ? alpha / sqrtf((float)r) : alpha / (float)r;
         float *pa, *pb;
-        if ((s = hearth_lora_add(L, t->name, tn.il, tn.module, r, n_in, n_out, scale, &pa, &pb))) goto fail;
+        if ((s = hearth_lora_add(L, t->name, tn.il, tn.module, r, n_in, n_out, scale,
+                                   hearth_lora_half_types(st_type(t->dtype), st_type(b->dtype)), &pa, &pb))) goto fail;
         if (!mlx) {
             hearth_lora_to_f32(st_type(t->dtype), t->data, pa, r * n_in);
             hearth_lora_to_f32(st_type(b->dtype), b->data, pb, n_out * r);
@@ -249,7 +250,7 @@ static hearth_status permute_qk(hearth_lora_builder *L) {
             free(tmp);
             if (!(tmp = malloc((size_t)(rows * r) * sizeof(float))))
                 return hearth_err_set(L->err, HEARTH_E_NOMEM, -1, "out of memory");
-            float *b = (float *)mt->b;
+            float *b = mt->b32;
             memcpy(tmp, b, (size_t)(rows * r) * sizeof(float));
             for (int64_t h = 0; h < rows / hd; h++)
                 for (int64_t i = 0; i < hd / 2; i++)
@@ -270,6 +271,7 @@ hearth_status hearth_lora_load(const char *path, const hearth_model *m, hearth_l
     a->mats = hearth_arena_calloc(&a->arena, (size_t)m->hp.n_layer, sizeof *a->mats);
     a->path = hearth_arena_strndup(&a->arena, path, strlen(path));
     hearth_lora_builder L = {.a = a, .m = m, .err = err};
+    hearth_arena_init(&L.staging, 1 << 20);
     hearth_status s;
     hearth_st *st = NULL;
     if (!a->mats || !a->path) {
@@ -307,11 +309,14 @@ hearth_status hearth_lora_load(const char *path, const hearth_model *m, hearth_l
         s = hearth_err_set(err, HEARTH_E_FORMAT, -1, "%s: the adapter has no LoRA matrices", path);
         goto fail;
     }
+    if ((s = hearth_lora_finish(&L))) goto fail;
     hearth_st_close(st);
+    hearth_arena_fini(&L.staging);
     *out = a;
     return HEARTH_OK;
 fail:
     hearth_st_close(st);
+    hearth_arena_fini(&L.staging);
     hearth_lora_release(a);
     return s;
 }

@@ -143,7 +143,7 @@ void hearth_blk_lora(hearth_fwd *f, int32_t il, hearth_lora_mod mod, const float
         const hearth_lora_mat *mt = hearth_lora_get(run->a, il, mod);
         if (!mt->r) continue;
         f->lora_segs[n++] = (hearth_lora_seg){.t0 = run->t0, .n = run->n, .r = mt->r, .scale = mt->scale,
-                                              .a = mt->a, .b = mt->b};
+                                              .half = mt->half, .a = mt->a, .b = mt->b};
         n_in = mt->n_in; /* the same for every adapter: each was checked against this layer */
         n_out = mt->n_out;
     }
