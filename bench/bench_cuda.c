@@ -12,6 +12,7 @@
  *                    [--kv-quant off|8|4]
  *   build/bench_cuda --attn CTX [--heads H/HKV] [--dim D] [--tok N]
  *   build/bench_cuda --mv N
+ *   build/bench_cuda --gemm T1,T2,... [bf16|q8_0|q4_0]
  *
  * Reports (greedy, random prompt tokens):
  *   decode   one sequence: a 32-token prompt, then gen steps of one token through
@@ -31,11 +32,16 @@
  *            (averaged over 200 after 20 warm-up), the weight's read rate, and the time over the
  *            one-token call's (HEARTH_CUDA_MV_ROWS=1 in the environment: one row per row group,
  *            the comparison).
+ *   gemm     (no model) the bf16 (or q8_0, q4_0) matmuls of an 8B layer (gate/up 14336 x 4096, down 4096 x
+ *            14336, q/o 4096 x 4096, k/v 1024 x 4096) at each listed token count (a batch of
+ *            decodes): microseconds per call and the weight's read rate (HEARTH_CUDA_SKINNY=0 in
+ *            the environment: cuBLAS, the comparison).
  * Measurements, never assertions.
  */
 #include "backend/backend.h"
 #include "engine/engine.h"
 #include "support/kv.h"
+#include "kernels/ref/quant_ref.h"
 #include "models/forward.h"
 
 #include <stdio.h>
@@ -301,12 +307,80 @@ static void mv_bench(int n_max) {
     free(y);
 }
 
+/* one weight of ne1 x ne0 (bf16, q8_0 or q4_0) at each token count of list: us per call and
+ * weight GB/s */
+static void gemm_bench(const char *list, const char *type) {
+    const hearth_type wty = !strcmp(type, "q8_0")   ? HEARTH_TYPE_Q8_0
+                            : !strcmp(type, "q4_0") ? HEARTH_TYPE_Q4_0
+                                                    : HEARTH_TYPE_BF16;
+    const int64_t shapes[][2] = {{14336, 4096}, {4096, 14336}, {4096, 4096}, {1024, 4096}};
+    int toks[32], nt = 0, tmax = 1;
+    for (const char *p = list; *p && nt < 32;) {
+        toks[nt] = atoi(p);
+        if (toks[nt] < 1 || toks[nt] > 4096) {
+            fprintf(stderr, "--gemm: token counts 1 to 4096\n");
+            exit(2);
+        }
+        if (toks[nt] > tmax) tmax = toks[nt];
+        nt++;
+        p = strchr(p, ',');
+        if (!p) break;
+        p++;
+    }
+    hearth_err err = {0};
+    hearth_backend *be = hearth_backend_cuda_create(0, tmax, NULL, &err);
+    if (!be) {
+        fprintf(stderr, "backend: %s\n", err.msg);
+        exit(1);
+    }
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        const int64_t ne1 = shapes[si][0], ne0 = shapes[si][1];
+        const size_t rb = hearth_row_size(wty, ne0);
+        uint8_t *w = malloc(rb * (size_t)ne1); /* kept until the backend goes: its device copy is keyed by it */
+        float *x = malloc(sizeof(float) * tmax * ne0), *y = malloc(sizeof(float) * tmax * ne1),
+              *row = malloc(sizeof(float) * ne0);
+        for (int64_t r = 0; r < ne1; r++) {
+            for (int64_t i = 0; i < ne0; i++) row[i] = (float)(rnd_tok() % 2001 - 1000) / 32000.0f;
+            if (wty == HEARTH_TYPE_Q8_0) hearth_q8_0_from_float_ref(row, w + (size_t)r * rb, ne0);
+            else if (wty == HEARTH_TYPE_Q4_0) hearth_q4_0_from_float_ref(row, w + (size_t)r * rb, ne0);
+            else hearth_bf16_from_float_ref(row, w + (size_t)r * rb, ne0);
+        }
+        free(row);
+        for (int64_t i = 0; i < tmax * ne0; i++) x[i] = (float)(rnd_tok() % 2001 - 1000) / 1000.0f;
+        const hearth_weight wt = {.type = wty, .ne0 = ne0, .ne1 = ne1, .row_bytes = rb, .data = w};
+        float *dx = hearth_buf_alloc(be, sizeof(float) * tmax * ne0), *dy = hearth_buf_alloc(be, sizeof(float) * tmax * ne1);
+        hearth_buf_upload(be, dx, x, sizeof(float) * tmax * ne0);
+        for (int k = 0; k < nt; k++) {
+            const int n = toks[k], iters = 100;
+            for (int i = 0; i < 10; i++) hearth_op_matmul(be, &wt, dx, n, dy, ne1);
+            hearth_buf_download(be, y, dy, sizeof(float) * n * ne1);
+            double t0 = now_s();
+            for (int i = 0; i < iters; i++) hearth_op_matmul(be, &wt, dx, n, dy, ne1);
+            hearth_buf_download(be, y, dy, sizeof(float) * n * ne1);
+            double us = (now_s() - t0) * 1e6 / iters;
+            printf("{\"what\":\"gemm\",\"type\":\"%s\",\"rows\":%lld,\"width\":%lld,\"tok\":%d,\"us\":%.2f,"
+                   "\"weight_gb_s\":%.1f,\"y0\":%.6f}\n",
+                   hearth_type_name(wty), (long long)ne1, (long long)ne0, n, us, (double)rb * (double)ne1 / (us * 1e3), (double)y[0]);
+            fflush(stdout);
+        }
+        hearth_buf_free(be, dx);
+        hearth_buf_free(be, dy);
+        free(x);
+        free(y);
+    }
+    hearth_backend_destroy(be);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: bench_cuda MODEL.gguf [--device cuda|cpu] [--gen N] [--prefill N] [--streams N] "
                         "[--kv-quant off|8|4]\n       bench_cuda --attn CTX [--heads H/HKV] [--dim D] [--tok N]\n"
-                        "       bench_cuda --mv N\n");
+                        "       bench_cuda --mv N\n       bench_cuda --gemm T1,T2,... [bf16|q8_0|q4_0]\n");
         return 2;
+    }
+    if (!strcmp(argv[1], "--gemm") && argc >= 3) {
+        gemm_bench(argv[2], argc >= 4 ? argv[3] : "bf16");
+        return 0;
     }
     if (!strcmp(argv[1], "--mv") && argc >= 3) {
         mv_bench(atoi(argv[2]));

@@ -2,7 +2,8 @@
  * test_cuda_matmul.c - the CUDA backend's matmul against the CPU reference (each weight row
  * dequantized by quant_ref.c and dotted in double, or the scalar set's 8-bit dots), through the
  * backend interface: every weight type at decode and prefill sizes, matmul_n, the matrix-vector
- * layouts, the 8-bit activations written by the op before, and gate/up fused with the GLU.
+ * layouts, the 8-bit activations written by the op before, gate/up fused with the GLU, and the
+ * tensor-core kernel of batched decode steps.
  * Tolerances are cuda_test.h's table. Without a GPU (or in a build without CUDA) every test
  * skips. Run under `compute-sanitizer --tool memcheck` on the GPU host (docs/cuda.md).
  */
@@ -282,6 +283,48 @@ TEST(matmul_gemv_gate_up_then_glu) {
                         free(ru);
                         free(got);
                     }
+}
+
+/* Batched-decode sizes on 16-bit, Q8_0 and Q4_0 weights (skinny.cu's tensor-core kernel, 9 to 128
+ * tokens; the quantized rows dequantized in its load path): each count of 8-token tiles, rows that are not whole 128-row blocks, widths split into slices and not,
+ * against the reference; the same call twice gives the same bits (the slices are added in order);
+ * a width that is not a multiple of 64 still gets the right answer (from cuBLAS) */
+TEST(matmul_skinny_batched_decode) {
+    NEED_GPU();
+    const int64_t shapes[][2] = {{200, 4096}, {70, 512}, {1000, 2048}, {24, 480}}; /* rows, width */
+    const int64_t toks[] = {9, 16, 17, 40, 64, 65, 128};
+    const int     types[] = {1, 2, 7, 3}; /* f16, bf16, q8_0, q4_0 */
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+        for (size_t ki = 0; ki < sizeof types / sizeof types[0]; ki++) {
+            const int ti = types[ki];
+            const int64_t ne1 = shapes[si][0], ne0 = shapes[si][1];
+            tweight tw = *weight_of(ti, ne1, ne0);
+            for (size_t k = 0; k < sizeof toks / sizeof toks[0]; k++) {
+                int64_t T = toks[k], ldy = ne1 + 5;
+                float *x = malloc(sizeof(float) * T * ne0), *ref = calloc((size_t)(T * ldy), sizeof(float)),
+                      *got = calloc((size_t)(T * ldy), sizeof(float)), *again = calloc((size_t)(T * ldy), sizeof(float));
+                fill(x, T * ne0, 2.0f);
+                const char *op = matmul_ref(ti, &tw, x, T, ref, ldy);
+                float *d_x = up(x, sizeof(float) * T * ne0), *d_y = hearth_buf_alloc(gpu(), sizeof(float) * T * ldy);
+                hearth_buf_upload(gpu(), d_y, got, sizeof(float) * T * ldy); /* zeros between the rows */
+                hearth_op_matmul(gpu(), &tw.w, d_x, T, d_y, ldy);
+                down(got, d_y, sizeof(float) * T * ldy);
+                hearth_op_matmul(gpu(), &tw.w, d_x, T, d_y, ldy);
+                down(again, d_y, sizeof(float) * T * ldy);
+                fprintf(stderr, "  skinny %s [%lld x %lld] x %lld tokens\n", hearth_type_name(TYPES[ti].t),
+                        (long long)ne1, (long long)ne0, (long long)T);
+                CHECK_REL(got, ref, T * ldy, op);
+                CHECK(!memcmp(got, again, sizeof(float) * T * ldy));
+                for (int64_t t = 0; t < T; t++) /* the gaps between rows of y are not written */
+                    for (int64_t o = ne1; o < ldy; o++) CHECK(got[t * ldy + o] == 0.0f);
+                dfree(d_x);
+                dfree(d_y);
+                free(x);
+                free(ref);
+                free(got);
+                free(again);
+            }
+        }
 }
 
 int main(int argc, char **argv) {

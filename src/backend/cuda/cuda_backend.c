@@ -165,11 +165,12 @@ static void cu_matmul(hearth_backend *be, const hearth_weight *w, const float *x
     }
 }
 
-/* q, k and v (or gate and up) in one launch when they share type and width; else one each */
+/* q, k and v (or gate and up) together when they share type and width (one launch at decode
+ * sizes; above them the activations rounded once for all, hc_matmul_n); else one each */
 static void cu_matmul_n(hearth_backend *be, const hearth_weight *const *w, float *const *y, const int64_t *ldy, int n,
                         const float *x, int64_t n_tok) {
     cuda_ctx *c = ctx_of(be);
-    bool same = hc_matmul_n_ok(n, n_tok);
+    bool same = hc_matmul_n_ok(n, 1) && n_tok >= 1;
     for (int i = 1; i < n && same; i++) same = w[i]->type == w[0]->type && w[i]->ne0 == w[0]->ne0 && w[i]->row_bytes == w[0]->row_bytes;
     if (!same) {
         for (int i = 0; i < n; i++) cu_matmul(be, w[i], x, n_tok, y[i], ldy[i]);
@@ -603,6 +604,9 @@ hearth_backend *hearth_backend_cuda_create(int device, int64_t max_tok, const he
     const char *mr = getenv("HEARTH_CUDA_MV_ROWS");
     hc_mv_rows_configure(mr && !strcmp(mr, "1") ? 1 : 4);
     hc_q8_fuse_configure(fq && !strcmp(fq, "1"));
+    const char *sk = getenv("HEARTH_CUDA_SKINNY"), *skb = getenv("HEARTH_CUDA_SKINNY_BLOCKS"),
+               *sk16 = getenv("HEARTH_CUDA_SKINNY_16_MB");
+    hc_skinny_configure(sk ? atoi(sk) : -1, skb ? atoi(skb) : 0, sk16 ? atol(sk16) : -1);
     const char *fg = getenv("HEARTH_CUDA_FUSE_GLU");
     hc_glu_fuse_configure(!(fg && !strcmp(fg, "0"))); /* the process's; the switch is this backend's */
     c->fuse_glu = !be->nx.no_compiled_activations;

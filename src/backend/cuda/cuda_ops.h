@@ -158,6 +158,14 @@ void hc_mv_configure(int mode, int max_blocks, int force_p);
 /* Rows per row group of a waves launch of several tokens (1 or 4, the default; HEARTH_CUDA_MV_ROWS):
  * each token's activations are loaded once for that many rows. The same bits either way. */
 void hc_mv_rows_configure(int rows);
+/* skinny.cu, the tensor-core product matmul.cu takes at 9 to max_tok tokens for Q8_0 and Q4_0
+ * weights, and for 16-bit weights of at most sixteen_mb MiB per launch (0: none; -1: the default,
+ * HC_SKINNY_16_MB; HEARTH_CUDA_SKINNY_16_MB); max_tok 0: never (cuBLAS instead; at most
+ * HC_SKINNY_MAX_TOK; -1: that; HEARTH_CUDA_SKINNY); blocks: how many blocks a launch aims for when
+ * it splits the width (0: the default; HEARTH_CUDA_SKINNY_BLOCKS) */
+#define HC_SKINNY_MAX_TOK 128
+#define HC_SKINNY_16_MB 64L
+void hc_skinny_configure(int max_tok, int blocks, long sixteen_mb);
 
 /* matmul.cu: one-token products of Q4_0, Q4_1 or Q8_0 rows on the persistent layout may quantize their
  * activations inside the kernel, each block as it stages them, instead of in a launch of their

@@ -13,12 +13,18 @@
  * do not fall in 16-byte pieces take the older kernels below, as do the other quantized types,
  * which go 32 elements (a block, or a K-quant sub-block) per lane, dequantized to f32.
  *
+ * A few dozen tokens (a batch of decodes): skinny.cu's tensor-core kernel for Q8_0 and Q4_0 weights
+ * (dequantized as they are loaded, not copied first) and for 16-bit weights where cuBLAS measured
+ * slower (the smaller ones: q, k and v in one launch, o), over the activations rounded once to
+ * f16 (bf16 for BF16 weights), as for cuBLAS below.
+ *
  * Many tokens (prefill, large batches): cuBLAS. F32 weights run as an f32 GEMM; F16 and BF16
  * weights multiply activations rounded to the weights' type, accumulating in f32; quantized
  * weights are first dequantized to f16 into a scratch buffer kept between calls (grown as
  * needed), then go the F16 way.
  */
 #include "backend/cuda/gemv.cuh"
+#include "backend/cuda/skinny.cuh"
 
 #include <cublas_v2.h>
 
@@ -29,8 +35,8 @@
 struct hc_matmul_ctx {
     cudaStream_t   stream;
     cublasHandle_t blas;
-    void          *wbuf, *xbuf;
-    size_t         wcap, xcap;
+    void          *wbuf, *xbuf, *sbuf; /* sbuf: skinny.cu's partial sums */
+    size_t         wcap, xcap, scap;
     int8_t        *xq;  /* [tok][n_in] */
     float         *xd;  /* [tok][n_in / 32] scale, then f16(scale * sum) */
 };
@@ -63,6 +69,7 @@ void hc_matmul_destroy(hc_matmul_ctx *c) {
     cublasDestroy(c->blas);
     cudaFree(c->wbuf);
     cudaFree(c->xbuf);
+    cudaFree(c->sbuf);
     cudaFree(c->xq);
     cudaFree(c->xd);
     free(c);
@@ -415,6 +422,28 @@ static int gemm_16(hc_matmul_ctx *c, int type, const uint8_t *w, size_t rb, int6
     return (int)st;
 }
 
+static int skinny(hc_matmul_ctx *c, int type, const void *const *w, int n, size_t rb, const int64_t *n_out,
+                  int64_t n_in, int64_t n_tok, float *const *y, const int64_t *ldy) {
+    int e = grow(&c->sbuf, &c->scap, hc_skinny_scratch(n_out, n, n_in, n_tok));
+    if (e) return e;
+    hc_skinny(type, w, n, rb, n_out, n_in, c->xbuf, n_tok, y, ldy, (float *)c->sbuf, c->stream);
+    return (int)cudaGetLastError();
+}
+
+/* n weights that share the activations in c->xbuf: one skinny.cu launch for all where it takes
+ * them, else each its own (skinny.cu or cuBLAS); a weight gives the same bits either way */
+static int gemm_16n(hc_matmul_ctx *c, int type, const void *const *w, int n, size_t rb, const int64_t *n_out,
+                    int64_t n_in, int64_t n_tok, float *const *y, const int64_t *ldy) {
+    if (hc_skinny_ok(type, w, n, rb, n_out, n_in, n_tok)) return skinny(c, type, w, n, rb, n_out, n_in, n_tok, y, ldy);
+    for (int i = 0; i < n; i++) {
+        int e = hc_skinny_ok(type, &w[i], 1, rb, &n_out[i], n_in, n_tok)
+                    ? skinny(c, type, &w[i], 1, rb, &n_out[i], n_in, n_tok, &y[i], &ldy[i])
+                    : gemm_16(c, type, (const uint8_t *)w[i], rb, n_out[i], n_in, n_tok, y[i], ldy[i]);
+        if (e) return e;
+    }
+    return 0;
+}
+
 bool hc_matmul_n_ok(int n, int64_t n_tok) { return n >= 1 && n <= HC_MV_MAX && n_tok >= 1 && n_tok <= HC_GEMV_MAX_TOK; }
 
 int hc_matmul_n(hc_matmul_ctx *c, int type, const void *const *w, size_t rb, const int64_t *n_out, int n,
@@ -424,9 +453,7 @@ int hc_matmul_n(hc_matmul_ctx *c, int type, const void *const *w, size_t rb, con
         const bool blas = n_tok > HC_GEMV_MAX_TOK || ((uintptr_t)x & 15) != 0 || n_in % 4 != 0;
         if (blas && type != HC_F32) {
             int e = x_to_16(c, type, x, n_tok * n_in);
-            for (int i = 0; i < n && !e; i++)
-                e = gemm_16(c, type, (const uint8_t *)w[i], rb, n_out[i], n_in, n_tok, y[i], ldy[i]);
-            return e;
+            return e ? e : gemm_16n(c, type, w, n, rb, n_out, n_in, n_tok, y, ldy);
         }
         for (int i = 0; i < n; i++) {
             int e = hc_matmul(c, type, w[i], rb, n_out[i], n_in, x, n_tok, y[i], ldy[i], exact);
@@ -452,5 +479,5 @@ int hc_matmul(hc_matmul_ctx *c, int type, const void *wv, size_t rb, int64_t n_o
                                 (const float *)w, (int)(rb / 4), x, (int)n_in, &zero, y, (int)ldy);
     }
     int e = x_to_16(c, type, x, n_tok * n_in);
-    return e ? e : gemm_16(c, type, w, rb, n_out, n_in, n_tok, y, ldy);
+    return e ? e : gemm_16n(c, type, &wv, 1, rb, &n_out, n_in, n_tok, &y, &ldy);
 }
