@@ -7,7 +7,10 @@ named shape is built by transformers with random weights (seed fixed), kept on t
 PyTorch, and written as GGUF (gguf-py) for hearth, with the SmolLM2 byte-level BPE vocabulary
 copied from the committed tiny checkpoint (tests/golden/tiny/tiny-qwen2.gguf; its 49,152 tokens
 index the first rows of a larger embedding). Projections are bf16, or Q4_0 for the 4-bit
-variant (quantized from the same bf16 values with ggml's reference rounding).
+variant (quantized from the same bf16 values with ggml's reference rounding), or, for the
+"kq" variant that times K-quant kernels, random but well-formed Q4_K blocks (Q6_K for the
+output projection and for v and down in every other layer, as a Q4_K_M file mixes them): gguf-py
+has no K-quant quantizer, and only the kernels' speed is measured on that file.
 
   python3 tools/cuda_h200.py mid OUT_DIR          two small checkpoints for the GPU-vs-CPU model test
   python3 tools/cuda_h200.py bench OUT_DIR BENCH  measurements: JSON lines on stdout and in OUT_DIR
@@ -86,8 +89,23 @@ def q4_0_rows(w):
     return torch.cat([dh, qs], dim=-1).reshape(rows, n // 32 * 18).cpu().numpy()
 
 
+def kquant_random_rows(rows, n, qtype, seed):
+    """rows x n values as random well-formed blocks of qtype (Q4_K or Q6_K): codes and sub-block
+    scales uniform, the f16 super-block scales chosen so that values stay within about 0.02."""
+    rng = np.random.default_rng(seed)
+    nb = rows * (n // 256)
+    if qtype == Q.Q4_K:
+        b = rng.integers(0, 256, size=(nb, 144), dtype=np.uint8)
+        b[:, 0:2] = np.frombuffer(np.float16(2e-5).tobytes(), np.uint8)
+        b[:, 2:4] = np.frombuffer(np.float16(2e-5).tobytes(), np.uint8)
+        return b.reshape(rows, (n // 256) * 144)
+    b = rng.integers(0, 256, size=(nb, 210), dtype=np.uint8)
+    b[:, 208:210] = np.frombuffer(np.float16(5e-6).tobytes(), np.uint8)
+    return b.reshape(rows, (n // 256) * 210)
+
+
 def write_gguf(m, cfg, path, kind, vocab):
-    """kind: bf16 | q4_0 | mixed. Returns the bytes one decode step reads (every matrix but the
+    """kind: bf16 | q4_0 | mixed | kq. Returns the bytes one decode step reads (every matrix but the
     embedding, plus the norms)."""
     w = GGUFWriter(path, "llama")
     w.add_name(f"hearth bench llama {kind}")
@@ -116,6 +134,7 @@ def write_gguf(m, cfg, path, kind, vocab):
     mixed = {"attn_q": Q.Q8_0, "attn_k": Q.Q4_0, "attn_v": Q.Q4_1, "attn_output": Q.Q5_0, "ffn_gate": Q.Q4_1,
              "ffn_up": Q.Q5_1, "ffn_down": Q.Q8_0, "token_embd": Q.Q4_0, "output": Q.Q8_0}
     step_bytes = 0
+    step_bytes_seen = []  # the kq variant's tensors so far (each gets its own seed)
     for hf, t in m.state_dict().items():
         if hf in names:
             name = names[hf]
@@ -132,6 +151,13 @@ def write_gguf(m, cfg, path, kind, vocab):
         elif kind == "q4_0":
             a = q4_0_rows(t)
             w.add_tensor(name, a, raw_shape=a.shape, raw_dtype=Q.Q4_0)
+        elif kind == "kq":
+            il = int(name.split(".")[1]) if name.startswith("blk.") else 0
+            six = short == "output" or (short in ("attn_v", "ffn_down") and il % 2 == 1)
+            qt = Q.Q6_K if six else Q.Q4_K
+            a = kquant_random_rows(t.shape[0], t.shape[1], qt, len(step_bytes_seen))
+            step_bytes_seen.append(name)
+            w.add_tensor(name, a, raw_shape=a.shape, raw_dtype=qt)
         else:
             a = quantize(t.float().cpu().numpy(), mixed[short])
             w.add_tensor(name, a, raw_shape=a.shape, raw_dtype=mixed[short])

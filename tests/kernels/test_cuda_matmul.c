@@ -285,19 +285,20 @@ TEST(matmul_gemv_gate_up_then_glu) {
                     }
 }
 
-/* Batched-decode sizes on 16-bit, Q8_0 and Q4_0 weights (skinny.cu's tensor-core kernel, 9 to 128
- * tokens; the quantized rows dequantized in its load path): each count of 8-token tiles, rows that are not whole 128-row blocks, widths split into slices and not,
+/* Batched-decode sizes on 16-bit, Q8_0, Q4_0, Q4_K and Q6_K weights (skinny.cu's tensor-core kernel,
+ * 9 to 128 tokens; the quantized rows dequantized in its load path): each count of 8-token tiles, rows that are not whole 128-row blocks, widths split into slices and not,
  * against the reference; the same call twice gives the same bits (the slices are added in order);
  * a width that is not a multiple of 64 still gets the right answer (from cuBLAS) */
 TEST(matmul_skinny_batched_decode) {
     NEED_GPU();
     const int64_t shapes[][2] = {{200, 4096}, {70, 512}, {1000, 2048}, {24, 480}}; /* rows, width */
     const int64_t toks[] = {9, 16, 17, 40, 64, 65, 128};
-    const int     types[] = {1, 2, 7, 3}; /* f16, bf16, q8_0, q4_0 */
+    const int     types[] = {1, 2, 7, 3, 8, 10}; /* f16, bf16, q8_0, q4_0, q4_K, q6_K */
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
         for (size_t ki = 0; ki < sizeof types / sizeof types[0]; ki++) {
             const int ti = types[ki];
             const int64_t ne1 = shapes[si][0], ne0 = shapes[si][1];
+            if (TYPES[ti].t >= HEARTH_TYPE_Q4_K && TYPES[ti].t <= HEARTH_TYPE_Q6_K && ne0 % 256) continue;
             tweight tw = *weight_of(ti, ne1, ne0);
             for (size_t k = 0; k < sizeof toks / sizeof toks[0]; k++) {
                 int64_t T = toks[k], ldy = ne1 + 5;

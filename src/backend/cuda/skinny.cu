@@ -51,38 +51,94 @@ static __device__ __forceinline__ void mma16816(float (&d)[4], uint32_t a0, uint
 /* Eight weights of a row as one MMA operand: positions 8t..8t+7 of the 32-wide piece p of the
  * row (p counts from the row's start), four 16-bit pairs. Raw<QT> is what is loaded ahead (the
  * bytes), frag<QT> turns it into the operand once the bytes are in. 16-bit rows: the values
- * themselves. Q8_0 and Q4_0 (a piece is one block): the block's scale d and the 8 codes, then
- * q * d (q - 8 for Q4_0) in f16 arithmetic: the value the dequantized copy of the cuBLAS path
- * holds (d is an f16 and the code an integer of at most 8 bits, so the one rounding is the same). */
+ * themselves. The quantized rows: the piece's codes and scales, then each value computed as
+ * hc_dequant32 computes it and rounded to f16: the values the dequantized copy of the cuBLAS path
+ * holds. Q8_0, Q4_0: a piece is a block (q * d, (q - 8) * d in f16 arithmetic: d an f16 and the
+ * code an integer of at most 8 bits, so the one rounding is the same). Q4_K, Q6_K: a piece is a
+ * sub-block of a 256-element super-block (its 6-bit scale and minimum; its 8-bit scale). */
 struct raw16 { uint4 v; };
 struct rawq { uint32_t lo, hi; uint16_t d; };
+struct raw4k { uint32_t dd, s0, s1, s2; uint2 q; };
+struct raw6k { uint32_t l0, l1, h0, h1; uint16_t d; int16_t sc; };
 
 template <int QT> struct raw_of { typedef rawq type; };
 template <> struct raw_of<HC_BF16> { typedef raw16 type; };
 template <> struct raw_of<HC_F16> { typedef raw16 type; };
+template <> struct raw_of<HC_Q4_K> { typedef raw4k type; };
+template <> struct raw_of<HC_Q6_K> { typedef raw6k type; };
+
+/* 8 bytes at a 2-byte aligned address */
+static __device__ __forceinline__ void ld8_2(const uint8_t *a, uint32_t *lo, uint32_t *hi) {
+    const uint16_t *q = (const uint16_t *)a;
+    *lo = (uint32_t)__ldg(q) | (uint32_t)__ldg(q + 1) << 16;
+    *hi = (uint32_t)__ldg(q + 2) | (uint32_t)__ldg(q + 3) << 16;
+}
 
 template <int QT>
 static __device__ __forceinline__ typename raw_of<QT>::type load_raw(const uint8_t *row, int64_t p, int t) {
     typename raw_of<QT>::type r;
     if constexpr (QT == HC_BF16 || QT == HC_F16) {
         r.v = __ldg((const uint4 *)(row + p * 64) + t);
+    } else if constexpr (QT == HC_Q4_K) { /* 144-byte blocks: 16-byte aligned */
+        const uint8_t  *b = row + (p >> 3) * 144;
+        const uint32_t *u = (const uint32_t *)b;
+        r.dd = __ldg(u);
+        r.s0 = __ldg(u + 1);
+        r.s1 = __ldg(u + 2);
+        r.s2 = __ldg(u + 3);
+        r.q = __ldg((const uint2 *)(b + 16 + 32 * ((p & 7) >> 1) + 8 * t));
+    } else if constexpr (QT == HC_Q6_K) { /* 210-byte blocks: 2-byte aligned */
+        const uint8_t *b = row + (p >> 3) * 210;
+        const int      j = (int)(p & 7), half = j >> 2, k = j & 3;
+        ld8_2(b + 64 * half + 32 * (k & 1) + 8 * t, &r.l0, &r.l1);
+        ld8_2(b + 128 + 32 * half + 8 * t, &r.h0, &r.h1);
+        r.d = __ldg((const uint16_t *)(b + 208));
+        r.sc = (int8_t)__ldg(b + 192 + 8 * half + 2 * k + (t >> 1));
     } else {
         constexpr int bb = QT == HC_Q8_0 ? 34 : 18;
-        const uint8_t  *b = row + p * bb;
-        const uint16_t *q = (const uint16_t *)(b + 2 + (QT == HC_Q8_0 ? 8 * t : 8 * (t & 1))); /* 2-byte aligned */
+        const uint8_t *b = row + p * bb;
         r.d = __ldg((const uint16_t *)b);
-        r.lo = (uint32_t)__ldg(q) | (uint32_t)__ldg(q + 1) << 16;
-        r.hi = (uint32_t)__ldg(q + 2) | (uint32_t)__ldg(q + 3) << 16;
+        ld8_2(b + 2 + (QT == HC_Q8_0 ? 8 * t : 8 * (t & 1)), &r.lo, &r.hi);
     }
     return r;
 }
 
 static __device__ __forceinline__ uint32_t h2_bits(__half2 h) { return *(uint32_t *)&h; }
+static __device__ __forceinline__ uint32_t f2_h2(float a, float b) { return h2_bits(__floats2half2_rn(a, b)); }
 
 template <int QT>
-static __device__ __forceinline__ uint4 frag(const typename raw_of<QT>::type &r, int t) {
+static __device__ __forceinline__ uint4 frag(const typename raw_of<QT>::type &r, int t, int64_t p) {
     if constexpr (QT == HC_BF16 || QT == HC_F16) {
         return r.v;
+    } else if constexpr (QT == HC_Q4_K) {
+        const uint8_t s[12] = {(uint8_t)r.s0,         (uint8_t)(r.s0 >> 8), (uint8_t)(r.s0 >> 16), (uint8_t)(r.s0 >> 24),
+                               (uint8_t)r.s1,         (uint8_t)(r.s1 >> 8), (uint8_t)(r.s1 >> 16), (uint8_t)(r.s1 >> 24),
+                               (uint8_t)r.s2,         (uint8_t)(r.s2 >> 8), (uint8_t)(r.s2 >> 16), (uint8_t)(r.s2 >> 24)};
+        const int j = (int)(p & 7), sh = 4 * (j & 1);
+        float     sc, mn;
+        hc_k_scale_min(s, j, &sc, &mn);
+        const float dl = hc_h2f((uint16_t)r.dd) * sc, ml = hc_h2f((uint16_t)(r.dd >> 16)) * mn;
+        uint32_t    o[4];
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const uint32_t w = i < 2 ? r.q.x : r.q.y;
+            const int      b = 16 * (i & 1);
+            o[i] = f2_h2(dl * (float)(w >> (b + sh) & 15) - ml, dl * (float)(w >> (b + 8 + sh) & 15) - ml);
+        }
+        return make_uint4(o[0], o[1], o[2], o[3]);
+    } else if constexpr (QT == HC_Q6_K) {
+        const int   k = (int)(p & 3), sl = 4 * (k >> 1), shh = 2 * k;
+        const float s = hc_h2f(r.d) * (float)r.sc;
+        uint32_t    o[4];
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const uint32_t l = i < 2 ? r.l0 : r.l1, h = i < 2 ? r.h0 : r.h1;
+            const int      b = 16 * (i & 1);
+            const int q0 = (int)((l >> (b + sl)) & 15) | (int)((h >> (b + shh)) & 3) << 4;
+            const int q1 = (int)((l >> (b + 8 + sl)) & 15) | (int)((h >> (b + 8 + shh)) & 3) << 4;
+            o[i] = f2_h2(s * (float)(q0 - 32), s * (float)(q1 - 32));
+        }
+        return make_uint4(o[0], o[1], o[2], o[3]);
     } else {
         const __half2 d = __half2half2(__ushort_as_half(r.d));
         uint32_t      o[4];
@@ -186,7 +242,8 @@ static __global__ void __launch_bounds__(32 * SK_WARPS) skinny_k(const __grid_co
         }
 #pragma unroll
         for (int h = 0; h < 2; h++) {
-            const uint4 A = frag<QT>(wc[2 * h], t), B = frag<QT>(wc[2 * h + 1], t); /* rows g, g+8 */
+            const int64_t p = (k0 >> 5) + h;
+            const uint4   A = frag<QT>(wc[2 * h], t, p), B = frag<QT>(wc[2 * h + 1], t, p); /* rows g, g+8 */
 #pragma unroll
             for (int j = 0; j < NT; j++) {
                 const uint4 v = *(const uint4 *)(xs + (j * 8 + g) * SK_LD + h * 32 + t * 8);
@@ -241,12 +298,14 @@ void hc_skinny_configure(int max_tok, int blocks, long sixteen_mb) {
 bool hc_skinny_ok(int type, const void *const *w, int n, size_t row_bytes, const int64_t *n_out, int64_t n_in,
                   int64_t n_tok) {
     if (n < 1 || n > HC_SKINNY_MAX_W || n_tok <= HC_GEMV_MAX_TOK || n_tok > sk_max_tok || n_in % SK_CH) return false;
-    const bool q = type == HC_Q8_0 || type == HC_Q4_0, sixteen = type == HC_BF16 || type == HC_F16;
+    const bool q = type == HC_Q8_0 || type == HC_Q4_0 || type == HC_Q4_K || type == HC_Q6_K,
+               sixteen = type == HC_BF16 || type == HC_F16;
+    if ((type == HC_Q4_K || type == HC_Q6_K) && n_in % 256) return false;
     if (!q && !sixteen) return false;
     int64_t bytes = 0;
     for (int i = 0; i < n; i++) {
         bytes += (int64_t)row_bytes * n_out[i];
-        if (((uintptr_t)w[i] & (q ? 1 : 15)) != 0) return false;
+        if (((uintptr_t)w[i] & (type == HC_Q4_K ? 15 : q ? 1 : 15)) != 0) return false;
     }
     /* 16-bit weights: where cuBLAS was measured slower (small weights, bench/cuda-h200.md) */
     return q || (row_bytes % 16 == 0 && bytes <= sk_16_bytes);
@@ -315,6 +374,8 @@ void hc_skinny(int type, const void *const *w, int n, size_t row_bytes, const in
     case HC_BF16: launch<HC_BF16>(nt, grid, st, a, xp); break;
     case HC_F16: launch<HC_F16>(nt, grid, st, a, xp); break;
     case HC_Q8_0: launch<HC_Q8_0>(nt, grid, st, a, xp); break;
+    case HC_Q4_K: launch<HC_Q4_K>(nt, grid, st, a, xp); break;
+    case HC_Q6_K: launch<HC_Q6_K>(nt, grid, st, a, xp); break;
     default: launch<HC_Q4_0>(nt, grid, st, a, xp); break;
     }
     if (smax > 1) skinny_reduce_k<<<hc_blocks(a.off[n] * n_tok, 256), 256, 0, st>>>(a);
