@@ -14,10 +14,9 @@
  * which go 32 elements (a block, or a K-quant sub-block) per lane, dequantized to f32.
  *
  * A few dozen tokens (a batch of decodes): skinny.cu's tensor-core kernel for Q8_0, Q4_0, Q4_K and
- * Q6_K weights
- * (dequantized as they are loaded, not copied first) and for 16-bit weights where cuBLAS measured
- * slower (the smaller ones: q, k and v in one launch, o), over the activations rounded once to
- * f16 (bf16 for BF16 weights), as for cuBLAS below.
+ * Q6_K weights (dequantized as they are loaded, not copied first) and for 16-bit weights where
+ * cuBLAS measured slower (the smaller ones: q, k and v in one launch, o), over the activations
+ * rounded once to f16 (bf16 for BF16 weights), as for cuBLAS below.
  *
  * Many tokens (prefill, large batches): cuBLAS. F32 weights run as an f32 GEMM; F16 and BF16
  * weights multiply activations rounded to the weights' type, accumulating in f32; quantized
