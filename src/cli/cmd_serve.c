@@ -109,7 +109,10 @@ const char cli_usage_serve[] =
     "                        restarts it when it dies or hangs (docs/isolation.md)\n"
     "  --model-pool N        with --isolate: a request whose \"model\" names another model of the\n"
     "                        store (its /v1/models id) starts that model's engine; N engines stay\n"
-    "                        resident, the least recently used one stops to make room\n"
+    "                        resident, the least recently used one stops to make room; the\n"
+    "                        --memory-budget bounds their sum (each sized as `hearth fit` does,\n"
+    "                        its KV pool one context unless --kv-budget): a model over it alone\n"
+    "                        is refused (400 memory_admission)\n"
     "  --heartbeat-timeout SEC  with --isolate: an engine that has not answered its health probe\n"
     "                        this long is killed and restarted (default 10)\n"
     "  --adapter DIR         mount a LoRA adapter at start as the default of requests that name\n"
@@ -398,10 +401,11 @@ int cli_serve(int argc, char **argv) {
 
     char model_id[256];
     cli_model_id_of(path, model_id, sizeof model_id);
+    hearth_pool_memory pool_mem = {.ctx = (int32_t)o.ctx, .kv_budget = o.ef.kv_budget}; /* outlives eng */
     if (o.isolate) {
         /* the serving process loads nothing: the model runs in an engine child */
         if (cli_isolate_start(argc, argv, starter ? NULL : o.model, path, o.alias ? o.alias : model_id,
-                              (int)o.model_pool, (int)o.heartbeat, &eng, &err) ||
+                              (int)o.model_pool, (int)o.heartbeat, &pool_mem, o.ef.memory_budget, &eng, &err) ||
             hearth_engines_wait_default(eng, 600 * 1000, &err)) {
             cli_error("cannot serve %s: %s", path, err.msg);
             goto out;

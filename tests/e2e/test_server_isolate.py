@@ -607,3 +607,66 @@ def test_pool_finds_a_stored_response_in_its_models_child(smollm2, tmp_path):
         assert s.raw("GET", f"/v1/responses/{made['test/smol'].id}")[0] == 200
     finally:
         s.stop()
+
+
+def test_pool_admits_models_by_memory(smollm2, tmp_path):
+    """--memory-budget bounds the sum over the resident engines: a model that does not fit next
+    to the others makes the least recently used one drain (the count cap, 3, is not reached), and
+    one over the budget on its own is refused with memory_admission in each API's error shape.
+    test/other is SmolLM2 under another id (about 0.25 GB each: weights, one context of KV,
+    transients); Gemma 3 270M needs about 0.34 GB, over the 0.3 GB budget alone."""
+    gemma = os.environ.get("HEARTH_GEMMA3_GGUF")
+    if not gemma:
+        pytest.skip("HEARTH_GEMMA3_GGUF is not set")
+    hub = tmp_path / "hub"
+    link_model(hub, "test/smol", smollm2)
+    link_model(hub, "test/other", smollm2)
+    link_model(hub, "test/gemma", gemma)
+    env = {"HF_HUB_CACHE": str(hub), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    s = Server("test/smol", "--isolate", "--model-pool", "3", "--memory-budget", "0.3", env=env, timeout=60)
+    try:
+        want = complete_text(s, "test/smol")
+        st = s.stats()
+        assert st["memory_budget"] == 300_000_000
+        smol = [e for e in st["engines"] if e["model"] == "test/smol"][0]
+        wait_for(lambda: [e for e in s.stats()["engines"] if e["model"] == "test/smol"][0]["memory_measured"], 10,
+                 "the child's own memory figures")
+        held = [e for e in s.stats()["engines"] if e["model"] == "test/smol"][0]["memory_bytes"]
+        assert 150_000_000 < held <= 300_000_000, held
+        # a second model of the same size does not fit next to the first: the first drains
+        assert complete_text(s, "test/other") == want
+        assert loaded(s) == {"test/smol": False, "test/other": True, "test/gemma": False}
+        wait_for(lambda: pid_gone(smol["pid"]), 10, "the evicted engine to exit")
+        assert sum(e["memory_bytes"] for e in s.stats()["engines"]) <= 300_000_000
+        # a model over the budget on its own is refused, naming it, its estimate and the budget
+        with pytest.raises(openai.BadRequestError) as ex:
+            complete_text(s, "test/gemma")
+        err = ex.value.body
+        assert err["type"] == "memory_admission" and err["code"] == "model_over_budget", err
+        assert "test/gemma" in err["message"] and "300 MB" in err["message"], err["message"]
+        assert re.search(r"needs about 3\d\d(\.\d)? MB", err["message"]), err["message"]
+        status, _, body = s.raw("POST", "/v1/messages", {"model": "test/gemma", "max_tokens": 4,
+                                                        "messages": [{"role": "user", "content": "hi"}]},
+                                headers={"anthropic-version": "2023-06-01"})
+        assert status == 400, body
+        j = json.loads(body)
+        assert j["type"] == "error" and j["error"]["type"] == "invalid_request_error", j
+        assert "test/gemma" in j["error"]["message"] and "memory budget" in j["error"]["message"]
+        status, _, body = s.raw("POST", "/v1/responses", {"model": "test/gemma", "input": "hi",
+                                                         "max_output_tokens": 4})
+        assert status == 400 and json.loads(body)["error"]["type"] == "memory_admission", body
+        # the refusal left the pool as it was
+        assert loaded(s) == {"test/smol": False, "test/other": True, "test/gemma": False}
+        assert complete_text(s, "test/other") == want
+    finally:
+        s.stop()
+
+
+def test_pool_refuses_a_default_model_over_the_memory_budget(smollm2, tmp_path):
+    hub = tmp_path / "hub"
+    link_model(hub, "test/smol", smollm2)
+    env = dict(os.environ, HF_HUB_CACHE=str(hub), XDG_CACHE_HOME=str(tmp_path / "xdg"))
+    p = subprocess.run([str(EXE), "serve", "test/smol", "--isolate", "--model-pool", "2", "--memory-budget", "0.1",
+                        "--port", "0", "--no-open"], capture_output=True, text=True, timeout=60, cwd=ROOT, env=env)
+    assert p.returncode == 1, p.stderr
+    assert "test/smol" in p.stderr and "100 MB" in p.stderr and "memory budget" in p.stderr, p.stderr
