@@ -438,6 +438,7 @@ int cli_serve(int argc, char **argv) {
     sp.port = (int)o.port;
     sp.unix_path = o.unix_path;
     sp.engines = eng;
+    sp.engine_child = engine_child;
     sp.model_id = o.alias ? o.alias : model_id;
     sp.model_path = path;
     sp.embedder = emb;

@@ -670,3 +670,37 @@ def test_pool_refuses_a_default_model_over_the_memory_budget(smollm2, tmp_path):
                         "--port", "0", "--no-open"], capture_output=True, text=True, timeout=60, cwd=ROOT, env=env)
     assert p.returncode == 1, p.stderr
     assert "test/smol" in p.stderr and "100 MB" in p.stderr and "memory budget" in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("flags", [(), ("--isolate",)], ids=["in-process", "isolate"])
+def test_without_a_pool_another_model_of_the_store_is_a_404(smollm2, tmp_path, flags):
+    """Without --model-pool, a request naming another model of the store (its exact id, or
+    id/file, in any case) is refused naming the served model and the flag; the served model's
+    own registry id, and names that are no model of the store, are served by the one model."""
+    from conftest import TINY
+    hub = tmp_path / "hub"
+    link_model(hub, "test/smol", smollm2)
+    link_model(hub, "test/tiny", TINY)
+    env = {"HF_HUB_CACHE": str(hub), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    s = Server(smollm2, *flags, env=env, timeout=60)
+    try:
+        want = complete_text(s, "x", n=4)
+        for name in ("test/smol", "gpt-4", "tiny", "no/such-model", "test/smol/SmolLM2-135M-Instruct.Q4_1.gguf"):
+            assert complete_text(s, name, n=4) == want, name
+        served = s.client().models.list().data[0].id
+        for name in ("test/tiny", "TEST/Tiny", "test/tiny/tiny-qwen2.gguf"):
+            with pytest.raises(openai.NotFoundError) as ex:
+                complete_text(s, name, n=4)
+            err = ex.value.body
+            assert err["code"] == "model_not_found" and err["param"] == "model", err
+            assert "test/tiny" in err["message"] and served in err["message"], err["message"]
+            assert "--model-pool" in err["message"], err["message"]
+        status, _, body = s.raw("POST", "/v1/messages", {"model": "test/tiny", "max_tokens": 4,
+                                                        "messages": [{"role": "user", "content": "hi"}]},
+                                headers={"anthropic-version": "2023-06-01"})
+        j = json.loads(body)
+        assert status == 404 and j["type"] == "error" and j["error"]["type"] == "not_found_error", j
+        assert "--model-pool" in j["error"]["message"]
+        assert complete_text(s, "x", n=4) == want
+    finally:
+        s.stop()
