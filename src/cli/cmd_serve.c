@@ -127,11 +127,15 @@ typedef struct {
     int         thinking;
     bool        no_open, no_special, timings, isolate;
     const char *unix_path;
+    const char *responses_dir; /* an engine child's: the shared Responses store (resp_disk.h) */
     long long   model_pool, heartbeat; /* 0: not given */
     cli_engine_flags ef;
     hearth_device device;
     hearth_media_fetch_opts media;
 } serve_opts;
+
+/* Serving as an engine child of --isolate (cli_serve_child): no ready card, no browser. */
+static bool engine_child;
 
 static int parse(int argc, char **argv, serve_opts *o) {
     int n_pos = 0;
@@ -148,6 +152,11 @@ static int parse(int argc, char **argv, serve_opts *o) {
         if (FLAG("--no-special-in-content")) { o->no_special = true; continue; }
         if (FLAG("--timings")) { o->timings = true; continue; }
         if (FLAG("--isolate")) { o->isolate = true; continue; }
+        if (engine_child && FLAG("--responses-dir")) { /* internal: given by the serving process */
+            NEEDVAL();
+            o->responses_dir = val;
+            continue;
+        }
         if (FLAG("--unix")) {
             NEEDVAL();
             o->unix_path = val;
@@ -337,9 +346,6 @@ static void open_browser(const char *url) {
     posix_spawn_file_actions_destroy(&fa);
 }
 
-/* Serving as an engine child of --isolate (cli_serve_child): no ready card, no browser. */
-static bool engine_child;
-
 int cli_serve_child(int argc, char **argv) {
     engine_child = true;
     return cli_serve(argc, argv);
@@ -439,6 +445,7 @@ int cli_serve(int argc, char **argv) {
     sp.unix_path = o.unix_path;
     sp.engines = eng;
     sp.engine_child = engine_child;
+    sp.responses_dir = o.responses_dir;
     sp.model_id = o.alias ? o.alias : model_id;
     sp.model_path = path;
     sp.embedder = emb;

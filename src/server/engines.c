@@ -13,6 +13,7 @@
 #include "base/log.h"
 #include "server/engine_get.h"
 #include "server/jraw.h"
+#include "server/resp_disk.h"
 #include "server/unixsock.h"
 #include "store/units.h"
 
@@ -27,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -66,6 +68,7 @@ struct hearth_engines {
     hearth_engines_params p;
     char            **argv_common, **argv_default; /* owned copies */
     char              dir[64];  /* the sockets' private directory (0700) */
+    char              responses[80]; /* dir/responses: the children's shared Responses store */
     pthread_mutex_t   mu;
     pthread_cond_t    cv;
     slot              s[MAX_SLOTS];
@@ -129,7 +132,7 @@ static void spawn(hearth_engines *g, slot *s) {
     snprintf(s->sock, sizeof s->sock, "%s/e%d-%u.sock", g->dir, (int)(s - g->s), s->gen);
     unlink(s->sock);
     int n_common = g->p.n_common, n_def = s->is_default ? g->p.n_default : 0;
-    char **argv = calloc((size_t)(n_common + n_def + 12), sizeof *argv);
+    char **argv = calloc((size_t)(n_common + n_def + 14), sizeof *argv);
     if (!argv) return;
     int k = 0;
     argv[k++] = "hearth";
@@ -139,6 +142,8 @@ static void spawn(hearth_engines *g, slot *s) {
     argv[k++] = s->sock;
     argv[k++] = "--alias";
     argv[k++] = s->id;
+    argv[k++] = "--responses-dir";
+    argv[k++] = g->responses;
     /* a pool's children each take a folder of --ssd-cache DIR of their own (DIR/org--name): the
      * disk tier is one process's (ssd_tier.h locks it); the same model finds its folder again */
     char ssd[1400];
@@ -489,6 +494,13 @@ hearth_status hearth_engines_create(const hearth_engines_params *p, hearth_engin
         return hearth_err_set(err, HEARTH_E_IO, -1, "cannot make a directory for the engine sockets: %s",
                               strerror(errno));
     }
+    snprintf(g->responses, sizeof g->responses, "%s/responses", g->dir);
+    if (mkdir(g->responses, 0700)) {
+        g->responses[0] = 0;
+        hearth_engines_destroy(g, 0);
+        return hearth_err_set(err, HEARTH_E_IO, -1, "cannot make a directory for stored responses: %s",
+                              strerror(errno));
+    }
     hearth_engines_need need;
     hearth_api_err e;
     if (!need_of(g, g->p.model_id, g->p.model_path, &need, &e)) {
@@ -748,6 +760,10 @@ void hearth_engines_destroy(hearth_engines *g, int timeout_ms) {
             waitpid(g->s[i].pid, NULL, 0);
             unlink(g->s[i].sock);
         }
+    if (g->responses[0]) { /* stored responses live as long as the server, as in one process */
+        hearth_resp_disk_clear(g->responses);
+        rmdir(g->responses);
+    }
     if (g->dir[0]) rmdir(g->dir);
     free_argv(g->argv_common);
     free_argv(g->argv_default);

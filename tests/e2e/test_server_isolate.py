@@ -704,3 +704,54 @@ def test_without_a_pool_another_model_of_the_store_is_a_404(smollm2, tmp_path, f
         assert complete_text(s, "x", n=4) == want
     finally:
         s.stop()
+
+
+def test_pool_stored_responses_outlive_eviction_and_chain_across_models(smollm2, tmp_path):
+    """The children share one store of responses: with a pool of one, a response made by
+    test/smol is found after smol was evicted, test/other continues it (previous_response_id),
+    and smol continues other's. Each continuation is the chat of the whole conversation on the
+    continuing model, token for token. test/other is SmolLM2 under another id: a model of the
+    pool with a child of its own (the starter models here have no other chat template)."""
+    hub = tmp_path / "hub"
+    link_model(hub, "test/smol", smollm2)
+    link_model(hub, "test/other", smollm2)
+    env = {"HF_HUB_CACHE": str(hub), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    s = Server("test/smol", "--isolate", "--model-pool", "1", env=env, timeout=60)
+    q1, q2, q3 = "Name a color.", "Name a fruit.", "Name a city."
+
+    def create(model, **kw):
+        return s.client().responses.create(model=model, max_output_tokens=8, temperature=0, **kw)
+
+    def chat(model, messages):
+        return s.client().chat.completions.create(model=model, messages=messages, max_tokens=8, temperature=0)
+
+    try:
+        r1 = create("test/smol", input=q1)
+        r2 = create("test/other", input=q2, previous_response_id=r1.id)  # smol's child is evicted for it
+        assert loaded(s) == {"test/smol": False, "test/other": True}
+        conv = [{"role": "user", "content": q1}, {"role": "assistant", "content": r1.output_text},
+                {"role": "user", "content": q2}]
+        ref = chat("test/other", conv)
+        assert r2.output_text == ref.choices[0].message.content
+        assert r2.usage.input_tokens == ref.usage.prompt_tokens
+        # smol's response, after smol's child is gone
+        st, _, body = s.raw("GET", f"/v1/responses/{r1.id}")
+        assert st == 200, body
+        got = json.loads(body)
+        assert got["id"] == r1.id and got["model"] == "test/smol"
+        assert got["output"][0]["content"][0]["text"] == r1.output_text
+        # and back: smol continues other's response (other is evicted now)
+        r3 = create("test/smol", input=q3, previous_response_id=r2.id)
+        assert loaded(s) == {"test/smol": True, "test/other": False}
+        ref3 = chat("test/smol", conv + [{"role": "assistant", "content": r2.output_text},
+                                         {"role": "user", "content": q3}])
+        assert r3.output_text == ref3.choices[0].message.content
+        assert r3.usage.input_tokens == ref3.usage.prompt_tokens
+        # a delete is seen by every child
+        assert s.raw("DELETE", f"/v1/responses/{r2.id}")[0] == 200
+        st, _, body = s.raw("GET", f"/v1/responses/{r2.id}")
+        assert st == 404 and r2.id in json.loads(body)["error"]["message"]
+        with pytest.raises(openai.NotFoundError):
+            create("test/other", input=q3, previous_response_id=r2.id)
+    finally:
+        s.stop()
