@@ -755,3 +755,40 @@ def test_pool_stored_responses_outlive_eviction_and_chain_across_models(smollm2,
             create("test/other", input=q3, previous_response_id=r2.id)
     finally:
         s.stop()
+
+
+def test_metrics_scrape_has_one_deadline_for_all_children(smollm2, tmp_path):
+    """Two stopped children cost a /metrics scrape one deadline (1 s), not one each: they are
+    asked at once. Both are left out and counted; resumed before the hang detection (5 s here)
+    takes them, their series come back."""
+    hub = tmp_path / "hub"
+    link_model(hub, "test/smol", smollm2)
+    link_model(hub, "test/other", smollm2)
+    env = {"HF_HUB_CACHE": str(hub), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    s = Server("test/smol", "--isolate", "--model-pool", "2", "--heartbeat-timeout", "5", env=env, timeout=60)
+    try:
+        for m in ("test/smol", "test/other"):
+            assert complete_text(s, m, n=2)
+        pids = {e["model"]: e["pid"] for e in s.stats()["engines"] if e["state"] == "ready"}
+        assert sorted(pids) == ["test/other", "test/smol"]
+        m0 = parse_prometheus(s.raw("GET", "/metrics")[2].decode())
+        assert all(by_label(m0, "hearth_completion_tokens_total", model=m) for m in pids)
+        for pid in pids.values():
+            os.kill(pid, signal.SIGSTOP)
+        try:
+            t0 = time.monotonic()
+            st, _, body = s.raw("GET", "/metrics")
+            took = time.monotonic() - t0
+        finally:
+            for pid in pids.values():
+                os.kill(pid, signal.SIGCONT)
+        assert st == 200 and 0.9 <= took < 1.8, took
+        m = parse_prometheus(body.decode())
+        assert not any(by_label(m, "hearth_completion_tokens_total", model=x) for x in pids)
+        assert m[("hearth_engine_scrape_failures_total", ())] == 2
+        wait_for(lambda: all(by_label(parse_prometheus(s.raw("GET", "/metrics")[2].decode()),
+                                      "hearth_completion_tokens_total", model=x) for x in pids), 20,
+                 "both children's series again")
+        assert {e["model"]: e["pid"] for e in s.stats()["engines"] if e["state"] == "ready"} == pids
+    finally:
+        s.stop()
