@@ -109,7 +109,10 @@ const char cli_usage_serve[] =
     "                        restarts it when it dies or hangs (docs/isolation.md)\n"
     "  --model-pool N        with --isolate: a request whose \"model\" names another model of the\n"
     "                        store (its /v1/models id) starts that model's engine; N engines stay\n"
-    "                        resident, the least recently used one stops to make room\n"
+    "                        resident, the least recently used one stops to make room; the\n"
+    "                        --memory-budget bounds their sum (each sized as `hearth fit` does,\n"
+    "                        its KV pool one context unless --kv-budget): a model over it alone\n"
+    "                        is refused (400 memory_admission)\n"
     "  --heartbeat-timeout SEC  with --isolate: an engine that has not answered its health probe\n"
     "                        this long is killed and restarted (default 10)\n"
     "  --adapter DIR         mount a LoRA adapter at start as the default of requests that name\n"
@@ -124,11 +127,15 @@ typedef struct {
     int         thinking;
     bool        no_open, no_special, timings, isolate;
     const char *unix_path;
+    const char *responses_dir; /* an engine child's: the shared Responses store (resp_disk.h) */
     long long   model_pool, heartbeat; /* 0: not given */
     cli_engine_flags ef;
     hearth_device device;
     hearth_media_fetch_opts media;
 } serve_opts;
+
+/* Serving as an engine child of --isolate (cli_serve_child): no ready card, no browser. */
+static bool engine_child;
 
 static int parse(int argc, char **argv, serve_opts *o) {
     int n_pos = 0;
@@ -145,6 +152,11 @@ static int parse(int argc, char **argv, serve_opts *o) {
         if (FLAG("--no-special-in-content")) { o->no_special = true; continue; }
         if (FLAG("--timings")) { o->timings = true; continue; }
         if (FLAG("--isolate")) { o->isolate = true; continue; }
+        if (engine_child && FLAG("--responses-dir")) { /* internal: given by the serving process */
+            NEEDVAL();
+            o->responses_dir = val;
+            continue;
+        }
         if (FLAG("--unix")) {
             NEEDVAL();
             o->unix_path = val;
@@ -334,9 +346,6 @@ static void open_browser(const char *url) {
     posix_spawn_file_actions_destroy(&fa);
 }
 
-/* Serving as an engine child of --isolate (cli_serve_child): no ready card, no browser. */
-static bool engine_child;
-
 int cli_serve_child(int argc, char **argv) {
     engine_child = true;
     return cli_serve(argc, argv);
@@ -398,10 +407,11 @@ int cli_serve(int argc, char **argv) {
 
     char model_id[256];
     cli_model_id_of(path, model_id, sizeof model_id);
+    hearth_pool_memory pool_mem = {.ctx = (int32_t)o.ctx, .kv_budget = o.ef.kv_budget}; /* outlives eng */
     if (o.isolate) {
         /* the serving process loads nothing: the model runs in an engine child */
         if (cli_isolate_start(argc, argv, starter ? NULL : o.model, path, o.alias ? o.alias : model_id,
-                              (int)o.model_pool, (int)o.heartbeat, &eng, &err) ||
+                              (int)o.model_pool, (int)o.heartbeat, &pool_mem, o.ef.memory_budget, &eng, &err) ||
             hearth_engines_wait_default(eng, 600 * 1000, &err)) {
             cli_error("cannot serve %s: %s", path, err.msg);
             goto out;
@@ -434,6 +444,8 @@ int cli_serve(int argc, char **argv) {
     sp.port = (int)o.port;
     sp.unix_path = o.unix_path;
     sp.engines = eng;
+    sp.engine_child = engine_child;
+    sp.responses_dir = o.responses_dir;
     sp.model_id = o.alias ? o.alias : model_id;
     sp.model_path = path;
     sp.embedder = emb;

@@ -10,11 +10,14 @@
  * the flags it drops or moves must be known, and those are listed here.
  *
  * The pool finds a requested model in the registry (pool_models.h), never as a filesystem
- * path: a client must not make the server open files of its choosing.
+ * path: a client must not make the server open files of its choosing. It admits models by
+ * their memory (pool_memory.h) against --memory-budget, which then bounds the sum over the
+ * resident children rather than each one.
  */
 #include "cli/serve_isolate.h"
 #include "cli/cli.h"
 #include "server/pool_models.h"
+#include "store/fit.h"
 
 #include <signal.h>
 #include <stdlib.h>
@@ -42,7 +45,8 @@ static const flag_info *lookup(const flag_info *t, size_t n, const char *a) {
 }
 
 hearth_status cli_isolate_start(int argc, char **argv, const char *model_arg, const char *path, const char *model_id,
-                                int pool, int heartbeat, hearth_engines **out, hearth_err *err) {
+                                int pool, int heartbeat, hearth_pool_memory *mem, int64_t budget_bytes,
+                                hearth_engines **out, hearth_err *err) {
     const char **common = calloc((size_t)argc + 1, sizeof *common);
     const char **dflt = calloc((size_t)argc + 1, sizeof *dflt);
     if (!common || !dflt) {
@@ -72,6 +76,12 @@ hearth_status cli_isolate_start(int argc, char **argv, const char *model_arg, co
         .n_default = n_dflt, .model_id = model_id, .model_path = path, .pool_size = pool > 0 ? pool : 1,
         .hang_timeout_s = heartbeat, .resolve = pool > 0 ? hearth_pool_resolve : NULL,
     };
+    if (pool > 0 && mem) { /* a pool admits by memory: the sum over its resident models */
+        p.memory_budget = budget_bytes > 0 ? budget_bytes
+                                           : (int64_t)(HEARTH_FIT_BUDGET_SHARE * (double)hearth_fit_ram_bytes());
+        p.estimate = hearth_pool_estimate;
+        p.estimate_cls = mem;
+    }
     hearth_status st = hearth_engines_create(&p, out, err);
     free(common);
     free(dflt);

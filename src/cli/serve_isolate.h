@@ -5,12 +5,16 @@
  */
 #pragma once
 #include "server/engines.h"
+#include "server/pool_memory.h"
 
 /* Start the engine children of `hearth serve ARGS --isolate` (argv as serve's parser saw it;
  * model_arg: the positional model argument, which a child gets as the model's path instead).
- * pool: --model-pool (0: none, so only the default model is served); heartbeat: seconds. */
+ * pool: --model-pool (0: none, so only the default model is served); heartbeat: seconds.
+ * With a pool, mem (borrowed: it must outlive *out) sizes each model for the admission by
+ * memory against budget_bytes (<= 0: 0.75 x RAM, the engine's default budget). */
 hearth_status cli_isolate_start(int argc, char **argv, const char *model_arg, const char *path, const char *model_id,
-                                int pool, int heartbeat, hearth_engines **out, hearth_err *err);
+                                int pool, int heartbeat, hearth_pool_memory *mem, int64_t budget_bytes,
+                                hearth_engines **out, hearth_err *err);
 
 /* `hearth _engine MODEL --unix SOCK [serve flags]`: serve as an engine child (killed with its
  * parent; no ready card). Not listed in help. */

@@ -1,7 +1,7 @@
 /*
- * engine_get.c - one short request to an engine child (engine_get.h): write the request, read
- * everything until the child closes (it answers with Connection: close), then split the head
- * from the body.
+ * engine_get.c - short requests to engine children (engine_get.h): write each request, read
+ * everything until each child closes (it answers with Connection: close), polling all their
+ * sockets together against one deadline, then split each head from its body.
  */
 #include "server/engine_get.h"
 #include "server/server_internal.h"
@@ -49,54 +49,107 @@ static bool dechunk(const char *p, size_t n, hearth_buf *out) {
     }
 }
 
-bool hearth_engine_get(const char *sock, const char *method, const char *path, int timeout_ms, int *status,
-                       hearth_buf *body) {
-    int fd = hearth_unix_connect(sock);
-    if (fd < 0) return false;
-    hearth_buf raw = {0};
-    bool ok = hearth_buf_printf(&raw, "%s %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n", method,
+/* One request in flight: its socket and what came back so far. */
+typedef struct {
+    int        fd;     /* -1: done (closed by the child, or failed) */
+    bool       ok;     /* sent, and read to the child's close */
+    hearth_buf raw;
+} pending;
+
+/* Send METHOD path on p->fd; false when it cannot be written. */
+static bool send_get(int fd, const char *method, const char *path) {
+    hearth_buf req = {0};
+    bool ok = hearth_buf_printf(&req, "%s %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n", method,
                                 path);
-    for (size_t off = 0; ok && off < raw.len;) {
-        ssize_t k = send(fd, raw.p + off, raw.len - off, MSG_NOSIGNAL);
+    for (size_t off = 0; ok && off < req.len;) {
+        ssize_t k = send(fd, req.p + off, req.len - off, MSG_NOSIGNAL);
         if (k < 0 && errno == EINTR) continue;
         if (k <= 0) ok = false;
         else off += (size_t)k;
     }
-    hearth_buf_fini(&raw); /* the answer starts in an empty buffer */
-    double until = hearth_now_ms() + timeout_ms;
-    bool closed = false;
-    while (ok && !closed) {
+    hearth_buf_fini(&req);
+    return ok;
+}
+
+/* Read what p's child sent; at its close p is done and ok. */
+static void read_some(pending *p) {
+    if (!hearth_buf_reserve(&p->raw, 16384)) {
+        close(p->fd);
+        p->fd = -1;
+        return;
+    }
+    ssize_t k = recv(p->fd, p->raw.p + p->raw.len, 16384, 0);
+    if (k < 0 && (errno == EINTR || errno == EAGAIN)) return;
+    if (k > 0) {
+        p->raw.len += (size_t)k;
+        p->raw.p[p->raw.len] = 0;
+        return;
+    }
+    p->ok = k == 0;
+    close(p->fd);
+    p->fd = -1;
+}
+
+/* Split p's answer into *status and body. */
+static bool finish(pending *p, int *status, hearth_buf *body) {
+    char *end = p->ok && p->raw.p ? strstr(p->raw.p, "\r\n\r\n") : NULL;
+    if (!end || sscanf(p->raw.p, "HTTP/1.%*d %d", status) != 1) return false;
+    const char *b = end + 4;
+    size_t n = p->raw.len - (size_t)(b - p->raw.p);
+    if (head_has(p->raw.p, end, "Transfer-Encoding", "chunked")) return dechunk(b, n, body);
+    return hearth_buf_put(body, b, n);
+}
+
+int hearth_engine_get_all(const char *const *socks, int n, const char *method, const char *path, int timeout_ms,
+                          int *status, hearth_buf *bodies, bool *ok) {
+    pending *ps = calloc((size_t)(n > 0 ? n : 1), sizeof *ps);
+    struct pollfd *pf = calloc((size_t)(n > 0 ? n : 1), sizeof *pf);
+    int n_ok = 0;
+    for (int i = 0; i < n; i++) ok[i] = false;
+    if (!ps || !pf) {
+        free(ps);
+        free(pf);
+        return 0;
+    }
+    for (int i = 0; i < n; i++) {
+        ps[i].fd = hearth_unix_connect(socks[i]);
+        if (ps[i].fd >= 0 && !send_get(ps[i].fd, method, path)) {
+            close(ps[i].fd);
+            ps[i].fd = -1;
+        }
+    }
+    double until = hearth_now_ms() + timeout_ms; /* one deadline for all of them */
+    for (;;) {
+        int m = 0;
+        for (int i = 0; i < n; i++)
+            if (ps[i].fd >= 0) pf[m++] = (struct pollfd){.fd = ps[i].fd, .events = POLLIN};
         int wait = (int)(until - hearth_now_ms());
-        if (wait <= 0) {
-            ok = false;
-            break;
-        }
-        struct pollfd pf = {.fd = fd, .events = POLLIN};
-        int n = poll(&pf, 1, wait);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) continue; /* the deadline is checked above */
-        if (!hearth_buf_reserve(&raw, 16384)) {
-            ok = false;
-            break;
-        }
-        ssize_t k = recv(fd, raw.p + raw.len, 16384, 0);
-        if (k < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-        if (k < 0) ok = false;
-        else if (k == 0) closed = true;
-        else {
-            raw.len += (size_t)k;
-            raw.p[raw.len] = 0;
+        if (!m || wait <= 0) break;
+        int k = poll(pf, (nfds_t)m, wait);
+        if (k < 0 && errno != EINTR) break;
+        for (int j = 0; j < m && k > 0; j++) {
+            if (!pf[j].revents) continue;
+            for (int i = 0; i < n; i++)
+                if (ps[i].fd == pf[j].fd) {
+                    read_some(&ps[i]);
+                    break;
+                }
         }
     }
-    close(fd);
-    char *end = ok && raw.p ? strstr(raw.p, "\r\n\r\n") : NULL;
-    if (!end || sscanf(raw.p, "HTTP/1.%*d %d", status) != 1) ok = false;
-    if (ok) {
-        const char *b = end + 4;
-        size_t n = raw.len - (size_t)(b - raw.p);
-        if (head_has(raw.p, end, "Transfer-Encoding", "chunked")) ok = dechunk(b, n, body);
-        else ok = hearth_buf_put(body, b, n);
+    for (int i = 0; i < n; i++) {
+        if (ps[i].fd >= 0) close(ps[i].fd); /* past the deadline: not answering */
+        ok[i] = finish(&ps[i], &status[i], &bodies[i]);
+        n_ok += ok[i];
+        hearth_buf_fini(&ps[i].raw);
     }
-    hearth_buf_fini(&raw);
+    free(ps);
+    free(pf);
+    return n_ok;
+}
+
+bool hearth_engine_get(const char *sock, const char *method, const char *path, int timeout_ms, int *status,
+                       hearth_buf *body) {
+    bool ok = false;
+    hearth_engine_get_all(&sock, 1, method, path, timeout_ms, status, body, &ok);
     return ok;
 }

@@ -11,10 +11,15 @@
  */
 #include "server/engines.h"
 #include "base/log.h"
+#include "server/engine_get.h"
+#include "server/jraw.h"
+#include "server/resp_disk.h"
 #include "server/unixsock.h"
+#include "store/units.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -23,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -52,12 +58,17 @@ typedef struct {
     int        waiters;      /* requests waiting for it to become READY: it is not evicted */
     bool       was_ready;    /* has answered once: a later exit is a death, not a failed start */
     double     spawn_after_ms; /* a respawn waits this long after repeated deaths (backoff) */
+    int64_t    mem_bytes;    /* resident bytes: the estimate, then the child's own figures */
+    int64_t    kv_arg;       /* > 0: started with --kv-budget of this many bytes */
+    bool       measured;     /* mem_bytes is the child's own (its /stats) */
+    bool       measure_due;  /* READY and not measured yet: ask its /stats */
 } slot;
 
 struct hearth_engines {
     hearth_engines_params p;
     char            **argv_common, **argv_default; /* owned copies */
     char              dir[64];  /* the sockets' private directory (0700) */
+    char              responses[80]; /* dir/responses: the children's shared Responses store */
     pthread_mutex_t   mu;
     pthread_cond_t    cv;
     slot              s[MAX_SLOTS];
@@ -121,7 +132,7 @@ static void spawn(hearth_engines *g, slot *s) {
     snprintf(s->sock, sizeof s->sock, "%s/e%d-%u.sock", g->dir, (int)(s - g->s), s->gen);
     unlink(s->sock);
     int n_common = g->p.n_common, n_def = s->is_default ? g->p.n_default : 0;
-    char **argv = calloc((size_t)(n_common + n_def + 10), sizeof *argv);
+    char **argv = calloc((size_t)(n_common + n_def + 14), sizeof *argv);
     if (!argv) return;
     int k = 0;
     argv[k++] = "hearth";
@@ -131,6 +142,8 @@ static void spawn(hearth_engines *g, slot *s) {
     argv[k++] = s->sock;
     argv[k++] = "--alias";
     argv[k++] = s->id;
+    argv[k++] = "--responses-dir";
+    argv[k++] = g->responses;
     /* a pool's children each take a folder of --ssd-cache DIR of their own (DIR/org--name): the
      * disk tier is one process's (ssd_tier.h locks it); the same model finds its folder again */
     char ssd[1400];
@@ -147,6 +160,13 @@ static void spawn(hearth_engines *g, slot *s) {
         }
     }
     for (int i = 0; i < n_def; i++) argv[k++] = g->argv_default[i];
+    /* the KV pool admission counted on (pool_memory.h); last, so it wins over nothing given */
+    char kv[32];
+    if (s->kv_arg > 0) {
+        snprintf(kv, sizeof kv, "%" PRId64 "B", s->kv_arg);
+        argv[k++] = "--kv-budget";
+        argv[k++] = kv;
+    }
     argv[k] = NULL;
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t at;
@@ -195,6 +215,40 @@ static int n_live(const hearth_engines *g) {
     return n;
 }
 
+/* Bytes held by the children alive now (draining ones too: their memory is not back yet). */
+static int64_t live_bytes(const hearth_engines *g) {
+    int64_t n = 0;
+    for (int i = 0; i < MAX_SLOTS; i++)
+        if (g->s[i].pid > 0) n += g->s[i].mem_bytes;
+    return n;
+}
+
+/* May s's child start now: under the count cap, and with a memory budget its bytes next to
+ * the live children's. Under mu. */
+static bool room_for(const hearth_engines *g, const slot *s) {
+    if (n_live(g) >= g->p.pool_size) return false;
+    return g->p.memory_budget <= 0 || live_bytes(g) + s->mem_bytes <= g->p.memory_budget;
+}
+
+/* The child's own figures from its /stats ("memory": weights, KV pool, transients) into
+ * *bytes; false when it did not answer or has none (an embedding model). Without the lock. */
+static bool measure(const char *sock, int64_t *bytes) {
+    hearth_buf body = {0};
+    int status = 0;
+    bool ok = hearth_engine_get(sock, "GET", "/stats", PROBE_TIMEOUT_MS, &status, &body) && status == 200;
+    hearth_span mem, v;
+    int64_t sum = 0;
+    ok = ok && hearth_jraw_get((hearth_span){body.p, body.len}, "memory", &mem);
+    static const char *const keys[] = {"weights_bytes", "kv_bytes", "transient_bytes"};
+    for (size_t i = 0; ok && i < sizeof keys / sizeof keys[0]; i++) {
+        ok = hearth_jraw_get(mem, keys[i], &v) && hearth_jraw_kind(v) == 'n';
+        if (ok) sum += strtoll(v.ptr, NULL, 10);
+    }
+    hearth_buf_fini(&body);
+    if (ok && sum > 0) *bytes = sum;
+    return ok && sum > 0;
+}
+
 /* A child exited (status st). Under mu. */
 static void reaped(hearth_engines *g, slot *s, int st) {
     char how[64];
@@ -238,7 +292,7 @@ static void *supervise(void *arg) {
         for (int i = 0; i < MAX_SLOTS; i++) {
             slot *s = &g->s[i];
             if (s->state == S_WANTED && g->closing) s->state = S_EMPTY;
-            if (s->state == S_WANTED && n_live(g) < g->p.pool_size && t >= s->spawn_after_ms) spawn(g, s);
+            if (s->state == S_WANTED && room_for(g, s) && t >= s->spawn_after_ms) spawn(g, s);
             if (s->state == S_DRAINING && s->pid > 0 && s->in_flight == 0 && !s->term_sent) {
                 kill(s->pid, SIGTERM); /* `serve` drains and exits; its caches go to the SSD tier */
                 s->term_sent = true;
@@ -268,6 +322,7 @@ static void *supervise(void *arg) {
                 if (s->state == S_STARTING) {
                     s->state = S_READY;
                     s->was_ready = true;
+                    s->measure_due = g->p.memory_budget > 0;
                     hearth_log(HEARTH_LOG_INFO, "isolate: engine of %s ready (pid %d, %.0f ms)", s->id, (int)s->pid,
                                t - s->started_ms);
                     pthread_cond_broadcast(&g->cv);
@@ -283,6 +338,24 @@ static void *supervise(void *arg) {
                            s->id, (int)s->pid, g->p.start_timeout_s);
                 kill(s->pid, SIGKILL);
             }
+        }
+        /* a child that came up: its own figures replace the estimate */
+        for (int i = 0; i < MAX_SLOTS && !g->stop; i++) {
+            slot *s = &g->s[i];
+            if (!s->measure_due || s->state != S_READY) continue;
+            s->measure_due = false;
+            char sock[108];
+            memcpy(sock, s->sock, sizeof sock);
+            unsigned gen = s->gen;
+            int64_t bytes = 0;
+            pthread_mutex_unlock(&g->mu);
+            bool ok = measure(sock, &bytes);
+            pthread_mutex_lock(&g->mu);
+            if (!ok || s->gen != gen) continue;
+            hearth_log(HEARTH_LOG_INFO, "isolate: engine of %s holds %.1f MB (estimated %.1f MB)", s->id, bytes / 1e6,
+                       s->mem_bytes / 1e6);
+            s->mem_bytes = bytes;
+            s->measured = true;
         }
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -303,32 +376,47 @@ static slot *find(hearth_engines *g, const char *id) {
     return NULL;
 }
 
-/* A free slot for id at path, WANTED; over the cap the least recently used resident slot
- * starts draining. Only a slot that is up (READY) and that no request waits for is evicted,
- * so two models asked for at once cannot take turns evicting each other before either is
- * used. NULL when there is no room yet (the caller waits and asks again). Under mu. */
-static slot *want(hearth_engines *g, const char *id, const char *path, bool is_default) {
+/* A free slot for id at path (needing need's bytes), WANTED; over the count cap, or over the
+ * memory budget next to the slots that stay, the least recently used resident slots start
+ * draining until it fits. Only a slot that is up (READY) and that no request waits for is
+ * evicted, so two models asked for at once cannot take turns evicting each other before
+ * either is used. NULL when there is no room yet (the caller waits and asks again). Under mu. */
+static slot *want(hearth_engines *g, const char *id, const char *path, bool is_default,
+                  const hearth_engines_need *need) {
     slot *fresh = NULL;
     int n_kept = 0;
+    int64_t kept_bytes = 0, need_bytes = need->weights + need->kv + need->transient;
     for (int i = 0; i < MAX_SLOTS; i++) {
         if (g->s[i].state == S_EMPTY) {
             if (!fresh) fresh = &g->s[i];
-        } else if (g->s[i].state != S_DRAINING) n_kept++;
+        } else if (g->s[i].state != S_DRAINING) {
+            n_kept++;
+            kept_bytes += g->s[i].mem_bytes;
+        }
     }
     if (!fresh) return NULL;
-    if (n_kept >= g->p.pool_size) {
+    for (;;) {
+        bool over_count = n_kept >= g->p.pool_size;
+        bool over_mem = g->p.memory_budget > 0 && kept_bytes + need_bytes > g->p.memory_budget;
+        if (!over_count && !over_mem) break;
         slot *lru = NULL;
         for (int i = 0; i < MAX_SLOTS; i++) {
             slot *s = &g->s[i];
             if (s->state != S_READY || s->waiters > 0) continue;
             if (!lru || s->last_used_ms < lru->last_used_ms) lru = s;
         }
-        if (!lru) return NULL;
-        hearth_log(HEARTH_LOG_INFO, "isolate: pool full (%d): %s drains to make room for %s", g->p.pool_size,
-                   lru->id, id);
+        if (!lru) return NULL; /* the rest are starting or awaited: another round */
+        if (over_count)
+            hearth_log(HEARTH_LOG_INFO, "isolate: pool full (%d): %s drains to make room for %s", g->p.pool_size,
+                       lru->id, id);
+        else
+            hearth_log(HEARTH_LOG_INFO,
+                       "isolate: memory budget (%.1f MB): %s (%.1f MB) drains to make room for %s (%.1f MB)",
+                       g->p.memory_budget / 1e6, lru->id, lru->mem_bytes / 1e6, id, need_bytes / 1e6);
         lru->state = S_DRAINING;
+        n_kept--;
+        kept_bytes -= lru->mem_bytes;
         pthread_cond_broadcast(&g->cv);
-        if (n_kept - 1 >= g->p.pool_size) return NULL; /* still over: another round */
     }
     /* kept across uses: a lease of an earlier use never matches its gen, and a request still
      * waiting on the slot's index takes its count off the same slot */
@@ -340,10 +428,40 @@ static slot *want(hearth_engines *g, const char *id, const char *path, bool is_d
     snprintf(fresh->id, sizeof fresh->id, "%s", id);
     snprintf(fresh->path, sizeof fresh->path, "%s", path);
     fresh->is_default = is_default;
+    fresh->mem_bytes = need_bytes;
+    fresh->kv_arg = need->kv_arg;
     fresh->state = S_WANTED;
     fresh->last_used_ms = now_ms();
     pthread_cond_broadcast(&g->cv);
     return fresh;
+}
+
+/* What the model id at path needs (zeros without a memory budget); false with e filled when
+ * it cannot be estimated or is over the budget alone (400, type memory_admission). Without
+ * the lock: the estimate reads the model's files. */
+static bool need_of(hearth_engines *g, const char *id, const char *path, hearth_engines_need *need,
+                    hearth_api_err *e) {
+    memset(need, 0, sizeof *need);
+    if (g->p.memory_budget <= 0) return true;
+    char why[256] = "";
+    if (!g->p.estimate(g->p.estimate_cls, path, need, why, sizeof why))
+        return hearth_api_fail(e, HEARTH_E_IO, "model_unavailable", "model",
+                               "cannot estimate the memory of the model '%.120s': %.160s", id, why);
+    int64_t total = need->weights + need->kv + need->transient;
+    if (total <= g->p.memory_budget) return true;
+    char t[24], w[24], kv[24], tr[24], b[24];
+    hearth_fmt_bytes(total, t, sizeof t);
+    hearth_fmt_bytes(need->weights, w, sizeof w);
+    hearth_fmt_bytes(need->kv, kv, sizeof kv);
+    hearth_fmt_bytes(need->transient, tr, sizeof tr);
+    hearth_fmt_bytes(g->p.memory_budget, b, sizeof b);
+    hearth_api_fail(e, HEARTH_E_LIMIT, "model_over_budget", "model",
+                    "the model '%.120s' needs about %s (weights %s, KV cache %s, transients %s), more than the "
+                    "memory budget of %s for all resident models even alone: raise --memory-budget, or lower --ctx "
+                    "or --kv-budget",
+                    id, t, w, kv, tr, b);
+    e->type = "memory_admission";
+    return false;
 }
 
 hearth_status hearth_engines_create(const hearth_engines_params *p, hearth_engines **out, hearth_err *err) {
@@ -354,6 +472,7 @@ hearth_status hearth_engines_create(const hearth_engines_params *p, hearth_engin
     if (g->p.pool_size < 1) g->p.pool_size = 1;
     if (g->p.pool_size > MAX_SLOTS / 2) g->p.pool_size = MAX_SLOTS / 2;
     if (g->p.hang_timeout_s <= 0) g->p.hang_timeout_s = 10;
+    if (!g->p.estimate) g->p.memory_budget = 0;
     if (g->p.start_timeout_s <= 0) g->p.start_timeout_s = 600;
     pthread_mutex_init(&g->mu, NULL);
     pthread_cond_init(&g->cv, NULL);
@@ -375,8 +494,21 @@ hearth_status hearth_engines_create(const hearth_engines_params *p, hearth_engin
         return hearth_err_set(err, HEARTH_E_IO, -1, "cannot make a directory for the engine sockets: %s",
                               strerror(errno));
     }
+    snprintf(g->responses, sizeof g->responses, "%s/responses", g->dir);
+    if (mkdir(g->responses, 0700)) {
+        g->responses[0] = 0;
+        hearth_engines_destroy(g, 0);
+        return hearth_err_set(err, HEARTH_E_IO, -1, "cannot make a directory for stored responses: %s",
+                              strerror(errno));
+    }
+    hearth_engines_need need;
+    hearth_api_err e;
+    if (!need_of(g, g->p.model_id, g->p.model_path, &need, &e)) {
+        hearth_engines_destroy(g, 0);
+        return hearth_err_set(err, HEARTH_E_LIMIT, -1, "%s", e.msg);
+    }
     pthread_mutex_lock(&g->mu);
-    want(g, g->p.model_id, g->p.model_path, true);
+    want(g, g->p.model_id, g->p.model_path, true, &need);
     pthread_mutex_unlock(&g->mu);
     if (pthread_create(&g->thread, NULL, supervise, g) != 0) {
         hearth_engines_destroy(g, 0);
@@ -447,6 +579,13 @@ bool hearth_engines_acquire(hearth_engines *g, const char *model, hearth_engine_
                                    " and the models of its store (GET /v1/models lists them)");
         is_default = !strcmp(id, g->p.model_id);
     }
+    /* a model with no child yet: what it needs, and is it over the budget on its own? */
+    hearth_engines_need need = {0};
+    pthread_mutex_lock(&g->mu);
+    bool resident = find(g, id) != NULL;
+    pthread_mutex_unlock(&g->mu);
+    bool have_need = !resident;
+    if (have_need && !need_of(g, id, path, &need, e)) return false;
     struct timespec until;
     deadline(&until, g->p.start_timeout_s * 1000 + 5000);
     pthread_mutex_lock(&g->mu);
@@ -475,7 +614,15 @@ bool hearth_engines_acquire(hearth_engines *g, const char *model, hearth_engine_
             *retry_after_s = 5;
             break;
         }
-        if (!s && want(g, id, path, is_default)) continue;
+        if (!s && !have_need) { /* evicted while this request waited: estimate it now */
+            pthread_mutex_unlock(&g->mu);
+            bool ok_need = need_of(g, id, path, &need, e);
+            pthread_mutex_lock(&g->mu);
+            if (!ok_need) break;
+            have_need = true;
+            continue;
+        }
+        if (!s && want(g, id, path, is_default, &need)) continue;
         /* not ready, or no room yet: wait (the model's slot, if any, is not evicted meanwhile) */
         if (s) s->waiters++;
         int rc = pthread_cond_timedwait(&g->cv, &g->mu, &until);
@@ -547,6 +694,8 @@ void hearth_engines_json(hearth_engines *g, hearth_jw *w) {
     hearth_jw_int(w, d ? d->pid : 0);
     hearth_jw_key(w, "model_pool");
     hearth_jw_int(w, g->p.pool_size);
+    hearth_jw_key(w, "memory_budget");
+    hearth_jw_int(w, g->p.memory_budget > 0 ? g->p.memory_budget : 0);
     hearth_jw_key(w, "engines");
     hearth_jw_arr(w);
     for (int i = 0; i < MAX_SLOTS; i++) {
@@ -563,6 +712,10 @@ void hearth_engines_json(hearth_engines *g, hearth_jw *w) {
         hearth_jw_int(w, s->in_flight);
         hearth_jw_key(w, "restarts");
         hearth_jw_int(w, s->restarts);
+        hearth_jw_key(w, "memory_bytes");
+        hearth_jw_int(w, s->mem_bytes);
+        hearth_jw_key(w, "memory_measured");
+        hearth_jw_bool(w, s->measured);
         hearth_jw_obj_end(w);
     }
     hearth_jw_arr_end(w);
@@ -607,6 +760,10 @@ void hearth_engines_destroy(hearth_engines *g, int timeout_ms) {
             waitpid(g->s[i].pid, NULL, 0);
             unlink(g->s[i].sock);
         }
+    if (g->responses[0]) { /* stored responses live as long as the server, as in one process */
+        hearth_resp_disk_clear(g->responses);
+        rmdir(g->responses);
+    }
     if (g->dir[0]) rmdir(g->dir);
     free_argv(g->argv_common);
     free_argv(g->argv_default);

@@ -21,6 +21,13 @@
  * finish, new ones for it wait), then gets SIGTERM and exits as `serve` does (its prompt
  * cache goes to the SSD tier when it has one); the waiting model then starts.
  *
+ * Memory admission (with a memory budget): each slot holds an estimate of its child's resident
+ * bytes (weights + KV pool + transients: the estimate function's before it starts, the child's
+ * own /stats figures once it is READY). A model whose estimate is over the budget alone is
+ * refused (400, type memory_admission); one that does not fit next to the resident children
+ * makes the least recently used ones drain, as the count cap does, and is spawned only once
+ * the processes still alive (draining ones included) leave room for it.
+ *
  * Thread rule: any thread, except create/destroy (one thread, the owner's).
  */
 #pragma once
@@ -39,6 +46,17 @@ typedef struct hearth_engines hearth_engines;
 typedef bool (*hearth_engines_resolve_fn)(void *cls, const char *name, char *id, size_t id_cap, char *path,
                                           size_t path_cap);
 
+/* What a model's child is expected to hold resident, in bytes. */
+typedef struct {
+    int64_t weights, kv, transient; /* total = their sum */
+    int64_t kv_arg;                 /* > 0: the child is started with --kv-budget of this many bytes */
+} hearth_engines_need;
+
+/* Estimate the resident bytes of the model at path (engines.h hearth_engines_need); false with
+ * why filled when its files cannot be read. */
+typedef bool (*hearth_engines_estimate_fn)(void *cls, const char *path, hearth_engines_need *need, char *why,
+                                           size_t why_cap);
+
 typedef struct {
     const char        *exe;           /* the binary to re-execute (e.g. "/proc/self/exe") */
     const char *const *argv_common;   /* flags every child gets (copied) */
@@ -53,6 +71,9 @@ typedef struct {
     int                start_timeout_s; /* a child must answer within this of its start; <= 0: 600 */
     hearth_engines_resolve_fn resolve; /* NULL: only the default model is served */
     void              *resolve_cls;
+    int64_t            memory_budget;  /* bytes for all resident children; <= 0: no admission by memory */
+    hearth_engines_estimate_fn estimate; /* required with a memory budget */
+    void              *estimate_cls;
 } hearth_engines_params;
 
 /* A request's hold on a READY child. */
@@ -65,7 +86,7 @@ typedef struct {
 } hearth_engine_lease;
 
 /* Make the sockets' private directory, start the supervisor and the default model's child
- * (not waiting for it). */
+ * (not waiting for it). Fails when the default model alone is over the memory budget. */
 hearth_status hearth_engines_create(const hearth_engines_params *p, hearth_engines **out, hearth_err *err);
 /* Wait until the default model's child answers (timeout_ms) or fails; the failure in err. */
 hearth_status hearth_engines_wait_default(hearth_engines *g, int timeout_ms, hearth_err *err);
@@ -73,8 +94,9 @@ hearth_status hearth_engines_wait_default(hearth_engines *g, int timeout_ms, hea
 const char   *hearth_engines_default_id(const hearth_engines *g);
 /* Lease the child of the model named `model` (NULL or "": the default one; another name only
  * when the pool resolves it), starting it when needed and waiting until it is READY.
- * false with e filled: no such model (404 model_not_found), it failed to start (503), or it
- * did not become ready in time (503; *retry_after_s says when to retry). */
+ * false with e filled: no such model (404 model_not_found), it cannot fit the memory budget
+ * even alone (400, type memory_admission, code model_over_budget), it failed to start (503),
+ * or it did not become ready in time (503; *retry_after_s says when to retry). */
 bool          hearth_engines_acquire(hearth_engines *g, const char *model, hearth_engine_lease *l,
                                      hearth_api_err *e, int *retry_after_s);
 /* The request holding l is over. */
@@ -82,9 +104,10 @@ void          hearth_engines_release(hearth_engines *g, const hearth_engine_leas
 /* l's child failed while serving (its socket closed early): the supervisor is told at once
  * instead of at its next probe. */
 void          hearth_engines_suspect(hearth_engines *g, const hearth_engine_lease *l);
-/* /stats: "engine_pid" (the default model's child, 0 when none runs) and "engines": one
- * object per slot {model, pid, state, in_flight, restarts, loaded}. Written as keys of the
- * object w is in. */
+/* /stats: "engine_pid" (the default model's child, 0 when none runs), "model_pool",
+ * "memory_budget" (bytes, 0: no admission by memory) and "engines": one object per slot
+ * {model, pid, state, in_flight, restarts, memory_bytes, memory_measured}. Written as keys of
+ * the object w is in. */
 void          hearth_engines_json(hearth_engines *g, hearth_jw *w);
 /* Does a request's model name pick its engine (a resolver was given: --model-pool)? */
 bool          hearth_engines_pooled(const hearth_engines *g);

@@ -186,10 +186,14 @@ void hearth_pool_metrics(hearth_engines *g, hearth_jw *w) {
     }
     int n = hearth_engines_ready(g, kids, MAX_CHILDREN), missed = 0, np = 0;
     parts[np++] = (hearth_prom_part){w->b.p, w->b.len, NULL};
+    const char *socks[MAX_CHILDREN];
+    int status[MAX_CHILDREN] = {0};
+    bool ok[MAX_CHILDREN] = {0};
+    for (int i = 0; i < n; i++) socks[i] = kids[i].sock;
+    /* all children at once, one deadline for the scrape: N stopped children cost it once */
+    hearth_engine_get_all(socks, n, "GET", "/metrics", SCRAPE_TIMEOUT_MS, status, bodies, ok);
     for (int i = 0; i < n; i++) {
-        int status = 0;
-        if (!hearth_engine_get(kids[i].sock, "GET", "/metrics", SCRAPE_TIMEOUT_MS, &status, &bodies[i]) ||
-            status != 200) {
+        if (!ok[i] || status[i] != 200) {
             hearth_log(HEARTH_LOG_WARN, "isolate: the engine of %s did not answer /metrics; left out of this scrape",
                        kids[i].model_id);
             missed++;

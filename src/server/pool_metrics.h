@@ -3,8 +3,8 @@
  * each resident engine child's, which carry the engine's counters (tokens, generations, KV
  * use, prompt cache, speculation) that only the child has.
  *
- * Each READY child's /metrics is fetched over its unix socket (engine_get.h) within a short
- * deadline; a child that does not answer in time is left out of this scrape and counted in
+ * Every READY child's /metrics is fetched over its unix socket (engine_get.h), all at once
+ * under one short deadline for the whole scrape (so N stopped children cost it once); a child that does not answer in time is left out of this scrape and counted in
  * hearth_engine_scrape_failures_total. A child's series get a model="<id>" label (added first
  * in the label set); its hearth_info is dropped (the serving process's says the build). The
  * result stays valid text format 0.0.4: every metric family appears once, with one HELP and

@@ -9,9 +9,11 @@
 #include "server/engines.h"
 #include "store/registry.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static hearth_registry *scanned(hearth_err *err) {
     hearth_registry *reg = NULL;
@@ -37,6 +39,24 @@ bool hearth_pool_resolve(void *cls, const char *name, char *id, size_t id_cap, c
     }
     hearth_registry_close(reg);
     return ok;
+}
+
+bool hearth_pool_names_other(const char *name, const char *served_path, char *other, size_t cap) {
+    if (!strchr(name, '/') || name[0] == '/' || name[0] == '.' || name[0] == '~') return false;
+    hearth_err err = {0};
+    hearth_registry *reg = scanned(&err);
+    if (!reg) return false;
+    hearth_registry_row row;
+    bool hit = !hearth_registry_resolve(reg, name, &row, &err) && !row.error[0];
+    hearth_registry_close(reg);
+    if (!hit) return false;
+    char label[1024];
+    snprintf(label, sizeof label, "%s/%s", row.repo_id, row.file);
+    if (strcasecmp(name, row.repo_id) && strcasecmp(name, label)) return false; /* a part of a name only */
+    char real[PATH_MAX];
+    if (served_path && realpath(row.path, real) && !strcmp(real, served_path)) return false; /* the served one */
+    snprintf(other, cap, "%s", row.repo_id);
+    return true;
 }
 
 static void one(hearth_server *s, hearth_jw *w, const char *id, const hearth_registry_row *row) {

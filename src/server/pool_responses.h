@@ -1,12 +1,10 @@
 /*
  * pool_responses.h - GET and DELETE /v1/responses/ID of `serve --isolate --model-pool N`.
  *
- * A stored response lives in the engine child of the model that made it (resp_store.h is
- * per process), and the request names no model. So each resident child is asked in turn
- * (GET of the same path, the default model's child first, a short deadline each); the
- * request is forwarded to the first that has it. When none has it the default model's
- * child answers (its 404 not_found). A response of a model that was evicted went with its
- * child.
+ * The request names no model, and needs none: the children keep their stored responses in
+ * one shared folder (resp_disk.h), so the request goes to any child that is up (the default
+ * model's first), which finds the entry whichever model made it, also one evicted since.
+ * When no child is up the default model's is started for it.
  *
  * Thread rule: the connection's thread.
  */

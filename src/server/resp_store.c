@@ -5,6 +5,7 @@
  * buy nothing a person could measure next to a generation.
  */
 #include "server/resp_store.h"
+#include "server/resp_disk.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@ typedef struct entry {
 
 struct hearth_resp_store {
     hearth_resp_store_params p;
+    char                    *dir;  /* owned copy of p.dir, NULL: in memory */
     pthread_mutex_t          mu;
     entry                   *head, *tail; /* head: most recently used */
     size_t                   bytes;
@@ -32,12 +34,23 @@ static double mono_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+static double wall_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 hearth_resp_store *hearth_resp_store_create(hearth_resp_store_params p) {
     hearth_resp_store *st = calloc(1, sizeof *st);
     if (!st) return NULL;
+    if (p.dir && !(st->dir = strdup(p.dir))) {
+        free(st);
+        return NULL;
+    }
+    p.dir = st->dir;
     if (!p.max_bytes) p.max_bytes = 32u << 20;
     if (p.ttl_s <= 0) p.ttl_s = 3600;
-    if (!p.now_s) p.now_s = mono_s;
+    if (!p.now_s) p.now_s = p.dir ? wall_s : mono_s;
     st->p = p;
     pthread_mutex_init(&st->mu, NULL);
     return st;
@@ -85,11 +98,18 @@ static void drop_expired(hearth_resp_store *st, double now) {
 void hearth_resp_store_destroy(hearth_resp_store *st) {
     if (!st) return;
     while (st->head) drop(st, st->head);
+    free(st->dir);
     pthread_mutex_destroy(&st->mu);
     free(st);
 }
 
 hearth_status hearth_resp_store_put(hearth_resp_store *st, const char *id, const char *conv, const char *resp) {
+    if (st->dir) {
+        pthread_mutex_lock(&st->mu);
+        hearth_status s = hearth_resp_disk_put(st->dir, st->p.max_bytes, st->p.now_s(), st->p.ttl_s, id, conv, resp);
+        pthread_mutex_unlock(&st->mu);
+        return s;
+    }
     size_t bytes = strlen(id) + strlen(conv) + strlen(resp) + 3;
     if (bytes > st->p.max_bytes) {
         hearth_resp_store_del(st, id);
@@ -124,6 +144,11 @@ bool hearth_resp_store_get(hearth_resp_store *st, const char *id, char **conv, c
     if (conv) *conv = NULL;
     if (resp) *resp = NULL;
     pthread_mutex_lock(&st->mu);
+    if (st->dir) {
+        bool ok = hearth_resp_disk_get(st->dir, st->p.now_s(), id, conv, resp);
+        pthread_mutex_unlock(&st->mu);
+        return ok;
+    }
     entry *e = find(st, id);
     bool ok = false;
     if (e && e->expires_s <= st->p.now_s()) drop(st, e);
@@ -142,6 +167,11 @@ bool hearth_resp_store_get(hearth_resp_store *st, const char *id, char **conv, c
 
 bool hearth_resp_store_del(hearth_resp_store *st, const char *id) {
     pthread_mutex_lock(&st->mu);
+    if (st->dir) {
+        bool ok = hearth_resp_disk_del(st->dir, id);
+        pthread_mutex_unlock(&st->mu);
+        return ok;
+    }
     entry *e = find(st, id);
     if (e) drop(st, e);
     pthread_mutex_unlock(&st->mu);
@@ -150,6 +180,11 @@ bool hearth_resp_store_del(hearth_resp_store *st, const char *id) {
 
 void hearth_resp_store_usage(hearth_resp_store *st, int64_t *n_entries, int64_t *n_bytes) {
     pthread_mutex_lock(&st->mu);
+    if (st->dir) {
+        hearth_resp_disk_usage(st->dir, st->p.now_s(), n_entries, n_bytes);
+        pthread_mutex_unlock(&st->mu);
+        return;
+    }
     drop_expired(st, st->p.now_s());
     *n_entries = st->n;
     *n_bytes = (int64_t)st->bytes;

@@ -10,6 +10,9 @@
  * Lookups refresh an entry's place in the LRU order, not its expiry. The defaults are
  * mlx-bun's: one hour, 32 MiB.
  *
+ * With a folder (params.dir) the entries are files there instead (resp_disk.h), shared by
+ * every process given the same folder: the engine children of `serve --isolate`.
+ *
  * Thread rule: any thread (one mutex; entries are copied in and out).
  */
 #pragma once
@@ -24,7 +27,8 @@ typedef struct hearth_resp_store hearth_resp_store;
 typedef struct {
     size_t max_bytes; /* 0: 32 MiB */
     double ttl_s;     /* <= 0: 3600 */
-    double (*now_s)(void); /* clock (tests); NULL: CLOCK_MONOTONIC */
+    double (*now_s)(void); /* clock (tests); NULL: CLOCK_MONOTONIC, with dir CLOCK_REALTIME */
+    const char *dir;  /* NULL: in memory; else the shared folder of entry files (copied) */
 } hearth_resp_store_params;
 
 hearth_resp_store *hearth_resp_store_create(hearth_resp_store_params p); /* NULL when out of memory */

@@ -137,6 +137,29 @@ static bool serving_process_route(const route *rt) {
            rt->fn == hearth_store_download_start || rt->fn == hearth_admin_drain;
 }
 
+/* Without a pool (in-process, or --isolate without --model-pool): a request whose "model"
+ * names another model of the store is refused with 404, pointing at --model-pool, instead of
+ * being served by the one model under that name. A name that is no model of the store
+ * ("gpt-4", "x") is served by the one model as always. True when r was answered. */
+static bool other_model_refused(hearth_http_req *r, const route *rt) {
+    if (strcmp(rt->method, "POST") || r->srv->p.engine_child) return false;
+    if (rt->ep != HEARTH_EP_CHAT && rt->ep != HEARTH_EP_COMPLETIONS && rt->ep != HEARTH_EP_MESSAGES &&
+        rt->ep != HEARTH_EP_RESPONSES && rt->fn != hearth_embeddings)
+        return false;
+    if (r->srv->engines && hearth_engines_pooled(r->srv->engines)) return false;
+    char model[256], other[256];
+    if (!hearth_proxy_model_of(r, model, sizeof model) || !strcmp(model, r->srv->model_id) ||
+        !hearth_pool_names_other(model, r->srv->model_path, other, sizeof other))
+        return false;
+    hearth_api_err e;
+    hearth_api_fail(&e, HEARTH_E_NOTFOUND, "model_not_found", "model",
+                    "The model '%.120s' is another model of the store: this server serves '%.120s' only; start it "
+                    "with --isolate --model-pool N to serve every model of the store by its name",
+                    other, r->srv->model_id);
+    hearth_http_send_error(r, &e);
+    return true;
+}
+
 /* Add method to the Allow list r->allow once ("GET" brings HEAD). */
 static void allow_add(hearth_http_req *r, const char *method) {
     char *a = r->allow;
@@ -212,6 +235,8 @@ void hearth_route(hearth_http_req *r) {
             hearth_http_send_error(r, &e);
         } else if (serving_process_route(hit)) {
             hit->fn(r);
+        } else if (other_model_refused(r, hit)) {
+            /* answered */
         } else if (hearth_engines_pooled(r->srv->engines) && hit->fn == hearth_openai_models) {
             hearth_pool_models(r); /* every model of the store, loaded or not */
         } else if (hearth_engines_pooled(r->srv->engines) && hit->fn == hearth_openai_model) {
@@ -239,6 +264,6 @@ void hearth_route(hearth_http_req *r) {
         r->path = path;
         return;
     }
-    hit->fn(r);
+    if (!other_model_refused(r, hit)) hit->fn(r);
     r->path = path;
 }

@@ -70,7 +70,7 @@ static hearth_status create(const hearth_server_params *p, const hearth_model *m
     s->conns = hearth_conns_create(&cp);
     s->tmpl_src = dup_or_null(p->chat_template);
     s->stats = hearth_stats_create();
-    s->responses = hearth_resp_store_create((hearth_resp_store_params){0});
+    s->responses = hearth_resp_store_create((hearth_resp_store_params){.dir = p->responses_dir});
     hearth_status st;
     char real[PATH_MAX];
     if (p->model_path && realpath(p->model_path, real) && !(s->model_path = strdup(real))) {

@@ -77,6 +77,11 @@ typedef struct {
                                  * models run in engine children and this server forwards every
                                  * API request to them (proxy.h), serving only /health, /stats,
                                  * the web app and the store itself; m and e are then NULL */
+    const char *responses_dir;  /* NULL: the Responses store is in memory; else its shared folder
+                                 * (resp_disk.h; an engine child's, given by its serving process) */
+    bool        engine_child;   /* this server is an engine child of `serve --isolate`: its serving
+                                 * process has judged each request's model name already, so a name
+                                 * of another model of the store is not refused here (pool_models.h) */
 } hearth_server_params;
 
 hearth_server_params hearth_server_params_default(void);

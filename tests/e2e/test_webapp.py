@@ -624,3 +624,107 @@ def test_opens_the_chat_with_xdg_open(tmp_path):
         os.close(master)
         os.close(slave)
         os.unlink(log)
+
+
+# ---------- the model picker and "Chat with this model" (a model pool) ----------
+
+@pytest.fixture(scope="module")
+def pool_server(tmp_path_factory):
+    """(base URL, port): `serve --isolate --model-pool 2` over a store of two chat models,
+    test/smol and test/other (SmolLM2 under a second id: a model of its own to the pool)."""
+    tmp = tmp_path_factory.mktemp("webpool")
+    for repo in ("test/smol", "test/other"):
+        org, name = repo.split("/")
+        snap = tmp / "hub" / f"models--{org}--{name}" / "snapshots" / "r1"
+        snap.mkdir(parents=True)
+        (snap.parent.parent / "refs").mkdir()
+        (snap.parent.parent / "refs" / "main").write_text("r1")
+        (snap / pathlib.Path(MODEL).name).symlink_to(pathlib.Path(MODEL).resolve())
+    env = {"HF_HUB_CACHE": str(tmp / "hub"), "XDG_CACHE_HOME": str(tmp / "xdg")}
+    proc, port, log = start_server("--no-open", "--isolate", "--model-pool", "2", env=env, model="test/smol",
+                                   timeout=60)
+    yield f"http://127.0.0.1:{port}", port
+    stop_server(proc)
+    os.unlink(log)
+
+
+def api_models(port):
+    return {m["id"]: m.get("loaded") for m in json.loads(http_get(port, "/v1/models")[2])["data"]}
+
+
+def picker(d):
+    return js(d, "const s=document.getElementById('model-pick'); return {shown: !document.getElementById("
+                 "'model-pick-wrap').hidden, value: s.value, options: [...s.options].map(o => [o.value, o.text])};")
+
+
+def record_requests(d):
+    """From now on the page keeps the body of every POST /v1/chat/completions it sends."""
+    js(d, "window.__sent=[]; const f=window.fetch; window.fetch=function(u,o){"
+          "if(String(u).endsWith('/v1/chat/completions')&&o&&o.body) __sent.push(JSON.parse(o.body));"
+          "return f.apply(this, arguments);};")
+
+
+def send_and_wait(d, text):
+    d.find_element(By.ID, "input").send_keys(text, Keys.ENTER)
+    wait(d, lambda: (last_reply(d) or {}).get("pending") is False and "tok/s" in last_reply(d)["meta"],
+         timeout=45, what="the reply")
+    r = last_reply(d)
+    assert not r["error"], r["error"]
+    return r
+
+
+def test_model_picker_sends_the_chosen_model(pool_server, browser, shots):
+    base, port = pool_server
+    d = browser
+    d.get(base + "/")
+    js(d, "localStorage.clear()")
+    d.get(base + "/#/chat")
+    wait(d, lambda: picker(d)["shown"], what="the model picker")
+    # the picker lists /v1/models, loaded or not, the served model chosen
+    want = api_models(port)
+    assert want == {"test/smol": True, "test/other": False}
+    p = picker(d)
+    assert [v for v, _ in p["options"]] == list(want) and p["value"] == "test/smol", p
+    assert dict(p["options"]) == {"test/smol": "test/smol \u00b7 loaded", "test/other": "test/other \u00b7 not loaded"}
+    set_sampling(d, max_tokens=8, temperature=0)
+    record_requests(d)
+    from selenium.webdriver.support.ui import Select
+    Select(d.find_element(By.ID, "model-pick")).select_by_value("test/other")
+    assert "test/other" in d.find_element(By.ID, "messages").text  # "Chat with test/other"
+    r = send_and_wait(d, "Name a color.")
+    sent = js(d, "return window.__sent")
+    assert [b["model"] for b in sent] == ["test/other"], sent
+    # the server started that model's engine for it, and the picker says so
+    assert api_models(port) == {"test/smol": True, "test/other": True}
+    wait(d, lambda: dict(picker(d)["options"])["test/other"].endswith("\u00b7 loaded"), what="the picker refreshed")
+    # the reply is that model's own answer to the same request
+    body = dict(sent[0], stream=False)
+    body.pop("stream_options", None)
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    try:
+        c.request("POST", "/v1/chat/completions", body=json.dumps(body), headers={"Content-Type": "application/json"})
+        ref = json.loads(c.getresponse().read())
+    finally:
+        c.close()
+    assert ref["model"] == "test/other" and ref["choices"][0]["message"]["content"].strip() == r["text"].strip()
+    # the choice is kept across a reload
+    d.refresh()
+    wait(d, lambda: picker(d)["shown"] and picker(d)["value"] == "test/other", what="the choice after a reload")
+    d.save_screenshot(str(shots / "chat-model-picker.png"))
+
+
+def test_library_chat_with_this_model(pool_server, browser, shots):
+    base, port = pool_server
+    d = browser
+    d.get(base + "/#/library")
+    wait(d, lambda: len(d.find_elements(By.CSS_SELECTOR, "#library .chat-with")) == 2, what="the library's actions")
+    labels = sorted(b.get_attribute("aria-label") for b in d.find_elements(By.CSS_SELECTOR, "#library .chat-with"))
+    assert labels == ["Chat with test/other", "Chat with test/smol"], labels
+    d.save_screenshot(str(shots / "library-pool.png"))
+    d.find_element(By.CSS_SELECTOR, "#library .chat-with[aria-label='Chat with test/smol']").click()
+    wait(d, lambda: d.current_url.endswith("#/chat"), what="the chat view")
+    wait(d, lambda: picker(d)["value"] == "test/smol", what="the picked model")
+    assert not d.find_elements(By.CSS_SELECTOR, ".msg")  # a fresh conversation
+    record_requests(d)
+    send_and_wait(d, "Name a fruit.")
+    assert [b["model"] for b in js(d, "return window.__sent")] == ["test/smol"]

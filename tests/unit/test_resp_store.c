@@ -1,16 +1,46 @@
 /* test_resp_store.c - the Responses store: put/get/replace/delete, expiry on a fake clock,
  * LRU eviction under the byte cap (a lookup refreshes), oversized entries, and a randomized
- * run against a plain model of the same rules. */
+ * run against a plain model of the same rules; the same for the store in a shared folder
+ * (resp_disk.h), plus two stores on one folder seeing each other's entries, as two engine
+ * processes do, and ids that are not the server's refused. */
+#include "server/resp_disk.h"
 #include "server/resp_store.h"
 #include "test.h"
+
+#include <dirent.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 static double fake_now;
 static double fake_clock(void) { return fake_now; }
 
-static hearth_resp_store *mk(size_t max_bytes, double ttl) {
+static hearth_resp_store *mk_in(const char *dir, size_t max_bytes, double ttl) {
     fake_now = 1000;
-    hearth_resp_store_params p = {.max_bytes = max_bytes, .ttl_s = ttl, .now_s = fake_clock};
+    hearth_resp_store_params p = {.max_bytes = max_bytes, .ttl_s = ttl, .now_s = fake_clock, .dir = dir};
     return hearth_resp_store_create(p);
+}
+
+static hearth_resp_store *mk(size_t max_bytes, double ttl) { return mk_in(NULL, max_bytes, ttl); }
+
+/* A fresh empty folder for a disk store (tmp_dir_rm removes it with what is left in it). */
+static char *tmp_dir(void) {
+    char *d = strdup("/tmp/hearth-resp-XXXXXX");
+    return d && mkdtemp(d) ? d : NULL;
+}
+
+/* Files left in dir (not . and ..). */
+static int n_files(const char *dir) {
+    DIR *d = opendir(dir);
+    int n = 0;
+    for (struct dirent *de; d && (de = readdir(d));) n += de->d_name[0] != '.' || (de->d_name[1] && strcmp(de->d_name, ".."));
+    if (d) closedir(d);
+    return n;
+}
+
+static void tmp_dir_rm(char *dir) {
+    hearth_resp_disk_clear(dir);
+    rmdir(dir);
+    free(dir);
 }
 
 /* Bytes an entry costs: its three strings with their NULs. */
@@ -95,9 +125,9 @@ typedef struct {
     double expires;
 } model_e;
 
-TEST(resp_store_randomized_against_model) {
+static void randomized(const char *dir) {
     const size_t cap = 400;
-    hearth_resp_store *st = mk(cap, 50);
+    hearth_resp_store *st = mk_in(dir, cap, 50);
     model_e m[64];
     int nm = 0;
     unsigned x = 12345;
@@ -106,7 +136,7 @@ TEST(resp_store_randomized_against_model) {
         int op = (int)((x >> 16) % 4);
         char id[8];
         snprintf(id, sizeof id, "r%u", (x >> 8) % 12);
-        fake_now += (double)((x >> 20) % 7);
+        fake_now += (double)((x >> 20) % 7) + 0.001; /* never a tie in the LRU order of files */
         /* the model drops expired entries lazily; compare only live ones */
         if (op <= 1) {
             char conv[200];
@@ -164,6 +194,99 @@ TEST(resp_store_randomized_against_model) {
     CHECK_EQ(n, live);
     CHECK_EQ(b, (long long)bytes);
     hearth_resp_store_destroy(st);
+}
+
+TEST(resp_store_randomized_against_model) { randomized(NULL); }
+
+TEST(resp_store_disk_randomized_against_model) {
+    char *dir = tmp_dir();
+    CHECK(dir != NULL);
+    if (!dir) return;
+    randomized(dir);
+    tmp_dir_rm(dir);
+}
+
+TEST(resp_store_disk_shared_by_two_stores) {
+    char *dir = tmp_dir();
+    CHECK(dir != NULL);
+    if (!dir) return;
+    hearth_resp_store *a = mk_in(dir, 1 << 20, 60), *b = mk_in(dir, 1 << 20, 60);
+    char *c = NULL, *r = NULL;
+    CHECK_EQ(hearth_resp_store_put(a, "resp_a1", "[{\"role\":\"user\"}]\n", "{\"id\":\"resp_a1\"}"), HEARTH_OK);
+    CHECK(hearth_resp_store_get(b, "resp_a1", &c, &r)); /* the other process finds it */
+    CHECK_STR(c, "[{\"role\":\"user\"}]\n");
+    CHECK_STR(r, "{\"id\":\"resp_a1\"}");
+    free(c);
+    free(r);
+    CHECK_EQ(hearth_resp_store_put(b, "resp_a1", "[2]", ""), HEARTH_OK); /* replaced from there */
+    CHECK(hearth_resp_store_get(a, "resp_a1", &c, &r));
+    CHECK_STR(c, "[2]");
+    CHECK_STR(r, "");
+    free(c);
+    free(r);
+    int64_t n, bytes;
+    hearth_resp_store_usage(a, &n, &bytes);
+    CHECK_EQ(n, 1);
+    CHECK_EQ(bytes, (long long)cost("resp_a1", "[2]", ""));
+    CHECK(hearth_resp_store_del(b, "resp_a1"));
+    CHECK(!hearth_resp_store_get(a, "resp_a1", NULL, NULL)); /* deleted for every process */
+    CHECK(!hearth_resp_store_del(a, "resp_a1"));
+    /* a store outlives its process: a new one on the folder finds the entries */
+    CHECK_EQ(hearth_resp_store_put(a, "resp_a2", "[]", "{}"), HEARTH_OK);
+    hearth_resp_store_destroy(a);
+    hearth_resp_store_destroy(b);
+    b = mk_in(dir, 1 << 20, 60);
+    CHECK(hearth_resp_store_get(b, "resp_a2", NULL, NULL));
+    hearth_resp_store_destroy(b);
+    CHECK_EQ(n_files(dir), 1);
+    tmp_dir_rm(dir);
+}
+
+TEST(resp_store_disk_refuses_ids_that_are_not_the_servers) {
+    char *dir = tmp_dir();
+    CHECK(dir != NULL);
+    if (!dir) return;
+    hearth_resp_store *st = mk_in(dir, 1 << 20, 60);
+    static const char *const bad[] = {"", "../x", "a/b", "resp_x.resp", ".hidden", "resp x"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK_EQ(hearth_resp_store_put(st, bad[i], "[]", "{}"), HEARTH_E_INVALID);
+        CHECK(!hearth_resp_store_get(st, bad[i], NULL, NULL));
+        CHECK(!hearth_resp_store_del(st, bad[i]));
+    }
+    CHECK_EQ(n_files(dir), 0);
+    hearth_resp_store_destroy(st);
+    tmp_dir_rm(dir);
+}
+
+TEST(resp_store_disk_expiry_and_lru) {
+    char *dir = tmp_dir();
+    CHECK(dir != NULL);
+    if (!dir) return;
+    size_t one = cost("e0", "conv", "resp");
+    hearth_resp_store *st = mk_in(dir, 3 * one, 60);
+    CHECK_EQ(hearth_resp_store_put(st, "e0", "conv", "resp"), HEARTH_OK);
+    fake_now += 1;
+    CHECK_EQ(hearth_resp_store_put(st, "e1", "conv", "resp"), HEARTH_OK);
+    fake_now += 1;
+    CHECK_EQ(hearth_resp_store_put(st, "e2", "conv", "resp"), HEARTH_OK);
+    fake_now += 1;
+    CHECK(hearth_resp_store_get(st, "e0", NULL, NULL)); /* e0 is now the most recent: e1 goes next */
+    fake_now += 1;
+    CHECK_EQ(hearth_resp_store_put(st, "e3", "conv", "resp"), HEARTH_OK);
+    CHECK(hearth_resp_store_get(st, "e0", NULL, NULL));
+    CHECK(!hearth_resp_store_get(st, "e1", NULL, NULL));
+    CHECK(hearth_resp_store_get(st, "e2", NULL, NULL));
+    CHECK(hearth_resp_store_get(st, "e3", NULL, NULL));
+    CHECK_EQ(n_files(dir), 3);
+    fake_now = 1000 + 60 + 2.5; /* e0 (put at 1000) and e2 (1002) expired; e3 (1004) lives */
+    CHECK(!hearth_resp_store_get(st, "e0", NULL, NULL));
+    CHECK(hearth_resp_store_get(st, "e3", NULL, NULL));
+    int64_t n, b;
+    hearth_resp_store_usage(st, &n, &b);
+    CHECK_EQ(n, 1);
+    CHECK_EQ(n_files(dir), 1);
+    hearth_resp_store_destroy(st);
+    tmp_dir_rm(dir);
 }
 
 int main(int argc, char **argv) { return test_main(argc, argv); }

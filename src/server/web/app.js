@@ -5,9 +5,11 @@
  *
  *   #/chat     streaming chat through POST /v1/chat/completions (SSE read with fetch and a
  *              ReadableStream), markdown rendering, stop / regenerate / edit, conversations in
- *              localStorage, system prompt, sampling popover seeded from GET /v1/app/config.
+ *              localStorage, system prompt, sampling popover seeded from GET /v1/app/config,
+ *              a model picker fed by GET /v1/models (shown when it lists more than one).
  *   #/status   /stats polled every 2 s while visible, with a tokens/s chart on a canvas.
  *   #/library  the models of the store when the server has GET /library; else the one serving;
+ *              "Chat with this model" on each one the server serves (GET /v1/models lists it);
  *              a form that starts downloads (POST /downloads) and their progress.
  *
  * Safety rule: text from the model or the user only ever reaches the page through
@@ -32,7 +34,10 @@ function route() {
   $("menu-btn").hidden = view !== "chat";
   if (view === "status") startStats(); else stopStats();
   if (view === "library") { renderLibrary(); pollDownloads(); } else stopDownloads();
-  if (view === "chat") $("input").focus();
+  if (view === "chat") {
+    if (app.config) loadModels();
+    $("input").focus();
+  }
   document.title = "hearth \u00b7 " + view;
 }
 
@@ -73,6 +78,7 @@ function bind() {
   });
   $("input").addEventListener("input", autosize);
   $("stop").addEventListener("click", stop);
+  $("model-pick").addEventListener("change", (ev) => pickModel(ev.target.value));
   $("new-chat").addEventListener("click", newChat);
   $("sys-btn").addEventListener("click", () => {
     const box = $("sys-box");
@@ -127,12 +133,14 @@ async function main() {
   app.convs = loadJSON(STORE_CONVS, []);
   if (!Array.isArray(app.convs)) app.convs = [];
   app.sampling = loadJSON(STORE_SAMPLING, {}) || {};
+  app.model = localStorage.getItem(STORE_MODEL);
   const cur = localStorage.getItem(STORE_CURRENT);
   app.current = app.convs.some((c) => c.id === cur) ? cur : app.convs.length ? app.convs[0].id : null;
   bind();
   renderConvList();
   route();
   await loadConfig();
+  await loadModels();
   renderChat();
   if (!$("view-library").hidden) { renderLibrary(); pollDownloads(); } // a deep link ran before the config
 }

@@ -1,9 +1,51 @@
 /*
  * chat.js - the #/chat view: conversations in localStorage, message rendering, sending and
  * streaming through POST /v1/chat/completions (SSE over fetch), stop / regenerate / edit, and
- * the sampling popover (core.js says how the app's scripts fit together).
+ * the sampling popover, and the model picker fed by GET /v1/models (with a model pool every
+ * model of the store, each loaded or not; the chosen one is each request's "model") (core.js
+ * says how the app's scripts fit together).
  */
 "use strict";
+
+/* ---------- the model picker ---------- */
+
+/* The model requests name: the one chosen while the server still lists it, else the served one. */
+function chatModel() {
+  if (app.model && app.models.some((m) => m.id === app.model)) return app.model;
+  return (app.config && app.config.model) || "hearth";
+}
+
+async function loadModels() {
+  try {
+    const j = await api("/v1/models");
+    app.models = (j && Array.isArray(j.data)) ? j.data.filter((m) => m && typeof m.id === "string") : [];
+  } catch (e) {
+    app.models = [];
+  }
+  renderModelPicker();
+}
+
+function renderModelPicker() {
+  const sel = $("model-pick");
+  const cur = chatModel();
+  sel.textContent = "";
+  for (const m of app.models) {
+    const state = m.loaded === true ? " \u00b7 loaded" : m.loaded === false ? " \u00b7 not loaded" : "";
+    const o = el("option", null, m.id + state);
+    o.value = m.id;
+    o.selected = m.id === cur;
+    sel.appendChild(o);
+  }
+  $("model-pick-wrap").hidden = app.models.length < 2; // one model: the pill names it
+}
+
+/* Chat with id from now on (the picker, or the library's action). */
+function pickModel(id) {
+  app.model = id;
+  localStorage.setItem(STORE_MODEL, id);
+  renderModelPicker();
+  renderChat();
+}
 
 /* ---------- conversations ---------- */
 
@@ -85,7 +127,7 @@ function renderChat() {
   $("sys-text").value = c ? c.system || "" : "";
   if (!c || !c.messages.length) {
     const e = el("div", "empty");
-    e.appendChild(el("h2", null, "Chat with " + (app.config ? app.config.model : "hearth")));
+    e.appendChild(el("h2", null, "Chat with " + (app.config ? chatModel() : "hearth")));
     e.appendChild(el("p", null, "Runs on this machine. Enter sends, Shift+Enter adds a line, Esc stops."));
     if (app.config && !app.config.chat) e.appendChild(el("p", "error", "Chat is unavailable: " + app.config.chat_error));
     box.appendChild(e);
@@ -241,7 +283,7 @@ async function stream(c, m, msgs) {
     frame = requestAnimationFrame(() => { frame = 0; updateMsg(m); });
   };
   try {
-    const body = { model: (app.config && app.config.model) || "hearth", messages: msgs, stream: true,
+    const body = { model: chatModel(), messages: msgs, stream: true,
                    stream_options: { include_usage: true }, ...samplingBody() };
     const r = await fetch("/v1/chat/completions", { method: "POST", headers: headers(true),
                                                      body: JSON.stringify(body), signal: controller.signal });
@@ -309,6 +351,7 @@ async function stream(c, m, msgs) {
   setBusy(false);
   if (conv() === c) renderChat();
   renderConvList();
+  if (app.models.length > 1) loadModels(); // which models are loaded now
 }
 
 function mergeToolCalls(m, deltas) {

@@ -11,9 +11,12 @@ const STORE_CONVS = "hearth.convs.v1";
 const STORE_CURRENT = "hearth.current";
 const STORE_SAMPLING = "hearth.sampling.v1";
 const STORE_KEY = "hearth.apikey";
+const STORE_MODEL = "hearth.model";
 
 const app = {
   config: null,       // GET /v1/app/config
+  models: [],         // GET /v1/models: [{id, loaded?}] (loaded only with a model pool)
+  model: null,        // the model chosen in the picker (or the library); null: the served one
   convs: [],          // [{id, title, created, updated, system, messages: [...]}]
   current: null,      // id of the open conversation
   busy: null,         // {controller, msg} while a reply streams

@@ -1,6 +1,8 @@
 /*
  * library.js - the #/library view: the models of the store from GET /library, or the one
- * serving when the server has no store API (core.js says how the app's scripts fit together);
+ * serving when the server has no store API (core.js says how the app's scripts fit together),
+ * with "Chat with this model" on each model the server serves (GET /v1/models lists it: with a
+ * model pool every model of the store, else the one serving);
  * and downloads: a form that POSTs /downloads, and the jobs of GET /downloads, polled every
  * second while one runs and this view is open; a job that ends done refreshes the models.
  */
@@ -20,6 +22,8 @@ async function renderLibrary() {
       box.appendChild(el("p", "error", "Could not read the library: " + e.message));
     }
   }
+  await loadModels();
+  const servable = new Set(app.models.map((m) => m.id));
   box.textContent = "";
   const models = (lib && Array.isArray(lib.models)) ? lib.models.slice() : [];
   if (!models.some((m) => m.serving)) // served from a file outside the cache (or no store yet)
@@ -53,9 +57,21 @@ async function renderLibrary() {
     tr.appendChild(el("td", null, !f ? (m.outside ? "serving from a file outside the cache" : "-") :
       (f.fits ? "fits" : "does not fit") + " at " + fmtNum(f.ctx) + " ctx \u00b7 max " + fmtNum(f.max_ctx) +
       (f.decode_tok_s ? " \u00b7 ~" + f.decode_tok_s.toFixed(0) + " tok/s" : "")));
-    const td = el("td");
+    const td = el("td", "lib-actions");
     if (m.serving) td.appendChild(el("span", "badge", "serving"));
     else if (m.supported === false) td.appendChild(el("span", "muted small", "not supported"));
+    const id = m.outside ? cfg.model : m.repo || m.id;
+    if (id && servable.has(id)) {
+      const b = el("button", "btn link chat-with", "Chat with this model");
+      b.type = "button";
+      b.setAttribute("aria-label", "Chat with " + id);
+      b.addEventListener("click", () => {
+        pickModel(id);
+        newChat();
+        location.hash = "#/chat";
+      });
+      td.appendChild(b);
+    }
     tr.appendChild(td);
     tb.appendChild(tr);
   }
