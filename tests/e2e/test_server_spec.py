@@ -273,13 +273,12 @@ def test_llama_server_n_max_zero_turns_it_off(pair):
 
 @pytest.mark.parametrize("args,msg", [
     (("--draft-kind", "ngram", "--ngram-min", "4", "--ngram-max", "2"), "--ngram-min (4) must not be larger"),
-    (("--draft-kind", "dspark"), "--draft-kind dspark is not implemented in hearth; use ngram or two-model"),
+    (("--draft-kind", "dspark"), "--draft-kind dspark is not implemented in hearth; use assistant, ngram or two-model"),
     (("--draft-kind", "deepspec"), "not implemented in hearth"),
-    (("--draft-kind", "assistant"), "not implemented in hearth"),
-    (("--draft-kind", "medusa"), "--draft-kind expects two-model or ngram"),
-    (("--draft-model", "gemma-4-assistant-x"), "Gemma assistant"),
+    (("--draft-kind", "medusa"), "--draft-kind expects two-model, assistant or ngram"),
     (("--num-draft-tokens", "0"), "--num-draft-tokens"),
     (("--draft-kind", "two-model"), "--draft-kind two-model needs --draft-model"),
+    (("--draft-kind", "assistant"), "--draft-kind assistant needs --draft-model"),
 ])
 def test_flag_errors(hearth, args, msg):
     for verb in ("serve", "generate", "benchmark"):
