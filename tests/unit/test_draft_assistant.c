@@ -222,4 +222,178 @@ out:
     free(json);
 }
 
+/* ---- the engine ---- */
+
+enum { NQ = 8, PLEN = 24, NGEN = 16 };
+
+static hearth_engine *engine(const hearth_model *m, const hearth_model *asst, int32_t pool_tokens,
+                             int64_t prompt_cache, int32_t block_size) {
+    hearth_engine_params ep = hearth_engine_params_default();
+    ep.n_threads = 2;
+    ep.n_ctx = 64;
+    ep.batch = NQ;
+    ep.block_size = block_size;
+    ep.max_step = 64;
+    ep.prompt_cache = prompt_cache;
+    ep.debug_checks = true;
+    ep.kv_f16 = 1;
+    ep.device = HEARTH_DEVICE_CPU;
+    ep.kv_budget = (int64_t)hearth_kv_bytes_per_token(m, HEARTH_KV_SCHEME_F16) * pool_tokens;
+    if (asst) /* fixed rounds: the step cost model would hold drafts back on a compute-bound CPU */
+        ep.spec = (hearth_spec_params){.kind = HEARTH_DRAFT_ASSISTANT, .n_draft = 4, .fixed = true, .draft_model = asst};
+    hearth_engine *e = NULL;
+    hearth_err err = {0};
+    CHECK_EQ(hearth_engine_create(m, &ep, &e, &err), HEARTH_OK);
+    if (!e) fprintf(stderr, "  engine: %s\n", err.msg);
+    if (e && asst) {
+        hearth_engine_info in;
+        hearth_engine_info_get(e, &in);
+        CHECK_STR(in.spec_kind, "assistant");
+        CHECK_EQ(in.draft_weight_bytes, (int64_t)hearth_model_weight_bytes(asst));
+    }
+    return e;
+}
+
+/* The 8 prompts at once (temperature 0: greedy; else each its own seed); requests 1 and 6 with
+ * no_spec, which must then have no drafts. */
+static void submit_all(hearth_engine *e, int32_t p[NQ][PLEN], float temperature, int32_t out[NQ][NGEN],
+                       int32_t *cached) {
+    hearth_request *req[NQ] = {0};
+    hearth_err err = {0};
+    for (int i = 0; i < NQ; i++) {
+        hearth_request_params rp = {.prompt = p[i], .n_prompt = PLEN, .max_tokens = NGEN,
+                                    .sampling = hearth_sampler_params_default(), .ignore_eog = true,
+                                    .no_spec = i == 1 || i == 6};
+        rp.sampling.temperature = temperature;
+        rp.sampling.seed = 1000u + (uint64_t)i;
+        CHECK_EQ(hearth_engine_submit(e, &rp, &req[i], &err), HEARTH_OK);
+    }
+    for (int i = 0; i < NQ; i++) {
+        if (!req[i]) continue;
+        int n = 0;
+        for (;;) {
+            hearth_event ev;
+            if (hearth_request_next(req[i], &ev, 120000) != HEARTH_OK) {
+                CHECK(!"timed out waiting for a token");
+                break;
+            }
+            if (ev.kind == HEARTH_EV_DONE) {
+                CHECK_EQ(ev.finish, HEARTH_FINISH_LENGTH);
+                CHECK_EQ(ev.n_generated, NGEN);
+                if (cached) cached[i] = ev.n_cached;
+                if (i == 1 || i == 6) CHECK_EQ(ev.n_drafted, 0);
+                break;
+            }
+            if (ev.kind == HEARTH_EV_TOKEN && n < NGEN) out[i][n++] = ev.token;
+        }
+        hearth_request_release(req[i]);
+    }
+}
+
+static void idle_stats(hearth_engine *e, hearth_engine_stats *st) {
+    for (int i = 0; i < 10000; i++) {
+        hearth_engine_stats_get(e, st);
+        if (st->running == 0 && st->waiting == 0) return;
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    }
+}
+
+static int differing(int32_t want[NQ][NGEN], int32_t got[NQ][NGEN]) {
+    int n = 0;
+    for (int i = 0; i < NQ; i++)
+        for (int t = 0; t < NGEN; t++)
+            if (got[i][t] != want[i][t]) {
+                printf("  prompt %d step %d: token %d, without speculation %d\n", i, t, got[i][t], want[i][t]);
+                n++;
+                break;
+            }
+    return n;
+}
+
+TEST(engine_with_the_assistant_matches_without_speculation) {
+    hearth_model *m = load(TARGET), *a = load(ASSISTANT);
+    static int32_t p[NQ][PLEN], want[NQ][NGEN], got[NQ][NGEN];
+    hearth_engine_stats st;
+    hearth_engine *e = NULL;
+    if (!m || !a) goto out;
+    uint32_t seed = 77u;
+    int32_t n_tok = hearth_tok_n_vocab(hearth_model_tok(m));
+    for (int i = 0; i < NQ; i++) /* pairs share a 16-token stem: prefixes also meet in a batch */
+        for (int j = 0; j < PLEN; j++) {
+            seed = seed * 1103515245u + 12345u;
+            p[i][j] = i % 2 && j < 16 ? p[i - 1][j] : 3 + (int32_t)((seed >> 8) % (uint32_t)(n_tok - 3));
+        }
+    e = engine(m, NULL, NQ * 64, 0, 16); /* the reference: no speculation */
+    if (!e) goto out;
+    submit_all(e, p, 0, want, NULL);
+    hearth_engine_destroy(e);
+
+    e = engine(m, a, NQ * 64, -1, 16); /* the prefix cache on, twice */
+    if (e) {
+        int32_t cached[NQ];
+        memset(got, 0, sizeof got);
+        submit_all(e, p, 0, got, NULL);
+        CHECK_EQ(differing(want, got), 0);
+        memset(got, 0, sizeof got);
+        submit_all(e, p, 0, got, cached);
+        CHECK_EQ(differing(want, got), 0);
+        for (int i = 0; i < NQ; i++) CHECK(cached[i] >= 16);
+        idle_stats(e, &st);
+        printf("  assistant: %lld rounds, %lld drafted, %lld accepted, %lld steps\n", (long long)st.spec_rounds,
+               (long long)st.spec_drafted, (long long)st.spec_accepted, (long long)st.steps);
+        CHECK(st.spec_drafted > 0);
+        CHECK_EQ(st.check_failures, 0);
+    }
+    hearth_engine_destroy(e);
+
+    /* a pool of about three sequences, blocks of 4, no cache: preemptions */
+    e = engine(m, a, 3 * (PLEN + NGEN), 0, 4);
+    if (e) {
+        memset(got, 0, sizeof got);
+        submit_all(e, p, 0, got, NULL);
+        CHECK_EQ(differing(want, got), 0);
+        idle_stats(e, &st);
+        printf("  preempting: %lld preemptions, %lld drafted, %lld accepted\n", (long long)st.preemptions,
+               (long long)st.spec_drafted, (long long)st.spec_accepted);
+        CHECK(st.preemptions > 0);
+        CHECK(st.spec_drafted > 0);
+        CHECK_EQ(st.check_failures, 0);
+        CHECK_EQ(st.blocks_free, st.blocks_total);
+    }
+    hearth_engine_destroy(e);
+
+    /* sampled, fixed seeds: every request runs to its length, drafts drawn from q */
+    e = engine(m, a, NQ * 64, -1, 16);
+    if (e) {
+        memset(got, 0, sizeof got);
+        submit_all(e, p, 0.8f, got, NULL);
+        idle_stats(e, &st);
+        printf("  sampled: %lld rounds, %lld drafted, %lld accepted\n", (long long)st.spec_rounds,
+               (long long)st.spec_drafted, (long long)st.spec_accepted);
+        CHECK(st.spec_drafted > 0);
+        CHECK_EQ(st.check_failures, 0);
+    }
+    hearth_engine_destroy(e);
+    e = NULL;
+
+    /* refusals at create: a plain model as the assistant; the GPU asked for */
+    hearth_engine_params ep = hearth_engine_params_default();
+    ep.n_ctx = 64;
+    ep.batch = 2;
+    ep.max_step = 32;
+    ep.spec = (hearth_spec_params){.kind = HEARTH_DRAFT_ASSISTANT, .draft_model = m};
+    hearth_err err = {0};
+    CHECK_EQ(hearth_engine_create(m, &ep, &e, &err), HEARTH_E_INVALID);
+    printf("  %s\n", err.msg);
+    CHECK(strstr(err.msg, "not a Gemma 4 assistant") != NULL);
+    ep.spec.draft_model = a;
+    ep.device = HEARTH_DEVICE_CUDA;
+    CHECK_EQ(hearth_engine_create(m, &ep, &e, &err), HEARTH_E_UNSUPPORTED);
+    printf("  %s\n", err.msg);
+    CHECK(strstr(err.msg, "CPU only") != NULL);
+out:
+    hearth_model_destroy(m);
+    hearth_model_destroy(a);
+}
+
 int main(int argc, char **argv) { return test_main(argc, argv); }
