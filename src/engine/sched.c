@@ -683,8 +683,9 @@ static void drop_draft_blocks(hearth_sched *s, seq *q) {
 }
 
 /* q fed its last known token and k drafts (toks[n_toks ..)); lg[0..k] are the target's logits
- * at those positions, rows row0 .. row0 + k of the step (ids: the device's argmax of each, or NULL). Commit the accepted drafts and
- * the target's token after the last one, roll back the rest. False when q ended (and is freed). */
+ * at those positions, the step's rows row0 .. row0 + k (ids: the device's argmax of each, or
+ * NULL). Commit the accepted drafts and the target's token after the last one, roll back the
+ * rest. False when q ended (and is freed). */
 static bool verify_drafts(hearth_sched *s, seq *q, int32_t k, float *lg, const int32_t *ids, int32_t row0) {
     size_t nv = (size_t)s->n_vocab;
     int32_t a = 0;

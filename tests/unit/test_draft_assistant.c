@@ -86,7 +86,8 @@ enum { BS = 4, CTX = 64, K = 4 };
 static void release_window(hearth_kv_pool *pool, int32_t slot, int32_t pos) {
     for (int32_t g = hearth_kv_pool_layout(pool)->n_full; g < hearth_kv_pool_n_groups(pool); g++) {
         int32_t first = hearth_kv_pool_first_needed(pool, g, pos);
-        while (hearth_kv_pool_seq_dead(pool, g, slot) < first) hearth_kv_pool_unref(pool, hearth_kv_pool_seq_take(pool, g, slot));
+        while (hearth_kv_pool_seq_dead(pool, g, slot) < first)
+            hearth_kv_pool_unref(pool, hearth_kv_pool_seq_take(pool, g, slot));
     }
 }
 
@@ -140,7 +141,8 @@ TEST(drafts_are_transformers_drafts) {
     double worst = 0;
     for (int ip = 0; ip < cJSON_GetArraySize(prompts); ip++) {
         const cJSON *pr = cJSON_GetArrayItem(prompts, ip), *ids = cJSON_GetObjectItemCaseSensitive(pr, "ids");
-        const cJSON *gd = cJSON_GetObjectItemCaseSensitive(pr, "drafts"), *gl = cJSON_GetObjectItemCaseSensitive(pr, "logits");
+        const cJSON *gd = cJSON_GetObjectItemCaseSensitive(pr, "drafts");
+        const cJSON *gl = cJSON_GetObjectItemCaseSensitive(pr, "logits");
         int32_t P = cJSON_GetArraySize(ids), slot = ip;
         int32_t toks[CTX], pos[CTX], sq[CTX];
         int8_t want[CTX];
@@ -240,7 +242,8 @@ static hearth_engine *engine(const hearth_model *m, const hearth_model *asst, in
     ep.device = HEARTH_DEVICE_CPU;
     ep.kv_budget = (int64_t)hearth_kv_bytes_per_token(m, HEARTH_KV_SCHEME_F16) * pool_tokens;
     if (asst) /* fixed rounds: the step cost model would hold drafts back on a compute-bound CPU */
-        ep.spec = (hearth_spec_params){.kind = HEARTH_DRAFT_ASSISTANT, .n_draft = 4, .fixed = true, .draft_model = asst};
+        ep.spec = (hearth_spec_params){.kind = HEARTH_DRAFT_ASSISTANT, .n_draft = 4, .fixed = true,
+                                       .draft_model = asst};
     hearth_engine *e = NULL;
     hearth_err err = {0};
     CHECK_EQ(hearth_engine_create(m, &ep, &e, &err), HEARTH_OK);
