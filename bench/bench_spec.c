@@ -1,6 +1,7 @@
 /*
  * bench_spec.c - speculative decoding's decode rate on a real model: the same greedy requests
- * without speculation, with a draft model (two-model) and with prompt lookup (ngram).
+ * without speculation, with a draft model (two-model, or the Gemma 4 assistant when DRAFT is a
+ * gemma4_assistant checkpoint) and with prompt lookup (ngram).
  *
  * Built on demand (CMake target bench_spec, linked as the tests are). Usage:
  *   build/bench_spec TARGET.gguf [DRAFT.gguf|- [threads [gen_tokens [streams [device [n_draft]]]]]]
@@ -45,7 +46,10 @@ static int run(const hearth_model *m, const hearth_model *dm, mode md, int threa
     ep.n_ctx = 512;
     ep.batch = streams;
     ep.device = device;
-    if (md == TWO_MODEL) ep.spec = (hearth_spec_params){.kind = HEARTH_DRAFT_MODEL, .n_draft = n_draft, .draft_model = dm};
+    bool assistant = hearth_model_hparams(dm)->n_embd_backbone > 0; /* a gemma4_assistant checkpoint */
+    if (md == TWO_MODEL)
+        ep.spec = (hearth_spec_params){.kind = assistant ? HEARTH_DRAFT_ASSISTANT : HEARTH_DRAFT_MODEL,
+                                       .n_draft = n_draft, .draft_model = dm};
     if (md == NGRAM) ep.spec = (hearth_spec_params){.kind = HEARTH_DRAFT_NGRAM, .n_draft = n_draft};
     hearth_engine *e = NULL;
     hearth_err err = {0};
@@ -91,7 +95,7 @@ static int run(const hearth_model *m, const hearth_model *dm, mode md, int threa
     static const char *names[] = {"plain", "two-model", "ngram"};
     printf("%-10s %3d streams: %7.2f decode tok/s (%lld tokens in %.2f s, wall %.2f s), %lld steps, "
            "%lld drafted, %lld accepted\n",
-           names[md], streams, longest > 0 ? (double)toks / longest : 0, (long long)toks, longest, now_s() - t0,
+           md == TWO_MODEL && assistant ? "assistant" : names[md], streams, longest > 0 ? (double)toks / longest : 0, (long long)toks, longest, now_s() - t0,
            (long long)st.steps, (long long)st.spec_drafted, (long long)st.spec_accepted);
     fflush(stdout);
     hearth_engine_destroy(e);
@@ -119,7 +123,7 @@ int main(int argc, char **argv) {
     int n_draft = argc > 7 ? atoi(argv[7]) : 3;
     hearth_model *m = NULL, *dm = NULL;
     hearth_err err = {0};
-    if (hearth_model_load(argv[1], &m, &err) || hearth_model_load(dpath, &dm, &err)) {
+    if (hearth_model_load(argv[1], &m, &err) || hearth_model_load(dpath, &dm, &err)) { /* GGUF or a checkpoint dir */
         fprintf(stderr, "load: %s\n", err.msg);
         return 1;
     }

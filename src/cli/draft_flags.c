@@ -4,41 +4,20 @@
  */
 #include "cli/draft_flags.h"
 #include "cli/cli.h"
-#include "store/facts.h"
 #include "store/hub.h"
 
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 /* Kinds hearth knows the names of but does not implement (mlx-bun's drafter families). */
 #define KIND_REFUSED 100
 
 void cli_draft_flags_init(cli_draft_flags *d) { *d = (cli_draft_flags){.kind = -1}; }
 
-/* Case-insensitive "assistant" in s (a Gemma assistant drafter's repo or file name). */
-static bool says_assistant(const char *s) {
-    static const char word[] = "assistant";
-    for (; s && *s; s++) {
-        size_t k = 0;
-        while (word[k] && tolower((unsigned char)s[k]) == word[k]) k++;
-        if (!word[k]) return true;
-    }
-    return false;
-}
-
 static int refuse_kind(const char *kind) {
-    cli_error("--draft-kind %s is not implemented in hearth; use ngram or two-model", kind);
+    cli_error("--draft-kind %s is not implemented in hearth; use assistant, ngram or two-model", kind);
     return -1;
-}
-
-/* A drafter whose name says it is a Gemma assistant (kind assistant, auto-detected). */
-static void refuse_assistant(const char *name) {
-    cli_error("the draft model %s looks like a Gemma assistant drafter (--draft-kind assistant), which is not "
-              "implemented in hearth; use ngram or two-model (--draft-kind two-model drafts with it as a plain "
-              "model of the same vocabulary)", name);
 }
 
 int cli_draft_flag(int argc, char **argv, int *i, cli_draft_flags *d) {
@@ -74,9 +53,10 @@ int cli_draft_flag(int argc, char **argv, int *i, cli_draft_flags *d) {
     case 1:
         if (!strcmp(val, "ngram")) d->kind = HEARTH_DRAFT_NGRAM;
         else if (!strcmp(val, "two-model")) d->kind = HEARTH_DRAFT_MODEL;
-        else if (!strcmp(val, "assistant") || !strcmp(val, "dspark") || !strcmp(val, "deepspec")) return refuse_kind(val);
+        else if (!strcmp(val, "assistant")) d->kind = HEARTH_DRAFT_ASSISTANT;
+        else if (!strcmp(val, "dspark") || !strcmp(val, "deepspec")) return refuse_kind(val);
         else {
-            cli_error("--draft-kind expects two-model or ngram (got \"%s\")", val);
+            cli_error("--draft-kind expects two-model, assistant or ngram (got \"%s\")", val);
             return -1;
         }
         return 1;
@@ -94,12 +74,8 @@ bool cli_draft_flags_check(const cli_draft_flags *d) {
         cli_error("--ngram-min (%lld) must not be larger than --ngram-max (%lld)", d->ngram_min, d->ngram_max);
         return false;
     }
-    if (d->kind == -1 && d->model && says_assistant(d->model)) {
-        refuse_assistant(d->model);
-        return false;
-    }
-    if (d->kind == HEARTH_DRAFT_MODEL && !d->model) {
-        cli_error("--draft-kind two-model needs --draft-model MODEL");
+    if ((d->kind == HEARTH_DRAFT_MODEL || d->kind == HEARTH_DRAFT_ASSISTANT) && !d->model) {
+        cli_error("--draft-kind %s needs --draft-model MODEL", d->kind == HEARTH_DRAFT_MODEL ? "two-model" : "assistant");
         return false;
     }
     return true;
@@ -131,24 +107,23 @@ int cli_draft_apply(const cli_draft_flags *d, hearth_engine_params *ep, hearth_m
         cli_error("--draft-model: %s", err.msg);
         return 1;
     }
-    /* a query that named it otherwise, or an assistant architecture (gemma4_assistant) */
-    struct stat sb;
-    hearth_model_facts facts = {0};
-    hearth_err ferr = {0};
-    bool dir = stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
-    if ((dir ? hearth_facts_safetensors(path, &facts, &ferr) : hearth_facts_gguf(path, &facts, &ferr)) != HEARTH_OK)
-        facts.arch[0] = 0; /* the load below says what is wrong */
-    if (d->kind == -1 && (says_assistant(path) || says_assistant(facts.arch))) {
-        refuse_assistant(path);
-        free(path);
-        return 1;
-    }
     if (hearth_model_load(path, draft, &err)) {
         cli_error("cannot load the draft model %s: %s", path, err.msg);
         free(path);
         return 1;
     }
+    /* a Gemma 4 assistant checkpoint (config.json model_type gemma4_assistant) is kind assistant */
+    bool assistant = hearth_model_hparams(*draft)->n_embd_backbone > 0;
+    if (d->kind == HEARTH_DRAFT_MODEL && assistant) {
+        cli_error("--draft-kind two-model: %s is a Gemma 4 assistant drafter, which drafts from the target's own "
+                  "state; use --draft-kind assistant (or leave --draft-kind out)", path);
+        free(path);
+        hearth_model_destroy(*draft);
+        *draft = NULL;
+        return 1;
+    }
     free(path);
+    if (d->kind == -1 && assistant) ep->spec.kind = HEARTH_DRAFT_ASSISTANT;
     ep->spec.draft_model = *draft;
     return 0;
 }

@@ -22,13 +22,8 @@
  * After a round, held is the job's tokens and its first k - 1 drafts, so the next round keeps
  * the KV of the drafts the target accepted and feeds only the target's own token after them.
  *
- * A draft is the argmax over the tokenizer's ids (ties: the lower id). A job of a sampled
- * request (temperature > 0) that asks for distributions (q) gets a draw instead, from q: the
- * softmax of the draft logits / T over the ids within a factor 1e-6 of the most likely one, then
- * the request's top-k, top-p and min-p, in the sampler's order; q is written whole, zeros
- * outside the support. Verification is exact for any q (spec.h), so cutting the far tail only
- * trades tokens of negligible mass for speed; penalties, bias and XTC shape the target's p,
- * never q. The draws use a splitmix64 stream seeded with the job's seed.
+ * A draft is the argmax over the tokenizer's ids, or for a job of a sampled request that asks
+ * for distributions (q) a draw from q (draft_pick.h), with a stream seeded with the job's seed.
  *
  * Memory: the draft pool holds batch full contexts of the draft model in the scheme given
  * (hearth_draft_model_pool_bytes; sliding-window layers count whole contexts too), capped at
@@ -38,6 +33,7 @@
  *
  * Thread rule: engine thread only (the target's forward and this one share its backend).
  */
+#include "engine/draft_pick.h"
 #include "engine/kv_pool.h"
 #include "engine/spec.h"
 #include "models/forward.h"
@@ -109,11 +105,6 @@ hearth_status hearth_draft_vocab_check(const hearth_model *target, const hearth_
 /* ---- the source ---- */
 
 typedef struct {
-    int32_t id;
-    float   p;
-} cand;
-
-typedef struct {
     hearth_drafter  base;
     const hearth_model *m;       /* borrowed: the draft model */
     hearth_fwd     *fwd;         /* owned */
@@ -131,79 +122,10 @@ typedef struct {
     float          *logits;      /* owned [batch][nv_draft] */
     int32_t        *kk;          /* owned [batch]: drafts each job makes this round */
     uint64_t       *rng;         /* owned [batch]: each job's splitmix64 state */
-    cand           *cands;       /* owned [n_cand] */
+    hearth_draft_cand *cands;    /* owned [n_cand] */
 } draft_src;
 
-static uint64_t splitmix64(uint64_t *x) {
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static double uniform(uint64_t *x) { return (double)(splitmix64(x) >> 11) * 0x1.0p-53; }
-
-static int cmp_cand_desc(const void *a, const void *b) {
-    const cand *x = a, *y = b;
-    if (x->p != y->p) return x->p < y->p ? 1 : -1;
-    return x->id < y->id ? -1 : x->id > y->id;
-}
-
 static bool sampled(const hearth_draft_job *jb) { return jb->q && jb->sp && jb->sp->temperature > 0; }
-
-static int32_t argmax_row(const float *row, int32_t n) {
-    int32_t best = 0;
-    for (int32_t i = 1; i < n; i++)
-        if (row[i] > row[best]) best = i;
-    return best;
-}
-
-/* Draw from the draft's distribution under the request's temperature and truncation; q (the
- * target's vocabulary wide) gets that distribution. */
-static int32_t draw_q(draft_src *d, const hearth_sampler_params *sp, const float *row, uint64_t *rng, float *q) {
-    int32_t n = d->n_cand, nc = 0;
-    float max = row[argmax_row(row, n)], t = sp->temperature;
-    cand *c = d->cands;
-    double sum = 0;
-    for (int32_t i = 0; i < n; i++) {
-        float w = expf((row[i] - max) / t);
-        if (w < 1e-6f) continue; /* the far tail: see the design comment */
-        c[nc++] = (cand){i, w};
-        sum += w;
-    }
-    qsort(c, (size_t)nc, sizeof *c, cmp_cand_desc);
-    if (sp->top_k > 0 && sp->top_k < nc) nc = sp->top_k;
-    if (sp->top_p > 0 && sp->top_p < 1) {
-        double total = 0, cum = 0;
-        for (int32_t i = 0; i < nc; i++) total += c[i].p;
-        for (int32_t i = 0; i < nc; i++) {
-            cum += c[i].p;
-            if (cum >= sp->top_p * total) {
-                nc = i + 1;
-                break;
-            }
-        }
-    }
-    if (sp->min_p > 0) {
-        int32_t m = 1;
-        while (m < nc && c[m].p >= sp->min_p * c[0].p) m++;
-        nc = m;
-    }
-    sum = 0;
-    for (int32_t i = 0; i < nc; i++) sum += c[i].p;
-    double u = uniform(rng) * sum, cum = 0;
-    int32_t pick = c[nc - 1].id;
-    for (int32_t i = 0; i < nc; i++) {
-        cum += c[i].p;
-        if (u < cum) {
-            pick = c[i].id;
-            break;
-        }
-    }
-    memset(q, 0, (size_t)d->base.n_vocab * sizeof *q);
-    for (int32_t i = 0; i < nc; i++) q[c[i].id] = (float)(c[i].p / sum);
-    return pick;
-}
 
 /* Draft i of job j from logits row r (ids: the device's picks, or NULL). False when there is
  * none (a device pick outside the tokenizer's ids): the job's run ends there. */
@@ -211,10 +133,11 @@ static bool pick(draft_src *d, hearth_draft_job *jb, int32_t j, int32_t i, int32
     const float *row = d->logits + (size_t)r * (size_t)d->nv_draft;
     int32_t t;
     if (sampled(jb)) {
-        t = draw_q(d, jb->sp, row, &d->rng[j], jb->q + (size_t)i * (size_t)d->base.n_vocab);
+        t = hearth_draft_draw(jb->sp, row, d->n_cand, d->base.n_vocab, &d->rng[j], d->cands,
+                              jb->q + (size_t)i * (size_t)d->base.n_vocab);
         jb->q_set = true;
     } else {
-        t = ids ? ids[r] : argmax_row(row, d->n_cand);
+        t = ids ? ids[r] : hearth_draft_argmax(row, d->n_cand);
     }
     if (t < 0 || t >= d->n_cand) return false;
     jb->draft[i] = t;
@@ -416,7 +339,7 @@ hearth_status hearth_drafter_model(const hearth_model *target, const hearth_mode
     d->logits = malloc(B * (size_t)d->nv_draft * sizeof(float));
     d->kk = calloc(B, sizeof(int32_t));
     d->rng = calloc(B, sizeof(uint64_t));
-    d->cands = malloc((size_t)d->n_cand * sizeof(cand));
+    d->cands = malloc((size_t)d->n_cand * sizeof *d->cands);
     if (!d->fwd || !d->held || !d->n_held || !d->tok || !d->pos || !d->sq || !d->want || !d->row_job || !d->ids ||
         !d->logits || !d->kk || !d->rng || !d->cands) {
         model_destroy(&d->base);

@@ -192,7 +192,16 @@ static hearth_kv_scheme draft_kv(hearth_kv_scheme kv) {
 }
 
 static const hearth_model *draft_model_of(const hearth_engine *e) {
-    return e->p.spec.kind == HEARTH_DRAFT_MODEL ? e->p.spec.draft_model : NULL;
+    return e->p.spec.kind == HEARTH_DRAFT_MODEL || e->p.spec.kind == HEARTH_DRAFT_ASSISTANT ? e->p.spec.draft_model
+                                                                                            : NULL;
+}
+
+/* Positions a window group of the target's pool keeps for the draft source (kv_pool.h's
+ * window_keep; 0: the model's window). */
+static int32_t window_keep(const hearth_engine *e) {
+    return e->p.spec.kind == HEARTH_DRAFT_ASSISTANT && e->p.spec.draft_model
+               ? hearth_draft_assistant_window(e->p.spec.draft_model)
+               : 0;
 }
 
 static hearth_draft_model_params draft_params(const hearth_engine *e, hearth_kv_scheme kv) {
@@ -208,6 +217,13 @@ static int64_t draft_bytes(const hearth_engine *e, hearth_kv_scheme kv) {
     if (!dm) return 0;
     const hearth_hparams *hp = hearth_model_hparams(dm);
     hearth_draft_model_params dp = draft_params(e, kv);
+    if (e->p.spec.kind == HEARTH_DRAFT_ASSISTANT) { /* no pool: weights, activations of batch rows, logits */
+        int64_t B = e->p.batch, q = (int64_t)hp->n_head * hp->head_dim;
+        int64_t act = B * (2 * (int64_t)hp->n_embd + 2 * q + 2 * (int64_t)hp->n_ff + 3 * (int64_t)hp->n_embd_backbone +
+                           hp->n_centroids) * 4;
+        return (int64_t)hearth_model_weight_bytes(dm) + act + 2 * B * hp->n_vocab * 4 +
+               (int64_t)e->p.max_step * hp->n_embd_backbone * 4;
+    }
     int64_t T = e->p.max_step, q = (int64_t)hp->n_head * hp->head_dim, kvw = (int64_t)hp->n_head_kv * hp->head_dim;
     int64_t act = T * (2 * (int64_t)hp->n_embd + q + 2 * kvw + q + 2 * (int64_t)hp->n_ff) * 4;
     int64_t logits = (int64_t)e->p.batch * hp->n_vocab * 4;
@@ -221,6 +237,7 @@ static hearth_status size_pool(hearth_engine *e, const hearth_model *m, hearth_k
     const hearth_hparams *hp = hearth_model_hparams(m);
     /* one full context in blocks: a sliding window's layers hold only the window's blocks */
     hearth_kv_layout lay = hearth_kv_layout_of(m, e->p.kv_swa_full);
+    if (lay.n_win > 0 && window_keep(e) > lay.n_swa) lay.n_swa = window_keep(e); /* as the pool will */
     int64_t block = (int64_t)hearth_kv_block_bytes_layers(m, e->p.kv_swa_full, kv, e->layer_kv, e->p.block_size);
     int64_t ctx_blocks = hearth_kv_layout_blocks(&lay, e->p.block_size, e->p.n_ctx, e->p.max_step);
     int64_t weights = (int64_t)hearth_model_weight_bytes(m), trans = transient_bytes(e, hp, width);
@@ -405,6 +422,15 @@ static hearth_status open_drafter(hearth_engine *e, const hearth_model *m, heart
         e->info.draft_pool_bytes = hearth_draft_model_pool_bytes(sp->draft_model, &dp);
         break;
     }
+    case HEARTH_DRAFT_ASSISTANT: {
+        if (!sp->draft_model)
+            return hearth_err_set(err, HEARTH_E_INVALID, -1, "the assistant draft source needs its checkpoint");
+        hearth_status st = hearth_drafter_assistant(m, sp->draft_model, e->be, e->fwd, e->pool, e->p.batch,
+                                                    e->p.max_step, &e->draft, err);
+        if (st) return st;
+        e->info.draft_weight_bytes = (int64_t)hearth_model_weight_bytes(sp->draft_model);
+        break;
+    }
     default:
         return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "this kind of draft source is not available");
     }
@@ -499,7 +525,14 @@ hearth_status hearth_engine_create(const hearth_model *m, const hearth_engine_pa
         e->wired = true;
     }
     /* the backend first: the KV pool lives in its memory */
-    if (e->p.device == HEARTH_DEVICE_CUDA || (e->p.device == HEARTH_DEVICE_AUTO && hearth_cuda_device_count() > 0)) {
+    bool cpu_only = e->p.spec.kind == HEARTH_DRAFT_ASSISTANT; /* draft_assistant.c computes on the host */
+    if (cpu_only && e->p.device == HEARTH_DEVICE_CUDA) {
+        st = hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "--device cuda: the Gemma 4 assistant drafter runs on the "
+                            "CPU only (use --device cpu, or another --draft-kind)");
+        goto fail;
+    }
+    if (e->p.device == HEARTH_DEVICE_CUDA ||
+        (e->p.device == HEARTH_DEVICE_AUTO && !cpu_only && hearth_cuda_device_count() > 0)) {
         hearth_err cerr = {0};
         e->be = hearth_backend_cuda_create(0, e->p.max_step, nx, &cerr);
         if (!e->be && e->p.device == HEARTH_DEVICE_CUDA) {
@@ -540,7 +573,8 @@ hearth_status hearth_engine_create(const hearth_model *m, const hearth_engine_pa
         goto fail;
     }
     hearth_kv_pool_params pp = {.block_size = e->p.block_size, .n_seqs = e->p.batch, .max_seq_len = e->p.n_ctx,
-                                .kv = kv, .layer_kv = e->layer_kv, .swa_full = e->p.kv_swa_full, .be = hearth_backend_host_memory(e->be) ? NULL : e->be};
+                                .kv = kv, .layer_kv = e->layer_kv, .swa_full = e->p.kv_swa_full,
+                                .window_keep = window_keep(e), .be = hearth_backend_host_memory(e->be) ? NULL : e->be};
     if ((st = size_pool(e, m, kv, width, &pp.budget_bytes, err))) goto fail;
     if ((st = hearth_kv_pool_create(m, &pp, &e->pool, err))) goto fail;
     e->n_blocks = hearth_kv_pool_n_blocks(e->pool);

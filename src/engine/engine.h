@@ -35,6 +35,7 @@ typedef enum {
     HEARTH_DRAFT_NONE = 0,
     HEARTH_DRAFT_NGRAM,     /* prompt lookup in the sequence's own tokens */
     HEARTH_DRAFT_MODEL,     /* a second model with the same vocabulary ("two-model") */
+    HEARTH_DRAFT_ASSISTANT, /* the Gemma 4 assistant drafter, reading the target's KV ("assistant") */
 } hearth_draft_kind;
 
 typedef struct {
@@ -50,7 +51,12 @@ typedef struct {
                                      * the engine's backend with a KV pool of its own: batch full
                                      * contexts, at most the target pool's bytes, in the target's
                                      * cache scheme (f16 when that is a quantized one); its weights,
-                                     * pool and activations count in memory_budget */
+                                     * pool and activations count in memory_budget.
+                                     * ASSISTANT: the Gemma 4 assistant (a gemma4_assistant
+                                     * checkpoint, hearth_draft_assistant_check), borrowed as
+                                     * above; it reads the target's pool (whose sliding-window
+                                     * groups then keep window + 2 positions) and runs on the
+                                     * CPU only: a GPU is not used (--device cuda is refused) */
 } hearth_spec_params;
 
 typedef struct {
@@ -221,8 +227,8 @@ typedef struct {
     int32_t ssd_demote_idle;            /* seconds; 0: no demotion */
     bool    ssd_verify;
     hearth_spec_params spec;            /* as resolved (kind NONE: off; draft_model not kept) */
-    char    spec_kind[16];              /* "ngram", "two-model", or "" */
-    int64_t draft_weight_bytes;         /* two-model: the draft model's weights (0 otherwise) */
+    char    spec_kind[16];              /* "ngram", "two-model", "assistant", or "" */
+    int64_t draft_weight_bytes;         /* two-model, assistant: the draft model's weights (0 otherwise) */
     int64_t draft_pool_bytes;           /* two-model: the draft's own KV pool (0 otherwise) */
 } hearth_engine_info;
 

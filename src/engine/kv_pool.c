@@ -161,6 +161,7 @@ hearth_status hearth_kv_pool_create(const hearth_model *m, const hearth_kv_pool_
     int32_t bs = p->block_size > 0 ? p->block_size : 16;
     if (p->n_seqs <= 0 || p->max_seq_len <= 0) return hearth_err_set(err, HEARTH_E_INVALID, -1, "empty KV pool");
     hearth_kv_layout lay = hearth_kv_layout_of(m, p->swa_full);
+    if (lay.n_win > 0 && p->window_keep > lay.n_swa) lay.n_swa = p->window_keep; /* a reader further back */
     int32_t n_groups = lay.n_full + lay.n_win;
     for (int32_t il = 0; il < hp->n_layer; il++) {
         if (hearth_hparams_kv_layer(hp, il) != il) continue;

@@ -69,6 +69,10 @@ typedef struct {
                                        * (kv_config.json; a KV-shared layer takes its source's);
                                        * NULL: kv for every layer */
     bool    swa_full;     /* sliding-window layers keep every block (one group of all layers) */
+    int32_t window_keep;  /* a window group keeps at least this many positions up to a query's
+                           * (the layout's n_swa becomes the larger): a reader of the cache that
+                           * looks further back than the model's window (the Gemma 4 assistant
+                           * drafter, spec.h); <= 0: the window */
     hearth_backend *be;   /* where the blocks live (borrowed, must outlive the pool); NULL: host */
 } hearth_kv_pool_params;
 

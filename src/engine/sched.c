@@ -683,9 +683,10 @@ static void drop_draft_blocks(hearth_sched *s, seq *q) {
 }
 
 /* q fed its last known token and k drafts (toks[n_toks ..)); lg[0..k] are the target's logits
- * at those positions (ids: the device's argmax of each, or NULL). Commit the accepted drafts and
- * the target's token after the last one, roll back the rest. False when q ended (and is freed). */
-static bool verify_drafts(hearth_sched *s, seq *q, int32_t k, float *lg, const int32_t *ids) {
+ * at those positions, the step's rows row0 .. row0 + k (ids: the device's argmax of each, or
+ * NULL). Commit the accepted drafts and the target's token after the last one, roll back the
+ * rest. False when q ended (and is freed). */
+static bool verify_drafts(hearth_sched *s, seq *q, int32_t k, float *lg, const int32_t *ids, int32_t row0) {
     size_t nv = (size_t)s->n_vocab;
     int32_t a = 0;
     q->r->n_drafted += k;
@@ -711,6 +712,7 @@ static bool verify_drafts(hearth_sched *s, seq *q, int32_t k, float *lg, const i
         q->n_done++; /* the draft's KV, written in this step, is the committed token's */
     }
     adapt(s, q, k, a);
+    if (s->p.draft->produced) s->p.draft->produced(s->p.draft, q->slot, row0 + a, q->n_toks); /* row a made the last */
     drop_draft_blocks(s, q);
     index_blocks(s, q);
     release_window(s, q);
@@ -816,7 +818,7 @@ void hearth_sched_step(hearth_sched *s) {
         row += q->score_rows;
         float *lg = s->logits + (size_t)row * (size_t)s->n_vocab;
         const int32_t *ids = argmax && out ? s->ids + row : NULL;
-        int32_t pick = ids ? ids[0] : -1;
+        int32_t pick = ids ? ids[0] : -1, out_row = row;
         row += out ? 1 + k : 0;
         if (st) {
             char msg[160];
@@ -826,7 +828,7 @@ void hearth_sched_step(hearth_sched *s) {
             continue;
         }
         if (k > 0) { /* a speculative round */
-            if (verify_drafts(s, q, k, lg, ids)) i++;
+            if (verify_drafts(s, q, k, lg, ids, out_row)) i++;
             else run_remove(s, i);
             continue;
         }
@@ -846,6 +848,7 @@ void hearth_sched_step(hearth_sched *s) {
             run_remove(s, i);
             continue;
         }
+        if (out && s->p.draft && s->p.draft->produced) s->p.draft->produced(s->p.draft, q->slot, out_row, q->n_toks);
         i++;
     }
     publish(s);

@@ -17,11 +17,14 @@
  *   ngram  prompt lookup, model-free: the most recent earlier occurrence of the sequence's last
  *          n tokens (n from ngram_max down to ngram_min) in its own tokens, and the tokens that
  *          followed it. A draft is certain (no distribution).
- *   model  a second, smaller model with the target's vocabulary and its own KV (draft_model.c).
+ *   model      a second, smaller model with the target's vocabulary and its own KV (draft_model.c).
+ *   assistant  the Gemma 4 assistant drafter (draft_assistant.c): a small head that reads the
+ *              target's KV (never writes it) and its last hidden state.
  *
  * The source keeps whatever state it needs per sequence slot; the scheduler tells it when a
- * slot's sequence is gone (ended or preempted) with release. A source never sees the target's
- * KV and may propose anything: a wrong draft costs time, never correctness.
+ * slot's sequence is gone (ended or preempted) with release, and (to a source that asks, by
+ * setting produced) which row of a step's logits made each sequence's newest token. A source may
+ * propose anything: a wrong draft costs time, never correctness.
  *
  * Thread rule: engine thread only.
  */
@@ -32,6 +35,7 @@
 #include "backend/backend.h"
 #include "backend/kv_type.h"
 #include "base/status.h"
+#include "engine/kv_pool.h"
 #include "engine/sampler.h"
 #include "model/model.h"
 
@@ -52,12 +56,16 @@ typedef struct {
 
 typedef struct hearth_drafter hearth_drafter;
 struct hearth_drafter {
-    const char *kind;      /* "ngram", "two-model" */
+    const char *kind;      /* "ngram", "two-model", "assistant" */
     int32_t     n_vocab;   /* the vocabulary of the drafts (the target's) */
     /* Fill jobs[0..n_jobs) (each a distinct slot). */
     void (*propose)(hearth_drafter *d, hearth_draft_job *jobs, int32_t n_jobs);
     /* The slot's sequence ended or was preempted: forget it. */
     void (*release)(hearth_drafter *d, int32_t slot);
+    /* NULL, or: the target's last step made the slot's token n_toks - 1 (its sequence now has
+     * n_toks tokens) from that step's logits row `row` (rows in the step's order). Called after
+     * the token is taken, for every sequence that goes on. */
+    void (*produced)(hearth_drafter *d, int32_t slot, int32_t row, int32_t n_toks);
     void (*destroy)(hearth_drafter *d);
 };
 
@@ -110,3 +118,25 @@ int64_t hearth_draft_model_pool_bytes(const hearth_model *draft, const hearth_dr
  * cannot run the draft model, HEARTH_E_LIMIT when the pool's cap holds no block. */
 hearth_status hearth_drafter_model(const hearth_model *target, const hearth_model *draft, hearth_backend *be,
                                    const hearth_draft_model_params *p, hearth_drafter **out, hearth_err *err);
+
+/* The Gemma 4 assistant (draft_assistant.c): does asst (a model with n_embd_backbone > 0) draft
+ * for target? It must: be an assistant, for a Gemma 4 target whose hidden size is its backbone
+ * size and whose output has as many rows as its own; for each kind of its layers (sliding,
+ * full) the target must have a layer of that kind that stores its own KV (the last one is read)
+ * with the assistant's head size and kv heads of that kind, and the same RoPE base. A refusal
+ * (HEARTH_E_INVALID) names the first difference. */
+hearth_status hearth_draft_assistant_check(const hearth_model *target, const hearth_model *asst, hearth_err *err);
+
+/* Positions up to and including a query's that a window group of the target's pool must keep
+ * for asst: its sliding layers read window + 1 positions before the drafted token's, one more
+ * than the target's own window reads (0 when it has no sliding layer). kv_pool.h's window_keep. */
+int32_t hearth_draft_assistant_window(const hearth_model *asst);
+
+/* The assistant source ("assistant"): a forward of asst on be (the target's backend, borrowed,
+ * as are the models, the target's pool and its forward target_fwd) for up to batch sequences at
+ * a time. It asks target_fwd for its hidden states (hearth_fwd_set_hidden_out) until it is
+ * destroyed (so destroy it before target_fwd), and reads the pool's KV of the target's sequence
+ * slots. HEARTH_E_UNSUPPORTED when be is not a host-memory backend (the CPU). */
+hearth_status hearth_drafter_assistant(const hearth_model *target, const hearth_model *asst, hearth_backend *be,
+                                       hearth_fwd *target_fwd, const hearth_kv_pool *pool, int32_t batch,
+                                       int32_t max_step, hearth_drafter **out, hearth_err *err);

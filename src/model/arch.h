@@ -94,6 +94,13 @@ typedef struct {
     int32_t n_ff_kv;         /* feed-forward width of the layers below n_layer_kv when the shared
                               * ones are double-wide (n_ff is then the wider); 0 = n_ff */
     bool    k_eq_v;          /* full layers: values come from the key projection */
+    /* Gemma 4 assistant drafter (transformers' gemma4_assistant; 0 elsewhere): no cache of its
+     * own, every layer attends to a target model's (models/gemma4_assistant.c) */
+    int32_t n_embd_backbone; /* the target's hidden size, which its pre/post projections map
+                              * from and to; > 0 marks an assistant */
+    int32_t n_centroids;     /* centroid-masked logits (use_ordered_embeddings): centroids of
+                              * n_vocab / n_centroids tokens; 0 = plain logits */
+    int32_t centroid_top_k;  /* centroids whose tokens keep their logits */
     int32_t n_expert, n_expert_used, n_ff_exp; /* mixture-of-experts block (0 = none): beside the MLP
                               * (Gemma 4), or in its place on the layers that have a router (Qwen3 MoE) */
     bool    attn_sinks;      /* gpt-oss: a learned logit per head joins every softmax (attn_paged_ref.h) */

@@ -262,6 +262,7 @@ done:
  * Each kind must have one shape; bidirectional attention is refused. */
 static hearth_status read_gemma4(const cJSON *tc, const cJSON *rp_full, hearth_hparams *hp, hearth_err *err) {
     double d;
+    bool assistant = hp->n_embd_backbone > 0; /* every layer reads the target's cache */
     if (jbool(tc, "enable_moe_block") == 1) {
         if (need_int(tc, "num_experts", 1024, &hp->n_expert, err) ||
             need_int(tc, "top_k_experts", hp->n_expert, &hp->n_expert_used, err) ||
@@ -322,6 +323,22 @@ static hearth_status read_gemma4(const cJSON *tc, const cJSON *rp_full, hearth_h
     if (!(hp->rope_factor > 0)) hp->rope_factor = 1.0f;
     int32_t n_shared = 0;
     if (opt_int(tc, "num_kv_shared_layers", hp->n_layer, &n_shared, err)) return HEARTH_E_FORMAT;
+    if (assistant) { /* transformers' Gemma4AssistantConfig.validate_architecture */
+        if (n_shared != 0 && n_shared != hp->n_layer)
+            return hearth_err_set(err, HEARTH_E_FORMAT, -1, "gemma4_assistant: every layer must share the target's "
+                                  "KV (num_kv_shared_layers %d of %d layers)", n_shared, hp->n_layer);
+        if (jbool(tc, "enable_moe_block") == 1 || jbool(tc, "use_double_wide_mlp") == 1)
+            return hearth_err_set(err, HEARTH_E_FORMAT, -1, "gemma4_assistant: enable_moe_block and "
+                                  "use_double_wide_mlp must be false");
+        if (jnum(tc, "hidden_size_per_layer_input", &d) && d != 0)
+            return hearth_err_set(err, HEARTH_E_FORMAT, -1, "gemma4_assistant: hidden_size_per_layer_input must "
+                                  "be 0, got %g", d);
+        if (hp->n_centroids > 0 && hp->n_vocab % hp->n_centroids)
+            return hearth_err_set(err, HEARTH_E_FORMAT, -1, "gemma4_assistant: %d tokens do not split into %d "
+                                  "centroids", hp->n_vocab, hp->n_centroids);
+        hp->final_softcap = 0; /* its logits are lm_head's, never soft-capped */
+        return HEARTH_OK;
+    }
     if (n_shared >= hp->n_layer && n_shared > 0)
         return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "num_kv_shared_layers = num_hidden_layers");
     hp->n_layer_kv = n_shared > 0 ? hp->n_layer - n_shared : 0;
@@ -504,6 +521,32 @@ static hearth_status parse_text(const cJSON *root, const cJSON *tc, hearth_hf_co
     return ai->arch == HEARTH_ARCH_GEMMA4 ? read_gemma4(tc, rp_full, hp, err) : HEARTH_OK;
 }
 
+/* The Gemma 4 assistant drafter's own keys (transformers' Gemma4AssistantConfig): a gemma4_text
+ * text_config, the target's hidden size (backbone_hidden_size) and, with use_ordered_embeddings,
+ * num_centroids centroids of which centroid_intermediate_top_k keep their tokens' logits. The
+ * rest of its shape is read as Gemma 4's (read_gemma4). */
+static hearth_status read_assistant(const cJSON *root, const cJSON *tc, hearth_hf_config *cfg, hearth_err *err) {
+    hearth_hparams *hp = &cfg->hp;
+    if (tc == root || cfg->ai->arch != HEARTH_ARCH_GEMMA4)
+        return hearth_err_set(err, HEARTH_E_FORMAT, -1, "gemma4_assistant: config.json needs a gemma4_text "
+                              "text_config");
+    hp->n_embd_backbone = 1536; /* transformers' default */
+    if (opt_int(root, "backbone_hidden_size", 1 << 20, &hp->n_embd_backbone, err)) return HEARTH_E_FORMAT;
+    if (hp->n_embd_backbone <= 0)
+        return hearth_err_set(err, HEARTH_E_FORMAT, -1, "gemma4_assistant: backbone_hidden_size must be positive");
+    if (jbool(root, "use_ordered_embeddings") == 1) {
+        hp->n_centroids = 2048;
+        hp->centroid_top_k = 32;
+        if (opt_int(root, "num_centroids", 1 << 20, &hp->n_centroids, err) ||
+            opt_int(root, "centroid_intermediate_top_k", 1 << 20, &hp->centroid_top_k, err))
+            return HEARTH_E_FORMAT;
+        if (hp->n_centroids <= 0 || hp->centroid_top_k <= 0 || hp->centroid_top_k > hp->n_centroids)
+            return hearth_err_set(err, HEARTH_E_FORMAT, -1, "gemma4_assistant: %d centroids, %d kept do not fit",
+                                  hp->n_centroids, hp->centroid_top_k);
+    }
+    return HEARTH_OK;
+}
+
 hearth_status hearth_hf_config_parse(const char *json, size_t n, hearth_hf_config *cfg, hearth_err *err) {
     memset(cfg, 0, sizeof *cfg);
     cfg->gen.bos = -1;
@@ -529,6 +572,8 @@ hearth_status hearth_hf_config_parse(const char *json, size_t n, hearth_hf_confi
                             "mistral, qwen2, qwen3, qwen3_moe, gpt_oss, gemma2, gemma3, gemma4, phi3, smollm3)", mt ? mt : "(none)");
         goto done;
     }
+    const char *root_mt = jstr(root, "model_type");
+    if (root_mt && !strcmp(root_mt, "gemma4_assistant") && (st = read_assistant(root, tc, cfg, err))) goto done;
     if ((st = parse_text(root, tc, cfg, err))) goto done;
     add_eos_of(&cfg->gen, root);
     if (tc != root) add_eos_of(&cfg->gen, tc);

@@ -60,6 +60,14 @@ struct hearth_model {
     hearth_weight  ple_embd;     /* [n_vocab_ple][n_layer * n_embd_ple] embed_tokens_per_layer */
     hearth_weight  ple_model_proj; /* [n_layer * n_embd_ple][n_embd] per_layer_model_projection */
     const float   *ple_proj_norm;/* [n_embd_ple] per_layer_projection_norm */
+    /* Gemma 4 assistant drafter (hp.n_embd_backbone > 0; models/gemma4_assistant.c) */
+    hearth_weight  pre_proj_e, pre_proj_h; /* [n_embd][n_embd_backbone] each: pre_projection's
+                                  * columns that take the target's embedding, then its hidden
+                                  * state (views into one [n_embd][2 n_embd_backbone] tensor) */
+    hearth_weight  post_proj;    /* [n_embd_backbone][n_embd] post_projection */
+    hearth_weight  centroids;    /* [n_centroids][n_embd] masked_embedding.centroids (n_centroids > 0) */
+    const int32_t *token_order;  /* [n_vocab] in arena: masked_embedding.token_ordering, the ids of
+                                  * centroid c at [c * n_vocab / n_centroids ..) (n_centroids > 0) */
     const char    *name;         /* in arena */
     const char    *chat_template;/* in arena, or NULL */
     hearth_gen_defaults gen;     /* generation_config.json defaults and the eos union */

@@ -270,7 +270,7 @@ static hearth_status bind_layer_gemma4(loader *L, int il) {
         (st = bind_mat(L, NAME("mlp.up_proj"), E, n_ff, true, &l->w_up)) ||
         (st = bind_mat(L, NAME("mlp.down_proj"), n_ff, E, true, &l->w_down)))
         return st;
-    if (hearth_hparams_kv_layer(hp, il) == il) {
+    if (hearth_hparams_kv_layer(hp, il) == il && hp->n_embd_backbone == 0) { /* an assistant has none */
         if ((st = bind_mat(L, NAME("self_attn.k_proj"), E, k_out, true, &l->wk)) ||
             (st = bind_vec(L, NAME("self_attn.k_norm.weight"), hd, true, false, &l->k_norm)))
             return st;
@@ -287,6 +287,55 @@ static hearth_status bind_layer_gemma4(loader *L, int il) {
     if ((st = bind_vec(L, NAME("layer_scalar"), 1, false, false, &scalar))) return st;
     l->out_scale = scalar ? scalar[0] : 1.0f;
 #undef NAME
+    return HEARTH_OK;
+}
+
+/* The Gemma 4 assistant's own tensors (transformers' Gemma4AssistantForCausalLM):
+ * pre_projection [n_embd][2 B] (B = n_embd_backbone) split into the views over its first and its
+ * last B columns (so the forward needs no concatenated input; float rows only, where a view is a
+ * row stride), post_projection [B][n_embd], and with centroid-masked logits
+ * masked_embedding.centroids [n_centroids][n_embd] and .token_ordering [n_vocab] (integers, each
+ * an id). */
+static hearth_status bind_assistant(loader *L) {
+    hearth_model *m = L->m;
+    const hearth_hparams *hp = &m->hp;
+    int64_t E = hp->n_embd, B = hp->n_embd_backbone, V = hp->n_vocab;
+    hearth_weight pre;
+    hearth_status st;
+    if ((st = bind_mat(L, "pre_projection", 2 * B, E, true, &pre)) ||
+        (st = bind_mat(L, "post_projection", E, B, true, &m->post_proj)))
+        return st;
+    size_t half = hearth_row_size(pre.type, B);
+    if ((pre.type != HEARTH_TYPE_F32 && pre.type != HEARTH_TYPE_F16 && pre.type != HEARTH_TYPE_BF16) || half == 0 ||
+        pre.row_bytes != 2 * half)
+        return hearth_err_set(L->err, HEARTH_E_UNSUPPORTED, -1, "gemma4_assistant: pre_projection must be f32, f16 "
+                              "or bf16 (it is %s)", hearth_type_name(pre.type));
+    m->pre_proj_e = m->pre_proj_h = pre;
+    m->pre_proj_e.ne0 = m->pre_proj_h.ne0 = B;
+    m->pre_proj_h.data = (const char *)pre.data + half;
+    if (hp->n_centroids == 0) return HEARTH_OK;
+    if ((st = bind_mat(L, "masked_embedding.centroids", E, hp->n_centroids, true, &m->centroids))) return st;
+    const char *name = "masked_embedding.token_ordering";
+    const hearth_st_tensor *t = hearth_st_find(m->st, name);
+    if (!t || t->n_dims != 1 || t->shape[0] != V || (t->dtype != HEARTH_ST_I64 && t->dtype != HEARTH_ST_I32))
+        return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "gemma4_assistant: tensor '%s' must hold %lld integers",
+                              name, (long long)V);
+    int32_t *ord = hearth_arena_alloc_aligned(&m->arena, (size_t)V * sizeof(int32_t), 64);
+    if (!ord) return hearth_err_set(L->err, HEARTH_E_NOMEM, -1, "out of memory");
+    for (int64_t i = 0; i < V; i++) {
+        int64_t id;
+        if (t->dtype == HEARTH_ST_I64) memcpy(&id, (const char *)t->data + i * 8, 8);
+        else {
+            int32_t v32;
+            memcpy(&v32, (const char *)t->data + i * 4, 4);
+            id = v32;
+        }
+        if (id < 0 || id >= V)
+            return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "gemma4_assistant: token_ordering[%lld] = %lld is "
+                                  "not a token id (0..%lld)", (long long)i, (long long)id, (long long)V - 1);
+        ord[i] = (int32_t)id;
+    }
+    m->token_order = ord;
     return HEARTH_OK;
 }
 
@@ -615,6 +664,16 @@ static int32_t config_token(const hearth_tok *tok, const cJSON *tc, const char *
     return cJSON_IsString(v) ? hearth_tok_find(tok, v->valuestring, strlen(v->valuestring)) : -1;
 }
 
+/* Does dir hold a tokenizer (tokenizer.json or tokenizer.model)? */
+static bool has_tokenizer(const char *dir) {
+    char path[4200];
+    struct stat sb;
+    snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+    if (stat(path, &sb) == 0) return true;
+    snprintf(path, sizeof path, "%s/tokenizer.model", dir);
+    return stat(path, &sb) == 0;
+}
+
 /* tokenizer.json, then tokenizer_config.json's special tokens and chat template, or
  * chat_template.jinja (which transformers writes in preference). */
 static hearth_status load_tokenizer(loader *L, const char *dir) {
@@ -746,7 +805,16 @@ hearth_status hearth_model_load_st(const char *path, hearth_model **out, hearth_
     for (int il = 0; il < hp->n_layer; il++)
         if ((st = hp->arch == HEARTH_ARCH_GEMMA4 ? bind_layer_gemma4(&L, il) : bind_layer(&L, il))) goto fail;
     if (hp->n_embd_ple > 0 && (st = bind_ple(&L))) goto fail;
+    if (hp->n_embd_backbone > 0 && (st = bind_assistant(&L))) goto fail;
 
+    if (hp->n_embd_backbone > 0 && !has_tokenizer(dir)) { /* an assistant drafts in its target's vocabulary */
+        m->name = name_of(&m->arena, dir);
+        describe(&L);
+        hearth_hf_config_fini(cfg);
+        free(cfg);
+        *out = m;
+        return HEARTH_OK;
+    }
     if ((st = load_tokenizer(&L, dir))) goto fail;
     if (hearth_tok_n_vocab(m->tok) > hp->n_vocab) {
         st = hearth_err_set(err, HEARTH_E_FORMAT, -1, "tokenizer.json has %d tokens but the model %d",

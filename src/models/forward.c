@@ -32,6 +32,7 @@ hearth_fwd *hearth_fwd_create(const hearth_model *m, hearth_backend *be, int32_t
     size_t LP = (size_t)hp->n_layer * (size_t)hp->n_embd_ple, P = (size_t)hp->n_embd_ple;
     bool moe = hp->n_expert > 0;
     size_t ME = moe ? T * E : 0, MI = moe ? T * (size_t)hp->n_ff_exp : 0, MX = T * (size_t)hp->n_expert;
+    size_t AB = T * (size_t)hp->n_embd_backbone, AC = T * (size_t)hp->n_centroids; /* an assistant */
     /* the activations, one field and its floats each (0: the model has no use for it) */
     const struct { float **field; size_t floats; } scratch[] = {
         {&f->x, T * E},         {&f->xb, T * E},         {&f->q, T * qw},           {&f->k, T * kw},
@@ -41,6 +42,8 @@ hearth_fwd *hearth_fwd_create(const hearth_model *m, hearth_backend *be, int32_t
         /* mixture of experts */
         {&f->moe_in, ME},       {&f->moe_out, ME},       {&f->moe_gx, ME},          {&f->moe_d, ME},
         {&f->moe_g, MI},        {&f->moe_u, MI},         {&f->moe_logits, MX},
+        /* Gemma 4 assistant */
+        {&f->asst_e, AB},       {&f->asst_h, AB},        {&f->asst_out, AB},        {&f->asst_cent, AC},
     };
     const size_t n_scratch = sizeof scratch / sizeof scratch[0];
     size_t total = 0;
@@ -83,6 +86,15 @@ hearth_fwd *hearth_fwd_create(const hearth_model *m, hearth_backend *be, int32_t
         f->moe_w = malloc(used * sizeof(float));
         f->moe_rows = hearth_buf_alloc(be, used * sizeof(int32_t));
         if (!f->moe_host || !f->moe_sel || !f->moe_w || !f->moe_rows) {
+            hearth_fwd_destroy(f);
+            return NULL;
+        }
+    }
+    if (AB > 0) {
+        f->rope_pos = hearth_buf_alloc(be, T * sizeof(int32_t));
+        f->rope_pos_host = malloc(T * sizeof(int32_t));
+        f->cent_host = malloc((AC + (size_t)hp->n_vocab) * sizeof(float));
+        if (!f->rope_pos || !f->rope_pos_host || !f->cent_host) {
             hearth_fwd_destroy(f);
             return NULL;
         }
@@ -147,7 +159,10 @@ void hearth_fwd_destroy(hearth_fwd *f) {
     free(f->moe_host);
     free(f->moe_sel);
     free(f->moe_w);
+    free(f->rope_pos_host);
+    free(f->cent_host);
     if (f->be) {
+        hearth_buf_free(f->be, f->rope_pos);
         hearth_buf_free(f->be, f->moe_rows);
         hearth_buf_free(f->be, f->ple_rows);
         hearth_buf_free(f->be, f->mem);
@@ -329,9 +344,8 @@ static void step_family(void *arg) {
     sc->family(sc->f, sc->b, sc->kv, sc->logits);
 }
 
-/* Run the family's forward; logits land in backend memory (*out). */
-static hearth_status step_run(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view *kv, float *logits,
-                              float **out) {
+hearth_status hearth_fwd_step_run(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view *kv, float *logits,
+                                  float **out) {
     hearth_status st = step_check(f, b, kv);
     if (st) return st;
     *out = logits;
@@ -373,7 +387,8 @@ static hearth_status step_run(hearth_fwd *f, const hearth_batch *b, const hearth
         sc.family = hearth_gemma3_forward;
         break;
     case HEARTH_ARCH_GEMMA4:
-        sc.family = hearth_gemma4_forward;
+        sc.family = f->m->hp.n_embd_backbone > 0 ? hearth_gemma4_assistant_forward : hearth_gemma4_forward;
+        if (f->m->hp.n_embd_backbone > 0 && !f->asst_target) return HEARTH_E_INVALID; /* hearth_forward_assistant */
         break;
     case HEARTH_ARCH_LLAMA:
     case HEARTH_ARCH_QWEN2:
@@ -409,22 +424,33 @@ static hearth_status step_run(hearth_fwd *f, const hearth_batch *b, const hearth
     return HEARTH_OK;
 }
 
+void hearth_fwd_set_hidden_out(hearth_fwd *f, float *hidden) { f->hidden_out = hidden; }
+
+/* The final-normed hidden states of the logits rows, to the caller's buffer when one is set
+ * (hearth_blk_logits leaves them in f->xb). */
+static void hidden_out(hearth_fwd *f) {
+    if (f->hidden_out && f->be && f->n_out > 0)
+        hearth_buf_download(f->be, f->hidden_out, f->xb, (size_t)f->n_out * (size_t)f->m->hp.n_embd * sizeof(float));
+}
+
 hearth_status hearth_forward(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view *kv, float *logits) {
     float *out = NULL;
-    hearth_status st = step_run(f, b, kv, logits, &out);
+    hearth_status st = hearth_fwd_step_run(f, b, kv, logits, &out);
     if (st) return st;
     if (out != logits)
         hearth_buf_download(f->be, logits, out, (size_t)f->n_out * (size_t)f->m->hp.n_vocab * sizeof(float));
+    hidden_out(f);
     return HEARTH_OK;
 }
 
 hearth_status hearth_forward_argmax(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view *kv, float *logits,
                                     int32_t *ids) {
     float *out = NULL;
-    hearth_status st = step_run(f, b, kv, logits, &out);
+    hearth_status st = hearth_fwd_step_run(f, b, kv, logits, &out);
     if (st) return st;
     if (f->be) {
         hearth_op_argmax(f->be, out, f->n_out, f->m->hp.n_vocab, ids);
+        hidden_out(f);
         return HEARTH_OK;
     }
     for (int32_t r = 0; r < f->n_out; r++) { /* scripted (tests): the logits are the caller's */

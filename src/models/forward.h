@@ -101,6 +101,26 @@ hearth_status hearth_forward(hearth_fwd *f, const hearth_batch *b, const hearth_
  * hearth_forward (written on a host backend, untouched on a device one). */
 hearth_status hearth_forward_argmax(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view *kv, float *logits,
                                     int32_t *ids);
+/* Also write each logits row's final-normed hidden state (what the output head multiplies) to
+ * hidden [n_out][n_embd] (host memory, borrowed; NULL: off) in every later forward. The Gemma 4
+ * assistant drafter reads the target's this way (engine/draft_assistant.c). */
+void            hearth_fwd_set_hidden_out(hearth_fwd *f, float *hidden);
+
+/* The Gemma 4 assistant drafter (a model whose hparams have n_embd_backbone > 0, transformers'
+ * gemma4_assistant; models/gemma4_assistant.c), f made for it. Every token t of b drafts for
+ * its sequence seq[t]: token[t] is the sequence's last token (embedded with target's table),
+ * hidden [n_tokens][target n_embd] (host) the target's final-normed hidden state of the row that
+ * produced it (or the previous draft step's hidden_out), and pos[t] the last position whose KV
+ * target_kv holds: the token's own, pos[t] + 1, is where the queries turn. target_kv has one
+ * layer entry per assistant layer: the target layer it reads (the last of its kind that stores
+ * its own KV), and is only read. Every token must want logits (want_logits all set). Out: logits [n_tokens][n_vocab] (with
+ * centroid-masked logits, every token outside the kept centroids gets the row's least kept
+ * logit minus 1, as transformers does) and hidden_out [n_tokens][target n_embd] (host), the
+ * post-projected state the next draft step takes. HEARTH_E_INVALID when target's hidden size
+ * is not the assistant's backbone size or the batch does not fit the view. */
+hearth_status   hearth_forward_assistant(hearth_fwd *f, const hearth_model *target, const hearth_batch *b,
+                                         const hearth_kv_view *target_kv, const float *hidden, float *logits,
+                                         float *hidden_out);
 hearth_backend *hearth_fwd_backend(const hearth_fwd *f);
 /* Can backend be run model m: every weight's type has its kernels. False with the reason in why. */
 bool            hearth_fwd_supported(const hearth_model *m, hearth_backend *be, char *why, size_t cap);

@@ -42,6 +42,16 @@ struct hearth_fwd {
     int32_t *moe_sel;        /* owned host [T][n_expert_used] chosen experts, then [T * used] rows */
     float   *moe_w;          /* owned host [T][n_expert_used] their weights */
     int32_t *moe_rows;       /* owned backend buffer [T * n_expert_used]: tokens of each expert */
+    /* Gemma 4 assistant drafter (hp.n_embd_backbone > 0; gemma4_assistant.c): backend memory in
+     * mem, except as noted */
+    const hearth_model *asst_target; /* borrowed, for one step: the model whose embeddings it reads */
+    float   *asst_e, *asst_h;  /* [T][n_embd_backbone] the target's embeddings of the step's tokens,
+                                * the target's (or the previous draft's) hidden states */
+    float   *asst_out;         /* [T][n_embd_backbone] post_projection of the normed output */
+    float   *asst_cent;        /* [T][n_centroids] the centroids' logits */
+    int32_t *rope_pos;         /* owned backend buffer [T]: where RoPE turns the queries (pos + 1) */
+    int32_t *rope_pos_host;    /* owned host [T] */
+    float   *cent_host;        /* owned host [T][n_centroids], then one [n_vocab] logits row */
     hearth_numerics    nx;             /* resolved at create */
     hearth_glu_kind    glu;            /* the ffn activation as the numerics compute it */
     bool               scale_q;        /* apply attn_scale to q before attention (llama.cpp's
@@ -65,6 +75,7 @@ struct hearth_fwd {
     bool             lora_gate_up; /* a run's adapter touches gate_proj or up_proj: no fused ffn_glu */
     hearth_fwd_script_fn script; /* tests: replaces the family forward (be and scratch unused) */
     void  *script_ctx;
+    float *hidden_out;       /* borrowed host [max_tok][n_embd], or NULL (hearth_fwd_set_hidden_out) */
     hearth_fwd_trace_fn trace; /* debugging (forward.h); NULL = off */
     void  *trace_user;
 };
@@ -74,6 +85,11 @@ static inline void hearth_fwd_trace(const hearth_fwd *f, const char *name, int32
                                     const float *x, int64_t n_rows, int64_t width) {
     if (f->trace) f->trace(f->trace_user, name, il, op, x, n_rows, width);
 }
+
+/* Check the batch, stage it and run the family's forward (forward.c); logits land in backend
+ * memory (*out). */
+hearth_status hearth_fwd_step_run(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view *kv, float *logits,
+                                  float **out);
 
 /* Blocks (blocks.c). Each reads f->xb (the normed input) and leaves its output in f->xb. */
 void hearth_blk_attn(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view *kv, int32_t il);
@@ -101,3 +117,6 @@ void hearth_blk_moe(hearth_fwd *f, int32_t n_tok, int32_t il);
 void hearth_llama_forward(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view *kv, float *logits);
 void hearth_gemma3_forward(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view *kv, float *logits);
 void hearth_gemma4_forward(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view *kv, float *logits);
+/* One Gemma 4 layer on the residual f->x (gemma4.c), for the assistant too. */
+void hearth_gemma4_layer(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view *kv, int32_t il);
+void hearth_gemma4_assistant_forward(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view *kv, float *logits);

@@ -20,7 +20,11 @@
  * KV sharing: a layer from n_layer_kv on has no k/v projections; it attends to the cache of
  * the last earlier layer of its kind (hearth_hparams_kv_layer), through that layer's block
  * table (its group's), and stores nothing. The cache rows are sized for the widest kind (hparams head_dim x n_head_kv); each layer uses its own
- * width of them. With attention_k_eq_v the full layers' values are the key projection (before
+ * width of them. The assistant drafter (gemma4_assistant.c) runs these layers with every one
+ * reading a target's cache (kv is then the target's, one entry per assistant layer), its
+ * queries turned to f->rope_pos (the drafted token's position, pos + 1: the cache holds up to
+ * pos) and its sliding layers seeing the window + 1 positions up to pos, as transformers'
+ * bidirectional sliding mask over the shared KV does. With attention_k_eq_v the full layers' values are the key projection (before
  * the key norm), normed as values. Norm weights multiply as stored (no 1 + w in Gemma 4).
  */
 #include "models/forward_internal.h"
@@ -34,9 +38,11 @@ static void gemma4_attn(hearth_fwd *f, const hearth_batch *b, const hearth_kv_vi
     hearth_backend *be = f->be;
     int64_t T = b->n_tokens;
     int32_t hd = hearth_hparams_head_dim(hp, il), n_kv = hearth_hparams_n_head_kv(hp, il);
+    bool borrowed = hp->n_embd_backbone > 0; /* the assistant: the target's cache, read only */
     int32_t src = hearth_hparams_kv_layer(hp, il);
     int64_t q_w = (int64_t)hp->n_head * hd, k_w = (int64_t)n_kv * hd;
     bool swa = hearth_hparams_is_swa(hp, il);
+    if (borrowed) src = -1;
 
     if (src == il) {
         const hearth_weight *qkv[3] = {&l->wq, &l->wk, &l->wv};
@@ -50,7 +56,7 @@ static void gemma4_attn(hearth_fwd *f, const hearth_batch *b, const hearth_kv_vi
     }
     hearth_blk_lora(f, il, HEARTH_LORA_Q, f->xb, f->q, q_w);
     hearth_op_rmsnorm(be, f->q, l->q_norm, f->q, T * hp->n_head, hd, hp->norm_eps);
-    hearth_blk_rope(f, f->q, hp->n_head, hd, hd, b->pos, swa);
+    hearth_blk_rope(f, f->q, hp->n_head, hd, hd, borrowed ? f->rope_pos : b->pos, swa);
     hearth_fwd_trace(f, "Qcur", il, "ROPE", f->q, T, q_w);
     if (src == il) {
         hearth_op_rmsnorm(be, f->k, l->k_norm, f->k, T * n_kv, hd, hp->norm_eps);
@@ -62,12 +68,13 @@ static void gemma4_attn(hearth_fwd *f, const hearth_batch *b, const hearth_kv_vi
         hearth_op_kv_store(be, f->k, T, k_w, b->seq, b->pos, kv->k[il], &own, hearth_kv_view_k_type(kv, il));
         hearth_op_kv_store(be, f->v, T, k_w, b->seq, b->pos, kv->v[il], &own, hearth_kv_view_v_type(kv, il));
     }
+    if (borrowed) src = il; /* the view's entry il is the target layer this one reads */
     hearth_attn_args a = {
         .n_tok = T, .n_head = hp->n_head, .n_head_kv = n_kv, .head_dim = hd, .head_dim_v = hd,
         .q = f->q, .out = f->att, .pos = b->pos, .seq = b->seq,
         .k = kv->k[src], .v = kv->v[src], .blocks = hearth_kv_view_blocks(kv, src),
         .k_type = hearth_kv_view_k_type(kv, src), .v_type = hearth_kv_view_v_type(kv, src),
-        .n_swa = swa ? hp->n_swa : 0, .scale = hp->attn_scale, .softcap = 0, .max_len = f->max_len,
+        .n_swa = swa ? hp->n_swa + borrowed : 0, .scale = hp->attn_scale, .softcap = 0, .max_len = f->max_len,
         .max_run = f->max_run,
     };
     hearth_op_attention(be, &a);
@@ -123,27 +130,31 @@ void hearth_gemma4_forward(hearth_fwd *f, const hearth_batch *b, const hearth_kv
     hearth_op_get_rows(f->be, &m->tok_embd, b->token, T, hp->embd_scale, f->x);
     hearth_fwd_trace(f, "inp_scaled", -1, "SCALE", f->x, T, E);
     if (P > 0) gemma4_ple(f, b);
-    for (int32_t il = 0; il < hp->n_layer; il++) {
-        const hearth_layer *l = &m->layers[il];
-        hearth_op_rmsnorm(f->be, f->x, l->attn_norm, f->xb, T, E, hp->norm_eps);
-        gemma4_attn(f, b, kv, il);
-        hearth_op_rmsnorm(f->be, f->xb, l->post_attn_norm, f->xb, T, E, hp->norm_eps);
-        hearth_op_add(f->be, f->x, f->xb, T * E);
-        hearth_op_rmsnorm(f->be, f->x, l->ffn_norm, f->xb, T, E, hp->norm_eps);
-        hearth_blk_ffn(f, (int32_t)T, il);
-        if (hp->n_expert > 0) gemma4_moe(f, T, il);
-        hearth_op_rmsnorm(f->be, f->xb, l->post_ffn_norm, f->xb, T, E, hp->norm_eps);
-        hearth_op_add(f->be, f->x, f->xb, T * E);
-        if (P > 0) {
-            hearth_op_copy_rows(f->be, f->ple_tok, P, f->ple_rows + (int64_t)il * f->max_tok, T, f->ple_x);
-            hearth_op_matmul(f->be, &l->ple_gate, f->x, T, f->ple_g, P);
-            hearth_op_glu(f->be, f->ple_g, f->ple_x, T * P, HEARTH_GLU_GEGLU);
-            hearth_op_matmul(f->be, &l->ple_proj, f->ple_g, T, f->xb, E);
-            hearth_op_rmsnorm(f->be, f->xb, l->ple_norm, f->xb, T, E, hp->norm_eps);
-            hearth_op_add(f->be, f->x, f->xb, T * E);
-        }
-        if (l->out_scale != 1.0f) hearth_op_scale(f->be, f->x, T * E, l->out_scale);
-        hearth_fwd_trace(f, "l_out", il, "ADD", f->x, T, E);
-    }
+    for (int32_t il = 0; il < hp->n_layer; il++) hearth_gemma4_layer(f, b, kv, il);
     hearth_blk_logits(f, logits);
+}
+
+void hearth_gemma4_layer(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view *kv, int32_t il) {
+    const hearth_hparams *hp = &f->m->hp;
+    const hearth_layer *l = &f->m->layers[il];
+    int64_t T = b->n_tokens, E = hp->n_embd, P = hp->n_embd_ple;
+    hearth_op_rmsnorm(f->be, f->x, l->attn_norm, f->xb, T, E, hp->norm_eps);
+    gemma4_attn(f, b, kv, il);
+    hearth_op_rmsnorm(f->be, f->xb, l->post_attn_norm, f->xb, T, E, hp->norm_eps);
+    hearth_op_add(f->be, f->x, f->xb, T * E);
+    hearth_op_rmsnorm(f->be, f->x, l->ffn_norm, f->xb, T, E, hp->norm_eps);
+    hearth_blk_ffn(f, (int32_t)T, il);
+    if (hp->n_expert > 0) gemma4_moe(f, T, il);
+    hearth_op_rmsnorm(f->be, f->xb, l->post_ffn_norm, f->xb, T, E, hp->norm_eps);
+    hearth_op_add(f->be, f->x, f->xb, T * E);
+    if (P > 0) {
+        hearth_op_copy_rows(f->be, f->ple_tok, P, f->ple_rows + (int64_t)il * f->max_tok, T, f->ple_x);
+        hearth_op_matmul(f->be, &l->ple_gate, f->x, T, f->ple_g, P);
+        hearth_op_glu(f->be, f->ple_g, f->ple_x, T * P, HEARTH_GLU_GEGLU);
+        hearth_op_matmul(f->be, &l->ple_proj, f->ple_g, T, f->xb, E);
+        hearth_op_rmsnorm(f->be, f->xb, l->ple_norm, f->xb, T, E, hp->norm_eps);
+        hearth_op_add(f->be, f->x, f->xb, T * E);
+    }
+    if (l->out_scale != 1.0f) hearth_op_scale(f->be, f->x, T * E, l->out_scale);
+    hearth_fwd_trace(f, "l_out", il, "ADD", f->x, T, E);
 }

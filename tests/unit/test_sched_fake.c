@@ -54,6 +54,8 @@ typedef struct {
     int32_t toks[N_CTX];
     int64_t bad;            /* rows that did not hold their own position (or token) */
     float   hot;            /* the logit of the scripted token (0: 1) */
+    int32_t row_seq[256], row_pos[256]; /* the last step's logits rows: slot and position */
+    int32_t n_rows;
 } script;
 
 static int32_t next_of(const int32_t *toks, int32_t n) {
@@ -89,6 +91,7 @@ static hearth_status script_fwd(void *ctx, const hearth_batch *b, const hearth_k
             row[1] = (float)b->pos[t];
         }
     int32_t n_out = 0;
+    sc->n_rows = 0;
     for (int32_t t = 0; t < b->n_tokens; t++) { /* ... then reads */
         if (!b->want_logits[t]) continue;
         /* the full layers read 0..pos: the history; the sliding ones their window, which must agree */
@@ -108,6 +111,11 @@ static hearth_status script_fwd(void *ctx, const hearth_batch *b, const hearth_k
                 else sc->bad += sc->toks[j] != (int32_t)row[0] % 1000;
             }
         }
+        if (n_out < 256) {
+            sc->row_seq[n_out] = b->seq[t];
+            sc->row_pos[n_out] = b->pos[t];
+        }
+        sc->n_rows = n_out + 1;
         float *lg = logits + (int64_t)n_out++ * V;
         for (int32_t i = 0; i < V; i++) lg[i] = 0;
         lg[next_on(sc->toks, b->pos[t] + 1, adapter_of(sc, b, t))] = sc->hot > 0 ? sc->hot : 1;
@@ -140,12 +148,23 @@ typedef struct {
     bool    adapters;     /* requests on adapter 0 (none), 1 or 2 at random */
 } config;
 
-/* The scripted draft source: the script's continuation, each draft wrong one time in four. */
+/* The scripted draft source: the script's continuation, each draft wrong one time in four. It
+ * asks to be told which logits row made each sequence's newest token (produced, as the Gemma 4
+ * assistant does to take that row's hidden state): the row must be of the sequence's slot at
+ * the position before the token's, also after a round that accepted drafts. */
 typedef struct {
     hearth_drafter base;
-    int64_t        jobs, releases, bad_slots;
+    const script  *sc;
+    int64_t        jobs, releases, bad_slots, produced, bad_rows;
     bool           live[16];  /* slots seen since their last release */
 } fake_drafter;
+
+static void fake_produced(hearth_drafter *d, int32_t slot, int32_t row, int32_t n_toks) {
+    fake_drafter *f = (fake_drafter *)d;
+    f->produced++;
+    f->bad_rows += row < 0 || row >= f->sc->n_rows || row >= 256 || f->sc->row_seq[row] != slot ||
+                   f->sc->row_pos[row] != n_toks - 2;
+}
 
 static void fake_propose(hearth_drafter *d, hearth_draft_job *jobs, int32_t n_jobs) {
     fake_drafter *f = (fake_drafter *)d;
@@ -239,7 +258,8 @@ static void run_config(const config *c, int iters, hearth_engine_stats *out) {
         hearth_prefix_cache_set_tier(pc, tier);
     }
     fake_drafter fd = {.base = {.kind = "fake", .n_vocab = V, .propose = fake_propose, .release = fake_release,
-                                .destroy = fake_destroy}};
+                                .produced = fake_produced, .destroy = fake_destroy},
+                       .sc = &sc};
     hearth_sched_params sp = {.batch = c->batch, .max_step = c->max_step, .n_ctx = N_CTX,
                               .draft = c->n_draft > 0 ? &fd.base : NULL, .n_draft = c->n_draft,
                               .draft_fixed = c->draft_fixed};
@@ -339,6 +359,8 @@ static void run_config(const config *c, int iters, hearth_engine_stats *out) {
         CHECK(out->spec_accepted > 0 && out->spec_drafted > out->spec_accepted);
         CHECK(out->spec_rounds > 0 && out->spec_rounds <= fd.jobs);
         CHECK_EQ(fd.bad_slots, 0);
+        CHECK(fd.produced > 0);
+        CHECK_EQ(fd.bad_rows, 0);
         for (int32_t i = 0; i < 16; i++) CHECK(!fd.live[i]);
     } else {
         CHECK_EQ(out->spec_drafted, 0);
