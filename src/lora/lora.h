@@ -84,6 +84,9 @@ hearth_status hearth_lora_load(const char *path, const hearth_model *m, hearth_l
 /* Take / drop a reference (any thread); the last drop frees it. Both accept NULL. */
 const hearth_lora *hearth_lora_retain(const hearth_lora *a);
 void          hearth_lora_release(const hearth_lora *a);
+/* Is the caller's reference the only one left (no mount table, no request holds it)? Only a
+ * holder can take a new reference, so the answer cannot turn false again afterwards. */
+bool          hearth_lora_sole_ref(const hearth_lora *a);
 
 /* Merge a into the weights of m, a Hugging Face checkpoint loaded from folder src_dir, and
  * write the merged checkpoint to out_dir (created if missing): src_dir's other files and one
