@@ -5,7 +5,8 @@
  *
  *   #/chat     streaming chat through POST /v1/chat/completions (SSE read with fetch and a
  *              ReadableStream), markdown rendering, stop / regenerate / edit, conversations in
- *              localStorage, system prompt, sampling popover seeded from GET /v1/app/config.
+ *              localStorage, system prompt, sampling popover seeded from GET /v1/app/config,
+ *              a LoRA adapter picker fed by GET /v1/adapters (per conversation).
  *   #/status   /stats polled every 2 s while visible, with a tokens/s chart on a canvas.
  *   #/library  the models of the store when the server has GET /library; else the one serving;
  *              a form that starts downloads (POST /downloads) and their progress.
@@ -32,7 +33,7 @@ function route() {
   $("menu-btn").hidden = view !== "chat";
   if (view === "status") startStats(); else stopStats();
   if (view === "library") { renderLibrary(); pollDownloads(); } else stopDownloads();
-  if (view === "chat") $("input").focus();
+  if (view === "chat") { $("input").focus(); loadAdapters(); }
   document.title = "hearth \u00b7 " + view;
 }
 
@@ -74,6 +75,7 @@ function bind() {
   $("input").addEventListener("input", autosize);
   $("stop").addEventListener("click", stop);
   $("new-chat").addEventListener("click", newChat);
+  $("adapter-sel").addEventListener("change", pickAdapter);
   $("sys-btn").addEventListener("click", () => {
     const box = $("sys-box");
     box.hidden = !box.hidden;
