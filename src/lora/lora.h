@@ -95,6 +95,13 @@ bool          hearth_lora_sole_ref(const hearth_lora *a);
 hearth_status hearth_lora_fuse(const hearth_model *m, const hearth_lora *a, const char *src_dir, const char *out_dir,
                                hearth_err *err);
 
+/* Merge a into m, a GGUF model, and write the merged GGUF to out_path (lora_fuse_gguf.c): the
+ * base's metadata and tensors, each adapted tensor replaced by W + scale B A (F16 when the
+ * base's is quantized; F32, F16 and BF16 kept). HEARTH_E_UNSUPPORTED naming the tensor for a
+ * projection that is not a tensor of the file or a value beyond f16's range; HEARTH_E_IO. */
+hearth_status hearth_lora_fuse_gguf(const hearth_model *m, const hearth_lora *a, const char *out_path,
+                                    hearth_err *err);
+
 /* The matrices of layer il's projection mod (r == 0 when not adapted). */
 static inline const hearth_lora_mat *hearth_lora_get(const hearth_lora *a, int32_t il, hearth_lora_mod mod) {
     return &a->mats[il][mod];
