@@ -5,7 +5,8 @@
 #
 #   tools/cuda_h200.sh [BIN_DIR [OUT_DIR]]     (defaults: build, build/cuda-h200)
 #
-# BIN_DIR holds test_cuda_ops, test_cuda_matmul, test_cuda_models, hearth and bench_cuda built with
+# BIN_DIR holds test_cuda_ops, test_cuda_matmul, test_cuda_lora, test_cuda_models,
+# test_cuda_lora_models, hearth and bench_cuda built with
 # CUDA (bench_cuda as bench/bench_cuda.c says). Run from the repository root. HEARTH_BENCH_ONLY=1b-bf16,...
 # limits the benchmark to some checkpoints; HEARTH_BENCH_SKIP=1 skips it; HEARTH_BENCH_NCU and
 # HEARTH_BENCH_VARIANTS (see tools/cuda_h200.py) add Nsight Compute profiles of chosen kernels and
@@ -23,10 +24,11 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 echo "== op tests"
 "$BIN/test_cuda_ops" > "$OUT/ops.log" 2>&1; echo "test_cuda_ops rc $?"; tail -1 "$OUT/ops.log"
 "$BIN/test_cuda_matmul" > "$OUT/matmul.log" 2>&1; echo "test_cuda_matmul rc $?"; tail -1 "$OUT/matmul.log"
+"$BIN/test_cuda_lora" > "$OUT/lora.log" 2>&1; echo "test_cuda_lora rc $?"; tail -1 "$OUT/lora.log"
 memcheck() {
     echo "== op tests under compute-sanitizer memcheck"
     : > "$OUT/memcheck.log"
-    for run in ${HEARTH_MEMCHECK_RUNS:-test_cuda_ops: test_cuda_matmul:}; do
+    for run in ${HEARTH_MEMCHECK_RUNS:-test_cuda_ops: test_cuda_matmul: test_cuda_lora:}; do
         args=()
         [ -n "${run#*:}" ] && args=(--filter "${run#*:}")
         timeout "${HEARTH_MEMCHECK_TIMEOUT:-300}" compute-sanitizer --tool memcheck --error-exitcode 9 \
@@ -36,6 +38,8 @@ memcheck() {
 }
 [ -z "${HEARTH_MEMCHECK_LAST:-}" ] && memcheck
 echo "== whole models, GPU vs CPU"
+"$BIN/test_cuda_lora_models" > "$OUT/lora_models.log" 2>&1
+echo "test_cuda_lora_models rc $?"; grep -E "error|moves|FAIL|passed" "$OUT/lora_models.log"
 if [ -n "${HEARTH_H200_QUICK:-}" ]; then
     "$BIN/test_cuda_models" > "$OUT/models.log" 2>&1
     echo "test_cuda_models rc $?"; grep -E "error|identical|passed|FAIL" "$OUT/models.log"

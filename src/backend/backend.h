@@ -10,7 +10,9 @@
  * download; on the CPU plain host memory, iface->host). Weights are passed as the model holds
  * them, in host memory (hearth_weight, norm and bias vectors, RoPE tables): a device backend
  * copies each one to its memory the first time an op sees it and keeps it, keyed by its host
- * address, so the weights must not change while the backend lives.
+ * address, so the weights must not change while the backend lives. LoRA adapters come and go:
+ * their matrices are kept the same way until hearth_backend_forget drops the copy (the forward
+ * does, once no request and no mount holds the adapter), before the host memory is freed.
  *
  * Numerics (numerics.h) are a create parameter: the tier decides the arithmetic a device
  * backend computes (the CPU's comes from the kernel set), the switches which of two paths of
@@ -192,10 +194,15 @@ struct hearth_backend_i {
     /* (optional: NULL = this backend applies no LoRA adapters; the forward refuses them) the
      * segmented LoRA update (kernels/ref/lora_ref.h): for each segment, its rows of y:
      * [..][ldy] get scale * (x A^T) B^T added, x: [..][n_in]; segs is host memory, and each
-     * segment's a and b host memory that stays put while the backend lives (a device backend
-     * may keep copies keyed by address, as it does weights) */
+     * segment's a and b host memory that stays put until forget is called on it (a device
+     * backend keeps copies keyed by address, as it does weights) */
     void (*lora)(hearth_backend *be, const hearth_lora_seg *segs, int n_seg, const float *x, int64_t n_in, float *y,
                  int64_t ldy, int64_t n_out);
+    /* (optional: NULL = the backend keeps no copies of host memory, a host backend) drop the
+     * copy kept of the host memory at host (an adapter matrix or weight an op has read), after
+     * the ops queued so far have run; nothing when there is none. Afterwards host may be freed,
+     * and memory later allocated at the same address is copied afresh. */
+    void (*forget)(hearth_backend *be, const void *host);
     /* out[r] (host memory) = the first index of the largest of x[r][0..n), r < n_rows: greedy
      * picks where only the ids leave the device */
     void (*argmax)(hearth_backend *be, const float *x, int64_t n_rows, int64_t n, int32_t *out);
@@ -343,6 +350,11 @@ static inline void hearth_op_softcap(hearth_backend *be, float *x, int64_t n, fl
 static inline void hearth_op_copy_rows(hearth_backend *be, const float *x, int64_t dim, const int32_t *rows, int64_t n,
                                        float *y) { be->iface->copy_rows(be, x, dim, rows, n, y); }
 static inline bool hearth_backend_has_lora(const hearth_backend *be) { return be->iface->lora != NULL; }
+/* Does the backend keep copies of host memory that hearth_backend_forget must drop? */
+static inline bool hearth_backend_keeps_copies(const hearth_backend *be) { return be->iface->forget != NULL; }
+static inline void hearth_backend_forget(hearth_backend *be, const void *host) {
+    if (be->iface->forget) be->iface->forget(be, host);
+}
 static inline void hearth_op_lora(hearth_backend *be, const hearth_lora_seg *segs, int n_seg, const float *x,
                                   int64_t n_in, float *y, int64_t ldy, int64_t n_out) {
     be->iface->lora(be, segs, n_seg, x, n_in, y, ldy, n_out);

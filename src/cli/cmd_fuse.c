@@ -1,7 +1,7 @@
 /*
- * cmd_fuse.c - `hearth fuse MODEL --adapter DIR --out DIR`: merge a LoRA adapter into a Hugging
- * Face checkpoint (mlx-bun's `fuse`; lora/lora_fuse.c does the work), so the result serves
- * without --adapter at the base model's speed.
+ * cmd_fuse.c - `hearth fuse MODEL --adapter DIR --out DIR|FILE.gguf`: merge a LoRA adapter into a
+ * Hugging Face checkpoint (mlx-bun's `fuse`; lora/lora_fuse.c does the work) or a GGUF model
+ * (llama.cpp's export-lora; lora/lora_fuse_gguf.c), so the result serves without --adapter.
  */
 #include "cli/cli.h"
 #include "lora/lora.h"
@@ -32,7 +32,7 @@ int cli_fuse(int argc, char **argv) {
         }
     }
     if (!model || !adapter || !out) {
-        cli_error("usage: hearth fuse MODEL --adapter DIR --out DIR");
+        cli_error("usage: hearth fuse MODEL --adapter DIR --out DIR|FILE.gguf");
         return 2;
     }
     int rc = 1;
@@ -45,8 +45,9 @@ int cli_fuse(int argc, char **argv) {
         cli_error("%s", err.msg);
         goto done;
     }
-    if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-        cli_error("%s is not a Hugging Face checkpoint folder: fuse merges into safetensors weights", path);
+    bool gguf = stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+    if (!gguf && (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode))) {
+        cli_error("%s is neither a Hugging Face checkpoint folder nor a GGUF file", path);
         goto done;
     }
     if (hearth_model_load(path, &m, &err)) {
@@ -57,7 +58,7 @@ int cli_fuse(int argc, char **argv) {
         cli_error("--adapter %s: %s", adapter, err.msg);
         goto done;
     }
-    if (hearth_lora_fuse(m, lora, path, out, &err)) {
+    if (gguf ? hearth_lora_fuse_gguf(m, lora, out, &err) : hearth_lora_fuse(m, lora, path, out, &err)) {
         cli_error("fuse: %s", err.msg);
         goto done;
     }

@@ -23,7 +23,7 @@ static const char usage_main[] =
     "  evals           the recorded benchmark runs\n"
     "  perplexity MODEL FILE  a model's perplexity on a text, as llama.cpp measures it\n"
     "  embed MODEL     sentence embeddings of --text inputs or stdin lines (encoder models)\n"
-    "  fuse MODEL --adapter DIR --out DIR  merge a LoRA adapter into a safetensors checkpoint\n"
+    "  fuse MODEL --adapter DIR --out DIR  merge a LoRA adapter into a checkpoint (or a GGUF)\n"
     "  fetch-media URL a diagnostic: fetch an image or audio URL as the server would (the\n"
     "                  address guard, redirects, caps), and say what came back or why not\n"
     "  help [verb]     this text, or a verb's flags (also `hearth VERB --help`)\n"
@@ -33,16 +33,17 @@ static const char usage_main[] =
     "($HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub).\n";
 
 static const char usage_fuse[] =
-    "usage: hearth fuse MODEL --adapter DIR --out DIR\n"
+    "usage: hearth fuse MODEL --adapter DIR --out DIR|FILE.gguf\n"
     "\n"
-    "Merge a LoRA adapter into a Hugging Face checkpoint: OUT gets MODEL's files (config,\n"
-    "tokenizer, templates) and one model.safetensors in the source dtypes, each adapted weight\n"
-    "W replaced by W + scale B A (PEFT's merge_and_unload). MODEL is a safetensors checkpoint\n"
-    "folder (path or hub-cache query) in f32, f16 or bf16; GGUF and MLX-quantized bases are not\n"
-    "merged (serve them with --adapter).\n"
+    "Merge a LoRA adapter into a model, each adapted weight W replaced by W + scale B A (PEFT's\n"
+    "merge_and_unload, llama.cpp's export-lora). A Hugging Face checkpoint folder (path or\n"
+    "hub-cache query) in f32, f16 or bf16: OUT, a folder, gets MODEL's files (config, tokenizer,\n"
+    "templates) and one model.safetensors in the source dtypes. A .gguf file: OUT is the merged\n"
+    "GGUF, MODEL's metadata and tensors with the adapted ones in F16 (F32/F16/BF16 ones keep\n"
+    "their type). MLX-quantized checkpoints are not merged (serve them with --adapter).\n"
     "\n"
     "  --adapter DIR         the adapter (alias --adapter-path): PEFT or mlx-lm folder, GGUF LoRA\n"
-    "  --out DIR             where the merged checkpoint goes (alias --save-path; created)\n";
+    "  --out DIR|FILE        where the merged model goes (alias --save-path; a folder is created)\n";
 
 static const char usage_generate[] =
     "usage: hearth generate [model] --prompt TEXT [flags]\n"

@@ -149,6 +149,7 @@ static void *engine_main(void *arg) {
         }
         demote_idle(e);
         hearth_sched_step(e->sched);
+        hearth_fwd_lora_sweep(e->fwd); /* a device's copies of adapters nobody holds any more */
         publish(e);
         if (stop && hearth_sched_idle(e->sched)) break;
     }

@@ -182,6 +182,10 @@ const hearth_lora *hearth_lora_retain(const hearth_lora *a) {
     return a;
 }
 
+bool hearth_lora_sole_ref(const hearth_lora *a) {
+    return atomic_load_explicit(&((hearth_lora *)a)->refs, memory_order_acquire) == 1;
+}
+
 void hearth_lora_release(const hearth_lora *c) {
     hearth_lora *a = (hearth_lora *)c; /* the last reference owns it */
     if (!a || atomic_fetch_sub_explicit(&a->refs, 1, memory_order_acq_rel) != 1) return;

@@ -84,6 +84,9 @@ hearth_status hearth_lora_load(const char *path, const hearth_model *m, hearth_l
 /* Take / drop a reference (any thread); the last drop frees it. Both accept NULL. */
 const hearth_lora *hearth_lora_retain(const hearth_lora *a);
 void          hearth_lora_release(const hearth_lora *a);
+/* Is the caller's reference the only one left (no mount table, no request holds it)? Only a
+ * holder can take a new reference, so the answer cannot turn false again afterwards. */
+bool          hearth_lora_sole_ref(const hearth_lora *a);
 
 /* Merge a into the weights of m, a Hugging Face checkpoint loaded from folder src_dir, and
  * write the merged checkpoint to out_dir (created if missing): src_dir's other files and one
@@ -91,6 +94,13 @@ void          hearth_lora_release(const hearth_lora *a);
  * (lora_fuse.c). HEARTH_E_UNSUPPORTED for a GGUF or MLX-quantized base; HEARTH_E_IO. */
 hearth_status hearth_lora_fuse(const hearth_model *m, const hearth_lora *a, const char *src_dir, const char *out_dir,
                                hearth_err *err);
+
+/* Merge a into m, a GGUF model, and write the merged GGUF to out_path (lora_fuse_gguf.c): the
+ * base's metadata and tensors, each adapted tensor replaced by W + scale B A (F16 when the
+ * base's is quantized; F32, F16 and BF16 kept). HEARTH_E_UNSUPPORTED naming the tensor for a
+ * projection that is not a tensor of the file or a value beyond f16's range; HEARTH_E_IO. */
+hearth_status hearth_lora_fuse_gguf(const hearth_model *m, const hearth_lora *a, const char *out_path,
+                                    hearth_err *err);
 
 /* The matrices of layer il's projection mod (r == 0 when not adapted). */
 static inline const hearth_lora_mat *hearth_lora_get(const hearth_lora *a, int32_t il, hearth_lora_mod mod) {

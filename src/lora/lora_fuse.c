@@ -8,7 +8,8 @@
  * the tensor's dtype: f32, f16 or bf16). Which tensor and rows an adapted projection is comes
  * from where the loaded model's weight points into the mapping, so prefixes (multimodal
  * wrappers) and Phi-3's fused qkv_proj / gate_up_proj (row slices of one tensor) need no name
- * rules. MLX-quantized and GGUF bases are refused: their weights are not stored as floats.
+ * rules. MLX-quantized bases are refused (their weights are not stored as floats); a GGUF base
+ * has its own writer (lora_fuse_gguf.c).
  *
  * Files are written as <name>.tmp and renamed, so a failed fuse leaves no half-written
  * model.safetensors behind.
@@ -98,8 +99,8 @@ static void add_delta(uint8_t *dst, hearth_st_dtype dt, int64_t n_in, int64_t ro
 hearth_status hearth_lora_fuse(const hearth_model *m, const hearth_lora *a, const char *src_dir, const char *out_dir,
                                hearth_err *err) {
     if (!m->st)
-        return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "fuse takes a Hugging Face safetensors base; a GGUF base "
-                              "is not merged yet (serve it with --adapter)");
+        return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "this fuse takes a Hugging Face safetensors base; a GGUF "
+                              "base is merged into a GGUF file (hearth_lora_fuse_gguf)");
     hearth_status st = HEARTH_OK;
     /* every adapted projection must be a float row slice of one tensor */
     for (int32_t il = 0; il < a->n_layer; il++)

@@ -98,6 +98,7 @@ struct hearth_gguf {
     uint32_t            version;
     size_t              alignment;   /* bytes, power of two */
     size_t              data_offset; /* bytes from the file start */
+    size_t              kv_end;      /* bytes from the file start: where the tensor infos begin */
     hearth_arena        arena;       /* owned: names, indexes, string-array offset tables */
     kv_rec             *kv;          /* owned (malloc), n_kv entries, file order */
     int64_t             n_kv;
@@ -552,6 +553,7 @@ static hearth_status parse(parser *p) {
     if (dup >= 0)
         return fail(p, HEARTH_E_FORMAT, g->kv[dup].pos, "duplicate key " NAME_FMT " at offset %zu", g->kv[dup].key,
                     g->kv[dup].pos);
+    g->kv_end = hearth_rd_pos(r);
     if ((st = read_alignment(p))) return st;
 
     for (int64_t i = 0; i < (int64_t)n_tensors; i++)
@@ -644,6 +646,8 @@ void hearth_gguf_close(hearth_gguf *g) {
 uint32_t hearth_gguf_version(const hearth_gguf *g) { return g->version; }
 size_t   hearth_gguf_alignment(const hearth_gguf *g) { return g->alignment; }
 size_t   hearth_gguf_data_offset(const hearth_gguf *g) { return g->data_offset; }
+size_t   hearth_gguf_kv_end(const hearth_gguf *g) { return g->kv_end; }
+const void *hearth_gguf_bytes(const hearth_gguf *g) { return g->base; }
 size_t   hearth_gguf_file_bytes(const hearth_gguf *g) { return g->n_bytes; }
 int64_t  hearth_gguf_n_kv(const hearth_gguf *g) { return g->n_kv; }
 int64_t  hearth_gguf_n_tensors(const hearth_gguf *g) { return g->n_t; }

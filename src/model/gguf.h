@@ -57,6 +57,11 @@ uint32_t hearth_gguf_version(const hearth_gguf *g);
 size_t   hearth_gguf_alignment(const hearth_gguf *g);   /* general.alignment or 32 */
 size_t   hearth_gguf_data_offset(const hearth_gguf *g); /* byte offset of the data section, <= file size */
 size_t   hearth_gguf_file_bytes(const hearth_gguf *g);
+/* The file's bytes (borrowed, hearth_gguf_file_bytes of them), and the offset where the tensor
+ * infos begin: the header and the metadata are bytes [0, kv_end), as a writer that keeps the
+ * metadata and changes tensors copies them (lora/lora_fuse_gguf.c). */
+const void *hearth_gguf_bytes(const hearth_gguf *g);
+size_t   hearth_gguf_kv_end(const hearth_gguf *g);
 
 /* --- metadata: key/value pairs, in file order --- */
 int64_t          hearth_gguf_n_kv(const hearth_gguf *g);

@@ -16,6 +16,26 @@
 
 static size_t up64(size_t n) { return (n + 63) & ~(size_t)63; }
 
+/* Forget the backend's copies of kept adapter i's matrices, drop the forward's reference. */
+static void lora_drop(hearth_fwd *f, int32_t i) {
+    const hearth_lora *a = f->lora_kept[i];
+    for (int32_t il = 0; il < a->n_layer; il++)
+        for (int mod = 0; mod < HEARTH_LORA_N_MOD; mod++) {
+            const hearth_lora_mat *mt = hearth_lora_get(a, il, (hearth_lora_mod)mod);
+            if (!mt->r) continue;
+            hearth_backend_forget(f->be, mt->a); /* phi3's shared A: the second call finds nothing */
+            hearth_backend_forget(f->be, mt->b);
+        }
+    hearth_lora_release(a);
+    f->lora_kept[i] = f->lora_kept[--f->n_lora_kept];
+}
+
+void hearth_fwd_lora_sweep(hearth_fwd *f) {
+    for (int32_t i = 0; i < f->n_lora_kept;)
+        if (hearth_lora_sole_ref(f->lora_kept[i])) lora_drop(f, i);
+        else i++;
+}
+
 hearth_fwd *hearth_fwd_create(const hearth_model *m, hearth_backend *be, int32_t max_tok, const hearth_numerics *nx) {
     const hearth_hparams *hp = &m->hp;
     hearth_fwd *f = calloc(1, sizeof *f);
@@ -154,6 +174,8 @@ void hearth_fwd_destroy(hearth_fwd *f) {
     for (int32_t i = 0; i < f->n_dyn_chunks; i++) free(f->dyn_chunks[i]);
     free(f->dyn_chunks);
     free(f->runs);
+    while (f->n_lora_kept > 0) lora_drop(f, 0);
+    free(f->lora_kept);
     free(f->lora_runs);
     free(f->lora_segs);
     free(f->moe_host);
@@ -311,10 +333,26 @@ bool hearth_fwd_lora_supported(const hearth_fwd *f, char *why, size_t cap) {
     return false;
 }
 
+/* Keep adapter a's matrices on the backend: take a reference the first time a step uses it. */
+static hearth_status lora_keep(hearth_fwd *f, const hearth_lora *a) {
+    for (int32_t i = 0; i < f->n_lora_kept; i++)
+        if (f->lora_kept[i] == a) return HEARTH_OK;
+    if (f->n_lora_kept == f->cap_lora_kept) {
+        int32_t cap = f->cap_lora_kept ? 2 * f->cap_lora_kept : 8;
+        const hearth_lora **k = realloc(f->lora_kept, (size_t)cap * sizeof *k);
+        if (!k) return HEARTH_E_NOMEM;
+        f->lora_kept = k;
+        f->cap_lora_kept = cap;
+    }
+    f->lora_kept[f->n_lora_kept++] = hearth_lora_retain(a);
+    return HEARTH_OK;
+}
+
 /* The step's runs of one adapter (see hearth_fwd.lora_runs). */
 static hearth_status lora_runs(hearth_fwd *f, const hearth_batch *b) {
     f->n_lora_runs = 0;
     f->lora_gate_up = false;
+    hearth_fwd_lora_sweep(f);
     if (!b->lora) return HEARTH_OK;
     for (int32_t t = 0; t < b->n_tokens; t++) {
         const hearth_lora *a = b->lora[t];
@@ -325,6 +363,10 @@ static hearth_status lora_runs(hearth_fwd *f, const hearth_batch *b) {
         else f->lora_runs[f->n_lora_runs++] = (struct hearth_lora_run){t, 1, a};
     }
     if (f->n_lora_runs && (!f->be || !hearth_backend_has_lora(f->be))) return HEARTH_E_UNSUPPORTED;
+    hearth_status st = HEARTH_OK;
+    for (int32_t r = 0; r < f->n_lora_runs && !st && hearth_backend_keeps_copies(f->be); r++)
+        st = lora_keep(f, f->lora_runs[r].a);
+    if (st) return st;
     for (int32_t r = 0; r < f->n_lora_runs; r++)
         f->lora_gate_up |= hearth_lora_touches(f->lora_runs[r].a, HEARTH_LORA_GATE) ||
                            hearth_lora_touches(f->lora_runs[r].a, HEARTH_LORA_UP);

@@ -125,9 +125,15 @@ hearth_backend *hearth_fwd_backend(const hearth_fwd *f);
 /* Can backend be run model m: every weight's type has its kernels. False with the reason in why. */
 bool            hearth_fwd_supported(const hearth_model *m, hearth_backend *be, char *why, size_t cap);
 
-/* Does the forward's backend apply LoRA adapters (the CPU does; the CUDA backend not yet).
- * False with the reason in why. */
+/* Does the forward's backend apply LoRA adapters (the CPU and CUDA backends do). False with the
+ * reason in why. */
 bool            hearth_fwd_lora_supported(const hearth_fwd *f, char *why, size_t cap);
+/* A device backend keeps its own copy of each adapter a step has used (the forward holds a
+ * reference to the adapter meanwhile). Drop the copies, and that reference, of every adapter
+ * nobody else holds any more (unmounted, its last request freed). Each step does this first;
+ * the engine also after each step, so an unmounted adapter's device memory goes when its last
+ * request ends. Cheap when there is nothing to drop; engine thread. */
+void            hearth_fwd_lora_sweep(hearth_fwd *f);
 
 /* Debugging: when set, every intermediate activation of a step is passed to fn after the op
  * that made it, named as llama.cpp names its graph nodes ("Qcur-3", "ffn_out-0", ...) with the

@@ -73,6 +73,11 @@ struct hearth_fwd {
     int32_t          n_lora_runs;
     hearth_lora_seg *lora_segs; /* owned */
     bool             lora_gate_up; /* a run's adapter touches gate_proj or up_proj: no fused ffn_glu */
+    /* adapters whose matrices the backend may hold copies of (a device backend: it keeps them
+     * by host address, backend.h): one reference each, dropped with the copies once it is the
+     * last one (hearth_fwd_lora_sweep); host memory, owned array */
+    const hearth_lora **lora_kept;
+    int32_t          n_lora_kept, cap_lora_kept;
     hearth_fwd_script_fn script; /* tests: replaces the family forward (be and scratch unused) */
     void  *script_ctx;
     float *hidden_out;       /* borrowed host [max_tok][n_embd], or NULL (hearth_fwd_set_hidden_out) */

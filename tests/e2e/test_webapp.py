@@ -585,6 +585,93 @@ def test_download_errors_in_the_view(hub_server, browser, shots):
     d.save_screenshot(str(shots / "library-download-error.png"))
 
 
+# ---------- the adapter picker ----------
+
+ADAPTER = ROOT / "tests" / "golden" / "lora" / "smollm2-lora.gguf"
+PROMPT = "Write one sentence about the sea."
+
+
+@pytest.fixture(scope="module")
+def lora_server():
+    """(base URL, port): SmolLM2 with the GGUF LoRA of tools/make_lora_gguf.py mounted as the default."""
+    proc, port, log = start_server("--no-open", "--adapter", str(ADAPTER))
+    yield f"http://127.0.0.1:{port}", port
+    stop_server(proc)
+    os.unlink(log)
+
+
+def api_reply(port, **extra):
+    """The greedy reply to PROMPT through the API, with the fields the page sends."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    try:
+        body = {"model": "m", "messages": [{"role": "user", "content": PROMPT}], "temperature": 0, "top_p": 1.0,
+                "max_tokens": 12, **extra}
+        c.request("POST", "/v1/chat/completions", body=json.dumps(body), headers={"Content-Type": "application/json"})
+        r = c.getresponse()
+        out = json.loads(r.read())
+        assert r.status == 200, out
+        return out["choices"][0]["message"]["content"]
+    finally:
+        c.close()
+
+
+def page_reply(d):
+    """Send PROMPT from the composer; the finished reply's meta line, its content as stored, and the
+    body the page POSTed (read through a wrapper around the page's fetch)."""
+    js(d, "if(!window.__bodies){window.__bodies=[];const f=window.fetch;window.fetch=(u,o)=>{"
+          "if(String(u).endsWith('/v1/chat/completions'))window.__bodies.push(JSON.parse(o.body));return f(u,o);};}")
+    d.find_element(By.ID, "input").send_keys(PROMPT, Keys.ENTER)
+    wait(d, lambda: (last_reply(d) or {}).get("pending") is False and "tok/s" in last_reply(d)["meta"], timeout=30,
+         what="the reply")
+    r = last_reply(d)
+    assert not r["error"], r["error"]
+    stored = js(d, "const c=JSON.parse(localStorage.getItem('hearth.convs.v1')).find(c=>c.id===localStorage"
+                   ".getItem('hearth.current')); return c.messages[c.messages.length-1].content;")
+    return r["meta"], stored, js(d, "return window.__bodies[window.__bodies.length-1]")
+
+
+def test_adapter_picker(lora_server, browser, shots):
+    from selenium.webdriver.support.ui import Select
+    base, port = lora_server
+    d = browser
+    mounted = json.loads(http_get(port, "/v1/adapters")[2])["data"]
+    assert len(mounted) == 1 and mounted[0]["default"] is True, mounted
+    aid = mounted[0]["id"]
+    with_adapter, without = api_reply(port, adapter=aid), api_reply(port, adapter="none")
+    assert with_adapter != without, "the adapter does not change this reply: the test could not tell"
+    d.get(base + "/#/chat")
+    js(d, "localStorage.clear()")
+    d.refresh()
+    wait(d, lambda: d.find_element(By.ID, "adapter-wrap").is_displayed(), what="the adapter picker")
+    sel = Select(d.find_element(By.ID, "adapter-sel"))
+    assert [(o.get_attribute("value"), o.text) for o in sel.options] == [
+        ("none", "none (base model)"), (aid, aid + " (default)")]
+    assert sel.first_selected_option.get_attribute("value") == aid  # the server's default
+    set_sampling(d, max_tokens=12, temperature=0)
+    # the default: the page sends no field, the server applies its default adapter
+    meta, text, sent = page_reply(d)
+    assert "adapter " + aid in meta and text == with_adapter, (meta, text, with_adapter)
+    assert "adapter" not in sent, sent
+    # "none" in a new conversation: the base model's reply
+    d.find_element(By.ID, "new-chat").click()
+    Select(d.find_element(By.ID, "adapter-sel")).select_by_value("none")
+    meta, text, sent = page_reply(d)
+    assert "base model" in meta and text == without, (meta, text, without)
+    assert sent["adapter"] == "none", sent
+    d.save_screenshot(str(shots / "chat-adapter.png"))
+    # the pick belongs to the conversation: after a reload each shows its own
+    d.refresh()
+    wait(d, lambda: d.find_element(By.ID, "adapter-wrap").is_displayed(), what="the picker after a reload")
+    assert Select(d.find_element(By.ID, "adapter-sel")).first_selected_option.get_attribute("value") == "none"
+    d.find_elements(By.CSS_SELECTOR, "#conv-list .conv-open")[1].click()  # the older conversation
+    assert Select(d.find_element(By.ID, "adapter-sel")).first_selected_option.get_attribute("value") == aid
+    # an explicit pick of the adapter is sent as the request's `adapter`
+    Select(d.find_element(By.ID, "adapter-sel")).select_by_value("none")
+    Select(d.find_element(By.ID, "adapter-sel")).select_by_value(aid)
+    meta, _, sent = page_reply(d)
+    assert "adapter " + aid in meta and sent["adapter"] == aid, (meta, sent)
+
+
 # ---------- `hearth serve` opens the browser ----------
 
 def test_opens_the_chat_with_xdg_open(tmp_path):

@@ -1,7 +1,7 @@
 /*
- * cuda_test.h - what the CUDA op tests share (test_cuda_ops.c, test_cuda_matmul.c): the one
- * tolerance table, random inputs, the GPU backend and its buffers, weights of every type made
- * with the reference quantizers, and the matmul reference.
+ * cuda_test.h - what the CUDA op tests share (test_cuda_ops.c, test_cuda_matmul.c,
+ * test_cuda_lora.c): the one tolerance table, random inputs, the GPU backend and its buffers,
+ * weights of every type made with the reference quantizers, and the matmul reference.
  *
  * Each comparison is scored as max |cuda - ref| / max |ref| over the output and held to the
  * op's line of the tolerance table below (one table, per op and type). Without a GPU (or in a
@@ -60,6 +60,8 @@ static const struct {
     {"matmul_gemm_f32", 2e-5},
     {"matmul_gemm_f16", 3e-3}, /* activations rounded to f16 for cuBLAS */
     {"matmul_gemm_bf16", 1e-2}, /* activations rounded to bf16 */
+    {"lora", 2e-5},            /* the segmented LoRA update: f32 sums of the same products in
+                                  another order (both sides widen f16 matrices exactly) */
 };
 
 static inline double tol_of(const char *op) {

@@ -17,8 +17,7 @@
  * the quantized KV cache (--kv-quant 8, 4, turbo:k8v3 and k4v3) through CUDA engines of the
  * tiny 64-wide llama and SmolLM2 against a CPU engine with the same cache, batched, prefix-cached and preempted;
  * and the scores of a prompt (score_from, `hearth perplexity`) on a CUDA engine against a CPU one.
- * LoRA adapters are not applied on CUDA yet: a forward and an engine request with one are
- * refused with the reason, and nothing runs.
+ * LoRA adapters on CUDA have their own file (test_cuda_lora_models.c).
  */
 #include "test.h"
 
@@ -26,7 +25,6 @@
 #include "engine/engine.h"
 #include "support/kv.h"
 #include "kernels/kernels.h"
-#include "lora/lora.h"
 #include "model/model.h"
 #include "models/forward.h"
 
@@ -673,44 +671,5 @@ TEST(tiny_llama64_ngram_cuda_engine_matches_alone) {
 }
 TEST(smollm2_ngram_cuda_engine_matches_alone) { spec_engine_check(getenv("HEARTH_SMOLLM2_GGUF"), true); }
 TEST(gemma3_ngram_cuda_engine_matches_alone) { spec_engine_check(getenv("HEARTH_GEMMA3_GGUF"), true); }
-
-/* The CUDA backend has no lora op: the forward and the engine say so instead of running the
- * base model for a request that asked for an adapter. */
-TEST(lora_refused_on_cuda) {
-    if (hearth_cuda_device_count() <= 0) TEST_SKIP("no CUDA device");
-    hearth_err err = {0};
-    hearth_model *m = NULL;
-    CHECK_EQ(hearth_model_load("tests/golden/hf/llama", &m, &err), HEARTH_OK);
-    if (!m) return;
-    hearth_lora *a = NULL;
-    CHECK_EQ(hearth_lora_load("tests/golden/lora/llama-peft", m, &a, &err), HEARTH_OK);
-    side s = {0};
-    CHECK(side_open(&s, m, true, 8, 64));
-    char why[160] = "";
-    CHECK(!hearth_fwd_lora_supported(s.fwd, why, sizeof why));
-    CHECK(strstr(why, "cuda") != NULL);
-    int32_t tok[2] = {5, 6}, pos[2] = {0, 1}, seq[2] = {0, 0};
-    const hearth_lora *ls[2] = {a, a};
-    float *logits = malloc((size_t)hearth_model_hparams(m)->n_vocab * sizeof(float));
-    hearth_batch b = {.n_tokens = 2, .token = tok, .pos = pos, .seq = seq, .lora = ls};
-    CHECK_EQ(hearth_forward(s.fwd, &b, hearth_kv_view_of(s.kv), logits), HEARTH_E_UNSUPPORTED);
-    side_close(&s);
-    hearth_engine_params ep = hearth_engine_params_default();
-    ep.device = HEARTH_DEVICE_CUDA;
-    ep.n_ctx = 64;
-    hearth_engine *e = NULL;
-    CHECK_EQ(hearth_engine_create(m, &ep, &e, &err), HEARTH_OK);
-    if (e) {
-        hearth_request_params rp = {.prompt = tok, .n_prompt = 2, .max_tokens = 2,
-                                    .sampling = hearth_sampler_params_default(), .lora = a, .lora_id = 1};
-        hearth_request *r = NULL;
-        CHECK_EQ(hearth_engine_submit(e, &rp, &r, &err), HEARTH_E_UNSUPPORTED);
-        CHECK(strstr(err.msg, "LoRA") != NULL && r == NULL);
-        hearth_engine_destroy(e);
-    }
-    free(logits);
-    hearth_lora_release(a);
-    hearth_model_destroy(m);
-}
 
 int main(int argc, char **argv) { return test_main(argc, argv); }

@@ -6,7 +6,14 @@
  * (the model's mapping and its f32 norm copies): the first op that sees one copies it to the
  * GPU and records host -> device in an open-addressing table, so the model code is the same
  * for every backend. A CUDA failure inside an op (a device fault, memory exhausted while copying a
- * weight) is not recoverable mid-step: it is logged and the process aborts.
+ * weight) is not recoverable mid-step: it is logged and the process aborts. LoRA adapter
+ * matrices go in the same table, until forget drops them (models/forward.c does once an adapter
+ * is unmounted and its last request has ended); forget deletes with a backward shift, so the
+ * table never fills with tombstones.
+ *
+ * LoRA (lora.cu): every segment of a call in one shrink and one expand launch, its x A^T rows in
+ * a scratch buffer grown like the attention's. Steps with adapters are never captured as graphs
+ * (models/forward.c gives them key 0: their segments change from step to step).
  *
  * The numerics (numerics.h) are fixed at create: the ref tier keeps f32 activations for every
  * matmul and the plain RMSNorm and GLU; l1 rounds activations to 8 bits per 32 values as
@@ -43,6 +50,7 @@ _Static_assert((int)HC_Q4_K == (int)HEARTH_TYPE_Q4_K && (int)HC_Q6_K == (int)HEA
                    (int)HC_BF16 == (int)HEARTH_TYPE_BF16 && (int)HC_Q5_1 == (int)HEARTH_TYPE_Q5_1 &&
                    (int)HC_Q8_0 == (int)HEARTH_TYPE_Q8_0 && (int)HC_Q5_K == (int)HEARTH_TYPE_Q5_K,
                "hc type ids follow hearth_type");
+_Static_assert(HC_LORA_MAX_RANK == HEARTH_LORA_MAX_RANK, "lora.cu's shared memory holds the largest rank");
 
 typedef struct {
     const void *host; /* NULL = empty slot */
@@ -68,6 +76,8 @@ typedef struct {
     size_t         attn_cap; /* floats */
     int32_t       *ids;      /* argmax output */
     size_t         ids_cap;
+    float         *lora_h;   /* the LoRA update's x A^T rows (lora.cu) */
+    size_t         lora_cap; /* floats */
     char           name[96];
     /* step graphs: a key seen once is warm (its weights and scratch are in place), the second
      * time it is captured, then replayed */
@@ -145,6 +155,30 @@ static const void *weight_dev(cuda_ctx *c, const void *host, size_t bytes) {
     check(cudaMemcpyAsync(w->dev, host, bytes, cudaMemcpyHostToDevice, c->stream), "copying a weight");
     c->weight_bytes += bytes;
     return w->dev;
+}
+
+/* Drop host's copy, if any (backend.h, forget): the slot is emptied and the rest of its run of
+ * occupied slots put back where a lookup will find them (deletion by backward shift). */
+static void cu_forget(hearth_backend *be, const void *host) {
+    cuda_ctx *c = ctx_of(be);
+    if (!host || c->map_cap == 0) return;
+    const size_t mask = c->map_cap - 1;
+    size_t j = slot_of(c, host);
+    while (c->map[j].host && c->map[j].host != host) j = (j + 1) & mask;
+    if (!c->map[j].host) return;
+    check(cudaStreamSynchronize(c->stream), "synchronize");
+    graphs_forget(c); /* a captured step may hold the address */
+    cudaFree(c->map[j].dev);
+    c->weight_bytes -= c->map[j].bytes;
+    c->map_n--;
+    c->map[j].host = NULL;
+    for (size_t i = (j + 1) & mask; c->map[i].host; i = (i + 1) & mask) {
+        weight_slot w = c->map[i];
+        c->map[i].host = NULL;
+        size_t k = slot_of(c, w.host);
+        while (c->map[k].host) k = (k + 1) & mask;
+        c->map[k] = w;
+    }
 }
 
 static const void *wdev(cuda_ctx *c, const hearth_weight *w) {
@@ -342,6 +376,36 @@ static void cu_copy_rows(hearth_backend *be, const float *x, int64_t dim, const 
     hc_copy_rows(x, dim, rows, n, y, c->stream);
 }
 
+/* The segments' matrices to the device on first sight (keyed by host address, as weights),
+ * then lora.cu, HC_LORA_MAX_SEG segments at a time. */
+static void cu_lora(hearth_backend *be, const hearth_lora_seg *segs, int n_seg, const float *x, int64_t n_in, float *y,
+                    int64_t ldy, int64_t n_out) {
+    cuda_ctx *c = ctx_of(be);
+    hc_lora_seg ds[HC_LORA_MAX_SEG];
+    for (int s0 = 0; s0 < n_seg; s0 += HC_LORA_MAX_SEG) {
+        int n = n_seg - s0 < HC_LORA_MAX_SEG ? n_seg - s0 : HC_LORA_MAX_SEG;
+        for (int i = 0; i < n; i++) {
+            const hearth_lora_seg *sg = &segs[s0 + i];
+            HEARTH_ASSERT(sg->r > 0 && sg->r <= HEARTH_LORA_MAX_RANK && sg->n >= 0);
+            size_t es = sg->half ? sizeof(uint16_t) : sizeof(float);
+            ds[i] = (hc_lora_seg){.t0 = sg->t0, .n = sg->n, .r = sg->r, .scale = sg->scale, .half = sg->half,
+                                  .a = weight_dev(c, sg->a, (size_t)sg->r * (size_t)n_in * es),
+                                  .b = weight_dev(c, sg->b, (size_t)n_out * (size_t)sg->r * es)};
+        }
+        size_t need = hc_lora_scratch(ds, n);
+        if (need > c->lora_cap) {
+            check(cudaStreamSynchronize(c->stream), "synchronize");
+            graphs_forget(c);
+            cudaFree(c->lora_h);
+            c->lora_h = NULL;
+            c->lora_cap = 0;
+            check(cudaMalloc((void **)&c->lora_h, need * sizeof(float)), "allocating LoRA scratch");
+            c->lora_cap = need;
+        }
+        hc_lora(ds, n, x, n_in, y, ldy, n_out, c->lora_h, c->stream);
+    }
+}
+
 static void cu_argmax(hearth_backend *be, const float *x, int64_t n_rows, int64_t n, int32_t *out) {
     cuda_ctx *c = ctx_of(be);
     if (n_rows <= 0) return;
@@ -508,6 +572,7 @@ static void cu_destroy(hearth_backend *be) {
             if (c->graphs[i].state == 2) cudaGraphExecDestroy(c->graphs[i].exec);
         cudaFree(c->attn_scratch);
         cudaFree(c->ids);
+        cudaFree(c->lora_h);
         for (int i = 0; i < HEARTH_STAGE_COUNT; i++) cudaFree(c->stage[i].p);
         hc_matmul_destroy(c->mm);
         if (c->stream) cudaStreamDestroy(c->stream);
@@ -546,6 +611,8 @@ static const struct hearth_backend_i cuda_iface = {
     .hadamard = cu_hadamard,
     .softcap = cu_softcap,
     .copy_rows = cu_copy_rows,
+    .lora = cu_lora,
+    .forget = cu_forget,
     .argmax = cu_argmax,
     .destroy = cu_destroy,
 };

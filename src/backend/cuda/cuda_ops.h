@@ -127,6 +127,25 @@ void hc_copy_rows(const float *x, int64_t dim, const int32_t *rows, int64_t n, f
 /* argmax.cu: out[r] = the first index of the largest of x[r][0..n) */
 void hc_argmax(const float *x, int64_t n_rows, int64_t n, int32_t *out, void *stream);
 
+/* lora.cu: the segmented LoRA update (hearth_lora_ref, kernels/ref/lora_ref.h): for each
+ * segment, rows t of [t0, t0 + n) get y[t] += scale * B (A x[t]);  x: [..][n_in], y: [..][ldy]
+ * (the first n_out of a row), a: [r][n_in], b: [n_out][r] (device memory, f16 when half, else
+ * f32). segs is host memory (read before the call returns); h is scratch of at least
+ * hc_lora_scratch(segs, n_seg) floats. One shrink and one expand launch per HC_LORA_MAX_SEG
+ * segments. */
+#define HC_LORA_MAX_SEG 32
+#define HC_LORA_MAX_RANK 256 /* = HEARTH_LORA_MAX_RANK (cuda_backend.c checks) */
+typedef struct {
+    int64_t     t0, n;
+    int32_t     r;
+    float       scale;
+    bool        half;
+    const void *a, *b;
+} hc_lora_seg;
+size_t hc_lora_scratch(const hc_lora_seg *segs, int n_seg);
+void   hc_lora(const hc_lora_seg *segs, int n_seg, const float *x, int64_t n_in, float *y, int64_t ldy,
+               int64_t n_out, float *h, void *stream);
+
 /* matmul.cu: y[t][o] = sum_i w[o][i] x[t][i]; a matrix-vector kernel per type for few tokens,
  * cuBLAS (weights dequantized to f16 first when quantized) for many. */
 typedef struct hc_matmul_ctx hc_matmul_ctx;

@@ -6,7 +6,8 @@
  *   #/chat     streaming chat through POST /v1/chat/completions (SSE read with fetch and a
  *              ReadableStream), markdown rendering, stop / regenerate / edit, conversations in
  *              localStorage, system prompt, sampling popover seeded from GET /v1/app/config,
- *              a model picker fed by GET /v1/models (shown when it lists more than one).
+ *              a model picker fed by GET /v1/models (shown when it lists more than one),
+ *              a LoRA adapter picker fed by GET /v1/adapters (per conversation).
  *   #/status   /stats polled every 2 s while visible, with a tokens/s chart on a canvas.
  *   #/library  the models of the store when the server has GET /library; else the one serving;
  *              "Chat with this model" on each one the server serves (GET /v1/models lists it);
@@ -37,6 +38,7 @@ function route() {
   if (view === "chat") {
     if (app.config) loadModels();
     $("input").focus();
+    loadAdapters();
   }
   document.title = "hearth \u00b7 " + view;
 }
@@ -80,6 +82,7 @@ function bind() {
   $("stop").addEventListener("click", stop);
   $("model-pick").addEventListener("change", (ev) => pickModel(ev.target.value));
   $("new-chat").addEventListener("click", newChat);
+  $("adapter-sel").addEventListener("change", pickAdapter);
   $("sys-btn").addEventListener("click", () => {
     const box = $("sys-box");
     box.hidden = !box.hidden;

@@ -1,9 +1,9 @@
 /*
  * chat.js - the #/chat view: conversations in localStorage, message rendering, sending and
- * streaming through POST /v1/chat/completions (SSE over fetch), stop / regenerate / edit, and
- * the sampling popover, and the model picker fed by GET /v1/models (with a model pool every
- * model of the store, each loaded or not; the chosen one is each request's "model") (core.js
- * says how the app's scripts fit together).
+ * streaming through POST /v1/chat/completions (SSE over fetch), stop / regenerate / edit, the
+ * sampling popover, the model picker fed by GET /v1/models (with a model pool every model of the
+ * store, each loaded or not; the chosen one is each request's "model"), and the adapter picker
+ * (core.js says how the app's scripts fit together).
  */
 "use strict";
 
@@ -125,6 +125,7 @@ function renderChat() {
   box.textContent = "";
   const c = conv();
   $("sys-text").value = c ? c.system || "" : "";
+  renderAdapterPicker();
   if (!c || !c.messages.length) {
     const e = el("div", "empty");
     e.appendChild(el("h2", null, "Chat with " + (app.config ? chatModel() : "hearth")));
@@ -209,6 +210,7 @@ function metaText(m) {
   }
   if (m.tps) parts.push(m.tps.toFixed(1) + " tok/s");
   if (m.ttft_ms !== undefined) parts.push("first token " + Math.round(m.ttft_ms) + " ms");
+  if (m.adapter) parts.push(m.adapter === "none" ? "base model" : "adapter " + m.adapter);
   if (m.finish === "length") parts.push("cut at the token limit");
   if (m.stopped) parts.push("stopped");
   return parts.join(" \u00b7 ");
@@ -225,6 +227,62 @@ function updateMsg(m) {
   const stick = box.scrollHeight - box.scrollTop - box.clientHeight < 40;
   node.replaceWith(renderMsg(c, m, k));
   if (stick) box.scrollTop = box.scrollHeight;
+}
+
+/* ---------- the adapter picker ---------- */
+
+/* The mounted LoRA adapters (GET /v1/adapters; an empty list when the server has none or the
+ * route fails) fill the picker: "none" (the base model) and each adapter, the server's default
+ * (--adapter) marked. Hidden while no adapter is mounted. A conversation keeps its pick
+ * (c.adapter, sent as the request's `adapter`); without one the default is shown and nothing is
+ * sent, so the server applies it. A pick that is no longer mounted stays shown as such, and
+ * the server's 400 naming it appears under the reply: never the base model in its place. */
+async function loadAdapters() {
+  let list = [];
+  try {
+    const r = await api("/v1/adapters");
+    list = Array.isArray(r.data) ? r.data : [];
+  } catch (e) {
+    list = [];
+  }
+  app.adapters = list;
+  renderAdapterPicker();
+}
+
+function renderAdapterPicker() {
+  const list = app.adapters || [];
+  const c = conv();
+  const def = list.find((a) => a.default);
+  const cur = c && c.adapter ? c.adapter : def ? def.id : "none";
+  const sel = $("adapter-sel");
+  sel.textContent = "";
+  const add = (value, label) => {
+    const o = el("option", null, label);
+    o.value = value;
+    sel.appendChild(o);
+  };
+  add("none", "none (base model)");
+  for (const a of list) add(a.id, a.id + (a.default ? " (default)" : ""));
+  if (cur !== "none" && !list.some((a) => a.id === cur)) add(cur, cur + " (not mounted)");
+  sel.value = cur;
+  $("adapter-wrap").hidden = !list.length && !(c && c.adapter);
+}
+
+function pickAdapter() {
+  const pick = $("adapter-sel").value; // read first: a new conversation redraws the picker
+  let c = conv();
+  if (!c) {
+    newChat();
+    c = conv();
+  }
+  c.adapter = pick;
+  saveConvs();
+  renderAdapterPicker();
+}
+
+/* What a reply of c asks for: its pick, else nothing (the server's default). */
+function adapterOf(c) {
+  return c.adapter || null;
 }
 
 /* ---------- sending and streaming ---------- */
@@ -285,6 +343,9 @@ async function stream(c, m, msgs) {
   try {
     const body = { model: chatModel(), messages: msgs, stream: true,
                    stream_options: { include_usage: true }, ...samplingBody() };
+    const ad = adapterOf(c), def = (app.adapters || []).find((a) => a.default);
+    if (ad) body.adapter = ad;
+    m.adapter = ad || (def ? def.id : undefined);
     const r = await fetch("/v1/chat/completions", { method: "POST", headers: headers(true),
                                                      body: JSON.stringify(body), signal: controller.signal });
     if (!r.ok) {

@@ -21,6 +21,7 @@ const app = {
   current: null,      // id of the open conversation
   busy: null,         // {controller, msg} while a reply streams
   sampling: {},       // the user's overrides: {temperature, top_p, top_k, max_tokens}
+  adapters: [],       // GET /v1/adapters' data: the mounted LoRA adapters
   stats: { timer: null, history: [], last: null },
 };
 
