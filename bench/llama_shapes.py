@@ -91,7 +91,7 @@ def write_bf16(name, path):
     E, L, H, KV, FF, _ = cuda_h200.SHAPES[shape]
     tmp = path + ".part"
     w = GGUFWriter(tmp, "llama")
-    cuda_h200.add_llama_header(w, f"hearth bench {name} bf16 (random weights)", (E, L, H, KV, FF), vocab(),
+    cuda_h200.add_llama_header(w, f"hearth bench {name} (random weights)", (E, L, H, KV, FF), vocab(),
                                ctx=131072)
     w.add_file_type(32)  # LLAMA_FTYPE_MOSTLY_BF16
     ts = tensors(shape, tied)

@@ -11,7 +11,8 @@ pp4096 runs) in chunks of 512 (hearth's prefill chunk, llama.cpp's default ubatc
 greedy tokens after them (tg128), timing only their own compute. Peak RSS is the child's ru_maxrss
 (os.wait4); llama.cpp's has the Python interpreter's own RSS (measured in an idle child)
 subtracted so the comparison is of the libraries. Medians over the repetitions, the ratio
-hearth / llama.cpp per cell, and decode as a fraction of the roofline:
+hearth / llama.cpp per cell, the time to first token (the prompt's prefill time: a long prompt
+gives the TTFT at that length), and decode as a fraction of the roofline:
   roofline tok/s = read bandwidth at that thread count (bench/membw.c) / weight bytes one
                    decoded token reads (every matrix once; the embedding only when it is also the
                    output projection, as both models here tie them).
@@ -209,6 +210,9 @@ def main():
                     j = {}
                 if rc != 0 or "decode_tok_s" not in j:
                     r["error"] = (err.strip().splitlines() or ["no output"])[-1]
+                    if s == "llama.cpp" and rc == -11:  # SIGSEGV
+                        r["error"] = ("killed by SIGSEGV (llama.cpp built with AMX crashes in ggml_backend_amx_mul_mat "
+                                      "on some CPUs: bench/README.md, 'A peer without AMX')")
                     print(f"  {m} t={t} pp{pt} {s}: FAILED ({r['error']})", flush=True)
                 else:
                     r.update(prefill_tok_s=j["prefill_tok_s"], decode_tok_s=j["decode_tok_s"])
@@ -230,6 +234,7 @@ def main():
             k = "h" if s == "hearth" else "l"
             c[k + "_prefill"] = med([r["prefill_tok_s"] for r in rs])
             c[k + "_decode"] = med([r["decode_tok_s"] for r in rs])
+            c[k + "_ttft_s"] = pt / c[k + "_prefill"] if c[k + "_prefill"] else None  # the prompt's prefill time
             c[k + "_rss"] = med([r["peak_rss_bytes"] for r in rs])
             c[k + "_n"] = len(rs)
             c[k + "_others_cpu_max"] = max([r["others_cpu"] for r in rs], default=None)
@@ -270,9 +275,9 @@ def main():
         f"(decoded after the prompt), "
         f"medians of {a.reps} reps; {info.get('cpu')} x{info['cpus']}; {started}",
         "",
-        "| model | thr | prompt | prefill hearth | prefill llama.cpp | ratio | decode hearth | decode llama.cpp | ratio "
+        "| model | thr | prompt | prefill hearth | prefill llama.cpp | ratio | TTFT s hearth / llama.cpp | decode hearth | decode llama.cpp | ratio "
         "| roofline tok/s | hearth % roof | llama.cpp % roof | RSS hearth MiB | RSS llama.cpp MiB (net) | ratio |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for c in cells:
         pct = lambda x: "-" if x is None else f"{100 * x:.0f}%"
@@ -281,6 +286,7 @@ def main():
             f"| {MODELS.get(c['model'], c['model'])}{' (provisional)' if c['provisional'] else ''} | {c['threads']} "
             f"| {c['prompt']} "
             f"| {fmt(c['h_prefill'])} | {fmt(c['l_prefill'])} | {fmt(c['ratio_prefill'], '.2f')} "
+            f"| {fmt(c['h_ttft_s'], '.2f')} / {fmt(c['l_ttft_s'], '.2f')} "
             f"| {fmt(c['h_decode'])} | {fmt(c['l_decode'])} | {fmt(c['ratio_decode'], '.2f')} "
             f"| {fmt(c['roofline_tok_s'])} | {pct(c['h_roofline_frac'])} | {pct(c['l_roofline_frac'])} "
             f"| {mib(c['h_rss'])} | {mib(c.get('l_rss_net'))} | {fmt(c['ratio_rss'], '.2f')} |")
