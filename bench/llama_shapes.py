@@ -166,7 +166,12 @@ def main():
         print(__doc__)
         print("names:", ", ".join(NAMES))
         return 0 if names else 2
-    for n, p in ensure(names).items():
+    try:
+        paths = ensure(names)
+    except (ValueError, RuntimeError) as e:
+        print(f"llama_shapes.py: {e}", file=sys.stderr)
+        return 2
+    for n, p in paths.items():
         print(n, p)
     return 0
 

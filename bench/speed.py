@@ -166,6 +166,7 @@ def main():
     except ImportError:
         sys.exit("speed.py: llama-cpp-python is missing (make oracles installs requirements/oracle.txt)")
 
+    paths = model_paths(models)  # set-up: the Llama shapes are made here the first time
     started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     info = machine_info()
     info["load_avg_start"] = os.getloadavg()
@@ -187,7 +188,6 @@ def main():
             idle.append(rss)
     py_base = med(idle) or 0
 
-    paths = model_paths(models)
     runs = []
     grid = [(m, t, pt) for m in models for t in threads for pt in prompts]
     for rep in range(a.reps):
