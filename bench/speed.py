@@ -2,8 +2,8 @@
 """speed.py - hearth against llama.cpp on the same GGUF files, the same machine, the same threads,
 in one run (`make bench`; bench/README.md).
 
-For each model, thread count and prompt length, each repetition runs both stacks, one after the other in
-their own child processes, alternating which goes first:
+For each model, thread count and prompt length, each repetition runs both stacks, one after the
+other in their own child processes, alternating which goes first:
   hearth     build/hearth benchmark MODEL --prompt-tokens P --tokens T --runs 1 --json --no-record
   llama.cpp  bench/llamacpp_run.py MODEL (llama-cpp-python's C API; requirements/oracle.txt)
 Both load the model, warm up, prefill P pseudo-random tokens (pp512; --prompt-tokens 512,4096 adds
@@ -15,7 +15,8 @@ hearth / llama.cpp per cell, the time to first token (the prompt's prefill time:
 gives the TTFT at that length), and decode as a fraction of the roofline:
   roofline tok/s = read bandwidth at that thread count (bench/membw.c) / weight bytes one
                    decoded token reads (every matrix once; the embedding only when it is also the
-                   output projection, as both models here tie them).
+                   output projection, as the starter models and the 1B shape tie them), as
+                   hearth reports it.
 Models: the starter models (smollm2, gemma3), and Llama-3.2-1B / Llama-3.1-8B shapes with random
 weights in bf16, q4_0, q8_0 and q4_k_m (llama1b-q4_0, ..., llama8b-q4_k_m), made by
 bench/llama_shapes.py at set-up into a cache directory and reused (a few minutes the first time).
