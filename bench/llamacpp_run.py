@@ -4,8 +4,10 @@
 Loads MODEL through llama-cpp-python's low-level API (the llama.cpp C functions, no Python
 sampling or logits copies in the timed region), then, like `hearth benchmark`:
   warm-up    a 32-token prompt and 4 decoded tokens (not timed), then the cache is cleared;
-  prefill    a prompt of --prompt-tokens pseudo-random ids in one llama_decode (n_batch =
-             n_ubatch = the prompt length), timed from the call to llama_synchronize;
+  prefill    a prompt of --prompt-tokens pseudo-random ids in one llama_decode (n_batch = the
+             prompt length; n_ubatch = --ubatch, default 512 as llama.cpp's own, so a longer
+             prompt runs in chunks of 512 as hearth's does), timed from the call to
+             llama_synchronize;
   decode     --tokens greedy tokens (argmax of the logits, temperature 0), each one
              llama_decode + llama_synchronize, timed per token and summed; the argmax is
              outside the timed region.
@@ -27,6 +29,7 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--prompt-tokens", type=int, default=512)
     ap.add_argument("--tokens", type=int, default=128)
+    ap.add_argument("--ubatch", type=int, default=512, help="llama.cpp's n_ubatch (default 512)")
     ap.add_argument("--idle", action="store_true")
     ap.add_argument("--kv", default="f16", choices=("f16", "q8_0", "q4_0"),
                     help="KV cache type (-ctk/-ctv); a quantized one runs with flash attention")
@@ -48,7 +51,7 @@ def main():
     cp = L.llama_context_default_params()
     cp.n_ctx = n_ctx
     cp.n_batch = max(a.prompt_tokens, 32)
-    cp.n_ubatch = max(a.prompt_tokens, 32)
+    cp.n_ubatch = max(min(a.prompt_tokens, a.ubatch), 32)
     cp.n_threads = a.threads
     cp.n_threads_batch = a.threads
     cp.no_perf = False
@@ -103,6 +106,7 @@ def main():
         "perf_prefill_tok_s": perf.n_p_eval / (perf.t_p_eval_ms / 1e3) if perf.t_p_eval_ms > 0 else 0,
         "perf_decode_tok_s": perf.n_eval / (perf.t_eval_ms / 1e3) if perf.t_eval_ms > 0 else 0,
         "system_info": L.llama_print_system_info().decode(errors="replace"),
+        "n_ubatch": cp.n_ubatch, "flash_attn_type": int(cp.flash_attn_type),
     }
     L.llama_batch_free(batch)
     L.llama_free(ctx)

@@ -30,9 +30,13 @@ and a 4096-token prefill) and writes OUT_DIR/ncuN.txt.
 import json, os, subprocess, sys, time
 
 import numpy as np
-import torch
-import transformers
 import gguf
+try:  # the GPU host has them; bench/llama_shapes.py imports this file for its shapes and GGUF header only
+    import torch
+    import transformers
+except ImportError:
+    torch = transformers = None
+no_grad = torch.no_grad() if torch is not None else (lambda f: f)
 from gguf import GGUFWriter, GGMLQuantizationType as Q
 from gguf.quants import quantize
 
@@ -56,6 +60,29 @@ def vocab_fields(path):
     return {"model": f("tokenizer.ggml.model"), "pre": f("tokenizer.ggml.pre"), "tokens": f("tokenizer.ggml.tokens"),
             "types": f("tokenizer.ggml.token_type"), "merges": f("tokenizer.ggml.merges"),
             "bos": int(f("tokenizer.ggml.bos_token_id")), "eos": int(f("tokenizer.ggml.eos_token_id"))}
+
+
+def add_llama_header(w, name, dims, vocab, eps=1e-5, ctx=8192):
+    """The llama metadata and vocabulary of a GGUF file: dims = (hidden, layers, heads, kv heads, ffn)."""
+    E, L, H, KV, FF = dims
+    w.add_name(name)
+    w.add_context_length(ctx)
+    w.add_embedding_length(E)
+    w.add_block_count(L)
+    w.add_feed_forward_length(FF)
+    w.add_head_count(H)
+    w.add_head_count_kv(KV)
+    w.add_layer_norm_rms_eps(eps)
+    w.add_rope_freq_base(ROPE_THETA)
+    w.add_rope_dimension_count(E // H)
+    w.add_tokenizer_model(vocab["model"])
+    w.add_tokenizer_pre(vocab["pre"])
+    w.add_token_list(vocab["tokens"])
+    w.add_token_types(vocab["types"])
+    w.add_token_merges(vocab["merges"])
+    w.add_bos_token_id(vocab["bos"])
+    w.add_eos_token_id(vocab["eos"])
+    w.add_add_bos_token(False)
 
 
 def make_model(shape, std):
@@ -108,24 +135,9 @@ def write_gguf(m, cfg, path, kind, vocab):
     """kind: bf16 | q4_0 | mixed | kq. Returns the bytes one decode step reads (every matrix but the
     embedding, plus the norms)."""
     w = GGUFWriter(path, "llama")
-    w.add_name(f"hearth bench llama {kind}")
-    w.add_context_length(8192)
-    w.add_embedding_length(cfg.hidden_size)
-    w.add_block_count(cfg.num_hidden_layers)
-    w.add_feed_forward_length(cfg.intermediate_size)
-    w.add_head_count(cfg.num_attention_heads)
-    w.add_head_count_kv(cfg.num_key_value_heads)
-    w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
-    w.add_rope_freq_base(ROPE_THETA)
-    w.add_rope_dimension_count(cfg.hidden_size // cfg.num_attention_heads)
-    w.add_tokenizer_model(vocab["model"])
-    w.add_tokenizer_pre(vocab["pre"])
-    w.add_token_list(vocab["tokens"])
-    w.add_token_types(vocab["types"])
-    w.add_token_merges(vocab["merges"])
-    w.add_bos_token_id(vocab["bos"])
-    w.add_eos_token_id(vocab["eos"])
-    w.add_add_bos_token(False)
+    add_llama_header(w, f"hearth bench llama {kind}", (cfg.hidden_size, cfg.num_hidden_layers,
+                     cfg.num_attention_heads, cfg.num_key_value_heads, cfg.intermediate_size), vocab,
+                     eps=cfg.rms_norm_eps)
     names = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight",
              "lm_head.weight": "output.weight"}
     per = {"self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
@@ -196,7 +208,7 @@ def measure_device():
             "torch": torch.__version__, "transformers": transformers.__version__}
 
 
-@torch.no_grad()
+@no_grad
 def torch_decode(m, gen, batch=1, static=False):
     ids = torch.randint(100, 10100, (batch, 32), device="cuda")
     kw = dict(do_sample=False, pad_token_id=0, eos_token_id=None)
@@ -213,7 +225,7 @@ def torch_decode(m, gen, batch=1, static=False):
     return batch * (out.shape[1] - 32) / dt
 
 
-@torch.no_grad()
+@no_grad
 def torch_prefill(m, n):
     ids = torch.randint(100, 10100, (1, n), device="cuda")
     m(ids, logits_to_keep=1)
