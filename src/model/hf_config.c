@@ -190,6 +190,7 @@ static hearth_status read_layers(const cJSON *tc, const hearth_hf_config *cfg, h
     hearth_status st = HEARTH_OK;
     double d;
     hp->n_swa = jnum(tc, "sliding_window", &d) && d >= 1 && d < 1e9 ? (int32_t)d : 0;
+    bool hybrid = cfg->ai->arch == HEARTH_ARCH_QWEN3_5 || cfg->ai->arch == HEARTH_ARCH_QWEN3NEXT;
     if (cfg->ai->arch == HEARTH_ARCH_GEMMA4 && !jnum(tc, "sliding_window", &d)) hp->n_swa = 512;
     const cJSON *lt = cJSON_GetObjectItemCaseSensitive(tc, "layer_types");
     if (cJSON_IsArray(lt)) {
@@ -203,6 +204,7 @@ static hearth_status read_layers(const cJSON *tc, const hearth_hf_config *cfg, h
         cJSON_ArrayForEach(e, lt) {
             const char *s = cJSON_IsString(e) ? e->valuestring : "";
             if (!strcmp(s, "sliding_attention")) swa[il] = true;
+            else if (!strcmp(s, "linear_attention") && hybrid) hp->lin_layer[il / 64] |= (uint64_t)1 << (il % 64);
             else if (strcmp(s, "full_attention")) {
                 st = hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "config.json layer_types: '%s' layers", s);
                 goto done;
@@ -212,7 +214,13 @@ static hearth_status read_layers(const cJSON *tc, const hearth_hf_config *cfg, h
         if (cfg->ai->arch == HEARTH_ARCH_GEMMA4) swa[hp->n_layer - 1] = false; /* as transformers forces */
     } else {
         hearth_arch a = cfg->ai->arch;
-        double pat = 6, mwl = 0;
+        double pat = 6, mwl = 0, fai = 4;
+        if (hybrid && jnum(tc, "full_attention_interval", &fai) && !(fai >= 1 && fai < 1e6)) {
+            st = hearth_err_set(err, HEARTH_E_FORMAT, -1, "config.json full_attention_interval %g", fai);
+            goto done;
+        }
+        for (int il = 0; hybrid && il < hp->n_layer; il++) /* transformers' default layer_types */
+            if ((il + 1) % (int)fai) hp->lin_layer[il / 64] |= (uint64_t)1 << (il % 64);
         jnum(tc, "sliding_window_pattern", &pat);
         jnum(tc, "max_window_layers", &mwl);
         int use = jbool(tc, "use_sliding_window");
@@ -401,6 +409,45 @@ static hearth_status read_gpt_oss(const cJSON *tc, hearth_hf_config *cfg, hearth
     return HEARTH_OK;
 }
 
+/* Qwen3.5 / Qwen3-Next (transformers' Qwen3_5TextConfig, Qwen3NextConfig): the gated DeltaNet
+ * shapes (linear_*), the gated attention with zero-centred norms ((1 + w), as gemma's), and for
+ * Qwen3-Next a dense MLP on every layer: its routed layers with a shared expert are not run yet. */
+static hearth_status read_hybrid(const cJSON *tc, hearth_hf_config *cfg, hearth_err *err) {
+    hearth_hparams *hp = &cfg->hp;
+    hp->lin_conv = 4, hp->lin_k_dim = 128, hp->lin_v_dim = 128, hp->lin_n_k = 16, hp->lin_n_v = 32;
+    if (opt_int(tc, "linear_conv_kernel_dim", 64, &hp->lin_conv, err) ||
+        opt_int(tc, "linear_key_head_dim", 4096, &hp->lin_k_dim, err) ||
+        opt_int(tc, "linear_value_head_dim", 4096, &hp->lin_v_dim, err) ||
+        opt_int(tc, "linear_num_key_heads", 1024, &hp->lin_n_k, err) ||
+        opt_int(tc, "linear_num_value_heads", 1024, &hp->lin_n_v, err))
+        return HEARTH_E_FORMAT;
+    if (hp->lin_conv < 2 || hp->lin_k_dim <= 0 || hp->lin_v_dim <= 0 || hp->lin_n_k <= 0 ||
+        hp->lin_n_v % hp->lin_n_k)
+        return hearth_err_set(err, HEARTH_E_FORMAT, -1, "config.json: linear attention of %d key heads, %d value "
+                              "heads (a multiple of the key heads), head dims %d / %d, conv width %d (>= 2) do not fit",
+                              hp->lin_n_k, hp->lin_n_v, hp->lin_k_dim, hp->lin_v_dim, hp->lin_conv);
+    bool any = false;
+    for (int32_t il = 0; il < hp->n_layer; il++) any |= hearth_hparams_is_linear(hp, il);
+    if (!any) hp->lin_n_v = 0; /* no linear layer: a plain gated-attention model */
+    hp->attn_out_gate = true;
+    cfg->norm_plus_one = true;
+    if (cfg->ai->arch == HEARTH_ARCH_QWEN3NEXT) {
+        int32_t n_exp = 0, step = 1;
+        if (opt_int(tc, "num_experts", 1 << 16, &n_exp, err) || opt_int(tc, "decoder_sparse_step", 1 << 16, &step, err))
+            return HEARTH_E_FORMAT;
+        const cJSON *only = cJSON_GetObjectItemCaseSensitive(tc, "mlp_only_layers"), *e;
+        for (int32_t il = 0; n_exp > 0 && il < hp->n_layer; il++) {
+            bool dense = step < 1 || (il + 1) % step != 0;
+            cJSON_ArrayForEach(e, only) dense |= cJSON_IsNumber(e) && e->valuedouble == il;
+            if (!dense)
+                return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "config.json: layer %d of qwen3_next routes to "
+                                      "experts (num_experts %d); hearth runs Qwen3-Next with dense MLPs only "
+                                      "(mlp_only_layers: every layer)", il, n_exp);
+        }
+    }
+    return HEARTH_OK;
+}
+
 static hearth_status parse_text(const cJSON *root, const cJSON *tc, hearth_hf_config *cfg, hearth_err *err) {
     hearth_hparams *hp = &cfg->hp;
     const hearth_arch_info *ai = cfg->ai;
@@ -483,7 +530,7 @@ static hearth_status parse_text(const cJSON *root, const cJSON *tc, hearth_hf_co
     hp->rope_base_swa = ai->rope_base_swa > 0 ? ai->rope_base_swa : hp->rope_base;
     if (jnum(tc, "rope_local_base_freq", &d) && d > 0) hp->rope_base_swa = (float)d;
     if (rp_swa && (st = read_rope(rp_swa, NULL, tc, hp, false, err))) return st;
-    double prf = 1;
+    double prf = ai->arch == HEARTH_ARCH_QWEN3_5 || ai->arch == HEARTH_ARCH_QWEN3NEXT ? 0.25 : 1; /* their default */
     if (!(rp_full && jnum(rp_full, "partial_rotary_factor", &prf))) jnum(tc, "partial_rotary_factor", &prf);
     if (!(prf > 0 && prf <= 1))
         return hearth_err_set(err, HEARTH_E_FORMAT, -1, "config.json partial_rotary_factor %g", prf);
@@ -501,6 +548,7 @@ static hearth_status parse_text(const cJSON *root, const cJSON *tc, hearth_hf_co
     if ((st = read_layers(tc, cfg, hp, err))) return st;
     if (ai->arch == HEARTH_ARCH_QWEN3MOE) return read_qwen3moe(tc, cfg, err);
     if (ai->arch == HEARTH_ARCH_GPT_OSS) return read_gpt_oss(tc, cfg, err);
+    if (ai->arch == HEARTH_ARCH_QWEN3_5 || ai->arch == HEARTH_ARCH_QWEN3NEXT) return read_hybrid(tc, cfg, err);
     return ai->arch == HEARTH_ARCH_GEMMA4 ? read_gemma4(tc, rp_full, hp, err) : HEARTH_OK;
 }
 
@@ -523,10 +571,12 @@ hearth_status hearth_hf_config_parse(const char *json, size_t n, hearth_hf_confi
     if (!mt) mt = jstr(root, "model_type");
     if (mt && cfg->text_config && !strcmp(mt, "gemma3")) mt = "gemma3_text";
     if (mt && cfg->text_config && !strcmp(mt, "gemma4")) mt = "gemma4_text";
+    if (mt && cfg->text_config && !strcmp(mt, "qwen3_5")) mt = "qwen3_5_text";
     cfg->ai = mt ? hearth_arch_by_hf_type(mt) : NULL;
     if (!cfg->ai) {
         st = hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "model_type '%s' is not supported (supported: llama, "
-                            "mistral, qwen2, qwen3, qwen3_moe, gpt_oss, gemma2, gemma3, gemma4, phi3, smollm3)", mt ? mt : "(none)");
+                            "mistral, qwen2, qwen3, qwen3_moe, qwen3_5, qwen3_next, gpt_oss, gemma2, gemma3, gemma4, phi3, "
+                            "smollm3)", mt ? mt : "(none)");
         goto done;
     }
     if ((st = parse_text(root, tc, cfg, err))) goto done;
