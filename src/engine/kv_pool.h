@@ -127,6 +127,11 @@ int32_t hearth_kv_pool_seq_need_peak(const hearth_kv_pool *pool, int32_t slot, i
  * goes through a host bounce buffer). For a sequence that forks off another: the two share
  * the full blocks and each writes its own copy of the last partial one. */
 void    hearth_kv_pool_copy_block(hearth_kv_pool *pool, int32_t dst, int32_t src, int32_t n_rows);
+/* Hybrid models: the bytes of the linear-attention states (every slot; 0 without such layers),
+ * and a copy of slot src's states (and the positions they hold) into slot dst, for a sequence
+ * that forks off another where it stands. */
+size_t  hearth_kv_pool_state_bytes(const hearth_kv_pool *pool);
+void    hearth_kv_pool_copy_state(hearth_kv_pool *pool, int32_t dst, int32_t src);
 
 /* Block blk's keys and values, every layer place of its group, to or from host memory (the
  * disk tier's form, hearth_kv_pool_block_bytes() bytes): for each place (each region of a
