@@ -16,6 +16,7 @@
 #include "engine/engine.h"
 #include "hf_golden.h"
 #include "model/model_internal.h"
+#include "store_cache.h"
 #include "test.h"
 
 #include <string.h>
@@ -185,6 +186,201 @@ static void check_engine(const char *path) {
 
 TEST(qwen3_5_engine_batched_equals_alone) { check_engine(HF_GOLD "qwen3_5_text"); }
 TEST(qwen3_next_engine_batched_equals_alone) { check_engine(HF_GOLD "qwen3_next"); }
+
+/* What each form binds: layers 0 and 2 linear (the DeltaNet's projections, 2 x 16 key and 4 x 16
+ * value dims: a conv of 128 channels of 4 taps), layer 1 gated attention (q_proj of 2 x 64 rows),
+ * partial rotary over 4 of 16 dims. */
+TEST(hybrid_layout) {
+    static const char *const forms[] = {"qwen3_5_text", "qwen3_5_text-bf16", "qwen3_next"};
+    static const hearth_arch arch[] = {HEARTH_ARCH_QWEN3_5, HEARTH_ARCH_QWEN3_5, HEARTH_ARCH_QWEN3NEXT};
+    for (int i = 0; i < 3; i++) {
+        char path[256];
+        snprintf(path, sizeof path, HF_GOLD "%s", forms[i]);
+        hearth_model *m = NULL;
+        hearth_err err = {0};
+        CHECK_EQ(hearth_model_load(path, &m, &err), HEARTH_OK);
+        if (!m) continue;
+        const hearth_hparams *hp = &m->hp;
+        CHECK_EQ(hp->arch, arch[i]);
+        CHECK(hp->attn_out_gate);
+        CHECK_EQ(hp->n_rot, 4);
+        CHECK_EQ(hp->lin_n_k, 2);
+        CHECK_EQ(hp->lin_n_v, 4);
+        CHECK_EQ(hp->lin_conv, 4);
+        CHECK_EQ(hearth_hparams_lin_state_floats(hp), 128 * 3 + 4 * 16 * 16);
+        for (int il = 0; il < 3; il++) {
+            const hearth_layer *l = &m->layers[il];
+            CHECK_EQ(hearth_hparams_is_linear(hp, il), il != 1);
+            CHECK_EQ(l->lin_qkv.data != NULL, il != 1);
+            CHECK_EQ(l->wq.data != NULL, il == 1);
+            if (il == 1) CHECK_EQ(l->wq.ne1, 128);
+            if (il == 1) continue;
+            CHECK_EQ(l->lin_qkv.ne1, 128);
+            CHECK_EQ(l->lin_z.ne1, 64);
+            CHECK_EQ(l->lin_b.ne1, 4);
+            CHECK_EQ(l->lin_a.ne1, 4);
+            CHECK_EQ(l->lin_out.ne0, 64);
+            CHECK(l->lin_conv_w && l->lin_dt_bias && l->lin_norm);
+            for (int h = 0; h < 4; h++) CHECK(l->lin_a_neg[h] < 0); /* -exp(A_log) */
+        }
+        hearth_model_destroy(m);
+    }
+}
+
+/* config.json: the layer pattern from full_attention_interval when layer_types is absent, the
+ * family's partial rotary default (0.25), a Qwen3.5 config whose text_config holds the text
+ * model, and refusals that name the key. */
+TEST(hybrid_config) {
+    static const char *base = "\"hidden_size\":64,\"num_hidden_layers\":8,\"intermediate_size\":32,"
+                              "\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16,\"vocab_size\":100,"
+                              "\"linear_num_key_heads\":2,\"linear_key_head_dim\":16,\"linear_value_head_dim\":16";
+    char json[1024];
+    hearth_hf_config cfg;
+    hearth_err err = {0};
+    snprintf(json, sizeof json, "{\"model_type\":\"qwen3_5\",\"text_config\":{\"model_type\":\"qwen3_5_text\",%s,"
+             "\"linear_num_value_heads\":4}}", base);
+    CHECK_EQ(hearth_hf_config_parse(json, strlen(json), &cfg, &err), HEARTH_OK);
+    CHECK_EQ(cfg.hp.arch, HEARTH_ARCH_QWEN3_5);
+    CHECK_EQ(cfg.hp.n_rot, 4);
+    CHECK(cfg.norm_plus_one && cfg.hp.attn_out_gate);
+    for (int il = 0; il < 8; il++) CHECK_EQ(hearth_hparams_is_linear(&cfg.hp, il), (il + 1) % 4 != 0);
+    hearth_hf_config_fini(&cfg);
+    static const struct {
+        const char   *type, *extra;
+        hearth_status st;
+        const char   *in_msg;
+    } cases[] = {
+        {"qwen3_5_text", "\"linear_num_value_heads\":3", HEARTH_E_FORMAT, "a multiple of the key heads"},
+        {"qwen3_5_text", "\"linear_num_value_heads\":4,\"linear_conv_kernel_dim\":1", HEARTH_E_FORMAT,
+         "conv width 1 (>= 2)"},
+        {"qwen3_next", "\"linear_num_value_heads\":4,\"num_experts\":8,\"mlp_only_layers\":[0,1]", HEARTH_E_UNSUPPORTED,
+         "layer 2 of qwen3_next routes to experts"},
+        {"qwen3", "\"layer_types\":[\"linear_attention\",\"full_attention\",\"full_attention\",\"full_attention\","
+         "\"full_attention\",\"full_attention\",\"full_attention\",\"full_attention\"]", HEARTH_E_UNSUPPORTED,
+         "layer_types: 'linear_attention' layers"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(json, sizeof json, "{\"model_type\":\"%s\",%s,%s}", cases[i].type, base, cases[i].extra);
+        memset(&err, 0, sizeof err);
+        hearth_status st = hearth_hf_config_parse(json, strlen(json), &cfg, &err);
+        if (st != cases[i].st || !strstr(err.msg, cases[i].in_msg))
+            fprintf(stderr, "  case %zu: status %d, '%s'\n", i, st, err.msg);
+        CHECK_EQ(st, cases[i].st);
+        CHECK(strstr(err.msg, cases[i].in_msg) != NULL);
+        hearth_hf_config_fini(&cfg);
+    }
+}
+
+/* A misshapen conv or a missing DeltaNet projection is a load error naming the tensor: the
+ * checkpoint copied with one name or shape in its safetensors header changed in place. */
+TEST(hybrid_bad_tensors) {
+    static const struct {
+        const char *ckpt, *at, *from, *to, *msg;
+    } cases[] = {
+        {"qwen3_5_text", "layers.2.linear_attn.conv1d", "[128,1,4]", "[128,4,1]",
+         "tensor 'model.layers.2.linear_attn.conv1d.weight' is F32 in 3 dims, expected float [128, 1, 4]"},
+        {"qwen3_5_text", "layers.0.linear_attn.in_proj_z", "in_proj_z", "in_proj_y",
+         "missing tensor 'model.layers.0.linear_attn.in_proj_z.weight'"},
+        {"qwen3_next", "layers.2.linear_attn.in_proj_ba", "in_proj_ba", "in_proj_bb",
+         "missing tensor 'model.layers.2.linear_attn.in_proj_ba.weight'"},
+        {"qwen3_5_text", "layers.0.linear_attn.A_log", "A_log", "A_lug", "missing tensor 'model.layers.0.linear_attn.A_log'"},
+    };
+    static const char *const files[] = {"config.json", "tokenizer.json", "tokenizer_config.json", "model.safetensors"};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char dir[512];
+        sc_tmpdir(dir, sizeof dir, "hybrid-bad");
+        for (int f = 0; f < 4; f++) {
+            char path[1024];
+            size_t n = 0;
+            snprintf(path, sizeof path, HF_GOLD "%s/%s", cases[i].ckpt, files[f]);
+            char *bytes = golden_slurp(path, &n);
+            CHECK(bytes != NULL);
+            if (!bytes) continue;
+            if (f == 3) { /* the header is [8, 8 + its length): JSON without NULs */
+                size_t hlen = 0;
+                for (int k = 0; k < 8; k++) hlen |= (size_t)(uint8_t)bytes[k] << (8 * k);
+                char *hdr = hlen + 8 <= n ? strndup(bytes + 8, hlen) : NULL;
+                char *at = hdr ? strstr(hdr, cases[i].at) : NULL, *q = at ? strstr(at, cases[i].from) : NULL;
+                CHECK(q != NULL && strlen(cases[i].from) == strlen(cases[i].to));
+                if (q) memcpy(bytes + 8 + (q - hdr), cases[i].to, strlen(cases[i].to));
+                free(hdr);
+            }
+            snprintf(path, sizeof path, "%s/%s", dir, files[f]);
+            sc_write(path, bytes, n);
+            free(bytes);
+        }
+        hearth_model *m = NULL;
+        hearth_err err = {0};
+        hearth_status st = hearth_model_load(dir, &m, &err);
+        if (st != HEARTH_E_FORMAT || !strstr(err.msg, cases[i].msg))
+            fprintf(stderr, "  case %zu: status %d, '%s'\n", i, st, err.msg);
+        CHECK_EQ(st, HEARTH_E_FORMAT);
+        CHECK(m == NULL);
+        CHECK(strstr(err.msg, cases[i].msg) != NULL);
+        hearth_model_destroy(m);
+        sc_rmrf(dir);
+    }
+}
+
+/* The forward's batch check: a sequence continues where its state stands (lin_len) or starts
+ * again at 0; anything else is refused before computing, leaving the state as it was. */
+TEST(hybrid_state_positions) {
+    harness *h = harness_open(HF_GOLD "qwen3_5_text", 16, 64, false, 1);
+    CHECK(h != NULL);
+    if (!h) return;
+    const int32_t ids[6] = {5, 77, 120, 33, 250, 9};
+    float *lg = malloc((size_t)h->n_vocab * sizeof(float)), *first = malloc((size_t)h->n_vocab * sizeof(float));
+    CHECK_EQ(harness_run(h, ids, 5, 0, false, first), HEARTH_OK);
+    CHECK_EQ(hearth_kv_view_of(h->kv)->lin_len[0], 5);
+    CHECK_EQ(harness_run(h, ids + 5, 1, 6, false, lg), HEARTH_E_INVALID); /* skips position 5 */
+    CHECK_EQ(harness_run(h, ids + 5, 1, 4, false, lg), HEARTH_E_INVALID); /* goes back to 4 */
+    CHECK_EQ(hearth_kv_view_of(h->kv)->lin_len[0], 5);
+    CHECK_EQ(harness_run(h, ids + 5, 1, 5, false, lg), HEARTH_OK);
+    CHECK_EQ(hearth_kv_view_of(h->kv)->lin_len[0], 6);
+    CHECK_EQ(harness_run(h, ids, 5, 0, false, lg), HEARTH_OK); /* from the start: the same logits */
+    CHECK(memcmp(lg, first, (size_t)h->n_vocab * sizeof(float)) == 0);
+    /* a view without the states cannot run the model */
+    hearth_kv_view bare = *hearth_kv_view_of(h->kv);
+    bare.lin_state = NULL;
+    hearth_batch b = {.n_tokens = 1, .token = ids, .pos = (const int32_t[]){0}, .seq = (const int32_t[]){0}};
+    CHECK_EQ(hearth_forward(h->fwd, &b, &bare, lg), HEARTH_E_INVALID);
+    free(lg);
+    free(first);
+    harness_close(h);
+}
+
+/* A backend without the DeltaNet op (the CUDA backend today) is refused with the reason, and so
+ * is speculative decoding (a state cannot take back rejected drafts). */
+TEST(hybrid_refusals) {
+    hearth_model *m = NULL;
+    hearth_err err = {0};
+    CHECK_EQ(hearth_model_load(HF_GOLD "qwen3_5_text", &m, &err), HEARTH_OK);
+    if (!m) return;
+    hearth_backend *cpu = hearth_backend_cpu_create(1, 8, 256, 64, NULL);
+    char why[256] = "";
+    CHECK(cpu && hearth_fwd_supported(m, cpu, why, sizeof why));
+    if (cpu) { /* the CPU's table without the op stands for a device backend */
+        struct hearth_backend_i no_op = *cpu->iface;
+        no_op.deltanet = NULL;
+        const struct hearth_backend_i *was = cpu->iface;
+        cpu->iface = &no_op;
+        CHECK(!hearth_fwd_supported(m, cpu, why, sizeof why));
+        CHECK(strstr(why, "the cpu backend has no gated DeltaNet (the linear-attention layers of qwen3_5_text run "
+                          "on the CPU backend)") != NULL);
+        cpu->iface = was;
+    }
+    hearth_backend_destroy(cpu);
+    hearth_engine_params ep = hearth_engine_params_default();
+    ep.n_threads = 1;
+    ep.n_ctx = 64;
+    ep.spec.kind = HEARTH_DRAFT_NGRAM;
+    hearth_engine *e = NULL;
+    CHECK(hearth_engine_create(m, &ep, &e, &err) != HEARTH_OK);
+    CHECK(e == NULL);
+    CHECK(strstr(err.msg, "speculative decoding does not run qwen3_5_text models") != NULL);
+    hearth_engine_destroy(e);
+    hearth_model_destroy(m);
+}
 
 int main(int argc, char **argv) {
     hearth_kernels_init();
