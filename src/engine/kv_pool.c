@@ -71,7 +71,7 @@ static int32_t gcd(int32_t a, int32_t b) {
 int32_t hearth_kv_n_cache_layers(const hearth_model *m) {
     const hearth_hparams *hp = hearth_model_hparams(m);
     int32_t n = 0;
-    for (int32_t il = 0; il < hp->n_layer; il++) n += hearth_hparams_kv_layer(hp, il) == il;
+    for (int32_t il = 0; il < hp->n_layer; il++) n += hearth_hparams_stores_kv(hp, il);
     return n;
 }
 
@@ -90,7 +90,7 @@ size_t hearth_kv_bytes_per_token_layers(const hearth_model *m, hearth_kv_scheme 
     const hearth_hparams *hp = hearth_model_hparams(m);
     size_t n = 0;
     for (int32_t il = 0; il < hp->n_layer; il++)
-        if (hearth_hparams_kv_layer(hp, il) == il) n += layer_row_bytes(hp, layer_kv[il]);
+        if (hearth_hparams_stores_kv(hp, il)) n += layer_row_bytes(hp, layer_kv[il]);
     return n;
 }
 
@@ -98,7 +98,7 @@ hearth_kv_layout hearth_kv_layout_of(const hearth_model *m, bool swa_full) {
     const hearth_hparams *hp = hearth_model_hparams(m);
     int32_t n_swa_layers = 0, n_full_layers = 0; /* of the layers that store their own K and V */
     for (int32_t il = 0; il < hp->n_layer; il++) {
-        if (hearth_hparams_kv_layer(hp, il) != il) continue;
+        if (!hearth_hparams_stores_kv(hp, il)) continue;
         if (!swa_full && hearth_hparams_is_swa(hp, il)) n_swa_layers++;
         else n_full_layers++;
     }
@@ -132,7 +132,7 @@ static int32_t plan_regions(const hearth_model *m, const hearth_kv_layout *lay, 
     int32_t n_kind[2] = {0, 0}, n = 0;
     for (int32_t il = 0; il < hp->n_layer; il++) {
         region[il] = -1;
-        if (hearth_hparams_kv_layer(hp, il) != il) continue;
+        if (!hearth_hparams_stores_kv(hp, il)) continue;
         int kind = !swa_full && hearth_hparams_is_swa(hp, il);
         int32_t place = n_kind[kind]++ % lay->per_group;
         hearth_kv_scheme s = layer_kv ? layer_kv[il] : kv;
@@ -175,7 +175,7 @@ hearth_status hearth_kv_pool_create(const hearth_model *m, const hearth_kv_pool_
     hearth_kv_layout lay = hearth_kv_layout_of(m, p->swa_full);
     int32_t n_groups = lay.n_full + lay.n_win;
     for (int32_t il = 0; il < hp->n_layer; il++) {
-        if (hearth_hparams_kv_layer(hp, il) != il) continue;
+        if (!hearth_hparams_stores_kv(hp, il)) continue;
         hearth_kv_scheme s = p->layer_kv ? p->layer_kv[il] : p->kv;
         if (!hearth_kv_row_bytes(s.k, (int64_t)hp->n_head_kv * hp->head_dim) ||
             !hearth_kv_row_bytes(s.v, (int64_t)hp->n_head_kv * hp->head_dim_v))
@@ -274,6 +274,7 @@ hearth_status hearth_kv_pool_create(const hearth_model *m, const hearth_kv_pool_
     int32_t n_kind[2] = {0, 0};
     for (int32_t il = 0; il < hp->n_layer; il++) {
         int32_t src = hearth_hparams_kv_layer(hp, il);
+        if (hearth_hparams_is_linear(hp, il)) continue; /* a state slot instead (below): no rows, NULL views */
         if (src != il) {
             pool->layer_group[il] = pool->layer_group[src];
             pool->ptrs[il] = pool->ptrs[src];

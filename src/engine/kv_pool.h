@@ -30,7 +30,8 @@
 #include "models/forward.h"
 
 /* Layers that store their own K and V: all but the KV-shared ones (Gemma 4), which read the
- * cache of an earlier layer (hearth_hparams_kv_layer) and whose view pointers alias it. */
+ * cache of an earlier layer (hearth_hparams_kv_layer) and whose view pointers alias it, and the
+ * linear-attention ones (Qwen3.5), which keep a state slot per sequence instead (NULL views). */
 int32_t hearth_kv_n_cache_layers(const hearth_model *m);
 /* Bytes of K+V one token takes in the cache: a row of the widest layer kind in every layer
  * that stores its own, for a model and cache scheme. */

@@ -156,3 +156,7 @@ int64_t hearth_hparams_lin_state_floats(const hearth_hparams *hp);
 /* The layer whose cache layer il attends to: il itself, or for a KV-shared layer the last
  * layer of its kind below n_layer_kv (-1 when there is none: a config error). */
 int32_t hearth_hparams_kv_layer(const hearth_hparams *hp, int32_t il);
+/* Does layer il store keys and values of its own (not KV-shared, not linear attention)? */
+static inline bool hearth_hparams_stores_kv(const hearth_hparams *hp, int32_t il) {
+    return hearth_hparams_kv_layer(hp, il) == il && !hearth_hparams_is_linear(hp, il);
+}

@@ -189,7 +189,7 @@ TEST(qwen3_next_engine_batched_equals_alone) { check_engine(HF_GOLD "qwen3_next"
 
 /* What each form binds: layers 0 and 2 linear (the DeltaNet's projections, 2 x 16 key and 4 x 16
  * value dims: a conv of 128 channels of 4 taps), layer 1 gated attention (q_proj of 2 x 64 rows),
- * partial rotary over 4 of 16 dims. */
+ * partial rotary over 4 of 16 dims; KV rows for layer 1 only. */
 TEST(hybrid_layout) {
     static const char *const forms[] = {"qwen3_5_text", "qwen3_5_text-bf16", "qwen3_next"};
     static const hearth_arch arch[] = {HEARTH_ARCH_QWEN3_5, HEARTH_ARCH_QWEN3_5, HEARTH_ARCH_QWEN3NEXT};
@@ -208,6 +208,9 @@ TEST(hybrid_layout) {
         CHECK_EQ(hp->lin_n_v, 4);
         CHECK_EQ(hp->lin_conv, 4);
         CHECK_EQ(hearth_hparams_lin_state_floats(hp), 128 * 3 + 4 * 16 * 16);
+        /* only the full-attention layer has KV rows: f16 k and v of 2 heads of 16 per token */
+        CHECK_EQ(hearth_kv_n_cache_layers(m), 1);
+        CHECK_EQ(hearth_kv_bytes_per_token(m, HEARTH_KV_SCHEME_F16), 2 * 2 * 16 * 2);
         for (int il = 0; il < 3; il++) {
             const hearth_layer *l = &m->layers[il];
             CHECK_EQ(hearth_hparams_is_linear(hp, il), il != 1);

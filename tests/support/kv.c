@@ -51,6 +51,7 @@ hearth_status hearth_kv_create_scheme(hearth_backend *be, const hearth_model *m,
     char *p = kv->mem;
     for (int32_t il = 0; il < hp->n_layer; il++) {
         int32_t src = hearth_hparams_kv_layer(hp, il); /* below il when shared: already placed */
+        if (hearth_hparams_is_linear(hp, il)) continue; /* a state slot instead (below) */
         if (src != il) {
             kv->ptrs[il] = kv->ptrs[src];
             kv->ptrs[hp->n_layer + il] = kv->ptrs[hp->n_layer + src];
