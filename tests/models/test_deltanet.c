@@ -16,6 +16,7 @@
 #include "engine/engine.h"
 #include "hf_golden.h"
 #include "model/model_internal.h"
+#include "store/facts.h"
 #include "store_cache.h"
 #include "test.h"
 
@@ -227,6 +228,31 @@ TEST(hybrid_layout) {
             for (int h = 0; h < 4; h++) CHECK(l->lin_a_neg[h] < 0); /* -exp(A_log) */
         }
         hearth_model_destroy(m);
+    }
+}
+
+/* Registry facts from the headers and config (store/facts.h): supported, the parameters
+ * transformers counted, and KV bytes per token of the full-attention layer only. */
+TEST(hybrid_registry_facts) {
+    static const char *const ckpts[] = {"qwen3_5_text", "qwen3_5_text-bf16", "qwen3_next"};
+    for (size_t i = 0; i < 3; i++) {
+        char path[256];
+        snprintf(path, sizeof path, HF_GOLD "%s.json", ckpts[i]);
+        char *json = golden_slurp(path, NULL);
+        int n = 0;
+        int32_t *np = json ? golden_int_array(json, "n_params", 0, &n) : NULL;
+        hearth_model_facts f;
+        hearth_err err = {0};
+        snprintf(path, sizeof path, HF_GOLD "%s", ckpts[i]);
+        CHECK_EQ(hearth_facts_safetensors(path, &f, &err), HEARTH_OK);
+        CHECK(f.caps & HEARTH_CAP_SUPPORTED);
+        if (!np || n != 1 || f.n_params != np[0])
+            fprintf(stderr, "  %s: %lld parameters, transformers %d\n", ckpts[i], (long long)f.n_params,
+                    np ? np[0] : -1);
+        CHECK(np && n == 1 && f.n_params == np[0]);
+        CHECK_EQ(f.kv_bytes_per_token, 2 * 2 * 16 * 2);
+        free(np);
+        free(json);
     }
 }
 
