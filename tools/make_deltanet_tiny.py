@@ -24,6 +24,13 @@ qwen3_next (transformers' Qwen3NextForCausalLM): the same shapes, every layer a 
 (mlp_only_layers: all) and the DeltaNet projections in Qwen3-Next's fused, per-key-head grouped
 in_proj_qkvz / in_proj_ba:
     qwen3_next/         save_pretrained in f32
+    qwen3_next-moe/     layers 0 and 2 routed (layer 1 dense, mlp_only_layers): 4 experts of width
+                        16, 2 per token, renormalized (norm_topk_prob), a shared expert of width 32
+                        weighed by sigmoid(shared_expert_gate); experts and router drawn at std
+                        0.25 so that routing differs between tokens
+qwen3_5_moe_text (transformers' Qwen3_5MoeForCausalLM): Qwen3.5's layers with that mixture on
+every layer (no dense MLP):
+    qwen3_5_moe_text/   save_pretrained in f32
 
 For each, with eager attention in f32 on the weights hearth computes with (bf16 widened),
 <name>.logits.bin holds the logits at every position of each prompt and <name>.json the argmax
@@ -47,15 +54,21 @@ LINEAR = dict(linear_conv_kernel_dim=4, linear_key_head_dim=16, linear_value_hea
 HYBRID = dict(hf.COMMON, head_dim=hf.HEAD_DIM, num_hidden_layers=3, intermediate_size=32, tie_word_embeddings=True,
               layer_types=["linear_attention", "full_attention", "linear_attention"],
               rope_parameters=dict(rope_type="default", rope_theta=10000.0, partial_rotary_factor=0.25), **LINEAR)
+MOE = dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=16, shared_expert_intermediate_size=32)
+NO_MLP = {k: v for k, v in HYBRID.items() if k != "intermediate_size"}
+# checkpoint name -> (model_type, config, seed)
 FAMILIES = {
-    "qwen3_5_text": (dict(HYBRID), 35),
-    "qwen3_next": (dict(HYBRID, num_experts=0, mlp_only_layers=[0, 1, 2]), 36),
+    "qwen3_5_text": ("qwen3_5_text", dict(HYBRID), 35),
+    "qwen3_next": ("qwen3_next", dict(HYBRID, num_experts=0, mlp_only_layers=[0, 1, 2]), 36),
+    "qwen3_next-moe": ("qwen3_next", dict(HYBRID, mlp_only_layers=[1], norm_topk_prob=True, decoder_sparse_step=1,
+                                          **MOE), 37),
+    "qwen3_5_moe_text": ("qwen3_5_moe_text", dict(NO_MLP, **MOE), 38),
 }
 
 
 def build(family):
-    over, seed = FAMILIES[family]
-    cfg = transformers.AutoConfig.for_model(family, **over)
+    model_type, over, seed = FAMILIES[family]
+    cfg = transformers.AutoConfig.for_model(model_type, **over)
     cfg._attn_implementation = "eager"
     torch.manual_seed(seed)
     model = transformers.AutoModelForCausalLM.from_config(cfg, attn_implementation="eager").float().eval()
@@ -71,6 +84,8 @@ def build(family):
                 p.copy_(torch.randn_like(p) - 1.0)
             elif name.endswith("conv1d.weight"):
                 p.copy_(0.5 * torch.randn_like(p))
+            elif "experts" in name or name.endswith("mlp.gate.weight"):  # routing that differs between tokens
+                p.copy_(0.25 * torch.randn_like(p))
     return model
 
 
@@ -96,7 +111,7 @@ def bf16_sensitivity(model, state, name, out_dir):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="tests/golden/hf")
-    ap.add_argument("--only", nargs="*", help="qwen3_5_text, qwen3_next (default: both)")
+    ap.add_argument("--only", nargs="*", help="names of FAMILIES (default: all)")
     args = ap.parse_args()
     torch.set_num_threads(1)
     provenance = {"tool": "tools/make_deltanet_tiny.py", "transformers": transformers.__version__,

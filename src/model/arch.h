@@ -22,6 +22,7 @@ typedef enum {
     HEARTH_ARCH_GPT_OSS,  /* attention sinks, biases, experts with the clamped SwiGLU */
     HEARTH_ARCH_QWEN3_5,  /* safetensors only: gated DeltaNet layers beside gated full attention */
     HEARTH_ARCH_QWEN3NEXT,/* safetensors only: Qwen3.5's layers, the DeltaNet projections fused per key head */
+    HEARTH_ARCH_QWEN3_5MOE, /* safetensors only: Qwen3.5 with a routed mixture and a shared expert on every layer */
     HEARTH_ARCH_COUNT,
 } hearth_arch;
 
@@ -106,6 +107,8 @@ typedef struct {
      * (hearth_hparams_lin_state_floats) instead of KV rows */
     int32_t lin_n_k, lin_n_v, lin_k_dim, lin_v_dim, lin_conv;
     uint64_t lin_layer[1024 / 64];
+    int32_t n_ff_shexp;      /* Qwen3-Next / Qwen3.5 MoE: the routed layers' shared expert width
+                              * (a SwiGLU MLP beside the experts, weighed by a sigmoid gate); 0 = none */
     bool    attn_out_gate;   /* Qwen3.5: q_proj gives each head's query then its output gate g,
                               * and the head's attention output is multiplied by sigmoid(g) */
     bool    moe_norm_topk;   /* Qwen3 MoE: the k chosen probabilities are renormalized to sum 1

@@ -25,6 +25,7 @@ static const hearth_arch_info arch_rows[HEARTH_ARCH_COUNT] = {
     /* Qwen3.5 (text) and Qwen3-Next: gated DeltaNet layers beside gated full attention (llama.c) */
     {HEARTH_ARCH_QWEN3_5, NULL,     "Qwen3_5ForCausalLM", "qwen3_5_text", true,  false, true,  false, false, HEARTH_FFN_SWIGLU, 0, 0.0f},
     {HEARTH_ARCH_QWEN3NEXT, NULL,   "Qwen3NextForCausalLM", "qwen3_next", true,  false, true,  false, false, HEARTH_FFN_SWIGLU, 0, 0.0f},
+    {HEARTH_ARCH_QWEN3_5MOE, NULL,  "Qwen3_5MoeForCausalLM", "qwen3_5_moe_text", true, false, true, false, false, HEARTH_FFN_SWIGLU, 0, 0.0f},
 };
 
 const hearth_arch_info *hearth_arch_by_gguf_name(const char *name) {

@@ -190,7 +190,8 @@ static hearth_status read_layers(const cJSON *tc, const hearth_hf_config *cfg, h
     hearth_status st = HEARTH_OK;
     double d;
     hp->n_swa = jnum(tc, "sliding_window", &d) && d >= 1 && d < 1e9 ? (int32_t)d : 0;
-    bool hybrid = cfg->ai->arch == HEARTH_ARCH_QWEN3_5 || cfg->ai->arch == HEARTH_ARCH_QWEN3NEXT;
+    bool hybrid = cfg->ai->arch == HEARTH_ARCH_QWEN3_5 || cfg->ai->arch == HEARTH_ARCH_QWEN3NEXT ||
+                  cfg->ai->arch == HEARTH_ARCH_QWEN3_5MOE;
     if (cfg->ai->arch == HEARTH_ARCH_GEMMA4 && !jnum(tc, "sliding_window", &d)) hp->n_swa = 512;
     const cJSON *lt = cJSON_GetObjectItemCaseSensitive(tc, "layer_types");
     if (cJSON_IsArray(lt)) {
@@ -409,9 +410,11 @@ static hearth_status read_gpt_oss(const cJSON *tc, hearth_hf_config *cfg, hearth
     return HEARTH_OK;
 }
 
-/* Qwen3.5 / Qwen3-Next (transformers' Qwen3_5TextConfig, Qwen3NextConfig): the gated DeltaNet
- * shapes (linear_*), the gated attention with zero-centred norms ((1 + w), as gemma's), and for
- * Qwen3-Next a dense MLP on every layer: its routed layers with a shared expert are not run yet. */
+/* Qwen3.5 / Qwen3-Next / Qwen3.5 MoE (transformers' Qwen3_5TextConfig, Qwen3NextConfig,
+ * Qwen3_5MoeTextConfig): the gated DeltaNet shapes (linear_*), the gated attention with
+ * zero-centred norms ((1 + w), as gemma's), and the routed layers' mixture: Qwen3 MoE's keys
+ * (Qwen3-Next: decoder_sparse_step, mlp_only_layers, norm_topk_prob default true; Qwen3.5 MoE:
+ * every layer, always renormalized) plus a shared expert of shared_expert_intermediate_size. */
 static hearth_status read_hybrid(const cJSON *tc, hearth_hf_config *cfg, hearth_err *err) {
     hearth_hparams *hp = &cfg->hp;
     hp->lin_conv = 4, hp->lin_k_dim = 128, hp->lin_v_dim = 128, hp->lin_n_k = 16, hp->lin_n_v = 32;
@@ -431,19 +434,27 @@ static hearth_status read_hybrid(const cJSON *tc, hearth_hf_config *cfg, hearth_
     if (!any) hp->lin_n_v = 0; /* no linear layer: a plain gated-attention model */
     hp->attn_out_gate = true;
     cfg->norm_plus_one = true;
-    if (cfg->ai->arch == HEARTH_ARCH_QWEN3NEXT) {
-        int32_t n_exp = 0, step = 1;
-        if (opt_int(tc, "num_experts", 1 << 16, &n_exp, err) || opt_int(tc, "decoder_sparse_step", 1 << 16, &step, err))
+    if (cfg->ai->arch == HEARTH_ARCH_QWEN3_5MOE) { /* every layer routes; the chosen k always renormalized */
+        const char *count = cJSON_GetObjectItemCaseSensitive(tc, "num_experts") ? "num_experts" : "num_local_experts";
+        if (need_int(tc, count, 1024, &hp->n_expert, err) ||
+            need_int(tc, "num_experts_per_tok", hp->n_expert, &hp->n_expert_used, err) ||
+            need_int(tc, "moe_intermediate_size", 1 << 20, &hp->n_ff_exp, err))
             return HEARTH_E_FORMAT;
-        const cJSON *only = cJSON_GetObjectItemCaseSensitive(tc, "mlp_only_layers"), *e;
-        for (int32_t il = 0; n_exp > 0 && il < hp->n_layer; il++) {
-            bool dense = step < 1 || (il + 1) % step != 0;
-            cJSON_ArrayForEach(e, only) dense |= cJSON_IsNumber(e) && e->valuedouble == il;
-            if (!dense)
-                return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "config.json: layer %d of qwen3_next routes to "
-                                      "experts (num_experts %d); hearth runs Qwen3-Next with dense MLPs only "
-                                      "(mlp_only_layers: every layer)", il, n_exp);
-        }
+        hp->moe_norm_topk = true;
+        for (int32_t il = 0; il < hp->n_layer; il++) cfg->moe_layer[il / 64] |= (uint64_t)1 << (il % 64);
+    } else if (cfg->ai->arch == HEARTH_ARCH_QWEN3NEXT) {
+        int32_t n_exp = 0;
+        if (opt_int(tc, "num_experts", 1 << 16, &n_exp, err)) return HEARTH_E_FORMAT;
+        hearth_status st;
+        if (n_exp > 0 && (st = read_qwen3moe(tc, cfg, err))) return st; /* its routing keys are Qwen3 MoE's */
+        if (n_exp > 0 && jbool(tc, "norm_topk_prob") < 0) hp->moe_norm_topk = true; /* Qwen3NextConfig's default */
+    }
+    if (hp->n_expert > 0) {
+        if (need_int(tc, "shared_expert_intermediate_size", 1 << 20, &hp->n_ff_shexp, err)) return HEARTH_E_FORMAT;
+        if (hp->n_ff_shexp <= 0)
+            return hearth_err_set(err, HEARTH_E_FORMAT, -1, "config.json shared_expert_intermediate_size = %d",
+                                  hp->n_ff_shexp);
+        if (hp->n_ff <= 0) hp->n_ff = hp->n_ff_shexp; /* qwen3_5_moe has no dense MLP */
     }
     return HEARTH_OK;
 }
@@ -455,7 +466,8 @@ static hearth_status parse_text(const cJSON *root, const cJSON *tc, hearth_hf_co
     hp->arch = ai->arch;
     if ((st = need_int(tc, "hidden_size", 1 << 16, &hp->n_embd, err)) ||
         (st = need_int(tc, "num_hidden_layers", 1024, &hp->n_layer, err)) ||
-        (st = need_int(tc, "intermediate_size", 1 << 20, &hp->n_ff, err)) ||
+        (st = (ai->arch == HEARTH_ARCH_QWEN3_5MOE ? opt_int : need_int)(tc, "intermediate_size", 1 << 20, &hp->n_ff,
+                                                                         err)) ||
         (st = need_int(tc, "num_attention_heads", 1024, &hp->n_head, err)) ||
         (st = need_int(tc, "vocab_size", 1 << 24, &hp->n_vocab, err)))
         return st;
@@ -530,7 +542,8 @@ static hearth_status parse_text(const cJSON *root, const cJSON *tc, hearth_hf_co
     hp->rope_base_swa = ai->rope_base_swa > 0 ? ai->rope_base_swa : hp->rope_base;
     if (jnum(tc, "rope_local_base_freq", &d) && d > 0) hp->rope_base_swa = (float)d;
     if (rp_swa && (st = read_rope(rp_swa, NULL, tc, hp, false, err))) return st;
-    double prf = ai->arch == HEARTH_ARCH_QWEN3_5 || ai->arch == HEARTH_ARCH_QWEN3NEXT ? 0.25 : 1; /* their default */
+    double prf = ai->arch == HEARTH_ARCH_QWEN3_5 || ai->arch == HEARTH_ARCH_QWEN3NEXT || ai->arch == HEARTH_ARCH_QWEN3_5MOE
+                     ? 0.25 : 1; /* their default */
     if (!(rp_full && jnum(rp_full, "partial_rotary_factor", &prf))) jnum(tc, "partial_rotary_factor", &prf);
     if (!(prf > 0 && prf <= 1))
         return hearth_err_set(err, HEARTH_E_FORMAT, -1, "config.json partial_rotary_factor %g", prf);
@@ -548,7 +561,8 @@ static hearth_status parse_text(const cJSON *root, const cJSON *tc, hearth_hf_co
     if ((st = read_layers(tc, cfg, hp, err))) return st;
     if (ai->arch == HEARTH_ARCH_QWEN3MOE) return read_qwen3moe(tc, cfg, err);
     if (ai->arch == HEARTH_ARCH_GPT_OSS) return read_gpt_oss(tc, cfg, err);
-    if (ai->arch == HEARTH_ARCH_QWEN3_5 || ai->arch == HEARTH_ARCH_QWEN3NEXT) return read_hybrid(tc, cfg, err);
+    if (ai->arch == HEARTH_ARCH_QWEN3_5 || ai->arch == HEARTH_ARCH_QWEN3NEXT || ai->arch == HEARTH_ARCH_QWEN3_5MOE)
+        return read_hybrid(tc, cfg, err);
     return ai->arch == HEARTH_ARCH_GEMMA4 ? read_gemma4(tc, rp_full, hp, err) : HEARTH_OK;
 }
 
@@ -572,10 +586,11 @@ hearth_status hearth_hf_config_parse(const char *json, size_t n, hearth_hf_confi
     if (mt && cfg->text_config && !strcmp(mt, "gemma3")) mt = "gemma3_text";
     if (mt && cfg->text_config && !strcmp(mt, "gemma4")) mt = "gemma4_text";
     if (mt && cfg->text_config && !strcmp(mt, "qwen3_5")) mt = "qwen3_5_text";
+    if (mt && cfg->text_config && !strcmp(mt, "qwen3_5_moe")) mt = "qwen3_5_moe_text";
     cfg->ai = mt ? hearth_arch_by_hf_type(mt) : NULL;
     if (!cfg->ai) {
         st = hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "model_type '%s' is not supported (supported: llama, "
-                            "mistral, qwen2, qwen3, qwen3_moe, qwen3_5, qwen3_next, gpt_oss, gemma2, gemma3, gemma4, phi3, "
+                            "mistral, qwen2, qwen3, qwen3_moe, qwen3_5, qwen3_5_moe, qwen3_next, gpt_oss, gemma2, gemma3, gemma4, phi3, "
                             "smollm3)", mt ? mt : "(none)");
         goto done;
     }

@@ -54,6 +54,10 @@ typedef struct {
     const float  *lin_a_neg;      /* [lin_n_v] -exp(A_log) */
     const float  *lin_norm;       /* [lin_v_dim] the gated RMSNorm's weight (no + 1) */
     hearth_weight lin_out;        /* [n_embd][V] out_proj */
+    /* the shared expert of a routed layer (n_ff_shexp > 0: Qwen3-Next, Qwen3.5 MoE) */
+    hearth_weight sh_gate, sh_up; /* [n_ff_shexp][n_embd] */
+    hearth_weight sh_down;        /* [n_embd][n_ff_shexp] */
+    hearth_weight sh_gate_inp;    /* [1][n_embd] shared_expert_gate: the logit of its sigmoid weight */
 } hearth_layer;
 
 struct hearth_model {

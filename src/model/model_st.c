@@ -281,6 +281,11 @@ static hearth_status bind_layer(loader *L, int il) {
         (linear && (st = bind_linear(L, il))) ||
         (!linear && (st = bind_mat(L, NAME("self_attn.o_proj"), (int64_t)hp->n_head * hp->head_dim_v, E, true, &l->wo))) ||
         (routed && (st = hp->arch == HEARTH_ARCH_GPT_OSS ? bind_moe_gpt_oss(L, il) : bind_moe_qwen3(L, il))) ||
+        (routed && hp->n_ff_shexp > 0 &&
+         ((st = bind_mat(L, NAME("mlp.shared_expert.gate_proj"), E, hp->n_ff_shexp, true, &l->sh_gate)) ||
+          (st = bind_mat(L, NAME("mlp.shared_expert.up_proj"), E, hp->n_ff_shexp, true, &l->sh_up)) ||
+          (st = bind_mat(L, NAME("mlp.shared_expert.down_proj"), hp->n_ff_shexp, E, true, &l->sh_down)) ||
+          (st = bind_mat(L, NAME("mlp.shared_expert_gate"), E, 1, true, &l->sh_gate_inp)))) ||
         (!routed && (st = bind_mat(L, NAME("mlp.down_proj"), hp->n_ff, E, true, &l->w_down))))
         return st;
     if (c->fused_qkv) {

@@ -32,12 +32,13 @@ hearth_fwd *hearth_fwd_create(const hearth_model *m, hearth_backend *be, int32_t
     size_t LP = (size_t)hp->n_layer * (size_t)hp->n_embd_ple, P = (size_t)hp->n_embd_ple;
     bool moe = hp->n_expert > 0;
     size_t ME = moe ? T * E : 0, MI = moe ? T * (size_t)hp->n_ff_exp : 0, MX = T * (size_t)hp->n_expert;
+    size_t FF = (size_t)(hp->n_ff > hp->n_ff_shexp ? hp->n_ff : hp->n_ff_shexp); /* a shared expert may be wider */
     size_t LV = (size_t)hp->lin_n_v * (size_t)hp->lin_v_dim, LC = 2 * (size_t)hp->lin_n_k * (size_t)hp->lin_k_dim + LV,
            LH = (size_t)hp->lin_n_v, QG = hp->attn_out_gate ? qw : 0;
     /* the activations, one field and its floats each (0: the model has no use for it) */
     const struct { float **field; size_t floats; } scratch[] = {
         {&f->x, T * E},         {&f->xb, T * E},         {&f->q, T * qw},           {&f->k, T * kw},
-        {&f->v, T * vw},        {&f->att, T * aw},       {&f->g, T * (size_t)hp->n_ff}, {&f->u, T * (size_t)hp->n_ff},
+        {&f->v, T * vw},        {&f->att, T * aw},       {&f->g, T * FF},           {&f->u, T * FF},
         /* Gemma 4 per-layer inputs */
         {&f->ple_tok, T * LP},  {&f->ple_ctx, T * LP},   {&f->ple_x, T * P},        {&f->ple_g, T * P},
         /* mixture of experts */
@@ -431,6 +432,7 @@ static hearth_status step_run(hearth_fwd *f, const hearth_batch *b, const hearth
     case HEARTH_ARCH_GPT_OSS:
     case HEARTH_ARCH_QWEN3_5:
     case HEARTH_ARCH_QWEN3NEXT:
+    case HEARTH_ARCH_QWEN3_5MOE:
         break;
     default:
         return HEARTH_E_UNSUPPORTED;

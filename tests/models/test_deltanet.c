@@ -55,6 +55,16 @@ TEST(qwen3_next_f32) {
     check_ref("qwen3_next", "qwen3_next");
     hf_golden_check("qwen3_next", "qwen3_next", 0.05);
 }
+/* The routed layers: 4 experts, 2 per token, renormalized, and the shared expert weighed by its
+ * sigmoid gate (Qwen3-Next with layer 1 dense; Qwen3.5 MoE on every layer). */
+TEST(qwen3_next_moe_f32) {
+    check_ref("qwen3_next-moe", "qwen3_next-moe");
+    hf_golden_check("qwen3_next-moe", "qwen3_next-moe", 0.05);
+}
+TEST(qwen3_5_moe_f32) {
+    check_ref("qwen3_5_moe_text", "qwen3_5_moe_text");
+    hf_golden_check("qwen3_5_moe_text", "qwen3_5_moe_text", 0.05);
+}
 
 enum { NQ = 8, PLEN = 20, NGEN = 12, CTX = 64 };
 
@@ -187,6 +197,7 @@ static void check_engine(const char *path) {
 
 TEST(qwen3_5_engine_batched_equals_alone) { check_engine(HF_GOLD "qwen3_5_text"); }
 TEST(qwen3_next_engine_batched_equals_alone) { check_engine(HF_GOLD "qwen3_next"); }
+TEST(qwen3_5_moe_engine_batched_equals_alone) { check_engine(HF_GOLD "qwen3_5_moe_text"); }
 
 /* What each form binds: layers 0 and 2 linear (the DeltaNet's projections, 2 x 16 key and 4 x 16
  * value dims: a conv of 128 channels of 4 taps), layer 1 gated attention (q_proj of 2 x 64 rows),
@@ -234,8 +245,9 @@ TEST(hybrid_layout) {
 /* Registry facts from the headers and config (store/facts.h): supported, the parameters
  * transformers counted, and KV bytes per token of the full-attention layer only. */
 TEST(hybrid_registry_facts) {
-    static const char *const ckpts[] = {"qwen3_5_text", "qwen3_5_text-bf16", "qwen3_next"};
-    for (size_t i = 0; i < 3; i++) {
+    static const char *const ckpts[] = {"qwen3_5_text", "qwen3_5_text-bf16", "qwen3_next", "qwen3_next-moe",
+                                        "qwen3_5_moe_text"};
+    for (size_t i = 0; i < 5; i++) {
         char path[256];
         snprintf(path, sizeof path, HF_GOLD "%s.json", ckpts[i]);
         char *json = golden_slurp(path, NULL);
@@ -253,6 +265,39 @@ TEST(hybrid_registry_facts) {
         CHECK_EQ(f.kv_bytes_per_token, 2 * 2 * 16 * 2);
         free(np);
         free(json);
+    }
+}
+
+/* The mixtures: routed layers bind the router, the stacked experts and the shared expert with its
+ * one-row gate; Qwen3-Next's layer 1 keeps its dense MLP. */
+TEST(hybrid_moe_layout) {
+    static const char *const forms[] = {"qwen3_next-moe", "qwen3_5_moe_text"};
+    for (int i = 0; i < 2; i++) {
+        char path[256];
+        snprintf(path, sizeof path, HF_GOLD "%s", forms[i]);
+        hearth_model *m = NULL;
+        hearth_err err = {0};
+        CHECK_EQ(hearth_model_load(path, &m, &err), HEARTH_OK);
+        if (!m) continue;
+        CHECK_EQ(m->hp.arch, i ? HEARTH_ARCH_QWEN3_5MOE : HEARTH_ARCH_QWEN3NEXT);
+        CHECK_EQ(m->hp.n_expert, 4);
+        CHECK_EQ(m->hp.n_expert_used, 2);
+        CHECK_EQ(m->hp.n_ff_exp, 16);
+        CHECK_EQ(m->hp.n_ff_shexp, 32);
+        CHECK(m->hp.moe_norm_topk);
+        for (int il = 0; il < 3; il++) {
+            const hearth_layer *l = &m->layers[il];
+            bool routed = i == 1 || il != 1;
+            CHECK_EQ(l->router.data != NULL, routed);
+            CHECK_EQ(l->sh_gate.data != NULL, routed);
+            CHECK_EQ(l->w_gate.data != NULL, !routed);
+            if (!routed) continue;
+            CHECK_EQ(l->exp_down.ne1, 4 * 64);
+            CHECK_EQ(l->sh_gate.ne1, 32);
+            CHECK_EQ(l->sh_down.ne0, 32);
+            CHECK_EQ(l->sh_gate_inp.ne1, 1);
+        }
+        hearth_model_destroy(m);
     }
 }
 
@@ -282,8 +327,10 @@ TEST(hybrid_config) {
         {"qwen3_5_text", "\"linear_num_value_heads\":3", HEARTH_E_FORMAT, "a multiple of the key heads"},
         {"qwen3_5_text", "\"linear_num_value_heads\":4,\"linear_conv_kernel_dim\":1", HEARTH_E_FORMAT,
          "conv width 1 (>= 2)"},
-        {"qwen3_next", "\"linear_num_value_heads\":4,\"num_experts\":8,\"mlp_only_layers\":[0,1]", HEARTH_E_UNSUPPORTED,
-         "layer 2 of qwen3_next routes to experts"},
+        {"qwen3_next", "\"linear_num_value_heads\":4,\"num_experts\":8,\"num_experts_per_tok\":2,"
+         "\"moe_intermediate_size\":16", HEARTH_E_FORMAT, "config.json has no shared_expert_intermediate_size"},
+        {"qwen3_5_moe_text", "\"linear_num_value_heads\":4,\"num_experts\":8,\"moe_intermediate_size\":16,"
+         "\"shared_expert_intermediate_size\":32", HEARTH_E_FORMAT, "config.json has no num_experts_per_tok"},
         {"qwen3", "\"layer_types\":[\"linear_attention\",\"full_attention\",\"full_attention\",\"full_attention\","
          "\"full_attention\",\"full_attention\",\"full_attention\",\"full_attention\"]", HEARTH_E_UNSUPPORTED,
          "layer_types: 'linear_attention' layers"},
