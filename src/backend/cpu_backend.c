@@ -10,6 +10,7 @@
 #include "backend/backend.h"
 #include "base/assert.h"
 #include "kernels/kernels.h"
+#include "kernels/deltanet.h"
 #include "kernels/lora.h"
 #include "kernels/ref/attn_paged_ref.h"
 #include "kernels/ref/ops_ref.h"
@@ -631,7 +632,7 @@ static void deltanet_fn(void *arg, int ith, int nth) {
     const hearth_deltanet_args *a = j->a;
     int64_t n = j->heads ? a->n_v : 2 * (int64_t)a->n_k * a->k_dim + (int64_t)a->n_v * a->v_dim;
     int64_t lo = n * ith / nth, hi = n * (ith + 1) / nth;
-    if (j->heads) hearth_deltanet_heads_ref(a, lo, hi);
+    if (j->heads) hearth_deltanet_heads(a, lo, hi); /* the reference's bits, row by row */
     else hearth_deltanet_conv_ref(a, lo, hi);
 }
 
