@@ -40,6 +40,7 @@
 #include "base/thread.h"
 #include "backend/kv_type.h"
 #include "backend/numerics.h"
+#include "kernels/ref/deltanet_ref.h"
 #include "kernels/ref/lora_ref.h"
 #include "kernels/ref/ops_ref.h"
 #include "tensor/tensor.h"
@@ -52,6 +53,7 @@ typedef enum {
     HEARTH_GLU_GEGLU_F16,  /* gelu_tanh from an f16 table, as llama.cpp computes it */
     HEARTH_GLU_SWIGLU_OAI, /* gpt-oss: g' = min(g, 7), u' = clamp(u, -7, 7), g' * sigmoid(1.702 g') * (u' + 1);
                             * the CPU backend only (gpt-oss is refused on device backends) */
+    HEARTH_GLU_SIGMOID,    /* sigmoid(g) * u (Qwen3.5's attention output gate); the CPU backend only */
 } hearth_glu_kind;
 
 /* How a layer's cache is addressed (ARCHITECTURE 4): the cache is a pool of blocks of
@@ -203,6 +205,11 @@ struct hearth_backend_i {
      * the ops queued so far have run; nothing when there is none. Afterwards host may be freed,
      * and memory later allocated at the same address is copied afresh. */
     void (*forget)(hearth_backend *be, const void *host);
+    /* (optional: NULL = this backend runs no gated DeltaNet; the forward refuses hybrid models)
+     * the recurrent core of a linear-attention layer, hearth_deltanet_ref (kernels/ref/
+     * deltanet_ref.h): a's qkv is convolved in place, out written, the state slots of the step's
+     * sequences advanced (a token at position 0 first zeroes its slot) */
+    void (*deltanet)(hearth_backend *be, const hearth_deltanet_args *a);
     /* out[r] (host memory) = the first index of the largest of x[r][0..n), r < n_rows: greedy
      * picks where only the ids leave the device */
     void (*argmax)(hearth_backend *be, const float *x, int64_t n_rows, int64_t n, int32_t *out);
@@ -359,6 +366,8 @@ static inline void hearth_op_lora(hearth_backend *be, const hearth_lora_seg *seg
                                   int64_t n_in, float *y, int64_t ldy, int64_t n_out) {
     be->iface->lora(be, segs, n_seg, x, n_in, y, ldy, n_out);
 }
+static inline bool hearth_backend_has_deltanet(const hearth_backend *be) { return be->iface->deltanet != NULL; }
+static inline void hearth_op_deltanet(hearth_backend *be, const hearth_deltanet_args *a) { be->iface->deltanet(be, a); }
 static inline void hearth_op_argmax(hearth_backend *be, const float *x, int64_t n_rows, int64_t n, int32_t *out) {
     be->iface->argmax(be, x, n_rows, n, out);
 }

@@ -10,6 +10,7 @@
 #include "backend/backend.h"
 #include "base/assert.h"
 #include "kernels/kernels.h"
+#include "kernels/deltanet.h"
 #include "kernels/lora.h"
 #include "kernels/ref/attn_paged_ref.h"
 #include "kernels/ref/ops_ref.h"
@@ -531,6 +532,7 @@ static void glu_fn(void *arg, int ith, int nth) {
     case HEARTH_GLU_GEGLU: hearth_geglu_ref(j->g + a, j->u + a, b - a); break;
     case HEARTH_GLU_GEGLU_F16: hearth_kernels_geglu_f16()(j->g + a, j->u + a, b - a); break;
     case HEARTH_GLU_SWIGLU_OAI: hearth_swiglu_oai_ref(j->g + a, j->u + a, b - a); break;
+    case HEARTH_GLU_SIGMOID: hearth_sigmoid_gate_ref(j->g + a, j->u + a, b - a); break;
     }
 }
 
@@ -618,6 +620,28 @@ static void cpu_lora(hearth_backend *be, const hearth_lora_seg *segs, int n_seg,
     else hearth_pool_run(ctx_of(be)->pool, lora_fn, &j);
 }
 
+/* The gated DeltaNet: the conv split by channels, then (after the pool's join) the delta rule
+ * split by value heads; each slice runs every token in order, as the reference does. */
+typedef struct {
+    const hearth_deltanet_args *a;
+    bool heads;
+} deltanet_job;
+
+static void deltanet_fn(void *arg, int ith, int nth) {
+    deltanet_job *j = arg;
+    const hearth_deltanet_args *a = j->a;
+    int64_t n = j->heads ? a->n_v : 2 * (int64_t)a->n_k * a->k_dim + (int64_t)a->n_v * a->v_dim;
+    int64_t lo = n * ith / nth, hi = n * (ith + 1) / nth;
+    if (j->heads) hearth_deltanet_heads(a, lo, hi); /* the reference's bits, row by row */
+    else hearth_deltanet_conv_ref(a, lo, hi);
+}
+
+static void cpu_deltanet(hearth_backend *be, const hearth_deltanet_args *a) {
+    deltanet_job conv = {a, false}, heads = {a, true};
+    hearth_pool_run(ctx_of(be)->pool, deltanet_fn, &conv);
+    hearth_pool_run(ctx_of(be)->pool, deltanet_fn, &heads);
+}
+
 static void cpu_argmax(hearth_backend *be, const float *x, int64_t n_rows, int64_t n, int32_t *out) {
     (void)be;
     for (int64_t r = 0; r < n_rows; r++) out[r] = (int32_t)hearth_kernels_argmax(x + r * n, n);
@@ -690,6 +714,7 @@ static const struct hearth_backend_i cpu_iface = {
     .hadamard = cpu_hadamard,
     .softcap = cpu_softcap,
     .lora = cpu_lora,
+    .deltanet = cpu_deltanet,
     .copy_rows = cpu_copy_rows,
     .argmax = cpu_argmax,
     .destroy = cpu_destroy,

@@ -73,7 +73,9 @@ void cli_engine_levers(const hearth_engine *e, char *buf, size_t cap);
 #define CLI_ENGINE_FLAGS_USAGE                                                                            \
     "  --batch N             sequences decoded together (default 8; 1 = strictly serial);\n"            \
     "                        --decode-concurrency N is the same\n"                                        \
-    "  --prompt-cache GB     KV of finished requests kept for prefix reuse (default 8; 0 disables)\n"    \
+    "  --prompt-cache GB     KV of finished requests kept for prefix reuse (default 8; 0 disables;\n"    \
+    "                        always off for Qwen3.5 / Qwen3-Next, whose recurrent state is not\n"      \
+    "                        kept per block)\n"                                                      \
     "  --kv-budget GB        size of the KV block pool (default, or 0: what the memory budget\n"      \
     "                        leaves)\n"                                                               \
     "  --memory-budget GB    weights + KV + transients (default, or 0: 0.75 x RAM); a model that\n"   \

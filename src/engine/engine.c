@@ -182,7 +182,12 @@ static int64_t transient_bytes(const hearth_engine *e, const hearth_hparams *hp,
     int64_t mm = T * width * 4;                                  /* quantized activations, at most f32 */
     int64_t logits = (int64_t)e->p.batch * hp->n_vocab * 4;
     int64_t scores = (int64_t)e->p.n_ctx * 4 * 64;               /* per compute thread */
-    return act + mm + logits + scores + (32 << 20) + 64 * (int64_t)hp->n_vocab;
+    int64_t n_lin = 0; /* a hybrid model's linear-attention states, one per slot and such layer */
+    for (int32_t il = 0; il < hp->n_layer; il++) n_lin += hearth_hparams_is_linear(hp, il);
+    int64_t states = n_lin * e->p.batch * hearth_hparams_lin_state_floats(hp) * 4;
+    int64_t lin = hp->lin_n_v > 0 ? T * (2 * (2 * (int64_t)hp->lin_n_k * hp->lin_k_dim + 2 * (int64_t)hp->lin_n_v *
+                                                 hp->lin_v_dim) + 2 * (int64_t)hp->lin_n_v) * 4 : 0;
+    return act + mm + logits + scores + states + lin + (32 << 20) + 64 * (int64_t)hp->n_vocab;
 }
 
 /* The draft model's cache scheme: the target's, or f16 when that is a quantized one (a small
@@ -395,6 +400,14 @@ static hearth_status open_drafter(hearth_engine *e, const hearth_model *m, heart
     hearth_spec_params *sp = &e->p.spec;
     int32_t n_vocab = hearth_model_hparams(m)->n_vocab;
     if (sp->kind == HEARTH_DRAFT_NONE) return HEARTH_OK;
+    /* a linear-attention state absorbs every token fed, rejected drafts too, and keeps no
+     * snapshot to go back to */
+    const hearth_model *dm = sp->kind == HEARTH_DRAFT_MODEL ? sp->draft_model : NULL;
+    if (hearth_model_hparams(m)->lin_n_v > 0 || (dm && hearth_model_hparams(dm)->lin_n_v > 0))
+        return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "speculative decoding does not run %s models (their "
+                              "linear-attention state cannot take back rejected drafts): leave --draft-kind off",
+                              hearth_arch_info_of(hearth_model_hparams(dm && hearth_model_hparams(dm)->lin_n_v > 0
+                                                                           ? dm : m)->arch)->hf_type);
     if (sp->n_draft <= 0) sp->n_draft = sp->kind == HEARTH_DRAFT_NGRAM ? 10 : 3;
     if (sp->n_draft > 64) return hearth_err_set(err, HEARTH_E_INVALID, -1, "--num-draft-tokens is at most 64");
     if (sp->n_draft >= e->p.max_step) sp->n_draft = e->p.max_step - 1;
@@ -521,6 +534,14 @@ hearth_status hearth_engine_create(const hearth_model *m, const hearth_engine_pa
     hearth_status st;
     hearth_kv_scheme kv;
     if ((st = resolve_kv(e, m, &kv, err))) goto fail;
+    if (hp->lin_n_v > 0 && e->p.prompt_cache != 0) {
+        /* NOTE: a prefix hit would need the linear-attention state as of the hit's last block;
+         * the states are not snapshotted at block boundaries, so hybrid models reuse no prefix
+         * (and a preempted sequence is recomputed from its start) */
+        hearth_log(HEARTH_LOG_INFO, "prompt cache: off for %s (its linear-attention state is not kept per block)",
+                   hearth_arch_info_of(hp->arch)->hf_type);
+        e->p.prompt_cache = 0;
+    }
     if (e->p.force_wire) {
         if ((st = hearth_model_wire(m, true, err))) goto fail;
         e->wired = true;

@@ -14,6 +14,11 @@
  * of a layer is at b * block_size * row of its own region, so layers of one block id never
  * overlap. Every block pays for every region (block ids are shared by all groups), which costs
  * memory only for a sliding-window model whose groups mix row sizes at one place.
+ *
+ * A hybrid model's linear-attention layers (Qwen3.5) keep no rows: each sequence slot has a
+ * fixed-size state per such layer ([layer][n_seqs][state floats], beside the blocks, outside the
+ * budget), which the forward resets when a sequence starts at position 0 and advances step by
+ * step. NOTE: those layers still get (unused) block rows: the layer places are per layer.
  */
 #include "engine/kv_pool.h"
 #include "base/size.h"
@@ -33,6 +38,7 @@ struct hearth_kv_pool {
         size_t off;          /* bytes from mem to the region's K rows; its V rows follow them */
     } *regions;                /* owned [n_regions] (kv_pool.c's head comment) */
     void            *bounce;   /* owned: one region's K or V rows of a block (device pools' copies) */
+    size_t           bounce_cap; /* its bytes */
     void            *mem;      /* owned: every layer place's K and V blocks (a buffer of be, or host memory) */
     hearth_backend  *be;       /* borrowed, NULL = host memory */
     void           **ptrs;     /* owned: [2][n_layer] */
@@ -45,6 +51,12 @@ struct hearth_kv_pool {
     int32_t         *refs;     /* owned: [n_blocks] */
     int32_t         *free_ids; /* owned: stack [n_blocks] */
     int32_t          n_free;
+    /* linear-attention layers (hybrid models): a state slot per sequence slot, beside the blocks */
+    void            *lin_mem;  /* owned: [linear layer][n_seqs][state floats] (a buffer of be, or host), or NULL */
+    float          **lin_ptrs; /* owned [n_layer]: each linear layer's states, NULL for the others */
+    int32_t         *lin_len;  /* owned [n_seqs]: positions each slot's states hold (forward.h) */
+    size_t           lin_bytes;
+    size_t           lin_slot;  /* bytes of one slot's state in one layer */
 };
 
 static int32_t gcd(int32_t a, int32_t b) {
@@ -59,7 +71,7 @@ static int32_t gcd(int32_t a, int32_t b) {
 int32_t hearth_kv_n_cache_layers(const hearth_model *m) {
     const hearth_hparams *hp = hearth_model_hparams(m);
     int32_t n = 0;
-    for (int32_t il = 0; il < hp->n_layer; il++) n += hearth_hparams_kv_layer(hp, il) == il;
+    for (int32_t il = 0; il < hp->n_layer; il++) n += hearth_hparams_stores_kv(hp, il);
     return n;
 }
 
@@ -78,7 +90,7 @@ size_t hearth_kv_bytes_per_token_layers(const hearth_model *m, hearth_kv_scheme 
     const hearth_hparams *hp = hearth_model_hparams(m);
     size_t n = 0;
     for (int32_t il = 0; il < hp->n_layer; il++)
-        if (hearth_hparams_kv_layer(hp, il) == il) n += layer_row_bytes(hp, layer_kv[il]);
+        if (hearth_hparams_stores_kv(hp, il)) n += layer_row_bytes(hp, layer_kv[il]);
     return n;
 }
 
@@ -86,7 +98,7 @@ hearth_kv_layout hearth_kv_layout_of(const hearth_model *m, bool swa_full) {
     const hearth_hparams *hp = hearth_model_hparams(m);
     int32_t n_swa_layers = 0, n_full_layers = 0; /* of the layers that store their own K and V */
     for (int32_t il = 0; il < hp->n_layer; il++) {
-        if (hearth_hparams_kv_layer(hp, il) != il) continue;
+        if (!hearth_hparams_stores_kv(hp, il)) continue;
         if (!swa_full && hearth_hparams_is_swa(hp, il)) n_swa_layers++;
         else n_full_layers++;
     }
@@ -120,7 +132,7 @@ static int32_t plan_regions(const hearth_model *m, const hearth_kv_layout *lay, 
     int32_t n_kind[2] = {0, 0}, n = 0;
     for (int32_t il = 0; il < hp->n_layer; il++) {
         region[il] = -1;
-        if (hearth_hparams_kv_layer(hp, il) != il) continue;
+        if (!hearth_hparams_stores_kv(hp, il)) continue;
         int kind = !swa_full && hearth_hparams_is_swa(hp, il);
         int32_t place = n_kind[kind]++ % lay->per_group;
         hearth_kv_scheme s = layer_kv ? layer_kv[il] : kv;
@@ -164,7 +176,7 @@ hearth_status hearth_kv_pool_create(const hearth_model *m, const hearth_kv_pool_
     if (lay.n_win > 0 && p->window_keep > lay.n_swa) lay.n_swa = p->window_keep; /* a reader further back */
     int32_t n_groups = lay.n_full + lay.n_win;
     for (int32_t il = 0; il < hp->n_layer; il++) {
-        if (hearth_hparams_kv_layer(hp, il) != il) continue;
+        if (!hearth_hparams_stores_kv(hp, il)) continue;
         hearth_kv_scheme s = p->layer_kv ? p->layer_kv[il] : p->kv;
         if (!hearth_kv_row_bytes(s.k, (int64_t)hp->n_head_kv * hp->head_dim) ||
             !hearth_kv_row_bytes(s.v, (int64_t)hp->n_head_kv * hp->head_dim_v))
@@ -249,6 +261,7 @@ hearth_status hearth_kv_pool_create(const hearth_model *m, const hearth_kv_pool_
     pool->free_ids = malloc(n_blocks * sizeof(int32_t));
     pool->be = p->be;
     pool->bounce = p->be ? malloc(max_row * (size_t)bs) : NULL;
+    pool->bounce_cap = p->be ? max_row * (size_t)bs : 0;
     pool->mem = p->be ? hearth_buf_alloc(p->be, total) : aligned_alloc(64, (total + 63) & ~(size_t)63);
     if (!pool->ptrs || !pool->layer_group || !pool->layer_type || !pool->window || !pool->table || !pool->n_in_row ||
         !pool->n_dead || !pool->refs || !pool->free_ids || !pool->mem || (p->be && !pool->bounce)) {
@@ -262,6 +275,7 @@ hearth_status hearth_kv_pool_create(const hearth_model *m, const hearth_kv_pool_
     int32_t n_kind[2] = {0, 0};
     for (int32_t il = 0; il < hp->n_layer; il++) {
         int32_t src = hearth_hparams_kv_layer(hp, il);
+        if (hearth_hparams_is_linear(hp, il)) continue; /* a state slot instead (below): no rows, NULL views */
         if (src != il) {
             pool->layer_group[il] = pool->layer_group[src];
             pool->ptrs[il] = pool->ptrs[src];
@@ -281,6 +295,25 @@ hearth_status hearth_kv_pool_create(const hearth_model *m, const hearth_kv_pool_
         pool->layer_type[hp->n_layer + il] = s.v;
     }
     free(region);
+    int64_t lf = hearth_hparams_lin_state_floats(hp), n_lin = 0;
+    for (int32_t il = 0; il < hp->n_layer; il++) n_lin += hearth_hparams_is_linear(hp, il);
+    if (lf > 0 && n_lin > 0) { /* the fixed-size states: one slot per sequence slot and linear layer */
+        size_t per = (size_t)lf * (size_t)p->n_seqs * sizeof(float);
+        pool->lin_bytes = per * (size_t)n_lin;
+        pool->lin_slot = (size_t)lf * sizeof(float);
+        pool->lin_mem = p->be ? hearth_buf_alloc(p->be, pool->lin_bytes)
+                              : aligned_alloc(64, (pool->lin_bytes + 63) & ~(size_t)63);
+        pool->lin_ptrs = calloc((size_t)hp->n_layer, sizeof *pool->lin_ptrs);
+        pool->lin_len = calloc((size_t)p->n_seqs, sizeof *pool->lin_len);
+        if (!pool->lin_mem || !pool->lin_ptrs || !pool->lin_len) {
+            hearth_kv_pool_destroy(pool);
+            return hearth_err_set(err, HEARTH_E_NOMEM, -1, "cannot allocate %zu MiB of linear-attention states",
+                                  pool->lin_bytes >> 20);
+        }
+        char *q = pool->lin_mem;
+        for (int32_t il = 0; il < hp->n_layer; il++)
+            if (hearth_hparams_is_linear(hp, il)) pool->lin_ptrs[il] = (float *)q, q += per;
+    }
     for (int32_t g = lay.n_full; g < n_groups; g++) pool->window[g] = lay.n_swa;
     for (size_t i = 0; i < rows * (size_t)max_blocks; i++) pool->table[i] = -1;
     /* stack top is the last entry: hand out block 0 first */
@@ -293,6 +326,7 @@ hearth_status hearth_kv_pool_create(const hearth_model *m, const hearth_kv_pool_
         .layer_k_type = p->layer_kv ? pool->layer_type : NULL,
         .layer_v_type = p->layer_kv ? pool->layer_type + hp->n_layer : NULL,
         .n_groups = n_groups, .layer_group = pool->layer_group, .group_window = pool->window,
+        .lin_state = pool->lin_ptrs, .lin_len = pool->lin_len,
     };
     *out = pool;
     return HEARTH_OK;
@@ -300,8 +334,10 @@ hearth_status hearth_kv_pool_create(const hearth_model *m, const hearth_kv_pool_
 
 void hearth_kv_pool_destroy(hearth_kv_pool *pool) {
     if (!pool) return;
-    if (pool->be) hearth_buf_free(pool->be, pool->mem);
-    else free(pool->mem);
+    if (pool->be) hearth_buf_free(pool->be, pool->mem), hearth_buf_free(pool->be, pool->lin_mem);
+    else free(pool->mem), free(pool->lin_mem);
+    free(pool->lin_ptrs);
+    free(pool->lin_len);
     free(pool->ptrs);
     free(pool->layer_group);
     free(pool->layer_type);
@@ -314,6 +350,28 @@ void hearth_kv_pool_destroy(hearth_kv_pool *pool) {
     free(pool->free_ids);
     free(pool->bounce);
     free(pool);
+}
+
+size_t hearth_kv_pool_state_bytes(const hearth_kv_pool *pool) { return pool->lin_bytes; }
+
+void hearth_kv_pool_copy_state(hearth_kv_pool *pool, int32_t dst, int32_t src) {
+    if (!pool->lin_mem || dst == src) return;
+    size_t slot = pool->lin_slot;
+    for (int32_t il = 0; il < pool->n_layer; il++) {
+        if (!pool->lin_ptrs[il]) continue;
+        char *base = (char *)pool->lin_ptrs[il];
+        if (!pool->be) {
+            memcpy(base + (size_t)dst * slot, base + (size_t)src * slot, slot);
+            continue;
+        }
+        for (size_t off = 0; off < slot; ) { /* through the host bounce buffer, a block's rows at a time */
+            size_t n = slot - off < pool->bounce_cap ? slot - off : pool->bounce_cap;
+            hearth_buf_download(pool->be, pool->bounce, base + (size_t)src * slot + off, n);
+            hearth_buf_upload(pool->be, base + (size_t)dst * slot + off, pool->bounce, n);
+            off += n;
+        }
+    }
+    pool->lin_len[dst] = pool->lin_len[src];
 }
 
 void hearth_kv_pool_copy_block(hearth_kv_pool *pool, int32_t dst, int32_t src, int32_t n_rows) {

@@ -30,7 +30,8 @@
 #include "models/forward.h"
 
 /* Layers that store their own K and V: all but the KV-shared ones (Gemma 4), which read the
- * cache of an earlier layer (hearth_hparams_kv_layer) and whose view pointers alias it. */
+ * cache of an earlier layer (hearth_hparams_kv_layer) and whose view pointers alias it, and the
+ * linear-attention ones (Qwen3.5), which keep a state slot per sequence instead (NULL views). */
 int32_t hearth_kv_n_cache_layers(const hearth_model *m);
 /* Bytes of K+V one token takes in the cache: a row of the widest layer kind in every layer
  * that stores its own, for a model and cache scheme. */
@@ -131,6 +132,11 @@ int32_t hearth_kv_pool_seq_need_peak(const hearth_kv_pool *pool, int32_t slot, i
  * goes through a host bounce buffer). For a sequence that forks off another: the two share
  * the full blocks and each writes its own copy of the last partial one. */
 void    hearth_kv_pool_copy_block(hearth_kv_pool *pool, int32_t dst, int32_t src, int32_t n_rows);
+/* Hybrid models: the bytes of the linear-attention states (every slot; 0 without such layers),
+ * and a copy of slot src's states (and the positions they hold) into slot dst, for a sequence
+ * that forks off another where it stands. */
+size_t  hearth_kv_pool_state_bytes(const hearth_kv_pool *pool);
+void    hearth_kv_pool_copy_state(hearth_kv_pool *pool, int32_t dst, int32_t src);
 
 /* Block blk's keys and values, every layer place of its group, to or from host memory (the
  * disk tier's form, hearth_kv_pool_block_bytes() bytes): for each place (each region of a

@@ -539,6 +539,7 @@ static bool fork_blocks(hearth_sched *s, seq *q, seq *c) {
     c->n_done = q->n_done;
     c->n_cached = q->n_cached; /* the prompt is counted once: as the first choice found it */
     c->started = true;
+    hearth_kv_pool_copy_state(s->pool, c->slot, q->slot); /* a hybrid model's states, where q stands */
     atomic_store_explicit(&c->r->admitted, true, memory_order_relaxed);
     return true;
 }

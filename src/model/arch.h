@@ -20,6 +20,9 @@ typedef enum {
     HEARTH_ARCH_GEMMA4,   /* safetensors only */
     HEARTH_ARCH_QWEN3MOE, /* qwen3 attention, mixture-of-experts feed-forward (models/moe.c) */
     HEARTH_ARCH_GPT_OSS,  /* attention sinks, biases, experts with the clamped SwiGLU */
+    HEARTH_ARCH_QWEN3_5,  /* safetensors only: gated DeltaNet layers beside gated full attention */
+    HEARTH_ARCH_QWEN3NEXT,/* safetensors only: Qwen3.5's layers, the DeltaNet projections fused per key head */
+    HEARTH_ARCH_QWEN3_5MOE, /* safetensors only: Qwen3.5 with a routed mixture and a shared expert on every layer */
     HEARTH_ARCH_COUNT,
 } hearth_arch;
 
@@ -104,6 +107,17 @@ typedef struct {
     int32_t n_expert, n_expert_used, n_ff_exp; /* mixture-of-experts block (0 = none): beside the MLP
                               * (Gemma 4), or in its place on the layers that have a router (Qwen3 MoE) */
     bool    attn_sinks;      /* gpt-oss: a learned logit per head joins every softmax (attn_paged_ref.h) */
+    /* Hybrid linear attention (Qwen3.5, Qwen3-Next; 0 elsewhere): the layers whose bit il % 64 of
+     * lin_layer[il / 64] is set run a gated DeltaNet (models/deltanet.c) in place of attention,
+     * with lin_n_k key heads and lin_n_v value heads (a multiple) of lin_k_dim / lin_v_dim and a
+     * causal conv of lin_conv taps over q, k and v; each keeps a fixed-size state per sequence
+     * (hearth_hparams_lin_state_floats) instead of KV rows */
+    int32_t lin_n_k, lin_n_v, lin_k_dim, lin_v_dim, lin_conv;
+    uint64_t lin_layer[1024 / 64];
+    int32_t n_ff_shexp;      /* Qwen3-Next / Qwen3.5 MoE: the routed layers' shared expert width
+                              * (a SwiGLU MLP beside the experts, weighed by a sigmoid gate); 0 = none */
+    bool    attn_out_gate;   /* Qwen3.5: q_proj gives each head's query then its output gate g,
+                              * and the head's attention output is multiplied by sigmoid(g) */
     bool    moe_norm_topk;   /* Qwen3 MoE: the k chosen probabilities are renormalized to sum 1
                               * (norm_topk_prob); Gemma 4 always renormalizes */
     /* dynamic NTK: the base grows with the sequence length past n_ctx_train (rope_freq.c);
@@ -141,6 +155,18 @@ bool hearth_hparams_has_rope(const hearth_hparams *hp, int32_t il);
 int32_t hearth_hparams_n_ff(const hearth_hparams *hp, int32_t il);
 int32_t hearth_hparams_head_dim(const hearth_hparams *hp, int32_t il);
 int32_t hearth_hparams_n_head_kv(const hearth_hparams *hp, int32_t il);
+/* Is layer il a linear-attention (gated DeltaNet) layer? */
+static inline bool hearth_hparams_is_linear(const hearth_hparams *hp, int32_t il) {
+    return hp->lin_n_v > 0 && il >= 0 && il < 1024 && (hp->lin_layer[il / 64] >> (il % 64) & 1);
+}
+/* Floats of one sequence's state in one linear-attention layer: the conv window
+ * [conv channels][lin_conv - 1], then the recurrent state [lin_n_v][lin_k_dim][lin_v_dim]. 0 for
+ * a model without such layers. */
+int64_t hearth_hparams_lin_state_floats(const hearth_hparams *hp);
 /* The layer whose cache layer il attends to: il itself, or for a KV-shared layer the last
  * layer of its kind below n_layer_kv (-1 when there is none: a config error). */
 int32_t hearth_hparams_kv_layer(const hearth_hparams *hp, int32_t il);
+/* Does layer il store keys and values of its own (not KV-shared, not linear attention)? */
+static inline bool hearth_hparams_stores_kv(const hearth_hparams *hp, int32_t il) {
+    return hearth_hparams_kv_layer(hp, il) == il && !hearth_hparams_is_linear(hp, il);
+}

@@ -22,6 +22,10 @@ static const hearth_arch_info arch_rows[HEARTH_ARCH_COUNT] = {
     {HEARTH_ARCH_QWEN3MOE, "qwen3moe", "Qwen3MoeForCausalLM", "qwen3_moe", true, false, true, false, false, HEARTH_FFN_SWIGLU, 0, 0.0f},
     /* gpt-oss: sliding and full layers alternate; every layer's feed-forward is routed experts */
     {HEARTH_ARCH_GPT_OSS, "gpt-oss", "GptOssForCausalLM",  "gpt_oss",      true,  true,  false, false, false, HEARTH_FFN_SWIGLU, 2, 0.0f},
+    /* Qwen3.5 (text) and Qwen3-Next: gated DeltaNet layers beside gated full attention (llama.c) */
+    {HEARTH_ARCH_QWEN3_5, NULL,     "Qwen3_5ForCausalLM", "qwen3_5_text", true,  false, true,  false, false, HEARTH_FFN_SWIGLU, 0, 0.0f},
+    {HEARTH_ARCH_QWEN3NEXT, NULL,   "Qwen3NextForCausalLM", "qwen3_next", true,  false, true,  false, false, HEARTH_FFN_SWIGLU, 0, 0.0f},
+    {HEARTH_ARCH_QWEN3_5MOE, NULL,  "Qwen3_5MoeForCausalLM", "qwen3_5_moe_text", true, false, true, false, false, HEARTH_FFN_SWIGLU, 0, 0.0f},
 };
 
 const hearth_arch_info *hearth_arch_by_gguf_name(const char *name) {
@@ -60,6 +64,12 @@ int32_t hearth_hparams_n_head_kv(const hearth_hparams *hp, int32_t il) {
 
 int32_t hearth_hparams_n_ff(const hearth_hparams *hp, int32_t il) {
     return hp->n_ff_kv > 0 && il < hp->n_layer_kv ? hp->n_ff_kv : hp->n_ff;
+}
+
+int64_t hearth_hparams_lin_state_floats(const hearth_hparams *hp) {
+    if (hp->lin_n_v <= 0) return 0;
+    int64_t conv_ch = 2 * (int64_t)hp->lin_n_k * hp->lin_k_dim + (int64_t)hp->lin_n_v * hp->lin_v_dim;
+    return conv_ch * (hp->lin_conv - 1) + (int64_t)hp->lin_n_v * hp->lin_k_dim * hp->lin_v_dim;
 }
 
 int32_t hearth_hparams_kv_layer(const hearth_hparams *hp, int32_t il) {

@@ -190,6 +190,8 @@ static hearth_status read_layers(const cJSON *tc, const hearth_hf_config *cfg, h
     hearth_status st = HEARTH_OK;
     double d;
     hp->n_swa = jnum(tc, "sliding_window", &d) && d >= 1 && d < 1e9 ? (int32_t)d : 0;
+    bool hybrid = cfg->ai->arch == HEARTH_ARCH_QWEN3_5 || cfg->ai->arch == HEARTH_ARCH_QWEN3NEXT ||
+                  cfg->ai->arch == HEARTH_ARCH_QWEN3_5MOE;
     if (cfg->ai->arch == HEARTH_ARCH_GEMMA4 && !jnum(tc, "sliding_window", &d)) hp->n_swa = 512;
     const cJSON *lt = cJSON_GetObjectItemCaseSensitive(tc, "layer_types");
     if (cJSON_IsArray(lt)) {
@@ -203,6 +205,7 @@ static hearth_status read_layers(const cJSON *tc, const hearth_hf_config *cfg, h
         cJSON_ArrayForEach(e, lt) {
             const char *s = cJSON_IsString(e) ? e->valuestring : "";
             if (!strcmp(s, "sliding_attention")) swa[il] = true;
+            else if (!strcmp(s, "linear_attention") && hybrid) hp->lin_layer[il / 64] |= (uint64_t)1 << (il % 64);
             else if (strcmp(s, "full_attention")) {
                 st = hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "config.json layer_types: '%s' layers", s);
                 goto done;
@@ -212,7 +215,13 @@ static hearth_status read_layers(const cJSON *tc, const hearth_hf_config *cfg, h
         if (cfg->ai->arch == HEARTH_ARCH_GEMMA4) swa[hp->n_layer - 1] = false; /* as transformers forces */
     } else {
         hearth_arch a = cfg->ai->arch;
-        double pat = 6, mwl = 0;
+        double pat = 6, mwl = 0, fai = 4;
+        if (hybrid && jnum(tc, "full_attention_interval", &fai) && !(fai >= 1 && fai < 1e6)) {
+            st = hearth_err_set(err, HEARTH_E_FORMAT, -1, "config.json full_attention_interval %g", fai);
+            goto done;
+        }
+        for (int il = 0; hybrid && il < hp->n_layer; il++) /* transformers' default layer_types */
+            if ((il + 1) % (int)fai) hp->lin_layer[il / 64] |= (uint64_t)1 << (il % 64);
         jnum(tc, "sliding_window_pattern", &pat);
         jnum(tc, "max_window_layers", &mwl);
         int use = jbool(tc, "use_sliding_window");
@@ -418,6 +427,55 @@ static hearth_status read_gpt_oss(const cJSON *tc, hearth_hf_config *cfg, hearth
     return HEARTH_OK;
 }
 
+/* Qwen3.5 / Qwen3-Next / Qwen3.5 MoE (transformers' Qwen3_5TextConfig, Qwen3NextConfig,
+ * Qwen3_5MoeTextConfig): the gated DeltaNet shapes (linear_*), the gated attention with
+ * zero-centred norms ((1 + w), as gemma's), and the routed layers' mixture: Qwen3 MoE's keys
+ * (Qwen3-Next: decoder_sparse_step, mlp_only_layers, norm_topk_prob default true; Qwen3.5 MoE:
+ * every layer, always renormalized) plus a shared expert of shared_expert_intermediate_size. */
+static hearth_status read_hybrid(const cJSON *tc, hearth_hf_config *cfg, hearth_err *err) {
+    hearth_hparams *hp = &cfg->hp;
+    hp->lin_conv = 4, hp->lin_k_dim = 128, hp->lin_v_dim = 128, hp->lin_n_k = 16, hp->lin_n_v = 32;
+    if (opt_int(tc, "linear_conv_kernel_dim", 64, &hp->lin_conv, err) ||
+        opt_int(tc, "linear_key_head_dim", 4096, &hp->lin_k_dim, err) ||
+        opt_int(tc, "linear_value_head_dim", 4096, &hp->lin_v_dim, err) ||
+        opt_int(tc, "linear_num_key_heads", 1024, &hp->lin_n_k, err) ||
+        opt_int(tc, "linear_num_value_heads", 1024, &hp->lin_n_v, err))
+        return HEARTH_E_FORMAT;
+    if (hp->lin_conv < 2 || hp->lin_k_dim <= 0 || hp->lin_v_dim <= 0 || hp->lin_n_k <= 0 ||
+        hp->lin_n_v % hp->lin_n_k)
+        return hearth_err_set(err, HEARTH_E_FORMAT, -1, "config.json: linear attention of %d key heads, %d value "
+                              "heads (a multiple of the key heads), head dims %d / %d, conv width %d (>= 2) do not fit",
+                              hp->lin_n_k, hp->lin_n_v, hp->lin_k_dim, hp->lin_v_dim, hp->lin_conv);
+    bool any = false;
+    for (int32_t il = 0; il < hp->n_layer; il++) any |= hearth_hparams_is_linear(hp, il);
+    if (!any) hp->lin_n_v = 0; /* no linear layer: a plain gated-attention model */
+    hp->attn_out_gate = true;
+    cfg->norm_plus_one = true;
+    if (cfg->ai->arch == HEARTH_ARCH_QWEN3_5MOE) { /* every layer routes; the chosen k always renormalized */
+        const char *count = cJSON_GetObjectItemCaseSensitive(tc, "num_experts") ? "num_experts" : "num_local_experts";
+        if (need_int(tc, count, 1024, &hp->n_expert, err) ||
+            need_int(tc, "num_experts_per_tok", hp->n_expert, &hp->n_expert_used, err) ||
+            need_int(tc, "moe_intermediate_size", 1 << 20, &hp->n_ff_exp, err))
+            return HEARTH_E_FORMAT;
+        hp->moe_norm_topk = true;
+        for (int32_t il = 0; il < hp->n_layer; il++) cfg->moe_layer[il / 64] |= (uint64_t)1 << (il % 64);
+    } else if (cfg->ai->arch == HEARTH_ARCH_QWEN3NEXT) {
+        int32_t n_exp = 0;
+        if (opt_int(tc, "num_experts", 1 << 16, &n_exp, err)) return HEARTH_E_FORMAT;
+        hearth_status st;
+        if (n_exp > 0 && (st = read_qwen3moe(tc, cfg, err))) return st; /* its routing keys are Qwen3 MoE's */
+        if (n_exp > 0 && jbool(tc, "norm_topk_prob") < 0) hp->moe_norm_topk = true; /* Qwen3NextConfig's default */
+    }
+    if (hp->n_expert > 0) {
+        if (need_int(tc, "shared_expert_intermediate_size", 1 << 20, &hp->n_ff_shexp, err)) return HEARTH_E_FORMAT;
+        if (hp->n_ff_shexp <= 0)
+            return hearth_err_set(err, HEARTH_E_FORMAT, -1, "config.json shared_expert_intermediate_size = %d",
+                                  hp->n_ff_shexp);
+        if (hp->n_ff <= 0) hp->n_ff = hp->n_ff_shexp; /* qwen3_5_moe has no dense MLP */
+    }
+    return HEARTH_OK;
+}
+
 static hearth_status parse_text(const cJSON *root, const cJSON *tc, hearth_hf_config *cfg, hearth_err *err) {
     hearth_hparams *hp = &cfg->hp;
     const hearth_arch_info *ai = cfg->ai;
@@ -425,7 +483,8 @@ static hearth_status parse_text(const cJSON *root, const cJSON *tc, hearth_hf_co
     hp->arch = ai->arch;
     if ((st = need_int(tc, "hidden_size", 1 << 16, &hp->n_embd, err)) ||
         (st = need_int(tc, "num_hidden_layers", 1024, &hp->n_layer, err)) ||
-        (st = need_int(tc, "intermediate_size", 1 << 20, &hp->n_ff, err)) ||
+        (st = (ai->arch == HEARTH_ARCH_QWEN3_5MOE ? opt_int : need_int)(tc, "intermediate_size", 1 << 20, &hp->n_ff,
+                                                                         err)) ||
         (st = need_int(tc, "num_attention_heads", 1024, &hp->n_head, err)) ||
         (st = need_int(tc, "vocab_size", 1 << 24, &hp->n_vocab, err)))
         return st;
@@ -500,7 +559,8 @@ static hearth_status parse_text(const cJSON *root, const cJSON *tc, hearth_hf_co
     hp->rope_base_swa = ai->rope_base_swa > 0 ? ai->rope_base_swa : hp->rope_base;
     if (jnum(tc, "rope_local_base_freq", &d) && d > 0) hp->rope_base_swa = (float)d;
     if (rp_swa && (st = read_rope(rp_swa, NULL, tc, hp, false, err))) return st;
-    double prf = 1;
+    double prf = ai->arch == HEARTH_ARCH_QWEN3_5 || ai->arch == HEARTH_ARCH_QWEN3NEXT || ai->arch == HEARTH_ARCH_QWEN3_5MOE
+                     ? 0.25 : 1; /* their default */
     if (!(rp_full && jnum(rp_full, "partial_rotary_factor", &prf))) jnum(tc, "partial_rotary_factor", &prf);
     if (!(prf > 0 && prf <= 1))
         return hearth_err_set(err, HEARTH_E_FORMAT, -1, "config.json partial_rotary_factor %g", prf);
@@ -518,6 +578,8 @@ static hearth_status parse_text(const cJSON *root, const cJSON *tc, hearth_hf_co
     if ((st = read_layers(tc, cfg, hp, err))) return st;
     if (ai->arch == HEARTH_ARCH_QWEN3MOE) return read_qwen3moe(tc, cfg, err);
     if (ai->arch == HEARTH_ARCH_GPT_OSS) return read_gpt_oss(tc, cfg, err);
+    if (ai->arch == HEARTH_ARCH_QWEN3_5 || ai->arch == HEARTH_ARCH_QWEN3NEXT || ai->arch == HEARTH_ARCH_QWEN3_5MOE)
+        return read_hybrid(tc, cfg, err);
     return ai->arch == HEARTH_ARCH_GEMMA4 ? read_gemma4(tc, rp_full, hp, err) : HEARTH_OK;
 }
 
@@ -566,10 +628,13 @@ hearth_status hearth_hf_config_parse(const char *json, size_t n, hearth_hf_confi
     if (!mt) mt = jstr(root, "model_type");
     if (mt && cfg->text_config && !strcmp(mt, "gemma3")) mt = "gemma3_text";
     if (mt && cfg->text_config && !strcmp(mt, "gemma4")) mt = "gemma4_text";
+    if (mt && cfg->text_config && !strcmp(mt, "qwen3_5")) mt = "qwen3_5_text";
+    if (mt && cfg->text_config && !strcmp(mt, "qwen3_5_moe")) mt = "qwen3_5_moe_text";
     cfg->ai = mt ? hearth_arch_by_hf_type(mt) : NULL;
     if (!cfg->ai) {
         st = hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "model_type '%s' is not supported (supported: llama, "
-                            "mistral, qwen2, qwen3, qwen3_moe, gpt_oss, gemma2, gemma3, gemma4, phi3, smollm3)", mt ? mt : "(none)");
+                            "mistral, qwen2, qwen3, qwen3_moe, qwen3_5, qwen3_5_moe, qwen3_next, gpt_oss, gemma2, gemma3, gemma4, phi3, "
+                            "smollm3)", mt ? mt : "(none)");
         goto done;
     }
     const char *root_mt = jstr(root, "model_type");

@@ -2,7 +2,8 @@
  * hf_config.h - a Hugging Face checkpoint's config.json and generation_config.json, read into
  * the hparams the forward pass uses plus what the safetensors loader needs to bind weights.
  *
- * Families (config model_type): llama, mistral, qwen2, qwen3, qwen3_moe, gpt_oss, gemma2, gemma3_text, gemma4_text
+ * Families (config model_type): llama, mistral, qwen2, qwen3, qwen3_moe, gpt_oss, gemma2, gemma3_text, gemma4_text,
+ * qwen3_5_text (also a qwen3_5 config whose text_config holds it), qwen3_next
  * (also a gemma3 / gemma4 config whose text_config holds the text model), phi3, smollm3. Both config layouts of
  * transformers are read: v5's rope_parameters (one dict, or one per layer type) and v4's
  * rope_theta / rope_scaling / rope_local_base_freq. Per-layer features are checked against

@@ -44,6 +44,20 @@ typedef struct {
     const float  *router_b, *exp_gate_b, *exp_up_b, *exp_down_b;
     const float  *sinks;
     const float  *post_ffn_norm_1, *pre_ffn_norm_2, *post_ffn_norm_2; /* [n_embd] */
+    /* gated DeltaNet (hearth_hparams_is_linear; models/deltanet.c), with K = lin_n_k * lin_k_dim
+     * and V = lin_n_v * lin_v_dim: */
+    hearth_weight lin_qkv;        /* [2K + V][n_embd] in_proj_qkv: q, k, v (the conv's channels) */
+    hearth_weight lin_z;          /* [V][n_embd] in_proj_z: the output gate */
+    hearth_weight lin_b, lin_a;   /* [lin_n_v][n_embd] in_proj_b (beta), in_proj_a (decay) */
+    const float  *lin_conv_w;     /* [2K + V][lin_conv] conv1d taps */
+    const float  *lin_dt_bias;    /* [lin_n_v] */
+    const float  *lin_a_neg;      /* [lin_n_v] -exp(A_log) */
+    const float  *lin_norm;       /* [lin_v_dim] the gated RMSNorm's weight (no + 1) */
+    hearth_weight lin_out;        /* [n_embd][V] out_proj */
+    /* the shared expert of a routed layer (n_ff_shexp > 0: Qwen3-Next, Qwen3.5 MoE) */
+    hearth_weight sh_gate, sh_up; /* [n_ff_shexp][n_embd] */
+    hearth_weight sh_down;        /* [n_embd][n_ff_shexp] */
+    hearth_weight sh_gate_inp;    /* [1][n_embd] shared_expert_gate: the logit of its sigmoid weight */
 } hearth_layer;
 
 struct hearth_model {

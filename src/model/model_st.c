@@ -27,6 +27,7 @@
 #include "tensor/quant.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -188,6 +189,81 @@ static hearth_status bind_vec(loader *L, const char *name, int64_t n, bool requi
 static hearth_status bind_moe_qwen3(loader *L, int il);
 static hearth_status bind_moe_gpt_oss(loader *L, int il);
 
+/* The rows rows[0..n) of w, in that order, as an arena copy (Qwen3-Next's grouped projections). */
+static hearth_status gather_rows(loader *L, const char *what, const hearth_weight *w, const int64_t *rows, int64_t n,
+                                 hearth_weight *out) {
+    uint8_t *dst = hearth_arena_alloc_aligned(&L->m->arena, (size_t)n * w->row_bytes, 64);
+    if (!dst) return hearth_err_set(L->err, HEARTH_E_NOMEM, -1, "out of memory reordering '%s'", what);
+    for (int64_t r = 0; r < n; r++)
+        memcpy(dst + (size_t)r * w->row_bytes, (const uint8_t *)w->data + (size_t)rows[r] * w->row_bytes, w->row_bytes);
+    *out = *w;
+    out->ne1 = n;
+    out->data = dst;
+    return HEARTH_OK;
+}
+
+/* The gated DeltaNet of layer il (transformers' Qwen3_5GatedDeltaNet / Qwen3NextGatedDeltaNet).
+ * Qwen3-Next fuses the projections per key head h: in_proj_qkvz rows are [h][q | k | v | z] (dk,
+ * dk, r dv, r dv with r = n_v / n_k) and in_proj_ba rows [h][b | a] (r, r); they are reordered
+ * into Qwen3.5's separate in_proj_qkv ([all q | all k | all v]), in_proj_z, in_proj_b and
+ * in_proj_a, which is the channel order its conv and heads take (fix_query_key_value_ordering). */
+static hearth_status bind_linear(loader *L, int il) {
+    const hearth_hparams *hp = &L->m->hp;
+    hearth_layer *l = &L->m->layers[il];
+    int64_t E = hp->n_embd, nk = hp->lin_n_k, nv = hp->lin_n_v, dk = hp->lin_k_dim, dv = hp->lin_v_dim;
+    int64_t K = nk * dk, V = nv * dv, C = 2 * K + V, r = nv / nk, KC = hp->lin_conv;
+    char n[192];
+    hearth_status st;
+#define NAME(s) (snprintf(n, sizeof n, "%slayers.%d.linear_attn." s, L->pfx, il), n)
+    if (hp->arch == HEARTH_ARCH_QWEN3NEXT) {
+        hearth_weight qkvz, ba;
+        if ((st = bind_mat(L, NAME("in_proj_qkvz"), E, C + V, true, &qkvz)) ||
+            (st = bind_mat(L, NAME("in_proj_ba"), E, 2 * nv, true, &ba)))
+            return st;
+        int64_t *rows = malloc((size_t)(C + V) * sizeof *rows), g = 2 * dk + 2 * r * dv, o = 0;
+        if (!rows) return hearth_err_set(L->err, HEARTH_E_NOMEM, -1, "out of memory");
+        for (int64_t h = 0; h < nk; h++) for (int64_t i = 0; i < dk; i++) rows[o++] = h * g + i;          /* q */
+        for (int64_t h = 0; h < nk; h++) for (int64_t i = 0; i < dk; i++) rows[o++] = h * g + dk + i;     /* k */
+        for (int64_t h = 0; h < nk; h++) for (int64_t i = 0; i < r * dv; i++) rows[o++] = h * g + 2 * dk + i; /* v */
+        for (int64_t h = 0; h < nk; h++) for (int64_t i = 0; i < r * dv; i++) rows[o++] = h * g + 2 * dk + r * dv + i;
+        st = gather_rows(L, NAME("in_proj_qkvz"), &qkvz, rows, C, &l->lin_qkv);
+        if (!st) st = gather_rows(L, n, &qkvz, rows + C, V, &l->lin_z);
+        o = 0;
+        for (int64_t h = 0; h < nk; h++) for (int64_t i = 0; i < r; i++) rows[o++] = h * 2 * r + i;     /* b */
+        for (int64_t h = 0; h < nk; h++) for (int64_t i = 0; i < r; i++) rows[o++] = h * 2 * r + r + i; /* a */
+        if (!st) st = gather_rows(L, NAME("in_proj_ba"), &ba, rows, nv, &l->lin_b);
+        if (!st) st = gather_rows(L, n, &ba, rows + nv, nv, &l->lin_a);
+        free(rows);
+        if (st) return st;
+    } else if ((st = bind_mat(L, NAME("in_proj_qkv"), E, C, true, &l->lin_qkv)) ||
+               (st = bind_mat(L, NAME("in_proj_z"), E, V, true, &l->lin_z)) ||
+               (st = bind_mat(L, NAME("in_proj_b"), E, nv, true, &l->lin_b)) ||
+               (st = bind_mat(L, NAME("in_proj_a"), E, nv, true, &l->lin_a))) {
+        return st;
+    }
+    const float *a_log = NULL;
+    if ((st = bind_mat(L, NAME("out_proj"), V, E, true, &l->lin_out)) ||
+        (st = bind_vec(L, NAME("dt_bias"), nv, true, false, &l->lin_dt_bias)) ||
+        (st = bind_vec(L, NAME("A_log"), nv, true, false, &a_log)) ||
+        (st = bind_vec(L, NAME("norm.weight"), dv, true, false, &l->lin_norm)))
+        return st;
+    float *a_neg = (float *)a_log; /* an arena copy of ours */
+    for (int64_t h = 0; h < nv; h++) a_neg[h] = -expf(a_log[h]);
+    l->lin_a_neg = a_neg;
+    const hearth_st_tensor *t = hearth_st_find(L->m->st, NAME("conv1d.weight"));
+    if (!t) return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "missing tensor '%s'", n);
+    if (t->n_dims != 3 || t->shape[0] != C || t->shape[1] != 1 || t->shape[2] != KC || !float_dtype(t->dtype))
+        return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "tensor '%s' is %s in %d dims, expected float [%lld, 1, "
+                              "%lld]", n, hearth_st_dtype_name(t->dtype), t->n_dims, (long long)C, (long long)KC);
+    float *w = hearth_arena_alloc_aligned(&L->m->arena, (size_t)(C * KC) * sizeof(float), 64);
+    if (!w) return hearth_err_set(L->err, HEARTH_E_NOMEM, -1, "out of memory loading '%s'", n);
+    size_t es = hearth_st_dtype_size(t->dtype);
+    for (int64_t i = 0; i < C * KC; i++) w[i] = elem_f32(t->dtype, (const uint8_t *)t->data + (size_t)i * es);
+    l->lin_conv_w = w;
+#undef NAME
+    return HEARTH_OK;
+}
+
 static hearth_status bind_layer(loader *L, int il) {
     const hearth_hparams *hp = &L->m->hp;
     const hearth_hf_config *c = L->cfg;
@@ -199,9 +275,17 @@ static hearth_status bind_layer(loader *L, int il) {
     hearth_status st;
 #define NAME(s) (snprintf(n, sizeof n, "%slayers.%d." s, L->pfx, il), n)
     bool routed = hearth_hf_config_moe_layer(c, il); /* Qwen3 MoE: experts instead of the MLP */
+    bool linear = hearth_hparams_is_linear(hp, il);   /* a gated DeltaNet instead of attention */
+    if (hp->attn_out_gate) q_out *= 2;                 /* each head's query, then its gate */
     if ((st = bind_vec(L, NAME("input_layernorm.weight"), E, true, p1, &l->attn_norm)) ||
-        (st = bind_mat(L, NAME("self_attn.o_proj"), (int64_t)hp->n_head * hp->head_dim_v, E, true, &l->wo)) ||
+        (linear && (st = bind_linear(L, il))) ||
+        (!linear && (st = bind_mat(L, NAME("self_attn.o_proj"), (int64_t)hp->n_head * hp->head_dim_v, E, true, &l->wo))) ||
         (routed && (st = hp->arch == HEARTH_ARCH_GPT_OSS ? bind_moe_gpt_oss(L, il) : bind_moe_qwen3(L, il))) ||
+        (routed && hp->n_ff_shexp > 0 &&
+         ((st = bind_mat(L, NAME("mlp.shared_expert.gate_proj"), E, hp->n_ff_shexp, true, &l->sh_gate)) ||
+          (st = bind_mat(L, NAME("mlp.shared_expert.up_proj"), E, hp->n_ff_shexp, true, &l->sh_up)) ||
+          (st = bind_mat(L, NAME("mlp.shared_expert.down_proj"), hp->n_ff_shexp, E, true, &l->sh_down)) ||
+          (st = bind_mat(L, NAME("mlp.shared_expert_gate"), E, 1, true, &l->sh_gate_inp)))) ||
         (!routed && (st = bind_mat(L, NAME("mlp.down_proj"), hp->n_ff, E, true, &l->w_down))))
         return st;
     if (c->fused_qkv) {
@@ -214,9 +298,9 @@ static hearth_status bind_layer(loader *L, int il) {
         l->wv = rows_of(&qkv, q_out + k_out, v_out);
         l->w_gate = rows_of(&gu, 0, hp->n_ff);
         l->w_up = rows_of(&gu, hp->n_ff, hp->n_ff);
-    } else if ((st = bind_mat(L, NAME("self_attn.q_proj"), E, q_out, true, &l->wq)) ||
-               (st = bind_mat(L, NAME("self_attn.k_proj"), E, k_out, true, &l->wk)) ||
-               (st = bind_mat(L, NAME("self_attn.v_proj"), E, v_out, true, &l->wv)) ||
+    } else if ((!linear && (st = bind_mat(L, NAME("self_attn.q_proj"), E, q_out, true, &l->wq))) ||
+               (!linear && (st = bind_mat(L, NAME("self_attn.k_proj"), E, k_out, true, &l->wk))) ||
+               (!linear && (st = bind_mat(L, NAME("self_attn.v_proj"), E, v_out, true, &l->wv))) ||
                (!routed && (st = bind_mat(L, NAME("mlp.gate_proj"), E, hp->n_ff, true, &l->w_gate))) ||
                (!routed && (st = bind_mat(L, NAME("mlp.up_proj"), E, hp->n_ff, true, &l->w_up)))) {
         return st;
@@ -228,7 +312,7 @@ static hearth_status bind_layer(loader *L, int il) {
         return st;
     if (c->attn_out_bias && (st = bind_vec(L, NAME("self_attn.o_proj.bias"), E, true, false, &l->bo))) return st;
     if (hp->attn_sinks && (st = bind_vec(L, NAME("self_attn.sinks"), hp->n_head, true, false, &l->sinks))) return st;
-    if (hp->qk_norm &&
+    if (hp->qk_norm && !linear &&
         ((st = bind_vec(L, NAME("self_attn.q_norm.weight"), hp->head_dim, true, p1, &l->q_norm)) ||
          (st = bind_vec(L, NAME("self_attn.k_norm.weight"), hp->head_dim, true, p1, &l->k_norm))))
         return st;

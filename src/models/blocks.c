@@ -2,7 +2,8 @@
  * blocks.c - the layer pieces every family shares: attention (projections, optional QKV bias
  * and QK-norm, RoPE, cache store, causal/sliding attention, output projection), the gated
  * feed-forward (SwiGLU or GeGLU, through the fused ffn_glu op: its up output is scratch), and
- * the logits head. Each is a list of backend ops.
+ * the logits head. Qwen3.5's attention (attn_out_gate) also splits each head's output gate off
+ * its q projection and multiplies the attention's output by its sigmoid before o_proj. Each is a list of backend ops.
  *
  * Around a q8_0 / q4_0 cache the attention rotates as llama.cpp does (its attn_rot_k / attn_rot_v):
  * queries and keys by the orthonormal Hadamard matrix of the largest power of two (>= 64)
@@ -32,10 +33,16 @@ void hearth_blk_attn(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view 
 
     /* q, k and v read the same normed input: one job, the input quantized once */
     const hearth_weight *qkv[3] = {&l->wq, &l->wk, &l->wv};
-    float *const out[3] = {f->q, f->k, f->v};
-    const int64_t ld[3] = {q_w, k_w, v_w};
+    bool gated = hp->attn_out_gate; /* q_proj gives each head's query, then its output gate */
+    float *const out[3] = {gated ? f->qg : f->q, f->k, f->v};
+    const int64_t ld[3] = {gated ? 2 * q_w : q_w, k_w, v_w};
     hearth_op_matmul_n(be, qkv, out, ld, 3, f->xb, T);
-    hearth_blk_lora(f, il, HEARTH_LORA_Q, f->xb, f->q, q_w);
+    hearth_blk_lora(f, il, HEARTH_LORA_Q, f->xb, out[0], ld[0]);
+    if (gated) { /* qg as rows of head_dim: 2i is head i's query, 2i + 1 its gate */
+        hearth_op_copy_rows(be, f->qg, hp->head_dim, f->gate_rows, T * hp->n_head, f->q);
+        hearth_op_copy_rows(be, f->qg, hp->head_dim, f->gate_rows + (int64_t)f->max_tok * hp->n_head,
+                            T * hp->n_head, f->gate);
+    }
     hearth_blk_lora(f, il, HEARTH_LORA_K, f->xb, f->k, k_w);
     hearth_blk_lora(f, il, HEARTH_LORA_V, f->xb, f->v, v_w);
     hearth_fwd_trace(f, "Qcur", il, "MUL_MAT", f->q, T, q_w);
@@ -95,8 +102,14 @@ void hearth_blk_attn(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view 
     hearth_op_attention(be, &a);
     if (rv) hearth_op_hadamard(be, f->att, T * hp->n_head * hp->head_dim_v / rv, rv);
     hearth_fwd_trace(f, "kqv_out", il, "CONT", f->att, T, (int64_t)hp->n_head * hp->head_dim_v);
-    hearth_op_matmul(be, &l->wo, f->att, T, f->xb, hp->n_embd);
-    hearth_blk_lora(f, il, HEARTH_LORA_O, f->att, f->xb, hp->n_embd);
+    const float *att = f->att;
+    if (gated) { /* att * sigmoid(gate), into gate */
+        hearth_op_glu(be, f->gate, f->att, T * hp->n_head * hp->head_dim_v, HEARTH_GLU_SIGMOID);
+        hearth_fwd_trace(f, "attn_gated", il, "MUL", f->gate, T, (int64_t)hp->n_head * hp->head_dim_v);
+        att = f->gate;
+    }
+    hearth_op_matmul(be, &l->wo, att, T, f->xb, hp->n_embd);
+    hearth_blk_lora(f, il, HEARTH_LORA_O, att, f->xb, hp->n_embd);
     if (l->bo) hearth_op_add_rows(be, f->xb, l->bo, T, hp->n_embd);
     hearth_fwd_trace(f, "attn_out", il, "MUL_MAT", f->xb, T, hp->n_embd);
 }

@@ -53,10 +53,13 @@ hearth_fwd *hearth_fwd_create(const hearth_model *m, hearth_backend *be, int32_t
     bool moe = hp->n_expert > 0;
     size_t ME = moe ? T * E : 0, MI = moe ? T * (size_t)hp->n_ff_exp : 0, MX = T * (size_t)hp->n_expert;
     size_t AB = T * (size_t)hp->n_embd_backbone, AC = T * (size_t)hp->n_centroids; /* an assistant */
+    size_t FF = (size_t)(hp->n_ff > hp->n_ff_shexp ? hp->n_ff : hp->n_ff_shexp); /* a shared expert may be wider */
+    size_t LV = (size_t)hp->lin_n_v * (size_t)hp->lin_v_dim, LC = 2 * (size_t)hp->lin_n_k * (size_t)hp->lin_k_dim + LV,
+           LH = (size_t)hp->lin_n_v, QG = hp->attn_out_gate ? qw : 0;
     /* the activations, one field and its floats each (0: the model has no use for it) */
     const struct { float **field; size_t floats; } scratch[] = {
         {&f->x, T * E},         {&f->xb, T * E},         {&f->q, T * qw},           {&f->k, T * kw},
-        {&f->v, T * vw},        {&f->att, T * aw},       {&f->g, T * (size_t)hp->n_ff}, {&f->u, T * (size_t)hp->n_ff},
+        {&f->v, T * vw},        {&f->att, T * aw},       {&f->g, T * FF},           {&f->u, T * FF},
         /* Gemma 4 per-layer inputs */
         {&f->ple_tok, T * LP},  {&f->ple_ctx, T * LP},   {&f->ple_x, T * P},        {&f->ple_g, T * P},
         /* mixture of experts */
@@ -64,6 +67,9 @@ hearth_fwd *hearth_fwd_create(const hearth_model *m, hearth_backend *be, int32_t
         {&f->moe_g, MI},        {&f->moe_u, MI},         {&f->moe_logits, MX},
         /* Gemma 4 assistant */
         {&f->asst_e, AB},       {&f->asst_h, AB},        {&f->asst_out, AB},        {&f->asst_cent, AC},
+        /* linear attention and the attention's output gate */
+        {&f->lin_qkv, T * LC},  {&f->lin_z, T * LV},     {&f->lin_b, T * LH},       {&f->lin_a, T * LH},
+        {&f->lin_out, T * LV},  {&f->qg, 2 * T * QG},    {&f->gate, T * QG},
     };
     const size_t n_scratch = sizeof scratch / sizeof scratch[0];
     size_t total = 0;
@@ -95,6 +101,20 @@ hearth_fwd *hearth_fwd_create(const hearth_model *m, hearth_backend *be, int32_t
         }
         free(rows);
         if (!f->ple_rows) {
+            hearth_fwd_destroy(f);
+            return NULL;
+        }
+    }
+    if (QG > 0) { /* qg's rows of head_dim: the query halves, then the gate halves */
+        size_t n = T * (size_t)hp->n_head;
+        int32_t *rows = malloc(2 * n * sizeof(int32_t));
+        f->gate_rows = rows ? hearth_buf_alloc(be, 2 * n * sizeof(int32_t)) : NULL;
+        if (f->gate_rows) {
+            for (size_t i = 0; i < n; i++) rows[i] = (int32_t)(2 * i), rows[n + i] = (int32_t)(2 * i + 1);
+            hearth_buf_upload(be, f->gate_rows, rows, 2 * n * sizeof(int32_t));
+        }
+        free(rows);
+        if (!f->gate_rows) {
             hearth_fwd_destroy(f);
             return NULL;
         }
@@ -187,10 +207,12 @@ void hearth_fwd_destroy(hearth_fwd *f) {
         hearth_buf_free(f->be, f->rope_pos);
         hearth_buf_free(f->be, f->moe_rows);
         hearth_buf_free(f->be, f->ple_rows);
+        hearth_buf_free(f->be, f->gate_rows);
         hearth_buf_free(f->be, f->mem);
     }
     free(f->host_mem);
     free(f->idx_host);
+    free(f->lin_next);
     free(f);
 }
 
@@ -209,6 +231,16 @@ hearth_numerics hearth_fwd_numerics(const hearth_fwd *f) { return f->nx; }
 bool hearth_fwd_supported(const hearth_model *m, hearth_backend *be, char *why, size_t cap) {
     const hearth_hparams *hp = &m->hp;
     const hearth_weight *one[] = {&m->tok_embd, &m->output};
+    if (hp->lin_n_v > 0 && !hearth_backend_has_deltanet(be)) {
+        snprintf(why, cap, "the %s backend has no gated DeltaNet (the linear-attention layers of %s run on the CPU "
+                 "backend)", hearth_backend_name(be), hearth_arch_info_of(hp->arch)->hf_type);
+        return false;
+    }
+    if (hp->attn_out_gate && !hearth_backend_host_memory(be)) {
+        snprintf(why, cap, "the %s backend has no sigmoid output gate (%s runs on the CPU backend)",
+                 hearth_backend_name(be), hearth_arch_info_of(hp->arch)->hf_type);
+        return false;
+    }
     if (hp->attn_sinks && !hearth_backend_host_memory(be)) {
         snprintf(why, cap, "the %s backend has no attention sinks or clamped SwiGLU (gpt-oss runs on the CPU "
                  "backend)", hearth_backend_name(be));
@@ -252,6 +284,16 @@ static hearth_status step_check(hearth_fwd *f, const hearth_batch *b, const hear
     f->max_len = 0;
     f->min_run = b->n_tokens;
     f->max_run = 0;
+    if (f->m->hp.lin_n_v > 0) { /* the state slots: a view without them cannot run the model */
+        if (!kv->lin_state || !kv->lin_len) return HEARTH_E_INVALID;
+        if (kv->n_slots > f->lin_cap) {
+            int32_t *p = realloc(f->lin_next, (size_t)kv->n_slots * sizeof(int32_t));
+            if (!p) return HEARTH_E_NOMEM;
+            f->lin_next = p;
+            f->lin_cap = kv->n_slots;
+        }
+        for (int32_t s = 0; s < kv->n_slots; s++) f->lin_next[s] = -1;
+    }
     for (int32_t t = 0, run = 0; t < b->n_tokens; t++) {
         run = t > 0 && b->seq[t] == b->seq[t - 1] ? run + 1 : 1;
         if ((t + 1 == b->n_tokens || b->seq[t + 1] != b->seq[t]) && run < f->min_run) f->min_run = run;
@@ -266,6 +308,11 @@ static hearth_status step_check(hearth_fwd *f, const hearth_batch *b, const hear
             int32_t w = kv->group_window ? kv->group_window[g] : 0, j0 = w > 0 && b->pos[t] >= w ? b->pos[t] - w + 1 : 0;
             int32_t blk = row[b->pos[t] / bl->block_size], first = row[j0 / bl->block_size];
             if (blk < 0 || blk >= kv->n_blocks || first < 0 || first >= kv->n_blocks) return HEARTH_E_INVALID;
+        }
+        if (f->m->hp.lin_n_v > 0) { /* a linear-attention state continues where it stands, or restarts */
+            int32_t s = b->seq[t], next = f->lin_next[s] >= 0 ? f->lin_next[s] : kv->lin_len[s];
+            if (b->pos[t] != 0 && b->pos[t] != next) return HEARTH_E_INVALID;
+            f->lin_next[s] = b->pos[t] + 1;
         }
         bool want = b->want_logits ? b->want_logits[t] != 0 : t == b->n_tokens - 1;
         if (want) out_rows[f->n_out++] = t;
@@ -440,6 +487,9 @@ hearth_status hearth_fwd_step_run(hearth_fwd *f, const hearth_batch *b, const he
     case HEARTH_ARCH_SMOLLM3:
     case HEARTH_ARCH_QWEN3MOE:
     case HEARTH_ARCH_GPT_OSS:
+    case HEARTH_ARCH_QWEN3_5:
+    case HEARTH_ARCH_QWEN3NEXT:
+    case HEARTH_ARCH_QWEN3_5MOE:
         break;
     default:
         return HEARTH_E_UNSUPPORTED;
@@ -463,6 +513,8 @@ hearth_status hearth_fwd_step_run(hearth_fwd *f, const hearth_batch *b, const he
         if (key == 0) key = 1;
     }
     hearth_step_run(f->be, key, n, step_family, &sc);
+    for (int32_t s = 0; f->m->hp.lin_n_v > 0 && s < kv->n_slots; s++) /* the states advanced */
+        if (f->lin_next[s] >= 0) kv->lin_len[s] = f->lin_next[s];
     return HEARTH_OK;
 }
 

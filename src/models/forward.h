@@ -57,6 +57,13 @@ typedef struct {
     const int32_t   *group_window; /* borrowed [n_groups]: the sliding window of the group's layers
                                     * (0 = full attention); its rows hold only the blocks a query's
                                     * window reads. NULL: every group is full */
+    /* Linear-attention layers (hearth_hparams_is_linear: Qwen3.5, Qwen3-Next) keep a fixed-size
+     * state per slot instead of KV rows; the step advances it. Both NULL for other models. */
+    float          **lin_state;    /* borrowed [n_layer] -> [n_slots][hearth_hparams_lin_state_floats]
+                                    * floats of backend memory (NULL for the other layers) */
+    int32_t         *lin_len;      /* borrowed host [n_slots]: positions the slot's state holds. A
+                                    * step may feed a slot position 0 (its state starts afresh) or
+                                    * lin_len, and leaves lin_len at its last position + 1 */
 } hearth_kv_view;
 
 /* The block table layer il reads and writes. */
@@ -93,7 +100,8 @@ hearth_fwd   *hearth_fwd_create_scripted(const hearth_model *m, int32_t max_tok,
 
 /* Run one step; logits: [n_out][n_vocab] where n_out is the number of tokens asking for them.
  * Returns HEARTH_E_INVALID (and computes nothing) when the batch is inconsistent with the
- * view (slot or position out of range, a position without a block, too many tokens), and
+ * view (slot or position out of range, a position without a block, too many tokens, a
+ * linear-attention model's sequence resumed elsewhere than at 0 or where its state stands), and
  * HEARTH_E_UNSUPPORTED when it carries adapters and the backend applies none (hearth_fwd_lora_supported). */
 hearth_status hearth_forward(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view *kv, float *logits);
 /* The same step, but only the greedy pick of each logits row leaves the backend: ids[n_out]

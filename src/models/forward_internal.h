@@ -52,6 +52,18 @@ struct hearth_fwd {
     int32_t *rope_pos;         /* owned backend buffer [T]: where RoPE turns the queries (pos + 1) */
     int32_t *rope_pos_host;    /* owned host [T] */
     float   *cent_host;        /* owned host [T][n_centroids], then one [n_vocab] logits row */
+    /* hybrid models (linear-attention layers, deltanet.c; the attention's output gate): backend
+     * memory in mem, except as noted */
+    float   *lin_qkv;        /* [T][2K + V] the DeltaNet's q, k, v projections, then convolved */
+    float   *lin_z;          /* [T][V] its output gate, then the layer's gated output */
+    float   *lin_b, *lin_a;  /* [T][lin_n_v] */
+    float   *lin_out;        /* [T][V] the delta rule's output */
+    float   *qg;             /* [T][n_head][2 head_dim] q_proj with each head's output gate */
+    float   *gate;           /* [T][n_head * head_dim] the gates, then the gated attention output */
+    int32_t *gate_rows;      /* owned backend buffer [2][max_tok * n_head]: rows of qg's query
+                              * halves (2i), then of its gate halves (2i + 1) */
+    int32_t *lin_next;       /* owned host [lin_cap]: step_check's next position per slot */
+    int32_t  lin_cap;
     hearth_numerics    nx;             /* resolved at create */
     hearth_glu_kind    glu;            /* the ffn activation as the numerics compute it */
     bool               scale_q;        /* apply attn_scale to q before attention (llama.cpp's
@@ -117,6 +129,10 @@ void hearth_blk_logits(hearth_fwd *f, float *logits);
 void hearth_moe_route(hearth_fwd *f, int64_t T, bool renorm);
 void hearth_moe_experts(hearth_fwd *f, const float *x, int64_t T, int32_t il, hearth_glu_kind glu);
 void hearth_blk_moe(hearth_fwd *f, int32_t n_tok, int32_t il);
+
+/* The gated DeltaNet of linear-attention layer il (deltanet.c): f->xb in and out, the state of
+ * each token's slot in kv->lin_state[il] advanced. */
+void hearth_blk_deltanet(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view *kv, int32_t il);
 
 /* Family forwards (llama.c: llama, qwen2, qwen3, qwen3 MoE; gemma3.c). */
 void hearth_llama_forward(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view *kv, float *logits);

@@ -2,8 +2,9 @@
  * llama.c - the forward pass of llama-shaped decoders: llama (SmolLM2), qwen2 (QKV bias),
  * qwen3 (QK-norm), mistral (sliding window), phi3 (fused projections, bound as row views;
  * partial rotary), smollm3 (layers without RoPE) and qwen3 MoE (a layer with a router runs
- * the mixture of experts of moe.c as its ffn); the differences are flags of the arch table and
- * hparams read inside the blocks.
+ * the mixture of experts of moe.c as its ffn), qwen3.5 / qwen3-next (gated DeltaNet layers of
+ * deltanet.c in place of attention on most layers, gated attention on the others); the
+ * differences are flags of the arch table and hparams read inside the blocks.
  *
  *   x = embed(tokens)
  *   for each layer:  x += attn(rmsnorm(x));  x += ffn(rmsnorm(x))
@@ -23,7 +24,8 @@ void hearth_llama_forward(hearth_fwd *f, const hearth_batch *b, const hearth_kv_
     for (int32_t il = 0; il < hp->n_layer; il++) {
         const hearth_layer *l = &m->layers[il];
         hearth_fwd_trace(f, "attn_norm", il, "MUL", f->xb, T, E);
-        hearth_blk_attn(f, b, kv, il);
+        if (hearth_hparams_is_linear(hp, il)) hearth_blk_deltanet(f, b, kv, il);
+        else hearth_blk_attn(f, b, kv, il);
         hearth_op_add_rmsnorm(f->be, f->x, f->xb, l->ffn_norm, f->xb, T, E, hp->norm_eps);
         hearth_fwd_trace(f, "ffn_inp", il, "ADD", f->x, T, E);
         hearth_fwd_trace(f, "ffn_norm", il, "MUL", f->xb, T, E);

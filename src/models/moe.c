@@ -17,6 +17,10 @@
  * go as two matmuls, bias, then the clamped SwiGLU) and routes by a softmax over the k largest
  * logits, which is the renormalized top k of the whole softmax.
  *
+ * Qwen3-Next and Qwen3.5 MoE add a shared expert: a SwiGLU MLP on every token, weighed by
+ * sigmoid(x . shared_expert_gate) (downloaded and taken on the host as the router's logits are)
+ * and added after the routed experts, as transformers adds it.
+ *
  * The router's logits are downloaded and the choice is made on the host: a step with experts
  * is never replayed as a captured graph (forward.c).
  */
@@ -110,6 +114,17 @@ void hearth_blk_moe(hearth_fwd *f, int32_t n_tok, int32_t il) {
     hearth_fwd_trace(f, "ffn_moe_logits", il, "MUL_MAT", f->moe_logits, T, hp->n_expert);
     hearth_moe_route(f, T, hp->moe_norm_topk);
     hearth_moe_experts(f, f->xb, T, il, hp->arch == HEARTH_ARCH_GPT_OSS ? HEARTH_GLU_SWIGLU_OAI : f->glu);
+    if (l->sh_gate.data) { /* Qwen3-Next / Qwen3.5 MoE: + sigmoid(x w_g) * shared_mlp(x), row by row */
+        hearth_op_matmul(f->be, &l->sh_gate_inp, f->xb, T, f->moe_logits, 1);
+        hearth_buf_download(f->be, f->moe_host, f->moe_logits, (size_t)T * sizeof(float));
+        hearth_op_ffn_glu(f->be, &l->sh_gate, &l->sh_up, f->xb, T, f->g, f->u, f->glu);
+        hearth_op_matmul(f->be, &l->sh_down, f->g, T, f->moe_d, E);
+        hearth_fwd_trace(f, "ffn_shexp", il, "MUL_MAT", f->moe_d, T, E);
+        for (int64_t t = 0; t < T; t++) {
+            hearth_op_scale(f->be, f->moe_d + t * E, E, 1.0f / (1.0f + expf(-f->moe_host[t])));
+            hearth_op_add(f->be, f->moe_out + t * E, f->moe_d + t * E, E);
+        }
+    }
     hearth_op_scale(f->be, f->xb, T * E, 0.0f);
     hearth_op_add(f->be, f->xb, f->moe_out, T * E);
     hearth_fwd_trace(f, "ffn_moe_out", il, "ADD", f->xb, T, E);

@@ -217,8 +217,9 @@ hearth_status hearth_facts_safetensors(const char *dir, hearth_model_facts *f, h
         f->n_layer_swa = 0;
         f->kv_bytes_per_token = f->kv_swa_bytes_per_token = 0;
         for (int32_t il = 0; il < hp->n_layer; il++) {
-            /* f16 k and v of the layer's own shape; a KV-shared layer (Gemma 4) stores none */
-            int64_t pl = hearth_hparams_kv_layer(hp, il) != il ? 0
+            /* f16 k and v of the layer's own shape; a KV-shared layer (Gemma 4) and a linear-attention
+             * one (Qwen3.5: a fixed-size state per sequence instead) store none */
+            int64_t pl = !hearth_hparams_stores_kv(hp, il) ? 0
                          : (int64_t)hearth_hparams_n_head_kv(hp, il) * hearth_hparams_head_dim(hp, il) * 2 * 2;
             f->kv_bytes_per_token += pl;
             if (hearth_hparams_is_swa(hp, il)) {

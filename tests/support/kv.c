@@ -11,6 +11,9 @@ struct hearth_kv {
     size_t         bytes;
     void         **ptrs;  /* owned: [2][n_layer], a KV-shared layer's alias its source's */
     int32_t       *table; /* owned: [n_slots][1], slot s is block s */
+    void          *lin_mem; /* owned: the linear-attention layers' states [layer][n_slots][floats], or NULL */
+    float        **lin_ptrs; /* owned [n_layer] */
+    int32_t       *lin_len;  /* owned [n_slots] */
 };
 
 hearth_status hearth_kv_create(const hearth_model *m, int32_t n_slots, int32_t n_ctx, bool f16, hearth_kv **out,
@@ -48,6 +51,7 @@ hearth_status hearth_kv_create_scheme(hearth_backend *be, const hearth_model *m,
     char *p = kv->mem;
     for (int32_t il = 0; il < hp->n_layer; il++) {
         int32_t src = hearth_hparams_kv_layer(hp, il); /* below il when shared: already placed */
+        if (hearth_hparams_is_linear(hp, il)) continue; /* a state slot instead (below) */
         if (src != il) {
             kv->ptrs[il] = kv->ptrs[src];
             kv->ptrs[hp->n_layer + il] = kv->ptrs[hp->n_layer + src];
@@ -67,6 +71,24 @@ hearth_status hearth_kv_create_scheme(hearth_backend *be, const hearth_model *m,
     kv->view.v_type = scheme.v;
     kv->view.k = kv->ptrs;
     kv->view.v = kv->ptrs + hp->n_layer;
+    int64_t lf = hearth_hparams_lin_state_floats(hp), n_lin = 0;
+    for (int32_t il = 0; il < hp->n_layer; il++) n_lin += hearth_hparams_is_linear(hp, il);
+    if (lf > 0 && n_lin > 0) { /* a state slot per sequence slot in each linear-attention layer */
+        size_t lb = (size_t)(lf * n_slots) * sizeof(float);
+        kv->lin_mem = be ? hearth_buf_alloc(be, lb * (size_t)n_lin) : aligned_alloc(64, (lb * (size_t)n_lin + 63) & ~(size_t)63);
+        kv->lin_ptrs = calloc((size_t)hp->n_layer, sizeof *kv->lin_ptrs);
+        kv->lin_len = calloc((size_t)n_slots, sizeof *kv->lin_len);
+        if (!kv->lin_mem || !kv->lin_ptrs || !kv->lin_len) {
+            hearth_kv_destroy(kv);
+            return hearth_err_set(err, HEARTH_E_NOMEM, -1, "cannot allocate the linear-attention states");
+        }
+        char *q = kv->lin_mem;
+        for (int32_t il = 0; il < hp->n_layer; il++)
+            if (hearth_hparams_is_linear(hp, il)) kv->lin_ptrs[il] = (float *)q, q += lb;
+        kv->view.lin_state = kv->lin_ptrs;
+        kv->view.lin_len = kv->lin_len;
+        kv->bytes += lb * (size_t)n_lin;
+    }
     *out = kv;
     return HEARTH_OK;
 }
@@ -75,6 +97,10 @@ void hearth_kv_destroy(hearth_kv *kv) {
     if (!kv) return;
     if (kv->be) hearth_buf_free(kv->be, kv->mem);
     else free(kv->mem);
+    if (kv->be) hearth_buf_free(kv->be, kv->lin_mem);
+    else free(kv->lin_mem);
+    free(kv->lin_ptrs);
+    free(kv->lin_len);
     free(kv->ptrs);
     free(kv->table);
     free(kv);

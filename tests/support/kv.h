@@ -2,7 +2,8 @@
  * kv.h - the KV cache storage: for every layer, n_slots contiguous runs of n_ctx rows of keys
  * and of values (f16, or f32 on the reference path). One allocation, made once. Its view is
  * the paged one with one block of n_ctx rows per slot; the engine itself runs on the paged
- * block pool (engine/kv_pool.h); this serves direct forward runs of tests, benches and tools
+ * block pool (engine/kv_pool.h). A hybrid model's linear-attention layers also get a state slot
+ * per sequence slot (forward.h's lin_state / lin_len). This serves direct forward runs of tests, benches and tools
  * and is not part of the hearth binary (CMake's hearth_test_support library).
  * Thread rule: engine thread only.
  */

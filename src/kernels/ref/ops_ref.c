@@ -76,6 +76,10 @@ void hearth_swiglu_ref(float *g, const float *u, int64_t n) {
     for (int64_t i = 0; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
+void hearth_sigmoid_gate_ref(float *g, const float *u, int64_t n) {
+    for (int64_t i = 0; i < n; i++) g[i] = u[i] * (1.0f / (1.0f + expf(-g[i])));
+}
+
 void hearth_swiglu_oai_ref(float *g, const float *u, int64_t n) {
     const float alpha = 1.702f, limit = 7.0f;
     for (int64_t i = 0; i < n; i++) {

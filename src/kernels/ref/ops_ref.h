@@ -55,6 +55,8 @@ void hearth_geglu_ref(float *g, const float *u, int64_t n);
 /* gpt-oss's clamped SwiGLU (transformers' GptOssExperts._apply_gate, alpha 1.702, limit 7):
  * g = min(g, 7); g = g * sigmoid(1.702 g) * (clamp(u, -7, 7) + 1). */
 void hearth_swiglu_oai_ref(float *g, const float *u, int64_t n);
+/* The sigmoid gate (Qwen3.5's attention output gate): g[i] = sigmoid(g[i]) * u[i]. */
+void hearth_sigmoid_gate_ref(float *g, const float *u, int64_t n);
 /* GeGLU as llama.cpp computes it: for |x| < 10 the GELU is looked up at x rounded to f16 and
  * the result is an f16 value (a 64K table of gelu_tanh over every f16); x <= -10 gives 0 and
  * x >= 10 gives x. The default path uses it so Gemma rounds as llama.cpp does. */
