@@ -143,16 +143,55 @@ def wordpiece_vocab(w, tok):
     w.add_bool("tokenizer.ggml.normalizer.lowercase", bool(tok["normalizer"].get("lowercase", True)))
 
 
+def bpe_vocab(w, tok, n_vocab, pre, bos, eos):
+    """A byte-level BPE tokenizer.json as tokenizer.ggml.model "gpt2": the tokens (ids past the
+    vocabulary as unused [PADn]), the merges, pre, and the special tokens the post-processor
+    puts around a text: bos (or None) in front, eos (or None) at the end."""
+    import gguf
+    model = tok["model"]
+    assert model["type"] == "BPE" and tok["pre_tokenizer"]["type"] == "ByteLevel"
+    names = ["[PAD%d]" % i for i in range(n_vocab)]
+    types = [gguf.TokenType.UNUSED] * n_vocab
+    for s, i in model["vocab"].items():
+        names[i], types[i] = s, gguf.TokenType.NORMAL
+    for a in tok["added_tokens"]:
+        names[a["id"]] = a["content"]
+        types[a["id"]] = gguf.TokenType.CONTROL if a.get("special") else gguf.TokenType.USER_DEFINED
+    merges = [m if isinstance(m, str) else " ".join(m) for m in model["merges"]]
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre(pre)
+    w.add_token_list(names)
+    w.add_token_types(types)
+    w.add_token_merges(merges)
+    if bos is not None:
+        w.add_bos_token_id(names.index(bos))
+    if eos is not None:
+        w.add_eos_token_id(names.index(eos))
+    w.add_add_bos_token(bos is not None)
+    w.add_add_eos_token(eos is not None)
+    return names
+
+
 def write_bert(src, path, qtype, fused):
+    """A BertModel, or a RobertaModel / XLMRobertaModel-shaped checkpoint with a byte-level BPE
+    tokenizer (RoBERTa): the same "bert" layers, the position table cut to start at
+    pad_token_id + 1 as the converter cuts it, "<s> $A </s>" as BOS and EOS, pre "roberta-bpe"."""
     import gguf
     cfg = read_json(src, "config.json")
     tok = read_json(src, "tokenizer.json")
+    roberta = cfg["model_type"] in ("roberta", "xlm-roberta")
     t = read_safetensors(os.path.join(src, "model.safetensors"))
-    t = {k[len("bert."):] if k.startswith("bert.") else k: v for k, v in t.items()}
+    pfx = "roberta." if roberta else "bert."
+    t = {k[len(pfx):] if k.startswith(pfx) else k: v for k, v in t.items()}
     d, n_layer = cfg["hidden_size"], cfg["num_hidden_layers"]
+    n_ctx = cfg["max_position_embeddings"]
+    if roberta:  # positions start at pad_token_id + 1: the converter drops the rows before
+        off = cfg["pad_token_id"] + 1
+        t["embeddings.position_embeddings.weight"] = t["embeddings.position_embeddings.weight"][off:]
+        n_ctx -= off
     w = gguf.GGUFWriter(path, "bert")
     w.add_name(os.path.basename(src))
-    w.add_context_length(cfg["max_position_embeddings"])
+    w.add_context_length(n_ctx)
     w.add_embedding_length(d)
     w.add_feed_forward_length(cfg["intermediate_size"])
     w.add_block_count(n_layer)
@@ -163,7 +202,12 @@ def write_bert(src, path, qtype, fused):
     w.add_token_type_count(cfg.get("type_vocab_size", 2))
     w.add_file_type({"f32": gguf.LlamaFileType.ALL_F32, "f16": gguf.LlamaFileType.MOSTLY_F16,
                      "q8_0": gguf.LlamaFileType.MOSTLY_Q8_0}[qtype])
-    wordpiece_vocab(w, tok)
+    if roberta:
+        post = tok["post_processor"]
+        assert post["type"] == "RobertaProcessing", "expected RoBERTa's post-processor"
+        bpe_vocab(w, tok, cfg["vocab_size"], "roberta-bpe", post["cls"][0], post["sep"][0])
+    else:
+        wordpiece_vocab(w, tok)
     add(w, "token_embd.weight", t["embeddings.word_embeddings.weight"], qtype)
     add(w, "position_embd.weight", t["embeddings.position_embeddings.weight"], "f32" if qtype == "q8_0" else qtype)
     add(w, "token_types.weight", t["embeddings.token_type_embeddings.weight"], "f32")
@@ -210,28 +254,10 @@ def write_qwen3(src, path, qtype):
     w.add_pooling_type(pooling_type(src))
     w.add_file_type({"f32": gguf.LlamaFileType.ALL_F32, "f16": gguf.LlamaFileType.MOSTLY_F16,
                      "q8_0": gguf.LlamaFileType.MOSTLY_Q8_0}[qtype])
-    model = tok["model"]
-    assert model["type"] == "BPE" and tok["pre_tokenizer"]["type"] == "ByteLevel"
-    n_vocab = cfg["vocab_size"]
-    names = ["[PAD%d]" % i for i in range(n_vocab)]
-    types = [gguf.TokenType.UNUSED] * n_vocab
-    for s, i in model["vocab"].items():
-        names[i], types[i] = s, gguf.TokenType.NORMAL
-    for a in tok["added_tokens"]:
-        names[a["id"]] = a["content"]
-        types[a["id"]] = gguf.TokenType.CONTROL if a.get("special") else gguf.TokenType.USER_DEFINED
-    merges = [m if isinstance(m, str) else " ".join(m) for m in model["merges"]]
     post = tok["post_processor"]["single"]
     eos = [p["SpecialToken"]["id"] for p in post if "SpecialToken" in p]
     assert len(eos) == 1 and "Sequence" in post[0], "expected the '$A <eos>' post-processor"
-    w.add_tokenizer_model("gpt2")
-    w.add_tokenizer_pre("gpt-2")
-    w.add_token_list(names)
-    w.add_token_types(types)
-    w.add_token_merges(merges)
-    w.add_eos_token_id(names.index(eos[0]))
-    w.add_add_bos_token(False)
-    w.add_add_eos_token(True)
+    bpe_vocab(w, tok, cfg["vocab_size"], "gpt-2", None, eos[0])
     add(w, "token_embd.weight", t["embed_tokens.weight"], qtype)
     add(w, "output_norm.weight", t["norm.weight"], qtype)
     parts = (("attn_norm", "input_layernorm"), ("attn_q", "self_attn.q_proj"), ("attn_k", "self_attn.k_proj"),
@@ -278,6 +304,58 @@ def write_nomic(src, path, qtype):
     for i in range(cfg["n_layer"]):
         for name, src_name in parts:
             add(w, "blk.%d.%s" % (i, name), t["encoder.layers.%d.%s" % (i, src_name)], qtype)
+    finish(w)
+
+
+def write_modernbert(src, path, qtype):
+    """A ModernBertModel as llama.cpp's "modern-bert": token_embd, token_embd_norm, output_norm
+    (LayerNorms without biases), blk.N.attn_norm (none in layer 0), attn_qkv, attn_output,
+    ffn_norm, ffn_up (Wi: the GELU half, then the gate half), ffn_down; the sliding window
+    (local_attention, seen as half each way), global_attn_every_n_layers as the pattern, the
+    global and local rotary bases, hidden_act; "[CLS] $A [SEP]" as BOS and EOS, pre "modern-bert"."""
+    import gguf
+    cfg = read_json(src, "config.json")
+    tok = read_json(src, "tokenizer.json")
+    t = read_safetensors(os.path.join(src, "model.safetensors"))
+    t = {k[len("model."):] if k.startswith("model.") else k: v for k, v in t.items()}
+    assert not cfg.get("norm_bias") and not cfg.get("mlp_bias") and not cfg.get("attention_bias")
+    every = cfg["global_attn_every_n_layers"]
+    assert cfg["layer_types"] == ["full_attention" if i % every == 0 else "sliding_attention"
+                                  for i in range(cfg["num_hidden_layers"])]
+    rp = cfg["rope_parameters"]
+    w = gguf.GGUFWriter(path, "modern-bert")
+    w.add_name(os.path.basename(src))
+    w.add_context_length(cfg["max_position_embeddings"])
+    w.add_embedding_length(cfg["hidden_size"])
+    w.add_feed_forward_length(cfg["intermediate_size"])
+    w.add_block_count(cfg["num_hidden_layers"])
+    w.add_head_count(cfg["num_attention_heads"])
+    w.add_layer_norm_eps(cfg["norm_eps"])
+    w.add_causal_attention(False)
+    w.add_pooling_type(pooling_type(src))
+    w.add_rope_freq_base(rp["full_attention"]["rope_theta"])
+    w.add_float32("modern-bert.rope.freq_base_swa", rp["sliding_attention"]["rope_theta"])
+    w.add_sliding_window(cfg["local_attention"])
+    w.add_uint32("modern-bert.attention.sliding_window_pattern", every)
+    w.add_rope_scaling_type(gguf.RopeScalingType.NONE)
+    w.add_vocab_size(cfg["vocab_size"])
+    w.add_string("modern-bert.hidden_act", cfg["hidden_activation"])
+    w.add_file_type({"f32": gguf.LlamaFileType.ALL_F32, "f16": gguf.LlamaFileType.MOSTLY_F16,
+                     "q8_0": gguf.LlamaFileType.MOSTLY_Q8_0}[qtype])
+    post = tok["post_processor"]["single"]
+    specials = [p["SpecialToken"]["id"] for p in post if "SpecialToken" in p]
+    assert len(specials) == 2 and "SpecialToken" in post[0] and "Sequence" in post[1], "expected '[CLS] $A [SEP]'"
+    bpe_vocab(w, tok, cfg["vocab_size"], "modern-bert", specials[0], specials[1])
+    add(w, "token_embd.weight", t["embeddings.tok_embeddings.weight"], qtype)
+    add(w, "token_embd_norm.weight", t["embeddings.norm.weight"], qtype)
+    add(w, "output_norm.weight", t["final_norm.weight"], qtype)
+    for i in range(cfg["num_hidden_layers"]):
+        parts = [("attn_qkv", "attn.Wqkv"), ("attn_output", "attn.Wo"), ("ffn_norm", "mlp_norm"),
+                 ("ffn_up", "mlp.Wi"), ("ffn_down", "mlp.Wo")]
+        if i > 0:
+            parts.insert(0, ("attn_norm", "attn_norm"))
+        for name, src_name in parts:
+            add(w, "blk.%d.%s.weight" % (i, name), t["layers.%d.%s.weight" % (i, src_name)], qtype)
     finish(w)
 
 
@@ -332,6 +410,12 @@ def main():
     jobs.append(("tiny-bert-qkv-f32", lambda p: write_bert(os.path.join(DIR, "tiny-bert"), p, "f32", True)))
     jobs += [("tiny-qwen3-" + q, lambda p, q=q: write_qwen3(os.path.join(DIR, "tiny-qwen3"), p, q)) for q in TYPES]
     jobs.append(("tiny-nomic-f32", lambda p: write_nomic(os.path.join(DIR, "tiny-nomic"), p, "f32")))
+    jobs.append(("tiny-roberta-f32", lambda p: write_bert(os.path.join(DIR, "tiny-roberta"), p, "f32", False)))
+    jobs += [("tiny-modernbert-" + q, lambda p, q=q: write_modernbert(os.path.join(DIR, "tiny-modernbert"), p, q))
+             for q in ("f32", "f16")]
+    only = [a for a in sys.argv[1:] if not a.startswith("-")]
+    if only:  # NAME ...: only these files and goldens
+        jobs = [j for j in jobs if j[0] in only]
     for name, write in jobs:
         path = os.path.join(OUT, name + ".gguf")
         write(path)

@@ -58,7 +58,9 @@ static void read_arch(const hearth_gguf *g, char *arch, size_t cap) {
     }
 }
 
-static bool arch_is_encoder(const char *arch) { return !strcmp(arch, "bert") || !strcmp(arch, "nomic-bert"); }
+static bool arch_is_encoder(const char *arch) {
+    return !strcmp(arch, "bert") || !strcmp(arch, "nomic-bert") || !strcmp(arch, "modern-bert");
+}
 
 bool hearth_bert_probe_gguf(const char *path) {
     hearth_gguf *g = NULL;
@@ -118,13 +120,51 @@ static int64_t n_rows(gl *L, const char *name) {
     return t && t->n_dims == 2 ? t->ne[1] : 0;
 }
 
+/* modern-bert's own keys (b->layers allocated): hidden_act (gelu only), the sliding window
+ * (attention.sliding_window, seen as half of it each way, as llama.cpp's symmetric window and
+ * transformers' local_attention / 2), which layers slide (attention.sliding_window_pattern:
+ * every n-th layer from 0 attends globally, default 3, or one bool per layer, true sliding)
+ * and the local rotary base (rope.freq_base_swa, default 10000). */
+static hearth_status read_modern(gl *L) {
+    hearth_bert *b = L->b;
+    const hearth_gguf *g = b->gg;
+    hearth_span act;
+    if (hearth_gguf_get_str(g, akey(L, "hidden_act"), &act) && !(act.len == 4 && !memcmp(act.ptr, "gelu", 4)))
+        return hearth_err_set(L->err, HEARTH_E_UNSUPPORTED, -1, "%s '%.*s' is not supported (gelu only)",
+                              akey(L, "hidden_act"), (int)(act.len > 40 ? 40 : act.len), act.ptr);
+    b->modern = true;
+    uint32_t window = 0, every = 3;
+    float theta_swa = 10000.0f;
+    hearth_gguf_get_f32(g, akey(L, "rope.freq_base_swa"), &theta_swa);
+    hearth_rope_inv_freq(b->inv_freq_local, b->head_dim, theta_swa, 1.0f);
+    if (!hearth_gguf_get_u32(g, akey(L, "attention.sliding_window"), &window) || window == 0) return HEARTH_OK;
+    if (window > (1u << 24))
+        return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "%s %u is impossible", akey(L, "attention.sliding_window"),
+                              window);
+    b->window = (int32_t)(window / 2);
+    hearth_gguf_type et;
+    uint64_t n = 0;
+    const char *pk = akey(L, "attention.sliding_window_pattern");
+    if (hearth_gguf_get_arr(g, pk, &et, &n)) {
+        const uint8_t *v = hearth_gguf_arr_data(g, pk);
+        if (et != HEARTH_GGUF_BOOL || n != (uint64_t)b->n_layer || !v)
+            return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "%s: not one bool per layer (%lld layers)", pk,
+                                  (long long)b->n_layer);
+        for (int64_t il = 0; il < b->n_layer; il++) b->layers[il].sliding = v[il] != 0;
+        return HEARTH_OK;
+    }
+    hearth_gguf_get_u32(g, pk, &every);
+    for (int64_t il = 0; il < b->n_layer; il++) b->layers[il].sliding = every > 0 && il % every != 0;
+    return HEARTH_OK;
+}
+
 static hearth_status read_shape(gl *L) {
     hearth_bert *b = L->b;
     const hearth_gguf *g = b->gg;
     uint32_t d = 0, n_layer = 0, n_head = 0, n_head_kv = 0, d_ff = 0, ctx = 0, head_dim = 0, pool = POOL_MEAN;
     float eps = 0, theta = 0;
     bool causal = false, have_pool;
-    const bool qwen = !strcmp(L->arch, "qwen3");
+    const bool qwen = !strcmp(L->arch, "qwen3"), modern = !strcmp(L->arch, "modern-bert");
     hearth_gguf_get_u32(g, akey(L, "embedding_length"), &d);
     hearth_gguf_get_u32(g, akey(L, "block_count"), &n_layer);
     hearth_gguf_get_u32(g, akey(L, "attention.head_count"), &n_head);
@@ -136,8 +176,9 @@ static hearth_status read_shape(gl *L) {
     hearth_gguf_get_u32(g, akey(L, "attention.key_length"), &head_dim);
     if (!hearth_gguf_get_f32(g, akey(L, qwen ? "attention.layer_norm_rms_epsilon" : "attention.layer_norm_epsilon"),
                              &eps))
-        eps = qwen ? 1e-6f : 1e-12f;
-    if (!hearth_gguf_get_f32(g, akey(L, "rope.freq_base"), &theta)) theta = qwen ? 1000000.0f : 10000.0f;
+        eps = qwen ? 1e-6f : modern ? 1e-5f : 1e-12f;
+    if (!hearth_gguf_get_f32(g, akey(L, "rope.freq_base"), &theta))
+        theta = qwen ? 1000000.0f : modern ? 160000.0f : 10000.0f;
     have_pool = hearth_gguf_get_u32(g, akey(L, "pooling_type"), &pool);
     if (hearth_gguf_get_bool(g, akey(L, "attention.causal"), &causal) && causal && !qwen)
         return hearth_err_set(L->err, HEARTH_E_UNSUPPORTED, -1, "%s says attention is causal: an encoder attends "
@@ -170,7 +211,7 @@ static hearth_status read_shape(gl *L) {
     if (d == 0 || d > 65536 || n_layer == 0 || n_layer > 1024 || n_head == 0 || n_head_kv == 0 ||
         n_head % n_head_kv || head_dim == 0 || head_dim > 512 || head_dim % 2 || (!qwen && head_dim * n_head != d) ||
         d_ff == 0 || d_ff > (1u << 20) || b->n_vocab <= 0 || b->n_pos <= 0 || ctx == 0 || !(eps >= 0) ||
-        (!qwen && b->n_type <= 0))
+        (!qwen && !modern && b->n_type <= 0))
         return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "%s GGUF: a missing or impossible shape (embedding_length "
                               "%u, block_count %u, head_count %u, feed_forward_length %u, vocab %d)", L->arch, d,
                               n_layer, n_head, d_ff, b->n_vocab);
@@ -178,7 +219,7 @@ static hearth_status read_shape(gl *L) {
     b->rope = !strcmp(L->arch, "nomic-bert");
     if (!(b->layers = calloc(n_layer, sizeof *b->layers)))
         return hearth_err_set(L->err, HEARTH_E_NOMEM, -1, "out of memory");
-    return HEARTH_OK;
+    return modern ? read_modern(L) : HEARTH_OK;
 }
 
 static hearth_status bind_encoder(gl *L) {
@@ -230,6 +271,38 @@ static hearth_status bind_encoder(gl *L) {
     return HEARTH_OK;
 }
 
+/* modern-bert: LayerNorms with optional biases, no attn_norm in layer 0 (the embeddings' norm
+ * precedes it), fused q | k | v, the GLU's up weight as [2 d_ff][d] (GELU half, then gate). */
+static hearth_status bind_modern(gl *L) {
+    hearth_bert *b = L->b;
+    const int64_t d = b->d, ff = b->d_ff;
+    hearth_status st;
+    if ((st = get_matrix(L, "token_embd.weight", b->n_vocab, d, &b->word)) ||
+        (st = get_vector(L, "token_embd_norm.weight", d, false, &b->emb_ln_w)) ||
+        (st = get_vector(L, "token_embd_norm.bias", d, true, &b->emb_ln_b)) ||
+        (st = get_vector(L, "output_norm.weight", d, false, &b->final_w)) ||
+        (st = get_vector(L, "output_norm.bias", d, true, &b->final_b)))
+        return st;
+    for (int64_t il = 0; il < b->n_layer; il++) {
+        bert_layer *l = &b->layers[il];
+        char n[9][64];
+        static const char *const parts[9] = {"attn_norm.weight", "attn_norm.bias", "attn_qkv.weight",
+                                             "attn_output.weight", "ffn_norm.weight", "ffn_norm.bias",
+                                             "ffn_up.weight", "ffn_down.weight", "attn_qkv.bias"};
+        for (int i = 0; i < 9; i++) snprintf(n[i], sizeof n[i], "blk.%lld.%s", (long long)il, parts[i]);
+        if ((il > 0 && (st = get_vector(L, n[0], d, false, &l->ln1_w))) ||
+            (il > 0 && (st = get_vector(L, n[1], d, true, &l->ln1_b))) ||
+            (st = get_matrix(L, n[2], 3 * d, d, &l->wq)) || (st = get_matrix(L, n[3], d, d, &l->wo)) ||
+            (st = get_vector(L, n[4], d, false, &l->ln2_w)) || (st = get_vector(L, n[5], d, true, &l->ln2_b)) ||
+            (st = get_matrix(L, n[6], 2 * ff, d, &l->w_up)) || (st = get_matrix(L, n[7], d, ff, &l->w_down)))
+            return st;
+        if (tfind(L, n[8]))
+            return hearth_err_set(L->err, HEARTH_E_UNSUPPORTED, -1, "tensor %s: ModernBERT attention biases are not "
+                                  "supported", n[8]);
+    }
+    return HEARTH_OK;
+}
+
 static hearth_status bind_qwen3(gl *L) {
     hearth_bert *b = L->b;
     const int64_t d = b->d, qd = (int64_t)b->n_head * b->head_dim, kvd = (int64_t)b->n_head_kv * b->head_dim;
@@ -261,9 +334,10 @@ hearth_status hearth_bert_load_gguf(hearth_bert *b, const char *path, hearth_err
     read_arch(b->gg, L.arch, sizeof L.arch);
     if (!arch_is_encoder(L.arch) && strcmp(L.arch, "qwen3"))
         return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "general.architecture '%.40s' is not an embedding model "
-                              "hearth reads from GGUF (bert, nomic-bert, qwen3 with a pooling_type)", L.arch);
+                              "hearth reads from GGUF (bert, nomic-bert, modern-bert, qwen3 with a pooling_type)",
+                              L.arch);
     snprintf(b->family, sizeof b->family, "%s", L.arch);
-    if ((st = read_shape(&L)) || (st = (b->decoder ? bind_qwen3 : bind_encoder)(&L)) ||
+    if ((st = read_shape(&L)) || (st = (b->decoder ? bind_qwen3 : b->modern ? bind_modern : bind_encoder)(&L)) ||
         (st = hearth_tok_from_gguf(b->gg, &b->tok, err)))
         return st;
     if (hearth_tok_n_vocab(b->tok) > b->n_vocab)
