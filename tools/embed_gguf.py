@@ -359,6 +359,75 @@ def write_modernbert(src, path, qtype):
     finish(w)
 
 
+def write_gemma(src, path, qtype):
+    """An EmbeddingGemma folder (Gemma3TextModel with use_bidirectional_attention, saved by
+    sentence-transformers) as llama.cpp's "gemma-embedding": token_embd, output_norm; blk.N.
+    attn_norm, attn_q/k/v, attn_q_norm, attn_k_norm, attn_output, post_attention_norm, ffn_norm
+    (pre_feedforward_layernorm), ffn_gate, ffn_up, ffn_down, post_ffw_norm; every RMSNorm weight
+    stored as 1 + w, as the converter shifts it; the Dense modules as dense_2 and dense_3 with
+    their dense_N_feat_in/out keys (the converter's --sentence-transformers-dense-modules); the
+    sliding window as config.json has it; which layers slide as one bool per layer from
+    layer_types (the converter leaves the key out and llama.cpp then takes every 6th layer as
+    global, which is what the real 24-layer model has; this 3-layer one has a global third)."""
+    import gguf
+    cfg = read_json(src, "config.json")
+    tok = read_json(src, "tokenizer.json")
+    t = read_safetensors(os.path.join(src, "model.safetensors"))
+    t = {k[len("model."):] if k.startswith("model.") else k: v for k, v in t.items()}
+    assert cfg["query_pre_attn_scalar"] == cfg["head_dim"], "llama.cpp scales queries by head_dim ** -0.5"
+    d, n_layer = cfg["hidden_size"], cfg["num_hidden_layers"]
+    rp = cfg["rope_parameters"]
+    arch = "gemma-embedding"
+    w = gguf.GGUFWriter(path, arch)
+    w.add_name(os.path.basename(src))
+    w.add_context_length(cfg["max_position_embeddings"])
+    w.add_embedding_length(d)
+    w.add_feed_forward_length(cfg["intermediate_size"])
+    w.add_block_count(n_layer)
+    w.add_head_count(cfg["num_attention_heads"])
+    w.add_head_count_kv(cfg["num_key_value_heads"])
+    w.add_key_length(cfg["head_dim"])
+    w.add_value_length(cfg["head_dim"])
+    w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
+    w.add_rope_freq_base(rp["full_attention"]["rope_theta"])
+    w.add_float32(arch + ".rope.freq_base_swa", rp["sliding_attention"]["rope_theta"])
+    w.add_sliding_window(cfg["sliding_window"])
+    w.add_array(arch + ".attention.sliding_window_pattern", [x == "sliding_attention" for x in cfg["layer_types"]])
+    w.add_pooling_type(pooling_type(src))
+    w.add_file_type({"f32": gguf.LlamaFileType.ALL_F32, "f16": gguf.LlamaFileType.MOSTLY_F16,
+                     "q8_0": gguf.LlamaFileType.MOSTLY_Q8_0}[qtype])
+    post = tok["post_processor"]["single"]
+    specials = [p["SpecialToken"]["id"] for p in post if "SpecialToken" in p]
+    assert len(specials) == 2 and "SpecialToken" in post[0] and "Sequence" in post[1], "expected '<bos> $A <eos>'"
+    bpe_vocab(w, tok, cfg["vocab_size"], "gpt-2", specials[0], specials[1])
+    dense = []
+    for m in read_json(src, "modules.json"):
+        if m["type"].endswith("Dense"):
+            mc = read_json(src, os.path.join(m["path"], "config.json"))
+            assert not mc.get("bias") and mc["activation_function"].endswith("Identity")
+            dense.append((mc, read_safetensors(os.path.join(src, m["path"], "model.safetensors"))["linear.weight"]))
+    assert len(dense) == 2
+    for name, (mc, _) in zip(("dense_2", "dense_3"), dense):
+        w.add_uint32("%s.%s_feat_in" % (arch, name), mc["in_features"])
+        w.add_uint32("%s.%s_feat_out" % (arch, name), mc["out_features"])
+    add(w, "token_embd.weight", t["embed_tokens.weight"], qtype)
+    add(w, "output_norm.weight", t["norm.weight"] + 1.0, qtype)
+    parts = (("attn_norm", "input_layernorm", True), ("attn_q", "self_attn.q_proj", False),
+             ("attn_k", "self_attn.k_proj", False), ("attn_v", "self_attn.v_proj", False),
+             ("attn_output", "self_attn.o_proj", False), ("attn_q_norm", "self_attn.q_norm", True),
+             ("attn_k_norm", "self_attn.k_norm", True), ("post_attention_norm", "post_attention_layernorm", True),
+             ("ffn_norm", "pre_feedforward_layernorm", True), ("ffn_gate", "mlp.gate_proj", False),
+             ("ffn_up", "mlp.up_proj", False), ("ffn_down", "mlp.down_proj", False),
+             ("post_ffw_norm", "post_feedforward_layernorm", True))
+    for i in range(n_layer):
+        for name, src_name, norm in parts:
+            v = t["layers.%d.%s.weight" % (i, src_name)]
+            add(w, "blk.%d.%s.weight" % (i, name), v + 1.0 if norm else v, qtype)
+    add(w, "dense_2.weight", dense[0][1], qtype)
+    add(w, "dense_3.weight", dense[1][1], qtype)
+    finish(w)
+
+
 def finish(w):
     w.write_header_to_file()
     w.write_kv_data_to_file()
@@ -413,6 +482,7 @@ def main():
     jobs.append(("tiny-roberta-f32", lambda p: write_bert(os.path.join(DIR, "tiny-roberta"), p, "f32", False)))
     jobs += [("tiny-modernbert-" + q, lambda p, q=q: write_modernbert(os.path.join(DIR, "tiny-modernbert"), p, q))
              for q in ("f32", "f16")]
+    jobs.append(("tiny-gemma-f32", lambda p: write_gemma(os.path.join(DIR, "tiny-gemma"), p, "f32")))
     only = [a for a in sys.argv[1:] if not a.startswith("-")]
     if only:  # NAME ...: only these files and goldens
         jobs = [j for j in jobs if j[0] in only]

@@ -3,7 +3,8 @@
  * and against hearth's own safetensors path of the same weights.
  *
  * The files (tests/golden/embed/gguf/, written by tools/embed_gguf.py with gguf-py from the
- * committed tiny-bert, tiny-roberta, tiny-modernbert, tiny-qwen3 and tiny-nomic checkpoints) and their goldens (gguf-NAME.json:
+ * committed tiny-bert, tiny-roberta, tiny-modernbert, tiny-qwen3, tiny-gemma and tiny-nomic
+ * checkpoints) and their goldens (gguf-NAME.json:
  * llama-cpp-python's embed() and tokenize() of tests/golden/embed/sentences.txt). Checked:
  *   - every file is probed as an embedding model and loads;
  *   - hearth's token ids equal llama.cpp's (WordPiece from tokenizer.ggml.model "bert", and
@@ -128,6 +129,13 @@ TEST(roberta_f32) {
 TEST(modernbert_f32_f16) {
     check_file("tiny-modernbert-f32", "tests/golden/embed/tiny-modernbert", 0.99999, 0.99999, HEARTH_POOLING_MEAN);
     check_file("tiny-modernbert-f16", "tests/golden/embed/tiny-modernbert", 0.9999, 0.9999, HEARTH_POOLING_MEAN);
+}
+
+/* gemma-embedding: EmbeddingGemma's layers attending both ways, the norms stored as 1 + w, a
+ * sliding window shorter than the sentences, the Dense projections dense_2 and dense_3 after the
+ * mean pooling (32 -> 64 -> 32). */
+TEST(gemma_embedding_f32) {
+    check_file("tiny-gemma-f32", "tests/golden/embed/tiny-gemma", 0.99999, 0.99999, HEARTH_POOLING_MEAN);
 }
 
 /* The fused attn_qkv tensor is packed as the three separate ones are: the same bits. */
