@@ -172,6 +172,41 @@ def bpe_vocab(w, tok, n_vocab, pre, bos, eos):
     return names
 
 
+def unigram_vocab(w, tok):
+    """A Unigram tokenizer.json (XLM-R's SentencePiece kind: NFKC, Metaspace, "<s> $A </s>") as
+    the converter's "t5" vocabulary: the pieces and scores in id order, the unknown piece typed
+    UNKNOWN and the special added tokens CONTROL, add_space_prefix, remove_extra_whitespaces, BOS
+    and EOS added. The converter would also copy the normalizer's precompiled_charsmap; this
+    tokenizer.json has NFKC instead, which is the identity on the test sentences, so the file
+    has no charsmap (llama.cpp then normalizes nothing but the spaces)."""
+    import gguf
+    model = tok["model"]
+    assert model["type"] == "Unigram" and tok["normalizer"]["type"] == "NFKC"
+    assert tok["pre_tokenizer"]["type"] == "Metaspace" and tok["pre_tokenizer"]["prepend_scheme"] == "always"
+    special = {a["id"] for a in tok["added_tokens"] if a.get("special")}
+    unk = model["unk_id"]
+    names = [p for p, _ in model["vocab"]]
+    types = [gguf.TokenType.UNKNOWN if i == unk else gguf.TokenType.CONTROL if i in special
+             else gguf.TokenType.NORMAL for i in range(len(names))]
+    post = tok["post_processor"]["single"]
+    specials = [p["SpecialToken"]["id"] for p in post if "SpecialToken" in p]
+    assert len(specials) == 2 and "SpecialToken" in post[0] and "Sequence" in post[1], "expected '<s> $A </s>'"
+    w.add_tokenizer_model("t5")
+    w.add_tokenizer_pre("default")
+    w.add_token_list(names)
+    w.add_token_scores([float(sc) for _, sc in model["vocab"]])
+    w.add_token_types(types)
+    w.add_add_space_prefix(True)
+    w.add_remove_extra_whitespaces(True)
+    w.add_bos_token_id(names.index(specials[0]))
+    w.add_eos_token_id(names.index(specials[1]))
+    w.add_unk_token_id(unk)
+    if "<pad>" in names:
+        w.add_pad_token_id(names.index("<pad>"))
+    w.add_add_bos_token(True)
+    w.add_add_eos_token(True)
+
+
 def write_bert(src, path, qtype, fused):
     """A BertModel, or a RobertaModel / XLMRobertaModel-shaped checkpoint with a byte-level BPE
     tokenizer (RoBERTa): the same "bert" layers, the position table cut to start at
@@ -202,7 +237,9 @@ def write_bert(src, path, qtype, fused):
     w.add_token_type_count(cfg.get("type_vocab_size", 2))
     w.add_file_type({"f32": gguf.LlamaFileType.ALL_F32, "f16": gguf.LlamaFileType.MOSTLY_F16,
                      "q8_0": gguf.LlamaFileType.MOSTLY_Q8_0}[qtype])
-    if roberta:
+    if roberta and tok["model"]["type"] == "Unigram":
+        unigram_vocab(w, tok)
+    elif roberta:
         post = tok["post_processor"]
         assert post["type"] == "RobertaProcessing", "expected RoBERTa's post-processor"
         bpe_vocab(w, tok, cfg["vocab_size"], "roberta-bpe", post["cls"][0], post["sep"][0])
@@ -480,6 +517,7 @@ def main():
     jobs += [("tiny-qwen3-" + q, lambda p, q=q: write_qwen3(os.path.join(DIR, "tiny-qwen3"), p, q)) for q in TYPES]
     jobs.append(("tiny-nomic-f32", lambda p: write_nomic(os.path.join(DIR, "tiny-nomic"), p, "f32")))
     jobs.append(("tiny-roberta-f32", lambda p: write_bert(os.path.join(DIR, "tiny-roberta"), p, "f32", False)))
+    jobs.append(("tiny-xlmr-f32", lambda p: write_bert(os.path.join(DIR, "tiny-xlmr"), p, "f32", False)))
     jobs += [("tiny-modernbert-" + q, lambda p, q=q: write_modernbert(os.path.join(DIR, "tiny-modernbert"), p, q))
              for q in ("f32", "f16")]
     jobs.append(("tiny-gemma-f32", lambda p: write_gemma(os.path.join(DIR, "tiny-gemma"), p, "f32")))

@@ -3,12 +3,12 @@
  * and against hearth's own safetensors path of the same weights.
  *
  * The files (tests/golden/embed/gguf/, written by tools/embed_gguf.py with gguf-py from the
- * committed tiny-bert, tiny-roberta, tiny-modernbert, tiny-qwen3, tiny-gemma and tiny-nomic
- * checkpoints) and their goldens (gguf-NAME.json:
+ * committed tiny-bert, tiny-roberta, tiny-xlmr, tiny-modernbert, tiny-qwen3, tiny-gemma and
+ * tiny-nomic checkpoints) and their goldens (gguf-NAME.json:
  * llama-cpp-python's embed() and tokenize() of tests/golden/embed/sentences.txt). Checked:
  *   - every file is probed as an embedding model and loads;
  *   - hearth's token ids equal llama.cpp's (WordPiece from tokenizer.ggml.model "bert", and
- *     byte-level BPE with the end-of-text token added for qwen3, <s> and </s> for RoBERTa,
+ *     byte-level BPE with the end-of-text token added for qwen3, <s> and </s> for RoBERTa, Unigram from "t5" for XLM-R,
  *     [CLS] and [SEP] for ModernBERT);
  *   - each embedding's cosine with llama.cpp's >= 0.99999 for f32 files and qwen3's f16, and the
  *     nearest neighbour of each query where llama.cpp's top two are apart. Looser where llama.cpp
@@ -120,6 +120,12 @@ TEST(nomic_bert_f32) {
  * pad_token_id + 1, a byte-level BPE vocabulary (pre "roberta-bpe") with <s> and </s> added. */
 TEST(roberta_f32) {
     check_file("tiny-roberta-f32", "tests/golden/embed/tiny-roberta", 0.99999, 0.99999, HEARTH_POOLING_MEAN);
+}
+
+/* XLM-R as the converter writes it: arch bert, positions cut as RoBERTa's, a "t5" (Unigram)
+ * vocabulary with scores, Metaspace's space prefix, <s> and </s> added. */
+TEST(xlmr_f32) {
+    check_file("tiny-xlmr-f32", "tests/golden/embed/tiny-xlmr", 0.99999, 0.99999, HEARTH_POOLING_CLS);
 }
 
 /* modern-bert: pre-LN without biases, rotary positions with a global and a local base, sliding
