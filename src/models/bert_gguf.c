@@ -1,28 +1,32 @@
 /*
  * bert_gguf.c - an embedding model from one GGUF file, as llama.cpp's convert_hf_to_gguf writes
- * it: general.architecture "bert", "nomic-bert", or "qwen3" with a pooling_type (a Qwen3
- * embedding model). It fills the same hearth_bert as bert_load.c does from safetensors, so the
- * forwards (bert.c, qwen3_embed.c) and everything above them are shared.
+ * it: general.architecture "bert" (BERT, and RoBERTa and XLM-R, whose position table the
+ * converter has cut to start at pad_token_id + 1), "nomic-bert", "modern-bert",
+ * "gemma-embedding" (EmbeddingGemma), or "qwen3" with a pooling_type (a Qwen3 embedding model).
+ * It fills the same hearth_bert as bert_load.c does from safetensors, so the forwards (bert.c,
+ * modernbert.c, qwen3_embed.c) and everything above them are shared.
  *
  * Metadata read, ARCH being the architecture: ARCH.embedding_length, .block_count,
- * .feed_forward_length, .attention.head_count (and .head_count_kv, .key_length for qwen3),
- * .attention.layer_norm_epsilon (.layer_norm_rms_epsilon for qwen3), .context_length,
- * .rope.freq_base (nomic-bert, qwen3), .attention.causal (must be false for the encoders) and
- * .pooling_type (1 mean, 2 CLS, 3 last; none and rank are refused; an encoder without the key
- * takes the mean, as sentence-transformers does for a bare checkpoint). The tokenizer comes from
- * tokenizer.ggml.* (model/tok_gguf.h: "bert" is WordPiece, "gpt2" byte-level BPE).
- * Embeddings are L2-normalized, as llama.cpp returns them (llama-server's default, and
- * llama-cpp-python's embed()): a GGUF file does not record sentence-transformers' Normalize.
+ * .feed_forward_length, .attention.head_count (and .head_count_kv, .key_length for the
+ * decoders), .attention.layer_norm_epsilon (.layer_norm_rms_epsilon for qwen3 and
+ * gemma-embedding), .context_length, .rope.freq_base (and .rope.freq_base_swa, the sliding
+ * window and its pattern for modern-bert and gemma-embedding: read_modern, read_gemma),
+ * .attention.causal (must be false but for qwen3) and .pooling_type (1 mean, 2 CLS, 3 last; none
+ * and rank are refused; an encoder without the key takes the mean, as sentence-transformers
+ * does for a bare checkpoint). The tokenizer comes from tokenizer.ggml.* (model/tok_gguf.h:
+ * "bert" is WordPiece, "gpt2" byte-level BPE, "t5" Unigram). Embeddings are L2-normalized, as
+ * llama.cpp returns them (llama-server's default, and llama-cpp-python's embed()): a GGUF file
+ * does not record sentence-transformers' Normalize.
  *
  * Tensors (ggml order: ne[0] is the input width). bert: token_embd, position_embd, token_types,
  * token_embd_norm.{weight,bias}; per layer blk.N.attn_q/attn_k/attn_v (or the fused attn_qkv)
  * with biases, attn_output, attn_output_norm, ffn_up, ffn_down (with biases), layer_output_norm.
  * nomic-bert: the same without position_embd and without biases, attn_qkv fused, ffn_gate beside
- * ffn_up (SwiGLU), rotary positions. qwen3: token_embd, output_norm; blk.N.attn_norm, attn_q,
- * attn_k, attn_v, attn_output, attn_q_norm, attn_k_norm, ffn_norm, ffn_gate, ffn_up, ffn_down.
- * Matrices of any type with a dequantizer (f32, f16, bf16, q8_0, ...) are used in place and
- * packed to f32 at load (bert_load.c); vectors are copied to f32. A missing or misshapen tensor
- * is an error naming it.
+ * ffn_up (SwiGLU), rotary positions. modern-bert: bind_modern. qwen3: token_embd, output_norm;
+ * blk.N.attn_norm, attn_q, attn_k, attn_v, attn_output, attn_q_norm, attn_k_norm, ffn_norm,
+ * ffn_gate, ffn_up, ffn_down. gemma-embedding: bind_gemma. Matrices of any type with a
+ * dequantizer (f32, f16, bf16, q8_0, ...) are used in place and packed to f32 at load
+ * (bert_load.c); vectors are copied to f32. A missing or misshapen tensor is an error naming it.
  */
 #include "models/bert_internal.h"
 
@@ -353,7 +357,8 @@ static hearth_status get_dense(gl *L, const char *name, const char *bias, int64_
     float *dst = hearth_bert_keep(b, malloc((size_t)(n_in * n_out) * sizeof *dst));
     if (!dst) return hearth_err_set(L->err, HEARTH_E_NOMEM, -1, "out of memory copying %s", name);
     const hearth_kernel_traits *tr = hearth_kernels_traits_isa(w.type, HEARTH_ISA_SCALAR);
-    for (int64_t r = 0; r < n_out; r++) tr->to_float((const char *)w.data + (size_t)r * w.row_bytes, dst + r * n_in, n_in);
+    for (int64_t r = 0; r < n_out; r++)
+        tr->to_float((const char *)w.data + (size_t)r * w.row_bytes, dst + r * n_in, n_in);
     b->dense[b->n_dense].w = dst, b->dense[b->n_dense].bias = (float *)bv;
     b->dense[b->n_dense].n_in = n_in, b->dense[b->n_dense].n_out = n_out;
     b->n_dense++;
@@ -384,7 +389,8 @@ static hearth_status bind_gemma(gl *L) {
             (st = get_vector(L, n[6], b->head_dim, false, &l->k_norm)) ||
             (st = get_vector(L, n[7], d, false, &l->post_attn_w)) || (st = get_vector(L, n[8], d, false, &l->ln2_w)) ||
             (st = get_matrix(L, n[9], b->d_ff, d, &l->w_gate)) || (st = get_matrix(L, n[10], b->d_ff, d, &l->w_up)) ||
-            (st = get_matrix(L, n[11], d, b->d_ff, &l->w_down)) || (st = get_vector(L, n[12], d, false, &l->post_ffn_w)))
+            (st = get_matrix(L, n[11], d, b->d_ff, &l->w_down)) ||
+            (st = get_vector(L, n[12], d, false, &l->post_ffn_w)))
             return st;
     }
     uint32_t out2 = 0, in3 = 0;

@@ -50,7 +50,8 @@ static inline __m512 exp16(__m512 x) {
 /* erf(z) for z >= 0 (z clamped at 9, where erf is 1 in float). */
 static inline __m512 erf_pos16(__m512 z) {
     z = _mm512_min_ps(z, _mm512_set1_ps(9.0f));
-    const __m512 t = _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_fmadd_ps(z, _mm512_set1_ps(0.5f), _mm512_set1_ps(1.0f)));
+    const __m512 t =
+        _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_fmadd_ps(z, _mm512_set1_ps(0.5f), _mm512_set1_ps(1.0f)));
     __m512 p = _mm512_set1_ps(0.17087277f);
     p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-0.82215223f));
     p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.48851587f));
@@ -184,12 +185,12 @@ static inline __attribute__((always_inline)) void attn_head(const float *q, cons
 }
 
 #define HEAD(nv, nd) attn_head(q + off, k + off, v + off, ld, out + off, ldo, n_tok, nv, nd, scale)
-#define HEADS(nd)                                                                                                       \
-    do {                                                                                                                \
-        if (nv == 1) HEAD(1, nd);                                                                                       \
-        else if (nv == 2) HEAD(2, nd);                                                                                  \
-        else if (nv == 3) HEAD(3, nd);                                                                                  \
-        else HEAD(4, nd);                                                                                               \
+#define HEADS(nd)                                                                                       \
+    do {                                                                                                \
+        if (nv == 1) HEAD(1, nd);                                                                       \
+        else if (nv == 2) HEAD(2, nd);                                                                  \
+        else if (nv == 3) HEAD(3, nd);                                                                  \
+        else HEAD(4, nd);                                                                               \
     } while (0)
 
 void hearth_attn_full_avx512(const float *q, const float *k, const float *v, int64_t ld, float *out, int64_t ldo,

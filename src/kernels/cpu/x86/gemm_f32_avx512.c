@@ -17,11 +17,11 @@
 
 #include "kernels/cpu/x86/gemm_x86.h"
 
-#define ROW(r, xp)                                                                                                      \
-    do {                                                                                                                \
-        const __m512 b = _mm512_set1_ps(*(xp));                                                                         \
-        c##r##0 = _mm512_fmadd_ps(b, w0, c##r##0);                                                                      \
-        c##r##1 = _mm512_fmadd_ps(b, w1, c##r##1);                                                                      \
+#define ROW(r, xp) \
+    do { \
+        const __m512 b = _mm512_set1_ps(*(xp)); \
+        c##r##0 = _mm512_fmadd_ps(b, w0, c##r##0); \
+        c##r##1 = _mm512_fmadd_ps(b, w1, c##r##1); \
     } while (0)
 
 void hearth_gemm_f32_12x32_avx512(const float *p0, const float *p1, int64_t kc, const float *x, int64_t ldx,
