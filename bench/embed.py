@@ -14,7 +14,10 @@ llama.cpp (--gguf FILE, the same model as a GGUF file, e.g. from tools/embed_ggu
 llama-cpp-python's Llama(FILE, embedding=True, n_threads=--threads, n_batch=n_ubatch=4096)
 .embed(batch) for each batch of 32 after a warm-up batch, in a subprocess of this Python (the
 project's .venv has llama-cpp-python after `make oracles`).
-All use --threads threads (default: all CPUs). The sentences are made from a fixed word list
+All use --threads threads (default: all CPUs). Besides the wall-clock rate each engine's rate per
+CPU second is printed (the server process's user + system time for hearth, time.process_time()
+of the subprocess for the others, over the timed part): on a shared machine the wall clock
+measures the neighbours' load too, the CPU time much less so. The sentences are made from a fixed word list
 with a fixed seed (6 to 16 words each). Prints one line per engine and the ratio; with --json,
 the numbers as one JSON object. Measurements, never assertions.
 
@@ -62,6 +65,13 @@ def post(port, body):
     return json.loads(data)
 
 
+def cpu_seconds(pid):
+    """User + system CPU seconds of a process, all its threads (/proc/PID/stat fields 14, 15)."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def bench_hearth(exe, model, sents, batch, threads):
     log = tempfile.NamedTemporaryFile(prefix="hearth-embed-bench-", suffix=".log", delete=False)
     args = [exe, "serve", model, "--host", "127.0.0.1", "--port", "0", "--no-open"]
@@ -82,13 +92,14 @@ def bench_hearth(exe, model, sents, batch, threads):
         if port is None:
             sys.exit("embed.py: hearth serve was not ready in 60 s")
         post(port, {"input": sents[:batch], "encoding_format": "base64"})  # warm-up
+        c0 = cpu_seconds(p.pid)
         t0 = time.perf_counter()
         n_vec = 0
         for i in range(0, len(sents), batch):
             r = post(port, {"input": sents[i:i + batch], "encoding_format": "base64"})
             n_vec += sum(1 for d in r["data"] if base64.b64decode(d["embedding"]))
         dt = time.perf_counter() - t0
-        return n_vec / dt, dt
+        return n_vec / dt, dt, cpu_seconds(p.pid) - c0
     finally:
         p.send_signal(signal.SIGTERM)
         try:
@@ -108,11 +119,13 @@ if threads > 0:
 sents = json.load(sys.stdin)
 m = SentenceTransformer(model_dir, device="cpu")
 m.encode(sents[:batch], batch_size=batch)
+c0 = time.process_time()
 t0 = time.perf_counter()
 v = m.encode(sents, batch_size=batch, convert_to_numpy=True)
 dt = time.perf_counter() - t0
+cpu = time.process_time() - c0
 import sentence_transformers
-print(json.dumps({"n": int(v.shape[0]), "seconds": dt, "torch": torch.__version__,
+print(json.dumps({"n": int(v.shape[0]), "seconds": dt, "cpu_seconds": cpu, "torch": torch.__version__,
                   "sentence_transformers": sentence_transformers.__version__,
                   "threads": torch.get_num_threads()}))
 """
@@ -136,12 +149,15 @@ sents = json.load(sys.stdin)
 llm = llama_cpp.Llama(model_path=path, embedding=True, n_ctx=4096, n_batch=4096, n_ubatch=4096,
                       n_threads=threads, n_threads_batch=threads, verbose=False)
 llm.embed(sents[:batch])
+c0 = time.process_time()
 t0 = time.perf_counter()
 n = 0
 for i in range(0, len(sents), batch):
     n += len(llm.embed(sents[i:i + batch]))
 dt = time.perf_counter() - t0
-print(json.dumps({"n": n, "seconds": dt, "llama_cpp_python": llama_cpp.__version__, "threads": threads}))
+cpu = time.process_time() - c0
+print(json.dumps({"n": n, "seconds": dt, "cpu_seconds": cpu, "llama_cpp_python": llama_cpp.__version__,
+                  "threads": threads}))
 """
 
 
@@ -170,25 +186,34 @@ def main():
     name = "%s/%s" % m.groups() if m else os.path.basename(os.path.normpath(a.model))
     res = {"model": name, "n": a.n, "batch": a.batch,
            "threads": a.threads or os.cpu_count()}
-    h, h_s = bench_hearth(a.bin, a.model, sents, a.batch, a.threads)
+    h, h_s, h_cpu = bench_hearth(a.bin, a.model, sents, a.batch, a.threads)
+    hc = a.n / h_cpu
     res["hearth_per_s"] = round(h, 1)
-    print("hearth                 %8.1f embeddings/s  (%d in %.2f s)" % (h, a.n, h_s), file=sys.stderr)
+    res["hearth_per_cpu_s"] = round(hc, 1)
+    print("hearth                 %8.1f embeddings/s  %8.1f per CPU second  (%d in %.2f s)" % (h, hc, a.n, h_s),
+          file=sys.stderr)
     if a.st_python:
         s, info = bench_st(a.st_python, a.model, sents, a.batch, a.threads)
+        sc = info["n"] / info["cpu_seconds"]
         res["st_per_s"] = round(s, 1)
+        res["st_per_cpu_s"] = round(sc, 1)
+        res["ratio_hearth_st_cpu"] = round(hc / sc, 2)
         res["st_versions"] = {"torch": info["torch"], "sentence_transformers": info["sentence_transformers"]}
         res["ratio_hearth_st"] = round(h / s, 2)
-        print("sentence-transformers  %8.1f embeddings/s  (torch %s, %d threads)" % (s, info["torch"],
-                                                                                   info["threads"]), file=sys.stderr)
-        print("hearth / sentence-transformers: %.2fx" % (h / s), file=sys.stderr)
+        print("sentence-transformers  %8.1f embeddings/s  %8.1f per CPU second  (torch %s, %d threads)" % (
+            s, sc, info["torch"], info["threads"]), file=sys.stderr)
+        print("hearth / sentence-transformers: %.2fx (per CPU second: %.2fx)" % (h / s, hc / sc), file=sys.stderr)
     if a.gguf:
         ll, info = bench_llama(a.gguf, sents, a.batch, a.threads)
+        lc = info["n"] / info["cpu_seconds"]
         res["llama_per_s"] = round(ll, 1)
+        res["llama_per_cpu_s"] = round(lc, 1)
+        res["ratio_hearth_llama_cpu"] = round(hc / lc, 2)
         res["llama_versions"] = {"llama_cpp_python": info["llama_cpp_python"]}
         res["ratio_hearth_llama"] = round(h / ll, 2)
-        print("llama.cpp              %8.1f embeddings/s  (llama-cpp-python %s, %d threads)" % (
-            ll, info["llama_cpp_python"], info["threads"]), file=sys.stderr)
-        print("hearth / llama.cpp: %.2fx" % (h / ll), file=sys.stderr)
+        print("llama.cpp              %8.1f embeddings/s  %8.1f per CPU second  (llama-cpp-python %s, %d threads)" % (
+            ll, lc, info["llama_cpp_python"], info["threads"]), file=sys.stderr)
+        print("hearth / llama.cpp: %.2fx (per CPU second: %.2fx)" % (h / ll, hc / lc), file=sys.stderr)
     if a.json:
         print(json.dumps(res))
 

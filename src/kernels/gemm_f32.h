@@ -13,8 +13,9 @@
  * the AVX2 kernel equals it bit for bit (each lane is one such chain) whatever the blocking,
  * the thread count or the batch: a row's result never depends on the other rows.
  *
- * Sets: the AVX2 micro-kernel (6 x 16) on the avx2 set, the AVX-512 one (12 x 16) on avx512, the
- * reference loop on the ref and scalar sets. Any thread; pool may be NULL.
+ * Sets: the AVX2 micro-kernel (6 x 16) on the avx2 set, the AVX-512 one (12 x 32: two panels
+ * side by side) on avx512, the reference loop on the ref and scalar sets. Any thread; pool may
+ * be NULL.
  */
 #pragma once
 #include <stddef.h>

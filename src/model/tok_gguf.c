@@ -113,6 +113,8 @@ hearth_status hearth_tok_from_gguf(const hearth_gguf *g, hearth_tok **out, heart
         spec.kind = HEARTH_TOK_BPE_BYTES;
     } else if (hearth_span_eq(model, "bert")) {
         return hearth_tok_wpm_from_gguf(g, out, err);
+    } else if (hearth_span_eq(model, "t5")) {
+        return hearth_tok_ugm_from_gguf(g, out, err);
     } else {
         return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "unsupported tokenizer model '%.*s'",
                               (int)(model.len > 64 ? 64 : model.len), model.ptr);

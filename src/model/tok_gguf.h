@@ -3,7 +3,7 @@
  * open GGUF file into a hearth_tok_spec and builds the tokenizer (tokenizer/tokenizer.h).
  *
  * Keys read: tokenizer.ggml.model ("llama" -> SentencePiece BPE, "gpt2" -> byte-level BPE, "bert" ->
- * WordPiece, built by tok_gguf_wpm.c; other
+ * WordPiece, built by tok_gguf_wpm.c, "t5" -> Unigram, built by tok_gguf_ugm.c; other
  * models are HEARTH_E_UNSUPPORTED naming them), .pre, .tokens, .scores (float32 or int32),
  * .token_type, .merges, .bos_token_id / .eos_token_id / .eot_token_id / .unknown_token_id /
  * .padding_token_id, .fim_{pre,suf,mid,pad,rep,sep}_token_id (or the older .prefix_token_id,
@@ -26,3 +26,7 @@ hearth_status hearth_tok_from_gguf(const hearth_gguf *g, hearth_tok **out, heart
 /* The WordPiece tokenizer of tokenizer.ggml.model "bert" (tok_gguf_wpm.c); hearth_tok_from_gguf
  * calls it for that model. Same contract. */
 hearth_status hearth_tok_wpm_from_gguf(const hearth_gguf *g, hearth_tok **out, hearth_err *err);
+
+/* The Unigram tokenizer of tokenizer.ggml.model "t5" (tok_gguf_ugm.c); hearth_tok_from_gguf calls
+ * it for that model. Same contract. */
+hearth_status hearth_tok_ugm_from_gguf(const hearth_gguf *g, hearth_tok **out, hearth_err *err);

@@ -51,8 +51,8 @@ hearth_bert_params hearth_bert_params_default(void);
 /* Is path a folder that looks like an embedding checkpoint (config.json's model_type is one
  * hearth_bert_load takes; for "qwen3" and "gemma3_text", chat models as often,
  * sentence-transformers' modules.json must be there too), or a GGUF file of an embedding model
- * (bert, nomic-bert, qwen3 with a pooling_type)? Reads those files only (a GGUF's header);
- * false for anything else. */
+ * (bert, nomic-bert, modern-bert, gemma-embedding, qwen3 with a pooling_type)? Reads those
+ * files only (a GGUF's header); false for anything else. */
 bool hearth_bert_probe(const char *path);
 
 /* Load the checkpoint folder at path. On failure returns the status (HEARTH_E_UNSUPPORTED for

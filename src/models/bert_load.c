@@ -769,7 +769,7 @@ hearth_status hearth_bert_load(const char *path, const hearth_bert_params *p, he
     struct stat sb;
     if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode)) { /* a GGUF file */
         if ((st = hearth_bert_load_gguf(b, path, err)) || (st = hearth_bert_pack_layers(b, err))) goto fail;
-        b->out_dim = b->d;
+        b->out_dim = b->n_dense ? b->dense[b->n_dense - 1].n_out : b->d; /* gemma-embedding's dense_2, dense_3 */
     } else if ((st = read_shape(b, path, err)) || (st = read_sentence_config(b, path, err)) ||
                (st = hearth_st_open(path, &b->st, err)) || (st = bind_weights(&L)) ||
                (st = hearth_bert_pack_layers(b, err)) || (st = load_tokenizer(b, path, err)) ||

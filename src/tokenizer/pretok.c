@@ -62,7 +62,7 @@ typedef struct {
 } pre_def;
 
 static const pre_def pre_defs[] = {
-    {"gpt2\0gpt-2\0phi-2\0mpt\0olmo\0jais\0exaone4\0trillion\0granite-docling\0", false,
+    {"gpt2\0gpt-2\0phi-2\0mpt\0olmo\0jais\0exaone4\0trillion\0granite-docling\0roberta-bpe\0modern-bert\0", false,
      {RE_GPT2, NULL}},
     {"smollm\0starcoder\0refact\0command-r\0codeshell\0exaone\0minerva-7b\0", false,
      {"\\p{N}", RE_GPT2, NULL}},

@@ -4,7 +4,8 @@
  * bias (and in place), the exact GELU over a range that covers both tails, and bidirectional
  * attention over odd sequence lengths and head sizes, with a check that every key is seen (a
  * key moved far away changes every query's output). The same bounds hold for each set's twin
- * (kernels/encoder_ops.h: the AVX2 ones, polynomial exp and erf) on every set this CPU runs.
+ * (kernels/encoder_ops.h: the AVX2 and AVX-512 ones, polynomial exp and erf, the short-sequence
+ * attention of AVX-512 up to 64 tokens and its fallback past them) on every set this CPU runs.
  */
 #include <math.h>
 #include <stdint.h>
@@ -24,7 +25,7 @@ static float rnd(void) {
     return (float)(rng >> 40) / (float)(1 << 24) * 4.0f - 2.0f;
 }
 
-TEST(layernorm_matches_double) {
+static void check_layernorm(hearth_layernorm_fn ln, const char *name) {
     const int64_t dims[] = {1, 3, 17, 32, 384, 1001};
     for (size_t k = 0; k < sizeof dims / sizeof dims[0]; k++) {
         const int64_t d = dims[k], rows = 3;
@@ -33,7 +34,7 @@ TEST(layernorm_matches_double) {
         for (int64_t i = 0; i < rows * d; i++) x[i] = rnd() * 3 + 5; /* an offset the mean must remove */
         for (int64_t i = 0; i < d; i++) w[i] = rnd(), b[i] = rnd();
         for (int with = 0; with < 2; with++) {
-            hearth_layernorm_ref(x, with ? w : NULL, with ? b : NULL, y, rows, d, 1e-12f);
+            ln(x, with ? w : NULL, with ? b : NULL, y, rows, d, 1e-12f);
             double worst = 0;
             for (int64_t r = 0; r < rows; r++) {
                 double m = 0, v = 0;
@@ -48,13 +49,23 @@ TEST(layernorm_matches_double) {
                     if (e > worst) worst = e;
                 }
             }
+            if (!(worst < 2e-5)) fprintf(stderr, "  %s: worst layernorm error %.3g (dim %lld)\n", name, worst,
+                                         (long long)d);
             CHECK(worst < 2e-5);
         }
         /* in place gives the same bits */
-        hearth_layernorm_ref(x, w, b, y, rows, d, 1e-5f);
-        hearth_layernorm_ref(x, w, b, x, rows, d, 1e-5f);
+        ln(x, w, b, y, rows, d, 1e-5f);
+        ln(x, w, b, x, rows, d, 1e-5f);
         CHECK(memcmp(x, y, (size_t)(rows * d) * sizeof *x) == 0);
         free(x), free(y), free(w), free(b);
+    }
+}
+
+TEST(layernorm_matches_double) {
+    check_layernorm(hearth_layernorm_ref, "ref");
+    for (int isa = 0; isa < HEARTH_ISA_COUNT; isa++) {
+        hearth_layernorm_fn ln = hearth_kernels_layernorm_isa(isa);
+        if (ln) check_layernorm(ln, hearth_isa_name((hearth_isa)isa));
     }
 }
 
@@ -113,8 +124,8 @@ static void attn_double(const float *q, const float *k, const float *v, int64_t 
 }
 
 static void check_attn(hearth_attn_full_fn attn) {
-    const int64_t lens[] = {1, 2, 7, 8, 9, 33, 130};
-    const int heads[][2] = {{1, 8}, {3, 5}, {12, 32}, {2, 64}};
+    const int64_t lens[] = {1, 2, 7, 8, 9, 16, 17, 33, 64, 65, 130};
+    const int heads[][2] = {{1, 8}, {3, 5}, {12, 32}, {2, 64}, {1, 128}, {2, 16}, {1, 48}, {1, 144}};
     for (size_t a = 0; a < sizeof lens / sizeof lens[0]; a++)
         for (size_t b = 0; b < sizeof heads / sizeof heads[0]; b++) {
             const int64_t n = lens[a];

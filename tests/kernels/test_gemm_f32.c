@@ -67,7 +67,8 @@ static void run_case(int64_t n_out, int64_t n_in, int64_t n_tok, hearth_pool *po
 
 TEST(kernel_equals_reference) {
     const int64_t shapes[][3] = {{1, 1, 1},   {16, 8, 6},    {17, 33, 7},  {5, 3, 13},
-                                 {48, 384, 5}, {96, 64, 49}, {40, 100, 97}, {1152, 384, 14}};
+                                 {48, 384, 5}, {96, 64, 49}, {40, 100, 97}, {1152, 384, 14},
+                                 {80, 600, 25}, {31, 257, 12}};
     hearth_pool *pool = hearth_pool_create(3);
     const hearth_isa active = hearth_kernels_isa();
     for (int isa = 0; isa < HEARTH_ISA_COUNT; isa++) {

@@ -3,11 +3,13 @@
  * and against hearth's own safetensors path of the same weights.
  *
  * The files (tests/golden/embed/gguf/, written by tools/embed_gguf.py with gguf-py from the
- * committed tiny-bert, tiny-qwen3 and tiny-nomic checkpoints) and their goldens (gguf-NAME.json:
+ * committed tiny-bert, tiny-roberta, tiny-xlmr, tiny-modernbert, tiny-qwen3, tiny-gemma and
+ * tiny-nomic checkpoints) and their goldens (gguf-NAME.json:
  * llama-cpp-python's embed() and tokenize() of tests/golden/embed/sentences.txt). Checked:
  *   - every file is probed as an embedding model and loads;
  *   - hearth's token ids equal llama.cpp's (WordPiece from tokenizer.ggml.model "bert", and
- *     byte-level BPE with the end-of-text token added for qwen3);
+ *     byte-level BPE with the end-of-text token added for qwen3, <s> and </s> for RoBERTa, Unigram from "t5" for XLM-R,
+ *     [CLS] and [SEP] for ModernBERT);
  *   - each embedding's cosine with llama.cpp's >= 0.99999 for f32 files and qwen3's f16, and the
  *     nearest neighbour of each query where llama.cpp's top two are apart. Looser where llama.cpp
  *     rounds what hearth keeps in f32, on tiny-bert's deliberately sensitive random weights
@@ -19,7 +21,7 @@
  *     0.995; measured 1 - 0.019 and 1 - 0.0021);
  *   - the fused attn_qkv form gives the same bits as separate q, k, v;
  *   - load errors: pooling_type none and rank, causal attention, another architecture, a
- *     missing tensor, each named; a chat GGUF (the starter model, when set up) is not probed as
+ *     missing tensor, a modern-bert activation other than GELU, each named; a chat GGUF (the starter model, when set up) is not probed as
  *     an embedding model.
  */
 #include <stdio.h>
@@ -114,6 +116,34 @@ TEST(nomic_bert_f32) {
     check_file("tiny-nomic-f32", "tests/golden/embed/tiny-nomic", 0.99999, 0.99999, HEARTH_POOLING_MEAN);
 }
 
+/* RoBERTa as the converter writes it: arch bert, the position table cut to start at
+ * pad_token_id + 1, a byte-level BPE vocabulary (pre "roberta-bpe") with <s> and </s> added. */
+TEST(roberta_f32) {
+    check_file("tiny-roberta-f32", "tests/golden/embed/tiny-roberta", 0.99999, 0.99999, HEARTH_POOLING_MEAN);
+}
+
+/* XLM-R as the converter writes it: arch bert, positions cut as RoBERTa's, a "t5" (Unigram)
+ * vocabulary with scores, Metaspace's space prefix, <s> and </s> added. */
+TEST(xlmr_f32) {
+    check_file("tiny-xlmr-f32", "tests/golden/embed/tiny-xlmr", 0.99999, 0.99999, HEARTH_POOLING_CLS);
+}
+
+/* modern-bert: pre-LN without biases, rotary positions with a global and a local base, sliding
+ * layers (the window shorter than the sentences), the GELU GLU; "[CLS] $A [SEP]" from BPE. f16:
+ * llama.cpp rounds activations into its f16 matmuls (measured 1 - 7e-5 against
+ * sentence-transformers), so 0.9999 there. */
+TEST(modernbert_f32_f16) {
+    check_file("tiny-modernbert-f32", "tests/golden/embed/tiny-modernbert", 0.99999, 0.99999, HEARTH_POOLING_MEAN);
+    check_file("tiny-modernbert-f16", "tests/golden/embed/tiny-modernbert", 0.9999, 0.9999, HEARTH_POOLING_MEAN);
+}
+
+/* gemma-embedding: EmbeddingGemma's layers attending both ways, the norms stored as 1 + w, a
+ * sliding window shorter than the sentences, the Dense projections dense_2 and dense_3 after the
+ * mean pooling (32 -> 64 -> 32). */
+TEST(gemma_embedding_f32) {
+    check_file("tiny-gemma-f32", "tests/golden/embed/tiny-gemma", 0.99999, 0.99999, HEARTH_POOLING_MEAN);
+}
+
 /* The fused attn_qkv tensor is packed as the three separate ones are: the same bits. */
 TEST(fused_qkv_same_bits) {
     check_file("tiny-bert-qkv-f32", "tests/golden/embed/tiny-bert", 0.99999, 0.99999, HEARTH_POOLING_CLS);
@@ -127,11 +157,12 @@ TEST(fused_qkv_same_bits) {
 }
 
 /* A small bert GGUF's metadata (no tensors unless the test adds them), with one setting
- * changed: which = 0 none, 1 pooling_type 0, 2 pooling_type 4, 3 causal, 4 another arch. */
+ * changed: which = 0 none, 1 pooling_type 0, 2 pooling_type 4, 3 causal, 4 another arch, 5 a
+ * modern-bert with a SiLU GLU. */
 static char *write_meta(int which) {
     static char path[64];
     snprintf(path, sizeof path, "/tmp/hearth_bert_gguf_%d_%d.gguf", (int)getpid(), which);
-    const char *arch = which == 4 ? "gpt2" : "bert";
+    const char *arch = which == 4 ? "gpt2" : which == 5 ? "modern-bert" : "bert";
     char key[64];
     gw w;
     gw_init(&w);
@@ -144,6 +175,7 @@ static char *write_meta(int which) {
     gw_u32(&w, K("context_length"), 16);
     gw_u32(&w, K("pooling_type"), which == 1 ? 0 : which == 2 ? 4 : 1);
     gw_bool(&w, K("attention.causal"), which == 3);
+    if (which == 5) gw_str(&w, K("hidden_act"), "silu");
 #undef K
     gw_align(&w, 32);
     static float zeros[32 * 64];
@@ -157,8 +189,9 @@ static char *write_meta(int which) {
 
 TEST(load_errors_say_what) {
     static const char *const want[] = {"token_embd_norm.weight is missing", "pooling_type 0", "pooling_type 4",
-                                       "causal", "'gpt2' is not an embedding model"};
-    for (int which = 0; which < 5; which++) {
+                                       "causal", "'gpt2' is not an embedding model",
+                                       "modern-bert.hidden_act 'silu' is not supported"};
+    for (int which = 0; which < 6; which++) {
         char *path = write_meta(which);
         CHECK_EQ(hearth_bert_probe(path), which != 4);
         hearth_bert *b = NULL;

@@ -851,6 +851,47 @@ TEST(gguf_front_end_defaults) {
     }
 }
 
+/* tokenizer.ggml.model "t5" (model/tok_gguf_ugm.c): a Unigram vocabulary with scores. With no
+ * add_* keys it follows llama.cpp's UGM defaults (EOS at the end, no BOS); the space prefix and
+ * remove_extra_whitespaces make runs of spaces and the ends' spaces change nothing; the best
+ * segmentation by score wins; a missing scores array is an error naming it. */
+TEST(gguf_unigram_t5) {
+    static const char *const toks[] = {"<s>", "<pad>", "</s>", "<unk>", "\xE2\x96\x81", "h", "i",
+                                       "\xE2\x96\x81h", "\xE2\x96\x81hi"};
+    const float sc[9] = {0, 0, 0, 0, -3, -4, -4, -3, -1};
+    const int32_t ty[9] = {3, 3, 3, 2, 1, 1, 1, 1, 1};
+    hearth_tok *t = NULL;
+    hearth_err e;
+    for (int with_scores = 1; with_scores >= 0; with_scores--) {
+        mini_gguf w = {0};
+        mg_str(&w, "tokenizer.ggml.model", "t5");
+        mg_arr_str(&w, "tokenizer.ggml.tokens", toks, 9);
+        if (with_scores) mg_arr_4(&w, "tokenizer.ggml.scores", HEARTH_GGUF_FLOAT32, sc, 9);
+        mg_arr_4(&w, "tokenizer.ggml.token_type", HEARTH_GGUF_INT32, ty, 9);
+        mg_u32(&w, "tokenizer.ggml.bos_token_id", 0);
+        mg_u32(&w, "tokenizer.ggml.eos_token_id", 2);
+        hearth_status st = tok_of(&w, &t, &e);
+        if (!with_scores) {
+            CHECK(st != HEARTH_OK && t == NULL);
+            CHECK(strstr(e.msg, "tokenizer.ggml.scores") != NULL);
+            break;
+        }
+        CHECK_EQ(st, HEARTH_OK);
+        if (!t) return;
+        int32_t *a = NULL, *b = NULL;
+        size_t na = 0, nb = 0;
+        CHECK_EQ(hearth_tok_encode(t, "hi hi", 5, true, false, &a, &na), HEARTH_OK);
+        CHECK_EQ(hearth_tok_encode(t, "  hi    hi ", 11, true, false, &b, &nb), HEARTH_OK);
+        CHECK(na == nb && a && b && !memcmp(a, b, na * sizeof *a));
+        CHECK(na >= 2 && a[0] != 0 && a[na - 1] == 2); /* no BOS, EOS last */
+        CHECK(na == 3 && a[0] == 8 && a[1] == 8);      /* "\u2581hi" (score -1) beats "\u2581h" + "i" */
+        free(a);
+        free(b);
+        hearth_tok_destroy(t);
+        t = NULL;
+    }
+}
+
 TEST(gguf_front_end_errors) {
     hearth_tok *t = NULL;
     hearth_err e;

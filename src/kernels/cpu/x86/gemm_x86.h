@@ -11,6 +11,10 @@
  * pass another row); y[0] is never NULL. */
 void hearth_gemm_f32_6x16_avx2(const float *panel, int64_t k0, int64_t k1, const float *const x[6], float *const y[6],
                                int nc, bool cont);
-/* The same for 12 token rows (AVX-512: one 16-lane accumulator per row). */
-void hearth_gemm_f32_12x16_avx512(const float *panel, int64_t k0, int64_t k1, const float *const x[12],
-                                  float *const y[12], int nc, bool cont);
+/* AVX-512: 12 token rows x 32 outputs, two panels side by side. p0, p1: the two panels' parts
+ * at the range's first k (16 floats per k; p1 may equal p0 when nc <= 16); x: row 0 of 12
+ * readable rows of stride ldx, at the same k; kc: the range's length. y: row 0 of the outputs
+ * (stride ldy), of which the first n_rows rows (1..12) and nc columns (1..32) are stored,
+ * starting from 0 or, with cont, from what they hold. */
+void hearth_gemm_f32_12x32_avx512(const float *p0, const float *p1, int64_t kc, const float *x, int64_t ldx,
+                                  float *y, int64_t ldy, int n_rows, int nc, bool cont);
