@@ -5,7 +5,8 @@ Loads MODEL through llama-cpp-python's low-level API (the llama.cpp C functions,
 sampling or logits copies in the timed region), then, like `hearth benchmark`:
   warm-up    a 32-token prompt and 4 decoded tokens (not timed), then the cache is cleared;
   prefill    a prompt of --prompt-tokens pseudo-random ids in one llama_decode (n_batch =
-             n_ubatch = the prompt length), timed from the call to llama_synchronize;
+             n_ubatch = the prompt length; with --ubatch N, calls of N tokens), timed from the
+             call to llama_synchronize;
   decode     --tokens greedy tokens (argmax of the logits, temperature 0), each one
              llama_decode + llama_synchronize, timed per token and summed; the argmax is
              outside the timed region.
@@ -27,6 +28,8 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--prompt-tokens", type=int, default=512)
     ap.add_argument("--tokens", type=int, default=128)
+    ap.add_argument("--ubatch", type=int, default=0,
+                    help="prefill in chunks of this many tokens (default: the whole prompt in one batch)")
     ap.add_argument("--idle", action="store_true")
     ap.add_argument("--kv", default="f16", choices=("f16", "q8_0", "q4_0"),
                     help="KV cache type (-ctk/-ctv); a quantized one runs with flash attention")
@@ -47,8 +50,8 @@ def main():
     n_ctx = a.prompt_tokens + a.tokens + 64
     cp = L.llama_context_default_params()
     cp.n_ctx = n_ctx
-    cp.n_batch = max(a.prompt_tokens, 32)
-    cp.n_ubatch = max(a.prompt_tokens, 32)
+    cp.n_batch = max(a.ubatch or a.prompt_tokens, 32)
+    cp.n_ubatch = cp.n_batch
     cp.n_threads = a.threads
     cp.n_threads_batch = a.threads
     cp.no_perf = False
@@ -86,7 +89,7 @@ def main():
         L.llama_memory_clear(mem, True)
         rng = random.Random(1234)
         prompt = [rng.randrange(100, min(n_vocab, 10100)) for _ in range(n_prompt)]
-        t_prefill = decode(prompt, 0)
+        t_prefill = sum(decode(prompt[i:i + cp.n_batch], i) for i in range(0, n_prompt, cp.n_batch))
         tok, t_decode = argmax_last(), 0.0
         for i in range(n_gen):
             t_decode += decode([tok], n_prompt + i)
