@@ -13,13 +13,16 @@ under `off`:
   identical         the share of the 64 positions whose token equals off's at that position
 
 Greedy decoding of a small model is chaotic: one flipped token sends the rest elsewhere, so the
-mean first divergence is the steadier figure and the share mostly follows it. Output: a Markdown
-table on stdout and every prompt's tokens as JSON (--json PATH). Nothing is asserted.
+mean first divergence is the steadier figure and the share mostly follows it. --jobs N runs N
+children at a time (each its own process: the tokens do not depend on it, nor on --threads).
+Output: a Markdown table on stdout and every prompt's tokens as JSON (--json PATH, rewritten
+after each scheme). Nothing is asserted.
 
 Usage: .venv/bin/python bench/kv_agreement.py [--models smollm2,gemma3]
-           [--schemes 8,4,turbo:k8v3,turbo:k4v4,turbo:k4v3] [--tokens 64] [--threads 2] [--json PATH]
+           [--schemes 8,4,turbo:k8v3,turbo:k4v4,turbo:k4v3] [--tokens 64] [--threads 2] [--jobs 1]
+           [--json PATH]
 """
-import argparse, json, os, subprocess, sys, time
+import argparse, concurrent.futures, json, os, subprocess, sys, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -55,7 +58,7 @@ def generate(model, prompt, scheme, a):
            "--ignore-eos", "--max-tokens", str(a.tokens), "--temperature", "0", "--threads", str(a.threads),
            "--device", "cpu", "--batch", "1", "--prompt-cache", "0", "--ctx", "512", "--kv-budget", "0.1",
            "--kv-quant", scheme]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
     if r.returncode:
         sys.exit(f"hearth generate failed ({scheme}): {r.stderr.strip()[-400:]}")
     ids = [int(t) for t in r.stdout.replace(",", " ").split()]
@@ -76,17 +79,24 @@ def main():
     ap.add_argument("--schemes", default="8,4,turbo:k8v3,turbo:k4v4,turbo:k4v3")
     ap.add_argument("--tokens", type=int, default=64)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--jobs", type=int, default=1, help="children at a time")
     ap.add_argument("--json", help="write every prompt's tokens and figures here")
     a = ap.parse_args()
     out = {"command": " ".join(sys.argv), "tokens": a.tokens, "prompts": PROMPTS, "models": {}}
     t0, load0 = time.time(), os.getloadavg()[0]
     rows = []
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=a.jobs)
+
+    def run_all(model, scheme):
+        return list(pool.map(lambda p: generate(model, p, scheme, a), PROMPTS))
+
     for name in a.models.split(","):
         model = model_path(name)
-        ref = [generate(model, p, "off", a) for p in PROMPTS]
+        ref = run_all(model, "off")
         res = {"off": ref}
+        out["models"][name] = {"path": model, "tokens": res}
         for s in a.schemes.split(","):
-            got = [generate(model, p, s, a) for p in PROMPTS]
+            got = run_all(model, s)
             res[s] = got
             cmp = [compare(r, g) for r, g in zip(ref, got)]
             first = sum(c[0] for c in cmp) / len(cmp)
@@ -95,7 +105,9 @@ def main():
             rows.append((name, s, first, share, full))
             print(f"{name} {s}: first divergence {first:.1f} tokens, {share:.1f}% identical, "
                   f"{full}/{len(cmp)} prompts all {a.tokens} equal", file=sys.stderr, flush=True)
-        out["models"][name] = {"path": model, "tokens": res}
+            if a.json:
+                with open(a.json, "w") as f:
+                    json.dump(out, f)
     out["load_avg_1m"] = [load0, os.getloadavg()[0]]
     out["seconds"] = time.time() - t0
     print(f"| model | `--kv-quant` | mean first divergence (of {a.tokens}) | identical tokens | "
