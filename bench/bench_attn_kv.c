@@ -74,8 +74,10 @@ int main(int argc, char **argv) {
     for (size_t ki = 0; ki < sizeof kinds / sizeof *kinds; ki++) {
         const kind *c = &kinds[ki];
         const bool turbo = c->turbo_k > 0;
-        const size_t k_row = turbo ? hearth_kv_row_bytes(hearth_kv_turbo_type(c->turbo_k), d)
-                                   : hearth_kv_row_bytes(c->qtype == HEARTH_TYPE_Q8_0 ? HEARTH_KV_Q8_0 : HEARTH_KV_Q4_0, d);
+        const hearth_kv_type kt = turbo                        ? hearth_kv_turbo_type(c->turbo_k)
+                                  : c->qtype == HEARTH_TYPE_Q8_0 ? HEARTH_KV_Q8_0
+                                                                 : HEARTH_KV_Q4_0;
+        const size_t k_row = hearth_kv_row_bytes(kt, d);
         const size_t v_row = turbo ? hearth_kv_row_bytes(hearth_kv_turbo_type(c->turbo_v), d) : k_row;
         char *kc = calloc((size_t)(nblk * BS), k_row), *vc = calloc((size_t)(nblk * BS), v_row);
         if (!kc || !vc) return 1;
@@ -98,12 +100,11 @@ int main(int argc, char **argv) {
         if (turbo) hearth_attn_turbo_ref(nq, q, out_ref, &ta);
         else hearth_attn_quant_ref(nq, q, out_ref, &qa);
         for (int isa = HEARTH_ISA_SCALAR; isa < HEARTH_ISA_COUNT; isa++) {
-            hearth_attn_turbo_fn tf = turbo ? (isa == HEARTH_ISA_SCALAR ? hearth_attn_turbo_ref
-                                                                        : hearth_kernels_attn_turbo_isa((hearth_isa)isa))
-                                            : NULL;
-            hearth_attn_quant_fn qf = turbo ? NULL
-                                            : (isa == HEARTH_ISA_SCALAR ? hearth_attn_quant_ref
-                                                                        : hearth_kernels_attn_quant_isa((hearth_isa)isa));
+            const bool twin = isa == HEARTH_ISA_SCALAR; /* the scalar twin, timed as "twin" */
+            hearth_attn_turbo_fn tf = NULL;
+            hearth_attn_quant_fn qf = NULL;
+            if (turbo) tf = twin ? hearth_attn_turbo_ref : hearth_kernels_attn_turbo_isa((hearth_isa)isa);
+            else qf = twin ? hearth_attn_quant_ref : hearth_kernels_attn_quant_isa((hearth_isa)isa);
             if (!tf && !qf) continue;
             double best = 1e30;
             for (int r = 0; r < reps; r++) {
@@ -113,8 +114,8 @@ int main(int argc, char **argv) {
                 const double t = now() - t0;
                 best = t < best ? t : best;
             }
-            printf("%-11s %-7s %9.3f ms  %7.2f ns/key  %s\n", c->name,
-                   isa == HEARTH_ISA_SCALAR ? "twin" : hearth_isa_name((hearth_isa)isa), best * 1e3, best * 1e9 / (double)n,
+            printf("%-11s %-7s %9.3f ms  %7.2f ns/key  %s\n", c->name, twin ? "twin" : hearth_isa_name((hearth_isa)isa),
+                   best * 1e3, best * 1e9 / (double)n,
                    memcmp(o, o_ref, (size_t)(nq * d) * sizeof *o) ? "DIFFERS from the twin" : "= twin");
         }
         free(kc);

@@ -14,9 +14,9 @@
  * a layer whose scheme is narrower than the widest at its place is widened to it (a q4_0 layer
  * becomes q8_0 or f16), never narrowed. The memory a block costs is paid at the widest type of
  * each place either way, so widening costs nothing and is at least as precise as the file asks.
- * To keep the widened layers few, a kind (full or sliding) of more than one group whose layers
- * differ is dealt widest first, place by place (plan_layers): a place's layers are as alike as
- * the file allows. A block is then the sum over places of the widest rows there, which is at
+ * To keep the widened layers few, on a model of several groups each kind (full or sliding) whose
+ * layers differ is dealt widest first, place by place (plan_layers): a place's layers are as
+ * alike as the file allows. A block is then the sum over places of the widest rows there, which is at
  * most the widest scheme's block: a mixed file never costs more than its widest scheme alone.
  * A model of one group per kind (no sliding layers) widens nothing.
  */
@@ -174,7 +174,7 @@ static int32_t plan_layers(const hearth_model *m, const hearth_kv_layout *lay, b
         if (place[il] < 0) continue;
         struct kv_region *rg = &regs[place[il]];
         size_t k = row_of(hp, ty[il].k, 0), v = row_of(hp, ty[il].v, 1);
-        if (k > rg->k_row) *rg = (struct kv_region){.k_row = k, .v_row = rg->v_row, .k_type = ty[il].k, .v_type = rg->v_type};
+        if (k > rg->k_row) rg->k_row = k, rg->k_type = ty[il].k;
         if (v > rg->v_row) rg->v_row = v, rg->v_type = ty[il].v;
     }
     for (int32_t il = 0; il < n_layer; il++) {
