@@ -16,11 +16,11 @@ Greedy decoding of a small model is chaotic: one flipped token sends the rest el
 mean first divergence is the steadier figure and the share mostly follows it. --jobs N runs N
 children at a time (each its own process: the tokens do not depend on it, nor on --threads).
 Output: a Markdown table on stdout and every prompt's tokens as JSON (--json PATH, rewritten
-after each scheme). Nothing is asserted.
+after each scheme; --resume takes the schemes already there). Nothing is asserted.
 
 Usage: .venv/bin/python bench/kv_agreement.py [--models smollm2,gemma3]
            [--schemes 8,4,turbo:k8v3,turbo:k4v4,turbo:k4v3] [--tokens 64] [--threads 2] [--jobs 1]
-           [--json PATH]
+           [--json PATH [--resume]]
 """
 import argparse, concurrent.futures, json, os, subprocess, sys, time
 
@@ -81,6 +81,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--jobs", type=int, default=1, help="children at a time")
     ap.add_argument("--json", help="write every prompt's tokens and figures here")
+    ap.add_argument("--resume", action="store_true", help="take the tokens already in --json instead of running them")
     a = ap.parse_args()
     out = {"command": " ".join(sys.argv), "tokens": a.tokens, "prompts": PROMPTS, "models": {}}
     t0, load0 = time.time(), os.getloadavg()[0]
@@ -90,13 +91,18 @@ def main():
     def run_all(model, scheme):
         return list(pool.map(lambda p: generate(model, p, scheme, a), PROMPTS))
 
+    done = {}
+    if a.resume and a.json and os.path.exists(a.json):
+        with open(a.json) as f:
+            done = {n: v["tokens"] for n, v in json.load(f)["models"].items()}
     for name in a.models.split(","):
         model = model_path(name)
-        ref = run_all(model, "off")
+        have = done.get(name, {})
+        ref = have.get("off") or run_all(model, "off")
         res = {"off": ref}
         out["models"][name] = {"path": model, "tokens": res}
         for s in a.schemes.split(","):
-            got = run_all(model, s)
+            got = have.get(s) or run_all(model, s)
             res[s] = got
             cmp = [compare(r, g) for r, g in zip(ref, got)]
             first = sum(c[0] for c in cmp) / len(cmp)
