@@ -89,7 +89,7 @@ def main():
         L.llama_memory_clear(mem, True)
         rng = random.Random(1234)
         prompt = [rng.randrange(100, min(n_vocab, 10100)) for _ in range(n_prompt)]
-        t_prefill = decode(prompt, 0)
+        t_prefill = sum(decode(prompt[i:i + cp.n_batch], i) for i in range(0, n_prompt, cp.n_batch))
         tok, t_decode = argmax_last(), 0.0
         for i in range(n_gen):
             t_decode += decode([tok], n_prompt + i)

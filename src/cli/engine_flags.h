@@ -102,8 +102,8 @@ void cli_engine_levers(const hearth_engine *e, char *buf, size_t cap);
     "                        value bits 2, 3, 4, 5, 8; default k8v3; heads of a multiple of\n"    \
     "                        64), config (a per-layer scheme from the model's kv_config.json:\n"      \
     "                        DIR/kv_config.json, or FILE.gguf.kv_config.json or kv_config.json\n"    \
-    "                        beside a GGUF; bits 8 -> q8_0, 4 -> q4_0, 16/null -> f16; off\n"        \
-    "                        without one)\n"                                                          \
+    "                        beside a GGUF; bits 8 -> q8_0, 4 -> q4_0, 16/null -> f16;\n"            \
+    "                        group_size 32 or 64; off without one)\n"                                 \
     "  --numerics l1|l2|ref  the tier by name (ref: transformers' f32 order, the default with\n"         \
     "                        HEARTH_KERNELS=ref)\n"                                                      \
     "  --compiled-decode on|off       replay decode steps as one CUDA graph (default on);\n"            \

@@ -329,9 +329,40 @@ static hearth_status resolve_kv_config(hearth_engine *e, const hearth_model *m, 
         uniform = uniform && lk[il].k == lk[0].k && lk[il].v == lk[0].v;
         n_of[lk[il].k]++;
     }
-    *out = lk[0];
     hearth_log(HEARTH_LOG_INFO, "kv cache: %s: %d layers q8_0, %d q4_0, %d f16", path, n_of[HEARTH_KV_Q8_0],
                n_of[HEARTH_KV_Q4_0], n_of[HEARTH_KV_F16]);
+    if (!uniform) { /* the pool's types: on a sliding-window model a place pays for its widest layer */
+        hearth_kv_scheme *asked = malloc((size_t)hp->n_layer * sizeof *asked);
+        if (!asked) {
+            free(lk);
+            return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
+        }
+        memcpy(asked, lk, (size_t)hp->n_layer * sizeof *lk);
+        int32_t n_wide = hearth_kv_layers_widen(m, e->p.kv_swa_full, lk);
+        if (n_wide < 0) {
+            free(asked);
+            free(lk);
+            return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
+        }
+        char list[512] = "";
+        size_t used = 0;
+        for (int32_t il = 0; il < hp->n_layer && n_wide > 0; il++) {
+            if (lk[il].k == asked[il].k && lk[il].v == asked[il].v) continue;
+            int n = snprintf(list + used, sizeof list - used, "%s%d %s->%s", used ? ", " : "", il,
+                             hearth_kv_type_name(asked[il].k), hearth_kv_type_name(lk[il].k));
+            if (n < 0 || (size_t)n >= sizeof list - used) break;
+            used += (size_t)n;
+        }
+        free(asked);
+        if (n_wide > 0)
+            hearth_log(HEARTH_LOG_INFO,
+                       "kv cache: %d layers widened to the widest type of their place in the pool (a block pays "
+                       "for it anyway on this sliding-window model): %s",
+                       n_wide, list);
+        uniform = true;
+        for (int32_t il = 1; il < hp->n_layer; il++) uniform = uniform && lk[il].k == lk[0].k && lk[il].v == lk[0].v;
+    }
+    *out = lk[0];
     if (uniform) free(lk);
     else e->layer_kv = lk;
     return HEARTH_OK;
@@ -487,7 +518,7 @@ static hearth_status open_tier(hearth_engine *e, const hearth_model *m, hearth_k
     char scheme[HEARTH_SSD_SCHEME_MAX]; /* "f16", "q8_0", "K/V" when they differ, "cfg<hash>" per layer */
     if (e->layer_kv) { /* every layer's K and V types, in order */
         int32_t n_layer = hearth_model_hparams(m)->n_layer;
-        XXH64_hash_t h = 0;
+        XXH64_hash_t h = 2; /* 2: the pool's places dealt widest first (kv_pool.c plan_layers) */
         for (int32_t il = 0; il < n_layer; il++) {
             uint8_t kv2[2] = {(uint8_t)e->layer_kv[il].k, (uint8_t)e->layer_kv[il].v};
             h = XXH3_64bits_withSeed(kv2, sizeof kv2, h);

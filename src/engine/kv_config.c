@@ -53,19 +53,22 @@ static hearth_status bits_scheme(const cJSON *v, int32_t layer, hearth_kv_scheme
     return HEARTH_OK;
 }
 
+/* group_size: absent, null, 32 or 64 (kv_config.h says why those two); anything else is refused. */
 static hearth_status check_group(const cJSON *o, int32_t layer, hearth_err *err) {
     const cJSON *g = cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, "group_size") : NULL;
     if (!g || cJSON_IsNull(g)) return HEARTH_OK;
-    double d = cJSON_IsNumber(g) ? g->valuedouble : -1;
-    if (d >= HEARTH_KV_QBLOCK && d <= 1 << 20 && d == floor(d) && fmod(d, HEARTH_KV_QBLOCK) == 0) return HEARTH_OK;
+    if (cJSON_IsNumber(g) && (g->valuedouble == HEARTH_KV_QBLOCK || g->valuedouble == 2 * HEARTH_KV_QBLOCK))
+        return HEARTH_OK;
     char who[32];
     if (layer < 0) snprintf(who, sizeof who, "the default");
     else snprintf(who, sizeof who, "layer %d", layer);
     char *txt = cJSON_PrintUnformatted(g);
     hearth_status st = hearth_err_set(err, HEARTH_E_FORMAT, -1,
-                                      "%s: group_size %s is not a positive multiple of %d (hearth's blocks hold %d "
-                                      "elements)",
-                                      who, txt ? txt : "?", HEARTH_KV_QBLOCK, HEARTH_KV_QBLOCK);
+                                      "%s: group_size %s is not supported: the cache quantizes blocks of %d "
+                                      "elements with an f16 scale each, the bytes of mlx's groups of %d with a "
+                                      "scale and a bias; give %d, %d or leave it out",
+                                      who, txt ? txt : "?", HEARTH_KV_QBLOCK, 2 * HEARTH_KV_QBLOCK, HEARTH_KV_QBLOCK,
+                                      2 * HEARTH_KV_QBLOCK);
     free(txt);
     return st;
 }

@@ -14,8 +14,12 @@
  *   {"bits": 8, "group_size": 64, "layers": {"3": 4, "7": {"bits": 4}}}  a default and a map
  *   {"layers": [{"layer_idx": 3, "bits": 4}, ...]}                a default and a list
  *
- * group_size, where given, must be a positive multiple of 32: hearth's q8_0 / q4_0 blocks give
- * every 32 elements their own scale, which is at least as fine as the file's groups.
+ * group_size, where given, must be 32 or 64 (or null); other values are refused, naming the
+ * layer. The kernels quantize blocks of 32 elements with an f16 scale (llama.cpp's q8_0 /
+ * q4_0), and both values give that cache: 32 is it exactly, and 64, mlx's default, is the
+ * group whose f16 scale and f16 bias take the same bytes per element (8.5 bits at 8, 4.5 at 4),
+ * so a file measured with mlx's groups of 64 costs here what it cost there. Coarser groups
+ * (128: fewer bytes) and other sizes would need block formats the kernels do not have.
  *
  * Where the file is (hearth_kv_config_find): for a checkpoint folder, DIR/kv_config.json; for a
  * GGUF file F, F.kv_config.json, else kv_config.json in F's folder.

@@ -7,18 +7,23 @@
  * is a stack of block ids (the most recently freed block is reused first, while it may still
  * be in cache). Tables: [n_groups][n_seqs][max_blocks], -1 = none (or a hole).
  *
- * Per-layer schemes (kv_config.json): the memory is cut into regions, one per (place, K row
- * bytes, V row bytes) that some layer uses, each region K [n_blocks][block_size][k_row] then V
- * likewise. With one scheme for all layers the regions are exactly the places above. A place
- * whose layers (in different groups) differ in row bytes gets one region per row size: block b
- * of a layer is at b * block_size * row of its own region, so layers of one block id never
- * overlap. Every block pays for every region (block ids are shared by all groups), which costs
- * memory only for a sliding-window model whose groups mix row sizes at one place.
+ * Per-layer schemes (kv_config.json): each layer place j of a group is one region, K
+ * [n_blocks][block_size][k_row] then V likewise, and block ids are shared by all groups, so
+ * layer il of the group that holds block b finds it at b * block_size * row of its place's
+ * region. The layers at one place (one of each group) must therefore have the same row bytes:
+ * a layer whose scheme is narrower than the widest at its place is widened to it (a q4_0 layer
+ * becomes q8_0 or f16), never narrowed. The memory a block costs is paid at the widest type of
+ * each place either way, so widening costs nothing and is at least as precise as the file asks.
+ * To keep the widened layers few, on a model of several groups each kind (full or sliding) whose
+ * layers differ is dealt widest first, place by place (plan_layers): a place's layers are as
+ * alike as the file allows. A block is then the sum over places of the widest rows there, which is at
+ * most the widest scheme's block: a mixed file never costs more than its widest scheme alone.
+ * A model of one group per kind (no sliding layers) widens nothing.
  *
  * A hybrid model's linear-attention layers (Qwen3.5) keep no rows: each sequence slot has a
  * fixed-size state per such layer ([layer][n_seqs][state floats], beside the blocks, outside the
  * budget), which the forward resets when a sequence starts at position 0 and advances step by
- * step. NOTE: those layers still get (unused) block rows: the layer places are per layer.
+ * step; they take no places and no rows.
  */
 #include "engine/kv_pool.h"
 #include "base/size.h"
@@ -34,9 +39,10 @@ struct hearth_kv_pool {
     size_t           block_bytes, bytes;
     int32_t          n_regions;
     struct kv_region {
-        size_t k_row, v_row; /* bytes of one position's K (V) in one layer */
-        size_t off;          /* bytes from mem to the region's K rows; its V rows follow them */
-    } *regions;                /* owned [n_regions] (kv_pool.c's head comment) */
+        size_t         k_row, v_row;   /* bytes of one position's K (V) in one layer */
+        size_t         off;            /* bytes from mem to the region's K rows; its V rows follow them */
+        hearth_kv_type k_type, v_type; /* the types of those rows */
+    } *regions;                /* owned [n_regions]: one per layer place (kv_pool.c's head comment) */
     void            *bounce;   /* owned: one region's K or V rows of a block (device pools' copies) */
     size_t           bounce_cap; /* its bytes */
     void            *mem;      /* owned: every layer place's K and V blocks (a buffer of be, or host memory) */
@@ -122,30 +128,104 @@ size_t hearth_kv_layout_block_bytes(const hearth_kv_layout *l, const hearth_mode
     return layer_row_bytes(hearth_model_hparams(m), kv) * (size_t)l->per_group * (size_t)block_size;
 }
 
-/* The regions of a pool (kv_pool.c's head comment): which region each layer that stores its own
- * K and V uses (region[il], -1 for a KV-shared layer) and each region's row bytes. regs holds
- * room for n_layer entries; returns how many regions there are. */
-static int32_t plan_regions(const hearth_model *m, const hearth_kv_layout *lay, bool swa_full, hearth_kv_scheme kv,
-                            const hearth_kv_scheme *layer_kv, int32_t *region, struct kv_region *regs,
-                            int32_t *reg_place) {
+/* K (kv = 0) or V (kv = 1) row bytes of one position in one layer of type t */
+static size_t row_of(const hearth_hparams *hp, hearth_kv_type t, int kv) {
+    return hearth_kv_row_bytes(t, (int64_t)hp->n_head_kv * (kv ? hp->head_dim_v : hp->head_dim));
+}
+
+/* A pool's plan (the head comment): each layer's group and place (-1 for a KV-shared layer, which
+ * takes its source's), its types, widened to the widest of its place, and each place's K and V
+ * row bytes and types (regs[0 .. per_group)). On a model of several groups, a kind whose
+ * layers differ in row bytes is dealt widest first, place by place (the k-th widest layer to
+ * place k / n_groups, group k % n_groups: the groups of one kind are interchangeable), so the
+ * widest layers share places; otherwise (one scheme in the kind, or one group in the model) the
+ * k-th layer of a kind goes to group k / per_group, place k % per_group, as it always has.
+ * When each layer's K and V are of one width (kv_config.json's files) this is the cheapest
+ * placement: the j-th widest place of any placement is at least as wide as the dealt one's,
+ * and both kinds' places are matched widest to widest. Layers whose K and V widths differ are
+ * ordered by their sum, which may not be the cheapest. Returns how many layers were widened,
+ * -1 when out of memory. */
+static int32_t plan_layers(const hearth_model *m, const hearth_kv_layout *lay, bool swa_full, hearth_kv_scheme kv,
+                           const hearth_kv_scheme *layer_kv, int32_t *group, int32_t *place, hearth_kv_scheme *ty,
+                           struct kv_region *regs) {
     const hearth_hparams *hp = hearth_model_hparams(m);
-    int32_t n_kind[2] = {0, 0}, n = 0;
-    for (int32_t il = 0; il < hp->n_layer; il++) {
-        region[il] = -1;
-        if (!hearth_hparams_stores_kv(hp, il)) continue;
-        int kind = !swa_full && hearth_hparams_is_swa(hp, il);
-        int32_t place = n_kind[kind]++ % lay->per_group;
-        hearth_kv_scheme s = layer_kv ? layer_kv[il] : kv;
-        size_t k_row = hearth_kv_row_bytes(s.k, (int64_t)hp->n_head_kv * hp->head_dim),
-               v_row = hearth_kv_row_bytes(s.v, (int64_t)hp->n_head_kv * hp->head_dim_v);
-        int32_t r = 0;
-        while (r < n && !(reg_place[r] == place && regs[r].k_row == k_row && regs[r].v_row == v_row)) r++;
-        if (r == n) {
-            regs[n] = (struct kv_region){.k_row = k_row, .v_row = v_row};
-            reg_place[n++] = place;
-        }
-        region[il] = r;
+    int32_t n_layer = hp->n_layer, P = lay->per_group, widened = 0;
+    int32_t *idx = malloc((size_t)n_layer * sizeof *idx);
+    if (!idx) return -1;
+    for (int32_t il = 0; il < n_layer; il++) {
+        ty[il] = layer_kv ? layer_kv[il] : kv;
+        group[il] = place[il] = -1;
     }
+    for (int kind = 0; kind < 2; kind++) { /* full-attention layers, then sliding ones */
+        int32_t n = 0, n_g = kind ? lay->n_win : lay->n_full, base = kind ? lay->n_full : 0;
+        for (int32_t il = 0; il < n_layer; il++)
+            if (hearth_hparams_stores_kv(hp, il) && (!swa_full && hearth_hparams_is_swa(hp, il)) == kind)
+                idx[n++] = il;
+        bool same = true;
+        for (int32_t i = 1; i < n; i++)
+            same = same && row_of(hp, ty[idx[i]].k, 0) == row_of(hp, ty[idx[0]].k, 0) &&
+                   row_of(hp, ty[idx[i]].v, 1) == row_of(hp, ty[idx[0]].v, 1);
+        bool deal = lay->n_full + lay->n_win > 1 && !same;
+        for (int32_t i = 1; deal && i < n; i++) { /* stable insertion sort, widest first */
+            int32_t il = idx[i], j = i;
+            size_t w = row_of(hp, ty[il].k, 0) + row_of(hp, ty[il].v, 1);
+            while (j > 0 && row_of(hp, ty[idx[j - 1]].k, 0) + row_of(hp, ty[idx[j - 1]].v, 1) < w) {
+                idx[j] = idx[j - 1];
+                j--;
+            }
+            idx[j] = il;
+        }
+        for (int32_t k = 0; k < n; k++) {
+            group[idx[k]] = base + (deal ? k % n_g : k / P);
+            place[idx[k]] = deal ? k / n_g : k % P;
+        }
+    }
+    free(idx);
+    for (int32_t j = 0; j < P; j++) regs[j] = (struct kv_region){0};
+    for (int32_t il = 0; il < n_layer; il++) { /* each place's widest K and V */
+        if (place[il] < 0) continue;
+        struct kv_region *rg = &regs[place[il]];
+        size_t k = row_of(hp, ty[il].k, 0), v = row_of(hp, ty[il].v, 1);
+        if (k > rg->k_row) rg->k_row = k, rg->k_type = ty[il].k;
+        if (v > rg->v_row) rg->v_row = v, rg->v_type = ty[il].v;
+    }
+    for (int32_t il = 0; il < n_layer; il++) {
+        if (!hearth_hparams_stores_kv(hp, il)) continue;
+        const struct kv_region *rg = &regs[place[il]];
+        bool wk = row_of(hp, ty[il].k, 0) < rg->k_row, wv = row_of(hp, ty[il].v, 1) < rg->v_row;
+        if (wk) ty[il].k = rg->k_type;
+        if (wv) ty[il].v = rg->v_type;
+        widened += wk || wv;
+    }
+    for (int32_t il = 0; il < n_layer; il++) { /* a KV-shared layer reads an earlier layer's cache */
+        int32_t src = hearth_hparams_kv_layer(hp, il);
+        if (src == il || hearth_hparams_is_linear(hp, il)) continue;
+        ty[il] = ty[src];
+        group[il] = group[src];
+        place[il] = place[src];
+    }
+    return widened;
+}
+
+/* plan_layers into scratch of its own; regs (NULL: none) gets the places' rows. */
+static int32_t plan_alloc(const hearth_model *m, bool swa_full, hearth_kv_scheme kv, const hearth_kv_scheme *layer_kv,
+                          hearth_kv_scheme *ty, struct kv_region *regs) {
+    const hearth_hparams *hp = hearth_model_hparams(m);
+    hearth_kv_layout lay = hearth_kv_layout_of(m, swa_full);
+    int32_t *gp = malloc((size_t)hp->n_layer * 2 * sizeof *gp);
+    struct kv_region *r = regs ? regs : malloc((size_t)lay.per_group * sizeof *r);
+    int32_t n = gp && r ? plan_layers(m, &lay, swa_full, kv, layer_kv, gp, gp + hp->n_layer, ty, r) : -1;
+    free(gp);
+    if (!regs) free(r);
+    return n;
+}
+
+int32_t hearth_kv_layers_widen(const hearth_model *m, bool swa_full, hearth_kv_scheme *layer_kv) {
+    int32_t n_layer = hearth_model_hparams(m)->n_layer;
+    hearth_kv_scheme *ty = malloc((size_t)n_layer * sizeof *ty);
+    int32_t n = ty ? plan_alloc(m, swa_full, layer_kv[0], layer_kv, ty, NULL) : -1;
+    if (n >= 0) memcpy(layer_kv, ty, (size_t)n_layer * sizeof *ty);
+    free(ty);
     return n;
 }
 
@@ -154,14 +234,12 @@ size_t hearth_kv_block_bytes_layers(const hearth_model *m, bool swa_full, hearth
     hearth_kv_layout lay = hearth_kv_layout_of(m, swa_full);
     if (!layer_kv) return hearth_kv_layout_block_bytes(&lay, m, kv, block_size);
     int32_t n_layer = hearth_model_hparams(m)->n_layer;
-    int32_t *region = malloc((size_t)n_layer * 2 * sizeof(int32_t));
-    struct kv_region *regs = malloc((size_t)n_layer * sizeof *regs);
+    hearth_kv_scheme *ty = malloc((size_t)n_layer * sizeof *ty);
+    struct kv_region *regs = malloc((size_t)lay.per_group * sizeof *regs);
     size_t bytes = 0;
-    if (region && regs) {
-        int32_t n = plan_regions(m, &lay, swa_full, kv, layer_kv, region, regs, region + n_layer);
-        for (int32_t r = 0; r < n; r++) bytes += (regs[r].k_row + regs[r].v_row) * (size_t)block_size;
-    }
-    free(region);
+    if (ty && regs && plan_alloc(m, swa_full, kv, layer_kv, ty, regs) >= 0)
+        for (int32_t j = 0; j < lay.per_group; j++) bytes += (regs[j].k_row + regs[j].v_row) * (size_t)block_size;
+    free(ty);
     free(regs);
     return bytes;
 }
@@ -175,69 +253,61 @@ hearth_status hearth_kv_pool_create(const hearth_model *m, const hearth_kv_pool_
     hearth_kv_layout lay = hearth_kv_layout_of(m, p->swa_full);
     if (lay.n_win > 0 && p->window_keep > lay.n_swa) lay.n_swa = p->window_keep; /* a reader further back */
     int32_t n_groups = lay.n_full + lay.n_win;
-    for (int32_t il = 0; il < hp->n_layer; il++) {
-        if (!hearth_hparams_stores_kv(hp, il)) continue;
-        hearth_kv_scheme s = p->layer_kv ? p->layer_kv[il] : p->kv;
-        if (!hearth_kv_row_bytes(s.k, (int64_t)hp->n_head_kv * hp->head_dim) ||
-            !hearth_kv_row_bytes(s.v, (int64_t)hp->n_head_kv * hp->head_dim_v))
-            return hearth_err_set(err, HEARTH_E_INVALID, -1, "unknown KV cache type (layer %d)", il);
-        if ((hearth_kv_type_quantized(s.k) && hp->head_dim % HEARTH_KV_QBLOCK) ||
-            (hearth_kv_type_quantized(s.v) && hp->head_dim_v % HEARTH_KV_QBLOCK))
-            return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1,
-                                  "a quantized KV cache needs heads of a multiple of %d elements (this model's are "
-                                  "%d)",
-                                  HEARTH_KV_QBLOCK, hp->head_dim);
-        if ((hearth_kv_type_turbo(s.k) || hearth_kv_type_turbo(s.v)) &&
-            (hp->head_dim % HEARTH_KV_TURBO_ROT || hp->head_dim_v % HEARTH_KV_TURBO_ROT || hp->head_dim > 512 ||
-             hp->head_dim_v > 512))
-            return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1,
-                                  "--kv-quant turbo needs heads of a multiple of %d elements, at most 512 (this "
-                                  "model's are %d)",
-                                  HEARTH_KV_TURBO_ROT, hp->head_dim);
-        if (hp->attn_sinks && (hearth_kv_type_quantized(s.k) || hearth_kv_type_turbo(s.k) ||
-                               hearth_kv_type_quantized(s.v) || hearth_kv_type_turbo(s.v)))
-            return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1,
-                                  "attention sinks (gpt-oss) run on an f16 or f32 KV cache only, not a quantized one");
-    }
     hearth_kv_pool *pool = calloc(1, sizeof *pool);
     if (!pool) return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
-    int32_t *region = malloc((size_t)hp->n_layer * 2 * sizeof(int32_t)); /* [n_layer] then region places */
-    pool->regions = malloc((size_t)hp->n_layer * sizeof *pool->regions);
-    if (!region || !pool->regions) {
-        free(region);
-        hearth_kv_pool_destroy(pool);
-        return hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
+    /* scratch: each layer's group and place, then its types */
+    int32_t *gp = malloc((size_t)hp->n_layer * (2 * sizeof(int32_t) + sizeof(hearth_kv_scheme)));
+    hearth_kv_scheme *ty = gp ? (hearth_kv_scheme *)(gp + 2 * hp->n_layer) : NULL;
+    pool->regions = malloc((size_t)lay.per_group * sizeof *pool->regions);
+    hearth_status st = HEARTH_OK;
+    if (!gp || !pool->regions ||
+        plan_layers(m, &lay, p->swa_full, p->kv, p->layer_kv, gp, gp + hp->n_layer, ty, pool->regions) < 0)
+        st = hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
+    pool->n_regions = lay.per_group;
+    for (int32_t il = 0; il < hp->n_layer && !st; il++) {
+        if (!hearth_hparams_stores_kv(hp, il)) continue;
+        hearth_kv_scheme s = ty[il];
+        if (!hearth_kv_row_bytes(s.k, (int64_t)hp->n_head_kv * hp->head_dim) ||
+            !hearth_kv_row_bytes(s.v, (int64_t)hp->n_head_kv * hp->head_dim_v))
+            st = hearth_err_set(err, HEARTH_E_INVALID, -1, "unknown KV cache type (layer %d)", il);
+        else if ((hearth_kv_type_quantized(s.k) && hp->head_dim % HEARTH_KV_QBLOCK) ||
+                 (hearth_kv_type_quantized(s.v) && hp->head_dim_v % HEARTH_KV_QBLOCK))
+            st = hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1,
+                                "a quantized KV cache needs heads of a multiple of %d elements (this model's are %d)",
+                                HEARTH_KV_QBLOCK, hp->head_dim);
+        else if ((hearth_kv_type_turbo(s.k) || hearth_kv_type_turbo(s.v)) &&
+                 (hp->head_dim % HEARTH_KV_TURBO_ROT || hp->head_dim_v % HEARTH_KV_TURBO_ROT || hp->head_dim > 512 ||
+                  hp->head_dim_v > 512))
+            st = hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1,
+                                "--kv-quant turbo needs heads of a multiple of %d elements, at most 512 (this model's "
+                                "are %d)",
+                                HEARTH_KV_TURBO_ROT, hp->head_dim);
+        else if (hp->attn_sinks && (hearth_kv_type_quantized(s.k) || hearth_kv_type_turbo(s.k) ||
+                                    hearth_kv_type_quantized(s.v) || hearth_kv_type_turbo(s.v)))
+            st = hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1,
+                                "attention sinks (gpt-oss) run on an f16 or f32 KV cache only, not a quantized one");
     }
-    pool->n_regions = plan_regions(m, &lay, p->swa_full, p->kv, p->layer_kv, region, pool->regions,
-                                   region + hp->n_layer);
     size_t block_bytes = 0, max_row = 0;
-    for (int32_t r = 0; r < pool->n_regions; r++) {
+    for (int32_t r = 0; r < pool->n_regions && !st; r++) {
         block_bytes += (pool->regions[r].k_row + pool->regions[r].v_row) * (size_t)bs;
         if (pool->regions[r].k_row > max_row) max_row = pool->regions[r].k_row;
         if (pool->regions[r].v_row > max_row) max_row = pool->regions[r].v_row;
     }
     size_t n_blocks = block_bytes ? p->budget_bytes / block_bytes : 0;
-    if (n_blocks == 0) {
-        free(region);
-        hearth_kv_pool_destroy(pool);
-        return hearth_err_set(err, HEARTH_E_LIMIT, -1, "a KV budget of %zu bytes holds no block of %zu bytes",
-                              p->budget_bytes, block_bytes);
-    }
+    if (!st && n_blocks == 0)
+        st = hearth_err_set(err, HEARTH_E_LIMIT, -1, "a KV budget of %zu bytes holds no block of %zu bytes",
+                            p->budget_bytes, block_bytes);
     if (n_blocks > INT32_MAX / 2) n_blocks = INT32_MAX / 2;
     size_t total = 0;
-    bool ok = true;
-    for (int32_t r = 0; r < pool->n_regions && ok; r++) { /* K [n_blocks][bs][k_row], then V */
+    for (int32_t r = 0; r < pool->n_regions && !st; r++) { /* K [n_blocks][bs][k_row], then V */
         size_t k, v;
         pool->regions[r].off = total;
-        ok = hearth_mul_size(pool->regions[r].k_row * (size_t)bs, n_blocks, &k) &&
-             hearth_mul_size(pool->regions[r].v_row * (size_t)bs, n_blocks, &v) && hearth_add_size(total, k, &total) &&
-             hearth_add_size(total, v, &total);
+        if (!hearth_mul_size(pool->regions[r].k_row * (size_t)bs, n_blocks, &k) ||
+            !hearth_mul_size(pool->regions[r].v_row * (size_t)bs, n_blocks, &v) || !hearth_add_size(total, k, &total) ||
+            !hearth_add_size(total, v, &total))
+            st = hearth_err_set(err, HEARTH_E_LIMIT, -1, "KV pool size overflows");
     }
-    if (!ok) {
-        free(region);
-        hearth_kv_pool_destroy(pool);
-        return hearth_err_set(err, HEARTH_E_LIMIT, -1, "KV pool size overflows");
-    }
+    if (st) goto fail;
     int32_t max_blocks = (p->max_seq_len + bs - 1) / bs;
     size_t rows = (size_t)n_groups * (size_t)p->n_seqs;
     pool->lay = lay;
@@ -265,36 +335,37 @@ hearth_status hearth_kv_pool_create(const hearth_model *m, const hearth_kv_pool_
     pool->mem = p->be ? hearth_buf_alloc(p->be, total) : aligned_alloc(64, (total + 63) & ~(size_t)63);
     if (!pool->ptrs || !pool->layer_group || !pool->layer_type || !pool->window || !pool->table || !pool->n_in_row ||
         !pool->n_dead || !pool->refs || !pool->free_ids || !pool->mem || (p->be && !pool->bounce)) {
-        free(region);
-        hearth_kv_pool_destroy(pool);
-        return hearth_err_set(err, HEARTH_E_NOMEM, -1, "cannot allocate %zu MiB of KV blocks", total >> 20);
+        st = hearth_err_set(err, HEARTH_E_NOMEM, -1, "cannot allocate %zu MiB of KV blocks", total >> 20);
+        goto fail;
     }
-    /* the k-th layer of a kind goes to group k / per_group of that kind, place k % per_group (its
-     * region: plan_regions); a KV-shared layer reads its source's (an earlier layer's) group,
-     * region and types */
-    int32_t n_kind[2] = {0, 0};
+    /* each layer reads its group's table and its place's region (plan_layers; a KV-shared layer
+     * its source's) */
     for (int32_t il = 0; il < hp->n_layer; il++) {
-        int32_t src = hearth_hparams_kv_layer(hp, il);
         if (hearth_hparams_is_linear(hp, il)) continue; /* a state slot instead (below): no rows, NULL views */
-        if (src != il) {
-            pool->layer_group[il] = pool->layer_group[src];
-            pool->ptrs[il] = pool->ptrs[src];
-            pool->ptrs[hp->n_layer + il] = pool->ptrs[hp->n_layer + src];
-            pool->layer_type[il] = pool->layer_type[src];
-            pool->layer_type[hp->n_layer + il] = pool->layer_type[hp->n_layer + src];
-            continue;
-        }
-        int kind = !p->swa_full && hearth_hparams_is_swa(hp, il);
-        int32_t k = n_kind[kind]++;
-        const struct kv_region *rg = &pool->regions[region[il]];
-        hearth_kv_scheme s = p->layer_kv ? p->layer_kv[il] : p->kv;
-        pool->layer_group[il] = (kind ? lay.n_full : 0) + k / lay.per_group;
+        const struct kv_region *rg = &pool->regions[gp[hp->n_layer + il]];
+        pool->layer_group[il] = gp[il];
         pool->ptrs[il] = (char *)pool->mem + rg->off;
         pool->ptrs[hp->n_layer + il] = (char *)pool->mem + rg->off + rg->k_row * (size_t)bs * n_blocks;
-        pool->layer_type[il] = s.k;
-        pool->layer_type[hp->n_layer + il] = s.v;
+        if (hearth_hparams_is_linear(hp, il)) continue; /* a state slot instead (below): no rows, NULL views */
+        pool->layer_type[il] = ty[il].k;
+        pool->layer_type[hp->n_layer + il] = ty[il].v;
     }
-    free(region);
+    free(gp);
+    for (int32_t g = lay.n_full; g < n_groups; g++) pool->window[g] = lay.n_swa;
+    for (size_t i = 0; i < rows * (size_t)max_blocks; i++) pool->table[i] = -1;
+    /* stack top is the last entry: hand out block 0 first */
+    for (int32_t i = 0; i < pool->n_blocks; i++) pool->free_ids[i] = pool->n_blocks - 1 - i;
+    pool->n_free = pool->n_blocks;
+    pool->view = (hearth_kv_view){
+        .n_slots = p->n_seqs, .n_ctx = p->max_seq_len, .n_blocks = pool->n_blocks,
+        .blocks = {.table = pool->table, .max_blocks = max_blocks, .block_size = bs},
+        .k_type = p->kv.k, .v_type = p->kv.v, .k = pool->ptrs, .v = pool->ptrs + hp->n_layer,
+        .layer_k_type = p->layer_kv ? pool->layer_type : NULL,
+        .layer_v_type = p->layer_kv ? pool->layer_type + hp->n_layer : NULL,
+        .n_groups = n_groups, .layer_group = pool->layer_group, .group_window = pool->window,
+    };
+    *out = pool;
+    return HEARTH_OK;
     int64_t lf = hearth_hparams_lin_state_floats(hp), n_lin = 0;
     for (int32_t il = 0; il < hp->n_layer; il++) n_lin += hearth_hparams_is_linear(hp, il);
     if (lf > 0 && n_lin > 0) { /* the fixed-size states: one slot per sequence slot and linear layer */
@@ -314,22 +385,10 @@ hearth_status hearth_kv_pool_create(const hearth_model *m, const hearth_kv_pool_
         for (int32_t il = 0; il < hp->n_layer; il++)
             if (hearth_hparams_is_linear(hp, il)) pool->lin_ptrs[il] = (float *)q, q += per;
     }
-    for (int32_t g = lay.n_full; g < n_groups; g++) pool->window[g] = lay.n_swa;
-    for (size_t i = 0; i < rows * (size_t)max_blocks; i++) pool->table[i] = -1;
-    /* stack top is the last entry: hand out block 0 first */
-    for (int32_t i = 0; i < pool->n_blocks; i++) pool->free_ids[i] = pool->n_blocks - 1 - i;
-    pool->n_free = pool->n_blocks;
-    pool->view = (hearth_kv_view){
-        .n_slots = p->n_seqs, .n_ctx = p->max_seq_len, .n_blocks = pool->n_blocks,
-        .blocks = {.table = pool->table, .max_blocks = max_blocks, .block_size = bs},
-        .k_type = p->kv.k, .v_type = p->kv.v, .k = pool->ptrs, .v = pool->ptrs + hp->n_layer,
-        .layer_k_type = p->layer_kv ? pool->layer_type : NULL,
-        .layer_v_type = p->layer_kv ? pool->layer_type + hp->n_layer : NULL,
-        .n_groups = n_groups, .layer_group = pool->layer_group, .group_window = pool->window,
-        .lin_state = pool->lin_ptrs, .lin_len = pool->lin_len,
-    };
-    *out = pool;
-    return HEARTH_OK;
+fail:
+    free(gp);
+    hearth_kv_pool_destroy(pool);
+    return st;
 }
 
 void hearth_kv_pool_destroy(hearth_kv_pool *pool) {
@@ -340,6 +399,7 @@ void hearth_kv_pool_destroy(hearth_kv_pool *pool) {
     free(pool->lin_len);
     free(pool->ptrs);
     free(pool->layer_group);
+        .lin_state = pool->lin_ptrs, .lin_len = pool->lin_len,
     free(pool->layer_type);
     free(pool->regions);
     free(pool->window);

@@ -55,10 +55,17 @@ int64_t hearth_kv_layout_blocks(const hearth_kv_layout *l, int32_t block_size, i
 size_t  hearth_kv_layout_block_bytes(const hearth_kv_layout *l, const hearth_model *m, hearth_kv_scheme kv,
                                      int32_t block_size);
 /* The bytes of one block of a pool with a scheme per layer (layer_kv [n_layer], NULL: kv
- * everywhere): each region's rows (kv_pool.c), which is the layout's block bytes when every
- * layer of a place has the same row bytes. 0 when out of memory. */
+ * everywhere): the widest rows of each layer place (kv_pool.c), at most the block of the widest
+ * scheme alone. 0 when out of memory. */
 size_t  hearth_kv_block_bytes_layers(const hearth_model *m, bool swa_full, hearth_kv_scheme kv,
                                      const hearth_kv_scheme *layer_kv, int32_t block_size);
+
+/* The types a pool gives the layers of a scheme per layer (layer_kv [n_layer], rewritten in
+ * place): on a model of several groups a layer takes the widest K and V types of its place in
+ * the pool (kv_pool.c's head comment), never narrower ones. Returns how many layers were
+ * widened, -1 when out of memory. A pool created with layer_kv uses these types (its view's
+ * hearth_kv_view_k_type), whether or not the caller widened them first. */
+int32_t hearth_kv_layers_widen(const hearth_model *m, bool swa_full, hearth_kv_scheme *layer_kv);
 
 typedef struct {
     size_t  budget_bytes; /* K+V bytes of the whole pool: it holds budget / block bytes blocks */
@@ -67,8 +74,9 @@ typedef struct {
     int32_t max_seq_len;  /* positions per sequence */
     hearth_kv_scheme kv;  /* element types of keys and values ({0}: f32) */
     const hearth_kv_scheme *layer_kv; /* borrowed [n_layer], read at create: each layer's types
-                                       * (kv_config.json; a KV-shared layer takes its source's);
-                                       * NULL: kv for every layer */
+                                       * (kv_config.json; a KV-shared layer takes its source's;
+                                       * widened as hearth_kv_layers_widen says); NULL: kv for
+                                       * every layer */
     bool    swa_full;     /* sliding-window layers keep every block (one group of all layers) */
     int32_t window_keep;  /* a window group keeps at least this many positions up to a query's
                            * (the layout's n_swa becomes the larger): a reader of the cache that
@@ -139,8 +147,9 @@ size_t  hearth_kv_pool_state_bytes(const hearth_kv_pool *pool);
 void    hearth_kv_pool_copy_state(hearth_kv_pool *pool, int32_t dst, int32_t src);
 
 /* Block blk's keys and values, every layer place of its group, to or from host memory (the
- * disk tier's form, hearth_kv_pool_block_bytes() bytes): for each place (each region of a
- * per-layer scheme, kv_pool.c), the block's K rows then its V rows. A device pool copies straight between its memory and the host buffer. */
+ * disk tier's form, hearth_kv_pool_block_bytes() bytes): for each place (one region each,
+ * kv_pool.c), the block's K rows then its V rows. A device pool copies straight between its
+ * memory and the host buffer. */
 void    hearth_kv_pool_block_to_host(const hearth_kv_pool *pool, int32_t blk, void *dst);
 void    hearth_kv_pool_block_from_host(hearth_kv_pool *pool, int32_t blk, const void *src);
 

@@ -32,7 +32,7 @@
 #include <unistd.h>
 
 #define TINY "tests/golden/tiny/tiny-llama64.gguf"
-enum { T = 24, NGEN = 8, MAXL = 4 };
+enum { T = 24, NGEN = 8, MAXL = 32 };
 
 static hearth_model *load(const char *path) {
     hearth_model *m = NULL;
@@ -377,6 +377,62 @@ TEST(config_refusals_name_the_layer) {
     expect_refused(TINY, "{\"layers\": {\"2\": 8}}", "layer 2 does not exist (the model has 2 layers)");
     expect_refused("tests/golden/tiny/tiny-qwen2.gguf", "{\"layers\": {\"1\": 8}}",
                    "layer 1 is q8_0, but its heads of 16 elements");
+}
+
+/* The bits list of a kv_config.json for the types of lk [n] (q8_0 8, q4_0 4, f16 16). */
+static void bits_json(const hearth_kv_scheme *lk, int32_t n, char *out, size_t cap) {
+    size_t used = 0;
+    for (int32_t il = 0; il < n && used < cap; il++) {
+        int b = lk[il].k == HEARTH_KV_Q8_0 ? 8 : lk[il].k == HEARTH_KV_Q4_0 ? 4 : 16;
+        used += (size_t)snprintf(out + used, cap - used, "%s%d%s", il ? ", " : "[", b, il == n - 1 ? "]" : "");
+    }
+}
+
+/* Gemma 3 (1 full and 5 sliding groups of 3 layers): full layers q8_0, the sliding ones five f16,
+ * five q8_0, five q4_0 (in layer order). The pool widens what its places force (the q4_0 layers
+ * to q8_0, one full layer to f16: hearth_kv_layers_widen), the engine reports those types, its
+ * block costs less than f16's, and it decodes exactly as the engine given the widened types in
+ * the file. */
+TEST(gemma3_mixed_config_widens_to_its_places) {
+    const char *path = getenv("HEARTH_GEMMA3_GGUF");
+    if (!path) TEST_SKIP("HEARTH_GEMMA3_GGUF not set");
+    if (getenv("HEARTH_TEST_SANITIZED")) TEST_SKIP("real models run in the normal build");
+    hearth_model *m = load(path);
+    CHECK(m != NULL);
+    if (!m) return;
+    const hearth_hparams *hp = hearth_model_hparams(m);
+    CHECK(hp->n_layer <= MAXL);
+    hearth_kv_scheme asked[MAXL], wide[MAXL];
+    for (int32_t il = 0, k = 0; il < hp->n_layer && il < MAXL; il++) {
+        hearth_kv_type t = HEARTH_KV_Q8_0;
+        if (hearth_hparams_is_swa(hp, il)) t = k < 5 ? HEARTH_KV_F16 : k < 10 ? HEARTH_KV_Q8_0 : HEARTH_KV_Q4_0, k++;
+        asked[il] = wide[il] = hearth_kv_scheme_of(t, t);
+    }
+    CHECK_EQ(hearth_kv_layers_widen(m, false, wide), 6);
+    char json[512];
+    bits_json(asked, hp->n_layer, json, sizeof json);
+    set_up(path, json);
+    int32_t a[NGEN] = {0}, b[NGEN] = {1}, c[NGEN] = {2};
+    float la[NGEN], lb[NGEN], lc[NGEN];
+    hearth_engine_info in_a, in_b, in_f16;
+    run_scheme(m, (hearth_kv_quant){.mode = HEARTH_KVQ_CONFIG}, model_link, a, la, &in_a);
+    CHECK_EQ(in_a.n_kv_layers, hp->n_layer);
+    for (int32_t il = 0; in_a.kv_layers && il < hp->n_layer; il++) {
+        CHECK_EQ(in_a.kv_layers[il].k, wide[il].k);
+        CHECK_EQ(in_a.kv_layers[il].v, wide[il].v);
+    }
+    tear_down();
+    bits_json(wide, hp->n_layer, json, sizeof json);
+    set_up(path, json);
+    run_scheme(m, (hearth_kv_quant){.mode = HEARTH_KVQ_CONFIG}, model_link, b, lb, &in_b);
+    run_scheme(m, (hearth_kv_quant){.mode = HEARTH_KVQ_OFF}, model_link, c, lc, &in_f16);
+    tear_down();
+    CHECK(!memcmp(a, b, sizeof a));
+    CHECK(!memcmp(la, lb, sizeof la));
+    CHECK_EQ(in_a.block_bytes, in_b.block_bytes);
+    CHECK(in_a.block_bytes < in_f16.block_bytes);
+    CHECK_EQ(in_a.block_bytes, (int64_t)hearth_kv_block_bytes_layers(m, false, wide[0], wide, in_a.block_size));
+    hearth_model_destroy(m);
 }
 
 int main(int argc, char **argv) { return test_main(argc, argv); }

@@ -90,6 +90,19 @@ TEST(group_size_refused) {
     expect_refused("[{\"layer_idx\": 0, \"bits\": 8, \"group_size\": 48}]", "layer 0: group_size 48");
     expect_refused("{\"bits\": 8, \"group_size\": 16}", "the default: group_size 16");
     expect_refused("[{\"layer_idx\": 0, \"bits\": 8, \"group_size\": \"64\"}]", "group_size \"64\"");
+    /* multiples of 32 other than 32 and 64: no block format of the kernels has those groups */
+    expect_refused("[{\"layer_idx\": 2, \"bits\": 4, \"group_size\": 128}]",
+                   "layer 2: group_size 128 is not supported: the cache quantizes blocks of 32 elements");
+    expect_refused("{\"bits\": 8, \"group_size\": 96, \"layers\": {\"1\": 4}}", "the default: group_size 96");
+    expect_refused("{\"layers\": {\"1\": {\"bits\": 4, \"group_size\": 65}}}", "layer 1: group_size 65");
+}
+
+TEST(group_size_accepted) {
+    const int want[NL] = {4, 16, 8, 16, 16, 8};
+    CHECK_EQ(parse("[{\"layer_idx\": 0, \"bits\": 4, \"group_size\": 64}, {\"layer_idx\": 2, \"bits\": 8, "
+                   "\"group_size\": 32}, {\"layer_idx\": 5, \"bits\": 8, \"group_size\": null}]"),
+             HEARTH_OK);
+    expect(want);
 }
 
 TEST(malformed_refused) {

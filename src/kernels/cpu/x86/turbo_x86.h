@@ -15,13 +15,25 @@
 #include "kernels/ref/turbo_ref.h"
 #include "tensor/dtype.h"
 
-/* bits is a constant in every caller (turbo_x86_dequant's switch), so the shifts, masks and
- * loads fold */
-static inline __attribute__((always_inline)) __m256i turbo_x86_codes(const uint8_t *p, const int bits) {
+/* The 8 codes of group g (0-3) of a block whose codes start at p (4 * bits bytes). bits is a
+ * constant in every caller (turbo_x86_dequant's switch), so the shifts, masks and loads fold.
+ * Each group is read with one whole-word load inside the block: for 2-4 bits the 4 bytes that
+ * end with the group's last byte (the first group's reach back into the block's scale), shifted
+ * down; for 5 bits the 8 bytes from the group's first, or for the last group the 8 that end
+ * with its last byte. (A copy of just the group's bytes into a zeroed word, as before, stored
+ * bytes and then loaded them as one word: a stalled store forward, most of the time of a
+ * 3-bit row.) */
+static inline __attribute__((always_inline)) __m256i turbo_x86_codes(const uint8_t *p, int g, const int bits) {
+    p += g * bits;
     if (bits == 8) return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p));
     if (bits == 5) { /* 40 bits: shift 64-bit lanes, keep their low halves */
-        uint64_t w = 0;
-        memcpy(&w, p, 5);
+        uint64_t w;
+        if (g < 3) {
+            memcpy(&w, p, 8);
+        } else {
+            memcpy(&w, p + 5 - 8, 8);
+            w >>= 24;
+        }
         const __m256i w4 = _mm256_set1_epi64x((long long)w);
         const __m256i lo = _mm256_srlv_epi64(w4, _mm256_setr_epi64x(0, 5, 10, 15));
         const __m256i hi = _mm256_srlv_epi64(w4, _mm256_setr_epi64x(20, 25, 30, 35));
@@ -30,10 +42,10 @@ static inline __attribute__((always_inline)) __m256i turbo_x86_codes(const uint8
                                              _mm256_permutevar8x32_epi32(hi, even), 0xF0);
         return _mm256_and_si256(c, _mm256_set1_epi32(31));
     }
-    /* 2, 3, 4 bits: at most 32 bits */
-    uint64_t w64 = 0; /* 8 bytes of room: the length is a run-time value to the compiler */
-    memcpy(&w64, p, (size_t)bits & 7);
-    const uint32_t w = (uint32_t)w64;
+    /* 2, 3, 4 bits: at most 32 bits, the low 8 * bits of the word ending at the group's end */
+    uint32_t w;
+    memcpy(&w, p + bits - 4, 4);
+    w >>= 8 * (4 - bits);
     const __m256i sh = _mm256_setr_epi32(0, bits, 2 * bits, 3 * bits, 4 * bits, 5 * bits, 6 * bits, 7 * bits);
     return _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)w), sh), _mm256_set1_epi32((1 << bits) - 1));
 }
@@ -52,7 +64,7 @@ static inline __attribute__((always_inline)) void turbo_x86_dequant_b(const uint
         memcpy(&hs, p, 2);
         const __m256 s = _mm256_set1_ps(_cvtsh_ss(hs)); /* exact, as hearth_fp16_to_fp32 */
         for (int g = 0; g < 4; g++) {
-            const __m256i c = turbo_x86_codes(p + 2 + g * bits, bits);
+            const __m256i c = turbo_x86_codes(p + 2, g, bits);
             __m256 l;
             if (bits <= 4) {
                 l = _mm256_permutevar8x32_ps(lo, c);
