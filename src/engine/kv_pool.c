@@ -346,7 +346,6 @@ hearth_status hearth_kv_pool_create(const hearth_model *m, const hearth_kv_pool_
         pool->layer_group[il] = gp[il];
         pool->ptrs[il] = (char *)pool->mem + rg->off;
         pool->ptrs[hp->n_layer + il] = (char *)pool->mem + rg->off + rg->k_row * (size_t)bs * n_blocks;
-        if (hearth_hparams_is_linear(hp, il)) continue; /* a state slot instead (below): no rows, NULL views */
         pool->layer_type[il] = ty[il].k;
         pool->layer_type[hp->n_layer + il] = ty[il].v;
     }
@@ -356,16 +355,6 @@ hearth_status hearth_kv_pool_create(const hearth_model *m, const hearth_kv_pool_
     /* stack top is the last entry: hand out block 0 first */
     for (int32_t i = 0; i < pool->n_blocks; i++) pool->free_ids[i] = pool->n_blocks - 1 - i;
     pool->n_free = pool->n_blocks;
-    pool->view = (hearth_kv_view){
-        .n_slots = p->n_seqs, .n_ctx = p->max_seq_len, .n_blocks = pool->n_blocks,
-        .blocks = {.table = pool->table, .max_blocks = max_blocks, .block_size = bs},
-        .k_type = p->kv.k, .v_type = p->kv.v, .k = pool->ptrs, .v = pool->ptrs + hp->n_layer,
-        .layer_k_type = p->layer_kv ? pool->layer_type : NULL,
-        .layer_v_type = p->layer_kv ? pool->layer_type + hp->n_layer : NULL,
-        .n_groups = n_groups, .layer_group = pool->layer_group, .group_window = pool->window,
-    };
-    *out = pool;
-    return HEARTH_OK;
     int64_t lf = hearth_hparams_lin_state_floats(hp), n_lin = 0;
     for (int32_t il = 0; il < hp->n_layer; il++) n_lin += hearth_hparams_is_linear(hp, il);
     if (lf > 0 && n_lin > 0) { /* the fixed-size states: one slot per sequence slot and linear layer */
@@ -377,14 +366,25 @@ hearth_status hearth_kv_pool_create(const hearth_model *m, const hearth_kv_pool_
         pool->lin_ptrs = calloc((size_t)hp->n_layer, sizeof *pool->lin_ptrs);
         pool->lin_len = calloc((size_t)p->n_seqs, sizeof *pool->lin_len);
         if (!pool->lin_mem || !pool->lin_ptrs || !pool->lin_len) {
+            size_t mib = pool->lin_bytes >> 20;
             hearth_kv_pool_destroy(pool);
-            return hearth_err_set(err, HEARTH_E_NOMEM, -1, "cannot allocate %zu MiB of linear-attention states",
-                                  pool->lin_bytes >> 20);
+            return hearth_err_set(err, HEARTH_E_NOMEM, -1, "cannot allocate %zu MiB of linear-attention states", mib);
         }
         char *q = pool->lin_mem;
         for (int32_t il = 0; il < hp->n_layer; il++)
             if (hearth_hparams_is_linear(hp, il)) pool->lin_ptrs[il] = (float *)q, q += per;
     }
+    pool->view = (hearth_kv_view){
+        .n_slots = p->n_seqs, .n_ctx = p->max_seq_len, .n_blocks = pool->n_blocks,
+        .blocks = {.table = pool->table, .max_blocks = max_blocks, .block_size = bs},
+        .k_type = p->kv.k, .v_type = p->kv.v, .k = pool->ptrs, .v = pool->ptrs + hp->n_layer,
+        .layer_k_type = p->layer_kv ? pool->layer_type : NULL,
+        .layer_v_type = p->layer_kv ? pool->layer_type + hp->n_layer : NULL,
+        .n_groups = n_groups, .layer_group = pool->layer_group, .group_window = pool->window,
+        .lin_state = pool->lin_ptrs, .lin_len = pool->lin_len,
+    };
+    *out = pool;
+    return HEARTH_OK;
 fail:
     free(gp);
     hearth_kv_pool_destroy(pool);
@@ -399,7 +399,6 @@ void hearth_kv_pool_destroy(hearth_kv_pool *pool) {
     free(pool->lin_len);
     free(pool->ptrs);
     free(pool->layer_group);
-        .lin_state = pool->lin_ptrs, .lin_len = pool->lin_len,
     free(pool->layer_type);
     free(pool->regions);
     free(pool->window);
