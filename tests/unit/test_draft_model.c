@@ -466,7 +466,12 @@ static void check_engine(const char *path, int32_t ngen, bool inv, bool cuda) {
         printf("  self-drafting: %lld rounds, %lld drafted, %lld accepted, %lld steps\n", (long long)st.spec_rounds,
                (long long)st.spec_drafted, (long long)st.spec_accepted, (long long)st.steps);
         CHECK(st.spec_drafted > 0);
-        CHECK(st.spec_accepted * 10 >= st.spec_drafted * 9);
+        /* a model drafting for itself: on the CPU (batch-invariant) every draft; on CUDA the draft
+         * steps take the one-token kernels and the verify steps the many-token ones, whose sums are
+         * ordered otherwise, so near ties of the random tiny model part (0.88-0.91 of the drafts
+         * accepted on the H200); a broken rollback or row accepts far fewer */
+        if (cuda) CHECK(st.spec_accepted * 5 >= st.spec_drafted * 4);
+        else CHECK(st.spec_accepted * 10 >= st.spec_drafted * 9);
         CHECK_EQ(st.check_failures, 0);
     }
     hearth_engine_destroy(e);
