@@ -68,6 +68,7 @@ int hearth_cpu_count(void) {
 static void *worker_main(void *p) {
     worker *w = p;
     hearth_pool *pool = w->pool;
+    pthread_setname_np(pthread_self(), "hearth-compute");
     uint64_t seen = 0;
     for (;;) {
         uint64_t g = atomic_load_explicit(&pool->gen, memory_order_acquire);

@@ -111,6 +111,7 @@ static void demote_idle(hearth_engine *e) {
 
 static void *engine_main(void *arg) {
     hearth_engine *e = arg;
+    pthread_setname_np(pthread_self(), "hearth-engine"); /* by name in top -H and /proc */
     for (;;) {
         pthread_mutex_lock(&e->mu);
         /* idle with blocks that demotion may take: wake every second to look */

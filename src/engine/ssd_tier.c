@@ -288,6 +288,7 @@ static void job_free(job *j) {
 
 static void *writer_main(void *arg) {
     hearth_ssd_tier *t = arg;
+    pthread_setname_np(pthread_self(), "hearth-ssd");
     pthread_mutex_lock(&t->mu);
     for (;;) {
         while (!t->q_head && !t->stop) pthread_cond_wait(&t->cv_work, &t->mu);
