@@ -43,6 +43,7 @@
 #include "kernels/ref/deltanet_ref.h"
 #include "kernels/ref/lora_ref.h"
 #include "kernels/ref/ops_ref.h"
+#include "kernels/ref/topm_ref.h"
 #include "tensor/tensor.h"
 
 typedef struct hearth_backend hearth_backend;
@@ -213,6 +214,11 @@ struct hearth_backend_i {
     /* out[r] (host memory) = the first index of the largest of x[r][0..n), r < n_rows: greedy
      * picks where only the ids leave the device */
     void (*argmax)(hearth_backend *be, const float *x, int64_t n_rows, int64_t n, int32_t *out);
+    /* (optional: NULL = none) out[r] (host memory) = the summary of row r that the host sampler
+     * finishes on, hearth_topm_row_ref (kernels/ref/topm_ref.h) for the request rq[r] (host
+     * memory): sampling where only a few KB per row leave the device */
+    void (*topm)(hearth_backend *be, const float *x, int64_t n_rows, int64_t n, const hearth_topm_req *rq,
+                 hearth_topm *out);
     void (*destroy)(hearth_backend *be);
 };
 
@@ -370,4 +376,9 @@ static inline bool hearth_backend_has_deltanet(const hearth_backend *be) { retur
 static inline void hearth_op_deltanet(hearth_backend *be, const hearth_deltanet_args *a) { be->iface->deltanet(be, a); }
 static inline void hearth_op_argmax(hearth_backend *be, const float *x, int64_t n_rows, int64_t n, int32_t *out) {
     be->iface->argmax(be, x, n_rows, n, out);
+}
+static inline bool hearth_backend_has_topm(const hearth_backend *be) { return be->iface->topm != NULL; }
+static inline void hearth_op_topm(hearth_backend *be, const float *x, int64_t n_rows, int64_t n,
+                                  const hearth_topm_req *rq, hearth_topm *out) {
+    be->iface->topm(be, x, n_rows, n, rq, out);
 }

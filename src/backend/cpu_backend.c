@@ -647,6 +647,12 @@ static void cpu_argmax(hearth_backend *be, const float *x, int64_t n_rows, int64
     for (int64_t r = 0; r < n_rows; r++) out[r] = (int32_t)hearth_kernels_argmax(x + r * n, n);
 }
 
+static void cpu_topm(hearth_backend *be, const float *x, int64_t n_rows, int64_t n, const hearth_topm_req *rq,
+                     hearth_topm *out) {
+    (void)be;
+    for (int64_t r = 0; r < n_rows; r++) hearth_topm_row_ref(x + r * n, n, rq + r, out + r);
+}
+
 /* ---- buffers: host memory ---- */
 
 static void *cpu_alloc(hearth_backend *be, size_t bytes) {
@@ -717,6 +723,7 @@ static const struct hearth_backend_i cpu_iface = {
     .deltanet = cpu_deltanet,
     .copy_rows = cpu_copy_rows,
     .argmax = cpu_argmax,
+    .topm = cpu_topm,
     .destroy = cpu_destroy,
 };
 

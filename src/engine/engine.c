@@ -48,9 +48,9 @@ _Static_assert(STAT_I64(running) && STAT_I64(waiting) && STAT_I64(blocks_total) 
                    STAT_I64(ssd_verify_failures) && STAT_I64(ssd_demotions) && STAT_I64(ssd_writes) &&
                    STAT_I64(ssd_write_errors) && STAT_I64(ssd_write_skipped) && STAT_I64(ssd_evictions) &&
                    STAT_I64(spec_rounds) && STAT_I64(spec_drafted) && STAT_I64(spec_accepted) &&
-                   STAT_I64(check_failures),
+                   STAT_I64(topm_rows) && STAT_I64(topm_short) && STAT_I64(check_failures),
                "every field of hearth_engine_stats is an int64_t");
-_Static_assert(sizeof(hearth_engine_stats) == 30 * sizeof(int64_t),
+_Static_assert(sizeof(hearth_engine_stats) == 32 * sizeof(int64_t),
                "hearth_engine_stats has exactly the fields named above (add a new one to the list)");
 _Static_assert(offsetof(hearth_engine_stats, check_failures) == (N_STATS - 1) * sizeof(int64_t),
                "check_failures is the last field of hearth_engine_stats");
@@ -667,7 +667,9 @@ hearth_status hearth_engine_create(const hearth_model *m, const hearth_engine_pa
     if ((st = open_drafter(e, m, err))) goto fail;
     hearth_sched_params sp = {.batch = e->p.batch, .max_step = e->p.max_step, .n_ctx = e->p.n_ctx,
                               .draft = e->draft, .n_draft = e->p.spec.n_draft, .draft_fixed = e->p.spec.fixed,
-                              .draft_costed = !e->p.spec.fixed};
+                              .draft_costed = !e->p.spec.fixed, .topm = e->p.topm};
+    const char *topm_env = getenv("HEARTH_TOPM");
+    if (topm_env && !strcmp(topm_env, "0")) sp.topm = -1;
     e->sched = e->fwd ? hearth_sched_create(m, e->fwd, e->pool, e->pc, &sp) : NULL;
     if (!e->fwd || !e->sched || (e->p.prompt_cache != 0 && !e->pc)) {
         st = hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory creating the engine");

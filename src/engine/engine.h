@@ -100,6 +100,9 @@ typedef struct {
                                   * from ssd_model_path at create (the create fails without either) */
     const char *ssd_model_path;
     hearth_spec_params spec;     /* speculative decoding; {0}: off */
+    int8_t      topm;            /* sampling on the backend (sampler.h): 0 on a device backend, 1 on
+                                  * any backend with it (tests), -1 never; HEARTH_TOPM=0 in the
+                                  * environment: never */
 } hearth_engine_params;
 
 hearth_engine_params hearth_engine_params_default(void);
@@ -200,6 +203,9 @@ typedef struct {
      * how many were accepted (acceptance rate drafted / accepted, mean accepted length accepted /
      * rounds) */
     int64_t spec_rounds, spec_drafted, spec_accepted;
+    /* sampling on the backend (sampler.h's topm): tokens picked from a row summary, and rows whose
+     * summary fell short (their logits were copied after all) */
+    int64_t topm_rows, topm_short;
     int64_t check_failures;            /* debug_checks: steps after which an invariant failed */
 } hearth_engine_stats;
 

@@ -374,3 +374,77 @@ bool hearth_sampler_is_argmax(const hearth_sampler *s) {
     return p->temperature <= 0.0f && p->n_bias == 0 && (p->repeat_penalty == 1.0f || p->repeat_last_n == 0) &&
            p->presence_penalty == 0.0f && p->frequency_penalty == 0.0f;
 }
+
+/* ---- finishing on a device's row summary (sampler.h, kernels/ref/topm_ref.h) ---- */
+
+static bool xtc_live(const hearth_sampler_params *p) { return p->xtc_probability > 0.0f && p->xtc_threshold <= 0.5f; }
+static bool top_p_on(const hearth_sampler_params *p) { return p->top_p < 1.0f && p->top_p > 0.0f; }
+
+hearth_topm_mode hearth_sampler_topm_mode(const hearth_sampler *s) {
+    const hearth_sampler_params *p = &s->p;
+    if (p->n_bias || (p->repeat_penalty != 1.0f && p->repeat_last_n != 0) || p->presence_penalty != 0.0f ||
+        p->frequency_penalty != 0.0f)
+        return HEARTH_TOPM_OFF;
+    if (p->temperature <= 0.0f || p->top_k > 0 || top_p_on(p)) return HEARTH_TOPM_CANDS;
+    return xtc_live(p) ? HEARTH_TOPM_OFF : HEARTH_TOPM_DRAW;
+}
+
+void hearth_sampler_topm_req(hearth_sampler *s, hearth_topm_req *rq) {
+    const hearth_sampler_params *p = &s->p;
+    rq->temperature = p->temperature > 0.0f ? p->temperature : 1.0f;
+    rq->min_p = p->min_p;
+    rq->u = hearth_sampler_topm_mode(s) == HEARTH_TOPM_DRAW ? rng_uniform(s->rng) : -1.0;
+}
+
+int32_t hearth_sampler_sample_topm(hearth_sampler *s, const hearth_topm *t) {
+    const hearth_sampler_params *p = &s->p;
+    if (p->temperature <= 0.0f) return t->id[0];
+    if (t->drawn >= 0) return t->drawn;
+    /* support() on the summary: the candidates with the row's probabilities, in its sorted order */
+    cand *c = s->cands;
+    int32_t m = t->n;
+    for (int32_t i = 0; i < m; i++)
+        c[i] = (cand){t->id[i], (float)(expf((t->x[i] - t->max) / p->temperature) / t->z_t)};
+    qsort(c, (size_t)m, sizeof *c, cmp_cand_desc); /* by p: differs from the value order only on float ties */
+    int64_t nc = s->n_vocab;
+    if (p->top_k > 0 && p->top_k < nc) nc = p->top_k;
+    if (top_p_on(p)) {
+        double cum = 0;
+        int64_t lim = nc < m ? nc : m, i = 0;
+        for (; i < lim; i++) {
+            cum += c[i].p;
+            if (cum >= p->top_p) break;
+        }
+        if (i < lim) nc = i + 1;
+        else if (nc > m) nc = -1; /* the cut lies past the summary, unless min-p cuts first */
+    }
+    if (p->min_p > 0.0f && m > 0) {
+        float floor = p->min_p * c[0].p;
+        int64_t lim = nc < 0 || nc > m ? m : nc, k = 0;
+        while (k < lim && c[k].p >= floor) k++;
+        if (k < lim || (nc >= 0 && nc <= m)) nc = k;
+        else return -2; /* all m pass: the support may go on past them */
+    }
+    if (nc < 0 || nc > m) return -2;
+    int32_t n = xtc(s, (int32_t)nc);
+    return c[draw(s, n)].id;
+}
+
+void hearth_sampler_logprobs_topm(const hearth_topm *t, int32_t chosen, int32_t k, hearth_token_logprobs *out) {
+    double log_z = t->max + log(t->z_1);
+    float x = t->drawn == chosen ? t->drawn_x : t->x[0];
+    for (int32_t i = 0; i < t->n; i++)
+        if (t->id[i] == chosen) {
+            x = t->x[i];
+            break;
+        }
+    out->logprob = (float)(x - log_z);
+    if (k < 0) k = 0;
+    if (k > HEARTH_TOP_LOGPROBS_MAX) k = HEARTH_TOP_LOGPROBS_MAX;
+    if (k > t->n) k = t->n;
+    out->n_top = k;
+    for (int32_t j = 0; j < k; j++) {
+        out->top_id[j] = t->id[j];
+        out->top_logprob[j] = (float)(t->x[j] - log_z);
+    }
+}

@@ -24,6 +24,7 @@
 
 #include "base/status.h"
 #include "constrain/matcher.h"
+#include "kernels/ref/topm_ref.h"
 
 typedef struct {
     int32_t token;
@@ -97,3 +98,25 @@ int32_t         hearth_sampler_verify(hearth_sampler *s, float *logits, hearth_c
  * likely tokens. Pure function; any thread. */
 void            hearth_sampler_logprobs(const float *logits, int32_t n_vocab, int32_t chosen, int32_t k,
                                         hearth_token_logprobs *out);
+
+/* Sampling on a device (kernels/ref/topm_ref.h): the device summarizes a logits row (its best
+ * HEARTH_TOPM entries, the normalizers, and for a plain temperature draw the draw itself over the
+ * whole row), and the sampler finishes on the summary with the same chain and the same RNG
+ * draws as hearth_sampler_sample on the row. What a sampler can finish on:
+ *   OFF   the row is needed: logit bias or a penalty (they change logits the device does not
+ *         know), or XTC on an unsorted draw;
+ *   CANDS greedy, or top-k / top-p (the candidates are sorted, and their head is in the summary;
+ *         rarely it is not, e.g. top-p mass beyond HEARTH_TOPM entries: the row is then needed);
+ *   DRAW  a temperature draw without top-k / top-p (min-p allowed): the device draws with the
+ *         uniform this sampler draws in hearth_sampler_topm_req. */
+typedef enum { HEARTH_TOPM_OFF, HEARTH_TOPM_CANDS, HEARTH_TOPM_DRAW } hearth_topm_mode;
+hearth_topm_mode hearth_sampler_topm_mode(const hearth_sampler *s);
+/* What to ask the device for this sampler's next row (a DRAW sampler draws its uniform here). */
+void             hearth_sampler_topm_req(hearth_sampler *s, hearth_topm_req *rq);
+/* The token, from the summary the request asked for; -2 when the summary does not hold what the
+ * chain needs (only for CANDS, and before any RNG draw): sample the row with
+ * hearth_sampler_sample instead. */
+int32_t          hearth_sampler_sample_topm(hearth_sampler *s, const hearth_topm *t);
+/* hearth_sampler_logprobs from a summary (chosen: a token hearth_sampler_sample_topm gave). */
+void             hearth_sampler_logprobs_topm(const hearth_topm *t, int32_t chosen, int32_t k,
+                                              hearth_token_logprobs *out);

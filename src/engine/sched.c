@@ -80,6 +80,8 @@ struct hearth_sched {
     const hearth_lora  **lora;           /* owned [max_step]: each token's adapter (NULL = none) */
     int32_t              step_lora;      /* tokens of the step with an adapter */
     float               *logits;         /* owned [lg_rows][n_vocab] */
+    hearth_topm_req     *topm_rq;        /* owned [batch] when a step sampled on the backend */
+    hearth_topm         *topm;           /* owned [batch]: the summaries of that step's rows */
     int32_t              lg_rows;        /* batch, more once a step scores a prompt */
     int32_t              step_rows;      /* logits rows the step being packed asks for */
     int32_t             *ids;            /* owned [batch]: greedy picks made on the device */
@@ -232,6 +234,8 @@ void hearth_sched_destroy(hearth_sched *s) {
     free(s->want);
     free(s->lora);
     free(s->logits);
+    free(s->topm_rq);
+    free(s->topm);
     free(s->lg_fork);
     free(s->ids);
     free(s->eog);
@@ -437,8 +441,9 @@ static bool logits_room(hearth_sched *s) {
 }
 
 /* Take t as q's next token (sampled from its logits row, or the device's argmax; logits is the
- * row, read for logprobs); false when q is finished (and freed). */
-static bool advance(hearth_sched *s, seq *q, int32_t t, const float *logits) {
+ * row, read for logprobs, or tm its summary when the backend sampled); false when q is finished
+ * (and freed). */
+static bool advance(hearth_sched *s, seq *q, int32_t t, const float *logits, const hearth_topm *tm) {
     const hearth_tok *tk = hearth_model_tok(s->m);
     if (!q->t_first) q->t_first = hearth_now_mono_ms();
     if (t < 0) { /* a constraint that no token satisfies (the grammar needs a byte no token has) */
@@ -455,7 +460,8 @@ static bool advance(hearth_sched *s, seq *q, int32_t t, const float *logits) {
     }
     hearth_sampler_accept(q->smp, t);
     hearth_token_logprobs lp; /* opt-in per request: a pass over the vocab */
-    if (q->r->p.logprobs) hearth_sampler_logprobs(logits, s->n_vocab, t, q->r->p.top_logprobs, &lp);
+    if (q->r->p.logprobs && tm) hearth_sampler_logprobs_topm(tm, t, q->r->p.top_logprobs, &lp);
+    else if (q->r->p.logprobs) hearth_sampler_logprobs(logits, s->n_vocab, t, q->r->p.top_logprobs, &lp);
     if (!hearth_req_token(q->r, t, q->n_cached, q->r->p.logprobs ? &lp : NULL)) {
         end(s, q, HEARTH_FINISH_ERROR, HEARTH_E_NOMEM, "out of memory queueing a token");
         return false;
@@ -568,7 +574,7 @@ static void fork_choices(hearth_sched *s, seq *q, float *lg) {
         if (c->n_gen < c->r->p.min_tokens) /* end of generation not allowed yet */
             for (int32_t k = 0; k < s->n_eog; k++) lg[s->eog[k]] = -INFINITY;
         int32_t pick = c->cx ? hearth_sampler_sample_constrained(c->smp, lg, c->cx) : hearth_sampler_sample(c->smp, lg);
-        if (advance(s, c, pick, lg)) s->run[s->n_run++] = c;
+        if (advance(s, c, pick, lg, NULL)) s->run[s->n_run++] = c;
     }
     memcpy(lg, s->lg_fork, bytes);
     q->forks = queued; /* unfork queues them at the front, in order */
@@ -683,6 +689,42 @@ static void drop_draft_blocks(hearth_sched *s, seq *q) {
         }
 }
 
+/* Can every row of the packed step be sampled on the backend (sampler.h's topm)? Then each out
+ * row's request is filled in (a DRAW sampler draws its uniform now). Rows that score prompt
+ * tokens, verify drafts, start forks, follow a constraint or hold back the end of generation
+ * need their logits. */
+static bool use_topm(hearth_sched *s, hearth_backend *be) {
+    if (s->p.topm < 0 || !be || !hearth_backend_has_topm(be) || (s->p.topm == 0 && hearth_backend_host_memory(be)))
+        return false;
+    int32_t rows = 0;
+    for (int32_t i = 0; i < s->n_run; i++) {
+        seq *q = s->run[i];
+        if (!q->take) continue;
+        if (q->score_rows || q->k) return false;
+        if (q->n_done + q->take != q->n_toks) continue; /* mid-prompt: no row */
+        if (q->cx || q->forks || q->n_gen < q->r->p.min_tokens || hearth_sampler_topm_mode(q->smp) == HEARTH_TOPM_OFF)
+            return false;
+        rows++;
+    }
+    if (rows == 0) return false;
+    if (!s->topm) {
+        s->topm_rq = malloc((size_t)s->p.batch * sizeof *s->topm_rq);
+        s->topm = malloc((size_t)s->p.batch * sizeof *s->topm);
+        if (!s->topm_rq || !s->topm) {
+            free(s->topm_rq);
+            free(s->topm);
+            s->topm_rq = NULL;
+            s->topm = NULL;
+            return false;
+        }
+    }
+    for (int32_t i = 0, r = 0; i < s->n_run; i++) {
+        seq *q = s->run[i];
+        if (q->take && q->n_done + q->take == q->n_toks) hearth_sampler_topm_req(q->smp, &s->topm_rq[r++]);
+    }
+    return true;
+}
+
 /* q fed its last known token and k drafts (toks[n_toks ..)); lg[0..k] are the target's logits
  * at those positions, the step's rows row0 .. row0 + k (ids: the device's argmax of each, or
  * NULL). Commit the accepted drafts and the target's token after the last one, roll back the
@@ -708,7 +750,7 @@ static bool verify_drafts(hearth_sched *s, seq *q, int32_t k, float *lg, const i
             s->st.spec_accepted++;
             a++;
         }
-        if (!advance(s, q, pick, row)) return false;
+        if (!advance(s, q, pick, row, NULL)) return false;
         if (!hit) break;
         q->n_done++; /* the draft's KV, written in this step, is the committed token's */
     }
@@ -795,9 +837,12 @@ void hearth_sched_step(hearth_sched *s) {
              q->forks))
             argmax = false;
     }
+    bool topm = !argmax && use_topm(s, be);
     double t_step = hearth_now_mono_ms();
     hearth_status st = !logits_room(s) ? HEARTH_E_NOMEM
                        : argmax ? hearth_forward_argmax(s->fwd, &b, hearth_kv_pool_view(s->pool), s->logits, s->ids)
+                       : topm   ? hearth_forward_topm(s->fwd, &b, hearth_kv_pool_view(s->pool), s->logits, s->topm_rq,
+                                                      s->topm)
                                 : hearth_forward(s->fwd, &b, hearth_kv_pool_view(s->pool), s->logits);
     if (s->p.draft && !st) cost_record(s, n, hearth_now_mono_ms() - t_step);
     s->st.steps++;
@@ -819,6 +864,7 @@ void hearth_sched_step(hearth_sched *s) {
         row += q->score_rows;
         float *lg = s->logits + (size_t)row * (size_t)s->n_vocab;
         const int32_t *ids = argmax && out ? s->ids + row : NULL;
+        const hearth_topm *tm = topm && out ? s->topm + row : NULL;
         int32_t pick = ids ? ids[0] : -1, out_row = row;
         row += out ? 1 + k : 0;
         if (st) {
@@ -843,9 +889,16 @@ void hearth_sched_step(hearth_sched *s) {
         }
         if (out && pick < 0 && q->n_gen < q->r->p.min_tokens) /* end of generation not allowed yet */
             for (int32_t e = 0; e < s->n_eog; e++) lg[s->eog[e]] = -INFINITY;
+        if (tm && (pick = hearth_sampler_sample_topm(q->smp, tm)) == -2) { /* the summary falls short */
+            hearth_forward_row(s->fwd, out_row, lg);
+            tm = NULL;
+            pick = -1;
+            s->st.topm_short++;
+        } else if (tm)
+            s->st.topm_rows++;
         if (out && pick < 0)
             pick = q->cx ? hearth_sampler_sample_constrained(q->smp, lg, q->cx) : hearth_sampler_sample(q->smp, lg);
-        if (out && !advance(s, q, pick, lg)) {
+        if (out && !advance(s, q, pick, lg, tm)) {
             run_remove(s, i);
             continue;
         }

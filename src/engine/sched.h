@@ -52,6 +52,9 @@ typedef struct {
     bool    draft_costed;   /* adaptive rounds also follow the step cost model (hearth_spec_best_k
                              * over the measured cost of a step's tokens): drafting stops where it
                              * does not pay. Off: the acceptance rule alone (deterministic) */
+    /* sampling on the backend (sampler.h, hearth_forward_topm): 0 on a device backend, 1 on any
+     * backend with the op (tests: the CPU's is the reference), -1 never */
+    int8_t  topm;
 } hearth_sched_params;
 
 /* m, fwd, pool and pc (NULL: no prefix caching) are borrowed. NULL on OOM. */

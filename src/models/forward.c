@@ -556,3 +556,26 @@ hearth_status hearth_forward_argmax(hearth_fwd *f, const hearth_batch *b, const 
     }
     return HEARTH_OK;
 }
+
+hearth_status hearth_forward_topm(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view *kv, float *logits,
+                                  const hearth_topm_req *rq, hearth_topm *out) {
+    float *rows = NULL;
+    hearth_status st = hearth_fwd_step_run(f, b, kv, logits, &rows);
+    if (st) return st;
+    f->last_out = rows;
+    int64_t nv = f->m->hp.n_vocab;
+    if (f->be) {
+        hearth_op_topm(f->be, rows, f->n_out, nv, rq, out);
+        hidden_out(f);
+        return HEARTH_OK;
+    }
+    for (int32_t r = 0; r < f->n_out; r++) hearth_topm_row_ref(rows + r * nv, nv, rq + r, out + r); /* scripted */
+    return HEARTH_OK;
+}
+
+void hearth_forward_row(hearth_fwd *f, int32_t r, float *dst) {
+    size_t bytes = (size_t)f->m->hp.n_vocab * sizeof(float);
+    const float *src = f->last_out + (size_t)r * (size_t)f->m->hp.n_vocab;
+    if (f->be) hearth_buf_download(f->be, dst, src, bytes);
+    else if (dst != src) memcpy(dst, src, bytes);
+}

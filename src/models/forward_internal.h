@@ -93,6 +93,7 @@ struct hearth_fwd {
     hearth_fwd_script_fn script; /* tests: replaces the family forward (be and scratch unused) */
     void  *script_ctx;
     float *hidden_out;       /* borrowed host [max_tok][n_embd], or NULL (hearth_fwd_set_hidden_out) */
+    const float *last_out;   /* the last step's logits rows where they live (hearth_forward_row) */
     hearth_fwd_trace_fn trace; /* debugging (forward.h); NULL = off */
     void  *trace_user;
 };

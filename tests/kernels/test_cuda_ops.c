@@ -325,6 +325,53 @@ TEST(argmax_vocabulary_rows) {
     free(x);
 }
 
+/* Sampling on the device (topm.cu) against hearth_topm_row_ref: rows of a vocabulary's width
+ * (unaligned too), a row shorter than HEARTH_TOPM, a row on a coarse grid (hundreds of ties at
+ * the cut: the lowest ids must be taken), -inf entries (banned tokens), draws with and without
+ * min-p. The best entries, their order and the max are exact; the normalizers sum in another
+ * order (relative 1e-12); a draw may differ only where the running sum sits within 1e-9 of the
+ * target, which these rows do not hit. */
+TEST(topm_summaries_match_the_reference) {
+    NEED_GPU();
+    const int64_t dims[] = {128258, 151936, 100, 32000};
+    hearth_backend *cpu = hearth_backend_cpu_create(1, 4, 1024, 16, NULL);
+    for (size_t di = 0; di < sizeof dims / sizeof *dims; di++) {
+        const int64_t dim = dims[di], rows = 6;
+        float *x = malloc(sizeof(float) * rows * dim);
+        fill(x, rows * dim, 4.0f);
+        for (int64_t i = 0; i < dim; i += 7) x[2 * dim + i] = -INFINITY; /* row 2: banned tokens */
+        for (int64_t i = 0; i < dim; i++) x[3 * dim + i] = roundf(x[3 * dim + i]); /* row 3: ties */
+        for (int k = 0; k < 30; k++) x[4 * dim + (k * 7919) % dim] += 12.0f; /* row 4: peaked */
+        hearth_topm_req rq[6];
+        for (int r = 0; r < rows; r++)
+            rq[r] = (hearth_topm_req){.temperature = 0.5f + 0.25f * (float)r, .min_p = r == 5 ? 0.05f : 0.0f,
+                                      .u = r % 2 ? 0.3 + 0.1 * r : -1.0};
+        hearth_topm *ref = malloc(sizeof *ref * rows), *got = malloc(sizeof *got * rows);
+        hearth_op_topm(cpu, x, rows, dim, rq, ref);
+        float *dx = up(x, sizeof(float) * rows * dim);
+        hearth_op_topm(gpu(), dx, rows, dim, rq, got);
+        for (int r = 0; r < rows; r++) {
+            CHECK_EQ(got[r].n, ref[r].n);
+            CHECK(got[r].max == ref[r].max);
+            CHECK_NEAR(got[r].z_t / ref[r].z_t, 1.0, 1e-12);
+            CHECK_NEAR(got[r].z_1 / ref[r].z_1, 1.0, 1e-12);
+            int bad = 0;
+            for (int i = 0; i < ref[r].n; i++) bad += got[r].id[i] != ref[r].id[i] || got[r].x[i] != ref[r].x[i];
+            if (bad) fprintf(stderr, "  width %lld row %d: %d of %d best entries differ\n", (long long)dim, r, bad,
+                             ref[r].n);
+            CHECK_EQ(bad, 0);
+            CHECK_EQ(got[r].drawn, ref[r].drawn);
+            if (ref[r].drawn >= 0) CHECK(got[r].drawn_x == ref[r].drawn_x);
+        }
+        CHECK(ref[1].drawn >= 0 && ref[0].drawn == -1);
+        dfree(dx);
+        free(x);
+        free(ref);
+        free(got);
+    }
+    hearth_backend_destroy(cpu);
+}
+
 /* A second backend with fused-sdpa off: its attention runs one query head per block and must
  * give the grouped launch's bits (the switch is a same-bits lever). */
 static hearth_backend *gpu_per_head(void) {

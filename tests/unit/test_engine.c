@@ -9,6 +9,7 @@
 #include "constrain/schema.h"
 #include "engine/engine.h"
 #include "../models/model_harness.h"
+#include "support/sampling_mix.h"
 #include "test.h"
 
 #include <math.h>
@@ -324,6 +325,26 @@ static void idle_counters(hearth_engine *e, hearth_engine_stats *st) {
 /* n choices through the engine seam: hearth_engine_submit_n and hearth_request_next_any. The
  * prompt is computed once (step tokens), choice i gives what seed + i gives alone, greedy
  * choices all give the forward's tokens. */
+/* Sampling on the backend (sampler.h's topm) picks what sampling on the rows picks: the CPU
+ * backend's summary is the reference's, whose sums run in the host sampler's order, so the mix
+ * of tests/support/sampling_mix.h gives the same tokens and logprobs both ways, and the summary
+ * path did run (its counters). */
+TEST(sampling_on_the_backend_matches_sampling_on_the_rows) {
+    hearth_model *m = load();
+    if (!m) return;
+    hearth_sampling_mix a, b;
+    CHECK(hearth_sampling_mix_run(m, HEARTH_DEVICE_CPU, -1, &a));
+    CHECK(hearth_sampling_mix_run(m, HEARTH_DEVICE_CPU, 1, &b));
+    fprintf(stderr, "  tokens from summaries %lld, summaries fallen short %lld\n", (long long)b.topm_rows,
+            (long long)b.topm_short);
+    CHECK_EQ(a.topm_rows + a.topm_short, 0);
+    /* every token came through the summary path (the tiny model's flat rows leave top-p short) */
+    CHECK_EQ(b.topm_rows + b.topm_short, HEARTH_MIX_REQ * HEARTH_MIX_TOK);
+    CHECK(b.topm_rows >= 6 * HEARTH_MIX_TOK);
+    CHECK_EQ(hearth_sampling_mix_diff(&a, &b, 1e-6), 0);
+    hearth_model_destroy(m);
+}
+
 TEST(choices_share_the_prefill_and_sample_as_their_seeds) {
     enum { N = 3, M = 12 };
     int32_t want[M];

@@ -76,6 +76,9 @@ typedef struct {
     size_t         attn_cap; /* floats */
     int32_t       *ids;      /* argmax output */
     size_t         ids_cap;
+    hearth_topm_req *topm_rq; /* topm's requests and summaries, device side */
+    hearth_topm   *topm;
+    size_t         topm_cap;
     float         *lora_h;   /* the LoRA update's x A^T rows (lora.cu) */
     size_t         lora_cap; /* floats */
     char           name[96];
@@ -412,6 +415,8 @@ static void cu_argmax(hearth_backend *be, const float *x, int64_t n_rows, int64_
     if ((size_t)n_rows > c->ids_cap) {
         check(cudaStreamSynchronize(c->stream), "synchronize");
         cudaFree(c->ids);
+        cudaFree(c->topm_rq);
+        cudaFree(c->topm);
         check(cudaMalloc((void **)&c->ids, (size_t)n_rows * sizeof(int32_t)), "allocating ids");
         c->ids_cap = (size_t)n_rows;
     }
@@ -419,6 +424,26 @@ static void cu_argmax(hearth_backend *be, const float *x, int64_t n_rows, int64_
     check(cudaMemcpyAsync(out, c->ids, (size_t)n_rows * sizeof(int32_t), cudaMemcpyDeviceToHost, c->stream),
           "copying ids");
     check(cudaStreamSynchronize(c->stream), "argmax");
+}
+
+static void cu_topm(hearth_backend *be, const float *x, int64_t n_rows, int64_t n, const hearth_topm_req *rq,
+                    hearth_topm *out) {
+    cuda_ctx *c = ctx_of(be);
+    if (n_rows <= 0) return;
+    if ((size_t)n_rows > c->topm_cap) {
+        check(cudaStreamSynchronize(c->stream), "synchronize");
+        cudaFree(c->topm_rq);
+        cudaFree(c->topm);
+        check(cudaMalloc((void **)&c->topm_rq, (size_t)n_rows * sizeof *rq), "allocating topm requests");
+        check(cudaMalloc((void **)&c->topm, (size_t)n_rows * sizeof *out), "allocating topm summaries");
+        c->topm_cap = (size_t)n_rows;
+    }
+    check(cudaMemcpyAsync(c->topm_rq, rq, (size_t)n_rows * sizeof *rq, cudaMemcpyHostToDevice, c->stream),
+          "copying topm requests");
+    hc_topm(x, n_rows, n, c->topm_rq, c->topm, c->stream);
+    check(cudaMemcpyAsync(out, c->topm, (size_t)n_rows * sizeof *out, cudaMemcpyDeviceToHost, c->stream),
+          "copying topm summaries");
+    check(cudaStreamSynchronize(c->stream), "topm");
 }
 
 static bool cu_supports(hearth_backend *be, hearth_type type) {
@@ -614,6 +639,7 @@ static const struct hearth_backend_i cuda_iface = {
     .lora = cu_lora,
     .forget = cu_forget,
     .argmax = cu_argmax,
+    .topm = cu_topm,
     .destroy = cu_destroy,
 };
 

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels/ref/topm_ref.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -126,6 +128,9 @@ void hc_copy_rows(const float *x, int64_t dim, const int32_t *rows, int64_t n, f
 
 /* argmax.cu: out[r] = the first index of the largest of x[r][0..n) */
 void hc_argmax(const float *x, int64_t n_rows, int64_t n, int32_t *out, void *stream);
+/* topm.cu: out[r] = the summary of row r (kernels/ref/topm_ref.h) asked by rq[r]; rq and out in
+ * device memory */
+void hc_topm(const float *x, int64_t n_rows, int64_t n, const hearth_topm_req *rq, hearth_topm *out, void *stream);
 
 /* lora.cu: the segmented LoRA update (hearth_lora_ref, kernels/ref/lora_ref.h): for each
  * segment, rows t of [t0, t0 + n) get y[t] += scale * B (A x[t]);  x: [..][n_in], y: [..][ldy]

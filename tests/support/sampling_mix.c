@@ -1,0 +1,102 @@
+/* sampling_mix.c - the request mix of sampling_mix.h. */
+#include "support/sampling_mix.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <time.h>
+
+static const int32_t PROMPT[] = {1, 504, 3527, 28, 253, 1345, 2284, 30, 378, 5536};
+
+static void settings(int i, hearth_sampler_params *sp) {
+    sp->seed = 1000 + (uint64_t)i;
+    switch (i) {
+    case 0: break; /* greedy */
+    case 1: sp->temperature = 0.8f; sp->top_k = 40; break;
+    case 2: sp->temperature = 1.0f; sp->top_p = 0.9f; break;
+    case 3: sp->temperature = 1.0f; break;
+    case 4: sp->temperature = 0.9f; sp->min_p = 0.05f; break;
+    case 5: sp->temperature = 0.7f; sp->top_k = 40; sp->top_p = 0.95f; sp->min_p = 0.05f; break;
+    case 6: sp->temperature = 1.5f; sp->top_k = 20; break;
+    default: sp->temperature = 1.1f; sp->top_p = 0.5f; break;
+    }
+}
+
+bool hearth_sampling_mix_run(const hearth_model *m, hearth_device device, int8_t topm, hearth_sampling_mix *out) {
+    hearth_engine_params ep = hearth_engine_params_default();
+    ep.device = device;
+    ep.n_ctx = 128;
+    ep.batch = HEARTH_MIX_REQ;
+    ep.topm = topm;
+    hearth_engine *e = NULL;
+    hearth_err err = {0};
+    if (hearth_engine_create(m, &ep, &e, &err)) {
+        fprintf(stderr, "  engine: %s\n", err.msg);
+        return false;
+    }
+    bool ok = true;
+    hearth_request *r[HEARTH_MIX_REQ] = {0};
+    for (int i = 0; i < HEARTH_MIX_REQ && ok; i++) {
+        hearth_request_params rp = {.prompt = PROMPT, .n_prompt = 10 - i % 3, .max_tokens = HEARTH_MIX_TOK,
+                                    .sampling = hearth_sampler_params_default(), .ignore_eog = true,
+                                    .logprobs = i % 2 == 0, .top_logprobs = 3};
+        settings(i, &rp.sampling);
+        if (hearth_engine_submit(e, &rp, &r[i], &err)) {
+            fprintf(stderr, "  submit: %s\n", err.msg);
+            ok = false;
+        }
+    }
+    for (int i = 0; i < HEARTH_MIX_REQ && r[i]; i++) {
+        for (int n = 0;; n++) {
+            hearth_event ev;
+            if (hearth_request_next(r[i], &ev, 60000)) {
+                fprintf(stderr, "  request %d: no event in 60 s\n", i);
+                ok = false;
+                break;
+            }
+            if (ev.kind == HEARTH_EV_DONE) {
+                if (n != HEARTH_MIX_TOK) {
+                    fprintf(stderr, "  request %d: %d tokens (%s)\n", i, n, ev.msg);
+                    ok = false;
+                }
+                break;
+            }
+            if (n >= HEARTH_MIX_TOK) continue;
+            out->tok[i][n] = ev.token;
+            if (ev.has_logprobs != (i % 2 == 0)) ok = false;
+            if (ev.has_logprobs) out->lp[i][n] = ev.lp;
+        }
+        hearth_request_release(r[i]);
+    }
+    hearth_engine_stats st;
+    for (int k = 0; k < 5000; k++) { /* counters are published after each step: wait for idle */
+        hearth_engine_stats_get(e, &st);
+        if (st.running == 0 && st.waiting == 0) break;
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    }
+    out->topm_rows = st.topm_rows;
+    out->topm_short = st.topm_short;
+    hearth_engine_destroy(e);
+    return ok;
+}
+
+int hearth_sampling_mix_diff(const hearth_sampling_mix *a, const hearth_sampling_mix *b, double tol) {
+    int bad = 0;
+    for (int i = 0; i < HEARTH_MIX_REQ; i++)
+        for (int n = 0; n < HEARTH_MIX_TOK; n++) {
+            if (a->tok[i][n] != b->tok[i][n]) {
+                fprintf(stderr, "  request %d token %d: %d vs %d\n", i, n, a->tok[i][n], b->tok[i][n]);
+                bad++;
+                break; /* the rest of the sequence follows another context */
+            }
+            if (i % 2) continue;
+            const hearth_token_logprobs *x = &a->lp[i][n], *y = &b->lp[i][n];
+            bool off = fabs(x->logprob - y->logprob) > tol || x->n_top != y->n_top;
+            for (int j = 0; j < x->n_top && !off; j++)
+                off = x->top_id[j] != y->top_id[j] || fabs(x->top_logprob[j] - y->top_logprob[j]) > tol;
+            if (off) {
+                fprintf(stderr, "  request %d token %d: logprobs differ (%g vs %g)\n", i, n, x->logprob, y->logprob);
+                bad++;
+            }
+        }
+    return bad;
+}

@@ -1,0 +1,21 @@
+/* sampling_mix.h - one batch of concurrent requests with every kind of sampling setting, for
+ * tests that compare two ways of sampling (on the rows, on the backend's row summaries): greedy
+ * with logprobs, top-k, top-p, min-p, plain temperature draws, seeded, logprobs on every other
+ * request. */
+#pragma once
+#include "backend/backend.h"
+#include "engine/engine.h"
+
+enum { HEARTH_MIX_REQ = 8, HEARTH_MIX_TOK = 12 };
+
+typedef struct {
+    int32_t               tok[HEARTH_MIX_REQ][HEARTH_MIX_TOK];
+    hearth_token_logprobs lp[HEARTH_MIX_REQ][HEARTH_MIX_TOK]; /* even requests only */
+    int64_t               topm_rows, topm_short;               /* the engine's counters after */
+} hearth_sampling_mix;
+
+/* The mix on a fresh engine of m (batch 8) on device with params.topm = topm; false (with a
+ * message on stderr) when the engine or a request failed. */
+bool hearth_sampling_mix_run(const hearth_model *m, hearth_device device, int8_t topm, hearth_sampling_mix *out);
+/* How many tokens differ, or logprobs by more than tol (each difference printed on stderr). */
+int  hearth_sampling_mix_diff(const hearth_sampling_mix *a, const hearth_sampling_mix *b, double tol);
