@@ -9,7 +9,7 @@
  *      -lpcre2-8 -lcjson -lmicrohttpd -lcurl -lsqlite3 -lcrypto -lutf8proc -lxxhash \
  *      -L<cuda>/lib64 -lcudart -lcublas -lstdc++ -lpthread -lm -o build/bench_cuda
  *   build/bench_cuda MODEL.gguf [--device cuda|cpu] [--gen N] [--prefill N] [--streams N]
- *                    [--kv-quant off|8|4]
+ *                    [--kv-quant off|8|4] [--temperature T] [--top-k K] [--top-p P]
  *   build/bench_cuda --attn CTX [--heads H/HKV] [--dim D] [--tok N]
  *   build/bench_cuda --mv N
  *   build/bench_cuda --gemm T1,T2,... [bf16|q8_0|q4_0]
@@ -21,7 +21,9 @@
  *   prefill  one forward of a prefill-token prompt (logits of the last token only), after a
  *            warm-up forward of the same size;
  *   streams  N requests of 32 prompt tokens and gen new tokens each through the engine at batch
- *            N: aggregate generated tokens per second of wall time, prefill included.
+ *            N: aggregate generated tokens per second of wall time, prefill included; greedy, or
+ *            seeded draws with --temperature / --top-k / --top-p (HEARTH_TOPM=0 in the
+ *            environment: the rows go to the host sampler, the comparison for sampling on the GPU).
  * --kv-quant runs all three over that KV cache (q8_0 / q4_0 keys and values; off: f16).
  *   attn     (no model) one attention op of N queries (default 1: decode; 128 or more: the
  *            prefill kernel) at the end of a CTX-token paged cache of f16, q8_0 and q4_0 keys and
@@ -137,6 +139,8 @@ static void decode_and_prefill(const hearth_model *m, bool cuda, int gen, int pr
     hearth_backend_destroy(be);
 }
 
+static hearth_sampler_params sampling; /* the streams' (greedy unless --temperature) */
+
 static void streams(const hearth_model *m, bool cuda, int n, int gen) {
     hearth_engine_params ep = hearth_engine_params_default();
     ep.device = cuda ? HEARTH_DEVICE_CUDA : HEARTH_DEVICE_CPU;
@@ -159,7 +163,8 @@ static void streams(const hearth_model *m, bool cuda, int n, int gen) {
         for (int i = 0; i < n; i++) {
             for (int j = 0; j < 32; j++) p[j] = rnd_tok();
             hearth_request_params rp = {.prompt = p, .n_prompt = 32, .max_tokens = round ? gen : 4,
-                                        .sampling = hearth_sampler_params_default(), .ignore_eog = true};
+                                        .sampling = sampling, .ignore_eog = true};
+            rp.sampling.seed = (uint64_t)i + 1;
             if (hearth_engine_submit(e, &rp, &r[i], &err)) fprintf(stderr, "submit: %s\n", err.msg);
         }
         long total = 0;
@@ -172,8 +177,9 @@ static void streams(const hearth_model *m, bool cuda, int n, int gen) {
         }
         double wall = now_s() - t0;
         if (round)
-            printf("{\"what\":\"streams\",\"n\":%d,\"gen\":%d,\"generated\":%ld,\"wall_s\":%.3f,\"agg_tok_s\":%.1f}\n",
-                   n, gen, total, wall, total / wall);
+            printf("{\"what\":\"streams\",\"n\":%d,\"gen\":%d,\"temperature\":%g,\"top_k\":%d,\"top_p\":%g,"
+                   "\"generated\":%ld,\"wall_s\":%.3f,\"agg_tok_s\":%.1f}\n",
+                   n, gen, sampling.temperature, sampling.top_k, sampling.top_p, total, wall, total / wall);
         free(r);
     }
     fflush(stdout);
@@ -398,11 +404,15 @@ int main(int argc, char **argv) {
     }
     bool cuda = true;
     int gen = 128, prefill = 0, n_streams = 0;
+    sampling = hearth_sampler_params_default();
     for (int i = 2; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--device")) cuda = strcmp(argv[i + 1], "cpu") != 0;
         else if (!strcmp(argv[i], "--gen")) gen = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--prefill")) prefill = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--streams")) n_streams = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--temperature")) sampling.temperature = (float)atof(argv[i + 1]);
+        else if (!strcmp(argv[i], "--top-k")) sampling.top_k = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--top-p")) sampling.top_p = (float)atof(argv[i + 1]);
         else if (!strcmp(argv[i], "--kv-quant") && !hearth_kv_quant_parse(argv[i + 1], &kvq, NULL, 0)) {
             fprintf(stderr, "--kv-quant: expected off, 8 or 4\n");
             return 2;
