@@ -328,9 +328,10 @@ TEST(argmax_vocabulary_rows) {
 /* Sampling on the device (topm.cu) against hearth_topm_row_ref: rows of a vocabulary's width
  * (unaligned too), a row shorter than HEARTH_TOPM, a row on a coarse grid (hundreds of ties at
  * the cut: the lowest ids must be taken), -inf entries (banned tokens), draws with and without
- * min-p. The best entries, their order and the max are exact; the normalizers sum in another
- * order (relative 1e-12); a draw may differ only where the running sum sits within 1e-9 of the
- * target, which these rows do not hit. */
+ * min-p. The best entries, their order and the max are exact; z_1 sums double exps in another
+ * order (relative 1e-12), z_t the device's expf, which differs from glibc's in the last bit of
+ * some terms (1e-8 measured; 1e-6 allowed); a draw may differ only where the running sum sits
+ * that close to the target, which these rows do not hit. */
 TEST(topm_summaries_match_the_reference) {
     NEED_GPU();
     const int64_t dims[] = {128258, 151936, 100, 32000};
@@ -353,7 +354,7 @@ TEST(topm_summaries_match_the_reference) {
         for (int r = 0; r < rows; r++) {
             CHECK_EQ(got[r].n, ref[r].n);
             CHECK(got[r].max == ref[r].max);
-            CHECK_NEAR(got[r].z_t / ref[r].z_t, 1.0, 1e-12);
+            CHECK_NEAR(got[r].z_t / ref[r].z_t, 1.0, 1e-6); /* the device's expf is not glibc's */
             CHECK_NEAR(got[r].z_1 / ref[r].z_1, 1.0, 1e-12);
             int bad = 0;
             for (int i = 0; i < ref[r].n; i++) bad += got[r].id[i] != ref[r].id[i] || got[r].x[i] != ref[r].x[i];

@@ -35,15 +35,16 @@ bool hearth_sampling_mix_run(const hearth_model *m, hearth_device device, int8_t
     }
     bool ok = true;
     hearth_request *r[HEARTH_MIX_REQ] = {0};
-    for (int i = 0; i < HEARTH_MIX_REQ && ok; i++) {
-        hearth_request_params rp = {.prompt = PROMPT, .n_prompt = 10 - i % 3, .max_tokens = HEARTH_MIX_TOK,
-                                    .sampling = hearth_sampler_params_default(), .ignore_eog = true,
-                                    .logprobs = i % 2 == 0, .top_logprobs = 3};
-        settings(i, &rp.sampling);
-        if (hearth_engine_submit(e, &rp, &r[i], &err)) {
-            fprintf(stderr, "  submit: %s\n", err.msg);
-            ok = false;
-        }
+    hearth_request_params rp[HEARTH_MIX_REQ];
+    for (int i = 0; i < HEARTH_MIX_REQ; i++) {
+        rp[i] = (hearth_request_params){.prompt = PROMPT, .n_prompt = 10, .max_tokens = HEARTH_MIX_TOK,
+                                        .sampling = hearth_sampler_params_default(), .ignore_eog = true,
+                                        .logprobs = i % 2 == 0, .top_logprobs = 3};
+        settings(i, &rp[i].sampling);
+    }
+    if (hearth_engine_submit_n(e, rp, HEARTH_MIX_REQ, r, &err)) {
+        fprintf(stderr, "  submit: %s\n", err.msg);
+        ok = false;
     }
     for (int i = 0; i < HEARTH_MIX_REQ && r[i]; i++) {
         for (int n = 0;; n++) {
