@@ -216,9 +216,10 @@ struct hearth_backend_i {
     void (*argmax)(hearth_backend *be, const float *x, int64_t n_rows, int64_t n, int32_t *out);
     /* (optional: NULL = none) out[r] (host memory) = the summary of row r that the host sampler
      * finishes on, hearth_topm_row_ref (kernels/ref/topm_ref.h) for the request rq[r] (host
-     * memory): sampling where only a few KB per row leave the device */
-    void (*topm)(hearth_backend *be, const float *x, int64_t n_rows, int64_t n, const hearth_topm_req *rq,
-                 hearth_topm *out);
+     * memory), after the row's edits (edits[rq[r].edit0 ..], host memory) are applied to x in
+     * place: sampling where only a few KB per row leave the device */
+    void (*topm)(hearth_backend *be, float *x, int64_t n_rows, int64_t n, const hearth_topm_req *rq,
+                 const hearth_topm_edit *edits, int32_t n_edits, hearth_topm *out);
     void (*destroy)(hearth_backend *be);
 };
 
@@ -378,7 +379,7 @@ static inline void hearth_op_argmax(hearth_backend *be, const float *x, int64_t 
     be->iface->argmax(be, x, n_rows, n, out);
 }
 static inline bool hearth_backend_has_topm(const hearth_backend *be) { return be->iface->topm != NULL; }
-static inline void hearth_op_topm(hearth_backend *be, const float *x, int64_t n_rows, int64_t n,
-                                  const hearth_topm_req *rq, hearth_topm *out) {
-    be->iface->topm(be, x, n_rows, n, rq, out);
+static inline void hearth_op_topm(hearth_backend *be, float *x, int64_t n_rows, int64_t n, const hearth_topm_req *rq,
+                                  const hearth_topm_edit *edits, int32_t n_edits, hearth_topm *out) {
+    be->iface->topm(be, x, n_rows, n, rq, edits, n_edits, out);
 }

@@ -647,10 +647,14 @@ static void cpu_argmax(hearth_backend *be, const float *x, int64_t n_rows, int64
     for (int64_t r = 0; r < n_rows; r++) out[r] = (int32_t)hearth_kernels_argmax(x + r * n, n);
 }
 
-static void cpu_topm(hearth_backend *be, const float *x, int64_t n_rows, int64_t n, const hearth_topm_req *rq,
-                     hearth_topm *out) {
+static void cpu_topm(hearth_backend *be, float *x, int64_t n_rows, int64_t n, const hearth_topm_req *rq,
+                     const hearth_topm_edit *edits, int32_t n_edits, hearth_topm *out) {
     (void)be;
-    for (int64_t r = 0; r < n_rows; r++) hearth_topm_row_ref(x + r * n, n, rq + r, out + r);
+    (void)n_edits;
+    for (int64_t r = 0; r < n_rows; r++) {
+        hearth_topm_edit_ref(x + r * n, edits + rq[r].edit0, rq[r].n_edit);
+        hearth_topm_row_ref(x + r * n, n, rq + r, out + r);
+    }
 }
 
 /* ---- buffers: host memory ---- */

@@ -24,6 +24,10 @@ struct hearth_sampler {
     int32_t            n_recent, recent_head;
     cand              *cands;    /* owned [n_vocab] */
     uint64_t           rng[4];
+    int32_t           *seen;     /* owned [cap_seen]: the distinct generated tokens, in order (topm edits) */
+    int32_t            n_seen, cap_seen;
+    bool               seen_lost; /* out of memory growing seen: no topm edits */
+    bool               bias_dup;  /* a token twice in the logit bias: no topm edits */
 };
 
 hearth_sampler_params hearth_sampler_params_default(void) {
@@ -79,6 +83,8 @@ hearth_sampler *hearth_sampler_create(const hearth_sampler_params *p, int32_t n_
     s->recent = calloc((size_t)(p->repeat_last_n > 0 ? p->repeat_last_n : 1), sizeof *s->recent);
     s->bias = p->n_bias ? malloc((size_t)p->n_bias * sizeof *s->bias) : NULL;
     if (!s->counts || !s->cands || !s->recent || (p->n_bias && !s->bias)) goto oom;
+    for (int32_t i = 0; i < p->n_bias; i++)
+        for (int32_t k = 0; k < i; k++) s->bias_dup |= p->bias[i].token == p->bias[k].token;
     if (p->n_bias) memcpy(s->bias, p->bias, (size_t)p->n_bias * sizeof *s->bias);
     s->p.bias = s->bias;
     uint64_t x = p->seed;
@@ -96,12 +102,23 @@ void hearth_sampler_destroy(hearth_sampler *s) {
     free(s->counts);
     free(s->recent);
     free(s->cands);
+    free(s->seen);
     free(s);
 }
 
 void hearth_sampler_accept(hearth_sampler *s, int32_t token) {
     if (token < 0 || token >= s->n_vocab) return;
-    s->counts[token]++;
+    if (s->counts[token]++ == 0 && !s->seen_lost) {
+        if (s->n_seen == s->cap_seen) {
+            int32_t cap = s->cap_seen ? 2 * s->cap_seen : 64, *g = realloc(s->seen, (size_t)cap * sizeof *g);
+            if (!g) s->seen_lost = true;
+            else {
+                s->seen = g;
+                s->cap_seen = cap;
+            }
+        }
+        if (!s->seen_lost) s->seen[s->n_seen++] = token;
+    }
     if (s->p.repeat_last_n > 0) {
         s->recent[s->recent_head] = token;
         s->recent_head = (s->recent_head + 1) % s->p.repeat_last_n;
@@ -380,11 +397,14 @@ bool hearth_sampler_is_argmax(const hearth_sampler *s) {
 static bool xtc_live(const hearth_sampler_params *p) { return p->xtc_probability > 0.0f && p->xtc_threshold <= 0.5f; }
 static bool top_p_on(const hearth_sampler_params *p) { return p->top_p < 1.0f && p->top_p > 0.0f; }
 
+static bool penalized(const hearth_sampler_params *p) {
+    return (p->repeat_penalty != 1.0f && p->repeat_last_n != 0) || p->presence_penalty != 0.0f ||
+           p->frequency_penalty != 0.0f;
+}
+
 hearth_topm_mode hearth_sampler_topm_mode(const hearth_sampler *s) {
     const hearth_sampler_params *p = &s->p;
-    if (p->n_bias || (p->repeat_penalty != 1.0f && p->repeat_last_n != 0) || p->presence_penalty != 0.0f ||
-        p->frequency_penalty != 0.0f)
-        return HEARTH_TOPM_OFF;
+    if (s->bias_dup || (s->seen_lost && penalized(p))) return HEARTH_TOPM_OFF;
     if (p->temperature <= 0.0f || p->top_k > 0 || top_p_on(p)) return HEARTH_TOPM_CANDS;
     return xtc_live(p) ? HEARTH_TOPM_OFF : HEARTH_TOPM_DRAW;
 }
@@ -448,3 +468,45 @@ void hearth_sampler_logprobs_topm(const hearth_topm *t, int32_t chosen, int32_t 
         out->top_logprob[j] = (float)(t->x[j] - log_z);
     }
 }
+
+int32_t hearth_sampler_topm_edits_max(const hearth_sampler *s) {
+    return s->p.n_bias + s->n_recent + s->n_seen;
+}
+
+static int cmp_edit(const void *a, const void *b) {
+    const hearth_topm_edit *x = a, *y = b;
+    return (x->token > y->token) - (x->token < y->token);
+}
+
+/* apply_penalties as edits: one per token touched, in the order of the operations there */
+int32_t hearth_sampler_topm_edits(const hearth_sampler *s, hearth_topm_edit *e) {
+    const hearth_sampler_params *p = &s->p;
+    int32_t n = 0;
+    for (int32_t i = 0; i < p->n_bias; i++)
+        e[n++] = (hearth_topm_edit){.token = p->bias[i].token, .flags = HEARTH_TOPM_ADD, .add = p->bias[i].bias};
+    if (p->repeat_penalty != 1.0f)
+        for (int32_t i = 0; i < s->n_recent; i++)
+            e[n++] = (hearth_topm_edit){.token = s->recent[i], .flags = HEARTH_TOPM_REP, .rp = p->repeat_penalty};
+    if (p->presence_penalty != 0.0f || p->frequency_penalty != 0.0f)
+        for (int32_t i = 0; i < s->n_seen; i++) {
+            int32_t t = s->seen[i];
+            e[n++] = (hearth_topm_edit){.token = t, .flags = HEARTH_TOPM_SUB,
+                                        .sub = p->frequency_penalty * (float)s->counts[t] + p->presence_penalty};
+        }
+    /* merge each token's entries into one (the order of the three operations is fixed by flags) */
+    qsort(e, (size_t)n, sizeof *e, cmp_edit);
+    int32_t m = 0;
+    for (int32_t i = 0; i < n; i++) {
+        if (m > 0 && e[m - 1].token == e[i].token) {
+            hearth_topm_edit *d = &e[m - 1];
+            if (e[i].flags & HEARTH_TOPM_ADD) d->add = e[i].add;
+            if (e[i].flags & HEARTH_TOPM_REP) d->rp = e[i].rp;
+            if (e[i].flags & HEARTH_TOPM_SUB) d->sub = e[i].sub;
+            d->flags |= e[i].flags;
+        } else
+            e[m++] = e[i];
+    }
+    return m;
+}
+
+int32_t hearth_sampler_sample_edited(hearth_sampler *s, const float *logits) { return choose(s, logits); }

@@ -103,8 +103,7 @@ void            hearth_sampler_logprobs(const float *logits, int32_t n_vocab, in
  * HEARTH_TOPM entries, the normalizers, and for a plain temperature draw the draw itself over the
  * whole row), and the sampler finishes on the summary with the same chain and the same RNG
  * draws as hearth_sampler_sample on the row. What a sampler can finish on:
- *   OFF   the row is needed: logit bias or a penalty (they change logits the device does not
- *         know), or XTC on an unsorted draw;
+ *   OFF   the row is needed: XTC on an unsorted draw, a token twice in the logit bias;
  *   CANDS greedy, or top-k / top-p (the candidates are sorted, and their head is in the summary;
  *         rarely it is not, e.g. top-p mass beyond HEARTH_TOPM entries: the row is then needed);
  *   DRAW  a temperature draw without top-k / top-p (min-p allowed): the device draws with the
@@ -117,6 +116,13 @@ void             hearth_sampler_topm_req(hearth_sampler *s, hearth_topm_req *rq)
  * chain needs (only for CANDS, and before any RNG draw): sample the row with
  * hearth_sampler_sample instead. */
 int32_t          hearth_sampler_sample_topm(hearth_sampler *s, const hearth_topm *t);
+/* The logit bias and penalties as edits of the row before its summary (hearth_topm_edit, one
+ * per token touched): e gets at most hearth_sampler_topm_edits_max(s); returns the count. */
+int32_t          hearth_sampler_topm_edits_max(const hearth_sampler *s);
+int32_t          hearth_sampler_topm_edits(const hearth_sampler *s, hearth_topm_edit *e);
+/* hearth_sampler_sample on a row whose bias and penalties are already applied (a row copied
+ * after its summary fell short). */
+int32_t          hearth_sampler_sample_edited(hearth_sampler *s, const float *logits);
 /* hearth_sampler_logprobs from a summary (chosen: a token hearth_sampler_sample_topm gave). */
 void             hearth_sampler_logprobs_topm(const hearth_topm *t, int32_t chosen, int32_t k,
                                               hearth_token_logprobs *out);

@@ -82,6 +82,8 @@ struct hearth_sched {
     float               *logits;         /* owned [lg_rows][n_vocab] */
     hearth_topm_req     *topm_rq;        /* owned [batch] when a step sampled on the backend */
     hearth_topm         *topm;           /* owned [batch]: the summaries of that step's rows */
+    hearth_topm_edit    *topm_ed;        /* owned [cap_ed]: their rows' edits (bias, penalties) */
+    int32_t              n_ed, cap_ed;
     int32_t              lg_rows;        /* batch, more once a step scores a prompt */
     int32_t              step_rows;      /* logits rows the step being packed asks for */
     int32_t             *ids;            /* owned [batch]: greedy picks made on the device */
@@ -236,6 +238,7 @@ void hearth_sched_destroy(hearth_sched *s) {
     free(s->logits);
     free(s->topm_rq);
     free(s->topm);
+    free(s->topm_ed);
     free(s->lg_fork);
     free(s->ids);
     free(s->eog);
@@ -690,13 +693,13 @@ static void drop_draft_blocks(hearth_sched *s, seq *q) {
 }
 
 /* Can every row of the packed step be sampled on the backend (sampler.h's topm)? Then each out
- * row's request is filled in (a DRAW sampler draws its uniform now). Rows that score prompt
+ * row's request and edits are filled in (a DRAW sampler draws its uniform now). Rows that score prompt
  * tokens, verify drafts, start forks, follow a constraint or hold back the end of generation
  * need their logits. */
 static bool use_topm(hearth_sched *s, hearth_backend *be) {
     if (s->p.topm < 0 || !be || !hearth_backend_has_topm(be) || (s->p.topm == 0 && hearth_backend_host_memory(be)))
         return false;
-    int32_t rows = 0;
+    int32_t rows = 0, max_ed = 0;
     for (int32_t i = 0; i < s->n_run; i++) {
         seq *q = s->run[i];
         if (!q->take) continue;
@@ -705,8 +708,15 @@ static bool use_topm(hearth_sched *s, hearth_backend *be) {
         if (q->cx || q->forks || q->n_gen < q->r->p.min_tokens || hearth_sampler_topm_mode(q->smp) == HEARTH_TOPM_OFF)
             return false;
         rows++;
+        max_ed += hearth_sampler_topm_edits_max(q->smp);
     }
     if (rows == 0) return false;
+    if (max_ed > s->cap_ed) {
+        hearth_topm_edit *g = realloc(s->topm_ed, (size_t)max_ed * 2 * sizeof *g);
+        if (!g) return false;
+        s->topm_ed = g;
+        s->cap_ed = max_ed * 2;
+    }
     if (!s->topm) {
         s->topm_rq = malloc((size_t)s->p.batch * sizeof *s->topm_rq);
         s->topm = malloc((size_t)s->p.batch * sizeof *s->topm);
@@ -718,9 +728,15 @@ static bool use_topm(hearth_sched *s, hearth_backend *be) {
             return false;
         }
     }
+    s->n_ed = 0;
     for (int32_t i = 0, r = 0; i < s->n_run; i++) {
         seq *q = s->run[i];
-        if (q->take && q->n_done + q->take == q->n_toks) hearth_sampler_topm_req(q->smp, &s->topm_rq[r++]);
+        if (!q->take || q->n_done + q->take != q->n_toks) continue;
+        hearth_topm_req *rq = &s->topm_rq[r++];
+        hearth_sampler_topm_req(q->smp, rq);
+        rq->edit0 = s->n_ed;
+        rq->n_edit = hearth_sampler_topm_edits(q->smp, s->topm_ed + s->n_ed);
+        s->n_ed += rq->n_edit;
     }
     return true;
 }
@@ -842,7 +858,7 @@ void hearth_sched_step(hearth_sched *s) {
     hearth_status st = !logits_room(s) ? HEARTH_E_NOMEM
                        : argmax ? hearth_forward_argmax(s->fwd, &b, hearth_kv_pool_view(s->pool), s->logits, s->ids)
                        : topm   ? hearth_forward_topm(s->fwd, &b, hearth_kv_pool_view(s->pool), s->logits, s->topm_rq,
-                                                      s->topm)
+                                                      s->topm_ed, s->n_ed, s->topm)
                                 : hearth_forward(s->fwd, &b, hearth_kv_pool_view(s->pool), s->logits);
     if (s->p.draft && !st) cost_record(s, n, hearth_now_mono_ms() - t_step);
     s->st.steps++;
@@ -890,9 +906,9 @@ void hearth_sched_step(hearth_sched *s) {
         if (out && pick < 0 && q->n_gen < q->r->p.min_tokens) /* end of generation not allowed yet */
             for (int32_t e = 0; e < s->n_eog; e++) lg[s->eog[e]] = -INFINITY;
         if (tm && (pick = hearth_sampler_sample_topm(q->smp, tm)) == -2) { /* the summary falls short */
-            hearth_forward_row(s->fwd, out_row, lg);
+            hearth_forward_row(s->fwd, out_row, lg); /* bias and penalties applied there */
+            pick = hearth_sampler_sample_edited(q->smp, lg);
             tm = NULL;
-            pick = -1;
             s->st.topm_short++;
         } else if (tm)
             s->st.topm_rows++;

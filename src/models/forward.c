@@ -558,18 +558,22 @@ hearth_status hearth_forward_argmax(hearth_fwd *f, const hearth_batch *b, const 
 }
 
 hearth_status hearth_forward_topm(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view *kv, float *logits,
-                                  const hearth_topm_req *rq, hearth_topm *out) {
+                                  const hearth_topm_req *rq, const hearth_topm_edit *edits, int32_t n_edits,
+                                  hearth_topm *out) {
     float *rows = NULL;
     hearth_status st = hearth_fwd_step_run(f, b, kv, logits, &rows);
     if (st) return st;
     f->last_out = rows;
     int64_t nv = f->m->hp.n_vocab;
     if (f->be) {
-        hearth_op_topm(f->be, rows, f->n_out, nv, rq, out);
+        hearth_op_topm(f->be, rows, f->n_out, nv, rq, edits, n_edits, out);
         hidden_out(f);
         return HEARTH_OK;
     }
-    for (int32_t r = 0; r < f->n_out; r++) hearth_topm_row_ref(rows + r * nv, nv, rq + r, out + r); /* scripted */
+    for (int32_t r = 0; r < f->n_out; r++) { /* scripted */
+        hearth_topm_edit_ref(rows + r * nv, edits + rq[r].edit0, rq[r].n_edit);
+        hearth_topm_row_ref(rows + r * nv, nv, rq + r, out + r);
+    }
     return HEARTH_OK;
 }
 

@@ -113,9 +113,11 @@ hearth_status hearth_forward_argmax(hearth_fwd *f, const hearth_batch *b, const 
  * for (kernels/ref/topm_ref.h): the host sampler finishes on it (hearth_sampler_sample_topm).
  * The backend must have the op (hearth_fwd_has_topm). */
 hearth_status hearth_forward_topm(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view *kv, float *logits,
-                                  const hearth_topm_req *rq, hearth_topm *out);
-/* After hearth_forward_topm: copy its logits row r to dst [n_vocab] (host), for a row whose
- * summary does not cover what its sampler needs. Valid until the next step. */
+                                  const hearth_topm_req *rq, const hearth_topm_edit *edits, int32_t n_edits,
+                                  hearth_topm *out);
+/* After hearth_forward_topm: copy its logits row r (with its edits applied) to dst [n_vocab]
+ * (host), for a row whose summary does not cover what its sampler needs. Valid until the next
+ * step. */
 void            hearth_forward_row(hearth_fwd *f, int32_t r, float *dst);
 /* Also write each logits row's final-normed hidden state (what the output head multiplies) to
  * hidden [n_out][n_embd] (host memory, borrowed; NULL: off) in every later forward. The Gemma 4

@@ -347,10 +347,22 @@ TEST(topm_summaries_match_the_reference) {
         for (int r = 0; r < rows; r++)
             rq[r] = (hearth_topm_req){.temperature = 0.5f + 0.25f * (float)r, .min_p = r == 5 ? 0.05f : 0.0f,
                                       .u = r % 2 ? 0.3 + 0.1 * r : -1.0};
+        /* rows 1 and 4: bias and penalties edited in first (tokens within every width) */
+        hearth_topm_edit e[] = {{7, HEARTH_TOPM_ADD, 9.0f, 1, 0}, {30, HEARTH_TOPM_REP | HEARTH_TOPM_SUB, 0, 1.3f, 0.7f},
+                                {31, HEARTH_TOPM_ADD | HEARTH_TOPM_REP, -1.5f, 1.1f, 0}, {99, HEARTH_TOPM_SUB, 0, 1, 2.25f},
+                                {5, HEARTH_TOPM_ADD, -INFINITY, 1, 0}, {12, HEARTH_TOPM_REP, 0, 2.0f, 0}};
+        rq[1].edit0 = 0;
+        rq[1].n_edit = 4;
+        rq[4].edit0 = 4;
+        rq[4].n_edit = 2;
         hearth_topm *ref = malloc(sizeof *ref * rows), *got = malloc(sizeof *got * rows);
-        hearth_op_topm(cpu, x, rows, dim, rq, ref);
-        float *dx = up(x, sizeof(float) * rows * dim);
-        hearth_op_topm(gpu(), dx, rows, dim, rq, got);
+        float *dx = up(x, sizeof(float) * rows * dim), *xe = malloc(sizeof(float) * rows * dim);
+        hearth_op_topm(cpu, x, rows, dim, rq, e, 6, ref); /* x: edited in place */
+        hearth_op_topm(gpu(), dx, rows, dim, rq, e, 6, got);
+        down(xe, dx, sizeof(float) * rows * dim);
+        CHECK(memcmp(xe, x, sizeof(float) * rows * dim) == 0); /* the edits, bit for bit */
+        CHECK(x[dim + 7] > 100.0f || x[dim + 7] == ref[1].x[0]);
+        free(xe);
         for (int r = 0; r < rows; r++) {
             CHECK_EQ(got[r].n, ref[r].n);
             CHECK(got[r].max == ref[r].max);

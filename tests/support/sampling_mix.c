@@ -7,17 +7,21 @@
 
 static const int32_t PROMPT[] = {1, 504, 3527, 28, 253, 1345, 2284, 30, 378, 5536};
 
+static const hearth_logit_bias BIAS[] = {{300, 4.0f}, {301, -INFINITY}, {2000, 2.0f}};
+
 static void settings(int i, hearth_sampler_params *sp) {
     sp->seed = 1000 + (uint64_t)i;
     switch (i) {
     case 0: break; /* greedy */
     case 1: sp->temperature = 0.8f; sp->top_k = 40; break;
     case 2: sp->temperature = 1.0f; sp->top_p = 0.9f; break;
-    case 3: sp->temperature = 1.0f; break;
+    case 3: sp->temperature = 1.0f; sp->presence_penalty = 0.6f; sp->frequency_penalty = 0.4f; break;
     case 4: sp->temperature = 0.9f; sp->min_p = 0.05f; break;
-    case 5: sp->temperature = 0.7f; sp->top_k = 40; sp->top_p = 0.95f; sp->min_p = 0.05f; break;
-    case 6: sp->temperature = 1.5f; sp->top_k = 20; break;
-    default: sp->temperature = 1.1f; sp->top_p = 0.5f; break;
+    case 5:
+        sp->temperature = 0.7f; sp->top_k = 40; sp->top_p = 0.95f; sp->min_p = 0.05f; sp->repeat_penalty = 1.3f;
+        break;
+    case 6: sp->temperature = 1.5f; sp->top_k = 20; sp->bias = BIAS; sp->n_bias = 3; break;
+    default: sp->temperature = 1.1f; sp->top_p = 0.5f; sp->frequency_penalty = 0.5f; break;
     }
 }
 

@@ -1,7 +1,7 @@
 /* sampling_mix.h - one batch of concurrent requests with every kind of sampling setting, for
  * tests that compare two ways of sampling (on the rows, on the backend's row summaries): greedy
- * with logprobs, top-k, top-p, min-p, plain temperature draws, seeded, logprobs on every other
- * request. They are the n choices of one prompt (hearth_engine_submit_n), so every run packs the
+ * with logprobs, top-k, top-p, min-p, plain temperature draws, logit bias, the repetition,
+ * presence and frequency penalties, seeded, logprobs on every other request. They are the n choices of one prompt (hearth_engine_submit_n), so every run packs the
  * same steps (a GPU's sums depend on a step's rows): one prefill, whose logits every choice
  * draws its first token from on the host, then steps of one token of each. */
 #pragma once

@@ -3,7 +3,8 @@
  * picks what sampling on the row picks: two samplers of one seed, one given each row whole and
  * the other its summary (made by the reference, whose sums run in the row sampler's order, so
  * the tokens and the RNG streams must stay equal draw for draw), over greedy, top-k, top-p,
- * min-p, XTC and plain temperature draws, peaked and flat rows, rows with many ties. Also: the
+ * min-p, XTC and plain temperature draws, with and without logit bias and the three penalties
+ * (applied to the row as the sampler's edits), peaked and flat rows, rows with many ties. Also: the
  * summary falls short (-2, no RNG draw) exactly where its head cannot decide, and the logprobs
  * from a summary equal those from the row.
  */
@@ -72,12 +73,16 @@ static void run(const config *c, int kind, int steps, int *n_short) {
         int32_t ta = hearth_sampler_sample(a, xa);
         hearth_topm_req rq;
         hearth_sampler_topm_req(b, &rq);
-        hearth_topm_row_ref(x, NV, &rq, &t);
+        static hearth_topm_edit e[NV];
+        CHECK(hearth_sampler_topm_edits_max(b) <= NV);
+        rq.n_edit = hearth_sampler_topm_edits(b, e);
+        hearth_topm_edit_ref(xb, e, rq.n_edit);
+        hearth_topm_row_ref(xb, NV, &rq, &t);
         int32_t tb = hearth_sampler_sample_topm(b, &t);
         bool fell_short = tb == -2;
         if (fell_short) {
             (*n_short)++;
-            tb = hearth_sampler_sample(b, xb);
+            tb = hearth_sampler_sample_edited(b, xb);
         }
         if (ta != tb) fprintf(stderr, "  %s row kind %d step %d: row %d, summary %d\n", c->name, kind, s, ta, tb);
         CHECK_EQ(ta, tb);
@@ -100,11 +105,14 @@ static void run(const config *c, int kind, int steps, int *n_short) {
 }
 
 static const char *const NAMES[] = {"greedy", "top_k 40", "top_p 0.9", "top_k 40 top_p 0.95 min_p 0.05",
-                                    "top_k 1000 min_p 0.1", "top_k 20 xtc", "temperature", "temperature min_p 0.05"};
+                                    "top_k 1000 min_p 0.1", "top_k 20 xtc", "temperature", "temperature min_p 0.05",
+                                    "greedy bias penalties", "top_k 40 penalties", "temperature bias penalties"};
+static const hearth_logit_bias BIAS[] = {{7, 5.0f}, {4000, -3.0f}, {123, -INFINITY}, {9, 2.5f}};
 enum { N_CONFIGS = sizeof NAMES / sizeof *NAMES };
 
 static config cfg(int i) {
-    config c = {NAMES[i], hearth_sampler_params_default(), i >= 6 ? HEARTH_TOPM_DRAW : HEARTH_TOPM_CANDS};
+    config c = {NAMES[i], hearth_sampler_params_default(), i == 6 || i == 7 || i == 10 ? HEARTH_TOPM_DRAW
+                                                                                      : HEARTH_TOPM_CANDS};
     switch (i) {
     case 0: c.p = P(0, 0, 1, 0, 0); break;
     case 1: c.p = P(0.8f, 40, 1, 0, 0); break;
@@ -113,7 +121,20 @@ static config cfg(int i) {
     case 4: c.p = P(1.2f, 1000, 1, 0.1f, 0); break;
     case 5: c.p = P(1.0f, 20, 1, 0, 0.5f); break;
     case 6: c.p = P(1.0f, 0, 1, 0, 0); break;
-    default: c.p = P(0.9f, 0, 1, 0.05f, 0); break;
+    case 7: c.p = P(0.9f, 0, 1, 0.05f, 0); break;
+    case 8: c.p = P(0, 0, 1, 0, 0); break;
+    case 9: c.p = P(0.8f, 40, 1, 0, 0); break;
+    default: c.p = P(1.0f, 0, 1, 0, 0); break;
+    }
+    if (i >= 8) { /* strong enough to change picks: the peaked rows' best tokens repeat */
+        c.p.repeat_penalty = 1.5f;
+        c.p.repeat_last_n = 8;
+        c.p.presence_penalty = 0.7f;
+        c.p.frequency_penalty = 0.4f;
+    }
+    if (i == 8 || i == 10) {
+        c.p.bias = BIAS;
+        c.p.n_bias = 4;
     }
     return c;
 }
@@ -143,18 +164,42 @@ TEST(summary_falls_short_where_its_head_cannot_decide) {
     CHECK_EQ(n_short, 20);
 }
 
-TEST(penalties_and_bias_need_the_row) {
+/* The edits: one per token, the three operations merged (a token both recent and generated and
+ * biased gets all three flags) */
+TEST(edits_merge_per_token) {
     hearth_sampler_params p = P(1.0f, 40, 1, 0, 0);
-    p.repeat_penalty = 1.1f;
-    p.repeat_last_n = 64;
+    p.repeat_penalty = 1.3f;
+    p.repeat_last_n = 4;
+    p.presence_penalty = 0.5f;
+    p.frequency_penalty = 0.25f;
+    hearth_logit_bias bias[] = {{9, 1.0f}, {3, -2.0f}};
+    p.bias = bias;
+    p.n_bias = 2;
     hearth_sampler *s = make(&p);
-    CHECK_EQ(hearth_sampler_topm_mode(s), HEARTH_TOPM_OFF);
+    int32_t gen[] = {3, 5, 3, 11, 5, 3}; /* the window of 4 keeps 3, 11, 5, 3 */
+    for (int i = 0; i < 6; i++) hearth_sampler_accept(s, gen[i]);
+    hearth_topm_edit e[32];
+    int32_t n = hearth_sampler_topm_edits(s, e);
+    CHECK_EQ(n, 4); /* 3, 5, 9, 11 */
+    CHECK_EQ(e[0].token, 3);
+    CHECK_EQ(e[0].flags, HEARTH_TOPM_ADD | HEARTH_TOPM_REP | HEARTH_TOPM_SUB);
+    CHECK_NEAR(e[0].sub, 0.25 * 3 + 0.5, 1e-6);
+    CHECK_EQ(e[1].token, 5);
+    CHECK_EQ(e[1].flags, HEARTH_TOPM_REP | HEARTH_TOPM_SUB);
+    CHECK_EQ(e[2].token, 9);
+    CHECK_EQ(e[2].flags, HEARTH_TOPM_ADD);
+    CHECK_EQ(e[3].token, 11);
+    CHECK_EQ(e[3].flags, HEARTH_TOPM_REP | HEARTH_TOPM_SUB);
+    CHECK_NEAR(e[3].sub, 0.75, 1e-6);
     hearth_sampler_destroy(s);
-    hearth_logit_bias bias = {3, 2.0f};
-    p = P(0, 0, 1, 0, 0);
-    p.bias = &bias;
-    p.n_bias = 1;
-    s = make(&p);
+}
+
+TEST(what_needs_the_row) {
+    hearth_sampler_params p = P(0, 0, 1, 0, 0);
+    hearth_logit_bias bias[] = {{3, 2.0f}, {3, 1.0f}}; /* a token twice: added in turn on the row */
+    p.bias = bias;
+    p.n_bias = 2;
+    hearth_sampler *s = make(&p);
     CHECK_EQ(hearth_sampler_topm_mode(s), HEARTH_TOPM_OFF);
     hearth_sampler_destroy(s);
     p = P(1.0f, 0, 1, 0, 0.5f); /* XTC on an unsorted draw */

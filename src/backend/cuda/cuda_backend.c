@@ -76,9 +76,11 @@ typedef struct {
     size_t         attn_cap; /* floats */
     int32_t       *ids;      /* argmax output */
     size_t         ids_cap;
-    hearth_topm_req *topm_rq; /* topm's requests and summaries, device side */
+    hearth_topm_req *topm_rq; /* topm's requests, summaries and edits, device side */
     hearth_topm   *topm;
     size_t         topm_cap;
+    hearth_topm_edit *topm_ed;
+    size_t         topm_ed_cap;
     float         *lora_h;   /* the LoRA update's x A^T rows (lora.cu) */
     size_t         lora_cap; /* floats */
     char           name[96];
@@ -415,8 +417,6 @@ static void cu_argmax(hearth_backend *be, const float *x, int64_t n_rows, int64_
     if ((size_t)n_rows > c->ids_cap) {
         check(cudaStreamSynchronize(c->stream), "synchronize");
         cudaFree(c->ids);
-        cudaFree(c->topm_rq);
-        cudaFree(c->topm);
         check(cudaMalloc((void **)&c->ids, (size_t)n_rows * sizeof(int32_t)), "allocating ids");
         c->ids_cap = (size_t)n_rows;
     }
@@ -426,8 +426,8 @@ static void cu_argmax(hearth_backend *be, const float *x, int64_t n_rows, int64_
     check(cudaStreamSynchronize(c->stream), "argmax");
 }
 
-static void cu_topm(hearth_backend *be, const float *x, int64_t n_rows, int64_t n, const hearth_topm_req *rq,
-                    hearth_topm *out) {
+static void cu_topm(hearth_backend *be, float *x, int64_t n_rows, int64_t n, const hearth_topm_req *rq,
+                    const hearth_topm_edit *edits, int32_t n_edits, hearth_topm *out) {
     cuda_ctx *c = ctx_of(be);
     if (n_rows <= 0) return;
     if ((size_t)n_rows > c->topm_cap) {
@@ -438,8 +438,20 @@ static void cu_topm(hearth_backend *be, const float *x, int64_t n_rows, int64_t 
         check(cudaMalloc((void **)&c->topm, (size_t)n_rows * sizeof *out), "allocating topm summaries");
         c->topm_cap = (size_t)n_rows;
     }
+    if (n_edits > 0 && (size_t)n_edits > c->topm_ed_cap) {
+        check(cudaStreamSynchronize(c->stream), "synchronize");
+        cudaFree(c->topm_ed);
+        size_t cap = (size_t)n_edits * 2;
+        check(cudaMalloc((void **)&c->topm_ed, cap * sizeof *edits), "allocating topm edits");
+        c->topm_ed_cap = cap;
+    }
     check(cudaMemcpyAsync(c->topm_rq, rq, (size_t)n_rows * sizeof *rq, cudaMemcpyHostToDevice, c->stream),
           "copying topm requests");
+    if (n_edits > 0) {
+        check(cudaMemcpyAsync(c->topm_ed, edits, (size_t)n_edits * sizeof *edits, cudaMemcpyHostToDevice, c->stream),
+              "copying topm edits");
+        hc_topm_edit(x, n_rows, n, c->topm_rq, c->topm_ed, c->stream);
+    }
     hc_topm(x, n_rows, n, c->topm_rq, c->topm, c->stream);
     check(cudaMemcpyAsync(out, c->topm, (size_t)n_rows * sizeof *out, cudaMemcpyDeviceToHost, c->stream),
           "copying topm summaries");
@@ -597,6 +609,9 @@ static void cu_destroy(hearth_backend *be) {
             if (c->graphs[i].state == 2) cudaGraphExecDestroy(c->graphs[i].exec);
         cudaFree(c->attn_scratch);
         cudaFree(c->ids);
+        cudaFree(c->topm_rq);
+        cudaFree(c->topm);
+        cudaFree(c->topm_ed);
         cudaFree(c->lora_h);
         for (int i = 0; i < HEARTH_STAGE_COUNT; i++) cudaFree(c->stage[i].p);
         hc_matmul_destroy(c->mm);

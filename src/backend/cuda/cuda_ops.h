@@ -131,6 +131,9 @@ void hc_argmax(const float *x, int64_t n_rows, int64_t n, int32_t *out, void *st
 /* topm.cu: out[r] = the summary of row r (kernels/ref/topm_ref.h) asked by rq[r]; rq and out in
  * device memory */
 void hc_topm(const float *x, int64_t n_rows, int64_t n, const hearth_topm_req *rq, hearth_topm *out, void *stream);
+/* row r of x edited in place by ed[rq[r].edit0 ..] (hearth_topm_edit_ref); rq, ed in device memory */
+void hc_topm_edit(float *x, int64_t n_rows, int64_t n, const hearth_topm_req *rq, const hearth_topm_edit *ed,
+                  void *stream);
 
 /* lora.cu: the segmented LoRA update (hearth_lora_ref, kernels/ref/lora_ref.h): for each
  * segment, rows t of [t0, t0 + n) get y[t] += scale * B (A x[t]);  x: [..][n_in], y: [..][ldy]

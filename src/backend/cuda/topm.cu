@@ -219,3 +219,24 @@ static __global__ void __launch_bounds__(TPB) topm_k(const float *x, int64_t n, 
 void hc_topm(const float *x, int64_t n_rows, int64_t n, const hearth_topm_req *rq, hearth_topm *out, void *stream) {
     if (n_rows > 0) hc_launch(topm_k, (unsigned)n_rows, TPB, 0, stream, x, n, rq, out);
 }
+
+/* one block per row, a thread per edit: the tokens of a row's edits are distinct. Division,
+ * product and difference rounded as the host's (no contraction into a fused multiply-add). */
+static __global__ void topm_edit_k(float *x, int64_t n, const hearth_topm_req *rq, const hearth_topm_edit *ed) {
+    hc_pdl_begin();
+    const hearth_topm_req q = rq[blockIdx.x];
+    float *r = x + (int64_t)blockIdx.x * n;
+    for (int32_t i = threadIdx.x; i < q.n_edit; i += blockDim.x) {
+        const hearth_topm_edit e = ed[q.edit0 + i];
+        float v = r[e.token];
+        if (e.flags & HEARTH_TOPM_ADD) v = __fadd_rn(v, e.add);
+        if (e.flags & HEARTH_TOPM_REP) v = v > 0 ? __fdiv_rn(v, e.rp) : __fmul_rn(v, e.rp);
+        if (e.flags & HEARTH_TOPM_SUB) v = __fsub_rn(v, e.sub);
+        r[e.token] = v;
+    }
+}
+
+void hc_topm_edit(float *x, int64_t n_rows, int64_t n, const hearth_topm_req *rq, const hearth_topm_edit *ed,
+                  void *stream) {
+    if (n_rows > 0) hc_launch(topm_edit_k, (unsigned)n_rows, 128, 0, stream, x, n, rq, ed);
+}

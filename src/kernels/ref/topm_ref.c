@@ -57,3 +57,13 @@ void hearth_topm_row_ref(const float *x, int64_t n, const hearth_topm_req *rq, h
     out->drawn = (int32_t)last;
     out->drawn_x = x[last];
 }
+
+void hearth_topm_edit_ref(float *x, const hearth_topm_edit *e, int32_t n) {
+    for (int32_t i = 0; i < n; i++) {
+        float v = x[e[i].token];
+        if (e[i].flags & HEARTH_TOPM_ADD) v += e[i].add;
+        if (e[i].flags & HEARTH_TOPM_REP) v = v > 0 ? v / e[i].rp : v * e[i].rp;
+        if (e[i].flags & HEARTH_TOPM_SUB) v -= e[i].sub;
+        x[e[i].token] = v;
+    }
+}
