@@ -20,9 +20,9 @@ typedef enum {
     HEARTH_ARCH_GEMMA4,   /* safetensors only */
     HEARTH_ARCH_QWEN3MOE, /* qwen3 attention, mixture-of-experts feed-forward (models/moe.c) */
     HEARTH_ARCH_GPT_OSS,  /* attention sinks, biases, experts with the clamped SwiGLU */
-    HEARTH_ARCH_QWEN3_5,  /* safetensors only: gated DeltaNet layers beside gated full attention */
-    HEARTH_ARCH_QWEN3NEXT,/* safetensors only: Qwen3.5's layers, the DeltaNet projections fused per key head */
-    HEARTH_ARCH_QWEN3_5MOE, /* safetensors only: Qwen3.5 with a routed mixture and a shared expert on every layer */
+    HEARTH_ARCH_QWEN3_5,  /* gated DeltaNet layers beside gated full attention (GGUF qwen35) */
+    HEARTH_ARCH_QWEN3NEXT,/* Qwen3.5's layers, the DeltaNet projections fused per key head (GGUF qwen3next) */
+    HEARTH_ARCH_QWEN3_5MOE, /* Qwen3.5 with a routed mixture and a shared expert on every layer (GGUF qwen35moe) */
     HEARTH_ARCH_COUNT,
 } hearth_arch;
 
@@ -114,6 +114,9 @@ typedef struct {
      * (hearth_hparams_lin_state_floats) instead of KV rows */
     int32_t lin_n_k, lin_n_v, lin_k_dim, lin_v_dim, lin_conv;
     uint64_t lin_layer[1024 / 64];
+    bool    lin_v_tiled;     /* value head h reads key head h % lin_n_k (the value heads in llama.cpp's
+                              * tiled order: Qwen3.5 GGUF files); else h / (lin_n_v / lin_n_k), as
+                              * transformers groups them */
     int32_t n_ff_shexp;      /* Qwen3-Next / Qwen3.5 MoE: the routed layers' shared expert width
                               * (a SwiGLU MLP beside the experts, weighed by a sigmoid gate); 0 = none */
     bool    attn_out_gate;   /* Qwen3.5: q_proj gives each head's query then its output gate g,

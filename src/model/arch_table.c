@@ -10,7 +10,7 @@ static const hearth_arch_info arch_rows[HEARTH_ARCH_COUNT] = {
     {HEARTH_ARCH_QWEN3,   "qwen3",  "Qwen3ForCausalLM",   "qwen3",        true,  false, true,  false, false, HEARTH_FFN_SWIGLU, 0, 0.0f},
     /* Gemma 3: every sixth layer is global, the rest slide; local layers use RoPE base 10000 */
     {HEARTH_ARCH_GEMMA3,  "gemma3", "Gemma3ForCausalLM",  "gemma3_text",  true,  false, true,  true,  true,  HEARTH_FFN_GEGLU,  6, 10000.0f},
-    /* the families below load from safetensors only (gguf NULL); HF RoPE is always rotate_half */
+    /* the rows below with gguf NULL load from safetensors only; HF RoPE is always rotate_half */
     {HEARTH_ARCH_MISTRAL, NULL,     "MistralForCausalLM", "mistral",      true,  false, false, false, false, HEARTH_FFN_SWIGLU, 0, 0.0f},
     /* Gemma 2: sliding and global layers alternate, both with the same RoPE base */
     {HEARTH_ARCH_GEMMA2,  NULL,     "Gemma2ForCausalLM",  "gemma2",       true,  false, false, true,  true,  HEARTH_FFN_GEGLU,  2, 0.0f},
@@ -23,9 +23,9 @@ static const hearth_arch_info arch_rows[HEARTH_ARCH_COUNT] = {
     /* gpt-oss: sliding and full layers alternate; every layer's feed-forward is routed experts */
     {HEARTH_ARCH_GPT_OSS, "gpt-oss", "GptOssForCausalLM",  "gpt_oss",      true,  true,  false, false, false, HEARTH_FFN_SWIGLU, 2, 0.0f},
     /* Qwen3.5 (text) and Qwen3-Next: gated DeltaNet layers beside gated full attention (llama.c) */
-    {HEARTH_ARCH_QWEN3_5, NULL,     "Qwen3_5ForCausalLM", "qwen3_5_text", true,  false, true,  false, false, HEARTH_FFN_SWIGLU, 0, 0.0f},
-    {HEARTH_ARCH_QWEN3NEXT, NULL,   "Qwen3NextForCausalLM", "qwen3_next", true,  false, true,  false, false, HEARTH_FFN_SWIGLU, 0, 0.0f},
-    {HEARTH_ARCH_QWEN3_5MOE, NULL,  "Qwen3_5MoeForCausalLM", "qwen3_5_moe_text", true, false, true, false, false, HEARTH_FFN_SWIGLU, 0, 0.0f},
+    {HEARTH_ARCH_QWEN3_5, "qwen35", "Qwen3_5ForCausalLM", "qwen3_5_text", true,  false, true,  false, false, HEARTH_FFN_SWIGLU, 0, 0.0f},
+    {HEARTH_ARCH_QWEN3NEXT, "qwen3next", "Qwen3NextForCausalLM", "qwen3_next", true,  false, true,  false, false, HEARTH_FFN_SWIGLU, 0, 0.0f},
+    {HEARTH_ARCH_QWEN3_5MOE, "qwen35moe", "Qwen3_5MoeForCausalLM", "qwen3_5_moe_text", true, false, true, false, false, HEARTH_FFN_SWIGLU, 0, 0.0f},
 };
 
 const hearth_arch_info *hearth_arch_by_gguf_name(const char *name) {

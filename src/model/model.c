@@ -5,11 +5,17 @@
  * Tensor names follow GGUF's convention (token_embd, output_norm, output, blk.N.attn_q, ...);
  * a qwen3moe / gpt-oss layer with blk.N.ffn_gate_inp has its experts in 3-D
  * blk.N.ffn_{gate,up,down}_exps (gpt-oss's in MXFP4, read into bf16 at load: mxfp4.h).
+ * The hybrid families (qwen35, qwen35moe, qwen3next) add gated DeltaNet layers, bound by
+ * model_linear.c (which lists what llama.cpp's converter did to their tensors), a doubled
+ * attn_q (each head's query, then its output gate), and on routed layers a shared expert
+ * (ffn_{gate,up,down}_shexp, weighed by sigmoid(ffn_gate_inp_shexp . x)); their norms were
+ * stored as (1 + w) by the converter, so they multiply as they are, as every GGUF norm does.
  * A missing required tensor, a shape that disagrees with the hparams, or a tensor type hearth
  * cannot multiply is a load error naming the tensor: a model never half-loads.
  */
 #include "model/model.h"
 #include "model/model_internal.h"
+#include "model/model_linear.h"
 #include "model/mxfp4.h"
 #include "model/tok_gguf.h"
 #include "kernels/kernels.h"
@@ -85,6 +91,63 @@ static hearth_status read_gpt_oss(loader *L, hearth_hparams *hp) {
     return HEARTH_OK;
 }
 
+static bool is_hybrid(hearth_arch a) {
+    return a == HEARTH_ARCH_QWEN3_5 || a == HEARTH_ARCH_QWEN3_5MOE || a == HEARTH_ARCH_QWEN3NEXT;
+}
+
+/* qwen35 / qwen35moe / qwen3next: the DeltaNet shapes (ssm.*: conv_kernel taps, state_size the
+ * key head dim, group_count the key heads, time_step_rank the value heads, inner_size all value
+ * dims), which layers are linear (attention.recurrent_layers, else every layer but each
+ * full_attention_interval-th), the experts and the shared expert. */
+static hearth_status read_hybrid(loader *L, hearth_hparams *hp) {
+    hearth_status st;
+    int32_t inner = 0;
+    if ((st = need_u32(L, "ssm.conv_kernel", &hp->lin_conv, 64)) ||
+        (st = need_u32(L, "ssm.state_size", &hp->lin_k_dim, 4096)) ||
+        (st = need_u32(L, "ssm.group_count", &hp->lin_n_k, 1024)) ||
+        (st = need_u32(L, "ssm.time_step_rank", &hp->lin_n_v, 1024)) ||
+        (st = need_u32(L, "ssm.inner_size", &inner, 1 << 20)))
+        return st;
+    if (hp->lin_conv < 2 || hp->lin_n_v % hp->lin_n_k || inner % hp->lin_n_v || inner / hp->lin_n_v > 4096)
+        return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "%s.ssm.*: %d key heads, %d value heads (a multiple), "
+                              "inner size %d (whole value heads) and conv width %d (>= 2) do not fit", L->arch,
+                              hp->lin_n_k, hp->lin_n_v, inner, hp->lin_conv);
+    hp->lin_v_dim = inner / hp->lin_n_v;
+    hp->lin_v_tiled = hp->arch != HEARTH_ARCH_QWEN3NEXT; /* see model_linear.c */
+    char key[128];
+    snprintf(key, sizeof key, "%s.attention.recurrent_layers", L->arch);
+    hearth_gguf_type et;
+    uint64_t n = 0;
+    if (hearth_gguf_get_arr(L->m->gguf, key, &et, &n)) {
+        const uint8_t *v = hearth_gguf_arr_data(L->m->gguf, key);
+        if (et != HEARTH_GGUF_BOOL || n < (uint64_t)hp->n_layer || !v)
+            return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "%s is not an array of %d bools", key, hp->n_layer);
+        for (int32_t il = 0; il < hp->n_layer; il++)
+            if (v[il]) hp->lin_layer[il / 64] |= (uint64_t)1 << (il % 64);
+    } else {
+        uint32_t fai = 4;
+        key_u32(L, "full_attention_interval", &fai);
+        if (fai == 0) return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "%s.full_attention_interval is 0", L->arch);
+        for (int32_t il = 0; il < hp->n_layer; il++)
+            if ((il + 1) % (int32_t)fai) hp->lin_layer[il / 64] |= (uint64_t)1 << (il % 64);
+    }
+    hp->attn_out_gate = true;
+    uint32_t v;
+    if (key_u32(L, "expert_count", &v) && v > 0) {
+        /* llama.cpp's qwen35moe and qwen3next graphs always renormalize the chosen experts' weights */
+        if ((st = need_u32(L, "expert_count", &hp->n_expert, 1024)) ||
+            (st = need_u32(L, "expert_used_count", &hp->n_expert_used, (uint32_t)hp->n_expert)) ||
+            (st = need_u32(L, "expert_feed_forward_length", &hp->n_ff_exp, 1 << 20)) ||
+            (st = need_u32(L, "expert_shared_feed_forward_length", &hp->n_ff_shexp, 1 << 20)))
+            return st;
+        hp->moe_norm_topk = true;
+        if (hp->n_ff <= 0) hp->n_ff = hp->n_ff_shexp; /* qwen35moe has no dense MLP */
+    }
+    if (hp->n_ff <= 0) return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "missing metadata key %s.feed_forward_length",
+                                             L->arch);
+    return HEARTH_OK;
+}
+
 static hearth_status read_hparams(loader *L, const hearth_arch_info *ai) {
     hearth_hparams *hp = &L->m->hp;
     hearth_status st;
@@ -92,10 +155,16 @@ static hearth_status read_hparams(loader *L, const hearth_arch_info *ai) {
     hp->arch = ai->arch;
     if ((st = need_u32(L, "embedding_length", &hp->n_embd, 1 << 16)) ||
         (st = need_u32(L, "block_count", &hp->n_layer, 1024)) ||
-        (st = need_u32(L, "feed_forward_length", &hp->n_ff, 1 << 20)) ||
+        (!is_hybrid(ai->arch) && (st = need_u32(L, "feed_forward_length", &hp->n_ff, 1 << 20))) ||
         (st = need_u32(L, "attention.head_count", &hp->n_head, 1024)))
         return st;
     uint32_t v;
+    if (is_hybrid(ai->arch)) {
+        /* the multi-token-prediction blocks the converter may append (nextn_predict_layers) are
+         * not part of the forward pass */
+        if (key_u32(L, "nextn_predict_layers", &v) && v > 0 && v < (uint32_t)hp->n_layer) hp->n_layer -= (int32_t)v;
+        if (key_u32(L, "feed_forward_length", &v) && v <= (1u << 20)) hp->n_ff = (int32_t)v;
+    }
     hp->n_head_kv = key_u32(L, "attention.head_count_kv", &v) ? (int32_t)v : hp->n_head;
     hp->n_ctx_train = key_u32(L, "context_length", &v) ? (int32_t)v : 4096;
     hp->head_dim = key_u32(L, "attention.key_length", &v) ? (int32_t)v : hp->n_embd / hp->n_head;
@@ -150,6 +219,7 @@ static hearth_status read_hparams(loader *L, const hearth_arch_info *ai) {
             return st;
         hp->moe_norm_topk = true;
     }
+    if (is_hybrid(ai->arch)) return read_hybrid(L, hp);
     return HEARTH_OK;
 }
 
@@ -240,6 +310,26 @@ static hearth_status bind_vec(loader *L, const char *name, int64_t n, bool requi
     return HEARTH_OK;
 }
 
+/* The weight source model_linear.c binds a gated DeltaNet layer through. */
+static hearth_status lin_mat(void *ctx, const char *name, int64_t in, int64_t out, hearth_weight *w) {
+    return bind_mat(ctx, name, in, out, true, w);
+}
+
+static hearth_status lin_vec(void *ctx, const char *name, int64_t n, const float **out) {
+    return bind_vec(ctx, name, n, true, out);
+}
+
+/* ssm_conv1d.weight: ne [cols, rows] (the converter squeezed transformers' [rows][1][cols]) */
+static hearth_status lin_conv(void *ctx, const char *name, int64_t rows, int64_t cols, const float **out) {
+    loader *L = ctx;
+    const hearth_gguf_tensor *t = hearth_gguf_find_tensor(L->m->gguf, name);
+    if (t && (t->n_dims != 2 || t->ne[0] != cols || t->ne[1] != rows))
+        return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "tensor '%s' has shape [%lld, %lld] in %d dims, expected "
+                              "[%lld, %lld]", name, (long long)t->ne[0], (long long)t->ne[1], t->n_dims,
+                              (long long)cols, (long long)rows);
+    return bind_vec(L, name, rows * cols, true, out);
+}
+
 static hearth_status bind_layer(loader *L, int il) {
     const hearth_hparams *hp = &L->m->hp;
     hearth_layer *l = &L->m->layers[il];
@@ -247,16 +337,24 @@ static hearth_status bind_layer(loader *L, int il) {
             k_out = (int64_t)hp->n_head_kv * hp->head_dim, v_out = (int64_t)hp->n_head_kv * hp->head_dim_v;
     char n[96];
     hearth_status st;
+    bool linear = hearth_hparams_is_linear(hp, il);
+    /* llama.cpp names the pre-ffn norm post_attention_norm in gpt-oss and the hybrids */
+    bool post_name = hp->arch == HEARTH_ARCH_GPT_OSS || is_hybrid(hp->arch);
 #define NAME(s) (snprintf(n, sizeof n, "blk.%d." s, il), n)
     if ((st = bind_vec(L, NAME("attn_norm.weight"), E, true, &l->attn_norm)) ||
-        (st = bind_mat(L, NAME("attn_q.weight"), E, q_out, true, &l->wq)) ||
-        (st = bind_mat(L, NAME("attn_k.weight"), E, k_out, true, &l->wk)) ||
-        (st = bind_mat(L, NAME("attn_v.weight"), E, v_out, true, &l->wv)) ||
-        (st = bind_mat(L, NAME("attn_output.weight"), (int64_t)hp->n_head * hp->head_dim_v, E, true, &l->wo)) ||
-        (st = bind_vec(L, hp->arch == HEARTH_ARCH_GPT_OSS ? NAME("post_attention_norm.weight")
-                                                          : NAME("ffn_norm.weight"),
+        (st = bind_vec(L, post_name ? NAME("post_attention_norm.weight") : NAME("ffn_norm.weight"),
                        E, !hp->post_norms, &l->ffn_norm)))
         return st;
+    if (linear) {
+        const hearth_lin_src src = {L, L->err, &L->m->arena, lin_mat, lin_vec, lin_conv};
+        if ((st = hearth_linear_bind(&src, HEARTH_LIN_GGUF, L->m, NULL, il))) return st;
+    } else if ((st = bind_mat(L, NAME("attn_q.weight"), E, hp->attn_out_gate ? 2 * q_out : q_out, true, &l->wq)) ||
+               (st = bind_mat(L, NAME("attn_k.weight"), E, k_out, true, &l->wk)) ||
+               (st = bind_mat(L, NAME("attn_v.weight"), E, v_out, true, &l->wv)) ||
+               (st = bind_mat(L, NAME("attn_output.weight"), (int64_t)hp->n_head * hp->head_dim_v, E, true,
+                              &l->wo))) {
+        return st;
+    }
     if (hp->arch == HEARTH_ARCH_GPT_OSS && /* llama.cpp names the pre-ffn norm post_attention_norm */
         ((st = bind_vec(L, NAME("attn_output.bias"), E, true, &l->bo)) ||
          (st = bind_vec(L, NAME("attn_sinks.weight"), hp->n_head, true, &l->sinks))))
@@ -283,6 +381,12 @@ static hearth_status bind_layer(loader *L, int il) {
              (st = bind_vec(L, NAME("ffn_up_exps.bias"), NE * I, true, &l->exp_up_b)) ||
              (st = bind_vec(L, NAME("ffn_down_exps.bias"), NE * E, true, &l->exp_down_b))))
             return st;
+        if (hp->n_ff_shexp > 0 && /* the shared expert and its gate's logit row */
+            ((st = bind_mat(L, NAME("ffn_gate_shexp.weight"), E, hp->n_ff_shexp, true, &l->sh_gate)) ||
+             (st = bind_mat(L, NAME("ffn_up_shexp.weight"), E, hp->n_ff_shexp, true, &l->sh_up)) ||
+             (st = bind_mat(L, NAME("ffn_down_shexp.weight"), hp->n_ff_shexp, E, true, &l->sh_down)) ||
+             (st = bind_mat(L, NAME("ffn_gate_inp_shexp.weight"), E, 1, true, &l->sh_gate_inp))))
+            return st;
     } else if ((st = bind_mat(L, NAME("ffn_gate.weight"), E, hp->n_ff, true, &l->w_gate)) ||
                (st = bind_mat(L, NAME("ffn_up.weight"), E, hp->n_ff, true, &l->w_up)) ||
                (st = bind_mat(L, NAME("ffn_down.weight"), hp->n_ff, E, true, &l->w_down))) {
@@ -293,7 +397,7 @@ static hearth_status bind_layer(loader *L, int il) {
          (st = bind_vec(L, NAME("attn_k.bias"), k_out, true, &l->bk)) ||
          (st = bind_vec(L, NAME("attn_v.bias"), v_out, true, &l->bv))))
         return st;
-    if (hp->qk_norm &&
+    if (hp->qk_norm && !linear &&
         ((st = bind_vec(L, NAME("attn_q_norm.weight"), hp->head_dim, true, &l->q_norm)) ||
          (st = bind_vec(L, NAME("attn_k_norm.weight"), hp->head_dim, true, &l->k_norm))))
         return st;
@@ -360,7 +464,7 @@ hearth_status hearth_model_load(const char *path, hearth_model **out, hearth_err
     const hearth_arch_info *ai = arch_name ? hearth_arch_by_gguf_name(arch_name) : NULL;
     if (!ai) {
         st = hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "model architecture '%.*s' is not supported "
-                            "(supported: llama, qwen2, qwen3, qwen3moe, gpt-oss, gemma3)", (int)arch.len, arch.ptr);
+                            "(supported: llama, qwen2, qwen3, qwen3moe, gpt-oss, gemma3, qwen35, qwen35moe, qwen3next)", (int)arch.len, arch.ptr);
         goto fail;
     }
     L.arch = arch_name;

@@ -15,10 +15,12 @@
  * transformers' float gate_up_proj / down_proj, or mlx-lm's switch_glu gate / up / down, MLX
  * quantized (the same triple with a leading expert dimension) or float. Qwen3 MoE's experts
  * come in those stacked layouts too, or one module per expert (the released checkpoints), then
- * stacked into one arena copy per projection at load.
+ * stacked into one arena copy per projection at load. Gated DeltaNet layers (Qwen3.5,
+ * Qwen3-Next) are bound by model_linear.c, which the GGUF loader shares.
  * As in model.c, a missing or misshapen tensor is a load error that names it.
  */
 #include "model/model_internal.h"
+#include "model/model_linear.h"
 #include "model/mxfp4.h"
 
 #include "base/file.h"
@@ -189,79 +191,34 @@ static hearth_status bind_vec(loader *L, const char *name, int64_t n, bool requi
 static hearth_status bind_moe_qwen3(loader *L, int il);
 static hearth_status bind_moe_gpt_oss(loader *L, int il);
 
-/* The rows rows[0..n) of w, in that order, as an arena copy (Qwen3-Next's grouped projections). */
-static hearth_status gather_rows(loader *L, const char *what, const hearth_weight *w, const int64_t *rows, int64_t n,
-                                 hearth_weight *out) {
-    uint8_t *dst = hearth_arena_alloc_aligned(&L->m->arena, (size_t)n * w->row_bytes, 64);
-    if (!dst) return hearth_err_set(L->err, HEARTH_E_NOMEM, -1, "out of memory reordering '%s'", what);
-    for (int64_t r = 0; r < n; r++)
-        memcpy(dst + (size_t)r * w->row_bytes, (const uint8_t *)w->data + (size_t)rows[r] * w->row_bytes, w->row_bytes);
-    *out = *w;
-    out->ne1 = n;
-    out->data = dst;
+/* The weight source model_linear.c binds a gated DeltaNet layer through. */
+static hearth_status lin_mat(void *ctx, const char *mod, int64_t in, int64_t out, hearth_weight *w) {
+    return bind_mat(ctx, mod, in, out, true, w);
+}
+
+static hearth_status lin_vec(void *ctx, const char *name, int64_t n, const float **out) {
+    return bind_vec(ctx, name, n, true, false, out);
+}
+
+/* conv1d.weight [rows][1][cols], float */
+static hearth_status lin_conv(void *ctx, const char *name, int64_t rows, int64_t cols, const float **out) {
+    loader *L = ctx;
+    const hearth_st_tensor *t = hearth_st_find(L->m->st, name);
+    if (!t) return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "missing tensor '%s'", name);
+    if (t->n_dims != 3 || t->shape[0] != rows || t->shape[1] != 1 || t->shape[2] != cols || !float_dtype(t->dtype))
+        return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "tensor '%s' is %s in %d dims, expected float [%lld, 1, "
+                              "%lld]", name, hearth_st_dtype_name(t->dtype), t->n_dims, (long long)rows, (long long)cols);
+    float *w = hearth_arena_alloc_aligned(&L->m->arena, (size_t)(rows * cols) * sizeof(float), 64);
+    if (!w) return hearth_err_set(L->err, HEARTH_E_NOMEM, -1, "out of memory loading '%s'", name);
+    size_t es = hearth_st_dtype_size(t->dtype);
+    for (int64_t i = 0; i < rows * cols; i++) w[i] = elem_f32(t->dtype, (const uint8_t *)t->data + (size_t)i * es);
+    *out = w;
     return HEARTH_OK;
 }
 
-/* The gated DeltaNet of layer il (transformers' Qwen3_5GatedDeltaNet / Qwen3NextGatedDeltaNet).
- * Qwen3-Next fuses the projections per key head h: in_proj_qkvz rows are [h][q | k | v | z] (dk,
- * dk, r dv, r dv with r = n_v / n_k) and in_proj_ba rows [h][b | a] (r, r); they are reordered
- * into Qwen3.5's separate in_proj_qkv ([all q | all k | all v]), in_proj_z, in_proj_b and
- * in_proj_a, which is the channel order its conv and heads take (fix_query_key_value_ordering). */
 static hearth_status bind_linear(loader *L, int il) {
-    const hearth_hparams *hp = &L->m->hp;
-    hearth_layer *l = &L->m->layers[il];
-    int64_t E = hp->n_embd, nk = hp->lin_n_k, nv = hp->lin_n_v, dk = hp->lin_k_dim, dv = hp->lin_v_dim;
-    int64_t K = nk * dk, V = nv * dv, C = 2 * K + V, r = nv / nk, KC = hp->lin_conv;
-    char n[192];
-    hearth_status st;
-#define NAME(s) (snprintf(n, sizeof n, "%slayers.%d.linear_attn." s, L->pfx, il), n)
-    if (hp->arch == HEARTH_ARCH_QWEN3NEXT) {
-        hearth_weight qkvz, ba;
-        if ((st = bind_mat(L, NAME("in_proj_qkvz"), E, C + V, true, &qkvz)) ||
-            (st = bind_mat(L, NAME("in_proj_ba"), E, 2 * nv, true, &ba)))
-            return st;
-        int64_t *rows = malloc((size_t)(C + V) * sizeof *rows), g = 2 * dk + 2 * r * dv, o = 0;
-        if (!rows) return hearth_err_set(L->err, HEARTH_E_NOMEM, -1, "out of memory");
-        for (int64_t h = 0; h < nk; h++) for (int64_t i = 0; i < dk; i++) rows[o++] = h * g + i;          /* q */
-        for (int64_t h = 0; h < nk; h++) for (int64_t i = 0; i < dk; i++) rows[o++] = h * g + dk + i;     /* k */
-        for (int64_t h = 0; h < nk; h++) for (int64_t i = 0; i < r * dv; i++) rows[o++] = h * g + 2 * dk + i; /* v */
-        for (int64_t h = 0; h < nk; h++) for (int64_t i = 0; i < r * dv; i++) rows[o++] = h * g + 2 * dk + r * dv + i;
-        st = gather_rows(L, NAME("in_proj_qkvz"), &qkvz, rows, C, &l->lin_qkv);
-        if (!st) st = gather_rows(L, n, &qkvz, rows + C, V, &l->lin_z);
-        o = 0;
-        for (int64_t h = 0; h < nk; h++) for (int64_t i = 0; i < r; i++) rows[o++] = h * 2 * r + i;     /* b */
-        for (int64_t h = 0; h < nk; h++) for (int64_t i = 0; i < r; i++) rows[o++] = h * 2 * r + r + i; /* a */
-        if (!st) st = gather_rows(L, NAME("in_proj_ba"), &ba, rows, nv, &l->lin_b);
-        if (!st) st = gather_rows(L, n, &ba, rows + nv, nv, &l->lin_a);
-        free(rows);
-        if (st) return st;
-    } else if ((st = bind_mat(L, NAME("in_proj_qkv"), E, C, true, &l->lin_qkv)) ||
-               (st = bind_mat(L, NAME("in_proj_z"), E, V, true, &l->lin_z)) ||
-               (st = bind_mat(L, NAME("in_proj_b"), E, nv, true, &l->lin_b)) ||
-               (st = bind_mat(L, NAME("in_proj_a"), E, nv, true, &l->lin_a))) {
-        return st;
-    }
-    const float *a_log = NULL;
-    if ((st = bind_mat(L, NAME("out_proj"), V, E, true, &l->lin_out)) ||
-        (st = bind_vec(L, NAME("dt_bias"), nv, true, false, &l->lin_dt_bias)) ||
-        (st = bind_vec(L, NAME("A_log"), nv, true, false, &a_log)) ||
-        (st = bind_vec(L, NAME("norm.weight"), dv, true, false, &l->lin_norm)))
-        return st;
-    float *a_neg = (float *)a_log; /* an arena copy of ours */
-    for (int64_t h = 0; h < nv; h++) a_neg[h] = -expf(a_log[h]);
-    l->lin_a_neg = a_neg;
-    const hearth_st_tensor *t = hearth_st_find(L->m->st, NAME("conv1d.weight"));
-    if (!t) return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "missing tensor '%s'", n);
-    if (t->n_dims != 3 || t->shape[0] != C || t->shape[1] != 1 || t->shape[2] != KC || !float_dtype(t->dtype))
-        return hearth_err_set(L->err, HEARTH_E_FORMAT, -1, "tensor '%s' is %s in %d dims, expected float [%lld, 1, "
-                              "%lld]", n, hearth_st_dtype_name(t->dtype), t->n_dims, (long long)C, (long long)KC);
-    float *w = hearth_arena_alloc_aligned(&L->m->arena, (size_t)(C * KC) * sizeof(float), 64);
-    if (!w) return hearth_err_set(L->err, HEARTH_E_NOMEM, -1, "out of memory loading '%s'", n);
-    size_t es = hearth_st_dtype_size(t->dtype);
-    for (int64_t i = 0; i < C * KC; i++) w[i] = elem_f32(t->dtype, (const uint8_t *)t->data + (size_t)i * es);
-    l->lin_conv_w = w;
-#undef NAME
-    return HEARTH_OK;
+    const hearth_lin_src src = {L, L->err, &L->m->arena, lin_mat, lin_vec, lin_conv};
+    return hearth_linear_bind(&src, HEARTH_LIN_HF, L->m, L->pfx, il);
 }
 
 static hearth_status bind_layer(loader *L, int il) {

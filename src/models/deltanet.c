@@ -30,7 +30,7 @@ void hearth_blk_deltanet(hearth_fwd *f, const hearth_batch *b, const hearth_kv_v
     hearth_fwd_trace(f, "lin_z", il, "MUL_MAT", f->lin_z, T, V);
     hearth_deltanet_args a = {
         .n_tok = T, .n_k = hp->lin_n_k, .n_v = hp->lin_n_v, .k_dim = hp->lin_k_dim, .v_dim = hp->lin_v_dim,
-        .conv = hp->lin_conv, .qkv = f->lin_qkv, .b = f->lin_b, .a = f->lin_a, .conv_w = l->lin_conv_w,
+        .conv = hp->lin_conv, .v_tiled = hp->lin_v_tiled, .qkv = f->lin_qkv, .b = f->lin_b, .a = f->lin_a, .conv_w = l->lin_conv_w,
         .dt_bias = l->lin_dt_bias, .a_neg = l->lin_a_neg, .out = f->lin_out, .pos = b->pos, .seq = b->seq,
         .state = kv->lin_state[il], .state_floats = hearth_hparams_lin_state_floats(hp),
     };

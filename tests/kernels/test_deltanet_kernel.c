@@ -6,7 +6,8 @@
  * and states), and the CPU backend's op (1..3 threads: the conv split by channels, the heads by
  * value heads) against the reference bit for bit. Shapes: odd head widths, 1, 2 and 4 value
  * heads per key head, 2..5 conv taps, several sequences interleaved in one step and a sequence
- * restarting at position 0 in the middle of a step.
+ * restarting at position 0 in the middle of a step. The tiled order of the value heads (v_tiled,
+ * as llama.cpp's GGUF files of Qwen3.5 hold them) against the grouped one on permuted inputs.
  */
 #include <math.h>
 #include <stdio.h>
@@ -186,6 +187,74 @@ TEST(backend_op_equals_ref) {
             dn_free(&c);
         }
         hearth_backend_destroy(be);
+    }
+}
+
+/* v_tiled (the value heads in llama.cpp's tiled order, value head j = i n_k + h the i-th of key
+ * head h) on inputs whose value heads are a grouped case's, permuted: every output and state
+ * equals the grouped run's at the grouped head h r + i, bit for bit, in the reference and in
+ * the row-by-row twin. */
+static int64_t grouped_of(int64_t j, int64_t nk, int64_t r) { return (j % nk) * r + j / nk; }
+
+TEST(v_tiled_is_grouped_permuted) {
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        if (shapes[s].nv == shapes[s].nk) continue;
+        dn_case c, d;
+        dn_make(&c, shapes[s].nk, shapes[s].nv, shapes[s].dk, shapes[s].dv, shapes[s].conv, shapes[s].n_tok,
+                shapes[s].n_slots, shapes[s].restart);
+        dn_make(&d, shapes[s].nk, shapes[s].nv, shapes[s].dk, shapes[s].dv, shapes[s].conv, shapes[s].n_tok,
+                shapes[s].n_slots, shapes[s].restart);
+        int64_t nk = c.a.n_k, nv = c.a.n_v, r = nv / nk, dk = c.a.k_dim, dv = c.a.v_dim, K = nk * dk, V = nv * dv;
+        int64_t C = 2 * K + V, W = c.a.conv - 1, sf = c.a.state_floats, T = c.a.n_tok;
+        float *cw = (float *)d.a.conv_w, *b = (float *)d.a.b, *a = (float *)d.a.a;
+        float *dt = (float *)d.a.dt_bias, *an = (float *)d.a.a_neg;
+        for (int64_t ch = 0; ch < C; ch++) { /* channel ch of d is channel src of c */
+            int64_t src = ch < 2 * K ? ch : 2 * K + grouped_of((ch - 2 * K) / dv, nk, r) * dv + (ch - 2 * K) % dv;
+            for (int64_t t = 0; t < T; t++) d.qkv0[t * C + ch] = c.qkv0[t * C + src];
+            memcpy(cw + ch * c.a.conv, c.a.conv_w + src * c.a.conv, (size_t)c.a.conv * sizeof(float));
+            for (int64_t sl = 0; sl < c.n_slots; sl++)
+                memcpy(d.state0 + sl * sf + ch * W, c.state0 + sl * sf + src * W, (size_t)W * sizeof(float));
+        }
+        for (int64_t j = 0; j < nv; j++) {
+            int64_t g = grouped_of(j, nk, r);
+            for (int64_t t = 0; t < T; t++) b[t * nv + j] = c.a.b[t * nv + g], a[t * nv + j] = c.a.a[t * nv + g];
+            dt[j] = c.a.dt_bias[g], an[j] = c.a.a_neg[g];
+            for (int64_t sl = 0; sl < c.n_slots; sl++)
+                memcpy(d.state0 + sl * sf + C * W + j * dk * dv, c.state0 + sl * sf + C * W + g * dk * dv,
+                       (size_t)(dk * dv) * sizeof(float));
+        }
+        d.a.v_tiled = true;
+        for (int twin = 0; twin < 2; twin++) {
+            dn_reset(&c);
+            dn_reset(&d);
+            hearth_deltanet_ref(&c.a);
+            if (twin) {
+                hearth_deltanet_conv_ref(&d.a, 0, C);
+                hearth_deltanet_heads(&d.a, 0, nv);
+            } else {
+                hearth_deltanet_ref(&d.a);
+            }
+            int bad = 0;
+            for (int64_t t = 0; t < T; t++)
+                for (int64_t j = 0; j < nv; j++)
+                    bad += memcmp(d.a.out + t * V + j * dv, c.a.out + t * V + grouped_of(j, nk, r) * dv,
+                                  (size_t)dv * sizeof(float)) != 0;
+            for (int64_t sl = 0; sl < c.n_slots; sl++)
+                for (int64_t j = 0; j < nv; j++)
+                    bad += memcmp(d.a.state + sl * sf + C * W + j * dk * dv,
+                                  c.a.state + sl * sf + C * W + grouped_of(j, nk, r) * dk * dv,
+                                  (size_t)(dk * dv) * sizeof(float)) != 0;
+            if (bad) fprintf(stderr, "  shape %zu (%s): %d heads differ\n", s, twin ? "rows" : "ref", bad);
+            CHECK_EQ(bad, 0);
+        }
+        /* and the order matters (with one key head both orders are the same): the same inputs
+         * read as grouped give other outputs */
+        dn_reset(&d);
+        d.a.v_tiled = false;
+        hearth_deltanet_ref(&d.a);
+        CHECK(nk == 1 || memcmp(d.a.out, c.a.out, (size_t)(T * V) * sizeof(float)) != 0);
+        dn_free(&c);
+        dn_free(&d);
     }
 }
 

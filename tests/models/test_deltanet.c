@@ -198,6 +198,9 @@ static void check_engine(const char *path) {
 TEST(qwen3_5_engine_batched_equals_alone) { check_engine(HF_GOLD "qwen3_5_text"); }
 TEST(qwen3_next_engine_batched_equals_alone) { check_engine(HF_GOLD "qwen3_next"); }
 TEST(qwen3_5_moe_engine_batched_equals_alone) { check_engine(HF_GOLD "qwen3_5_moe_text"); }
+/* from GGUF (tools/make_deltanet_gguf.py; test_deltanet_gguf.c holds them to llama.cpp) */
+TEST(qwen35_gguf_engine_batched_equals_alone) { check_engine(HF_GOLD "qwen35_gguf-q8_0.gguf"); }
+TEST(qwen3next_gguf_engine_batched_equals_alone) { check_engine(HF_GOLD "qwen3next_gguf-q8_0.gguf"); }
 
 /* What each form binds: layers 0 and 2 linear (the DeltaNet's projections, 2 x 16 key and 4 x 16
  * value dims: a conv of 128 channels of 4 taps), layer 1 gated attention (q_proj of 2 x 64 rows),

@@ -12,7 +12,7 @@ void hearth_deltanet_heads(const hearth_deltanet_args *a, int64_t h0, int64_t h1
         hearth_deltanet_heads_ref(a, h0, h1);
         return;
     }
-    int64_t C = 2 * K + V, r = a->n_v / a->n_k, conv_floats = C * (a->conv - 1);
+    int64_t C = 2 * K + V, conv_floats = C * (a->conv - 1);
     float qscale = 1.0f / sqrtf((float)dk);
     float mem[HEARTH_DELTANET_MAX_DV], y[HEARTH_DELTANET_MAX_DV]; /* per column: S^T k, then S^T q */
     for (int64_t t = 0; t < a->n_tok; t++) {
@@ -20,7 +20,8 @@ void hearth_deltanet_heads(const hearth_deltanet_args *a, int64_t h0, int64_t h1
         for (int64_t h = h0; h < h1; h++) {
             float *S = a->state + (int64_t)a->seq[t] * a->state_floats + conv_floats + h * dk * dv;
             if (a->pos[t] == 0) memset(S, 0, (size_t)(dk * dv) * sizeof(float));
-            const float *q = x + (h / r) * dk, *k = x + K + (h / r) * dk, *v = x + 2 * K + h * dv;
+            int64_t kh = hearth_deltanet_key_head(a, h);
+            const float *q = x + kh * dk, *k = x + K + kh * dk, *v = x + 2 * K + h * dv;
             float qq = 0.0f, kk = 0.0f;
             for (int64_t i = 0; i < dk; i++) qq += q[i] * q[i], kk += k[i] * k[i];
             float qn = 1.0f / sqrtf(qq + 1e-6f), kn = 1.0f / sqrtf(kk + 1e-6f);

@@ -9,7 +9,7 @@
  *   conv:  for each channel c of qkv (C = 2K + V: all q heads, all k heads, all v heads)
  *            win_c = the slot's last conv - 1 inputs of channel c (zeros before position 0)
  *            qkv[t][c] = silu(sum_j w[c][j] * [win_c, x][j])      (a causal depthwise conv)
- *   heads: for each value head h (key head kh = h / (n_v / n_k)):
+ *   heads: for each value head h (key head kh = h / (n_v / n_k), or h % n_k with v_tiled):
  *            q = l2norm(q_kh) / sqrt(k_dim),  k = l2norm(k_kh)       l2norm: x * rsqrt(sum x^2 + 1e-6)
  *            beta = sigmoid(b[t][h]),  g = a_neg[h] * softplus(a[t][h] + dt_bias[h])
  *            S = S * exp(g)                                          S: the slot's [k_dim][v_dim]
@@ -25,6 +25,7 @@
  * run at once, but conv must finish before the heads of the same tokens start.
  */
 #pragma once
+#include <stdbool.h>
 #include <stdint.h>
 
 typedef struct {
@@ -32,6 +33,8 @@ typedef struct {
     int32_t        n_k, n_v;      /* key heads, value heads (a multiple) */
     int32_t        k_dim, v_dim;  /* per head */
     int32_t        conv;          /* conv taps (>= 2) */
+    bool           v_tiled;       /* value head h reads key head h % n_k (llama.cpp's tiled order of the
+                                   * value heads) instead of h / (n_v / n_k) (transformers' grouped one) */
     float         *qkv;           /* [n_tok][2 n_k k_dim + n_v v_dim]: in the projections, out after the conv */
     const float   *b, *a;         /* [n_tok][n_v]: in_proj_b / in_proj_a outputs */
     const float   *conv_w;        /* [C][conv] */
@@ -43,6 +46,10 @@ typedef struct {
     int64_t        state_floats;  /* C (conv - 1) + n_v k_dim v_dim */
 } hearth_deltanet_args;
 
+/* The key head that value head h reads. */
+static inline int64_t hearth_deltanet_key_head(const hearth_deltanet_args *a, int64_t h) {
+    return a->v_tiled ? h % a->n_k : h / (a->n_v / a->n_k);
+}
 /* The conv of channels [c0, c1) over every token. */
 void hearth_deltanet_conv_ref(const hearth_deltanet_args *a, int64_t c0, int64_t c1);
 /* The delta rule of value heads [h0, h1) over every token (after the conv of those tokens). */
