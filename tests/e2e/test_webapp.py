@@ -873,7 +873,8 @@ def test_opens_the_chat_with_xdg_open(tmp_path):
 @pytest.fixture(scope="module")
 def pool_server(tmp_path_factory):
     """(base URL, port): `serve --isolate --model-pool 2` over a store of two chat models,
-    test/smol and test/other (SmolLM2 under a second id: a model of its own to the pool)."""
+    test/smol and test/other (SmolLM2 under a second id: a model of its own to the pool, with a
+    projector GGUF beside it, so the store gives it a vision tower)."""
     tmp = tmp_path_factory.mktemp("webpool")
     for repo in ("test/smol", "test/other"):
         org, name = repo.split("/")
@@ -882,6 +883,9 @@ def pool_server(tmp_path_factory):
         (snap.parent.parent / "refs").mkdir()
         (snap.parent.parent / "refs" / "main").write_text("r1")
         (snap / pathlib.Path(MODEL).name).symlink_to(pathlib.Path(MODEL).resolve())
+        if repo == "test/other":  # a projector beside it: the store says it can see
+            from vision_fixture import write_projector
+            write_projector(snap / "mmproj-model-f16.gguf")
     env = {"HF_HUB_CACHE": str(tmp / "hub"), "XDG_CACHE_HOME": str(tmp / "xdg")}
     proc, port, log = start_server("--no-open", "--isolate", "--model-pool", "2", env=env, model="test/smol",
                                    timeout=60)
@@ -970,3 +974,27 @@ def test_library_chat_with_this_model(pool_server, browser, shots):
     record_requests(d)
     send_and_wait(d, "Name a fruit.")
     assert [b["model"] for b in js(d, "return window.__sent")] == ["test/smol"]
+
+
+def test_attach_follows_the_picked_model(pool_server, browser):
+    """In a pool, /v1/models marks each model's capabilities from the store, and the attach
+    control follows the picked model: shown for test/other (a projector beside it), hidden for
+    test/smol, whose pending images are dropped."""
+    import base64
+    from selenium.webdriver.support.ui import Select
+    from test_server_media import png_bytes
+    base, port = pool_server
+    caps = {m["id"]: m["capabilities"] for m in json.loads(http_get(port, "/v1/models")[2])["data"]}
+    assert caps == {"test/smol": ["text"], "test/other": ["text", "vision"]}, caps
+    assert json.loads(http_get(port, "/v1/models/test/other")[2])["capabilities"] == ["text", "vision"]
+    assert json.loads(http_get(port, "/v1/models/test/smol")[2])["capabilities"] == ["text"]
+    d = browser
+    d.get(base + "/#/chat")
+    wait(d, lambda: picker(d)["shown"], what="the model picker")
+    Select(d.find_element(By.ID, "model-pick")).select_by_value("test/other")
+    wait(d, lambda: attach_state(d)["button"], what="the attach button for test/other")
+    js(d, DROP_JS, base64.b64encode(png_bytes()).decode(), "a.png", "image/png", "drop")
+    wait(d, lambda: attach_state(d)["n"] == 1, what="the dropped image")
+    Select(d.find_element(By.ID, "model-pick")).select_by_value("test/smol")
+    st = attach_state(d)
+    assert st["button"] is False and st["n"] == 0 and st["shown"] is False, st
