@@ -143,12 +143,14 @@ bool hearth_modality_is_projector(const char *path, bool *vision, bool *audio, h
     return proj;
 }
 
-/* Look for projectors in dir (skipping the model file itself); keep the first by name that
- * gives a tower into out. */
+/* Look for projectors in dir (skipping the model file itself). The model has each tower some
+ * projector there has; its projector is the first by name with a vision encoder, else the
+ * first with an audio one (directory order must not decide). */
 static void find_projectors(const char *dir, const char *model_real, hearth_modality *out) {
     DIR *d = opendir(dir);
     if (!d) return;
-    char best[4096] = "";
+    char best[4096] = "", best_name[256] = "";
+    bool best_vision = false;
     struct dirent *de;
     while ((de = readdir(d))) {
         const char *nm = de->d_name;
@@ -158,21 +160,26 @@ static void find_projectors(const char *dir, const char *model_real, hearth_moda
         if (snprintf(p, sizeof p, "%s/%s", dir, nm) >= (int)sizeof best || stat(p, &st) != 0 || !S_ISREG(st.st_mode))
             continue;
         if (model_real && realpath(p, real) && !strcmp(real, model_real)) continue;
-        if (best[0] && strcmp(p, best) >= 0) continue; /* a later name; the earliest wins */
         bool v = false, a = false;
         hearth_err e = {0};
         if (!hearth_modality_is_projector(p, &v, &a, &e)) {
             if (e.msg[0]) snprintf(out->note, sizeof out->note, "%.80s is unreadable: %.150s", nm, e.msg);
             continue;
         }
+        out->vision |= v;
+        out->audio |= a;
         if (!v && !a) continue;
+        /* a vision projector beats an audio-only one; among equals the earlier name wins */
+        bool better = !best[0] || (v && !best_vision) || (v == best_vision && strcmp(p, best) < 0);
+        if (!better) continue;
         memcpy(best, p, strlen(p) + 1); /* fits: checked above */
-        out->vision = v;
-        out->audio = a;
-        snprintf(out->source, sizeof out->source, "projector %.160s", nm);
+        snprintf(best_name, sizeof best_name, "%s", nm);
+        best_vision = v;
     }
     closedir(d);
-    if (best[0]) snprintf(out->projector, sizeof out->projector, "%s", best);
+    if (!best[0]) return;
+    snprintf(out->projector, sizeof out->projector, "%s", best);
+    snprintf(out->source, sizeof out->source, "projector %.160s", best_name);
 }
 
 /* For a model below ".../snapshots/<rev>/sub/...", the folder ".../snapshots/<rev>" into top;

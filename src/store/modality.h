@@ -25,8 +25,9 @@
  *     "Beside" is the model's own folder, and, for a model in a subfolder of a hub snapshot
  *     (".../snapshots/<rev>/Q4_K_M/model.gguf"), the snapshot's top folder. Candidates are the
  *     *.gguf files whose name contains "mmproj" (any case: llama.cpp's and the hub's naming);
- *     the header, not the name, decides. When several qualify, the first by name is taken, so
- *     the answer does not depend on directory order.
+ *     the header, not the name, decides. The model has each tower some projector there has;
+ *     its projector (for loading) is the first by name with a vision encoder, else the first
+ *     with an audio one, so the answer does not depend on directory order.
  *
  * Files are untrusted: headers go through the loaders' own readers (model/gguf.h,
  * model/safetensors.h), config.json through cJSON with a size cap. An unreadable candidate

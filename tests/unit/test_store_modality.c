@@ -200,12 +200,19 @@ TEST(gguf_projector_beside) {
     write_projector(dir, "mmproj-audio.gguf", false, true, true);
     CHECK_EQ(hearth_modality_probe(model, &m, &err), HEARTH_OK);
     CHECK(m.audio && !m.vision);
-
-    /* two vision projectors (with and without general.type): the first by name wins */
+    snprintf(proj, sizeof proj, "%s/mmproj-audio.gguf", dir);
+    CHECK_STR(m.projector, proj);
+    /* a vision projector beats the audio-only one although its name sorts later; the audio
+     * projector still gives the model audio */
     write_projector(dir, "mmproj-model-f32.gguf", true, false, true);
+    CHECK_EQ(hearth_modality_probe(model, &m, &err), HEARTH_OK);
+    CHECK(m.vision && m.audio);
+    snprintf(proj, sizeof proj, "%s/mmproj-model-f32.gguf", dir);
+    CHECK_STR(m.projector, proj);
+    /* two vision projectors (with and without general.type): the first by name wins */
     write_projector(dir, "MMPROJ-model-f16.gguf", true, false, false);
     CHECK_EQ(hearth_modality_probe(model, &m, &err), HEARTH_OK);
-    CHECK(m.vision && !m.audio);
+    CHECK(m.vision && m.audio);
     snprintf(proj, sizeof proj, "%s/MMPROJ-model-f16.gguf", dir);
     CHECK_STR(m.projector, proj);
     CHECK(strstr(m.source, "MMPROJ-model-f16.gguf") != NULL);
