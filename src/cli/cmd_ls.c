@@ -19,12 +19,13 @@ const char cli_usage_ls[] =
     "\n"
     "  query               keep models whose \"org/name/file\" contains it (case-insensitive)\n"
     "  --max-size SIZE     keep models of at most SIZE bytes on disk (10GB, 500MB, 2GiB)\n"
-    "  --vision            keep models with a vision tower (a config.json vision_config, or an\n"
-    "                      mmproj projector GGUF in the snapshot); hearth runs none of them yet\n"
+    "  --vision            keep models with a vision tower: a config.json vision_config with the\n"
+    "                      tower's weights, or a projector GGUF (llama.cpp's mmproj) beside the\n"
+    "                      model; hearth runs none of the towers yet\n"
     "  --all-revisions     one row per cached snapshot; * marks the canonical one\n"
     "\n"
     "CAPS: supported (hearth runs the architecture), chat (a chat template), tools, thinking,\n"
-    "vision (a vision_config, or a projector in the snapshot), embed.\n";
+    "vision (a vision tower, as --vision finds them), embed.\n";
 
 enum { N_COLS = 10 };
 

@@ -219,7 +219,8 @@ size_t hearth_media_max(const hearth_server *s) {
 }
 
 bool hearth_server_media_admit(const hearth_server *s, const hearth_media_list *l, hearth_api_err *e) {
-    return hearth_media_admit(l, s->model_id, s->media_caps, e);
+    return hearth_media_admit(l, s->model_id, s->media_caps, e) &&
+           hearth_media_admit_runs(l, s->model_id, s->media_runs, s->media_source, e);
 }
 
 /* The messages of root into ctx; then every media part must be one the model can use. */

@@ -209,3 +209,19 @@ bool hearth_media_admit(const hearth_media_list *l, const char *model_id, unsign
     }
     return true;
 }
+
+bool hearth_media_admit_runs(const hearth_media_list *l, const char *model_id, unsigned runs, const char *source,
+                             hearth_api_err *e) {
+    for (size_t i = 0; i < l->n; i++) {
+        const hearth_media_item *it = &l->v[i];
+        unsigned need = it->kind == HEARTH_MEDIA_IMAGE ? HEARTH_MEDIA_CAP_IMAGE
+                        : it->kind == HEARTH_MEDIA_AUDIO ? HEARTH_MEDIA_CAP_AUDIO
+                                                         : 0;
+        if (!need || (runs & need)) continue;
+        return hearth_api_fail(e, HEARTH_E_UNSUPPORTED, "unsupported_media", it->param,
+                               "'%s' is an %s part: the model '%.80s' has %s tower (%.120s), which hearth cannot "
+                               "run yet", it->param, hearth_media_kind_name(it->kind), model_id ? model_id : "",
+                               need == HEARTH_MEDIA_CAP_IMAGE ? "a vision" : "an audio", source ? source : "");
+    }
+    return true;
+}

@@ -18,7 +18,8 @@
  * request (the part's parameter path, as the dialect spells it), and either its bytes (inline
  * base64 and data: URLs are decoded here, so a bad payload is a 400 naming the field) or the
  * URL to fetch (media_fetch.h). Then hearth_media_admit checks that the model takes every
- * item's kind: a part it cannot use is a 400 naming the part and the model. Only after that
+ * item's kind (the towers store/modality.h finds in its files), then hearth_media_admit_runs
+ * that the engine runs that tower: a part it cannot use is a 400 naming the part and the model. Only after that
  * would URLs be fetched, so a text-only model never makes an outbound request.
  *
  * Thread rule: plain data and pure functions; any thread.
@@ -74,6 +75,11 @@ bool hearth_media_parse(const cJSON *p, int i_msg, const char *param, size_t max
 /* Can model (id model_id, taking caps, HEARTH_MEDIA_CAP_*) use every item of l? False with e
  * filled (400 naming the first part it cannot use, and the model). */
 bool hearth_media_admit(const hearth_media_list *l, const char *model_id, unsigned caps, hearth_api_err *e);
+/* Of the items the model has towers for, can the engine encode each (runs, HEARTH_MEDIA_CAP_*)?
+ * False with e filled: 400 naming the first part, the model and why it has the tower (source,
+ * store/modality.h's evidence), and that hearth cannot run that tower yet. */
+bool hearth_media_admit_runs(const hearth_media_list *l, const char *model_id, unsigned runs, const char *source,
+                             hearth_api_err *e);
 
 /* The media type of bytes, from their leading magic (PNG, JPEG, WebP, GIF; WAV, FLAC, MP3,
  * OGG), never from what a header claims; NULL when none matches. *kind gets its kind. */

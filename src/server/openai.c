@@ -317,8 +317,9 @@ static void model_json(hearth_server *s, hearth_jw *w, const char *adapter) {
     hearth_jw_int(w, s->info.n_ctx);
     hearth_jw_key(w, "chat_template");
     hearth_jw_bool(w, s->tmpl != NULL);
-    hearth_jw_key(w, "capabilities"); /* what the model takes as input (media.h): text, and
-                                        * vision / audio once such a model runs */
+    hearth_jw_key(w, "capabilities"); /* what the model takes as input: text, and vision /
+                                        * audio when it has the tower (store/modality.h), as
+                                        * Ollama's "capabilities" names them */
     hearth_jw_arr(w);
     hearth_jw_cstr(w, "text");
     if (s->media_caps & HEARTH_MEDIA_CAP_IMAGE) hearth_jw_cstr(w, "vision");

@@ -59,6 +59,9 @@ bool hearth_pool_names_other(const char *name, const char *served_path, char *ot
     return true;
 }
 
+/* One model; row is its registry row (NULL: the default model outside the registry, taken as
+ * text-only). Its capabilities are the served model's (openai.c): text, and vision when the
+ * store finds a vision tower (store/modality.h, kept in the row's caps). */
 static void one(hearth_server *s, hearth_jw *w, const char *id, const hearth_registry_row *row) {
     hearth_jw_obj(w);
     hearth_jw_key(w, "id");
@@ -71,6 +74,11 @@ static void one(hearth_server *s, hearth_jw *w, const char *id, const hearth_reg
     hearth_jw_cstr(w, "hearth");
     hearth_jw_key(w, "loaded");
     hearth_jw_bool(w, hearth_engines_loaded(s->engines, id));
+    hearth_jw_key(w, "capabilities");
+    hearth_jw_arr(w);
+    hearth_jw_cstr(w, "text");
+    if (row && (row->f.caps & HEARTH_CAP_VISION)) hearth_jw_cstr(w, "vision");
+    hearth_jw_arr_end(w);
     hearth_jw_obj_end(w);
 }
 
@@ -87,6 +95,13 @@ static bool rows_of(hearth_http_req *r, hearth_registry_row **rows, size_t *n) {
     }
     hearth_registry_close(reg);
     return true;
+}
+
+/* The first readable row of repo_id, or NULL. */
+static const hearth_registry_row *row_of(const hearth_registry_row *rows, size_t n, const char *repo_id) {
+    for (size_t i = 0; i < n; i++)
+        if (!rows[i].error[0] && !strcmp(rows[i].repo_id, repo_id)) return &rows[i];
+    return NULL;
 }
 
 /* Is row listed (a model the pool serves: readable, and its repo's first row)? */
@@ -108,7 +123,7 @@ void hearth_pool_models(hearth_http_req *r) {
     hearth_jw_cstr(&w, "list");
     hearth_jw_key(&w, "data");
     hearth_jw_arr(&w);
-    one(s, &w, dflt, NULL);
+    one(s, &w, dflt, row_of(rows, n, dflt));
     for (size_t i = 0; i < n; i++)
         if (listed(rows, i, dflt)) one(s, &w, rows[i].repo_id, &rows[i]);
     hearth_jw_arr_end(&w);
@@ -125,9 +140,19 @@ void hearth_pool_model(hearth_http_req *r) {
     hearth_registry_row *rows = NULL;
     size_t n = 0;
     if (strcmp(id, dflt) && !rows_of(r, &rows, &n)) return;
+    if (!strcmp(id, dflt)) { /* its capabilities from its row when the registry answers; else text */
+        hearth_err err = {0};
+        hearth_registry *reg = scanned(&err);
+        if (reg && hearth_registry_list(reg, NULL, &rows, &n, &err)) {
+            rows = NULL;
+            n = 0;
+        }
+        hearth_registry_close(reg);
+    }
     const hearth_registry_row *hit = NULL;
     for (size_t i = 0; i < n && !hit; i++)
         if (listed(rows, i, dflt) && !strcmp(rows[i].repo_id, id)) hit = &rows[i];
+    if (!strcmp(id, dflt)) hit = row_of(rows, n, dflt);
     if (strcmp(id, dflt) && !hit) {
         hearth_api_err e;
         hearth_api_fail(&e, HEARTH_E_NOTFOUND, "model_not_found", "model", "The model '%.200s' does not exist", id);

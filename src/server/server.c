@@ -2,14 +2,17 @@
  * server.c - the server object: parameters, the chat template, counters, then http.c's
  * daemon; and the response ids.
  */
+#include "base/log.h"
 #include "constrain/matcher.h"
 #include "models/bert.h"
 #include "server/adapters.h"
 #include "server/chat.h"
 #include "server/conns.h"
 #include "server/downloads.h"
+#include "server/media.h"
 #include "server/resp_store.h"
 #include "server/server_internal.h"
+#include "store/modality.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -29,6 +32,24 @@ hearth_server_params hearth_server_params_default(void) {
 }
 
 static char *dup_or_null(const char *s) { return s && *s ? strdup(s) : NULL; }
+
+/* What the served model has towers for, by the store's one check (store/modality.h). The path
+ * is the one the model was named by, not its real path: a hub snapshot's file is a link into
+ * blobs/, and its projector sits beside the link. A model whose files cannot be probed is
+ * served as text-only, with the reason logged. */
+static void media_caps_init(hearth_server *s, const char *model_path) {
+    if (!model_path) return;
+    hearth_modality mo;
+    hearth_err err = {0};
+    if (hearth_modality_probe(model_path, &mo, &err)) {
+        hearth_log(HEARTH_LOG_WARN, "serve: cannot tell whether %s has a vision tower: %s", model_path, err.msg);
+        return;
+    }
+    if (mo.note[0]) hearth_log(HEARTH_LOG_WARN, "serve: %s", mo.note);
+    s->media_caps = (mo.vision ? HEARTH_MEDIA_CAP_IMAGE : 0u) | (mo.audio ? HEARTH_MEDIA_CAP_AUDIO : 0u);
+    s->media_runs = 0; /* TODO(media): the engine's vision / audio forward sets what it encodes */
+    snprintf(s->media_source, sizeof s->media_source, "%s", mo.source);
+}
 
 static hearth_status create(const hearth_server_params *p, const hearth_model *m, hearth_engine *e, bool driven,
                             hearth_server **out, hearth_err *err) {
@@ -115,8 +136,10 @@ static hearth_status create(const hearth_server_params *p, const hearth_model *m
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     s->id_salt = ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)ts.tv_nsec ^ (uint64_t)(uintptr_t)s;
-    if (m) hearth_chat_init(s);
-    else if (p->engines) snprintf(s->tmpl_error, sizeof s->tmpl_error, "the models run in engine processes");
+    if (m) {
+        hearth_chat_init(s);
+        media_caps_init(s, p->model_path);
+    } else if (p->engines) snprintf(s->tmpl_error, sizeof s->tmpl_error, "the models run in engine processes");
     else snprintf(s->tmpl_error, sizeof s->tmpl_error, "the model '%.200s' is an embedding model: it serves "
                   "POST /v1/embeddings", s->model_id);
     if ((st = hearth_http_start(s, err))) goto fail;

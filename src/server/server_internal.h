@@ -37,8 +37,13 @@ struct hearth_server {
     struct hearth_resp_store *responses; /* owned: the Responses API's store (resp_store.h) */
     struct hearth_adapters *adapters; /* owned: mounted LoRA adapters (adapters.h); NULL without a model */
     const hearth_model  *m;       /* borrowed */
-    unsigned             media_caps; /* HEARTH_MEDIA_CAP_* the served model takes (media.h):
-                                   * none until a vision or audio forward runs */
+    unsigned             media_caps; /* HEARTH_MEDIA_CAP_* the served model has towers for
+                                   * (media.h), from store/modality.h: what /v1/models and /props
+                                   * report and what an image or audio part is admitted against */
+    unsigned             media_runs; /* of those, what the engine encodes: none until a vision or
+                                   * audio forward runs; a part the model has a tower for but
+                                   * the engine cannot run is a 400 saying so */
+    char                 media_source[192]; /* the modality probe's evidence, for messages */
     hearth_engine       *e;       /* borrowed; NULL with an embedder or engines */
     struct hearth_engines *engines; /* borrowed, NULL: in-process (engines.h) */
     struct hearth_tmpl  *tmpl;    /* owned: the parsed chat template, NULL when none */

@@ -14,6 +14,7 @@
  * vocabulary's own strings ("Ġthe" in a byte-level BPE).
  */
 #include "server/tokenize.h"
+#include "server/media.h"
 #include "base/utf8.h"
 #include "server/chat.h"
 #include "server/reqjson.h"
@@ -309,10 +310,10 @@ void hearth_props(hearth_http_req *r) {
     token_text(&w, tok, hearth_tok_eos(tok));
     hearth_jw_key(&w, "modalities");
     hearth_jw_obj(&w);
-    hearth_jw_key(&w, "vision");
-    hearth_jw_bool(&w, false);
+    hearth_jw_key(&w, "vision"); /* llama-server's shape: the model has the tower (store/modality.h) */
+    hearth_jw_bool(&w, (s->media_caps & HEARTH_MEDIA_CAP_IMAGE) != 0);
     hearth_jw_key(&w, "audio");
-    hearth_jw_bool(&w, false);
+    hearth_jw_bool(&w, (s->media_caps & HEARTH_MEDIA_CAP_AUDIO) != 0);
     hearth_jw_obj_end(&w);
     hearth_jw_key(&w, "build_info");
     hearth_jw_cstr(&w, "hearth " HEARTH_VERSION);

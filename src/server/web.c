@@ -10,6 +10,7 @@
  */
 #include "server/web.h"
 #include "server/web_assets.h"
+#include "server/chat.h"
 
 #include <microhttpd.h>
 #include <string.h>
@@ -128,6 +129,14 @@ void hearth_web_config(hearth_http_req *r) {
     hearth_jw_key(&w, "max_tokens");
     if (s->p.max_tokens > 0) hearth_jw_int(&w, s->p.max_tokens);
     else hearth_jw_null(&w);
+    hearth_jw_obj_end(&w);
+    /* The caps an image attachment meets: one item's bytes, and the whole request's. */
+    hearth_jw_key(&w, "media");
+    hearth_jw_obj(&w);
+    hearth_jw_key(&w, "max_bytes");
+    hearth_jw_int(&w, (int64_t)hearth_media_max(s));
+    hearth_jw_key(&w, "max_body_bytes");
+    hearth_jw_int(&w, (int64_t)s->p.max_body_bytes);
     hearth_jw_obj_end(&w);
     hearth_jw_key(&w, "endpoints");
     hearth_jw_obj(&w);

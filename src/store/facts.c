@@ -3,6 +3,7 @@
  * facts_st.c. Only metadata and the tensor table are read: a 10 GB file costs a few pages.
  */
 #include "store/facts.h"
+#include "store/modality.h"
 
 #include "model/arch.h"
 #include "model/gguf.h"
@@ -141,6 +142,8 @@ hearth_status hearth_facts_gguf(const char *path, hearth_model_facts *out, heart
     }
     st = hearth_facts_from_gguf(g, out, err);
     hearth_gguf_close(g);
+    hearth_modality mo; /* a projector beside it (store/modality.h) */
+    if (!st && hearth_modality_probe(path, &mo, NULL) == HEARTH_OK && mo.vision) out->caps |= HEARTH_CAP_VISION;
     return st;
 }
 

@@ -29,7 +29,7 @@ enum {
     HEARTH_CAP_CHAT      = 1 << 1, /* a chat template is present */
     HEARTH_CAP_TOOLS     = 1 << 2, /* the chat template handles tools */
     HEARTH_CAP_THINKING  = 1 << 3, /* the chat template has a reasoning switch or <think> */
-    HEARTH_CAP_VISION    = 1 << 4, /* a vision projector sits in the same snapshot */
+    HEARTH_CAP_VISION    = 1 << 4, /* a vision tower: store/modality.h (weights, or an mmproj beside it) */
     HEARTH_CAP_EMBED     = 1 << 5, /* an embedding model (pooling, encoder architecture) */
 };
 

@@ -13,6 +13,7 @@
  * and a tokenizer.json (or a SentencePiece tokenizer.model) is present.
  */
 #include "store/facts.h"
+#include "store/modality.h"
 
 #include "model/hf_config.h"
 #include "model/safetensors.h"
@@ -138,8 +139,9 @@ hearth_status hearth_facts_safetensors(const char *dir, hearth_model_facts *f, h
     }
     const cJSON *tc = cJSON_GetObjectItemCaseSensitive(cfg, "text_config");
     if (!cJSON_IsObject(tc)) tc = cfg;
-    /* a vision tower: transformers' multimodal configs (Gemma 3, Qwen2.5-VL, LLaVA...) */
-    if (cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(cfg, "vision_config"))) f->caps |= HEARTH_CAP_VISION;
+    /* a vision tower: a vision_config and the tower's weights (store/modality.h) */
+    hearth_modality mo;
+    if (hearth_modality_probe(dir, &mo, NULL) == HEARTH_OK && mo.vision) f->caps |= HEARTH_CAP_VISION;
     const char *mt = jstr(tc, "model_type") ? jstr(tc, "model_type") : jstr(cfg, "model_type");
     snprintf(f->arch, sizeof f->arch, "%s", mt ? mt : "?");
     const cJSON *q = cJSON_GetObjectItemCaseSensitive(cfg, "quantization");

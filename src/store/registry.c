@@ -12,6 +12,7 @@
 #include "base/buf.h"
 #include "base/log.h"
 #include "store/hub.h"
+#include "store/modality.h"
 #include "store/statedb.h"
 
 #include <dirent.h>
@@ -115,7 +116,10 @@ static bool shard_of(const char *name, int *index, size_t *prefix_len) {
     return true;
 }
 
-static bool is_projector(const char *name) { return strstr(name, "mmproj") != NULL; }
+/* A projector GGUF (llama.cpp's mmproj) is not a model: it marks the models beside it as
+ * vision-capable (store/modality.h). The name is the quick test; a model-looking file whose
+ * header says projector is left out too (index_model). */
+static bool is_projector(const char *name) { return strcasestr(name, "mmproj") != NULL; }
 
 static void store_row(scan_ctx *c, const char *path, const char *file, const hearth_model_facts *f, int64_t size,
                       int64_t mtime_ns, const char *error) {
@@ -182,6 +186,10 @@ static void index_model(scan_ctx *c, const char *path, const char *file, bool is
         snprintf(f.arch, sizeof f.arch, "?");
         f.file_bytes = size;
     }
+    if (is_gguf && !st && !strcmp(f.arch, "clip")) { /* a projector under another name: not a model */
+        c->stats->n_models--;
+        return;
+    }
     if (sharded) { /* hearth does not load split GGUF; the tensors of later shards are elsewhere */
         f.caps &= ~(uint32_t)HEARTH_CAP_SUPPORTED;
         f.file_bytes = f.weight_bytes = f.weight_read_bytes = size;
@@ -196,24 +204,6 @@ static int64_t mtime_ns_of(const struct stat *st) {
     return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
 }
 
-/* Does the snapshot hold a vision projector anywhere in its top two levels? */
-static bool find_projector(const char *dir, int depth) {
-    DIR *d = opendir(dir);
-    if (!d) return false;
-    bool found = false;
-    struct dirent *de;
-    while (!found && (de = readdir(d))) {
-        if (de->d_name[0] == '.') continue;
-        char p[4352];
-        struct stat st;
-        if (snprintf(p, sizeof p, "%s/%s", dir, de->d_name) >= (int)sizeof p || stat(p, &st) != 0) continue;
-        if (S_ISREG(st.st_mode) && has_suffix(de->d_name, ".gguf") && is_projector(de->d_name)) found = true;
-        else if (S_ISDIR(st.st_mode) && depth < 1) found = find_projector(p, depth + 1);
-    }
-    closedir(d);
-    return found;
-}
-
 /* Walk a snapshot folder; rel is the path below the snapshot ("" at the top). */
 static void walk(scan_ctx *c, const char *snap, const char *rel, int depth) {
     char dir[4352];
@@ -222,6 +212,7 @@ static void walk(scan_ctx *c, const char *snap, const char *rel, int depth) {
     if (!d) return;
     struct dirent *de;
     bool has_config = false, has_st = false;
+    int  vision = -1; /* the folder's projector verdict (store/modality.h), probed at its first GGUF */
     while ((de = readdir(d))) {
         const char *nm = de->d_name;
         if (nm[0] == '.') continue;
@@ -256,6 +247,13 @@ static void walk(scan_ctx *c, const char *snap, const char *rel, int depth) {
                 size += (int64_t)s2.st_size;
             }
         }
+        if (vision < 0) {
+            hearth_modality mo;
+            hearth_err me = {0};
+            vision = hearth_modality_probe(p, &mo, &me) == HEARTH_OK && mo.vision;
+            if (mo.note[0]) hearth_log(HEARTH_LOG_WARN, "registry: %s", mo.note);
+        }
+        c->vision = vision > 0;
         index_model(c, p, file, true, size, mtime_ns_of(&st), sharded);
     }
     closedir(d);
@@ -267,7 +265,9 @@ static void walk(scan_ctx *c, const char *snap, const char *rel, int depth) {
         if (stat(cfg, &st) == 0) {
             hearth_model_facts f;
             hearth_err e;
-            int64_t size = hearth_facts_safetensors(dir, &f, &e) == HEARTH_OK ? f.file_bytes : 0;
+            bool ok = hearth_facts_safetensors(dir, &f, &e) == HEARTH_OK;
+            int64_t size = ok ? f.file_bytes : 0;
+            c->vision = ok && (f.caps & HEARTH_CAP_VISION); /* a tower in config and weights */
             index_model(c, dir, "", false, size, mtime_ns_of(&st), false);
         }
     }
@@ -295,7 +295,6 @@ static void scan_repo(scan_ctx *c, const char *hub, const char *folder) {
             continue;
         c->revision = de->d_name;
         c->canonical = !strcmp(snap, canon);
-        c->vision = find_projector(snap, 0);
         walk(c, snap, "", 0);
     }
     closedir(d);

@@ -12,7 +12,9 @@
  * different from this build's drops and rebuilds the table; a scan stats every model file
  * and re-reads only those whose size or mtime changed; rows whose files are gone are reaped.
  * GGUF shards (-00002-of-00003.gguf) fold into their first shard's row; vision projectors
- * (architecture "clip") are not models but mark the snapshot's models as vision-capable.
+ * (llama.cpp's mmproj GGUFs) are not models but mark the models beside them as vision-capable,
+ * and a safetensors snapshot is vision-capable when it has a vision tower: both by
+ * store/modality.h.
  *
  * The canonical row of a repo is the one in the snapshot refs/main names (else the newest
  * snapshot), as hub.h chooses; ls shows canonical rows unless asked for all revisions.
@@ -80,4 +82,5 @@ const char *hearth_registry_path(const hearth_registry *r);
 
 /* The schema version this build writes: bump it with any change to the table or to what
  * store/facts.h extracts, so old rows are rebuilt rather than trusted. */
-#define HEARTH_REGISTRY_SCHEMA 2 /* 2: safetensors vision_config sets the vision cap */
+#define HEARTH_REGISTRY_SCHEMA 3 /* 2: safetensors vision_config sets the vision cap; 3: vision
+                                  * by store/modality.h (tower weights, projector headers) */

@@ -1,8 +1,10 @@
 """Image, audio and file content parts in all three APIs (src/server/media.h).
 
-Every model hearth runs today takes text only, so a well-formed media part is a 400 that names
-the part (in the dialect's own spelling) and the model, and a malformed one is a 400 naming the
-field that is wrong; neither breaks the server. The payloads are real: a PNG made by Python's
+A well-formed media part to a text-only model is a 400 that names the part (in the dialect's own
+spelling) and the model; to a model with a vision tower (a projector beside the GGUF:
+src/store/modality.h) it is marked in /v1/models and /props, and an image is a 400 naming the
+tower until the engine runs it; a malformed part is a 400 naming the field that is wrong; none
+breaks the server. The payloads are real: a PNG made by Python's
 zlib/struct and a WAV by the `wave` module, base64-encoded by the standard library.
 """
 import base64
@@ -204,6 +206,65 @@ def test_models_mark_capabilities(smol):
     assert st == 200 and m["capabilities"] == ["text"], m  # a text-only model: no vision, no audio
     st, _, out = smol.raw("GET", "/v1/models/" + m["id"])
     assert json.loads(out)["capabilities"] == ["text"]
+
+
+# --- a model with a vision tower (store/modality.h): marked, and its images admitted ----------
+
+@pytest.fixture(scope="module")
+def seer(tmp_path_factory):
+    """SmolLM2 with a llama.cpp-style projector GGUF beside it: the store calls it vision-capable."""
+    from test_server_openai import Server
+    from vision_fixture import seeing_gguf
+    p = os.environ.get("HEARTH_SMOLLM2_GGUF")
+    if not p:
+        pytest.skip("HEARTH_SMOLLM2_GGUF is not set")
+    s = Server(str(seeing_gguf(tmp_path_factory.mktemp("seer"), p)))
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
+def test_vision_model_marked(seer, smol):
+    st, _, out = seer.raw("GET", "/v1/models")
+    m = json.loads(out)["data"][0]
+    assert st == 200 and m["capabilities"] == ["text", "vision"], m
+    st, _, out = seer.raw("GET", "/v1/models/" + m["id"])
+    assert json.loads(out)["capabilities"] == ["text", "vision"]
+    st, _, out = seer.raw("GET", "/props")
+    assert st == 200 and json.loads(out)["modalities"] == {"vision": True, "audio": False}
+    st, _, out = smol.raw("GET", "/props")
+    assert st == 200 and json.loads(out)["modalities"] == {"vision": False, "audio": False}
+
+
+def test_image_to_vision_model_names_the_tower(seer):
+    """The image passes the capability check (the model has a tower); until the engine runs the
+    tower it is a 400 that says so, naming the part, the model and the projector, in all three
+    APIs. An audio part is still refused as a kind the model cannot use."""
+    msgs = [{"role": "user", "content": [{"type": "text", "text": "what is this?"},
+                                         {"type": "image_url", "image_url": {"url": DATA_URL}}]}]
+    with pytest.raises(openai.BadRequestError) as ei:
+        seer.client().chat.completions.create(model="m", messages=msgs, max_tokens=2)
+    assert ei.value.param == "messages[0].content[1]", ei.value.body
+    msg = ei.value.message
+    assert model_id(seer) in msg and "vision tower" in msg and "mmproj-model-f16.gguf" in msg, msg
+    assert "text only" not in msg
+    msgs[0]["content"][1] = {"type": "input_audio", "input_audio": {"data": WAV, "format": "wav"}}
+    with pytest.raises(openai.BadRequestError) as ei:
+        seer.client().chat.completions.create(model="m", messages=msgs, max_tokens=2)
+    assert "audio part" in ei.value.message and "not this kind" in ei.value.message, ei.value.message
+    c = anthropic.Anthropic(base_url=seer.base, api_key="none", max_retries=0, timeout=60)
+    with pytest.raises(anthropic.BadRequestError) as ea:
+        c.messages.create(model="m", max_tokens=2, messages=[{"role": "user", "content": [
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}}]}])
+    assert "vision tower" in ea.value.body["error"]["message"], ea.value.body
+    st, out = post(seer, "/v1/responses", {"input": [{"role": "user", "content": [
+        {"type": "input_image", "image_url": DATA_URL}]}]})
+    param, msg = openai_err(out)
+    assert st == 400 and param == "input[0].content[0]" and "vision tower" in msg, out
+    r = seer.client().chat.completions.create(model="m", max_tokens=2, temperature=0,
+                                              messages=[{"role": "user", "content": "Hi"}])
+    assert r.choices[0].message.content is not None  # text is served as before
 
 
 def test_text_parts_still_served(smol):

@@ -391,20 +391,31 @@ def test_ls_filters(run, hub, env):
     assert r.returncode == 0 and "2 models in 2 repos" in r.stdout and "1 unreadable" not in r.stdout
 
 
-def test_ls_vision(run, hub, env):
-    """ls --vision keeps models with a vision tower: a safetensors config with vision_config, or a
-    GGUF with an mmproj projector beside it; a plain text model is left out."""
+def test_ls_vision(run, hub, env, tmp_path):
+    """ls --vision keeps models with a vision tower (src/store/modality.h): a safetensors config
+    with vision_config and the tower's weights, or a GGUF with a projector beside it; a text
+    model, a multimodal config without tower weights, and a GGUF beside a file merely named
+    mmproj are left out, and no projector is listed as a model."""
+    from vision_fixture import projector_bytes, with_tower
     mm = ROOT / "tests" / "golden" / "hf" / "gemma3-mm"
-    hub.add_repo("acme/seer", {p.name: p.read_bytes() for p in mm.iterdir()})
-    hub.add_repo("acme/eyes", {"tiny-qwen2.gguf": TINY.read_bytes(), "mmproj-tiny-f16.gguf": TINY.read_bytes()})
+    files = {p.name: p.read_bytes() for p in mm.iterdir()}
+    hub.add_repo("acme/textonly", dict(files))  # vision_config, language weights only
+    files["model.safetensors"] = with_tower(files["model.safetensors"])
+    hub.add_repo("acme/seer", files)
+    hub.add_repo("acme/eyes", {"tiny-qwen2.gguf": TINY.read_bytes(),
+                               "mmproj-tiny-f16.gguf": projector_bytes(tmp_path)})
+    hub.add_repo("acme/named", {"tiny-qwen2.gguf": TINY.read_bytes(), "mmproj-tiny-f16.gguf": TINY.read_bytes()})
     standard_repo(hub, "acme/plain")
-    for repo in ("acme/seer", "acme/eyes", "acme/plain"):
+    repos = ("acme/seer", "acme/textonly", "acme/eyes", "acme/named", "acme/plain")
+    for repo in repos:
         assert run("get", repo).returncode == 0
     r = run("ls")
-    assert all(n in r.stdout for n in ("acme/seer", "acme/eyes", "acme/plain")), r.stdout
+    assert all(n in r.stdout for n in repos), r.stdout
+    assert "mmproj" not in r.stdout, r.stdout
     r = run("ls", "--vision")
     assert r.returncode == 0 and "acme/seer" in r.stdout and "acme/eyes" in r.stdout, r.stdout
-    assert "acme/plain" not in r.stdout and "mmproj" not in r.stdout
+    for n in ("acme/plain", "acme/textonly", "acme/named", "mmproj"):
+        assert n not in r.stdout, r.stdout
     assert "vision" in r.stdout
     r = run("ls", "plain", "--vision")
     assert r.returncode == 0 and "no model" in r.stdout

@@ -672,6 +672,161 @@ def test_adapter_picker(lora_server, browser, shots):
     assert "adapter " + aid in meta and sent["adapter"] == aid, (meta, sent)
 
 
+# ---------- images for a model with a vision tower ----------
+
+def noise_png(path, w, h, seed=1):
+    """A PNG of pseudo-random pixels, stored uncompressed (so its size is about 3*w*h bytes)."""
+    import random
+    import struct
+    import zlib
+    rnd = random.Random(seed)
+    raw = b"".join(b"\x00" + rnd.randbytes(3 * w) for _ in range(h))
+
+    def chunk(t, d):
+        return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xFFFFFFFF)
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)) +
+                     chunk(b"IDAT", zlib.compress(raw, 0)) + chunk(b"IEND", b""))
+    return path
+
+
+@pytest.fixture(scope="module")
+def vision_server(tmp_path_factory):
+    """(base URL, port): SmolLM2 with a llama.cpp-style projector GGUF beside it, which the store
+    calls a model with a vision tower (tests/e2e/vision_fixture.py)."""
+    from vision_fixture import seeing_gguf
+    model = seeing_gguf(tmp_path_factory.mktemp("webseer"), MODEL)
+    proc, port, log = start_server("--no-open", model=str(model))
+    yield f"http://127.0.0.1:{port}", port
+    stop_server(proc)
+    os.unlink(log)
+
+
+def attach_state(d):
+    return js(d, "return {button: !document.getElementById('attach').hidden,"
+                 " n: document.querySelectorAll('#attachments .att').length,"
+                 " shown: !document.getElementById('attachments').hidden,"
+                 " error: document.getElementById('attach-error').hidden ? '' :"
+                 " document.getElementById('attach-error').textContent};")
+
+
+# A File in the page from base64 bytes, then a drop on the chat view or a paste into the box.
+DROP_JS = """const [b64, name, type, how] = arguments;
+const bin = atob(b64), u = new Uint8Array(bin.length);
+for (let i = 0; i < bin.length; i++) u[i] = bin.charCodeAt(i);
+const dt = new DataTransfer();
+dt.items.add(new File([u], name, {type}));
+if (how === 'drop') {
+  const v = document.getElementById('view-chat');
+  v.dispatchEvent(new DragEvent('dragover', {dataTransfer: dt, bubbles: true, cancelable: true}));
+  v.dispatchEvent(new DragEvent('drop', {dataTransfer: dt, bubbles: true, cancelable: true}));
+} else {
+  document.getElementById('input').dispatchEvent(
+    new ClipboardEvent('paste', {clipboardData: dt, bubbles: true, cancelable: true}));
+}"""
+
+
+def test_no_attach_for_a_text_model(server, browser):
+    """A text-only model (its /v1/models entry has no "vision"): no attach control, and images
+    dropped on the chat or pasted into the box are ignored."""
+    import base64
+    from test_server_media import png_bytes
+    base, port = server
+    d = browser
+    caps = json.loads(http_get(port, "/v1/models")[2])["data"][0]["capabilities"]
+    assert caps == ["text"], caps
+    d.get(base + "/#/chat")
+    wait(d, lambda: js(d, "return app.models.length") > 0, what="the model list")
+    png = base64.b64encode(png_bytes()).decode()
+    js(d, DROP_JS, png, "a.png", "image/png", "drop")
+    js(d, DROP_JS, png, "b.png", "image/png", "paste")
+    st = attach_state(d)
+    assert st == {"button": False, "n": 0, "shown": False, "error": ""}, st
+
+
+def test_attach_images_to_a_vision_model(vision_server, browser, shots, tmp_path):
+    import base64
+    from test_server_media import png_bytes
+    base, port = vision_server
+    d = browser
+    cfg = json.loads(http_get(port, "/v1/app/config")[2])["media"]
+    assert cfg == {"max_bytes": 64 << 20, "max_body_bytes": 8 << 20}, cfg
+    d.get(base + "/")
+    js(d, "localStorage.clear()")
+    d.get(base + "/#/chat")
+    wait(d, lambda: attach_state(d)["button"], what="the attach button")
+    set_sampling(d, max_tokens=4, temperature=0)
+    # the button opens the file picker; a picked file becomes a thumbnail in the composer
+    js(d, "window.__picked=0; document.getElementById('attach-file').addEventListener('click',"
+          " (e) => { window.__picked++; e.preventDefault(); });")
+    d.find_element(By.ID, "attach").click()
+    assert js(d, "return window.__picked") == 1
+    one = tmp_path / "one.png"
+    one.write_bytes(png_bytes(3, 2))
+    js(d, "document.getElementById('attach-file').hidden = false")
+    d.find_element(By.ID, "attach-file").send_keys(str(one))
+    js(d, "document.getElementById('attach-file').hidden = true")
+    wait(d, lambda: attach_state(d)["n"] == 1, what="the picked image")
+    # a drop and a paste add theirs; a non-image and an image over the server's cap are refused
+    two = base64.b64encode(png_bytes(2, 2)).decode()
+    js(d, DROP_JS, two, "two.png", "image/png", "drop")
+    wait(d, lambda: attach_state(d)["n"] == 2, what="the dropped image")
+    js(d, DROP_JS, two, "three.png", "image/png", "paste")
+    wait(d, lambda: attach_state(d)["n"] == 3, what="the pasted image")
+    js(d, DROP_JS, base64.b64encode(b"just text").decode(), "notes.txt", "text/plain", "drop")
+    wait(d, lambda: "notes.txt is not a PNG, JPEG or WebP image" in attach_state(d)["error"], what="the type refusal")
+    js(d, "const f = new File([new Uint8Array((64 << 20) + 1)], 'huge.png', {type: 'image/png'});"
+          "addFiles([f]);")
+    wait(d, lambda: "huge.png is" in attach_state(d)["error"], what="the size refusal")
+    err = attach_state(d)["error"]
+    assert "the server takes images of up to " + js(d, "return fmtBytes(arguments[0])", 64 << 20) in err, err
+    assert js(d, "return document.getElementById('attach-error').getAttribute('role')") == "alert"
+    assert attach_state(d)["n"] == 3
+    d.find_elements(By.CSS_SELECTOR, "#attachments .att-rm")[2].click()  # the pasted one goes again
+    assert attach_state(d)["n"] == 2
+    d.save_screenshot(str(shots / "chat-attach.png"))
+    # sent as image_url data: URL parts after the text, in order; thumbnails in the message
+    record_requests(d)
+    d.find_element(By.ID, "input").send_keys("What is in these pictures?", Keys.ENTER)
+    wait(d, lambda: (last_reply(d) or {}).get("pending") is False, timeout=30, what="the answer")
+    sent = js(d, "return window.__sent")
+    assert len(sent) == 1, sent
+    parts = sent[0]["messages"][-1]["content"]
+    assert parts[0] == {"type": "text", "text": "What is in these pictures?"}, parts[0]
+    assert [p["type"] for p in parts[1:]] == ["image_url", "image_url"]
+    assert parts[1]["image_url"]["url"] == "data:image/png;base64," + base64.b64encode(one.read_bytes()).decode()
+    assert parts[2]["image_url"]["url"] == "data:image/png;base64," + two
+    assert js(d, "return document.querySelectorAll('.msg.user .msg-images img').length") == 2
+    assert attach_state(d)["n"] == 0 and not attach_state(d)["shown"]
+    # the server's refusal (it cannot run the tower yet) shows under the reply, with its message
+    body = dict(sent[0], stream=False)
+    body.pop("stream_options", None)
+    st, want = http_post_json(port, "/v1/chat/completions", body)
+    assert st == 400 and "vision tower" in want["error"]["message"], want
+    r = last_reply(d)
+    assert want["error"]["message"] in r["error"] and "HTTP 400" in r["error"], r
+    bad = [e for e in d.get_log("browser") if e.get("level") == "SEVERE"]
+    assert len(bad) == 1 and "/v1/chat/completions" in bad[0]["message"] and "400" in bad[0]["message"], bad
+    d.save_screenshot(str(shots / "chat-attach-refused.png"))
+    # an image whose request would pass the server's body cap is stopped here, nothing sent
+    big = noise_png(tmp_path / "big.png", 1500, 1500)  # 6.75 MB: about 9 MB as base64
+    js(d, "document.getElementById('attach-file').hidden = false")
+    d.find_element(By.ID, "attach-file").send_keys(str(big))
+    js(d, "document.getElementById('attach-file').hidden = true")
+    wait(d, lambda: attach_state(d)["n"] == 1, timeout=20, what="the big image")
+    d.find_element(By.ID, "input").send_keys("And this?", Keys.ENTER)
+    wait(d, lambda: "the server takes requests of up to" in ((last_reply(d) or {}).get("error") or ""),
+         what="the body-size refusal")
+    assert len(js(d, "return window.__sent")) == 1  # no second request
+    # after a reload the messages keep their thumbnails, but not the images
+    d.refresh()
+    wait(d, lambda: js(d, "return document.querySelectorAll('.msg.user .msg-images img').length") == 3,
+         what="the thumbnails after a reload")
+    title = js(d, "return document.querySelector('.msg.user .msg-images img').title")
+    assert "not sent again" in title, title
+    stored = js(d, "return localStorage.getItem('hearth.convs.v1')")
+    assert "data:image/png" not in stored and "data:image/jpeg" in stored
+
+
 # ---------- `hearth serve` opens the browser ----------
 
 def test_opens_the_chat_with_xdg_open(tmp_path):
@@ -718,7 +873,8 @@ def test_opens_the_chat_with_xdg_open(tmp_path):
 @pytest.fixture(scope="module")
 def pool_server(tmp_path_factory):
     """(base URL, port): `serve --isolate --model-pool 2` over a store of two chat models,
-    test/smol and test/other (SmolLM2 under a second id: a model of its own to the pool)."""
+    test/smol and test/other (SmolLM2 under a second id: a model of its own to the pool, with a
+    projector GGUF beside it, so the store gives it a vision tower)."""
     tmp = tmp_path_factory.mktemp("webpool")
     for repo in ("test/smol", "test/other"):
         org, name = repo.split("/")
@@ -727,6 +883,9 @@ def pool_server(tmp_path_factory):
         (snap.parent.parent / "refs").mkdir()
         (snap.parent.parent / "refs" / "main").write_text("r1")
         (snap / pathlib.Path(MODEL).name).symlink_to(pathlib.Path(MODEL).resolve())
+        if repo == "test/other":  # a projector beside it: the store says it can see
+            from vision_fixture import write_projector
+            write_projector(snap / "mmproj-model-f16.gguf")
     env = {"HF_HUB_CACHE": str(tmp / "hub"), "XDG_CACHE_HOME": str(tmp / "xdg")}
     proc, port, log = start_server("--no-open", "--isolate", "--model-pool", "2", env=env, model="test/smol",
                                    timeout=60)
@@ -815,3 +974,27 @@ def test_library_chat_with_this_model(pool_server, browser, shots):
     record_requests(d)
     send_and_wait(d, "Name a fruit.")
     assert [b["model"] for b in js(d, "return window.__sent")] == ["test/smol"]
+
+
+def test_attach_follows_the_picked_model(pool_server, browser):
+    """In a pool, /v1/models marks each model's capabilities from the store, and the attach
+    control follows the picked model: shown for test/other (a projector beside it), hidden for
+    test/smol, whose pending images are dropped."""
+    import base64
+    from selenium.webdriver.support.ui import Select
+    from test_server_media import png_bytes
+    base, port = pool_server
+    caps = {m["id"]: m["capabilities"] for m in json.loads(http_get(port, "/v1/models")[2])["data"]}
+    assert caps == {"test/smol": ["text"], "test/other": ["text", "vision"]}, caps
+    assert json.loads(http_get(port, "/v1/models/test/other")[2])["capabilities"] == ["text", "vision"]
+    assert json.loads(http_get(port, "/v1/models/test/smol")[2])["capabilities"] == ["text"]
+    d = browser
+    d.get(base + "/#/chat")
+    wait(d, lambda: picker(d)["shown"], what="the model picker")
+    Select(d.find_element(By.ID, "model-pick")).select_by_value("test/other")
+    wait(d, lambda: attach_state(d)["button"], what="the attach button for test/other")
+    js(d, DROP_JS, base64.b64encode(png_bytes()).decode(), "a.png", "image/png", "drop")
+    wait(d, lambda: attach_state(d)["n"] == 1, what="the dropped image")
+    Select(d.find_element(By.ID, "model-pick")).select_by_value("test/smol")
+    st = attach_state(d)
+    assert st["button"] is False and st["n"] == 0 and st["shown"] is False, st

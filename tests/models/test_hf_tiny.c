@@ -63,7 +63,9 @@ TEST(gemma3_multimodal_layout) {
     hearth_err err = {0};
     CHECK_EQ(hearth_facts_safetensors(GOLD "gemma3-mm", &f, &err), HEARTH_OK);
     CHECK(f.caps & HEARTH_CAP_SUPPORTED);
-    CHECK(f.caps & HEARTH_CAP_VISION); /* its config has a vision_config */
+    /* a vision_config but only the language model's weights (a text-only conversion of a
+     * multimodal checkpoint): no tower, so no vision (store/modality.h) */
+    CHECK(!(f.caps & HEARTH_CAP_VISION));
     CHECK_EQ(f.n_layer_swa, 1);
     CHECK_EQ(hearth_facts_safetensors(GOLD "gemma3_text-bf16", &f, &err), HEARTH_OK);
     CHECK(!(f.caps & HEARTH_CAP_VISION));

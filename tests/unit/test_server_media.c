@@ -165,6 +165,19 @@ TEST(parts_of_each_dialect) {
     /* a model that sees but does not hear: the audio part is refused */
     CHECK(!hearth_media_admit(&l, "seer", HEARTH_MEDIA_CAP_IMAGE, &e));
     CHECK(strstr(e.msg, "audio") != NULL);
+    /* a model with both towers, whose engine runs neither: the first image is refused naming
+     * the tower's evidence; runs the vision tower only: the audio part is; runs both: the file
+     * part (no tower reads documents) is not this check's to refuse */
+    CHECK(!hearth_media_admit(&l, "both", HEARTH_MEDIA_CAP_IMAGE | HEARTH_MEDIA_CAP_AUDIO, &e)); /* the file */
+    CHECK(strstr(e.msg, "file") != NULL);
+    CHECK(!hearth_media_admit_runs(&l, "both", 0, "projector mmproj-x.gguf", &e));
+    CHECK_STR(e.param, "messages[1].content[0]");
+    CHECK(strstr(e.msg, "both") && strstr(e.msg, "a vision tower") && strstr(e.msg, "mmproj-x.gguf") &&
+          strstr(e.msg, "cannot run yet"));
+    CHECK_EQ(hearth_api_err_http(&e), 400);
+    CHECK(!hearth_media_admit_runs(&l, "both", HEARTH_MEDIA_CAP_IMAGE, "src", &e));
+    CHECK(strstr(e.msg, "an audio tower") != NULL);
+    CHECK(hearth_media_admit_runs(&l, "both", HEARTH_MEDIA_CAP_IMAGE | HEARTH_MEDIA_CAP_AUDIO, "src", &e));
     hearth_media_list_fini(&l);
     CHECK(hearth_media_admit(&l, "smol", 0, &e)); /* nothing to refuse */
 }

@@ -45,6 +45,19 @@ static uint8_t *make_gguf(const char *arch, int n_layer, int n_head_kv, int swa,
     return img;
 }
 
+/* A vision projector's header as llama.cpp's convert_hf_to_gguf.py --mmproj writes it. */
+static uint8_t *make_projector(size_t *n) {
+    gw w;
+    gw_init(&w);
+    gw_str(&w, "general.architecture", "clip");
+    gw_str(&w, "general.type", "mmproj");
+    gw_bool(&w, "clip.has_vision_encoder", true);
+    gw_tensor(&w, "v.patch_embd.weight", HEARTH_TYPE_F32, 2, (int64_t[]){4, 2}, NULL);
+    uint8_t *img = gw_finish(&w, n);
+    gw_free(&w);
+    return img;
+}
+
 TEST(units) {
     char b[32];
     hearth_fmt_bytes(98362432, b, sizeof b);
@@ -204,7 +217,10 @@ static void build_hub(const char *hub) {
     sc_ref(hub, "org/one", "main", "rev-new");
     sc_blob(hub, "org/multi", "q4", img, n);
     sc_blob(hub, "org/multi", "q8", img2, n2);
-    sc_blob(hub, "org/multi", "proj", img, n);
+    size_t n3 = 0;
+    uint8_t *proj = make_projector(&n3);
+    sc_blob(hub, "org/multi", "proj", proj, n3);
+    free(proj);
     sc_link(hub, "org/multi", "r1", "multi-q4.gguf", "q4");
     sc_link(hub, "org/multi", "r1", "sub/multi-q8.gguf", "q8");
     sc_link(hub, "org/multi", "r1", "mmproj-f16.gguf", "proj");
@@ -258,6 +274,7 @@ TEST(registry_scan_list_resolve) {
         CHECK_STR(rows[0].file, "multi-q4.gguf");
         CHECK(rows[0].f.caps & HEARTH_CAP_VISION);
         CHECK_STR(rows[1].file, "sub/multi-q8.gguf");
+        CHECK(rows[1].f.caps & HEARTH_CAP_VISION); /* the projector at the snapshot's top */
         CHECK_STR(rows[2].repo_id, "org/noref");
         CHECK(rows[2].error[0] != 0);
         CHECK_STR(rows[3].repo_id, "org/one");

@@ -64,13 +64,14 @@ async function loadConfig() {
 
 function bind() {
   $("dl-form").addEventListener("submit", startDownload);
+  bindAttach();
   $("composer").addEventListener("submit", (ev) => {
     ev.preventDefault();
     const text = $("input").value;
-    if (!text.trim() || app.busy) return;
+    if ((!text.trim() && !app.attach.length) || app.busy) return;
     $("input").value = "";
     autosize();
-    send(text);
+    send(text, takeAttachments());
   });
   $("input").addEventListener("keydown", (ev) => {
     if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) {

@@ -3,7 +3,8 @@
  * streaming through POST /v1/chat/completions (SSE over fetch), stop / regenerate / edit, the
  * sampling popover, the model picker fed by GET /v1/models (with a model pool every model of the
  * store, each loaded or not; the chosen one is each request's "model"), and the adapter picker
- * (core.js says how the app's scripts fit together).
+ * (core.js says how the app's scripts fit together). A user message may carry images
+ * (attach.js): sent as image_url parts, shown as thumbnails.
  */
 "use strict";
 
@@ -37,6 +38,7 @@ function renderModelPicker() {
     sel.appendChild(o);
   }
   $("model-pick-wrap").hidden = app.models.length < 2; // one model: the pill names it
+  renderAttach(); // the chosen model may see or not
 }
 
 /* Chat with id from now on (the picker, or the library's action). */
@@ -56,8 +58,13 @@ function conv() {
 function saveConvs() {
   // Newest first; drop streaming flags so a reload never shows a reply "still running".
   app.convs.sort((a, b) => b.updated - a.updated);
+  // Images keep only their thumbnail: data: URLs of photos would fill localStorage's quota.
   saveJSON(STORE_CONVS, app.convs.map((c) => ({
-    ...c, messages: c.messages.map((m) => { const { pending, ...rest } = m; return rest; }),
+    ...c, messages: c.messages.map((m) => {
+      const { pending, ...rest } = m;
+      if (rest.images) rest.images = rest.images.map((i) => ({ name: i.name, thumb: i.thumb }));
+      return rest;
+    }),
   })));
   if (app.current) localStorage.setItem(STORE_CURRENT, app.current);
 }
@@ -177,7 +184,18 @@ function action(label, fn) {
 function fillBody(body, m) {
   body.textContent = "";
   if (m.role !== "assistant") {
-    body.textContent = m.content;
+    if (m.images && m.images.length) {
+      const row = el("div", "msg-images");
+      for (const i of m.images) {
+        const img = el("img", "thumb");
+        img.src = i.thumb;
+        img.alt = i.name || "image";
+        img.title = i.url ? i.name || "image" : (i.name || "image") + " (not kept after a reload: not sent again)";
+        row.appendChild(img);
+      }
+      body.appendChild(row);
+    }
+    if (m.content) body.appendChild(document.createTextNode(m.content));
     return;
   }
   if (m.reasoning) {
@@ -304,12 +322,20 @@ function requestMessages(c) {
   for (const m of c.messages) {
     if (m.pending) continue;
     if (m.role === "assistant" && !m.content) continue; // failed or empty replies are not context
+    const imgs = (m.images || []).filter((i) => i.url); // after a reload only thumbnails remain
+    if (m.role === "user" && imgs.length) {
+      const parts = m.content ? [{ type: "text", text: m.content }] : [];
+      for (const i of imgs) parts.push({ type: "image_url", image_url: { url: i.url } });
+      out.push({ role: m.role, content: parts });
+      continue;
+    }
     out.push({ role: m.role, content: m.content });
   }
   return out;
 }
 
-async function send(text) {
+/* Send text (null: regenerate from the conversation as it is) with images ([{name, url, thumb}]). */
+async function send(text, images) {
   if (app.busy) return;
   let c = conv();
   if (!c) {
@@ -317,8 +343,11 @@ async function send(text) {
     c = conv();
   }
   if (text !== null) {
-    c.messages.push({ role: "user", content: text });
-    if (c.title === "New chat" || !c.title) c.title = text.replace(/\s+/g, " ").trim().slice(0, 48) || "New chat";
+    const u = { role: "user", content: text };
+    if (images && images.length) u.images = images;
+    c.messages.push(u);
+    const title = text.replace(/\s+/g, " ").trim().slice(0, 48) || (u.images ? "Image" : "");
+    if (c.title === "New chat" || !c.title) c.title = title || "New chat";
   }
   c.updated = Date.now();
   const m = { role: "assistant", content: "", pending: true };
@@ -346,9 +375,14 @@ async function stream(c, m, msgs) {
     const ad = adapterOf(c), def = (app.adapters || []).find((a) => a.default);
     if (ad) body.adapter = ad;
     m.adapter = ad || (def ? def.id : undefined);
-    const r = await fetch("/v1/chat/completions", { method: "POST", headers: headers(true),
-                                                     body: JSON.stringify(body), signal: controller.signal });
-    if (!r.ok) {
+    const json = JSON.stringify(body);
+    const n = new Blob([json]).size, lim = mediaLimits();
+    const r = n > lim.body ? null : await fetch("/v1/chat/completions", { method: "POST", headers: headers(true),
+                                                                       body: json, signal: controller.signal });
+    if (!r) { // the server would answer 413: say why here, before sending megabytes
+      m.error = "The message and its images make a request of " + fmtBytes(n) + "; the server takes requests of up to " +
+                fmtBytes(lim.body) + ". Attach fewer or smaller images.";
+    } else if (!r.ok) {
       if (r.status === 401) askKey();
       m.error = await errorText(r);
     } else {
@@ -460,7 +494,10 @@ function editLast() {
   const k = lastIndex(c, "user");
   if (k < 0) return;
   const text = c.messages[k].content;
+  const imgs = (c.messages[k].images || []).filter((i) => i.url);
   c.messages.splice(k);
+  app.attach = imgs.map((i) => ({ name: i.name, url: i.url, thumb: i.thumb }));
+  renderAttach();
   saveConvs();
   renderChat();
   const input = $("input");

@@ -1,7 +1,7 @@
 /*
  * core.js - what every view of hearth's web app shares: the app state, localStorage keys, DOM
  * and number helpers, and the API fetch with the optional key. The app is plain scripts loaded
- * in order by index.html (core, markdown, chat, status, library, then app.js, which routes and
+ * in order by index.html (core, markdown, chat, attach, status, library, then app.js, which routes and
  * starts); they share the page's global scope, no module loader or build step.
  */
 "use strict";
@@ -22,6 +22,7 @@ const app = {
   busy: null,         // {controller, msg} while a reply streams
   sampling: {},       // the user's overrides: {temperature, top_p, top_k, max_tokens}
   adapters: [],       // GET /v1/adapters' data: the mounted LoRA adapters
+  attach: [],         // images waiting in the composer: [{name, type, size, url, thumb}] (attach.js)
   stats: { timer: null, history: [], last: null },
 };
 
