@@ -15,7 +15,8 @@
  *     dispatch forced down), 1 and 2 threads: from HEARTH_BF16_DP_MIN_TOK tokens every element
  *     equals the twin (rows in whole 4s through the tile, the odd rows through the twin), below
  *     it and with per_row the set's one-row dot; and the dispatch picks vdpbf16ps exactly when
- *     CPUID reports AVX512-BF16.
+ *     CPUID reports AVX512-BF16 and HEARTH_BF16_DPBF16=1 asks for it (the tile itself is
+ *     tested above either way).
  */
 #include <math.h>
 #include <stdint.h>
@@ -204,9 +205,10 @@ TEST(matmul_each_set) {
         CHECK(tr && tr->vec_dot_batch_min == HEARTH_BF16_DP_MIN_TOK);
 #if defined(__x86_64__)
         if (isa == HEARTH_ISA_AVX512)
-            CHECK(tr->vec_dot_batch_tile == (__builtin_cpu_supports("avx512bf16") && !getenv("HEARTH_NO_AVX512BF16")
-                                                 ? hearth_tile_bf16_dp_avx512bf16
-                                                 : hearth_tile_bf16_dp_avx512));
+            CHECK(tr->vec_dot_batch_tile == (__builtin_cpu_supports("avx512bf16") && getenv("HEARTH_BF16_DPBF16") &&
+                                                         !strcmp(getenv("HEARTH_BF16_DPBF16"), "1")
+                                                     ? hearth_tile_bf16_dp_avx512bf16
+                                                     : hearth_tile_bf16_dp_avx512));
         if (isa == HEARTH_ISA_AVX2) CHECK(tr->vec_dot_batch_tile == hearth_tile_bf16_dp_avx2);
 #endif
         size_t scratch_n = hearth_matmul_scratch_bytes(HEARTH_TYPE_BF16, NIN, NTOK, 2);

@@ -12,9 +12,10 @@
  *   avx512  all of avx2, plus AVX-512 F/BW/VL/DQ and VNNI, and the OS saving opmask and ZMM
  *           state (XCR0 bits 5-7). VNNI is required rather than branched on: the integer
  *           dots are written around vpdpbusd/vpdpwssd, and AVX-512 CPUs without VNNI
- *           (Skylake-SP/X) run the avx2 set well. AVX512-BF16 is branched on: where CPUID
- *           reports it, the avx512 set's bf16 tile is vdpbf16ps (tab_avx512_bf16), else the
- *           same order in f32 FMAs (bf16_x86.h).
+ *           (Skylake-SP/X) run the avx2 set well. AVX512-BF16 is reported, and used only
+ *           when asked (HEARTH_BF16_DPBF16=1): the avx512 set's bf16 tile is then vdpbf16ps
+ *           (tab_avx512_bf16) instead of the same order in f32 FMAs (bf16_x86.h), which
+ *           measured faster on Sapphire Rapids.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -154,7 +155,7 @@ static const hearth_kernel_traits tab_scalar[HEARTH_TYPE_COUNT] = {
 #define Q4_K_GEMM_TILE_avx512 hearth_tile_q4_K_q8_K_gemm_avx512
 static const hearth_kernel_traits tab_avx2[HEARTH_TYPE_COUNT] = SIMD_TABLE(avx2, hearth_tile_bf16_dp_avx2);
 static const hearth_kernel_traits tab_avx512[HEARTH_TYPE_COUNT] = SIMD_TABLE(avx512, hearth_tile_bf16_dp_avx512);
-/* the avx512 set where CPUID reports AVX512-BF16: its bf16 tile is vdpbf16ps (same bits) */
+/* the avx512 set with vdpbf16ps as its bf16 tile (same bits): HEARTH_BF16_DPBF16=1 and AVX512-BF16 */
 static const hearth_kernel_traits tab_avx512_bf16[HEARTH_TYPE_COUNT] =
     SIMD_TABLE(avx512, hearth_tile_bf16_dp_avx512bf16);
 #endif
@@ -173,7 +174,7 @@ static const char *const isa_names[HEARTH_ISA_COUNT] = {"ref", "scalar", "avx2",
 /* Written once under init_once, read-only after (active_isa may be switched by select). */
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static bool           isa_ok[HEARTH_ISA_COUNT];
-static bool           avx512_bf16; /* the avx512 set runs tab_avx512_bf16 */
+static bool           avx512_bf16; /* the avx512 set runs tab_avx512_bf16 (written once, in init) */
 static _Atomic int    active_isa = HEARTH_ISA_SCALAR;
 
 typedef struct {
@@ -230,9 +231,11 @@ static void init(void) {
     isa_ok[HEARTH_ISA_AVX2] = HEARTH_HAVE_X86 && f.ymm_os && f.avx2 && f.fma && f.f16c && f.bmi2;
     isa_ok[HEARTH_ISA_AVX512] = isa_ok[HEARTH_ISA_AVX2] && f.zmm_os && f.avx512f && f.avx512bw &&
                                 f.avx512vl && f.avx512dq && f.avx512vnni;
-    /* HEARTH_NO_AVX512BF16=1: the FMA bf16 tile instead (an A/B lever; the same bits on normal numbers) */
-    const char *nobf16 = getenv("HEARTH_NO_AVX512BF16");
-    avx512_bf16 = HEARTH_HAVE_X86 && isa_ok[HEARTH_ISA_AVX512] && f.avx512bf16 && !(nobf16 && *nobf16 == '1');
+    /* HEARTH_BF16_DPBF16=1: the vdpbf16ps bf16 tile where CPUID reports AVX512-BF16 (an A/B
+     * lever, the same bits on normal numbers). Off by default: on Sapphire Rapids the FMA tile
+     * ran the 1B bf16 shape's prefill matmuls 1.2x faster (bench/README.md). */
+    const char *dpbf16 = getenv("HEARTH_BF16_DPBF16");
+    avx512_bf16 = HEARTH_HAVE_X86 && isa_ok[HEARTH_ISA_AVX512] && f.avx512bf16 && dpbf16 && *dpbf16 == '1';
     hearth_isa pick = best_isa();
     const char *env = getenv("HEARTH_KERNELS");
     if (env && *env && strcmp(env, "auto") != 0) {

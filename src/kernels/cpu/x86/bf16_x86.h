@@ -12,8 +12,11 @@
  * loads. Each result equals hearth_vec_dot_bf16_dp_ref bit for bit (the FMA tiles: when no
  * input or lane is subnormal, which they do not flush).
  *
- *   hearth_tile_bf16_dp_avx512bf16  vdpbf16ps; only where CPUID reports AVX512-BF16
- *   hearth_tile_bf16_dp_avx512      AVX-512F FMAs (the avx512 set on CPUs without AVX512-BF16)
+ *   hearth_tile_bf16_dp_avx512bf16  vdpbf16ps; only where CPUID reports AVX512-BF16, and only
+ *                                   when HEARTH_BF16_DPBF16=1 asks (dispatch.c): on Sapphire
+ *                                   Rapids it ran 1.2x slower than the FMA tile (one thread, 64
+ *                                   tokens, the 1B bf16 shape's matmuls: 1.53 s against 1.28 s)
+ *   hearth_tile_bf16_dp_avx512      AVX-512F FMAs: the avx512 set's bf16 tile
  *   hearth_tile_bf16_dp_avx2        AVX2 FMAs, the 16 lanes as two 8-float halves, 2 rows x 2
  *                                   tokens at a time (16 registers)
  *
