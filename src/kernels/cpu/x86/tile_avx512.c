@@ -243,19 +243,28 @@ INLINE __m128 lane4(__m512 v, const int g) {
 }
 
 /* q4_K (llamacpp_order_ref.h): 4 rows x NT tokens. Each row's nibbles and scales are unpacked once per
- * super-block for all NT tokens; the integer sums are exact. The float chains of a token's 4
- * rows run side by side in one 4-float vector each (a: the sums, m: the minimum terms), one FMA
- * per super-block (gemv) or per pair of sub-blocks (PAIR: the gemm order), the one-row kernels'
- * fmaf of each (row, token) pair in its own lane: the integer sums of the 4 rows are gathered
- * into lane order by the reduction tree itself (partial4 per row, finish4 per token). */
+ * super-block for all NT tokens, in a layout where 128-bit lane j of every vector belongs to
+ * sub-block pair j (vector k < 2: 16 low nibbles of the pair's bytes 16k..16k+15, sub-block 2j;
+ * k >= 2: the high nibbles of the same bytes, sub-block 2j + 1), and each token's 256
+ * activation bytes are transposed to match once for the 4 rows (four 128-bit-lane transposes).
+ * Then a row's four maddubs / vpdpwssd (with the sub-block scales) chain into one vector whose
+ * lane j holds 4 partial sums of pair j, and finish4 gathers the 4 rows' pair sums into lane
+ * order (lane 4p + r). The integer sums are exact, so their order is free. The float chains of
+ * a token's 4 rows run side by side in one 4-float vector each (a: the sums, m: the minimum
+ * terms), one FMA per super-block (gemv) or per pair of sub-blocks (PAIR: the gemm order), the
+ * one-row kernels' fmaf of each (row, token) pair in its own lane. */
 INLINE void q4_K_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t bx, const uint8_t *y, size_t by,
                       const int NT, const int PAIR) {
     typedef hearth_block_q4_K q4_K;
     typedef hearth_block_q8_K q8_K;
-    const __m256i m4 = _mm256_set1_epi8(15);
+    const __m512i m4 = _mm512_set1_epi8(15);
     /* lane 4p + r <- lane 4r + p; element p of a 128-bit lane to all of lane p */
     const __m512i trans = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
     const __m512i bdup = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    /* s16 element 8j + i <- scale 2j (even) or 2j + 1 (odd) */
+    const __m512i sc_even = _mm512_set_epi16(6, 6, 6, 6, 6, 6, 6, 6, 4, 4, 4, 4, 4, 4, 4, 4, 2, 2, 2, 2, 2, 2, 2, 2,
+                                             0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512i sc_odd = _mm512_add_epi16(sc_even, _mm512_set1_epi16(1));
     const __m256i even = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
     __m128 a[HEARTH_TILE_NT], m[HEARTH_TILE_NT]; /* [token], lane r */
     UNROLL
@@ -267,8 +276,9 @@ INLINE void q4_K_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t 
         /* d_r in lanes 0..3, dmin_r in lanes 4..7 */
         const __m256 dd = _mm256_permutevar8x32_ps(head4(xb0, bx), even);
         const __m128 xd = _mm256_castps256_ps128(dd), xm = _mm256_extractf128_ps(dd, 1);
-        __m512i e[HEARTH_TILE_NT][4]; /* [token][row]: partial4 of the 4 sub-block pair sums */
+        __m512i e[HEARTH_TILE_NT][4]; /* [token][row]: lane j = 4 partial sums of pair j */
         __m512i mn = _mm512_setzero_si512(); /* 128-bit lane r: row r's 8 minimums, s16 */
+        __m512i wq[4][4], ws[4][2];          /* [row][k]: nibbles; [row][k >= 2]: scales */
         UNROLL
         for (int r = 0; r < 4; r++) {
             const q4_K *xb = (const q4_K *)(xb0 + (size_t)r * bx);
@@ -277,25 +287,38 @@ INLINE void q4_K_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t 
             /* into 128-bit lane r (a masked broadcast: no immediate, so -O0 builds compile it) */
             mn = _mm512_mask_broadcast_i32x4(mn, (__mmask16)(0xFu << (4 * r)),
                                              _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)mn8)));
-            __m512i qv[4], sv[4];
+            const __m512i sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)sc)));
+            ws[r][0] = _mm512_permutexvar_epi16(sc_even, sc16);
+            ws[r][1] = _mm512_permutexvar_epi16(sc_odd, sc16);
+            const __m512i lo = _mm512_loadu_si512(xb->qs), hi = _mm512_loadu_si512(xb->qs + 64);
+            const __m512i x0 = _mm512_shuffle_i64x2(lo, hi, _MM_SHUFFLE(2, 0, 2, 0)); /* bytes 32j + 0..15 */
+            const __m512i x1 = _mm512_shuffle_i64x2(lo, hi, _MM_SHUFFLE(3, 1, 3, 1)); /* bytes 32j + 16..31 */
+            wq[r][0] = _mm512_and_si512(x0, m4);
+            wq[r][1] = _mm512_and_si512(x1, m4);
+            wq[r][2] = _mm512_and_si512(_mm512_srli_epi16(x0, 4), m4);
+            wq[r][3] = _mm512_and_si512(_mm512_srli_epi16(x1, 4), m4);
+        }
+        UNROLL
+        for (int t = 0; t < NT; t++) {
+            const q8_K *yb = (const q8_K *)(y + (size_t)t * by) + b;
+            /* l[j]: elements 64j .. 64j + 63 (pair j); yq[k] lane j = l[j] lane k */
+            const __m512i l0 = _mm512_loadu_si512(yb->qs), l1 = _mm512_loadu_si512(yb->qs + 64);
+            const __m512i l2 = _mm512_loadu_si512(yb->qs + 128), l3 = _mm512_loadu_si512(yb->qs + 192);
+            const __m512i t01a = _mm512_shuffle_i64x2(l0, l1, _MM_SHUFFLE(1, 0, 1, 0));
+            const __m512i t01b = _mm512_shuffle_i64x2(l0, l1, _MM_SHUFFLE(3, 2, 3, 2));
+            const __m512i t23a = _mm512_shuffle_i64x2(l2, l3, _MM_SHUFFLE(1, 0, 1, 0));
+            const __m512i t23b = _mm512_shuffle_i64x2(l2, l3, _MM_SHUFFLE(3, 2, 3, 2));
+            const __m512i yq[4] = {_mm512_shuffle_i64x2(t01a, t23a, _MM_SHUFFLE(2, 0, 2, 0)),
+                                   _mm512_shuffle_i64x2(t01a, t23a, _MM_SHUFFLE(3, 1, 3, 1)),
+                                   _mm512_shuffle_i64x2(t01b, t23b, _MM_SHUFFLE(2, 0, 2, 0)),
+                                   _mm512_shuffle_i64x2(t01b, t23b, _MM_SHUFFLE(3, 1, 3, 1))};
             UNROLL
-            for (int g = 0; g < 4; g++) {
-                __m256i t8 = _mm256_loadu_si256((const __m256i *)(xb->qs + 32 * g));
-                qv[g] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(t8, m4)),
-                                           _mm256_and_si256(_mm256_srli_epi16(t8, 4), m4), 1);
-                sv[g] = _mm512_inserti64x4(_mm512_set1_epi16((short)sc[2 * g]),
-                                           _mm256_set1_epi16((short)sc[2 * g + 1]), 1);
-            }
-            UNROLL
-            for (int t = 0; t < NT; t++) {
-                const q8_K *yb = (const q8_K *)(y + (size_t)t * by) + b;
-                __m512i pg[4];
-                UNROLL
-                for (int g = 0; g < 4; g++) {
-                    __m512i p16 = _mm512_maddubs_epi16(qv[g], _mm512_loadu_si512(yb->qs + 64 * g));
-                    pg[g] = _mm512_dpwssd_epi32(_mm512_setzero_si512(), p16, sv[g]);
-                }
-                e[t][r] = partial4(pg);
+            for (int r = 0; r < 4; r++) {
+                __m512i v = _mm512_dpwssd_epi32(_mm512_setzero_si512(), _mm512_maddubs_epi16(wq[r][0], yq[0]),
+                                                ws[r][0]);
+                v = _mm512_dpwssd_epi32(v, _mm512_maddubs_epi16(wq[r][1], yq[1]), ws[r][0]);
+                v = _mm512_dpwssd_epi32(v, _mm512_maddubs_epi16(wq[r][2], yq[2]), ws[r][1]);
+                e[t][r] = _mm512_dpwssd_epi32(v, _mm512_maddubs_epi16(wq[r][3], yq[3]), ws[r][1]);
             }
         }
         mn = _mm512_permutexvar_epi32(trans, mn); /* lane 4p + r: row r's minimums 2p, 2p + 1 */
