@@ -242,6 +242,55 @@ INLINE __m128 lane4(__m512 v, const int g) {
     }
 }
 
+/* out[k] lane j = v[j] lane k (128-bit lanes of 4 vectors, a 4 x 4 transpose) */
+INLINE void transpose4_ps(const __m512 v[4], __m512 out[4]) {
+    const __m512 a = _mm512_shuffle_f32x4(v[0], v[1], _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512 b = _mm512_shuffle_f32x4(v[0], v[1], _MM_SHUFFLE(3, 2, 3, 2));
+    const __m512 c = _mm512_shuffle_f32x4(v[2], v[3], _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512 d = _mm512_shuffle_f32x4(v[2], v[3], _MM_SHUFFLE(3, 2, 3, 2));
+    out[0] = _mm512_shuffle_f32x4(a, c, _MM_SHUFFLE(2, 0, 2, 0));
+    out[1] = _mm512_shuffle_f32x4(a, c, _MM_SHUFFLE(3, 1, 3, 1));
+    out[2] = _mm512_shuffle_f32x4(b, d, _MM_SHUFFLE(2, 0, 2, 0));
+    out[3] = _mm512_shuffle_f32x4(b, d, _MM_SHUFFLE(3, 1, 3, 1));
+}
+
+/* q4_K's activations as its tile reads them, prepared once per call for all its 4-row groups
+ * (a full token tile, rows of up to Q4K_PREP_BLOCKS super-blocks): each token's 256 bytes
+ * transposed into pair-lane order and its paired bsums. */
+enum { Q4K_PREP_BLOCKS = 32 }; /* rows of up to 8192 elements: 68 KB of stack */
+typedef struct {
+    __m512i yq[Q4K_PREP_BLOCKS][HEARTH_TILE_NT][4];
+    __m128i b2[Q4K_PREP_BLOCKS][HEARTH_TILE_NT];
+} q4k_prep;
+
+/* yq[k] lane j = lane k of the token's elements 64j .. 64j + 63 (pair j) */
+INLINE void q4k_act(const hearth_block_q8_K *yb, __m512i yq[4]) {
+    const __m512i l0 = _mm512_loadu_si512(yb->qs), l1 = _mm512_loadu_si512(yb->qs + 64);
+    const __m512i l2 = _mm512_loadu_si512(yb->qs + 128), l3 = _mm512_loadu_si512(yb->qs + 192);
+    const __m512i t01a = _mm512_shuffle_i64x2(l0, l1, _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512i t01b = _mm512_shuffle_i64x2(l0, l1, _MM_SHUFFLE(3, 2, 3, 2));
+    const __m512i t23a = _mm512_shuffle_i64x2(l2, l3, _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512i t23b = _mm512_shuffle_i64x2(l2, l3, _MM_SHUFFLE(3, 2, 3, 2));
+    yq[0] = _mm512_shuffle_i64x2(t01a, t23a, _MM_SHUFFLE(2, 0, 2, 0));
+    yq[1] = _mm512_shuffle_i64x2(t01a, t23a, _MM_SHUFFLE(3, 1, 3, 1));
+    yq[2] = _mm512_shuffle_i64x2(t01b, t23b, _MM_SHUFFLE(2, 0, 2, 0));
+    yq[3] = _mm512_shuffle_i64x2(t01b, t23b, _MM_SHUFFLE(3, 1, 3, 1));
+}
+
+/* bsums[2i] + bsums[2i + 1], i < 8 */
+INLINE __m128i q4k_b2(const hearth_block_q8_K *yb) {
+    return _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)yb->bsums), _mm_loadu_si128((const __m128i *)(yb->bsums + 8)));
+}
+
+static void q4k_prepare(int64_t nb, const uint8_t *y, size_t by, q4k_prep *pp) {
+    for (int64_t b = 0; b < nb; b++)
+        for (int t = 0; t < HEARTH_TILE_NT; t++) {
+            const hearth_block_q8_K *yb = (const hearth_block_q8_K *)(y + (size_t)t * by) + b;
+            q4k_act(yb, pp->yq[b][t]);
+            pp->b2[b][t] = q4k_b2(yb);
+        }
+}
+
 /* q4_K (llamacpp_order_ref.h): 4 rows x NT tokens. Each row's nibbles and scales are unpacked once per
  * super-block for all NT tokens, in a layout where 128-bit lane j of every vector belongs to
  * sub-block pair j (vector k < 2: 16 low nibbles of the pair's bytes 16k..16k+15, sub-block 2j;
@@ -254,7 +303,7 @@ INLINE __m128 lane4(__m512 v, const int g) {
  * terms), one FMA per super-block (gemv) or per pair of sub-blocks (PAIR: the gemm order), the
  * one-row kernels' fmaf of each (row, token) pair in its own lane. */
 INLINE void q4_K_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t bx, const uint8_t *y, size_t by,
-                      const int NT, const int PAIR) {
+                      const int NT, const int PAIR, const q4k_prep *pp) {
     typedef hearth_block_q4_K q4_K;
     typedef hearth_block_q8_K q8_K;
     const __m512i m4 = _mm512_set1_epi8(15);
@@ -266,9 +315,12 @@ INLINE void q4_K_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t 
                                              0, 0, 0, 0, 0, 0, 0, 0);
     const __m512i sc_odd = _mm512_add_epi16(sc_even, _mm512_set1_epi16(1));
     const __m256i even = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
-    __m128 a[HEARTH_TILE_NT], m[HEARTH_TILE_NT]; /* [token], lane r */
+    __m128 a[HEARTH_TILE_NT], m[HEARTH_TILE_NT]; /* [token], lane r (gemv order) */
+    __m512 a4[HEARTH_TILE_NT / 4], m4v[HEARTH_TILE_NT / 4]; /* [token / 4], lane 4 (token % 4) + r (PAIR) */
     UNROLL
     for (int t = 0; t < NT; t++) a[t] = m[t] = _mm_setzero_ps();
+    UNROLL
+    for (int g = 0; g < HEARTH_TILE_NT / 4; g++) a4[g] = m4v[g] = _mm512_setzero_ps();
     const int64_t nb = n / HEARTH_QK_K;
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *xb0 = x + (size_t)b * sizeof(q4_K);
@@ -301,17 +353,13 @@ INLINE void q4_K_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t 
         UNROLL
         for (int t = 0; t < NT; t++) {
             const q8_K *yb = (const q8_K *)(y + (size_t)t * by) + b;
-            /* l[j]: elements 64j .. 64j + 63 (pair j); yq[k] lane j = l[j] lane k */
-            const __m512i l0 = _mm512_loadu_si512(yb->qs), l1 = _mm512_loadu_si512(yb->qs + 64);
-            const __m512i l2 = _mm512_loadu_si512(yb->qs + 128), l3 = _mm512_loadu_si512(yb->qs + 192);
-            const __m512i t01a = _mm512_shuffle_i64x2(l0, l1, _MM_SHUFFLE(1, 0, 1, 0));
-            const __m512i t01b = _mm512_shuffle_i64x2(l0, l1, _MM_SHUFFLE(3, 2, 3, 2));
-            const __m512i t23a = _mm512_shuffle_i64x2(l2, l3, _MM_SHUFFLE(1, 0, 1, 0));
-            const __m512i t23b = _mm512_shuffle_i64x2(l2, l3, _MM_SHUFFLE(3, 2, 3, 2));
-            const __m512i yq[4] = {_mm512_shuffle_i64x2(t01a, t23a, _MM_SHUFFLE(2, 0, 2, 0)),
-                                   _mm512_shuffle_i64x2(t01a, t23a, _MM_SHUFFLE(3, 1, 3, 1)),
-                                   _mm512_shuffle_i64x2(t01b, t23b, _MM_SHUFFLE(2, 0, 2, 0)),
-                                   _mm512_shuffle_i64x2(t01b, t23b, _MM_SHUFFLE(3, 1, 3, 1))};
+            __m512i yq[4];
+            if (pp) {
+                UNROLL
+                for (int k = 0; k < 4; k++) yq[k] = _mm512_load_si512(&pp->yq[b][t][k]);
+            } else {
+                q4k_act(yb, yq);
+            }
             UNROLL
             for (int r = 0; r < 4; r++) {
                 __m512i v = _mm512_dpwssd_epi32(_mm512_setzero_si512(), _mm512_maddubs_epi16(wq[r][0], yq[0]),
@@ -322,6 +370,39 @@ INLINE void q4_K_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t 
             }
         }
         mn = _mm512_permutexvar_epi32(trans, mn); /* lane 4p + r: row r's minimums 2p, 2p + 1 */
+        if (PAIR) { /* 4 tokens at a time: lane 4u + r of a vector = (row r, token 4g + u) */
+            const __m512 xd16 = _mm512_broadcast_f32x4(xd), xm16 = _mm512_broadcast_f32x4(xm);
+            UNROLL
+            for (int g = 0; g < (NT + 3) / 4; g++) {
+                __m512 fq[4], fm[4], q[4], mq[4];
+                float yd[4];
+                UNROLL
+                for (int u = 0; u < 4; u++) {
+                    const int t = 4 * g + u;
+                    if (t >= NT) { /* no token: zeros, never stored */
+                        fq[u] = fm[u] = _mm512_setzero_ps();
+                        yd[u] = 0.0f;
+                        continue;
+                    }
+                    const q8_K *yb = (const q8_K *)(y + (size_t)t * by) + b;
+                    const __m128i b2 = pp ? pp->b2[b][t] : q4k_b2(yb);
+                    fq[u] = _mm512_cvtepi32_ps(finish4(e[t])); /* lane 4p + r: pair p's scaled sum */
+                    fm[u] = _mm512_cvtepi32_ps(
+                        _mm512_madd_epi16(_mm512_permutexvar_epi32(bdup, _mm512_castsi128_si512(b2)), mn));
+                    yd[u] = yb->d;
+                }
+                transpose4_ps(fq, q); /* q[p] lane 4u + r: fq[u] lane 4p + r */
+                transpose4_ps(fm, mq);
+                const __m512 yd16 = _mm512_permutexvar_ps(bdup, _mm512_castps128_ps512(_mm_setr_ps(yd[0], yd[1], yd[2], yd[3])));
+                const __m512 da = _mm512_mul_ps(xd16, yd16), dm = _mm512_mul_ps(xm16, yd16);
+                UNROLL
+                for (int p = 0; p < 4; p++) {
+                    a4[g] = _mm512_fmadd_ps(q[p], da, a4[g]);
+                    m4v[g] = _mm512_fmadd_ps(mq[p], dm, m4v[g]);
+                }
+            }
+            continue;
+        }
         UNROLL
         for (int t = 0; t < NT; t++) {
             const q8_K *yb = (const q8_K *)(y + (size_t)t * by) + b;
@@ -331,25 +412,18 @@ INLINE void q4_K_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t 
             __m512i sq = finish4(e[t]); /* lane 4p + r: pair p's scaled sum */
             __m512i sm = _mm512_madd_epi16(_mm512_permutexvar_epi32(bdup, _mm512_castsi128_si512(b2)), mn);
             const __m128 yd = _mm_set1_ps(yb->d), da = _mm_mul_ps(xd, yd), dm = _mm_mul_ps(xm, yd);
-            if (PAIR) {
-                const __m512 fq = _mm512_cvtepi32_ps(sq), fm = _mm512_cvtepi32_ps(sm);
-                UNROLL
-                for (int p = 0; p < 4; p++) {
-                    a[t] = _mm_fmadd_ps(lane4(fq, p), da, a[t]);
-                    m[t] = _mm_fmadd_ps(lane4(fm, p), dm, m[t]);
-                }
-            } else { /* the four pairs' sums first (exact) */
-                sq = _mm512_add_epi32(sq, _mm512_shuffle_i64x2(sq, sq, _MM_SHUFFLE(1, 0, 3, 2)));
-                sm = _mm512_add_epi32(sm, _mm512_shuffle_i64x2(sm, sm, _MM_SHUFFLE(1, 0, 3, 2)));
-                sq = _mm512_add_epi32(sq, _mm512_shuffle_i64x2(sq, sq, _MM_SHUFFLE(2, 3, 0, 1)));
-                sm = _mm512_add_epi32(sm, _mm512_shuffle_i64x2(sm, sm, _MM_SHUFFLE(2, 3, 0, 1)));
-                a[t] = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm512_castsi512_si128(sq)), da, a[t]);
-                m[t] = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm512_castsi512_si128(sm)), dm, m[t]);
-            }
+            /* the four pairs' sums first (exact) */
+            sq = _mm512_add_epi32(sq, _mm512_shuffle_i64x2(sq, sq, _MM_SHUFFLE(1, 0, 3, 2)));
+            sm = _mm512_add_epi32(sm, _mm512_shuffle_i64x2(sm, sm, _MM_SHUFFLE(1, 0, 3, 2)));
+            sq = _mm512_add_epi32(sq, _mm512_shuffle_i64x2(sq, sq, _MM_SHUFFLE(2, 3, 0, 1)));
+            sm = _mm512_add_epi32(sm, _mm512_shuffle_i64x2(sm, sm, _MM_SHUFFLE(2, 3, 0, 1)));
+            a[t] = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm512_castsi512_si128(sq)), da, a[t]);
+            m[t] = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm512_castsi512_si128(sm)), dm, m[t]);
         }
     }
     UNROLL
-    for (int t = 0; t < NT; t++) _mm_storeu_ps(s + t * bs, _mm_sub_ps(a[t], m[t]));
+    for (int t = 0; t < NT; t++)
+        _mm_storeu_ps(s + t * bs, PAIR ? lane4(_mm512_sub_ps(a4[t / 4], m4v[t / 4]), t % 4) : _mm_sub_ps(a[t], m[t]));
 }
 
 /* q6_K (llamacpp_order_ref.h): 4 rows x NT tokens. Each row's 6-bit values and per-lane scales are
@@ -450,15 +524,24 @@ INLINE void q6_K_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t 
 #define Q5_0_BODY(NT) sgn_tile(n, s, bs, x, bx, y, by, NT, K5_0, NULL)
 #define Q8_0_BODY(NT) sgn_tile(n, s, bs, x, bx, y, by, NT, K8_0, NULL)
 #define Q6_K_BODY(NT) q6_K_tile(n, s, bs, x, bx, y, by, NT)
-#define Q4_K_BODY(NT) q4_K_tile(n, s, bs, x, bx, y, by, NT, 0)
-#define Q4_K_GEMM_BODY(NT) q4_K_tile(n, s, bs, x, bx, y, by, NT, 1)
+#define Q4_K_BODY(NT) q4_K_tile(n, s, bs, x, bx, y, by, NT, 0, NULL)
+#define Q4_K_GEMM_BODY(NT) q4_K_tile(n, s, bs, x, bx, y, by, NT, 1, NULL)
+/* several row groups and a full token tile: the activations prepared once (q4k_prep) */
+#define Q4K_PREP                                                                                             \
+    if (nr > 4 && nt == HEARTH_TILE_NT && n / HEARTH_QK_K <= Q4K_PREP_BLOCKS) {                              \
+        _Alignas(64) q4k_prep pp;                                                                            \
+        q4k_prepare(n / HEARTH_QK_K, vy, by, &pp);                                                           \
+        for (int r = 0; r < nr; r += 4)                                                                      \
+            q4_K_tile(n, s0 + r, bs, (const uint8_t *)vx + (size_t)r * bx, bx, vy, by, HEARTH_TILE_NT, 1, &pp); \
+        return;                                                                                              \
+    }
 TILE_FN(hearth_tile_q4_0_q8_0_avx512, Q4_0_BODY, SGN_PREP(K4_0))
 TILE_FN(hearth_tile_q4_1_q8_1_avx512, Q4_1_BODY, )
 TILE_FN(hearth_tile_q5_0_q8_0_avx512, Q5_0_BODY, SGN_PREP(K5_0))
 TILE_FN(hearth_tile_q8_0_q8_0_avx512, Q8_0_BODY, SGN_PREP(K8_0))
 TILE_FN(hearth_tile_q4_K_q8_K_avx512, Q4_K_BODY, )
 TILE_FN(hearth_tile_q6_K_q8_K_avx512, Q6_K_BODY, )
-TILE_FN(hearth_tile_q4_K_q8_K_gemm_avx512, Q4_K_GEMM_BODY, )
+TILE_FN(hearth_tile_q4_K_q8_K_gemm_avx512, Q4_K_GEMM_BODY, Q4K_PREP)
 
 /* q6_K in llama.cpp's tiled order (hearth_vec_dot_q6_K_q8_K_x86_tiled_ref): 4 rows x NT tokens.
  * Per super-block the 4 rows' 6-bit values are unpacked once onto the stack as q6_K_tile does
