@@ -328,7 +328,7 @@ INLINE void q4_K_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t 
         /* d_r in lanes 0..3, dmin_r in lanes 4..7 */
         const __m256 dd = _mm256_permutevar8x32_ps(head4(xb0, bx), even);
         const __m128 xd = _mm256_castps256_ps128(dd), xm = _mm256_extractf128_ps(dd, 1);
-        __m512i e[HEARTH_TILE_NT][4]; /* [token][row]: lane j = 4 partial sums of pair j */
+        __m512i sq4[HEARTH_TILE_NT]; /* [token]: lane 4p + r = pair p's scaled sum of row r */
         __m512i mn = _mm512_setzero_si512(); /* 128-bit lane r: row r's 8 minimums, s16 */
         __m512i wq[4][4], ws[4][2];          /* [row][k]: nibbles; [row][k >= 2]: scales */
         UNROLL
@@ -360,14 +360,15 @@ INLINE void q4_K_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t 
             } else {
                 q4k_act(yb, yq);
             }
+            __m512i e[4]; /* [row]: lane j = 4 partial sums of pair j */
             UNROLL
             for (int r = 0; r < 4; r++) {
-                __m512i v = _mm512_dpwssd_epi32(_mm512_setzero_si512(), _mm512_maddubs_epi16(wq[r][0], yq[0]),
-                                                ws[r][0]);
+                __m512i v = _mm512_madd_epi16(_mm512_maddubs_epi16(wq[r][0], yq[0]), ws[r][0]);
                 v = _mm512_dpwssd_epi32(v, _mm512_maddubs_epi16(wq[r][1], yq[1]), ws[r][0]);
                 v = _mm512_dpwssd_epi32(v, _mm512_maddubs_epi16(wq[r][2], yq[2]), ws[r][1]);
-                e[t][r] = _mm512_dpwssd_epi32(v, _mm512_maddubs_epi16(wq[r][3], yq[3]), ws[r][1]);
+                e[r] = _mm512_dpwssd_epi32(v, _mm512_maddubs_epi16(wq[r][3], yq[3]), ws[r][1]);
             }
+            sq4[t] = finish4(e); /* lane 4p + r: pair p's scaled sum of row r */
         }
         mn = _mm512_permutexvar_epi32(trans, mn); /* lane 4p + r: row r's minimums 2p, 2p + 1 */
         if (PAIR) { /* 4 tokens at a time: lane 4u + r of a vector = (row r, token 4g + u) */
@@ -386,7 +387,7 @@ INLINE void q4_K_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t 
                     }
                     const q8_K *yb = (const q8_K *)(y + (size_t)t * by) + b;
                     const __m128i b2 = pp ? pp->b2[b][t] : q4k_b2(yb);
-                    fq[u] = _mm512_cvtepi32_ps(finish4(e[t])); /* lane 4p + r: pair p's scaled sum */
+                    fq[u] = _mm512_cvtepi32_ps(sq4[t]);
                     fm[u] = _mm512_cvtepi32_ps(
                         _mm512_madd_epi16(_mm512_permutexvar_epi32(bdup, _mm512_castsi128_si512(b2)), mn));
                     yd[u] = yb->d;
@@ -409,7 +410,7 @@ INLINE void q4_K_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t 
             /* bsums[2i] + bsums[2i + 1], i < 8; lane 4p + r: the pair p of them */
             const __m128i b2 = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)yb->bsums),
                                               _mm_loadu_si128((const __m128i *)(yb->bsums + 8)));
-            __m512i sq = finish4(e[t]); /* lane 4p + r: pair p's scaled sum */
+            __m512i sq = sq4[t];
             __m512i sm = _mm512_madd_epi16(_mm512_permutexvar_epi32(bdup, _mm512_castsi128_si512(b2)), mn);
             const __m128 yd = _mm_set1_ps(yb->d), da = _mm_mul_ps(xd, yd), dm = _mm_mul_ps(xm, yd);
             /* the four pairs' sums first (exact) */
