@@ -279,7 +279,8 @@ INLINE void q4k_act(const hearth_block_q8_K *yb, __m512i yq[4]) {
 
 /* bsums[2i] + bsums[2i + 1], i < 8 */
 INLINE __m128i q4k_b2(const hearth_block_q8_K *yb) {
-    return _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)yb->bsums), _mm_loadu_si128((const __m128i *)(yb->bsums + 8)));
+    return _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)yb->bsums),
+                          _mm_loadu_si128((const __m128i *)(yb->bsums + 8)));
 }
 
 static void q4k_prepare(int64_t nb, const uint8_t *y, size_t by, q4k_prep *pp) {
@@ -298,10 +299,12 @@ static void q4k_prepare(int64_t nb, const uint8_t *y, size_t by, q4k_prep *pp) {
  * activation bytes are transposed to match once for the 4 rows (four 128-bit-lane transposes).
  * Then a row's four maddubs / vpdpwssd (with the sub-block scales) chain into one vector whose
  * lane j holds 4 partial sums of pair j, and finish4 gathers the 4 rows' pair sums into lane
- * order (lane 4p + r). The integer sums are exact, so their order is free. The float chains of
- * a token's 4 rows run side by side in one 4-float vector each (a: the sums, m: the minimum
- * terms), one FMA per super-block (gemv) or per pair of sub-blocks (PAIR: the gemm order), the
- * one-row kernels' fmaf of each (row, token) pair in its own lane. */
+ * order (lane 4p + r). The integer sums are exact, so their order is free. Each (row, token)
+ * pair keeps the one-row kernels' two float chains (a: the sums, m: the minimum terms) in a
+ * lane of its own: gemv order, one FMA per super-block, the 4 rows of a token in one 4-float
+ * vector; PAIR (the gemm order), one FMA per pair of sub-blocks, 4 tokens x 4 rows in one
+ * 512-bit vector (lane 4u + r), the 4 tokens' pair sums moved there by a 128-bit-lane
+ * transpose. pp: the activations prepared by q4k_prepare (PAIR, a full token tile), or NULL. */
 INLINE void q4_K_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t bx, const uint8_t *y, size_t by,
                       const int NT, const int PAIR, const q4k_prep *pp) {
     typedef hearth_block_q4_K q4_K;
@@ -394,7 +397,8 @@ INLINE void q4_K_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t 
                 }
                 transpose4_ps(fq, q); /* q[p] lane 4u + r: fq[u] lane 4p + r */
                 transpose4_ps(fm, mq);
-                const __m512 yd16 = _mm512_permutexvar_ps(bdup, _mm512_castps128_ps512(_mm_setr_ps(yd[0], yd[1], yd[2], yd[3])));
+                const __m128 yd4 = _mm_setr_ps(yd[0], yd[1], yd[2], yd[3]);
+                const __m512 yd16 = _mm512_permutexvar_ps(bdup, _mm512_castps128_ps512(yd4)); /* lane 4u + r: yd[u] */
                 const __m512 da = _mm512_mul_ps(xd16, yd16), dm = _mm512_mul_ps(xm16, yd16);
                 UNROLL
                 for (int p = 0; p < 4; p++) {
