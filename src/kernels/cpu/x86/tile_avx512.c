@@ -297,9 +297,11 @@ static void q4k_prepare(int64_t nb, const uint8_t *y, size_t by, q4k_prep *pp) {
  * sub-block pair j (vector k < 2: 16 low nibbles of the pair's bytes 16k..16k+15, sub-block 2j;
  * k >= 2: the high nibbles of the same bytes, sub-block 2j + 1), and each token's 256
  * activation bytes are transposed to match once for the 4 rows (four 128-bit-lane transposes).
- * Then a row's four maddubs / vpdpwssd (with the sub-block scales) chain into one vector whose
- * lane j holds 4 partial sums of pair j, and finish4 gathers the 4 rows' pair sums into lane
- * order (lane 4p + r). The integer sums are exact, so their order is free. Each (row, token)
+ * Then a row's two vpdpbusd chains (vectors 0, 1: the even sub-blocks; 2, 3: the odd ones) leave
+ * 4 partial sums of sub-block 2j (2j + 1) in lane j, finish4 gathers each chain's sums of the 4
+ * rows into lane order (lane 4p + r), and one vpmulld per chain applies the 4 rows' sub-block
+ * scales (lane 4p + r: row r's scale 2p or 2p + 1) before the two are added: the pair's
+ * scaled sum. The integer sums are exact, so their order is free. Each (row, token)
  * pair keeps the one-row kernels' two float chains (a: the sums, m: the minimum terms) in a
  * lane of its own: gemv order, one FMA per super-block, the 4 rows of a token in one 4-float
  * vector; PAIR (the gemm order), one FMA per pair of sub-blocks, 4 tokens x 4 rows in one
@@ -313,10 +315,6 @@ INLINE void q4_K_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t 
     /* lane 4p + r <- lane 4r + p; element p of a 128-bit lane to all of lane p */
     const __m512i trans = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
     const __m512i bdup = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
-    /* s16 element 8j + i <- scale 2j (even) or 2j + 1 (odd) */
-    const __m512i sc_even = _mm512_set_epi16(6, 6, 6, 6, 6, 6, 6, 6, 4, 4, 4, 4, 4, 4, 4, 4, 2, 2, 2, 2, 2, 2, 2, 2,
-                                             0, 0, 0, 0, 0, 0, 0, 0);
-    const __m512i sc_odd = _mm512_add_epi16(sc_even, _mm512_set1_epi16(1));
     const __m256i even = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
     __m128 a[HEARTH_TILE_NT], m[HEARTH_TILE_NT]; /* [token], lane r (gemv order) */
     __m512 a4[HEARTH_TILE_NT / 4], m4v[HEARTH_TILE_NT / 4]; /* [token / 4], lane 4 (token % 4) + r (PAIR) */
@@ -333,7 +331,8 @@ INLINE void q4_K_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t 
         const __m128 xd = _mm256_castps256_ps128(dd), xm = _mm256_extractf128_ps(dd, 1);
         __m512i sq4[HEARTH_TILE_NT]; /* [token]: lane 4p + r = pair p's scaled sum of row r */
         __m512i mn = _mm512_setzero_si512(); /* 128-bit lane r: row r's 8 minimums, s16 */
-        __m512i wq[4][4], ws[4][2];          /* [row][k]: nibbles; [row][k >= 2]: scales */
+        __m512i scm = _mm512_setzero_si512(); /* 128-bit lane r: row r's 8 scales, s16 */
+        __m512i wq[4][4];                     /* [row][k]: nibbles */
         UNROLL
         for (int r = 0; r < 4; r++) {
             const q4_K *xb = (const q4_K *)(xb0 + (size_t)r * bx);
@@ -342,9 +341,8 @@ INLINE void q4_K_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t 
             /* into 128-bit lane r (a masked broadcast: no immediate, so -O0 builds compile it) */
             mn = _mm512_mask_broadcast_i32x4(mn, (__mmask16)(0xFu << (4 * r)),
                                              _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)mn8)));
-            const __m512i sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)sc)));
-            ws[r][0] = _mm512_permutexvar_epi16(sc_even, sc16);
-            ws[r][1] = _mm512_permutexvar_epi16(sc_odd, sc16);
+            scm = _mm512_mask_broadcast_i32x4(scm, (__mmask16)(0xFu << (4 * r)),
+                                              _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)sc)));
             const __m512i lo = _mm512_loadu_si512(xb->qs), hi = _mm512_loadu_si512(xb->qs + 64);
             const __m512i x0 = _mm512_shuffle_i64x2(lo, hi, _MM_SHUFFLE(2, 0, 2, 0)); /* bytes 32j + 0..15 */
             const __m512i x1 = _mm512_shuffle_i64x2(lo, hi, _MM_SHUFFLE(3, 1, 3, 1)); /* bytes 32j + 16..31 */
@@ -353,6 +351,8 @@ INLINE void q4_K_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t 
             wq[r][2] = _mm512_and_si512(_mm512_srli_epi16(x0, 4), m4);
             wq[r][3] = _mm512_and_si512(_mm512_srli_epi16(x1, 4), m4);
         }
+        scm = _mm512_permutexvar_epi32(trans, scm); /* lane 4p + r: row r's scales 2p, 2p + 1 */
+        const __m512i sce = _mm512_and_si512(scm, _mm512_set1_epi32(0xffff)), sco = _mm512_srli_epi32(scm, 16);
         UNROLL
         for (int t = 0; t < NT; t++) {
             const q8_K *yb = (const q8_K *)(y + (size_t)t * by) + b;
@@ -363,15 +363,14 @@ INLINE void q4_K_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t 
             } else {
                 q4k_act(yb, yq);
             }
-            __m512i e[4]; /* [row]: lane j = 4 partial sums of pair j */
+            __m512i ee[4], eo[4]; /* [row]: lane j = 4 partial sums of sub-block 2j / 2j + 1 */
             UNROLL
             for (int r = 0; r < 4; r++) {
-                __m512i v = _mm512_madd_epi16(_mm512_maddubs_epi16(wq[r][0], yq[0]), ws[r][0]);
-                v = _mm512_dpwssd_epi32(v, _mm512_maddubs_epi16(wq[r][1], yq[1]), ws[r][0]);
-                v = _mm512_dpwssd_epi32(v, _mm512_maddubs_epi16(wq[r][2], yq[2]), ws[r][1]);
-                e[r] = _mm512_dpwssd_epi32(v, _mm512_maddubs_epi16(wq[r][3], yq[3]), ws[r][1]);
+                ee[r] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), wq[r][0], yq[0]), wq[r][1], yq[1]);
+                eo[r] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), wq[r][2], yq[2]), wq[r][3], yq[3]);
             }
-            sq4[t] = finish4(e); /* lane 4p + r: pair p's scaled sum of row r */
+            /* lane 4p + r: pair p's scaled sum of row r */
+            sq4[t] = _mm512_add_epi32(_mm512_mullo_epi32(finish4(ee), sce), _mm512_mullo_epi32(finish4(eo), sco));
         }
         mn = _mm512_permutexvar_epi32(trans, mn); /* lane 4p + r: row r's minimums 2p, 2p + 1 */
         if (PAIR) { /* 4 tokens at a time: lane 4u + r of a vector = (row r, token 4g + u) */
