@@ -12,7 +12,10 @@
  *   avx512  all of avx2, plus AVX-512 F/BW/VL/DQ and VNNI, and the OS saving opmask and ZMM
  *           state (XCR0 bits 5-7). VNNI is required rather than branched on: the integer
  *           dots are written around vpdpbusd/vpdpwssd, and AVX-512 CPUs without VNNI
- *           (Skylake-SP/X) run the avx2 set well. AVX512-BF16 is reported, not used.
+ *           (Skylake-SP/X) run the avx2 set well. AVX512-BF16 is reported, and used only
+ *           when asked (HEARTH_BF16_DPBF16=1): the avx512 set's bf16 tile is then vdpbf16ps
+ *           (tab_avx512_bf16) instead of the same order in f32 FMAs (bf16_x86.h), which
+ *           measured faster on Sapphire Rapids.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -27,11 +30,13 @@
 #include "kernels/ref/ops_ref.h"
 #include "kernels/ref/quant_ref.h"
 #include "kernels/ref/llamacpp_order_ref.h"
+#include "kernels/ref/bf16_dp_ref.h"
 
 #if defined(__x86_64__)
 #include <cpuid.h>
 
 #include "kernels/cpu/x86/attn_x86.h"
+#include "kernels/cpu/x86/bf16_x86.h"
 #include "kernels/cpu/x86/quant_x86.h"
 #include "kernels/cpu/x86/tile_x86.h"
 #define HEARTH_HAVE_X86 1
@@ -76,7 +81,9 @@ static const hearth_kernel_traits tab_ref[HEARTH_TYPE_COUNT] = {
 static const hearth_kernel_traits tab_scalar[HEARTH_TYPE_COUNT] = {
     [HEARTH_TYPE_F32]  = ROW(TF(f32), FF(f32), hearth_vec_dot_f32_ref, F32),
     [HEARTH_TYPE_F16]  = ROW(TF(f16), FF(f16), hearth_vec_dot_f16_ref, F16),
-    [HEARTH_TYPE_BF16] = ROW(TF(bf16), FF(bf16), hearth_vec_dot_bf16_ref, BF16),
+    [HEARTH_TYPE_BF16] = {.to_float = TF(bf16), .from_float = FF(bf16), .vec_dot = hearth_vec_dot_bf16_ref,
+                          .vec_dot_type = HEARTH_TYPE_BF16, .vec_dot_batch = hearth_vec_dot_bf16_dp_ref,
+                          .vec_dot_batch_min = HEARTH_BF16_DP_MIN_TOK},
     [HEARTH_TYPE_Q4_0] = ROW(TF(q4_0), FF(q4_0), hearth_vec_dot_q4_0_q8_0_x86_ref, Q8_0),
     [HEARTH_TYPE_Q4_1] = ROW(TF(q4_1), FF(q4_1), hearth_vec_dot_q4_1_q8_1_x86_ref, Q8_1),
     [HEARTH_TYPE_Q5_0] = ROW(TF(q5_0), FF(q5_0), hearth_vec_dot_q5_0_q8_0_x86_ref, Q8_0),
@@ -102,11 +109,15 @@ static const hearth_kernel_traits tab_scalar[HEARTH_TYPE_COUNT] = {
  * tokens, tile_x86.h), each result equal to the set's vec_dot bit for bit (q4_K's gemm tile to
  * its vec_dot_gemm, q6_K's tiled one to vec_dot_batch, the scalar twin, which the sets share:
  * only its tile is SIMD). */
-#define SIMD_TABLE(isa)                                                                          \
+#define SIMD_TABLE(isa, bf16_tile)                                                               \
     {                                                                                            \
         [HEARTH_TYPE_F32]  = ROW(TF(f32), FF(f32), hearth_vec_dot_f32_##isa, F32),               \
         [HEARTH_TYPE_F16]  = ROW(TF(f16), FF(f16), hearth_vec_dot_f16_##isa, F16),               \
-        [HEARTH_TYPE_BF16] = ROW(TF(bf16), FF(bf16), hearth_vec_dot_bf16_##isa, BF16),           \
+        [HEARTH_TYPE_BF16] = {.to_float = TF(bf16), .from_float = FF(bf16),                       \
+                              .vec_dot = hearth_vec_dot_bf16_##isa, .vec_dot_type = HEARTH_TYPE_BF16, \
+                              .vec_dot_batch = hearth_vec_dot_bf16_dp_ref,                      \
+                              .vec_dot_batch_min = HEARTH_BF16_DP_MIN_TOK,                      \
+                              .vec_dot_batch_tile = bf16_tile},                                 \
         [HEARTH_TYPE_Q4_0] = ROWT(TF(q4_0), FF(q4_0), hearth_vec_dot_q4_0_q8_0_##isa, Q8_0,      \
                                   hearth_tile_q4_0_q8_0_##isa),                                  \
         [HEARTH_TYPE_Q4_1] = ROWT(TF(q4_1), FF(q4_1), hearth_vec_dot_q4_1_q8_1_##isa, Q8_1,      \
@@ -142,8 +153,11 @@ static const hearth_kernel_traits tab_scalar[HEARTH_TYPE_COUNT] = {
 #define Q4_K_GEMM_TILE_avx2 hearth_tile_q4_K_q8_K_gemm_avx2
 #define Q4_K_TILE_avx512 hearth_tile_q4_K_q8_K_avx512
 #define Q4_K_GEMM_TILE_avx512 hearth_tile_q4_K_q8_K_gemm_avx512
-static const hearth_kernel_traits tab_avx2[HEARTH_TYPE_COUNT] = SIMD_TABLE(avx2);
-static const hearth_kernel_traits tab_avx512[HEARTH_TYPE_COUNT] = SIMD_TABLE(avx512);
+static const hearth_kernel_traits tab_avx2[HEARTH_TYPE_COUNT] = SIMD_TABLE(avx2, hearth_tile_bf16_dp_avx2);
+static const hearth_kernel_traits tab_avx512[HEARTH_TYPE_COUNT] = SIMD_TABLE(avx512, hearth_tile_bf16_dp_avx512);
+/* the avx512 set with vdpbf16ps as its bf16 tile (same bits): HEARTH_BF16_DPBF16=1 and AVX512-BF16 */
+static const hearth_kernel_traits tab_avx512_bf16[HEARTH_TYPE_COUNT] =
+    SIMD_TABLE(avx512, hearth_tile_bf16_dp_avx512bf16);
 #endif
 
 static const hearth_kernel_traits *const tables[HEARTH_ISA_COUNT] = {
@@ -160,6 +174,7 @@ static const char *const isa_names[HEARTH_ISA_COUNT] = {"ref", "scalar", "avx2",
 /* Written once under init_once, read-only after (active_isa may be switched by select). */
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static bool           isa_ok[HEARTH_ISA_COUNT];
+static bool           avx512_bf16; /* the avx512 set runs tab_avx512_bf16 (written once, in init) */
 static _Atomic int    active_isa = HEARTH_ISA_SCALAR;
 
 typedef struct {
@@ -216,6 +231,11 @@ static void init(void) {
     isa_ok[HEARTH_ISA_AVX2] = HEARTH_HAVE_X86 && f.ymm_os && f.avx2 && f.fma && f.f16c && f.bmi2;
     isa_ok[HEARTH_ISA_AVX512] = isa_ok[HEARTH_ISA_AVX2] && f.zmm_os && f.avx512f && f.avx512bw &&
                                 f.avx512vl && f.avx512dq && f.avx512vnni;
+    /* HEARTH_BF16_DPBF16=1: the vdpbf16ps bf16 tile where CPUID reports AVX512-BF16 (an A/B
+     * lever, the same bits on normal numbers). Off by default: on Sapphire Rapids the FMA tile
+     * ran the 1B bf16 shape's prefill matmuls 1.2x faster (bench/README.md). */
+    const char *dpbf16 = getenv("HEARTH_BF16_DPBF16");
+    avx512_bf16 = HEARTH_HAVE_X86 && isa_ok[HEARTH_ISA_AVX512] && f.avx512bf16 && dpbf16 && *dpbf16 == '1';
     hearth_isa pick = best_isa();
     const char *env = getenv("HEARTH_KERNELS");
     if (env && *env && strcmp(env, "auto") != 0) {
@@ -270,6 +290,9 @@ bool hearth_isa_available(hearth_isa isa) {
 const hearth_kernel_traits *hearth_kernels_traits_isa(hearth_type t, hearth_isa isa) {
     if (!hearth_isa_available(isa) || (unsigned)t >= HEARTH_TYPE_COUNT) return NULL;
     const hearth_kernel_traits *tr = &tables[isa][t];
+#if HEARTH_HAVE_X86
+    if (isa == HEARTH_ISA_AVX512 && avx512_bf16) tr = &tab_avx512_bf16[t];
+#endif
     return tr->to_float ? tr : NULL;
 }
 

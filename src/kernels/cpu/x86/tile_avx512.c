@@ -242,24 +242,86 @@ INLINE __m128 lane4(__m512 v, const int g) {
     }
 }
 
+/* out[k] lane j = v[j] lane k (128-bit lanes of 4 vectors, a 4 x 4 transpose) */
+INLINE void transpose4_ps(const __m512 v[4], __m512 out[4]) {
+    const __m512 a = _mm512_shuffle_f32x4(v[0], v[1], _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512 b = _mm512_shuffle_f32x4(v[0], v[1], _MM_SHUFFLE(3, 2, 3, 2));
+    const __m512 c = _mm512_shuffle_f32x4(v[2], v[3], _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512 d = _mm512_shuffle_f32x4(v[2], v[3], _MM_SHUFFLE(3, 2, 3, 2));
+    out[0] = _mm512_shuffle_f32x4(a, c, _MM_SHUFFLE(2, 0, 2, 0));
+    out[1] = _mm512_shuffle_f32x4(a, c, _MM_SHUFFLE(3, 1, 3, 1));
+    out[2] = _mm512_shuffle_f32x4(b, d, _MM_SHUFFLE(2, 0, 2, 0));
+    out[3] = _mm512_shuffle_f32x4(b, d, _MM_SHUFFLE(3, 1, 3, 1));
+}
+
+/* q4_K's activations as its tile reads them, prepared once per call for all its 4-row groups
+ * (a full token tile, rows of up to Q4K_PREP_BLOCKS super-blocks): each token's 256 bytes
+ * transposed into pair-lane order and its paired bsums. */
+enum { Q4K_PREP_BLOCKS = 32 }; /* rows of up to 8192 elements: 68 KB of stack */
+typedef struct {
+    __m512i yq[Q4K_PREP_BLOCKS][HEARTH_TILE_NT][4];
+    __m128i b2[Q4K_PREP_BLOCKS][HEARTH_TILE_NT];
+} q4k_prep;
+
+/* yq[k] lane j = lane k of the token's elements 64j .. 64j + 63 (pair j) */
+INLINE void q4k_act(const hearth_block_q8_K *yb, __m512i yq[4]) {
+    const __m512i l0 = _mm512_loadu_si512(yb->qs), l1 = _mm512_loadu_si512(yb->qs + 64);
+    const __m512i l2 = _mm512_loadu_si512(yb->qs + 128), l3 = _mm512_loadu_si512(yb->qs + 192);
+    const __m512i t01a = _mm512_shuffle_i64x2(l0, l1, _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512i t01b = _mm512_shuffle_i64x2(l0, l1, _MM_SHUFFLE(3, 2, 3, 2));
+    const __m512i t23a = _mm512_shuffle_i64x2(l2, l3, _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512i t23b = _mm512_shuffle_i64x2(l2, l3, _MM_SHUFFLE(3, 2, 3, 2));
+    yq[0] = _mm512_shuffle_i64x2(t01a, t23a, _MM_SHUFFLE(2, 0, 2, 0));
+    yq[1] = _mm512_shuffle_i64x2(t01a, t23a, _MM_SHUFFLE(3, 1, 3, 1));
+    yq[2] = _mm512_shuffle_i64x2(t01b, t23b, _MM_SHUFFLE(2, 0, 2, 0));
+    yq[3] = _mm512_shuffle_i64x2(t01b, t23b, _MM_SHUFFLE(3, 1, 3, 1));
+}
+
+/* bsums[2i] + bsums[2i + 1], i < 8 */
+INLINE __m128i q4k_b2(const hearth_block_q8_K *yb) {
+    return _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)yb->bsums),
+                          _mm_loadu_si128((const __m128i *)(yb->bsums + 8)));
+}
+
+static void q4k_prepare(int64_t nb, const uint8_t *y, size_t by, q4k_prep *pp) {
+    for (int64_t b = 0; b < nb; b++)
+        for (int t = 0; t < HEARTH_TILE_NT; t++) {
+            const hearth_block_q8_K *yb = (const hearth_block_q8_K *)(y + (size_t)t * by) + b;
+            q4k_act(yb, pp->yq[b][t]);
+            pp->b2[b][t] = q4k_b2(yb);
+        }
+}
+
 /* q4_K (llamacpp_order_ref.h): 4 rows x NT tokens. Each row's nibbles and scales are unpacked once per
- * super-block for all NT tokens; the integer sums are exact. The float chains of a token's 4
- * rows run side by side in one 4-float vector each (a: the sums, m: the minimum terms), one FMA
- * per super-block (gemv) or per pair of sub-blocks (PAIR: the gemm order), the one-row kernels'
- * fmaf of each (row, token) pair in its own lane: the integer sums of the 4 rows are gathered
- * into lane order by the reduction tree itself (partial4 per row, finish4 per token). */
+ * super-block for all NT tokens, in a layout where 128-bit lane j of every vector belongs to
+ * sub-block pair j (vector k < 2: 16 low nibbles of the pair's bytes 16k..16k+15, sub-block 2j;
+ * k >= 2: the high nibbles of the same bytes, sub-block 2j + 1), and each token's 256
+ * activation bytes are transposed to match once for the 4 rows (four 128-bit-lane transposes).
+ * Then a row's two vpdpbusd chains (vectors 0, 1: the even sub-blocks; 2, 3: the odd ones) leave
+ * 4 partial sums of sub-block 2j (2j + 1) in lane j, finish4 gathers each chain's sums of the 4
+ * rows into lane order (lane 4p + r), and one vpmulld per chain applies the 4 rows' sub-block
+ * scales (lane 4p + r: row r's scale 2p or 2p + 1) before the two are added: the pair's
+ * scaled sum. The integer sums are exact, so their order is free. Each (row, token)
+ * pair keeps the one-row kernels' two float chains (a: the sums, m: the minimum terms) in a
+ * lane of its own: gemv order, one FMA per super-block, the 4 rows of a token in one 4-float
+ * vector; PAIR (the gemm order), one FMA per pair of sub-blocks, 4 tokens x 4 rows in one
+ * 512-bit vector (lane 4u + r), the 4 tokens' pair sums moved there by a 128-bit-lane
+ * transpose. pp: the activations prepared by q4k_prepare (PAIR, a full token tile), or NULL. */
 INLINE void q4_K_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t bx, const uint8_t *y, size_t by,
-                      const int NT, const int PAIR) {
+                      const int NT, const int PAIR, const q4k_prep *pp) {
     typedef hearth_block_q4_K q4_K;
     typedef hearth_block_q8_K q8_K;
-    const __m256i m4 = _mm256_set1_epi8(15);
+    const __m512i m4 = _mm512_set1_epi8(15);
     /* lane 4p + r <- lane 4r + p; element p of a 128-bit lane to all of lane p */
     const __m512i trans = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
     const __m512i bdup = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
     const __m256i even = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
-    __m128 a[HEARTH_TILE_NT], m[HEARTH_TILE_NT]; /* [token], lane r */
+    __m128 a[HEARTH_TILE_NT], m[HEARTH_TILE_NT]; /* [token], lane r (gemv order) */
+    __m512 a4[HEARTH_TILE_NT / 4], m4v[HEARTH_TILE_NT / 4]; /* [token / 4], lane 4 (token % 4) + r (PAIR) */
     UNROLL
     for (int t = 0; t < NT; t++) a[t] = m[t] = _mm_setzero_ps();
+    UNROLL
+    for (int g = 0; g < HEARTH_TILE_NT / 4; g++) a4[g] = m4v[g] = _mm512_setzero_ps();
     const int64_t nb = n / HEARTH_QK_K;
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *xb0 = x + (size_t)b * sizeof(q4_K);
@@ -267,8 +329,10 @@ INLINE void q4_K_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t 
         /* d_r in lanes 0..3, dmin_r in lanes 4..7 */
         const __m256 dd = _mm256_permutevar8x32_ps(head4(xb0, bx), even);
         const __m128 xd = _mm256_castps256_ps128(dd), xm = _mm256_extractf128_ps(dd, 1);
-        __m512i e[HEARTH_TILE_NT][4]; /* [token][row]: partial4 of the 4 sub-block pair sums */
+        __m512i sq4[HEARTH_TILE_NT]; /* [token]: lane 4p + r = pair p's scaled sum of row r */
         __m512i mn = _mm512_setzero_si512(); /* 128-bit lane r: row r's 8 minimums, s16 */
+        __m512i scm = _mm512_setzero_si512(); /* 128-bit lane r: row r's 8 scales, s16 */
+        __m512i wq[4][4];                     /* [row][k]: nibbles */
         UNROLL
         for (int r = 0; r < 4; r++) {
             const q4_K *xb = (const q4_K *)(xb0 + (size_t)r * bx);
@@ -277,56 +341,93 @@ INLINE void q4_K_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t 
             /* into 128-bit lane r (a masked broadcast: no immediate, so -O0 builds compile it) */
             mn = _mm512_mask_broadcast_i32x4(mn, (__mmask16)(0xFu << (4 * r)),
                                              _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)mn8)));
-            __m512i qv[4], sv[4];
-            UNROLL
-            for (int g = 0; g < 4; g++) {
-                __m256i t8 = _mm256_loadu_si256((const __m256i *)(xb->qs + 32 * g));
-                qv[g] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(t8, m4)),
-                                           _mm256_and_si256(_mm256_srli_epi16(t8, 4), m4), 1);
-                sv[g] = _mm512_inserti64x4(_mm512_set1_epi16((short)sc[2 * g]),
-                                           _mm256_set1_epi16((short)sc[2 * g + 1]), 1);
-            }
-            UNROLL
-            for (int t = 0; t < NT; t++) {
-                const q8_K *yb = (const q8_K *)(y + (size_t)t * by) + b;
-                __m512i pg[4];
+            scm = _mm512_mask_broadcast_i32x4(scm, (__mmask16)(0xFu << (4 * r)),
+                                              _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)sc)));
+            const __m512i lo = _mm512_loadu_si512(xb->qs), hi = _mm512_loadu_si512(xb->qs + 64);
+            const __m512i x0 = _mm512_shuffle_i64x2(lo, hi, _MM_SHUFFLE(2, 0, 2, 0)); /* bytes 32j + 0..15 */
+            const __m512i x1 = _mm512_shuffle_i64x2(lo, hi, _MM_SHUFFLE(3, 1, 3, 1)); /* bytes 32j + 16..31 */
+            wq[r][0] = _mm512_and_si512(x0, m4);
+            wq[r][1] = _mm512_and_si512(x1, m4);
+            wq[r][2] = _mm512_and_si512(_mm512_srli_epi16(x0, 4), m4);
+            wq[r][3] = _mm512_and_si512(_mm512_srli_epi16(x1, 4), m4);
+        }
+        scm = _mm512_permutexvar_epi32(trans, scm); /* lane 4p + r: row r's scales 2p, 2p + 1 */
+        const __m512i sce = _mm512_and_si512(scm, _mm512_set1_epi32(0xffff)), sco = _mm512_srli_epi32(scm, 16);
+        UNROLL
+        for (int t = 0; t < NT; t++) {
+            const q8_K *yb = (const q8_K *)(y + (size_t)t * by) + b;
+            __m512i yq[4];
+            if (pp) {
                 UNROLL
-                for (int g = 0; g < 4; g++) {
-                    __m512i p16 = _mm512_maddubs_epi16(qv[g], _mm512_loadu_si512(yb->qs + 64 * g));
-                    pg[g] = _mm512_dpwssd_epi32(_mm512_setzero_si512(), p16, sv[g]);
-                }
-                e[t][r] = partial4(pg);
+                for (int k = 0; k < 4; k++) yq[k] = _mm512_load_si512(&pp->yq[b][t][k]);
+            } else {
+                q4k_act(yb, yq);
             }
+            __m512i ee[4], eo[4]; /* [row]: lane j = 4 partial sums of sub-block 2j / 2j + 1 */
+            UNROLL
+            for (int r = 0; r < 4; r++) {
+                ee[r] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), wq[r][0], yq[0]), wq[r][1], yq[1]);
+                eo[r] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), wq[r][2], yq[2]), wq[r][3], yq[3]);
+            }
+            /* lane 4p + r: pair p's scaled sum of row r */
+            sq4[t] = _mm512_add_epi32(_mm512_mullo_epi32(finish4(ee), sce), _mm512_mullo_epi32(finish4(eo), sco));
         }
         mn = _mm512_permutexvar_epi32(trans, mn); /* lane 4p + r: row r's minimums 2p, 2p + 1 */
+        if (PAIR) { /* 4 tokens at a time: lane 4u + r of a vector = (row r, token 4g + u) */
+            const __m512 xd16 = _mm512_broadcast_f32x4(xd), xm16 = _mm512_broadcast_f32x4(xm);
+            UNROLL
+            for (int g = 0; g < (NT + 3) / 4; g++) {
+                __m512 fq[4], fm[4], q[4], mq[4];
+                float yd[4];
+                UNROLL
+                for (int u = 0; u < 4; u++) {
+                    const int t = 4 * g + u;
+                    if (t >= NT) { /* no token: zeros, never stored */
+                        fq[u] = fm[u] = _mm512_setzero_ps();
+                        yd[u] = 0.0f;
+                        continue;
+                    }
+                    const q8_K *yb = (const q8_K *)(y + (size_t)t * by) + b;
+                    const __m128i b2 = pp ? pp->b2[b][t] : q4k_b2(yb);
+                    fq[u] = _mm512_cvtepi32_ps(sq4[t]);
+                    fm[u] = _mm512_cvtepi32_ps(
+                        _mm512_madd_epi16(_mm512_permutexvar_epi32(bdup, _mm512_castsi128_si512(b2)), mn));
+                    yd[u] = yb->d;
+                }
+                transpose4_ps(fq, q); /* q[p] lane 4u + r: fq[u] lane 4p + r */
+                transpose4_ps(fm, mq);
+                const __m128 yd4 = _mm_setr_ps(yd[0], yd[1], yd[2], yd[3]);
+                const __m512 yd16 = _mm512_permutexvar_ps(bdup, _mm512_castps128_ps512(yd4)); /* lane 4u + r: yd[u] */
+                const __m512 da = _mm512_mul_ps(xd16, yd16), dm = _mm512_mul_ps(xm16, yd16);
+                UNROLL
+                for (int p = 0; p < 4; p++) {
+                    a4[g] = _mm512_fmadd_ps(q[p], da, a4[g]);
+                    m4v[g] = _mm512_fmadd_ps(mq[p], dm, m4v[g]);
+                }
+            }
+            continue;
+        }
         UNROLL
         for (int t = 0; t < NT; t++) {
             const q8_K *yb = (const q8_K *)(y + (size_t)t * by) + b;
             /* bsums[2i] + bsums[2i + 1], i < 8; lane 4p + r: the pair p of them */
             const __m128i b2 = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)yb->bsums),
                                               _mm_loadu_si128((const __m128i *)(yb->bsums + 8)));
-            __m512i sq = finish4(e[t]); /* lane 4p + r: pair p's scaled sum */
+            __m512i sq = sq4[t];
             __m512i sm = _mm512_madd_epi16(_mm512_permutexvar_epi32(bdup, _mm512_castsi128_si512(b2)), mn);
             const __m128 yd = _mm_set1_ps(yb->d), da = _mm_mul_ps(xd, yd), dm = _mm_mul_ps(xm, yd);
-            if (PAIR) {
-                const __m512 fq = _mm512_cvtepi32_ps(sq), fm = _mm512_cvtepi32_ps(sm);
-                UNROLL
-                for (int p = 0; p < 4; p++) {
-                    a[t] = _mm_fmadd_ps(lane4(fq, p), da, a[t]);
-                    m[t] = _mm_fmadd_ps(lane4(fm, p), dm, m[t]);
-                }
-            } else { /* the four pairs' sums first (exact) */
-                sq = _mm512_add_epi32(sq, _mm512_shuffle_i64x2(sq, sq, _MM_SHUFFLE(1, 0, 3, 2)));
-                sm = _mm512_add_epi32(sm, _mm512_shuffle_i64x2(sm, sm, _MM_SHUFFLE(1, 0, 3, 2)));
-                sq = _mm512_add_epi32(sq, _mm512_shuffle_i64x2(sq, sq, _MM_SHUFFLE(2, 3, 0, 1)));
-                sm = _mm512_add_epi32(sm, _mm512_shuffle_i64x2(sm, sm, _MM_SHUFFLE(2, 3, 0, 1)));
-                a[t] = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm512_castsi512_si128(sq)), da, a[t]);
-                m[t] = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm512_castsi512_si128(sm)), dm, m[t]);
-            }
+            /* the four pairs' sums first (exact) */
+            sq = _mm512_add_epi32(sq, _mm512_shuffle_i64x2(sq, sq, _MM_SHUFFLE(1, 0, 3, 2)));
+            sm = _mm512_add_epi32(sm, _mm512_shuffle_i64x2(sm, sm, _MM_SHUFFLE(1, 0, 3, 2)));
+            sq = _mm512_add_epi32(sq, _mm512_shuffle_i64x2(sq, sq, _MM_SHUFFLE(2, 3, 0, 1)));
+            sm = _mm512_add_epi32(sm, _mm512_shuffle_i64x2(sm, sm, _MM_SHUFFLE(2, 3, 0, 1)));
+            a[t] = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm512_castsi512_si128(sq)), da, a[t]);
+            m[t] = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm512_castsi512_si128(sm)), dm, m[t]);
         }
     }
     UNROLL
-    for (int t = 0; t < NT; t++) _mm_storeu_ps(s + t * bs, _mm_sub_ps(a[t], m[t]));
+    for (int t = 0; t < NT; t++)
+        _mm_storeu_ps(s + t * bs, PAIR ? lane4(_mm512_sub_ps(a4[t / 4], m4v[t / 4]), t % 4) : _mm_sub_ps(a[t], m[t]));
 }
 
 /* q6_K (llamacpp_order_ref.h): 4 rows x NT tokens. Each row's 6-bit values and per-lane scales are
@@ -427,15 +528,24 @@ INLINE void q6_K_tile(int64_t n, float *s, int64_t bs, const uint8_t *x, size_t 
 #define Q5_0_BODY(NT) sgn_tile(n, s, bs, x, bx, y, by, NT, K5_0, NULL)
 #define Q8_0_BODY(NT) sgn_tile(n, s, bs, x, bx, y, by, NT, K8_0, NULL)
 #define Q6_K_BODY(NT) q6_K_tile(n, s, bs, x, bx, y, by, NT)
-#define Q4_K_BODY(NT) q4_K_tile(n, s, bs, x, bx, y, by, NT, 0)
-#define Q4_K_GEMM_BODY(NT) q4_K_tile(n, s, bs, x, bx, y, by, NT, 1)
+#define Q4_K_BODY(NT) q4_K_tile(n, s, bs, x, bx, y, by, NT, 0, NULL)
+#define Q4_K_GEMM_BODY(NT) q4_K_tile(n, s, bs, x, bx, y, by, NT, 1, NULL)
+/* several row groups and a full token tile: the activations prepared once (q4k_prep) */
+#define Q4K_PREP                                                                                             \
+    if (nr > 4 && nt == HEARTH_TILE_NT && n / HEARTH_QK_K <= Q4K_PREP_BLOCKS) {                              \
+        _Alignas(64) q4k_prep pp;                                                                            \
+        q4k_prepare(n / HEARTH_QK_K, vy, by, &pp);                                                           \
+        for (int r = 0; r < nr; r += 4)                                                                      \
+            q4_K_tile(n, s0 + r, bs, (const uint8_t *)vx + (size_t)r * bx, bx, vy, by, HEARTH_TILE_NT, 1, &pp); \
+        return;                                                                                              \
+    }
 TILE_FN(hearth_tile_q4_0_q8_0_avx512, Q4_0_BODY, SGN_PREP(K4_0))
 TILE_FN(hearth_tile_q4_1_q8_1_avx512, Q4_1_BODY, )
 TILE_FN(hearth_tile_q5_0_q8_0_avx512, Q5_0_BODY, SGN_PREP(K5_0))
 TILE_FN(hearth_tile_q8_0_q8_0_avx512, Q8_0_BODY, SGN_PREP(K8_0))
 TILE_FN(hearth_tile_q4_K_q8_K_avx512, Q4_K_BODY, )
 TILE_FN(hearth_tile_q6_K_q8_K_avx512, Q6_K_BODY, )
-TILE_FN(hearth_tile_q4_K_q8_K_gemm_avx512, Q4_K_GEMM_BODY, )
+TILE_FN(hearth_tile_q4_K_q8_K_gemm_avx512, Q4_K_GEMM_BODY, Q4K_PREP)
 
 /* q6_K in llama.cpp's tiled order (hearth_vec_dot_q6_K_q8_K_x86_tiled_ref): 4 rows x NT tokens.
  * Per super-block the 4 rows' 6-bit values are unpacked once onto the stack as q6_K_tile does

@@ -23,8 +23,10 @@
  * super-block: its values and scales are unpacked once and dotted with each of the nt tokens.
  * q6_K's pairs keep 8 lanes each; q4_K's two scalar chains per pair run as the lanes of one
  * 4-float vector per token (the 4 rows), its exact integer sums gathered into that lane order
- * by the reduction tree, and so does q6_K's one chain in llama.cpp's tiled order (the _tiled
- * tiles, for matmuls of HEARTH_Q6_K_TILED_MIN_TOK tokens or more).
+ * by the reduction tree (AVX-512's gemm order: 4 tokens x 4 rows per 512-bit vector, the
+ * nibbles and activations laid out by sub-block pair, tile_avx512.c), and so does q6_K's one
+ * chain in llama.cpp's tiled order (the _tiled tiles, for matmuls of
+ * HEARTH_Q6_K_TILED_MIN_TOK tokens or more).
  *
  * Call them only through the kernel tables (dispatch.c); any thread.
  */
