@@ -244,6 +244,13 @@ static void engine_json(const hearth_engine *e, hearth_jw *w) {
     hearth_jw_num(w, st.spec_rounds ? (double)st.spec_accepted / (double)st.spec_rounds : 0);
     hearth_jw_obj_end(w);
 
+    /* sampling on the backend (docs/cuda.md "Sampling on the GPU") */
+    hearth_jw_key(w, "sampling");
+    hearth_jw_obj(w);
+    kv(w, "on_backend_tokens", st.topm_rows);
+    kv(w, "on_backend_fell_short", st.topm_short);
+    hearth_jw_obj_end(w);
+
     hearth_jw_key(w, "kv_pool");
     hearth_jw_obj(w);
     kv(w, "blocks_total", st.blocks_total);
@@ -469,6 +476,11 @@ static void engine_prom(const hearth_engine *e, hearth_jw *w) {
         spec_counter(w, "hearth_spec_rounds_total", "Steps of a sequence that verified drafts.", in.spec_kind,
                      st.spec_rounds);
     }
+    metric(w, "hearth_sampled_on_backend_tokens_total", "counter",
+           "Tokens sampled from a row summary made on the backend (the GPU), not from a copied logits row.",
+           (double)st.topm_rows);
+    metric(w, "hearth_sampled_on_backend_fell_short_total", "counter",
+           "Row summaries that could not decide (their logits row was copied after all).", (double)st.topm_short);
     metric(w, "hearth_kv_blocks_used", "gauge", "KV pool blocks in use (sequences or cache).",
            (double)(st.blocks_total - st.blocks_free));
     metric(w, "hearth_kv_blocks_free", "gauge", "KV pool blocks free.", (double)st.blocks_free);
