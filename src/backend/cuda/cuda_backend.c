@@ -181,8 +181,13 @@ static void cu_forget(hearth_backend *be, const void *host) {
     }
 }
 
+/* A weight's bytes run from its first row to the end of its last row's ne0 elements: a view of
+ * some columns (rows row_bytes apart but narrower, as the Gemma 4 assistant's pre-projection
+ * halves) ends before the next row's start, so ne1 * row_bytes would read past the tensor. */
 static const void *wdev(cuda_ctx *c, const hearth_weight *w) {
-    return weight_dev(c, w->data, (size_t)w->ne1 * w->row_bytes);
+    size_t last = hearth_row_size(w->type, w->ne0);
+    if (w->ne1 <= 0 || last == 0 || last > w->row_bytes) last = w->row_bytes;
+    return weight_dev(c, w->data, w->ne1 > 0 ? (size_t)(w->ne1 - 1) * w->row_bytes + last : 0);
 }
 
 /* ---- ops ---- */
