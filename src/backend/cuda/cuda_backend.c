@@ -351,6 +351,37 @@ static void cu_ffn_glu(hearth_backend *be, const hearth_weight *gate, const hear
     cu_glu(be, g, u, n_tok * gate->ne1, kind);
 }
 
+/* ---- an encoder's ops (encoder.cu) ---- */
+
+static void cu_layernorm(hearth_backend *be, const float *x, const float *w, const float *b, float *y, int64_t n_rows,
+                         int64_t dim, float eps) {
+    cuda_ctx *c = ctx_of(be);
+    hc_layernorm(x, weight_dev(c, w, (size_t)dim * sizeof(float)), weight_dev(c, b, (size_t)dim * sizeof(float)), y,
+                 n_rows, dim, eps, c->stream);
+}
+
+static void cu_gelu_erf(hearth_backend *be, float *x, int64_t n) { hc_gelu_erf(x, n, ctx_of(be)->stream); }
+
+static void cu_attn_enc(hearth_backend *be, const float *q, const float *k, const float *v, int64_t ld, float *out,
+                        int64_t ldo, int64_t n_seq, int32_t L, const int32_t *len, int32_t n_head, int32_t head_dim,
+                        float scale) {
+    hc_attn_enc(q, k, v, ld, out, ldo, n_seq, L, len, n_head, head_dim, scale, ctx_of(be)->stream);
+}
+
+static bool cu_attn_enc_ok(hearth_backend *be, int32_t L, int32_t head_dim) {
+    (void)be;
+    return hc_attn_enc_supported(L, head_dim);
+}
+
+static void cu_pool_rows(hearth_backend *be, const float *x, int64_t n_seq, int32_t L, int64_t dim, const int32_t *len,
+                         int kind, float *out) {
+    hc_pool(x, n_seq, L, dim, len, kind, out, ctx_of(be)->stream);
+}
+
+static void cu_l2norm(hearth_backend *be, float *x, int64_t n_rows, int64_t dim) {
+    hc_l2norm(x, n_rows, dim, ctx_of(be)->stream);
+}
+
 static void cu_add_rows(hearth_backend *be, float *x, const float *b, int64_t n_rows, int64_t dim) {
     cuda_ctx *c = ctx_of(be);
     hc_add_rows(x, weight_dev(c, b, (size_t)dim * sizeof(float)), n_rows, dim, c->stream);
@@ -611,6 +642,12 @@ static const struct hearth_backend_i cuda_iface = {
     .glu = cu_glu,
     .ffn_glu = cu_ffn_glu,
     .add_rows = cu_add_rows,
+    .layernorm = cu_layernorm,
+    .gelu_erf = cu_gelu_erf,
+    .attn_enc = cu_attn_enc,
+    .attn_enc_ok = cu_attn_enc_ok,
+    .pool_rows = cu_pool_rows,
+    .l2norm = cu_l2norm,
     .add = cu_add,
     .scale = cu_scale,
     .hadamard = cu_hadamard,
