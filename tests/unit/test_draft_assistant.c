@@ -162,8 +162,9 @@ static void check_golden(bool cuda) {
                                 .block_size = BS, .n_seqs = 2, .max_seq_len = CTX, .kv = HEARTH_KV_SCHEME_F32,
                                 .window_keep = hearth_draft_assistant_window(a), .be = cuda ? be : NULL};
     CHECK_EQ(hearth_kv_pool_create(t, &pp, &pool, &err), HEARTH_OK);
-    tf = hearth_fwd_create(t, be, CTX, NULL);
-    af = hearth_fwd_create(a, be, 2, NULL);
+    hearth_numerics bnx = hearth_backend_numerics(be); /* on the GPU: the ref numerics it was made with */
+    tf = hearth_fwd_create(t, be, CTX, cuda ? &bnx : NULL);
+    af = hearth_fwd_create(a, be, 2, cuda ? &bnx : NULL);
     if (!pool || !tf || !af) goto out;
     /* the assistant's view of the target's cache: its layers 0 (sliding) and 1 (full) read the
      * target's 0 and 1 (the last of each kind that stores its KV); sliding window + 1 */
