@@ -6,7 +6,8 @@
 #   tools/cuda_h200.sh [BIN_DIR [OUT_DIR]]     (defaults: build, build/cuda-h200)
 #
 # BIN_DIR holds test_cuda_ops, test_cuda_matmul, test_cuda_lora, test_cuda_models,
-# test_cuda_lora_models, hearth and bench_cuda built with
+# test_cuda_lora_models, test_cuda_encoder, test_cuda_embed (all-MiniLM-L6-v2 when HEARTH_MINILM
+# names its folder), test_draft_assistant (its cuda_ tests), hearth and bench_cuda built with
 # CUDA (bench_cuda as bench/bench_cuda.c says). Run from the repository root. HEARTH_BENCH_ONLY=1b-bf16,...
 # limits the benchmark to some checkpoints; HEARTH_BENCH_SKIP=1 skips it; HEARTH_BENCH_NCU and
 # HEARTH_BENCH_VARIANTS (see tools/cuda_h200.py) add Nsight Compute profiles of chosen kernels and
@@ -25,10 +26,11 @@ echo "== op tests"
 "$BIN/test_cuda_ops" > "$OUT/ops.log" 2>&1; echo "test_cuda_ops rc $?"; tail -1 "$OUT/ops.log"
 "$BIN/test_cuda_matmul" > "$OUT/matmul.log" 2>&1; echo "test_cuda_matmul rc $?"; tail -1 "$OUT/matmul.log"
 "$BIN/test_cuda_lora" > "$OUT/lora.log" 2>&1; echo "test_cuda_lora rc $?"; tail -1 "$OUT/lora.log"
+"$BIN/test_cuda_encoder" > "$OUT/encoder.log" 2>&1; echo "test_cuda_encoder rc $?"; tail -1 "$OUT/encoder.log"
 memcheck() {
     echo "== op tests under compute-sanitizer memcheck"
     : > "$OUT/memcheck.log"
-    for run in ${HEARTH_MEMCHECK_RUNS:-test_cuda_ops: test_cuda_matmul: test_cuda_lora:}; do
+    for run in ${HEARTH_MEMCHECK_RUNS:-test_cuda_ops: test_cuda_matmul: test_cuda_lora: test_cuda_encoder:}; do
         args=()
         [ -n "${run#*:}" ] && args=(--filter "${run#*:}")
         timeout "${HEARTH_MEMCHECK_TIMEOUT:-300}" compute-sanitizer --tool memcheck --error-exitcode 9 \
@@ -40,6 +42,10 @@ memcheck() {
 echo "== whole models, GPU vs CPU"
 "$BIN/test_cuda_lora_models" > "$OUT/lora_models.log" 2>&1
 echo "test_cuda_lora_models rc $?"; grep -E "error|moves|FAIL|passed" "$OUT/lora_models.log"
+"$BIN/test_cuda_embed" > "$OUT/embed.log" 2>&1
+echo "test_cuda_embed rc $?"; grep -E "cosine|load|refused|FAIL|passed|skipped" "$OUT/embed.log"
+"$BIN/test_draft_assistant" --filter cuda_ > "$OUT/draft_assistant.log" 2>&1
+echo "test_draft_assistant (cuda_) rc $?"; grep -E "cuda|picked|draft|FAIL|passed" "$OUT/draft_assistant.log"
 if [ -n "${HEARTH_H200_QUICK:-}" ]; then
     "$BIN/test_cuda_models" > "$OUT/models.log" 2>&1
     echo "test_cuda_models rc $?"; grep -E "error|identical|passed|FAIL" "$OUT/models.log"

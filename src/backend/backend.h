@@ -211,6 +211,29 @@ struct hearth_backend_i {
      * deltanet_ref.h): a's qkv is convolved in place, out written, the state slots of the step's
      * sequences advanced (a token at position 0 first zeroes its slot) */
     void (*deltanet)(hearth_backend *be, const hearth_deltanet_args *a);
+    /* ---- an encoder's ops (models/bert_device.c; optional: NULL on the CPU backend, whose
+     * encoders run models/bert.c's own threaded path). The batch is padded: sequence s owns rows
+     * s * L .. s * L + L - 1, the first len[s] real; len is [n_seq] int32 backend memory ---- */
+    /* y[r] = (x[r] - mean) / sqrt(var + eps) * w + b, hearth_layernorm_ref (kernels/ref/
+     * encoder_ref.h); x, y: [n_rows][dim] (may alias); w, b: [dim] host weights or NULL */
+    void (*layernorm)(hearth_backend *be, const float *x, const float *w, const float *b, float *y, int64_t n_rows,
+                      int64_t dim, float eps);
+    /* x = gelu_erf(x) over n, hearth_gelu_erf_ref */
+    void (*gelu_erf)(hearth_backend *be, float *x, int64_t n);
+    /* bidirectional attention within each sequence, hearth_attn_full_ref over its len[s] real
+     * rows: q, k, v row r of head h at [r * ld + h * head_dim]; out: [n_seq * L][..], row stride
+     * ldo; padding queries get zeros. false from attn_enc_ok: a shape it does not run */
+    void (*attn_enc)(hearth_backend *be, const float *q, const float *k, const float *v, int64_t ld, float *out,
+                     int64_t ldo, int64_t n_seq, int32_t L, const int32_t *len, int32_t n_head, int32_t head_dim,
+                     float scale);
+    bool (*attn_enc_ok)(hearth_backend *be, int32_t L, int32_t head_dim);
+    /* out[s] = the pooling of sequence s's real rows of x: [n_seq * L][dim]: kind 0 the mean
+     * (summed in double), 1 the first row, 2 the last (hearth_pooling's values); out: [n_seq][dim] */
+    void (*pool_rows)(hearth_backend *be, const float *x, int64_t n_seq, int32_t L, int64_t dim, const int32_t *len,
+                      int kind, float *out);
+    /* each row of x: [n_rows][dim] divided by max(its L2 norm, 1e-12), the norm summed in double
+     * (hearth_embed_normalize) */
+    void (*l2norm)(hearth_backend *be, float *x, int64_t n_rows, int64_t dim);
     /* out[r] (host memory) = the first index of the largest of x[r][0..n), r < n_rows: greedy
      * picks where only the ids leave the device */
     void (*argmax)(hearth_backend *be, const float *x, int64_t n_rows, int64_t n, int32_t *out);
@@ -375,6 +398,31 @@ static inline void hearth_op_lora(hearth_backend *be, const hearth_lora_seg *seg
 }
 static inline bool hearth_backend_has_deltanet(const hearth_backend *be) { return be->iface->deltanet != NULL; }
 static inline void hearth_op_deltanet(hearth_backend *be, const hearth_deltanet_args *a) { be->iface->deltanet(be, a); }
+/* Does the backend run an encoder (layernorm, gelu_erf, attn_enc, pool_rows, l2norm)? */
+static inline bool hearth_backend_has_encoder(const hearth_backend *be) {
+    return be->iface->layernorm && be->iface->gelu_erf && be->iface->attn_enc && be->iface->attn_enc_ok &&
+           be->iface->pool_rows && be->iface->l2norm;
+}
+static inline void hearth_op_layernorm(hearth_backend *be, const float *x, const float *w, const float *b, float *y,
+                                       int64_t n_rows, int64_t dim, float eps) {
+    be->iface->layernorm(be, x, w, b, y, n_rows, dim, eps);
+}
+static inline void hearth_op_gelu_erf(hearth_backend *be, float *x, int64_t n) { be->iface->gelu_erf(be, x, n); }
+static inline void hearth_op_attn_enc(hearth_backend *be, const float *q, const float *k, const float *v, int64_t ld,
+                                      float *out, int64_t ldo, int64_t n_seq, int32_t L, const int32_t *len,
+                                      int32_t n_head, int32_t head_dim, float scale) {
+    be->iface->attn_enc(be, q, k, v, ld, out, ldo, n_seq, L, len, n_head, head_dim, scale);
+}
+static inline bool hearth_backend_attn_enc_ok(hearth_backend *be, int32_t L, int32_t head_dim) {
+    return be->iface->attn_enc_ok && be->iface->attn_enc_ok(be, L, head_dim);
+}
+static inline void hearth_op_pool_rows(hearth_backend *be, const float *x, int64_t n_seq, int32_t L, int64_t dim,
+                                       const int32_t *len, int kind, float *out) {
+    be->iface->pool_rows(be, x, n_seq, L, dim, len, kind, out);
+}
+static inline void hearth_op_l2norm(hearth_backend *be, float *x, int64_t n_rows, int64_t dim) {
+    be->iface->l2norm(be, x, n_rows, dim);
+}
 static inline void hearth_op_argmax(hearth_backend *be, const float *x, int64_t n_rows, int64_t n, int32_t *out) {
     be->iface->argmax(be, x, n_rows, n, out);
 }

@@ -9,7 +9,7 @@
  * --json one object {"model" (as given), "dim", "data": [{"index", "tokens", "embedding"}]}. --dimensions
  * N keeps the first N numbers and normalizes again (Matryoshka truncation, as the API's
  * `dimensions` does). An input longer than the model's limit is an error naming it, unless
- * --truncate cuts it.
+ * --truncate cuts it. --device picks the CPU or the GPU (models/bert_device.c) as generate's does.
  */
 #include "cli/cli.h"
 #include "models/bert.h"
@@ -37,7 +37,10 @@ const char cli_usage_embed[] =
     "  --dimensions N        keep the first N numbers and normalize again (Matryoshka)\n"
     "  --truncate            cut inputs longer than the model's limit instead of failing\n"
     "  --batch N             inputs per forward (default 32)\n"
-    "  --threads N           compute threads (default: all CPUs)\n";
+    "  --threads N           compute threads (default: all CPUs)\n"
+    "  --device auto|cpu|cuda  where to compute (default auto: the GPU when hearth was built with\n"
+    "                        CUDA, one is usable and the encoder runs there (BERT, RoBERTa, XLM-R),\n"
+    "                        else the CPU)\n";
 
 typedef struct {
     const char  *model, *instruct;
@@ -45,6 +48,7 @@ typedef struct {
     size_t       n_texts, cap_texts;
     bool         json, truncate;
     long long    dims, batch, threads;
+    hearth_device device;
 } embed_opts;
 
 static bool push_text(embed_opts *o, const char *t) {
@@ -79,9 +83,8 @@ static int parse(int argc, char **argv, embed_opts *o) {
         } else if (FLAG("--batch")) {
             NEEDVAL();
             if (!cli_parse_int(a, val, 1, 4096, &o->batch)) return 2;
-        } else if (FLAG("--threads")) {
-            NEEDVAL();
-            if (!cli_parse_int(a, val, 1, 1024, &o->threads)) return 2;
+        } else if (FLAG("--threads") || FLAG("--device")) {
+            if (cli_run_flag(argc, argv, &i, &o->threads, &o->device, NULL) < 0) return 2;
         } else if (a[0] == '-' && a[1]) {
             cli_error("unknown flag '%s' (try 'hearth help embed')", a);
             return 2;
@@ -151,6 +154,7 @@ int cli_embed(int argc, char **argv) {
     }
     hearth_bert_params bp = hearth_bert_params_default();
     bp.n_threads = (int)o.threads;
+    bp.device = (int)o.device;
     if (hearth_bert_load(path, &bp, &b, &err)) {
         cli_error("cannot load %s as an embedding model: %s", path, err.msg);
         goto out;

@@ -419,6 +419,7 @@ int cli_serve(int argc, char **argv) {
     } else if (hearth_bert_probe(path)) {
         hearth_bert_params bp = hearth_bert_params_default();
         bp.n_threads = (int)o.threads;
+        bp.device = (int)o.device; /* BERT, RoBERTa and XLM-R on the GPU (models/bert_device.c) */
         if (hearth_bert_load(path, &bp, &emb, &err)) {
             cli_error("cannot load %s as an embedding model: %s", path, err.msg);
             goto out;

@@ -263,9 +263,6 @@ hearth_status hearth_drafter_assistant(const hearth_model *target, const hearth_
     if (st) return st;
     if (batch <= 0 || max_step <= 0 || !target_fwd || !pool)
         return hearth_err_set(err, HEARTH_E_INVALID, -1, "the assistant needs the target's forward, pool and batch");
-    if (!hearth_backend_host_memory(be))
-        return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "the Gemma 4 assistant drafter runs on the CPU only "
-                              "(use --device cpu, or another --draft-kind)");
     char why[160];
     if (!hearth_fwd_supported(asst, be, why, sizeof why))
         return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "the assistant cannot run on %s: %s",

@@ -579,14 +579,7 @@ hearth_status hearth_engine_create(const hearth_model *m, const hearth_engine_pa
         e->wired = true;
     }
     /* the backend first: the KV pool lives in its memory */
-    bool cpu_only = e->p.spec.kind == HEARTH_DRAFT_ASSISTANT; /* draft_assistant.c computes on the host */
-    if (cpu_only && e->p.device == HEARTH_DEVICE_CUDA) {
-        st = hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "--device cuda: the Gemma 4 assistant drafter runs on the "
-                            "CPU only (use --device cpu, or another --draft-kind)");
-        goto fail;
-    }
-    if (e->p.device == HEARTH_DEVICE_CUDA ||
-        (e->p.device == HEARTH_DEVICE_AUTO && !cpu_only && hearth_cuda_device_count() > 0)) {
+    if (e->p.device == HEARTH_DEVICE_CUDA || (e->p.device == HEARTH_DEVICE_AUTO && hearth_cuda_device_count() > 0)) {
         hearth_err cerr = {0};
         e->be = hearth_backend_cuda_create(0, e->p.max_step, nx, &cerr);
         if (!e->be && e->p.device == HEARTH_DEVICE_CUDA) {
@@ -594,7 +587,15 @@ hearth_status hearth_engine_create(const hearth_model *m, const hearth_engine_pa
             goto fail;
         }
         char why[160];
-        if (e->be && !hearth_fwd_supported(m, e->be, why, sizeof why)) {
+        /* the assistant drafter shares the target's backend: both must run on it */
+        const hearth_model *asst = e->p.spec.kind == HEARTH_DRAFT_ASSISTANT ? e->p.spec.draft_model : NULL;
+        bool ok = !e->be || hearth_fwd_supported(m, e->be, why, sizeof why);
+        char awhy[128];
+        if (ok && e->be && asst && !hearth_fwd_supported(asst, e->be, awhy, sizeof awhy)) {
+            snprintf(why, sizeof why, "the assistant: %s", awhy);
+            ok = false;
+        }
+        if (!ok) {
             hearth_backend_destroy(e->be);
             e->be = NULL;
             if (e->p.device == HEARTH_DEVICE_CUDA) {

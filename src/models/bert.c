@@ -178,15 +178,7 @@ static void pool_out(const hearth_bert *b, const float *x, int64_t start, int64_
                      float *out) {
     const int64_t d = b->d;
     float *v = b->n_dense ? tmp : out;
-    if (b->pooling == HEARTH_POOLING_CLS) memcpy(v, x + start * d, (size_t)d * sizeof *v);
-    else if (b->pooling == HEARTH_POOLING_LAST) memcpy(v, x + (start + len - 1) * d, (size_t)d * sizeof *v);
-    else {
-        for (int64_t i = 0; i < d; i++) {
-            double sum = 0;
-            for (int64_t t = 0; t < len; t++) sum += x[(start + t) * d + i];
-            v[i] = (float)(sum / (double)len);
-        }
-    }
+    hearth_pool_ref(x + start * d, len, d, (int)b->pooling, v);
     for (int k = 0; k < b->n_dense; k++) {
         const int64_t n_in = b->dense[k].n_in, n_out = b->dense[k].n_out;
         float *y = k == b->n_dense - 1 ? out : (v == tmp ? tmp + half : tmp);
@@ -304,7 +296,8 @@ hearth_status hearth_bert_embed(hearth_bert *b, const int32_t *const *ids, const
     }
     hearth_status st = HEARTH_OK;
     pthread_mutex_lock(&b->mu);
-    for (int64_t s0 = 0; s0 < n_seq && !st;) {
+    if (b->be) st = hearth_bert_device_embed(b, ids, n_ids, n_seq, out); /* bert_device.c */
+    for (int64_t s0 = 0; s0 < n_seq && !st && !b->be;) {
         int64_t s1 = s0, n_tok = 0, max_len = 0;
         while (s1 < n_seq && (s1 == s0 || n_tok + (int64_t)n_ids[s1] <= b->params.max_batch_tokens)) {
             n_tok += (int64_t)n_ids[s1];

@@ -42,6 +42,10 @@ typedef enum {
 
 typedef struct {
     int     n_threads;      /* compute threads; <= 0: all CPUs */
+    int     device;         /* hearth_device (backend/backend.h): HEARTH_DEVICE_CPU (the default), CUDA
+                             * (BERT, RoBERTa and XLM-R encoders on the GPU, bert_device.c; a load
+                             * error naming why when it cannot), or AUTO (the GPU when there is one
+                             * and the encoder runs there, else the CPU with a warning) */
     int64_t max_batch_tokens; /* tokens of one forward (longer batches are cut into several
                              * forwards, whole sequences each); <= 0: 8192 */
 } hearth_bert_params;

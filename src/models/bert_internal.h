@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "backend/backend.h"
 #include "base/thread.h"
 #include "model/gguf.h"
 #include "model/safetensors.h"
@@ -33,6 +34,8 @@ typedef struct {
      * weights), p_qkv q | k | v rows, p_up gate | up rows */
     const float  *q_norm, *k_norm;       /* [head_dim] */
     const float  *post_attn_w, *post_ffn_w; /* EmbeddingGemma's sandwich norms [d] (1 + w folded in) */
+    const float  *b_qkv;                 /* bq | bk | bv [3d] for the device path (bert_device.c), owned
+                                          * in the encoder's list; NULL without biases or on the CPU */
     hearth_weight w_gate;                /* Qwen3's gate_proj, NomicBERT's ffn_gate [d_ff][d]; when set,
                                           * p_up is gate | up [2 d_ff][d] */
 } bert_layer;
@@ -75,11 +78,15 @@ struct hearth_bert {
     void         **owned;                /* owned: f32 copies and realigned tensors */
     int64_t        n_owned;
     size_t         weight_bytes;
-    char           desc[160];
+    char           desc[192];
     hearth_bert_params params;
     /* compute state: one forward at a time */
     pthread_mutex_t mu;
     hearth_pool   *pool;                 /* owned */
+    hearth_backend *be;                  /* owned: the device the forward runs on (bert_device.c), or
+                                          * NULL: the CPU path of bert.c */
+    const float   *type0;                /* [d] token type 0's row in f32 for the device path (owned
+                                          * in the encoder's list) */
 };
 
 /* bert_load.c's helpers, shared with the GGUF loader (bert_gguf.c). */
@@ -107,3 +114,12 @@ hearth_status hearth_qwen3_embed_forward(const hearth_bert *b, const int32_t *to
 hearth_status hearth_modernbert_forward(const hearth_bert *b, const int32_t *tok_ids, const int32_t *tok_pos,
                                         int64_t n_tok, const int64_t *start, const int64_t *len, int64_t n_seq,
                                         int64_t max_len, float *x);
+
+/* The device path (bert_device.c). Can be's ops run b (false with the reason in why)? */
+bool          hearth_bert_device_check(const hearth_bert *b, hearth_backend *be, char *why, size_t cap);
+/* Make what the device path needs beside the weights (the token-type row and the concatenated
+ * QKV biases in f32), once, after the layers are bound. */
+hearth_status hearth_bert_device_prepare(hearth_bert *b, hearth_err *err);
+/* hearth_bert_embed's work on b->be (inputs already checked, under b->mu). */
+hearth_status hearth_bert_device_embed(hearth_bert *b, const int32_t *const *ids, const size_t *n_ids, int64_t n_seq,
+                                       float *out);

@@ -23,6 +23,7 @@
 #include "models/bert_internal.h"
 
 #include "base/file.h"
+#include "base/log.h"
 #include "base/size.h"
 #include "kernels/gemm_f32.h"
 #include "kernels/kernels.h"
@@ -38,7 +39,7 @@
 enum { MAX_JSON_BYTES = 4 << 20, MAX_TOKENIZER_BYTES = 64 << 20 };
 
 hearth_bert_params hearth_bert_params_default(void) {
-    return (hearth_bert_params){.n_threads = 0, .max_batch_tokens = 8192};
+    return (hearth_bert_params){.n_threads = 0, .device = HEARTH_DEVICE_CPU, .max_batch_tokens = 8192};
 }
 
 static cJSON *read_json(const char *dir, const char *name) {
@@ -755,6 +756,30 @@ static hearth_status load_tokenizer(hearth_bert *b, const char *dir, hearth_err 
     return HEARTH_OK;
 }
 
+/* The device of params.device (bert.h): b->be set, or left NULL for the CPU path. */
+static hearth_status pick_device(hearth_bert *b, hearth_err *err) {
+    const int dev = b->params.device;
+    if (dev == HEARTH_DEVICE_CPU || (dev == HEARTH_DEVICE_AUTO && hearth_cuda_device_count() <= 0)) return HEARTH_OK;
+    if (dev != HEARTH_DEVICE_AUTO && dev != HEARTH_DEVICE_CUDA)
+        return hearth_err_set(err, HEARTH_E_INVALID, -1, "unknown device %d", dev);
+    hearth_err cerr = {0};
+    char why[256];
+    hearth_backend *be = hearth_backend_cuda_create(0, b->params.max_batch_tokens, NULL, &cerr);
+    if (!be) snprintf(why, sizeof why, "%s", cerr.msg);
+    else if (!hearth_bert_device_check(b, be, why, sizeof why)) {
+        hearth_backend_destroy(be);
+        be = NULL;
+    }
+    if (!be) {
+        if (dev == HEARTH_DEVICE_CUDA)
+            return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1, "--device cuda: %s", why);
+        hearth_log(HEARTH_LOG_WARN, "embeddings: not on the GPU (%s); computing on the CPU", why);
+        return HEARTH_OK;
+    }
+    b->be = be;
+    return hearth_bert_device_prepare(b, err);
+}
+
 hearth_status hearth_bert_load(const char *path, const hearth_bert_params *p, hearth_bert **out, hearth_err *err) {
     *out = NULL;
     hearth_err_clear(err);
@@ -780,9 +805,11 @@ hearth_status hearth_bert_load(const char *path, const hearth_bert_params *p, he
         st = hearth_err_set(err, HEARTH_E_NOMEM, -1, "cannot start the compute threads");
         goto fail;
     }
-    snprintf(b->desc, sizeof b->desc, "%s, %lld layers, %lld dims, %s, %s pooling%s, up to %d tokens",
+    if ((st = pick_device(b, err))) goto fail;
+    snprintf(b->desc, sizeof b->desc, "%s, %lld layers, %lld dims, %s, %s pooling%s, up to %d tokens, on %s",
              b->family, (long long)b->n_layer, (long long)b->out_dim, hearth_type_name(b->layers[0].wq.type),
-             hearth_bert_pooling_name(b->pooling), b->normalize ? ", normalized" : "", b->max_tokens);
+             hearth_bert_pooling_name(b->pooling), b->normalize ? ", normalized" : "", b->max_tokens,
+             b->be ? hearth_backend_name(b->be) : "cpu");
     *out = b;
     return HEARTH_OK;
 fail:
@@ -792,6 +819,7 @@ fail:
 
 void hearth_bert_destroy(hearth_bert *b) {
     if (!b) return;
+    hearth_backend_destroy(b->be); /* its copies are keyed by the host memory freed below */
     hearth_pool_destroy(b->pool);
     for (int64_t i = 0; i < b->n_owned; i++) free(b->owned[i]);
     free(b->owned);

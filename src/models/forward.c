@@ -497,15 +497,16 @@ hearth_status hearth_fwd_step_run(hearth_fwd *f, const hearth_batch *b, const he
     /* A backend may replay small steps (decode) as one graph: every op argument is then fixed
      * but the buffers' contents, so the attention split is sized for the whole context and the
      * key names everything else a step's ops depend on (incl. whether a sequence has more than
-     * one token in the step: the attention's tiling follows it) (the staging buffers are the backend's
-     * own). Not with stretched RoPE tables (they change per step) nor experts (routed on the host). */
+     * one token in the step: the attention's tiling follows it, and the forward's own scratch:
+     * two forwards on one backend, a target and its Gemma 4 assistant reading the target's
+     * cache, must never replay each other's graphs) (the staging buffers are the backend's own). Not with stretched RoPE tables (they change per step) nor experts (routed on the host). */
     uint64_t key = 0;
     if (!f->stretched && f->m->hp.n_expert == 0 && f->n_lora_runs == 0 && hearth_step_replays(f->be, n)) {
         f->max_len = kv->n_ctx;
         uint64_t parts[] = {(uint64_t)n, (uint64_t)f->n_out, (uint64_t)(uintptr_t)kv->k[0],
                             (uint64_t)(uintptr_t)kv->v[0], (uint64_t)n_table, (uint64_t)kv->n_ctx,
                             (uint64_t)bl->max_blocks, (uint64_t)bl->block_size, (uint64_t)kv->k_type,
-                            (uint64_t)kv->v_type, (uint64_t)(f->max_run > 1)};
+                            (uint64_t)kv->v_type, (uint64_t)(f->max_run > 1), (uint64_t)(uintptr_t)f->mem};
         key = 1469598103934665603ull;
         for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) key = (key ^ parts[i]) * 1099511628211ull;
         for (int32_t il = 0; kv->layer_k_type && il < f->m->hp.n_layer; il++) /* a per-layer scheme */

@@ -184,6 +184,26 @@ def test_cli_json_and_stdin(gold):
     assert r.returncode == 1 and "input 0" in r.stderr and "64" in r.stderr
 
 
+def test_cli_device(gold):
+    """--device: cpu gives the golden; cuda gives it too on a GPU host (BERT runs there), and
+    without a GPU fails saying so; a family the GPU does not run is refused naming it; a bad
+    value is a usage error."""
+    args = [TINY_BERT, "--json", "--text", gold["texts"][0], "--text", gold["texts"][1]]
+    r = cli(*args, "--device", "cpu")
+    assert r.returncode == 0, r.stderr
+    assert min(cos(d["embedding"], e) for d, e in zip(json.loads(r.stdout)["data"], gold["embeddings"])) >= 0.99999
+    r = cli(*args, "--device", "cuda")
+    if r.returncode == 0:
+        out = json.loads(r.stdout)["data"]
+        assert min(cos(d["embedding"], e) for d, e in zip(out, gold["embeddings"])) >= 0.99999
+    else:
+        assert r.returncode == 1 and "--device cuda" in r.stderr and "CUDA" in r.stderr, r.stderr
+    r = cli(str(ROOT / "tests" / "golden" / "embed" / "tiny-modernbert"), "--text", "x", "--device", "cuda")
+    assert r.returncode == 1 and "--device cuda" in r.stderr, r.stderr
+    r = cli(TINY_BERT, "--text", "x", "--device", "tpu")
+    assert r.returncode == 2 and "--device expects auto, cpu or cuda" in r.stderr, r.stderr
+
+
 def test_minilm_through_the_api():
     path = os.environ.get("HEARTH_MINILM")
     if not path:

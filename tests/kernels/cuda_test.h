@@ -60,6 +60,11 @@ static const struct {
     {"matmul_gemm_f32", 2e-5},
     {"matmul_gemm_f16", 3e-3}, /* activations rounded to f16 for cuBLAS */
     {"matmul_gemm_bf16", 1e-2}, /* activations rounded to bf16 */
+    {"layernorm", 1e-6},       /* mean and variance in double on both sides, summed in another order */
+    {"gelu_erf", 1e-6},        /* the device's erff against the host's: an ulp or two */
+    {"attention_enc", 2e-5},   /* as attention_f32: f32 sums of the same products, a tree order */
+    {"pool", 1e-6},            /* the mean summed in double on both sides; CLS and last are copies */
+    {"l2norm", 1e-6},          /* the norm in double on both sides */
     {"lora", 2e-5},            /* the segmented LoRA update: f32 sums of the same products in
                                   another order (both sides widen f16 matrices exactly) */
 };

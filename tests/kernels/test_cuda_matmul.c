@@ -2,12 +2,15 @@
  * test_cuda_matmul.c - the CUDA backend's matmul against the CPU reference (each weight row
  * dequantized by quant_ref.c and dotted in double, or the scalar set's 8-bit dots), through the
  * backend interface: every weight type at decode and prefill sizes, matmul_n, the matrix-vector
- * layouts, the 8-bit activations written by the op before, gate/up fused with the GLU, and the
- * tensor-core kernel of batched decode steps.
+ * layouts, the 8-bit activations written by the op before, gate/up fused with the GLU, the
+ * tensor-core kernel of batched decode steps, and column views of a float weight.
  * Tolerances are cuda_test.h's table. Without a GPU (or in a build without CUDA) every test
  * skips. Run under `compute-sanitizer --tool memcheck` on the GPU host (docs/cuda.md).
  */
 #include "cuda_test.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
 
 /* y = x W^T for each type at decode sizes (GEMV) and a prefill size (cuBLAS); widths whose rows
  * fall in 16-byte pieces (the fast kernels: short rows, long ones, few rows) and one whose do not */
@@ -39,6 +42,63 @@ TEST(matmul_every_type) {
                 free(got);
             }
         }
+}
+
+/* A view of some columns of a float weight (rows row_bytes apart, narrower than that: the Gemma
+ * 4 assistant's pre-projection halves, models/gemma4_assistant.c): each half of a [40][2 x 256]
+ * weight whose last byte is the last before an unmapped page, at decode and prefill sizes. The
+ * right half's last row ends where the tensor does: a copy of rows x row_bytes from its start
+ * would read into the unmapped page. */
+TEST(matmul_column_view_of_a_float_weight) {
+    NEED_GPU();
+    const int64_t ne1 = 40, W = 256, toks[] = {1, 3, 8, 37};
+    const int tis[] = {0, 1, 2}; /* F32, F16, BF16 */
+    long pg = sysconf(_SC_PAGESIZE);
+    for (size_t k = 0; k < sizeof tis / sizeof tis[0]; k++) {
+        int ti = tis[k];
+        size_t half = hearth_row_size(TYPES[ti].t, W), rb = 2 * half, bytes = rb * (size_t)ne1;
+        size_t span = (bytes + (size_t)pg - 1) / (size_t)pg * (size_t)pg;
+        /* never unmapped: the backend keys its copies by host address (cuda_test.h, weight_set) */
+        char *map = mmap(NULL, span + (size_t)pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        CHECK(map != MAP_FAILED);
+        if (map == MAP_FAILED) return;
+        CHECK_EQ(mprotect(map + span, (size_t)pg, PROT_NONE), 0);
+        char *data = map + span - bytes;
+        float *row = malloc(sizeof(float) * (size_t)(2 * W)), *deq = malloc(sizeof(float) * (size_t)(2 * W * ne1));
+        for (int64_t r = 0; r < ne1; r++) {
+            fill(row, 2 * W, 1.0f);
+            TYPES[ti].from(row, data + (size_t)r * rb, 2 * W);
+            TYPES[ti].to(data + (size_t)r * rb, deq + r * 2 * W, 2 * W);
+        }
+        for (int side = 0; side < 2; side++) {
+            tweight tw = {.w = {.type = TYPES[ti].t, .ne0 = W, .ne1 = ne1, .row_bytes = rb,
+                                .data = data + (size_t)side * half},
+                          .deq = malloc(sizeof(float) * (size_t)(W * ne1))};
+            for (int64_t r = 0; r < ne1; r++) memcpy(tw.deq + r * W, deq + r * 2 * W + side * W, sizeof(float) * W);
+            for (size_t it = 0; it < sizeof toks / sizeof toks[0]; it++) {
+                int64_t T = toks[it], ldy = ne1;
+                float *x = malloc(sizeof(float) * (size_t)(T * W)), *ref = calloc((size_t)(T * ldy), sizeof(float)),
+                      *got = calloc((size_t)(T * ldy), sizeof(float));
+                fill(x, T * W, 2.0f);
+                const char *op = matmul_ref(ti, &tw, x, T, ref, ldy);
+                float *d_x = up(x, sizeof(float) * (size_t)(T * W)),
+                      *d_y = hearth_buf_alloc(gpu(), sizeof(float) * (size_t)(T * ldy));
+                hearth_op_matmul(gpu(), &tw.w, d_x, T, d_y, ldy);
+                down(got, d_y, sizeof(float) * (size_t)(T * ldy));
+                fprintf(stderr, "  %s %s half of [%lld x %lld] x %lld tokens\n", hearth_type_name(TYPES[ti].t),
+                        side ? "right" : "left", (long long)ne1, (long long)(2 * W), (long long)T);
+                CHECK_REL(got, ref, T * ldy, op);
+                dfree(d_x);
+                dfree(d_y);
+                free(x);
+                free(ref);
+                free(got);
+            }
+            free(tw.deq);
+        }
+        free(row);
+        free(deq);
+    }
 }
 
 /* matmul_n: three weights that share the input (one launch at decode sizes), each against its

@@ -186,8 +186,13 @@ static void cu_forget(hearth_backend *be, const void *host) {
     }
 }
 
+/* A weight's bytes run from its first row to the end of its last row's ne0 elements: a view of
+ * some columns (rows row_bytes apart but narrower, as the Gemma 4 assistant's pre-projection
+ * halves) ends before the next row's start, so ne1 * row_bytes would read past the tensor. */
 static const void *wdev(cuda_ctx *c, const hearth_weight *w) {
-    return weight_dev(c, w->data, (size_t)w->ne1 * w->row_bytes);
+    size_t last = hearth_row_size(w->type, w->ne0);
+    if (w->ne1 <= 0 || last == 0 || last > w->row_bytes) last = w->row_bytes;
+    return weight_dev(c, w->data, w->ne1 > 0 ? (size_t)(w->ne1 - 1) * w->row_bytes + last : 0);
 }
 
 /* ---- ops ---- */
@@ -349,6 +354,37 @@ static void cu_ffn_glu(hearth_backend *be, const hearth_weight *gate, const hear
     const int64_t ld[2] = {gate->ne1, gate->ne1};
     cu_matmul_n(be, w, y, ld, 2, x, n_tok);
     cu_glu(be, g, u, n_tok * gate->ne1, kind);
+}
+
+/* ---- an encoder's ops (encoder.cu) ---- */
+
+static void cu_layernorm(hearth_backend *be, const float *x, const float *w, const float *b, float *y, int64_t n_rows,
+                         int64_t dim, float eps) {
+    cuda_ctx *c = ctx_of(be);
+    hc_layernorm(x, weight_dev(c, w, (size_t)dim * sizeof(float)), weight_dev(c, b, (size_t)dim * sizeof(float)), y,
+                 n_rows, dim, eps, c->stream);
+}
+
+static void cu_gelu_erf(hearth_backend *be, float *x, int64_t n) { hc_gelu_erf(x, n, ctx_of(be)->stream); }
+
+static void cu_attn_enc(hearth_backend *be, const float *q, const float *k, const float *v, int64_t ld, float *out,
+                        int64_t ldo, int64_t n_seq, int32_t L, const int32_t *len, int32_t n_head, int32_t head_dim,
+                        float scale) {
+    hc_attn_enc(q, k, v, ld, out, ldo, n_seq, L, len, n_head, head_dim, scale, ctx_of(be)->stream);
+}
+
+static bool cu_attn_enc_ok(hearth_backend *be, int32_t L, int32_t head_dim) {
+    (void)be;
+    return hc_attn_enc_supported(L, head_dim);
+}
+
+static void cu_pool_rows(hearth_backend *be, const float *x, int64_t n_seq, int32_t L, int64_t dim, const int32_t *len,
+                         int kind, float *out) {
+    hc_pool(x, n_seq, L, dim, len, kind, out, ctx_of(be)->stream);
+}
+
+static void cu_l2norm(hearth_backend *be, float *x, int64_t n_rows, int64_t dim) {
+    hc_l2norm(x, n_rows, dim, ctx_of(be)->stream);
 }
 
 static void cu_add_rows(hearth_backend *be, float *x, const float *b, int64_t n_rows, int64_t dim) {
@@ -646,6 +682,12 @@ static const struct hearth_backend_i cuda_iface = {
     .glu = cu_glu,
     .ffn_glu = cu_ffn_glu,
     .add_rows = cu_add_rows,
+    .layernorm = cu_layernorm,
+    .gelu_erf = cu_gelu_erf,
+    .attn_enc = cu_attn_enc,
+    .attn_enc_ok = cu_attn_enc_ok,
+    .pool_rows = cu_pool_rows,
+    .l2norm = cu_l2norm,
     .add = cu_add,
     .scale = cu_scale,
     .hadamard = cu_hadamard,

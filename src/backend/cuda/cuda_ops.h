@@ -116,6 +116,18 @@ void hc_turbo_unrotate(float *x, int64_t n_pieces, void *stream);
 /* glu.cu: g = act(g) * u; kind as hearth_glu_kind (0 swiglu, 1 geglu, 2 geglu rounded to f16) */
 void hc_glu(float *g, const float *u, int64_t n, int kind, void *stream);
 
+/* encoder.cu: the encoder's ops (backend.h: layernorm, gelu_erf, attn_enc, pool_rows, l2norm);
+ * the batch padded to L rows per sequence, len [n_seq] device memory */
+void hc_layernorm(const float *x, const float *w, const float *b, float *y, int64_t n_rows, int64_t dim, float eps,
+                  void *stream);
+void hc_gelu_erf(float *x, int64_t n, void *stream);
+bool hc_attn_enc_supported(int32_t L, int32_t head_dim);
+void hc_attn_enc(const float *q, const float *k, const float *v, int64_t ld, float *out, int64_t ldo, int64_t n_seq,
+                 int32_t L, const int32_t *len, int32_t n_head, int32_t head_dim, float scale, void *stream);
+void hc_pool(const float *x, int64_t n_seq, int32_t L, int64_t dim, const int32_t *len, int kind, float *out,
+             void *stream);
+void hc_l2norm(float *x, int64_t n_rows, int64_t dim, void *stream);
+
 /* elementwise.cu */
 void hc_add(float *x, const float *y, int64_t n, void *stream);
 void hc_add_rows(float *x, const float *b, int64_t n_rows, int64_t dim, void *stream);

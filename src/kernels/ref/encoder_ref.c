@@ -65,3 +65,15 @@ void hearth_attn_full_ref(const float *q, const float *k, const float *v, int64_
         }
     }
 }
+
+void hearth_pool_ref(const float *x, int64_t n, int64_t dim, int kind, float *out) {
+    for (int64_t i = 0; i < dim; i++) {
+        if (kind == 1) out[i] = x[i];
+        else if (kind == 2) out[i] = x[(n - 1) * dim + i];
+        else {
+            double sum = 0;
+            for (int64_t t = 0; t < n; t++) sum += x[t * dim + i];
+            out[i] = (float)(sum / (double)n);
+        }
+    }
+}

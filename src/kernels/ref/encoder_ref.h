@@ -28,3 +28,8 @@ void hearth_gelu_erf_ref(float *x, int64_t n);
  * scores: n_tok floats of scratch. */
 void hearth_attn_full_ref(const float *q, const float *k, const float *v, int64_t ld, float *out, int64_t ldo,
                           int64_t n_tok, int32_t n_head, int32_t head_dim, float scale, float *scores);
+
+/* The pooling of one sequence's n rows x: [n][dim] into out[dim], as sentence-transformers'
+ * Pooling module: kind 0 the mean (each column summed in double, divided by n), 1 the first
+ * row (CLS), 2 the last row (hearth_pooling's values, models/bert.h). */
+void hearth_pool_ref(const float *x, int64_t n, int64_t dim, int kind, float *out);
