@@ -62,3 +62,22 @@ def test_ssd_cache_is_refused_with_a_message(tmp_path):
         assert r1.usage.prompt_tokens_details.cached_tokens == 0
     finally:
         s.stop()
+
+
+def test_state_snapshots_flag(hearth):
+    s = Server(MODEL, "--ctx", "512", "--state-snapshots", "0")
+    try:
+        assert "no room for the linear-attention state snapshots" in s.stderr()
+        cached = [ask(s, q).usage.prompt_tokens_details.cached_tokens for q in QUESTIONS[:2]]
+        assert cached == [0, 0]  # without snapshots no prefix is reused
+        assert s.stats()["prompt_cache"]["state_snapshots"] == 0
+    finally:
+        s.stop()
+    s = Server(MODEL, "--ctx", "512", "--state-snapshots", "3")
+    try:
+        assert "+ 3 state snapshots" in s.stderr()
+        assert s.stats()["prompt_cache"]["state_snapshots"] == 3
+    finally:
+        s.stop()
+    r = hearth("serve", MODEL, "--state-snapshots", "-1", "--port", "0", "--no-open", timeout=30)
+    assert r.returncode != 0 and "--state-snapshots" in r.stderr
