@@ -26,6 +26,14 @@
  * sequence's score rows, then its output row (the last known token) when it has one. The logits
  * buffer grows to the rows a step asks for (at most max_step); a preempted sequence computes
  * its rows again, with the same values.
+ *
+ * Hybrid models (linear-attention states, kv_pool.h) with a prefix cache: packing a sequence's
+ * tokens also picks the block boundaries they cross where it keeps a state snapshot (want_snap:
+ * its last full prompt block, its branch point, blocks 1, 2, 4, ...); the step's batch names
+ * them (snap_at / snap_to) and the forward copies the states there; after the step each goes
+ * with its cached block (keep_snaps), or back to the pool. take_prefix copies the snapshot at
+ * the end of the match into the slot, so prefill (or a preempted sequence's recompute) resumes
+ * from it; the match never ends at a block without one (prefix_cache.h).
  */
 #include "engine/sched.h"
 #include "base/assert.h"
