@@ -11,7 +11,7 @@
 #include <string.h>
 
 void cli_engine_flags_init(cli_engine_flags *f) {
-    *f = (cli_engine_flags){.batch = 0, .block_size = 0, .prompt_cache = -1, .kv_budget = -1,
+    *f = (cli_engine_flags){.batch = 0, .block_size = 0, .state_snaps = -1, .prompt_cache = -1, .kv_budget = -1,
                             .memory_budget = -1, .ssd_max = -1, .ssd_demote = -1};
     cli_draft_flags_init(&f->draft);
 }
@@ -150,6 +150,13 @@ int cli_engine_flag(int argc, char **argv, int *i, cli_engine_flags *f) {
         return 1;
     }
     if (!strcmp(a, "--paged-kv")) return 1; /* mlx-bun's opt-in: hearth's KV is always paged */
+    if (!strcmp(a, "--state-snapshots")) {
+        if (*i + 1 >= argc) {
+            cli_error("%s needs a value", a);
+            return -1;
+        }
+        return cli_parse_int(a, argv[++*i], 0, 1000000, &f->state_snaps) ? 1 : -1;
+    }
     bool batch = !strcmp(a, "--batch") || !strcmp(a, "--decode-concurrency");
     bool bsz = !strcmp(a, "--paged-kv-block-size");
     int64_t *size = !strcmp(a, "--prompt-cache")    ? &f->prompt_cache
@@ -194,6 +201,7 @@ void cli_engine_flags_apply(const cli_engine_flags *f, hearth_engine_params *ep)
     cli_numerics_apply(f, ep);
     if (f->batch > 0) ep->batch = (int32_t)f->batch;
     if (f->block_size > 0) ep->block_size = (int32_t)f->block_size;
+    ep->state_snaps = f->state_snaps >= 0 ? (int32_t)f->state_snaps : -1;
     ep->prompt_cache = f->prompt_cache >= 0 ? f->prompt_cache : (int64_t)8e9;
     if (f->kv_budget > 0) ep->kv_budget = f->kv_budget;
     ep->memory_budget = f->memory_budget > 0 ? f->memory_budget
@@ -223,6 +231,11 @@ void cli_engine_levers(const hearth_engine *e, char *buf, size_t cap) {
         snprintf(spec, sizeof spec, ", speculative %s", d);
     }
     hearth_numerics_describe(&in.numerics, nx, sizeof nx);
+    if (in.n_snaps > 0) { /* a hybrid model's prefix hits resume from these */
+        char sb[32];
+        hearth_fmt_bytes(in.snap_bytes * in.n_snaps, sb, sizeof sb);
+        snprintf(ssd, sizeof ssd, " + %d state snapshots %s", in.n_snaps, sb);
+    }
     if (in.ssd_max_bytes > 0) {
         char mx[32];
         hearth_fmt_bytes(in.ssd_max_bytes, mx, sizeof mx);

@@ -4,6 +4,8 @@
  *
  *   --batch N (--decode-concurrency N)   sequences per step (default 8; 1 = strictly serial)
  *   --prompt-cache GB                    unreferenced cached KV kept (default 8; 0 disables)
+ *   --state-snapshots N                  hybrid models: state snapshots for prefix hits (default
+ *                                        auto, engine.h state_snaps)
  *   --kv-budget GB                       the KV pool's size (default: from the memory budget)
  *   --memory-budget GB                   weights + KV + transients (default 0.75 x RAM)
  *   --paged-kv                           a no-op (the pool is always paged; seed command lines work)
@@ -38,6 +40,7 @@
 
 typedef struct {
     long long batch, block_size;                      /* 0: the default */
+    long long state_snaps;                            /* -1: the default */
     int64_t   prompt_cache, kv_budget, memory_budget; /* bytes; -1: the default */
     hearth_numerics numerics;                         /* {0}: the default */
     hearth_kv_quant kv_quant;                         /* {0}: off */
@@ -73,9 +76,10 @@ void cli_engine_levers(const hearth_engine *e, char *buf, size_t cap);
 #define CLI_ENGINE_FLAGS_USAGE                                                                            \
     "  --batch N             sequences decoded together (default 8; 1 = strictly serial);\n"            \
     "                        --decode-concurrency N is the same\n"                                        \
-    "  --prompt-cache GB     KV of finished requests kept for prefix reuse (default 8; 0 disables;\n"    \
-    "                        always off for Qwen3.5 / Qwen3-Next, whose recurrent state is not\n"      \
-    "                        kept per block)\n"                                                      \
+    "  --prompt-cache GB     KV of finished requests kept for prefix reuse (default 8; 0 disables)\n"   \
+    "  --state-snapshots N   Qwen3.5 / Qwen3-Next: recurrent-state snapshots kept at block\n"          \
+    "                        boundaries for prefix reuse (default: from the batch, context and\n"     \
+    "                        budget; 0: no prefix reuse for them); taken out of the KV budget\n"      \
     "  --kv-budget GB        size of the KV block pool (default, or 0: what the memory budget\n"      \
     "                        leaves)\n"                                                               \
     "  --memory-budget GB    weights + KV + transients (default, or 0: 0.75 x RAM); a model that\n"   \

@@ -86,7 +86,7 @@ struct hearth_engine {
 
 hearth_engine_params hearth_engine_params_default(void) {
     hearth_engine_params p = {.n_threads = 0, .n_ctx = 0, .max_step = 512, .kv_f16 = -1, .batch = 8,
-                              .kv_budget = 0, .block_size = 16, .prompt_cache = -1,
+                              .kv_budget = 0, .block_size = 16, .prompt_cache = -1, .state_snaps = -1,
                               .device = HEARTH_DEVICE_CPU, .ssd_demote_idle = -1};
     return p;
 }
@@ -285,6 +285,43 @@ static hearth_status size_pool(hearth_engine *e, const hearth_model *m, hearth_k
                                               ? e->p.prompt_cache : 7 * live;
     *out = (size_t)(left < useful ? left : useful);
     return HEARTH_OK;
+}
+
+/* Hybrid models with the prompt cache: the state snapshots the pool keeps (kv_pool.h; sched.c
+ * takes at most log2(blocks of a context) + 3 per sequence). Unless state_snaps asks for a
+ * number: enough for the batch's sequences and as many cached ones, 2 * batch * (log2(blocks) +
+ * 3), but never more bytes than the KV blocks (half the pool). With a budget (--kv-budget, --memory-budget) they come out of it
+ * (*budget shrinks), leaving the blocks one full context at least; without one (the pool is one
+ * full context) they are added to it. */
+static int32_t snap_count(hearth_engine *e, const hearth_model *m, hearth_kv_scheme kv, size_t *budget) {
+    const hearth_hparams *hp = hearth_model_hparams(m);
+    int64_t n_lin = 0;
+    for (int32_t il = 0; il < hp->n_layer; il++) n_lin += hearth_hparams_is_linear(hp, il);
+    int64_t one = n_lin * hearth_hparams_lin_state_floats(hp) * (int64_t)sizeof(float);
+    if (one <= 0 || e->p.prompt_cache == 0) return 0;
+    int64_t max_blocks = (e->p.n_ctx + e->p.block_size - 1) / e->p.block_size, lg = 0;
+    while ((1ll << lg) < max_blocks) lg++;
+    int64_t n = 2 * (int64_t)e->p.batch * (lg + 3), b = (int64_t)*budget;
+    bool explicit = e->p.kv_budget > 0 || e->p.memory_budget > 0;
+    if (e->p.state_snaps >= 0) n = e->p.state_snaps; /* asked for: only a full context's blocks limit it */
+    else if (n > (explicit ? b / 2 : b) / one) n = (explicit ? b / 2 : b) / one;
+    if (explicit) {
+        hearth_kv_layout lay = hearth_kv_layout_of(m, e->p.kv_swa_full);
+        int64_t ctx = (int64_t)hearth_kv_block_bytes_layers(m, e->p.kv_swa_full, kv, e->layer_kv, e->p.block_size) *
+                      hearth_kv_layout_blocks(&lay, e->p.block_size, e->p.n_ctx, e->p.max_step);
+        if (n > (b - ctx) / one) n = b > ctx ? (b - ctx) / one : 0;
+        *budget = (size_t)(b - n * one);
+    }
+    if (n > INT32_MAX / 4) n = INT32_MAX / 4;
+    e->info.snap_bytes = one;
+    e->info.n_snaps = (int32_t)n;
+    if (n == 0)
+        hearth_log(HEARTH_LOG_WARN, "prompt cache: no room for the linear-attention state snapshots of %s (%.1f MB "
+                   "each): it reuses no prefix", hearth_arch_info_of(hp->arch)->hf_type, MB(one));
+    else
+        hearth_log(HEARTH_LOG_INFO, "prompt cache: %lld state snapshots of %.2f MB (%.0f MB) for prefix hits",
+                   (long long)n, MB(one), MB(n * one));
+    return (int32_t)n;
 }
 
 /* --kv-quant config: the per-layer scheme of the model's kv_config.json (kv_config.h) into
@@ -566,13 +603,12 @@ hearth_status hearth_engine_create(const hearth_model *m, const hearth_engine_pa
     hearth_status st;
     hearth_kv_scheme kv;
     if ((st = resolve_kv(e, m, &kv, err))) goto fail;
-    if (hp->lin_n_v > 0 && e->p.prompt_cache != 0) {
-        /* NOTE: a prefix hit would need the linear-attention state as of the hit's last block;
-         * the states are not snapshotted at block boundaries, so hybrid models reuse no prefix
-         * (and a preempted sequence is recomputed from its start) */
-        hearth_log(HEARTH_LOG_INFO, "prompt cache: off for %s (its linear-attention state is not kept per block)",
+    if (hp->lin_n_v > 0 && e->p.prompt_cache != 0 && e->p.ssd_cache_dir && *e->p.ssd_cache_dir) {
+        /* the disk tier stores blocks, not the state snapshots a hybrid model's prefix hit resumes from */
+        hearth_log(HEARTH_LOG_WARN, "ssd cache: off for %s (the tier does not keep the linear-attention state "
+                   "snapshots its prefix hits need; the prompt cache stays in RAM)",
                    hearth_arch_info_of(hp->arch)->hf_type);
-        e->p.prompt_cache = 0;
+        e->p.ssd_cache_dir = NULL;
     }
     if (e->p.force_wire) {
         if ((st = hearth_model_wire(m, true, err))) goto fail;
@@ -631,6 +667,7 @@ hearth_status hearth_engine_create(const hearth_model *m, const hearth_engine_pa
                                 .kv = kv, .layer_kv = e->layer_kv, .swa_full = e->p.kv_swa_full,
                                 .window_keep = window_keep(e), .be = hearth_backend_host_memory(e->be) ? NULL : e->be};
     if ((st = size_pool(e, m, kv, width, &pp.budget_bytes, err))) goto fail;
+    pp.n_snaps = snap_count(e, m, kv, &pp.budget_bytes);
     if ((st = hearth_kv_pool_create(m, &pp, &e->pool, err))) goto fail;
     e->n_blocks = hearth_kv_pool_n_blocks(e->pool);
     e->info.n_ctx = e->p.n_ctx;

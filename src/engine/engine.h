@@ -78,6 +78,10 @@ typedef struct {
     int32_t block_size;    /* tokens per KV block; <= 0: 16 */
     int64_t prompt_cache;  /* bytes of unreferenced cached blocks kept; < 0: as many as the pool
                             * holds (default); 0: no prefix caching */
+    int32_t state_snaps;   /* hybrid models with prefix caching: the linear-attention state
+                            * snapshots kept for prefix hits (kv_pool.h; docs/engine.md); < 0:
+                            * chosen from the batch, context and budget (default); 0: none (no
+                            * prefix hits). Taken out of an explicit budget */
     bool    debug_checks;  /* check the pool's invariants after every step (tests) */
     bool    kv_swa_full;   /* sliding-window layers keep every KV block (the default hands back
                             * the blocks that fall out of their window: docs/engine.md) */
@@ -219,6 +223,9 @@ typedef struct {
     int64_t memory_budget;              /* 0: none given */
     int64_t weight_bytes, transient_bytes;
     int64_t prompt_cache_bytes;         /* cap on unreferenced cached blocks; 0: caching off */
+    int32_t n_snaps;                    /* hybrid models: linear-attention state snapshots kept for
+                                         * prefix hits (kv_pool.h), 0 without */
+    int64_t snap_bytes;                 /* bytes of one */
     int32_t max_request_tokens;         /* prompt + max_tokens one request may have: min(n_ctx,
                                          * what the pool holds) - the largest safe context */
     hearth_kv_scheme kv;                /* element types of the cache's keys and values (layer 0's

@@ -23,7 +23,9 @@
  * A hybrid model's linear-attention layers (Qwen3.5) keep no rows: each sequence slot has a
  * fixed-size state per such layer ([layer][n_seqs][state floats], beside the blocks, outside the
  * budget), which the forward resets when a sequence starts at position 0 and advances step by
- * step; they take no places and no rows.
+ * step; they take no places and no rows. Behind the slots' states each such layer has n_snaps
+ * more rows of the same size: the snapshots (kv_pool.h), so that a snapshot is state row
+ * n_seqs + id of every linear layer, and copying one in or out is copy_state between rows.
  */
 #include "engine/kv_pool.h"
 #include "base/size.h"
@@ -60,9 +62,12 @@ struct hearth_kv_pool {
     /* linear-attention layers (hybrid models): a state slot per sequence slot, beside the blocks */
     void            *lin_mem;  /* owned: [linear layer][n_seqs][state floats] (a buffer of be, or host), or NULL */
     float          **lin_ptrs; /* owned [n_layer]: each linear layer's states, NULL for the others */
-    int32_t         *lin_len;  /* owned [n_seqs]: positions each slot's states hold (forward.h) */
+    int32_t         *lin_len;  /* owned [n_seqs + n_snaps]: positions each row's states hold (forward.h) */
     size_t           lin_bytes;
     size_t           lin_slot;  /* bytes of one slot's state in one layer */
+    /* state snapshots: rows n_seqs .. n_seqs + n_snaps of every linear layer's states */
+    int32_t          n_snaps, n_snap_free;
+    int32_t         *snap_free; /* owned stack [n_snaps]: free snapshot ids */
 };
 
 static int32_t gcd(int32_t a, int32_t b) {
@@ -358,14 +363,21 @@ hearth_status hearth_kv_pool_create(const hearth_model *m, const hearth_kv_pool_
     int64_t lf = hearth_hparams_lin_state_floats(hp), n_lin = 0;
     for (int32_t il = 0; il < hp->n_layer; il++) n_lin += hearth_hparams_is_linear(hp, il);
     if (lf > 0 && n_lin > 0) { /* the fixed-size states: one slot per sequence slot and linear layer */
-        size_t per = (size_t)lf * (size_t)p->n_seqs * sizeof(float);
+        int32_t n_snaps = p->n_snaps > 0 ? p->n_snaps : 0, rows_lin = p->n_seqs + n_snaps;
+        size_t per = (size_t)lf * (size_t)rows_lin * sizeof(float);
         pool->lin_bytes = per * (size_t)n_lin;
         pool->lin_slot = (size_t)lf * sizeof(float);
         pool->lin_mem = p->be ? hearth_buf_alloc(p->be, pool->lin_bytes)
                               : aligned_alloc(64, (pool->lin_bytes + 63) & ~(size_t)63);
         pool->lin_ptrs = calloc((size_t)hp->n_layer, sizeof *pool->lin_ptrs);
-        pool->lin_len = calloc((size_t)p->n_seqs, sizeof *pool->lin_len);
-        if (!pool->lin_mem || !pool->lin_ptrs || !pool->lin_len) {
+        pool->lin_len = calloc((size_t)rows_lin, sizeof *pool->lin_len);
+        pool->snap_free = malloc(((size_t)n_snaps + 1) * sizeof *pool->snap_free);
+        pool->n_snaps = pool->n_snap_free = n_snaps;
+        for (int32_t i = 0; pool->snap_free && pool->lin_len && i < n_snaps; i++) {
+            pool->snap_free[i] = n_snaps - 1 - i;
+            pool->lin_len[p->n_seqs + i] = -1; /* free */
+        }
+        if (!pool->lin_mem || !pool->lin_ptrs || !pool->lin_len || !pool->snap_free) {
             size_t mib = pool->lin_bytes >> 20;
             hearth_kv_pool_destroy(pool);
             return hearth_err_set(err, HEARTH_E_NOMEM, -1, "cannot allocate %zu MiB of linear-attention states", mib);
@@ -382,6 +394,7 @@ hearth_status hearth_kv_pool_create(const hearth_model *m, const hearth_kv_pool_
         .layer_v_type = p->layer_kv ? pool->layer_type + hp->n_layer : NULL,
         .n_groups = n_groups, .layer_group = pool->layer_group, .group_window = pool->window,
         .lin_state = pool->lin_ptrs, .lin_len = pool->lin_len,
+        .lin_rows = pool->lin_mem ? p->n_seqs + pool->n_snaps : 0,
     };
     *out = pool;
     return HEARTH_OK;
@@ -397,6 +410,7 @@ void hearth_kv_pool_destroy(hearth_kv_pool *pool) {
     else free(pool->mem), free(pool->lin_mem);
     free(pool->lin_ptrs);
     free(pool->lin_len);
+    free(pool->snap_free);
     free(pool->ptrs);
     free(pool->layer_group);
     free(pool->layer_type);
@@ -431,6 +445,31 @@ void hearth_kv_pool_copy_state(hearth_kv_pool *pool, int32_t dst, int32_t src) {
         }
     }
     pool->lin_len[dst] = pool->lin_len[src];
+}
+
+size_t hearth_kv_pool_snap_bytes(const hearth_kv_pool *pool) {
+    return pool->lin_mem ? pool->lin_bytes / (size_t)(pool->n_seqs + pool->n_snaps) : 0;
+}
+int32_t hearth_kv_pool_n_snaps(const hearth_kv_pool *pool) { return pool->n_snaps; }
+int32_t hearth_kv_pool_n_snap_free(const hearth_kv_pool *pool) { return pool->n_snap_free; }
+
+int32_t hearth_kv_pool_snap_alloc(hearth_kv_pool *pool, int32_t n_pos) {
+    if (pool->n_snap_free == 0) return -1;
+    int32_t id = pool->snap_free[--pool->n_snap_free];
+    pool->lin_len[pool->n_seqs + id] = n_pos;
+    return id;
+}
+
+void hearth_kv_pool_snap_free(hearth_kv_pool *pool, int32_t id) {
+    pool->lin_len[pool->n_seqs + id] = -1;
+    pool->snap_free[pool->n_snap_free++] = id;
+}
+
+int32_t hearth_kv_pool_snap_row(const hearth_kv_pool *pool, int32_t id) { return pool->n_seqs + id; }
+int32_t hearth_kv_pool_snap_len(const hearth_kv_pool *pool, int32_t id) { return pool->lin_len[pool->n_seqs + id]; }
+
+void hearth_kv_pool_snap_restore(hearth_kv_pool *pool, int32_t slot, int32_t id) {
+    hearth_kv_pool_copy_state(pool, slot, pool->n_seqs + id);
 }
 
 void hearth_kv_pool_copy_block(hearth_kv_pool *pool, int32_t dst, int32_t src, int32_t n_rows) {
@@ -613,5 +652,11 @@ bool hearth_kv_pool_check(const hearth_kv_pool *pool) {
                                                                : row[i] >= 0 && row[i] < pool->n_blocks;
     }
     free(seen);
+    /* snapshots: the free stack holds distinct ids */
+    ok = ok && pool->n_snap_free >= 0 && pool->n_snap_free <= pool->n_snaps;
+    for (int32_t i = 0; i < pool->n_snap_free && ok; i++) {
+        int32_t id = pool->snap_free[i];
+        ok = id >= 0 && id < pool->n_snaps && pool->lin_len[pool->n_seqs + id] == -1;
+    }
     return ok;
 }

@@ -83,6 +83,8 @@ typedef struct {
                            * looks further back than the model's window (the Gemma 4 assistant
                            * drafter, spec.h); <= 0: the window */
     hearth_backend *be;   /* where the blocks live (borrowed, must outlive the pool); NULL: host */
+    int32_t n_snaps;      /* hybrid models: state snapshots kept beside the slots' states (below;
+                           * their bytes are not in budget_bytes: the engine sizes both) */
 } hearth_kv_pool_params;
 
 /* Fails with HEARTH_E_LIMIT when the budget holds no block, HEARTH_E_NOMEM when it cannot be
@@ -140,11 +142,28 @@ int32_t hearth_kv_pool_seq_need_peak(const hearth_kv_pool *pool, int32_t slot, i
  * goes through a host bounce buffer). For a sequence that forks off another: the two share
  * the full blocks and each writes its own copy of the last partial one. */
 void    hearth_kv_pool_copy_block(hearth_kv_pool *pool, int32_t dst, int32_t src, int32_t n_rows);
-/* Hybrid models: the bytes of the linear-attention states (every slot; 0 without such layers),
+/* Hybrid models: the bytes of the linear-attention states (every slot and snapshot; 0 without such layers),
  * and a copy of slot src's states (and the positions they hold) into slot dst, for a sequence
  * that forks off another where it stands. */
 size_t  hearth_kv_pool_state_bytes(const hearth_kv_pool *pool);
 void    hearth_kv_pool_copy_state(hearth_kv_pool *pool, int32_t dst, int32_t src);
+
+/* State snapshots (hybrid models): n_snaps more rows of every linear layer's states, each a
+ * copy of a sequence's states as they stood after some position (a block boundary: the prefix
+ * cache keeps each with the block whose end it describes, prefix_cache.h). A snapshot is filled
+ * by the forward (hearth_batch's snap_at / snap_to, to row hearth_kv_pool_snap_row) and copied
+ * back into a slot on a prefix hit. Ids are 0 .. n_snaps - 1; n_snaps is 0 without linear
+ * layers. */
+int32_t hearth_kv_pool_n_snaps(const hearth_kv_pool *pool);
+int32_t hearth_kv_pool_n_snap_free(const hearth_kv_pool *pool);
+size_t  hearth_kv_pool_snap_bytes(const hearth_kv_pool *pool); /* one snapshot: every linear layer's state */
+/* Take a free snapshot id that will hold the states after n_pos positions; -1 when none is free. */
+int32_t hearth_kv_pool_snap_alloc(hearth_kv_pool *pool, int32_t n_pos);
+void    hearth_kv_pool_snap_free(hearth_kv_pool *pool, int32_t id);
+int32_t hearth_kv_pool_snap_row(const hearth_kv_pool *pool, int32_t id); /* its state row (>= n_seqs) */
+int32_t hearth_kv_pool_snap_len(const hearth_kv_pool *pool, int32_t id); /* positions it holds; -1 free */
+/* Copy snapshot id into slot's states (and its positions into the slot's lin_len). */
+void    hearth_kv_pool_snap_restore(hearth_kv_pool *pool, int32_t slot, int32_t id);
 
 /* Block blk's keys and values, every layer place of its group, to or from host memory (the
  * disk tier's form, hearth_kv_pool_block_bytes() bytes): for each place (one region each,

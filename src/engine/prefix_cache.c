@@ -35,6 +35,11 @@ struct hearth_prefix_cache {
     bool           *pinned;    /* owned [n_blocks] */
     int32_t         n_pins;
     int64_t         restores, demotions;
+    /* hybrid models (prefix_cache.h): the state snapshot kept with a group-0 block, or -1 */
+    int32_t        *snap;      /* owned [n_blocks] */
+    bool            need_snap; /* the pool has linear-attention states: a match ends at a snapshot */
+    int32_t         chain;     /* blocks of the last match's chain before it was cut to a snapshot */
+    int64_t         snap_steals; /* snapshots taken from evictable blocks for newer ones */
 };
 
 uint64_t hearth_prefix_hash(uint64_t parent, const int32_t *tokens, int32_t block_size) {
@@ -62,13 +67,15 @@ hearth_prefix_cache *hearth_prefix_cache_create(hearth_kv_pool *pool, size_t cap
     pc->prev_l = malloc(n * sizeof(int32_t));
     pc->next_l = malloc(n * sizeof(int32_t));
     pc->t_rel = calloc(n, sizeof(double));
-    if (!pc->bucket || !pc->next || !pc->hash || !pc->parent || !pc->group || !pc->tokens || !pc->cached || !pc->prev_l ||
+    pc->snap = malloc(n * sizeof(int32_t));
+    pc->need_snap = hearth_kv_pool_state_bytes(pool) > 0;
+    if (!pc->snap || !pc->bucket || !pc->next || !pc->hash || !pc->parent || !pc->group || !pc->tokens || !pc->cached || !pc->prev_l ||
         !pc->next_l || !pc->t_rel) {
         hearth_prefix_cache_destroy(pc);
         return NULL;
     }
     for (uint32_t i = 0; i < nb; i++) pc->bucket[i] = -1;
-    for (size_t i = 0; i < n; i++) pc->prev_l[i] = pc->next_l[i] = -2;
+    for (size_t i = 0; i < n; i++) pc->prev_l[i] = pc->next_l[i] = -2, pc->snap[i] = -1;
     pc->lru_head = pc->lru_tail = -1;
     return pc;
 }
@@ -99,6 +106,8 @@ static void unindex(hearth_prefix_cache *pc, int32_t b) {
     *link = pc->next[b];
     pc->cached[b] = false;
     pc->n_cached--;
+    if (pc->snap[b] >= 0) hearth_kv_pool_snap_free(pc->pool, pc->snap[b]); /* evicted with its block */
+    pc->snap[b] = -1;
 }
 
 /* Write cached block b to the tier unless it is there already (wait: for room in its queue).
@@ -126,8 +135,10 @@ static void evict_one(hearth_prefix_cache *pc, bool wait) {
 void hearth_prefix_cache_destroy(hearth_prefix_cache *pc) {
     if (!pc) return;
     if (pc->cached)
-        for (int32_t b = 0; b < pc->n_blocks; b++)
+        for (int32_t b = 0; b < pc->n_blocks; b++) {
             if (pc->cached[b]) hearth_kv_pool_unref(pc->pool, b);
+            if (pc->snap && pc->snap[b] >= 0) hearth_kv_pool_snap_free(pc->pool, pc->snap[b]);
+        }
     free(pc->bucket);
     free(pc->next);
     free(pc->hash);
@@ -141,6 +152,7 @@ void hearth_prefix_cache_destroy(hearth_prefix_cache *pc) {
     free(pc->scratch);
     free(pc->pins);
     free(pc->pinned);
+    free(pc->snap);
     free(pc);
 }
 
@@ -284,6 +296,12 @@ static int32_t match_ram(hearth_prefix_cache *pc, uint64_t root, const int32_t *
         hashes[n] = h;
         parent = h;
     }
+    /* a hybrid model resumes from the state snapshot at the cut: the longest chain that ends
+     * with one (block n - 1 of group 0 holds it) */
+    pc->chain = n;
+    while (pc->need_snap && n > 0 &&
+           pc->snap[lookup(pc, 0, hashes[n - 1], n > 1 ? hashes[n - 2] : root, tokens + (size_t)(n - 1) * (size_t)pc->bs)] < 0)
+        n--;
     /* the longest cut whose windows every window group holds */
     for (; n > 0; n--) {
         bool all = true;
@@ -343,3 +361,36 @@ int32_t hearth_prefix_cache_n_evictable(const hearth_prefix_cache *pc) { return 
 int32_t hearth_prefix_cache_n_cached(const hearth_prefix_cache *pc) { return pc->n_cached; }
 bool    hearth_prefix_cache_holds(const hearth_prefix_cache *pc, int32_t blk) { return pc->cached[blk]; }
 int64_t hearth_prefix_cache_evictions(const hearth_prefix_cache *pc) { return pc->evictions; }
+
+int32_t hearth_prefix_cache_snap_of(const hearth_prefix_cache *pc, int32_t blk) { return pc->snap[blk]; }
+int32_t hearth_prefix_cache_chain(const hearth_prefix_cache *pc) { return pc->chain; }
+
+int32_t hearth_prefix_cache_snap_alloc(hearth_prefix_cache *pc, int32_t n_pos) {
+    int32_t id = hearth_kv_pool_snap_alloc(pc->pool, n_pos);
+    if (id >= 0) return id;
+    /* none free: the snapshot of the least recently used evictable block that has one */
+    for (int32_t b = pc->lru_head; b >= 0; b = pc->next_l[b])
+        if (pc->snap[b] >= 0) {
+            hearth_kv_pool_snap_free(pc->pool, pc->snap[b]);
+            pc->snap[b] = -1;
+            pc->snap_steals++;
+            return hearth_kv_pool_snap_alloc(pc->pool, n_pos);
+        }
+    return -1;
+}
+
+bool hearth_prefix_cache_attach_snap(hearth_prefix_cache *pc, uint64_t h, uint64_t parent, const int32_t *tokens,
+                                     int32_t snap) {
+    int32_t b = lookup(pc, 0, h, parent, tokens);
+    if (b < 0 || pc->snap[b] >= 0) return false;
+    pc->snap[b] = snap;
+    return true;
+}
+
+int32_t hearth_prefix_cache_n_snaps(const hearth_prefix_cache *pc) {
+    int32_t n = 0;
+    for (int32_t b = 0; b < pc->n_blocks; b++) n += pc->snap[b] >= 0;
+    return n;
+}
+
+int64_t hearth_prefix_cache_snap_steals(const hearth_prefix_cache *pc) { return pc->snap_steals; }

@@ -24,6 +24,16 @@
  * recently used one when none is free), after which it is an ordinary cached block. The blocks
  * of a match are pinned while it restores, so restoring block i never evicts blocks 0..i-1.
  * Demotion writes evictable blocks that nobody used for a while to the tier and frees them.
+ *
+ * Hybrid models (a pool with linear-attention states, kv_pool.h): a prefix hit must also give
+ * the recurrent state as it stood at the cut, so a cached group-0 block may keep a state
+ * snapshot (a pool snapshot id) taken after its last token. A match then ends at the longest
+ * chain whose last block has one (the blocks past it may still be cached: they are computed
+ * again, and hearth_prefix_cache_chain says how far the chain went, so the scheduler can take a
+ * snapshot there); no snapshot, no hit. A snapshot lives and dies with its block (evicting the
+ * block frees it). When the pool has no free snapshot, a new one takes the snapshot of the least
+ * recently used evictable block (which stays cached, it can no longer end a match). The disk
+ * tier keeps no snapshots (the engine runs hybrid models without it).
  * Thread rule: engine thread only.
  */
 #pragma once
@@ -76,3 +86,18 @@ int32_t  hearth_prefix_cache_n_evictable(const hearth_prefix_cache *pc);
 int32_t  hearth_prefix_cache_n_cached(const hearth_prefix_cache *pc); /* indexed blocks */
 bool     hearth_prefix_cache_holds(const hearth_prefix_cache *pc, int32_t blk);
 int64_t  hearth_prefix_cache_evictions(const hearth_prefix_cache *pc);
+
+/* Hybrid models (head comment). The snapshot kept with block blk, or -1. */
+int32_t  hearth_prefix_cache_snap_of(const hearth_prefix_cache *pc, int32_t blk);
+/* Blocks of the chain the last match found before cutting it to the last snapshot. */
+int32_t  hearth_prefix_cache_chain(const hearth_prefix_cache *pc);
+/* A snapshot id for the states after n_pos positions: a free one, else one taken from the least
+ * recently used evictable block that has one; -1 when neither. */
+int32_t  hearth_prefix_cache_snap_alloc(hearth_prefix_cache *pc, int32_t n_pos);
+/* Keep snapshot snap (filled: the states after the block's last token) with the cached group-0
+ * block (h after parent, tokens). False when no such block is cached or it has one already: the
+ * caller still owns snap then. */
+bool     hearth_prefix_cache_attach_snap(hearth_prefix_cache *pc, uint64_t h, uint64_t parent, const int32_t *tokens,
+                                         int32_t snap);
+int32_t  hearth_prefix_cache_n_snaps(const hearth_prefix_cache *pc); /* blocks that keep a snapshot */
+int64_t  hearth_prefix_cache_snap_steals(const hearth_prefix_cache *pc);

@@ -26,6 +26,14 @@
  * sequence's score rows, then its output row (the last known token) when it has one. The logits
  * buffer grows to the rows a step asks for (at most max_step); a preempted sequence computes
  * its rows again, with the same values.
+ *
+ * Hybrid models (linear-attention states, kv_pool.h) with a prefix cache: packing a sequence's
+ * tokens also picks the block boundaries they cross where it keeps a state snapshot (want_snap:
+ * its last full prompt block, its branch point, blocks 1, 2, 4, ...); the step's batch names
+ * them (snap_at / snap_to) and the forward copies the states there; after the step each goes
+ * with its cached block (keep_snaps), or back to the pool. take_prefix copies the snapshot at
+ * the end of the match into the slot, so prefill (or a preempted sequence's recompute) resumes
+ * from it; the match never ends at a block without one (prefix_cache.h).
  */
 #include "engine/sched.h"
 #include "base/assert.h"
@@ -44,6 +52,8 @@ typedef struct seq {
     int32_t        *toks;     /* owned [n_prompt + max_tokens] */
     uint64_t       *hashes;   /* owned [max_blocks]: hashes of the full blocks indexed so far */
     int32_t         n_toks, n_done, n_gen, n_cached, n_hashed, slot;
+    int32_t         branch;   /* hybrid models: where the cached chain its prefix hit was cut from ended (a
+                               * position; 0: none), a state snapshot is taken there (sched.c's head comment) */
     int32_t         take;     /* tokens fed in this step */
     int32_t         score_rows; /* of them, rows that score a prompt token (score_from) */
     bool            started;  /* admitted before (a preempted sequence comes back) */
@@ -96,6 +106,12 @@ struct hearth_sched {
     int64_t              fit_steps;
     double               draft_ms;       /* the draft source's time per draft asked for (moving average) */
     seq                **job_seq;        /* owned [batch] */
+    /* the step's state snapshots (hybrid models with a prefix cache): after batch token snap_at[i]
+     * the states of slot snap_slot[i] (snap_pos[i] positions) go to snapshot snap_id[i] (-1 once
+     * it is handed to the cache or freed), state row snap_to[i] */
+    bool                 snaps;
+    int32_t              n_snap;
+    int32_t             *snap_at, *snap_to, *snap_id, *snap_slot, *snap_pos; /* owned [max_step] */
     hearth_engine_stats  st;
 };
 
@@ -125,7 +141,15 @@ hearth_sched *hearth_sched_create(const hearth_model *m, hearth_fwd *fwd, hearth
     s->logits = malloc(B * (size_t)s->n_vocab * sizeof(float));
     s->lg_rows = p->batch;
     s->lg_fork = malloc((size_t)s->n_vocab * sizeof(float));
-    if (!s->lg_fork || !s->run || !s->free_slots || !s->tok || !s->pos || !s->sq || !s->want || !s->lora || !s->logits || !s->ids ||
+    s->snap_at = malloc(5 * T * sizeof(int32_t));
+    s->snaps = pc && hearth_kv_pool_n_snaps(pool) > 0;
+    if (s->snap_at) {
+        s->snap_to = s->snap_at + T;
+        s->snap_id = s->snap_at + 2 * T;
+        s->snap_slot = s->snap_at + 3 * T;
+        s->snap_pos = s->snap_at + 4 * T;
+    }
+    if (!s->snap_at || !s->lg_fork || !s->run || !s->free_slots || !s->tok || !s->pos || !s->sq || !s->want || !s->lora || !s->logits || !s->ids ||
         !s->jobs || !s->job_seq) {
         hearth_sched_destroy(s);
         return NULL;
@@ -244,6 +268,7 @@ void hearth_sched_destroy(hearth_sched *s) {
     free(s->eog);
     free(s->jobs);
     free(s->job_seq);
+    free(s->snap_at);
     free(s);
 }
 
@@ -359,6 +384,15 @@ static void take_prefix(hearth_sched *s, seq *q) {
     if (q->r->p.score_from > 0 && (q->r->p.score_from - 1) / s->bs < max) /* scored rows are computed */
         max = (q->r->p.score_from - 1) / s->bs;
     int32_t n = hearth_prefix_cache_match_root(s->pc, lora_root(q), q->toks, max, q->slot, q->hashes);
+    if (s->snaps) { /* the states as they stood at the cut; a snapshot where the cached chain ended */
+        int32_t chain = hearth_prefix_cache_chain(s->pc);
+        q->branch = chain > n ? chain * s->bs : 0;
+        if (n > 0) {
+            int32_t id = hearth_prefix_cache_snap_of(s->pc, hearth_kv_pool_row(s->pool, 0, q->slot)[n - 1]);
+            HEARTH_ASSERT(id >= 0 && hearth_kv_pool_snap_len(s->pool, id) == n * s->bs);
+            hearth_kv_pool_snap_restore(s->pool, q->slot, id);
+        }
+    }
     q->n_done = q->n_hashed = n;
     q->n_done *= s->bs;
     if (!q->started) q->n_cached = q->n_done; /* a resumed sequence hits its own blocks: no prompt hit */
@@ -395,6 +429,47 @@ static bool scores_at(const seq *q, int32_t pos) {
     return from > 0 && pos >= from - 1 && pos <= (int32_t)q->r->p.n_prompt - 2;
 }
 
+/* Does q keep a state snapshot at position p (a block boundary)? The last full block before its
+ * last known token (where a request with the same prompt resumes), where its prefix hit's
+ * cached chain ended (the branch point of another sequence sharing the prefix), and blocks
+ * 1, 2, 4, 8, ... (a shared prefix of any length hits at least half of it): at most
+ * log2(blocks) + 3 per sequence. */
+static bool want_snap(const hearth_sched *s, const seq *q, int32_t p) {
+    int32_t nb = p / s->bs;
+    return p == (q->n_toks - 1) / s->bs * s->bs || p == q->branch || (nb & (nb - 1)) == 0;
+}
+
+/* The snapshots q takes in this step, whose tokens start at batch index n0 (hybrid models). */
+static void plan_snaps(hearth_sched *s, seq *q, int32_t n0, int32_t take) {
+    if (!s->snaps) return;
+    for (int32_t p = (q->n_done / s->bs + 1) * s->bs; p <= q->n_done + take && p <= q->n_toks; p += s->bs) {
+        if (!want_snap(s, q, p) || s->n_snap == s->p.max_step) continue;
+        int32_t id = hearth_prefix_cache_snap_alloc(s->pc, p);
+        if (id < 0) return; /* none to spare: this boundary ends no hit */
+        int32_t k = s->n_snap++;
+        s->snap_at[k] = n0 + p - q->n_done - 1;
+        s->snap_to[k] = hearth_kv_pool_snap_row(s->pool, id);
+        s->snap_id[k] = id;
+        s->snap_slot[k] = q->slot;
+        s->snap_pos[k] = p;
+    }
+}
+
+/* After the step that filled them (and index_blocks): q's snapshots go with their cached blocks,
+ * or back to the pool (ok false: the step failed). */
+static void keep_snaps(hearth_sched *s, seq *q, bool ok) {
+    for (int32_t k = 0; k < s->n_snap; k++) {
+        if (s->snap_id[k] < 0 || s->snap_slot[k] != q->slot) continue;
+        int32_t i = s->snap_pos[k] / s->bs - 1, id = s->snap_id[k];
+        s->snap_id[k] = -1;
+        if (ok && i < q->n_hashed &&
+            hearth_prefix_cache_attach_snap(s->pc, q->hashes[i], i > 0 ? q->hashes[i - 1] : lora_root(q),
+                                            q->toks + (size_t)i * (size_t)s->bs, id))
+            continue;
+        hearth_kv_pool_snap_free(s->pool, id);
+    }
+}
+
 /* Append q's next `take` tokens to the step. */
 static int32_t pack(hearth_sched *s, seq *q, int32_t n, int32_t take) {
     q->score_rows = 0;
@@ -411,6 +486,7 @@ static int32_t pack(hearth_sched *s, seq *q, int32_t n, int32_t take) {
         s->step_rows += s->want[n];
     }
     q->take = take;
+    plan_snaps(s, q, n - take, take);
     return n;
 }
 
@@ -782,6 +858,7 @@ void hearth_sched_step(hearth_sched *s) {
     reap_cancelled(s);
     propose(s);
     int32_t budget = s->p.max_step, n = 0;
+    s->n_snap = 0;
     s->step_rows = 0;
     s->step_lora = 0;
     /* 1. running sequences, oldest first; the youngest give way when blocks run out */
@@ -840,7 +917,8 @@ void hearth_sched_step(hearth_sched *s) {
         return;
     }
     hearth_batch b = {.n_tokens = n, .token = s->tok, .pos = s->pos, .seq = s->sq, .want_logits = s->want,
-                      .lora = s->step_lora ? s->lora : NULL};
+                      .lora = s->step_lora ? s->lora : NULL, .n_snap = s->n_snap, .snap_at = s->snap_at,
+                      .snap_to = s->snap_to};
     /* on a device backend, when every sequence that gets a token this step picks greedily, only
      * the picks leave the device */
     hearth_backend *be = hearth_fwd_backend(s->fwd);
@@ -896,6 +974,7 @@ void hearth_sched_step(hearth_sched *s) {
             continue;
         }
         index_blocks(s, q);
+        keep_snaps(s, q, true);
         if (out && q->forks) fork_choices(s, q, lg);
         release_window(s, q);
         if (q->r->p.progress && q->n_gen == 0 && !hearth_req_progress(q->r, q->n_done, q->n_cached)) {
@@ -921,6 +1000,9 @@ void hearth_sched_step(hearth_sched *s) {
         if (out && s->p.draft && s->p.draft->produced) s->p.draft->produced(s->p.draft, q->slot, out_row, q->n_toks);
         i++;
     }
+    for (int32_t k = 0; k < s->n_snap; k++) /* those of sequences that ended, or a failed step */
+        if (s->snap_id[k] >= 0) hearth_kv_pool_snap_free(s->pool, s->snap_id[k]);
+    s->n_snap = 0;
     publish(s);
 }
 
@@ -945,6 +1027,10 @@ bool hearth_sched_check(const hearth_sched *s) {
                  hearth_kv_pool_first_needed(s->pool, g, s->run[i]->n_done);
     /* slots: each running sequence has one, the rest are free */
     ok = ok && s->n_free_slots + s->n_run == s->p.batch;
+    /* snapshots: between steps each one is free or kept with one cached block */
+    if (s->pc)
+        ok = ok && hearth_kv_pool_n_snap_free(s->pool) + hearth_prefix_cache_n_snaps(s->pc) ==
+                       hearth_kv_pool_n_snaps(s->pool);
     free(cnt);
     return ok;
 }

@@ -26,6 +26,9 @@
  * Drafts never preempt a sequence: when their blocks cannot be found (evicting cached ones),
  * the sequence decodes one token as usual.
  *
+ * Hybrid models: a prefix hit (and a preempted sequence's resume) restores the recurrent state
+ * from a snapshot taken at a block boundary (sched.c's head comment).
+ *
  * Thread rule: engine thread only (no locks).
  */
 #pragma once
@@ -71,6 +74,7 @@ void          hearth_sched_step(hearth_sched *s);
 void          hearth_sched_cancel_all(hearth_sched *s);
 /* The counters, with the gauges (running, waiting, pool and cache) refreshed. */
 const hearth_engine_stats *hearth_sched_stats(hearth_sched *s);
-/* Invariants: the pool's free list is sound and every block's reference count equals the
- * block-table rows plus the prefix cache holding it. */
+/* Invariants: the pool's free list is sound, every block's reference count equals the
+ * block-table rows plus the prefix cache holding it, and every state snapshot is free or kept by
+ * one cached block. */
 bool          hearth_sched_check(const hearth_sched *s);

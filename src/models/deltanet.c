@@ -11,7 +11,8 @@
  * last conv - 1 inputs of the conv and S), advanced token by token; the forward's batch check
  * (forward.c) guarantees each sequence continues where its state stands, or starts at 0.
  * Prefill runs the same per-token recurrence as decode (a chunked form is a faster twin still
- * to write).
+ * to write). A step that asks for state snapshots (the prefix cache's, engine/kv_pool.h) runs
+ * the op once per stretch of tokens between them and copies the slot's state after each.
  */
 #include "models/forward_internal.h"
 
@@ -34,7 +35,24 @@ void hearth_blk_deltanet(hearth_fwd *f, const hearth_batch *b, const hearth_kv_v
         .dt_bias = l->lin_dt_bias, .a_neg = l->lin_a_neg, .out = f->lin_out, .pos = b->pos, .seq = b->seq,
         .state = kv->lin_state[il], .state_floats = hearth_hparams_lin_state_floats(hp),
     };
-    hearth_op_deltanet(be, &a);
+    /* the step in runs that end where a state snapshot is taken (hearth_batch's snap_at): the
+     * recurrence is token by token, so the runs compute the same values as one call */
+    for (int32_t i = 0, t0 = 0; i <= b->n_snap && t0 < T; i++) {
+        int32_t t1 = i < b->n_snap ? b->snap_at[i] + 1 : (int32_t)T;
+        hearth_deltanet_args run = a;
+        run.n_tok = t1 - t0;
+        run.qkv += (int64_t)t0 * C;
+        run.b += (int64_t)t0 * nv;
+        run.a += (int64_t)t0 * nv;
+        run.out += (int64_t)t0 * V;
+        run.pos += t0;
+        run.seq += t0;
+        hearth_op_deltanet(be, &run);
+        if (i < b->n_snap) /* the slot's state row to the snapshot's row */
+            hearth_op_copy_rows(be, a.state, a.state_floats, b->seq + t1 - 1, 1,
+                                a.state + (int64_t)b->snap_to[i] * a.state_floats);
+        t0 = t1;
+    }
     hearth_fwd_trace(f, "lin_core", il, "GATED_DELTA_NET", f->lin_out, T, V);
     hearth_op_rmsnorm(be, f->lin_out, l->lin_norm, f->lin_out, T * nv, hp->lin_v_dim, hp->norm_eps);
     hearth_op_glu(be, f->lin_z, f->lin_out, T * V, HEARTH_GLU_SWIGLU); /* silu(z) * the normed output */

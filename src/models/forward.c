@@ -294,6 +294,12 @@ static hearth_status step_check(hearth_fwd *f, const hearth_batch *b, const hear
         }
         for (int32_t s = 0; s < kv->n_slots; s++) f->lin_next[s] = -1;
     }
+    if (b->n_snap < 0 || (b->n_snap > 0 && (f->m->hp.lin_n_v <= 0 || !b->snap_at || !b->snap_to)))
+        return HEARTH_E_INVALID;
+    for (int32_t i = 0; i < b->n_snap; i++) /* snapshots: after tokens in order, to rows no slot runs on */
+        if (b->snap_at[i] < 0 || b->snap_at[i] >= b->n_tokens || (i > 0 && b->snap_at[i] <= b->snap_at[i - 1]) ||
+            b->snap_to[i] < kv->n_slots || b->snap_to[i] >= kv->lin_rows)
+            return HEARTH_E_INVALID;
     for (int32_t t = 0, run = 0; t < b->n_tokens; t++) {
         run = t > 0 && b->seq[t] == b->seq[t - 1] ? run + 1 : 1;
         if ((t + 1 == b->n_tokens || b->seq[t + 1] != b->seq[t]) && run < f->min_run) f->min_run = run;
@@ -438,7 +444,12 @@ hearth_status hearth_fwd_step_run(hearth_fwd *f, const hearth_batch *b, const he
     hearth_status st = step_check(f, b, kv);
     if (st) return st;
     *out = logits;
-    if (f->script) return f->script(f->script_ctx, b, kv, logits);
+    if (f->script) { /* a test's model: its states advance as a model's do */
+        if ((st = f->script(f->script_ctx, b, kv, logits))) return st;
+        for (int32_t s = 0; f->m->hp.lin_n_v > 0 && s < kv->n_slots; s++)
+            if (f->lin_next[s] >= 0) kv->lin_len[s] = f->lin_next[s];
+        return HEARTH_OK;
+    }
     if ((st = rope_runs(f, b))) return st;
     if ((st = lora_runs(f, b))) return st;
     hearth_batch db = *b;

@@ -38,6 +38,12 @@ typedef struct {
      * different adapters share the base matmuls; each run of equal adapters gets its own
      * low-rank update (the backend's lora op). */
     const struct hearth_lora *const *lora;
+    /* State snapshots (hybrid models, engine/kv_pool.h): after token snap_at[i] (batch indices,
+     * ascending) the linear-attention states of that token's slot are copied, in every linear
+     * layer, to state row snap_to[i] (in [n_slots, kv->lin_rows): rows no sequence runs on).
+     * n_snap 0: none. Host memory, borrowed. */
+    int32_t        n_snap;
+    const int32_t *snap_at, *snap_to;
 } hearth_batch;
 
 typedef struct {
@@ -64,6 +70,8 @@ typedef struct {
     int32_t         *lin_len;      /* borrowed host [n_slots]: positions the slot's state holds. A
                                     * step may feed a slot position 0 (its state starts afresh) or
                                     * lin_len, and leaves lin_len at its last position + 1 */
+    int32_t          lin_rows;     /* state rows of each linear layer: the n_slots slots, then rows
+                                    * that only snapshots are copied to (hearth_batch's snap_to) */
 } hearth_kv_view;
 
 /* The block table layer il reads and writes. */

@@ -200,6 +200,8 @@ static void engine_json(const hearth_engine *e, hearth_jw *w) {
     kv(w, "evictable_blocks", st.blocks_evictable);
     kv(w, "evictions", st.cache_evictions);
     kv(w, "cap_bytes", in.prompt_cache_bytes);
+    kv(w, "state_snapshots", in.n_snaps); /* hybrid models: what a prefix hit resumes from */
+    kv(w, "state_snapshot_bytes", in.snap_bytes);
     hearth_jw_obj_end(w);
 
     /* the prompt cache's disk tier (docs/engine.md "SSD tier") */

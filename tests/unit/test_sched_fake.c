@@ -26,6 +26,12 @@
  * With LoRA adapters (engine.h lora, lora_id), a request runs on one of two stand-in adapters or
  * none: the script writes the token's adapter into its key row and shifts the scripted token by
  * it, so a block shared across adapters (the prefix cache must key them apart) is a bad row.
+ * As a hybrid model (hybrid), layer 0 is a linear-attention layer whose state per slot is a
+ * running hash of the tokens fed and their count, copied to the snapshot rows the step asks for
+ * (hearth_batch's snap_at / snap_to); every logits row checks that hash against the history it
+ * reads back from the cache. A prefix hit that restores a stale snapshot (another position,
+ * another sequence's, one freed and reused) or none is a bad row, and the forward's own check
+ * refuses a state that does not stand where the sequence resumes.
  */
 #include "support/kv.h"
 #include "engine/prefix_cache.h"
@@ -56,7 +62,11 @@ typedef struct {
     float   hot;            /* the logit of the scripted token (0: 1) */
     int32_t row_seq[256], row_pos[256]; /* the last step's logits rows: slot and position */
     int32_t n_rows;
+    int64_t snaps_taken;    /* hybrid: snapshots the steps copied */
 } script;
+
+/* The hybrid script's state hash after token tok (24 bits: exact in a float). */
+static float state_next(float h, int32_t tok) { return (float)(((uint32_t)h * 31u + (uint32_t)tok + 1u) & 0xffffffu); }
 
 static int32_t next_of(const int32_t *toks, int32_t n) {
     uint64_t h = 1469598103934665603ull;
@@ -84,8 +94,23 @@ static float *row_at(const hearth_kv_view *kv, int32_t il, int32_t seq, int32_t 
 static hearth_status script_fwd(void *ctx, const hearth_batch *b, const hearth_kv_view *kv, float *logits) {
     script *sc = ctx;
     const hearth_hparams *hp = &sc->m->hp;
+    float st_hash[256]; /* hybrid: each token's state hash after it */
+    if (hp->lin_n_v > 0) { /* layer 0's states advance token by token; snapshots after the tokens asked */
+        int64_t sf = hearth_hparams_lin_state_floats(hp);
+        for (int32_t t = 0, k = 0; t < b->n_tokens; t++) {
+            float *st = kv->lin_state[0] + (int64_t)b->seq[t] * sf;
+            if (b->pos[t] == 0) st[0] = st[1] = 0;
+            sc->bad += st[1] != (float)b->pos[t]; /* the state stands where the sequence resumes */
+            st[0] = state_next(st[0], b->token[t]);
+            st[1] = (float)(b->pos[t] + 1);
+            if (t < 256) st_hash[t] = st[0];
+            for (; k < b->n_snap && b->snap_at[k] == t; k++, sc->snaps_taken++)
+                memcpy(kv->lin_state[0] + (int64_t)b->snap_to[k] * sf, st, (size_t)sf * sizeof(float));
+        }
+    }
     for (int32_t il = 0; il < hp->n_layer; il++) /* every layer stores first ... */
         for (int32_t t = 0; t < b->n_tokens; t++) {
+            if (hearth_hparams_is_linear(hp, il)) break;
             float *row = row_at(kv, il, b->seq[t], b->pos[t]);
             row[0] = (float)(b->token[t] + 1000 * adapter_of(sc, b, t)); /* the adapter is in the KV */
             row[1] = (float)b->pos[t];
@@ -96,6 +121,7 @@ static hearth_status script_fwd(void *ctx, const hearth_batch *b, const hearth_k
         if (!b->want_logits[t]) continue;
         /* the full layers read 0..pos: the history; the sliding ones their window, which must agree */
         for (int32_t il = hp->n_layer - 1; il >= 0; il--) {
+            if (hearth_hparams_is_linear(hp, il)) continue;
             bool swa = hearth_hparams_is_swa(hp, il);
             int32_t j0 = swa && b->pos[t] >= hp->n_swa ? b->pos[t] - hp->n_swa + 1 : 0;
             for (int32_t j = j0; j <= b->pos[t]; j++) {
@@ -110,6 +136,11 @@ static hearth_status script_fwd(void *ctx, const hearth_batch *b, const hearth_k
                 if (!swa) sc->toks[j] = (int32_t)row[0] % 1000;
                 else sc->bad += sc->toks[j] != (int32_t)row[0] % 1000;
             }
+        }
+        if (hp->lin_n_v > 0 && t < 256) { /* the state holds exactly the history the cache gives back */
+            float h = 0;
+            for (int32_t j = 0; j <= b->pos[t]; j++) h = state_next(h, sc->toks[j] % 1000);
+            sc->bad += h != st_hash[t];
         }
         if (n_out < 256) {
             sc->row_seq[n_out] = b->seq[t];
@@ -150,6 +181,7 @@ typedef struct {
     int32_t n_draft;      /* > 0: speculative decoding with the scripted draft source below */
     bool    draft_fixed;
     bool    adapters;     /* requests on adapter 0 (none), 1 or 2 at random */
+    int32_t hybrid_snaps; /* > 0: layer 0 is a linear-attention layer, with this many state snapshots */
 } config;
 
 /* The scripted draft source: the script's continuation, each draft wrong one time in four. It
@@ -196,9 +228,14 @@ static void fake_release(hearth_drafter *d, int32_t slot) {
 
 static void fake_destroy(hearth_drafter *d) { (void)d; }
 
-static hearth_model fake_model(int32_t n_swa) {
+static hearth_model fake_model(int32_t n_swa, bool hybrid) {
     hearth_model m = {0};
-    m.hp.n_layer = n_swa > 0 ? 3 : 1;
+    m.hp.n_layer = n_swa > 0 ? 3 : hybrid ? 2 : 1;
+    if (hybrid) { /* layer 0 linear: a state of 4 floats per slot (hash, count, 2 unused) */
+        m.hp.lin_n_k = m.hp.lin_n_v = m.hp.lin_k_dim = m.hp.lin_v_dim = 1;
+        m.hp.lin_conv = 2;
+        m.hp.lin_layer[0] = 1;
+    }
     m.hp.n_swa = n_swa;
     m.hp.swa_pattern = 3;
     m.hp.n_head = m.hp.n_head_kv = 1;
@@ -233,7 +270,7 @@ static bool drain(live *l, int64_t *n_done) {
 
 static void run_config(const config *c, int iters, hearth_engine_stats *out) {
     rnd_reset();
-    hearth_model m = fake_model(c->n_swa);
+    hearth_model m = fake_model(c->n_swa, c->hybrid_snaps > 0);
     hearth_lora stand_in[N_ADAPTERS] = {{.n_layer = m.hp.n_layer}, {.n_layer = m.hp.n_layer}, {.n_layer = m.hp.n_layer}};
     for (int a = 0; a < N_ADAPTERS; a++) atomic_init(&stand_in[a].refs, 1); /* the test's: never freed */
     script sc = {.m = &m, .adapters = {NULL, &stand_in[1], &stand_in[2]}};
@@ -243,7 +280,8 @@ static void run_config(const config *c, int iters, hearth_engine_stats *out) {
     hearth_kv_layout lay = hearth_kv_layout_of(&m, false);
     hearth_kv_pool_params pp = {.budget_bytes = hearth_kv_layout_block_bytes(&lay, &m, HEARTH_KV_SCHEME_F32, c->block_size) *
                                                 (size_t)c->n_blocks,
-                                .block_size = c->block_size, .n_seqs = c->batch, .max_seq_len = N_CTX, .kv = HEARTH_KV_SCHEME_F32};
+                                .block_size = c->block_size, .n_seqs = c->batch, .max_seq_len = N_CTX, .kv = HEARTH_KV_SCHEME_F32,
+                                .n_snaps = c->hybrid_snaps};
     CHECK_EQ(hearth_kv_pool_create(&m, &pp, &pool, &err), HEARTH_OK);
     CHECK(fwd != NULL && pool != NULL);
     if (!fwd || !pool) return;
@@ -345,6 +383,12 @@ static void run_config(const config *c, int iters, hearth_engine_stats *out) {
     if (c->n_swa > 0) CHECK_EQ(max_live, window_blocks); /* reached, never more */
     CHECK_EQ(sc.bad, 0);
     CHECK_EQ(n_live, 0);
+    if (c->hybrid_snaps > 0) {
+        fprintf(stderr, "  hybrid: %lld snapshots taken, %lld taken from evictable blocks, %d kept at idle\n",
+                (long long)sc.snaps_taken, pc ? (long long)hearth_prefix_cache_snap_steals(pc) : 0LL,
+                pc ? hearth_prefix_cache_n_snaps(pc) : 0);
+        CHECK(sc.snaps_taken > 0);
+    }
     CHECK_EQ(n_done, n_added);
     CHECK(hearth_sched_idle(s));
     /* idle: no sequence holds a block; only the cache's evictable blocks are not free */
@@ -358,6 +402,7 @@ static void run_config(const config *c, int iters, hearth_engine_stats *out) {
         hearth_prefix_cache_evict(pc, c->n_blocks);
     }
     CHECK_EQ(hearth_kv_pool_n_free(pool), c->n_blocks);
+    CHECK_EQ(hearth_kv_pool_n_snap_free(pool), hearth_kv_pool_n_snaps(pool)); /* evicted with their blocks */
     *out = *hearth_sched_stats(s);
     if (c->n_draft > 0) { /* drafts were made, some rejected, and every slot was released at the end */
         fprintf(stderr, "  speculation: %lld rounds, %lld drafted, %lld accepted\n", (long long)out->spec_rounds,
@@ -406,6 +451,21 @@ TEST(random_sequences_with_prefix_cache_and_preemption) {
     CHECK(st.preemptions > 0);
     CHECK(st.cache_hits > 0 && st.cache_hit_tokens > 0);
     CHECK(st.cache_evictions > 0);
+}
+
+TEST(random_sequences_on_a_hybrid_model_restore_state_snapshots) {
+    /* plenty of snapshots, then so few that new ones take those of evictable blocks */
+    config a = {.block_size = 4, .n_blocks = 20, .batch = 6, .max_step = 16, .cache_blocks = 20, .hybrid_snaps = 40};
+    config b = {.block_size = 3, .n_blocks = 30, .batch = 5, .max_step = 7, .cache_blocks = 12, .hybrid_snaps = 4,
+                .adapters = true};
+    hearth_engine_stats st;
+    run_config(&a, iters(), &st);
+    CHECK(st.preemptions > 0);
+    CHECK(st.cache_hits > 0 && st.cache_hit_tokens > 0);
+    CHECK(st.cache_evictions > 0);
+    run_config(&b, iters() / 2, &st);
+    CHECK(st.preemptions > 0);
+    CHECK(st.cache_hits > 0);
 }
 
 TEST(random_sequences_with_adapters) {
@@ -493,7 +553,7 @@ enum { G_MAX = 4, G_TOKENS = 12 };
 static hearth_engine_stats run_group(const config *c, const int32_t *prompt, int32_t n_prompt, int32_t n,
                                      float temp, uint64_t seed, int32_t toks[][G_TOKENS]) {
     hearth_engine_stats st = {0};
-    hearth_model m = fake_model(c->n_swa);
+    hearth_model m = fake_model(c->n_swa, c->hybrid_snaps > 0);
     script sc = {.m = &m, .hot = 3};
     hearth_fwd *fwd = hearth_fwd_create_scripted(&m, c->max_step, script_fwd, &sc);
     hearth_kv_pool *pool = NULL;
@@ -597,7 +657,7 @@ TEST(choices_beyond_the_batch_queue_on_their_own) {
 }
 
 TEST(scripted_forward_keeps_the_batch_checks) {
-    hearth_model m = fake_model(0);
+    hearth_model m = fake_model(0, false);
     script sc = {.m = &m};
     hearth_fwd *fwd = hearth_fwd_create_scripted(&m, 4, script_fwd, &sc);
     hearth_kv_pool *pool = NULL;
@@ -626,7 +686,7 @@ TEST(scripted_forward_keeps_the_batch_checks) {
  * the log-probability of prompt token t is known: hot or 0, minus log(V - 1 + e^hot). */
 static void score_config(const config *c, int n_requests, hearth_engine_stats *out) {
     rnd_reset();
-    hearth_model m = fake_model(c->n_swa);
+    hearth_model m = fake_model(c->n_swa, c->hybrid_snaps > 0);
     script sc = {.m = &m, .hot = 2.5f};
     hearth_fwd *fwd = hearth_fwd_create_scripted(&m, c->max_step, script_fwd, &sc);
     hearth_kv_pool *pool = NULL;
