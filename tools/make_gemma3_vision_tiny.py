@@ -34,7 +34,7 @@ What it writes under --out:
   gemma3-vision.logits.bin   f32 [positions of all prompts][vocab]: logits at every position, eager
                           attention with token_type_ids (bidirectional within an image)
 """
-import argparse, datetime, json, os, shutil, sys
+import argparse, copy, datetime, json, os, shutil, sys
 
 import numpy as np
 import PIL
@@ -138,9 +138,10 @@ def main():
     model = build(tok)
     model.generation_config = transformers.GenerationConfig(eos_token_id=tok.convert_tokens_to_ids("<|im_end|>"),
                                                             do_sample=False)
-    model.to(torch.bfloat16).save_pretrained(d)
-    model.float()
-    with torch.no_grad():  # the reference computes on what the checkpoint holds
+    # a bf16 copy is saved; the f32 model (whose buffers, RoPE tables and the embedding scale,
+    # stay f32) computes the reference on the parameters rounded as the checkpoint holds them
+    copy.deepcopy(model).to(torch.bfloat16).save_pretrained(d)
+    with torch.no_grad():
         for p in model.parameters():
             p.copy_(p.to(torch.bfloat16).float())
     tok.save_pretrained(d)
@@ -161,7 +162,7 @@ def main():
         assert torch.allclose(pixels[i], want, atol=1e-6, rtol=0), "pixel_values are not the resized bytes"
     np.stack(resized).astype(np.uint8).tofile(os.path.join(args.out, "gemma3-vision.resized.rgb"))
     meta = {"provenance": provenance, "mm_tokens_per_image": 16,
-            "images": [{"file": "gemma3-vision/image%d.png" % i, "width": im.width, "height": im.height}
+            "image_files": [{"file": "gemma3-vision/image%d.png" % i, "width": im.width, "height": im.height}
                        for i, im in enumerate(images)],
             "prompts": []}
     rows = []

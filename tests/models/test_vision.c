@@ -9,11 +9,18 @@
  *   - tower: preprocess + SigLIP + projector give get_image_features' rows within 1e-4 on the
  *     ref kernel set (f32 everywhere), and within 1e-3 on every other set this CPU runs (their
  *     GEMM, LayerNorm and attention sum in other orders; measured well under that).
+ *   - logits: the text decoder with the image rows in place of the soft tokens and the
+ *     image's tokens attending both ways, for a prompt with one image and one with two (the
+ *     second resized), gives transformers' logits at every position within 1e-4 on the ref
+ *     set (f32 KV cache), the same argmax everywhere, and its 16-token greedy continuation
+ *     (decoded one token at a time on the cache); the prompt prefilled in two chunks (cut
+ *     between the images) gives the same logits; a chunk that cuts an image is refused.
  *   - probe / load: the text-only multimodal layout (gemma3-mm: a vision_config, no tower
  *     weights) is not a vision model; a text-only checkpoint is refused with a reason.
  */
 #include "golden_json.h"
 #include "kernels/kernels.h"
+#include "model_harness.h"
 #include "models/vision.h"
 #include "server/image_decode.h"
 #include "test.h"
@@ -124,6 +131,143 @@ TEST(probe_and_refusals) {
     CHECK_EQ(hearth_vision_load("tests/golden/hf/gemma3-mm", &v, &err), HEARTH_E_FORMAT);
     CHECK(v == NULL);
     CHECK(err.msg[0] != 0); /* its vision_config's defaults do not fit: named in the message */
+}
+
+/* The rows of the images of prompt ip (json) in prompt order: embd[t] for every token t of
+ * ids (NULL for text), pos_end[t]; rows owned by *store. */
+static bool image_inputs(hearth_vision *v, const char *json, int ip, const int32_t *types, int n, const float **embd,
+                         int32_t *pos_end, float **store) {
+    const hearth_vision_info *in = hearth_vision_get_info(v);
+    int n_img = 0;
+    int32_t *which = golden_int_array(json, "images", ip, &n_img);
+    size_t rows = (size_t)in->mm_tokens * (size_t)in->n_embd_out;
+    *store = malloc((size_t)(n_img > 0 ? n_img : 1) * rows * sizeof(float));
+    float *px = malloc(3 * (size_t)in->image_size * in->image_size * sizeof(float));
+    bool ok = which && *store && px;
+    for (int k = 0; ok && k < n_img; k++) {
+        hearth_image im = {0};
+        ok = load_png(which[k], &im) && hearth_vision_preprocess(v, im.rgb, im.w, im.h, px) == HEARTH_OK &&
+             hearth_vision_encode(v, NULL, px, *store + (size_t)k * rows) == HEARTH_OK;
+        hearth_image_fini(&im);
+    }
+    int k = -1, row = 0;
+    for (int t = 0; ok && t < n; t++) {
+        embd[t] = NULL;
+        pos_end[t] = t;
+        if (types[t] != 1) continue;
+        if (t == 0 || types[t - 1] != 1) k++, row = 0;
+        ok = k < n_img && row < in->mm_tokens;
+        if (!ok) break;
+        embd[t] = *store + (size_t)k * rows + (size_t)row++ * in->n_embd_out;
+        int e = t;
+        while (e + 1 < n && types[e + 1] == 1) e++;
+        pos_end[t] = e;
+    }
+    free(which), free(px);
+    return ok;
+}
+
+/* Prefill ids[from..to) of prompt (types, embd, pos_end) at their positions, logits of all. */
+static hearth_status run_chunk(harness *h, const int32_t *ids, const float **embd, const int32_t *pos_end, int from,
+                               int to, float *out) {
+    for (int i = from; i < to; i++) {
+        h->tok[i - from] = ids[i];
+        h->pos[i - from] = i;
+        h->seq[i - from] = 0;
+        h->want[i - from] = 1;
+    }
+    hearth_batch b = {.n_tokens = to - from, .token = h->tok, .pos = h->pos, .seq = h->seq, .want_logits = h->want,
+                      .embd = embd + from, .pos_end = pos_end + from};
+    return hearth_forward(h->fwd, &b, hearth_kv_view_of(h->kv), out);
+}
+
+TEST(logits_match_transformers) {
+    enum { MAX_TOK = 128 };
+    char *json = golden_slurp(VGOLD ".json", NULL);
+    size_t n_bin = 0;
+    char *bin = golden_slurp(VGOLD ".logits.bin", &n_bin);
+    hearth_vision *v = NULL;
+    CHECK(json && bin);
+    CHECK_EQ(hearth_vision_load(VDIR, &v, NULL), HEARTH_OK);
+    hearth_isa was = hearth_kernels_isa();
+    CHECK(hearth_kernels_select(HEARTH_ISA_REF));
+    harness *h = json && bin && v ? harness_open(VDIR, MAX_TOK, 256, false, 2) : NULL;
+    CHECK(h != NULL);
+    int n_prompts = h ? golden_count(json, "token_type_ids") : 0;
+    CHECK_EQ(n_prompts, 2);
+    float *logits = h ? malloc((size_t)MAX_TOK * (size_t)h->n_vocab * sizeof(float)) : NULL;
+    float *chunked = h ? malloc((size_t)MAX_TOK * (size_t)h->n_vocab * sizeof(float)) : NULL;
+    size_t row = 0;
+    for (int ip = 0; ip < n_prompts; ip++) {
+        int n = 0, n_tt = 0, n_am = 0, n_gr = 0;
+        int32_t *ids = golden_int_array(json, "ids", ip, &n);
+        int32_t *tt = golden_int_array(json, "token_type_ids", ip, &n_tt);
+        int32_t *am = golden_int_array(json, "argmax", ip, &n_am);
+        int32_t *gr = golden_int_array(json, "greedy16", ip, &n_gr);
+        const float *embd[MAX_TOK];
+        int32_t pos_end[MAX_TOK];
+        float *store = NULL;
+        bool ok = ids && tt && am && gr && n == n_tt && n == n_am && n_gr == 16 && n + 16 <= MAX_TOK &&
+                  (row + (size_t)n) * (size_t)h->n_vocab * sizeof(float) <= n_bin &&
+                  image_inputs(v, json, ip, tt, n, embd, pos_end, &store);
+        CHECK(ok);
+        if (ok) {
+            CHECK_EQ(run_chunk(h, ids, embd, pos_end, 0, n, logits), HEARTH_OK);
+            double d = 0;
+            int am_diff = 0;
+            for (int t = 0; t < n; t++) {
+                const float *ref = (const float *)bin + (row + (size_t)t) * (size_t)h->n_vocab;
+                for (int32_t k = 0; k < h->n_vocab; k++)
+                    d = fmax(d, fabs((double)logits[(size_t)t * h->n_vocab + k] - ref[k]));
+                am_diff += argmax_f(logits + (size_t)t * h->n_vocab, h->n_vocab) != am[t];
+            }
+            fprintf(stderr, "  prompt %d (%d tokens): max |dlogit| %.3g, argmax differs at %d\n", ip, n, d, am_diff);
+            CHECK(d <= 1e-4);
+            CHECK_EQ(am_diff, 0);
+            int32_t next = argmax_f(logits + (size_t)(n - 1) * h->n_vocab, h->n_vocab);
+            for (int s = 0; s < 16; s++) {
+                CHECK_EQ(next, gr[s]);
+                if (next != gr[s] || s == 15) break;
+                CHECK_EQ(harness_run(h, &next, 1, n + s, false, chunked), HEARTH_OK);
+                next = argmax_f(chunked, h->n_vocab);
+            }
+            /* two chunks, cut just before the last image's <start_of_image> */
+            int cut = n - 1;
+            while (cut > 0 && tt[cut] != 1) cut--;
+            while (cut > 0 && tt[cut - 1] == 1) cut--;
+            cut -= 1;
+            CHECK(cut > 0);
+            CHECK_EQ(run_chunk(h, ids, embd, pos_end, 0, cut, chunked), HEARTH_OK);
+            CHECK_EQ(run_chunk(h, ids, embd, pos_end, cut, n, chunked + (size_t)cut * h->n_vocab), HEARTH_OK);
+            double dc = 0;
+            for (size_t k = 0; k < (size_t)n * h->n_vocab; k++) dc = fmax(dc, fabs((double)chunked[k] - logits[k]));
+            CHECK(dc <= 1e-5);
+            /* a chunk that ends inside an image: its first tokens' keys are not all there */
+            CHECK_EQ(run_chunk(h, ids, embd, pos_end, 0, cut + 4, chunked), HEARTH_E_INVALID);
+        }
+        row += (size_t)n;
+        free(ids), free(tt), free(am), free(gr), free(store);
+    }
+    free(logits), free(chunked);
+    harness_close(h);
+    hearth_kernels_select(was);
+    hearth_vision_free(v);
+    free(json), free(bin);
+}
+
+TEST(images_refused_off_gemma3) {
+    /* a text model of another family takes no image rows */
+    harness *h = harness_open("tests/golden/hf/llama", 8, 64, false, 1);
+    CHECK(h != NULL);
+    if (!h) return;
+    float row[64] = {0}, *out = malloc((size_t)h->n_vocab * sizeof(float));
+    const float *embd[2] = {row, NULL};
+    int32_t ids[2] = {5, 6}, pe[2] = {1, 1};
+    for (int i = 0; i < 2; i++) h->tok[i] = ids[i], h->pos[i] = i, h->seq[i] = 0;
+    hearth_batch b = {.n_tokens = 2, .token = h->tok, .pos = h->pos, .seq = h->seq, .embd = embd, .pos_end = pe};
+    CHECK_EQ(hearth_forward(h->fwd, &b, hearth_kv_view_of(h->kv), out), HEARTH_E_UNSUPPORTED);
+    free(out);
+    harness_close(h);
 }
 
 int main(int argc, char **argv) { return test_main(argc, argv); }
