@@ -787,6 +787,23 @@ static hearth_status admit(hearth_engine *e, const hearth_request_params *p, hea
             return hearth_err_set(err, HEARTH_E_INVALID, -1, p->lora_id == 0 ? "a request with an adapter needs a "
                                   "nonzero lora_id" : "the adapter was not loaded for this model");
     }
+    if (p->n_images < 0 || (p->n_images > 0 && !p->images))
+        return hearth_err_set(err, HEARTH_E_INVALID, -1, "n_images without images");
+    for (int32_t i = 0, end = 0; i < p->n_images; i++) {
+        const hearth_image_input *im = &p->images[i];
+        if (im->n <= 0 || im->pos < end || (int64_t)im->pos + im->n > (int64_t)p->n_prompt || !im->rows)
+            return hearth_err_set(err, HEARTH_E_INVALID, -1,
+                                  "image %d spans prompt positions [%d, %d): outside the prompt, empty, or overlapping "
+                                  "the image before it", i, im->pos, im->pos + im->n);
+        if (im->width != hearth_model_hparams(e->m)->n_embd)
+            return hearth_err_set(err, HEARTH_E_INVALID, -1, "image %d has rows of %d floats; the model's are %d", i,
+                                  im->width, hearth_model_hparams(e->m)->n_embd);
+        if (im->n > e->p.max_step)
+            return hearth_err_set(err, HEARTH_E_LIMIT, -1,
+                                  "image %d has %d tokens; one prefill step takes at most %d (max_step)", i, im->n,
+                                  e->p.max_step);
+        end = im->pos + im->n;
+    }
     for (size_t i = 0; i < p->n_prompt; i++)
         if (p->prompt[i] < 0 || p->prompt[i] >= n_vocab)
             return hearth_err_set(err, HEARTH_E_INVALID, (int64_t)i, "prompt token %d is outside the vocabulary",

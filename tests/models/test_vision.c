@@ -15,9 +15,15 @@
  *     set (f32 KV cache), the same argmax everywhere, and its 16-token greedy continuation
  *     (decoded one token at a time on the cache); the prompt prefilled in two chunks (cut
  *     between the images) gives the same logits; a chunk that cuts an image is refused.
+ *   - engine: the prompts through the engine (blocks of 8, prefill chunks of at most 24 tokens,
+ *     so chunks are cut around the 16-token images and a cached prefix may end inside one)
+ *     alone, then both at once in a batch of 2, then again from the prefix cache: every run
+ *     gives the golden 16 greedy tokens; the repeat hits the cache past its images; the same
+ *     token ids with another image's rows (and digest) hit nothing past the image's start.
  *   - probe / load: the text-only multimodal layout (gemma3-mm: a vision_config, no tower
  *     weights) is not a vision model; a text-only checkpoint is refused with a reason.
  */
+#include "engine/engine.h"
 #include "golden_json.h"
 #include "kernels/kernels.h"
 #include "model_harness.h"
@@ -253,6 +259,156 @@ TEST(logits_match_transformers) {
     hearth_kernels_select(was);
     hearth_vision_free(v);
     free(json), free(bin);
+}
+
+typedef struct {
+    int32_t           *ids, *gr;
+    int                n;
+    hearth_image_input im[2];
+    int                n_im;
+    float             *store;
+} eng_prompt;
+
+static bool eng_prompt_load(hearth_vision *v, const char *json, int ip, eng_prompt *ep) {
+    enum { MAX_TOK = 128 };
+    int n_tt = 0, n_gr = 0;
+    memset(ep, 0, sizeof *ep);
+    ep->ids = golden_int_array(json, "ids", ip, &ep->n);
+    int32_t *tt = golden_int_array(json, "token_type_ids", ip, &n_tt);
+    ep->gr = golden_int_array(json, "greedy16", ip, &n_gr);
+    int n_which = 0;
+    int32_t *which = golden_int_array(json, "images", ip, &n_which);
+    const float *embd[MAX_TOK];
+    int32_t pos_end[MAX_TOK];
+    bool ok = ep->ids && tt && ep->gr && which && n_tt == ep->n && n_gr == 16 && ep->n <= MAX_TOK && n_which <= 2 &&
+              image_inputs(v, json, ip, tt, ep->n, embd, pos_end, &ep->store);
+    for (int t = 0; ok && t < ep->n; t++) {
+        if (!embd[t] || (t > 0 && embd[t - 1])) continue;
+        int k = ep->n_im++;
+        ep->im[k] = (hearth_image_input){.pos = t, .n = pos_end[t] - t + 1, .width = 32, .rows = embd[t],
+                                         .digest = 0x1000u + (uint64_t)which[k]};
+    }
+    free(tt), free(which);
+    return ok && ep->n_im == n_which;
+}
+
+static void eng_prompt_free(eng_prompt *ep) { free(ep->ids), free(ep->gr), free(ep->store); }
+
+static hearth_request *eng_submit(hearth_engine *e, const eng_prompt *ep) {
+    hearth_request_params p = {.prompt = ep->ids, .n_prompt = (size_t)ep->n, .max_tokens = 16, .ignore_eog = true,
+                               .images = ep->im, .n_images = ep->n_im};
+    p.sampling = hearth_sampler_params_default();
+    p.sampling.temperature = 0;
+    hearth_request *r = NULL;
+    hearth_err err = {0};
+    CHECK_EQ(hearth_engine_submit(e, &p, &r, &err), HEARTH_OK);
+    if (!r) fprintf(stderr, "  submit: %s\n", err.msg);
+    return r;
+}
+
+/* Read r to its end: the tokens (into toks[16]) and the prompt tokens it found cached. */
+static int eng_collect(hearth_request *r, int32_t *toks, int32_t *n_cached) {
+    int n = 0;
+    for (;;) {
+        hearth_event ev;
+        if (!r || hearth_request_next(r, &ev, 120000) != HEARTH_OK) {
+            CHECK(!"no event");
+            break;
+        }
+        if (ev.kind == HEARTH_EV_TOKEN && n < 16) toks[n++] = ev.token;
+        if (ev.kind == HEARTH_EV_DONE) {
+            CHECK_EQ(ev.status, HEARTH_OK);
+            if (ev.status) fprintf(stderr, "  %s\n", ev.msg);
+            *n_cached = ev.n_cached;
+            break;
+        }
+    }
+    hearth_request_release(r);
+    return n;
+}
+
+static void check_greedy(const eng_prompt *ep, const int32_t *toks, int n) {
+    CHECK_EQ(n, 16);
+    for (int i = 0; i < n && i < 16; i++) CHECK_EQ(toks[i], ep->gr[i]);
+}
+
+TEST(engine_images_batch_and_cache) {
+    char *json = golden_slurp(VGOLD ".json", NULL);
+    hearth_vision *v = NULL;
+    hearth_model *m = NULL;
+    hearth_isa was = hearth_kernels_isa();
+    CHECK(hearth_kernels_select(HEARTH_ISA_REF));
+    CHECK(json != NULL);
+    CHECK_EQ(hearth_vision_load(VDIR, &v, NULL), HEARTH_OK);
+    CHECK_EQ(hearth_model_load(VDIR, &m, NULL), HEARTH_OK);
+    eng_prompt ep[2];
+    bool ok = json && v && m && eng_prompt_load(v, json, 0, &ep[0]) && eng_prompt_load(v, json, 1, &ep[1]);
+    CHECK(ok);
+    hearth_engine_params pp = hearth_engine_params_default();
+    pp.n_ctx = 128;
+    pp.batch = 2;
+    pp.max_step = 24;
+    pp.block_size = 8;
+    pp.memory_budget = (int64_t)1 << 30; /* a pool with room to keep finished prompts cached */
+    pp.n_threads = 2;
+    pp.debug_checks = true;
+    hearth_engine *e = NULL;
+    hearth_err err = {0};
+    if (ok) CHECK_EQ(hearth_engine_create(m, &pp, &e, &err), HEARTH_OK);
+    if (ok && e) {
+        int32_t toks[2][16], cached[2];
+        /* alone, one after the other (the second prompt's first block is the first's: a hit) */
+        for (int i = 0; i < 2; i++) {
+            int n = eng_collect(eng_submit(e, &ep[i]), toks[i], &cached[i]);
+            check_greedy(&ep[i], toks[i], n);
+        }
+        CHECK_EQ(cached[0], 0);
+        CHECK(cached[1] < ep[1].im[0].pos); /* text before the first image only */
+        /* again, both at once: from the cache, past the images */
+        hearth_request *r0 = eng_submit(e, &ep[0]), *r1 = eng_submit(e, &ep[1]);
+        int n0 = eng_collect(r0, toks[0], &cached[0]), n1 = eng_collect(r1, toks[1], &cached[1]);
+        check_greedy(&ep[0], toks[0], n0);
+        check_greedy(&ep[1], toks[1], n1);
+        fprintf(stderr, "  repeat: %d and %d prompt tokens from the cache\n", cached[0], cached[1]);
+        CHECK(cached[0] >= ep[0].im[0].pos + ep[0].im[0].n);
+        CHECK(cached[1] >= ep[1].im[1].pos + ep[1].im[1].n);
+        /* the same ids with the other image: nothing cached from its start on */
+        eng_prompt other = ep[0];
+        other.im[0].digest = ep[1].im[0].digest;
+        other.im[0].rows = ep[1].im[0].rows;
+        int n = eng_collect(eng_submit(e, &other), toks[0], &cached[0]);
+        CHECK_EQ(n, 16);
+        CHECK(cached[0] <= other.im[0].pos);
+        hearth_engine_destroy(e);
+        /* cold, both at once on a fresh engine without a prefix cache */
+        pp.prompt_cache = 0;
+        e = NULL;
+        CHECK_EQ(hearth_engine_create(m, &pp, &e, &err), HEARTH_OK);
+        r0 = e ? eng_submit(e, &ep[0]) : NULL;
+        r1 = e ? eng_submit(e, &ep[1]) : NULL;
+        n0 = eng_collect(r0, toks[0], &cached[0]);
+        n1 = eng_collect(r1, toks[1], &cached[1]);
+        check_greedy(&ep[0], toks[0], n0);
+        check_greedy(&ep[1], toks[1], n1);
+        /* refusals: an image past the prompt, rows of the wrong width */
+        eng_prompt bad = ep[0];
+        bad.im[0].pos = ep[0].n - 4;
+        hearth_request_params p = {.prompt = bad.ids, .n_prompt = (size_t)bad.n, .max_tokens = 4,
+                                   .images = bad.im, .n_images = 1};
+        p.sampling = hearth_sampler_params_default();
+        hearth_request *r = NULL;
+        CHECK_EQ(e ? hearth_engine_submit(e, &p, &r, &err) : HEARTH_E_INVALID, HEARTH_E_INVALID);
+        bad.im[0] = ep[0].im[0];
+        bad.im[0].width = 16;
+        CHECK_EQ(e ? hearth_engine_submit(e, &p, &r, &err) : HEARTH_E_INVALID, HEARTH_E_INVALID);
+        CHECK(strstr(err.msg, "floats") != NULL);
+        hearth_engine_destroy(e);
+    }
+    if (ok) eng_prompt_free(&ep[0]), eng_prompt_free(&ep[1]);
+    hearth_model_destroy(m);
+    hearth_vision_free(v);
+    hearth_kernels_select(was);
+    free(json);
 }
 
 TEST(images_refused_off_gemma3) {
