@@ -4,6 +4,7 @@
  */
 #include "constrain/matcher.h"
 #include "models/bert.h"
+#include "server/vision_prompt.h"
 #include "server/adapters.h"
 #include "server/chat.h"
 #include "server/conns.h"
@@ -115,6 +116,7 @@ static hearth_status create(const hearth_server_params *p, const hearth_model *m
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     s->id_salt = ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)ts.tv_nsec ^ (uint64_t)(uintptr_t)s;
+    if (m && (st = hearth_vprompt_init(s, err))) goto fail;
     if (m) hearth_chat_init(s);
     else if (p->engines) snprintf(s->tmpl_error, sizeof s->tmpl_error, "the models run in engine processes");
     else snprintf(s->tmpl_error, sizeof s->tmpl_error, "the model '%.200s' is an embedding model: it serves "
@@ -150,6 +152,7 @@ void hearth_server_destroy(hearth_server *s) {
     hearth_conns_destroy(s->conns); /* after MHD: every connection is closed */
     hearth_downloads_destroy(s->dl); /* after the connections: none can start another */
     hearth_chat_fini(s);
+    hearth_vprompt_fini(s);
     hearth_stats_destroy(s->stats);
     hearth_resp_store_destroy(s->responses);
     hearth_adapters_destroy(s->adapters); /* after MHD: no request holds the table */

@@ -37,6 +37,9 @@ struct hearth_server {
     struct hearth_resp_store *responses; /* owned: the Responses API's store (resp_store.h) */
     struct hearth_adapters *adapters; /* owned: mounted LoRA adapters (adapters.h); NULL without a model */
     const hearth_model  *m;       /* borrowed */
+    struct hearth_vision *vision;  /* owned, NULL: the model's vision tower (vision_prompt.h) */
+    struct hearth_pool  *vision_pool; /* owned: the tower's compute threads */
+    pthread_mutex_t      vision_mu;  /* one encode at a time (with vision) */
     unsigned             media_caps; /* HEARTH_MEDIA_CAP_* the served model takes (media.h):
                                    * none until a vision or audio forward runs */
     hearth_engine       *e;       /* borrowed; NULL with an embedder or engines */
