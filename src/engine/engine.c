@@ -20,6 +20,7 @@
 #include "engine/ssd_tier.h"
 #include "kernels/kernels.h"
 #include "lora/lora.h"
+#include "model/arch.h"
 #include "model/wire.h"
 #include "models/forward.h"
 
@@ -789,6 +790,12 @@ static hearth_status admit(hearth_engine *e, const hearth_request_params *p, hea
     }
     if (p->n_images < 0 || (p->n_images > 0 && !p->images))
         return hearth_err_set(err, HEARTH_E_INVALID, -1, "n_images without images");
+    if (p->n_images > 0 && (hearth_model_hparams(e->m)->arch != HEARTH_ARCH_GEMMA3 ||
+                            !hearth_backend_host_memory(hearth_fwd_backend(e->fwd))))
+        return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1,
+                              "images need a Gemma 3 model on the CPU (this engine: %s on %s)",
+                              hearth_arch_info_of(hearth_model_hparams(e->m)->arch)->hf_type,
+                              hearth_backend_name(hearth_fwd_backend(e->fwd)));
     for (int32_t i = 0, end = 0; i < p->n_images; i++) {
         const hearth_image_input *im = &p->images[i];
         if (im->n <= 0 || im->pos < end || (int64_t)im->pos + im->n > (int64_t)p->n_prompt || !im->rows)

@@ -152,9 +152,9 @@ typedef struct {
     uint64_t              lora_id;
     const hearth_image_input *images;  /* (optional) [n_images] in prompt order, not overlapping,
                                         * each at most the engine's max_step tokens (its tokens
-                                        * are prefilled in one step); copied at submit. The
-                                        * forward must take images (Gemma 3 on the CPU), else the
-                                        * request ends with DONE/error HEARTH_E_UNSUPPORTED */
+                                        * are prefilled in one step); copied at submit. Only a
+                                        * Gemma 3 model on the CPU takes them (submit refuses
+                                        * them elsewhere with HEARTH_E_UNSUPPORTED) */
     int32_t               n_images;
     hearth_cx_matcher    *constraint;  /* (optional) structured output: every token is one the
                                         * matcher allows (an end-of-generation token only where

@@ -423,6 +423,20 @@ TEST(images_refused_off_gemma3) {
     hearth_batch b = {.n_tokens = 2, .token = h->tok, .pos = h->pos, .seq = h->seq, .embd = embd, .pos_end = pe};
     CHECK_EQ(hearth_forward(h->fwd, &b, hearth_kv_view_of(h->kv), out), HEARTH_E_UNSUPPORTED);
     free(out);
+    /* and its engine refuses a request with an image at submit, naming the family */
+    hearth_engine_params pp = hearth_engine_params_default();
+    pp.n_ctx = 64;
+    pp.n_threads = 1;
+    hearth_engine *e = NULL;
+    hearth_err err = {0};
+    CHECK_EQ(hearth_engine_create(h->m, &pp, &e, &err), HEARTH_OK);
+    hearth_image_input im = {.pos = 0, .n = 1, .width = (int32_t)hearth_model_hparams(h->m)->n_embd, .rows = row};
+    hearth_request_params p = {.prompt = ids, .n_prompt = 2, .max_tokens = 2, .images = &im, .n_images = 1};
+    p.sampling = hearth_sampler_params_default();
+    hearth_request *r = NULL;
+    CHECK_EQ(e ? hearth_engine_submit(e, &p, &r, &err) : HEARTH_OK, HEARTH_E_UNSUPPORTED);
+    CHECK(strstr(err.msg, "Gemma 3") != NULL);
+    hearth_engine_destroy(e);
     harness_close(h);
 }
 
