@@ -4,7 +4,7 @@ and record transformers' f32 reference outputs for it.
 
 How the goldens were made (re-run to regenerate; deterministic for given library versions,
 which are recorded in the golden's "provenance"):
-    python3 -m venv /tmp/tenv && /tmp/tenv/bin/pip install -r requirements/transformers.txt pillow
+    python3 -m venv /tmp/tenv && /tmp/tenv/bin/pip install -r requirements/transformers.txt
     /tmp/tenv/bin/python tools/make_gemma3_vision_tiny.py --out tests/golden/hf
 
 What it writes under --out:
