@@ -11,9 +11,10 @@
  *   projector:  the (S/P) x (S/P) grid average-pooled by k x k windows to mm_tokens rows,
  *               RMSNorm with (1 + w), times mm_input_projection_weight [D][n_embd_out]
  *
- * The matmuls are the encoder's packed f32 GEMM (kernels/gemm_f32.h), LayerNorm and the
- * attention the encoder's kernels (kernels/encoder_ops.h), as models/bert.c uses them; only the
- * tanh GELU, the pooling and the RMSNorm are plain loops here (a small share of the work).
+ * The matmuls, the attention's two products per head included, are the encoder's packed f32
+ * GEMM (kernels/gemm_f32.h), LayerNorm the encoder's kernel (kernels/encoder_ops.h), as
+ * models/bert.c uses them; the tanh GELU, the softmax, the pooling and the RMSNorm are plain
+ * loops here (a small share of the work).
  */
 #include "models/vision_internal.h"
 #include "kernels/encoder_ops.h"
@@ -33,21 +34,38 @@ static void gelu_tanh(float *x, int64_t n) {
 }
 
 typedef struct {
-    hearth_vision *v;
-} attn_job;
+    float  *s;     /* [n][n] scores, then probabilities */
+    int64_t n;
+    float   scale;
+} softmax_job;
 
-/* Heads split over the pool's threads; each thread its own row of scores. */
-static void attn_fn(void *arg, int ith, int nth) {
-    hearth_vision *v = ((attn_job *)arg)->v;
-    const int64_t D = v->info.width, N = v->info.n_patches;
-    const int32_t H = v->info.n_head, hd = (int32_t)(D / H);
-    hearth_attn_full_fn fn = hearth_kernels_attn_full();
-    float *sc = v->scores + (int64_t)(ith < v->max_threads ? ith : 0) * N;
-    if (ith >= v->max_threads) return;
-    int eff = nth < v->max_threads ? nth : v->max_threads;
-    for (int32_t h = ith; h < H; h += eff)
-        fn(v->qkv + (int64_t)h * hd, v->qkv + D + (int64_t)h * hd, v->qkv + 2 * D + (int64_t)h * hd, 3 * D,
-           v->xb + (int64_t)h * hd, D, N, 1, hd, 1.0f / sqrtf((float)hd), sc);
+/* s[i] = softmax(scale * s[i]) per row, the maximum subtracted, the sum in float. */
+static void softmax_fn(void *arg, int ith, int nth) {
+    softmax_job *j = arg;
+    for (int64_t i = j->n * ith / nth; i < j->n * (ith + 1) / nth; i++) {
+        float *r = j->s + i * j->n, mx = -INFINITY, sum = 0.0f;
+        for (int64_t k = 0; k < j->n; k++) mx = fmaxf(mx, r[k] * j->scale);
+        for (int64_t k = 0; k < j->n; k++) sum += r[k] = expf(r[k] * j->scale - mx);
+        for (int64_t k = 0; k < j->n; k++) r[k] /= sum;
+    }
+}
+
+/* Bidirectional attention of every head over the N patches, qkv -> xb, as two GEMMs per head
+ * (scores = Q K^T, out = P V, with K and V^T packed as the GEMM's weights): at 4096 patches the
+ * products dominate, and the packed GEMM runs them on every thread. */
+static void attention(hearth_vision *v, hearth_pool *pool) {
+    const int64_t D = v->info.width, N = v->info.n_patches, hd = D / v->info.n_head;
+    softmax_job sj = {v->scores, N, 1.0f / sqrtf((float)hd)};
+    for (int64_t h = 0; h < v->info.n_head; h++) {
+        const float *q = v->qkv + h * hd, *k = v->qkv + D + h * hd, *vv = v->qkv + 2 * D + h * hd;
+        hearth_gemm_f32_pack(k, 3 * D, N, hd, v->pk);
+        hearth_gemm_f32(pool, v->pk, N, hd, q, 3 * D, N, v->scores, N);
+        hearth_pool_run(pool, softmax_fn, &sj);
+        for (int64_t o = 0; o < hd; o++)
+            for (int64_t t = 0; t < N; t++) v->vt[o * N + t] = vv[t * 3 * D + o];
+        hearth_gemm_f32_pack(v->vt, N, hd, N, v->pk);
+        hearth_gemm_f32(pool, v->pk, hd, N, v->scores, N, N, v->xb + h * hd, D);
+    }
 }
 
 static void add_bias(float *y, const float *b, int64_t rows, int64_t w) {
@@ -78,8 +96,7 @@ void hearth_siglip_forward(hearth_vision *v, hearth_pool *pool, const float *pix
         ln(v->x, l->ln1_w, l->ln1_b, v->xb, N, D, v->eps);
         hearth_gemm_f32(pool, l->p_qkv, 3 * D, D, v->xb, D, N, v->qkv, 3 * D);
         add_bias(v->qkv, l->b_qkv, N, 3 * D);
-        attn_job aj = {v};
-        hearth_pool_run(pool, attn_fn, &aj); /* -> xb */
+        attention(v, pool); /* -> xb */
         hearth_gemm_f32(pool, l->p_o, D, D, v->xb, D, N, v->qkv, D);
         add_bias(v->qkv, l->b_o, N, D);
         for (int64_t i = 0; i < N * D; i++) v->x[i] += v->qkv[i];

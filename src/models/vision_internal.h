@@ -34,8 +34,9 @@ struct hearth_vision {
     float               *x, *xb;    /* [n_patches][width] */
     float               *qkv;       /* [n_patches][3 width] */
     float               *ff;        /* [n_patches][n_ff] */
-    float               *scores;    /* [threads][n_patches] */
-    int32_t              max_threads; /* rows of scores */
+    float               *scores;    /* [n_patches][n_patches]: one head's attention */
+    float               *vt;        /* [head_dim][n_patches]: one head's values, transposed */
+    float               *pk;        /* packed K or V^T of one head (kernels/gemm_f32.h) */
 };
 
 /* The forward (siglip.c): the tower into out [n_patches][width]. */

@@ -304,11 +304,11 @@ hearth_status hearth_vision_load(const char *path, hearth_vision **out, hearth_e
         if ((st = load_layer(&L, tp, il))) goto fail;
     hearth_st_close(L.st);
     L.st = NULL;
-    /* scratch: patches, x, xb, qkv, ff, scores */
-    v->max_threads = hearth_cpu_count();
-    int64_t mm = (int64_t)in->mm_tokens * D;
-    size_t floats = (size_t)(N * K + N * D + (N * D > mm ? N * D : mm) + 3 * N * D + N * v->n_ff +
-                             (int64_t)v->max_threads * N);
+    /* scratch: patches, x, xb, qkv, ff, scores, vt, pk */
+    int64_t mm = (int64_t)in->mm_tokens * D, hd = D / in->n_head;
+    size_t pk = hearth_gemm_f32_packed_floats(N, hd), pvt = hearth_gemm_f32_packed_floats(hd, N);
+    size_t floats = (size_t)(N * K + N * D + (N * D > mm ? N * D : mm) + 3 * N * D + N * v->n_ff + N * N + hd * N) +
+                    (pk > pvt ? pk : pvt) + 16;
     v->scratch = malloc(floats * sizeof(float));
     if (!v->scratch) {
         st = hearth_err_set(err, HEARTH_E_NOMEM, -1, "out of memory");
@@ -320,6 +320,8 @@ hearth_status hearth_vision_load(const char *path, hearth_vision **out, hearth_e
     v->qkv = v->xb + (N * D > mm ? N * D : mm);
     v->ff = v->qkv + 3 * N * D;
     v->scores = v->ff + N * v->n_ff;
+    v->vt = v->scores + N * N;
+    v->pk = v->vt + hd * N;
     *out = v;
     return HEARTH_OK;
 fail:
