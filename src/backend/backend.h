@@ -74,6 +74,9 @@ typedef struct {
     const float   *q;        /* [n_tok][n_head*head_dim] */
     float         *out;      /* [n_tok][n_head*head_dim_v] */
     const int32_t *pos;      /* [n_tok] position of each query; it sees keys 0..pos */
+    const int32_t *pos_end;  /* [n_tok] or NULL (= pos): the last key each query sees (>= pos;
+                              * an image's tokens see each other both ways, forward.h). Host
+                              * memory; only host backends take it (the forward refuses others) */
     const int32_t *seq;      /* [n_tok] cache slot of each query */
     const void    *k, *v;    /* cache of this layer: [block][block_size][n_head_kv*head_dim(_v)] */
     hearth_kv_blocks blocks; /* row seq[t] of the block table maps its positions to blocks */

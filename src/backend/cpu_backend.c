@@ -233,12 +233,15 @@ static int64_t window_start(const hearth_attn_args *a, int64_t p) {
     return a->n_swa > 0 && p - a->n_swa + 1 > 0 ? p - a->n_swa + 1 : 0;
 }
 
+/* One past the last key query t sees: pos + 1, or pos_end + 1 when the call has them. */
+static int64_t key_end(const hearth_attn_args *a, int64_t t) { return (a->pos_end ? a->pos_end[t] : a->pos[t]) + 1; }
+
 /* query head h of token t, alone */
 static void attn_head(const attn_job *j, int64_t t, int64_t h, bool single, float *scores) {
     const hearth_attn_args *a = j->a;
-    const int64_t hkv = h / (a->n_head / a->n_head_kv), p = a->pos[t];
+    const int64_t hkv = h / (a->n_head / a->n_head_kv), p = a->pos[t], e = key_end(a, t);
     const size_t esz = a->k_type == HEARTH_KV_F16 ? 2 : 4;
-    HEARTH_ASSERT((p + 32) / 32 * 32 <= j->c->attn_cap);
+    HEARTH_ASSERT((e - 1 + 32) / 32 * 32 <= j->c->attn_cap);
     const char *kb = (const char *)a->k + (size_t)(hkv * a->head_dim) * esz;
     const char *vb = (const char *)a->v + (size_t)(hkv * a->head_dim_v) * esz;
     const int32_t *row = a->blocks.table + (int64_t)a->seq[t] * a->blocks.max_blocks;
@@ -246,12 +249,12 @@ static void attn_head(const attn_job *j, int64_t t, int64_t h, bool single, floa
     float *out = a->out + (t * a->n_head + h) * a->head_dim_v;
     if (j->x86) {
         j->x86(q, (const uint16_t *)kb, (const uint16_t *)vb, (int64_t)a->n_head_kv * a->head_dim, row,
-               a->blocks.block_size, a->head_dim, window_start(a, p), p + 1, a->scale, a->softcap, single, scores,
+               a->blocks.block_size, a->head_dim, window_start(a, p), e, a->scale, a->softcap, single, scores,
                out);
         return;
     }
     hearth_attn_head_paged_sink_ref(q, kb, vb, (int64_t)a->n_head_kv * a->head_dim, row, a->blocks.block_size,
-                                    a->k_type == HEARTH_KV_F16, a->head_dim, window_start(a, p), p + 1, a->scale,
+                                    a->k_type == HEARTH_KV_F16, a->head_dim, window_start(a, p), e, a->scale,
                                     a->softcap, a->sinks ? a->sinks[h] : -INFINITY, scores, out);
 }
 
@@ -264,13 +267,13 @@ static void attn_tile(const attn_job *j, const int32_t *order, int64_t n, int64_
     int64_t j0[HEARTH_ATTN_X86_GROUP_MAX], j1[HEARTH_ATTN_X86_GROUP_MAX];
     int nq = 0;
     for (int64_t i = 0; i < n; i++) {
-        const int64_t t = order[i], p = a->pos[t];
-        HEARTH_ASSERT((p + 16) / 16 * 16 <= j->c->attn_cap);
+        const int64_t t = order[i], p = a->pos[t], e = key_end(a, t);
+        HEARTH_ASSERT((e - 1 + 16) / 16 * 16 <= j->c->attn_cap);
         for (int64_t h = hkv * g; h < (hkv + 1) * g; h++, nq++) {
             q[nq] = a->q + (t * a->n_head + h) * hd;
             out[nq] = a->out + (t * a->n_head + h) * hd;
             j0[nq] = window_start(a, p);
-            j1[nq] = p + 1;
+            j1[nq] = e;
         }
     }
     const int32_t *row = a->blocks.table + (int64_t)a->seq[order[0]] * a->blocks.max_blocks;
@@ -283,9 +286,9 @@ static void attn_tile(const attn_job *j, const int32_t *order, int64_t n, int64_
  * sequence, in the single order */
 static void attn_sgroup(const attn_job *j, int64_t t, int64_t hkv, int64_t part, int64_t parts, float *scores) {
     const hearth_attn_args *a = j->a;
-    const int64_t g = a->n_head / a->n_head_kv, hd = a->head_dim, p = a->pos[t];
+    const int64_t g = a->n_head / a->n_head_kv, hd = a->head_dim, p = a->pos[t], e = key_end(a, t);
     const int64_t h0 = hkv * g + g * part / parts, h1 = hkv * g + g * (part + 1) / parts;
-    HEARTH_ASSERT((p + 32) / 32 * 32 <= j->c->attn_cap);
+    HEARTH_ASSERT((e - 1 + 32) / 32 * 32 <= j->c->attn_cap);
     const float *q[HEARTH_ATTN_X86_SGROUP_MAX];
     float *out[HEARTH_ATTN_X86_SGROUP_MAX];
     for (int64_t h = h0; h < h1; h++) {
@@ -293,7 +296,7 @@ static void attn_sgroup(const attn_job *j, int64_t t, int64_t hkv, int64_t part,
         out[h - h0] = a->out + (t * a->n_head + h) * hd;
     }
     const int32_t *row = a->blocks.table + (int64_t)a->seq[t] * a->blocks.max_blocks;
-    j->sgroup((int)(h1 - h0), q, out, window_start(a, p), p + 1, (const uint16_t *)a->k + hkv * hd,
+    j->sgroup((int)(h1 - h0), q, out, window_start(a, p), e, (const uint16_t *)a->k + hkv * hd,
               (const uint16_t *)a->v + hkv * hd, (int64_t)a->n_head_kv * hd, row, a->blocks.block_size, hd, a->scale,
               a->softcap, scores, j->c->attn_cap);
 }
@@ -357,7 +360,7 @@ static void attn_quant_fn(void *arg, int ith, int nth) {
             .k_type = kv_weight_type(a->k_type), .v_type = kv_weight_type(a->v_type),
             .table_row = a->blocks.table + (int64_t)a->seq[t] * a->blocks.max_blocks,
             .block_size = a->blocks.block_size, .head_dim = a->head_dim, .head_dim_v = a->head_dim_v,
-            .j0 = window_start(a, p), .j1 = p + 1, .scale = a->scale, .softcap = a->softcap,
+            .j0 = window_start(a, p), .j1 = key_end(a, t), .scale = a->scale, .softcap = a->softcap,
         };
         const float *q[HEARTH_ATTN_QUANT_NQ_MAX];
         float *out[HEARTH_ATTN_QUANT_NQ_MAX];
@@ -412,7 +415,7 @@ static void attn_turbo_fn(void *arg, int ith, int nth) {
             .k_bits = hearth_kv_turbo_bits(a->k_type), .v_bits = hearth_kv_turbo_bits(a->v_type),
             .table_row = a->blocks.table + (int64_t)a->seq[t] * a->blocks.max_blocks,
             .block_size = a->blocks.block_size, .head_dim = a->head_dim, .head_dim_v = a->head_dim_v,
-            .j0 = window_start(a, p), .j1 = p + 1, .scale = a->scale, .softcap = a->softcap,
+            .j0 = window_start(a, p), .j1 = key_end(a, t), .scale = a->scale, .softcap = a->softcap,
         };
         const float *q[HEARTH_ATTN_QUANT_NQ_MAX];
         float *out[HEARTH_ATTN_QUANT_NQ_MAX];

@@ -20,6 +20,7 @@
 #include "engine/ssd_tier.h"
 #include "kernels/kernels.h"
 #include "lora/lora.h"
+#include "model/arch.h"
 #include "model/wire.h"
 #include "models/forward.h"
 
@@ -827,6 +828,29 @@ static hearth_status admit(hearth_engine *e, const hearth_request_params *p, hea
         if (p->lora->n_layer != hearth_model_hparams(e->m)->n_layer || p->lora_id == 0)
             return hearth_err_set(err, HEARTH_E_INVALID, -1, p->lora_id == 0 ? "a request with an adapter needs a "
                                   "nonzero lora_id" : "the adapter was not loaded for this model");
+    }
+    if (p->n_images < 0 || (p->n_images > 0 && !p->images))
+        return hearth_err_set(err, HEARTH_E_INVALID, -1, "n_images without images");
+    if (p->n_images > 0 && (hearth_model_hparams(e->m)->arch != HEARTH_ARCH_GEMMA3 ||
+                            !hearth_backend_host_memory(hearth_fwd_backend(e->fwd))))
+        return hearth_err_set(err, HEARTH_E_UNSUPPORTED, -1,
+                              "images need a Gemma 3 model on the CPU (this engine: %s on %s)",
+                              hearth_arch_info_of(hearth_model_hparams(e->m)->arch)->hf_type,
+                              hearth_backend_name(hearth_fwd_backend(e->fwd)));
+    for (int32_t i = 0, end = 0; i < p->n_images; i++) {
+        const hearth_image_input *im = &p->images[i];
+        if (im->n <= 0 || im->pos < end || (int64_t)im->pos + im->n > (int64_t)p->n_prompt || !im->rows)
+            return hearth_err_set(err, HEARTH_E_INVALID, -1,
+                                  "image %d spans prompt positions [%d, %d): outside the prompt, empty, or overlapping "
+                                  "the image before it", i, im->pos, im->pos + im->n);
+        if (im->width != hearth_model_hparams(e->m)->n_embd)
+            return hearth_err_set(err, HEARTH_E_INVALID, -1, "image %d has rows of %d floats; the model's are %d", i,
+                                  im->width, hearth_model_hparams(e->m)->n_embd);
+        if (im->n > e->p.max_step)
+            return hearth_err_set(err, HEARTH_E_LIMIT, -1,
+                                  "image %d has %d tokens; one prefill step takes at most %d (max_step)", i, im->n,
+                                  e->p.max_step);
+        end = im->pos + im->n;
     }
     for (size_t i = 0; i < p->n_prompt; i++)
         if (p->prompt[i] < 0 || p->prompt[i] >= n_vocab)

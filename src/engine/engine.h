@@ -120,6 +120,18 @@ hearth_status hearth_engine_create(const hearth_model *m, const hearth_engine_pa
 void          hearth_engine_destroy(hearth_engine *e);
 int32_t       hearth_engine_n_ctx(const hearth_engine *e);
 
+/* An image in a prompt (models/vision.h): its soft tokens are prompt[pos .. pos + n), each fed
+ * with its row of the image's projected embeddings instead of the token's own, the n of them
+ * attending to each other both ways (models/forward.h). The prefix cache keys those positions
+ * by digest (a hash of the image's pixels), not by the token id they share with every other
+ * image, so two images never share KV blocks and a repeated image hits. */
+typedef struct {
+    int32_t      pos, n;  /* the soft tokens' span of the prompt */
+    int32_t      width;   /* floats per row: the model's n_embd */
+    const float *rows;    /* [n][width], copied at submit */
+    uint64_t     digest;
+} hearth_image_input;
+
 typedef struct {
     const int32_t        *prompt;      /* [n_prompt] copied at submit */
     size_t                n_prompt;
@@ -145,6 +157,12 @@ typedef struct {
      * share KV blocks. The engine's backend must apply adapters (hearth_engine_lora_supported). */
     const struct hearth_lora *lora;
     uint64_t              lora_id;
+    const hearth_image_input *images;  /* (optional) [n_images] in prompt order, not overlapping,
+                                        * each at most the engine's max_step tokens (its tokens
+                                        * are prefilled in one step); copied at submit. Only a
+                                        * Gemma 3 model on the CPU takes them (submit refuses
+                                        * them elsewhere with HEARTH_E_UNSUPPORTED) */
+    int32_t               n_images;
     hearth_cx_matcher    *constraint;  /* (optional) structured output: every token is one the
                                         * matcher allows (an end-of-generation token only where
                                         * it can end); taken over by submit in every case, the

@@ -16,6 +16,37 @@ double hearth_now_mono_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+static void images_free(hearth_request *r) {
+    for (int32_t i = 0; r->images && i < r->p.n_images; i++) free((void *)r->images[i].rows);
+    free(r->images);
+    r->images = NULL;
+}
+
+/* r->images: a copy of p's images and their rows (r->p.images points at it); false on OOM,
+ * nothing kept. */
+static bool images_copy(hearth_request *r, const hearth_request_params *p) {
+    r->p.images = NULL;
+    r->p.n_images = 0;
+    if (p->n_images <= 0) return true;
+    if (!(r->images = calloc((size_t)p->n_images, sizeof *r->images))) return false;
+    for (int32_t i = 0; i < p->n_images; i++) {
+        size_t bytes = (size_t)p->images[i].n * (size_t)p->images[i].width * sizeof(float);
+        float *rows = malloc(bytes ? bytes : 1);
+        r->p.n_images = i;
+        if (!rows) {
+            images_free(r);
+            r->p.n_images = 0;
+            return false;
+        }
+        memcpy(rows, p->images[i].rows, bytes);
+        r->images[i] = p->images[i];
+        r->images[i].rows = rows;
+    }
+    r->p.images = r->images;
+    r->p.n_images = p->n_images;
+    return true;
+}
+
 hearth_request *hearth_req_create(const hearth_request_params *p) {
     hearth_request *r = calloc(1, sizeof *r);
     if (!r) return NULL;
@@ -39,6 +70,16 @@ hearth_request *hearth_req_create(const hearth_request_params *p) {
     for (size_t i = 0; i < n_scores; i++) r->scores[i] = NAN; /* until its position is computed */
     r->p = *p;
     r->p.prompt = r->prompt;
+    r->p.images = NULL;
+    r->p.n_images = 0;
+    if (!images_copy(r, p)) {
+        free(r->scores);
+        free(r->prompt);
+        free(r->events);
+        free(b);
+        free(r);
+        return NULL;
+    }
     hearth_lora_retain(p->lora); /* dropped when the request is freed */
     r->p.sampling.bias = b; /* owned: freed by hearth_req_unref (the sampler copies it at create) */
     r->p.sampling.n_bias = b ? p->sampling.n_bias : 0;
@@ -56,6 +97,7 @@ void hearth_req_unref(hearth_request *r) {
     free(r->events);
     free(r->prompt);
     free(r->scores);
+    images_free(r);
     free((void *)r->p.sampling.bias);
     hearth_cx_matcher_destroy(r->p.constraint); /* NULL once the scheduler took it */
     hearth_lora_release(r->p.lora);

@@ -32,6 +32,7 @@ struct hearth_request {
     _Atomic bool          admitted;  /* the scheduler took it from the waiting queue once */
     hearth_request_params p;         /* prompt points at own copy */
     int32_t              *prompt;    /* owned */
+    hearth_image_input   *images;    /* owned [p.n_images], each rows owned (p.images points here) */
     double               *scores;    /* owned [n_prompt - p.score_from] when p.score_from > 0: written
                                       * by the engine thread, read by the submitter after DONE */
     hearth_request       *next;      /* submit FIFO link, guarded by the engine's mu */

@@ -34,6 +34,12 @@
  * with its cached block (keep_snaps), or back to the pool. take_prefix copies the snapshot at
  * the end of the match into the slot, so prefill (or a preempted sequence's recompute) resumes
  * from it; the match never ends at a block without one (prefix_cache.h).
+ *
+ * Images (request params images): a prefill chunk never ends inside an image, whose tokens
+ * see each other both ways and so must be fed in one step (the chunk stops before the image,
+ * or waits for a step with budget for all of it); their rows and reach (pos_end) go into the
+ * batch. The prefix cache keys an image's positions by its digest (key_at), so a block holding
+ * part of an image matches only the same image at the same place after the same prefix.
  */
 #include "engine/sched.h"
 #include "base/assert.h"
@@ -86,6 +92,10 @@ struct hearth_sched {
     int32_t             *free_slots; /* owned stack [batch] */
     int32_t              n_free_slots;
     int32_t             *tok, *pos, *sq; /* owned [max_step] */
+    const float        **embd;           /* owned [max_step]: each token's image row, or NULL */
+    int32_t             *pos_end;        /* owned [max_step]: the last position each token reads */
+    int32_t              step_img;       /* tokens of the step with an image row */
+    int32_t             *key_buf;        /* owned [bs]: one block's prefix-cache keys */
     int8_t              *want;           /* owned [max_step] */
     const hearth_lora  **lora;           /* owned [max_step]: each token's adapter (NULL = none) */
     int32_t              step_lora;      /* tokens of the step with an adapter */
@@ -135,6 +145,9 @@ hearth_sched *hearth_sched_create(const hearth_model *m, hearth_fwd *fwd, hearth
     s->sq = malloc(T * sizeof(int32_t));
     s->want = malloc(T);
     s->lora = malloc(T * sizeof *s->lora);
+    s->embd = malloc(T * sizeof *s->embd);
+    s->pos_end = malloc(T * sizeof(int32_t));
+    s->key_buf = malloc((size_t)hearth_kv_pool_block_size(pool) * sizeof(int32_t));
     s->ids = malloc(B * sizeof(int32_t));
     s->jobs = calloc(B, sizeof *s->jobs);
     s->job_seq = calloc(B, sizeof *s->job_seq);
@@ -150,7 +163,7 @@ hearth_sched *hearth_sched_create(const hearth_model *m, hearth_fwd *fwd, hearth
         s->snap_pos = s->snap_at + 4 * T;
     }
     if (!s->snap_at || !s->lg_fork || !s->run || !s->free_slots || !s->tok || !s->pos || !s->sq || !s->want || !s->lora || !s->logits || !s->ids ||
-        !s->jobs || !s->job_seq) {
+        !s->jobs || !s->job_seq || !s->embd || !s->pos_end || !s->key_buf) {
         hearth_sched_destroy(s);
         return NULL;
     }
@@ -259,6 +272,9 @@ void hearth_sched_destroy(hearth_sched *s) {
     free(s->sq);
     free(s->want);
     free(s->lora);
+    free(s->embd);
+    free(s->pos_end);
+    free(s->key_buf);
     free(s->logits);
     free(s->topm_rq);
     free(s->topm);
@@ -376,6 +392,51 @@ static uint64_t lora_root(const seq *q) {
     return id ? (id * 0x9e3779b97f4a7c15ull) ^ 0x4c6f526141646170ull : 0;
 }
 
+/* The image of q holding position i (and its row there), or NULL. */
+static const hearth_image_input *image_at(const seq *q, int32_t i, int32_t *row) {
+    const hearth_request_params *p = &q->r->p;
+    for (int32_t k = 0; k < p->n_images && p->images[k].pos <= i; k++)
+        if (i < p->images[k].pos + p->images[k].n) {
+            *row = i - p->images[k].pos;
+            return &p->images[k];
+        }
+    return NULL;
+}
+
+/* What the prefix cache keys position i of q by: its token, or for an image's soft token (whose
+ * id every image shares) a negative value (no token's) mixed from the image's digest and the
+ * row, so that two images never match. */
+static int32_t key_at(const seq *q, int32_t i) {
+    int32_t row;
+    const hearth_image_input *im = image_at(q, i, &row);
+    if (!im) return q->toks[i];
+    uint64_t h = im->digest ^ ((uint64_t)row + 1) * 0x9e3779b97f4a7c15ull; /* splitmix64's finalizer */
+    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
+    h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
+    h ^= h >> 31;
+    return (int32_t)(-1 - (int64_t)(h & 0x7fffffff));
+}
+
+/* The keys of q's positions [from, from + n) into out (q's own tokens when it has no image). */
+static const int32_t *keys_of(const seq *q, int32_t from, int32_t n, int32_t *out) {
+    if (q->r->p.n_images == 0) return q->toks + from;
+    for (int32_t i = 0; i < n; i++) out[i] = key_at(q, from + i);
+    return out;
+}
+
+/* A prefill chunk of `take` tokens from q->n_done, cut so that it does not end inside an image:
+ * before the image when it starts later, else 0 (the image waits for a step with room for the
+ * rest of it). */
+static int32_t image_cut(const seq *q, int32_t take) {
+    const hearth_request_params *p = &q->r->p;
+    int32_t end = q->n_done + take;
+    for (int32_t k = 0; k < p->n_images; k++) {
+        const hearth_image_input *im = &p->images[k];
+        if (im->pos < end && end < im->pos + im->n) return im->pos > q->n_done ? im->pos - q->n_done : 0;
+    }
+    return take;
+}
+
 /* Take the longest cached prefix for a sequence getting a slot (never its last known token,
  * whose logits must be computed). */
 static void take_prefix(hearth_sched *s, seq *q) {
@@ -383,7 +444,11 @@ static void take_prefix(hearth_sched *s, seq *q) {
     int32_t max = (q->n_toks - 1) / s->bs;
     if (q->r->p.score_from > 0 && (q->r->p.score_from - 1) / s->bs < max) /* scored rows are computed */
         max = (q->r->p.score_from - 1) / s->bs;
-    int32_t n = hearth_prefix_cache_match_root(s->pc, lora_root(q), q->toks, max, q->slot, q->hashes);
+    int32_t *keys = q->r->p.n_images ? malloc(((size_t)max * (size_t)s->bs + 1) * sizeof(int32_t)) : NULL;
+    if (q->r->p.n_images && !keys) return; /* no memory: no prefix taken (the prefill computes it all) */
+    int32_t n = hearth_prefix_cache_match_root(s->pc, lora_root(q), keys_of(q, 0, max * s->bs, keys), max, q->slot,
+                                               q->hashes);
+    free(keys);
     if (s->snaps) { /* the states as they stood at the cut; a snapshot where the cached chain ended */
         int32_t chain = hearth_prefix_cache_chain(s->pc);
         q->branch = chain > n ? chain * s->bs : 0;
@@ -404,7 +469,7 @@ static void index_blocks(hearth_sched *s, seq *q) {
     int32_t n_groups = hearth_kv_pool_n_groups(s->pool);
     for (int32_t i = q->n_hashed; (i + 1) * s->bs <= q->n_done; i++) {
         uint64_t parent = i > 0 ? q->hashes[i - 1] : lora_root(q);
-        const int32_t *t = q->toks + (size_t)i * (size_t)s->bs;
+        const int32_t *t = keys_of(q, i * s->bs, s->bs, s->key_buf);
         q->hashes[i] = hearth_prefix_hash(parent, t, s->bs);
         for (int32_t g = 0; g < n_groups; g++) {
             int32_t b = hearth_kv_pool_row(s->pool, g, q->slot)[i];
@@ -482,6 +547,11 @@ static int32_t pack(hearth_sched *s, seq *q, int32_t n, int32_t take) {
         s->want[n] = pos >= q->n_toks - 1 || score; /* the last known token and the drafts after it */
         s->lora[n] = q->r->p.lora;
         s->step_lora += q->r->p.lora != NULL;
+        int32_t row;
+        const hearth_image_input *im = q->r->p.n_images ? image_at(q, pos, &row) : NULL;
+        s->embd[n] = im ? im->rows + (size_t)row * (size_t)im->width : NULL;
+        s->pos_end[n] = im ? im->pos + im->n - 1 : pos;
+        s->step_img += im != NULL;
         q->score_rows += score;
         s->step_rows += s->want[n];
     }
@@ -861,10 +931,12 @@ void hearth_sched_step(hearth_sched *s) {
     s->n_snap = 0;
     s->step_rows = 0;
     s->step_lora = 0;
+    s->step_img = 0;
     /* 1. running sequences, oldest first; the youngest give way when blocks run out */
     for (int32_t i = 0; i < s->n_run && budget > 0; i++) {
         seq *q = s->run[i];
-        int32_t take = q->n_toks - q->n_done < budget ? q->n_toks - q->n_done : budget;
+        int32_t take = image_cut(q, q->n_toks - q->n_done < budget ? q->n_toks - q->n_done : budget);
+        if (take == 0) continue; /* an image that needs more room than this step has left */
         int32_t need = hearth_kv_pool_seq_need(s->pool, q->slot, q->n_done + take);
         while (!make_room(s, need) && s->n_run - 1 > i) preempt_youngest(s);
         if (!make_room(s, need)) { /* q itself is the youngest: it waits */
@@ -906,7 +978,7 @@ void hearth_sched_step(hearth_sched *s) {
             s->st.cache_query_tokens += q->n_toks;
             if (s->pc) *(q->n_cached > 0 ? &s->st.cache_hits : &s->st.cache_misses) += 1;
         }
-        int32_t take = q->n_toks - q->n_done < budget ? q->n_toks - q->n_done : budget;
+        int32_t take = image_cut(q, q->n_toks - q->n_done < budget ? q->n_toks - q->n_done : budget);
         hearth_kv_pool_seq_reserve(s->pool, q->slot, q->n_done + take);
         n = pack(s, q, n, take);
         budget -= take;
@@ -918,7 +990,8 @@ void hearth_sched_step(hearth_sched *s) {
     }
     hearth_batch b = {.n_tokens = n, .token = s->tok, .pos = s->pos, .seq = s->sq, .want_logits = s->want,
                       .lora = s->step_lora ? s->lora : NULL, .n_snap = s->n_snap, .snap_at = s->snap_at,
-                      .snap_to = s->snap_to};
+                      .snap_to = s->snap_to, .embd = s->step_img ? s->embd : NULL,
+                      .pos_end = s->step_img ? s->pos_end : NULL};
     /* on a device backend, when every sequence that gets a token this step picks greedily, only
      * the picks leave the device */
     hearth_backend *be = hearth_fwd_backend(s->fwd);

@@ -94,7 +94,7 @@ void hearth_blk_attn(hearth_fwd *f, const hearth_batch *b, const hearth_kv_view 
     hearth_attn_args a = {
         .n_tok = T, .n_head = hp->n_head, .n_head_kv = hp->n_head_kv,
         .head_dim = hp->head_dim, .head_dim_v = hp->head_dim_v,
-        .q = f->q, .out = f->att, .pos = b->pos, .seq = b->seq,
+        .q = f->q, .out = f->att, .pos = b->pos, .pos_end = b->pos_end, .seq = b->seq,
         .k = kv->k[il], .v = kv->v[il], .blocks = bl, .k_type = kt, .v_type = vt,
         .n_swa = swa ? hp->n_swa : 0, .scale = scale, .softcap = hp->attn_softcap, .sinks = l->sinks,
         .max_len = f->max_len, .min_run = f->min_run, .max_run = f->max_run,

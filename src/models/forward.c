@@ -324,6 +324,13 @@ static hearth_status step_check(hearth_fwd *f, const hearth_batch *b, const hear
         if (want) out_rows[f->n_out++] = t;
         if (b->pos[t] + 1 > f->max_len) f->max_len = b->pos[t] + 1;
     }
+    /* keys past a query (pos_end) must be its sequence's and written in this step: at most
+     * the last position of its run of tokens */
+    for (int32_t t = b->n_tokens - 1, last = 0; b->pos_end && t >= 0; t--) {
+        if (t == b->n_tokens - 1 || b->seq[t + 1] != b->seq[t]) last = b->pos[t];
+        if (b->pos_end[t] < b->pos[t] || b->pos_end[t] > last) return HEARTH_E_INVALID;
+        if (b->pos_end[t] + 1 > f->max_len) f->max_len = b->pos_end[t] + 1;
+    }
     return HEARTH_OK;
 }
 
@@ -452,6 +459,9 @@ hearth_status hearth_fwd_step_run(hearth_fwd *f, const hearth_batch *b, const he
     }
     if ((st = rope_runs(f, b))) return st;
     if ((st = lora_runs(f, b))) return st;
+    /* images: Gemma 3's forward takes them, reading the rows and pos_end in host memory */
+    if ((b->embd || b->pos_end) && (f->m->hp.arch != HEARTH_ARCH_GEMMA3 || !hearth_backend_host_memory(f->be)))
+        return HEARTH_E_UNSUPPORTED;
     hearth_batch db = *b;
     hearth_kv_view dkv = *kv;
     int64_t T = f->max_tok, n = b->n_tokens, n_vocab = f->m->hp.n_vocab;
@@ -512,7 +522,8 @@ hearth_status hearth_fwd_step_run(hearth_fwd *f, const hearth_batch *b, const he
      * two forwards on one backend, a target and its Gemma 4 assistant reading the target's
      * cache, must never replay each other's graphs) (the staging buffers are the backend's own). Not with stretched RoPE tables (they change per step) nor experts (routed on the host). */
     uint64_t key = 0;
-    if (!f->stretched && f->m->hp.n_expert == 0 && f->n_lora_runs == 0 && hearth_step_replays(f->be, n)) {
+    if (!f->stretched && f->m->hp.n_expert == 0 && f->n_lora_runs == 0 && !b->embd && !b->pos_end &&
+        hearth_step_replays(f->be, n)) {
         f->max_len = kv->n_ctx;
         uint64_t parts[] = {(uint64_t)n, (uint64_t)f->n_out, (uint64_t)(uintptr_t)kv->k[0],
                             (uint64_t)(uintptr_t)kv->v[0], (uint64_t)n_table, (uint64_t)kv->n_ctx,

@@ -44,6 +44,15 @@ typedef struct {
      * n_snap 0: none. Host memory, borrowed. */
     int32_t        n_snap;
     const int32_t *snap_at, *snap_to;
+    /* (optional) images (Gemma 3, models/vision.h), both NULL for none. embd: [n_tokens] a row
+     * of n_embd floats (host memory, borrowed) that token t takes instead of its token's
+     * embedding (as it is: not scaled by sqrt(n_embd)), or NULL. pos_end: [n_tokens] the last
+     * position token t's query reads (>= pos[t]): an image's soft tokens see each other both
+     * ways (transformers' token_type_ids mask; a sliding window still starts pos - window + 1),
+     * so every position up to pos_end[t] of its sequence must be in this step. Gemma 3 on a
+     * host backend only (HEARTH_E_UNSUPPORTED otherwise). */
+    const float *const *embd;
+    const int32_t      *pos_end;
 } hearth_batch;
 
 typedef struct {

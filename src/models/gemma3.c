@@ -2,7 +2,8 @@
  * gemma3.c - the Gemma 3 text decoder (transformers' Gemma3TextModel), and Gemma 2, which is
  * the same list of ops without QK-norm and with soft-capped attention and logits (flags):
  *
- *   x = embed(tokens) * sqrt(n_embd)
+ *   x = embed(tokens) * sqrt(n_embd)        an image's soft tokens take its projected rows
+ *                                          instead (unscaled), and see each other both ways
  *   for each layer:
  *     x += post_attn_norm(attn(attn_norm(x)))      QK-norm; RoPE base 10k on sliding layers,
  *     x += post_ffn_norm(geglu_ffn(ffn_norm(x)))   1M on global ones (every sixth layer)
@@ -19,6 +20,8 @@ void hearth_gemma3_forward(hearth_fwd *f, const hearth_batch *b, const hearth_kv
     int64_t T = b->n_tokens, E = hp->n_embd;
 
     hearth_op_get_rows(f->be, &m->tok_embd, b->token, T, hp->embd_scale, f->x);
+    for (int64_t t = 0; b->embd && t < T; t++) /* an image's rows, as they are (forward.h) */
+        if (b->embd[t]) hearth_buf_upload(f->be, f->x + t * E, b->embd[t], (size_t)E * sizeof(float));
     hearth_fwd_trace(f, "inp_scaled", -1, "SCALE", f->x, T, E);
     for (int32_t il = 0; il < hp->n_layer; il++) {
         const hearth_layer *l = &m->layers[il];

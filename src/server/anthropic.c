@@ -30,6 +30,7 @@
  * ("messages.1.content.0") and the model unless the model can see; document blocks are a 400
  * "not supported".
  */
+#include "server/vision_prompt.h"
 #include "server/anthropic.h"
 #include "server/chat.h"
 #include "server/chatmap.h"
@@ -76,6 +77,7 @@ static bool map_blocks(cJSON *body, bool user, const cJSON *content, hearth_span
     hearth_jraw_it it;
     bool have_raw = raw.len && hearth_jraw_iter(raw, &it);
     hearth_buf text = {0}, thought = {0};
+    bool after_image = false; /* the next text block follows an image's marker: no newline */
     cJSON *calls = cJSON_CreateObject(); /* collects tool_calls of an assistant turn */
     bool ok = false, any_result = false;
     int  ib = 0;
@@ -95,11 +97,22 @@ static bool map_blocks(cJSON *body, bool user, const cJSON *content, hearth_span
                 bad_type(e, param, "a text block needs a string 'text'");
                 goto out;
             }
-            if (!append(&text, tx->valuestring, e)) goto out;
+            if (after_image && !hearth_buf_puts(&text, tx->valuestring)) {
+                hearth_api_oom(e);
+                goto out;
+            }
+            if (!after_image && !append(&text, tx->valuestring, e)) goto out;
+            after_image = false;
         } else if (user && !strcmp(t, "image")) {
-            char pb[96];
+            char pb[96], mk[64];
             snprintf(pb, sizeof pb, "%s.content.%d", param, ib);
             if (!hearth_media_parse(b, im, pb, max_media, media, e)) goto out;
+            size_t k = hearth_media_marker(media, media->n - 1, mk, sizeof mk);
+            if (k && !hearth_buf_put(&text, mk, k)) {
+                hearth_api_oom(e);
+                goto out;
+            }
+            after_image = k > 0;
         } else if (user && !strcmp(t, "tool_result")) {
             if (!map_tool_result(body, b, param, e)) goto out;
             any_result = true;
@@ -267,9 +280,12 @@ static bool prompt_of(hearth_server *s, const cJSON *root, hearth_span raw, hear
     cJSON *body = hearth_chatmap_new();
     if (!body) return hearth_api_oom(e);
     hearth_media_list media = {0};
+    hearth_vprompt_list_init(s, &media);
+    co->media = &media;
     bool ok = map_messages(root, raw, body, &media, hearth_media_max(s), e) && map_tools(root, raw, body, e) &&
               map_thinking(root, body, e) && hearth_server_media_admit(s, &media, e) &&
               hearth_chat_prompt_opts(s, body, co, ids, n, e);
+    co->media = NULL;
     hearth_media_list_fini(&media);
     cJSON_Delete(body);
     return ok;
@@ -308,8 +324,10 @@ static bool parse_sampling(hearth_server *s, const cJSON *root, hearth_gen_spec 
 }
 
 static bool parse(hearth_server *s, const cJSON *root, hearth_span raw, hearth_gen_spec *g, hearth_api_err *e) {
-    hearth_chat_opts co = {.continue_final = -1}; /* a final assistant turn is a prefill */
+    hearth_chat_opts co = {.continue_final = -1, .want_images = true}; /* a final assistant turn is a prefill */
     if (!parse_sampling(s, root, g, e) || !prompt_of(s, root, raw, &co, &g->prompt, &g->n_prompt, e)) return false;
+    g->images = co.images;
+    g->n_images = co.n_images;
     g->tools = co.tools;
     g->reasoning = co.reasoning;
     g->reasoning_open = co.reasoning_open;

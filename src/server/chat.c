@@ -13,6 +13,7 @@
  */
 #include "server/chat.h"
 #include "server/chat_plain.h"
+#include "base/buf.h"
 #include "server/structured.h"
 #include "base/log.h"
 #include "server/chatmap.h"
@@ -20,6 +21,7 @@
 #include "server/media.h"
 #include "server/reqjson.h"
 #include "server/toolcall_internal.h"
+#include "server/vision_prompt.h"
 #include "template/template.h"
 
 #include <stdio.h>
@@ -45,42 +47,41 @@ static bool content_text(const cJSON *c, int im, hearth_media_list *media, size_
     if (!cJSON_IsArray(c))
         return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", param, "'%s' must be a string or a list of parts",
                                param);
-    size_t n = 0;
-    int    ip = 0;
+    int  ip = 0;
+    bool after_text = false;
+    hearth_buf buf = {0};
     for (const cJSON *p = c->child; p; p = p->next, ip++) {
         const cJSON *type = cJSON_IsObject(p) ? cJSON_GetObjectItemCaseSensitive(p, "type") : NULL;
         const cJSON *text = cJSON_IsObject(p) ? cJSON_GetObjectItemCaseSensitive(p, "text") : NULL;
-        if (!cJSON_IsString(type))
-            return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", param,
-                                   "each part of '%s' needs a string 'type'", param);
-        if (hearth_media_is_part(type->valuestring)) {
-            char pp[96];
+        bool ok = true;
+        if (!cJSON_IsString(type)) {
+            ok = hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", param, "each part of '%s' needs a string 'type'",
+                                 param);
+        } else if (hearth_media_is_part(type->valuestring)) {
+            char pp[96], mk[64];
             snprintf(pp, sizeof pp, "%s[%d]", param, ip);
-            if (!hearth_media_parse(p, im, pp, max_media, media, e)) return false;
-            continue;
+            ok = hearth_media_parse(p, im, pp, max_media, media, e);
+            size_t k = ok ? hearth_media_marker(media, media->n - 1, mk, sizeof mk) : 0;
+            if (k && !hearth_buf_put(&buf, mk, k)) ok = hearth_api_oom(e);
+            after_text = after_text && !k; /* an image sits between its neighbours, no newline */
+        } else if (strcmp(type->valuestring, "text") && strcmp(type->valuestring, "input_text")) {
+            ok = hearth_api_fail(e, HEARTH_E_UNSUPPORTED, "unsupported", param,
+                                 "content parts of type '%.40s' are not supported yet (text only)", type->valuestring);
+        } else if (!cJSON_IsString(text)) {
+            ok = hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", param, "a text part of '%s' needs a string 'text'",
+                                 param);
+        } else { /* text parts joined by newlines, as vLLM does */
+            if ((after_text && buf.len && !hearth_buf_putc(&buf, '\n')) || !hearth_buf_puts(&buf, text->valuestring))
+                ok = hearth_api_oom(e);
+            after_text = true;
         }
-        if (strcmp(type->valuestring, "text") && strcmp(type->valuestring, "input_text"))
-            return hearth_api_fail(e, HEARTH_E_UNSUPPORTED, "unsupported", param,
-                                   "content parts of type '%.40s' are not supported yet (text only)",
-                                   type->valuestring);
-        if (!cJSON_IsString(text))
-            return hearth_api_fail(e, HEARTH_E_INVALID, "invalid_type", param,
-                                   "a text part of '%s' needs a string 'text'", param);
-        n += strlen(text->valuestring) + 1;
+        if (!ok) {
+            hearth_buf_fini(&buf);
+            return false;
+        }
     }
-    char *buf = malloc(n + 1), *q = buf;
-    if (!buf) return hearth_api_oom(e);
-    for (const cJSON *p = c->child; p; p = p->next) {
-        if (hearth_media_is_part(cJSON_GetObjectItemCaseSensitive(p, "type")->valuestring)) continue;
-        const char *t = cJSON_GetObjectItemCaseSensitive(p, "text")->valuestring;
-        if (q != buf) *q++ = '\n'; /* parts joined by newlines, as vLLM does */
-        size_t k = strlen(t);
-        memcpy(q, t, k);
-        q += k;
-    }
-    *q = 0;
-    *out = cJSON_CreateString(buf);
-    free(buf);
+    *out = cJSON_CreateString(buf.len ? buf.p : "");
+    hearth_buf_fini(&buf);
     return *out != NULL || hearth_api_oom(e);
 }
 
@@ -224,12 +225,9 @@ bool hearth_server_media_admit(const hearth_server *s, const hearth_media_list *
 }
 
 /* The messages of root into ctx; then every media part must be one the model can use. */
-static bool normalize(hearth_server *s, const cJSON *root, hearth_span raw, cJSON *ctx, hearth_api_err *e) {
-    hearth_media_list media = {0};
-    bool ok = normalize_msgs(s, root, raw, ctx, &media, e) && hearth_server_media_admit(s, &media, e);
-    /* TODO(media): a vision model takes the items on from here (fetch, decode, encode). */
-    hearth_media_list_fini(&media);
-    return ok;
+static bool normalize(hearth_server *s, const cJSON *root, hearth_span raw, cJSON *ctx, hearth_media_list *media,
+                      hearth_api_err *e) {
+    return normalize_msgs(s, root, raw, ctx, media, e) && hearth_server_media_admit(s, media, e);
 }
 
 enum { FORCE_ANY = 1, FORCE_ONE = 2 }; /* tool_choice "required" / a named function */
@@ -354,14 +352,14 @@ static const cJSON *final_to_continue(const cJSON *ctx, int mode, bool *bad) {
 }
 
 static cJSON *build_context(hearth_server *s, const cJSON *root, hearth_span raw, bool *tools, int *force, int cont,
-                            const cJSON **final, hearth_api_err *e) {
+                            const cJSON **final, hearth_media_list *media, hearth_api_err *e) {
     cJSON *ctx = cJSON_CreateObject();
     bool bad = false;
     if (!ctx) {
         oom(e);
         return NULL;
     }
-    if (!normalize(s, root, raw, ctx, e) || !add_tools(root, raw, ctx, tools, force, e)) goto fail;
+    if (!normalize(s, root, raw, ctx, media, e) || !add_tools(root, raw, ctx, tools, force, e)) goto fail;
     *final = final_to_continue(ctx, cont, &bad);
     if (bad) {
         hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", "messages",
@@ -442,9 +440,17 @@ bool hearth_chat_prompt_opts(hearth_server *s, const cJSON *root, hearth_chat_op
     int force = 0;
     hearth_span raw = opts ? opts->raw : (hearth_span){NULL, 0};
     const cJSON *final = NULL;
+    /* the media parts: the dialect's, or those of the messages here (vision_prompt.h) */
+    hearth_media_list own = {0}, *media = opts && opts->media ? opts->media : &own;
+    int32_t *order = NULL, n_order = 0;
+    if (media == &own) hearth_vprompt_list_init(s, &own);
+    if (opts) opts->images = NULL, opts->n_images = 0;
     /* validate the messages even when chat cannot run */
-    cJSON *ctx = build_context(s, root, raw, &tools, &force, opts ? opts->continue_final : 0, &final, e);
-    if (!ctx) return false;
+    cJSON *ctx = build_context(s, root, raw, &tools, &force, opts ? opts->continue_final : 0, &final, media, e);
+    if (!ctx) {
+        hearth_media_list_fini(&own);
+        return false;
+    }
     bool ok = false;
     char *json = NULL, *text = NULL;
     size_t n_text = 0, *plain = NULL, n_plain = 0;
@@ -483,6 +489,12 @@ bool hearth_chat_prompt_opts(hearth_server *s, const cJSON *root, hearth_chat_op
                         "the chat template does not render its text");
         goto out;
     }
+    if (media->n && keep_plain) {
+        hearth_api_fail(e, HEARTH_E_UNSUPPORTED, "unsupported", "messages",
+                        "images are not supported together with --no-special-in-content yet");
+        goto out;
+    }
+    if (!hearth_vprompt_expand(s, media, &text, &n_text, &order, &n_order, e)) goto out;
     const hearth_tok *tok = hearth_model_tok(s->m);
     hearth_plain_clip(plain, &n_plain, n_text);
     if (keep_plain ? hearth_tok_encode_plain(tok, text, n_text, true, plain, n_plain, ids, n_ids)
@@ -490,6 +502,9 @@ bool hearth_chat_prompt_opts(hearth_server *s, const cJSON *root, hearth_chat_op
         hearth_api_fail(e, HEARTH_E_INVALID, "invalid_value", "messages", "the rendered prompt could not be tokenized");
         goto out;
     }
+    if (opts && opts->want_images &&
+        !hearth_vprompt_encode(s, media, order, n_order, *ids, *n_ids, &opts->images, &opts->n_images, e))
+        goto out;
     if (opts) {
         size_t tail = n_text > 64 ? n_text - 64 : 0; /* the generation prompt's end */
         opts->tools = tools ? s->tc_format : HEARTH_TC_NONE;
@@ -554,8 +569,13 @@ out:
             opts->constraint = NULL;
             free(opts->constraint_fed);
             opts->constraint_fed = NULL;
+            hearth_vprompt_free(opts->images, opts->n_images);
+            opts->images = NULL;
+            opts->n_images = 0;
         }
     }
+    free(order);
+    hearth_media_list_fini(&own);
     free(text);
     free(plain);
     cJSON_free(json);

@@ -14,6 +14,7 @@
 #pragma once
 #include <cjson/cJSON.h>
 
+#include "engine/engine.h"
 #include "server/media.h"
 #include "server/reasoning.h"
 #include "server/server_internal.h"
@@ -44,6 +45,14 @@ typedef struct {
                                       * message's text, which response_format's constraint
                                       * takes in before the reply (an assistant prefill of the
                                       * JSON's start, such as "{") */
+    hearth_media_list *media;        /* in, borrowed (NULL: none): the media items a dialect
+                                      * collected while mapping its messages (their markers are in
+                                      * the messages' text); chat's own messages' parts otherwise */
+    bool             want_images;    /* in: encode the prompt's images into images (a generation;
+                                      * counting tokens only expands them) */
+    hearth_image_input *images;      /* out, owned by the caller (hearth_vprompt_free): the
+                                      * prompt's images for the engine (vision_prompt.h) */
+    int32_t          n_images;
     bool             want_text;      /* in: also return the rendered prompt text ... */
     char            *text;           /* out, owned by the caller: ... here (malloc'ed, NUL-terminated) */
     size_t           n_text;

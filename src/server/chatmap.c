@@ -152,6 +152,7 @@ bool hearth_chatmap_content(const cJSON *content, const char *const *text_types,
                                "'%s' must be a string or a list of content blocks", param);
     size_t n = 1;
     int    ip = 0;
+    size_t first_item = media ? media->n : 0;
     for (const cJSON *p = content->child; p; p = p->next, ip++) {
         const cJSON *type = cJSON_IsObject(p) ? cJSON_GetObjectItemCaseSensitive(p, "type") : NULL;
         const cJSON *text = cJSON_IsObject(p) ? cJSON_GetObjectItemCaseSensitive(p, "text") : NULL;
@@ -162,6 +163,7 @@ bool hearth_chatmap_content(const cJSON *content, const char *const *text_types,
             char pp[96];
             snprintf(pp, sizeof pp, "%s.content[%d]", param, ip);
             if (!hearth_media_parse(p, i_msg, pp, max_media, media, e)) return false;
+            n += 64; /* its marker (media.h), when the model takes images */
             continue;
         }
         if (!type_in(type->valuestring, text_types))
@@ -176,8 +178,14 @@ bool hearth_chatmap_content(const cJSON *content, const char *const *text_types,
     char *buf = malloc(n), *q = buf;
     if (!buf) return oom(e);
     bool first = true;
+    size_t item = first_item;
     for (const cJSON *p = content->child; p; p = p->next) {
-        if (media && hearth_media_is_part(cJSON_GetObjectItemCaseSensitive(p, "type")->valuestring)) continue;
+        if (media && hearth_media_is_part(cJSON_GetObjectItemCaseSensitive(p, "type")->valuestring)) {
+            size_t k = hearth_media_marker(media, item++, q, 64); /* no newline around an image */
+            q += k;
+            if (k) first = true;
+            continue;
+        }
         const char *t = cJSON_GetObjectItemCaseSensitive(p, "text")->valuestring;
         if (!first) *q++ = '\n';
         first = false;

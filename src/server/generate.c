@@ -23,6 +23,7 @@
  * takes the next token of whichever choice has one, so a stream interleaves them as the
  * engine's steps produce them.
  */
+#include "server/vision_prompt.h"
 #include "server/generate.h"
 #include "base/buf.h"
 #include "base/log.h"
@@ -81,6 +82,7 @@ void hearth_gen_spec_free(hearth_gen_spec *spec) {
     hearth_cx_grammar_destroy(spec->constraint);
     free(spec->constraint_fed);
     hearth_lora_release(spec->lora);
+    hearth_vprompt_free(spec->images, spec->n_images);
     for (int i = 0; i < HEARTH_STOP_MAX; i++) free(spec->stop_text[i]);
     if (spec->ctx && spec->dialect && spec->dialect->ctx_free) spec->dialect->ctx_free(spec->ctx);
     memset(spec, 0, sizeof *spec);
@@ -521,7 +523,8 @@ static bool choice_params(gen *g, hearth_request_params *rp, hearth_api_err *e) 
                                         .progress = i == 0 && g->spec.progress && g->spec.stream, /* the prefill's */
                                         .logprobs = lp, .top_logprobs = g->spec.top_logprobs,
                                         .no_spec = g->spec.no_spec,
-                                        .lora = g->spec.lora, .lora_id = g->spec.lora_id};
+                                        .lora = g->spec.lora, .lora_id = g->spec.lora_id,
+                                        .images = g->spec.images, .n_images = g->spec.n_images};
         rp[i].sampling.seed = g->spec.sampling.seed + (uint64_t)i; /* choice i: seed + i */
         if (!g->spec.constraint) continue;
         hearth_cx_grammar *gr = i + 1 < g->n ? hearth_cx_grammar_clone(g->spec.constraint) : g->spec.constraint;

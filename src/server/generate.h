@@ -74,6 +74,9 @@ typedef struct {
     bool                  no_spec;        /* the request's "speculative": false (no drafts for it) */
     const struct hearth_lora *lora;       /* owned reference, NULL: the base model (adapters_api.h) */
     uint64_t              lora_id;        /* its mount's uid (engine.h lora_id) */
+    hearth_image_input   *images;         /* owned [n_images] (rows too; hearth_vprompt_free): the
+                                           * prompt's images (vision_prompt.h) */
+    int32_t               n_images;
 } hearth_gen_spec;
 
 /* One generated token's log-probabilities (spec->logprobs). */

@@ -29,6 +29,12 @@ const char *hearth_media_kind_name(hearth_media_kind k) {
     return k == HEARTH_MEDIA_IMAGE ? "image" : k == HEARTH_MEDIA_AUDIO ? "audio" : "file";
 }
 
+size_t hearth_media_marker(const hearth_media_list *l, size_t i, char *out, size_t cap) {
+    if (!l || !l->nonce[0]) return 0;
+    int n = snprintf(out, cap, "\xEF\xBF\xBC%s:%zu\xEF\xBF\xBC", l->nonce, i);
+    return n > 0 && (size_t)n < cap ? (size_t)n : 0;
+}
+
 void hearth_media_list_fini(hearth_media_list *l) {
     for (size_t i = 0; i < l->n; i++) {
         free(l->v[i].url);

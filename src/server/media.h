@@ -61,7 +61,15 @@ typedef struct {
 typedef struct {
     hearth_media_item *v; /* owned */
     size_t             n, cap;
+    char               nonce[24]; /* set by the server when its model takes images ("": never):
+                                   * the dialects then write each image's marker into the
+                                   * message text where the part sat (hearth_media_marker) */
 } hearth_media_list;
+
+/* The marker of item i of l: U+FFFC, the list's nonce, ':', i, U+FFFC (a request cannot forge
+ * it: the nonce is fresh per request). Writes it NUL-terminated into out and returns its
+ * length; 0 (nothing written) when l has no nonce or cap is too small. */
+size_t hearth_media_marker(const hearth_media_list *l, size_t i, char *out, size_t cap);
 
 void hearth_media_list_fini(hearth_media_list *l);
 

@@ -232,7 +232,7 @@ static bool parse_chat(hearth_server *s, const cJSON *root, hearth_span raw, hea
         return hearth_api_fail(e, HEARTH_E_UNSUPPORTED, "unsupported", "reasoning_format",
                                "reasoning_format '%.40s' is not supported by hearth: the reasoning is always split "
                                "into reasoning_content ('auto' or 'deepseek')", rf);
-    hearth_chat_opts co = {.raw = raw, .continue_final = -1};
+    hearth_chat_opts co = {.raw = raw, .continue_final = -1, .want_images = true};
     bool cont = false; /* vLLM's field; unset: continue a final assistant message (llama-server) */
     int rc = hearth_req_bool(root, "continue_final_message", &cont, e);
     if (rc < 0) return false;
@@ -243,6 +243,8 @@ static bool parse_chat(hearth_server *s, const cJSON *root, hearth_span raw, hea
     g->reasoning_open = co.reasoning_open;
     g->constraint = co.constraint;
     g->constraint_fed = co.constraint_fed;
+    g->images = co.images;
+    g->n_images = co.n_images;
     return true;
 }
 

@@ -30,6 +30,7 @@
  * to OpenAI's documented bounds (16 pairs, keys up to 64 characters, string values up to 512),
  * since it is stored and echoed back.
  */
+#include "server/vision_prompt.h"
 #include "server/responses.h"
 #include "server/structured.h"
 #include "server/chat.h"
@@ -331,9 +332,9 @@ static bool parse(hearth_server *s, const cJSON *root, hearth_span raw, hearth_g
     cJSON *body = hearth_chatmap_new();
     if (!body) return oom(e);
     hearth_media_list media = {0};
+    hearth_vprompt_list_init(s, &media);
     bool ok = resume(s, root, body, o, e) && map_input(root, raw, body, &media, hearth_media_max(s), e) &&
               map_tools(root, raw, body, o, e) && map_options(root, body, e) && hearth_server_media_admit(s, &media, e);
-    hearth_media_list_fini(&media); /* TODO(media): a vision model takes the items on */
     if (ok) { /* the conversation to store excludes the instructions */
         cJSON *msgs = cJSON_GetObjectItemCaseSensitive(body, "messages");
         o->conv = cJSON_Duplicate(msgs, true);
@@ -347,8 +348,11 @@ static bool parse(hearth_server *s, const cJSON *root, hearth_span raw, hearth_g
             }
         }
     }
-    hearth_chat_opts co = {0};
+    hearth_chat_opts co = {.media = &media, .want_images = true};
     ok = ok && hearth_chat_prompt_opts(s, body, &co, &g->prompt, &g->n_prompt, e);
+    hearth_media_list_fini(&media);
+    g->images = co.images;
+    g->n_images = co.n_images;
     g->tools = co.tools;
     g->reasoning = co.reasoning;
     g->reasoning_open = co.reasoning_open;

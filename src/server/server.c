@@ -5,6 +5,7 @@
 #include "base/log.h"
 #include "constrain/matcher.h"
 #include "models/bert.h"
+#include "server/vision_prompt.h"
 #include "server/adapters.h"
 #include "server/chat.h"
 #include "server/conns.h"
@@ -47,7 +48,7 @@ static void media_caps_init(hearth_server *s, const char *model_path) {
     }
     if (mo.note[0]) hearth_log(HEARTH_LOG_WARN, "serve: %s", mo.note);
     s->media_caps = (mo.vision ? HEARTH_MEDIA_CAP_IMAGE : 0u) | (mo.audio ? HEARTH_MEDIA_CAP_AUDIO : 0u);
-    s->media_runs = 0; /* TODO(media): the engine's vision / audio forward sets what it encodes */
+    s->media_runs = 0; /* hearth_vprompt_init adds images when the tower loads and runs here */
     snprintf(s->media_source, sizeof s->media_source, "%s", mo.source);
 }
 
@@ -136,10 +137,10 @@ static hearth_status create(const hearth_server_params *p, const hearth_model *m
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     s->id_salt = ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)ts.tv_nsec ^ (uint64_t)(uintptr_t)s;
-    if (m) {
-        hearth_chat_init(s);
-        media_caps_init(s, p->model_path);
-    } else if (p->engines) snprintf(s->tmpl_error, sizeof s->tmpl_error, "the models run in engine processes");
+    if (m) media_caps_init(s, p->model_path); /* what the model has towers for */
+    if (m && (st = hearth_vprompt_init(s, err))) goto fail; /* and what of it runs */
+    if (m) hearth_chat_init(s);
+    else if (p->engines) snprintf(s->tmpl_error, sizeof s->tmpl_error, "the models run in engine processes");
     else snprintf(s->tmpl_error, sizeof s->tmpl_error, "the model '%.200s' is an embedding model: it serves "
                   "POST /v1/embeddings", s->model_id);
     if ((st = hearth_http_start(s, err))) goto fail;
@@ -173,6 +174,7 @@ void hearth_server_destroy(hearth_server *s) {
     hearth_conns_destroy(s->conns); /* after MHD: every connection is closed */
     hearth_downloads_destroy(s->dl); /* after the connections: none can start another */
     hearth_chat_fini(s);
+    hearth_vprompt_fini(s);
     hearth_stats_destroy(s->stats);
     hearth_resp_store_destroy(s->responses);
     hearth_adapters_destroy(s->adapters); /* after MHD: no request holds the table */

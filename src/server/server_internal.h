@@ -40,10 +40,13 @@ struct hearth_server {
     unsigned             media_caps; /* HEARTH_MEDIA_CAP_* the served model has towers for
                                    * (media.h), from store/modality.h: what /v1/models and /props
                                    * report and what an image or audio part is admitted against */
-    unsigned             media_runs; /* of those, what the engine encodes: none until a vision or
-                                   * audio forward runs; a part the model has a tower for but
-                                   * the engine cannot run is a 400 saying so */
+    unsigned             media_runs; /* of those, what the server encodes (images: a Gemma 3 tower
+                                   * loaded by hearth_vprompt_init, CPU only); a part the model
+                                   * has a tower for but that does not run here is a 400 saying so */
     char                 media_source[192]; /* the modality probe's evidence, for messages */
+    struct hearth_vision *vision;  /* owned, NULL: the model's vision tower (vision_prompt.h) */
+    struct hearth_pool  *vision_pool; /* owned: the tower's compute threads */
+    pthread_mutex_t      vision_mu;  /* one encode at a time (with vision) */
     hearth_engine       *e;       /* borrowed; NULL with an embedder or engines */
     struct hearth_engines *engines; /* borrowed, NULL: in-process (engines.h) */
     struct hearth_tmpl  *tmpl;    /* owned: the parsed chat template, NULL when none */
