@@ -300,22 +300,14 @@ TEST(engine_choices_on_cuda) {
 /* Sampling on the GPU (topm.cu, sampler.h's topm) against sampling on the rows copied to the
  * host, the same engine otherwise: the sampling mix of tests/support/sampling_mix.h gives the
  * same tokens (the summaries' normalizers sum in another order, which could move a draw that
- * falls within ~1e-9 of a boundary; none of these does) and logprobs within 1e-5. */
+ * falls within ~1e-7 of a boundary; none of these does) and logprobs within 1e-5. */
 TEST(sampling_on_the_gpu_matches_sampling_on_the_host) {
     if (hearth_cuda_device_count() <= 0) TEST_SKIP("no CUDA device");
     hearth_model *m = NULL;
     hearth_err err = {0};
     CHECK_EQ(hearth_model_load("tests/golden/tiny/tiny-qwen2.gguf", &m, &err), HEARTH_OK);
     if (!m) return;
-    hearth_sampling_mix host, dev;
-    CHECK(hearth_sampling_mix_run(m, HEARTH_DEVICE_CUDA, -1, &host));
-    CHECK(hearth_sampling_mix_run(m, HEARTH_DEVICE_CUDA, 0, &dev));
-    fprintf(stderr, "  tokens from summaries %lld, summaries fallen short %lld\n", (long long)dev.topm_rows,
-            (long long)dev.topm_short);
-    CHECK_EQ(host.topm_rows + host.topm_short, 0);
-    CHECK_EQ(dev.topm_rows + dev.topm_short, HEARTH_MIX_REQ * (HEARTH_MIX_TOK - 1)); /* the first tokens: from the forks' row */
-    CHECK(dev.topm_rows >= 6 * (HEARTH_MIX_TOK - 1));
-    CHECK_EQ(hearth_sampling_mix_diff(&host, &dev, 1e-5), 0);
+    CHECK_EQ(hearth_sampling_mix_check(m, HEARTH_DEVICE_CUDA, 0, 1e-5), 0);
     hearth_model_destroy(m);
 }
 

@@ -105,3 +105,20 @@ int hearth_sampling_mix_diff(const hearth_sampling_mix *a, const hearth_sampling
         }
     return bad;
 }
+
+int hearth_sampling_mix_check(const hearth_model *m, hearth_device device, int8_t topm, double tol) {
+    static hearth_sampling_mix rows, sums;
+    if (!hearth_sampling_mix_run(m, device, -1, &rows) || !hearth_sampling_mix_run(m, device, topm, &sums)) return 1;
+    fprintf(stderr, "  tokens from summaries %lld, summaries fallen short %lld\n", (long long)sums.topm_rows,
+            (long long)sums.topm_short);
+    int bad = 0;
+    if (rows.topm_rows + rows.topm_short != 0 ||
+        sums.topm_rows + sums.topm_short != HEARTH_MIX_REQ * (HEARTH_MIX_TOK - 1) ||
+        sums.topm_rows < 6 * (HEARTH_MIX_TOK - 1)) {
+        fprintf(stderr, "  unexpected counters: rows run %lld + %lld, summaries run %lld + %lld\n",
+                (long long)rows.topm_rows, (long long)rows.topm_short, (long long)sums.topm_rows,
+                (long long)sums.topm_short);
+        bad++;
+    }
+    return bad + hearth_sampling_mix_diff(&rows, &sums, tol);
+}

@@ -21,3 +21,9 @@ typedef struct {
 bool hearth_sampling_mix_run(const hearth_model *m, hearth_device device, int8_t topm, hearth_sampling_mix *out);
 /* How many tokens differ, or logprobs by more than tol (each difference printed on stderr). */
 int  hearth_sampling_mix_diff(const hearth_sampling_mix *a, const hearth_sampling_mix *b, double tol);
+/* The mix with rows sampled on the host (topm -1) against sampling on the backend (topm), on
+ * device: the number of failures (printed on stderr): a run that failed, a row-path run that
+ * used summaries, a backend run where a token did not come through the summary path (every one
+ * but the choices' first, drawn from the prefill's row) or fewer than 6 of the 8 requests took
+ * the summaries (the tiny models' flat rows leave top-p short), differing tokens or logprobs. */
+int  hearth_sampling_mix_check(const hearth_model *m, hearth_device device, int8_t topm, double tol);
