@@ -3,7 +3,8 @@
  * JSON lines for tools/cuda_h200.py, which runs PyTorch on the same checkpoint in the same run
  * and writes the table of bench/cuda-h200.md.
  *
- * Not built by CMake. From the repo root, against a hearth_core built with CUDA:
+ * Built on demand (CMake target bench_cuda, linked as the tests are: `cmake --build build --target
+ * bench_cuda`), or by hand from the repo root, against a hearth_core built with CUDA:
  *   cc -O2 -std=c11 -D_GNU_SOURCE -Isrc -Itests bench/bench_cuda.c \
  *      build/libhearth_test_support.a build/libhearth_core.a \
  *      -lpcre2-8 -lcjson -lmicrohttpd -lcurl -lsqlite3 -lcrypto -lutf8proc -lxxhash \
