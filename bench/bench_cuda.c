@@ -386,7 +386,8 @@ static void gemm_bench(const char *list, const char *type) {
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: bench_cuda MODEL.gguf [--device cuda|cpu] [--gen N] [--prefill N] [--streams N[,N...]] "
-                        "[--kv-quant off|8|4] [--depth N]\n       bench_cuda --attn CTX [--heads H/HKV] [--dim D] [--tok N]\n"
+                        "[--kv-quant off|8|4] [--depth N]\n"
+                        "       bench_cuda --attn CTX [--heads H/HKV] [--dim D] [--tok N]\n"
                         "       bench_cuda --mv N\n       bench_cuda --gemm T1,T2,... [bf16|q8_0|q4_0]\n");
         return 2;
     }

@@ -310,8 +310,9 @@ def kv_llama(run):
 
 def spec_hearth(run):
     a = run.a
+    threads = str(min(8, os.cpu_count() or 1))
     rc, so, se, cmd = run.tool("bench_spec", [os.path.join(a.hearth_bin, "bench_spec"), model_path(a, "bf16"),
-                                              model_path(a, "q4_0"), str(min(8, os.cpu_count() or 1)), str(a.spec_gen), "1", a.device,
+                                              model_path(a, "q4_0"), threads, str(a.spec_gen), "1", a.device,
                                               str(a.n_draft)], a.hearth_bin)
     res = parse_bench_spec(so)
     if "two-model" not in res:
@@ -461,7 +462,8 @@ def main(argv=None):
     run = Run(a)
     hearth, llama = "hearth" in a.engine_set, "llama.cpp" in a.engine_set
     meta = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "argv": " ".join(["tools/h200_peer.py"] + [shlex.quote(x) for x in (sys.argv[1:] if argv is None else argv)]),
+            "argv": " ".join(["tools/h200_peer.py"] + [shlex.quote(x) for x in (sys.argv[1:] if argv is None
+                                                                                 else argv)]),
             "device": a.device, "gpu": device_info(a), "shape": a.shape}
     info = os.path.join(a.llama_bin, "..", "BUILD-INFO")
     if os.path.exists(info):
