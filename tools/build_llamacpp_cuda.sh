@@ -21,16 +21,15 @@
 # in the repository. Idempotent: the source is unpacked again only when the sdist changes, cmake
 # rebuilds only what changed, and packing always runs.
 #
-# Pack: build-xfer/llamacpp-cuda.tar.xz holds llamacpp-cuda/bin/ (the stripped binaries) and
-# llamacpp-cuda/lib/ (the libraries ldd names that are neither the C runtime's nor CUDA's). The
-# CUDA libraries (libcudart, libcublas, libcublasLt, several hundred MB) are not packed: the GPU
-# host has the CUDA 13 toolkit under /usr/local/cuda, and the binaries carry a run path to its
-# lib64 (ldd is checked below). PACK_CUDA_LIBS=1 packs them too, unstripped (for a host without
-# the toolkit; the tarball then no longer fits a 64 MiB transfer). libcuda.so.1 is the driver's
-# and is never packed.
+# Pack (tools/pack_device.sh): build-xfer/llamacpp-cuda.tar.xz holds llamacpp-cuda/bin/ (the
+# stripped binaries), llamacpp-cuda/BUILD-INFO (source, compiler, cache options) and
+# llamacpp-cuda/lib/ (the libraries ldd names that are not the C library's, CUDA's or the
+# driver's). The CUDA libraries (libcudart, libcublas, libcublasLt: several hundred MB, far over
+# a 64 MiB transfer) are not packed: the GPU host has the CUDA 13 toolkit under /usr/local/cuda,
+# and the binaries carry a run path to its lib64 (checked below).
 #
 # Usage: tools/build_llamacpp_cuda.sh [--pack-only]
-# Env: JOBS (default 2), NICE (default 10), CUDA_HOME (default /usr/local/cuda), PACK_CUDA_LIBS.
+# Env: JOBS (default 2), NICE (default 10), CUDA_HOME (default /usr/local/cuda).
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
 cd "$hearth_root"
@@ -113,56 +112,26 @@ if [ "$pack_only" -eq 0 ]; then
     say "built in $(( $(date +%s) - start )) s"
 fi
 
-# Pack the binaries and the libraries they need that the GPU host may not have.
+# Pack the binaries and the libraries they need that the GPU host may not have (tools/pack_device.sh:
+# all but the C library's, the CUDA toolkit's and the driver's).
 bindir="$build/bin"
 [ -d "$bindir" ] || die "no $bindir: build first"
-stage="$top/stage/llamacpp-cuda"
-rm -rf "$top/stage"
-mkdir -p "$stage/bin" "$stage/lib"
 bins=()
 for t in "${targets[@]}"; do
-    [ -x "$bindir/$t" ] && bins+=("$bindir/$t")
+    if [ -x "$bindir/$t" ]; then bins+=("$bindir/$t"); fi
 done
 [ "${#bins[@]}" -gt 0 ] || die "no llama.cpp binary in $bindir"
-for b in "${bins[@]}"; do
-    cp "$b" "$stage/bin/"
-    strip --strip-unneeded "$stage/bin/$(basename "$b")"
-done
-# ldd's libraries: the C/C++ runtime and the driver are the host's; CUDA's come from the
-# toolkit on the GPU host unless PACK_CUDA_LIBS=1; anything else travels in lib/.
-declare -A seen=()
-for b in "${bins[@]}"; do
-    while read -r name path; do
-        [ -n "$path" ] || continue
-        [ -z "${seen[$name]:-}" ] || continue
-        seen[$name]=1
-        case $name in
-            linux-vdso*|ld-linux*|libc.so*|libm.so*|libpthread*|libdl.so*|librt.so*|libstdc++*|libgcc_s*|libgomp*|libcuda.so*)
-                continue ;;
-        esac
-        if [ "$path" = "not" ]; then
-            die "$(basename "$b") needs $name, which ldd cannot find"
-        fi
-        case $path in
-            "$cuda_home"/*|/usr/local/cuda*/*)
-                if [ "${PACK_CUDA_LIBS:-0}" = 1 ]; then cp -L "$path" "$stage/lib/$name"
-                else say "not packed (from the GPU host's CUDA toolkit): $name"; fi ;;
-            *) cp -L "$path" "$stage/lib/$name"; say "packed $name from $path" ;;
-        esac
-    done < <(ldd "$b" | awk '/=>/ {print $1, $3} !/=>/ && NF {print $1, ""}')
-done
-# The run path the binaries carry, for the record.
-runpath=$(readelf -d "$stage/bin/$(basename "${bins[0]}")" | sed -n 's/.*R\(UN\)\{0,1\}PATH.*\[\(.*\)\]/\2/p')
+# The CUDA libraries must come from the toolkit's lib64 through the run path (the GPU host has
+# the same toolkit there), not from a copy elsewhere.
+ldd "${bins[0]}" | grep -E 'libcud|libcublas' | sed 's/^[[:space:]]*/build_llamacpp_cuda: ldd: /' >&2
+runpath=$(readelf -d "${bins[0]}" | sed -n 's/.*R\(UN\)\{0,1\}PATH.*\[\(.*\)\]/\2/p')
+case ":$runpath:" in *":$cuda_home/lib64:"*) ;; *) die "the binaries' run path is '$runpath', not $cuda_home/lib64" ;; esac
 {
     printf 'llama.cpp of the llama-cpp-python %s sdist (sha256 %s)\n' "$version" "$sdist_sha"
     printf 'built %s on %s; nvcc %s; run path %s\n' "$(date -u +%FT%TZ)" "$(uname -m)" \
-        "$("$cuda_home/bin/nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')" "${runpath:-none}"
+        "$("$cuda_home/bin/nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')" "$runpath"
     grep -E '^(CMAKE_BUILD_TYPE|BUILD_SHARED_LIBS|GGML_[A-Z0-9_]*|CMAKE_CUDA_ARCHITECTURES|LLAMA_OPENSSL):' \
         "$build/CMakeCache.txt" | sort
-} > "$stage/BUILD-INFO"
-mkdir -p build-xfer
-tar -C "$top/stage" -cJf build-xfer/llamacpp-cuda.tar.xz.tmp llamacpp-cuda
-mv build-xfer/llamacpp-cuda.tar.xz.tmp build-xfer/llamacpp-cuda.tar.xz
-size=$(stat -c %s build-xfer/llamacpp-cuda.tar.xz)
-say "build-xfer/llamacpp-cuda.tar.xz: $size bytes ($(( (size + 1048575) / 1048576 )) MiB), binaries: $(cd "$stage/bin" && echo *)"
+} > "$top/BUILD-INFO"
+tools/pack_device.sh -o build-xfer/llamacpp-cuda.tar.xz -n llamacpp-cuda -f "$top/BUILD-INFO" "${bins[@]}"
 say "on the GPU host: tar -xJf build-xfer/llamacpp-cuda.tar.xz -C build-xfer  (then build-xfer/llamacpp-cuda/bin/)"
