@@ -23,7 +23,8 @@ minutes on an H200; --budget-s skips what is left once the run is past that many
            --n-draft tokens a round: bench_spec (two-model mode, one stream) against
            llama-speculative (--temp 0), decode tok/s and drafts accepted; each engine's plain
            decode of the same target is in the decode rows.
-Every step tolerates failure: a tool that fails or times out leaves a record with its error and
+--deadline-s (540) stops a tool still running then, so the run ends within a device command's
+10 minutes. Every step tolerates failure: a tool that fails or times out leaves a record with its error and
 the run goes on. Output in OUT_DIR (--out, else $OUT, else build/h200-peer): h200_peer.json (the
 records, the ratios hearth / llama.cpp and the commands), h200_peer.md (the table of ratios) and
 logs/ (each tool's output). Measurements, never assertions.
@@ -171,12 +172,16 @@ class Run:
         self.commands.append(cmd)
         print(f"h200_peer: [{self.elapsed():5.0f} s] {cmd}", file=sys.stderr, flush=True)
         t = time.time()
+        limit = min(timeout or self.a.tool_timeout_s, self.a.deadline_s - self.elapsed())
         try:
+            if limit < 1:
+                raise subprocess.TimeoutExpired(argv, 0)
             r = subprocess.run(argv, capture_output=True, text=True, errors="replace", env=self.env(bindir),
-                               timeout=timeout or self.a.tool_timeout_s, cwd=ROOT)
+                               timeout=limit, cwd=ROOT)
             rc, so, se = r.returncode, r.stdout, r.stderr
         except subprocess.TimeoutExpired as ex:
-            rc, so, se = "timeout", _text(ex.stdout), _text(ex.stderr) + f"\n(timed out after {ex.timeout} s)"
+            rc, so, se = "timeout", _text(ex.stdout), _text(ex.stderr) + f"\n(stopped after {ex.timeout:.0f} s: "\
+                f"--tool-timeout-s {self.a.tool_timeout_s:.0f}, --deadline-s {self.a.deadline_s:.0f})"
         except OSError as ex:
             rc, so, se = "not run", "", str(ex)
         with open(log, "w") as f:
@@ -314,7 +319,11 @@ def spec_hearth(run):
     rc, so, se, cmd = run.tool("bench_spec", [os.path.join(a.hearth_bin, "bench_spec"), model_path(a, "bf16"),
                                               model_path(a, "q4_0"), threads, str(a.spec_gen), "1", a.device,
                                               str(a.n_draft)], a.hearth_bin)
-    res = parse_bench_spec(so)
+    try:
+        res = parse_bench_spec(so)
+    except ValueError:
+        checked(rc, so, se, cmd)  # a failed run says why; a run that printed nothing usable, the parser
+        raise
     if "two-model" not in res:
         checked(rc, so, se, cmd)
         raise RuntimeError(f"bench_spec printed no two-model line: {cmd}")
@@ -424,6 +433,8 @@ def parse_args(argv):
     ap.add_argument("--engines", default="hearth,llama.cpp", help="of hearth,llama.cpp")
     ap.add_argument("--budget-s", type=float, default=450, help="skip the steps that start later than this")
     ap.add_argument("--tool-timeout-s", type=float, default=240, help="the longest one tool may run")
+    ap.add_argument("--deadline-s", type=float, default=540,
+                    help="no tool runs past this many seconds from the start (a device command's limit is 600)")
     ap.add_argument("--write-timeout-s", type=float, default=300, help="the longest writing the checkpoints may take")
     a = ap.parse_args(argv)
     kinds = [k for k in a.kinds.split(",") if k]

@@ -123,6 +123,12 @@ def test_a_budget_skips_the_rest(tmp_path, bench_bins, models):
     rec = json.loads((out / "h200_peer.json").read_text())["records"]
     assert rec and all("skipped" in x for x in rec)
     assert [x["step"] for x in rec] == ["models", "hearth bf16", "hearth q4_0", "hearth kq", "hearth kv", "hearth spec"]
+    # past the deadline no tool starts: each step says so, and the run still writes its report
+    r = peer("--out", str(out), "--hearth-bin", bench_bins, "--engines", "hearth", "--models", models,
+             "--deadline-s", "0", *SIZES)
+    assert r.returncode == 0, r.stderr[-3000:]
+    rec = json.loads((out / "h200_peer.json").read_text())["records"]
+    assert len(rec) == 6 and all("stopped after 0 s" in x["error"] for x in rec), rec
 
 
 def stub_env(tmp_path):
