@@ -155,8 +155,11 @@ class Run:
         return time.time() - self.t0
 
     def env(self, bindir):
-        """The environment of a tool in bindir: its pack's lib/ and the CUDA toolkit's lib64 first."""
+        """The environment of a tool in bindir: its pack's lib/ and the CUDA toolkit's lib64 first
+        (none for the checkpoint writer: PyTorch brings its own CUDA libraries)."""
         e = dict(os.environ)
+        if bindir is None:
+            return e
         dirs = [d for d in (os.path.join(bindir, "..", "lib"), os.path.join(bindir, "lib"), self.a.cuda_lib)
                 if d and os.path.isdir(d)]
         if e.get("LD_LIBRARY_PATH"):
@@ -221,7 +224,7 @@ def make_models(run, kinds):
     a = run.a
     os.makedirs(a.models, exist_ok=True)
     rc, so, se, cmd = run.tool("write-models", [a.python, os.path.join(ROOT, "tools", "cuda_h200.py"), "write",
-                                                a.models, a.shape, ",".join(kinds)], ROOT, timeout=a.write_timeout_s)
+                                                a.models, a.shape, ",".join(kinds)], None, timeout=a.write_timeout_s)
     for line in so.splitlines():
         if line.startswith("{"):
             run.add(dict(json.loads(line), step="models"))
