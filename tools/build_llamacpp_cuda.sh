@@ -36,8 +36,11 @@ cd "$hearth_root"
 
 version=0.3.36
 sdist_sha=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e  # scripts/fetch-templates.sh
-targets=(llama-bench llama-batched-bench llama-speculative llama-speculative-simple
+targets=(llama-app llama-speculative llama-bench llama-batched-bench llama-speculative-simple
          llama-cli llama-completion llama-server)
+# the tools the multi-tool binary `llama` (target llama-app) runs as subcommands: name subcommand
+app_tools=("llama-bench bench" "llama-batched-bench batched-bench" "llama-server serve" "llama-cli cli"
+           "llama-completion completion")
 jobs=${JOBS:-2}
 nice_level=${NICE:-10}
 cuda_home=${CUDA_HOME:-/usr/local/cuda}
@@ -112,20 +115,34 @@ if [ "$pack_only" -eq 0 ]; then
     say "built in $(( $(date +%s) - start )) s"
 fi
 
-# Pack the binaries and the libraries they need that the GPU host may not have (tools/pack_device.sh:
-# all but the C library's, the CUDA toolkit's and the driver's).
+# Pack. Every static binary carries all of ggml's CUDA kernels (tens of MB that xz hardly
+# shrinks, as nvcc already compressed them), so the tarball holds one binary with them all: the
+# multi-tool `llama` (bench, batched-bench, serve, cli, completion as subcommands), with a
+# two-line script per tool name (llama-bench runs `llama bench`), plus llama-speculative when the
+# tarball stays within PACK_LIMIT_MIB (default 56, leaving room in a 64 MiB transfer for
+# hearth's binaries); without it tools/h200_peer.py drafts through llama-server. tools/pack_device.sh
+# adds the libraries they need that the GPU host may not have (all but the C library's, the CUDA
+# toolkit's and the driver's).
 bindir="$build/bin"
-[ -d "$bindir" ] || die "no $bindir: build first"
-bins=()
-for t in "${targets[@]}"; do
-    if [ -x "$bindir/$t" ]; then bins+=("$bindir/$t"); fi
-done
-[ "${#bins[@]}" -gt 0 ] || die "no llama.cpp binary in $bindir"
+[ -x "$bindir/llama" ] || die "no $bindir/llama: build first"
+limit_mib=${PACK_LIMIT_MIB:-56}
+case $limit_mib in ''|*[!0-9]*) die "PACK_LIMIT_MIB must be a number of MiB, not '$limit_mib'" ;; esac
 # The CUDA libraries must come from the toolkit's lib64 through the run path (the GPU host has
 # the same toolkit there), not from a copy elsewhere.
-ldd "${bins[0]}" | grep -E 'libcud|libcublas' | sed 's/^[[:space:]]*/build_llamacpp_cuda: ldd: /' >&2
-runpath=$(readelf -d "${bins[0]}" | sed -n 's/.*R\(UN\)\{0,1\}PATH.*\[\(.*\)\]/\2/p')
+ldd "$bindir/llama" | grep -E 'libcud|libcublas' | sed 's/^[[:space:]]*/build_llamacpp_cuda: ldd: /' >&2
+runpath=$(readelf -d "$bindir/llama" | sed -n 's/.*R\(UN\)\{0,1\}PATH.*\[\(.*\)\]/\2/p')
 case ":$runpath:" in *":$cuda_home/lib64:"*) ;; *) die "the binaries' run path is '$runpath', not $cuda_home/lib64" ;; esac
+wrap="$top/wrappers"
+rm -rf "$wrap"
+mkdir -p "$wrap"
+wrappers=()
+for pair in "${app_tools[@]}"; do
+    read -r name sub <<<"$pair"
+    printf '#!/bin/sh\n# llama.cpp'"'"'s %s: the subcommand %s of the multi-tool binary llama beside it\nexec "$(dirname "$0")/llama" %s "$@"\n' \
+        "$name" "$sub" "$sub" > "$wrap/$name"
+    chmod +x "$wrap/$name"
+    wrappers+=("$wrap/$name")
+done
 {
     printf 'llama.cpp of the llama-cpp-python %s sdist (sha256 %s)\n' "$version" "$sdist_sha"
     printf 'built %s on %s; nvcc %s; run path %s\n' "$(date -u +%FT%TZ)" "$(uname -m)" \
@@ -133,5 +150,12 @@ case ":$runpath:" in *":$cuda_home/lib64:"*) ;; *) die "the binaries' run path i
     grep -E '^(CMAKE_BUILD_TYPE|BUILD_SHARED_LIBS|GGML_[A-Z0-9_]*|CMAKE_CUDA_ARCHITECTURES|LLAMA_OPENSSL):' \
         "$build/CMakeCache.txt" | sort
 } > "$top/BUILD-INFO"
-tools/pack_device.sh -o build-xfer/llamacpp-cuda.tar.xz -n llamacpp-cuda -f "$top/BUILD-INFO" "${bins[@]}"
+pack() { tools/pack_device.sh -o build-xfer/llamacpp-cuda.tar.xz -n llamacpp-cuda -f "$top/BUILD-INFO" "$@"; }
+if [ -x "$bindir/llama-speculative" ]; then
+    pack "$bindir/llama" "${wrappers[@]}" "$bindir/llama-speculative"
+fi
+if [ ! -x "$bindir/llama-speculative" ] || [ "$(stat -c %s build-xfer/llamacpp-cuda.tar.xz)" -gt $(( limit_mib << 20 )) ]; then
+    say "without llama-speculative, to stay within $limit_mib MiB (tools/h200_peer.py then drafts through llama-server)"
+    pack "$bindir/llama" "${wrappers[@]}"
+fi
 say "on the GPU host: tar -xJf build-xfer/llamacpp-cuda.tar.xz -C build-xfer  (then build-xfer/llamacpp-cuda/bin/)"

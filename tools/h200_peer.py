@@ -21,7 +21,8 @@ minutes on an H200; --budget-s skips what is left once the run is past that many
            (q4_0): bench_cuda --kv-quant 8 --depth against llama-bench -ctk q8_0 -ctv q8_0 -d;
   spec     greedy speculative decoding, the bf16 target with its own q4_0 as the draft,
            --n-draft tokens a round: bench_spec (two-model mode, one stream) against
-           llama-speculative (--temp 0), decode tok/s and drafts accepted; each engine's plain
+           llama-speculative (--temp 0), decode tok/s and drafts accepted (llama-server with -md and
+           one greedy /completion when the pack has no llama-speculative); each engine's plain
            decode of the same target is in the decode rows.
 --deadline-s (540) stops a tool still running then, so the run ends within a device command's
 10 minutes. Every step tolerates failure: a tool that fails or times out leaves a record with its error and
@@ -38,9 +39,12 @@ import json
 import os
 import re
 import shlex
+import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KINDS = ("bf16", "q4_0", "mixed", "kq")
@@ -339,6 +343,9 @@ def spec_hearth(run):
 
 def spec_llama(run):
     a = run.a
+    if not os.access(os.path.join(a.llama_bin, "llama-speculative"), os.X_OK) and \
+            os.access(os.path.join(a.llama_bin, "llama-server"), os.X_OK):
+        return spec_llama_server(run)
     rc, so, se, cmd = run.tool("llama-speculative", [os.path.join(a.llama_bin, "llama-speculative"), "-m",
                                                      model_path(a, "bf16"), "-md", model_path(a, "q4_0"), "-ngl",
                                                      ngl(a), "-ngld", ngl(a), "-fa", "on", "-c", "2048", "--temp",
@@ -349,6 +356,63 @@ def spec_llama(run):
     run.add({"what": "spec", "engine": "llama.cpp", "model": f"{a.shape}-bf16+q4_0", "n_draft": r["n_draft"],
              "tokens": r["decoded"], "tok_s": r["tok_s"], "drafted": r["n_drafted"], "accepted": r["n_accept"],
              "accept": r["accept"], "cmd": cmd})
+
+
+def spec_llama_server(run):
+    """The same greedy two-model drafting through llama-server (127.0.0.1, one slot), for a pack
+    without llama-speculative: one /completion request, its timings and draft counters."""
+    a = run.a
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    argv = [os.path.join(a.llama_bin, "llama-server"), "-m", model_path(a, "bf16"), "-md", model_path(a, "q4_0"),
+            "-ngl", ngl(a), "-ngld", ngl(a), "-fa", "on", "-c", "2048", "-np", "1", "--spec-draft-n-max",
+            str(a.n_draft), "--spec-draft-p-min", "0", "--host", "127.0.0.1", "--port", str(port)]
+    cmd = " ".join(shlex.quote(x) for x in argv)
+    run.commands.append(cmd)
+    run.n_logs += 1
+    log = open(os.path.join(a.out, "logs", f"{run.n_logs:02d}-llama-server-spec.log"), "w")
+    log.write(f"$ {cmd}\n")
+    log.flush()
+    print(f"h200_peer: [{run.elapsed():5.0f} s] {cmd}", file=sys.stderr, flush=True)
+    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=run.env(a.llama_bin), cwd=ROOT)
+    res = None
+    try:
+        end = time.time() + min(a.tool_timeout_s, a.deadline_s - run.elapsed())
+        url = f"http://127.0.0.1:{port}"
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"llama-server exited with rc {proc.returncode} (log {log.name}): {cmd}")
+            if time.time() > end:
+                raise RuntimeError(f"llama-server was not ready in time: {cmd}")
+            try:
+                with urllib.request.urlopen(url + "/health", timeout=5) as r:
+                    if r.status == 200:
+                        break
+            except (OSError, urllib.error.URLError):
+                pass
+            time.sleep(0.5)
+        body = json.dumps({"prompt": SPEC_PROMPT, "n_predict": a.spec_gen, "temperature": 0, "top_k": 1,
+                           "ignore_eos": True, "cache_prompt": False}).encode()
+        req = urllib.request.Request(url + "/completion", data=body, headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=max(1, end - time.time())) as r:
+            res = json.loads(r.read())
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.write("\n--- /completion\n" + json.dumps(res, indent=1) + "\n")
+        log.close()
+    t = res.get("timings") or {}
+    if "predicted_per_second" not in t or "draft_n" not in t:
+        raise RuntimeError(f"llama-server's /completion has no timings with draft counts: {cmd}")
+    drafted, accepted = t["draft_n"], t["draft_n_accepted"]
+    run.add({"what": "spec", "engine": "llama.cpp", "model": f"{a.shape}-bf16+q4_0", "n_draft": a.n_draft,
+             "tokens": t["predicted_n"], "tok_s": t["predicted_per_second"], "drafted": drafted, "accepted": accepted,
+             "accept": accepted / drafted if drafted else None, "via": "llama-server", "cmd": cmd})
 
 
 # ---- the report

@@ -5,7 +5,8 @@
 #   tools/pack_device.sh [-o OUT.tar.xz] [-n NAME] [-f FILE]... BIN...
 #       defaults: build-xfer/hearth.tar.xz, hearth-dev
 #
-# The tarball holds NAME/bin/ (each BIN, stripped of its symbols and debug information), NAME/ each
+# The tarball holds NAME/bin/ (each BIN, stripped of its symbols and debug information; a script
+# as it is), NAME/ each
 # FILE (notes such as a build's BUILD-INFO) and NAME/lib/ (every library ldd resolves for the
 # binaries, as scripts/fuzz-pack.sh does, except):
 #   - the C library's own (libc, libm, libpthread, libdl, librt, libresolv, the dynamic loader),
@@ -55,6 +56,9 @@ for bin in "$@"; do
     name=$(basename "$bin")
     [ ! -e "$stage/$top/bin/$name" ] || die "two binaries are named $name"
     cp "$bin" "$stage/$top/bin/"
+    if [ "$(head -c 4 "$bin" | od -An -c | tr -d ' ')" != '177ELF' ]; then
+        continue  # a script: copied as it is
+    fi
     strip --strip-unneeded "$stage/$top/bin/$name"
     ldd "$bin" | awk '/not found/ { print "missing", $1 } $2 == "=>" && $3 ~ /^\// { print $1, $3 }' |
         while read -r soname lib; do

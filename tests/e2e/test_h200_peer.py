@@ -196,3 +196,23 @@ def test_every_llamacpp_tool_runs_and_parses(tmp_path, bench_bins, models):
     assert len(j["ratios"]) == 3 * 4 + 2 and all(x["ratio"] > 0 for x in j["ratios"])
     md = (out / "h200_peer.md").read_text()
     assert md.count("\n| tiny-") == len(j["ratios"]) and "did not complete" not in md
+
+
+def test_speculative_through_llama_server(tmp_path, models):
+    """A pack without llama-speculative drafts through llama-server: same files, same counters."""
+    need_llama()
+    if not os.access(os.path.join(LLAMA_BIN, "llama-server"), os.X_OK):
+        pytest.skip(f"no llama-server in {LLAMA_BIN}")
+    only = tmp_path / "server-only"
+    only.mkdir()
+    (only / "llama-server").symlink_to(os.path.join(LLAMA_BIN, "llama-server"))
+    out = tmp_path / "out"
+    r = peer("--out", str(out), "--llama-bin", str(only), "--engines", "llama.cpp", "--steps", "spec",
+             "--models", models, *SIZES, env=stub_env(tmp_path))
+    assert r.returncode == 0, r.stderr[-3000:]
+    rec = json.loads((out / "h200_peer.json").read_text())["records"]
+    assert [x for x in rec if "error" in x] == []
+    sp = by(rec, what="spec", engine="llama.cpp")
+    assert len(sp) == 1 and sp[0]["via"] == "llama-server" and sp[0]["n_draft"] == 3
+    assert sp[0]["tokens"] == 8 and 0 <= sp[0]["accepted"] <= sp[0]["drafted"] and sp[0]["drafted"] > 0
+    assert sp[0]["tok_s"] > 0
