@@ -7,8 +7,9 @@ weights, seed 0, as GGUF both engines read; a file that already exists is reused
 binaries come from tools/build_llamacpp_cuda.sh (build-xfer/llamacpp-cuda.tar.xz, unpacked into
 build-xfer/), hearth's from tools/pack_device.sh or a build on the host (bench_cuda, bench_spec).
 
-Measured (the default sizes are chosen so the whole run, checkpoints included, fits in about 8
-minutes on an H200; --budget-s skips what is left once the run is past that many seconds):
+Measured (the default sizes are chosen to keep the whole run, checkpoints included, under 8
+minutes on an H200, not yet timed there; --budget-s skips what is left once the run is past that
+many seconds):
   per kind (--kinds, default bf16,q4_0,kq of the 8B shape):
     decode   one stream, --gen tokens after a short prompt: bench_cuda's decode tok/s against
              llama-bench's tg (-n GEN -fa 1 -ngl 99);
