@@ -28,7 +28,7 @@ many seconds):
 --deadline-s (540) stops a tool still running then, so the run ends within a device command's
 10 minutes. Every step tolerates failure: a tool that fails or times out leaves a record with its error and
 the run goes on. Output in OUT_DIR (--out, else $OUT, else build/h200-peer): h200_peer.json (the
-records, the ratios hearth / llama.cpp and the commands), h200_peer.md (the table of ratios) and
+records, the ratios hearth / llama.cpp and each command with its exit status and seconds), h200_peer.md (the table of ratios) and
 logs/ (each tool's output). Measurements, never assertions.
 
   python3 tools/h200_peer.py [--out DIR] [--hearth-bin DIR] [--llama-bin DIR] [--models DIR] ...
@@ -177,7 +177,6 @@ class Run:
         self.n_logs += 1
         log = os.path.join(self.a.out, "logs", f"{self.n_logs:02d}-{name}.log")
         cmd = " ".join(shlex.quote(x) for x in argv)
-        self.commands.append(cmd)
         print(f"h200_peer: [{self.elapsed():5.0f} s] {cmd}", file=sys.stderr, flush=True)
         t = time.time()
         limit = min(timeout or self.a.tool_timeout_s, self.a.deadline_s - self.elapsed())
@@ -192,6 +191,7 @@ class Run:
                 f"--tool-timeout-s {self.a.tool_timeout_s:.0f}, --deadline-s {self.a.deadline_s:.0f})"
         except OSError as ex:
             rc, so, se = "not run", "", str(ex)
+        self.commands.append({"cmd": cmd, "rc": rc, "s": round(time.time() - t, 1), "log": os.path.basename(log)})
         with open(log, "w") as f:
             f.write(f"$ {cmd}\n# rc {rc}, {time.time() - t:.1f} s\n--- stdout\n{so}\n--- stderr\n{se}\n")
         return rc, so, se, cmd
@@ -370,14 +370,13 @@ def spec_llama_server(run):
             "-ngl", ngl(a), "-ngld", ngl(a), "-fa", "on", "-c", "2048", "-np", "1", "--spec-draft-n-max",
             str(a.n_draft), "--spec-draft-p-min", "0", "--host", "127.0.0.1", "--port", str(port)]
     cmd = " ".join(shlex.quote(x) for x in argv)
-    run.commands.append(cmd)
     run.n_logs += 1
     log = open(os.path.join(a.out, "logs", f"{run.n_logs:02d}-llama-server-spec.log"), "w")
     log.write(f"$ {cmd}\n")
     log.flush()
     print(f"h200_peer: [{run.elapsed():5.0f} s] {cmd}", file=sys.stderr, flush=True)
     proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=run.env(a.llama_bin), cwd=ROOT)
-    res = None
+    res, t0 = None, time.time()
     try:
         end = time.time() + min(a.tool_timeout_s, a.deadline_s - run.elapsed())
         url = f"http://127.0.0.1:{port}"
@@ -407,6 +406,8 @@ def spec_llama_server(run):
             proc.wait()
         log.write("\n--- /completion\n" + json.dumps(res, indent=1) + "\n")
         log.close()
+        run.commands.append({"cmd": cmd, "rc": proc.returncode, "s": round(time.time() - t0, 1),
+                             "log": os.path.basename(log.name)})
     t = res.get("timings") or {}
     if "predicted_per_second" not in t or "draft_n" not in t:
         raise RuntimeError(f"llama-server's /completion has no timings with draft counts: {cmd}")

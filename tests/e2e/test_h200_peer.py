@@ -113,6 +113,9 @@ def test_a_failing_llamacpp_is_recorded_and_hearth_measured(tmp_path, bench_bins
     md = (out / "h200_peer.md").read_text()
     assert "Steps that did not complete" in md and "llama-speculative:" in md
     assert len(list((out / "logs").iterdir())) == len(j["commands"])
+    rcs = {c["log"].split("-", 1)[1].rsplit(".", 1)[0]: c["rc"] for c in j["commands"]}
+    assert rcs["llama-bench-bf16"] == "not run" and rcs["llama-speculative"] == "not run"
+    assert rcs["bench_cuda-kq"] == 0 and rcs["bench_spec"] == 0 and rcs["write-models"] == 0
 
 
 def test_a_budget_skips_the_rest(tmp_path, bench_bins, models):
