@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # build_llamacpp_cuda.sh - llama.cpp's CUDA tools, built here and packed for a GPU host.
 #
-# hearth is measured against llama.cpp on the same GPU in the same run (tools/h200_peer.sh).
+# hearth is measured against llama.cpp on the same GPU in the same run (tools/h200_peer.py).
 # The GPU host has no network, so llama.cpp is compiled on a machine without a GPU and carried
 # there. The source is the llama.cpp inside the llama-cpp-python sdist that `make setup` already
 # caches (scripts/fetch-templates.sh downloads it; this script runs that when the file is missing
@@ -12,24 +12,26 @@
 # (GGML_NATIVE=OFF with AVX2/FMA/F16C, so the GPU host's CPU does not matter), flash attention for
 # the K/V type pairs llama.cpp compiles by default (f16, bf16, q8_0, q4_0 with the same type for K
 # and V: GGML_CUDA_FA_ALL_QUANTS=OFF leaves out mixed pairs such as K q8_0 with V f16), no OpenSSL,
-# no NCCL, no web UI download. Targets: llama-bench, llama-batched-bench, llama-speculative,
+# no NCCL, no web UI download. Targets: the multi-tool `llama` (llama-app: bench, batched-bench,
+# serve, cli, completion), llama-speculative, and the single tools llama-bench, llama-batched-bench,
 # llama-speculative-simple, llama-cli, llama-completion, llama-server (those this version has).
 # ccache is used when present. The compile is long (the CUDA template instances), so it runs at
 # `nice` 10 with -j2 unless JOBS says otherwise.
 #
-# Everything is under ${XDG_CACHE_HOME:-~/.cache}/hearth/llamacpp-cuda/ (src, build, stage), never
+# Everything is under ${XDG_CACHE_HOME:-~/.cache}/hearth/llamacpp-cuda/ (src, build), never
 # in the repository. Idempotent: the source is unpacked again only when the sdist changes, cmake
 # rebuilds only what changed, and packing always runs.
 #
 # Pack (tools/pack_device.sh): build-xfer/llamacpp-cuda.tar.xz holds llamacpp-cuda/bin/ (the
-# stripped binaries), llamacpp-cuda/BUILD-INFO (source, compiler, cache options) and
+# stripped binaries and scripts, see below), llamacpp-cuda/BUILD-INFO (source, compiler, cache options) and
 # llamacpp-cuda/lib/ (the libraries ldd names that are not the C library's, CUDA's or the
 # driver's). The CUDA libraries (libcudart, libcublas, libcublasLt: several hundred MB, far over
 # a 64 MiB transfer) are not packed: the GPU host has the CUDA 13 toolkit under /usr/local/cuda,
 # and the binaries carry a run path to its lib64 (checked below).
 #
 # Usage: tools/build_llamacpp_cuda.sh [--pack-only]
-# Env: JOBS (default 2), NICE (default 10), CUDA_HOME (default /usr/local/cuda).
+# Env: JOBS (default 2), NICE (default 10), CUDA_HOME (default /usr/local/cuda), PACK_LIMIT_MIB
+# (default 56).
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
 cd "$hearth_root"
