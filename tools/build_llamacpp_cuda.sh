@@ -65,6 +65,9 @@ sdist="$(hearth_cache_dir)/sdist/llama_cpp_python-$version.tar.gz"
 src="$top/src"
 build="$top/build"
 mkdir -p "$top"
+# one build or pack at a time in $top
+exec 9>"$top/.lock"
+flock -n 9 || die "another build_llamacpp_cuda.sh is running on $top"
 
 if [ "$pack_only" -eq 0 ]; then
     [ -x "$cuda_home/bin/nvcc" ] || die "no nvcc at $cuda_home/bin/nvcc (set CUDA_HOME)"
