@@ -367,7 +367,8 @@ def spec_llama_server(run):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     argv = [os.path.join(a.llama_bin, "llama-server"), "-m", model_path(a, "bf16"), "-md", model_path(a, "q4_0"),
-            "-ngl", ngl(a), "-ngld", ngl(a), "-fa", "on", "-c", "2048", "-np", "1", "--spec-draft-n-max",
+            "-ngl", ngl(a), "-ngld", ngl(a), "-fa", "on", "-c", "2048", "-np", "1", "--spec-type", "draft-simple",
+            "--spec-draft-n-max",
             str(a.n_draft), "--spec-draft-p-min", "0", "--host", "127.0.0.1", "--port", str(port)]
     cmd = " ".join(shlex.quote(x) for x in argv)
     run.n_logs += 1
