@@ -3,27 +3,30 @@
  * JSON lines for tools/cuda_h200.py, which runs PyTorch on the same checkpoint in the same run
  * and writes the table of bench/cuda-h200.md.
  *
- * Not built by CMake. From the repo root, against a hearth_core built with CUDA:
+ * Built on demand (CMake target bench_cuda, linked as the tests are: `cmake --build build --target
+ * bench_cuda`), or by hand from the repo root, against a hearth_core built with CUDA:
  *   cc -O2 -std=c11 -D_GNU_SOURCE -Isrc -Itests bench/bench_cuda.c \
  *      build/libhearth_test_support.a build/libhearth_core.a \
  *      -lpcre2-8 -lcjson -lmicrohttpd -lcurl -lsqlite3 -lcrypto -lutf8proc -lxxhash \
  *      -L<cuda>/lib64 -lcudart -lcublas -lstdc++ -lpthread -lm -o build/bench_cuda
- *   build/bench_cuda MODEL.gguf [--device cuda|cpu] [--gen N] [--prefill N] [--streams N]
- *                    [--kv-quant off|8|4] [--temperature T] [--top-k K] [--top-p P]
+ *   build/bench_cuda MODEL.gguf [--device cuda|cpu] [--gen N] [--prefill N] [--streams N[,N...]]
+ *                    [--kv-quant off|8|4] [--depth N] [--temperature T] [--top-k K] [--top-p P]
  *   build/bench_cuda --attn CTX [--heads H/HKV] [--dim D] [--tok N]
  *   build/bench_cuda --mv N
  *   build/bench_cuda --gemm T1,T2,... [bf16|q8_0|q4_0]
  *
  * Reports (greedy, random prompt tokens):
- *   decode   one sequence: a 32-token prompt, then gen steps of one token through
+ *   decode   one sequence: a 32-token prompt (--depth N: an N-token one, forwarded 512 tokens at
+ *            a time, so the steps attend over N cached tokens), then gen steps of one token through
  *            hearth_forward_argmax (only the id leaves the device); ms per token after 8 warm-up
  *            steps, and the first 32 greedy ids (to compare kernel variants);
  *   prefill  one forward of a prefill-token prompt (logits of the last token only), after a
  *            warm-up forward of the same size;
  *   streams  N requests of 32 prompt tokens and gen new tokens each through the engine at batch
- *            N: aggregate generated tokens per second of wall time, prefill included; greedy, or
- *            seeded draws with --temperature / --top-k / --top-p (HEARTH_TOPM=0 in the
- *            environment: the rows go to the host sampler, the comparison for sampling on the GPU).
+ *            N: aggregate generated tokens per second of wall time, prefill included (a list
+ *            16,64 runs each count in turn, one engine each); greedy, or seeded draws with
+ *            --temperature / --top-k / --top-p (HEARTH_TOPM=0 in the environment: the rows go to
+ *            the host sampler, the comparison for sampling on the GPU).
  * --kv-quant runs all three over that KV cache (q8_0 / q4_0 keys and values; off: f16).
  *   attn     (no model) one attention op of N queries (default 1: decode; 128 or more: the
  *            prefill kernel) at the end of a CTX-token paged cache of f16, q8_0 and q4_0 keys and
@@ -80,9 +83,12 @@ static hearth_kv_scheme scheme_of(const hearth_kv_quant *q) {
 }
 static hearth_kv_quant kvq; /* --kv-quant */
 
-static void decode_and_prefill(const hearth_model *m, bool cuda, int gen, int prefill) {
+static void decode_and_prefill(const hearth_model *m, bool cuda, int gen, int prefill, int depth) {
     const hearth_hparams *hp = hearth_model_hparams(m);
-    int32_t max_tok = prefill > 32 ? prefill : 32, n_ctx = max_tok + gen + 64;
+    const int32_t n_prompt = depth > 32 ? depth : 32;
+    int32_t max_tok = prefill > 32 ? prefill : 32;
+    if (depth > 0 && max_tok < 512) max_tok = 512;
+    const int32_t n_ctx = (n_prompt > max_tok ? n_prompt : max_tok) + gen + 64;
     hearth_backend *be = backend(m, cuda, max_tok, n_ctx);
     if (!be) exit(1);
     hearth_fwd *f = hearth_fwd_create(m, be, max_tok, NULL);
@@ -98,22 +104,28 @@ static void decode_and_prefill(const hearth_model *m, bool cuda, int gen, int pr
             *seq = calloc((size_t)max_tok, sizeof(int32_t)), id = 0;
     for (int i = 0; i < max_tok; i++) tok[i] = rnd_tok(), pos[i] = i;
     double t_first = now_s();
-    hearth_batch b = {.n_tokens = 32, .token = tok, .pos = pos, .seq = seq};
-    hearth_forward_argmax(f, &b, hearth_kv_view_of(kv), logits, &id); /* copies the weights in */
+    for (int32_t p0 = 0; p0 < n_prompt; p0 += max_tok) { /* the first call copies the weights in */
+        int32_t n = n_prompt - p0 < max_tok ? n_prompt - p0 : max_tok;
+        for (int32_t i = 0; i < n; i++) pos[i] = p0 + i;
+        hearth_batch b = {.n_tokens = n, .token = tok, .pos = pos, .seq = seq};
+        hearth_forward_argmax(f, &b, hearth_kv_view_of(kv), logits, &id);
+    }
+    for (int i = 0; i < max_tok; i++) pos[i] = i;
     double first = now_s() - t_first, t0 = 0;
     int32_t ids[32];
     for (int i = 0; i < gen + 8; i++) {
         if (i == 8) t0 = now_s();
         if (i < 32) ids[i] = id;
-        int32_t p = 32 + i;
+        int32_t p = n_prompt + i;
         hearth_batch s = {.n_tokens = 1, .token = &id, .pos = &p, .seq = seq};
         hearth_forward_argmax(f, &s, hearth_kv_view_of(kv), logits, &id);
     }
     double dt = now_s() - t0;
     hearth_backend_info bi;
     hearth_backend_get_info(be, &bi);
-    printf("{\"what\":\"decode\",\"device\":\"%s\",\"tokens\":%d,\"ms_per_token\":%.4f,\"tok_s\":%.2f,"
-           "\"first_step_s\":%.3f,\"ids\":[", bi.device, gen, dt * 1e3 / gen, gen / dt, first);
+    printf("{\"what\":\"decode\",\"device\":\"%s\",\"depth\":%d,\"tokens\":%d,\"ms_per_token\":%.4f,"
+           "\"tok_s\":%.2f,\"first_step_s\":%.3f,\"ids\":[",
+           bi.device, n_prompt, gen, dt * 1e3 / gen, gen / dt, first);
     for (int i = 0; i < 32 && i < gen + 8; i++) printf("%s%d", i ? "," : "", ids[i]);
     printf("]}\n");
     fflush(stdout);
@@ -379,8 +391,9 @@ static void gemm_bench(const char *list, const char *type) {
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: bench_cuda MODEL.gguf [--device cuda|cpu] [--gen N] [--prefill N] [--streams N] "
-                        "[--kv-quant off|8|4]\n       bench_cuda --attn CTX [--heads H/HKV] [--dim D] [--tok N]\n"
+        fprintf(stderr, "usage: bench_cuda MODEL.gguf [--device cuda|cpu] [--gen N] [--prefill N] [--streams N[,N...]] "
+                        "[--kv-quant off|8|4] [--depth N]\n"
+                        "       bench_cuda --attn CTX [--heads H/HKV] [--dim D] [--tok N]\n"
                         "       bench_cuda --mv N\n       bench_cuda --gemm T1,T2,... [bf16|q8_0|q4_0]\n");
         return 2;
     }
@@ -403,13 +416,15 @@ int main(int argc, char **argv) {
         return 0;
     }
     bool cuda = true;
-    int gen = 128, prefill = 0, n_streams = 0;
+    int gen = 128, prefill = 0, depth = 0;
+    const char *stream_list = NULL;
     sampling = hearth_sampler_params_default();
     for (int i = 2; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--device")) cuda = strcmp(argv[i + 1], "cpu") != 0;
         else if (!strcmp(argv[i], "--gen")) gen = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--prefill")) prefill = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--streams")) n_streams = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--streams")) stream_list = argv[i + 1];
+        else if (!strcmp(argv[i], "--depth")) depth = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--temperature")) sampling.temperature = (float)atof(argv[i + 1]);
         else if (!strcmp(argv[i], "--top-k")) sampling.top_k = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--top-p")) sampling.top_p = (float)atof(argv[i + 1]);
@@ -417,6 +432,22 @@ int main(int argc, char **argv) {
             fprintf(stderr, "--kv-quant: expected off, 8 or 4\n");
             return 2;
         }
+    }
+    int stream_n[16], n_lists = 0; /* --streams 16,64 */
+    for (const char *s = stream_list; s && *s;) {
+        char *end;
+        long n = strtol(s, &end, 10);
+        if (end == s || n < 1 || n > 4096 || (*end && *end != ',') || n_lists == 16) {
+            fprintf(stderr, "--streams: up to 16 counts of 1 to 4096, comma-separated (16,64), not '%s'\n",
+                    stream_list);
+            return 2;
+        }
+        stream_n[n_lists++] = (int)n;
+        s = *end ? end + 1 : end;
+    }
+    if (depth < 0 || depth > 1 << 20) {
+        fprintf(stderr, "--depth: 0 to %d tokens\n", 1 << 20);
+        return 2;
     }
     hearth_model *m = NULL;
     hearth_err err;
@@ -427,8 +458,8 @@ int main(int argc, char **argv) {
     }
     printf("{\"what\":\"load\",\"model\":\"%s\",\"weight_bytes\":%zu,\"s\":%.3f}\n", argv[1],
            hearth_model_weight_bytes(m), now_s() - t);
-    decode_and_prefill(m, cuda, gen, prefill);
-    if (n_streams > 0) streams(m, cuda, n_streams, gen);
+    decode_and_prefill(m, cuda, gen, prefill, depth);
+    for (int i = 0; i < n_lists; i++) streams(m, cuda, stream_n[i], gen);
     hearth_model_destroy(m);
     return 0;
 }

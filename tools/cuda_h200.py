@@ -2,6 +2,10 @@
 """Make GPU-sized test checkpoints with transformers and measure hearth's CUDA backend against
 PyTorch + transformers on the same checkpoints, in one run on the GPU host (docs/cuda.md).
 
+The vocabulary is padded to the embedding's row count with control tokens <|reserved_N|> (as
+bench/llama_shapes.py pads it), so llama.cpp, which wants one token per embedding row, reads the
+files as hearth does.
+
 The GPU host is offline and keeps nothing, so every checkpoint is made here: a Llama model of the
 named shape is built by transformers with random weights (seed fixed), kept on the GPU for
 PyTorch, and written as GGUF (gguf-py) for hearth, with the SmolLM2 byte-level BPE vocabulary
@@ -13,6 +17,13 @@ output projection and for v and down in every other layer, as a Q4_K_M file mixe
 has no K-quant quantizer, and only the kernels' speed is measured on that file.
 
   python3 tools/cuda_h200.py mid OUT_DIR          two small checkpoints for the GPU-vs-CPU model test
+  python3 tools/cuda_h200.py write OUT_DIR SHAPE KINDS   OUT_DIR/SHAPE-KIND.gguf for each of KINDS
+                                                  (comma-separated), one model, files that exist
+                                                  kept; a JSON line per file on stdout. The tiny
+                                                  shape's weights come from numpy (no PyTorch
+                                                  needed: a check here that this writer's files
+                                                  load in hearth and llama.cpp); tools/h200_peer.py
+                                                  uses this stage
   python3 tools/cuda_h200.py bench OUT_DIR BENCH  measurements: JSON lines on stdout and in OUT_DIR
   python3 tools/cuda_h200.py spec OUT_DIR BENCH_SPEC   speculative decoding: a target (HEARTH_SPEC_SHAPE,
                                                   default 1b) in bf16 with its own Q4_0 as the draft,
@@ -27,7 +38,7 @@ PyTorch; HEARTH_BENCH_NCU="8b-q4_0:mv_q8_k:200:4;..." runs Nsight Compute over C
 launches of the kernels matching the regex after SKIP of them (bench_cuda with 16 decode steps
 and a 4096-token prefill) and writes OUT_DIR/ncuN.txt.
 """
-import json, os, subprocess, sys, time
+import json, os, subprocess, sys, time, types
 
 import numpy as np
 import gguf
@@ -47,6 +58,7 @@ SHAPES = {  # hidden, layers, heads, kv heads, ffn, vocab
     "1b": (2048, 16, 32, 8, 8192, 128256),
     "8b": (4096, 32, 32, 8, 14336, 128256),
     "mid": (1024, 8, 16, 4, 2816, 49152),
+    "tiny": (256, 2, 4, 2, 512, 49408),  # the smallest the kq kind allows (rows of 256); 256 pad tokens
 }
 
 
@@ -60,6 +72,15 @@ def vocab_fields(path):
     return {"model": f("tokenizer.ggml.model"), "pre": f("tokenizer.ggml.pre"), "tokens": f("tokenizer.ggml.tokens"),
             "types": f("tokenizer.ggml.token_type"), "merges": f("tokenizer.ggml.merges"),
             "bos": int(f("tokenizer.ggml.bos_token_id")), "eos": int(f("tokenizer.ggml.eos_token_id"))}
+
+
+def pad_vocab(vocab, n):
+    """vocab with control tokens <|reserved_N|> appended up to n tokens (the embedding's rows)."""
+    have = len(vocab["tokens"])
+    if n < have:
+        raise ValueError(f"the vocabulary has {have} tokens, more than the {n} embedding rows")
+    return dict(vocab, tokens=list(vocab["tokens"]) + [f"<|reserved_{i}|>" for i in range(n - have)],
+                types=list(vocab["types"]) + [3] * (n - have))  # 3: control
 
 
 def add_llama_header(w, name, dims, vocab, eps=1e-5, ctx=8192):
@@ -102,6 +123,42 @@ def make_model(shape, std):
     return m.eval(), cfg
 
 
+def make_model_np(shape, std, seed=0):
+    """make_model's parameters without PyTorch: {HF name: float32 array} in transformers' order,
+    normal(0, std) matrices and norms 1 + 0.1 N(0, 1) from numpy's generator, and a config with
+    the fields write_gguf reads. For the tiny shape, where a GPU and PyTorch are not at hand."""
+    E, L, H, KV, FF, V = SHAPES[shape]
+    hd = E // H
+    rng = np.random.default_rng(seed)
+    mat = lambda r, c: (std * rng.standard_normal((r, c), dtype=np.float32))
+    norm = lambda n: 1.0 + 0.1 * rng.standard_normal(n, dtype=np.float32)
+    sd = {"model.embed_tokens.weight": mat(V, E)}
+    for i in range(L):
+        b = f"model.layers.{i}."
+        sd.update({b + "self_attn.q_proj.weight": mat(E, E), b + "self_attn.k_proj.weight": mat(KV * hd, E),
+                   b + "self_attn.v_proj.weight": mat(KV * hd, E), b + "self_attn.o_proj.weight": mat(E, E),
+                   b + "mlp.gate_proj.weight": mat(FF, E), b + "mlp.up_proj.weight": mat(FF, E),
+                   b + "mlp.down_proj.weight": mat(E, FF), b + "input_layernorm.weight": norm(E),
+                   b + "post_attention_layernorm.weight": norm(E)})
+    sd["model.norm.weight"] = norm(E)
+    sd["lm_head.weight"] = mat(V, E)
+    cfg = types.SimpleNamespace(hidden_size=E, num_hidden_layers=L, num_attention_heads=H, num_key_value_heads=KV,
+                                intermediate_size=FF, vocab_size=V, rms_norm_eps=1e-5)
+    return sd, cfg
+
+
+def bf16_bits(t):
+    """bf16 bits (uint16) of a torch tensor, or of a float32 array rounded to nearest even."""
+    if isinstance(t, np.ndarray):
+        b = np.ascontiguousarray(t, np.float32).view(np.uint32)
+        return ((b + 0x7FFF + ((b >> 16) & 1)) >> 16).astype(np.uint16)
+    return t.contiguous().view(torch.int16).cpu().numpy().view(np.uint16)
+
+
+def as_f32(t):
+    return np.ascontiguousarray(t, np.float32) if isinstance(t, np.ndarray) else t.float().cpu().numpy()
+
+
 def q4_0_rows(w):
     """ggml's reference Q4_0 of a 2-D tensor on the GPU: bytes [rows][blocks * 18]."""
     rows, n = w.shape
@@ -132,8 +189,11 @@ def kquant_random_rows(rows, n, qtype, seed):
 
 
 def write_gguf(m, cfg, path, kind, vocab):
-    """kind: bf16 | q4_0 | mixed | kq. Returns the bytes one decode step reads (every matrix but the
-    embedding, plus the norms)."""
+    """kind: bf16 | q4_0 | mixed | kq. m: a transformers model, or make_model_np's dict. Returns the
+    bytes one decode step reads (every matrix but the embedding, plus the norms)."""
+    if kind not in ("bf16", "q4_0", "mixed", "kq"):
+        raise ValueError(f"unknown kind '{kind}' (bf16, q4_0, mixed or kq)")
+    vocab = pad_vocab(vocab, cfg.vocab_size)
     w = GGUFWriter(path, "llama")
     add_llama_header(w, f"hearth bench llama {kind}", (cfg.hidden_size, cfg.num_hidden_layers,
                      cfg.num_attention_heads, cfg.num_key_value_heads, cfg.intermediate_size), vocab,
@@ -147,21 +207,21 @@ def write_gguf(m, cfg, path, kind, vocab):
              "ffn_up": Q.Q5_1, "ffn_down": Q.Q8_0, "token_embd": Q.Q4_0, "output": Q.Q8_0}
     step_bytes = 0
     step_bytes_seen = []  # the kq variant's tensors so far (each gets its own seed)
-    for hf, t in m.state_dict().items():
+    for hf, t in (m.items() if isinstance(m, dict) else m.state_dict().items()):
         if hf in names:
             name = names[hf]
         else:
             parts = hf.split(".")  # model.layers.N.<sub>.<proj>.weight
             name = f"blk.{parts[2]}.{per['.'.join(parts[3:-1])]}.weight"
         short = name.split(".")[-2]
-        if t.dim() == 1:
-            a = t.float().cpu().numpy()
+        if t.ndim == 1:
+            a = as_f32(t)
             w.add_tensor(name, a)
         elif kind == "bf16":
-            a = t.contiguous().view(torch.int16).cpu().numpy().view(np.uint16)
+            a = bf16_bits(t)
             w.add_tensor(name, a, raw_dtype=Q.BF16)
         elif kind == "q4_0":
-            a = q4_0_rows(t)
+            a = quantize(t, Q.Q4_0) if isinstance(t, np.ndarray) else q4_0_rows(t)
             w.add_tensor(name, a, raw_shape=a.shape, raw_dtype=Q.Q4_0)
         elif kind == "kq":
             il = int(name.split(".")[1]) if name.startswith("blk.") else 0
@@ -171,7 +231,7 @@ def write_gguf(m, cfg, path, kind, vocab):
             step_bytes_seen.append(name)
             w.add_tensor(name, a, raw_shape=a.shape, raw_dtype=qt)
         else:
-            a = quantize(t.float().cpu().numpy(), mixed[short])
+            a = quantize(as_f32(t), mixed[short])
             w.add_tensor(name, a, raw_shape=a.shape, raw_dtype=mixed[short])
         if short != "token_embd":
             step_bytes += a.nbytes
@@ -180,6 +240,39 @@ def write_gguf(m, cfg, path, kind, vocab):
     w.write_tensors_to_file()
     w.close()
     return step_bytes
+
+
+def write_files(od, shape, kinds, vocab):
+    """OUT_DIR/SHAPE-KIND.gguf for each kind not there yet (written as .part, then renamed), from
+    one model: PyTorch's on the GPU, or numpy's for the tiny shape."""
+    if shape not in SHAPES or any(k not in ("bf16", "q4_0", "mixed", "kq") for k in kinds):
+        sys.exit(f"cuda_h200: write: shape one of {', '.join(SHAPES)}, kinds of bf16,q4_0,mixed,kq "
+                 f"(not {shape} {','.join(kinds)})")
+    todo = [k for k in kinds if not os.path.exists(f"{od}/{shape}-{k}.gguf")]
+    for k in kinds:
+        if k not in todo:
+            print(json.dumps({"what": "model", "model": f"{shape}-{k}", "path": f"{od}/{shape}-{k}.gguf",
+                              "file_bytes": os.path.getsize(f"{od}/{shape}-{k}.gguf"), "reused": True}), flush=True)
+    if not todo:
+        return
+    t = time.time()
+    if shape == "tiny":
+        m, cfg = make_model_np(shape, 0.02)
+    elif torch is None:
+        sys.exit("cuda_h200: write: the %s shape needs PyTorch and transformers" % shape)
+    else:
+        m, cfg = make_model(shape, 0.02)
+    made = time.time() - t
+    for k in todo:
+        path, t = f"{od}/{shape}-{k}.gguf", time.time()
+        step_bytes = write_gguf(m, cfg, path + ".part", k, vocab)
+        os.replace(path + ".part", path)
+        print(json.dumps({"what": "model", "model": f"{shape}-{k}", "path": path, "file_bytes": os.path.getsize(path),
+                          "decode_step_bytes": step_bytes, "model_s": round(made, 3),
+                          "write_s": round(time.time() - t, 3), "reused": False}), flush=True)
+    del m
+    if torch is not None and torch.cuda.is_available():
+        torch.cuda.empty_cache()
 
 
 def measure_device():
@@ -257,6 +350,9 @@ def main():
     stage, od = sys.argv[1], sys.argv[2]
     os.makedirs(od, exist_ok=True)
     vocab = vocab_fields(VOCAB_FROM)
+    if stage == "write":
+        write_files(od, sys.argv[3], sys.argv[4].split(","), vocab)
+        return
     if stage == "mid":
         m, cfg = make_model("mid", 0.05)
         for kind in ("mixed", "bf16"):
