@@ -154,14 +154,18 @@ static void check_prefix(const char *path) {
             CHECK_EQ(got[0].n_cached, want[k]);
             CHECK(same(&got[0], &cold[i]));
         }
-        run_all(e, &p[3], &len[3], 2, got); /* D and E in one batch */
+        /* D and E in one batch: each hits A's 16 tokens; when one is admitted a step after the
+         * other has prefilled past their shared 22 tokens (a slow build, a loaded machine), it
+         * also hits the other's block 5, snapshotted at that branch point: 20 */
+        run_all(e, &p[3], &len[3], 2, got);
         for (int i = 0; i < 2; i++) {
-            CHECK_EQ(got[i].n_cached, 16);
+            CHECK(got[i].n_cached == 16 || got[i].n_cached == 20);
             CHECK(same(&got[i], &cold[3 + i]));
         }
+        CHECK(got[0].n_cached == 16 || got[1].n_cached == 16); /* the first admitted has only A to hit */
         hearth_engine_stats st = idle(e);
         CHECK_EQ(st.cache_hits, 5);
-        CHECK_EQ(st.cache_hit_tokens, 16 + 28 + 36 + 16 + 16);
+        CHECK_EQ(st.cache_hit_tokens, 16 + 28 + 36 + got[0].n_cached + got[1].n_cached);
         CHECK_EQ(st.check_failures, 0);
     }
     hearth_engine_destroy(e);
