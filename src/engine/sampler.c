@@ -4,16 +4,14 @@
  * reaches p (exact: every token of the nucleus is above any floor whose kept mass is >= p).
  */
 #include "engine/sampler.h"
+#include "engine/cand_sort.h"
 #include "kernels/kernels.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct {
-    int32_t id;
-    float   p;
-} cand;
+typedef hearth_cand cand;
 
 struct hearth_sampler {
     hearth_sampler_params p;
@@ -23,6 +21,7 @@ struct hearth_sampler {
     int32_t           *recent;   /* owned ring [repeat_last_n] */
     int32_t            n_recent, recent_head;
     cand              *cands;    /* owned [n_vocab] */
+    cand              *cands_tmp; /* owned [n_vocab] when a long sort needed it (cand_sort.h) */
     uint64_t           rng[4];
     int32_t           *seen;     /* owned [cap_seen]: the distinct generated tokens, in order (topm edits) */
     int32_t            n_seen, cap_seen;
@@ -102,6 +101,7 @@ void hearth_sampler_destroy(hearth_sampler *s) {
     free(s->counts);
     free(s->recent);
     free(s->cands);
+    free(s->cands_tmp);
     free(s->seen);
     free(s);
 }
@@ -156,6 +156,13 @@ static int32_t argmax(const float *x, int32_t n) {
     for (int32_t i = 1; i < n; i++)
         if (x[i] > x[best]) best = i;
     return best;
+}
+
+/* s->cands[0..n), in ascending id order, sorted by cmp_cand_desc's order */
+static void sort_cands(hearth_sampler *s, int32_t n) {
+    if (n >= 512 && !s->cands_tmp) s->cands_tmp = malloc((size_t)s->n_vocab * sizeof *s->cands_tmp);
+    if (s->cands_tmp) hearth_cand_sort_desc(s->cands, s->cands_tmp, n);
+    else qsort(s->cands, (size_t)n, sizeof *s->cands, cmp_cand_desc);
 }
 
 /* Keep the k largest of c[0..n) (sorted descending) using a partial selection sort over a
@@ -254,7 +261,7 @@ static int32_t support(hearth_sampler *s, const float *logits) {
                     break;
                 }
             }
-            qsort(c, (size_t)nc, sizeof *c, cmp_cand_desc);
+            sort_cands(s, nc); /* in id order so far: the linear-time sort applies */
             sorted = true;
         }
         double cum = 0;
